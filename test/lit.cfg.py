@@ -1,0 +1,49 @@
+# -*- Python -*-
+import os
+import shutil
+import subprocess
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "nncc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".nn", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.nncc_obj_root, "test")
+config.excludes = ["Inputs", "Unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%models", os.path.join(config.nncc_src_root, "models")))
+config.substitutions.append(("%nncc_src", config.nncc_src_root))
+
+# Debian's PyTorch lives under the system interpreter, which may not be the
+# first python3 on PATH.
+python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3")
+config.substitutions.append(("%python", python))
+
+llvm_config.with_environment("PATH", config.nncc_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tools = [
+    ToolSubst("nncc", unresolved="fatal"),
+    ToolSubst("nncc-opt", unresolved="fatal"),
+]
+llvm_config.add_tool_substitutions(tools, [config.nncc_tools_dir])
+
+# A GPU is present only where a CUDA driver answers; nvcc alone compiles.
+if config.nncc_have_nvcc:
+    config.available_features.add("nvcc")
+if shutil.which("nvidia-smi"):
+    try:
+        if subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0:
+            config.available_features.add("cuda")
+    except Exception:
+        pass
+
+try:
+    if subprocess.run([python, "-c", "import torch"], capture_output=True, timeout=120).returncode == 0:
+        config.available_features.add("torch")
+except Exception:
+    pass
