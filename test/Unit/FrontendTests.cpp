@@ -1,0 +1,3 @@
+#include "nncc/Frontend/Lexer.h"
+#include <gtest/gtest.h>
+TEST(Placeholder, Builds) { SUCCEED(); }
