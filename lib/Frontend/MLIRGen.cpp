@@ -505,7 +505,7 @@ std::optional<FVal> ForwardGen::evalCall(const CallExpr &c) {
   }
   const FuncSpec *fs = lookupFunc(c.callee);
   if (!fs) {
-    if (frontend::lookupLayer(c.callee) || gen.model.blocks.count(c.callee))
+    if (nncc::frontend::lookupLayer(c.callee) || gen.model.blocks.count(c.callee))
       diag.error(c.calleeLoc,
                  "'" + c.callee +
                      "' is a layer constructor; declare the layer first "

@@ -11,9 +11,7 @@
 #include "nncc/Frontend/Diagnostics.h"
 #include "nncc/Frontend/Parser.h"
 #include "nncc/Frontend/Sema.h"
-#ifdef NNCC_HAVE_MLIRGEN
 #include "nncc/Frontend/MLIRGen.h"
-#endif
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -94,17 +92,11 @@ int runCompile() {
     dumpAST(*ast, output->os());
     break;
   case EmitLevel::NN: {
-#ifdef NNCC_HAVE_MLIRGEN
     mlir::OwningOpRef<mlir::ModuleOp> module = mlirGen(context, *model, diag);
     if (!module)
       return 1;
     module->print(output->os());
     output->os() << "\n";
-#else
-    llvm::errs() << "nncc: error: --emit nn needs the nn dialect, which this "
-                    "build does not have\n";
-    return 1;
-#endif
     break;
   }
   }
