@@ -299,6 +299,8 @@ bool nncc::frontend::bindArgs(llvm::StringRef what,
 }
 
 static bool isInt(const CValue &v) { return v.kind == CValue::Int; }
+/// Sizes are capped so that products such as 4 * hidden cannot overflow.
+static constexpr int64_t kMaxSize = int64_t(1) << 40;
 
 bool nncc::frontend::checkValue(llvm::StringRef what, const ParamSpec &p,
                                 CValue &v, DiagEngine &diag) {
@@ -323,6 +325,8 @@ bool nncc::frontend::checkValue(llvm::StringRef what, const ParamSpec &p,
                                           : "a positive integer");
     if (v.i <= 0)
       return fail("a positive integer");
+    if (v.i > kMaxSize)
+      return fail("a size of at most 2^40");
     return true;
   case PK::NonNegInt:
     if (!isInt(v) || v.i < 0)

@@ -454,7 +454,7 @@ std::optional<FVal> ForwardGen::evalIndex(const IndexExpr &ix) {
       if (!constInt(*it.index, i))
         return std::nullopt;
       starts[d] = i;
-      stops[d] = i == -1 ? INT64_MAX : i + 1;
+      stops[d] = (i == -1 || i == INT64_MAX) ? INT64_MAX : i + 1;
       squeeze.push_back(int64_t(d));
       continue;
     }

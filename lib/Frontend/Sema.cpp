@@ -257,9 +257,9 @@ bool Sema::analyzeDecls(
                                         v->describe());
             return false;
           }
-          if (v->i <= 0) {
-            diag.error(e->getLoc(), "dimension must be positive, got " +
-                                        v->str());
+          if (v->i <= 0 || v->i > (int64_t(1) << 40)) {
+            diag.error(e->getLoc(),
+                       "dimension must be in [1, 2^40], got " + v->str());
             return false;
           }
           dv.size = v->i;
