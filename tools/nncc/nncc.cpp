@@ -34,20 +34,22 @@ using namespace nncc::frontend;
 namespace {
 enum class EmitLevel { AST, NN };
 
+cl::OptionCategory nnccCategory("nncc options");
 cl::SubCommand compileCmd("compile", "Compile a .nn model");
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.nn>"),
-                               cl::Required, cl::sub(compileCmd));
+                               cl::Required, cl::sub(compileCmd),
+                               cl::cat(nnccCategory));
 cl::opt<EmitLevel> emitLevel(
     "emit", cl::desc("What to produce"), cl::init(EmitLevel::NN),
     cl::values(clEnumValN(EmitLevel::AST, "ast",
                           "the checked abstract syntax tree"),
                clEnumValN(EmitLevel::NN, "nn",
                           "the verified module in the nn dialect")),
-    cl::sub(compileCmd));
+    cl::sub(compileCmd), cl::cat(nnccCategory));
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
                                 cl::value_desc("FILE"), cl::init("-"),
-                                cl::sub(compileCmd));
+                                cl::sub(compileCmd), cl::cat(nnccCategory));
 
 void printVersion(llvm::raw_ostream &os) {
   os << "nncc " << NNCC_VERSION << "\n"
@@ -108,6 +110,8 @@ int runCompile() {
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::SetVersionPrinter(printVersion);
+  // libLLVM registers many global options; show only ours in --help.
+  cl::HideUnrelatedOptions(nnccCategory);
   cl::ParseCommandLineOptions(argc, argv,
                               "nncc: compiles neural-network models written "
                               "in the .nn language\n");
