@@ -72,8 +72,21 @@ Token Lexer::make(Tok k, size_t start, SrcLoc l) {
   return t;
 }
 
+void Lexer::reportDeferredError() {
+  if (!hasDeferred)
+    return;
+  hasDeferred = false;
+  diag.error(deferredLoc, deferredMessage);
+}
+
 Token Lexer::error(SrcLoc l, const llvm::Twine &msg) {
-  diag.error(l, msg);
+  if (deferErrors) {
+    hasDeferred = true;
+    deferredLoc = l;
+    deferredMessage = msg.str();
+  } else {
+    diag.error(l, msg);
+  }
   failed = true;
   Token t;
   t.kind = Tok::Error;

@@ -12,9 +12,10 @@ struct DepthGuard {
 };
 } // namespace
 
-Parser::Parser(llvm::StringRef buffer, DiagEngine &diag) : diag(diag) {
-  Lexer lex(buffer, diag);
-  toks = lex.lexAll();
+Parser::Parser(llvm::StringRef buffer, DiagEngine &diag)
+    : diag(diag), lexer(buffer, diag) {
+  lexer.setDeferErrors(true);
+  toks = lexer.lexAll();
 }
 
 static std::string describe(const Token &t) {
@@ -30,7 +31,9 @@ static std::string describe(const Token &t) {
 }
 
 bool Parser::errorExpected(const llvm::Twine &what) {
-  if (!failed && !cur().is(Tok::Error))
+  if (!failed && cur().is(Tok::Error))
+    lexer.reportDeferredError();
+  else if (!failed)
     diag.error(cur().loc, "expected " + what + ", found " + describe(cur()));
   failed = true;
   return false;

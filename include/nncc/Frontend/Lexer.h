@@ -79,6 +79,12 @@ public:
   /// Tokenizes everything; the last token is Eof or Error.
   std::vector<Token> lexAll();
 
+  /// With deferred errors, a lexical error is not reported when found but
+  /// kept until reportDeferredError(): the parser reports it only if it
+  /// reaches the Error token, so that the first error in the file wins.
+  void setDeferErrors(bool defer) { deferErrors = defer; }
+  void reportDeferredError();
+
 private:
   char peek(size_t ahead = 0) const {
     return pos + ahead < buf.size() ? buf[pos + ahead] : '\0';
@@ -95,6 +101,10 @@ private:
   unsigned line = 1, col = 1;
   bool sawNewline = true;
   bool failed = false;
+  bool deferErrors = false;
+  bool hasDeferred = false;
+  SrcLoc deferredLoc;
+  std::string deferredMessage;
 };
 
 } // namespace frontend

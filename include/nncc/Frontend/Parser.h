@@ -65,6 +65,7 @@ private:
   bool parseIndexItem(IndexItem &item);
 
   DiagEngine &diag;
+  Lexer lexer;
   std::vector<Token> toks;
   size_t idx = 0;
   unsigned depth = 0;
