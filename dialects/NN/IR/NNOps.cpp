@@ -498,6 +498,8 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
   for (int64_t size : sizes) {
     if (size < 0)
       return diag.error("sizes must be >= 0, got ", size);
+    if (size > std::numeric_limits<int64_t>::max() - total)
+      return diag.error("sizes overflow int64");
     total += size;
   }
   Dim dim = x->getDim(*axis);

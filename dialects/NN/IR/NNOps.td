@@ -740,7 +740,7 @@ def NN_ODESolveOp : NN_Op<"odesolve", [
   let results = (outs NN_FloatTensor:$result);
   let regions = (region SizedRegion<1>:$dynamics);
   let assemblyFormat = [{
-    $method $h0 `,` $t0 `,` $t1 attr-dict `:` functional-type(operands, results)
+    `` $method $h0 `,` $t0 `,` $t1 attr-dict `:` functional-type(operands, results)
     $dynamics
   }];
   let hasVerifier = 1;
@@ -781,7 +781,7 @@ def NN_ODERNNOp : NN_Op<"ode_rnn", [
   let results = (outs NN_FloatTensor:$result);
   let regions = (region SizedRegion<1>:$dynamics, SizedRegion<1>:$cell);
   let assemblyFormat = [{
-    $method $x `,` $times (`,` $h0^)? attr-dict `:`
+    `` $method $x `,` $times (`,` $h0^)? attr-dict `:`
     functional-type(operands, results) `dynamics` $dynamics `cell` $cell
   }];
   let hasVerifier = 1;

@@ -147,7 +147,7 @@ static ParseResult parseDim(AsmParser &parser, SmallVectorImpl<Dim> &dims) {
     dims.push_back(Dim::getDynamic());
     return success();
   }
-  int64_t size;
+  int64_t size = 0;
   OptionalParseResult sizeResult = parser.parseOptionalInteger(size);
   if (sizeResult.has_value()) {
     if (failed(*sizeResult))
