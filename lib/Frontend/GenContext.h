@@ -151,8 +151,14 @@ public:
                                  std::vector<std::pair<std::string, FVal>> kw,
                                  SrcLoc l);
 
+  /// Bound on the size of the generated IR, so that no input can make the
+  /// compiler run for long or exhaust memory.
+  static constexpr int64_t kMaxOps = 500000;
+
 private:
   llvm::StringMap<mlir::Type> declaredParams;
+  int64_t opCount = 0;
+  bool reportedTooLarge = false;
   int64_t seedCounter = 1;
 };
 

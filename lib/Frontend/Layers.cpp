@@ -416,8 +416,8 @@ bool fillRegion(Gen &g, mlir::Region &region, llvm::ArrayRef<mlir::Type> types,
     g.diag.error(l, what + " must return one tensor, got " + r->describe());
     return false;
   }
-  g.create("nn.yield", l, {r->value}, {}, 0, {}, 0, /*infer=*/false);
-  return true;
+  return g.create("nn.yield", l, {r->value}, {}, 0, {}, 0,
+                  /*infer=*/false) != nullptr;
 }
 
 Result lowerReversible(Gen &g, const LayerInstance &inst,
@@ -439,6 +439,8 @@ Result lowerReversible(Gen &g, const LayerInstance &inst,
   mlir::Type halfType = t.withDims(half);
   mlir::Operation *op =
       g.create("nn.reversible", l, {x}, {}, 1, {}, 2, /*infer=*/false);
+  if (!op)
+    return std::nullopt;
   for (unsigned r = 0; r < 2; ++r) {
     LayerInstance *fn = inst.child(r == 0 ? "f" : "g");
     if (!fn ||
@@ -684,6 +686,8 @@ Result lowerODESolve(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
        g.attrF64("rtol", a[6].c.asDouble()), g.attrF64("atol", a[7].c.asDouble()),
        g.attrBool("adjoint", a[8].c.b)},
       1, {}, 1, /*infer=*/false);
+  if (!op)
+    return std::nullopt;
   mlir::Type tType = t0.getType();
   if (!fillRegion(
           g, op->getRegion(0), {tType, h0.getType()}, l,
@@ -742,6 +746,8 @@ Result lowerODERNN(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
        g.attrF64("rtol", a[7].c.asDouble()), g.attrF64("atol", a[8].c.asDouble()),
        g.attrBool("adjoint", a[9].c.b)},
       1, {}, 2, /*infer=*/false);
+  if (!op)
+    return std::nullopt;
   if (!fillRegion(
           g, op->getRegion(0), {tType, hType}, l,
           [&](llvm::ArrayRef<mlir::BlockArgument> args) {

@@ -51,6 +51,7 @@ mlir::Value Gen::param(const LayerInstance &inst, llvm::StringRef name,
   } else {
     type = it->second;
   }
+  ++opCount; // counted against kMaxOps; the next create() reports it
   mlir::OperationState st(loc(l), "nn.get_parameter");
   st.addAttribute("name", mlir::FlatSymbolRefAttr::get(&ctx, full));
   st.addTypes(type);
@@ -63,6 +64,13 @@ mlir::Operation *Gen::create(llvm::StringRef opName, SrcLoc l,
                              unsigned numResults,
                              llvm::ArrayRef<int32_t> segments,
                              unsigned numRegions, bool doInfer) {
+  if (++opCount > kMaxOps) {
+    if (!reportedTooLarge)
+      diag.error(l, "the model expands to more than " + llvm::Twine(kMaxOps) +
+                        " operations");
+    reportedTooLarge = true;
+    return nullptr;
+  }
   mlir::OperationState st(loc(l), opName);
   st.addOperands(operands);
   for (auto &a : attrs)
