@@ -799,8 +799,13 @@ Gen::applyBlock(LayerInstance &inst, std::vector<FVal> positional,
   }
   ForwardGen fg(*this, scope);
   FVal result;
-  if (!fg.runBlockBody(f, result))
+  if (!fg.runBlockBody(f, result)) {
+    // Point from the error inside the block back to the application.
+    ctx.getDiagEngine().emit(loc(l), mlir::DiagnosticSeverity::Note)
+        << "in block '" << inst.callee << "' ('" << inst.path
+        << "') applied here";
     return std::nullopt;
+  }
   return result;
 }
 
