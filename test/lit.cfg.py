@@ -37,6 +37,7 @@ llvm_config.add_tool_substitutions(tools, [config.nncc_tools_dir])
 # A GPU is present only where a CUDA driver answers; nvcc alone compiles.
 if config.nncc_have_nvcc:
     config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", config.nncc_nvcc))
 if shutil.which("nvidia-smi"):
     try:
         if subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0:
