@@ -61,16 +61,26 @@ void denseAttention(const Dims &g, T scale, bool causal, const T *q,
           for (int64_t d = 0; d < g.dh; ++d)
             Kt[d * kBK + jj] = kr[d];
         }
+        if (nk < kBK)
+          for (int64_t d = 0; d < g.dh; ++d)
+            for (int64_t jj = nk; jj < kBK; ++jj)
+              Kt[d * kBK + jj] = T(0);
         for (int64_t i = 0; i < nq; ++i) {
           const T *qr = q + (b * g.T + q0 + i) * g.ldi + h * g.dh;
           T *srow = S.data() + i * kBK;
-          for (int64_t jj = 0; jj < nk; ++jj)
-            srow[jj] = T(0);
-          for (int64_t d = 0; d < g.dh; ++d) {
-            const T qd = qr[d] * scale;
-            const T *kt = Kt.data() + d * kBK;
-            for (int64_t jj = 0; jj < nk; ++jj)
-              srow[jj] += qd * kt[jj];
+          {
+            // Fixed-size accumulator row: stays in vector registers.
+            T accs[kBK];
+            for (int jj = 0; jj < kBK; ++jj)
+              accs[jj] = T(0);
+            for (int64_t d = 0; d < g.dh; ++d) {
+              const T qd = qr[d] * scale;
+              const T *kt = Kt.data() + d * kBK;
+              for (int jj = 0; jj < kBK; ++jj)
+                accs[jj] += qd * kt[jj];
+            }
+            for (int jj = 0; jj < kBK; ++jj)
+              srow[jj] = accs[jj];
           }
           T tmax = neg_big<T>();
           for (int64_t jj = 0; jj < nk; ++jj) {
@@ -86,12 +96,27 @@ void denseAttention(const Dims &g, T scale, bool causal, const T *q,
           if (alpha != T(1))
             for (int64_t d = 0; d < g.dh; ++d)
               orow[d] *= alpha;
-          for (int64_t jj = 0; jj < nk; ++jj) {
+          // P.V in chunks of 16 output columns held in registers.
+          constexpr int kC = 16;
+          const T *vt = v + (b * g.T + k0) * g.ldi + h * g.dh;
+          int64_t d0 = 0;
+          for (; d0 + kC <= g.dh; d0 += kC) {
+            T acc[kC];
+            for (int c = 0; c < kC; ++c)
+              acc[c] = orow[d0 + c];
+            for (int64_t jj = 0; jj < nk; ++jj) {
+              const T p = srow[jj];
+              const T *vr = vt + jj * g.ldi + d0;
+              for (int c = 0; c < kC; ++c)
+                acc[c] += p * vr[c];
+            }
+            for (int c = 0; c < kC; ++c)
+              orow[d0 + c] = acc[c];
+          }
+          for (int64_t jj = 0; jj < nk && d0 < g.dh; ++jj) {
             const T p = srow[jj];
-            if (p == T(0))
-              continue;
-            const T *vr = v + (b * g.T + k0 + jj) * g.ldi + h * g.dh;
-            for (int64_t d = 0; d < g.dh; ++d)
+            const T *vr = vt + jj * g.ldi;
+            for (int64_t d = d0; d < g.dh; ++d)
               orow[d] += p * vr[d];
           }
         }
