@@ -74,11 +74,11 @@ func.func @regions(%x: !nn.tensor<[B, 8], f32>, %t0: !nn.tensor<[], f32>, %t1: !
   // CHECK: } cell {
   // CHECK-NEXT: ^bb0(%{{.*}}: !nn.tensor<[B, 3], f32>, %{{.*}}: !nn.tensor<[B, 5], f32>):
   %s = nn.ode_rnn euler %seq, %times {hidden_size = 5 : i64, steps = 1 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[B, T], f32>) -> !nn.tensor<[?, ?, 5], f32> dynamics {
-  ^bb0(%t: !nn.tensor<[], f32>, %h: !nn.tensor<[?, 5], f32>):
-    nn.yield %h : !nn.tensor<[?, 5], f32>
+  ^bb0(%t: !nn.tensor<[], f32>, %state: !nn.tensor<[?, 5], f32>):
+    nn.yield %state : !nn.tensor<[?, 5], f32>
   } cell {
-  ^bb0(%xt: !nn.tensor<[?, ?], f32>, %h: !nn.tensor<[?, 5], f32>):
-    nn.yield %h : !nn.tensor<[?, 5], f32>
+  ^bb0(%xt: !nn.tensor<[?, ?], f32>, %state: !nn.tensor<[?, 5], f32>):
+    nn.yield %state : !nn.tensor<[?, 5], f32>
   }
   return
 }
