@@ -17,6 +17,8 @@ config.excludes = ["Inputs", "Unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.c
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%models", os.path.join(config.nncc_src_root, "models")))
 config.substitutions.append(("%nncc_src", config.nncc_src_root))
+# Directory of libnncc_kernels.so (kernel parity tests load it with ctypes).
+config.substitutions.append(("%nncc_lib", os.path.join(config.nncc_obj_root, "lib")))
 
 # Debian's PyTorch lives under the system interpreter, which may not be the
 # first python3 on PATH.
@@ -35,6 +37,7 @@ llvm_config.add_tool_substitutions(tools, [config.nncc_tools_dir])
 # A GPU is present only where a CUDA driver answers; nvcc alone compiles.
 if config.nncc_have_nvcc:
     config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", config.nncc_nvcc))
 if shutil.which("nvidia-smi"):
     try:
         if subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0:

@@ -13,41 +13,51 @@ using namespace mlir;
 using namespace nncc::nn;
 using nncc::nn::detail::InferDiagnostics;
 
-/// Checks that `region` has one block whose arguments are compatible with
-/// `argTypes` and that ends in an nn.yield of values compatible with
-/// `yieldTypes`. Robust to any malformed region.
-static LogicalResult verifyRegionSignature(Operation *op, Region &region,
-                                           StringRef name,
-                                           TypeRange argTypes,
-                                           TypeRange yieldTypes) {
-  if (!llvm::hasSingleElement(region))
-    return op->emitOpError("region '")
-           << name << "' must have exactly one block";
-  Block &block = region.front();
-  if (block.getNumArguments() != argTypes.size())
-    return op->emitOpError("region '")
-           << name << "' must have " << argTypes.size()
-           << " block argument(s), got " << block.getNumArguments();
-  for (auto [index, arg, expected] :
-       llvm::enumerate(block.getArguments(), argTypes))
-    if (!areCompatibleTypes(arg.getType(), expected))
+#include "dialects/NN/IR/NNOpInterfaces.cpp.inc"
+
+/// Checks every region of `op` against its RegionSignatureOpInterface: one
+/// block whose arguments are compatible with the expected argument types and
+/// that ends in an nn.yield of values compatible with the expected yield
+/// types. `names` names the regions in diagnostics. Robust to any malformed
+/// region.
+static LogicalResult verifyRegionSignatures(RegionSignatureOpInterface op,
+                                            ArrayRef<StringRef> names) {
+  for (auto [index, name] : llvm::enumerate(names)) {
+    SmallVector<Type> argTypes, yieldTypes;
+    if (index >= op->getNumRegions() ||
+        failed(op.getRegionSignature(index, argTypes, yieldTypes)))
+      return op->emitOpError("has malformed operands or regions");
+    Region &region = op->getRegion(index);
+    if (!llvm::hasSingleElement(region))
       return op->emitOpError("region '")
-             << name << "' argument #" << index << " has type "
-             << arg.getType() << ", expected " << expected;
-  auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
-  if (!yield)
-    return op->emitOpError("region '")
-           << name << "' must end with nn.yield";
-  if (yield.getValues().size() != yieldTypes.size())
-    return yield.emitOpError("yields ")
-           << yield.getValues().size() << " value(s), region '" << name
-           << "' of " << op->getName() << " expects " << yieldTypes.size();
-  for (auto [index, value, expected] :
-       llvm::enumerate(yield.getValues(), yieldTypes))
-    if (!areCompatibleTypes(value.getType(), expected))
-      return yield.emitOpError("value #")
-             << index << " has type " << value.getType() << ", region '"
-             << name << "' of " << op->getName() << " expects " << expected;
+             << name << "' must have exactly one block";
+    Block &block = region.front();
+    if (block.getNumArguments() != argTypes.size())
+      return op->emitOpError("region '")
+             << name << "' must have " << argTypes.size()
+             << " block argument(s), got " << block.getNumArguments();
+    for (auto [argIndex, arg, expected] :
+         llvm::enumerate(block.getArguments(), argTypes))
+      if (!areCompatibleTypes(arg.getType(), expected))
+        return op->emitOpError("region '")
+               << name << "' argument #" << argIndex << " has type "
+               << arg.getType() << ", expected " << expected;
+    auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
+    if (!yield)
+      return op->emitOpError("region '")
+             << name << "' must end with nn.yield";
+    if (yield.getValues().size() != yieldTypes.size())
+      return yield.emitOpError("yields ")
+             << yield.getValues().size() << " value(s), region '" << name
+             << "' of " << op->getName() << " expects " << yieldTypes.size();
+    for (auto [valueIndex, value, expected] :
+         llvm::enumerate(yield.getValues(), yieldTypes))
+      if (!areCompatibleTypes(value.getType(), expected))
+        return yield.emitOpError("value #")
+               << valueIndex << " has type " << value.getType()
+               << ", region '" << name << "' of " << op->getName()
+               << " expects " << expected;
+  }
   return success();
 }
 
@@ -98,16 +108,22 @@ LogicalResult ReversibleOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult ReversibleOp::verifyRegions() {
+LogicalResult
+ReversibleOp::getRegionSignature(unsigned index,
+                                 SmallVectorImpl<Type> &argTypes,
+                                 SmallVectorImpl<Type> &yieldTypes) {
   FailureOr<nncc::nn::TensorType> half =
-      getReversibleHalfType(InferDiagnostics(getLoc(), getOperationName()),
-                            getX());
-  if (failed(half))
+      getReversibleHalfType(InferDiagnostics(std::nullopt, ""), getX());
+  if (index > 1 || failed(half))
     return failure();
-  Type halfType = *half;
-  if (failed(verifyRegionSignature(*this, getF(), "f", halfType, halfType)))
-    return failure();
-  return verifyRegionSignature(*this, getG(), "g", halfType, halfType);
+  // f: x2 -> F(x2) and g: y1 -> G(y1), all halves.
+  argTypes.push_back(*half);
+  yieldTypes.push_back(*half);
+  return success();
+}
+
+LogicalResult ReversibleOp::verifyRegions() {
+  return verifyRegionSignatures(*this, {"f", "g"});
 }
 
 //===----------------------------------------------------------------------===//
@@ -137,11 +153,20 @@ LogicalResult ODESolveOp::verify() {
                          getAtol());
 }
 
+LogicalResult
+ODESolveOp::getRegionSignature(unsigned index,
+                               SmallVectorImpl<Type> &argTypes,
+                               SmallVectorImpl<Type> &yieldTypes) {
+  if (index != 0)
+    return failure();
+  // dynamics: (t, h) -> dh/dt.
+  argTypes.append({getT0().getType(), getH0().getType()});
+  yieldTypes.push_back(getH0().getType());
+  return success();
+}
+
 LogicalResult ODESolveOp::verifyRegions() {
-  Type h0 = getH0().getType();
-  Type time = getT0().getType();
-  return verifyRegionSignature(*this, getDynamics(), "dynamics", {time, h0},
-                               h0);
+  return verifyRegionSignatures(*this, {"dynamics"});
 }
 
 //===----------------------------------------------------------------------===//
@@ -182,18 +207,26 @@ LogicalResult ODERNNOp::verify() {
                          getAtol());
 }
 
-LogicalResult ODERNNOp::verifyRegions() {
+LogicalResult
+ODERNNOp::getRegionSignature(unsigned index, SmallVectorImpl<Type> &argTypes,
+                             SmallVectorImpl<Type> &yieldTypes) {
   nncc::nn::TensorType x = getX().getType();
-  nncc::nn::TensorType times = getTimes().getType();
-  if (x.getRank() != 3)
-    return emitOpError("expected x of rank 3, got ") << x;
-  Dim batch = x.getDim(0);
-  auto state = x.withDims({batch, Dim::getStatic(getHiddenSize())});
-  auto time = times.withDims({});
-  auto input = x.withDims({batch, x.getDim(2)});
-  if (failed(verifyRegionSignature(*this, getDynamics(), "dynamics",
-                                   {time, state}, Type(state))))
+  if (index > 1 || x.getRank() != 3 || getHiddenSize() < 1)
     return failure();
-  return verifyRegionSignature(*this, getCell(), "cell", {input, state},
-                               Type(state));
+  Dim batch = x.getDim(0);
+  nncc::nn::TensorType state =
+      x.withDims({batch, Dim::getStatic(getHiddenSize())});
+  if (index == 0) {
+    // dynamics: (t, h) -> dh/dt.
+    argTypes.append({getTimes().getType().withDims({}), state});
+  } else {
+    // cell: (x_t, h) -> h'.
+    argTypes.append({x.withDims({batch, x.getDim(2)}), state});
+  }
+  yieldTypes.push_back(state);
+  return success();
+}
+
+LogicalResult ODERNNOp::verifyRegions() {
+  return verifyRegionSignatures(*this, {"dynamics", "cell"});
 }

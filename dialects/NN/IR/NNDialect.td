@@ -28,12 +28,10 @@ def NN_Dialect : Dialect {
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
-  let dependentDialects = [];
   let extraClassDeclaration = [{
-  private:
+    /// Registration of the types and attributes, defined next to them.
     void registerTypes();
     void registerAttributes();
-  public:
   }];
 }
 

@@ -23,4 +23,26 @@ def NN_AttentionKindAttrInterface
   ];
 }
 
+def NN_RegionSignatureOpInterface
+    : OpInterface<"RegionSignatureOpInterface"> {
+  let cppNamespace = "::nncc::nn";
+  let description = [{
+    Implemented by the nn ops with regions. Gives, from the op's operands and
+    attributes, the types each region's block arguments and `nn.yield` must
+    have. The region verifiers and `nn-infer-shapes` (which refines block
+    argument types) share this single definition.
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/[{Fills the expected block argument and yield types of region
+                 `index`. Fails, without a diagnostic, when the operands are
+                 not well-formed enough to tell.}],
+      /*retTy=*/"::llvm::LogicalResult",
+      /*methodName=*/"getRegionSignature",
+      /*args=*/(ins "unsigned":$index,
+                    "::llvm::SmallVectorImpl<::mlir::Type> &":$argTypes,
+                    "::llvm::SmallVectorImpl<::mlir::Type> &":$yieldTypes)>,
+  ];
+}
+
 #endif // NNCC_DIALECT_NN_IR_NNINTERFACES_TD

@@ -15,6 +15,8 @@
 #include "dialects/NN/IR/NNDialect.h"
 #include "dialects/NN/IR/NNTypes.h"
 
+#include "dialects/NN/IR/NNOpInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/NN/IR/NNOps.h.inc"
 

@@ -19,6 +19,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "dialects/NN/IR/NNDialect.td"
 include "dialects/NN/IR/NNTypes.td"
 include "dialects/NN/IR/NNAttrs.td"
+include "dialects/NN/IR/NNInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Constraints
@@ -682,7 +683,8 @@ def NN_AttentionOp : NN_Op<"attention", [Pure, AttrSizedOperandSegments]> {
 //===----------------------------------------------------------------------===//
 
 def NN_ReversibleOp : NN_Op<"reversible", [
-    RecursiveMemoryEffects, RecursivelySpeculatable]> {
+    RecursiveMemoryEffects, RecursivelySpeculatable,
+    DeclareOpInterfaceMethods<NN_RegionSignatureOpInterface>]> {
   let summary = "reversible residual block (RevNet / Reformer)";
   let description = [{
     Splits `x` [..., 2F] into halves x1, x2 along the last dim and returns
@@ -710,7 +712,8 @@ def NN_ReversibleOp : NN_Op<"reversible", [
 }
 
 def NN_ODESolveOp : NN_Op<"odesolve", [
-    RecursiveMemoryEffects, RecursivelySpeculatable]> {
+    RecursiveMemoryEffects, RecursivelySpeculatable,
+    DeclareOpInterfaceMethods<NN_RegionSignatureOpInterface>]> {
   let summary = "integrates an ODE dh/dt = f(t, h) from t0 to t1";
   let description = [{
     Returns h(t1) for h(t0) = `h0`, where the single-block region `dynamics`
@@ -748,7 +751,8 @@ def NN_ODESolveOp : NN_Op<"odesolve", [
 }
 
 def NN_ODERNNOp : NN_Op<"ode_rnn", [
-    RecursiveMemoryEffects, RecursivelySpeculatable]> {
+    RecursiveMemoryEffects, RecursivelySpeculatable,
+    DeclareOpInterfaceMethods<NN_RegionSignatureOpInterface>]> {
   let summary = "ODE-RNN over irregularly sampled sequences (Rubanova 2019)";
   let description = [{
     For each step t of `x` [B, T, I] at `times` [B, T] (float), evolves the

@@ -43,7 +43,6 @@ def NN_TensorType : NN_Type<"Tensor", "tensor"> {
   ];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
-  let skipDefaultBuilders = 0;
   let extraClassDeclaration = [{
     /// Number of dims; 0 for a scalar.
     int64_t getRank() const { return getDims().size(); }

@@ -12,6 +12,32 @@ namespace nncc::nn {
 
 using namespace mlir;
 
+/// Refines the block argument types of the regions of `op` with the types
+/// its RegionSignatureOpInterface expects, keeping what the current types
+/// know where the expected dim is `?`. Incompatible arguments are left for
+/// the verifier to report.
+static void refineRegionArguments(nncc::nn::RegionSignatureOpInterface op) {
+  for (auto [index, region] : llvm::enumerate(op->getRegions())) {
+    SmallVector<Type> argTypes, yieldTypes;
+    if (region.empty() ||
+        failed(op.getRegionSignature(index, argTypes, yieldTypes)) ||
+        region.getNumArguments() != argTypes.size())
+      continue;
+    for (auto [arg, expectedType] :
+         llvm::zip_equal(region.getArguments(), argTypes)) {
+      auto current = dyn_cast<nncc::nn::TensorType>(arg.getType());
+      auto expected = dyn_cast<nncc::nn::TensorType>(expectedType);
+      if (!current || !expected || !current.isCompatibleWith(expected))
+        continue;
+      SmallVector<nncc::nn::Dim> dims(expected.getDims());
+      for (auto [dim, known] : llvm::zip_equal(dims, current.getDims()))
+        if (dim.isDynamic())
+          dim = known;
+      arg.setType(expected.withDims(dims));
+    }
+  }
+}
+
 namespace {
 struct NNInferShapesPass
     : public nncc::nn::impl::NNInferShapesBase<NNInferShapesPass> {
@@ -22,6 +48,10 @@ struct NNInferShapesPass
         getOperation()->walk<WalkOrder::PreOrder>([](Operation *op) {
           if (failed(nncc::nn::inferResultTypesInPlace(op)))
             return WalkResult::interrupt();
+          // Before the walk enters the regions.
+          if (auto regionOp =
+                  dyn_cast<nncc::nn::RegionSignatureOpInterface>(op))
+            refineRegionArguments(regionOp);
           return WalkResult::advance();
         });
     if (result.wasInterrupted())

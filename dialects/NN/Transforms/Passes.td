@@ -13,8 +13,10 @@ def NNInferShapes : Pass<"nn-infer-shapes"> {
     operands, attributes and regions (`nncc::nn::inferResultTypesInPlace`).
     Producers are visited before their users, so refined types propagate:
     for example `?` dims become symbols or sizes once the operands are known.
-    Afterwards the result types of each `func.func` are set to the types its
-    single `func.return` returns.
+    The block arguments of `nn.reversible`, `nn.odesolve` and `nn.ode_rnn`
+    regions are refined to the types the op expects before their bodies are
+    visited. Afterwards the result types of each `func.func` are set to the
+    types its single `func.return` returns.
 
     Fails, with the error emitted at the offending op, when some op's
     operands do not fit its shape rules.

@@ -1,9 +1,9 @@
 // RUN: nncc-opt %s --nn-infer-shapes | FileCheck %s
 // RUN: nncc-opt %s --nn-infer-shapes --nn-infer-shapes | FileCheck %s
 
-// The ops are built with `?` placeholders in their result types; the pass
-// re-infers every result type from the operands, in order, so refinements
-// propagate, and then updates the function signatures.
+// The ops are built with `?` placeholders in their result types (and region
+// arguments); the pass re-infers every result type from the operands, in
+// order, so refinements propagate, and then updates the function signatures.
 
 nn.parameter @w : !nn.tensor<[10, 20], f32>
 
@@ -47,13 +47,16 @@ func.func @multi_result(%x: !nn.tensor<[B, T, 3], f32>, %wi: !nn.tensor<[16, 3],
 }
 
 // CHECK-LABEL: func.func @regions
-func.func @regions(%x: !nn.tensor<[B, 8], f32>, %t0: !nn.tensor<[], f32>, %t1: !nn.tensor<[], f32>) {
+func.func @regions(%x: !nn.tensor<[B, 8], f32>, %t0: !nn.tensor<[], f32>, %t1: !nn.tensor<[], f32>,
+                   %seq: !nn.tensor<[B, T, 3], f32>, %times: !nn.tensor<[B, T], f32>) {
   // CHECK: nn.tanh {{.*}} -> !nn.tensor<[B, 8], f32>
   %h = nn.tanh %x : (!nn.tensor<[B, 8], f32>) -> !nn.tensor<[?, 8], f32>
   // CHECK: nn.reversible {{.*}} -> !nn.tensor<[B, 8], f32> f {
+  // Region arguments are refined before the region body is visited.
+  // CHECK-NEXT: ^bb0(%{{.*}}: !nn.tensor<[B, 4], f32>):
   %r = nn.reversible %h : (!nn.tensor<[?, 8], f32>) -> !nn.tensor<[?, 8], f32> f {
   ^bb0(%a: !nn.tensor<[?, 4], f32>):
-    // CHECK: nn.relu {{.*}} -> !nn.tensor<[?, 4], f32>
+    // CHECK-NEXT: nn.relu {{.*}} -> !nn.tensor<[B, 4], f32>
     %f = nn.relu %a : (!nn.tensor<[?, 4], f32>) -> !nn.tensor<[?, 4], f32>
     nn.yield %f : !nn.tensor<[?, 4], f32>
   } g {
@@ -61,9 +64,21 @@ func.func @regions(%x: !nn.tensor<[B, 8], f32>, %t0: !nn.tensor<[], f32>, %t1: !
     nn.yield %a : !nn.tensor<[?, 4], f32>
   }
   // CHECK: nn.odesolve {{.*}} -> !nn.tensor<[B, 8], f32> {
+  // CHECK-NEXT: ^bb0(%{{.*}}: !nn.tensor<[], f32>, %{{.*}}: !nn.tensor<[B, 8], f32>):
   %o = nn.odesolve euler %r, %t0, %t1 {steps = 4 : i64} : (!nn.tensor<[?, 8], f32>, !nn.tensor<[], f32>, !nn.tensor<[], f32>) -> !nn.tensor<[?, 8], f32> {
   ^bb0(%t: !nn.tensor<[], f32>, %s: !nn.tensor<[?, 8], f32>):
     nn.yield %s : !nn.tensor<[?, 8], f32>
+  }
+  // CHECK: nn.ode_rnn {{.*}} -> !nn.tensor<[B, T, 5], f32> dynamics {
+  // CHECK-NEXT: ^bb0(%{{.*}}: !nn.tensor<[], f32>, %{{.*}}: !nn.tensor<[B, 5], f32>):
+  // CHECK: } cell {
+  // CHECK-NEXT: ^bb0(%{{.*}}: !nn.tensor<[B, 3], f32>, %{{.*}}: !nn.tensor<[B, 5], f32>):
+  %s = nn.ode_rnn euler %seq, %times {hidden_size = 5 : i64, steps = 1 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[B, T], f32>) -> !nn.tensor<[?, ?, 5], f32> dynamics {
+  ^bb0(%t: !nn.tensor<[], f32>, %state: !nn.tensor<[?, 5], f32>):
+    nn.yield %state : !nn.tensor<[?, 5], f32>
+  } cell {
+  ^bb0(%xt: !nn.tensor<[?, ?], f32>, %state: !nn.tensor<[?, 5], f32>):
+    nn.yield %state : !nn.tensor<[?, 5], f32>
   }
   return
 }

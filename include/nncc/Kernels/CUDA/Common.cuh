@@ -1,0 +1,51 @@
+//===- Common.cuh - CUDA helpers for nncc kernels ---------------*- CUDA -*-===//
+#ifndef NNCC_KERNELS_CUDA_COMMON_CUH
+#define NNCC_KERNELS_CUDA_COMMON_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "nncc/Kernels/Common.h"
+
+namespace nncc {
+namespace kernels {
+namespace cuda {
+
+/// Sum over a warp (all 32 lanes participate).
+template <typename T> __device__ __forceinline__ T warp_sum(T v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// Sum over the block; every thread gets the result. `scratch` holds >= 32
+/// values of T in shared memory. Contains __syncthreads(): call uniformly.
+template <typename T> __device__ T block_sum(T v, T *scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int nwarps = (blockDim.x + 31) >> 5;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0)
+    scratch[warp] = v;
+  __syncthreads();
+  T r = lane < nwarps ? scratch[lane] : T(0);
+  if (warp == 0)
+    r = warp_sum(r);
+  if (threadIdx.x == 0)
+    scratch[0] = r;
+  __syncthreads();
+  return scratch[0];
+}
+
+inline unsigned grid_for(int64_t n, int block, unsigned cap = 65535u * 8u) {
+  int64_t g = (n + block - 1) / block;
+  if (g < 1)
+    g = 1;
+  return (unsigned)(g > (int64_t)cap ? cap : g);
+}
+
+} // namespace cuda
+} // namespace kernels
+} // namespace nncc
+
+#endif

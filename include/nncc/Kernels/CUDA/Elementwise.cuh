@@ -1,0 +1,91 @@
+//===- Elementwise.cuh - GEMM epilogues, activations, dropout ---*- CUDA -*-===//
+//
+// The GEMM itself is cuBLAS (caller); these kernels are the fused epilogue
+// y = act(acc + bias) + residual, and the other elementwise ops, all through
+// the NNCC_HD functions of Common.h / Philox.h / NormMath.h that the CPU
+// twins call.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_KERNELS_CUDA_ELEMENTWISE_CUH
+#define NNCC_KERNELS_CUDA_ELEMENTWISE_CUH
+
+#include "nncc/Kernels/CUDA/Common.cuh"
+#include "nncc/Kernels/NormMath.h"
+#include "nncc/Kernels/Philox.h"
+
+namespace nncc {
+namespace kernels {
+namespace cuda {
+
+/// In place on y [M, N] (the GEMM output): y = act(y + bias) + residual.
+template <typename T>
+__global__ void linear_epilogue_kernel(int64_t M, int64_t N, T *y,
+                                       const T *bias, int act, T alpha,
+                                       const T *residual) {
+  const int64_t n = M * N;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int col = (int)(i % N);
+    y[i] = linear_epilogue(y[i], bias, col, act, alpha,
+                           residual ? residual + i : nullptr);
+  }
+}
+
+template <typename T>
+__global__ void activation_kernel(int64_t n, const T *x, int act, T alpha,
+                                  T *y) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    y[i] = activate(act, x[i], alpha);
+}
+
+/// Same bits as the CPU twin: keep_i = philox_uniform(seed, offset, i) >= p.
+template <typename T>
+__global__ void dropout_kernel(int64_t n, float p, uint64_t seed,
+                               uint64_t offset, const T *x, T *y,
+                               uint8_t *mask) {
+  const T scale = T(1) / (T(1) - T(p));
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    bool keep = dropout_keep(seed, offset, (uint64_t)i, p);
+    y[i] = keep ? x[i] * scale : T(0);
+    if (mask)
+      mask[i] = keep;
+  }
+}
+
+template <typename T>
+__global__ void sinusoidal_position_kernel(int64_t B, int64_t Tn, int64_t E,
+                                           const T *x, T *y) {
+  const int64_t n = B * Tn * E;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t e = i % E, t = (i / E) % Tn;
+    y[i] = x[i] + sinusoidal_pe<T>(t, e, E);
+  }
+}
+
+template <typename T>
+inline cudaError_t launch_linear_epilogue(int64_t M, int64_t N, T *y,
+                                          const T *bias, int act, T alpha,
+                                          const T *residual,
+                                          cudaStream_t stream = 0) {
+  linear_epilogue_kernel<T><<<grid_for(M * N, 256), 256, 0, stream>>>(
+      M, N, y, bias, act, alpha, residual);
+  return cudaGetLastError();
+}
+
+template <typename T>
+inline cudaError_t launch_dropout(int64_t n, float p, uint64_t seed,
+                                  uint64_t offset, const T *x, T *y,
+                                  uint8_t *mask, cudaStream_t stream = 0) {
+  dropout_kernel<T><<<grid_for(n, 256), 256, 0, stream>>>(n, p, seed, offset,
+                                                          x, y, mask);
+  return cudaGetLastError();
+}
+
+} // namespace cuda
+} // namespace kernels
+} // namespace nncc
+
+#endif

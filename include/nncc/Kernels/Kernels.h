@@ -1,0 +1,166 @@
+/*===- Kernels.h - C ABI of libnncc_kernels (CPU kernels) -----------------===
+ *
+ * Plain C interface used by generated host code and by the Python (ctypes)
+ * parity tests. Every tensor is row-major and batch-first; sizes are int64.
+ * Every function returns 0 on success or a negative NNCC_K_* code on bad
+ * arguments; nothing aborts, nothing allocates in hot loops (callers pass
+ * workspace sized by the *_workspace_size functions, in bytes).
+ * Each kernel exists as _f32 and _f64. See docs/kernels.md.
+ *===----------------------------------------------------------------------===*/
+#ifndef NNCC_KERNELS_KERNELS_H
+#define NNCC_KERNELS_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+  NNCC_K_OK = 0,
+  NNCC_K_EINVAL = -1,    /* bad size / null pointer / bad enum */
+  NNCC_K_ERANGE = -2,    /* index out of range (embedding, cross entropy) */
+  NNCC_K_EUNSUPPORTED = -3
+};
+
+/* Cell kinds (nncc::kernels::CellKind). */
+enum {
+  NNCC_CELL_RNN_TANH = 0,
+  NNCC_CELL_RNN_RELU = 1,
+  NNCC_CELL_LSTM = 2,
+  NNCC_CELL_GRU = 3,
+  NNCC_CELL_GRU_CHO2014 = 4
+};
+
+/* Activation codes (nncc::kernels::Activation). */
+enum {
+  NNCC_ACT_NONE = 0,
+  NNCC_ACT_RELU = 1,
+  NNCC_ACT_LEAKY_RELU = 2,
+  NNCC_ACT_GELU = 3,
+  NNCC_ACT_GELU_TANH = 4,
+  NNCC_ACT_TANH = 5,
+  NNCC_ACT_SIGMOID = 6
+};
+
+/* Attention kinds. */
+enum { NNCC_ATTN_DENSE = 0, NNCC_ATTN_DILATED = 1, NNCC_ATTN_LSH = 2 };
+
+/* Options of the attention core and of nncc_mha_forward_*. */
+typedef struct nncc_attention_params {
+  int32_t kind;             /* NNCC_ATTN_* */
+  int32_t causal;           /* key j > query i masked */
+  double scale;             /* 0: 1/sqrt(head_dim) */
+  /* dilated */
+  int32_t window;           /* w: w/2 neighbours each side */
+  int32_t dilation;         /* d >= 1 */
+  const int32_t *global_pos;/* sorted or not, duplicates allowed */
+  int32_t n_global;
+  /* lsh */
+  const void *rotations;    /* [n_hashes, head_dim, n_buckets/2], element type of the call */
+  int32_t n_hashes;
+  int32_t n_buckets;        /* even */
+  int32_t chunk;            /* chunk length m */
+  int32_t same_bucket_only; /* 1: also require bucket(q) == bucket(k) */
+} nncc_attention_params;
+
+#define NNCC_DECLARE_KERNELS(S, T)                                              \
+  /* C[M,N] = alpha op(A) op(B) + beta C  (row-major, cblas) */                \
+  int nncc_gemm_##S(int trans_a, int trans_b, int64_t M, int64_t N,           \
+                    int64_t K, T alpha, const T *A, int64_t lda, const T *B,   \
+                    int64_t ldb, T beta, T *C, int64_t ldc);                   \
+  /* y[M,N] = act(x[M,K] w[N,K]^T + bias[N]) + residual[M,N] */               \
+  int nncc_linear_##S(int64_t M, int64_t N, int64_t K, const T *x,             \
+                      const T *w, const T *bias, const T *residual, int act,   \
+                      double alpha, T *y);                                     \
+  int nncc_activation_##S(int64_t n, const T *x, int act, double alpha,        \
+                          T *y);                                               \
+  /* y = x + residual elementwise (residual may alias y) */                    \
+  int nncc_add_##S(int64_t n, const T *x, const T *residual, T *y);            \
+  /* Recurrent layer stack (PyTorch _flat_weights order in `weights`). */      \
+  int nncc_rnn_forward_##S(                                                    \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, T *y, T *h_n,          \
+      T *c_n, void *workspace, T *saved);                                      \
+  int nncc_lstm_forward_##S(int64_t B, int64_t T_, int64_t I, int64_t H,       \
+                            int64_t L, int64_t D, int has_bias, const T *x,    \
+                            const T *const *weights, const T *h0, const T *c0, \
+                            const int32_t *lengths, T *y, T *h_n, T *c_n,      \
+                            void *workspace, T *saved);                        \
+  int nncc_gru_forward_##S(int variant_cho, int64_t B, int64_t T_, int64_t I,  \
+                           int64_t H, int64_t L, int64_t D, int has_bias,      \
+                           const T *x, const T *const *weights, const T *h0,   \
+                           const int32_t *lengths, T *y, T *h_n,               \
+                           void *workspace, T *saved);                         \
+  int nncc_elman_forward_##S(int relu, int64_t B, int64_t T_, int64_t I,       \
+                             int64_t H, int64_t L, int64_t D, int has_bias,    \
+                             const T *x, const T *const *weights, const T *h0, \
+                             const int32_t *lengths, T *y, T *h_n,             \
+                             void *workspace, T *saved);                       \
+  /* Attention core on projected q,k,v (rows of stride ld_in), out stride     \
+     ld_out. lse (optional) [B,H,T]. LSH: q is the shared QK, k unused. */     \
+  int nncc_attention_##S(const nncc_attention_params *p, int64_t B,            \
+                         int64_t T_, int64_t H, int64_t dh, const T *q,        \
+                         const T *k, const T *v, int64_t ld_in, T *out,        \
+                         int64_t ld_out, const uint8_t *key_padding_mask,      \
+                         void *workspace, int32_t *lsh_buckets);               \
+  /* Full nn.attention: in-proj, attention core, out-proj. */                 \
+  int nncc_mha_forward_##S(const nncc_attention_params *p, int64_t B,          \
+                           int64_t T_, int64_t E, int64_t H, const T *x,       \
+                           const T *in_w, const T *in_b, const T *out_w,       \
+                           const T *out_b, const uint8_t *key_padding_mask,    \
+                           void *workspace, T *y);                             \
+  /* y = LN(x + residual) * gamma + beta over the last N; optional outputs   \
+     sum_out = x + residual, mean[rows], rstd[rows]. */                       \
+  int nncc_layer_norm_##S(int64_t rows, int64_t N, const T *x,                 \
+                          const T *residual, const T *gamma, const T *beta,    \
+                          double eps, T *y, T *sum_out, T *mean, T *rstd);     \
+  /* softmax along the middle axis of [outer, N, inner] */                    \
+  int nncc_softmax_##S(int64_t outer, int64_t N, int64_t inner, const T *x,    \
+                       T *y);                                                  \
+  int nncc_embedding_##S(int64_t n, int64_t V, int64_t E, const int64_t *idx,  \
+                         const T *table, T *out);                              \
+  int nncc_embedding_i32_##S(int64_t n, int64_t V, int64_t E,                  \
+                             const int32_t *idx, const T *table, T *out);      \
+  /* y[b,t,:] = x[b,t,:] + PE(t) */                                            \
+  int nncc_sinusoidal_position_##S(int64_t B, int64_t T_, int64_t E,           \
+                                   const T *x, T *y);                          \
+  /* y = keep ? x/(1-p) : 0; keep_i = philox_uniform(seed,offset,i) >= p */   \
+  int nncc_dropout_##S(int64_t n, double p, uint64_t seed, uint64_t offset,    \
+                       const T *x, T *y, uint8_t *mask);                       \
+  int nncc_mse_loss_##S(int64_t n, const T *pred, const T *target, T *out);    \
+  int nncc_cross_entropy_##S(int64_t N, int64_t C, const T *logits,            \
+                             const int64_t *target, int64_t ignore_index,      \
+                             T *out);                                          \
+  int nncc_bce_with_logits_##S(int64_t N, int64_t C, const T *logits,          \
+                               const T *target, const T *pos_weight, T *out);
+
+NNCC_DECLARE_KERNELS(f32, float)
+NNCC_DECLARE_KERNELS(f64, double)
+
+/* Workspace sizes in bytes. elem_size = 4 (f32) or 8 (f64). */
+int64_t nncc_rnn_workspace_size(int cell, int64_t B, int64_t T_, int64_t I,
+                                int64_t H, int64_t L, int64_t D,
+                                int64_t elem_size);
+/* Number of elements of `saved` (gate activations for backward):
+   [L, D, B, T, slots*H], slots = 1 rnn, 5 lstm (i f g o c), 4 gru
+   (r z n hn), 3 cho (r z h~). */
+int64_t nncc_rnn_saved_size(int cell, int64_t B, int64_t T_, int64_t H,
+                            int64_t L, int64_t D);
+int64_t nncc_attention_workspace_size(const nncc_attention_params *p,
+                                      int64_t B, int64_t T_, int64_t H,
+                                      int64_t dh, int64_t elem_size);
+int64_t nncc_mha_workspace_size(const nncc_attention_params *p, int64_t B,
+                                int64_t T_, int64_t E, int64_t H,
+                                int64_t elem_size);
+
+/* Raw Philox-4x32-10 block: out = philox(ctr, key). */
+void nncc_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
+                        uint32_t out[4]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NNCC_KERNELS_KERNELS_H */

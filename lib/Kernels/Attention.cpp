@@ -1,0 +1,456 @@
+//===- Attention.cpp - CPU twins of dense / dilated / LSH attention -------===//
+//
+// All three kernels stream keys through OnlineSoftmax (AttentionMath.h): no
+// T x T score matrix is ever formed. Dense attention works in tiles of 32
+// queries x 64 keys (flash-style); dilated attention visits the O(w + |G|)
+// admissible keys of each query; LSH attention sorts each hash round by
+// (bucket, position) and visits the own and previous chunk.
+//
+// Per-thread scratch (a few tiles, or O(T*dh) for LSH) is allocated once per
+// call per thread, outside the loops; the workspace argument carries the
+// per-call tables (global-token flags) and the MHA projections.
+//
+//===----------------------------------------------------------------------===//
+#include "Internal.h"
+#include "nncc/Kernels/AttentionMath.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+using namespace nncc::kernels;
+
+namespace {
+
+constexpr int kBQ = 32; // queries per tile
+constexpr int kBK = 64; // keys per tile
+
+struct Dims {
+  int64_t B, T, H, dh, ldi, ldo;
+};
+
+template <typename T>
+void denseAttention(const Dims &g, T scale, bool causal, const T *q,
+                    const T *k, const T *v, T *out, const uint8_t *kpm) {
+  const int64_t nqb = (g.T + kBQ - 1) / kBQ;
+  const int64_t tasks = g.B * g.H * nqb;
+#pragma omp parallel
+  {
+    std::vector<T> S(kBQ * kBK), O(kBQ * g.dh), Kt(g.dh * kBK);
+    std::vector<OnlineSoftmax<T>> sm(kBQ);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t b = task / (g.H * nqb);
+      const int64_t h = (task / nqb) % g.H;
+      const int64_t q0 = (task % nqb) * kBQ;
+      const int64_t nq = std::min<int64_t>(kBQ, g.T - q0);
+      const uint8_t *kpmRow = kpm ? kpm + b * g.T : nullptr;
+      std::fill(O.begin(), O.end(), T(0));
+      for (int i = 0; i < nq; ++i)
+        sm[i].init();
+      const int64_t kEnd = causal ? std::min(g.T, q0 + nq) : g.T;
+      for (int64_t k0 = 0; k0 < kEnd; k0 += kBK) {
+        const int64_t nk = std::min<int64_t>(kBK, kEnd - k0);
+        // K tile transposed to [dh, nk] so the score loop vectorises.
+        for (int64_t jj = 0; jj < nk; ++jj) {
+          const T *kr = k + (b * g.T + k0 + jj) * g.ldi + h * g.dh;
+          for (int64_t d = 0; d < g.dh; ++d)
+            Kt[d * kBK + jj] = kr[d];
+        }
+        if (nk < kBK)
+          for (int64_t d = 0; d < g.dh; ++d)
+            for (int64_t jj = nk; jj < kBK; ++jj)
+              Kt[d * kBK + jj] = T(0);
+        for (int64_t i = 0; i < nq; ++i) {
+          const T *qr = q + (b * g.T + q0 + i) * g.ldi + h * g.dh;
+          T *srow = S.data() + i * kBK;
+          {
+            // Fixed-size accumulator row: stays in vector registers.
+            T accs[kBK];
+            for (int jj = 0; jj < kBK; ++jj)
+              accs[jj] = T(0);
+            for (int64_t d = 0; d < g.dh; ++d) {
+              const T qd = qr[d] * scale;
+              const T *kt = Kt.data() + d * kBK;
+              for (int jj = 0; jj < kBK; ++jj)
+                accs[jj] += qd * kt[jj];
+            }
+            for (int jj = 0; jj < kBK; ++jj)
+              srow[jj] = accs[jj];
+          }
+          T tmax = neg_big<T>();
+          for (int64_t jj = 0; jj < nk; ++jj) {
+            if (!key_admissible((int)(q0 + i), (int)(k0 + jj), causal, kpmRow))
+              srow[jj] = neg_big<T>();
+            else
+              tmax = srow[jj] > tmax ? srow[jj] : tmax;
+          }
+          if (!(tmax > neg_big<T>()))
+            continue; // nothing admissible in this tile for this row
+          T alpha = sm[i].push_tile(srow, (int)nk, tmax);
+          T *orow = O.data() + i * g.dh;
+          if (alpha != T(1))
+            for (int64_t d = 0; d < g.dh; ++d)
+              orow[d] *= alpha;
+          // P.V in chunks of 16 output columns held in registers.
+          constexpr int kC = 16;
+          const T *vt = v + (b * g.T + k0) * g.ldi + h * g.dh;
+          int64_t d0 = 0;
+          for (; d0 + kC <= g.dh; d0 += kC) {
+            T acc[kC];
+            for (int c = 0; c < kC; ++c)
+              acc[c] = orow[d0 + c];
+            for (int64_t jj = 0; jj < nk; ++jj) {
+              const T p = srow[jj];
+              const T *vr = vt + jj * g.ldi + d0;
+              for (int c = 0; c < kC; ++c)
+                acc[c] += p * vr[c];
+            }
+            for (int c = 0; c < kC; ++c)
+              orow[d0 + c] = acc[c];
+          }
+          for (int64_t jj = 0; jj < nk && d0 < g.dh; ++jj) {
+            const T p = srow[jj];
+            const T *vr = vt + jj * g.ldi;
+            for (int64_t d = d0; d < g.dh; ++d)
+              orow[d] += p * vr[d];
+          }
+        }
+      }
+      for (int64_t i = 0; i < nq; ++i) {
+        T inv = sm[i].inv();
+        T *orow = out + (b * g.T + q0 + i) * g.ldo + h * g.dh;
+        for (int64_t d = 0; d < g.dh; ++d)
+          orow[d] = O[i * g.dh + d] * inv;
+      }
+    }
+  }
+}
+
+/// Visit an explicit list of keys for one query with the online softmax.
+template <typename T>
+void attendList(const T *qr, const int32_t *keys, int nk, const T *kbase,
+                int64_t ldk, const T *vbase, int64_t ldv, int64_t dh, T scale,
+                T *scores, T *acc, OnlineSoftmax<T> &sm) {
+  T tmax = neg_big<T>();
+  for (int jj = 0; jj < nk; ++jj) {
+    const T *kr = kbase + keys[jj] * ldk;
+    T s = T(0);
+    for (int64_t d = 0; d < dh; ++d)
+      s += qr[d] * kr[d];
+    s *= scale;
+    scores[jj] = s;
+    tmax = s > tmax ? s : tmax;
+  }
+  if (nk == 0)
+    return;
+  T alpha = sm.push_tile(scores, nk, tmax);
+  for (int64_t d = 0; d < dh; ++d)
+    acc[d] *= alpha;
+  for (int jj = 0; jj < nk; ++jj) {
+    const T p = scores[jj];
+    const T *vr = vbase + keys[jj] * ldv;
+    for (int64_t d = 0; d < dh; ++d)
+      acc[d] += p * vr[d];
+  }
+}
+
+template <typename T>
+void dilatedAttention(const Dims &g, T scale, bool causal, int window,
+                      int dil, const uint8_t *isGlobal, const int32_t *glist,
+                      int ng, const T *q, const T *k, const T *v, T *out,
+                      const uint8_t *kpm) {
+  const int64_t tasks = g.B * g.H * g.T;
+  const int half = window / 2;
+#pragma omp parallel
+  {
+    std::vector<int32_t> keys(g.T + 1);
+    std::vector<T> scores(g.T + 1), acc(g.dh);
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t b = task / (g.H * g.T);
+      const int64_t h = (task / g.T) % g.H;
+      const int i = (int)(task % g.T);
+      const uint8_t *kpmRow = kpm ? kpm + b * g.T : nullptr;
+      int nk = 0;
+      if (isGlobal[i]) {
+        for (int j = 0; j < g.T; ++j)
+          if (key_admissible(i, j, causal, kpmRow))
+            keys[nk++] = j;
+      } else {
+        // Band first (ascending), then global tokens outside the band.
+        for (int o = -half; o <= half; ++o) {
+          int j = i + o * dil;
+          if (j >= 0 && j < g.T && key_admissible(i, j, causal, kpmRow))
+            keys[nk++] = j;
+        }
+        for (int gi = 0; gi < ng; ++gi) {
+          int j = glist[gi];
+          if (!dilated_band(i, j, window, dil) &&
+              key_admissible(i, j, causal, kpmRow))
+            keys[nk++] = j;
+        }
+      }
+      OnlineSoftmax<T> sm;
+      sm.init();
+      std::fill(acc.begin(), acc.end(), T(0));
+      const T *qr = q + (b * g.T + i) * g.ldi + h * g.dh;
+      attendList(qr, keys.data(), nk, k + b * g.T * g.ldi + h * g.dh, g.ldi,
+                 v + b * g.T * g.ldi + h * g.dh, g.ldi, g.dh, scale,
+                 scores.data(), acc.data(), sm);
+      T inv = sm.inv();
+      T *orow = out + (b * g.T + i) * g.ldo + h * g.dh;
+      for (int64_t d = 0; d < g.dh; ++d)
+        orow[d] = acc[d] * inv;
+    }
+  }
+}
+
+template <typename T>
+void lshAttention(const Dims &g, T scale, bool causal, const T *rot,
+                  int rounds, int nbuckets, int chunk, bool sameBucket,
+                  const T *qk, const T *v, T *out, const uint8_t *kpm,
+                  int32_t *bucketsOut) {
+  const int64_t tasks = g.B * g.H;
+  const int nb2 = nbuckets / 2;
+  const int64_t Tn = g.T, dh = g.dh;
+#pragma omp parallel
+  {
+    std::vector<T> kn(Tn * dh), o(rounds * Tn * dh), lse(rounds * Tn);
+    std::vector<int32_t> bucket(Tn), order(Tn), count(nbuckets + 1);
+    std::vector<int32_t> keys(2 * chunk + 1);
+    std::vector<T> scores(2 * chunk + 1), w(rounds), l(rounds);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t b = task / g.H, h = task % g.H;
+      const uint8_t *kpmRow = kpm ? kpm + b * Tn : nullptr;
+      const T *qbase = qk + b * Tn * g.ldi + h * dh;
+      const T *vbase = v + b * Tn * g.ldi + h * dh;
+      // Keys are the unit-normalised shared QK vectors.
+      for (int64_t t = 0; t < Tn; ++t) {
+        const T *x = qbase + t * g.ldi;
+        T ss = T(0);
+        for (int64_t d = 0; d < dh; ++d)
+          ss += x[d] * x[d];
+        T inv = ss > T(0) ? T(1) / nsqrt(ss) : T(0);
+        for (int64_t d = 0; d < dh; ++d)
+          kn[t * dh + d] = x[d] * inv;
+      }
+      for (int r = 0; r < rounds; ++r) {
+        const T *R = rot + (int64_t)r * dh * nb2;
+        for (int64_t t = 0; t < Tn; ++t)
+          bucket[t] = lsh_bucket(qbase + t * g.ldi, R, (int)dh, nb2);
+        if (bucketsOut)
+          std::memcpy(bucketsOut + ((b * g.H + h) * rounds + r) * Tn,
+                      bucket.data(), sizeof(int32_t) * Tn);
+        // Stable counting sort by bucket: order = positions sorted by
+        // (bucket, position).
+        std::fill(count.begin(), count.end(), 0);
+        for (int64_t t = 0; t < Tn; ++t)
+          ++count[bucket[t] + 1];
+        for (int c = 0; c < nbuckets; ++c)
+          count[c + 1] += count[c];
+        for (int64_t t = 0; t < Tn; ++t)
+          order[count[bucket[t]]++] = (int32_t)t;
+        for (int64_t p = 0; p < Tn; ++p) {
+          const int t = order[p];
+          const int64_t c = p / chunk;
+          const int64_t lo = c > 0 ? (c - 1) * chunk : 0;
+          const int64_t hi = std::min<int64_t>(Tn, (c + 1) * chunk);
+          int nk = 0;
+          for (int64_t pp = lo; pp < hi; ++pp) {
+            const int u = order[pp];
+            if (u == t || !key_admissible(t, u, causal, kpmRow))
+              continue;
+            if (sameBucket && bucket[u] != bucket[t])
+              continue;
+            keys[nk++] = u;
+          }
+          if (nk == 0 && key_admissible(t, t, causal, kpmRow))
+            keys[nk++] = t; // self only when nothing else is available
+          OnlineSoftmax<T> sm;
+          sm.init();
+          T *acc = o.data() + (r * Tn + t) * dh;
+          std::fill(acc, acc + dh, T(0));
+          attendList(qbase + t * g.ldi, keys.data(), nk, kn.data(), dh,
+                     vbase, g.ldi, dh, scale, scores.data(), acc, sm);
+          T inv = sm.inv();
+          for (int64_t d = 0; d < dh; ++d)
+            acc[d] *= inv;
+          lse[r * Tn + t] = sm.lse();
+        }
+      }
+      // Combine hash rounds with softmax(lse_r) weights (duplicates counted).
+      for (int64_t t = 0; t < Tn; ++t) {
+        for (int r = 0; r < rounds; ++r)
+          l[r] = lse[r * Tn + t];
+        lse_round_weights(l.data(), rounds, w.data());
+        T *orow = out + (b * Tn + t) * g.ldo + h * dh;
+        for (int64_t d = 0; d < dh; ++d) {
+          T s = T(0);
+          for (int r = 0; r < rounds; ++r)
+            s += w[r] * o[(r * Tn + t) * dh + d];
+          orow[d] = s;
+        }
+      }
+    }
+  }
+}
+
+bool checkParams(const nncc_attention_params *p, int64_t dh) {
+  if (!p || dh <= 0)
+    return false;
+  if (p->kind == NNCC_ATTN_DILATED)
+    return p->window >= 1 && p->dilation >= 1 && p->n_global >= 0 &&
+           (p->n_global == 0 || p->global_pos);
+  if (p->kind == NNCC_ATTN_LSH)
+    return p->rotations && p->n_hashes >= 1 && p->n_buckets >= 2 &&
+           p->n_buckets % 2 == 0 && p->chunk >= 1;
+  return p->kind == NNCC_ATTN_DENSE;
+}
+
+int64_t coreWorkspace(const nncc_attention_params *p, int64_t T) {
+  Arena a(nullptr);
+  if (p->kind == NNCC_ATTN_DILATED) {
+    a.take<uint8_t>(T);
+    a.take<int32_t>(p->n_global);
+  }
+  return (int64_t)a.size();
+}
+
+template <typename T>
+int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
+                  int64_t H, int64_t dh, const T *q, const T *k, const T *v,
+                  int64_t ldi, T *out, int64_t ldo, const uint8_t *kpm,
+                  void *ws, int32_t *bucketsOut) {
+  if (!checkParams(p, dh) || B < 0 || Tn < 0 || H <= 0 || !q || !v || !out ||
+      ldi < H * dh || ldo < H * dh)
+    return NNCC_K_EINVAL;
+  if (p->kind != NNCC_ATTN_LSH && !k)
+    return NNCC_K_EINVAL;
+  Dims g{B, Tn, H, dh, ldi, ldo};
+  T scale = p->scale != 0 ? T(p->scale) : T(1) / nsqrt(T(dh));
+  bool causal = p->causal != 0;
+  if (p->kind == NNCC_ATTN_DENSE) {
+    denseAttention<T>(g, scale, causal, q, k, v, out, kpm);
+  } else if (p->kind == NNCC_ATTN_DILATED) {
+    if (!ws && Tn > 0)
+      return NNCC_K_EINVAL;
+    Arena a(ws);
+    uint8_t *isG = a.take<uint8_t>(Tn);
+    int32_t *gl = a.take<int32_t>(p->n_global);
+    std::memset(isG, 0, Tn);
+    int ng = 0;
+    for (int i = 0; i < p->n_global; ++i) {
+      int32_t j = p->global_pos[i];
+      if (j < 0)
+        return NNCC_K_ERANGE;
+      if (j >= Tn || isG[j])
+        continue; // beyond this sequence, or a duplicate
+      isG[j] = 1;
+      gl[ng++] = j;
+    }
+    std::sort(gl, gl + ng);
+    dilatedAttention<T>(g, scale, causal, p->window, p->dilation, isG, gl, ng,
+                        q, k, v, out, kpm);
+  } else {
+    lshAttention<T>(g, scale, causal, static_cast<const T *>(p->rotations),
+                    p->n_hashes, p->n_buckets, p->chunk,
+                    p->same_bucket_only != 0, q, v, out, kpm, bucketsOut);
+  }
+  return NNCC_K_OK;
+}
+
+int64_t mhaWorkspace(const nncc_attention_params *p, int64_t B, int64_t Tn,
+                     int64_t E, int64_t elem) {
+  int64_t P = p->kind == NNCC_ATTN_LSH ? 2 : 3;
+  Arena a(nullptr);
+  a.take<char>(B * Tn * P * E * elem);
+  a.take<char>(B * Tn * E * elem);
+  a.take<char>(coreWorkspace(p, Tn));
+  return (int64_t)a.size();
+}
+
+template <typename T>
+int mhaForward(const nncc_attention_params *p, int64_t B, int64_t Tn,
+               int64_t E, int64_t H, const T *x, const T *inW, const T *inB,
+               const T *outW, const T *outB, const uint8_t *kpm, void *ws,
+               T *y) {
+  if (!p || H <= 0 || E % H != 0 || !x || !inW || !outW || !y || !ws)
+    return NNCC_K_EINVAL;
+  const int64_t P = p->kind == NNCC_ATTN_LSH ? 2 : 3;
+  Arena a(ws);
+  T *proj = a.take<T>(B * Tn * P * E);
+  T *ctx = a.take<T>(B * Tn * E);
+  void *core = a.take<char>(coreWorkspace(p, Tn));
+  // In-projection: proj = x in_w^T + in_b, [B*T, P*E].
+  if (inB) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < B * Tn; ++r)
+      std::memcpy(proj + r * P * E, inB, sizeof(T) * P * E);
+  }
+  gemm(false, true, B * Tn, P * E, E, T(1), x, E, inW, E, inB ? T(1) : T(0),
+       proj, P * E);
+  const int64_t dh = E / H;
+  int rc;
+  if (p->kind == NNCC_ATTN_LSH)
+    rc = attentionCore<T>(p, B, Tn, H, dh, proj, nullptr, proj + E, P * E,
+                          ctx, E, kpm, core, nullptr);
+  else
+    rc = attentionCore<T>(p, B, Tn, H, dh, proj, proj + E, proj + 2 * E,
+                          P * E, ctx, E, kpm, core, nullptr);
+  if (rc)
+    return rc;
+  // Out-projection: y = ctx out_w^T + out_b.
+  if (outB) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < B * Tn; ++r)
+      std::memcpy(y + r * E, outB, sizeof(T) * E);
+  }
+  gemm(false, true, B * Tn, E, E, T(1), ctx, E, outW, E, outB ? T(1) : T(0), y,
+       E);
+  return NNCC_K_OK;
+}
+
+} // namespace
+
+extern "C" int64_t nncc_attention_workspace_size(const nncc_attention_params *p,
+                                                 int64_t B, int64_t Tn,
+                                                 int64_t H, int64_t dh,
+                                                 int64_t elem) {
+  (void)B, (void)H, (void)dh, (void)elem;
+  if (!p)
+    return -1;
+  return coreWorkspace(p, Tn) + 64;
+}
+
+extern "C" int64_t nncc_mha_workspace_size(const nncc_attention_params *p,
+                                           int64_t B, int64_t Tn, int64_t E,
+                                           int64_t H, int64_t elem) {
+  (void)H;
+  if (!p)
+    return -1;
+  return mhaWorkspace(p, B, Tn, E, elem) + 64;
+}
+
+#define NNCC_DEFINE_ATTN(S, T)                                                 \
+  extern "C" int nncc_attention_##S(                                           \
+      const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t H,        \
+      int64_t dh, const T *q, const T *k, const T *v, int64_t ldi, T *out,     \
+      int64_t ldo, const uint8_t *kpm, void *ws, int32_t *buckets) {           \
+    return attentionCore<T>(p, B, Tn, H, dh, q, k, v, ldi, out, ldo, kpm, ws,  \
+                            buckets);                                          \
+  }                                                                            \
+  extern "C" int nncc_mha_forward_##S(                                         \
+      const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t E,        \
+      int64_t H, const T *x, const T *inW, const T *inB, const T *outW,        \
+      const T *outB, const uint8_t *kpm, void *ws, T *y) {                     \
+    return mhaForward<T>(p, B, Tn, E, H, x, inW, inB, outW, outB, kpm, ws, y); \
+  }
+
+NNCC_DEFINE_ATTN(f32, float)
+NNCC_DEFINE_ATTN(f64, double)

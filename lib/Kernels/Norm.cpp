@@ -1,0 +1,208 @@
+//===- Norm.cpp - Layer norm, softmax, embedding, positions, dropout, losses ===//
+#include "Internal.h"
+#include "nncc/Kernels/NormMath.h"
+#include "nncc/Kernels/Philox.h"
+
+#include <cstring>
+
+using namespace nncc::kernels;
+
+namespace {
+
+template <typename T>
+int layerNorm(int64_t rows, int64_t N, const T *x, const T *res,
+              const T *gamma, const T *beta, double eps, T *y, T *sumOut,
+              T *meanOut, T *rstdOut) {
+  if (rows < 0 || N <= 0 || (rows > 0 && (!x || !y)) || !(eps >= 0))
+    return NNCC_K_EINVAL;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *xr = x + r * N;
+    const T *rr = res ? res + r * N : nullptr;
+    double mean, rstd;
+    layer_norm_stats<T, double>(xr, rr, N, eps, mean, rstd);
+    T *yr = y + r * N;
+    for (int64_t j = 0; j < N; ++j) {
+      T s = xr[j] + (rr ? rr[j] : T(0));
+      if (sumOut)
+        sumOut[r * N + j] = s;
+      yr[j] = layer_norm_apply<T>(s, T(mean), T(rstd), gamma, beta, j);
+    }
+    if (meanOut)
+      meanOut[r] = T(mean);
+    if (rstdOut)
+      rstdOut[r] = T(rstd);
+  }
+  return NNCC_K_OK;
+}
+
+template <typename T>
+int softmax(int64_t outer, int64_t N, int64_t inner, const T *x, T *y) {
+  if (outer < 0 || N <= 0 || inner <= 0 || (outer > 0 && (!x || !y)))
+    return NNCC_K_EINVAL;
+#pragma omp parallel for schedule(static)
+  for (int64_t oi = 0; oi < outer * inner; ++oi) {
+    const int64_t o = oi / inner, in = oi % inner;
+    const T *xr = x + o * N * inner + in;
+    T *yr = y + o * N * inner + in;
+    T mx = xr[0];
+    for (int64_t j = 1; j < N; ++j)
+      mx = nmax(mx, xr[j * inner]);
+    double s = 0;
+    for (int64_t j = 0; j < N; ++j) {
+      T e = nexp(xr[j * inner] - mx);
+      yr[j * inner] = e;
+      s += e;
+    }
+    T inv = T(1.0 / s);
+    for (int64_t j = 0; j < N; ++j)
+      yr[j * inner] *= inv;
+  }
+  return NNCC_K_OK;
+}
+
+template <typename T, typename I>
+int embedding(int64_t n, int64_t V, int64_t E, const I *idx, const T *table,
+              T *out) {
+  if (n < 0 || V <= 0 || E <= 0 || (n > 0 && (!idx || !table || !out)))
+    return NNCC_K_EINVAL;
+  for (int64_t i = 0; i < n; ++i)
+    if (idx[i] < 0 || (int64_t)idx[i] >= V)
+      return NNCC_K_ERANGE;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(out + i * E, table + (int64_t)idx[i] * E, sizeof(T) * E);
+  return NNCC_K_OK;
+}
+
+template <typename T>
+int sinusoidal(int64_t B, int64_t Tn, int64_t E, const T *x, T *y) {
+  if (B < 0 || Tn < 0 || E <= 0 || E % 2 || (B * Tn > 0 && (!x || !y)))
+    return NNCC_K_EINVAL;
+#pragma omp parallel for schedule(static)
+  for (int64_t bt = 0; bt < B * Tn; ++bt) {
+    const int64_t t = bt % Tn;
+    for (int64_t e = 0; e < E; ++e)
+      y[bt * E + e] = x[bt * E + e] + sinusoidal_pe<T>(t, e, E);
+  }
+  return NNCC_K_OK;
+}
+
+template <typename T>
+int dropout(int64_t n, double p, uint64_t seed, uint64_t offset, const T *x,
+            T *y, uint8_t *mask) {
+  if (n < 0 || !(p >= 0 && p < 1) || (n > 0 && (!x || !y)))
+    return NNCC_K_EINVAL;
+  const float pf = (float)p;
+  const T scale = T(1) / (T(1) - T(p));
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    bool keep = dropout_keep(seed, offset, (uint64_t)i, pf);
+    y[i] = keep ? x[i] * scale : T(0);
+    if (mask)
+      mask[i] = keep;
+  }
+  return NNCC_K_OK;
+}
+
+template <typename T>
+int mse(int64_t n, const T *a, const T *b, T *out) {
+  if (n <= 0 || !a || !b || !out)
+    return NNCC_K_EINVAL;
+  double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    double d = double(a[i]) - double(b[i]);
+    s += d * d;
+  }
+  *out = T(s / double(n));
+  return NNCC_K_OK;
+}
+
+template <typename T>
+int crossEntropy(int64_t N, int64_t C, const T *logits, const int64_t *tgt,
+                 int64_t ignore, T *out) {
+  if (N <= 0 || C <= 0 || !logits || !tgt || !out)
+    return NNCC_K_EINVAL;
+  for (int64_t i = 0; i < N; ++i)
+    if (tgt[i] != ignore && (tgt[i] < 0 || tgt[i] >= C))
+      return NNCC_K_ERANGE;
+  double s = 0;
+  int64_t cnt = 0;
+#pragma omp parallel for reduction(+ : s, cnt) schedule(static)
+  for (int64_t i = 0; i < N; ++i) {
+    if (tgt[i] == ignore)
+      continue;
+    s += cross_entropy_row<T, double>(logits + i * C, C, tgt[i]);
+    ++cnt;
+  }
+  // All targets ignored: 0/0 = NaN, as PyTorch.
+  *out = T(s / double(cnt));
+  return NNCC_K_OK;
+}
+
+template <typename T>
+int bceLogits(int64_t N, int64_t C, const T *x, const T *y, const T *pw,
+              T *out) {
+  if (N <= 0 || C <= 0 || !x || !y || !out)
+    return NNCC_K_EINVAL;
+  double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+  for (int64_t i = 0; i < N * C; ++i)
+    s += bce_logits_elem<double>(x[i], y[i], pw ? double(pw[i % C]) : 1.0);
+  *out = T(s / double(N * C));
+  return NNCC_K_OK;
+}
+
+} // namespace
+
+#define NNCC_DEFINE_NORM(S, T)                                                 \
+  extern "C" int nncc_layer_norm_##S(int64_t rows, int64_t N, const T *x,      \
+                                     const T *r, const T *g, const T *b,       \
+                                     double eps, T *y, T *so, T *m, T *rs) {   \
+    return layerNorm<T>(rows, N, x, r, g, b, eps, y, so, m, rs);               \
+  }                                                                            \
+  extern "C" int nncc_softmax_##S(int64_t o, int64_t N, int64_t in,            \
+                                  const T *x, T *y) {                          \
+    return softmax<T>(o, N, in, x, y);                                         \
+  }                                                                            \
+  extern "C" int nncc_embedding_##S(int64_t n, int64_t V, int64_t E,           \
+                                    const int64_t *idx, const T *tab, T *o) {  \
+    return embedding<T, int64_t>(n, V, E, idx, tab, o);                        \
+  }                                                                            \
+  extern "C" int nncc_embedding_i32_##S(int64_t n, int64_t V, int64_t E,       \
+                                        const int32_t *idx, const T *tab,      \
+                                        T *o) {                                \
+    return embedding<T, int32_t>(n, V, E, idx, tab, o);                        \
+  }                                                                            \
+  extern "C" int nncc_sinusoidal_position_##S(int64_t B, int64_t Tn,           \
+                                              int64_t E, const T *x, T *y) {   \
+    return sinusoidal<T>(B, Tn, E, x, y);                                      \
+  }                                                                            \
+  extern "C" int nncc_dropout_##S(int64_t n, double p, uint64_t seed,          \
+                                  uint64_t off, const T *x, T *y,              \
+                                  uint8_t *mask) {                             \
+    return dropout<T>(n, p, seed, off, x, y, mask);                            \
+  }                                                                            \
+  extern "C" int nncc_mse_loss_##S(int64_t n, const T *a, const T *b, T *o) {  \
+    return mse<T>(n, a, b, o);                                                 \
+  }                                                                            \
+  extern "C" int nncc_cross_entropy_##S(int64_t N, int64_t C, const T *l,      \
+                                        const int64_t *t, int64_t ig, T *o) {  \
+    return crossEntropy<T>(N, C, l, t, ig, o);                                 \
+  }                                                                            \
+  extern "C" int nncc_bce_with_logits_##S(int64_t N, int64_t C, const T *x,    \
+                                          const T *y, const T *pw, T *o) {     \
+    return bceLogits<T>(N, C, x, y, pw, o);                                    \
+  }
+
+NNCC_DEFINE_NORM(f32, float)
+NNCC_DEFINE_NORM(f64, double)
+
+extern "C" void nncc_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
+                                   uint32_t out[4]) {
+  Philox4x32 r =
+      philox4x32(ctr[0], ctr[1], ctr[2], ctr[3], key[0], key[1], 10);
+  for (int i = 0; i < 4; ++i)
+    out[i] = r.v[i];
+}

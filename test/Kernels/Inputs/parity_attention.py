@@ -1,0 +1,222 @@
+"""Parity of the attention kernels: dense vs nn.MultiheadAttention; dilated
+sliding window + global tokens and LSH vs dense attention under the
+equivalent explicit mask built in torch."""
+import ctypes as C
+import sys
+
+import numpy as np
+import torch
+
+from nncc_kernels import (ATTN, AttnParams, SUFFIX, check, expect, finish, i64,
+                          load, ptr)
+
+torch.manual_seed(1)
+np.random.seed(1)
+lib = load(sys.argv[1])
+
+
+def params(kind, causal=0, window=0, dilation=1, globals_=None, rot=None,
+           n_hashes=0, n_buckets=0, chunk=0, same_bucket=0, scale=0.0):
+    p = AttnParams()
+    p.kind, p.causal, p.scale = ATTN[kind], causal, scale
+    p.window, p.dilation = window, dilation
+    p._g = None
+    if globals_ is not None:
+        p._g = np.ascontiguousarray(globals_, dtype=np.int32)
+        p.global_pos = ptr(p._g)
+        p.n_global = len(globals_)
+    if rot is not None:
+        p._rot = rot
+        p.rotations = rot.ctypes.data_as(C.c_void_p)
+    p.n_hashes, p.n_buckets, p.chunk = n_hashes, n_buckets, chunk
+    p.same_bucket_only = same_bucket
+    return p
+
+
+def mha_kernel(p, dtype, x, in_w, in_b, out_w, out_b, H, kpm):
+    B, T, E = x.shape
+    ws = np.zeros(lib.nncc_mha_workspace_size(C.byref(p), B, T, E, H,
+                                              np.dtype(dtype).itemsize), np.uint8)
+    y = np.zeros((B, T, E), dtype)
+    c = lambda a: None if a is None else np.ascontiguousarray(a, dtype)
+    kp = None if kpm is None else np.ascontiguousarray(kpm, np.uint8)
+    rc = getattr(lib, "nncc_mha_forward_" + SUFFIX[dtype])(
+        C.byref(p), *i64(B, T, E, H), ptr(c(x)), ptr(c(in_w)), ptr(c(in_b)),
+        ptr(c(out_w)), ptr(c(out_b)), ptr(kp), ws.ctypes.data_as(C.c_void_p), ptr(y))
+    assert rc == 0, rc
+    return y
+
+
+def heads(t, H):  # [B,T,E] -> [B,H,T,dh]
+    B, T, E = t.shape
+    return t.view(B, T, H, E // H).transpose(1, 2)
+
+
+def masked_softmax_attend(scores, allowed, v):
+    """scores [B,H,T,T], allowed bool broadcastable; rows with no key -> 0.
+    Returns output and log-sum-exp (-inf for empty rows)."""
+    s = scores.masked_fill(~allowed, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    return p @ v, lse
+
+
+def admissible(B, T, causal, kpm):
+    a = torch.ones(B, 1, T, T, dtype=torch.bool)
+    if causal:
+        a &= ~torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+    if kpm is not None:
+        a &= ~torch.from_numpy(kpm.astype(bool))[:, None, None, :]
+    return a
+
+
+def rand_weights(E, P, dtype):
+    t = torch.float64
+    return (torch.randn(P * E, E, dtype=t) / np.sqrt(E), torch.randn(P * E, dtype=t) * 0.1,
+            torch.randn(E, E, dtype=t) / np.sqrt(E), torch.randn(E, dtype=t) * 0.1)
+
+
+# --- dense vs nn.MultiheadAttention ---------------------------------------
+def dense_case(dtype, B, T, E, H, causal, use_kpm):
+    tdt = torch.float32 if dtype == np.float32 else torch.float64
+    m = torch.nn.MultiheadAttention(E, H, batch_first=True).to(tdt)
+    with torch.no_grad():
+        m.in_proj_bias.uniform_(-0.3, 0.3)
+        m.out_proj.bias.uniform_(-0.3, 0.3)
+        m.in_proj_weight.mul_(2.0)
+    x = torch.randn(B, T, E, dtype=tdt)
+    kpm = None
+    if use_kpm:
+        kpm = np.zeros((B, T), np.uint8)
+        for b in range(B):
+            kpm[b, T - 1 - 7 * b:] = 1  # padded tails of different length
+        kpm[0, 3] = 1                   # and one hole
+    with torch.no_grad():
+        ref, _ = m(x, x, x, need_weights=False,
+                   key_padding_mask=None if kpm is None else torch.from_numpy(kpm.astype(bool)),
+                   attn_mask=torch.triu(torch.ones(T, T, dtype=torch.bool), 1) if causal else None)
+    p = params("dense", causal=causal)
+    y = mha_kernel(p, dtype, x.numpy(), m.in_proj_weight.detach().numpy(),
+                   m.in_proj_bias.detach().numpy(), m.out_proj.weight.detach().numpy(),
+                   m.out_proj.bias.detach().numpy(), H, kpm)
+    check("dense vs nn.MultiheadAttention T%d causal%d kpm%d" % (T, causal, use_kpm),
+          y, ref.numpy(), dtype)
+
+
+# --- dilated + global vs masked dense --------------------------------------
+def dilated_case(dtype, B, T, E, H, w, d, glob, causal, use_kpm):
+    inw, inb, ow, ob = rand_weights(E, 3, dtype)
+    x = torch.randn(B, T, E, dtype=torch.float64)
+    if dtype == np.float32:  # same rounded inputs for both sides
+        inw, inb, ow, ob, x = [t.float().double() for t in (inw, inb, ow, ob, x)]
+    kpm = None
+    if use_kpm:
+        kpm = np.zeros((B, T), np.uint8)
+        kpm[-1, T - 5:] = 1
+    proj = x @ inw.T + inb
+    q, k, v = [heads(t, H) for t in proj.split(E, -1)]
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    diff = (i - j).abs()
+    band = (diff <= (w // 2) * d) & (diff % d == 0)
+    g = torch.zeros(T, dtype=torch.bool)
+    for gp in glob:
+        if gp < T:
+            g[gp] = True
+    allowed = (band | g[:, None] | g[None, :])[None, None] & admissible(B, T, causal, kpm)
+    o, _ = masked_softmax_attend(q @ k.transpose(-1, -2) / np.sqrt(E // H), allowed, v)
+    ref = o.transpose(1, 2).reshape(B, T, E) @ ow.T + ob
+    p = params("dilated", causal=causal, window=w, dilation=d, globals_=glob)
+    y = mha_kernel(p, dtype, x.numpy(), inw.numpy(), inb.numpy(), ow.numpy(), ob.numpy(),
+                   H, kpm)
+    check("dilated w%d d%d G%s causal%d kpm%d" % (w, d, glob, causal, use_kpm), y,
+          ref.numpy(), dtype)
+
+
+# --- LSH vs masked dense built from the same hashes / sort / chunks --------
+def lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale):
+    """qk, v: [B,H,T,dh] float64; R: [n_hashes, dh, nb/2]."""
+    B, H, T, dh = qk.shape
+    adm = admissible(B, T, causal, kpm)  # [B,1,T,T]
+    kn = qk / qk.norm(dim=-1, keepdim=True)
+    scores = scale * qk @ kn.transpose(-1, -2)
+    outs, lses, buckets = [], [], []
+    for r in range(R.shape[0]):
+        xr = qk @ R[r]
+        bucket = torch.argmax(torch.cat([xr, -xr], -1), -1)  # [B,H,T]
+        buckets.append(bucket)
+        key = bucket * T + torch.arange(T)
+        pos = torch.argsort(torch.argsort(key, -1), -1)       # sorted position
+        ch = pos // chunk
+        same_or_prev = (ch[..., None, :] == ch[..., :, None]) | \
+                       (ch[..., None, :] == ch[..., :, None] - 1)
+        allowed = same_or_prev & adm
+        if same_bucket:
+            allowed &= bucket[..., None, :] == bucket[..., :, None]
+        eye = torch.eye(T, dtype=torch.bool)
+        others = allowed & ~eye
+        none = ~others.any(-1, keepdim=True)
+        allowed = others | (eye & allowed & none)  # self only if nothing else
+        o, lse = masked_softmax_attend(scores, allowed, v)
+        outs.append(o)
+        lses.append(lse)
+    L = torch.stack(lses)                                      # [R,B,H,T]
+    w = torch.softmax(L, 0).nan_to_num(0.0)
+    out = (w[..., None] * torch.stack(outs)).sum(0)
+    return out, torch.stack(buckets, 2)                        # buckets [B,H,R,T]
+
+
+def lsh_case(dtype, B, T, E, H, n_hashes, n_buckets, chunk, causal, use_kpm,
+             same_bucket):
+    dh = E // H
+    inw, inb, ow, ob = rand_weights(E, 2, dtype)
+    x = torch.randn(B, T, E, dtype=torch.float64)
+    R = torch.randn(n_hashes, dh, n_buckets // 2, dtype=torch.float64)
+    if dtype == np.float32:
+        inw, inb, ow, ob, x, R = [t.float().double() for t in (inw, inb, ow, ob, x, R)]
+    kpm = None
+    if use_kpm:
+        kpm = np.zeros((B, T), np.uint8)
+        kpm[0, T - 4:] = 1
+    scale = 1.0 / np.sqrt(dh)
+    proj = x @ inw.T + inb
+    qk, v = [heads(t, H) for t in proj.split(E, -1)]
+    o, ref_buckets = lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale)
+    ref = o.transpose(1, 2).reshape(B, T, E) @ ow.T + ob
+    rot = np.ascontiguousarray(R.numpy(), dtype=dtype)
+    p = params("lsh", causal=causal, rot=rot, n_hashes=n_hashes, n_buckets=n_buckets,
+               chunk=chunk, same_bucket=same_bucket)
+    y = mha_kernel(p, dtype, x.numpy(), inw.numpy(), inb.numpy(), ow.numpy(),
+                   ob.numpy(), H, kpm)
+    tag = "lsh hashes%d buckets%d chunk%d causal%d kpm%d same%d" % (
+        n_hashes, n_buckets, chunk, causal, use_kpm, same_bucket)
+    # Buckets from the core kernel (projected input computed here).
+    pr = np.ascontiguousarray(proj.numpy(), dtype)
+    out = np.zeros((B, T, E), dtype)
+    bk = np.zeros((B, H, n_hashes, T), np.int32)
+    kp = None if kpm is None else np.ascontiguousarray(kpm, np.uint8)
+    off = pr.ctypes.data + E * np.dtype(dtype).itemsize
+    PT = C.POINTER(C.c_float if dtype == np.float32 else C.c_double)
+    rc = getattr(lib, "nncc_attention_" + SUFFIX[dtype])(
+        C.byref(p), *i64(B, T, H, dh), ptr(pr), None, C.cast(off, PT),
+        C.c_int64(2 * E), ptr(out), C.c_int64(E), ptr(kp), None, ptr(bk))
+    assert rc == 0, rc
+    expect(tag + " buckets identical (%d of %d differ)" % (
+        int((bk != ref_buckets.numpy()).sum()), bk.size), np.array_equal(bk, ref_buckets.numpy()))
+    check(tag + " core", out, o.transpose(1, 2).reshape(B, T, E).numpy(), dtype)
+    check(tag, y, ref.numpy(), dtype)
+
+
+for dtype in (np.float32, np.float64):
+    dense_case(dtype, 2, 100, 16, 2, 0, 1)
+    dense_case(dtype, 2, 100, 16, 2, 1, 1)
+    dense_case(dtype, 3, 37, 24, 3, 0, 0)
+    dilated_case(dtype, 2, 50, 16, 2, 4, 2, [0], 0, 0)
+    dilated_case(dtype, 2, 50, 16, 2, 6, 3, [0, 17, 17, 45, 99], 0, 1)
+    dilated_case(dtype, 2, 50, 16, 2, 5, 1, [3], 1, 0)
+    dilated_case(dtype, 1, 30, 8, 1, 2, 4, [], 0, 0)
+    lsh_case(dtype, 2, 23, 16, 2, 3, 4, 5, 0, 1, 0)
+    lsh_case(dtype, 2, 40, 16, 2, 2, 8, 8, 1, 0, 0)
+    lsh_case(dtype, 1, 33, 8, 1, 4, 6, 4, 0, 0, 1)
+    lsh_case(dtype, 2, 16, 16, 2, 1, 2, 16, 0, 1, 0)
+finish()
