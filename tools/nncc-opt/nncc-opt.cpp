@@ -3,6 +3,7 @@
 #include "dialects/Kernel/IR/NNKDialect.h"
 #include "dialects/NN/IR/NNDialect.h"
 #include "dialects/NN/Transforms/Passes.h"
+#include "nncc/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -13,6 +14,7 @@ int main(int argc, char **argv) {
   registry.insert<nncc::nn::NNDialect, nncc::nnk::NNKDialect,
                   mlir::func::FuncDialect>();
   nncc::nn::registerNNPasses();
+  nncc::registerNNCCConversionPasses();
   // Generic passes (canonicalize, cse, symbol-dce, ...) for pipelines.
   mlir::registerTransformsPasses();
   return mlir::asMainReturnCode(
