@@ -436,8 +436,9 @@ def NNK_RecurrentCellOp : NNK_Op<"recurrent_cell", [AttrSizedOperandSegments]> {
     NNK_CellAttr:$cell
   );
   let assemblyFormat = [{
-    `ins` `(` $xproj `,` $h (`,` $c^)? `,` $w_hh `)` (`bias` `(` $b_hh^ `)`)?
-    `outs` `(` $h_out (`,` $c_out^)? `)` attr-dict `:` qualified(type(operands))
+    `ins` `(` $xproj `,` $h `,` $w_hh `)` (`c` `(` $c^ `)`)? (`bias` `(` $b_hh^ `)`)?
+    `outs` `(` $h_out `)` (`c_out` `(` $c_out^ `)`)? attr-dict `:`
+    qualified(type(operands))
   }];
 }
 

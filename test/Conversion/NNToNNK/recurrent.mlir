@@ -47,7 +47,7 @@ func.func @elman(%x: !nn.tensor<[B, T, 3], f32>, %wih: !nn.tensor<[4, 3], f32>, 
 // CHECK-LABEL: func.func @lstm_cell
 // CHECK: %[[P:.*]] = nnk.alloc : !nnk.buffer<[B, 16], f32>
 // CHECK: nnk.gemm ins(%{{.*}}, %{{.*}}) outs(%[[P]])
-// CHECK: nnk.recurrent_cell ins(%[[P]], %{{.*}}, %{{.*}}, %{{.*}}) outs(%{{.*}}, %{{.*}}) {cell = #nnk<cell lstm>}
+// CHECK: nnk.recurrent_cell ins(%[[P]], %{{.*}}, %{{.*}}) c(%{{.*}}) outs(%{{.*}}) c_out(%{{.*}}) {cell = #nnk<cell lstm>}
 func.func @lstm_cell(%x: !nn.tensor<[B, 3], f32>, %h: !nn.tensor<[B, 4], f32>, %wih: !nn.tensor<[16, 3], f32>, %whh: !nn.tensor<[16, 4], f32>) -> (!nn.tensor<[B, 4], f32>, !nn.tensor<[B, 4], f32>) {
   %h1, %c1 = nn.lstm_cell %x, %h, %h, %wih, %whh : (!nn.tensor<[B, 3], f32>, !nn.tensor<[B, 4], f32>, !nn.tensor<[B, 4], f32>, !nn.tensor<[16, 3], f32>, !nn.tensor<[16, 4], f32>) -> (!nn.tensor<[B, 4], f32>, !nn.tensor<[B, 4], f32>)
   return %h1, %c1 : !nn.tensor<[B, 4], f32>, !nn.tensor<[B, 4], f32>
