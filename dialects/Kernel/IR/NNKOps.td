@@ -606,8 +606,8 @@ def NNK_ODERNNOp : NNK_Op<"ode_rnn"> {
     (t is each row's time), region `cell (x_t : [B, I], h : [B, H],
     h_out : [B, H])`; both end with `nnk.yield`. Stage combinations as in
     `nnk.ode_solve` (one fused elementwise kernel per stage, per-row dt).
-    `work [K + 2, B, H]` (the solver's K slots, then h and the cell input
-    state); `xt [B, I]` receives x[:, i] before the cell runs.
+    `work [K + 2, B, H]` (the solver's K slots, then the current h and the
+    cell's output h_next); `xt [B, I]` receives x[:, i] before the cell runs.
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$x,
