@@ -1,7 +1,9 @@
 //===- nncc-opt.cpp - Parse, verify and transform nn IR ---------*- C++ -*-===//
 
+#include "dialects/Kernel/IR/NNKDialect.h"
 #include "dialects/NN/IR/NNDialect.h"
 #include "dialects/NN/Transforms/Passes.h"
+#include "nncc/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -9,8 +11,10 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<nncc::nn::NNDialect, mlir::func::FuncDialect>();
+  registry.insert<nncc::nn::NNDialect, nncc::nnk::NNKDialect,
+                  mlir::func::FuncDialect>();
   nncc::nn::registerNNPasses();
+  nncc::registerNNCCConversionPasses();
   // Generic passes (canonicalize, cse, symbol-dce, ...) for pipelines.
   mlir::registerTransformsPasses();
   return mlir::asMainReturnCode(

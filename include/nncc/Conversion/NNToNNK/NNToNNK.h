@@ -1,0 +1,61 @@
+//===- NNToNNK.h - nn -> nnk conversion patterns ----------------*- C++ -*-===//
+//
+// The conversion is split by op family; each family exposes its patterns.
+// They expect the type converter of makeNNToNNKTypeConverter() and a
+// ConversionTarget in which an nn op is legal exactly when
+// isFusedIntoConsumer() says so (the consumer's pattern absorbs it).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNCC_CONVERSION_NNTONNK_NNTONNK_H
+#define NNCC_CONVERSION_NNTONNK_NNTONNK_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace nncc {
+
+/// !nn.tensor<[dims], elt> -> !nnk.buffer<[dims], elt>; other types as is.
+void populateNNToNNKTypeConversion(mlir::TypeConverter &converter);
+
+/// Fused elementwise chains (nnk.elementwise) and unabsorbed constants.
+void populateElementwiseToNNKPatterns(const mlir::TypeConverter &converter,
+                                      mlir::RewritePatternSet &patterns);
+/// linear / matmul with epilogues (nnk.gemm, nnk.matmul), layer norm with
+/// residual.
+void populateLinearToNNKPatterns(const mlir::TypeConverter &converter,
+                                 mlir::RewritePatternSet &patterns);
+/// softmax, reductions, embeddings, positions, data movement (concat,
+/// split, slice, transpose), losses.
+void populateTensorToNNKPatterns(const mlir::TypeConverter &converter,
+                                 mlir::RewritePatternSet &patterns);
+/// rnn / lstm / gru layers and cells.
+void populateRecurrentToNNKPatterns(const mlir::TypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns);
+/// nn.attention (dense, dilated, lsh) with its projections.
+void populateAttentionToNNKPatterns(const mlir::TypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns);
+/// func signatures/returns, parameters, ODE solvers, region terminators.
+void populateControlToNNKPatterns(const mlir::TypeConverter &converter,
+                                  mlir::RewritePatternSet &patterns);
+/// All of the above.
+void populateNNToNNKPatterns(const mlir::TypeConverter &converter,
+                             mlir::RewritePatternSet &patterns);
+
+/// True for an nn op that a fused consumer absorbs (so it is legal until
+/// the consumer's pattern erases it).
+bool isFusedIntoConsumer(mlir::Operation *op);
+
+/// nn-level preparation run before the conversion: inference semantics
+/// (dropout / zoneout become the identity), reversible blocks expanded into
+/// split + F + add + G + add + concat, split(concat) folded. Emits located
+/// errors and fails on unsupported input.
+mlir::LogicalResult prepareNNForKernels(mlir::ModuleOp module);
+
+/// Post-conversion cleanup: an nnk.alloc whose value is only copied into an
+/// output / region destination argument is replaced by that argument.
+void forwardDestinations(mlir::ModuleOp module);
+
+} // namespace nncc
+
+#endif // NNCC_CONVERSION_NNTONNK_NNTONNK_H

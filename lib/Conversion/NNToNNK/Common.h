@@ -1,0 +1,85 @@
+//===- Common.h - Shared helpers of the nn -> nnk patterns ------*- C++ -*-===//
+//
+// Internal to lib/Conversion/NNToNNK. The fusion predicates are pure
+// functions of the original nn IR (the conversion driver keeps original ops
+// and uses visible until it commits), so legality and patterns agree.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNCC_LIB_CONVERSION_NNTONNK_COMMON_H
+#define NNCC_LIB_CONVERSION_NNTONNK_COMMON_H
+
+#include "dialects/Kernel/IR/NNKOps.h"
+#include "dialects/NN/IR/NNOps.h"
+#include "nncc/Conversion/NNToNNK/NNToNNK.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace nncc::conv {
+
+/// A GEMM with its fused epilogue: start (nn.linear or nn.attention),
+/// optional bias add (linear without bias, + [N]), optional activation,
+/// optional residual add. `end` is the last op in the chain: the pattern
+/// that converts the chain is rooted there.
+struct GemmChain {
+  mlir::Operation *start = nullptr;
+  mlir::Operation *biasAdd = nullptr;
+  mlir::Value bias; // the bias operand of biasAdd
+  mlir::Operation *act = nullptr;
+  mlir::Operation *residualAdd = nullptr;
+  mlir::Value residual; // the other operand of residualAdd
+  mlir::Operation *end = nullptr;
+
+  bool contains(mlir::Operation *op) const {
+    return op == start || op == biasAdd || op == act || op == residualAdd;
+  }
+};
+
+/// The chain that starts at `start` (nn.linear or nn.attention); std::nullopt
+/// for other ops. With withResidual = false the residual step is skipped.
+std::optional<GemmChain> computeGemmChain(mlir::Operation *start,
+                                          bool withResidual = true);
+/// The chain `op` belongs to, if any.
+std::optional<GemmChain> findGemmChain(mlir::Operation *op);
+
+/// Activation ops a GEMM epilogue absorbs.
+bool isEpilogueActivation(mlir::Operation *op);
+/// The nnk activation (and leaky slope) of such an op.
+nnk::Activation getActivation(mlir::Operation *op, double &alpha);
+
+/// nn.add absorbed as the residual of the nn.layer_norm that uses it.
+bool isLayerNormResidualAdd(mlir::Operation *op);
+
+/// An op of a fused elementwise group (converted by the group's root).
+bool isElementwiseGroupOp(mlir::Operation *op);
+/// A group op absorbed into its single elementwise user.
+bool isElementwiseMember(mlir::Operation *op);
+/// nn.constant scalar inlined into every (elementwise) user.
+bool isInlinedConstant(mlir::Operation *op);
+
+/// The nnk buffer type of an nn tensor type.
+nnk::BufferType toBuffer(mlir::Type tensorType);
+
+/// A new nnk.alloc of `type` (an nn tensor or nnk buffer type); failure (a
+/// match failure naming the op) when a dim is `?`.
+mlir::FailureOr<mlir::Value> allocBuffer(mlir::ConversionPatternRewriter &rewriter,
+                                         mlir::Operation *op, mlir::Type type);
+
+/// The converted buffer of an original value.
+mlir::Value remap(mlir::ConversionPatternRewriter &rewriter, mlir::Value v);
+
+/// Emits `nnk.gemm` for a GEMM with epilogue into a fresh buffer of
+/// `outType`; returns it.
+mlir::FailureOr<mlir::Value>
+emitGemm(mlir::ConversionPatternRewriter &rewriter, mlir::Operation *op,
+         mlir::Type outType, mlir::Value x, mlir::Value w, mlir::Value bias,
+         mlir::Value residual, nnk::Activation act, double alpha);
+
+/// Lowers nn.attention (x = its converted input) with an optional fused
+/// residual into a fresh output buffer (AttentionToNNK.cpp).
+mlir::FailureOr<mlir::Value>
+lowerAttention(mlir::ConversionPatternRewriter &rewriter, nn::AttentionOp op,
+               mlir::Value residual, mlir::Type resultType);
+
+} // namespace nncc::conv
+
+#endif // NNCC_LIB_CONVERSION_NNTONNK_COMMON_H

@@ -1,0 +1,252 @@
+//===- ElementwiseToNNK.cpp - Fused elementwise groups ----------*- C++ -*-===//
+//
+// A maximal tree of single-use elementwise nn ops becomes one
+// nnk.elementwise rooted at the tree's last op: its leaves are the inputs
+// (NumPy broadcast from the buffers' shapes), scalar constants are inlined
+// as arith.constant, and each nn op becomes its scalar arith/math form.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace nncc;
+using namespace nncc::conv;
+
+namespace {
+
+/// Builds the group rooted at `root`.
+class GroupBuilder {
+public:
+  GroupBuilder(ConversionPatternRewriter &rewriter, Operation *root)
+      : rewriter(rewriter), root(root) {}
+
+  /// Collects the inputs (converted buffers, in first-use order) and the
+  /// member ops; creates the nnk.slice of learned-position tables.
+  LogicalResult collect(Operation *op) {
+    members.push_back(op);
+    if (auto pos = dyn_cast<nn::LearnedPositionOp>(op)) {
+      if (failed(collectValue(pos.getX())))
+        return failure();
+      // table[0:T] as a [T, E] buffer.
+      auto xType = cast<nn::TensorType>(pos.getX().getType());
+      auto sliced = nnk::BufferType::get(
+          op->getContext(), {xType.getDim(1), xType.getDim(2)},
+          xType.getElementType());
+      FailureOr<Value> buf = allocBuffer(rewriter, op, sliced);
+      if (failed(buf))
+        return failure();
+      nnk::SliceOp::create(rewriter, op->getLoc(), remap(rewriter, pos.getTable()),
+                           *buf, ArrayRef<int64_t>{0, 0},
+                           ArrayRef<int64_t>{1, 1}, ArrayRef<int64_t>{});
+      addInput(pos.getTable(), *buf);
+      return success();
+    }
+    for (Value operand : op->getOperands())
+      if (failed(collectValue(operand)))
+        return failure();
+    return success();
+  }
+
+  /// Creates the nnk.elementwise writing `out`.
+  LogicalResult build(Value out) {
+    SmallVector<Value> buffers;
+    for (auto &[key, buffer] : inputs)
+      buffers.push_back(buffer);
+    auto ew = nnk::ElementwiseOp::create(rewriter, root->getLoc(), buffers, out);
+    SmallVector<Type> argTypes;
+    SmallVector<Location> argLocs;
+    for (Value buffer : buffers) {
+      argTypes.push_back(cast<nnk::BufferType>(buffer.getType()).getElementType());
+      argLocs.push_back(root->getLoc());
+    }
+    OpBuilder::InsertionGuard guard(rewriter);
+    Block *body =
+        rewriter.createBlock(&ew.getBody(), ew.getBody().end(), argTypes, argLocs);
+    for (auto [index, entry] : llvm::enumerate(inputs))
+      scalars[entry.first] = body->getArgument(index);
+    // Members were collected root first; emit producers first.
+    for (Operation *op : llvm::reverse(members)) {
+      Value result = emitScalar(op);
+      if (!result)
+        return rewriter.notifyMatchFailure(op, "no scalar form");
+      scalars[op->getResult(0)] = result;
+    }
+    nnk::YieldOp::create(rewriter, root->getLoc(),
+                         ValueRange{scalars[root->getResult(0)]});
+    return success();
+  }
+
+  ArrayRef<Operation *> getMembers() const { return members; }
+  ArrayRef<Operation *> getConstants() const { return constants; }
+
+private:
+  LogicalResult collectValue(Value v) {
+    Operation *def = v.getDefiningOp();
+    if (def && isElementwiseMember(def) && def->getBlock() == root->getBlock())
+      return collect(def);
+    if (def && isInlinedConstant(def)) {
+      constants.push_back(def);
+      return success();
+    }
+    Value buffer = remap(rewriter, v);
+    if (!buffer)
+      return failure();
+    addInput(v, buffer);
+    return success();
+  }
+
+  void addInput(Value key, Value buffer) {
+    for (auto &entry : inputs)
+      if (entry.first == key)
+        return;
+    inputs.push_back({key, buffer});
+  }
+
+  Value scalar(Value v, Type type) {
+    auto it = scalars.find(v);
+    if (it != scalars.end())
+      return it->second;
+    auto constant = cast<nn::ConstantOp>(v.getDefiningOp());
+    double value = cast<FloatAttr>(constant.getValue()).getValueAsDouble();
+    Value c = arith::ConstantOp::create(rewriter, root->getLoc(), type,
+                                        rewriter.getFloatAttr(type, value));
+    scalars[v] = c;
+    return c;
+  }
+
+  Value cst(Type type, double value) {
+    return arith::ConstantOp::create(rewriter, root->getLoc(), type,
+                                     rewriter.getFloatAttr(type, value));
+  }
+
+  Value emitScalar(Operation *op) {
+    Location loc = op->getLoc();
+    Type type = cast<nn::TensorType>(op->getResult(0).getType()).getElementType();
+    auto arg = [&](unsigned i) { return scalar(op->getOperand(i), type); };
+    if (isa<nn::AddOp, nn::LearnedPositionOp>(op))
+      return arith::AddFOp::create(rewriter, loc, arg(0), arg(1));
+    if (isa<nn::SubOp>(op))
+      return arith::SubFOp::create(rewriter, loc, arg(0), arg(1));
+    if (isa<nn::MulOp>(op))
+      return arith::MulFOp::create(rewriter, loc, arg(0), arg(1));
+    if (isa<nn::DivOp>(op))
+      return arith::DivFOp::create(rewriter, loc, arg(0), arg(1));
+    if (isa<nn::NegOp>(op))
+      return arith::NegFOp::create(rewriter, loc, arg(0));
+    if (isa<nn::ReluOp>(op))
+      return arith::MaximumFOp::create(rewriter, loc, arg(0), cst(type, 0.0));
+    if (isa<nn::TanhOp>(op))
+      return math::TanhOp::create(rewriter, loc, arg(0));
+    if (isa<nn::ExpOp>(op))
+      return math::ExpOp::create(rewriter, loc, arg(0));
+    if (isa<nn::LogOp>(op))
+      return math::LogOp::create(rewriter, loc, arg(0));
+    if (isa<nn::SigmoidOp>(op)) {
+      Value negX = arith::NegFOp::create(rewriter, loc, arg(0));
+      Value e = math::ExpOp::create(rewriter, loc, negX);
+      Value d = arith::AddFOp::create(rewriter, loc, cst(type, 1.0), e);
+      return arith::DivFOp::create(rewriter, loc, cst(type, 1.0), d);
+    }
+    if (auto leaky = dyn_cast<nn::LeakyReluOp>(op)) {
+      Value x = arg(0);
+      Value pos = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OGT,
+                                        x, cst(type, 0.0));
+      Value scaled = arith::MulFOp::create(rewriter, loc, x,
+                                           cst(type, leaky.getAlpha()));
+      return arith::SelectOp::create(rewriter, loc, pos, x, scaled);
+    }
+    if (auto gelu = dyn_cast<nn::GeluOp>(op)) {
+      Value x = arg(0);
+      Value inner;
+      if (gelu.getApproximate() == nn::GeluApproximation::tanh) {
+        // tanh(sqrt(2/pi) * (x + 0.044715 x^3))
+        Value x3 = arith::MulFOp::create(
+            rewriter, loc, arith::MulFOp::create(rewriter, loc, x, x), x);
+        Value poly = arith::AddFOp::create(
+            rewriter, loc, x,
+            arith::MulFOp::create(rewriter, loc, x3, cst(type, 0.044715)));
+        inner = math::TanhOp::create(
+            rewriter, loc,
+            arith::MulFOp::create(rewriter, loc, poly,
+                                  cst(type, std::sqrt(2.0 / M_PI))));
+      } else {
+        inner = math::ErfOp::create(
+            rewriter, loc,
+            arith::MulFOp::create(rewriter, loc, x, cst(type, M_SQRT1_2)));
+      }
+      Value onePlus = arith::AddFOp::create(rewriter, loc, cst(type, 1.0), inner);
+      Value half = arith::MulFOp::create(rewriter, loc, x, cst(type, 0.5));
+      return arith::MulFOp::create(rewriter, loc, half, onePlus);
+    }
+    return {};
+  }
+
+  ConversionPatternRewriter &rewriter;
+  Operation *root;
+  SmallVector<Operation *> members;
+  SmallVector<Operation *> constants;
+  SmallVector<std::pair<Value, Value>> inputs; // original value -> buffer
+  llvm::DenseMap<Value, Value> scalars;
+};
+
+/// Rooted at the last op of an elementwise group.
+struct ElementwiseGroupLowering : ConversionPattern {
+  ElementwiseGroupLowering(const TypeConverter &converter, MLIRContext *ctx)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isElementwiseGroupOp(op) || isElementwiseMember(op))
+      return rewriter.notifyMatchFailure(op, "not the root of an elementwise group");
+    GroupBuilder group(rewriter, op);
+    if (failed(group.collect(op)))
+      return failure();
+    FailureOr<Value> out = allocBuffer(rewriter, op, op->getResult(0).getType());
+    if (failed(out) || failed(group.build(*out)))
+      return failure();
+    rewriter.replaceOp(op, *out);
+    // Members were collected users first.
+    for (Operation *member : group.getMembers())
+      if (member != op)
+        rewriter.eraseOp(member);
+    // Inlined constants are erased by the pass once they have no users.
+    return success();
+  }
+};
+
+/// A constant that no elementwise group inlines: a filled scalar buffer.
+struct ConstantLowering : OpConversionPattern<nn::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::ConstantOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    double value;
+    if (auto f = dyn_cast<FloatAttr>(op.getValue()))
+      value = f.getValueAsDouble();
+    else if (auto i = dyn_cast<IntegerAttr>(op.getValue()))
+      value = (double)i.getValue().getSExtValue();
+    else
+      return rewriter.notifyMatchFailure(op, "unsupported constant");
+    FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
+    if (failed(out))
+      return failure();
+    nnk::FillOp::create(rewriter, op.getLoc(), *out, value);
+    rewriter.replaceOp(op, *out);
+    return success();
+  }
+};
+
+} // namespace
+
+void nncc::populateElementwiseToNNKPatterns(const TypeConverter &converter,
+                                            RewritePatternSet &patterns) {
+  patterns.add<ElementwiseGroupLowering, ConstantLowering>(
+      converter, patterns.getContext());
+}

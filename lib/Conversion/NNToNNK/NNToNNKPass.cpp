@@ -1,0 +1,66 @@
+//===- NNToNNKPass.cpp - The convert-nn-to-nnk pass -------------*- C++ -*-===//
+
+#include "Common.h"
+#include "nncc/Conversion/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace nncc {
+#define GEN_PASS_DEF_CONVERTNNTONNK
+#include "nncc/Conversion/Passes.h.inc"
+} // namespace nncc
+
+using namespace mlir;
+using namespace nncc;
+
+void nncc::populateNNToNNKTypeConversion(TypeConverter &converter) {
+  converter.addConversion([](Type type) { return type; });
+  converter.addConversion([](nn::TensorType type) -> Type {
+    return conv::toBuffer(type);
+  });
+}
+
+void nncc::populateNNToNNKPatterns(const TypeConverter &converter,
+                                   RewritePatternSet &patterns) {
+  populateElementwiseToNNKPatterns(converter, patterns);
+  populateLinearToNNKPatterns(converter, patterns);
+  populateTensorToNNKPatterns(converter, patterns);
+  populateRecurrentToNNKPatterns(converter, patterns);
+  populateAttentionToNNKPatterns(converter, patterns);
+  populateControlToNNKPatterns(converter, patterns);
+}
+
+namespace {
+struct ConvertNNToNNKPass
+    : public nncc::impl::ConvertNNToNNKBase<ConvertNNToNNKPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (failed(prepareNNForKernels(module)))
+      return signalPassFailure();
+
+    TypeConverter converter;
+    populateNNToNNKTypeConversion(converter);
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<nnk::NNKDialect, arith::ArithDialect,
+                           math::MathDialect>();
+    target.addLegalOp<ModuleOp, nn::ParameterOp>();
+    target.addDynamicallyLegalDialect<nn::NNDialect>(
+        [](Operation *op) { return isFusedIntoConsumer(op); });
+    target.addDynamicallyLegalOp<func::FuncOp>([](func::FuncOp op) {
+      return op.getFunctionType().getNumResults() == 0 &&
+             llvm::none_of(op.getFunctionType().getInputs(), [](Type t) {
+               return isa<nn::TensorType>(t);
+             });
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp>(
+        [](func::ReturnOp op) { return op.getNumOperands() == 0; });
+
+    RewritePatternSet patterns(ctx);
+    populateNNToNNKPatterns(converter, patterns);
+    if (failed(applyFullConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+    forwardDestinations(module);
+  }
+};
+} // namespace

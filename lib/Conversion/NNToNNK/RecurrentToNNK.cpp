@@ -1,0 +1,171 @@
+//===- RecurrentToNNK.cpp - Recurrent layers and cells ----------*- C++ -*-===//
+//
+// Per layer l and direction d: one nnk.gemm for the input projection of all
+// time steps (x · W_ihᵀ + b_ih), then one persistent nnk.recurrent_scan
+// that loops over time (h · W_hhᵀ + b_hh + gate math), writing its
+// direction's columns of the layer output and its entry of h_n / c_n.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+using namespace mlir;
+using namespace nncc;
+using namespace nncc::conv;
+
+namespace {
+
+nnk::Cell cellOf(nn::RNNOp op) {
+  return op.getNonlinearity() == nn::Nonlinearity::relu ? nnk::Cell::rnn_relu
+                                                        : nnk::Cell::rnn_tanh;
+}
+nnk::Cell cellOf(nn::LSTMOp) { return nnk::Cell::lstm; }
+nnk::Cell cellOf(nn::GRUOp op) {
+  return op.getVariant() == nn::GRUVariant::cho2014 ? nnk::Cell::gru_cho2014
+                                                    : nnk::Cell::gru;
+}
+int64_t gatesOf(nnk::Cell cell) {
+  return cell == nnk::Cell::lstm                                 ? 4
+         : cell == nnk::Cell::gru || cell == nnk::Cell::gru_cho2014 ? 3
+                                                                 : 1;
+}
+
+Value c0Of(nn::LSTMOp::Adaptor a) { return a.getC0(); }
+template <typename A> Value c0Of(A) { return {}; }
+double zoneoutOf(nn::LSTMOp op) { return op.getZoneout(); }
+template <typename Op> double zoneoutOf(Op) { return 0.0; }
+
+template <typename NNOp>
+struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
+  using OpConversionPattern<NNOp>::OpConversionPattern;
+  using OpAdaptor = typename NNOp::Adaptor;
+
+  LogicalResult
+  matchAndRewrite(NNOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    nnk::Cell cell = cellOf(op);
+    int64_t H = op.getHiddenSize(), L = op.getNumLayers();
+    int64_t D = op.getBidirectional() ? 2 : 1, G = gatesOf(cell);
+    bool hasBias = op.getHasBias();
+    int64_t perDir = hasBias ? 4 : 2;
+    ValueRange weights = adaptor.getWeights();
+    if ((int64_t)weights.size() != L * D * perDir)
+      return op.emitError("expected ") << L * D * perDir << " weights, got "
+                                       << weights.size();
+    auto xType = cast<nn::TensorType>(op.getX().getType());
+    nn::Dim B = xType.getDim(0), T = xType.getDim(1);
+    Type elt = xType.getElementType();
+    MLIRContext *ctx = op.getContext();
+    auto buf = [&](ArrayRef<nn::Dim> dims) {
+      return nnk::BufferType::get(ctx, dims, elt);
+    };
+
+    // Final state buffers only when used.
+    Value hN, cN;
+    if (!op->getResult(1).use_empty()) {
+      FailureOr<Value> b = allocBuffer(rewriter, op, op->getResult(1).getType());
+      if (failed(b))
+        return failure();
+      hN = *b;
+    }
+    if (op->getNumResults() > 2 && !op->getResult(2).use_empty()) {
+      FailureOr<Value> b = allocBuffer(rewriter, op, op->getResult(2).getType());
+      if (failed(b))
+        return failure();
+      cN = *b;
+    }
+
+    Value input = adaptor.getX(), y;
+    for (int64_t l = 0; l < L; ++l) {
+      FailureOr<Value> layerOut =
+          allocBuffer(rewriter, op, buf({B, T, nn::Dim::getStatic(D * H)}));
+      if (failed(layerOut))
+        return failure();
+      for (int64_t d = 0; d < D; ++d) {
+        int64_t base = (l * D + d) * perDir;
+        Value wIh = weights[base], wHh = weights[base + 1];
+        Value bIh = hasBias ? weights[base + 2] : Value();
+        Value bHh = hasBias ? weights[base + 3] : Value();
+        FailureOr<Value> xproj = emitGemm(
+            rewriter, op, buf({B, T, nn::Dim::getStatic(G * H)}), input, wIh,
+            bIh, Value(), nnk::Activation::none, 0.01);
+        if (failed(xproj))
+          return failure();
+        nnk::RecurrentScanOp::create(
+            rewriter, loc, *xproj, wHh, bHh, adaptor.getH0(), c0Of(adaptor),
+            adaptor.getLengths(), *layerOut, hN, cN, cell, H,
+            /*reverse=*/d == 1, D, /*state_index=*/l * D + d, zoneoutOf(op));
+      }
+      input = *layerOut;
+      y = *layerOut;
+    }
+    SmallVector<Value> results{y, hN};
+    if (op->getNumResults() > 2)
+      results.push_back(cN);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+nnk::Cell cellOf(nn::RNNCellOp op) {
+  return op.getNonlinearity() == nn::Nonlinearity::relu ? nnk::Cell::rnn_relu
+                                                        : nnk::Cell::rnn_tanh;
+}
+nnk::Cell cellOf(nn::LSTMCellOp) { return nnk::Cell::lstm; }
+nnk::Cell cellOf(nn::GRUCellOp op) {
+  return op.getVariant() == nn::GRUVariant::cho2014 ? nnk::Cell::gru_cho2014
+                                                    : nnk::Cell::gru;
+}
+Value cOf(nn::LSTMCellOp::Adaptor a) { return a.getC(); }
+template <typename A> Value cOf(A) { return {}; }
+
+/// One step: input-projection nnk.gemm + nnk.recurrent_cell.
+template <typename NNOp>
+struct RecurrentCellLowering : OpConversionPattern<NNOp> {
+  using OpConversionPattern<NNOp>::OpConversionPattern;
+  using OpAdaptor = typename NNOp::Adaptor;
+
+  LogicalResult
+  matchAndRewrite(NNOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    nnk::Cell cell = cellOf(op);
+    auto hType = cast<nn::TensorType>(op.getH().getType());
+    int64_t G = gatesOf(cell);
+    nn::Dim gh = hType.getDim(1).scaled(G);
+    auto xprojType = nnk::BufferType::get(op.getContext(),
+                                          {hType.getDim(0), gh},
+                                          hType.getElementType());
+    FailureOr<Value> xproj =
+        emitGemm(rewriter, op, xprojType, adaptor.getX(), adaptor.getWIh(),
+                 adaptor.getBIh(), Value(), nnk::Activation::none, 0.01);
+    if (failed(xproj))
+      return failure();
+    SmallVector<Value> outs;
+    for (Value result : op->getResults()) {
+      FailureOr<Value> out = allocBuffer(rewriter, op, result.getType());
+      if (failed(out))
+        return failure();
+      outs.push_back(*out);
+    }
+    nnk::RecurrentCellOp::create(rewriter, op.getLoc(), *xproj, adaptor.getH(),
+                                 cOf(adaptor), adaptor.getWHh(),
+                                 adaptor.getBHh(), outs[0],
+                                 outs.size() > 1 ? outs[1] : Value(), cell);
+    rewriter.replaceOp(op, outs);
+    return success();
+  }
+};
+
+} // namespace
+
+void nncc::populateRecurrentToNNKPatterns(const TypeConverter &converter,
+                                          RewritePatternSet &patterns) {
+  patterns.add<RecurrentLayerLowering<nn::RNNOp>,
+               RecurrentLayerLowering<nn::LSTMOp>,
+               RecurrentLayerLowering<nn::GRUOp>,
+               RecurrentCellLowering<nn::RNNCellOp>,
+               RecurrentCellLowering<nn::LSTMCellOp>,
+               RecurrentCellLowering<nn::GRUCellOp>>(converter,
+                                                     patterns.getContext());
+}

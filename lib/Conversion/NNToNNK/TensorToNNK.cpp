@@ -1,0 +1,178 @@
+//===- TensorToNNK.cpp - Softmax, reductions, embeddings, copies, losses ===//
+
+#include "Common.h"
+
+using namespace mlir;
+using namespace nncc;
+using namespace nncc::conv;
+
+namespace {
+
+/// One nn op -> alloc + one nnk op built by `build(rewriter, op, adaptor,
+/// out)`.
+template <typename NNOp>
+struct SimpleLowering : OpConversionPattern<NNOp> {
+  using OpConversionPattern<NNOp>::OpConversionPattern;
+  using OpAdaptor = typename NNOp::Adaptor;
+  using BuildFn = LogicalResult (*)(ConversionPatternRewriter &, NNOp,
+                                    OpAdaptor, Value);
+
+  SimpleLowering(const TypeConverter &converter, MLIRContext *ctx, BuildFn fn)
+      : OpConversionPattern<NNOp>(converter, ctx), build(fn) {}
+
+  LogicalResult
+  matchAndRewrite(NNOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<Value> out =
+        allocBuffer(rewriter, op, op->getResult(0).getType());
+    if (failed(out) || failed(build(rewriter, op, adaptor, *out)))
+      return failure();
+    rewriter.replaceOp(op, *out);
+    return success();
+  }
+
+  BuildFn build;
+};
+
+template <typename NNOp>
+void addSimple(const TypeConverter &converter, RewritePatternSet &patterns,
+               typename SimpleLowering<NNOp>::BuildFn fn) {
+  patterns.add<SimpleLowering<NNOp>>(converter, patterns.getContext(), fn);
+}
+
+int64_t rankOf(Value v) { return cast<nn::TensorType>(v.getType()).getRank(); }
+
+/// nn.split: one nnk.split writing one fresh buffer per result.
+struct SplitLowering : OpConversionPattern<nn::SplitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::SplitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> outs;
+    for (Value result : op.getResults()) {
+      FailureOr<Value> out = allocBuffer(rewriter, op, result.getType());
+      if (failed(out))
+        return failure();
+      outs.push_back(*out);
+    }
+    int64_t axis = *nn::normalizeAxis(op.getAxis(), rankOf(op.getX()));
+    nnk::SplitOp::create(rewriter, op.getLoc(), adaptor.getX(), outs, axis);
+    rewriter.replaceOp(op, outs);
+    return success();
+  }
+};
+
+} // namespace
+
+void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
+                                       RewritePatternSet &patterns) {
+  patterns.add<SplitLowering>(converter, patterns.getContext());
+  addSimple<nn::SoftmaxOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::SoftmaxOp op,
+         nn::SoftmaxOp::Adaptor adaptor, Value out) -> LogicalResult {
+        int64_t axis = *nn::normalizeAxis(op.getAxis(), rankOf(op.getX()));
+        nnk::SoftmaxOp::create(rewriter, op.getLoc(), adaptor.getX(), out, axis);
+        return success();
+      });
+  addSimple<nn::ReduceSumOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::ReduceSumOp op,
+         nn::ReduceSumOp::Adaptor adaptor, Value out) -> LogicalResult {
+        int64_t rank = rankOf(op.getX());
+        SmallVector<int64_t> axes;
+        for (int64_t a : op.getAxes())
+          axes.push_back(*nn::normalizeAxis(a, rank));
+        if (axes.empty())
+          for (int64_t a = 0; a < rank; ++a)
+            axes.push_back(a);
+        llvm::sort(axes);
+        nnk::ReduceOp::create(rewriter, op.getLoc(), adaptor.getX(), out,
+                              nnk::ReduceKind::sum, axes, op.getKeepdim());
+        return success();
+      });
+  addSimple<nn::ReduceMeanOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::ReduceMeanOp op,
+         nn::ReduceMeanOp::Adaptor adaptor, Value out) -> LogicalResult {
+        int64_t rank = rankOf(op.getX());
+        SmallVector<int64_t> axes;
+        for (int64_t a : op.getAxes())
+          axes.push_back(*nn::normalizeAxis(a, rank));
+        if (axes.empty())
+          for (int64_t a = 0; a < rank; ++a)
+            axes.push_back(a);
+        llvm::sort(axes);
+        nnk::ReduceOp::create(rewriter, op.getLoc(), adaptor.getX(), out,
+                              nnk::ReduceKind::mean, axes, op.getKeepdim());
+        return success();
+      });
+  addSimple<nn::EmbeddingOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::EmbeddingOp op,
+         nn::EmbeddingOp::Adaptor adaptor, Value out) -> LogicalResult {
+        nnk::EmbeddingOp::create(rewriter, op.getLoc(), adaptor.getIndices(),
+                                 adaptor.getTable(), out);
+        return success();
+      });
+  addSimple<nn::SinusoidalPositionOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::SinusoidalPositionOp op,
+         nn::SinusoidalPositionOp::Adaptor adaptor, Value out) -> LogicalResult {
+        nnk::SinusoidalPositionOp::create(rewriter, op.getLoc(), adaptor.getX(),
+                                          out);
+        return success();
+      });
+  addSimple<nn::ConcatOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::ConcatOp op,
+         nn::ConcatOp::Adaptor adaptor, Value out) -> LogicalResult {
+        int64_t axis = *nn::normalizeAxis(op.getAxis(), rankOf(op.getResult()));
+        nnk::ConcatOp::create(rewriter, op.getLoc(), adaptor.getInputs(), out,
+                              axis);
+        return success();
+      });
+  addSimple<nn::SliceOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::SliceOp op,
+         nn::SliceOp::Adaptor adaptor, Value out) -> LogicalResult {
+        nnk::SliceOp::create(rewriter, op.getLoc(), adaptor.getX(), out,
+                             op.getStarts(), op.getSteps(), op.getSqueeze());
+        return success();
+      });
+  addSimple<nn::TransposeOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::TransposeOp op,
+         nn::TransposeOp::Adaptor adaptor, Value out) -> LogicalResult {
+        nnk::TransposeOp::create(rewriter, op.getLoc(), adaptor.getX(), out,
+                                 op.getPerm());
+        return success();
+      });
+  addSimple<nn::MSEOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::MSEOp op,
+         nn::MSEOp::Adaptor adaptor, Value out) -> LogicalResult {
+        nnk::LossOp::create(rewriter, op.getLoc(), adaptor.getPred(),
+                            adaptor.getTarget(), Value(), out,
+                            nnk::LossKind::mse, -100);
+        return success();
+      });
+  addSimple<nn::CrossEntropyOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::CrossEntropyOp op,
+         nn::CrossEntropyOp::Adaptor adaptor, Value out) -> LogicalResult {
+        nnk::LossOp::create(rewriter, op.getLoc(), adaptor.getLogits(),
+                            adaptor.getTarget(), Value(), out,
+                            nnk::LossKind::cross_entropy, op.getIgnoreIndex());
+        return success();
+      });
+  addSimple<nn::BCEWithLogitsOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::BCEWithLogitsOp op,
+         nn::BCEWithLogitsOp::Adaptor adaptor, Value out) -> LogicalResult {
+        nnk::LossOp::create(rewriter, op.getLoc(), adaptor.getLogits(),
+                            adaptor.getTarget(), adaptor.getPosWeight(), out,
+                            nnk::LossKind::bce_with_logits, -100);
+        return success();
+      });
+}
