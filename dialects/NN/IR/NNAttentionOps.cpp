@@ -1,0 +1,91 @@
+//===- NNAttentionOps.cpp - nn.attention ------------------------*- C++ -*-===//
+
+#include "dialects/NN/IR/NNOps.h"
+
+#include "dialects/NN/IR/NNOpsCommon.h"
+
+using namespace mlir;
+using namespace nncc::nn;
+using nncc::nn::detail::InferDiagnostics;
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  auto kind = adaptor.getKindAttr();
+  if (!kind)
+    return diag.error("missing attention kind");
+  int64_t numHeads = adaptor.getNumHeads();
+  if (numHeads < 1)
+    return diag.error("num_heads must be >= 1, got ", numHeads);
+  FailureOr<nncc::nn::TensorType> x =
+      diag.tensorOfRank(adaptor.getX(), "x [B, T, E]", 3);
+  if (failed(x))
+    return failure();
+  Type elementType = x->getElementType();
+  Dim batch = x->getDim(0), time = x->getDim(1), embed = x->getDim(2);
+  if (embed.isStatic() && embed.getSize() % numHeads != 0)
+    return diag.error("num_heads ", numHeads,
+                      " does not divide the embedding size ", embed.getSize());
+
+  // Checks a float operand of the given shape and x's element type.
+  auto check = [&](Value value, ArrayRef<Dim> shape,
+                   StringRef name) -> LogicalResult {
+    FailureOr<nncc::nn::TensorType> type = diag.tensor(value, name);
+    if (failed(type) ||
+        failed(diag.expectElementType(*type, elementType, name)) ||
+        failed(diag.expectShape(*type, shape, name)))
+      return failure();
+    return success();
+  };
+  Dim projected = embed.scaled(kind.getNumInputProjections());
+  if (failed(check(adaptor.getInProjWeight(), {projected, embed},
+                   isa<LshAttentionAttr>(kind)
+                       ? "in_proj_weight [2E, E]"
+                       : "in_proj_weight [3E, E]")) ||
+      failed(check(adaptor.getOutProjWeight(), {embed, embed},
+                   "out_proj_weight [E, E]")))
+    return failure();
+  if (Value bias = adaptor.getInProjBias();
+      bias && failed(check(bias, {projected}, isa<LshAttentionAttr>(kind)
+                                                  ? "in_proj_bias [2E]"
+                                                  : "in_proj_bias [3E]")))
+    return failure();
+  if (Value bias = adaptor.getOutProjBias();
+      bias && failed(check(bias, {embed}, "out_proj_bias [E]")))
+    return failure();
+  if (Value mask = adaptor.getKeyPaddingMask()) {
+    FailureOr<nncc::nn::TensorType> type = diag.tensor(mask, "mask");
+    if (failed(type) ||
+        failed(diag.expectElementType(
+            *type, IntegerType::get(elementType.getContext(), 1),
+            "key_padding_mask")) ||
+        failed(diag.expectShape(*type, {batch, time}, "key_padding_mask [B, T]")))
+      return failure();
+  }
+  if (Value rotations = adaptor.getRotations()) {
+    auto lsh = dyn_cast<LshAttentionAttr>(kind);
+    if (!lsh)
+      return diag.error("rotations are only allowed with #nn.lsh attention");
+    Dim headSize = embed.isStatic()
+                       ? Dim::getStatic(embed.getSize() / numHeads)
+                       : Dim::getDynamic();
+    FailureOr<nncc::nn::TensorType> type = diag.tensor(rotations, "rotations");
+    if (failed(type) || failed(check(rotations,
+                                     {Dim::getStatic(lsh.getHashes()),
+                                      headSize, Dim::getDynamic()},
+                                     "rotations [hashes, E / num_heads, "
+                                     "buckets / 2]")))
+      return failure();
+  }
+  inferred.push_back(*x);
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  double dropout = getDropout();
+  if (!(dropout >= 0.0 && dropout < 1.0))
+    return emitOpError("dropout must be in [0, 1), got ") << dropout;
+  return success();
+}

@@ -1,0 +1,69 @@
+//===- NNOpsCommon.h - Shared checks for nn op inference --------*- C++ -*-===//
+//
+// Internal to the dialect library: diagnostics helpers used by the
+// inferReturnTypes and verifiers of the nn ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNCC_DIALECT_NN_IR_NNOPSCOMMON_H
+#define NNCC_DIALECT_NN_IR_NNOPSCOMMON_H
+
+#include "dialects/NN/IR/NNOps.h"
+
+namespace nncc::nn::detail {
+
+/// Reports errors found while inferring result types, as
+/// `'nn.op' op <message>` at the given location (nothing is emitted when the
+/// location is absent), and offers the operand checks most ops share. Every
+/// check returns failure after emitting its error.
+class InferDiagnostics {
+public:
+  InferDiagnostics(std::optional<mlir::Location> loc, llvm::StringRef opName)
+      : loc(loc), opName(opName) {}
+
+  template <typename... Args>
+  mlir::LogicalResult error(Args &&...args) const {
+    return mlir::emitOptionalError(loc, "'", opName, "' op ",
+                                   std::forward<Args>(args)...);
+  }
+
+  /// The nn tensor type of `value` (`what` names it in the error).
+  mlir::FailureOr<TensorType> tensor(mlir::Value value,
+                                     llvm::StringRef what) const;
+  /// As tensor(), also requiring exactly `rank` dims.
+  mlir::FailureOr<TensorType> tensorOfRank(mlir::Value value,
+                                           llvm::StringRef what,
+                                           int64_t rank) const;
+  /// As tensor(), also requiring at least `rank` dims.
+  mlir::FailureOr<TensorType> tensorOfMinRank(mlir::Value value,
+                                              llvm::StringRef what,
+                                              int64_t rank) const;
+
+  /// Requires `type` to have exactly the dims `expected`, up to
+  /// compatibility (a `?` on either side matches).
+  mlir::LogicalResult expectShape(TensorType type,
+                                  llvm::ArrayRef<Dim> expected,
+                                  const llvm::Twine &what) const;
+  /// Requires `type` to have the element type `expected`.
+  mlir::LogicalResult expectElementType(TensorType type, mlir::Type expected,
+                                        const llvm::Twine &what) const;
+  /// Requires a floating-point element type.
+  mlir::LogicalResult expectFloat(TensorType type,
+                                  const llvm::Twine &what) const;
+  /// Requires an i32 or i64 element type.
+  mlir::LogicalResult expectIndex(TensorType type,
+                                  const llvm::Twine &what) const;
+
+private:
+  std::optional<mlir::Location> loc;
+  llvm::StringRef opName;
+};
+
+/// The more precise of two compatible shapes, dim by dim (a `?` yields to
+/// the other dim).
+llvm::SmallVector<Dim> refineShape(llvm::ArrayRef<Dim> lhs,
+                                   llvm::ArrayRef<Dim> rhs);
+
+} // namespace nncc::nn::detail
+
+#endif // NNCC_DIALECT_NN_IR_NNOPSCOMMON_H

@@ -1,0 +1,239 @@
+//===- NNRecurrentOps.cpp - nn recurrent layers and cells -------*- C++ -*-===//
+//
+// Shape rules of nn.rnn, nn.lstm, nn.gru and their cells, following
+// PyTorch's conventions and `_flat_weights` layout (see NNOps.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/NN/IR/NNOps.h"
+
+#include "dialects/NN/IR/NNOpsCommon.h"
+#include "llvm/ADT/Twine.h"
+
+using namespace mlir;
+using namespace nncc::nn;
+using nncc::nn::detail::InferDiagnostics;
+
+namespace {
+/// Configuration shared by the multi-layer recurrent ops.
+struct RecurrentConfig {
+  int64_t gates;
+  int64_t hiddenSize;
+  int64_t numLayers;
+  bool bidirectional;
+  bool hasBias;
+  bool hasCellState;
+};
+} // namespace
+
+/// Checks a weight (`rows` x `cols`, or a bias of `rows` when `cols` is
+/// null) against the element type of the input.
+static LogicalResult checkWeight(const InferDiagnostics &diag, Value value,
+                                 Type elementType, ArrayRef<Dim> shape,
+                                 const Twine &name) {
+  std::string what = name.str();
+  FailureOr<nncc::nn::TensorType> type = diag.tensor(value, what);
+  if (failed(type) ||
+      failed(diag.expectElementType(*type, elementType, what)) ||
+      failed(diag.expectShape(*type, shape, what)))
+    return failure();
+  return success();
+}
+
+/// Shared inference of nn.rnn, nn.lstm and nn.gru: checks every operand and
+/// appends y, h_n (and c_n).
+static LogicalResult inferRecurrent(const InferDiagnostics &diag,
+                                    const RecurrentConfig &config, Value xValue,
+                                    Value h0, Value c0, Value lengths,
+                                    ValueRange weights,
+                                    SmallVectorImpl<Type> &inferred) {
+  if (config.hiddenSize < 1)
+    return diag.error("hidden_size must be >= 1, got ", config.hiddenSize);
+  if (config.numLayers < 1)
+    return diag.error("num_layers must be >= 1, got ", config.numLayers);
+  FailureOr<nncc::nn::TensorType> x =
+      diag.tensorOfRank(xValue, "x [B, T, I]", 3);
+  if (failed(x))
+    return failure();
+  Type elementType = x->getElementType();
+  Dim batch = x->getDim(0), time = x->getDim(1);
+  int64_t directions = config.bidirectional ? 2 : 1;
+  Dim hidden = Dim::getStatic(config.hiddenSize);
+  Dim gateRows = Dim::getStatic(config.gates * config.hiddenSize);
+  Dim stateRows = Dim::getStatic(config.numLayers * directions);
+
+  // Weights, in PyTorch's _flat_weights order.
+  int64_t perDirection = config.hasBias ? 4 : 2;
+  int64_t expected = config.numLayers * directions * perDirection;
+  if (static_cast<int64_t>(weights.size()) != expected)
+    return diag.error("expected ", expected,
+                      " weights (num_layers * directions * ", perDirection,
+                      "), got ", weights.size());
+  auto weight = weights.begin();
+  for (int64_t layer = 0; layer < config.numLayers; ++layer) {
+    Dim input = layer == 0 ? x->getDim(2)
+                           : Dim::getStatic(directions * config.hiddenSize);
+    for (int64_t direction = 0; direction < directions; ++direction) {
+      std::string suffix =
+          ("_l" + Twine(layer) + (direction ? "_reverse" : "")).str();
+      if (failed(checkWeight(diag, *weight++, elementType, {gateRows, input},
+                             "weight_ih" + suffix)) ||
+          failed(checkWeight(diag, *weight++, elementType, {gateRows, hidden},
+                             "weight_hh" + suffix)))
+        return failure();
+      if (config.hasBias &&
+          (failed(checkWeight(diag, *weight++, elementType, {gateRows},
+                              "bias_ih" + suffix)) ||
+           failed(checkWeight(diag, *weight++, elementType, {gateRows},
+                              "bias_hh" + suffix))))
+        return failure();
+    }
+  }
+
+  SmallVector<Dim> stateShape = {stateRows, batch, hidden};
+  if (h0 && failed(checkWeight(diag, h0, elementType, stateShape,
+                               "h0 [L*D, B, H]")))
+    return failure();
+  if (c0 && failed(checkWeight(diag, c0, elementType, stateShape,
+                               "c0 [L*D, B, H]")))
+    return failure();
+  if (lengths) {
+    FailureOr<nncc::nn::TensorType> type = diag.tensor(lengths, "lengths");
+    if (failed(type) || failed(diag.expectIndex(*type, "lengths")) ||
+        failed(diag.expectShape(*type, {batch}, "lengths [B]")))
+      return failure();
+  }
+
+  auto state = x->withDims(stateShape);
+  inferred.push_back(x->withDims(
+      {batch, time, Dim::getStatic(directions * config.hiddenSize)}));
+  inferred.push_back(state);
+  if (config.hasCellState)
+    inferred.push_back(state);
+  return success();
+}
+
+LogicalResult RNNOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  RecurrentConfig config{/*gates=*/1,
+                         adaptor.getHiddenSize(),
+                         adaptor.getNumLayers(),
+                         adaptor.getBidirectional(),
+                         adaptor.getHasBias(),
+                         /*hasCellState=*/false};
+  return inferRecurrent(InferDiagnostics(loc, getOperationName()), config,
+                        adaptor.getX(), adaptor.getH0(), /*c0=*/nullptr,
+                        adaptor.getLengths(), adaptor.getWeights(), inferred);
+}
+
+LogicalResult LSTMOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  RecurrentConfig config{/*gates=*/4,
+                         adaptor.getHiddenSize(),
+                         adaptor.getNumLayers(),
+                         adaptor.getBidirectional(),
+                         adaptor.getHasBias(),
+                         /*hasCellState=*/true};
+  return inferRecurrent(InferDiagnostics(loc, getOperationName()), config,
+                        adaptor.getX(), adaptor.getH0(), adaptor.getC0(),
+                        adaptor.getLengths(), adaptor.getWeights(), inferred);
+}
+
+LogicalResult LSTMOp::verify() {
+  double zoneout = getZoneout();
+  if (!(zoneout >= 0.0 && zoneout < 1.0))
+    return emitOpError("zoneout must be in [0, 1), got ") << zoneout;
+  return success();
+}
+
+LogicalResult GRUOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  RecurrentConfig config{/*gates=*/3,
+                         adaptor.getHiddenSize(),
+                         adaptor.getNumLayers(),
+                         adaptor.getBidirectional(),
+                         adaptor.getHasBias(),
+                         /*hasCellState=*/false};
+  return inferRecurrent(InferDiagnostics(loc, getOperationName()), config,
+                        adaptor.getX(), adaptor.getH0(), /*c0=*/nullptr,
+                        adaptor.getLengths(), adaptor.getWeights(), inferred);
+}
+
+/// Shared inference of the cells: x [B, I], h [B, H] (and c [B, H]),
+/// w_ih [G*H, I], w_hh [G*H, H], both or neither bias [G*H]. Appends the
+/// new h (and c), [B, H].
+static LogicalResult inferCell(const InferDiagnostics &diag, int64_t gates,
+                               Value xValue, Value hValue, Value cValue,
+                               Value wIh, Value wHh, Value bIh, Value bHh,
+                               SmallVectorImpl<Type> &inferred) {
+  FailureOr<nncc::nn::TensorType> x = diag.tensorOfRank(xValue, "x [B, I]", 2);
+  FailureOr<nncc::nn::TensorType> h = diag.tensorOfRank(hValue, "h [B, H]", 2);
+  if (failed(x) || failed(h) ||
+      failed(diag.expectElementType(*h, x->getElementType(), "h")))
+    return failure();
+  Type elementType = x->getElementType();
+  if (!x->getDim(0).isCompatibleWith(h->getDim(0)))
+    return diag.error("batch dims of x ", *x, " and h ", *h, " differ");
+  Dim batch = x->getDim(0).isDynamic() ? h->getDim(0) : x->getDim(0);
+  Dim hidden = h->getDim(1);
+  Dim gateRows = hidden.scaled(gates);
+  SmallVector<Dim> stateShape = {batch, hidden};
+  if (cValue && failed(checkWeight(diag, cValue, elementType, stateShape,
+                                   "c [B, H]")))
+    return failure();
+  if (failed(checkWeight(diag, wIh, elementType, {gateRows, x->getDim(1)},
+                         "w_ih [G*H, I]")) ||
+      failed(checkWeight(diag, wHh, elementType, {gateRows, hidden},
+                         "w_hh [G*H, H]")))
+    return failure();
+  if (static_cast<bool>(bIh) != static_cast<bool>(bHh))
+    return diag.error("expected both biases b_ih and b_hh or neither");
+  if (bIh && (failed(checkWeight(diag, bIh, elementType, {gateRows},
+                                 "b_ih [G*H]")) ||
+              failed(checkWeight(diag, bHh, elementType, {gateRows},
+                                 "b_hh [G*H]"))))
+    return failure();
+  auto state = x->withDims(stateShape);
+  inferred.push_back(state);
+  if (cValue)
+    inferred.push_back(state);
+  return success();
+}
+
+LogicalResult RNNCellOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferCell(InferDiagnostics(loc, getOperationName()), /*gates=*/1,
+                   adaptor.getX(), adaptor.getH(), /*c=*/nullptr,
+                   adaptor.getWIh(), adaptor.getWHh(), adaptor.getBIh(),
+                   adaptor.getBHh(), inferred);
+}
+
+LogicalResult LSTMCellOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  if (!adaptor.getC())
+    return diag.error("missing c");
+  return inferCell(diag, /*gates=*/4, adaptor.getX(), adaptor.getH(),
+                   adaptor.getC(), adaptor.getWIh(), adaptor.getWHh(),
+                   adaptor.getBIh(), adaptor.getBHh(), inferred);
+}
+
+LogicalResult GRUCellOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferCell(InferDiagnostics(loc, getOperationName()), /*gates=*/3,
+                   adaptor.getX(), adaptor.getH(), /*c=*/nullptr,
+                   adaptor.getWIh(), adaptor.getWHh(), adaptor.getBIh(),
+                   adaptor.getBHh(), inferred);
+}

@@ -1,0 +1,18 @@
+//===- nncc-opt.cpp - Parse, verify and transform nn IR ---------*- C++ -*-===//
+
+#include "dialects/NN/IR/NNDialect.h"
+#include "dialects/NN/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<nncc::nn::NNDialect, mlir::func::FuncDialect>();
+  nncc::nn::registerNNPasses();
+  // Generic passes (canonicalize, cse, symbol-dce, ...) for pipelines.
+  mlir::registerTransformsPasses();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "nncc optimizer driver\n", registry));
+}
