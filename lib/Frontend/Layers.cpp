@@ -1,0 +1,858 @@
+//===- Layers.cpp - How each library layer and function becomes nn ops ----===//
+//
+// One entry per library layer / forward function, looked up by name. Layer
+// parameters are declared with PyTorch's state_dict names and default
+// initializers (see docs/design.md, "Parameters").
+//
+//===----------------------------------------------------------------------===//
+#include "GenContext.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <cmath>
+
+using namespace nncc::frontend;
+namespace nn = nncc::nn;
+
+namespace {
+
+using Result = std::optional<FVal>;
+
+mlir::Attribute uniform(Gen &g, double bound) {
+  return nn::InitAttr::getUniform(&g.ctx, -bound, bound);
+}
+mlir::Attribute normal(Gen &g, double stddev) {
+  return nn::InitAttr::getNormal(&g.ctx, 0.0, stddev);
+}
+mlir::Attribute zeros(Gen &g) { return nn::InitAttr::getZeros(&g.ctx); }
+mlir::Attribute ones(Gen &g) { return nn::InitAttr::getOnes(&g.ctx); }
+
+Result tensorResult(mlir::Value v, SrcLoc l) {
+  if (!v)
+    return std::nullopt;
+  return FVal::tensor(v, l);
+}
+
+/// A sub-layer path (e.g. "self_attn") for parameters of composite layers.
+LayerInstance sub(const LayerInstance &inst, llvm::StringRef name) {
+  LayerInstance s;
+  s.path = inst.paramName(name);
+  return s;
+}
+
+mlir::Value linearOp(Gen &g, const LayerInstance &inst, mlir::Value x,
+                     int64_t in, int64_t out, bool bias, SrcLoc l) {
+  double bound = 1.0 / std::sqrt(double(in));
+  mlir::Value w = g.param(inst, "weight", {out, in}, uniform(g, bound), l);
+  llvm::SmallVector<mlir::Value> ops = {x, w};
+  if (bias)
+    ops.push_back(g.param(inst, "bias", {out}, uniform(g, bound), l));
+  return g.op1("nn.linear", l, ops);
+}
+
+mlir::Value layerNormOp(Gen &g, const LayerInstance &inst, mlir::Value x,
+                        int64_t dim, double eps, SrcLoc l) {
+  mlir::Value w = g.param(inst, "weight", {dim}, ones(g), l);
+  mlir::Value b = g.param(inst, "bias", {dim}, zeros(g), l);
+  return g.op1("nn.layer_norm", l, {x, w, b}, {g.attrF64("eps", eps)},
+               {1, 1, 1});
+}
+
+mlir::Value dropoutOp(Gen &g, mlir::Value x, double p, SrcLoc l) {
+  if (p == 0.0)
+    return x;
+  return g.op1("nn.dropout", l, {x},
+               {g.attrF64("p", p), g.attrI64("seed", g.nextSeed())});
+}
+
+mlir::Value activationOp(Gen &g, const CValue &act, mlir::Value x, SrcLoc l) {
+  const std::string &n = act.name;
+  if (n == "leaky_relu") {
+    double alpha = 0.01;
+    for (auto &kv : act.kwargs)
+      if (kv.first == "alpha")
+        alpha = kv.second.asDouble();
+    return g.op1("nn.leaky_relu", l, {x}, {g.attrF64("alpha", alpha)});
+  }
+  if (n == "gelu")
+    return g.op1("nn.gelu", l, {x},
+                 {g.attr("approximate",
+                         nn::GeluApproximationAttr::get(
+                             &g.ctx, nn::GeluApproximation::none))});
+  return g.op1("nn." + n, l, {x});
+}
+
+mlir::Attribute attentionKind(Gen &g, const CValue *kind) {
+  if (!kind || kind->kind != CValue::Ctor)
+    return nn::DenseAttentionAttr::get(&g.ctx);
+  auto get = [&](llvm::StringRef name, int64_t dflt) {
+    for (auto &kv : kind->kwargs)
+      if (kv.first == name && kv.second.kind == CValue::Int)
+        return kv.second.i;
+    return dflt;
+  };
+  if (kind->name == "lsh")
+    return nn::LshAttentionAttr::get(&g.ctx, get("hashes", 4),
+                                     get("chunk", 64));
+  llvm::SmallVector<int64_t> global;
+  for (auto &kv : kind->kwargs)
+    if (kv.first == "global")
+      for (auto &e : kv.second.elems)
+        global.push_back(e.i);
+  return nn::DilatedAttentionAttr::get(&g.ctx, get("window", 64),
+                                       get("dilation", 1), global);
+}
+
+/// nn.attention with parameters under `inst` (PyTorch MultiheadAttention
+/// names: in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias).
+mlir::Value attentionOp(Gen &g, const LayerInstance &inst, mlir::Value x,
+                        mlir::Value mask, mlir::Value rotations, int64_t dim,
+                        int64_t heads, const CValue *kind, bool causal,
+                        double dropout, bool bias, SrcLoc l) {
+  mlir::Attribute kindAttr = attentionKind(g, kind);
+  int64_t proj = llvm::isa<nn::LshAttentionAttr>(kindAttr) ? 2 : 3;
+  double xavier = std::sqrt(6.0 / double(dim + proj * dim));
+  llvm::SmallVector<mlir::Value> ops = {x};
+  ops.push_back(
+      g.param(inst, "in_proj_weight", {proj * dim, dim}, uniform(g, xavier), l));
+  if (bias)
+    ops.push_back(g.param(inst, "in_proj_bias", {proj * dim}, zeros(g), l));
+  LayerInstance out = sub(inst, "out_proj");
+  ops.push_back(g.param(out, "weight", {dim, dim},
+                        uniform(g, 1.0 / std::sqrt(double(dim))), l));
+  if (bias)
+    ops.push_back(g.param(out, "bias", {dim}, zeros(g), l));
+  if (mask)
+    ops.push_back(mask);
+  if (rotations)
+    ops.push_back(rotations);
+  int32_t b = bias ? 1 : 0;
+  return g.op1("nn.attention", l, ops,
+               {g.attrI64("num_heads", heads), g.attr("kind", kindAttr),
+                g.attrBool("causal", causal), g.attrF64("dropout", dropout),
+                g.attrI64("seed", dropout > 0 ? g.nextSeed() : 0)},
+               {1, 1, b, 1, b, mask ? 1 : 0, rotations ? 1 : 0});
+}
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+Result lowerLinear(Gen &g, const LayerInstance &inst, llvm::ArrayRef<FVal> a,
+                   SrcLoc l) {
+  return tensorResult(linearOp(g, inst, a[0].value, inst.intArg("in"),
+                               inst.intArg("out"), inst.boolArg("bias", true),
+                               l),
+                      l);
+}
+
+Result lowerEmbedding(Gen &g, const LayerInstance &inst,
+                      llvm::ArrayRef<FVal> a, SrcLoc l) {
+  mlir::Value t = g.param(inst, "weight",
+                          {inst.intArg("num"), inst.intArg("dim")},
+                          normal(g, 1.0), l);
+  return tensorResult(g.op1("nn.embedding", l, {a[0].value, t}), l);
+}
+
+Result lowerLearnedPosition(Gen &g, const LayerInstance &inst,
+                            llvm::ArrayRef<FVal> a, SrcLoc l) {
+  mlir::Value t = g.param(inst, "weight",
+                          {inst.intArg("max_len"), inst.intArg("dim")},
+                          normal(g, 1.0), l);
+  return tensorResult(g.op1("nn.learned_position", l, {a[0].value, t}), l);
+}
+
+Result lowerLayerNorm(Gen &g, const LayerInstance &inst,
+                      llvm::ArrayRef<FVal> a, SrcLoc l) {
+  return tensorResult(layerNormOp(g, inst, a[0].value, inst.intArg("dim"),
+                                  inst.floatArg("eps", 1e-5), l),
+                      l);
+}
+
+/// BERT embeddings with Hugging Face names and initializers (N(0, 0.02)).
+Result lowerBertEmbeddings(Gen &g, const LayerInstance &inst,
+                           llvm::ArrayRef<FVal> a, SrcLoc l) {
+  int64_t v = inst.intArg("vocab"), d = inst.intArg("dim");
+  mlir::Value words =
+      g.param(sub(inst, "word_embeddings"), "weight", {v, d}, normal(g, 0.02),
+              l);
+  mlir::Value types = g.param(sub(inst, "token_type_embeddings"), "weight",
+                              {inst.intArg("type_vocab"), d}, normal(g, 0.02),
+                              l);
+  mlir::Value pos = g.param(sub(inst, "position_embeddings"), "weight",
+                            {inst.intArg("max_len"), d}, normal(g, 0.02), l);
+  mlir::Value e = g.op1("nn.embedding", l, {a[0].value, words});
+  if (!e)
+    return std::nullopt;
+  mlir::Value t = g.op1("nn.embedding", l, {a[1].value, types});
+  if (!t)
+    return std::nullopt;
+  mlir::Value s = g.op1("nn.add", l, {e, t});
+  if (!s)
+    return std::nullopt;
+  s = g.op1("nn.learned_position", l, {s, pos});
+  if (!s)
+    return std::nullopt;
+  s = layerNormOp(g, sub(inst, "LayerNorm"), s, d, inst.floatArg("eps", 1e-12),
+                  l);
+  if (!s)
+    return std::nullopt;
+  return tensorResult(dropoutOp(g, s, inst.floatArg("dropout", 0.1), l), l);
+}
+
+/// nn.rnn / nn.lstm / nn.gru with PyTorch's flat weights.
+Result lowerRecurrent(Gen &g, const LayerInstance &inst,
+                      llvm::ArrayRef<FVal> a, SrcLoc l) {
+  llvm::StringRef kind = inst.callee;
+  int64_t gates = kind == "lstm" ? 4 : kind == "gru" ? 3 : 1;
+  int64_t in = inst.intArg("in"), h = inst.intArg("hidden");
+  int64_t layers = inst.intArg("layers", 1);
+  bool bidir = inst.boolArg("bidirectional"), bias = inst.boolArg("bias", true);
+  int64_t dirs = bidir ? 2 : 1;
+  double bound = 1.0 / std::sqrt(double(h));
+  llvm::SmallVector<mlir::Value> weights;
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    int64_t inL = layer == 0 ? in : dirs * h;
+    for (int64_t d = 0; d < dirs; ++d) {
+      std::string sfx =
+          "_l" + std::to_string(layer) + (d == 1 ? "_reverse" : "");
+      weights.push_back(g.param(inst, "weight_ih" + sfx, {gates * h, inL},
+                                uniform(g, bound), l));
+      weights.push_back(g.param(inst, "weight_hh" + sfx, {gates * h, h},
+                                uniform(g, bound), l));
+      if (bias) {
+        weights.push_back(g.param(inst, "bias_ih" + sfx, {gates * h},
+                                  uniform(g, bound), l));
+        weights.push_back(g.param(inst, "bias_hh" + sfx, {gates * h},
+                                  uniform(g, bound), l));
+      }
+    }
+  }
+  // applyParams: x, h0, [c0,] lengths
+  llvm::SmallVector<mlir::Value> ops = {a[0].value};
+  llvm::SmallVector<int32_t> seg = {1};
+  for (size_t k = 1; k < a.size(); ++k) {
+    seg.push_back(a[k].isNone() ? 0 : 1);
+    if (!a[k].isNone())
+      ops.push_back(a[k].value);
+  }
+  ops.append(weights.begin(), weights.end());
+  seg.push_back(int32_t(weights.size()));
+  llvm::SmallVector<mlir::NamedAttribute> attrs = {
+      g.attrI64("hidden_size", h), g.attrI64("num_layers", layers),
+      g.attrBool("bidirectional", bidir), g.attrBool("has_bias", bias)};
+  if (kind == "rnn")
+    attrs.push_back(g.attr(
+        "nonlinearity",
+        nn::NonlinearityAttr::get(&g.ctx, inst.enumArg("nonlinearity") == "relu"
+                                              ? nn::Nonlinearity::relu
+                                              : nn::Nonlinearity::tanh)));
+  else if (kind == "lstm")
+    attrs.push_back(g.attrF64("zoneout", inst.floatArg("zoneout", 0.0)));
+  else
+    attrs.push_back(g.attr(
+        "variant", nn::GRUVariantAttr::get(&g.ctx,
+                                           inst.enumArg("variant") == "cho2014"
+                                               ? nn::GRUVariant::cho2014
+                                               : nn::GRUVariant::pytorch)));
+  mlir::Operation *op = g.create(("nn." + kind).str(), l, ops, attrs,
+                                 kind == "lstm" ? 3 : 2, seg);
+  if (!op)
+    return std::nullopt;
+  FVal y = FVal::tensor(op->getResult(0), l);
+  FVal hn = FVal::tensor(op->getResult(1), l);
+  if (kind == "lstm")
+    return FVal::tuple({y, FVal::tuple({hn, FVal::tensor(op->getResult(2), l)},
+                                       l)},
+                       l);
+  return FVal::tuple({y, hn}, l);
+}
+
+Result lowerCell(Gen &g, const LayerInstance &inst, llvm::ArrayRef<FVal> a,
+                 SrcLoc l) {
+  llvm::StringRef kind = inst.callee; // rnn_cell, lstm_cell, gru_cell
+  int64_t gates = kind == "lstm_cell" ? 4 : kind == "gru_cell" ? 3 : 1;
+  int64_t in = inst.intArg("in"), h = inst.intArg("hidden");
+  bool bias = inst.boolArg("bias", true);
+  double bound = 1.0 / std::sqrt(double(h));
+  llvm::SmallVector<mlir::Value> ops;
+  for (auto &v : a)
+    ops.push_back(v.value);
+  llvm::SmallVector<int32_t> seg(a.size(), 1);
+  ops.push_back(
+      g.param(inst, "weight_ih", {gates * h, in}, uniform(g, bound), l));
+  ops.push_back(
+      g.param(inst, "weight_hh", {gates * h, h}, uniform(g, bound), l));
+  seg.append({1, 1});
+  if (bias) {
+    ops.push_back(g.param(inst, "bias_ih", {gates * h}, uniform(g, bound), l));
+    ops.push_back(g.param(inst, "bias_hh", {gates * h}, uniform(g, bound), l));
+  }
+  seg.append({bias ? 1 : 0, bias ? 1 : 0});
+  llvm::SmallVector<mlir::NamedAttribute> attrs;
+  if (kind == "rnn_cell")
+    attrs.push_back(g.attr(
+        "nonlinearity",
+        nn::NonlinearityAttr::get(&g.ctx, inst.enumArg("nonlinearity") == "relu"
+                                              ? nn::Nonlinearity::relu
+                                              : nn::Nonlinearity::tanh)));
+  if (kind == "gru_cell")
+    attrs.push_back(g.attr(
+        "variant", nn::GRUVariantAttr::get(&g.ctx,
+                                           inst.enumArg("variant") == "cho2014"
+                                               ? nn::GRUVariant::cho2014
+                                               : nn::GRUVariant::pytorch)));
+  mlir::Operation *op = g.create(("nn." + kind).str(), l, ops, attrs,
+                                 kind == "lstm_cell" ? 2 : 1, seg);
+  if (!op)
+    return std::nullopt;
+  if (kind == "lstm_cell")
+    return FVal::tuple({FVal::tensor(op->getResult(0), l),
+                        FVal::tensor(op->getResult(1), l)},
+                       l);
+  return FVal::tensor(op->getResult(0), l);
+}
+
+Result lowerAttention(Gen &g, const LayerInstance &inst,
+                      llvm::ArrayRef<FVal> a, SrcLoc l) {
+  return tensorResult(
+      attentionOp(g, inst, a[0].value, a[1].value, a[2].value,
+                  inst.intArg("dim"), inst.intArg("heads", 4),
+                  inst.arg("kind"), inst.boolArg("causal"),
+                  inst.floatArg("dropout"), inst.boolArg("bias", true), l),
+      l);
+}
+
+/// PyTorch nn.TransformerEncoderLayer (post-LN, batch_first):
+///   x = norm1(x + dropout(self_attn(x)))
+///   x = norm2(x + dropout(linear2(dropout(act(linear1(x))))))
+Result lowerEncoderLayer(Gen &g, const LayerInstance &inst,
+                         llvm::ArrayRef<FVal> a, SrcLoc l) {
+  int64_t d = inst.intArg("dim"), ff = inst.intArg("ff", 1024);
+  double p = inst.floatArg("dropout", 0.1), eps = inst.floatArg("eps", 1e-5);
+  mlir::Value x = a[0].value;
+  mlir::Value att =
+      attentionOp(g, sub(inst, "self_attn"), x, a[1].value, mlir::Value(), d,
+                  inst.intArg("heads", 4), inst.arg("kind"), false, p, true, l);
+  if (!att || !(att = dropoutOp(g, att, p, l)))
+    return std::nullopt;
+  mlir::Value s = g.op1("nn.add", l, {x, att});
+  if (!s || !(x = layerNormOp(g, sub(inst, "norm1"), s, d, eps, l)))
+    return std::nullopt;
+  mlir::Value h = linearOp(g, sub(inst, "linear1"), x, d, ff, true, l);
+  if (!h)
+    return std::nullopt;
+  CValue act = CValue::makeEnum(inst.enumArg("activation", "relu"));
+  if (!(h = activationOp(g, act, h, l)) || !(h = dropoutOp(g, h, p, l)))
+    return std::nullopt;
+  h = linearOp(g, sub(inst, "linear2"), h, ff, d, true, l);
+  if (!h || !(h = dropoutOp(g, h, p, l)))
+    return std::nullopt;
+  s = g.op1("nn.add", l, {x, h});
+  if (!s)
+    return std::nullopt;
+  return tensorResult(layerNormOp(g, sub(inst, "norm2"), s, d, eps, l), l);
+}
+
+/// Linear layers `path.0` ... `path.{N-1}`, activation (and dropout) between.
+Result lowerMLP(Gen &g, const LayerInstance &inst, llvm::ArrayRef<FVal> a,
+                SrcLoc l) {
+  int64_t n = inst.intArg("layers", 2);
+  int64_t in = inst.intArg("in"), hid = inst.intArg("hidden"),
+          out = inst.intArg("out");
+  double p = inst.floatArg("dropout");
+  const CValue *act = inst.arg("activation");
+  CValue relu = CValue::makeEnum("relu");
+  mlir::Value x = a[0].value;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t fi = i == 0 ? in : hid, fo = i == n - 1 ? out : hid;
+    x = linearOp(g, sub(inst, std::to_string(i)), x, fi, fo, true, l);
+    if (!x)
+      return std::nullopt;
+    if (i + 1 < n) {
+      if (!(x = activationOp(g, act ? *act : relu, x, l)) ||
+          !(x = dropoutOp(g, x, p, l)))
+        return std::nullopt;
+    }
+  }
+  return FVal::tensor(x, l);
+}
+
+Result lowerResidual(Gen &g, const LayerInstance &inst, llvm::ArrayRef<FVal> a,
+                     SrcLoc l) {
+  LayerInstance *inner = inst.child("inner");
+  if (!inner)
+    return std::nullopt;
+  auto y = g.apply(*inner, {a[0]}, {}, l);
+  if (!y)
+    return std::nullopt;
+  if (y->kind != FVal::Tensor) {
+    g.diag.error(l, "the layer inside 'residual' must return one tensor, "
+                    "got " + y->describe());
+    return std::nullopt;
+  }
+  return tensorResult(g.op1("nn.add", l, {a[0].value, y->value}), l);
+}
+
+/// Fills a single-block region whose block takes `argTypes`, running `body`
+/// to produce the yielded values.
+bool fillRegion(Gen &g, mlir::Region &region, llvm::ArrayRef<mlir::Type> types,
+                SrcLoc l,
+                llvm::function_ref<std::optional<FVal>(
+                    llvm::ArrayRef<mlir::BlockArgument>)>
+                    body,
+                llvm::StringRef what) {
+  mlir::Block *block = new mlir::Block();
+  region.push_back(block);
+  llvm::SmallVector<mlir::BlockArgument> args;
+  for (mlir::Type t : types)
+    args.push_back(block->addArgument(t, g.loc(l)));
+  mlir::OpBuilder::InsertionGuard guard(g.builder);
+  g.builder.setInsertionPointToStart(block);
+  auto r = body(args);
+  if (!r)
+    return false;
+  if (r->kind != FVal::Tensor) {
+    g.diag.error(l, what + " must return one tensor, got " + r->describe());
+    return false;
+  }
+  g.create("nn.yield", l, {r->value}, {}, 0, {}, 0, /*infer=*/false);
+  return true;
+}
+
+Result lowerReversible(Gen &g, const LayerInstance &inst,
+                       llvm::ArrayRef<FVal> a, SrcLoc l) {
+  mlir::Value x = a[0].value;
+  nn::TensorType t = g.tensorType(x);
+  if (!t || t.getRank() == 0) {
+    g.diag.error(l, "'reversible' needs a tensor of rank >= 1");
+    return std::nullopt;
+  }
+  nn::Dim last = t.getDim(t.getRank() - 1);
+  if (!last.isStatic() || last.getSize() % 2 != 0) {
+    g.diag.error(l, "'reversible' needs a static, even feature size, got " +
+                        last.str());
+    return std::nullopt;
+  }
+  llvm::SmallVector<nn::Dim> half(t.getDims());
+  half.back() = nn::Dim::getStatic(last.getSize() / 2);
+  mlir::Type halfType = t.withDims(half);
+  mlir::Operation *op =
+      g.create("nn.reversible", l, {x}, {}, 1, {}, 2, /*infer=*/false);
+  for (unsigned r = 0; r < 2; ++r) {
+    LayerInstance *fn = inst.child(r == 0 ? "f" : "g");
+    if (!fn ||
+        !fillRegion(
+            g, op->getRegion(r), {halfType}, l,
+            [&](llvm::ArrayRef<mlir::BlockArgument> args) {
+              return g.apply(*fn, {FVal::tensor(args[0], l)}, {}, l);
+            },
+            r == 0 ? "the F layer of 'reversible'"
+                   : "the G layer of 'reversible'"))
+      return std::nullopt;
+  }
+  if (!g.infer(op))
+    return std::nullopt;
+  return FVal::tensor(op->getResult(0), l);
+}
+
+//===----------------------------------------------------------------------===//
+// Functions
+//===----------------------------------------------------------------------===//
+
+mlir::Value tensorArg(Gen &g, const FVal &v, mlir::Type like, SrcLoc l,
+                      llvm::StringRef what) {
+  return g.asTensor(v, like, l, what);
+}
+
+template <const char *OpName>
+Result lowerUnary(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                  SrcLoc l) {
+  mlir::Value x = tensorArg(g, a[0], {}, l, OpName);
+  if (!x)
+    return std::nullopt;
+  return tensorResult(g.op1(OpName, l, {x}), l);
+}
+constexpr char kRelu[] = "nn.relu", kTanh[] = "nn.tanh",
+               kSigmoid[] = "nn.sigmoid", kExp[] = "nn.exp", kLog[] = "nn.log",
+               kSinPos[] = "nn.sinusoidal_position";
+
+Result lowerLeakyRelu(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                      SrcLoc l) {
+  mlir::Value x = tensorArg(g, a[0], {}, l, "leaky_relu");
+  if (!x)
+    return std::nullopt;
+  return tensorResult(
+      g.op1("nn.leaky_relu", l, {x}, {g.attrF64("alpha", a[1].c.asDouble())}),
+      l);
+}
+
+Result lowerGelu(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                 SrcLoc l) {
+  mlir::Value x = tensorArg(g, a[0], {}, l, "gelu");
+  if (!x)
+    return std::nullopt;
+  auto approx = a[1].c.name == "tanh" ? nn::GeluApproximation::tanh
+                                      : nn::GeluApproximation::none;
+  return tensorResult(
+      g.op1("nn.gelu", l, {x},
+            {g.attr("approximate",
+                    nn::GeluApproximationAttr::get(&g.ctx, approx))}),
+      l);
+}
+
+Result lowerSoftmax(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                    SrcLoc l) {
+  mlir::Value x = tensorArg(g, a[0], {}, l, "softmax");
+  if (!x)
+    return std::nullopt;
+  return tensorResult(
+      g.op1("nn.softmax", l, {x}, {g.attrI64("axis", a[1].c.i)}), l);
+}
+
+Result lowerDropout(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                    SrcLoc l) {
+  mlir::Value x = tensorArg(g, a[0], {}, l, "dropout");
+  if (!x)
+    return std::nullopt;
+  return tensorResult(g.op1("nn.dropout", l, {x},
+                            {g.attrF64("p", a[1].c.asDouble()),
+                             g.attrI64("seed", g.nextSeed())}),
+                      l);
+}
+
+Result lowerZoneout(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                    SrcLoc l) {
+  mlir::Value n = tensorArg(g, a[0], {}, l, "zoneout");
+  mlir::Value p = n ? tensorArg(g, a[1], n.getType(), l, "zoneout")
+                    : mlir::Value();
+  if (!p)
+    return std::nullopt;
+  return tensorResult(g.op1("nn.zoneout", l, {n, p},
+                            {g.attrF64("p", a[2].c.asDouble()),
+                             g.attrI64("seed", g.nextSeed())}),
+                      l);
+}
+
+Result lowerConcat(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal> vars,
+                   SrcLoc l) {
+  llvm::SmallVector<mlir::Value> ops;
+  for (auto &v : vars)
+    ops.push_back(v.value);
+  return tensorResult(
+      g.op1("nn.concat", l, ops, {g.attrI64("axis", a[0].c.i)}), l);
+}
+
+Result lowerSplit(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                  SrcLoc l) {
+  mlir::Value x = tensorArg(g, a[0], {}, l, "split");
+  if (!x)
+    return std::nullopt;
+  nn::TensorType t = g.tensorType(x);
+  int64_t axis = a[2].c.i;
+  auto norm = nn::normalizeAxis(axis, t.getRank());
+  if (!norm) {
+    g.diag.error(a[2].loc, "split axis " + llvm::Twine(axis) +
+                               " is out of range for a tensor of rank " +
+                               llvm::Twine(t.getRank()));
+    return std::nullopt;
+  }
+  llvm::SmallVector<int64_t> sizes;
+  const CValue &parts = a[1].c;
+  if (parts.kind == CValue::Int) {
+    nn::Dim d = t.getDim(*norm);
+    if (parts.i <= 0 || parts.i > 4096) {
+      g.diag.error(a[1].loc, "split needs between 1 and 4096 parts, got " +
+                                 llvm::Twine(parts.i));
+      return std::nullopt;
+    }
+    if (!d.isStatic() || d.getSize() % parts.i != 0) {
+      g.diag.error(a[1].loc, "cannot split dimension " + d.str() + " into " +
+                                 llvm::Twine(parts.i) + " equal parts");
+      return std::nullopt;
+    }
+    sizes.assign(size_t(parts.i), d.getSize() / parts.i);
+  } else {
+    for (auto &e : parts.elems)
+      sizes.push_back(e.i);
+    if (sizes.empty() || sizes.size() > 4096) {
+      g.diag.error(a[1].loc, "split needs between 1 and 4096 sizes");
+      return std::nullopt;
+    }
+  }
+  mlir::Operation *op =
+      g.create("nn.split", l, {x},
+               {g.attrI64("axis", axis), g.attrI64s("sizes", sizes)},
+               unsigned(sizes.size()));
+  if (!op)
+    return std::nullopt;
+  std::vector<FVal> outs;
+  for (mlir::Value r : op->getResults())
+    outs.push_back(FVal::tensor(r, l));
+  return FVal::tuple(outs, l);
+}
+
+Result lowerTranspose(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                      SrcLoc l) {
+  mlir::Value x = tensorArg(g, a[0], {}, l, "transpose");
+  if (!x)
+    return std::nullopt;
+  llvm::SmallVector<int64_t> perm;
+  if (!a[1].isNone()) {
+    for (auto &e : a[1].c.elems)
+      perm.push_back(e.i);
+  } else {
+    int64_t rank = g.tensorType(x).getRank();
+    if (rank < 2) {
+      g.diag.error(l, "transpose without a permutation needs rank >= 2");
+      return std::nullopt;
+    }
+    for (int64_t i = 0; i < rank; ++i)
+      perm.push_back(i);
+    std::swap(perm[size_t(rank - 1)], perm[size_t(rank - 2)]);
+  }
+  return tensorResult(g.op1("nn.transpose", l, {x}, {g.attrI64s("perm", perm)}),
+                      l);
+}
+
+template <const char *OpName>
+Result lowerReduce(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                   SrcLoc l) {
+  mlir::Value x = tensorArg(g, a[0], {}, l, OpName);
+  if (!x)
+    return std::nullopt;
+  llvm::SmallVector<int64_t> axes;
+  if (!a[1].isNone()) {
+    if (a[1].c.kind == CValue::Int)
+      axes.push_back(a[1].c.i);
+    else
+      for (auto &e : a[1].c.elems)
+        axes.push_back(e.i);
+  }
+  return tensorResult(g.op1(OpName, l, {x},
+                            {g.attrI64s("axes", axes),
+                             g.attrBool("keepdim", a[2].c.b)}),
+                      l);
+}
+constexpr char kMean[] = "nn.reduce_mean", kSum[] = "nn.reduce_sum";
+
+Result lowerMatmul(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                   SrcLoc l) {
+  mlir::Value x = tensorArg(g, a[0], {}, l, "matmul");
+  mlir::Value y = x ? tensorArg(g, a[1], x.getType(), l, "matmul")
+                    : mlir::Value();
+  if (!y)
+    return std::nullopt;
+  return tensorResult(g.op1("nn.matmul", l, {x, y}), l);
+}
+
+mlir::Attribute odeMethod(Gen &g, const CValue &v) {
+  nn::ODEMethod m = v.name == "euler"    ? nn::ODEMethod::euler
+                    : v.name == "dopri5" ? nn::ODEMethod::dopri5
+                                         : nn::ODEMethod::rk4;
+  return nn::ODEMethodAttr::get(&g.ctx, m);
+}
+
+/// Applies the dynamics layer to (t, h) or (h), as its forward takes.
+std::optional<FVal> applyDynamics(Gen &g, LayerInstance &f, mlir::Value t,
+                                  mlir::Value h, SrcLoc l) {
+  size_t n = g.arity(f);
+  if (n == 2)
+    return g.apply(f, {FVal::tensor(t, l), FVal::tensor(h, l)}, {}, l);
+  if (n == 1)
+    return g.apply(f, {FVal::tensor(h, l)}, {}, l);
+  g.diag.error(l, "the dynamics layer '" + f.path +
+                      "' must take (t, h) or (h), but takes " +
+                      llvm::Twine(n) + " inputs");
+  return std::nullopt;
+}
+
+Result lowerODESolve(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                     SrcLoc l) {
+  // f, h0, t0, t1, method, steps, rtol, atol, adjoint
+  mlir::Value h0 = tensorArg(g, a[1], {}, l, "odesolve");
+  if (!h0)
+    return std::nullopt;
+  mlir::Value t0 = tensorArg(g, a[2], h0.getType(), l, "odesolve");
+  mlir::Value t1 = t0 ? tensorArg(g, a[3], h0.getType(), l, "odesolve")
+                      : mlir::Value();
+  if (!t1)
+    return std::nullopt;
+  mlir::Operation *op = g.create(
+      "nn.odesolve", l, {h0, t0, t1},
+      {g.attr("method", odeMethod(g, a[4].c)), g.attrI64("steps", a[5].c.i),
+       g.attrF64("rtol", a[6].c.asDouble()), g.attrF64("atol", a[7].c.asDouble()),
+       g.attrBool("adjoint", a[8].c.b)},
+      1, {}, 1, /*infer=*/false);
+  mlir::Type tType = t0.getType();
+  if (!fillRegion(
+          g, op->getRegion(0), {tType, h0.getType()}, l,
+          [&](llvm::ArrayRef<mlir::BlockArgument> args) {
+            return applyDynamics(g, *a[0].layer, args[0], args[1], l);
+          },
+          "the dynamics of 'odesolve'"))
+    return std::nullopt;
+  if (!g.infer(op))
+    return std::nullopt;
+  return FVal::tensor(op->getResult(0), l);
+}
+
+Result lowerODERNN(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                   SrcLoc l) {
+  // cell, dynamics, x, times, h0, method, steps, rtol, atol, adjoint
+  LayerInstance &cell = *a[0].layer;
+  mlir::Value x = tensorArg(g, a[2], {}, l, "ode_rnn");
+  mlir::Value times = x ? tensorArg(g, a[3], x.getType(), l, "ode_rnn")
+                        : mlir::Value();
+  if (!times)
+    return std::nullopt;
+  mlir::Value h0;
+  if (!a[4].isNone() && !(h0 = tensorArg(g, a[4], x.getType(), l, "ode_rnn")))
+    return std::nullopt;
+  int64_t hidden = cell.kind == LayerInstance::Library
+                       ? cell.intArg("hidden", -1)
+                       : -1;
+  if (hidden <= 0) {
+    if (h0 && g.tensorType(h0) && g.tensorType(h0).getRank() == 2 &&
+        g.tensorType(h0).getDim(1).isStatic())
+      hidden = g.tensorType(h0).getDim(1).getSize();
+    else {
+      g.diag.error(a[0].loc, "the hidden size of the ode_rnn cell is unknown; "
+                             "use a library cell (rnn_cell, gru_cell) or "
+                             "pass h0");
+      return std::nullopt;
+    }
+  }
+  nn::TensorType xt = g.tensorType(x);
+  if (!xt || xt.getRank() != 3) {
+    g.diag.error(a[2].loc, "ode_rnn expects x of shape [B, T, I]");
+    return std::nullopt;
+  }
+  mlir::Type xStep = xt.withDims({xt.getDim(0), xt.getDim(2)});
+  mlir::Type hType =
+      xt.withDims({xt.getDim(0), nn::Dim::getStatic(hidden)});
+  mlir::Type tType = g.scalarType(xt.getElementType());
+  llvm::SmallVector<mlir::Value> ops = {x, times};
+  if (h0)
+    ops.push_back(h0);
+  mlir::Operation *op = g.create(
+      "nn.ode_rnn", l, ops,
+      {g.attrI64("hidden_size", hidden),
+       g.attr("method", odeMethod(g, a[5].c)), g.attrI64("steps", a[6].c.i),
+       g.attrF64("rtol", a[7].c.asDouble()), g.attrF64("atol", a[8].c.asDouble()),
+       g.attrBool("adjoint", a[9].c.b)},
+      1, {}, 2, /*infer=*/false);
+  if (!fillRegion(
+          g, op->getRegion(0), {tType, hType}, l,
+          [&](llvm::ArrayRef<mlir::BlockArgument> args) {
+            return applyDynamics(g, *a[1].layer, args[0], args[1], l);
+          },
+          "the dynamics of 'ode_rnn'"))
+    return std::nullopt;
+  if (!fillRegion(
+          g, op->getRegion(1), {xStep, hType}, l,
+          [&](llvm::ArrayRef<mlir::BlockArgument> args) {
+            return g.apply(cell, {FVal::tensor(args[0], l),
+                                  FVal::tensor(args[1], l)},
+                           {}, l);
+          },
+          "the cell of 'ode_rnn'"))
+    return std::nullopt;
+  if (!g.infer(op))
+    return std::nullopt;
+  return FVal::tensor(op->getResult(0), l);
+}
+
+Result lowerMSE(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                SrcLoc l) {
+  mlir::Value p = tensorArg(g, a[0], {}, l, "mse");
+  mlir::Value t = p ? tensorArg(g, a[1], p.getType(), l, "mse") : mlir::Value();
+  if (!t)
+    return std::nullopt;
+  return tensorResult(g.op1("nn.mse", l, {p, t}), l);
+}
+
+Result lowerCrossEntropy(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                         SrcLoc l) {
+  mlir::Value p = tensorArg(g, a[0], {}, l, "cross_entropy");
+  mlir::Value t = p ? tensorArg(g, a[1], {}, l, "cross_entropy")
+                    : mlir::Value();
+  if (!t)
+    return std::nullopt;
+  return tensorResult(g.op1("nn.cross_entropy", l, {p, t},
+                            {g.attrI64("ignore_index", a[2].c.i)}),
+                      l);
+}
+
+Result lowerBCE(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                SrcLoc l) {
+  mlir::Value p = tensorArg(g, a[0], {}, l, "binary_cross_entropy_with_logits");
+  mlir::Value t = p ? tensorArg(g, a[1], p.getType(), l,
+                                "binary_cross_entropy_with_logits")
+                    : mlir::Value();
+  if (!t)
+    return std::nullopt;
+  llvm::SmallVector<mlir::Value> ops = {p, t};
+  if (!a[2].isNone()) {
+    mlir::Value w = tensorArg(g, a[2], p.getType(), l,
+                              "binary_cross_entropy_with_logits");
+    if (!w)
+      return std::nullopt;
+    ops.push_back(w);
+  }
+  return tensorResult(g.op1("nn.bce_with_logits", l, ops), l);
+}
+
+} // namespace
+
+LayerLowerFn nncc::frontend::lookupLayerLowering(llvm::StringRef name) {
+  static const llvm::StringMap<LayerLowerFn> table = {
+      {"linear", lowerLinear},
+      {"embedding", lowerEmbedding},
+      {"bert_embeddings", lowerBertEmbeddings},
+      {"learned_position", lowerLearnedPosition},
+      {"layer_norm", lowerLayerNorm},
+      {"rnn", lowerRecurrent},
+      {"lstm", lowerRecurrent},
+      {"gru", lowerRecurrent},
+      {"rnn_cell", lowerCell},
+      {"lstm_cell", lowerCell},
+      {"gru_cell", lowerCell},
+      {"attention", lowerAttention},
+      {"encoder_layer", lowerEncoderLayer},
+      {"mlp", lowerMLP},
+      {"residual", lowerResidual},
+      {"reversible", lowerReversible},
+  };
+  auto it = table.find(name);
+  return it == table.end() ? nullptr : it->second;
+}
+
+FuncLowerFn nncc::frontend::lookupFuncLowering(llvm::StringRef name) {
+  static const llvm::StringMap<FuncLowerFn> table = {
+      {"relu", lowerUnary<kRelu>},
+      {"tanh", lowerUnary<kTanh>},
+      {"sigmoid", lowerUnary<kSigmoid>},
+      {"exp", lowerUnary<kExp>},
+      {"log", lowerUnary<kLog>},
+      {"sinusoidal_position", lowerUnary<kSinPos>},
+      {"leaky_relu", lowerLeakyRelu},
+      {"gelu", lowerGelu},
+      {"softmax", lowerSoftmax},
+      {"dropout", lowerDropout},
+      {"zoneout", lowerZoneout},
+      {"concat", lowerConcat},
+      {"split", lowerSplit},
+      {"transpose", lowerTranspose},
+      {"mean", lowerReduce<kMean>},
+      {"sum", lowerReduce<kSum>},
+      {"matmul", lowerMatmul},
+      {"odesolve", lowerODESolve},
+      {"ode_rnn", lowerODERNN},
+      {"mse", lowerMSE},
+      {"cross_entropy", lowerCrossEntropy},
+      {"binary_cross_entropy_with_logits", lowerBCE},
+  };
+  auto it = table.find(name);
+  return it == table.end() ? nullptr : it->second;
+}
