@@ -1,5 +1,6 @@
 //===- nncc-opt.cpp - Parse, verify and transform nn IR ---------*- C++ -*-===//
 
+#include "dialects/Kernel/IR/NNKDialect.h"
 #include "dialects/NN/IR/NNDialect.h"
 #include "dialects/NN/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -9,7 +10,8 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<nncc::nn::NNDialect, mlir::func::FuncDialect>();
+  registry.insert<nncc::nn::NNDialect, nncc::nnk::NNKDialect,
+                  mlir::func::FuncDialect>();
   nncc::nn::registerNNPasses();
   // Generic passes (canonicalize, cse, symbol-dce, ...) for pipelines.
   mlir::registerTransformsPasses();
