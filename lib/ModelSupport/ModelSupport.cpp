@@ -300,6 +300,33 @@ nncc_status plan(nncc_model *m, nncc_error *err) {
   return NNCC_OK;
 }
 
+template <typename T>
+void reduceImpl(int32_t rank, const int64_t *shape, uint32_t mask, int mean,
+                       const T *x, T *y) {
+  int64_t total = 1, kept = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    total *= shape[d];
+    if (!(mask >> d & 1))
+      kept *= shape[d];
+  }
+  std::vector<double> acc(static_cast<size_t>(kept), 0.0);
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t rem = i, o = 0, stride = 1;
+    for (int32_t d = rank - 1; d >= 0; --d) {
+      int64_t c = rem % shape[d];
+      rem /= shape[d];
+      if (!(mask >> d & 1)) {
+        o += c * stride;
+        stride *= shape[d];
+      }
+    }
+    acc[o] += static_cast<double>(x[i]);
+  }
+  double n = kept ? static_cast<double>(total) / static_cast<double>(kept) : 1.0;
+  for (int64_t o = 0; o < kept; ++o)
+    y[o] = static_cast<T>(mean ? acc[o] / n : acc[o]);
+}
+
 } // namespace
 
 extern "C" {
@@ -829,6 +856,46 @@ nncc_status nncc_ms_kernel_status(int rc, const char *launch, nncc_error *err) {
     return nncc_error_set(err, NNCC_ERROR_INTERNAL,
                           "%s: the kernel rejected its arguments (code %d)", launch, rc);
   }
+}
+
+void nncc_ms_copy_nd(uint32_t elem_size, int32_t rank, const int64_t *shape, void *dst,
+                     const int64_t *dst_strides, const void *src,
+                     const int64_t *src_strides) {
+  int64_t total = 1;
+  for (int32_t d = 0; d < rank; ++d)
+    total *= shape[d];
+  if (total <= 0)
+    return;
+  char *out = static_cast<char *>(dst);
+  const char *in = static_cast<const char *>(src);
+  int64_t inner = rank ? shape[rank - 1] : 1;
+  int64_t rows = total / inner;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rem = r, so = 0, dso = 0;
+    for (int32_t d = rank - 2; d >= 0; --d) {
+      int64_t c = rem % shape[d];
+      rem /= shape[d];
+      so += c * src_strides[d];
+      dso += c * dst_strides[d];
+    }
+    int64_t ss = rank ? src_strides[rank - 1] : 1, ds = rank ? dst_strides[rank - 1] : 1;
+    if (ss == 1 && ds == 1) {
+      std::memcpy(out + dso * elem_size, in + so * elem_size, inner * elem_size);
+      continue;
+    }
+    for (int64_t j = 0; j < inner; ++j)
+      std::memcpy(out + (dso + j * ds) * elem_size, in + (so + j * ss) * elem_size,
+                  elem_size);
+  }
+}
+
+void nncc_ms_reduce_f32(int32_t rank, const int64_t *shape, uint32_t mask, int mean,
+                        const float *x, float *y) {
+  reduceImpl(rank, shape, mask, mean, x, y);
+}
+void nncc_ms_reduce_f64(int32_t rank, const int64_t *shape, uint32_t mask, int mean,
+                        const double *x, double *y) {
+  reduceImpl(rank, shape, mask, mean, x, y);
 }
 
 } // extern "C"

@@ -108,6 +108,20 @@ void *nncc_ms_cuda_state(nncc_model *model);
 /* Turns a libnncc_kernels return code into a status naming the launch. */
 nncc_status nncc_ms_kernel_status(int rc, const char *launch, nncc_error *err);
 
+/* CPU data movement of generated code (nnk.transpose/slice/concat/split):
+ * for every index j of `shape` (rank <= 16), dst[sum j_d*dst_strides[d]] =
+ * src[sum j_d*src_strides[d]] (strides in elements). */
+void nncc_ms_copy_nd(uint32_t elem_size, int32_t rank, const int64_t *shape, void *dst,
+                     const int64_t *dst_strides, const void *src,
+                     const int64_t *src_strides);
+/* CPU reduction (nnk.reduce): x [shape], reduce the dims with mask bit set,
+ * sum or mean (mean = 1), double accumulation; y holds the kept dims in
+ * order. */
+void nncc_ms_reduce_f32(int32_t rank, const int64_t *shape, uint32_t mask, int mean,
+                        const float *x, float *y);
+void nncc_ms_reduce_f64(int32_t rank, const int64_t *shape, uint32_t mask, int mean,
+                        const double *x, double *y);
+
 /* ---- Exposed for tests and tools. ---- */
 /* Offsets (64-byte aligned) for buffers with sizes `bytes` and live ranges
  * [first, last]: buffers whose ranges overlap never share bytes. Returns the
