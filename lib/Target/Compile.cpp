@@ -162,7 +162,7 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     argv.push_back(std::string("-march=") + NNCC_HOST_MARCH);
   argv.insert(argv.end(), {"-I", NNCC_SOURCE_INCLUDE_DIR, out.cppPath});
   argv.insert(argv.end(), objects.begin(), objects.end());
-  argv.insert(argv.end(), {"-o", out.libraryPath, "-L" + libDir, "-lnncc_model_support",
+  argv.insert(argv.end(), {"-o", out.libraryPath, "-Wl,--exclude-libs,ALL", "-L" + libDir, "-lnncc_model_support",
                            "-lnncc_kernels", "-lnncc_runtime", "-Wl,-rpath," + libDir});
   llvm::StringRef blas = NNCC_OPENBLAS_LIBRARY;
   if (!blas.empty()) {

@@ -94,6 +94,34 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
         "       i += (int64_t)gridDim.x * blockDim.x)\n"
         "    y[i] = v;\n}\n";
+  os << "// softmax along the middle axis of [outer, N, inner]: one thread per row.\n"
+        "template <typename T> __global__ void nncc_gen_softmax(int64_t outer, int64_t n,\n"
+        "                                                      int64_t inner, const T *x, T *y) {\n"
+        "  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < outer * inner;\n"
+        "       r += (int64_t)gridDim.x * blockDim.x) {\n"
+        "    const int64_t o = r / inner, in = r % inner, base = o * n * inner + in;\n"
+        "    T mx = x[base];\n"
+        "    for (int64_t k = 1; k < n; ++k) mx = x[base + k * inner] > mx ? x[base + k * inner] : mx;\n"
+        "    double s = 0;\n"
+        "    for (int64_t k = 0; k < n; ++k) s += exp((double)(x[base + k * inner] - mx));\n"
+        "    for (int64_t k = 0; k < n; ++k)\n"
+        "      y[base + k * inner] = (T)(exp((double)(x[base + k * inner] - mx)) / s);\n"
+        "  }\n}\n";
+  os << "// mean squared error into out[0]: one block, double accumulation.\n"
+        "template <typename T> __global__ void nncc_gen_mse(int64_t n, const T *a, const T *b, T *out) {\n"
+        "  __shared__ double part[256];\n"
+        "  double s = 0;\n"
+        "  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {\n"
+        "    double d = (double)a[i] - (double)b[i];\n"
+        "    s += d * d;\n"
+        "  }\n"
+        "  part[threadIdx.x] = s;\n"
+        "  __syncthreads();\n"
+        "  for (int w = 128; w > 0; w >>= 1) {\n"
+        "    if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];\n"
+        "    __syncthreads();\n"
+        "  }\n"
+        "  if (threadIdx.x == 0) out[0] = (T)(n ? part[0] / (double)n : 0.0 / 0.0);\n}\n";
   os << "struct NNCCCudaState {\n  cublasHandle_t blas;\n};\n";
   os << kernels;
   os << "} // namespace\n\n";
@@ -281,11 +309,35 @@ LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                             "), (real_t *)NULL, stream)");
         return success();
       })
+      .Case<nnk::SoftmaxOp>([&](nnk::SoftmaxOp o) -> LogicalResult {
+        int64_t axis = o.getAxis();
+        auto outer = N(o.getX(), 0, axis), n = D(o.getX(), axis),
+             inner = N(o.getX(), axis + 1);
+        if (failed(outer) || failed(n) || failed(inner))
+          return failure();
+        os << "nncc_gen_softmax<real_t><<<nncc::kernels::cuda::grid_for(" << *outer << " * "
+           << *inner << ", 256), 256, 0, stream>>>(" << *outer << ", " << *n << ", " << *inner
+           << ", " << name(o.getX()) << ", " << name(o.getOut()) << ");\n";
+        os << check(op, "cudaGetLastError()");
+        return success();
+      })
+      .Case<nnk::LossOp>([&](nnk::LossOp o) -> LogicalResult {
+        if (o.getKind() != nnk::LossKind::mse)
+          return o.emitError("the CUDA emitter handles only the mse loss yet");
+        auto n = N(o.getInput());
+        if (failed(n))
+          return failure();
+        os << "nncc_gen_mse<real_t><<<1, 256, 0, stream>>>(" << *n << ", "
+           << name(o.getInput()) << ", " << name(o.getTarget()) << ", " << name(o.getOut())
+           << ");\n";
+        os << check(op, "cudaGetLastError()");
+        return success();
+      })
       .Default([&](Operation *other) -> LogicalResult {
         return other->emitError()
                << "the CUDA emitter cannot handle '" << other->getName()
                << "' yet (supported: alloc, weight, fill, copy, elementwise, gemm, "
-                  "matmul, layer_norm, flash_attention); compile with --target cpu";
+                  "matmul, layer_norm, softmax, mse loss, flash_attention); compile with --target cpu";
       });
 }
 
