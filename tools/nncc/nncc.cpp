@@ -1,6 +1,8 @@
 //===- nncc.cpp - The nncc compiler driver --------------------------------===//
 //
-//   nncc compile M.nn --emit ast|nn [-o FILE]
+//   nncc compile M.nn --emit ast|nn|nnk|cpp|cuda [-o FILE]
+//   nncc compile M.nn -o DIR [--target cpu|cuda|all] [--cuda-arch sm_90]
+//   (M.mlir instead of M.nn: an nn or nnk module, for the back end's tests)
 //   nncc --help | --version
 //
 // Subcommands are llvm::cl SubCommands; each has a run function below, and
@@ -12,6 +14,17 @@
 #include "nncc/Frontend/Parser.h"
 #include "nncc/Frontend/Sema.h"
 #include "nncc/Frontend/MLIRGen.h"
+#include "nncc/Target/Compile.h"
+#include "nncc/Target/Emitters.h"
+
+#include "dialects/Kernel/IR/NNKDialect.h"
+#include "dialects/NN/IR/NNDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -32,7 +45,7 @@ namespace cl = llvm::cl;
 using namespace nncc::frontend;
 
 namespace {
-enum class EmitLevel { AST, NN };
+enum class EmitLevel { AST, NN, NNK, CPP, CUDA };
 
 cl::OptionCategory nnccCategory("nncc options");
 cl::SubCommand compileCmd("compile", "Compile a .nn model");
@@ -45,11 +58,32 @@ cl::opt<EmitLevel> emitLevel(
     cl::values(clEnumValN(EmitLevel::AST, "ast",
                           "the checked abstract syntax tree"),
                clEnumValN(EmitLevel::NN, "nn",
-                          "the verified module in the nn dialect")),
+                          "the verified module in the nn dialect"),
+               clEnumValN(EmitLevel::NNK, "nnk",
+                          "the module in the nnk (kernel) dialect"),
+               clEnumValN(EmitLevel::CPP, "cpp",
+                          "the generated host C++ (<model>.cpp)"),
+               clEnumValN(EmitLevel::CUDA, "cuda",
+                          "the generated CUDA C++ (<model>.cu)")),
     cl::sub(compileCmd), cl::cat(nnccCategory));
-cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
-                                cl::value_desc("FILE"), cl::init("-"),
-                                cl::sub(compileCmd), cl::cat(nnccCategory));
+cl::opt<std::string> outputFile(
+    "o",
+    cl::desc("With --emit: output file (default: stdout). Without --emit: the "
+             "directory that receives <model>.{cpp,cu,h} and lib<model>.so"),
+    cl::value_desc("FILE|DIR"), cl::init("-"), cl::sub(compileCmd),
+    cl::cat(nnccCategory));
+cl::opt<nncc::CompileTarget> compileTarget(
+    "target", cl::desc("What lib<model>.so runs on"),
+    cl::init(nncc::CompileTarget::CPU),
+    cl::values(clEnumValN(nncc::CompileTarget::CPU, "cpu", "the CPU only"),
+               clEnumValN(nncc::CompileTarget::CUDA, "cuda",
+                          "the CPU and CUDA (needs nvcc)"),
+               clEnumValN(nncc::CompileTarget::All, "all",
+                          "the CPU, and CUDA when nvcc is present")),
+    cl::sub(compileCmd), cl::cat(nnccCategory));
+cl::opt<std::string> cudaArch("cuda-arch", cl::desc("nvcc -arch (default sm_90)"),
+                              cl::init("sm_90"), cl::sub(compileCmd),
+                              cl::cat(nnccCategory));
 
 void printVersion(llvm::raw_ostream &os) {
   os << "nncc " << NNCC_VERSION << "\n"
@@ -74,6 +108,78 @@ int runCompile() {
   llvm::StringRef bufName =
       sourceMgr.getMemoryBuffer(bufId)->getBufferIdentifier();
   DiagEngine diag(context, bufName);
+  context.loadDialect<nncc::nn::NNDialect, nncc::nnk::NNKDialect,
+                      mlir::func::FuncDialect, mlir::arith::ArithDialect,
+                      mlir::math::MathDialect>();
+
+  // Back-end stages: from an nn module (the front end's, or a .mlir file).
+  bool build = emitLevel.getNumOccurrences() == 0 && outputFile != "-";
+  bool backEnd = build || emitLevel == EmitLevel::NNK ||
+                 emitLevel == EmitLevel::CPP || emitLevel == EmitLevel::CUDA;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (llvm::StringRef(inputFile.getValue()).ends_with(".mlir")) {
+    if (emitLevel == EmitLevel::AST)
+      return llvm::errs() << "nncc: error: --emit ast needs a .nn source\n", 1;
+    module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+    if (!module || mlir::failed(mlir::verify(*module)))
+      return 1;
+  }
+  if (backEnd) {
+    if (!module) {
+      std::unique_ptr<FileAST> ast = parseBuffer(source, diag);
+      if (!ast)
+        return 1;
+      std::unique_ptr<ModelInfo> model = analyzeModel(*ast, diag);
+      if (!model)
+        return 1;
+      module = mlirGen(context, *model, diag);
+      if (!module)
+        return 1;
+    }
+    if (build) {
+      nncc::CompileOptions opts;
+      opts.outputDir = outputFile;
+      opts.target = compileTarget;
+      opts.cudaArch = cudaArch;
+      nncc::CompileArtifacts artifacts;
+      if (mlir::failed(nncc::compileModel(*module, opts, artifacts)))
+        return 1;
+      if (compileTarget == nncc::CompileTarget::All && !artifacts.builtCuda)
+        llvm::errs() << "nncc: note: nvcc not found: lib" << artifacts.modelName
+                     << ".so runs on the CPU only\n";
+      return 0;
+    }
+    if (mlir::failed(nncc::lowerToNNK(*module)))
+      return 1;
+    std::string errorMessage;
+    auto output = mlir::openOutputFile(outputFile, &errorMessage);
+    if (!output) {
+      llvm::errs() << "nncc: error: " << errorMessage << "\n";
+      return 1;
+    }
+    mlir::LogicalResult r = mlir::success();
+    if (emitLevel == EmitLevel::NNK)
+      module->print(output->os());
+    else if (emitLevel == EmitLevel::CPP)
+      r = nncc::target::emitCpp(*module, output->os(),
+                                compileTarget != nncc::CompileTarget::CPU);
+    else
+      r = nncc::target::emitCuda(*module, output->os());
+    if (mlir::failed(r))
+      return 1;
+    output->keep();
+    return 0;
+  }
+  if (module) {
+    std::string errorMessage;
+    auto output = mlir::openOutputFile(outputFile, &errorMessage);
+    if (!output)
+      return llvm::errs() << "nncc: error: " << errorMessage << "\n", 1;
+    module->print(output->os());
+    output->os() << "\n";
+    output->keep();
+    return 0;
+  }
 
   std::unique_ptr<FileAST> ast = parseBuffer(source, diag);
   if (!ast)
@@ -93,6 +199,9 @@ int runCompile() {
   case EmitLevel::AST:
     dumpAST(*ast, output->os());
     break;
+  case EmitLevel::NNK:
+  case EmitLevel::CPP:
+  case EmitLevel::CUDA:
   case EmitLevel::NN: {
     mlir::OwningOpRef<mlir::ModuleOp> module = mlirGen(context, *model, diag);
     if (!module)

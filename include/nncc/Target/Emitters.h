@@ -1,0 +1,36 @@
+//===- Emitters.h - nnk -> host C++ / CUDA C++ / C header ------*- C++ -*-===//
+//
+// Each emitter walks a module in the `nnk` dialect (docs/nnk-spec.md) and
+// prints a translation unit that, linked with libnncc_model_support,
+// libnncc_runtime and libnncc_kernels, implements nncc_model.h. Emission
+// fails with an error at the location of any op it cannot handle.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_TARGET_EMITTERS_H
+#define NNCC_TARGET_EMITTERS_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace nncc::target {
+
+/// <model>.cpp: tables, buffer plan, the CPU launch sequence and the ABI.
+/// `withCuda`: the definition refers to the forward of <model>.cu (compile
+/// both and link them together).
+mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os,
+                            bool withCuda);
+/// <model>.cu: the CUDA launch sequence (generated kernels, cuBLAS, the
+/// .cuh kernels of include/nncc/Kernels/CUDA).
+mlir::LogicalResult emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
+/// <model>.h: the C API of the generated library.
+mlir::LogicalResult emitHeader(mlir::ModuleOp module, llvm::raw_ostream &os);
+
+/// The model's name as a C identifier (the module's `nn.model`).
+std::string modelIdentifier(mlir::ModuleOp module);
+
+} // namespace nncc::target
+
+#endif // NNCC_TARGET_EMITTERS_H

@@ -1,0 +1,688 @@
+//===- ModelEmitter.cpp - analysis and printing shared by the emitters ----===//
+#include "ModelEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace nncc::target {
+
+std::string cIdentifier(llvm::StringRef s) {
+  std::string out;
+  for (char c : s)
+    out += (llvm::isAlnum(c) || c == '_') ? c : '_';
+  if (out.empty() || llvm::isDigit(out[0]))
+    out = "m_" + out;
+  return out;
+}
+
+std::string cString(llvm::StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += llvm::formatv("\\{0:o3}", static_cast<unsigned>(c)).str();
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string fmtDouble(double v) {
+  if (std::isnan(v))
+    return "NAN";
+  if (std::isinf(v))
+    return v > 0 ? "INFINITY" : "(-INFINITY)";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%.17g", v);
+  if (s.find_first_of(".eEn") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+std::string modelIdentifier(ModuleOp module) {
+  if (auto name = module->getAttrOfType<StringAttr>("nn.model"))
+    return cIdentifier(name.getValue());
+  return "model";
+}
+
+std::string ModelEmitter::locString(Location loc) {
+  if (auto fl = dyn_cast<FileLineColLoc>(loc))
+    return (llvm::sys::path::filename(fl.getFilename().getValue()) + ":" +
+            llvm::Twine(fl.getLine()) + ":" + llvm::Twine(fl.getColumn()))
+        .str();
+  if (auto nl = dyn_cast<NameLoc>(loc))
+    return locString(nl.getChildLoc());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (std::string s = locString(l); !s.empty())
+        return s;
+  return "";
+}
+
+std::string ModelEmitter::launchComment(Operation *op) {
+  std::string s = "launch " + std::to_string(launchIndex.lookup(op)) + ": " +
+                  op->getName().getStringRef().str();
+  std::string loc = locString(op->getLoc());
+  if (!loc.empty())
+    s += " (" + loc + ")";
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Analysis
+//===----------------------------------------------------------------------===//
+
+LogicalResult ModelEmitter::analyze() {
+  modelName = modelIdentifier(module);
+  if (auto arr = module->getAttrOfType<ArrayAttr>("nn.dims"))
+    for (Attribute a : arr)
+      if (auto s = dyn_cast<StringAttr>(a))
+        dims.push_back(s.getValue().str());
+
+  for (auto p : module.getOps<nn::ParameterOp>()) {
+    paramIndex[p.getSymName()] = params.size();
+    params.push_back({p.getSymName().str(), p.getType(), p.getInitAttr()});
+  }
+
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f.getSymName() == "forward" || !forward)
+      forward = f;
+  if (!forward)
+    return module.emitError("no func.func @forward to emit: the module must be "
+                            "in the nnk dialect (see docs/nnk-spec.md)");
+  if (forward.getNumResults() != 0)
+    return forward.emitError("@forward still returns values: it is not in the nnk "
+                             "dialect yet (run --convert-nn-to-nnk first)");
+  if (forward.getBody().getBlocks().size() != 1)
+    return forward.emitError("@forward must have exactly one block");
+
+  Block &body = forward.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = dyn_cast<nnk::BufferType>(arg.getType());
+    if (!type)
+      return forward.emitError() << "argument " << arg.getArgNumber()
+                                 << " is not an !nnk.buffer: " << arg.getType();
+    auto nameAttr =
+        forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.name");
+    bool isOutput = forward.getArgAttr(arg.getArgNumber(), "nnk.output") != nullptr;
+    std::string n = nameAttr ? nameAttr.getValue().str()
+                             : (isOutput ? "output" : "input") +
+                                   std::to_string(arg.getArgNumber());
+    for (nn::Dim d : type.getDims())
+      if (d.isDynamic())
+        return forward.emitError() << (isOutput ? "output '" : "input '") << n
+                                   << "' has an unknown dim `?`: the C ABI needs every "
+                                      "dim static or a named symbol";
+    if (isOutput) {
+      names[arg] = "out" + std::to_string(outputs.size());
+      outputs.push_back({n, type});
+    } else {
+      names[arg] = "in" + std::to_string(inputs.size());
+      inputs.push_back({n, type});
+    }
+  }
+
+  // Launch order and buffer plan (live ranges over top-level ops).
+  int index = 0;
+  int weights = 0;
+  for (Operation &op : body.without_terminator()) {
+    launchIndex[&op] = index++;
+    if (auto w = dyn_cast<nnk::WeightOp>(op)) {
+      auto it = paramIndex.find(w.getName());
+      if (it == paramIndex.end())
+        return w.emitError() << "no nn.parameter @" << w.getName();
+      names[w.getResult()] = "w" + std::to_string(weights++);
+    }
+  }
+  for (Operation &op : body.without_terminator()) {
+    auto alloc = dyn_cast<nnk::AllocOp>(op);
+    if (!alloc)
+      continue;
+    auto type = cast<nnk::BufferType>(alloc.getResult().getType());
+    PlannedBuffer b;
+    b.name = "t" + std::to_string(buffers.size());
+    b.type = type;
+    b.first = INT32_MAX;
+    b.last = launchIndex[&op];
+    for (Operation *user : alloc.getResult().getUsers()) {
+      Operation *top = user;
+      while (top && top->getParentOp() != forward.getOperation())
+        top = top->getParentOp();
+      if (!top || isa<func::ReturnOp>(top))
+        continue;
+      b.first = std::min(b.first, launchIndex[top]);
+      b.last = std::max(b.last, launchIndex[top]);
+    }
+    if (b.first == INT32_MAX)
+      b.first = b.last;
+    names[alloc.getResult()] = "t" + std::to_string(buffers.size());
+    buffers.push_back(b);
+  }
+  if (dims.size() > 0)
+    for (auto &sig : inputs)
+      (void)sig;
+  // Every symbolic dim used anywhere must be declared.
+  llvm::StringSet<> declared;
+  for (auto &d : dims)
+    declared.insert(d);
+  WalkResult r = forward.walk([&](Operation *op) {
+    for (Value v : op->getResults())
+      if (auto t = dyn_cast<nnk::BufferType>(v.getType()))
+        for (nn::Dim d : t.getDims())
+          if (d.isSymbolic() && !declared.contains(d.getSymbol().getValue())) {
+            op->emitError() << "symbolic dim '" << d.getSymbol().getValue()
+                            << "' is not one of the model's dims";
+            return WalkResult::interrupt();
+          }
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
+int ModelEmitter::addWorkspace(Operation *op, const std::string &bytesExpr) {
+  PlannedBuffer b;
+  b.name = "ws" + std::to_string(buffers.size());
+  b.workspaceBytes = bytesExpr;
+  b.first = b.last = launchIndex.lookup(op);
+  buffers.push_back(b);
+  return static_cast<int>(buffers.size()) - 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+FailureOr<std::string> ModelEmitter::dimExpr(Operation *op, nn::Dim d) {
+  if (d.isStatic())
+    return std::to_string(d.getSize()) + "LL";
+  if (d.isSymbolic()) {
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (dims[i] == d.getSymbol().getValue())
+        return "d_" + cIdentifier(dims[i]);
+    op->emitError() << "symbolic dim '" << d.getSymbol().getValue()
+                    << "' is not one of the model's dims";
+    return failure();
+  }
+  op->emitError() << "cannot emit a buffer with an unknown dim `?` (the size must "
+                     "be static or a model dim)";
+  return failure();
+}
+
+FailureOr<std::string> ModelEmitter::numel(Operation *op, nnk::BufferType t,
+                                           int64_t from, int64_t to) {
+  if (to < 0)
+    to = t.getRank();
+  std::string s;
+  int64_t folded = 1;
+  for (int64_t i = from; i < to; ++i) {
+    nn::Dim d = t.getDim(i);
+    if (d.isStatic()) {
+      folded *= d.getSize();
+      continue;
+    }
+    FailureOr<std::string> e = dimExpr(op, d);
+    if (failed(e))
+      return failure();
+    s += (s.empty() ? "" : " * ") + *e;
+  }
+  if (s.empty())
+    return "(int64_t)" + std::to_string(folded);
+  if (folded != 1)
+    s = std::to_string(folded) + "LL * " + s;
+  return "(" + s + ")";
+}
+
+FailureOr<std::string> ModelEmitter::cType(Operation *op, Type elt) {
+  if (elt.isF32() || elt.isF64())
+    return std::string("real_t");
+  if (elt.isInteger(32))
+    return std::string("int32_t");
+  if (elt.isInteger(64))
+    return std::string("int64_t");
+  if (elt.isInteger(1))
+    return std::string("uint8_t");
+  op->emitError() << "element type " << elt
+                  << " is not supported by the emitters yet (f32, f64, i32, i64, i1)";
+  return failure();
+}
+
+FailureOr<std::string> ModelEmitter::dtypeEnum(Location loc, Type elt) {
+  if (elt.isF32() || elt.isF64())
+    return std::string("NNCC_REAL_DTYPE");
+  if (elt.isInteger(32))
+    return std::string("NNCC_DTYPE_I32");
+  if (elt.isInteger(64))
+    return std::string("NNCC_DTYPE_I64");
+  if (elt.isInteger(1))
+    return std::string("NNCC_DTYPE_BOOL");
+  emitError(loc) << "element type " << elt << " is not supported by the C ABI yet";
+  return failure();
+}
+
+FailureOr<std::string> ModelEmitter::broadcastIndex(Operation *op, nnk::BufferType in,
+                                                    nnk::BufferType out,
+                                                    const std::string &i) {
+  int64_t r = in.getRank(), R = out.getRank();
+  if (r == 0)
+    return std::string("0");
+  bool allOnes = true;
+  for (nn::Dim d : in.getDims())
+    allOnes &= d.isStatic() && d.getSize() == 1;
+  if (allOnes)
+    return std::string("0");
+  if (r > R)
+    return op->emitError("elementwise input has a higher rank than the output"),
+           failure();
+  // Suffix of the output's dims: i modulo the input's size.
+  bool suffix = true;
+  for (int64_t k = 0; k < r; ++k)
+    suffix &= in.getDim(k) == out.getDim(R - r + k);
+  if (suffix) {
+    if (r == R)
+      return i;
+    FailureOr<std::string> n = numel(op, in);
+    if (failed(n))
+      return failure();
+    return "(" + i + " % " + *n + ")";
+  }
+  // General NumPy broadcast: sum over the input's non-1 dims of
+  // coord(out dim) * input stride.
+  std::string expr;
+  for (int64_t k = 0; k < r; ++k) {
+    nn::Dim d = in.getDim(k);
+    if (d.isStatic() && d.getSize() == 1)
+      continue;
+    int64_t od = R - r + k;
+    FailureOr<std::string> ostride = numel(op, out, od + 1);
+    FailureOr<std::string> odim = dimExpr(op, out.getDim(od));
+    FailureOr<std::string> istride = numel(op, in, k + 1);
+    if (failed(ostride) || failed(odim) || failed(istride))
+      return failure();
+    expr += (expr.empty() ? "" : " + ") + ("((" + i + " / " + *ostride + ") % " +
+                                           *odim + ") * " + *istride);
+  }
+  return expr.empty() ? std::string("0") : "(" + expr + ")";
+}
+
+//===----------------------------------------------------------------------===//
+// Tables
+//===----------------------------------------------------------------------===//
+
+static std::string dimsInitializer(const std::vector<std::string> &dims,
+                                   llvm::ArrayRef<nn::Dim> ds) {
+  std::string s = "{";
+  for (size_t i = 0; i < ds.size(); ++i) {
+    if (i)
+      s += ", ";
+    nn::Dim d = ds[i];
+    if (d.isStatic()) {
+      s += std::to_string(d.getSize());
+      continue;
+    }
+    int64_t idx = 0;
+    for (size_t k = 0; k < dims.size(); ++k)
+      if (d.isSymbolic() && dims[k] == d.getSymbol().getValue())
+        idx = static_cast<int64_t>(k) + 1;
+    s += std::to_string(-idx);
+  }
+  return s + "}";
+}
+
+LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) {
+  os << "// ---- signature tables ----\n";
+  if (!dims.empty()) {
+    os << "static const char *const kDimNames[] = {";
+    for (size_t i = 0; i < dims.size(); ++i)
+      os << (i ? ", " : "") << cString(dims[i]);
+    os << "};\n";
+  }
+  auto emitInfos = [&](llvm::StringRef table, const std::vector<TensorSig> &sigs) {
+    for (size_t i = 0; i < sigs.size(); ++i)
+      if (sigs[i].type.getRank())
+        os << "static const int64_t " << table << "Dims" << i << "[] = "
+           << dimsInitializer(dims, sigs[i].type.getDims()) << ";\n";
+    if (sigs.empty())
+      return success();
+    os << "static const nncc_tensor_info " << table << "[] = {\n";
+    for (size_t i = 0; i < sigs.size(); ++i) {
+      FailureOr<std::string> dt = dtypeEnum(forward.getLoc(), sigs[i].type.getElementType());
+      if (failed(dt))
+        return failure();
+      os << "  {" << cString(sigs[i].name) << ", " << *dt << ", "
+         << sigs[i].type.getRank() << ", "
+         << (sigs[i].type.getRank() ? (table + "Dims" + llvm::Twine(i)).str() : "NULL")
+         << "},\n";
+    }
+    os << "};\n";
+    return success();
+  };
+  if (failed(emitInfos("kInputs", inputs)) || failed(emitInfos("kOutputs", outputs)))
+    return failure();
+
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].type.getRank())
+      os << "static const int64_t kParamsDims" << i << "[] = "
+         << dimsInitializer(dims, params[i].type.getDims()) << ";\n";
+  if (!params.empty()) {
+    os << "static const nncc_tensor_info kParams[] = {\n";
+    for (size_t i = 0; i < params.size(); ++i) {
+      for (nn::Dim d : params[i].type.getDims())
+        if (!d.isStatic())
+          return module.emitError() << "parameter '" << params[i].name
+                                    << "' must have a static shape";
+      FailureOr<std::string> dt = dtypeEnum(module.getLoc(), params[i].type.getElementType());
+      if (failed(dt))
+        return failure();
+      os << "  {" << cString(params[i].name) << ", " << *dt << ", "
+         << params[i].type.getRank() << ", "
+         << (params[i].type.getRank() ? "kParamsDims" + std::to_string(i)
+                                      : std::string("NULL"))
+         << "},\n";
+    }
+    os << "};\n";
+    os << "// PyTorch's default init of each parameter (#nn.init), drawn with Philox.\n";
+    os << "static const nncc_ms_init kInits[] = {\n";
+    for (const ParamSig &p : params) {
+      os << "  {";
+      if (!p.init) {
+        os << "NNCC_MS_INIT_NONE, 0, 0";
+      } else {
+        llvm::ArrayRef<double> v = p.init.getValues().asArrayRef();
+        auto at = [&](size_t k) { return fmtDouble(k < v.size() ? v[k] : 0.0); };
+        switch (p.init.getKind()) {
+        case nn::InitKind::uniform:
+          os << "NNCC_MS_INIT_UNIFORM, " << at(0) << ", " << at(1);
+          break;
+        case nn::InitKind::normal:
+          os << "NNCC_MS_INIT_NORMAL, " << at(0) << ", " << at(1);
+          break;
+        case nn::InitKind::constant:
+          os << "NNCC_MS_INIT_CONSTANT, " << at(0) << ", 0";
+          break;
+        case nn::InitKind::zeros:
+          os << "NNCC_MS_INIT_ZEROS, 0, 0";
+          break;
+        case nn::InitKind::ones:
+          os << "NNCC_MS_INIT_ONES, 0, 0";
+          break;
+        }
+      }
+      os << "}, // " << p.name << "\n";
+    }
+    os << "};\n";
+  }
+
+  os << "\n// ---- buffer plan: arena slots, live ranges in launch order ----\n";
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].type && buffers[i].type.getRank())
+      os << "static const int64_t kBufferDims" << i << "[] = "
+         << dimsInitializer(dims, buffers[i].type.getDims()) << ";\n";
+  if (!buffers.empty()) {
+    os << "static const nncc_ms_buffer kBuffers[] = {\n";
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const PlannedBuffer &b = buffers[i];
+      if (b.type) {
+        FailureOr<std::string> ct = cType(forward, b.type.getElementType());
+        if (failed(ct))
+          return failure();
+        os << "  {" << cString(b.name) << ", " << b.type.getRank() << ", "
+           << (b.type.getRank() ? "kBufferDims" + std::to_string(i) : std::string("NULL"))
+           << ", sizeof(" << *ct << "), " << b.first << ", " << b.last << "},\n";
+      } else {
+        os << "  {" << cString(b.name) << ", -1, NULL, 1, " << b.first << ", " << b.last
+           << "},\n";
+      }
+    }
+    os << "};\n";
+  }
+  // Workspace sizes.
+  bool anyWs = false;
+  for (const PlannedBuffer &b : buffers)
+    anyWs |= !b.type;
+  if (anyWs) {
+    os << "static uint64_t workspace_bytes(int32_t index, const int64_t *dims) {\n";
+    os.indent();
+    for (size_t i = 0; i < dims.size(); ++i)
+      os << "const int64_t d_" << cIdentifier(dims[i]) << " = dims[" << i << "];\n";
+    for (size_t i = 0; i < dims.size(); ++i)
+      os << "(void)d_" << cIdentifier(dims[i]) << ";\n";
+    os << "switch (index) {\n";
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (!buffers[i].type)
+        os << "case " << i << ": return (uint64_t)(" << buffers[i].workspaceBytes << ");\n";
+    os << "default: return 0;\n}\n";
+    os.unindent();
+    os << "}\n";
+  }
+
+  os << "\n// ---- the ABI ----\n";
+  os << "static nncc_status forward_cpu(nncc_model *m, nncc_error *err);\n";
+  if (withCuda) {
+    os << "extern \"C\" nncc_status nncc_" << modelName
+       << "_forward_cuda(nncc_model *m, nncc_error *err);\n";
+    os << "extern \"C\" nncc_status nncc_" << modelName
+       << "_cuda_setup(nncc_model *m, void **state, nncc_error *err);\n";
+    os << "extern \"C\" void nncc_" << modelName << "_cuda_teardown(void *state);\n";
+  }
+  os << "static nncc_status create(nncc_target target, nncc_model **out, nncc_error *err);\n";
+  os << "static const nncc_model_abi kAbi = {\n";
+  os.indent();
+  os << "NNCC_MODEL_ABI_VERSION, " << cString(modelName) << ", NNCC_PRECISION,\n";
+  os << dims.size() << ", " << (dims.empty() ? "NULL" : "kDimNames") << ",\n";
+  os << inputs.size() << ", " << (inputs.empty() ? "NULL" : "kInputs") << ",\n";
+  os << outputs.size() << ", " << (outputs.empty() ? "NULL" : "kOutputs") << ",\n";
+  os << params.size() << ", " << (params.empty() ? "NULL" : "kParams") << ",\n";
+  os << "create, nncc_ms_destroy, nncc_ms_load_weights, nncc_ms_init_weights,\n"
+     << "nncc_ms_save_weights, nncc_ms_set_input, nncc_ms_forward, nncc_ms_get_output,\n"
+     << "nncc_ms_memory_stats,\n";
+  os.unindent();
+  os << "};\n";
+  os << "static const nncc_ms_model_def kDef = {\n";
+  os.indent();
+  os << "&kAbi, " << (params.empty() ? "NULL" : "kInits") << ", " << buffers.size() << ", "
+     << (buffers.empty() ? "NULL" : "kBuffers") << ", "
+     << (anyWs ? "workspace_bytes" : "NULL") << ",\n";
+  if (withCuda)
+    os << "forward_cpu, nncc_" << modelName << "_forward_cuda, nncc_" << modelName
+       << "_cuda_setup, nncc_" << modelName << "_cuda_teardown,\n";
+  else
+    os << "forward_cpu, NULL, NULL, NULL,\n";
+  os.unindent();
+  os << "};\n";
+  os << "static nncc_status create(nncc_target target, nncc_model **out, nncc_error *err) {\n"
+     << "  return nncc_ms_create(&kDef, target, out, err);\n}\n\n";
+  os << "extern \"C\" NNCC_MODEL_EXPORT const nncc_model_abi *nncc_model_get_abi(void) {\n"
+     << "  return &kAbi;\n}\n";
+  os << "extern \"C\" NNCC_MODEL_EXPORT const nncc_model_abi *nncc_" << modelName
+     << "_get_abi(void) {\n  return &kAbi;\n}\n\n";
+  return success();
+}
+
+LogicalResult ModelEmitter::emitForwardPrologue(raw_indented_ostream &os) {
+  os << "const int64_t *dims = nncc_ms_dims(m);\n(void)dims;\n";
+  for (size_t i = 0; i < dims.size(); ++i)
+    os << "const int64_t d_" << cIdentifier(dims[i]) << " = dims[" << i << "]; (void)d_"
+       << cIdentifier(dims[i]) << ";\n";
+  auto decl = [&](Value v, const std::string &init) -> LogicalResult {
+    auto t = cast<nnk::BufferType>(v.getType());
+    FailureOr<std::string> ct = cType(forward, t.getElementType());
+    if (failed(ct))
+      return failure();
+    os << *ct << " *" << name(v) << " = (" << *ct << " *)" << init << "; (void)"
+       << name(v) << ";\n";
+    return success();
+  };
+  Block &body = forward.getBody().front();
+  size_t in = 0, out = 0;
+  for (BlockArgument arg : body.getArguments()) {
+    bool isOut = forward.getArgAttr(arg.getArgNumber(), "nnk.output") != nullptr;
+    std::string init = isOut ? "nncc_ms_output(m, " + std::to_string(out++) + ")"
+                             : "nncc_ms_input(m, " + std::to_string(in++) + ")";
+    if (failed(decl(arg, init)))
+      return failure();
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (auto w = dyn_cast<nnk::WeightOp>(op)) {
+      if (failed(decl(w.getResult(), "nncc_ms_param(m, " +
+                                         std::to_string(paramIndex[w.getName()]) + ")")))
+        return failure();
+    } else if (auto a = dyn_cast<nnk::AllocOp>(op)) {
+      std::string n = name(a.getResult());
+      if (failed(decl(a.getResult(), "nncc_ms_buffer_ptr(m, " + n.substr(1) + ")")))
+        return failure();
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise bodies
+//===----------------------------------------------------------------------===//
+
+void ModelEmitter::emitMathPrelude(raw_indented_ostream &os, llvm::StringRef q) {
+  os << "// Scalar math of generated elementwise kernels (float and double).\n";
+  for (const char *t : {"float", "double"}) {
+    std::string T = t;
+    bool f = T == "float";
+    auto fn = [&](const char *name, const char *body) {
+      os << q << " " << T << " nncc_" << name << "(" << T << " x) { return " << body
+         << "; }\n";
+    };
+    fn("tanh", f ? "tanhf(x)" : "tanh(x)");
+    fn("exp", f ? "expf(x)" : "exp(x)");
+    fn("log", f ? "logf(x)" : "log(x)");
+    fn("erf", f ? "erff(x)" : "erf(x)");
+    fn("sqrt", f ? "sqrtf(x)" : "sqrt(x)");
+    fn("abs", f ? "fabsf(x)" : "fabs(x)");
+    os << q << " " << T << " nncc_maximum(" << T << " a, " << T
+       << " b) { return (a != a || a > b) ? a : ((b != b) ? b : (a == b && a == 0 ? (signbit(a) ? b : a) : b)); }\n";
+    os << q << " " << T << " nncc_minimum(" << T << " a, " << T
+       << " b) { return (a != a || a < b) ? a : ((b != b) ? b : (a == b && a == 0 ? (signbit(a) ? a : b) : b)); }\n";
+    os << q << " " << T << " nncc_pow(" << T << " a, " << T << " b) { return "
+       << (f ? "powf(a, b)" : "pow(a, b)") << "; }\n";
+  }
+}
+
+LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
+                                                nnk::ElementwiseOp op,
+                                                const std::string &out,
+                                                const std::string &idx) {
+  Region &region = op->getRegion(0);
+  if (!region.hasOneBlock())
+    return op.emitError("nnk.elementwise body must have one block");
+  Block &block = region.front();
+  llvm::DenseMap<Value, std::string> v;
+  for (BlockArgument a : block.getArguments())
+    v[a] = "a" + std::to_string(a.getArgNumber());
+  int next = 0;
+  for (Operation &inner : block) {
+    auto operand = [&](unsigned k) { return v.lookup(inner.getOperand(k)); };
+    auto def = [&](const std::string &type, const std::string &expr) {
+      std::string n = "v" + std::to_string(next++);
+      os << "const " << type << " " << n << " = " << expr << ";\n";
+      v[inner.getResult(0)] = n;
+    };
+    auto bin = [&](const char *o) {
+      def("real_t", "(" + operand(0) + " " + o + " " + operand(1) + ")");
+    };
+    auto call = [&](const char *f, unsigned n) {
+      std::string e = std::string(f) + "(";
+      for (unsigned k = 0; k < n; ++k)
+        e += (k ? ", " : "") + operand(k);
+      def("real_t", e + ")");
+    };
+    if (auto y = dyn_cast<nnk::YieldOp>(inner)) {
+      if (y->getNumOperands() != 1)
+        return y.emitError("nnk.yield of an elementwise body must yield one value");
+      os << out << "[" << idx << "] = " << operand(0) << ";\n";
+      continue;
+    }
+    if (auto c = dyn_cast<arith::ConstantOp>(inner)) {
+      if (auto fa = dyn_cast<FloatAttr>(c.getValue())) {
+        def("real_t", "(real_t)" + fmtDouble(fa.getValueAsDouble()));
+        continue;
+      }
+      if (auto ia = dyn_cast<IntegerAttr>(c.getValue())) {
+        def(ia.getType().isInteger(1) ? "bool" : "int64_t",
+            std::to_string(ia.getValue().getSExtValue()));
+        continue;
+      }
+      return c.emitError("unsupported constant in an elementwise body");
+    }
+    if (isa<arith::AddFOp>(inner))
+      bin("+");
+    else if (isa<arith::SubFOp>(inner))
+      bin("-");
+    else if (isa<arith::MulFOp>(inner))
+      bin("*");
+    else if (isa<arith::DivFOp>(inner))
+      bin("/");
+    else if (isa<arith::NegFOp>(inner))
+      def("real_t", "(-" + operand(0) + ")");
+    else if (isa<arith::MaximumFOp>(inner))
+      call("nncc_maximum", 2);
+    else if (isa<arith::MinimumFOp>(inner))
+      call("nncc_minimum", 2);
+    else if (isa<arith::MaxNumFOp>(inner))
+      call("fmax", 2);
+    else if (isa<arith::MinNumFOp>(inner))
+      call("fmin", 2);
+    else if (isa<arith::ExtFOp, arith::TruncFOp>(inner))
+      def("real_t", "(real_t)" + operand(0));
+    else if (isa<arith::SelectOp>(inner))
+      def("real_t", "(" + operand(0) + " ? " + operand(1) + " : " + operand(2) + ")");
+    else if (auto cmp = dyn_cast<arith::CmpFOp>(inner)) {
+      std::string a = operand(0), b = operand(1), e;
+      using P = arith::CmpFPredicate;
+      switch (cmp.getPredicate()) {
+      case P::OGT: e = a + " > " + b; break;
+      case P::OGE: e = a + " >= " + b; break;
+      case P::OLT: e = a + " < " + b; break;
+      case P::OLE: e = a + " <= " + b; break;
+      case P::OEQ: e = a + " == " + b; break;
+      case P::ONE: e = "(" + a + " < " + b + " || " + a + " > " + b + ")"; break;
+      case P::UGT: e = "!(" + a + " <= " + b + ")"; break;
+      case P::UGE: e = "!(" + a + " < " + b + ")"; break;
+      case P::ULT: e = "!(" + a + " >= " + b + ")"; break;
+      case P::ULE: e = "!(" + a + " > " + b + ")"; break;
+      case P::UEQ: e = "!(" + a + " < " + b + " || " + a + " > " + b + ")"; break;
+      case P::UNE: e = a + " != " + b; break;
+      case P::ORD: e = "(" + a + " == " + a + " && " + b + " == " + b + ")"; break;
+      case P::UNO: e = "(" + a + " != " + a + " || " + b + " != " + b + ")"; break;
+      case P::AlwaysTrue: e = "true"; break;
+      case P::AlwaysFalse: e = "false"; break;
+      }
+      def("bool", "(" + e + ")");
+    } else if (isa<math::TanhOp>(inner))
+      call("nncc_tanh", 1);
+    else if (isa<math::ExpOp>(inner))
+      call("nncc_exp", 1);
+    else if (isa<math::LogOp>(inner))
+      call("nncc_log", 1);
+    else if (isa<math::ErfOp>(inner))
+      call("nncc_erf", 1);
+    else if (isa<math::SqrtOp>(inner))
+      call("nncc_sqrt", 1);
+    else if (isa<math::AbsFOp>(inner))
+      call("nncc_abs", 1);
+    else if (isa<math::PowFOp>(inner))
+      call("nncc_pow", 2);
+    else
+      return inner.emitError() << "'" << inner.getName()
+                               << "' in an nnk.elementwise body is not supported by "
+                                  "the emitters";
+  }
+  return success();
+}
+
+} // namespace nncc::target

@@ -1,0 +1,111 @@
+//===- ModelEmitter.h - what the C++ and CUDA emitters share ----*- C++ -*-===//
+//
+// Analysis of an `nnk` module (model name, dims, inputs, outputs,
+// parameters, the buffer plan) and the printing helpers both emitters use:
+// C++ names of buffers, size expressions from the bound dims, the signature
+// tables and the elementwise body printer.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_LIB_TARGET_COMMON_MODELEMITTER_H
+#define NNCC_LIB_TARGET_COMMON_MODELEMITTER_H
+
+#include "dialects/Kernel/IR/NNKOps.h"
+#include "dialects/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/IndentedOstream.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+#include <vector>
+
+namespace nncc::target {
+
+struct TensorSig {
+  std::string name;
+  nnk::BufferType type;
+};
+
+struct ParamSig {
+  std::string name;
+  nn::TensorType type;
+  nn::InitAttr init;
+};
+
+/// One arena slot: an nnk.alloc, or a per-launch workspace (size given by
+/// a C++ expression of the bound dims).
+struct PlannedBuffer {
+  std::string name;
+  nnk::BufferType type;          // null for workspaces
+  std::string workspaceBytes;    // for workspaces: C++ expression over d_*
+  int first = 0, last = 0;
+};
+
+class ModelEmitter {
+public:
+  explicit ModelEmitter(mlir::ModuleOp module) : module(module) {}
+  virtual ~ModelEmitter() = default;
+
+  /// Collects the model's signature and buffer plan; errors are located.
+  mlir::LogicalResult analyze();
+
+  std::string modelName;                 // C identifier
+  std::vector<std::string> dims;         // symbolic dims, in order
+  std::vector<TensorSig> inputs, outputs;
+  std::vector<ParamSig> params;
+  std::vector<PlannedBuffer> buffers;
+  mlir::func::FuncOp forward;
+
+protected:
+  mlir::ModuleOp module;
+  llvm::DenseMap<mlir::Value, std::string> names;  // C++ variable of a buffer
+  llvm::DenseMap<mlir::Operation *, int> launchIndex;
+  llvm::StringMap<int> paramIndex;
+
+  //===--- helpers ---------------------------------------------------------===//
+  /// "d_B" / "256"; fails (located at `op`) on `?`.
+  mlir::FailureOr<std::string> dimExpr(mlir::Operation *op, nn::Dim d);
+  mlir::FailureOr<std::string> numel(mlir::Operation *op, nnk::BufferType t,
+                                     int64_t from = 0, int64_t to = -1);
+  /// C++ element type: real_t, int32_t, int64_t, uint8_t.
+  mlir::FailureOr<std::string> cType(mlir::Operation *op, mlir::Type elt);
+  /// NNCC_REAL_DTYPE, NNCC_DTYPE_I32, ...
+  mlir::FailureOr<std::string> dtypeEnum(mlir::Location loc, mlir::Type elt);
+  std::string name(mlir::Value v) const { return names.lookup(v); }
+  /// Name of v, or "NULL" for an absent optional operand.
+  std::string nameOrNull(mlir::Value v) const { return v ? name(v) : "NULL"; }
+  std::string typedName(mlir::Value v);  // "(real_t *)x" style cast-free name
+  /// Index of a new workspace buffer live only at `op`.
+  int addWorkspace(mlir::Operation *op, const std::string &bytesExpr);
+
+  /// The signature tables, init table, buffer plan and the ABI object.
+  mlir::LogicalResult emitTables(mlir::raw_indented_ostream &os, bool withCuda);
+  /// Declarations at the top of a forward function: dims, inputs, outputs,
+  /// parameters and planned buffers as typed pointers.
+  mlir::LogicalResult emitForwardPrologue(mlir::raw_indented_ostream &os);
+  /// The body of nnk.elementwise at flat index `idx` (inputs already
+  /// loaded into a0, a1, ...); writes `<out>[idx] = ...`.
+  mlir::LogicalResult emitElementwiseBody(mlir::raw_indented_ostream &os,
+                                          nnk::ElementwiseOp op,
+                                          const std::string &out,
+                                          const std::string &idx);
+  /// Index expression of input `in` broadcast to `outType` at flat index i.
+  mlir::FailureOr<std::string> broadcastIndex(mlir::Operation *op, nnk::BufferType in,
+                                              nnk::BufferType outType,
+                                              const std::string &i);
+  /// The shared prelude of elementwise math (nncc_tanh, ...), `qual` is the
+  /// function qualifier (static inline / __device__ __forceinline__).
+  static void emitMathPrelude(mlir::raw_indented_ostream &os, llvm::StringRef qual);
+  static std::string locString(mlir::Location loc);
+  std::string launchComment(mlir::Operation *op);
+};
+
+std::string cIdentifier(llvm::StringRef s);
+std::string cString(llvm::StringRef s);
+std::string fmtDouble(double v);
+
+} // namespace nncc::target
+
+#endif

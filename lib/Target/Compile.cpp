@@ -1,0 +1,183 @@
+//===- Compile.cpp - nn module -> sources -> lib<model>.so ----------------===//
+#include "nncc/Target/Compile.h"
+#include "nncc/Target/Config.h"
+#include "nncc/Target/Emitters.h"
+
+#include "dialects/Kernel/IR/NNKDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace nncc {
+
+LogicalResult lowerToNNK(ModuleOp module) {
+  bool isNN = false;
+  for (auto f : module.getOps<func::FuncOp>())
+    isNN |= f.getNumResults() != 0;
+  if (!isNN)
+    return success();
+  if (!PassInfo::lookup("convert-nn-to-nnk"))
+    return module.emitError(
+        "this build of nncc has no --convert-nn-to-nnk pass yet: the nn -> nnk "
+        "conversion is needed to emit code from an nn module (give nnk IR instead)");
+  PassManager pm(module.getContext());
+  if (failed(parsePassPipeline("builtin.module(convert-nn-to-nnk)", pm)))
+    return module.emitError("cannot build the nn -> nnk pipeline");
+  return pm.run(module);
+}
+
+namespace {
+
+LogicalResult writeFile(ModuleOp module, const std::string &path,
+                        llvm::function_ref<LogicalResult(llvm::raw_ostream &)> emit) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (failed(emit(os)))
+    return failure();
+  std::error_code ec;
+  llvm::raw_fd_ostream file(path, ec);
+  if (ec)
+    return module.emitError() << "cannot write '" << path << "': " << ec.message();
+  file << text;
+  return success();
+}
+
+/// Runs argv[0] (searched in PATH when not absolute); on failure reports
+/// the command line and its output.
+LogicalResult run(ModuleOp module, llvm::ArrayRef<std::string> argv, llvm::StringRef what) {
+  std::string program = argv[0];
+  if (!llvm::sys::path::is_absolute(program)) {
+    auto found = llvm::sys::findProgramByName(program);
+    if (!found)
+      return module.emitError() << "cannot " << what << ": '" << program
+                                << "' not found in PATH";
+    program = *found;
+  }
+  llvm::SmallString<128> log;
+  llvm::sys::fs::createTemporaryFile("nncc-build", "log", log);
+  llvm::SmallVector<llvm::StringRef> args(argv.begin(), argv.end());
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log),
+                                               llvm::StringRef(log)};
+  std::string errMsg;
+  int rc = llvm::sys::ExecuteAndWait(program, args, std::nullopt, redirects, 0, 0, &errMsg);
+  std::string output;
+  if (auto buf = llvm::MemoryBuffer::getFile(log))
+    output = (*buf)->getBuffer().str();
+  llvm::sys::fs::remove(log);
+  if (rc == 0)
+    return success();
+  std::string cmd;
+  for (const std::string &a : argv)
+    cmd += (cmd.empty() ? "" : " ") + a;
+  if (output.size() > 8000)
+    output = output.substr(0, 8000) + "\n... (output truncated)";
+  return module.emitError() << "cannot " << what << ": the command failed (exit " << rc
+                            << (errMsg.empty() ? "" : ", " + errMsg) << "):\n  " << cmd
+                            << "\n"
+                            << output;
+}
+
+} // namespace
+
+LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
+                           CompileArtifacts &out) {
+  if (failed(lowerToNNK(module)))
+    return failure();
+  std::string model = target::modelIdentifier(module);
+  out.modelName = model;
+  if (std::error_code ec = llvm::sys::fs::create_directories(opts.outputDir))
+    return module.emitError() << "cannot create '" << opts.outputDir << "': " << ec.message();
+  llvm::SmallString<256> dir(opts.outputDir);
+  llvm::sys::fs::make_absolute(dir);
+  auto path = [&](llvm::StringRef name) {
+    llvm::SmallString<256> p(dir);
+    llvm::sys::path::append(p, name);
+    return std::string(p);
+  };
+
+  std::string nvcc = opts.nvcc.empty() ? std::string(NNCC_NVCC_PATH) : opts.nvcc;
+  if (!nvcc.empty() && !llvm::sys::fs::can_execute(nvcc))
+    nvcc.clear();
+  bool wantCuda = opts.target != CompileTarget::CPU;
+  if (opts.target == CompileTarget::CUDA && nvcc.empty() && opts.build)
+    return module.emitError("--target cuda needs nvcc, which was not found (CUDA toolkit "
+                            "at /usr/local/cuda); use --target cpu");
+  bool withCuda = wantCuda && (!nvcc.empty() || !opts.build);
+
+  out.cppPath = path(model + ".cpp");
+  out.headerPath = path(model + ".h");
+  if (failed(writeFile(module, out.cppPath, [&](llvm::raw_ostream &os) {
+        return target::emitCpp(module, os, withCuda);
+      })) ||
+      failed(writeFile(module, out.headerPath, [&](llvm::raw_ostream &os) {
+        return target::emitHeader(module, os);
+      })))
+    return failure();
+  if (withCuda) {
+    out.cuPath = path(model + ".cu");
+    if (failed(writeFile(module, out.cuPath, [&](llvm::raw_ostream &os) {
+          return target::emitCuda(module, os);
+        })))
+      return failure();
+  }
+  if (!opts.build)
+    return success();
+
+  std::string cxx = opts.hostCompiler;
+  if (cxx.empty()) {
+    const char *env = std::getenv("CXX");
+    cxx = env && *env ? env : "c++";
+  }
+  std::string libDir = NNCC_BUILD_LIB_DIR;
+  std::vector<std::string> objects;
+  std::string cudaLib;
+  if (withCuda) {
+    std::string obj = path(model + ".cu.o");
+    if (failed(run(module,
+                   {nvcc, "-std=c++17", "-O3", "-arch=" + opts.cudaArch,
+                    "-Xcompiler", "-fPIC,-fvisibility=hidden", "-I", NNCC_SOURCE_INCLUDE_DIR,
+                    "-c", out.cuPath, "-o", obj},
+                   "compile the CUDA source with nvcc")))
+      return failure();
+    objects.push_back(obj);
+    llvm::SmallString<256> cudaRoot(llvm::sys::path::parent_path(
+        llvm::sys::path::parent_path(nvcc)));
+    llvm::sys::path::append(cudaRoot, "lib64");
+    cudaLib = std::string(cudaRoot);
+    out.builtCuda = true;
+  }
+  out.libraryPath = path("lib" + model + ".so");
+  std::vector<std::string> argv = {cxx, "-std=c++17", "-O3", "-fPIC", "-shared", "-fopenmp",
+                                   "-fvisibility=hidden"};
+  if (llvm::StringRef(NNCC_HOST_MARCH).size())
+    argv.push_back(std::string("-march=") + NNCC_HOST_MARCH);
+  argv.insert(argv.end(), {"-I", NNCC_SOURCE_INCLUDE_DIR, out.cppPath});
+  argv.insert(argv.end(), objects.begin(), objects.end());
+  argv.insert(argv.end(), {"-o", out.libraryPath, "-Wl,--exclude-libs,ALL", "-L" + libDir, "-lnncc_model_support",
+                           "-lnncc_kernels", "-lnncc_runtime", "-Wl,-rpath," + libDir});
+  llvm::StringRef blas = NNCC_OPENBLAS_LIBRARY;
+  if (!blas.empty()) {
+    argv.push_back(blas.str());
+    argv.push_back("-Wl,-rpath," + llvm::sys::path::parent_path(blas).str());
+  }
+  if (withCuda) {
+    // cudart statically (it loads libcuda itself when first used, so the
+    // library loads on machines without a driver); cuBLAS dynamically.
+    argv.insert(argv.end(), {"-L" + cudaLib, "-lcublas", "-lcudart_static", "-ldl", "-lrt",
+                             "-lpthread", "-Wl,-rpath," + cudaLib});
+  }
+  if (failed(run(module, argv, "build lib" + model + ".so")))
+    return failure();
+  return success();
+}
+
+} // namespace nncc
