@@ -4,10 +4,10 @@
 #include "nncc/Target/Emitters.h"
 
 #include "dialects/Kernel/IR/NNKDialect.h"
+#include "nncc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -25,13 +25,8 @@ LogicalResult lowerToNNK(ModuleOp module) {
     isNN |= f.getNumResults() != 0;
   if (!isNN)
     return success();
-  if (!PassInfo::lookup("convert-nn-to-nnk"))
-    return module.emitError(
-        "this build of nncc has no --convert-nn-to-nnk pass yet: the nn -> nnk "
-        "conversion is needed to emit code from an nn module (give nnk IR instead)");
   PassManager pm(module.getContext());
-  if (failed(parsePassPipeline("builtin.module(convert-nn-to-nnk)", pm)))
-    return module.emitError("cannot build the nn -> nnk pipeline");
+  pm.addPass(createConvertNNToNNK());
   return pm.run(module);
 }
 
