@@ -62,6 +62,28 @@ struct SplitLowering : OpConversionPattern<nn::SplitOp> {
   }
 };
 
+/// nn.reduce_{sum,mean} -> nnk.reduce over sorted, normalised axes (all
+/// axes when none are given).
+template <typename ReduceOpTy, nnk::ReduceKind kind>
+void addReduce(const TypeConverter &converter, RewritePatternSet &patterns) {
+  addSimple<ReduceOpTy>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, ReduceOpTy op,
+             typename ReduceOpTy::Adaptor adaptor, Value out) -> LogicalResult {
+        int64_t rank = rankOf(op.getX());
+        SmallVector<int64_t> axes;
+        for (int64_t a : op.getAxes())
+          axes.push_back(*nn::normalizeAxis(a, rank));
+        if (axes.empty())
+          for (int64_t a = 0; a < rank; ++a)
+            axes.push_back(a);
+        llvm::sort(axes);
+        nnk::ReduceOp::create(rewriter, op.getLoc(), adaptor.getX(), out, kind,
+                              axes, op.getKeepdim());
+        return success();
+      });
+}
+
 } // namespace
 
 void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
@@ -75,38 +97,8 @@ void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
         nnk::SoftmaxOp::create(rewriter, op.getLoc(), adaptor.getX(), out, axis);
         return success();
       });
-  addSimple<nn::ReduceSumOp>(
-      converter, patterns,
-      [](ConversionPatternRewriter &rewriter, nn::ReduceSumOp op,
-         nn::ReduceSumOp::Adaptor adaptor, Value out) -> LogicalResult {
-        int64_t rank = rankOf(op.getX());
-        SmallVector<int64_t> axes;
-        for (int64_t a : op.getAxes())
-          axes.push_back(*nn::normalizeAxis(a, rank));
-        if (axes.empty())
-          for (int64_t a = 0; a < rank; ++a)
-            axes.push_back(a);
-        llvm::sort(axes);
-        nnk::ReduceOp::create(rewriter, op.getLoc(), adaptor.getX(), out,
-                              nnk::ReduceKind::sum, axes, op.getKeepdim());
-        return success();
-      });
-  addSimple<nn::ReduceMeanOp>(
-      converter, patterns,
-      [](ConversionPatternRewriter &rewriter, nn::ReduceMeanOp op,
-         nn::ReduceMeanOp::Adaptor adaptor, Value out) -> LogicalResult {
-        int64_t rank = rankOf(op.getX());
-        SmallVector<int64_t> axes;
-        for (int64_t a : op.getAxes())
-          axes.push_back(*nn::normalizeAxis(a, rank));
-        if (axes.empty())
-          for (int64_t a = 0; a < rank; ++a)
-            axes.push_back(a);
-        llvm::sort(axes);
-        nnk::ReduceOp::create(rewriter, op.getLoc(), adaptor.getX(), out,
-                              nnk::ReduceKind::mean, axes, op.getKeepdim());
-        return success();
-      });
+  addReduce<nn::ReduceSumOp, nnk::ReduceKind::sum>(converter, patterns);
+  addReduce<nn::ReduceMeanOp, nnk::ReduceKind::mean>(converter, patterns);
   addSimple<nn::EmbeddingOp>(
       converter, patterns,
       [](ConversionPatternRewriter &rewriter, nn::EmbeddingOp op,
