@@ -476,7 +476,7 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                  fmtDouble(o.getScale()) + "; ";
             std::string globals, kPtr = name(qkv) + " + " + *E,
                                  vPtr = name(qkv) + " + 2 * " + *E;
-            std::string rotBytes;
+            std::string rotBytes, rotGiven;
             Operation *raw = o.getOperation();
             if (auto b = dyn_cast<nnk::BandedAttentionOp>(raw)) {
               p += "p.kind = NNCC_ATTN_DILATED; p.window = " +
@@ -498,8 +498,9 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                 auto half = D(l.getRotations(), 2);
                 if (failed(half))
                   return failure();
-                p += "p.n_buckets = (int32_t)(2 * " + *half + "); p.rotations = " +
-                     name(l.getRotations()) + "; ";
+                p += "p.n_buckets = (int32_t)(2 * " + *half + "); ";
+                // Not in the workspace-size expression (no buffers there).
+                rotGiven = "p.rotations = " + name(l.getRotations()) + "; ";
               } else {
                 p += "p.n_buckets = (int32_t)nncc_gen_lsh_buckets(" + *Tn + ", " +
                      std::to_string(l.getChunk()) + "); ";
@@ -515,7 +516,7 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                                           ", " + dh + ", (int64_t)sizeof(real_t)); }()");
             os << "{\n";
             os.indent();
-            os << p << "\n";
+            os << p << rotGiven << "\n";
             if (!rotBytes.empty()) {
               int rws = addWorkspace(op, rotBytes);
               auto l = cast<nnk::LSHAttentionOp>(raw);

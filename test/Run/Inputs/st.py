@@ -2,7 +2,7 @@
 
   st.py finite OUT.safetensors NAME...   every named tensor present, all finite
   st.py weights SIG.json OUT [--missing NAME]   random weights for a signature
-  st.py inputs OUT NAME:DTYPE:d0,d1,... ...      random inputs
+  st.py inputs OUT NAME:DTYPE:d0,d1,...[=v0,v1,...] ...   random (or given) inputs
   st.py corrupt IN OUT (truncate|offsets|header)
   st.py same A B                                 two files hold equal tensors
 """
@@ -81,8 +81,11 @@ def main():
         t = {}
         for spec in sys.argv[3:]:
             name, dtype, dims = spec.split(":")
+            dims, _, given = dims.partition("=")
             shape = [int(d) for d in dims.split(",")] if dims else []
-            if dtype in ("F32", "F64", "F16"):
+            if given:
+                vals = [float(v) if dtype.startswith("F") else int(v) for v in given.split(",")]
+            elif dtype in ("F32", "F64", "F16"):
                 vals = [rng.gauss(0, 1) for _ in range(numel(shape))]
             else:
                 vals = [rng.randrange(0, 2) for _ in range(numel(shape))]
