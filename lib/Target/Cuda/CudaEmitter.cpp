@@ -65,7 +65,8 @@ private:
   LogicalResult emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp op);
   LogicalResult emitOdeSteps(raw_indented_ostream &os, Operation *op, nn::ODEMethod method);
   std::string check(Operation *op, const std::string &call) {
-    return "NNCC_CUDA_CHECK(" + call + ", " + cString(launchComment(op)) + ");\n";
+    // The call is parenthesised: template argument lists contain commas.
+    return "NNCC_CUDA_CHECK((" + call + "), " + cString(launchComment(op)) + ");\n";
   }
 };
 
@@ -170,9 +171,14 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "      return nncc_error_set(err, NNCC_ERROR_CUDA, \"%s: %s (cuBLAS status %d)\", \\\n"
         "                            what, cublasGetStatusString(s_), (int)s_);     \\\n"
         "  } while (0)\n\n";
+  // The scalar math of elementwise bodies: external linkage (a named
+  // namespace), so that the helpers a model does not use raise no warning.
+  os << "namespace nncc_gen_math {\n";
+  emitMathPrelude(os, "__device__ __forceinline__");
+  os << "} // namespace nncc_gen_math\n\n";
   os << "namespace {\n";
   os << "using namespace nncc::kernels::cuda;\n";
-  emitMathPrelude(os, "__device__ __forceinline__");
+  os << "using namespace nncc_gen_math;\n";
   os << "template <typename T> __global__ void nncc_gen_fill(int64_t n, T v, T *y) {\n"
         "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
         "       i += (int64_t)gridDim.x * blockDim.x)\n"
@@ -411,6 +417,10 @@ LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
             std::string sc = scale != 0 ? "(real_t)" + fmtDouble(scale)
                                         : "(real_t)1 / sqrt((real_t)" + dh + ")";
             std::string q = name(qkv), causal = o.getCausal() ? "1" : "0";
+            // Static head sizes 32/64/128 instantiate only their kernel.
+            std::string dhs = (staticDh == 32 || staticDh == 64 || staticDh == 128)
+                                  ? std::to_string(staticDh)
+                                  : "0";
             std::string mask = o.getMask() ? name(o.getMask()) : "(const uint8_t *)NULL";
             Operation *raw = o.getOperation();
             os << "{\n";
@@ -440,7 +450,7 @@ LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                                            std::to_string(b.getGlobal().size()) + ")");
               if (!globals.empty())
                 os << "static const int32_t kGlobal[] = {" << globals << "};\n";
-              os << check(op, "launch_dilated_attention_dyn<real_t>((int)" + dh + ", (int)" +
+              os << check(op, "launch_dilated_attention_dyn<real_t, " + dhs + ">((int)" + dh + ", (int)" +
                                   *B + ", (int)" + *Tn + ", " + std::to_string(heads) + ", " +
                                   q + ", " + q + " + " + *E + ", " + q + " + 2 * " + *E + ", " +
                                   *ld + ", " + name(out) + ", " + *E + ", " + mask + ", " +
@@ -480,7 +490,7 @@ LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
               std::string ws = takeScratch("lsh_attention_scratch_bytes(" + *B + ", " + *Tn +
                                            ", " + std::to_string(heads) + ", " + dh + ", " +
                                            std::to_string(hashes) + ", sizeof(real_t))");
-              os << check(op, "launch_lsh_attention<real_t>((int)" + dh + ", (int)" + *B +
+              os << check(op, "launch_lsh_attention<real_t, " + dhs + ">((int)" + dh + ", (int)" + *B +
                                   ", (int)" + *Tn + ", " + std::to_string(heads) + ", " +
                                   std::to_string(hashes) + ", (int)nbuckets, " +
                                   std::to_string(chunk) + ", " + causal + ", scale, 0, " + q +
@@ -729,8 +739,8 @@ LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
         std::string wt = takeScratch(std::to_string(G * H * H) + " * sizeof(real_t)");
         os << "// one persistent launch: layer/direction " << o.getStateIndex()
            << (o.getReverse() ? ", reverse" : "") << "\n";
-        os << check(op, "launch_rnn_scan_cell<real_t, " + lt + ">(" +
-                            std::to_string(static_cast<int>(o.getCell())) + ", (int)" + *B +
+        os << check(op, "launch_rnn_scan<real_t, " + lt + ", " +
+                            std::to_string(static_cast<int>(o.getCell())) + ">((int)" + *B +
                             ", (int)" + *Tn + ", " + std::to_string(H) + ", " +
                             (o.getReverse() ? "1" : "0") + ", " +
                             std::to_string(o.getNumDirections() * H) + ", " +
@@ -740,7 +750,7 @@ LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                             at(o.getH0(), "const real_t *") + ", " +
                             at(o.getC0(), "const real_t *") + ", " + name(o.getY()) + ", " +
                             at(o.getHN(), "real_t *") + ", " + at(o.getCN(), "real_t *") +
-                            ", (real_t *)" + wt + ", stream)");
+                            ", (real_t *)NULL, 0, (real_t *)" + wt + ", stream)");
         return success();
       })
       .Case<nnk::RecurrentCellOp>([&](nnk::RecurrentCellOp o) -> LogicalResult {
@@ -754,8 +764,8 @@ LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
         std::string wt =
             takeScratch(std::to_string(G) + " * " + *H + " * " + *H + " * sizeof(real_t)");
         os << "// one step of the recurrent scan kernel (T = 1)\n";
-        os << check(op, "launch_rnn_scan_cell<real_t, int32_t>(" +
-                            std::to_string(static_cast<int>(o.getCell())) + ", (int)" + *B +
+        os << check(op, "launch_rnn_scan<real_t, int32_t, " +
+                            std::to_string(static_cast<int>(o.getCell())) + ">((int)" + *B +
                             ", 1, (int)" + *H + ", 0, " + *H + ", 0, (const int32_t *)NULL, " +
                             name(o.getXproj()) + ", " + name(o.getWHh()) + ", " +
                             (o.getBHh() ? name(o.getBHh()) : "(const real_t *)NULL") + ", " +
@@ -763,7 +773,7 @@ LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                             (o.getC() ? name(o.getC()) : "(const real_t *)NULL") + ", " +
                             name(o.getHOut()) + ", (real_t *)NULL, " +
                             (o.getCOut() ? name(o.getCOut()) : "(real_t *)NULL") +
-                            ", (real_t *)" + wt + ", stream)");
+                            ", (real_t *)NULL, 0, (real_t *)" + wt + ", stream)");
         return success();
       })
       .Case<nnk::ODESolveOp>([&](nnk::ODESolveOp o) { return emitOdeSolve(os, o); })
@@ -938,14 +948,15 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
   os << "void *norm_ws = " << takeScratch("loss_scratch_bytes()") << "; (void)norm_ws;\n";
   os << check(op, "cudaMemcpyAsync(h, " + name(o.getH0()) +
                       ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
-  os << "real_t t0 = 0, t1 = 0;\n";
-  os << check(op, "cudaMemcpyAsync(&t0, " + name(o.getT0()) +
+  os << "real_t tv0 = 0, tv1 = 0;\n";
+  os << check(op, "cudaMemcpyAsync(&tv0, " + name(o.getT0()) +
                       ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
-  os << check(op, "cudaMemcpyAsync(&t1, " + name(o.getT1()) +
+  os << check(op, "cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
                       ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
   os << check(op, "cudaStreamSynchronize(stream)");
   std::string tArg = local("ode_t"), hArg = local("ode_h"), dhArg = local("ode_dh");
   os << "real_t *" << tArg << " = tbuf, *" << hArg << " = NULL, *" << dhArg << " = NULL;\n";
+  os << "(void)" << tArg << ";\n";
   os << "auto dyn = [&](real_t *hin, real_t *kout) -> nncc_status {\n";
   os.indent();
   os << hArg << " = hin;\n" << dhArg << " = kout;\n";
@@ -962,23 +973,23 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
   if (failed(emitOdeSteps(os, op, method)))
     return failure();
   if (steps > 0) {
-    os << "const real_t dt = (t1 - t0) / (real_t)" << steps << ";\n";
+    os << "const real_t dt = (tv1 - tv0) / (real_t)" << steps << ";\n";
     os << "for (int64_t step = 0; step < " << steps << "; ++step)\n";
-    os << "  if (nncc_status st_ = stage_step(dt, (const real_t *)NULL, t0 + (real_t)step * dt, "
+    os << "  if (nncc_status st_ = stage_step(dt, (const real_t *)NULL, tv0 + (real_t)step * dt, "
           "(int)step, false))\n    return st_;\n";
   } else {
     os << "// adaptive dopri5: error norm reduced on the device, one double read back per step\n";
     os << "const double atol = " << fmtDouble(o.getAtol()) << ", rtol = " << fmtDouble(o.getRtol())
        << ";\n";
-    os << "real_t t = t0, dt = (t1 - t0) / (real_t)100;\n";
-    os << "const bool up = t1 > t0;\n";
-    os << "for (int64_t iter = 0; up ? t < t1 : t > t1; ++iter) {\n";
+    os << "real_t t = tv0, dt = (tv1 - tv0) / (real_t)100;\n";
+    os << "const bool up = tv1 > tv0;\n";
+    os << "for (int64_t iter = 0; up ? t < tv1 : t > tv1; ++iter) {\n";
     os.indent();
     os << "if (iter >= 1000000)\n"
           "  return nncc_error_set(err, NNCC_ERROR_INTERNAL, \"%s: dopri5 took more than 1e6 steps "
           "(t = %g of %g)\", "
-       << cString(launchComment(op)) << ", (double)t, (double)t1);\n";
-    os << "if (up ? t + dt > t1 : t + dt < t1)\n  dt = t1 - t;\n";
+       << cString(launchComment(op)) << ", (double)t, (double)tv1);\n";
+    os << "if (up ? t + dt > tv1 : t + dt < tv1)\n  dt = tv1 - t;\n";
     os << "if (nncc_status st_ = stage_step(dt, (const real_t *)NULL, t, (int)iter, true))\n"
           "  return st_;\n";
     os << check(op, "launch_ode_error_norm<real_t>(n, h, work + 7 * n, work + 8 * n, atol, "
@@ -1041,6 +1052,7 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
     os << check(op, "cudaMemsetAsync(h, 0, n * sizeof(real_t), stream)");
   std::string tArg = local("ode_t"), hArg = local("ode_h"), dhArg = local("ode_dh");
   os << "real_t *" << tArg << " = tb, *" << hArg << " = NULL, *" << dhArg << " = NULL;\n";
+  os << "(void)" << tArg << ";\n";
   os << "auto dyn = [&](real_t *hin, real_t *kout) -> nncc_status {\n";
   os.indent();
   os << hArg << " = hin;\n" << dhArg << " = kout;\n";

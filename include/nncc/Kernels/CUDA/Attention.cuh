@@ -264,11 +264,13 @@ inline int64_t dilated_attention_scratch_bytes(int64_t Tn, int64_t n_global) {
   return ((Tn + 255) / 256) * 256 + 4 * (n_global > 0 ? n_global : 1);
 }
 
-/// Banded dilated attention with run-time head size and the global
+/// Banded dilated attention with run-time head size (DHS = 32/64/128: the
+/// caller knows the head size statically and only that kernel is built;
+/// DHS = 0: run-time dispatch) and the global
 /// positions given on the host (`host_globals`, any order, duplicates and
 /// positions >= T are dropped as the CPU twin does; negative positions are
 /// the caller's error). `scratch`: dilated_attention_scratch_bytes(T, n).
-template <typename T>
+template <typename T, int DHS = 0>
 inline cudaError_t launch_dilated_attention_dyn(
     int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
     T *out, int64_t ld_out, const uint8_t *kpm, int causal, T scale, int window,
@@ -308,6 +310,13 @@ inline cudaError_t launch_dilated_attention_dyn(
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
   dim3 grid((Tn + 127) / 128, H, B);
+  if constexpr (DHS != 0) {
+    if (dh != DHS)
+      return cudaErrorInvalidValue;
+    dilated_attention_fwd_kernel<T, DHS><<<grid, 128, 0, stream>>>(
+        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, isG, gl,
+        ng);
+  } else {
   switch (dh) {
   case 32:
     dilated_attention_fwd_kernel<T, 32><<<grid, 128, 0, stream>>>(
@@ -331,6 +340,7 @@ inline cudaError_t launch_dilated_attention_dyn(
         Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, isG, gl,
         ng, dh);
     break;
+  }
   }
   return cudaGetLastError();
 }

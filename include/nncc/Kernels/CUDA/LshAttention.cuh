@@ -308,7 +308,8 @@ inline void lsh_launch_chunks(dim3 grid, cudaStream_t stream, int Tn, int H, int
 /// device; scratch: lsh_attention_scratch_bytes(). Returns the first CUDA
 /// error, or cudaErrorInvalidValue for arguments the kernels do not serve
 /// (dh > kMaxHeadDim, rounds > kLshMaxRounds, odd nbuckets, chunk < 1).
-template <typename T>
+/// DHS = 32/64/128: only that head size's kernel is built (dh must match).
+template <typename T, int DHS = 0>
 inline cudaError_t launch_lsh_attention(int dh, int B, int Tn, int H, int rounds,
                                         int nbuckets, int chunk, int causal, T scale,
                                         int same_bucket, const T *qk, const T *v,
@@ -351,6 +352,12 @@ inline cudaError_t launch_lsh_attention(int dh, int B, int Tn, int H, int rounds
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
   dim3 grid((unsigned)((Tn + chunk - 1) / chunk), (unsigned)(H * rounds), (unsigned)B);
+  if constexpr (DHS != 0) { // head size known statically: only that kernel is built
+    if (dh != DHS)
+      return cudaErrorInvalidValue;
+    lsh_launch_chunks<T, DHS, true>(grid, stream, Tn, H, rounds, chunk, causal, same_bucket,
+                                    scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh);
+  } else {
   switch (dh) {
   case 32:
     lsh_launch_chunks<T, 32, true>(grid, stream, Tn, H, rounds, chunk, causal, same_bucket,
@@ -370,6 +377,7 @@ inline cudaError_t launch_lsh_attention(int dh, int B, int Tn, int H, int rounds
                                      same_bucket, scale, qk, v, ld_in, kn, bk, ord, kpm,
                                      o_r, lse_r, dh);
     break;
+  }
   }
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
