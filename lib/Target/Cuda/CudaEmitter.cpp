@@ -175,6 +175,13 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
   // namespace), so that the helpers a model does not use raise no warning.
   os << "namespace nncc_gen_math {\n";
   emitMathPrelude(os, "__device__ __forceinline__");
+  os << "inline uint64_t nncc_gen_align(uint64_t n) { return (n + 255) & ~(uint64_t)255; }\n";
+  os << "// HuggingFace's bucket rule for LSH without given rotations (as the CPU).\n"
+        "inline int64_t nncc_gen_lsh_buckets(int64_t T, int64_t chunk) {\n"
+        "  int64_t n = 2 * (T / chunk), bits = 0;\n"
+        "  while (n) { ++bits; n >>= 1; }\n"
+        "  int64_t b = bits > 0 ? (int64_t)1 << (bits - 1) : 1;\n"
+        "  return b < 2 ? 2 : b;\n}\n";
   os << "} // namespace nncc_gen_math\n\n";
   os << "namespace {\n";
   os << "using namespace nncc::kernels::cuda;\n";
@@ -196,13 +203,6 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "    for (int64_t k = 0; k < n; ++k)\n"
         "      y[base + k * inner] = (T)(exp((double)(x[base + k * inner] - mx)) / s);\n"
         "  }\n}\n";
-  os << "static inline uint64_t nncc_gen_align(uint64_t n) { return (n + 255) & ~(uint64_t)255; }\n";
-  os << "// HuggingFace's bucket rule for LSH without given rotations (as the CPU).\n"
-        "static inline int64_t nncc_gen_lsh_buckets(int64_t T, int64_t chunk) {\n"
-        "  int64_t n = 2 * (T / chunk), bits = 0;\n"
-        "  while (n) { ++bits; n >>= 1; }\n"
-        "  int64_t b = bits > 0 ? (int64_t)1 << (bits - 1) : 1;\n"
-        "  return b < 2 ? 2 : b;\n}\n";
   os << "struct NNCCCudaState {\n"
         "  cublasHandle_t blas = nullptr;\n"
         "  void *scratch = nullptr;   // kernel scratch (grown on demand)\n"
@@ -954,9 +954,9 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
   os << check(op, "cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
                       ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
   os << check(op, "cudaStreamSynchronize(stream)");
-  std::string tArg = local("ode_t"), hArg = local("ode_h"), dhArg = local("ode_dh");
-  os << "real_t *" << tArg << " = tbuf, *" << hArg << " = NULL, *" << dhArg << " = NULL;\n";
-  os << "(void)" << tArg << ";\n";
+  // The time argument of the region is the scratch scalar itself.
+  std::string tArg = "tbuf", hArg = local("ode_h"), dhArg = local("ode_dh");
+  os << "real_t *" << hArg << " = NULL, *" << dhArg << " = NULL;\n";
   os << "auto dyn = [&](real_t *hin, real_t *kout) -> nncc_status {\n";
   os.indent();
   os << hArg << " = hin;\n" << dhArg << " = kout;\n";
@@ -1050,9 +1050,9 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
                         ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
   else
     os << check(op, "cudaMemsetAsync(h, 0, n * sizeof(real_t), stream)");
-  std::string tArg = local("ode_t"), hArg = local("ode_h"), dhArg = local("ode_dh");
-  os << "real_t *" << tArg << " = tb, *" << hArg << " = NULL, *" << dhArg << " = NULL;\n";
-  os << "(void)" << tArg << ";\n";
+  // The time argument of the region is the per-row time buffer itself.
+  std::string tArg = "tb", hArg = local("ode_h"), dhArg = local("ode_dh");
+  os << "real_t *" << hArg << " = NULL, *" << dhArg << " = NULL;\n";
   os << "auto dyn = [&](real_t *hin, real_t *kout) -> nncc_status {\n";
   os.indent();
   os << hArg << " = hin;\n" << dhArg << " = kout;\n";
