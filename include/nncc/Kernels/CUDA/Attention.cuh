@@ -1,7 +1,7 @@
 //===- Attention.cuh - Flash-style dense and banded dilated attention -*- CUDA -*-===//
 //
 // Same conventions as the CPU twins (AttentionMath.h): q/k/v rows of stride
-// ld_in, head h at columns [h*DH, (h+1)*DH); key_padding_mask != 0 = ignore;
+// ld_in, head h at columns [h*dh, (h+1)*dh); key_padding_mask != 0 = ignore;
 // rows without admissible keys give zeros. Every score passes through
 // OnlineSoftmax (push_tile / push), the very code the CPU kernels run.
 //
@@ -16,18 +16,30 @@ namespace nncc {
 namespace kernels {
 namespace cuda {
 
+/// Key rows per shared-memory tile for a head size: the K and V tiles of
+/// BK x DH values stay within 32 KiB of static shared memory (32 rows for
+/// fp32 up to dh 128, fewer for fp64 and larger heads).
+template <typename T, int DH> constexpr int attn_tile_keys() {
+  return (16384 / (DH * (int)sizeof(T))) > 32
+             ? 32
+             : ((16384 / (DH * (int)sizeof(T))) < 8 ? 8 : 16384 / (DH * (int)sizeof(T)));
+}
+
 /// Flash attention forward. grid = (ceil(T/BQ), H, B), block = BQ threads;
 /// one query row per thread, K/V tiles of BK rows staged in shared memory,
 /// online softmax over tiles: the T x T matrix is never formed.
-template <typename T, int DH, int BQ = 64, int BK = 32>
+/// Exact = true: the head size is DH (fully unrolled); Exact = false: the
+/// head size is the run-time `dh_rt` <= DH (generic fallback).
+template <typename T, int DH, int BQ = 64, int BK = 32, bool Exact = true>
 __global__ void __launch_bounds__(BQ)
     flash_attention_fwd_kernel(int Tn, const T *__restrict__ q,
                                const T *__restrict__ k,
                                const T *__restrict__ v, int64_t ld_in, T *out,
                                int64_t ld_out, const uint8_t *kpm, int causal,
-                               T scale, T *lse) {
+                               T scale, T *lse, int dh_rt = DH) {
   __shared__ T Ks[BK][DH];
   __shared__ T Vs[BK][DH];
+  const int dh = Exact ? DH : dh_rt;
   const int b = blockIdx.z, h = blockIdx.y;
   const int H = gridDim.y;
   const int q0 = blockIdx.x * BQ;
@@ -40,8 +52,8 @@ __global__ void __launch_bounds__(BQ)
   sm.init();
 #pragma unroll
   for (int d = 0; d < DH; ++d) {
-    qr[d] = valid ? q[((int64_t)b * Tn + i) * ld_in + h * DH + d] * scale
-                  : T(0);
+    qr[d] = valid && d < dh ? q[((int64_t)b * Tn + i) * ld_in + h * dh + d] * scale
+                            : T(0);
     acc[d] = T(0);
   }
   const int kEnd = causal ? min(Tn, q0 + BQ) : Tn;
@@ -49,8 +61,8 @@ __global__ void __launch_bounds__(BQ)
     const int nk = min(BK, kEnd - k0);
     for (int e = threadIdx.x; e < BK * DH; e += BQ) {
       const int jj = e / DH, d = e % DH;
-      const bool in = jj < nk;
-      const int64_t row = ((int64_t)b * Tn + k0 + jj) * ld_in + h * DH + d;
+      const bool in = jj < nk && d < dh;
+      const int64_t row = ((int64_t)b * Tn + k0 + jj) * ld_in + h * dh + d;
       Ks[jj][d] = in ? k[row] : T(0);
       Vs[jj][d] = in ? v[row] : T(0);
     }
@@ -63,8 +75,11 @@ __global__ void __launch_bounds__(BQ)
         if (jj < nk && key_admissible(i, k0 + jj, causal != 0, kpmRow)) {
           sc = T(0);
 #pragma unroll
-          for (int d = 0; d < DH; ++d)
+          for (int d = 0; d < DH; ++d) {
+            if (!Exact && d >= dh)
+              break;
             sc += qr[d] * Ks[jj][d];
+          }
           tmax = sc > tmax ? sc : tmax;
         }
         s[jj] = sc;
@@ -77,8 +92,11 @@ __global__ void __launch_bounds__(BQ)
 #pragma unroll 2
         for (int jj = 0; jj < BK; ++jj) {
 #pragma unroll
-          for (int d = 0; d < DH; ++d)
+          for (int d = 0; d < DH; ++d) {
+            if (!Exact && d >= dh)
+              break;
             acc[d] += s[jj] * Vs[jj][d];
+          }
         }
       }
     }
@@ -88,7 +106,8 @@ __global__ void __launch_bounds__(BQ)
     const T inv = sm.inv();
 #pragma unroll
     for (int d = 0; d < DH; ++d)
-      out[((int64_t)b * Tn + i) * ld_out + h * DH + d] = acc[d] * inv;
+      if (d < dh)
+        out[((int64_t)b * Tn + i) * ld_out + h * dh + d] = acc[d] * inv;
     if (lse)
       lse[((int64_t)b * H + h) * Tn + i] = sm.lse();
   }
@@ -97,23 +116,26 @@ __global__ void __launch_bounds__(BQ)
 /// Banded dilated sliding-window attention with global tokens, O(T*w).
 /// One thread per (b, h, query); is_global [T] flags, globals [n_global]
 /// sorted unique positions (< T). grid = (ceil(T/blockDim), H, B).
-template <typename T, int DH>
+/// Exact / dh_rt as for flash_attention_fwd_kernel.
+template <typename T, int DH, bool Exact = true>
 __global__ void dilated_attention_fwd_kernel(
     int Tn, const T *__restrict__ q, const T *__restrict__ k,
     const T *__restrict__ v, int64_t ld_in, T *out, int64_t ld_out,
     const uint8_t *kpm, int causal, T scale, int window, int dilation,
-    const uint8_t *is_global, const int32_t *globals, int n_global) {
+    const uint8_t *is_global, const int32_t *globals, int n_global,
+    int dh_rt = DH) {
+  const int dh = Exact ? DH : dh_rt;
   const int b = blockIdx.z, h = blockIdx.y;
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= Tn)
     return;
   const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
-  const T *kb = k + (int64_t)b * Tn * ld_in + h * DH;
-  const T *vb = v + (int64_t)b * Tn * ld_in + h * DH;
+  const T *kb = k + (int64_t)b * Tn * ld_in + h * dh;
+  const T *vb = v + (int64_t)b * Tn * ld_in + h * dh;
   T qr[DH], acc[DH];
 #pragma unroll
   for (int d = 0; d < DH; ++d) {
-    qr[d] = q[((int64_t)b * Tn + i) * ld_in + h * DH + d] * scale;
+    qr[d] = d < dh ? q[((int64_t)b * Tn + i) * ld_in + h * dh + d] * scale : T(0);
     acc[d] = T(0);
   }
   OnlineSoftmax<T> sm;
@@ -122,14 +144,20 @@ __global__ void dilated_attention_fwd_kernel(
     const T *kr = kb + (int64_t)j * ld_in;
     T sc = T(0);
 #pragma unroll
-    for (int d = 0; d < DH; ++d)
+    for (int d = 0; d < DH; ++d) {
+      if (!Exact && d >= dh)
+        break;
       sc += qr[d] * kr[d];
+    }
     T p;
     const T alpha = sm.push(sc, p);
     const T *vr = vb + (int64_t)j * ld_in;
 #pragma unroll
-    for (int d = 0; d < DH; ++d)
+    for (int d = 0; d < DH; ++d) {
+      if (!Exact && d >= dh)
+        break;
       acc[d] = acc[d] * alpha + p * vr[d];
+    }
   };
   if (is_global[i]) {
     for (int j = 0; j < Tn; ++j)
@@ -152,7 +180,8 @@ __global__ void dilated_attention_fwd_kernel(
   const T inv = sm.inv();
 #pragma unroll
   for (int d = 0; d < DH; ++d)
-    out[((int64_t)b * Tn + i) * ld_out + h * DH + d] = acc[d] * inv;
+    if (d < dh)
+      out[((int64_t)b * Tn + i) * ld_out + h * dh + d] = acc[d] * inv;
 }
 
 template <typename T, int DH>
@@ -164,7 +193,7 @@ inline cudaError_t launch_flash_attention(int B, int Tn, int H, const T *q,
                                           cudaStream_t stream = 0) {
   constexpr int BQ = 64;
   dim3 grid((Tn + BQ - 1) / BQ, H, B);
-  flash_attention_fwd_kernel<T, DH, BQ><<<grid, BQ, 0, stream>>>(
+  flash_attention_fwd_kernel<T, DH, BQ, attn_tile_keys<T, DH>()><<<grid, BQ, 0, stream>>>(
       Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse);
   return cudaGetLastError();
 }
@@ -179,6 +208,140 @@ inline cudaError_t launch_dilated_attention(
   dilated_attention_fwd_kernel<T, DH><<<grid, 128, 0, stream>>>(
       Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation,
       is_global, globals, n_global);
+  return cudaGetLastError();
+}
+
+/// Largest head size served (generic kernels beyond 32/64/128).
+constexpr int kMaxHeadDim = 256;
+
+/// Flash attention with the head size known at run time only: exact
+/// kernels for dh = 32, 64, 128, a generic one (loops bounded by the
+/// run-time dh, smaller key tiles) for any other dh <= kMaxHeadDim.
+template <typename T>
+inline cudaError_t launch_flash_attention_dyn(int dh, int B, int Tn, int H,
+                                              const T *q, const T *k, const T *v,
+                                              int64_t ld_in, T *out, int64_t ld_out,
+                                              const uint8_t *kpm, int causal, T scale,
+                                              T *lse, cudaStream_t stream = 0) {
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  switch (dh) {
+  case 32:
+    return launch_flash_attention<T, 32>(B, Tn, H, q, k, v, ld_in, out, ld_out, kpm,
+                                         causal, scale, lse, stream);
+  case 64:
+    return launch_flash_attention<T, 64>(B, Tn, H, q, k, v, ld_in, out, ld_out, kpm,
+                                         causal, scale, lse, stream);
+  case 128:
+    return launch_flash_attention<T, 128>(B, Tn, H, q, k, v, ld_in, out, ld_out, kpm,
+                                          causal, scale, lse, stream);
+  default:
+    break;
+  }
+  if (dh <= 0 || dh > kMaxHeadDim)
+    return cudaErrorInvalidValue;
+  constexpr int BQ = 64;
+  dim3 grid((Tn + BQ - 1) / BQ, H, B);
+  flash_attention_fwd_kernel<T, kMaxHeadDim, BQ, attn_tile_keys<T, kMaxHeadDim>(), false>
+      <<<grid, BQ, 0, stream>>>(
+      Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh);
+  return cudaGetLastError();
+}
+
+/// is_global[t] = 1 for t in globals (sorted, unique, < T), else 0.
+static __global__ void dilated_mark_globals_kernel(int Tn, const int32_t *globals,
+                                                   int n_global, uint8_t *is_global) {
+  for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < Tn; t += gridDim.x * blockDim.x) {
+    uint8_t g = 0;
+    for (int i = 0; i < n_global; ++i)
+      g |= globals[i] == t;
+    is_global[t] = g;
+  }
+}
+
+/// Bytes of device scratch launch_dilated_attention_dyn needs.
+inline int64_t dilated_attention_scratch_bytes(int64_t Tn, int64_t n_global) {
+  return ((Tn + 255) / 256) * 256 + 4 * (n_global > 0 ? n_global : 1);
+}
+
+/// Banded dilated attention with run-time head size (DHS = 32/64/128: the
+/// caller knows the head size statically and only that kernel is built;
+/// DHS = 0: run-time dispatch) and the global
+/// positions given on the host (`host_globals`, any order, duplicates and
+/// positions >= T are dropped as the CPU twin does; negative positions are
+/// the caller's error). `scratch`: dilated_attention_scratch_bytes(T, n).
+template <typename T, int DHS = 0>
+inline cudaError_t launch_dilated_attention_dyn(
+    int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
+    T *out, int64_t ld_out, const uint8_t *kpm, int causal, T scale, int window,
+    int dilation, const int32_t *host_globals, int n_host_globals, void *scratch,
+    cudaStream_t stream = 0) {
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  uint8_t *isG = static_cast<uint8_t *>(scratch);
+  int32_t *gl = reinterpret_cast<int32_t *>(isG + ((Tn + 255) / 256) * 256);
+  // Sorted unique positions < T (insertion sort: the list is a handful).
+  int32_t sorted[64];
+  int ng = 0;
+  for (int i = 0; i < n_host_globals; ++i) {
+    const int32_t j = host_globals[i];
+    if (j < 0 || j >= Tn)
+      continue;
+    if (ng >= 64)
+      return cudaErrorInvalidValue;
+    int p = ng;
+    bool dup = false;
+    for (int u = 0; u < ng; ++u)
+      dup |= sorted[u] == j;
+    if (dup)
+      continue;
+    while (p > 0 && sorted[p - 1] > j) {
+      sorted[p] = sorted[p - 1];
+      --p;
+    }
+    sorted[p] = j;
+    ++ng;
+  }
+  cudaError_t e;
+  if (ng > 0 && (e = cudaMemcpyAsync(gl, sorted, sizeof(int32_t) * ng,
+                                     cudaMemcpyHostToDevice, stream)) != cudaSuccess)
+    return e;
+  dilated_mark_globals_kernel<<<grid_for(Tn, 256), 256, 0, stream>>>(Tn, gl, ng, isG);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  dim3 grid((Tn + 127) / 128, H, B);
+  if constexpr (DHS != 0) {
+    if (dh != DHS)
+      return cudaErrorInvalidValue;
+    dilated_attention_fwd_kernel<T, DHS><<<grid, 128, 0, stream>>>(
+        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, isG, gl,
+        ng);
+  } else {
+  switch (dh) {
+  case 32:
+    dilated_attention_fwd_kernel<T, 32><<<grid, 128, 0, stream>>>(
+        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, isG, gl,
+        ng);
+    break;
+  case 64:
+    dilated_attention_fwd_kernel<T, 64><<<grid, 128, 0, stream>>>(
+        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, isG, gl,
+        ng);
+    break;
+  case 128:
+    dilated_attention_fwd_kernel<T, 128><<<grid, 128, 0, stream>>>(
+        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, isG, gl,
+        ng);
+    break;
+  default:
+    if (dh <= 0 || dh > kMaxHeadDim)
+      return cudaErrorInvalidValue;
+    dilated_attention_fwd_kernel<T, kMaxHeadDim, false><<<grid, 128, 0, stream>>>(
+        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, isG, gl,
+        ng, dh);
+    break;
+  }
+  }
   return cudaGetLastError();
 }
 

@@ -9,9 +9,9 @@
 // math of RecurrentMath.h -- the same functions as the CPU twin.
 //
 // Variable lengths: row b is active while s < len_b; the reverse direction
-// processes t = len_b-1-s. Outputs past a length must be zeroed by the
-// caller (rnn_zero_padding_kernel); h_n / c_n get the state after each
-// row's last valid step.
+// processes t = len_b-1-s. The kernel zeroes its own output columns past
+// each length; h_n / c_n get the state after each row's last valid step.
+// Lengths are clamped to [0, T].
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_RECURRENT_CUH
@@ -33,6 +33,9 @@ struct RnnLayerArgs {
   int64_t saved_stride_bt; // elements per (b, t) in saved = slots*H
 };
 
+/// Shared memory of one CTA of rnn_scan_kernel: the state of its `rows`
+/// batch rows (h, c for LSTM, the recurrent product hg, r*h for Cho's GRU)
+/// and, when `weights_in_smem`, W_hh^T [H, G*H].
 template <typename T, int Kind>
 __host__ __device__ inline size_t rnn_smem_bytes(int rows, int H,
                                                  bool weights_in_smem) {
@@ -46,33 +49,70 @@ __host__ __device__ inline size_t rnn_smem_bytes(int rows, int H,
   return n * sizeof(T);
 }
 
-/// grid.x = ceil(B / rows), block = any multiple of 32 (256 is a good default).
-template <typename T, int Kind, bool WeightsInSmem>
-__global__ void rnn_layer_persistent_kernel(RnnLayerArgs a, int rows,
-                                            const T *__restrict__ xg,
-                                            const T *__restrict__ whh,
-                                            const T *__restrict__ bhh,
-                                            const T *h0, const T *c0, T *out,
-                                            T *hn, T *cn, T *saved) {
+/// wt[k * GH + o] = w[o * H + k]: W_hh [GH, H] -> W_hh^T [H, GH], so that
+/// consecutive threads (consecutive outputs o) read consecutive addresses
+/// in the recurrent product, from shared or global memory alike.
+template <typename T>
+__global__ void rnn_transpose_whh_kernel(int64_t GH, int64_t H,
+                                         const T *__restrict__ w,
+                                         T *__restrict__ wt) {
+  const int64_t n = GH * H;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t k = i / GH, o = i % GH;
+    wt[i] = w[o * H + k];
+  }
+}
+
+/// Length of row b clamped to [0, T] (absent lengths: T).
+template <typename L>
+__device__ __forceinline__ int rnn_len(const L *lengths, int b, int Tn) {
+  if (!lengths)
+    return Tn;
+  const long long l = (long long)lengths[b];
+  return l < 0 ? 0 : (l > Tn ? Tn : (int)l);
+}
+
+/// Persistent kernel: ONE launch runs one layer and one direction over all
+/// time steps. CTA x owns batch rows [x*rows, x*rows + rows); per step it
+/// forms the recurrent product hg = h W_hh^T for its active rows (W_hh^T in
+/// shared memory when it fits, else read from global/L2), __syncthreads,
+/// and applies the gate math of RecurrentMath.h (the CPU twin's functions).
+/// A row takes part while s < len_b (no work past a length); the reverse
+/// direction processes t = len_b - 1 - s, i.e. starts at the row's own last
+/// valid step. After the loop the CTA zeroes its rows' output columns
+/// [col_off, col_off + H) for t >= len_b and writes h_n / c_n (the state
+/// after each row's last valid step; h0 when len_b = 0).
+/// h0/c0/hn/cn point at this (layer, direction)'s [B, H] slice (may be
+/// null), wt = W_hh^T [H, G*H] in global memory.
+template <typename T, typename L, int Kind, bool WeightsInSmem>
+__global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
+                                int64_t ld_out, int col_off, int rows,
+                                const L *__restrict__ lengths,
+                                const T *__restrict__ xg,
+                                const T *__restrict__ wt,
+                                const T *__restrict__ bhh, const T *h0,
+                                const T *c0, T *out, T *hn, T *cn, T *saved,
+                                int64_t saved_stride_bt) {
   extern __shared__ unsigned char nncc_rnn_smem[];
-  const int H = a.H, G = cell_gates(Kind), GH = G * H;
+  const int G = cell_gates(Kind), GH = G * H;
   T *sh = reinterpret_cast<T *>(nncc_rnn_smem);
   T *sc = sh + rows * H;
   T *shg = sc + (Kind == CellLstm ? rows * H : 0);
   T *srh = shg + rows * GH;
   T *sw = srh + (Kind == CellGruCho ? rows * H : 0);
-  const T *W = WeightsInSmem ? sw : whh;
+  const T *W = WeightsInSmem ? sw : wt;
 
   const int b0 = blockIdx.x * rows;
-  const int nr = min(rows, a.B - b0);
+  const int nr = min(rows, B - b0);
   if (nr <= 0)
     return;
   if (WeightsInSmem)
-    for (int i = threadIdx.x; i < GH * H; i += blockDim.x)
-      sw[i] = whh[i];
+    for (int64_t i = threadIdx.x; i < (int64_t)GH * H; i += blockDim.x)
+      sw[i] = wt[i];
   int maxLen = 0;
   for (int r = 0; r < nr; ++r)
-    maxLen = max(maxLen, a.lengths ? a.lengths[b0 + r] : a.T);
+    maxLen = max(maxLen, rnn_len(lengths, b0 + r, Tn));
   for (int i = threadIdx.x; i < nr * H; i += blockDim.x) {
     const int b = b0 + i / H, j = i % H;
     sh[i] = h0 ? h0[(int64_t)b * H + j] : T(0);
@@ -81,39 +121,36 @@ __global__ void rnn_layer_persistent_kernel(RnnLayerArgs a, int rows,
   }
   __syncthreads();
 
-  const int slots = cell_saved_slots(Kind);
-  const int GHa = Kind == CellGruCho ? 2 * H : GH; // rows of W_hh used first
+  const int GHa = Kind == CellGruCho ? 2 * H : GH; // outputs of the first product
   for (int s = 0; s < maxLen; ++s) {
-    // Recurrent product for the active rows.
+    // Recurrent product for the active rows: hg[r, o] = sum_k h[r, k] W[o, k].
     for (int i = threadIdx.x; i < nr * GHa; i += blockDim.x) {
       const int r = i / GHa, o = i % GHa;
-      const int len = a.lengths ? a.lengths[b0 + r] : a.T;
-      if (s >= len)
+      if (s >= rnn_len(lengths, b0 + r, Tn))
         continue;
-      const T *wr = W + (int64_t)o * H;
       const T *hr = sh + r * H;
       T acc = T(0);
       for (int k = 0; k < H; ++k)
-        acc += wr[k] * hr[k];
+        acc += W[(int64_t)k * GH + o] * hr[k];
       shg[r * GH + o] = acc;
     }
     __syncthreads();
     // Gate math (shared with the CPU twin).
     for (int i = threadIdx.x; i < nr * H; i += blockDim.x) {
       const int r = i / H, j = i % H, b = b0 + r;
-      const int len = a.lengths ? a.lengths[b] : a.T;
+      const int len = rnn_len(lengths, b, Tn);
       if (s >= len)
         continue;
-      const int t = rnn_time_index(s, len, a.reverse != 0);
-      const T *xr = xg + ((int64_t)b * a.T + t) * GH;
+      const int t = rnn_time_index(s, len, reverse != 0);
+      const T *xr = xg + ((int64_t)b * Tn + t) * GH;
       const T *hr = shg + r * GH;
-      T *sv = saved ? saved + ((int64_t)b * a.T + t) * a.saved_stride_bt
-                    : nullptr;
+      T *sv = saved ? saved + ((int64_t)b * Tn + t) * saved_stride_bt : nullptr;
       const T hp = sh[i];
       if (Kind == CellGruCho) {
         T rg, zg;
         srh[i] = gru_cho_gates(xr, hr, bhh, H, j, hp, rg, zg);
-        // Each thread owns unit j: park r, z in its own hg slots.
+        // Each thread owns unit j of row r: park r, z in its own hg slots
+        // (they were read above by this thread only).
         shg[r * GH + j] = rg;
         shg[r * GH + H + j] = zg;
         continue;
@@ -129,42 +166,45 @@ __global__ void rnn_layer_persistent_kernel(RnnLayerArgs a, int rows,
         hnew = rnn_unit(xr, hr, bhh, j, Kind == CellRnnRelu, sv, H);
       }
       sh[i] = hnew;
-      out[((int64_t)b * a.T + t) * a.ld_out + a.col_off + j] = hnew;
+      out[((int64_t)b * Tn + t) * ld_out + col_off + j] = hnew;
     }
     if (Kind == CellGruCho) {
       __syncthreads();
       // Second recurrent product: W_hh[2H:3H] (r*h).
       for (int i = threadIdx.x; i < nr * H; i += blockDim.x) {
         const int r = i / H, o = i % H;
-        const int len = a.lengths ? a.lengths[b0 + r] : a.T;
-        if (s >= len)
+        if (s >= rnn_len(lengths, b0 + r, Tn))
           continue;
-        const T *wr = W + (int64_t)(2 * H + o) * H;
         const T *rh = srh + r * H;
         T acc = T(0);
         for (int k = 0; k < H; ++k)
-          acc += wr[k] * rh[k];
+          acc += W[(int64_t)k * GH + 2 * H + o] * rh[k];
         shg[r * GH + 2 * H + o] = acc;
       }
       __syncthreads();
       for (int i = threadIdx.x; i < nr * H; i += blockDim.x) {
         const int r = i / H, j = i % H, b = b0 + r;
-        const int len = a.lengths ? a.lengths[b] : a.T;
+        const int len = rnn_len(lengths, b, Tn);
         if (s >= len)
           continue;
-        const int t = rnn_time_index(s, len, a.reverse != 0);
-        const T *xr = xg + ((int64_t)b * a.T + t) * GH;
-        T *sv = saved ? saved + ((int64_t)b * a.T + t) * a.saved_stride_bt
-                      : nullptr;
+        const int t = rnn_time_index(s, len, reverse != 0);
+        const T *xr = xg + ((int64_t)b * Tn + t) * GH;
+        T *sv = saved ? saved + ((int64_t)b * Tn + t) * saved_stride_bt : nullptr;
         T hnew = gru_cho_update(xr, shg[r * GH + 2 * H + j], bhh, H, j, sh[i],
                                 shg[r * GH + j], shg[r * GH + H + j], sv);
         sh[i] = hnew;
-        out[((int64_t)b * a.T + t) * a.ld_out + a.col_off + j] = hnew;
+        out[((int64_t)b * Tn + t) * ld_out + col_off + j] = hnew;
       }
     }
     __syncthreads();
   }
-  (void)slots;
+  // Zeros past each length (this direction's columns only), then the state.
+  for (int64_t i = threadIdx.x; i < (int64_t)nr * Tn * H; i += blockDim.x) {
+    const int r = (int)(i / ((int64_t)Tn * H));
+    const int t = (int)((i / H) % Tn), j = (int)(i % H), b = b0 + r;
+    if (t >= rnn_len(lengths, b, Tn))
+      out[((int64_t)b * Tn + t) * ld_out + col_off + j] = T(0);
+  }
   for (int i = threadIdx.x; i < nr * H; i += blockDim.x) {
     const int64_t b = b0 + i / H, j = i % H;
     if (hn)
@@ -174,7 +214,94 @@ __global__ void rnn_layer_persistent_kernel(RnnLayerArgs a, int rows,
   }
 }
 
-/// Zero out[b, t, :] for t >= len_b (all D*H columns).
+/// Picks the CTA size in batch rows and whether W_hh^T fits in shared
+/// memory (opt-in limit of the device). Returns false when even one row's
+/// state does not fit.
+template <typename T, int Kind>
+inline bool rnn_scan_config(int B, int H, int sms, int optin, int &rows,
+                            bool &inSmem, size_t &smem) {
+  // One or a few sequences per CTA: about two CTAs per SM before sharing.
+  rows = (B + 2 * sms - 1) / (2 * (sms > 0 ? sms : 1));
+  rows = rows < 1 ? 1 : (rows > 8 ? 8 : rows);
+  inSmem = rnn_smem_bytes<T, Kind>(rows, H, true) <= (size_t)optin;
+  smem = rnn_smem_bytes<T, Kind>(rows, H, inSmem);
+  while (smem > (size_t)optin && rows > 1) {
+    rows /= 2;
+    smem = rnn_smem_bytes<T, Kind>(rows, H, inSmem);
+  }
+  return smem <= (size_t)optin;
+}
+
+/// Host launcher of one layer and direction (nnk.recurrent_scan): the
+/// W_hh^T transpose into `wt_scratch` ([G*H, H] elements), then ONE
+/// persistent launch. Every CUDA call is checked; the first error returns.
+template <typename T, typename L, int Kind>
+inline cudaError_t launch_rnn_scan(int B, int Tn, int H, int reverse,
+                                   int64_t ld_out, int col_off,
+                                   const L *lengths, const T *xg,
+                                   const T *whh, const T *bhh, const T *h0,
+                                   const T *c0, T *out, T *hn, T *cn,
+                                   T *saved, int64_t saved_stride_bt,
+                                   T *wt_scratch, cudaStream_t stream) {
+  if (B <= 0 || H <= 0)
+    return cudaSuccess;
+  const int GH = cell_gates(Kind) * H;
+  cudaError_t e;
+  int dev = 0, optin = 48 * 1024, sms = 1;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess)
+    return e;
+  if ((e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                  dev)) != cudaSuccess)
+    return e;
+  if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) !=
+      cudaSuccess)
+    return e;
+  int rows;
+  bool inSmem;
+  size_t smem;
+  if (!rnn_scan_config<T, Kind>(B, H, sms, optin, rows, inSmem, smem))
+    return cudaErrorInvalidConfiguration;
+  rnn_transpose_whh_kernel<T><<<grid_for((int64_t)GH * H, 256), 256, 0, stream>>>(
+      GH, H, whh, wt_scratch);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  const unsigned grid = (unsigned)((B + rows - 1) / rows);
+  auto k = inSmem ? rnn_scan_kernel<T, L, Kind, true> : rnn_scan_kernel<T, L, Kind, false>;
+  if ((e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smem)) != cudaSuccess)
+    return e;
+  k<<<grid, 256, smem, stream>>>(B, Tn, H, reverse, ld_out, col_off, rows, lengths,
+                                 xg, wt_scratch, bhh, h0, c0, out, hn, cn, saved,
+                                 saved_stride_bt);
+  return cudaGetLastError();
+}
+
+/// Runtime dispatch over the cell kind (NNCC_CELL_* / CellKind).
+template <typename T, typename L>
+inline cudaError_t launch_rnn_scan_cell(int cell, int B, int Tn, int H, int reverse,
+                                        int64_t ld_out, int col_off, const L *lengths,
+                                        const T *xg, const T *whh, const T *bhh,
+                                        const T *h0, const T *c0, T *out, T *hn,
+                                        T *cn, T *wt_scratch, cudaStream_t stream) {
+#define NNCC_RNN_CASE(K)                                                            \
+  case K:                                                                           \
+    return launch_rnn_scan<T, L, K>(B, Tn, H, reverse, ld_out, col_off, lengths, xg, \
+                                    whh, bhh, h0, c0, out, hn, cn, (T *)nullptr, 0,  \
+                                    wt_scratch, stream);
+  switch (cell) {
+    NNCC_RNN_CASE(CellRnnTanh)
+    NNCC_RNN_CASE(CellRnnRelu)
+    NNCC_RNN_CASE(CellLstm)
+    NNCC_RNN_CASE(CellGru)
+    NNCC_RNN_CASE(CellGruCho)
+  default:
+    return cudaErrorInvalidValue;
+  }
+#undef NNCC_RNN_CASE
+}
+
+/// Zero out[b, t, :] for t >= len_b (all D*H columns). Kept for callers of
+/// launch_rnn_layer; rnn_scan_kernel zeroes its own columns itself.
 template <typename T>
 __global__ void rnn_zero_padding_kernel(int B, int Tn, int64_t width,
                                         const int32_t *lengths, T *out) {
@@ -187,42 +314,25 @@ __global__ void rnn_zero_padding_kernel(int B, int Tn, int64_t width,
   }
 }
 
-/// Host launcher for one layer and direction. h0/c0/hn/cn point at this
-/// (layer, direction)'s [B, H] slice; saved at its [B, T, slots*H] slice.
+/// The older entry point (RnnLayerArgs), now a thin wrapper over
+/// launch_rnn_scan. Allocates the W_hh^T scratch itself (stream-ordered).
 template <typename T, int Kind>
 inline cudaError_t launch_rnn_layer(const RnnLayerArgs &a, const T *xg,
                                     const T *whh, const T *bhh, const T *h0,
                                     const T *c0, T *out, T *hn, T *cn,
                                     T *saved, cudaStream_t stream = 0,
                                     int rows = 8) {
-  int dev = 0, optin = 48 * 1024;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-  if (rows > a.B)
-    rows = a.B > 0 ? a.B : 1;
-  bool inSmem = rnn_smem_bytes<T, Kind>(rows, a.H, true) <= (size_t)optin;
-  size_t smem = rnn_smem_bytes<T, Kind>(rows, a.H, inSmem);
-  while (smem > (size_t)optin && rows > 1) {
-    rows /= 2;
-    smem = rnn_smem_bytes<T, Kind>(rows, a.H, inSmem);
-  }
-  if (smem > (size_t)optin)
-    return cudaErrorInvalidConfiguration;
-  const unsigned grid = (unsigned)((a.B + rows - 1) / rows);
-  if (inSmem) {
-    auto k = rnn_layer_persistent_kernel<T, Kind, true>;
-    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         (int)smem);
-    k<<<grid, 256, smem, stream>>>(a, rows, xg, whh, bhh, h0, c0, out, hn, cn,
-                                   saved);
-  } else {
-    auto k = rnn_layer_persistent_kernel<T, Kind, false>;
-    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         (int)smem);
-    k<<<grid, 256, smem, stream>>>(a, rows, xg, whh, bhh, h0, c0, out, hn, cn,
-                                   saved);
-  }
-  return cudaGetLastError();
+  (void)rows;
+  const size_t bytes = (size_t)cell_gates(Kind) * a.H * a.H * sizeof(T);
+  void *wt = nullptr;
+  cudaError_t e = cudaMallocAsync(&wt, bytes ? bytes : 1, stream);
+  if (e != cudaSuccess)
+    return e;
+  e = launch_rnn_scan<T, int32_t, Kind>(a.B, a.T, a.H, a.reverse, a.ld_out, a.col_off,
+                                        a.lengths, xg, whh, bhh, h0, c0, out, hn, cn,
+                                        saved, a.saved_stride_bt, (T *)wt, stream);
+  cudaError_t f = cudaFreeAsync(wt, stream);
+  return e != cudaSuccess ? e : f;
 }
 
 } // namespace cuda

@@ -1,0 +1,159 @@
+/* cuda_parity LIB [B T]: runs the model of LIB (built with --target all) on
+ * the CPU and on CUDA with the same weights (init_weights(seed 7)) and the
+ * same inputs, and compares every float output: max |cuda - cpu| /
+ * max(|cpu|, 1e-3) must be <= 1e-4 (fp32). Prints one line per output and
+ * "PARITY OK" or "PARITY FAIL"; exit status 0 only when everything matched.
+ *
+ * Inputs are synthetic but valid: floats uniform in [-1, 1) (an input named
+ * "times" is increasing per row), integer inputs are small non-negative ids
+ * (< 2, valid for any embedding / class count >= 2) except "lengths"-like
+ * names (name contains "len"), which get T, T-1, T-2, ... (>= 1); bool
+ * inputs (padding masks) pad the last position of odd rows.
+ *
+ * Written for the `cuda` lit feature: it has not run yet (no GPU where it
+ * was written). */
+#include "nncc/Runtime/nncc_model.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef const nncc_model_abi *(*get_abi_fn)(void);
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static double next_uniform(void) { /* xorshift64*, [0, 1) */
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return (double)((rng_state * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
+}
+
+static int fail(const char *what, const nncc_error *e) {
+  fprintf(stderr, "%s failed: %s: %s\n", what, nncc_status_name(e->status), e->message);
+  printf("PARITY FAIL\n");
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s LIB [B T]\n", argv[0]);
+    return 2;
+  }
+  const int64_t dimB = argc > 2 ? atoll(argv[2]) : 3, dimT = argc > 3 ? atoll(argv[3]) : 16;
+  void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    fprintf(stderr, "dlopen: %s\n", dlerror());
+    return 1;
+  }
+  get_abi_fn get_abi = (get_abi_fn)dlsym(lib, "nncc_model_get_abi");
+  if (!get_abi) {
+    fprintf(stderr, "dlsym: %s\n", dlerror());
+    return 1;
+  }
+  const nncc_model_abi *abi = get_abi();
+  nncc_error e;
+  nncc_model *m[2] = {NULL, NULL};
+  for (int k = 0; k < 2; ++k) {
+    if (abi->create(k ? NNCC_TARGET_CUDA : NNCC_TARGET_CPU, &m[k], &e))
+      return fail(k ? "create (cuda)" : "create (cpu)", &e);
+    if (abi->init_weights(m[k], 7, &e))
+      return fail("init_weights", &e);
+  }
+  for (int32_t i = 0; i < abi->num_inputs; ++i) {
+    const nncc_tensor_info *in = &abi->inputs[i];
+    int64_t shape[16], n = 1;
+    for (int32_t d = 0; d < in->rank; ++d) {
+      int64_t v = in->dims[d];
+      if (v < 0) {
+        const char *sym = abi->dim_names[-v - 1];
+        v = strcmp(sym, "B") == 0 ? dimB : dimT;
+      }
+      shape[d] = v;
+      n *= v;
+    }
+    const int64_t rowLen = in->rank >= 2 ? n / shape[0] : 1;
+    size_t esz = nncc_dtype_size(in->dtype);
+    unsigned char *buf = (unsigned char *)calloc((size_t)(n ? n : 1), esz);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t row = j / (rowLen ? rowLen : 1), col = j % (rowLen ? rowLen : 1);
+      double f = 2.0 * next_uniform() - 1.0;
+      if (strcmp(in->name, "times") == 0)
+        f = 0.5 * (double)col + 0.25 * next_uniform();
+      int64_t id = (int64_t)(next_uniform() * 2.0);
+      if (strstr(in->name, "len")) {
+        id = dimT - j % 3; /* [B]: T, T-1, T-2, T, ... */
+        if (id < 1)
+          id = 1;
+      }
+      switch (in->dtype) {
+      case NNCC_DTYPE_F32:
+        ((float *)buf)[j] = (float)f;
+        break;
+      case NNCC_DTYPE_F64:
+        ((double *)buf)[j] = f;
+        break;
+      case NNCC_DTYPE_I32:
+        ((int32_t *)buf)[j] = (int32_t)id;
+        break;
+      case NNCC_DTYPE_I64:
+        ((int64_t *)buf)[j] = id;
+        break;
+      case NNCC_DTYPE_BOOL:
+        buf[j] = (uint8_t)((row % 2 == 1) && col == rowLen - 1);
+        break;
+      default:
+        break;
+      }
+    }
+    for (int k = 0; k < 2; ++k)
+      if (abi->set_input(m[k], in->name, in->dtype, in->rank, shape, buf, &e))
+        return fail("set_input", &e);
+    free(buf);
+  }
+  for (int k = 0; k < 2; ++k)
+    if (abi->forward(m[k], &e))
+      return fail(k ? "forward (cuda)" : "forward (cpu)", &e);
+  int ok = 1;
+  for (int32_t i = 0; i < abi->num_outputs; ++i) {
+    const char *name = abi->outputs[i].name;
+    nncc_dtype dt[2];
+    int32_t rank[2];
+    const int64_t *shape[2];
+    const void *data[2];
+    for (int k = 0; k < 2; ++k)
+      if (abi->get_output(m[k], name, &dt[k], &rank[k], &shape[k], &data[k], &e))
+        return fail("get_output", &e);
+    int64_t n = 1;
+    for (int32_t d = 0; d < rank[0]; ++d)
+      n *= shape[0][d];
+    double maxAbs = 0, maxDiff = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      double a, b;
+      if (dt[0] == NNCC_DTYPE_F64) {
+        a = ((const double *)data[0])[j];
+        b = ((const double *)data[1])[j];
+      } else if (dt[0] == NNCC_DTYPE_F32) {
+        a = ((const float *)data[0])[j];
+        b = ((const float *)data[1])[j];
+      } else {
+        continue;
+      }
+      if (fabs(a) > maxAbs)
+        maxAbs = fabs(a);
+      double diff = fabs(a - b);
+      if (!(diff <= maxDiff)) /* NaN counts as a mismatch */
+        maxDiff = isnan(diff) ? INFINITY : diff;
+    }
+    double rel = maxDiff / (maxAbs > 1e-3 ? maxAbs : 1e-3);
+    int good = rel <= 1e-4;
+    ok &= good;
+    printf("output %s: %lld values, max |cpu| %.6g, max |cuda - cpu| %.3g, relative %.3g %s\n",
+           name, (long long)n, maxAbs, maxDiff, rel, good ? "ok" : "MISMATCH");
+  }
+  for (int k = 0; k < 2; ++k)
+    abi->destroy(m[k]);
+  printf(ok ? "PARITY OK\n" : "PARITY FAIL\n");
+  return ok ? 0 : 1;
+}
