@@ -817,28 +817,10 @@ LogicalResult CudaEmitter::emitRegion(raw_indented_ostream &os, Region &region,
     names[arg] = n;
   for (Operation &op : block.without_terminator()) {
     launchIndex[&op] = launchIndex.lookup(parent);
-    if (auto w = dyn_cast<nnk::WeightOp>(op)) {
-      auto it = paramIndex.find(w.getName());
-      if (it == paramIndex.end())
-        return w.emitError() << "no nn.parameter @" << w.getName();
-      std::string n = local("rw");
-      names[w.getResult()] = n;
-      os << "const real_t *" << n << " = (const real_t *)nncc_ms_param(m, " << it->second
-         << "); (void)" << n << ";\n";
+    // Weights and temporaries of regions are declared by the shared forward
+    // prologue (arena slots live for the whole launch of the parent op).
+    if (isa<nnk::WeightOp, nnk::AllocOp>(op))
       continue;
-    }
-    if (auto a = dyn_cast<nnk::AllocOp>(op)) {
-      auto t = cast<nnk::BufferType>(a.getResult().getType());
-      auto n = numel(&op, t);
-      auto ct = cType(&op, t.getElementType());
-      if (failed(n) || failed(ct))
-        return failure();
-      std::string v = local("ra");
-      names[a.getResult()] = v;
-      os << *ct << " *" << v << " = (" << *ct << " *)"
-         << takeScratch(*n + " * sizeof(" + *ct + ")") << "; (void)" << v << ";\n";
-      continue;
-    }
     if (failed(emitOp(os, &op)))
       return failure();
   }
