@@ -120,8 +120,13 @@ Value Engine::get(Value value) {
 }
 
 bool Engine::needsAdjoint(Value value) {
-  if (isForward(value) || isFree(value))
+  // Top-level forward values and the function's arguments: by activity.
+  // Values of the backward pass (region copies) are all differentiated.
+  if (isForward(value))
     return varied.contains(value);
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    if (arg.getOwner() == &func.getBody().front())
+      return varied.contains(value);
   return true;
 }
 

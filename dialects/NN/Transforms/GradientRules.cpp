@@ -15,6 +15,7 @@
 #include "dialects/NN/IR/NNOps.h"
 #include "nncc/Interfaces/GradientOpInterface.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <limits>
 
@@ -288,7 +289,7 @@ NN_RULE(ReluOp) {
   NN_BUILD(ReluOp) {
     out.push_back(ActivationGradOp::create(gb.getBuilder(), op.getLoc(),
                                            gb.get(op.getX()), r[0], "relu",
-                                           0.0, GeluApproximation::none));
+                                           0.01, GeluApproximation::none));
     return success();
   }
 };
@@ -312,7 +313,7 @@ NN_RULE(GeluOp) {
   NN_BUILD(GeluOp) {
     out.push_back(ActivationGradOp::create(gb.getBuilder(), op.getLoc(),
                                            gb.get(op.getX()), r[0], "gelu",
-                                           0.0, op.getApproximate()));
+                                           0.01, op.getApproximate()));
     return success();
   }
 };
@@ -898,6 +899,13 @@ FailureOr<Block *> vjpRegion(GradientBuilder &gb, Location loc, Region &region,
     yields.push_back(grad);
   }
   YieldOp::create(b, loc, yields);
+  // The copy's forward ops that the VJP does not read.
+  SmallVector<Operation *> ops;
+  for (Operation &op : *block)
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
   return block;
 }
 
