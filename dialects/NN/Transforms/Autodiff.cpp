@@ -35,8 +35,10 @@ bool isFloatTensor(Value v) {
 /// rules get (GradientBuilder) and the reverse sweeps.
 class Engine : public GradientBuilder {
 public:
-  Engine(OpBuilder &builder, func::FuncOp func, ModuleOp module)
-      : GradientBuilder(builder), func(func), module(module) {}
+  Engine(OpBuilder &builder, func::FuncOp original, func::FuncOp func,
+         ModuleOp module)
+      : GradientBuilder(builder), original(original), func(func),
+        module(module) {}
 
   LogicalResult run(ArrayRef<std::string> wrtInputs);
 
@@ -79,6 +81,7 @@ private:
   LogicalResult sweep(ArrayRef<Operation *> ops,
                       DenseMap<Value, Value> &adjoints, bool topLevel);
 
+  func::FuncOp original; // the differentiated function, for diagnostics
   func::FuncOp func;
   ModuleOp module;
   SmallVector<Operation *> forwardOrder;
@@ -342,14 +345,14 @@ LogicalResult Engine::run(ArrayRef<std::string> wrtInputs) {
       if (name.getValue() == "loss")
         lossIndex = i;
   if (!lossIndex)
-    return func.emitError("function @")
-           << func.getSymName()
+    return original.emitError("function @")
+           << original.getSymName()
            << " has no result named 'loss' (nn.name): nncc-autodiff "
               "differentiates a declared loss";
   Value loss = forwardResults[*lossIndex];
   if (!isFloatTensor(loss) || cast<nncc::nn::TensorType>(loss.getType())
                                       .getRank() != 0)
-    return func.emitError("the loss must be a float scalar, got ")
+    return original.emitError("the loss must be a float scalar, got ")
            << loss.getType();
   SmallVector<BlockArgument> wrtArgs;
   for (const std::string &name : wrtInputs) {
@@ -359,9 +362,10 @@ LogicalResult Engine::run(ArrayRef<std::string> wrtInputs) {
         if (attr.getValue() == name)
           found = func.getArgument(i);
     if (!found)
-      return func.emitError("wrt-inputs: no input named '") << name << "'";
+      return original.emitError("wrt-inputs: no input named '")
+             << name << "'";
     if (!isFloatTensor(found))
-      return func.emitError("wrt-inputs: input '")
+      return original.emitError("wrt-inputs: input '")
              << name << "' is not a float tensor";
     wrtArgs.push_back(found);
   }
@@ -472,7 +476,7 @@ struct NNAutodiffPass
     auto fb = cast<func::FuncOp>(builder.clone(*forward));
     fb.setSymName(name);
     fb->setAttr("nn.training", builder.getUnitAttr());
-    Engine engine(builder, fb, module);
+    Engine engine(builder, forward, fb, module);
     if (failed(engine.run(wrtInputs))) {
       fb.erase();
       return signalPassFailure();
