@@ -1,6 +1,6 @@
 //===- nncc.cpp - The nncc compiler driver --------------------------------===//
 //
-//   nncc compile M.nn --emit ast|nn|nnk|cpp|cuda [-o FILE]
+//   nncc compile M.nn --emit ast|nn|nn-grad|nnk|cpp|cuda [-o FILE]
 //   nncc compile M.nn -o DIR [--target cpu|cuda|all] [--cuda-arch sm_90]
 //   (M.mlir instead of M.nn: an nn or nnk module, for the back end's tests)
 //   nncc inspect M.nn                  the signature as JSON
@@ -23,12 +23,14 @@
 
 #include "dialects/Kernel/IR/NNKDialect.h"
 #include "dialects/NN/IR/NNDialect.h"
+#include "dialects/NN/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -49,7 +51,7 @@ namespace cl = llvm::cl;
 using namespace nncc::frontend;
 
 namespace {
-enum class EmitLevel { AST, NN, NNK, CPP, CUDA };
+enum class EmitLevel { AST, NN, NNGrad, NNK, CPP, CUDA };
 
 cl::OptionCategory nnccCategory("nncc options");
 cl::SubCommand compileCmd("compile", "Compile a .nn model");
@@ -63,6 +65,9 @@ cl::opt<EmitLevel> emitLevel(
                           "the checked abstract syntax tree"),
                clEnumValN(EmitLevel::NN, "nn",
                           "the verified module in the nn dialect"),
+               clEnumValN(EmitLevel::NNGrad, "nn-grad",
+                          "the nn module with @forward_backward added by "
+                          "nncc-autodiff (loss, outputs, grad.<param>)"),
                clEnumValN(EmitLevel::NNK, "nnk",
                           "the module in the nnk (kernel) dialect"),
                clEnumValN(EmitLevel::CPP, "cpp",
@@ -92,6 +97,13 @@ cl::opt<std::string> cudaArch("cuda-arch", cl::desc("nvcc -arch (default sm_90)"
 void printVersion(llvm::raw_ostream &os) {
   os << "nncc " << NNCC_VERSION << "\n"
      << "  built with LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
+}
+
+/// --emit nn-grad: adds @forward_backward (nncc-autodiff) and verifies.
+mlir::LogicalResult addBackward(mlir::ModuleOp module) {
+  mlir::PassManager pm(module.getContext());
+  pm.addPass(nncc::nn::createNNAutodiff());
+  return pm.run(module);
 }
 
 int runCompile() {
@@ -175,6 +187,8 @@ int runCompile() {
     return 0;
   }
   if (module) {
+    if (emitLevel == EmitLevel::NNGrad && mlir::failed(addBackward(*module)))
+      return 1;
     std::string errorMessage;
     auto output = mlir::openOutputFile(outputFile, &errorMessage);
     if (!output)
@@ -206,9 +220,12 @@ int runCompile() {
   case EmitLevel::NNK:
   case EmitLevel::CPP:
   case EmitLevel::CUDA:
-  case EmitLevel::NN: {
+  case EmitLevel::NN:
+  case EmitLevel::NNGrad: {
     mlir::OwningOpRef<mlir::ModuleOp> module = mlirGen(context, *model, diag);
     if (!module)
+      return 1;
+    if (emitLevel == EmitLevel::NNGrad && mlir::failed(addBackward(*module)))
       return 1;
     module->print(output->os());
     output->os() << "\n";

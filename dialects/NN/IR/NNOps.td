@@ -135,7 +135,8 @@ def NN_ConstantOp : NN_Op<"constant", [Pure]> {
 
 def NN_YieldOp : NN_Op<"yield", [
     Pure, Terminator, ReturnLike,
-    ParentOneOf<["ReversibleOp", "ODESolveOp", "ODERNNOp"]>]> {
+    ParentOneOf<["ReversibleOp", "ODESolveOp", "ODERNNOp",
+                 "ODESolveGradOp", "ODERNNGradOp"]>]> {
   let summary = "terminates the regions of nn ops";
   let description = [{
     Returns `values` from the single block of an `nn.reversible`,
@@ -844,5 +845,8 @@ def NN_BCEWithLogitsOp : NN_Op<"bce_with_logits", [Pure]> {
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = NN_FunctionalFormat;
 }
+
+// Ops of the backward pass (nncc-autodiff).
+include "dialects/NN/IR/NNGradOps.td"
 
 #endif // NNCC_DIALECT_NN_IR_NNOPS_TD

@@ -24,4 +24,39 @@ def NNInferShapes : Pass<"nn-infer-shapes"> {
   let dependentDialects = ["::nncc::nn::NNDialect"];
 }
 
+def NNAutodiff : Pass<"nncc-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode autodiff: add @forward_backward with the "
+                "gradients of the loss";
+  let description = [{
+    Adds to the module a function `@forward_backward` (the model function,
+    `@forward` by default, is kept as is) with the same arguments that
+    returns the loss, the outputs, then `grad.<param>` for every
+    `nn.parameter` of the module (result attribute `nn.name`), then
+    `grad.<input>` for each input named by `wrt-inputs`.
+
+    Its body is the forward computation, then one `nn.save` per forward
+    value the backward pass reads (the residuals, at the forward/backward
+    boundary), then the backward pass. The backward visits the active ops
+    (those that depend on a parameter or a differentiated input and reach
+    the loss) in reverse order and builds each op's adjoints with its
+    `nncc::GradientOpInterface` rule; adjoints of values used several times,
+    and gradients of parameters read several times, are summed. Composite
+    layers get fused backward ops (`nn.lstm_grad`, `nn.attention_grad`,
+    `nn.odesolve_grad`, ...); reversible blocks reconstruct their inputs
+    from their outputs, so a chain of them saves only its last output.
+    Parameters that do not reach the loss get zero gradients.
+
+    Fails, with an error at the function, when it has no result named
+    `loss`, and at an op that has no gradient rule. See docs/autodiff.md.
+  }];
+  let options = [
+    Option<"functionName", "function", "std::string", "\"forward\"",
+           "The function to differentiate">,
+    ListOption<"wrtInputs", "wrt-inputs", "std::string",
+               "Inputs (argument nn.name) whose gradients are also returned">,
+  ];
+  let dependentDialects = ["::nncc::nn::NNDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // NNCC_DIALECT_NN_TRANSFORMS_PASSES_TD

@@ -62,7 +62,7 @@ func.func @constant_result() {
 // -----
 
 func.func @yield_parent(%x: !nn.tensor<[2], f32>) {
-  // expected-error @+1 {{'nn.yield' op expects parent op to be one of 'nn.reversible, nn.odesolve, nn.ode_rnn'}}
+  // expected-error @+1 {{'nn.yield' op expects parent op to be one of 'nn.reversible, nn.odesolve, nn.ode_rnn, nn.odesolve_grad, nn.ode_rnn_grad'}}
   nn.yield %x : !nn.tensor<[2], f32>
 }
 
