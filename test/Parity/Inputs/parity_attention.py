@@ -1,0 +1,151 @@
+"""Encoder layer vs nn.TransformerEncoderLayer; dilated + global attention
+vs nn.MultiheadAttention under the explicit Longformer mask; LSH attention
+vs dense attention under the mask built from the same hashes, sort and
+chunks (Reformer); reversible blocks vs y1 = x1 + F(x2), y2 = x2 + G(y1)."""
+import math
+
+import torch
+import torch.nn.functional as F
+from common import model, nt, rand, sd
+
+B, T = 3, 13
+
+
+def pad_mask():
+    m = torch.zeros(B, T, dtype=torch.bool)
+    m[1, T - 4:] = True   # a padded tail
+    m[2, 3] = True        # and a hole
+    return m
+
+
+def encoder_dense():
+    D, A, FF = 16, 4, 32
+    enc = nt.randomize_(torch.nn.TransformerEncoderLayer(
+        D, A, FF, dropout=0.1, activation="gelu", batch_first=True, norm_first=False)).eval()
+    enc2 = nt.randomize_(torch.nn.TransformerEncoderLayer(
+        D, 2, FF, dropout=0.1, activation="relu", batch_first=True, norm_first=False)).eval()
+    x, pad = rand(B, T, D), pad_mask()
+    out = model("encoder_dense").run(dict(sd(enc, "enc"), **sd(enc2, "enc2")),
+                                     {"x": x, "pad": pad})
+    # grad mode on: torch's fast path (which zeroes padded rows) is not taken
+    y = enc(x, src_key_padding_mask=pad).detach()
+    y2 = enc2(x).detach()
+    nt.check("encoder_layer gelu + key padding vs nn.TransformerEncoderLayer", out["y"], y)
+    nt.check("encoder_layer relu vs nn.TransformerEncoderLayer", out["y2"], y2)
+
+
+def longformer_allowed(T, window, dilation, glob, causal=False):
+    """docs/kernels.md: half = window // 2; i attends j iff |i-j| <= half*dilation
+    and (i-j) % dilation == 0, or i or j is global; then causal."""
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    d = (i - j).abs()
+    allowed = (d <= (window // 2) * dilation) & (d % dilation == 0)
+    g = torch.zeros(T, dtype=torch.bool)
+    for p in glob:
+        if p < T:
+            g[p] = True
+    allowed = allowed | g[:, None] | g[None, :]
+    if causal:
+        allowed = allowed & (j <= i)
+    return allowed
+
+
+def masked_mha(m, x, allowed, pad=None):
+    with torch.no_grad():
+        y, _ = m(x, x, x, need_weights=False, attn_mask=~allowed, key_padding_mask=pad)
+    return y
+
+
+def attn_dilated():
+    D = 16
+    ma = nt.randomize_(torch.nn.MultiheadAttention(D, 2, batch_first=True))
+    mb = nt.randomize_(torch.nn.MultiheadAttention(D, 4, batch_first=True))
+    mc = nt.randomize_(torch.nn.MultiheadAttention(D, 2, batch_first=True))
+    x, pad = rand(B, T, D), pad_mask()
+    w = dict(sd(ma, "a"), **sd(mb, "b"), **sd(mc, "c"))
+    out = model("attn_dilated").run(w, {"x": x, "pad": pad})
+    nt.check("dilated w4 d2 global[0,5] + padding vs masked nn.MultiheadAttention", out["ya"],
+             masked_mha(ma, x, longformer_allowed(T, 4, 2, [0, 5]), pad))
+    nt.check("dilated w6 d1 vs masked nn.MultiheadAttention", out["yb"],
+             masked_mha(mb, x, longformer_allowed(T, 6, 1, [])))
+    nt.check("dilated w5 d3 global[2] causal vs masked nn.MultiheadAttention", out["yc"],
+             masked_mha(mc, x, longformer_allowed(T, 5, 3, [2], causal=True)))
+
+
+def lsh_attention(x, in_w, in_b, out_w, out_b, heads, R, chunk):
+    """Reformer LSH attention as masked dense attention (docs/kernels.md):
+    shared QK projection, keys normalised, scores qk_i . k^_j / sqrt(dh);
+    per round: bucket = argmax([xR; -xR]), stable sort by (bucket, position),
+    chunks of `chunk` sorted positions attend to their own and the previous
+    chunk, self only when nothing else; rounds combined by logsumexp."""
+    Bn, Tn, E = x.shape
+    dh = E // heads
+    qk, v = (x @ in_w.T + in_b).split(E, -1)
+    qk = qk.view(Bn, Tn, heads, dh).transpose(1, 2)
+    v = v.view(Bn, Tn, heads, dh).transpose(1, 2)
+    kn = qk / qk.norm(dim=-1, keepdim=True)
+    scores = qk @ kn.transpose(-1, -2) / math.sqrt(dh)
+    eye = torch.eye(Tn, dtype=torch.bool)
+    outs, lses = [], []
+    for r in range(R.shape[0]):
+        xr = qk @ R[r]
+        bucket = torch.argmax(torch.cat([xr, -xr], -1), -1)           # [B, H, T]
+        order = torch.argsort(bucket * Tn + torch.arange(Tn), -1)       # stable by position
+        pos = torch.argsort(order, -1)                                  # sorted position
+        ch = pos // chunk
+        allowed = (ch[..., None, :] == ch[..., :, None]) | (ch[..., None, :] == ch[..., :, None] - 1)
+        others = allowed & ~eye
+        allowed = others | (eye & ~others.any(-1, keepdim=True))
+        s = scores.masked_fill(~allowed, float("-inf"))
+        lses.append(torch.logsumexp(s, -1))
+        outs.append(torch.softmax(s, -1) @ v)
+    wts = torch.softmax(torch.stack(lses), 0)
+    o = (wts[..., None] * torch.stack(outs)).sum(0)
+    return o.transpose(1, 2).reshape(Bn, Tn, E) @ out_w.T + out_b
+
+
+def attn_lsh():
+    D, A, NH, chunk = 16, 2, 3, 4
+    x = rand(B, T, D)
+    in_w, in_b = rand(2 * D, D, scale=D ** -0.5), rand(2 * D, scale=0.1)
+    out_w, out_b = rand(D, D, scale=D ** -0.5), rand(D, scale=0.1)
+    w = {"a.in_proj_weight": in_w, "a.in_proj_bias": in_b, "a.out_proj.weight": out_w,
+         "a.out_proj.bias": out_b}
+    mdl = model("attn_lsh")
+    for nb in (2, 4, 8):
+        R = rand(NH, D // A, nb // 2)
+        out = mdl.run(w, {"x": x, "rot": R})
+        ref = lsh_attention(x.double(), in_w.double(), in_b.double(), out_w.double(),
+                            out_b.double(), A, R.double(), chunk)
+        nt.check("lsh hashes3 chunk4 buckets%d vs masked dense (Reformer)" % nb, out["y"], ref)
+
+
+def reversible():
+    D, FF = 8, 16
+    blocks = []
+    w = {}
+    for k in range(2):
+        fn, fa = nt.randomize_(torch.nn.LayerNorm(D)), nt.randomize_(
+            torch.nn.MultiheadAttention(D, 2, batch_first=True))
+        gn, gu, gd = (nt.randomize_(torch.nn.LayerNorm(D)), nt.randomize_(torch.nn.Linear(D, FF)),
+                      nt.randomize_(torch.nn.Linear(FF, D)))
+        for p, m in (("f.norm", fn), ("f.attn", fa), ("g.norm", gn), ("g.up", gu), ("g.down", gd)):
+            w.update(sd(m, "blocks.%d.%s" % (k, p)))
+        blocks.append((fn, fa, gn, gu, gd))
+    x = rand(B, T, 2 * D)
+    out = model("reversible").run(w, {"x": x})
+    with torch.no_grad():
+        x1, x2 = x.split(D, -1)
+        for fn, fa, gn, gu, gd in blocks:
+            h = fn(x2)
+            y1 = x1 + fa(h, h, h, need_weights=False)[0]
+            y2 = x2 + gd(F.gelu(gu(gn(y1))))
+            x1, x2 = y1, y2
+        ref = torch.cat([x1, x2], -1)
+    nt.check("reversible x2 vs y1 = x1 + F(x2), y2 = x2 + G(y1)", out["y"], ref)
+
+
+if __name__ == "__main__":
+    nt.run_cases({"encoder_dense": encoder_dense, "attn_dilated": attn_dilated, "attn_lsh": attn_lsh,
+                  "reversible": reversible})
