@@ -34,6 +34,29 @@ def encoder_dense():
     nt.check("encoder_layer relu vs nn.TransformerEncoderLayer", out["y2"], y2)
 
 
+def attention_variants():
+    D, Tn = 16, 70  # several 32-query / 64-key tiles
+    enc = nt.randomize_(torch.nn.TransformerEncoderLayer(
+        D, 2, 24, activation="gelu", batch_first=True, norm_first=False)).eval()
+    ca = nt.randomize_(torch.nn.MultiheadAttention(D, 4, batch_first=True))
+    nb = nt.randomize_(torch.nn.MultiheadAttention(D, 2, bias=False, batch_first=True))
+    x = rand(2, Tn, D)
+    pad = torch.zeros(2, Tn, dtype=torch.bool)
+    pad[1, 50:] = True
+    pad[0, 7] = True
+    w = dict(sd(enc, "enc"), **sd(ca, "ca"), **sd(nb, "nb"))
+    out = model("attention_variants").run(w, {"x": x, "pad": pad})
+    allowed = longformer_allowed(Tn, 8, 2, [0, 3])
+    y = enc(x, src_mask=~allowed, src_key_padding_mask=pad).detach()
+    nt.check("encoder_layer dilated w8 d2 global[0,3] + padding vs masked TransformerEncoderLayer",
+             out["y"], y)
+    causal = torch.triu(torch.ones(Tn, Tn, dtype=torch.bool), 1)
+    nt.check("dense causal T70 vs nn.MultiheadAttention", out["yc"],
+             masked_mha(ca, x, ~causal))
+    nt.check("dense without biases + padding T70 vs nn.MultiheadAttention", out["yn"],
+             masked_mha(nb, x, torch.ones(Tn, Tn, dtype=torch.bool), pad))
+
+
 def longformer_allowed(T, window, dilation, glob, causal=False):
     """docs/kernels.md: half = window // 2; i attends j iff |i-j| <= half*dilation
     and (i-j) % dilation == 0, or i or j is global; then causal."""
@@ -73,7 +96,7 @@ def attn_dilated():
              masked_mha(mc, x, longformer_allowed(T, 5, 3, [2], causal=True)))
 
 
-def lsh_attention(x, in_w, in_b, out_w, out_b, heads, R, chunk):
+def lsh_attention(x, in_w, in_b, out_w, out_b, heads, R, chunk, pad=None):
     """Reformer LSH attention as masked dense attention (docs/kernels.md):
     shared QK projection, keys normalised, scores qk_i . k^_j / sqrt(dh);
     per round: bucket = argmax([xR; -xR]), stable sort by (bucket, position),
@@ -95,6 +118,8 @@ def lsh_attention(x, in_w, in_b, out_w, out_b, heads, R, chunk):
         pos = torch.argsort(order, -1)                                  # sorted position
         ch = pos // chunk
         allowed = (ch[..., None, :] == ch[..., :, None]) | (ch[..., None, :] == ch[..., :, None] - 1)
+        if pad is not None:  # padded keys are never attended
+            allowed = allowed & ~pad[:, None, None, :]
         others = allowed & ~eye
         allowed = others | (eye & ~others.any(-1, keepdim=True))
         s = scores.masked_fill(~allowed, float("-inf"))
@@ -119,6 +144,31 @@ def attn_lsh():
         ref = lsh_attention(x.double(), in_w.double(), in_b.double(), out_w.double(),
                             out_b.double(), A, R.double(), chunk)
         nt.check("lsh hashes3 chunk4 buckets%d vs masked dense (Reformer)" % nb, out["y"], ref)
+
+
+def attn_lsh_onechunk():
+    """T <= chunk: one chunk per round, rotations do not matter (the model
+    draws its own); every query attends to all other keys (self only when
+    nothing else is admissible), identical in every round."""
+    D, A = 16, 2
+    x = rand(B, 8, D)
+    in_w, in_b = rand(2 * D, D, scale=D ** -0.5), rand(2 * D, scale=0.1)
+    out_w, out_b = rand(D, D, scale=D ** -0.5), rand(D, scale=0.1)
+    w = {"a.in_proj_weight": in_w, "a.in_proj_bias": in_b, "a.out_proj.weight": out_w,
+         "a.out_proj.bias": out_b}
+    mdl = model("attn_lsh_onechunk")
+    for Tn in (8, 5):
+        xt = x[:, :Tn].contiguous()
+        pad = torch.zeros(B, Tn, dtype=torch.bool)
+        pad[1, Tn - 2:] = True
+        out = mdl.run(w, {"x": xt, "pad": pad})
+        R = torch.randn(3, D // A, 1).double()  # any rotations: one chunk
+        ref = lsh_attention(xt.double(), in_w.double(), in_b.double(), out_w.double(),
+                            out_b.double(), A, R, 8)
+        nt.check("lsh one chunk T%d (all keys but self) vs masked dense" % Tn, out["y"], ref)
+        refp = lsh_attention(xt.double(), in_w.double(), in_b.double(), out_w.double(),
+                             out_b.double(), A, R, 8, pad=pad)
+        nt.check("lsh one chunk T%d + key padding vs masked dense" % Tn, out["yp"], refp)
 
 
 def reversible():
@@ -148,4 +198,5 @@ def reversible():
 
 if __name__ == "__main__":
     nt.run_cases({"encoder_dense": encoder_dense, "attn_dilated": attn_dilated, "attn_lsh": attn_lsh,
+                  "attn_lsh_onechunk": attn_lsh_onechunk, "attention_variants": attention_variants,
                   "reversible": reversible})

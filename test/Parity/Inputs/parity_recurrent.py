@@ -155,6 +155,60 @@ def gru_cho():
         nt.check("gru_cho b%d len%d hn alone vs batch" % (b, L), alone["hn"], out["hn"][:, b:b + 1])
 
 
+def cells():
+    I, H = 5, 6
+    rt, rr = torch.nn.RNNCell(I, H), torch.nn.RNNCell(I, H, nonlinearity="relu")
+    lc, gp, gc = torch.nn.LSTMCell(I, H), torch.nn.GRUCell(I, H), torch.nn.GRUCell(I, H)
+    for m in (rt, rr, lc, gp, gc):
+        nt.randomize_(m)
+    w = {}
+    for p, m in (("rt", rt), ("rr", rr), ("lc", lc), ("gp", gp), ("gc", gc)):
+        w.update(sd(m, p))
+    x, h, c = rand(B, I), rand(B, H), rand(B, H)
+    out = model("cells").run(w, {"x": x, "h": h, "c": c})
+    with torch.no_grad():
+        h2, c2 = lc(x, (h, c))
+        k = cho_cell(x, h, gc.weight_ih, gc.weight_hh, gc.bias_ih, gc.bias_hh)
+        ref = {"a": rt(x, h), "b": rr(x, h), "h2": h2, "c2": c2, "g": gp(x, h), "k": k}
+    for n, r in ref.items():
+        nt.check("cells %s" % n, out[n], r)
+
+
+def recurrent_variants():
+    I, H = 4, 5
+    lengths = [7, 0, 2, 6]  # a zero-length sequence: y = 0, h_n = h0
+    l3 = nt.randomize_(torch.nn.LSTM(I, H, 3, bias=False, batch_first=True))
+    rb = nt.randomize_(torch.nn.RNN(I, H, 2, nonlinearity="relu", bidirectional=True,
+                                    batch_first=True), scale=0.5)
+    lh = nt.randomize_(torch.nn.LSTM(I, H, 1, bidirectional=True, batch_first=True))
+    x, h0, c0 = rand(B, T, I), rand(2, B, H), rand(2, B, H)
+    w = dict(sd(l3, "l3"), **sd(rb, "rb"), **sd(lh, "lh"))
+    out = model("recurrent_variants").run(w, {"x": x, "lengths": torch.tensor(lengths, dtype=torch.int32),
+                                              "h0": h0, "c0": c0})
+    y3, h3, c3 = torch_rnn(l3, x)
+    for n, r in (("y3", y3), ("h3", h3), ("c3", c3)):
+        nt.check("lstm 3 layers no bias %s" % n, out[n], r)
+    # per sequence through torch (packing refuses length 0)
+    for b, L in enumerate(lengths):
+        if L == 0:
+            nt.check("rnn relu b%d len0 y = 0" % b, out["yr"][b], torch.zeros(T, 2 * H))
+            nt.check("rnn relu b%d len0 h_n = 0" % b, out["hr"][:, b], torch.zeros(4, H))
+            nt.check("lstm h0 b%d len0 y = 0" % b, out["yl"][b], torch.zeros(T, 2 * H))
+            nt.check("lstm h0 b%d len0 h_n = h0" % b, out["hl"][:, b], h0[:, b])
+            nt.check("lstm h0 b%d len0 c_n = c0" % b, out["cl"][:, b], c0[:, b])
+            continue
+        yr, hr = torch_rnn(rb, x[b:b + 1, :L])
+        nt.check("rnn relu bidir b%d len%d y" % (b, L), out["yr"][b:b + 1, :L], yr)
+        nt.check("rnn relu bidir b%d len%d y past length = 0" % (b, L), out["yr"][b, L:],
+                 torch.zeros(T - L, 2 * H))
+        nt.check("rnn relu bidir b%d len%d h_n" % (b, L), out["hr"][:, b:b + 1], hr)
+        yl, hl, cl = torch_rnn(lh, x[b:b + 1, :L], None,
+                               (h0[:, b:b + 1].contiguous(), c0[:, b:b + 1].contiguous()))
+        nt.check("lstm bidir h0 b%d len%d y" % (b, L), out["yl"][b:b + 1, :L], yl)
+        nt.check("lstm bidir h0 b%d len%d h_n" % (b, L), out["hl"][:, b:b + 1], hl)
+        nt.check("lstm bidir h0 b%d len%d c_n" % (b, L), out["cl"][:, b:b + 1], cl)
+
+
 if __name__ == "__main__":
     nt.run_cases({"elman": elman, "lstm2": lstm2, "bilstm_len": bilstm_len, "gru_pt": gru_pt,
-                  "gru_cho": gru_cho})
+                  "gru_cho": gru_cho, "cells": cells, "recurrent_variants": recurrent_variants})
