@@ -99,6 +99,7 @@ def load_safetensors(path):
 TOL = {"f32": 1e-4, "f64": 1e-10}
 FAILED = []
 RESULTS = []
+CASE = [""]  # the case run_cases is running
 
 
 def err(a, b):
@@ -124,7 +125,7 @@ def check(name, got, ref, tol=TOL["f32"]):
         e, ok, msg = float("inf"), False, str(ex)
     print("%s %s %s" % ("PASS" if ok else "FAIL", name, msg))
     sys.stdout.flush()
-    RESULTS.append({"name": name, "err": e, "tol": tol, "ok": ok})
+    RESULTS.append({"name": name, "case": CASE[0], "err": e, "tol": tol, "ok": ok})
     if not ok:
         FAILED.append(name)
     return ok
@@ -469,6 +470,7 @@ def run_cases(cases, argv=None):
             print("FAIL unknown case %r (have: %s)" % (n, ", ".join(cases)))
             FAILED.append(n)
             continue
+        CASE[0] = n
         try:
             cases[n]()
         except Exception as ex:  # a crash or an nncc error fails this case only
