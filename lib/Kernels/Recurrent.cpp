@@ -35,16 +35,19 @@ template <typename T> struct RnnWork {
   T *xg, *layerA, *layerB, *h, *c, *hg, *r, *z, *rh, *hrh;
 };
 
+/// Workspace of the whole stack (`stack`: input projection and the
+/// inter-layer buffers) or of one layer and direction over a given
+/// projection (nncc_rnn_layer_*).
 template <typename T>
-RnnWork<T> carve(Arena &a, const RnnShape &s) {
+RnnWork<T> carve(Arena &a, const RnnShape &s, bool stack = true) {
   int64_t G = cell_gates(s.cell);
   RnnWork<T> w;
   w.perm = a.take<int32_t>(s.B);
   w.lens = a.take<int32_t>(s.B);
-  w.xg = a.take<T>(s.B * s.T * G * s.H);
-  bool inter = s.L > 1;
+  w.xg = a.take<T>(stack ? s.B * s.T * G * s.H : 0);
+  bool inter = stack && s.L > 1;
   w.layerA = a.take<T>(inter ? s.B * s.T * s.D * s.H : 0);
-  w.layerB = a.take<T>(s.L > 2 ? s.B * s.T * s.D * s.H : 0);
+  w.layerB = a.take<T>(stack && s.L > 2 ? s.B * s.T * s.D * s.H : 0);
   w.h = a.take<T>(s.B * s.H);
   w.c = a.take<T>(s.cell == CellLstm ? s.B * s.H : 0);
   w.hg = a.take<T>(s.B * G * s.H);
@@ -56,30 +59,24 @@ RnnWork<T> carve(Arena &a, const RnnShape &s) {
   return w;
 }
 
-/// One layer, one direction. `in` is [B, T, inSize]; writes columns
-/// [d*H, (d+1)*H) of `out` [B, T, D*H].
+/// The time loop of one layer and direction over the input projection
+/// `xgAll` [B, T, G*H] (x W_ih^T + b_ih of every step): reads state slot
+/// `sd` of h0/c0 ([L*D, B, H]), writes columns [col*H, (col+1)*H) of `out`
+/// [B, T, D*H] at the valid steps and slot `sd` of h_n/c_n. Rows are in
+/// w.perm order (decreasing length), so the active rows are a prefix that
+/// shrinks as sequences end.
 template <int Kind, typename T>
-void runDirection(const RnnShape &s, int64_t l, int64_t d, const T *in,
-                  int64_t inSize, const T *wih, const T *whh, const T *bih,
-                  const T *bhh, const T *h0, const T *c0, T *out, T *hn,
-                  T *cn, const RnnWork<T> &w, T *saved) {
+void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
+                   const T *xgAll, const T *whh, const T *bhh, const T *h0,
+                   const T *c0, T *out, T *hn, T *cn, const RnnWork<T> &w,
+                   T *saved) {
   const int64_t B = s.B, Tn = s.T, H = s.H, D = s.D;
   const int G = cell_gates(Kind);
   const int64_t GH = G * H;
-  const bool reverse = d == 1;
   const int slots = cell_saved_slots(Kind);
+  const int64_t d = col;
 
-  // 1. Input projection of every time step in one GEMM (bias pre-filled).
-  if (bih) {
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < B * Tn; ++r)
-      std::memcpy(w.xg + r * GH, bih, sizeof(T) * GH);
-  }
-  gemm(false, true, B * Tn, GH, inSize, T(1), in, inSize, wih, inSize,
-       bih ? T(1) : T(0), w.xg, GH);
-
-  // 2. Initial state, in sorted-row order.
-  const int64_t sd = l * D + d; // state slot
+  // Initial state, in sorted-row order.
   for (int64_t k = 0; k < B; ++k) {
     int64_t b = w.perm[k];
     for (int64_t j = 0; j < H; ++j) {
@@ -89,7 +86,7 @@ void runDirection(const RnnShape &s, int64_t l, int64_t d, const T *in,
     }
   }
 
-  // 3. Time loop.
+  // Time loop.
   const int64_t maxLen = B > 0 ? w.lens[0] : 0;
   int64_t n = B;
   for (int64_t st = 0; st < maxLen; ++st) {
@@ -108,7 +105,7 @@ void runDirection(const RnnShape &s, int64_t l, int64_t d, const T *in,
       const int64_t k = e / H, j = e % H;
       const int64_t b = w.perm[k];
       const int64_t t = rnn_time_index((int)st, w.lens[k], reverse);
-      const T *xr = w.xg + (b * Tn + t) * GH;
+      const T *xr = xgAll + (b * Tn + t) * GH;
       const T *hr = w.hg + k * GH;
       T *sv = saved ? saved + (((sd * B + b) * Tn + t) * slots) * H : nullptr;
       T hp = w.h[k * H + j];
@@ -139,7 +136,7 @@ void runDirection(const RnnShape &s, int64_t l, int64_t d, const T *in,
         const int64_t k = e / H, j = e % H;
         const int64_t b = w.perm[k];
         const int64_t t = rnn_time_index((int)st, w.lens[k], reverse);
-        const T *xr = w.xg + (b * Tn + t) * GH;
+        const T *xr = xgAll + (b * Tn + t) * GH;
         T *sv =
             saved ? saved + (((sd * B + b) * Tn + t) * slots) * H : nullptr;
         T hnew = gru_cho_update(xr, w.hrh[k * H + j], bhh, (int)H, (int)j,
@@ -151,7 +148,7 @@ void runDirection(const RnnShape &s, int64_t l, int64_t d, const T *in,
     }
   }
 
-  // 4. Final states back in batch order.
+  // Final states back in batch order.
   for (int64_t k = 0; k < B; ++k) {
     int64_t b = w.perm[k];
     if (hn)
@@ -159,6 +156,154 @@ void runDirection(const RnnShape &s, int64_t l, int64_t d, const T *in,
     if (Kind == CellLstm && cn)
       std::memcpy(cn + (sd * B + b) * H, w.c + k * H, sizeof(T) * H);
   }
+}
+
+/// One layer, one direction of the stack. `in` is [B, T, inSize]; writes
+/// columns [d*H, (d+1)*H) of `out` [B, T, D*H].
+template <int Kind, typename T>
+void runDirection(const RnnShape &s, int64_t l, int64_t d, const T *in,
+                  int64_t inSize, const T *wih, const T *whh, const T *bih,
+                  const T *bhh, const T *h0, const T *c0, T *out, T *hn,
+                  T *cn, const RnnWork<T> &w, T *saved) {
+  const int64_t B = s.B, Tn = s.T, H = s.H;
+  const int64_t GH = cell_gates(Kind) * H;
+  // Input projection of every time step in one GEMM (bias pre-filled).
+  if (bih) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < B * Tn; ++r)
+      std::memcpy(w.xg + r * GH, bih, sizeof(T) * GH);
+  }
+  gemm(false, true, B * Tn, GH, inSize, T(1), in, inSize, wih, inSize,
+       bih ? T(1) : T(0), w.xg, GH);
+  scanDirection<Kind, T>(s, l * s.D + d, d, d == 1, w.xg, whh, bhh, h0, c0,
+                         out, hn, cn, w, saved);
+}
+
+/// Stable order by decreasing length into w.perm / w.lens; false when a
+/// length is outside [0, T].
+template <typename T, typename L>
+bool sortRows(const RnnShape &s, const L *lengths, const RnnWork<T> &w) {
+  const int64_t B = s.B, Tn = s.T;
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t len = lengths ? (int64_t)lengths[b] : Tn;
+    if (len < 0 || len > Tn)
+      return false;
+    w.perm[b] = (int32_t)b;
+  }
+  std::stable_sort(w.perm, w.perm + B, [&](int32_t a, int32_t b2) {
+    int64_t la = lengths ? (int64_t)lengths[a] : Tn;
+    int64_t lb = lengths ? (int64_t)lengths[b2] : Tn;
+    return la > lb;
+  });
+  for (int64_t k = 0; k < B; ++k)
+    w.lens[k] = lengths ? (int32_t)lengths[w.perm[k]] : (int32_t)Tn;
+  return true;
+}
+
+template <typename T>
+int rnnLayer(int cell, int64_t B, int64_t Tn, int64_t H, int64_t D,
+             int64_t stateIndex, int reverse, const T *xproj, const T *whh,
+             const T *bhh, const T *h0, const T *c0, const int32_t *len32,
+             const int64_t *len64, T *y, T *hn, T *cn, void *workspace,
+             T *saved) {
+  if (!validCell(cell) || B < 0 || Tn < 0 || H <= 0 || (D != 1 && D != 2) ||
+      stateIndex < 0 || !whh || !workspace || !y || (len32 && len64) ||
+      (B * Tn > 0 && !xproj))
+    return NNCC_K_EINVAL;
+  RnnShape s{B, Tn, 0, H, 1, D, cell};
+  Arena arena(workspace);
+  RnnWork<T> w = carve<T>(arena, s, /*stack=*/false);
+  bool ok = len64 ? sortRows<T>(s, len64, w) : sortRows<T>(s, len32, w);
+  if (!ok)
+    return NNCC_K_EINVAL;
+  const int64_t col = (D == 2 && reverse) ? 1 : 0;
+  // Steps past a length are zero in this direction's columns.
+#pragma omp parallel for schedule(static) if (B * Tn * H > 65536)
+  for (int64_t k = 0; k < B; ++k) {
+    const int64_t b = w.perm[k];
+    for (int64_t t = w.lens[k]; t < Tn; ++t)
+      std::memset(y + (b * Tn + t) * D * H + col * H, 0, sizeof(T) * H);
+  }
+#define NNCC_SCAN(K)                                                           \
+  scanDirection<K, T>(s, stateIndex, col, reverse != 0, xproj, whh, bhh, h0,   \
+                      c0, y, hn, cn, w, saved)
+  switch (cell) {
+  case CellRnnTanh:
+    NNCC_SCAN(CellRnnTanh);
+    break;
+  case CellRnnRelu:
+    NNCC_SCAN(CellRnnRelu);
+    break;
+  case CellLstm:
+    NNCC_SCAN(CellLstm);
+    break;
+  case CellGru:
+    NNCC_SCAN(CellGru);
+    break;
+  default:
+    NNCC_SCAN(CellGruCho);
+    break;
+  }
+#undef NNCC_SCAN
+  return NNCC_K_OK;
+}
+
+/// One step of a cell (nnk.recurrent_cell) for all B rows: x [B, G*H]
+/// input projection, h/c [B, H]; hg is a [B, G*H] scratch, rh/hrh [B, H]
+/// (cho only).
+template <typename T>
+int rnnCell(int cell, int64_t B, int64_t H, const T *xproj, const T *h,
+            const T *c, const T *whh, const T *bhh, T *hOut, T *cOut,
+            void *workspace) {
+  if (!validCell(cell) || B < 0 || H <= 0 || !whh || !workspace || !hOut ||
+      (B > 0 && (!xproj || !h)) || (cell == CellLstm && !cOut))
+    return NNCC_K_EINVAL;
+  const int64_t G = cell_gates(cell), GH = G * H;
+  Arena a(workspace);
+  T *hg = a.take<T>(B * GH);
+  T *rh = a.take<T>(cell == CellGruCho ? B * H : 0);
+  T *hrh = a.take<T>(cell == CellGruCho ? B * H : 0);
+  gemm(false, true, B, cell == CellGruCho ? 2 * H : GH, H, T(1), h, H, whh, H,
+       T(0), hg, GH);
+  if (cell == CellGruCho) {
+    for (int64_t e = 0; e < B * H; ++e) {
+      const int64_t b = e / H, j = e % H;
+      T r, z;
+      rh[e] = gru_cho_gates(xproj + b * GH, hg + b * GH, bhh, (int)H, (int)j,
+                            h[e], r, z);
+    }
+    gemm(false, true, B, H, H, T(1), rh, H, whh + 2 * H * H, H, T(0), hrh, H);
+  }
+#pragma omp parallel for schedule(static) if (B * H > 8192)
+  for (int64_t e = 0; e < B * H; ++e) {
+    const int64_t b = e / H, j = e % H;
+    const T *xr = xproj + b * GH, *hr = hg + b * GH;
+    switch (cell) {
+    case CellLstm: {
+      T cn, hn;
+      lstm_unit(xr, hr, bhh, (int)H, (int)j, c ? c[e] : T(0), cn, hn,
+                (T *)nullptr);
+      cOut[e] = cn;
+      hOut[e] = hn;
+      break;
+    }
+    case CellGru:
+      hOut[e] = gru_unit(xr, hr, bhh, (int)H, (int)j, h[e], (T *)nullptr);
+      break;
+    case CellGruCho: {
+      T r, z;
+      gru_cho_gates(xr, hr, bhh, (int)H, (int)j, h[e], r, z);
+      hOut[e] = gru_cho_update(xr, hrh[e], bhh, (int)H, (int)j, h[e], r, z,
+                               (T *)nullptr);
+      break;
+    }
+    default:
+      hOut[e] = rnn_unit(xr, hr, bhh, (int)j, cell == CellRnnRelu,
+                         (T *)nullptr, (int)H);
+      break;
+    }
+  }
+  return NNCC_K_OK;
 }
 
 template <typename T>
@@ -176,19 +321,8 @@ int rnnForward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
   RnnWork<T> w = carve<T>(arena, s);
 
   // Stable order by decreasing length.
-  for (int64_t b = 0; b < B; ++b) {
-    int32_t len = lengths ? lengths[b] : (int32_t)Tn;
-    if (len < 0 || len > Tn)
-      return NNCC_K_EINVAL;
-    w.perm[b] = (int32_t)b;
-  }
-  std::stable_sort(w.perm, w.perm + B, [&](int32_t a, int32_t b2) {
-    int32_t la = lengths ? lengths[a] : (int32_t)Tn;
-    int32_t lb = lengths ? lengths[b2] : (int32_t)Tn;
-    return la > lb;
-  });
-  for (int64_t k = 0; k < B; ++k)
-    w.lens[k] = lengths ? lengths[w.perm[k]] : (int32_t)Tn;
+  if (!sortRows<T>(s, lengths, w))
+    return NNCC_K_EINVAL;
 
   const int per = hasBias ? 4 : 2;
   const T *in = x;
@@ -254,6 +388,27 @@ extern "C" int64_t nncc_rnn_workspace_size(int cell, int64_t B, int64_t Tn,
   return (int64_t)a.size() + 64;
 }
 
+extern "C" int64_t nncc_rnn_layer_workspace_size(int cell, int64_t B,
+                                                 int64_t H, int64_t elem) {
+  if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || H <= 0)
+    return -1;
+  RnnShape s{B, 1, 0, H, 1, 1, cell};
+  Arena a(nullptr);
+  if (elem == 4)
+    carve<float>(a, s, false);
+  else
+    carve<double>(a, s, false);
+  return (int64_t)a.size() + 64;
+}
+
+extern "C" int64_t nncc_rnn_cell_workspace_size(int cell, int64_t B, int64_t H,
+                                                int64_t elem) {
+  if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || H <= 0)
+    return -1;
+  const int64_t G = cell_gates(cell);
+  return (B * G * H + 2 * B * H) * elem + 3 * 64;
+}
+
 extern "C" int64_t nncc_rnn_saved_size(int cell, int64_t B, int64_t Tn,
                                        int64_t H, int64_t L, int64_t D) {
   if (!validCell(cell))
@@ -269,6 +424,20 @@ extern "C" int64_t nncc_rnn_saved_size(int cell, int64_t B, int64_t Tn,
       T *saved) {                                                              \
     return rnnForward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len, y,    \
                          hn, cn, ws, saved);                                   \
+  }                                                                            \
+  extern "C" int nncc_rnn_layer_##S(                                           \
+      int cell, int64_t B, int64_t Tn, int64_t H, int64_t D, int64_t si,       \
+      int reverse, const T *xproj, const T *whh, const T *bhh, const T *h0,    \
+      const T *c0, const int32_t *len, const int64_t *len64, T *y, T *hn,      \
+      T *cn, void *ws, T *saved) {                                             \
+    return rnnLayer<T>(cell, B, Tn, H, D, si, reverse, xproj, whh, bhh, h0,    \
+                       c0, len, len64, y, hn, cn, ws, saved);                  \
+  }                                                                            \
+  extern "C" int nncc_rnn_cell_##S(int cell, int64_t B, int64_t H,             \
+                                   const T *xproj, const T *h, const T *c,     \
+                                   const T *whh, const T *bhh, T *h_out,       \
+                                   T *c_out, void *ws) {                       \
+    return rnnCell<T>(cell, B, H, xproj, h, c, whh, bhh, h_out, c_out, ws);    \
   }                                                                            \
   extern "C" int nncc_lstm_forward_##S(                                        \
       int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L, int64_t D,       \

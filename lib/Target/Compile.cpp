@@ -3,6 +3,8 @@
 #include "nncc/Target/Config.h"
 #include "nncc/Target/Emitters.h"
 
+#include "Common/ModelEmitter.h"
+
 #include "dialects/Kernel/IR/NNKDialect.h"
 #include "nncc/Conversion/Passes.h"
 
@@ -16,6 +18,10 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
+
+#ifndef NNCC_COMPILER_VERSION
+#define NNCC_COMPILER_VERSION "0.1.0"
+#endif
 
 namespace nncc {
 
@@ -173,6 +179,151 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
   if (failed(run(module, argv, "build lib" + model + ".so")))
     return failure();
   return success();
+}
+
+namespace {
+std::string dtypeName(Type t) {
+  if (t.isF32())
+    return "F32";
+  if (t.isF64())
+    return "F64";
+  if (t.isF16())
+    return "F16";
+  if (t.isBF16())
+    return "BF16";
+  if (t.isInteger(1))
+    return "BOOL";
+  if (t.isInteger(32))
+    return "I32";
+  if (t.isInteger(64))
+    return "I64";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
+
+std::vector<std::string> dimStrings(llvm::ArrayRef<nn::Dim> dims) {
+  std::vector<std::string> out;
+  for (nn::Dim d : dims)
+    out.push_back(d.isStatic() ? std::to_string(d.getSize())
+                               : d.isSymbolic() ? d.getSymbol().getValue().str() : "?");
+  return out;
+}
+
+std::string dimString(nn::Dim d) {
+  return d.isStatic() ? std::to_string(d.getSize())
+                      : d.isSymbolic() ? d.getSymbol().getValue().str() : "?";
+}
+
+/// The role of a buffer from its uses, following data-movement ops.
+void findRole(Value v, TensorSignature &sig, int depth = 0) {
+  if (depth > 8)
+    return;
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    unsigned idx = use.getOperandNumber();
+    if (auto e = dyn_cast<nnk::EmbeddingOp>(user)) {
+      if (e.getIndices() == v) {
+        sig.role = InputRole::TokenIds;
+        sig.limit = dimString(cast<nnk::BufferType>(e.getTable().getType()).getDim(0));
+        return;
+      }
+    } else if (auto r = dyn_cast<nnk::RecurrentScanOp>(user)) {
+      if (r.getLengths() == v) {
+        sig.role = InputRole::Lengths;
+        sig.limit = dimString(cast<nnk::BufferType>(r.getXproj().getType()).getDim(1));
+        return;
+      }
+    } else if (auto l = dyn_cast<nnk::LossOp>(user)) {
+      if (l.getTarget() == v) {
+        if (l.getKind() == nnk::LossKind::cross_entropy) {
+          sig.role = InputRole::ClassTargets;
+          auto t = cast<nnk::BufferType>(l.getInput().getType());
+          sig.limit = dimString(t.getDim(t.getRank() - 1));
+        } else if (l.getKind() == nnk::LossKind::bce_with_logits) {
+          sig.role = InputRole::BinaryTargets;
+        }
+        return;
+      }
+    } else if (auto o = dyn_cast<nnk::ODERNNOp>(user)) {
+      if (o.getTimes() == v) {
+        sig.role = InputRole::Times;
+        return;
+      }
+    } else if (isa<nnk::FlashAttentionOp, nnk::BandedAttentionOp, nnk::LSHAttentionOp>(user)) {
+      sig.role = InputRole::Mask;
+      return;
+    } else if (isa<nnk::CopyOp, nnk::TransposeOp, nnk::SliceOp, nnk::ConcatOp, nnk::SplitOp,
+                   nnk::ElementwiseOp>(user)) {
+      // Follow into the destination(s).
+      unsigned from = isa<nnk::SplitOp>(user) ? idx + 1 : user->getNumOperands() - 1;
+      for (unsigned k = from; k < user->getNumOperands(); ++k) {
+        Value out = user->getOperand(k);
+        if (out == v)
+          continue;
+        TensorSignature inner = sig;
+        findRole(out, inner, depth + 1);
+        if (inner.role != InputRole::Data) {
+          sig.role = inner.role;
+          sig.limit = inner.limit;
+          return;
+        }
+      }
+    }
+  }
+}
+} // namespace
+
+FailureOr<ModelSignature> getSignature(ModuleOp module) {
+  if (failed(lowerToNNK(module)))
+    return failure();
+  target::ModelEmitter e(module);
+  if (failed(e.analyze()))
+    return failure();
+  ModelSignature sig;
+  sig.model = e.modelName;
+  sig.dims = e.dims;
+  Block &body = e.forward.getBody().front();
+  size_t in = 0;
+  for (BlockArgument arg : body.getArguments()) {
+    bool isOut = e.forward.getArgAttr(arg.getArgNumber(), "nnk.output") != nullptr;
+    if (isOut)
+      continue;
+    const target::TensorSig &t = e.inputs[in++];
+    TensorSignature ts{t.name, dtypeName(t.type.getElementType()), dimStrings(t.type.getDims())};
+    findRole(arg, ts);
+    sig.inputs.push_back(ts);
+  }
+  for (const target::TensorSig &t : e.outputs)
+    sig.outputs.push_back({t.name, dtypeName(t.type.getElementType()),
+                           dimStrings(t.type.getDims())});
+  for (const target::ParamSig &p : e.params)
+    sig.params.push_back({p.name, dtypeName(p.type.getElementType()),
+                          dimStrings(p.type.getDims())});
+  return sig;
+}
+
+std::string compilerFingerprint() {
+  std::string fp = "nncc " NNCC_COMPILER_VERSION;
+  auto add = [&](const std::string &path) {
+    llvm::sys::fs::file_status st;
+    if (llvm::sys::fs::status(path, st))
+      return;
+    fp += "|" + path + ":" + std::to_string(st.getSize()) + ":" +
+          std::to_string(st.getLastModificationTime().time_since_epoch().count());
+  };
+  add(llvm::sys::fs::getMainExecutable(nullptr, nullptr));
+  std::string lib = NNCC_BUILD_LIB_DIR;
+  for (const char *l : {"libnncc_model_support.a", "libnncc_kernels.so", "libnncc_runtime.so"})
+    add(lib + "/" + l);
+  std::error_code ec;
+  for (const char *sub : {"/nncc/Kernels", "/nncc/Runtime", "/nncc/Kernels/CUDA"})
+    for (llvm::sys::fs::directory_iterator it(std::string(NNCC_SOURCE_INCLUDE_DIR) + sub, ec),
+         end;
+         !ec && it != end; it.increment(ec))
+      add(it->path());
+  return fp;
 }
 
 } // namespace nncc

@@ -3,6 +3,9 @@
 //   nncc compile M.nn --emit ast|nn|nnk|cpp|cuda [-o FILE]
 //   nncc compile M.nn -o DIR [--target cpu|cuda|all] [--cuda-arch sm_90]
 //   (M.mlir instead of M.nn: an nn or nnk module, for the back end's tests)
+//   nncc inspect M.nn                  the signature as JSON
+//   nncc run M.nn [--weights W] (--inputs I | --random-inputs --dim B=2)
+//            [-o O.safetensors] [--target cpu|cuda] [--seed N] (Run.cpp)
 //   nncc --help | --version
 //
 // Subcommands are llvm::cl SubCommands; each has a run function below, and
@@ -16,6 +19,7 @@
 #include "nncc/Frontend/MLIRGen.h"
 #include "nncc/Target/Compile.h"
 #include "nncc/Target/Emitters.h"
+#include "Run.h"
 
 #include "dialects/Kernel/IR/NNKDialect.h"
 #include "dialects/NN/IR/NNDialect.h"
@@ -220,12 +224,17 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::SetVersionPrinter(printVersion);
   // libLLVM registers many global options; show only ours in --help.
-  cl::HideUnrelatedOptions(nnccCategory);
+  const cl::OptionCategory *cats[] = {&nnccCategory, &nncc::tool::runCategory};
+  cl::HideUnrelatedOptions(cats);
   cl::ParseCommandLineOptions(argc, argv,
                               "nncc: compiles neural-network models written "
                               "in the .nn language\n");
   if (compileCmd)
     return runCompile();
+  if (nncc::tool::inspectCmd)
+    return nncc::tool::runInspect();
+  if (nncc::tool::runCmd)
+    return nncc::tool::runRun();
   llvm::errs() << "nncc: error: no subcommand given; try 'nncc --help'\n";
   return 1;
 }

@@ -83,6 +83,26 @@ typedef struct nncc_attention_params {
       int64_t D, int has_bias, const T *x, const T *const *weights,            \
       const T *h0, const T *c0, const int32_t *lengths, T *y, T *h_n,          \
       T *c_n, void *workspace, T *saved);                                      \
+  /* One layer and direction over a precomputed input projection          \
+     xproj [B,T,G*H] (= x W_ih^T + b_ih): the time loop of                    \
+     nncc_rnn_forward (same gate math, active rows shrink as sequences end,  \
+     reverse starts at each row's own last step). Reads state slot           \
+     `state_index` of h0/c0 [L*D,B,H] (NULL: zeros), writes columns          \
+     [d*H,(d+1)*H) of y [B,T,D*H] (d = reverse && D == 2), zeros past a      \
+     length, and slot state_index of h_n/c_n (may be NULL). Lengths: at     \
+     most one of lengths (i32) / lengths64 (i64), each in [0, T]. saved as   \
+     in nncc_rnn_forward indexed by state_index, or NULL. */                  \
+  int nncc_rnn_layer_##S(int cell, int64_t B, int64_t T_, int64_t H,          \
+                         int64_t D, int64_t state_index, int reverse,          \
+                         const T *xproj, const T *w_hh, const T *b_hh,         \
+                         const T *h0, const T *c0, const int32_t *lengths,     \
+                         const int64_t *lengths64, T *y, T *h_n, T *c_n,       \
+                         void *workspace, T *saved);                           \
+  /* One step of a cell for B rows: xproj [B,G*H], h/c [B,H] (c: lstm, NULL \
+     = zeros), h_out/c_out [B,H] (c_out: lstm only). */                       \
+  int nncc_rnn_cell_##S(int cell, int64_t B, int64_t H, const T *xproj,       \
+                        const T *h, const T *c, const T *w_hh,                 \
+                        const T *b_hh, T *h_out, T *c_out, void *workspace);   \
   int nncc_lstm_forward_##S(int64_t B, int64_t T_, int64_t I, int64_t H,       \
                             int64_t L, int64_t D, int has_bias, const T *x,    \
                             const T *const *weights, const T *h0, const T *c0, \
@@ -143,6 +163,10 @@ NNCC_DECLARE_KERNELS(f64, double)
 int64_t nncc_rnn_workspace_size(int cell, int64_t B, int64_t T_, int64_t I,
                                 int64_t H, int64_t L, int64_t D,
                                 int64_t elem_size);
+int64_t nncc_rnn_layer_workspace_size(int cell, int64_t B, int64_t H,
+                                      int64_t elem_size);
+int64_t nncc_rnn_cell_workspace_size(int cell, int64_t B, int64_t H,
+                                     int64_t elem_size);
 /* Number of elements of `saved` (gate activations for backward):
    [L, D, B, T, slots*H], slots = 1 rnn, 5 lstm (i f g o c), 4 gru
    (r z n hn), 3 cho (r z h~). */

@@ -6,6 +6,7 @@
 #include "mlir/Support/LLVM.h"
 
 #include <string>
+#include <vector>
 
 namespace nncc {
 
@@ -35,6 +36,41 @@ mlir::LogicalResult compileModel(mlir::ModuleOp module, const CompileOptions &op
 
 /// Lowers `module` in place to the nnk dialect when needed.
 mlir::LogicalResult lowerToNNK(mlir::ModuleOp module);
+
+/// What a model input is used for (so that `nncc run --random-inputs` can
+/// draw valid values): found by following the input through the nnk module.
+enum class InputRole {
+  Data,          // anything else: N(0, 1) floats, {0, 1} integers
+  TokenIds,      // nnk.embedding indices: [0, limit)
+  ClassTargets,  // cross-entropy targets: [0, limit)
+  BinaryTargets, // bce_with_logits targets: {0, 1}
+  Lengths,       // recurrent_scan lengths: [1, limit]
+  Times,         // ode_rnn observation times: increasing along the last dim
+  Mask           // attention key-padding mask (true = padded)
+};
+
+struct TensorSignature {
+  std::string name;
+  std::string dtype;              // safetensors spelling: F32, I64, BOOL, ...
+  std::vector<std::string> dims;  // "16" or a symbolic dim name "B"
+  InputRole role = InputRole::Data;
+  std::string limit;              // TokenIds/ClassTargets/Lengths: a size or dim name
+};
+
+struct ModelSignature {
+  std::string model;
+  std::vector<std::string> dims;
+  std::vector<TensorSignature> inputs, outputs, params;  // outputs end with "loss"
+};
+
+/// The C ABI signature of the model (lowers `module` to nnk first). Float
+/// tensors are given as F32 (the generated library's default precision).
+mlir::FailureOr<ModelSignature> getSignature(mlir::ModuleOp module);
+
+/// A string that changes whenever the generated code may change: the nncc
+/// version and the identity (size, mtime) of the nncc binary, the support
+/// libraries and the headers the generated code includes.
+std::string compilerFingerprint();
 
 } // namespace nncc
 

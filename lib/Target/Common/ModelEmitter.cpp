@@ -135,8 +135,17 @@ LogicalResult ModelEmitter::analyze() {
   // Launch order and buffer plan (live ranges over top-level ops).
   int index = 0;
   int weights = 0;
+  // Ops nested in regions (ODE dynamics, ODE-RNN cells) run inside the
+  // launch of their top-level op: they share its index, so their
+  // temporaries and workspaces are live during that whole launch.
   for (Operation &op : body.without_terminator()) {
-    launchIndex[&op] = index++;
+    int here = index++;
+    op.walk([&](Operation *inner) { launchIndex[inner] = here; });
+  }
+  llvm::SmallVector<Operation *> all;
+  for (Operation &op : body.without_terminator())
+    op.walk<WalkOrder::PreOrder>([&](Operation *inner) { all.push_back(inner); });
+  for (Operation *op : all) {
     if (auto w = dyn_cast<nnk::WeightOp>(op)) {
       auto it = paramIndex.find(w.getName());
       if (it == paramIndex.end())
@@ -144,7 +153,8 @@ LogicalResult ModelEmitter::analyze() {
       names[w.getResult()] = "w" + std::to_string(weights++);
     }
   }
-  for (Operation &op : body.without_terminator()) {
+  for (Operation *opp : all) {
+    Operation &op = *opp;
     auto alloc = dyn_cast<nnk::AllocOp>(op);
     if (!alloc)
       continue;
@@ -531,18 +541,21 @@ LogicalResult ModelEmitter::emitForwardPrologue(raw_indented_ostream &os) {
     if (failed(decl(arg, init)))
       return failure();
   }
-  for (Operation &op : body.without_terminator()) {
+  // Weights and temporaries of nested regions too (a region's body is
+  // emitted as a lambda that captures them).
+  WalkResult r = forward.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (auto w = dyn_cast<nnk::WeightOp>(op)) {
       if (failed(decl(w.getResult(), "nncc_ms_param(m, " +
                                          std::to_string(paramIndex[w.getName()]) + ")")))
-        return failure();
+        return WalkResult::interrupt();
     } else if (auto a = dyn_cast<nnk::AllocOp>(op)) {
       std::string n = name(a.getResult());
       if (failed(decl(a.getResult(), "nncc_ms_buffer_ptr(m, " + n.substr(1) + ")")))
-        return failure();
+        return WalkResult::interrupt();
     }
-  }
-  return success();
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
 }
 
 //===----------------------------------------------------------------------===//

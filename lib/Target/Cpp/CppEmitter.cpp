@@ -24,9 +24,26 @@ public:
   LogicalResult emit(raw_indented_ostream &os, bool withCuda);
 
 private:
-  bool needsRecurrent = false;
+  bool needsODE = false;
+  int regionCounter = 0;
   std::string body; // forward_cpu's statements
   LogicalResult emitOp(raw_indented_ostream &os, Operation *op);
+  /// A region's body as a lambda `name(args...) -> int` (0 or a status);
+  /// `argDecls` binds the block arguments (C++ statements naming them).
+  LogicalResult emitRegionLambda(raw_indented_ostream &os, Region &region,
+                                 const std::string &lambda, const std::string &params,
+                                 const std::string &prologue);
+  LogicalResult emitODESolve(raw_indented_ostream &os, nnk::ODESolveOp op);
+  LogicalResult emitODERNN(raw_indented_ostream &os, nnk::ODERNNOp op);
+  std::string odeFailure(Operation *op) {
+    return "if (rc_ != 0) {\n"
+           "  if (rc_ < 0)\n"
+           "    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"%s: %s\", " +
+           cString(launchComment(op)) +
+           ", nncc::kernels::ode_error_string(rc_));\n"
+           "  return (nncc_status)rc_;\n"
+           "}\n";
+  }
   LogicalResult emitStridedCopy(raw_indented_ostream &os, Operation *op, Value src,
                                 Value dst, int64_t axis, const std::string &offsetExpr,
                                 bool intoDst);
@@ -58,98 +75,7 @@ void emitPrecision(raw_indented_ostream &os) {
         "#endif\n\n";
 }
 
-const char *kRecurrentPrelude = R"cpp(
-// One layer and direction of a recurrent stack over a precomputed input
-// projection (nnk.recurrent_scan): per step one GEMM h . W_hh^T over all rows,
-// then the gate math of RecurrentMath.h (shared with the CUDA kernel) on the
-// rows still inside their length. ws: [B, H] h, [B, H] c, [B, G*H], [B, H] x2.
-template <typename T, typename L>
-static int nncc_gen_recurrent_scan(int cell, int64_t B, int64_t Tn, int64_t H,
-                                   int64_t D, int64_t state_index, int reverse,
-                                   const T *xproj, const T *whh, const T *bhh,
-                                   const T *h0, const T *c0, const L *lengths, T *y,
-                                   T *hn, T *cn, T *ws) {
-  using namespace nncc::kernels;
-  const int64_t G = cell_gates(cell), GH = G * H, BH = B * H;
-  T *h = ws, *c = h + BH, *hg = c + BH, *rh = hg + B * GH, *hrh = rh + BH;
-  for (int64_t i = 0; i < BH; ++i) {
-    h[i] = h0 ? h0[state_index * BH + i] : T(0);
-    c[i] = c0 ? c0[state_index * BH + i] : T(0);
-    rh[i] = T(0);
-  }
-  const int64_t ldy = D * H, col = reverse ? H : 0;
-  for (int64_t s = 0; s < Tn; ++s) {
-    int rc = NNCC_KFN(nncc_gemm)(0, 1, B, GH, H, T(1), h, H, whh, H, T(0), hg, GH);
-    if (rc)
-      return rc;
-    if (cell == NNCC_CELL_GRU_CHO2014) {
-      for (int64_t b = 0; b < B; ++b) {
-        const int64_t len = lengths ? (int64_t)lengths[b] : Tn;
-        if (s >= len)
-          continue;
-        const int64_t t = reverse ? len - 1 - s : s;
-        const T *xg = xproj + (b * Tn + t) * GH;
-        for (int64_t j = 0; j < H; ++j) {
-          T r, z;
-          rh[b * H + j] = gru_cho_gates(xg, hg + b * GH, bhh, (int)H, (int)j, h[b * H + j], r, z);
-        }
-      }
-      rc = NNCC_KFN(nncc_gemm)(0, 1, B, H, H, T(1), rh, H, whh + 2 * H * H, H, T(0), hrh, H);
-      if (rc)
-        return rc;
-    }
-#pragma omp parallel for if (B * H > 4096)
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t len = lengths ? (int64_t)lengths[b] : Tn;
-      if (s >= len)
-        continue;
-      const int64_t t = reverse ? len - 1 - s : s;
-      const T *xg = xproj + (b * Tn + t) * GH;
-      const T *g = hg + b * GH;
-      T *yr = y + (b * Tn + t) * ldy + col;
-      for (int64_t j = 0; j < H; ++j) {
-        T &hj = h[b * H + j];
-        switch (cell) {
-        case NNCC_CELL_RNN_TANH:
-        case NNCC_CELL_RNN_RELU:
-          hj = rnn_unit(xg, g, bhh, (int)j, cell == NNCC_CELL_RNN_RELU, (T *)nullptr, (int)H);
-          break;
-        case NNCC_CELL_LSTM: {
-          T cn2, hn2;
-          lstm_unit(xg, g, bhh, (int)H, (int)j, c[b * H + j], cn2, hn2, (T *)nullptr);
-          c[b * H + j] = cn2;
-          hj = hn2;
-          break;
-        }
-        case NNCC_CELL_GRU:
-          hj = gru_unit(xg, g, bhh, (int)H, (int)j, hj, (T *)nullptr);
-          break;
-        default: {
-          T r, z;
-          gru_cho_gates(xg, g, bhh, (int)H, (int)j, hj, r, z);
-          hj = gru_cho_update(xg, hrh[b * H + j], bhh, (int)H, (int)j, hj, r, z, (T *)nullptr);
-          break;
-        }
-        }
-        yr[j] = hj;
-      }
-    }
-  }
-  for (int64_t b = 0; b < B; ++b) {
-    const int64_t len = lengths ? (int64_t)lengths[b] : Tn;
-    for (int64_t t = len < 0 ? 0 : len; t < Tn; ++t)
-      for (int64_t j = 0; j < H; ++j)
-        y[(b * Tn + t) * ldy + col + j] = T(0);
-  }
-  for (int64_t i = 0; i < BH; ++i) {
-    if (hn)
-      hn[state_index * BH + i] = h[i];
-    if (cn)
-      cn[state_index * BH + i] = c[i];
-  }
-  return 0;
-}
-)cpp";
+
 
 LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
   if (failed(analyze()))
@@ -176,8 +102,8 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
      << "// Do not edit; regenerate with `nncc compile`.\n"
      << "#include \"nncc/Runtime/ModelSupport.h\"\n"
      << "#include \"nncc/Kernels/Kernels.h\"\n";
-  if (needsRecurrent)
-    os << "#include \"nncc/Kernels/RecurrentMath.h\"\n";
+  if (needsODE)
+    os << "#include \"nncc/Kernels/ODESolver.h\"\n";
   os << "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n";
   emitPrecision(os);
   os << "#define NNCC_GEN_CHECK(call, what)                                   \\\n"
@@ -193,8 +119,6 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
         "  while (n) { ++bits; n >>= 1; }\n"
         "  int64_t b = bits > 0 ? (int64_t)1 << (bits - 1) : 1;\n"
         "  return b < 2 ? 2 : b;\n}\n";
-  if (needsRecurrent)
-    os << kRecurrentPrelude;
   os << "} // namespace\n\n";
   if (failed(emitTables(os, withCuda)))
     return failure();
@@ -552,7 +476,7 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                  fmtDouble(o.getScale()) + "; ";
             std::string globals, kPtr = name(qkv) + " + " + *E,
                                  vPtr = name(qkv) + " + 2 * " + *E;
-            std::string rotBytes;
+            std::string rotBytes, rotGiven;
             Operation *raw = o.getOperation();
             if (auto b = dyn_cast<nnk::BandedAttentionOp>(raw)) {
               p += "p.kind = NNCC_ATTN_DILATED; p.window = " +
@@ -574,8 +498,9 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                 auto half = D(l.getRotations(), 2);
                 if (failed(half))
                   return failure();
-                p += "p.n_buckets = (int32_t)(2 * " + *half + "); p.rotations = " +
-                     name(l.getRotations()) + "; ";
+                p += "p.n_buckets = (int32_t)(2 * " + *half + "); ";
+                // Not in the workspace-size expression (no buffers there).
+                rotGiven = "p.rotations = " + name(l.getRotations()) + "; ";
               } else {
                 p += "p.n_buckets = (int32_t)nncc_gen_lsh_buckets(" + *Tn + ", " +
                      std::to_string(l.getChunk()) + "); ";
@@ -591,7 +516,7 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                                           ", " + dh + ", (int64_t)sizeof(real_t)); }()");
             os << "{\n";
             os.indent();
-            os << p << "\n";
+            os << p << rotGiven << "\n";
             if (!rotBytes.empty()) {
               int rws = addWorkspace(op, rotBytes);
               auto l = cast<nnk::LSHAttentionOp>(raw);
@@ -610,40 +535,237 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
             return success();
           })
       .Case<nnk::RecurrentScanOp>([&](nnk::RecurrentScanOp o) -> LogicalResult {
-        needsRecurrent = true;
+        // One layer and direction: libnncc_kernels' time loop over the
+        // precomputed input projection (active rows shrink as sequences end).
         auto B = D(o.getXproj(), 0), Tn = D(o.getXproj(), 1);
         if (failed(B) || failed(Tn))
           return failure();
         int64_t H = o.getHiddenSize();
-        int64_t G = o.getCell() == nnk::Cell::lstm ? 4
-                    : (o.getCell() == nnk::Cell::gru || o.getCell() == nnk::Cell::gru_cho2014)
-                        ? 3
-                        : 1;
-        int ws = addWorkspace(op, *B + " * " + std::to_string(H * (G + 4)) +
-                                      " * sizeof(real_t)");
-        std::string lengths = o.getLengths() ? name(o.getLengths()) : "(const int32_t *)NULL";
-        os << check(op, "nncc_gen_recurrent_scan<real_t>(" +
-                            std::to_string(static_cast<int>(o.getCell())) + ", " + *B +
-                            ", " + *Tn + ", " + std::to_string(H) + ", " +
+        std::string cell = std::to_string(static_cast<int>(o.getCell()));
+        int ws = addWorkspace(op, "nncc_rnn_layer_workspace_size(" + cell + ", " + *B +
+                                      ", " + std::to_string(H) + ", sizeof(real_t))");
+        std::string len32 = "(const int32_t *)NULL", len64 = "(const int64_t *)NULL";
+        if (Value l = o.getLengths())
+          (T(l).getElementType().isInteger(64) ? len64 : len32) = name(l);
+        os << check(op, "NNCC_KFN(nncc_rnn_layer)(" + cell + ", " + *B + ", " + *Tn +
+                            ", " + std::to_string(H) + ", " +
                             std::to_string(o.getNumDirections()) + ", " +
                             std::to_string(o.getStateIndex()) + ", " +
                             (o.getReverse() ? "1" : "0") + ", " + name(o.getXproj()) + ", " +
                             name(o.getWHh()) + ", " + nameOrNull(o.getBHh()) + ", " +
                             nameOrNull(o.getH0()) + ", " + nameOrNull(o.getC0()) + ", " +
-                            lengths + ", " + name(o.getY()) + ", " +
+                            len32 + ", " + len64 + ", " + name(o.getY()) + ", " +
                             nameOrNull(o.getHN()) + ", " + nameOrNull(o.getCN()) +
-                            ", (real_t *)nncc_ms_buffer_ptr(m, " + std::to_string(ws) +
-                            "))");
+                            ", nncc_ms_buffer_ptr(m, " + std::to_string(ws) + "), NULL)");
         return success();
       })
+      .Case<nnk::RecurrentCellOp>([&](nnk::RecurrentCellOp o) -> LogicalResult {
+        auto B = D(o.getH(), 0), H = D(o.getH(), 1);
+        if (failed(B) || failed(H))
+          return failure();
+        std::string cell = std::to_string(static_cast<int>(o.getCell()));
+        int ws = addWorkspace(op, "nncc_rnn_cell_workspace_size(" + cell + ", " + *B +
+                                      ", " + *H + ", sizeof(real_t))");
+        os << check(op, "NNCC_KFN(nncc_rnn_cell)(" + cell + ", " + *B + ", " + *H + ", " +
+                            name(o.getXproj()) + ", " + name(o.getH()) + ", " +
+                            nameOrNull(o.getC()) + ", " + name(o.getWHh()) + ", " +
+                            nameOrNull(o.getBHh()) + ", " + name(o.getHOut()) + ", " +
+                            nameOrNull(o.getCOut()) + ", nncc_ms_buffer_ptr(m, " +
+                            std::to_string(ws) + "))");
+        return success();
+      })
+      .Case<nnk::ODESolveOp>([&](nnk::ODESolveOp o) { return emitODESolve(os, o); })
+      .Case<nnk::ODERNNOp>([&](nnk::ODERNNOp o) { return emitODERNN(os, o); })
       .Default([&](Operation *other) -> LogicalResult {
         return other->emitError()
                << "the C++ emitter cannot handle '" << other->getName()
                << "' yet (supported: alloc, weight, fill, copy, elementwise, gemm, "
                   "matmul, layer_norm, softmax, reduce, embedding, sinusoidal_position, "
                   "loss, transpose, slice, concat, split, flash/banded/lsh attention, "
-                  "recurrent_scan)";
+                  "recurrent_scan, recurrent_cell, ode_solve, ode_rnn)";
       });
+}
+
+
+LogicalResult CppEmitter::emitRegionLambda(raw_indented_ostream &os, Region &region,
+                                           const std::string &lambda,
+                                           const std::string &params,
+                                           const std::string &prologue) {
+  if (!region.hasOneBlock())
+    return region.getParentOp()->emitError("a region of one block is expected");
+  os << "auto " << lambda << " = [&](" << params << ") -> int {\n";
+  os.indent();
+  os << prologue;
+  for (Operation &inner : region.front().without_terminator())
+    if (failed(emitOp(os, &inner)))
+      return failure();
+  os << "return 0;\n";
+  os.unindent();
+  os << "};\n";
+  return success();
+}
+
+static int odeMethodCode(nn::ODEMethod m) {
+  switch (m) {
+  case nn::ODEMethod::euler:
+    return 0;
+  case nn::ODEMethod::rk4:
+    return 1;
+  case nn::ODEMethod::dopri5:
+    return 2;
+  }
+  return -1;
+}
+
+static int odeStages(int method) { return method == 0 ? 1 : method == 1 ? 4 : 7; }
+
+LogicalResult CppEmitter::emitODESolve(raw_indented_ostream &os, nnk::ODESolveOp o) {
+  needsODE = true;
+  Operation *op = o.getOperation();
+  auto outT = cast<nnk::BufferType>(o.getOut().getType());
+  auto workT = cast<nnk::BufferType>(o.getWork().getType());
+  int method = odeMethodCode(o.getMethod());
+  int S = odeStages(method);
+  int64_t K = workT.getDim(0).isStatic() ? workT.getDim(0).getSize() : -1;
+  bool adaptive = method == 2 && o.getSteps() == 0;
+  if (K < S + (adaptive ? 2 : 1))
+    return o.emitError() << "nnk.ode_solve: the work buffer needs at least "
+                         << S + (adaptive ? 2 : 1) << " stage slots, it has " << K;
+  FailureOr<std::string> n = numel(op, outT);
+  if (failed(n))
+    return failure();
+  Block &body = o.getDynamics().front();
+  if (body.getNumArguments() != 3)
+    return o.emitError("nnk.ode_solve: the dynamics region takes (t, h, dh)");
+  std::string id = std::to_string(regionCounter++);
+  std::string tn = "ode" + id + "_t", hn = "ode" + id + "_h", dn = "ode" + id + "_dh";
+  names[body.getArgument(0)] = tn;
+  names[body.getArgument(1)] = hn;
+  names[body.getArgument(2)] = dn;
+  os << "{\n";
+  os.indent();
+  os << "// " << stringifyEnum(o.getMethod())
+     << (adaptive ? ", adaptive (rtol " + fmtDouble(o.getRtol()) + ", atol " +
+                        fmtDouble(o.getAtol()) + ")"
+                  : ", " + std::to_string(o.getSteps()) + " fixed steps")
+     << "; h evolves in the output\n";
+  os << "const int64_t n = " << *n << ";\n";
+  os << "real_t *work = " << name(o.getWork()) << ";\n";
+  os << "real_t *k[" << S << "];\n";
+  os << "for (int s = 0; s < " << S << "; ++s) k[s] = work + (int64_t)s * n;\n";
+  os << "memcpy(" << name(o.getOut()) << ", " << name(o.getH0()) << ", n * sizeof(real_t));\n";
+  os << "real_t tbuf[1] = {0};\n";
+  if (failed(emitRegionLambda(os, o.getDynamics(), "dynamics",
+                              "double s_, const real_t *hin_, real_t *dh_",
+                              "tbuf[0] = (real_t)s_;\nreal_t *" + tn + " = tbuf; (void)" + tn +
+                                  ";\nreal_t *" + hn + " = (real_t *)hin_; (void)" + hn +
+                                  ";\nreal_t *" + dn + " = dh_;\n")))
+    return failure();
+  os << "const int rc_ = nncc::kernels::ode_integrate<real_t>(" << method << ", "
+     << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
+     << ", n, n, (const real_t *)NULL, (double)" << name(o.getT0()) << "[0], (double)"
+     << name(o.getT1()) << "[0], " << name(o.getOut()) << ", k, work + " << S << " * n, "
+     << (adaptive ? "work + " + std::to_string(S + 1) + " * n" : std::string("(real_t *)NULL"))
+     << ", dynamics, (int64_t *)NULL);\n";
+  os << odeFailure(op);
+  os.unindent();
+  os << "}\n";
+  return success();
+}
+
+LogicalResult CppEmitter::emitODERNN(raw_indented_ostream &os, nnk::ODERNNOp o) {
+  needsODE = true;
+  Operation *op = o.getOperation();
+  auto xT = cast<nnk::BufferType>(o.getX().getType());
+  auto workT = cast<nnk::BufferType>(o.getWork().getType());
+  int method = odeMethodCode(o.getMethod());
+  int S = odeStages(method);
+  bool adaptive = method == 2 && o.getSteps() == 0;
+  int64_t K = workT.getDim(0).isStatic() ? workT.getDim(0).getSize() - 2 : -1;
+  if (K < S + (adaptive ? 2 : 1))
+    return o.emitError() << "nnk.ode_rnn: the work buffer needs at least "
+                         << S + (adaptive ? 2 : 1) + 2 << " slots";
+  auto B = dimExpr(op, xT.getDim(0)), Tn = dimExpr(op, xT.getDim(1)),
+       I = dimExpr(op, xT.getDim(2));
+  if (failed(B) || failed(Tn) || failed(I))
+    return failure();
+  int64_t H = o.getHiddenSize();
+  Block &dyn = o.getDynamics().front();
+  Block &cell = o.getCell().front();
+  if (dyn.getNumArguments() != 3 || cell.getNumArguments() != 3)
+    return o.emitError("nnk.ode_rnn: the regions take (t, h, dh) and (x_t, h, h_out)");
+  std::string id = std::to_string(regionCounter++);
+  std::string p = "odernn" + id + "_";
+  names[dyn.getArgument(0)] = p + "t";
+  names[dyn.getArgument(1)] = p + "h";
+  names[dyn.getArgument(2)] = p + "dh";
+  names[cell.getArgument(0)] = p + "xt";
+  names[cell.getArgument(1)] = p + "ch";
+  names[cell.getArgument(2)] = p + "chout";
+  int ws = addWorkspace(op, "3 * " + *B + " * sizeof(real_t)");
+  os << "{\n";
+  os.indent();
+  os << "// ODE-RNN (Rubanova et al. 2019): the first observation is folded in at\n"
+        "// t_0 without evolution; then per step each row evolves over its own\n"
+        "// [t_{i-1}, t_i] (" << stringifyEnum(o.getMethod())
+     << (adaptive ? ", adaptive" : ", " + std::to_string(o.getSteps()) + " steps")
+     << "), then the cell.\n";
+  os << "const int64_t B = " << *B << ", Tn = " << *Tn << ", I = " << *I << ", H = " << H
+     << ", n = B * H;\n";
+  os << "real_t *work = " << name(o.getWork()) << ";\n";
+  os << "real_t *k[" << S << "];\n";
+  os << "for (int s = 0; s < " << S << "; ++s) k[s] = work + (int64_t)s * n;\n";
+  os << "real_t *h = work + " << K << "LL * n, *hnext = work + " << K + 1 << "LL * n;\n";
+  os << "real_t *delta = (real_t *)nncc_ms_buffer_ptr(m, " << ws
+     << "), *tcur = delta + B, *tprev = delta + 2 * B;\n";
+  if (o.getH0())
+    os << "memcpy(h, " << name(o.getH0()) << ", n * sizeof(real_t));\n";
+  else
+    os << "memset(h, 0, n * sizeof(real_t));\n";
+  os << "const real_t *times = " << name(o.getTimes()) << ";\n";
+  if (failed(emitRegionLambda(
+          os, o.getDynamics(), "dynamics", "double s_, const real_t *hin_, real_t *dh_",
+          "for (int64_t b = 0; b < B; ++b) tcur[b] = (real_t)((double)tprev[b] + s_ * "
+          "(double)delta[b]);\nreal_t *" +
+              p + "t = tcur; (void)" + p + "t;\nreal_t *" + p + "h = (real_t *)hin_; (void)" +
+              p + "h;\nreal_t *" + p + "dh = dh_;\n")))
+    return failure();
+  if (failed(emitRegionLambda(os, o.getCell(), "cell", "",
+                              "real_t *" + p + "xt = " + name(o.getXt()) + "; (void)" + p +
+                                  "xt;\nreal_t *" + p + "ch = h; (void)" + p +
+                                  "ch;\nreal_t *" + p + "chout = hnext;\n")))
+    return failure();
+  os << "for (int64_t i = 0; i < Tn; ++i) {\n";
+  os.indent();
+  os << "if (i > 0) {\n";
+  os.indent();
+  os << "for (int64_t b = 0; b < B; ++b) {\n"
+        "  tprev[b] = times[b * Tn + i - 1];\n"
+        "  delta[b] = times[b * Tn + i] - tprev[b];\n"
+        "}\n";
+  os << "const int rc_ = nncc::kernels::ode_integrate<real_t>(" << method << ", "
+     << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
+     << ", n, H, delta, 0.0, 1.0, h, k, work + " << S << " * n, "
+     << (adaptive ? "work + " + std::to_string(S + 1) + " * n" : std::string("(real_t *)NULL"))
+     << ", dynamics, (int64_t *)NULL);\n";
+  os << odeFailure(op);
+  os.unindent();
+  os << "}\n";
+  os << "for (int64_t b = 0; b < B; ++b)\n"
+        "  memcpy("
+     << name(o.getXt()) << " + b * I, " << name(o.getX())
+     << " + (b * Tn + i) * I, I * sizeof(real_t));\n";
+  os << "{\n  const int rc_ = cell();\n";
+  os << "  if (rc_ != 0) return (nncc_status)rc_;\n}\n";
+  os << "memcpy(h, hnext, n * sizeof(real_t));\n";
+  os << "for (int64_t b = 0; b < B; ++b)\n"
+        "  memcpy("
+     << name(o.getOut()) << " + (b * Tn + i) * H, h + b * H, H * sizeof(real_t));\n";
+  os.unindent();
+  os << "}\n";
+  os.unindent();
+  os << "}\n";
+  return success();
 }
 
 } // namespace

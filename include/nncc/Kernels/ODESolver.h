@@ -1,0 +1,266 @@
+//===- ODESolver.h - Runge-Kutta tableaus and the host solver loop -*- C++ -*-===//
+//
+// The explicit Runge-Kutta methods of nnk.ode_solve / nnk.ode_rnn:
+//   euler   1 stage
+//   rk4     classic (c = 0, 1/2, 1/2, 1; b = 1/6, 1/3, 1/3, 1/6)
+//   dopri5  Dormand-Prince 5(4), 7 stages; fifth-order solution, the
+//           embedded fourth-order one gives the error estimate.
+// The tableaus are NNCC_HD constants (the CUDA stage kernels use the same
+// numbers). `ode_integrate` is the host loop of the CPU twin: per stage ONE
+// evaluation of the dynamics (a callback: the generated launches of the op's
+// region), then ONE fused loop forming the next stage input
+// h + dt*sum_j a_sj k_j; after the last stage one fused loop for the update
+// (dopri5 adaptive: the candidate, the error and its norm in the same loop).
+//
+// The integration variable s runs from s0 to s1. Each state row r (rows of
+// `rowLen` elements) may scale the step: the row integrates with dt_r =
+// ds * rowScale[r] (ode_rnn integrates every row over s in [0, 1] with
+// rowScale = t_i - t_{i-1} of that row, which is a reparameterisation of
+// dh/dt = f(t, h); rowScale NULL means 1 and s is the time itself).
+//
+// Adaptive dopri5 (steps == 0): error norm
+//   sqrt(mean((err / (atol + rtol*max(|h|, |h_new|)))^2))   over all elements
+// accept if <= 1; ds <- ds * clamp(0.9 * norm^(-1/5), 0.2, 10); the first ds
+// is (s1 - s0)/100 and the last step is clipped to s1 (torchdiffeq's dopri5
+// with a fixed first step). k7 of an accepted step is k1 of the next (FSAL):
+// the same value the dynamics would return, one evaluation saved per step.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_KERNELS_ODESOLVER_H
+#define NNCC_KERNELS_ODESOLVER_H
+
+#include "nncc/Kernels/Common.h"
+
+#include <math.h>
+#include <stdint.h>
+
+namespace nncc {
+namespace kernels {
+
+enum OdeMethod : int { OdeEuler = 0, OdeRk4 = 1, OdeDopri5 = 2 };
+
+/// Failure codes of ode_integrate (< 0; > 0 is the callback's status).
+enum : int {
+  OdeStepUnderflow = -1, // adaptive step size fell below 1e-12 of the span
+  OdeTooManySteps = -2,  // more than kOdeMaxSteps attempts
+  OdeBadMethod = -3
+};
+constexpr int64_t kOdeMaxSteps = 1000000;
+
+inline const char *ode_error_string(int rc) {
+  switch (rc) {
+  case OdeStepUnderflow:
+    return "dopri5: the adaptive step size underflowed (the dynamics are stiff, "
+           "diverge or produce NaN/Inf; loosen rtol/atol or use fixed steps)";
+  case OdeTooManySteps:
+    return "dopri5: more than 1000000 step attempts (loosen rtol/atol or use fixed "
+           "steps)";
+  case OdeBadMethod:
+    return "unknown ODE method";
+  default:
+    return "ODE solve failed";
+  }
+}
+
+NNCC_HD int ode_stages(int method) {
+  return method == OdeEuler ? 1 : method == OdeRk4 ? 4 : 7;
+}
+
+/// Butcher tableau entries: c_s, a_sj (j < s), b_j, and e_j = b_j - b*_j.
+NNCC_HD double ode_c(int method, int s) {
+  if (method == OdeRk4) {
+    const double c[4] = {0.0, 0.5, 0.5, 1.0};
+    return c[s];
+  }
+  if (method == OdeDopri5) {
+    const double c[7] = {0.0, 1.0 / 5, 3.0 / 10, 4.0 / 5, 8.0 / 9, 1.0, 1.0};
+    return c[s];
+  }
+  return 0.0;
+}
+
+NNCC_HD double ode_a(int method, int s, int j) {
+  if (method == OdeRk4) {
+    // rows 1..3: (1/2), (0, 1/2), (0, 0, 1)
+    if (s == 1 && j == 0)
+      return 0.5;
+    if (s == 2 && j == 1)
+      return 0.5;
+    if (s == 3 && j == 2)
+      return 1.0;
+    return 0.0;
+  }
+  if (method == OdeDopri5) {
+    const double a[7][6] = {
+        {0, 0, 0, 0, 0, 0},
+        {1.0 / 5, 0, 0, 0, 0, 0},
+        {3.0 / 40, 9.0 / 40, 0, 0, 0, 0},
+        {44.0 / 45, -56.0 / 15, 32.0 / 9, 0, 0, 0},
+        {19372.0 / 6561, -25360.0 / 2187, 64448.0 / 6561, -212.0 / 729, 0, 0},
+        {9017.0 / 3168, -355.0 / 33, 46732.0 / 5247, 49.0 / 176, -5103.0 / 18656, 0},
+        {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84}};
+    return a[s][j];
+  }
+  return 0.0;
+}
+
+NNCC_HD double ode_b(int method, int j) {
+  if (method == OdeEuler)
+    return 1.0;
+  if (method == OdeRk4) {
+    const double b[4] = {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6};
+    return b[j];
+  }
+  const double b[7] = {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84, 0};
+  return b[j];
+}
+
+/// dopri5: b_j - b*_j (fifth minus embedded fourth order weights).
+NNCC_HD double ode_e(int j) {
+  const double e[7] = {35.0 / 384 - 5179.0 / 57600,
+                       0,
+                       500.0 / 1113 - 7571.0 / 16695,
+                       125.0 / 192 - 393.0 / 640,
+                       -2187.0 / 6784 + 92097.0 / 339200,
+                       11.0 / 84 - 187.0 / 2100,
+                       -1.0 / 40};
+  return e[j];
+}
+
+/// The host loop. h [n] evolves in place. k: `stages` slots of n elements,
+/// stageIn: n, err: n (dopri5 adaptive only, else may be null).
+/// dyn(s, in, out) -> int: evaluates the dynamics at integration variable
+/// s (the callback maps it to each row's time) from `in` into `out`;
+/// nonzero stops the solve and is returned. *nSteps receives the number of
+/// accepted steps (may be null).
+template <typename T, typename Dyn>
+int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n,
+                  int64_t rowLen, const T *rowScale, double s0, double s1, T *h,
+                  T *const *kIn, T *stageIn, T *err, Dyn &&dyn, int64_t *nSteps) {
+  if (method < OdeEuler || method > OdeDopri5)
+    return OdeBadMethod;
+  const int S = ode_stages(method);
+  T *k[7];
+  for (int s = 0; s < S; ++s)
+    k[s] = kIn[s];
+  if (nSteps)
+    *nSteps = 0;
+  if (rowLen <= 0)
+    rowLen = 1;
+
+  // stageIn = h + ds * scale_r * sum_{j<=last} coef_j k_j, one fused loop.
+  auto combine = [&](T *dst, double ds, const double *coef, int count) {
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; ++i) {
+      double acc = 0.0;
+      for (int j = 0; j < count; ++j)
+        if (coef[j] != 0.0)
+          acc += coef[j] * (double)k[j][i];
+      const double sc = rowScale ? (double)rowScale[i / rowLen] : 1.0;
+      dst[i] = (T)((double)h[i] + ds * sc * acc);
+    }
+  };
+  // One step of size ds from s: stages 1..S (k1 given when haveK1).
+  auto stages = [&](double s, double ds, bool haveK1) -> int {
+    for (int st = 0; st < S; ++st) {
+      const T *in = h;
+      if (st > 0) {
+        double coef[7];
+        for (int j = 0; j < st; ++j)
+          coef[j] = ode_a(method, st, j);
+        combine(stageIn, ds, coef, st);
+        in = stageIn;
+      } else if (haveK1) {
+        continue;
+      }
+      int rc = dyn(s + ode_c(method, st) * ds, in, k[st]);
+      if (rc)
+        return rc;
+    }
+    return 0;
+  };
+
+  if (steps > 0 || method != OdeDopri5) {
+    if (steps <= 0)
+      steps = 1;
+    const double ds = (s1 - s0) / (double)steps;
+    double b[7];
+    for (int j = 0; j < S; ++j)
+      b[j] = ode_b(method, j);
+    for (int64_t it = 0; it < steps; ++it) {
+      const double s = s0 + (double)it * ds;
+      if (int rc = stages(s, ds, false))
+        return rc;
+      combine(h, ds, b, S); // in place: each element reads only its own h[i]
+      if (nSteps)
+        ++*nSteps;
+    }
+    return 0;
+  }
+
+  // Adaptive Dormand-Prince 5(4).
+  const double span = s1 - s0;
+  if (span == 0.0)
+    return 0;
+  const double dir = span > 0 ? 1.0 : -1.0;
+  double s = s0, ds = span / 100.0;
+  bool haveK1 = false;
+  double e[7];
+  for (int j = 0; j < 7; ++j)
+    e[j] = ode_e(j);
+  for (int64_t attempt = 0;; ++attempt) {
+    if ((s1 - s) * dir <= 1e-12 * fabs(span))
+      return 0;
+    if (attempt >= kOdeMaxSteps)
+      return OdeTooManySteps;
+    if ((s + ds - s1) * dir > 0)
+      ds = s1 - s;
+    if (fabs(ds) < 1e-12 * fabs(span))
+      return OdeStepUnderflow;
+    if (int rc = stages(s, ds, haveK1))
+      return rc;
+    haveK1 = true;
+    // stageIn holds the 7th stage input = the fifth-order solution.
+    double sq = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : sq) if (n > 16384)
+    for (int64_t i = 0; i < n; ++i) {
+      double acc = 0.0;
+      for (int j = 0; j < 7; ++j)
+        if (e[j] != 0.0)
+          acc += e[j] * (double)k[j][i];
+      const double sc = rowScale ? (double)rowScale[i / rowLen] : 1.0;
+      const double ei = ds * sc * acc;
+      if (err)
+        err[i] = (T)ei;
+      const double y0 = fabs((double)h[i]), y1 = fabs((double)stageIn[i]);
+      const double q = ei / (atol + rtol * (y0 > y1 ? y0 : y1));
+      sq += q * q;
+    }
+    const double norm = n > 0 ? sqrt(sq / (double)n) : 0.0;
+    if (norm == norm && norm <= 1.0) {
+      for (int64_t i = 0; i < n; ++i)
+        h[i] = stageIn[i];
+      s += ds;
+      T *t = k[0]; // FSAL: k7 = f(s + ds, y5) is the next k1
+      k[0] = k[6];
+      k[6] = t;
+      if (nSteps)
+        ++*nSteps;
+    }
+    double factor;
+    if (!(norm == norm) || isinf(norm))
+      factor = 0.2;
+    else if (norm == 0.0)
+      factor = 10.0;
+    else {
+      factor = 0.9 * pow(norm, -0.2);
+      factor = factor < 0.2 ? 0.2 : (factor > 10.0 ? 10.0 : factor);
+    }
+    ds *= factor;
+  }
+}
+
+} // namespace kernels
+} // namespace nncc
+
+#endif // NNCC_KERNELS_ODESOLVER_H
