@@ -96,7 +96,7 @@ def attn_dilated():
              masked_mha(mc, x, longformer_allowed(T, 5, 3, [2], causal=True)))
 
 
-def lsh_attention(x, in_w, in_b, out_w, out_b, heads, R, chunk, pad=None):
+def lsh_attention(x, in_w, in_b, out_w, out_b, heads, R, chunk, pad=None, causal=False):
     """Reformer LSH attention as masked dense attention (docs/kernels.md):
     shared QK projection, keys normalised, scores qk_i . k^_j / sqrt(dh);
     per round: bucket = argmax([xR; -xR]), stable sort by (bucket, position),
@@ -120,30 +120,43 @@ def lsh_attention(x, in_w, in_b, out_w, out_b, heads, R, chunk, pad=None):
         allowed = (ch[..., None, :] == ch[..., :, None]) | (ch[..., None, :] == ch[..., :, None] - 1)
         if pad is not None:  # padded keys are never attended
             allowed = allowed & ~pad[:, None, None, :]
+        if causal:
+            allowed = allowed & ~torch.triu(torch.ones(Tn, Tn, dtype=torch.bool), 1)
+        # self only when no other key is admissible, and only if itself
+        # admissible (not padded) - docs/kernels.md. (HuggingFace's Reformer
+        # would still attend a padded self; this only differs on padded
+        # query rows.) A row with no key at all gives 0, weight 0.
         others = allowed & ~eye
-        allowed = others | (eye & ~others.any(-1, keepdim=True))
+        allowed = others | (eye & allowed & ~others.any(-1, keepdim=True))
         s = scores.masked_fill(~allowed, float("-inf"))
         lses.append(torch.logsumexp(s, -1))
-        outs.append(torch.softmax(s, -1) @ v)
-    wts = torch.softmax(torch.stack(lses), 0)
+        outs.append(torch.softmax(s, -1).nan_to_num(0.0) @ v)
+    wts = torch.softmax(torch.stack(lses), 0).nan_to_num(0.0)
     o = (wts[..., None] * torch.stack(outs)).sum(0)
     return o.transpose(1, 2).reshape(Bn, Tn, E) @ out_w.T + out_b
 
 
 def attn_lsh():
-    D, A, NH, chunk = 16, 2, 3, 4
+    D, A = 16, 2
     x = rand(B, T, D)
-    in_w, in_b = rand(2 * D, D, scale=D ** -0.5), rand(2 * D, scale=0.1)
-    out_w, out_b = rand(D, D, scale=D ** -0.5), rand(D, scale=0.1)
-    w = {"a.in_proj_weight": in_w, "a.in_proj_bias": in_b, "a.out_proj.weight": out_w,
-         "a.out_proj.bias": out_b}
+    mk = lambda: (rand(2 * D, D, scale=D ** -0.5), rand(2 * D, scale=0.1),
+                  rand(D, D, scale=D ** -0.5), rand(D, scale=0.1))
+    wa, wc = mk(), mk()
+    w = {}
+    for p, ws in (("a", wa), ("c", wc)):
+        w.update({p + ".in_proj_weight": ws[0], p + ".in_proj_bias": ws[1],
+                  p + ".out_proj.weight": ws[2], p + ".out_proj.bias": ws[3]})
+    pad = pad_mask()
     mdl = model("attn_lsh")
     for nb in (2, 4, 8):
-        R = rand(NH, D // A, nb // 2)
-        out = mdl.run(w, {"x": x, "rot": R})
-        ref = lsh_attention(x.double(), in_w.double(), in_b.double(), out_w.double(),
-                            out_b.double(), A, R.double(), chunk)
+        R, R2 = rand(3, D // A, nb // 2), rand(2, D // A, max(1, nb // 4))
+        out = mdl.run(w, {"x": x, "rot": R, "rot2": R2, "pad": pad})
+        ref = lsh_attention(x.double(), *[t.double() for t in wa], A, R.double(), 4)
         nt.check("lsh hashes3 chunk4 buckets%d vs masked dense (Reformer)" % nb, out["y"], ref)
+        refc = lsh_attention(x.double(), *[t.double() for t in wc], A, R2.double(), 3, pad=pad,
+                             causal=True)
+        nt.check("lsh hashes2 chunk3 buckets%d causal + padding vs masked dense (Reformer)"
+                 % (2 * R2.shape[-1]), out["yc"], refc)
 
 
 def attn_lsh_onechunk():
