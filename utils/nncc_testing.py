@@ -120,7 +120,8 @@ def check(name, got, ref, tol=TOL["f32"]):
     try:
         e = err(got, ref)
         ok = e <= tol
-        msg = "err=%.3e tol=%.0e" % (e, tol)
+        r = np.abs(np.asarray(to_numpy(ref), dtype=np.float64))
+        msg = "err=%.3e tol=%.0e max|ref|=%.2g" % (e, tol, r.max() if r.size else 0.0)
     except AssertionError as ex:
         e, ok, msg = float("inf"), False, str(ex)
     print("%s %s %s" % ("PASS" if ok else "FAIL", name, msg))
@@ -444,18 +445,25 @@ def state_dict(module, prefix=""):
 
 
 def randomize_(module, scale=None, seed=None):
-    """Re-draw every parameter of a torch module uniformly (biases and layer
-    norm weights included, so no parameter is a trivial 0/1), in place."""
+    """Re-draw every parameter of a torch module in place, so that no
+    parameter is a trivial 0 or 1: layer norms get weight 1 +- 0.2 and bias
+    +- 0.1; every other parameter U(-s, s) with s = `scale` or 1/sqrt(last
+    dim) (PyTorch's default bound for weights)."""
     import torch
     g = torch.Generator().manual_seed(seed) if seed is not None else None
+    u = lambda shape: torch.rand(shape, generator=g) * 2 - 1
     with torch.no_grad():
+        norms = set()
+        for m in module.modules():
+            if isinstance(m, torch.nn.LayerNorm) and m.elementwise_affine:
+                m.weight.copy_(1.0 + 0.2 * u(m.weight.shape))
+                m.bias.copy_(0.1 * u(m.bias.shape))
+                norms.update((id(m.weight), id(m.bias)))
         for name, p in module.named_parameters():
+            if id(p) in norms:
+                continue
             s = scale if scale is not None else (1.0 / max(1, p.shape[-1])) ** 0.5
-            if p.dim() == 1 and ("norm" in name.lower() or name.endswith("LayerNorm.weight")) \
-                    and name.endswith("weight"):
-                p.copy_(1.0 + 0.2 * (torch.rand(p.shape, generator=g) * 2 - 1))
-            else:
-                p.copy_(s * (torch.rand(p.shape, generator=g) * 2 - 1))
+            p.copy_(s * u(p.shape))
     return module
 
 

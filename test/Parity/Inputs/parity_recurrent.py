@@ -177,7 +177,7 @@ def cells():
 def recurrent_variants():
     I, H = 4, 5
     lengths = [7, 0, 2, 6]  # a zero-length sequence: y = 0, h_n = h0
-    l3 = nt.randomize_(torch.nn.LSTM(I, H, 3, bias=False, batch_first=True))
+    l3 = nt.randomize_(torch.nn.LSTM(I, H, 3, bias=False, batch_first=True), scale=1.0)
     rb = nt.randomize_(torch.nn.RNN(I, H, 2, nonlinearity="relu", bidirectional=True,
                                     batch_first=True), scale=0.5)
     lh = nt.randomize_(torch.nn.LSTM(I, H, 1, bidirectional=True, batch_first=True))

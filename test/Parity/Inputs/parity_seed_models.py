@@ -15,7 +15,7 @@ torch.manual_seed(1)
 def lstm_lm():
     V, E, H, B, T = 10000, 128, 256, 2, 5
     embed, rnn, head = torch.nn.Embedding(V, E), torch.nn.LSTM(E, H, 2, batch_first=True), \
-        torch.nn.Linear(H, V)
+        nt.randomize_(torch.nn.Linear(H, V), scale=0.3)  # O(1) logits
     w = dict(sd(embed, "embed"), **sd(rnn, "recurrent"), **sd(head, "head"))
     tokens = torch.randint(0, V, (B, T), dtype=torch.int32)
     nxt = torch.randint(0, V, (B, T), dtype=torch.int32)
@@ -29,7 +29,7 @@ def lstm_lm():
 def elman_lm():
     V, E, H, B, T = 10000, 128, 256, 2, 5
     embed, rnn, head = torch.nn.Embedding(V, E), torch.nn.RNN(E, H, batch_first=True), \
-        torch.nn.Linear(H, V)
+        nt.randomize_(torch.nn.Linear(H, V), scale=0.3)
     w = dict(sd(embed, "embed"), **sd(rnn, "recurrent"), **sd(head, "head"))
     tokens = torch.randint(0, V, (B, T), dtype=torch.int32)
     nxt = torch.randint(0, V, (B, T), dtype=torch.int32)
@@ -45,7 +45,7 @@ def bilstm_tagger():
     lengths = [6, 2, 4]
     embed = torch.nn.Embedding(V, E)
     rnn = torch.nn.LSTM(E, H, 2, batch_first=True, bidirectional=True)
-    head = torch.nn.Linear(2 * H, C)
+    head = nt.randomize_(torch.nn.Linear(2 * H, C), scale=0.3)
     w = dict(sd(embed, "embed"), **sd(rnn, "encoder"), **sd(head, "head"))
     tokens = torch.randint(0, V, (B, T), dtype=torch.int32)
     tags = torch.randint(0, C, (B, T), dtype=torch.int32)
@@ -66,7 +66,7 @@ def bilstm_tagger():
 def gru_forecaster():
     Fd, H, B, T = 6, 64, 3, 7
     lengths = [7, 4, 1]
-    rnn, head = torch.nn.GRU(Fd, H, batch_first=True), torch.nn.Linear(H, 1)
+    rnn, head = torch.nn.GRU(Fd, H, batch_first=True), nt.randomize_(torch.nn.Linear(H, 1), scale=0.5)
     nt.randomize_(rnn)
     w = dict(sd(rnn, "encoder"), **sd(head, "head"))
     x, nr = rand(B, T, Fd), rand(B, 1)
@@ -158,7 +158,7 @@ def bert_small():
     for l in layers:
         nt.randomize_(l.norm1)
         nt.randomize_(l.norm2)
-    disc = torch.nn.Linear(D, 1)
+    disc = nt.randomize_(torch.nn.Linear(D, 1), scale=0.2)  # O(1) logits
     w = dict(sd(emb, "embed"), **sd(disc, "disc"))
     for k, l in enumerate(layers):
         w.update(sd(l, "encoder.%d" % k))
@@ -199,7 +199,7 @@ def reversible_bert(name, lsh):
         w.update(sd(gn, p + "g.norm"))
         w.update(sd(up, p + "g.up"))
         w.update(sd(down, p + "g.down"))
-    norm, disc = nt.randomize_(torch.nn.LayerNorm(D)), torch.nn.Linear(D, 1)
+    norm, disc = nt.randomize_(torch.nn.LayerNorm(D)), nt.randomize_(torch.nn.Linear(D, 1), scale=0.2)
     w.update(sd(norm, "norm"))
     w.update(sd(disc, "disc"))
     tokens = torch.randint(0, V, (B, T), dtype=torch.int32)
@@ -238,6 +238,43 @@ def reversible_bert(name, lsh):
     nt.check("%s loss" % name, out["loss"], F.binary_cross_entropy_with_logits(logits, replaced))
 
 
+def message_classifier():
+    """BERT-base (12 x 768, 12 heads, ff 3072, GELU) + bi-LSTM (zoneout off in
+    inference) + 13 label heads on the [CLS] position, BCE-with-logits."""
+    V, H, A, FF, N, LAB, B, T = 30522, 768, 12, 3072, 12, 13, 2, 6
+    emb = BertEmbeddings(V, H, 512)
+    layers = [torch.nn.TransformerEncoderLayer(H, A, FF, dropout=0.1, activation="gelu",
+                                               batch_first=True, norm_first=False).eval()
+              for _ in range(N)]
+    for l in layers:
+        nt.randomize_(l.norm1)
+        nt.randomize_(l.norm2)
+    bilstm = torch.nn.LSTM(H, H // 2, batch_first=True, bidirectional=True)
+    # heads large enough that the logits are O(1) and depend on the input
+    heads = [(nt.randomize_(torch.nn.Linear(H, H), scale=0.15),
+              nt.randomize_(torch.nn.Linear(H, 1), scale=0.2)) for _ in range(LAB)]
+    w = dict(sd(emb, "bert"), **sd(bilstm, "bilstm"))
+    for k, l in enumerate(layers):
+        w.update(sd(l, "encoder.%d" % k))
+    for k, (hid, o) in enumerate(heads):
+        w.update(sd(hid, "heads.%d.hidden" % k))
+        w.update(sd(o, "heads.%d.out" % k))
+    tokens = torch.randint(0, V, (B, T), dtype=torch.int32)
+    segments = torch.randint(0, 2, (B, T), dtype=torch.int32)
+    labels = (torch.rand(B, LAB) < 0.3).float()
+    out = seed_model("message_classifier").run(w, {"tokens": tokens, "segments": segments,
+                                                   "labels": labels})
+    h = emb(tokens, segments)
+    for l in layers:
+        h = l(h)
+    with torch.no_grad():
+        s_, _ = bilstm(h.detach())
+        cls = s_[:, 0]
+        logits = torch.cat([o(torch.tanh(hid(cls))) for hid, o in heads], -1)
+    nt.check("message_classifier logits", out["logits"], logits)
+    nt.check("message_classifier loss", out["loss"], F.binary_cross_entropy_with_logits(logits, labels))
+
+
 if __name__ == "__main__":
     nt.run_cases({
         "lstm_lm": lstm_lm, "elman_lm": elman_lm, "bilstm_tagger": bilstm_tagger,
@@ -247,4 +284,5 @@ if __name__ == "__main__":
         "neural_ode": neural_ode, "ode_rnn": ode_rnn, "bert_small": bert_small,
         "reversible_dilated_bert": lambda: reversible_bert("reversible_dilated_bert", False),
         "reformer_lsh": lambda: reversible_bert("reformer_lsh", True),
+        "message_classifier": message_classifier,
     })
