@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from nncc_kernels import CELL, CTYPE, SUFFIX, check, finish, i64, load, ptr
+from nncc_kernels import CELL, CTYPE, SUFFIX, check, expect, finish, i64, load, ptr
 
 torch.manual_seed(0)
 np.random.seed(0)
@@ -290,6 +290,77 @@ def fd_check():
     if not ok:
         from nncc_kernels import FAILED
         FAILED.append("fd lstm")
+
+
+# --- layer API: reverse direction of a D=2 layer through dxproj, i64
+# lengths including a zero length (state adjoint passes through: dh0 = dh_n,
+# nothing else touched), vs the stack kernel on the same weights -----------
+def layer_api_case(cell, dtype):
+    B_, T_, I_, H_ = 3, 5, 4, 3
+    lens = np.array([5, 0, 3], np.int64)
+    G = {"lstm": 4, "gru": 3, "gru_cho": 3}.get(cell, 1)
+    rng = np.random.RandomState(11)
+    x = rng.randn(B_, T_, I_).astype(dtype)
+    wih = (rng.rand(G * H_, I_) * 1.2 - 0.6).astype(dtype)
+    whh = (rng.rand(G * H_, H_) * 1.2 - 0.6).astype(dtype)
+    bih = (rng.rand(G * H_) * 1.2 - 0.6).astype(dtype)
+    bhh = (rng.rand(G * H_) * 1.2 - 0.6).astype(dtype)
+    h0 = rng.randn(2, B_, H_).astype(dtype)
+    c0 = rng.randn(2, B_, H_).astype(dtype)
+    dy = rng.randn(B_, T_, 2 * H_).astype(dtype)
+    dhn = rng.randn(2, B_, H_).astype(dtype)
+    dcn = rng.randn(2, B_, H_).astype(dtype)
+    es = np.dtype(dtype).itemsize
+    xproj = (x.reshape(-1, I_) @ wih.T + bih).astype(dtype).reshape(B_, T_, G * H_)
+    lib.nncc_rnn_layer_workspace_size.restype = C.c_int64
+    lib.nncc_rnn_layer_workspace_size.argtypes = [C.c_int] + [C.c_int64] * 3
+    ws = np.zeros(lib.nncc_rnn_layer_workspace_size(CELL[cell], B_, H_, es), np.uint8)
+    y = np.zeros((B_, T_, 2 * H_), dtype)
+    saved = np.zeros(lib.nncc_rnn_saved_size(CELL[cell], B_, T_, H_, 1, 2), dtype)
+    isc = cell == "lstm"
+    rc = fn_layer = getattr(lib, "nncc_rnn_layer_" + SUFFIX[dtype])(
+        C.c_int(CELL[cell]), *i64(B_, T_, H_, 2, 1), C.c_int(1), ptr(xproj), ptr(whh),
+        ptr(bhh), ptr(h0), ptr(c0 if isc else None), None, ptr(lens), ptr(y), None, None,
+        ws.ctypes.data_as(C.c_void_p), ptr(saved))
+    assert rc == 0, rc
+    lib.nncc_rnn_layer_backward_workspace_size.restype = C.c_int64
+    lib.nncc_rnn_layer_backward_workspace_size.argtypes = [C.c_int] + [C.c_int64] * 4
+    bws = np.zeros(lib.nncc_rnn_layer_backward_workspace_size(CELL[cell], B_, T_, H_, es),
+                   np.uint8)
+    dxproj = np.zeros((B_, T_, G * H_), dtype)
+    dh0 = np.zeros((2, B_, H_), dtype)
+    dc0 = np.zeros((2, B_, H_), dtype)
+    dwhh = np.zeros_like(whh)
+    dbhh = np.zeros_like(bhh)
+    rc = getattr(lib, "nncc_rnn_layer_backward_" + SUFFIX[dtype])(
+        C.c_int(CELL[cell]), *i64(B_, T_, 0, H_, 2, 1), C.c_int(1), None, None, ptr(whh),
+        ptr(saved), ptr(y), ptr(h0), ptr(c0 if isc else None), None, ptr(lens), ptr(dy),
+        ptr(dhn), ptr(dcn if isc else None), None, ptr(dh0), ptr(dc0), None, ptr(dwhh), None,
+        ptr(dbhh), ptr(dxproj), bws.ctypes.data_as(C.c_void_p))
+    assert rc == 0, rc
+    # Reference: the stack kernel with D=2 (direction 0 weights arbitrary,
+    # its adjoints independent), restricted to direction 1.
+    flat = [wih, whh, bih, bhh, wih, whh, bih, bhh]
+    sdx, sdh0, sdc0, sdw = kernel_backward(cell, dtype, x, flat, h0, c0 if isc else None,
+                                           [5, 0, 3], H_, 1, 2, 1, dy, dhn,
+                                           dcn if isc else None)
+    tag = "layer api %s reverse lengths64 zero-length" % cell
+    check(tag + " dh0", dh0[1], sdh0[1], dtype)
+    check(tag + " dw_hh", dwhh, sdw[5], dtype)
+    check(tag + " db_hh", dbhh, sdw[7], dtype)
+    check(tag + " db_ih = sum dxproj", dxproj.reshape(-1, G * H_).sum(0), sdw[6], dtype)
+    check(tag + " dw_ih = dxproj^T x", dxproj.reshape(-1, G * H_).T @ x.reshape(-1, I_),
+          sdw[4], dtype)
+    expect(tag + " zero-length row: dh0 = dh_n", np.array_equal(dh0[1, 1], dhn[1, 1]))
+    expect(tag + " zero-length row: dxproj = 0", not dxproj[1].any())
+    if isc:
+        check(tag + " dc0", dc0[1], sdc0[1], dtype)
+        expect(tag + " zero-length row: dc0 = dc_n", np.array_equal(dc0[1, 1], dcn[1, 1]))
+
+
+for dtype in (np.float64, np.float32):
+    for cell in ("lstm", "gru", "gru_cho", "rnn_tanh"):
+        layer_api_case(cell, dtype)
 
 
 fd_check()
