@@ -11,6 +11,7 @@
 // per-call tables (global-token flags) and the MHA projections.
 //
 //===----------------------------------------------------------------------===//
+#include "AttentionCommon.h"
 #include "Internal.h"
 #include "nncc/Kernels/AttentionMath.h"
 
@@ -301,33 +302,12 @@ void lshAttention(const Dims &g, T scale, bool causal, const T *rot,
   }
 }
 
-bool checkParams(const nncc_attention_params *p, int64_t dh) {
-  if (!p || dh <= 0)
-    return false;
-  if (p->kind == NNCC_ATTN_DILATED)
-    return p->window >= 1 && p->dilation >= 1 && p->n_global >= 0 &&
-           (p->n_global == 0 || p->global_pos);
-  if (p->kind == NNCC_ATTN_LSH)
-    return p->rotations && p->n_hashes >= 1 && p->n_buckets >= 2 &&
-           p->n_buckets % 2 == 0 && p->chunk >= 1;
-  return p->kind == NNCC_ATTN_DENSE;
-}
-
-int64_t coreWorkspace(const nncc_attention_params *p, int64_t T) {
-  Arena a(nullptr);
-  if (p->kind == NNCC_ATTN_DILATED) {
-    a.take<uint8_t>(T);
-    a.take<int32_t>(p->n_global);
-  }
-  return (int64_t)a.size();
-}
-
 template <typename T>
 int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
                   int64_t H, int64_t dh, const T *q, const T *k, const T *v,
                   int64_t ldi, T *out, int64_t ldo, const uint8_t *kpm,
                   void *ws, int32_t *bucketsOut) {
-  if (!checkParams(p, dh) || B < 0 || Tn < 0 || H <= 0 || !q || !v || !out ||
+  if (!attentionParamsValid(p, dh) || B < 0 || Tn < 0 || H <= 0 || !q || !v || !out ||
       ldi < H * dh || ldo < H * dh)
     return NNCC_K_EINVAL;
   if (p->kind != NNCC_ATTN_LSH && !k)
@@ -371,7 +351,7 @@ int64_t mhaWorkspace(const nncc_attention_params *p, int64_t B, int64_t Tn,
   Arena a(nullptr);
   a.take<char>(B * Tn * P * E * elem);
   a.take<char>(B * Tn * E * elem);
-  a.take<char>(coreWorkspace(p, Tn));
+  a.take<char>(attentionCoreWorkspace(p, Tn));
   return (int64_t)a.size();
 }
 
@@ -386,7 +366,7 @@ int mhaForward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   Arena a(ws);
   T *proj = a.take<T>(B * Tn * P * E);
   T *ctx = a.take<T>(B * Tn * E);
-  void *core = a.take<char>(coreWorkspace(p, Tn));
+  void *core = a.take<char>(attentionCoreWorkspace(p, Tn));
   // In-projection: proj = x in_w^T + in_b, [B*T, P*E].
   if (inB) {
 #pragma omp parallel for schedule(static)
@@ -425,7 +405,7 @@ extern "C" int64_t nncc_attention_workspace_size(const nncc_attention_params *p,
   (void)B, (void)H, (void)dh, (void)elem;
   if (!p)
     return -1;
-  return coreWorkspace(p, Tn) + 64;
+  return attentionCoreWorkspace(p, Tn) + 64;
 }
 
 extern "C" int64_t nncc_mha_workspace_size(const nncc_attention_params *p,

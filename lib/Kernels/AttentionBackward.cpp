@@ -19,6 +19,7 @@
 // gradient, together with the query path.
 //
 //===----------------------------------------------------------------------===//
+#include "AttentionCommon.h"
 #include "Internal.h"
 #include "nncc/Kernels/AttentionMath.h"
 #include "nncc/Kernels/BackwardMath.h"
@@ -284,34 +285,13 @@ void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
   }
 }
 
-bool checkParams(const nncc_attention_params *p, int64_t dh) {
-  if (!p || dh <= 0)
-    return false;
-  if (p->kind == NNCC_ATTN_DILATED)
-    return p->window >= 1 && p->dilation >= 1 && p->n_global >= 0 &&
-           (p->n_global == 0 || p->global_pos);
-  if (p->kind == NNCC_ATTN_LSH)
-    return p->rotations && p->n_hashes >= 1 && p->n_buckets >= 2 &&
-           p->n_buckets % 2 == 0 && p->chunk >= 1;
-  return p->kind == NNCC_ATTN_DENSE;
-}
-
-int64_t coreWs(const nncc_attention_params *p, int64_t Tn) {
-  Arena a(nullptr);
-  if (p->kind == NNCC_ATTN_DILATED) {
-    a.take<uint8_t>(Tn);
-    a.take<int32_t>(p->n_global);
-  }
-  return (int64_t)a.size();
-}
-
 template <typename T>
 int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
                       int64_t H, int64_t dh, const T *q, const T *k,
                       const T *v, int64_t ldi, const T *dout, int64_t ldo,
                       T *dq, T *dk, T *dv, int64_t ldg, const uint8_t *kpm,
                       void *ws) {
-  if (!checkParams(p, dh) || B < 0 || Tn < 0 || H <= 0 || !q || !v ||
+  if (!attentionParamsValid(p, dh) || B < 0 || Tn < 0 || H <= 0 || !q || !v ||
       !dout || !dq || !dv || ldi < H * dh || ldo < H * dh || ldg < H * dh)
     return NNCC_K_EINVAL;
   const bool lsh = p->kind == NNCC_ATTN_LSH;
@@ -357,7 +337,7 @@ int64_t mhaBwdWs(const nncc_attention_params *p, int64_t B, int64_t Tn,
   a.take<char>(B * Tn * E * elem);     // ctx
   a.take<char>(B * Tn * E * elem);     // dctx
   a.take<char>(B * Tn * P * E * elem); // dproj
-  a.take<char>(coreWs(p, Tn));
+  a.take<char>(attentionCoreWorkspace(p, Tn));
   return (int64_t)a.size();
 }
 
@@ -401,7 +381,7 @@ int mhaBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   T *ctx = a.take<T>(BT * E);
   T *dctx = a.take<T>(BT * E);
   T *dproj = a.take<T>(BT * P * E);
-  void *core = a.take<char>(coreWs(p, Tn));
+  void *core = a.take<char>(attentionCoreWorkspace(p, Tn));
   // Recompute the in-projection and the attention context.
   if (inB)
     for (int64_t r = 0; r < BT; ++r)
@@ -444,7 +424,7 @@ nncc_attention_backward_workspace_size(const nncc_attention_params *p,
   (void)B, (void)H, (void)dh, (void)elem;
   if (!p)
     return -1;
-  return coreWs(p, Tn) + 64;
+  return attentionCoreWorkspace(p, Tn) + 64;
 }
 
 extern "C" int64_t

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
+#include "RecurrentCommon.h"
 #include "nncc/Kernels/RecurrentMath.h"
 
 #include <algorithm>
@@ -307,17 +308,7 @@ int rnnCell(int cell, int64_t B, int64_t H, const T *xproj, const T *h,
   T *hg = a.take<T>(B * GH);
   T *rh = a.take<T>(cell == CellGruCho ? B * H : 0);
   T *hrh = a.take<T>(cell == CellGruCho ? B * H : 0);
-  gemm(false, true, B, cell == CellGruCho ? 2 * H : GH, H, T(1), h, H, whh, H,
-       T(0), hg, GH);
-  if (cell == CellGruCho) {
-    for (int64_t e = 0; e < B * H; ++e) {
-      const int64_t b = e / H, j = e % H;
-      T r, z;
-      rh[e] = gru_cho_gates(xproj + b * GH, hg + b * GH, bhh, (int)H, (int)j,
-                            h[e], r, z);
-    }
-    gemm(false, true, B, H, H, T(1), rh, H, whh + 2 * H * H, H, T(0), hrh, H);
-  }
+  cellRecurrentInputs(cell, B, H, xproj, h, whh, bhh, hg, rh, hrh);
 #pragma omp parallel for schedule(static) if (B * H > 8192)
   for (int64_t e = 0; e < B * H; ++e) {
     const int64_t b = e / H, j = e % H;

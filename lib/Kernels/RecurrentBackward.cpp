@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
+#include "RecurrentCommon.h"
 #include "nncc/Kernels/BackwardMath.h"
 #include "nncc/Kernels/RecurrentMath.h"
 
@@ -452,17 +453,7 @@ int cellBackward(int cell, int64_t B, int64_t H, const T *xproj, const T *h,
   T *dhg = a.take<T>(B * GH);
   T *direct = a.take<T>(B * H);
   // Forward gates.
-  gemm(false, true, B, cell == CellGruCho ? 2 * H : GH, H, T(1), h, H, whh, H,
-       T(0), hg, GH);
-  if (cell == CellGruCho) {
-    for (int64_t e = 0; e < B * H; ++e) {
-      const int64_t b = e / H, j = e % H;
-      T r, z;
-      rh[e] = gru_cho_gates(xproj + b * GH, hg + b * GH, bhh, (int)H, (int)j,
-                            h[e], r, z);
-    }
-    gemm(false, true, B, H, H, T(1), rh, H, whh + 2 * H * H, H, T(0), hrh, H);
-  }
+  cellRecurrentInputs(cell, B, H, xproj, h, whh, bhh, hg, rh, hrh);
   for (int64_t e = 0; e < B * H; ++e) {
     const int64_t b = e / H, j = e % H;
     const T *xr = xproj + b * GH, *hr = hg + b * GH;

@@ -1,0 +1,35 @@
+//===- RecurrentCommon.h - Shared by recurrent forward and backward -*- C++ -*-===//
+#ifndef NNCC_LIB_KERNELS_RECURRENTCOMMON_H
+#define NNCC_LIB_KERNELS_RECURRENTCOMMON_H
+
+#include "Internal.h"
+#include "nncc/Kernels/RecurrentMath.h"
+
+namespace nncc {
+namespace kernels {
+
+/// The recurrent inputs of one cell step for all B rows: hg = h W_hh^T
+/// ([B, G*H]; for Cho's GRU only the r and z blocks), and for Cho's GRU also
+/// rh = r * h and hrh = rh W_hn^T ([B, H] each), which its candidate needs.
+template <typename T>
+void cellRecurrentInputs(int cell, int64_t B, int64_t H, const T *xproj,
+                         const T *h, const T *whh, const T *bhh, T *hg, T *rh,
+                         T *hrh) {
+  const int64_t GH = cell_gates(cell) * H;
+  gemm(false, true, B, cell == CellGruCho ? 2 * H : GH, H, T(1), h, H, whh, H,
+       T(0), hg, GH);
+  if (cell != CellGruCho)
+    return;
+  for (int64_t e = 0; e < B * H; ++e) {
+    const int64_t b = e / H, j = e % H;
+    T r, z;
+    rh[e] = gru_cho_gates(xproj + b * GH, hg + b * GH, bhh, (int)H, (int)j, h[e],
+                          r, z);
+  }
+  gemm(false, true, B, H, H, T(1), rh, H, whh + 2 * H * H, H, T(0), hrh, H);
+}
+
+} // namespace kernels
+} // namespace nncc
+
+#endif
