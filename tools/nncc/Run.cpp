@@ -591,6 +591,9 @@ int runRun() {
                   inputsFile + "' (it has: " + (have.empty() ? "nothing" : have) + ")");
     }
     t.shape.assign(view.shape, view.shape + view.rank);
+    if (precision == Precision::F64 && t.dtype == NNCC_DTYPE_F32 &&
+        view.dtype == NNCC_DTYPE_F64)
+      t.dtype = NNCC_DTYPE_F64; // already the run's precision
     t.resize(view.numel * nncc_dtype_size(t.dtype));
     if (view.dtype == t.dtype) {
       if (view.nbytes)
