@@ -52,6 +52,8 @@ def main():
         elif a[i] == "--tol": tol = float(a[i + 1]); i += 2
         else: raise SystemExit("bad arg " + a[i])
     os.makedirs(work, exist_ok=True)
+    have = json.loads(subprocess.run([nncc, "inspect", model], check=True, capture_output=True).stdout)["dims"]
+    dims = [x for k in range(0, len(dims), 2) for x in dims[k:k + 2] if dims[k + 1].split("=")[0] in have]
     inp, out, wts = [os.path.join(work, f) for f in ("in.st", "out.st", "w.st")]
     base = [nncc, "run", model, "--grad", "--precision", "f64", "--quiet", "--seed", "0"]
     subprocess.run(base + ["--random-inputs"] + dims + ["--save-inputs", inp, "-o", out], check=True)
