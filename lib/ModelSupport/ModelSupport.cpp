@@ -63,6 +63,9 @@ struct nncc_model {
   bool paramsReady = false;
   bool paramsDirty = true;     // device copy out of date
   bool outputsValid = false;
+  std::vector<Tensor> grads;   // "grad.<param>" (training)
+  bool trainReady = false;     // residuals of a forward_train in the arena
+  bool gradsValid = false;
 
   // Plan for planDims.
   std::vector<int64_t> planDims;
@@ -445,8 +448,16 @@ nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *er
   // Check every parameter before changing any: a failed load leaves the
   // model as it was.
   std::vector<nncc_tensor_view> views(static_cast<size_t>(abi->num_params));
+  std::vector<char> widen(static_cast<size_t>(abi->num_params), 0);
   for (int32_t i = 0; i < abi->num_params; ++i) {
     const nncc_tensor_info &info = abi->params[i];
+    // An f64 build also loads f32 files (widened exactly).
+    if (info.dtype == NNCC_DTYPE_F64 &&
+        nncc_safetensors_get(file, info.name, NNCC_DTYPE_F32, info.rank, info.dims,
+                             &views[i], nullptr) == NNCC_OK) {
+      widen[i] = 1;
+      continue;
+    }
     if (nncc_status s = nncc_safetensors_get(file, info.name, info.dtype, info.rank,
                                              info.dims, &views[i], e)) {
       nncc_error_prefix(e, "loading weights from '%s': parameter '%s': ", path,
@@ -455,10 +466,19 @@ nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *er
       return s;
     }
   }
-  for (int32_t i = 0; i < abi->num_params; ++i)
+  for (int32_t i = 0; i < abi->num_params; ++i) {
+    if (widen[i]) {
+      const float *src = static_cast<const float *>(views[i].data);
+      double *dst = static_cast<double *>(m->params[i].host.data);
+      for (uint64_t k = 0; k < views[i].numel; ++k)
+        dst[k] = src[k];
+      continue;
+    }
     std::memcpy(m->params[i].host.data, views[i].data, m->params[i].bytes);
+  }
   nncc_safetensors_close(file);
   m->paramsReady = true;
+  m->trainReady = m->gradsValid = false;
   m->paramsDirty = true;
   nncc_error_clear(err);
   return NNCC_OK;
@@ -532,6 +552,7 @@ nncc_status nncc_ms_init_weights(nncc_model *m, uint64_t seed, nncc_error *err) 
     }
   }
   m->paramsReady = true;
+  m->trainReady = m->gradsValid = false;
   m->paramsDirty = true;
   nncc_error_clear(err);
   return NNCC_OK;
@@ -678,17 +699,75 @@ nncc_status nncc_ms_set_input(nncc_model *m, const char *name, nncc_dtype dtype,
   for (int32_t s = 0; s < abi->num_dims; ++s)
     if (mine[s] >= 0)
       m->bound[s] = mine[s];
+  m->trainReady = false;
   nncc_error_clear(err);
   return NNCC_OK;
 }
 
+namespace {
+enum class RunKind { Forward, Train };
+nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err);
+} // namespace
+
 nncc_status nncc_ms_forward(nncc_model *m, nncc_error *err) {
   if (nncc_status s = checkModel(m, "forward", err))
     return s;
+  return runModel(m, RunKind::Forward, err);
+}
+
+nncc_status nncc_ms_forward_train(nncc_model *m, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "forward_train", err))
+    return s;
+  if (!m->def->forward_train_cpu)
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                          "forward_train: '%s' was compiled without gradients (nncc "
+                          "compile --grad)", m->abi->model_name);
+  if (m->target != NNCC_TARGET_CPU)
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                          "forward_train: training runs on the CPU target only so far");
+  return runModel(m, RunKind::Train, err);
+}
+
+nncc_status nncc_ms_backward(nncc_model *m, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "backward", err))
+    return s;
+  if (!m->def->backward_cpu)
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                          "backward: '%s' was compiled without gradients (nncc "
+                          "compile --grad)", m->abi->model_name);
+  if (!m->trainReady)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "backward: no forward_train since the last forward, input or "
+                          "weight change");
+  ErrorSlot slot(err);
+  m->gradsValid = false;
+  nncc_status s = m->def->backward_cpu(m, slot.e);
+  if (s) {
+    m->trainReady = false;
+    nncc_error_prefix(slot.e, "backward of '%s': ", m->abi->model_name);
+    return s;
+  }
+  m->gradsValid = true;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+nncc_status nncc_ms_forward_backward(nncc_model *m, nncc_error *err) {
+  if (nncc_status s = nncc_ms_forward_train(m, err))
+    return s;
+  return nncc_ms_backward(m, err);
+}
+
+void *nncc_ms_grad(nncc_model *m, int32_t i) { return m->grads[i].host.data; }
+
+namespace {
+nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
   ErrorSlot slot(err);
   nncc_error *e = slot.e;
   const nncc_model_abi *abi = m->abi;
   m->outputsValid = false;
+  m->trainReady = false;
+  m->gradsValid = false;
   if (!m->paramsReady)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
                           "forward: the parameters of '%s' are not initialised; call "
@@ -742,7 +821,18 @@ nncc_status nncc_ms_forward(nncc_model *m, nncc_error *err) {
     return nncc_error_prefix(e, "forward: "), s;
 
   nncc_status s = NNCC_OK;
-  if (m->target == NNCC_TARGET_CPU) {
+  if (kind == RunKind::Train) {
+    m->grads.resize(static_cast<size_t>(abi->num_params));
+    for (int32_t i = 0; i < abi->num_params; ++i) {
+      Tensor &g = m->grads[i];
+      g.bytes = m->params[i].bytes;
+      g.shape = m->params[i].shape;
+      if (!g.host.reserve(g.bytes))
+        return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                              "forward_train: cannot allocate the gradients");
+    }
+    s = m->def->forward_train_cpu(m, e);
+  } else if (m->target == NNCC_TARGET_CPU) {
     s = m->def->forward_cpu
             ? m->def->forward_cpu(m, e)
             : nncc_error_set(e, NNCC_ERROR_UNSUPPORTED, "no CPU code in this library");
@@ -776,9 +866,11 @@ nncc_status nncc_ms_forward(nncc_model *m, nncc_error *err) {
   }
   ++m->generation;
   m->outputsValid = true;
+  m->trainReady = kind == RunKind::Train;
   nncc_error_clear(err);
   return NNCC_OK;
 }
+} // namespace
 
 nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtype,
                                int32_t *rank, const int64_t **shape, const void **data,
@@ -788,6 +880,25 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
   if (!name)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "get_output: name is NULL");
   const nncc_model_abi *abi = m->abi;
+  if (strncmp(name, "grad.", 5) == 0 && abi->num_grads > 0) {
+    int32_t g = findByName(abi->grads, abi->num_grads, name);
+    if (g >= 0) {
+      if (!m->gradsValid)
+        return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                              "get_output '%s': no successful backward since the last "
+                              "forward, input or weight change", name);
+      if (dtype)
+        *dtype = abi->grads[g].dtype;
+      if (rank)
+        *rank = abi->grads[g].rank;
+      if (shape)
+        *shape = m->grads[g].shape.data();
+      if (data)
+        *data = m->grads[g].host.data;
+      nncc_error_clear(err);
+      return NNCC_OK;
+    }
+  }
   int32_t idx = findByName(abi->outputs, abi->num_outputs, name);
   if (idx < 0)
     return nncc_error_set(err, NNCC_ERROR_NOT_FOUND,

@@ -164,6 +164,8 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
                                    "-fvisibility=hidden"};
   if (llvm::StringRef(NNCC_HOST_MARCH).size())
     argv.push_back(std::string("-march=") + NNCC_HOST_MARCH);
+  if (opts.f64)
+    argv.push_back("-DNNCC_PRECISION_F64");
   argv.insert(argv.end(), {"-I", NNCC_SOURCE_INCLUDE_DIR, out.cppPath});
   argv.insert(argv.end(), objects.begin(), objects.end());
   argv.insert(argv.end(), {"-o", out.libraryPath, "-Wl,--exclude-libs,ALL", "-L" + libDir, "-lnncc_model_support",

@@ -29,6 +29,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "dialects/NN/Transforms/Passes.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -97,6 +99,20 @@ cl::opt<std::string> saveInputs("save-inputs",
                                 cl::desc("Also write the inputs used (e.g. the generated "
                                          "ones) to this safetensors file"),
                                 cl::value_desc("FILE"), cl::sub(runCmd), cl::cat(runCategory));
+
+cl::opt<bool> gradMode("grad",
+                       cl::desc("Also run the backward pass (training mode: dropout "
+                                "active with its fixed seeds) and write grad.<param> for "
+                                "every parameter"),
+                       cl::sub(runCmd), cl::cat(runCategory));
+enum class Precision { F32, F64 };
+cl::opt<Precision> precision("precision", cl::desc("Float precision of the CPU code"),
+                             cl::init(Precision::F32),
+                             cl::values(clEnumValN(Precision::F32, "f32", "float (default)"),
+                                        clEnumValN(Precision::F64, "f64",
+                                                   "double: f32 inputs and weights are "
+                                                   "widened on load, outputs are F64")),
+                             cl::sub(runCmd), cl::cat(runCategory));
 
 int fail(const llvm::Twine &msg) {
   llvm::errs() << "nncc: error: " << msg << "\n";
@@ -186,6 +202,10 @@ bool compileCached(mlir::ModuleOp module, const std::string &source, bool cuda,
   h.update(compilerFingerprint());
   h.update(cuda ? "|target=cuda" : "|target=cpu");
   h.update("|opts=O3");
+  if (precision == Precision::F64)
+    h.update("|precision=f64");
+  if (gradMode)
+    h.update("|grad");
   std::string key = llvm::toHex(h.final(), /*LowerCase=*/true).substr(0, 32);
   std::string model = nncc::target::modelIdentifier(module);
   std::string root = cacheRoot();
@@ -209,6 +229,7 @@ bool compileCached(mlir::ModuleOp module, const std::string &source, bool cuda,
   nncc::CompileOptions opts;
   opts.outputDir = std::string(tmp);
   opts.target = cuda ? nncc::CompileTarget::CUDA : nncc::CompileTarget::CPU;
+  opts.f64 = precision == Precision::F64;
   nncc::CompileArtifacts artifacts;
   if (mlir::failed(nncc::compileModel(module, opts, artifacts))) {
     llvm::sys::fs::remove_directories(tmp);
@@ -334,6 +355,12 @@ struct HostTensor {
   std::vector<uint64_t> storage; // 8-byte aligned bytes
   void *data() { return storage.data(); }
   void resize(uint64_t bytes) { storage.assign((bytes + 7) / 8, 0); }
+  uint64_t numelOf() const {
+    uint64_t n = 1;
+    for (int64_t d : shape)
+      n *= (uint64_t)d;
+    return n;
+  }
 };
 
 /// Fills one input deterministically from (seed, stream) according to its role.
@@ -496,6 +523,12 @@ int runRun() {
   auto module = loadModule(context, sourceMgr, runInput, source);
   if (!module)
     return 1;
+  if (gradMode) {
+    mlir::PassManager pm(module->getContext());
+    pm.addPass(nncc::nn::createNNAutodiff());
+    if (mlir::failed(pm.run(*module)))
+      return fail("cannot differentiate model '" + runInput + "'");
+  }
   mlir::FailureOr<ModelSignature> sig = getSignature(*module);
   if (mlir::failed(sig))
     return 1;
@@ -558,6 +591,9 @@ int runRun() {
                   inputsFile + "' (it has: " + (have.empty() ? "nothing" : have) + ")");
     }
     t.shape.assign(view.shape, view.shape + view.rank);
+    if (precision == Precision::F64 && t.dtype == NNCC_DTYPE_F32 &&
+        view.dtype == NNCC_DTYPE_F64)
+      t.dtype = NNCC_DTYPE_F64; // already the run's precision
     t.resize(view.numel * nncc_dtype_size(t.dtype));
     if (view.dtype == t.dtype) {
       if (view.nbytes)
@@ -588,6 +624,24 @@ int runRun() {
                      << "' that is not an input of model '" << sig->model << "'\n";
     }
 
+  if ((gradMode || precision == Precision::F64) && cuda)
+    return fail("--grad and --precision f64 run on the CPU target only");
+  if (precision == Precision::F64)
+    for (HostTensor &t : inputs) {
+      if (t.dtype != NNCC_DTYPE_F32)
+        continue;
+      uint64_t n = t.numelOf();
+      std::vector<double> wide(n);
+      for (uint64_t k = 0; k < n; ++k) {
+        float f;
+        memcpy(&f, static_cast<const char *>(t.data()) + 4 * k, 4);
+        wide[k] = f;
+      }
+      t.dtype = NNCC_DTYPE_F64;
+      t.resize(n * 8);
+      if (n)
+        memcpy(t.data(), wide.data(), n * 8);
+    }
   std::string libPath;
   if (!compileCached(*module, source, cuda, libPath))
     return 1;
@@ -633,8 +687,12 @@ int runRun() {
     if (st != NNCC_OK)
       return fail(llvm::Twine("--save-inputs: ") + err.message);
   }
-  if (h.abi->forward(h.model, &err) != NNCC_OK)
+  if (gradMode) {
+    if (h.abi->forward_backward(h.model, &err) != NNCC_OK)
+      return fail(llvm::Twine("forward_backward: ") + err.message);
+  } else if (h.abi->forward(h.model, &err) != NNCC_OK) {
     return fail(llvm::Twine("forward: ") + err.message);
+  }
 
   nncc_safetensors_writer *w = nullptr;
   if (!runOutput.empty())
@@ -643,8 +701,10 @@ int runRun() {
     if (w)
       nncc_safetensors_writer_destroy(w);
   });
-  for (int32_t i = 0; i < h.abi->num_outputs; ++i) {
-    const char *name = h.abi->outputs[i].name;
+  int32_t numWritten = h.abi->num_outputs + (gradMode ? h.abi->num_grads : 0);
+  for (int32_t i = 0; i < numWritten; ++i) {
+    const char *name = i < h.abi->num_outputs ? h.abi->outputs[i].name
+                                              : h.abi->grads[i - h.abi->num_outputs].name;
     nncc_dtype dt;
     int32_t rank;
     const int64_t *shape;

@@ -631,4 +631,6 @@ def NNK_ODERNNOp : NNK_Op<"ode_rnn"> {
   }];
 }
 
+include "dialects/Kernel/IR/NNKGradOps.td"
+
 #endif // NNCC_DIALECT_KERNEL_IR_NNKOPS_TD

@@ -72,6 +72,10 @@ struct nncc_ms_model_def {
    * context and stream exist; may be NULL. */
   nncc_status (*cuda_setup)(nncc_model *model, void **state, nncc_error *err);
   void (*cuda_teardown)(void *state);
+  /* @forward_backward split at its nnk.boundary (NULL: no gradients). Both
+   * halves use the same buffer plan; the residuals stay in the arena. */
+  nncc_status (*forward_train_cpu)(nncc_model *model, nncc_error *err);
+  nncc_status (*backward_cpu)(nncc_model *model, nncc_error *err);
 };
 
 /* ---- The ABI entry points (point nncc_model_abi's members at these). ---- */
@@ -88,6 +92,9 @@ nncc_status nncc_ms_forward(nncc_model *model, nncc_error *err);
 nncc_status nncc_ms_get_output(nncc_model *model, const char *name, nncc_dtype *dtype,
                                int32_t *rank, const int64_t **shape, const void **data,
                                nncc_error *err);
+nncc_status nncc_ms_forward_train(nncc_model *model, nncc_error *err);
+nncc_status nncc_ms_backward(nncc_model *model, nncc_error *err);
+nncc_status nncc_ms_forward_backward(nncc_model *model, nncc_error *err);
 nncc_status nncc_ms_memory_stats(nncc_model *model, uint64_t *arena_bytes,
                                  uint64_t *peak_bytes, nncc_error *err);
 
@@ -100,6 +107,8 @@ const int64_t *nncc_ms_dims(const nncc_model *model);
 void *nncc_ms_input(nncc_model *model, int32_t index);
 void *nncc_ms_param(nncc_model *model, int32_t index);
 void *nncc_ms_output(nncc_model *model, int32_t index);
+/* Gradient buffer of parameter i (CPU; written by backward). */
+void *nncc_ms_grad(nncc_model *model, int32_t index);
 /* Planned arena address of buffer i for the current dims. */
 void *nncc_ms_buffer_ptr(nncc_model *model, int32_t index);
 /* CUDA only: the context's stream (CUstream) and the cuda_setup state. */

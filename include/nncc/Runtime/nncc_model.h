@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define NNCC_MODEL_ABI_VERSION 1
+#define NNCC_MODEL_ABI_VERSION 2
 
 typedef struct nncc_model nncc_model; /* one context: weights, arena, streams */
 
@@ -88,6 +88,26 @@ typedef struct nncc_model_abi {
   /* Bytes of the context's arena and its high-water mark after the last run. */
   nncc_status (*memory_stats)(nncc_model *model, uint64_t *arena_bytes,
                               uint64_t *peak_bytes, nncc_error *err);
+
+  /* ---- Training (ABI 2). Libraries compiled without gradients (`nncc
+   * compile` without --grad) have num_grads == 0 and these return
+   * NNCC_ERROR_UNSUPPORTED. CPU target only so far. ---- */
+  /* The forward pass in training mode (dropout active, with the
+   * counter-based masks of each op's seed): writes the outputs and loss and
+   * keeps the residuals for backward. */
+  nncc_status (*forward_train)(nncc_model *model, nncc_error *err);
+  /* The gradients of `loss` w.r.t. every parameter from the residuals of
+   * the last forward_train; invalid (NNCC_ERROR_INVALID_ARGUMENT) after a
+   * forward, set_input or weight change in between. Read each gradient
+   * with get_output("grad.<param>"). */
+  nncc_status (*backward)(nncc_model *model, nncc_error *err);
+  /* forward_train + backward. */
+  nncc_status (*forward_backward)(nncc_model *model, nncc_error *err);
+  int32_t num_grads; /* "grad.<param>" for every parameter, in params order */
+  const nncc_tensor_info *grads;
+  /* Reserved for the optimizer step (forward_backward + an update of every
+   * parameter from its gradient); NULL until implemented. */
+  nncc_status (*train_step)(nncc_model *model, const void *config, nncc_error *err);
 } nncc_model_abi;
 
 typedef const nncc_model_abi *(*nncc_model_get_abi_fn)(void);

@@ -19,6 +19,7 @@ struct CompileOptions {
   std::string hostCompiler;           // empty: $CXX or "c++"
   std::string nvcc;                   // empty: the one found at configure time
   bool build = true;                  // false: write the sources only
+  bool f64 = false;                   // -DNNCC_PRECISION_F64: real_t = double
 };
 
 struct CompileArtifacts {

@@ -267,9 +267,29 @@ static void foldSplitOfConcat(nn::SplitOp split) {
 }
 
 LogicalResult nncc::prepareNNForKernels(ModuleOp module) {
-  // Inference: dropout and zoneout are the identity.
+  // Training functions (@forward_backward): a boundary after the last
+  // residual (nn.save) splits forward_train from backward.
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (!fn->hasAttr("nn.training") || fn.getBody().empty())
+      continue;
+    Block &body = fn.getBody().front();
+    Operation *last = nullptr;
+    for (Operation &op : body)
+      if (isa<nn::SaveOp>(op))
+        last = &op;
+    OpBuilder b(fn.getContext());
+    if (last)
+      b.setInsertionPointAfter(last);
+    else
+      b.setInsertionPoint(body.getTerminator());
+    nnk::BoundaryOp::create(b, fn.getLoc());
+  }
+  // Inference: dropout and zoneout are the identity. Training keeps dropout
+  // (counter-based masks, GradToNNK.cpp); zoneout stays the identity.
   module.walk([](Operation *op) {
-    if (auto dropout = dyn_cast<nn::DropoutOp>(op)) {
+    auto fn = op->getParentOfType<func::FuncOp>();
+    bool training = fn && fn->hasAttr("nn.training");
+    if (auto dropout = dyn_cast<nn::DropoutOp>(op); dropout && !training) {
       dropout.getResult().replaceAllUsesWith(dropout.getX());
       dropout.erase();
     } else if (auto zoneout = dyn_cast<nn::ZoneoutOp>(op)) {

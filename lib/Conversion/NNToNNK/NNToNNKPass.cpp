@@ -28,6 +28,7 @@ void nncc::populateNNToNNKPatterns(const TypeConverter &converter,
   populateRecurrentToNNKPatterns(converter, patterns);
   populateAttentionToNNKPatterns(converter, patterns);
   populateControlToNNKPatterns(converter, patterns);
+  populateGradToNNKPatterns(converter, patterns);
 }
 
 namespace {

@@ -94,35 +94,58 @@ LogicalResult ModelEmitter::analyze() {
     params.push_back({p.getSymName().str(), p.getType(), p.getInitAttr()});
   }
 
-  for (auto f : module.getOps<func::FuncOp>())
-    if (f.getSymName() == "forward" || !forward)
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (f.getSymName() == "forward_backward")
+      train = f;
+    else if (f.getSymName() == "forward" || !forward)
       forward = f;
+  }
   if (!forward)
     return module.emitError("no func.func @forward to emit: the module must be "
                             "in the nnk dialect (see docs/nnk-spec.md)");
-  if (forward.getNumResults() != 0)
-    return forward.emitError("@forward still returns values: it is not in the nnk "
-                             "dialect yet (run --convert-nn-to-nnk first)");
-  if (forward.getBody().getBlocks().size() != 1)
-    return forward.emitError("@forward must have exactly one block");
+  int index = 0, weights = 0;
+  if (failed(analyzeFunction(forward, index, weights)))
+    return failure();
+  if (train && failed(analyzeFunction(train, index, weights)))
+    return failure();
+  return success();
+}
 
-  Block &body = forward.getBody().front();
+LogicalResult ModelEmitter::analyzeFunction(func::FuncOp fn, int &index, int &weights) {
+  bool isTrain = fn == train;
+  if (fn.getNumResults() != 0)
+    return fn.emitError("@forward still returns values: it is not in the nnk "
+                        "dialect yet (run --convert-nn-to-nnk first)");
+  if (fn.getBody().getBlocks().size() != 1)
+    return fn.emitError("@forward must have exactly one block");
+  Block &body = fn.getBody().front();
+  size_t nIn = 0, nOut = 0;
   for (BlockArgument arg : body.getArguments()) {
     auto type = dyn_cast<nnk::BufferType>(arg.getType());
     if (!type)
-      return forward.emitError() << "argument " << arg.getArgNumber()
-                                 << " is not an !nnk.buffer: " << arg.getType();
-    auto nameAttr =
-        forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.name");
-    bool isOutput = forward.getArgAttr(arg.getArgNumber(), "nnk.output") != nullptr;
+      return fn.emitError() << "argument " << arg.getArgNumber()
+                            << " is not an !nnk.buffer: " << arg.getType();
+    auto nameAttr = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.name");
+    bool isOutput = fn.getArgAttr(arg.getArgNumber(), "nnk.output") != nullptr;
     std::string n = nameAttr ? nameAttr.getValue().str()
                              : (isOutput ? "output" : "input") +
                                    std::to_string(arg.getArgNumber());
     for (nn::Dim d : type.getDims())
       if (d.isDynamic())
-        return forward.emitError() << (isOutput ? "output '" : "input '") << n
-                                   << "' has an unknown dim `?`: the C ABI needs every "
-                                      "dim static or a named symbol";
+        return fn.emitError() << (isOutput ? "output '" : "input '") << n
+                              << "' has an unknown dim `?`: the C ABI needs every "
+                                 "dim static or a named symbol";
+    if (isTrain) {
+      if (!isOutput) {
+        names[arg] = "in" + std::to_string(nIn++);
+      } else if (nOut < outputs.size()) {
+        names[arg] = "out" + std::to_string(nOut++);
+      } else {
+        names[arg] = "g" + std::to_string(grads.size());
+        grads.push_back({n, type});
+      }
+      continue;
+    }
     if (isOutput) {
       names[arg] = "out" + std::to_string(outputs.size());
       outputs.push_back({n, type});
@@ -131,14 +154,12 @@ LogicalResult ModelEmitter::analyze() {
       inputs.push_back({n, type});
     }
   }
-
-  // Launch order and buffer plan (live ranges over top-level ops).
-  int index = 0;
-  int weights = 0;
-  // Ops nested in regions (ODE dynamics, ODE-RNN cells) run inside the
-  // launch of their top-level op: they share its index, so their
-  // temporaries and workspaces are live during that whole launch.
+  if (isTrain && grads.size() != params.size())
+    return fn.emitError() << "@forward_backward must return one grad.<param> per "
+                             "parameter after the outputs";
   for (Operation &op : body.without_terminator()) {
+    if (isTrain && isa<nnk::BoundaryOp>(op))
+      boundary = &op;
     int here = index++;
     op.walk([&](Operation *inner) { launchIndex[inner] = here; });
   }
@@ -166,7 +187,7 @@ LogicalResult ModelEmitter::analyze() {
     b.last = launchIndex[&op];
     for (Operation *user : alloc.getResult().getUsers()) {
       Operation *top = user;
-      while (top && top->getParentOp() != forward.getOperation())
+      while (top && top->getParentOp() != fn.getOperation())
         top = top->getParentOp();
       if (!top || isa<func::ReturnOp>(top))
         continue;
@@ -178,14 +199,11 @@ LogicalResult ModelEmitter::analyze() {
     names[alloc.getResult()] = "t" + std::to_string(buffers.size());
     buffers.push_back(b);
   }
-  if (dims.size() > 0)
-    for (auto &sig : inputs)
-      (void)sig;
   // Every symbolic dim used anywhere must be declared.
   llvm::StringSet<> declared;
   for (auto &d : dims)
     declared.insert(d);
-  WalkResult r = forward.walk([&](Operation *op) {
+  WalkResult r = fn.walk([&](Operation *op) {
     for (Value v : op->getResults())
       if (auto t = dyn_cast<nnk::BufferType>(v.getType()))
         for (nn::Dim d : t.getDims())
@@ -376,7 +394,8 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
     os << "};\n";
     return success();
   };
-  if (failed(emitInfos("kInputs", inputs)) || failed(emitInfos("kOutputs", outputs)))
+  if (failed(emitInfos("kInputs", inputs)) || failed(emitInfos("kOutputs", outputs)) ||
+      (train && failed(emitInfos("kGrads", grads))))
     return failure();
 
   for (size_t i = 0; i < params.size(); ++i)
@@ -477,6 +496,9 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
 
   os << "\n// ---- the ABI ----\n";
   os << "static nncc_status forward_cpu(nncc_model *m, nncc_error *err);\n";
+  if (train)
+    os << "static nncc_status forward_train_cpu(nncc_model *m, nncc_error *err);\n"
+       << "static nncc_status backward_cpu(nncc_model *m, nncc_error *err);\n";
   if (withCuda) {
     os << "extern \"C\" nncc_status nncc_" << modelName
        << "_forward_cuda(nncc_model *m, nncc_error *err);\n";
@@ -494,7 +516,10 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
   os << params.size() << ", " << (params.empty() ? "NULL" : "kParams") << ",\n";
   os << "create, nncc_ms_destroy, nncc_ms_load_weights, nncc_ms_init_weights,\n"
      << "nncc_ms_save_weights, nncc_ms_set_input, nncc_ms_forward, nncc_ms_get_output,\n"
-     << "nncc_ms_memory_stats,\n";
+     << "nncc_ms_memory_stats,\n"
+     << "nncc_ms_forward_train, nncc_ms_backward, nncc_ms_forward_backward,\n"
+     << (train && !grads.empty() ? std::to_string(grads.size()) + ", kGrads,\n" : std::string("0, NULL,\n"))
+     << "NULL, // train_step: not implemented yet\n";
   os.unindent();
   os << "};\n";
   os << "static const nncc_ms_model_def kDef = {\n";
@@ -507,6 +532,7 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
        << "_cuda_setup, nncc_" << modelName << "_cuda_teardown,\n";
   else
     os << "forward_cpu, NULL, NULL, NULL,\n";
+  os << (train ? "forward_train_cpu, backward_cpu,\n" : "NULL, NULL,\n");
   os.unindent();
   os << "};\n";
   os << "static nncc_status create(nncc_target target, nncc_model **out, nncc_error *err) {\n"
@@ -518,7 +544,10 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
   return success();
 }
 
-LogicalResult ModelEmitter::emitForwardPrologue(raw_indented_ostream &os) {
+LogicalResult ModelEmitter::emitForwardPrologue(raw_indented_ostream &os,
+                                                func::FuncOp fn) {
+  if (!fn)
+    fn = forward;
   os << "const int64_t *dims = nncc_ms_dims(m);\n(void)dims;\n";
   for (size_t i = 0; i < dims.size(); ++i)
     os << "const int64_t d_" << cIdentifier(dims[i]) << " = dims[" << i << "]; (void)d_"
@@ -532,18 +561,22 @@ LogicalResult ModelEmitter::emitForwardPrologue(raw_indented_ostream &os) {
        << name(v) << ";\n";
     return success();
   };
-  Block &body = forward.getBody().front();
+  Block &body = fn.getBody().front();
   size_t in = 0, out = 0;
   for (BlockArgument arg : body.getArguments()) {
-    bool isOut = forward.getArgAttr(arg.getArgNumber(), "nnk.output") != nullptr;
-    std::string init = isOut ? "nncc_ms_output(m, " + std::to_string(out++) + ")"
-                             : "nncc_ms_input(m, " + std::to_string(in++) + ")";
+    bool isOut = fn.getArgAttr(arg.getArgNumber(), "nnk.output") != nullptr;
+    std::string init;
+    if (isOut && out >= outputs.size())
+      init = "nncc_ms_grad(m, " + std::to_string(out++ - outputs.size()) + ")";
+    else
+      init = isOut ? "nncc_ms_output(m, " + std::to_string(out++) + ")"
+                   : "nncc_ms_input(m, " + std::to_string(in++) + ")";
     if (failed(decl(arg, init)))
       return failure();
   }
   // Weights and temporaries of nested regions too (a region's body is
   // emitted as a lambda that captures them).
-  WalkResult r = forward.walk<WalkOrder::PreOrder>([&](Operation *op) {
+  WalkResult r = fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (auto w = dyn_cast<nnk::WeightOp>(op)) {
       if (failed(decl(w.getResult(), "nncc_ms_param(m, " +
                                          std::to_string(paramIndex[w.getName()]) + ")")))

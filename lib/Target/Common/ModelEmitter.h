@@ -57,6 +57,11 @@ public:
   std::vector<ParamSig> params;
   std::vector<PlannedBuffer> buffers;
   mlir::func::FuncOp forward;
+  /// @forward_backward (training: forward_train then backward), if present.
+  mlir::func::FuncOp train;
+  /// Its nnk.boundary (null: everything is forward_train).
+  mlir::Operation *boundary = nullptr;
+  std::vector<TensorSig> grads; // "grad.<param>" outputs of train
 
 protected:
   mlir::ModuleOp module;
@@ -84,7 +89,9 @@ protected:
   mlir::LogicalResult emitTables(mlir::raw_indented_ostream &os, bool withCuda);
   /// Declarations at the top of a forward function: dims, inputs, outputs,
   /// parameters and planned buffers as typed pointers.
-  mlir::LogicalResult emitForwardPrologue(mlir::raw_indented_ostream &os);
+  mlir::LogicalResult emitForwardPrologue(mlir::raw_indented_ostream &os,
+                                          mlir::func::FuncOp fn = nullptr);
+  mlir::LogicalResult analyzeFunction(mlir::func::FuncOp fn, int &index, int &weights);
   /// The body of nnk.elementwise at flat index `idx` (inputs already
   /// loaded into a0, a1, ...); writes `<out>[idx] = ...`.
   mlir::LogicalResult emitElementwiseBody(mlir::raw_indented_ostream &os,

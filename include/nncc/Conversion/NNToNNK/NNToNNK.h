@@ -38,6 +38,9 @@ void populateAttentionToNNKPatterns(const mlir::TypeConverter &converter,
 /// func signatures/returns, parameters, ODE solvers, region terminators.
 void populateControlToNNKPatterns(const mlir::TypeConverter &converter,
                                   mlir::RewritePatternSet &patterns);
+/// Backward ops of @forward_backward (nn.save, *_grad, training dropout).
+void populateGradToNNKPatterns(const mlir::TypeConverter &converter,
+                               mlir::RewritePatternSet &patterns);
 /// All of the above.
 void populateNNToNNKPatterns(const mlir::TypeConverter &converter,
                              mlir::RewritePatternSet &patterns);

@@ -1,0 +1,187 @@
+//===- NNKGradOps.td - nnk ops of the backward pass ----------*- tablegen -*-===//
+//
+// Kernel-level ops produced from the backward ops of `@forward_backward`
+// (docs/autodiff.md, "Execution"). Same conventions as NNKOps.td:
+// destination passing, outs fully overwritten. Included by NNKOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNCC_DIALECT_KERNEL_IR_NNKGRADOPS_TD
+#define NNCC_DIALECT_KERNEL_IR_NNKGRADOPS_TD
+
+class NNK_GradOp<string mnemonic, list<Trait> traits = []>
+    : NNK_Op<mnemonic, traits> {
+  let hasVerifier = 0;
+}
+
+def NNK_BoundaryOp : NNK_GradOp<"boundary"> {
+  let summary = "end of the training forward in a forward_backward function";
+  let description = [{
+    Marks where the forward half of a training function ends (after its
+    residuals, the `nn.save`s, are computed). Ops before it form
+    `forward_train`, ops after it `backward`; the residuals stay in the
+    arena between the two calls.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def NNK_ReduceToShapeOp : NNK_GradOp<"reduce_to_shape"> {
+  let summary = "sum over the dims a NumPy broadcast expanded";
+  let description = [{
+    `out` broadcasts to `x` (right-aligned); out = sum of x over the leading
+    dims out lacks and the dims where out has size 1.
+  }];
+  let arguments = (ins NNK_In<NNK_FloatBuffer>:$x, NNK_Out<NNK_FloatBuffer>:$out);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $out `)` attr-dict `:` qualified(type(operands))
+  }];
+}
+
+def NNK_BroadcastAxesOp : NNK_GradOp<"broadcast_axes"> {
+  let summary = "out = dy broadcast back over reduced axes (÷ count if mean)";
+  let description = [{
+    The adjoint of `nnk.reduce`: `dy` holds out's shape without `axes`
+    (or with them of size 1); out[i] = dy[i without axes], divided by
+    numel(out) / numel(dy) when `mean`.
+  }];
+  let arguments = (ins NNK_In<NNK_FloatBuffer>:$dy, NNK_Out<NNK_FloatBuffer>:$out,
+                       DenseI64ArrayAttr:$axes, DefaultValuedAttr<BoolAttr, "false">:$mean);
+  let assemblyFormat = [{
+    `ins` `(` $dy `)` `outs` `(` $out `)` attr-dict `:` qualified(type(operands))
+  }];
+}
+
+def NNK_SliceGradOp : NNK_GradOp<"slice_grad"> {
+  let summary = "zero out, then scatter dy at the positions nnk.slice reads";
+  let arguments = (ins NNK_In<NNK_FloatBuffer>:$dy, NNK_Out<NNK_FloatBuffer>:$out,
+                       DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$steps,
+                       DenseI64ArrayAttr:$squeeze);
+  let assemblyFormat = [{
+    `ins` `(` $dy `)` `outs` `(` $out `)` attr-dict `:` qualified(type(operands))
+  }];
+}
+
+def NNK_LinearWeightGradOp : NNK_GradOp<"linear_weight_grad"> {
+  let summary = "dw [N, K] = dyᵀ · x over all leading rows (one GEMM)";
+  let description = [{
+    dy `[..., N]`, x `[..., K]` (same leading dims), out `[N, K]`:
+    `nncc_gemm_S(1, 0, N, K, rows, 1, dy, N, x, K, 0, out, K)`.
+  }];
+  let arguments = (ins NNK_In<NNK_FloatBuffer>:$dy, NNK_In<NNK_FloatBuffer>:$x,
+                       NNK_Out<NNK_FloatBuffer>:$out);
+  let assemblyFormat = [{
+    `ins` `(` $dy `,` $x `)` `outs` `(` $out `)` attr-dict `:` qualified(type(operands))
+  }];
+}
+
+def NNK_EmbeddingGradOp : NNK_GradOp<"embedding_grad"> {
+  let summary = "scatter-add of dy rows into a zeroed table";
+  let arguments = (ins NNK_In<NNK_IndexBuffer>:$indices, NNK_In<NNK_FloatBuffer>:$dy,
+                       NNK_Out<NNK_FloatBuffer>:$out);
+  let assemblyFormat = [{
+    `ins` `(` $indices `,` $dy `)` `outs` `(` $out `)` attr-dict `:` qualified(type(operands))
+  }];
+}
+
+def NNK_LayerNormGradOp : NNK_GradOp<"layer_norm_grad", [AttrSizedOperandSegments]> {
+  let summary = "dx (and dweight) of layer norm over the last dim";
+  let description = [{
+    Recomputes mean and 1/std of x `[..., N]`; dx = rstd·(ĝ − mean(ĝ) −
+    x̂·mean(ĝ·x̂)) with ĝ = dy·weight; dweight = Σ dy·x̂.
+  }];
+  let arguments = (ins NNK_In<NNK_FloatBuffer>:$x, NNK_In<NNK_FloatBuffer>:$dy,
+                       NNK_In<Optional<NNK_FloatBuffer>>:$weight,
+                       NNK_Out<NNK_FloatBuffer>:$dx,
+                       NNK_Out<Optional<NNK_FloatBuffer>>:$dweight,
+                       DefaultValuedAttr<NNK_F64Attr, "1.0e-5">:$eps);
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $dy `)` (`weight` `(` $weight^ `)`)? `outs` `(` $dx `)`
+    (`dweight` `(` $dweight^ `)`)? attr-dict `:` qualified(type(operands))
+  }];
+}
+
+def NNK_LossGradOp : NNK_GradOp<"loss_grad"> {
+  let summary = "d loss / d input of a mean-reduced loss, times dloss";
+  let arguments = (ins
+    NNK_In<NNK_FloatBuffer>:$input, NNK_In<NNK_Buffer>:$target,
+    NNK_In<NNK_FloatBuffer>:$dloss,
+    NNK_In<Optional<NNK_FloatBuffer>>:$pos_weight,
+    NNK_Out<NNK_FloatBuffer>:$out,
+    NNK_LossKindAttr:$kind,
+    DefaultValuedAttr<NNK_I64Attr, "-100">:$ignore_index);
+  let assemblyFormat = [{
+    `ins` `(` $input `,` $target `,` $dloss `)` (`pos_weight` `(` $pos_weight^ `)`)?
+    `outs` `(` $out `)` attr-dict `:` qualified(type(operands))
+  }];
+}
+
+def NNK_RecurrentGradOp : NNK_GradOp<"recurrent_grad", [AttrSizedOperandSegments]> {
+  let summary = "fused BPTT of a whole recurrent stack (all layers, directions)";
+  let description = [{
+    The backward of nn.rnn / nn.lstm / nn.gru: recomputes every layer's
+    forward scan (gates kept in the launch's workspace), then scans back
+    per layer (last first) and direction. Operands as `nn.*_grad`; outs
+    dx, dh0 `[L·D, B, H]`, dc0 (lstm), then one gradient per weight in
+    `_flat_weights` order. Absent dy / dh_n / dc_n are zero.
+  }];
+  let arguments = (ins
+    NNK_In<NNK_FloatBuffer>:$x,
+    NNK_In<Optional<NNK_FloatBuffer>>:$h0,
+    NNK_In<Optional<NNK_FloatBuffer>>:$c0,
+    NNK_In<Optional<NNK_IndexBuffer>>:$lengths,
+    NNK_In<Variadic<NNK_FloatBuffer>>:$weights,
+    NNK_In<Optional<NNK_FloatBuffer>>:$dy,
+    NNK_In<Optional<NNK_FloatBuffer>>:$dh_n,
+    NNK_In<Optional<NNK_FloatBuffer>>:$dc_n,
+    NNK_Out<NNK_FloatBuffer>:$dx,
+    NNK_Out<NNK_FloatBuffer>:$dh0,
+    NNK_Out<Optional<NNK_FloatBuffer>>:$dc0,
+    NNK_Out<Variadic<NNK_FloatBuffer>>:$dweights,
+    NNK_CellAttr:$cell,
+    NNK_I64Attr:$hidden_size,
+    DefaultValuedAttr<NNK_I64Attr, "1">:$num_layers,
+    DefaultValuedAttr<BoolAttr, "false">:$bidirectional,
+    DefaultValuedAttr<BoolAttr, "true">:$has_bias,
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$zoneout,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` (`h0` `(` $h0^ `)`)? (`c0` `(` $c0^ `)`)?
+    (`lengths` `(` $lengths^ `)`)? `weights` `(` $weights `)`
+    (`dy` `(` $dy^ `)`)? (`dh_n` `(` $dh_n^ `)`)? (`dc_n` `(` $dc_n^ `)`)?
+    `outs` `(` $dx `,` $dh0 `)` (`dc0` `(` $dc0^ `)`)? `dweights` `(` $dweights `)`
+    attr-dict `:` qualified(type(operands))
+  }];
+}
+
+def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments]> {
+  let summary = "backward of an attention core: d(packed projection)";
+  let description = [{
+    Given the packed in-projection `qkv` (as the forward core reads it) and
+    `dout` `[B, T, E]` (adjoint of the core's output), writes `dqkv` (type
+    of qkv). `kind` 0 dense (flash), 1 dilated (banded), 2 lsh; attributes
+    as the forward core ops. Recomputes the probabilities.
+  }];
+  let arguments = (ins
+    NNK_In<NNK_FloatBuffer>:$qkv,
+    NNK_In<Optional<NNK_BoolBuffer>>:$mask,
+    NNK_In<Optional<NNK_FloatBuffer>>:$rotations,
+    NNK_In<NNK_FloatBuffer>:$dout,
+    NNK_Out<NNK_FloatBuffer>:$dqkv,
+    NNK_I64Attr:$kind,
+    NNK_I64Attr:$num_heads,
+    DefaultValuedAttr<BoolAttr, "false">:$causal,
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$window,
+    DefaultValuedAttr<NNK_I64Attr, "1">:$dilation,
+    DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$global,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$hashes,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$chunk,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed);
+  let assemblyFormat = [{
+    `ins` `(` $qkv `,` $dout `)` (`mask` `(` $mask^ `)`)?
+    (`rotations` `(` $rotations^ `)`)? `outs` `(` $dqkv `)` attr-dict `:`
+    qualified(type(operands))
+  }];
+}
+
+#endif

@@ -1,0 +1,389 @@
+//===- GradToNNK.cpp - Backward ops of @forward_backward -> nnk -*- C++ -*-===//
+//
+// The ops nncc-autodiff adds (docs/autodiff.md): residual markers vanish
+// (nn.save is the identity on buffers; a nnk.boundary after the last one
+// splits forward_train from backward), helpers become small kernels or
+// nnk.elementwise (activation derivatives), linear weight gradients one
+// GEMM with a transposed operand, and each fused backward op its own nnk
+// op (recurrent stacks, attention cores with their projections as GEMMs).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace nncc;
+using namespace nncc::conv;
+
+namespace {
+
+/// Allocates one buffer per result of `op` (all results).
+FailureOr<SmallVector<Value>> allocResults(ConversionPatternRewriter &rewriter,
+                                           Operation *op) {
+  SmallVector<Value> outs;
+  for (Value r : op->getResults()) {
+    FailureOr<Value> b = allocBuffer(rewriter, op, r.getType());
+    if (failed(b))
+      return failure();
+    outs.push_back(*b);
+  }
+  return outs;
+}
+
+template <typename NNOp>
+struct SimpleGrad : OpConversionPattern<NNOp> {
+  using Fn = std::function<LogicalResult(ConversionPatternRewriter &, NNOp,
+                                         typename NNOp::Adaptor, ArrayRef<Value>)>;
+  SimpleGrad(const TypeConverter &c, MLIRContext *ctx, Fn fn)
+      : OpConversionPattern<NNOp>(c, ctx), fn(std::move(fn)) {}
+  LogicalResult
+  matchAndRewrite(NNOp op, typename NNOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<SmallVector<Value>> outs = allocResults(rewriter, op);
+    if (failed(outs) || failed(fn(rewriter, op, adaptor, *outs)))
+      return failure();
+    rewriter.replaceOp(op, *outs);
+    return success();
+  }
+  Fn fn;
+};
+
+template <typename NNOp, typename F>
+void addGrad(const TypeConverter &c, RewritePatternSet &patterns, F f) {
+  patterns.add<SimpleGrad<NNOp>>(c, patterns.getContext(),
+                                 typename SimpleGrad<NNOp>::Fn(f));
+}
+
+struct SaveLowering : OpConversionPattern<nn::SaveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::SaveOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getValue());
+    return success();
+  }
+};
+
+/// nn.activation_grad -> nnk.elementwise(x, dy) with the derivative.
+struct ActivationGradLowering : OpConversionPattern<nn::ActivationGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::ActivationGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
+    if (failed(out))
+      return failure();
+    Location loc = op.getLoc();
+    auto ew = nnk::ElementwiseOp::create(
+        rewriter, loc, ValueRange{adaptor.getX(), adaptor.getDy()}, *out);
+    Type elt = cast<nnk::BufferType>(adaptor.getX().getType()).getElementType();
+    OpBuilder::InsertionGuard guard(rewriter);
+    Block *body = rewriter.createBlock(&ew.getBody(), ew.getBody().end(),
+                                       {elt, elt}, {loc, loc});
+    Value x = body->getArgument(0), dy = body->getArgument(1);
+    auto c = [&](double v) -> Value {
+      return arith::ConstantOp::create(rewriter, loc, elt,
+                                       rewriter.getFloatAttr(elt, v));
+    };
+    auto mul = [&](Value a, Value b) -> Value {
+      return arith::MulFOp::create(rewriter, loc, a, b);
+    };
+    auto add = [&](Value a, Value b) -> Value {
+      return arith::AddFOp::create(rewriter, loc, a, b);
+    };
+    Value result;
+    StringRef kind = op.getKind();
+    if (kind == "relu" || kind == "leaky_relu") {
+      Value pos = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OGT,
+                                        x, c(0.0));
+      Value neg = kind == "relu" ? c(0.0) : mul(dy, c(op.getAlpha()));
+      result = arith::SelectOp::create(rewriter, loc, pos, dy, neg);
+    } else if (kind == "gelu" &&
+               op.getApproximate() == nn::GeluApproximation::none) {
+      // Φ(x) + x φ(x)
+      Value cdf = mul(c(0.5), add(c(1.0), math::ErfOp::create(
+                                               rewriter, loc, mul(x, c(M_SQRT1_2)))));
+      Value pdf = mul(c(0.3989422804014327),
+                      math::ExpOp::create(rewriter, loc,
+                                          mul(c(-0.5), mul(x, x))));
+      result = mul(dy, add(cdf, mul(x, pdf)));
+    } else if (kind == "gelu") {
+      // 0.5(1 + t) + 0.5 x (1 − t²) k (1 + 3·0.044715 x²), t = tanh(k(x + 0.044715 x³))
+      const double k = 0.7978845608028654;
+      Value x2 = mul(x, x);
+      Value inner = mul(c(k), add(x, mul(c(0.044715), mul(x2, x))));
+      Value t = math::TanhOp::create(rewriter, loc, inner);
+      Value one_t2 = arith::SubFOp::create(rewriter, loc, c(1.0), mul(t, t));
+      Value dinner = mul(c(k), add(c(1.0), mul(c(3 * 0.044715), x2)));
+      Value d = add(mul(c(0.5), add(c(1.0), t)),
+                    mul(mul(c(0.5), x), mul(one_t2, dinner)));
+      result = mul(dy, d);
+    } else {
+      return op.emitError("nn.activation_grad: unknown kind '") << kind << "'";
+    }
+    nnk::YieldOp::create(rewriter, loc, ValueRange{result});
+    rewriter.replaceOp(op, *out);
+    return success();
+  }
+};
+
+/// Training dropout: the counter-based mask (same seed in the backward's
+/// nn.dropout of the adjoint, so the same mask).
+struct DropoutLowering : OpConversionPattern<nn::DropoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::DropoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getP() == 0.0) {
+      rewriter.replaceOp(op, adaptor.getX());
+      return success();
+    }
+    FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
+    if (failed(out))
+      return failure();
+    nnk::DropoutOp::create(rewriter, op.getLoc(), adaptor.getX(), *out, Value(),
+                           op.getP(), op.getSeed());
+    rewriter.replaceOp(op, *out);
+    return success();
+  }
+};
+
+nnk::Cell cellOf(nn::RNNGradOp op) {
+  return op.getNonlinearity() == nn::Nonlinearity::relu ? nnk::Cell::rnn_relu
+                                                        : nnk::Cell::rnn_tanh;
+}
+nnk::Cell cellOf(nn::LSTMGradOp) { return nnk::Cell::lstm; }
+nnk::Cell cellOf(nn::GRUGradOp op) {
+  return op.getVariant() == nn::GRUVariant::cho2014 ? nnk::Cell::gru_cho2014
+                                                    : nnk::Cell::gru;
+}
+Value c0Of(nn::LSTMGradOp::Adaptor a) { return a.getC0(); }
+template <typename A> Value c0Of(A) { return {}; }
+Value dcnOf(nn::LSTMGradOp::Adaptor a) { return a.getDcN(); }
+template <typename A> Value dcnOf(A) { return {}; }
+
+template <typename NNOp>
+struct RecurrentGradLowering : OpConversionPattern<NNOp> {
+  using OpConversionPattern<NNOp>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NNOp op, typename NNOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<SmallVector<Value>> outs = allocResults(rewriter, op);
+    if (failed(outs))
+      return failure();
+    bool lstm = cellOf(op) == nnk::Cell::lstm;
+    unsigned nState = lstm ? 3 : 2;
+    ArrayRef<Value> o = *outs;
+    // Zoneout is the identity in both directions (see docs/autodiff.md).
+    nnk::RecurrentGradOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), adaptor.getH0(), c0Of(adaptor),
+        adaptor.getLengths(), adaptor.getWeights(), adaptor.getDy(),
+        adaptor.getDhN(), dcnOf(adaptor), o[0], o[1],
+        lstm ? o[2] : Value(), o.drop_front(nState), cellOf(op),
+        op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
+        op.getHasBias(), 0.0, 0);
+    rewriter.replaceOp(op, *outs);
+    return success();
+  }
+};
+
+/// nn.attention_grad: recompute the packed projection and the core's
+/// output, then out-projection grads (GEMMs), the core's backward
+/// (nnk.attention_grad), and the in-projection grads (GEMMs).
+struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::AttentionGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto xType = cast<nn::TensorType>(op.getX().getType());
+    nn::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
+    Attribute kind = op.getKind();
+    bool lsh = isa<nn::LshAttentionAttr>(kind);
+    int64_t packs = lsh ? 2 : 3;
+    MLIRContext *ctx = op.getContext();
+    Type elt = xType.getElementType();
+    auto buf = [&](ArrayRef<nn::Dim> dims) {
+      return nnk::BufferType::get(ctx, dims, elt);
+    };
+    Value x = adaptor.getX(), wIn = adaptor.getInProjWeight(),
+          bIn = adaptor.getInProjBias(), wOut = adaptor.getOutProjWeight(),
+          bOut = adaptor.getOutProjBias(), mask = adaptor.getKeyPaddingMask(),
+          rot = adaptor.getRotations(), dy = adaptor.getDy();
+    FailureOr<Value> qkv =
+        emitGemm(rewriter, op, buf({B, T, E.scaled(packs)}), x, wIn, bIn,
+                 Value(), nnk::Activation::none, 0.01);
+    FailureOr<Value> core = allocBuffer(rewriter, op, buf({B, T, E}));
+    if (failed(qkv) || failed(core))
+      return failure();
+    int64_t heads = op.getNumHeads();
+    bool causal = op.getCausal();
+    int64_t kindCode = 0, window = 0, dilation = 1, hashes = 0, chunk = 0;
+    ArrayRef<int64_t> global;
+    if (isa<nn::DenseAttentionAttr>(kind)) {
+      nnk::FlashAttentionOp::create(rewriter, loc, *qkv, mask, *core, heads,
+                                    causal, 0.0);
+    } else if (auto d = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
+      kindCode = 1;
+      window = d.getWindow();
+      dilation = d.getDilation();
+      global = d.getGlobal();
+      nnk::BandedAttentionOp::create(rewriter, loc, *qkv, mask, *core, heads,
+                                     window, dilation, global, causal, 0.0);
+    } else if (auto l = dyn_cast<nn::LshAttentionAttr>(kind)) {
+      kindCode = 2;
+      hashes = l.getHashes();
+      chunk = l.getChunk();
+      nnk::LSHAttentionOp::create(rewriter, loc, *qkv, mask, rot, *core, heads,
+                                  hashes, chunk, causal, 0.0, op.getSeed());
+    } else {
+      return op.emitError("unsupported attention kind ") << kind;
+    }
+    SmallVector<Value> dparams;
+    // Out-projection: y = core · W_outᵀ + b_out.
+    auto wOutT = cast<nnk::BufferType>(wOut.getType());
+    FailureOr<Value> dWout = allocBuffer(rewriter, op, wOutT);
+    FailureOr<Value> dCore = allocBuffer(rewriter, op, buf({B, T, E}));
+    if (failed(dWout) || failed(dCore))
+      return failure();
+    nnk::LinearWeightGradOp::create(rewriter, loc, dy, *core, *dWout);
+    Value dbOut;
+    if (bOut) {
+      FailureOr<Value> b = allocBuffer(rewriter, op, bOut.getType());
+      if (failed(b))
+        return failure();
+      nnk::ReduceToShapeOp::create(rewriter, loc, dy, *b);
+      dbOut = *b;
+    }
+    nnk::MatmulOp::create(rewriter, loc, dy, wOut, *dCore);
+    FailureOr<Value> dqkv = allocBuffer(rewriter, op, (*qkv).getType());
+    FailureOr<Value> dx = allocBuffer(rewriter, op, buf({B, T, E}));
+    FailureOr<Value> dWin = allocBuffer(rewriter, op, wIn.getType());
+    if (failed(dqkv) || failed(dx) || failed(dWin))
+      return failure();
+    nnk::AttentionGradOp::create(
+        rewriter, loc, *qkv, mask, rot, *dCore, *dqkv, kindCode, heads, causal,
+        0.0, window, dilation, global, hashes, chunk, op.getSeed());
+    nnk::MatmulOp::create(rewriter, loc, *dqkv, wIn, *dx);
+    nnk::LinearWeightGradOp::create(rewriter, loc, *dqkv, x, *dWin);
+    dparams.push_back(*dWin);
+    if (bIn) {
+      FailureOr<Value> b = allocBuffer(rewriter, op, bIn.getType());
+      if (failed(b))
+        return failure();
+      nnk::ReduceToShapeOp::create(rewriter, loc, *dqkv, *b);
+      dparams.push_back(*b);
+    }
+    dparams.push_back(*dWout);
+    if (dbOut)
+      dparams.push_back(dbOut);
+    SmallVector<Value> results{*dx};
+    results.append(dparams);
+    if (results.size() != op->getNumResults())
+      return op.emitError("nn.attention_grad: unexpected number of results");
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
+                                     RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<SaveLowering, ActivationGradLowering, DropoutLowering,
+               AttentionGradLowering, RecurrentGradLowering<nn::RNNGradOp>,
+               RecurrentGradLowering<nn::LSTMGradOp>,
+               RecurrentGradLowering<nn::GRUGradOp>>(converter, ctx);
+  using RW = ConversionPatternRewriter;
+  addGrad<nn::ZerosOp>(converter, patterns,
+                       [](RW &r, nn::ZerosOp op, nn::ZerosOp::Adaptor,
+                          ArrayRef<Value> o) -> LogicalResult {
+                         nnk::FillOp::create(r, op.getLoc(), o[0], 0.0);
+                         return success();
+                       });
+  addGrad<nn::ReduceToShapeOp>(
+      converter, patterns,
+      [](RW &r, nn::ReduceToShapeOp op, nn::ReduceToShapeOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::ReduceToShapeOp::create(r, op.getLoc(), a.getX(), o[0]);
+        return success();
+      });
+  addGrad<nn::ReduceGradOp>(
+      converter, patterns,
+      [](RW &r, nn::ReduceGradOp op, nn::ReduceGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        int64_t rank = op.getType().getRank();
+        SmallVector<int64_t> axes;
+        for (int64_t ax : op.getAxes())
+          axes.push_back(ax < 0 ? ax + rank : ax);
+        if (axes.empty())
+          for (int64_t i = 0; i < rank; ++i)
+            axes.push_back(i);
+        llvm::sort(axes);
+        nnk::BroadcastAxesOp::create(r, op.getLoc(), a.getDy(), o[0], axes,
+                                     op.getMean());
+        return success();
+      });
+  addGrad<nn::SliceGradOp>(
+      converter, patterns,
+      [](RW &r, nn::SliceGradOp op, nn::SliceGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::SliceGradOp::create(r, op.getLoc(), a.getDy(), o[0], op.getStarts(),
+                                 op.getSteps(), op.getSqueeze());
+        return success();
+      });
+  addGrad<nn::LinearWeightGradOp>(
+      converter, patterns,
+      [](RW &r, nn::LinearWeightGradOp op, nn::LinearWeightGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::LinearWeightGradOp::create(r, op.getLoc(), a.getDy(), a.getX(), o[0]);
+        return success();
+      });
+  addGrad<nn::EmbeddingGradOp>(
+      converter, patterns,
+      [](RW &r, nn::EmbeddingGradOp op, nn::EmbeddingGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::EmbeddingGradOp::create(r, op.getLoc(), a.getIndices(), a.getDy(),
+                                     o[0]);
+        return success();
+      });
+  addGrad<nn::LayerNormGradOp>(
+      converter, patterns,
+      [](RW &r, nn::LayerNormGradOp op, nn::LayerNormGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::LayerNormGradOp::create(r, op.getLoc(), a.getX(), a.getDy(),
+                                     a.getWeight(), o[0],
+                                     o.size() > 1 ? o[1] : Value(), op.getEps());
+        return success();
+      });
+  addGrad<nn::MSEGradOp>(converter, patterns,
+                         [](RW &r, nn::MSEGradOp op, nn::MSEGradOp::Adaptor a,
+                            ArrayRef<Value> o) -> LogicalResult {
+                           nnk::LossGradOp::create(
+                               r, op.getLoc(), a.getPred(), a.getTarget(),
+                               a.getDloss(), Value(), o[0], nnk::LossKind::mse, -100);
+                           return success();
+                         });
+  addGrad<nn::CrossEntropyGradOp>(
+      converter, patterns,
+      [](RW &r, nn::CrossEntropyGradOp op, nn::CrossEntropyGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::LossGradOp::create(r, op.getLoc(), a.getLogits(), a.getTarget(),
+                                a.getDloss(), Value(), o[0],
+                                nnk::LossKind::cross_entropy, op.getIgnoreIndex());
+        return success();
+      });
+  addGrad<nn::BCEWithLogitsGradOp>(
+      converter, patterns,
+      [](RW &r, nn::BCEWithLogitsGradOp op, nn::BCEWithLogitsGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::LossGradOp::create(r, op.getLoc(), a.getLogits(), a.getTarget(),
+                                a.getDloss(), a.getPosWeight(), o[0],
+                                nnk::LossKind::bce_with_logits, -100);
+        return success();
+      });
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Central finite differences vs `nncc run --grad --precision f64`.
+
+fd_check.py NNCC MODEL.nn WORKDIR [--dim K=V ...] [--coords N] [--eps E] [--tol T]
+
+Runs the model once with --grad (training mode, fixed dropout seeds) and
+--save-inputs, writes the weights it used, then for N random coordinates of
+every parameter re-runs `--grad` with the weight perturbed by +-eps and
+compares (L+ - L-)/2eps with grad.<param>. safetensors is read/written by
+hand (struct + json + numpy)."""
+import json, struct, subprocess, sys, os
+import numpy as np
+
+DT = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64,
+      "BOOL": np.bool_, "U8": np.uint8}
+
+def read_st(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    out = {}
+    for k, v in h.items():
+        if k == "__metadata__":
+            continue
+        s, e = v["data_offsets"]
+        out[k] = np.frombuffer(b[8 + n + s:8 + n + e], dtype=DT[v["dtype"]]).reshape(v["shape"]).copy()
+    return out
+
+def write_st(path, tensors):
+    inv = {v: k for k, v in DT.items()}
+    h, off, blobs = {}, 0, []
+    for k, a in tensors.items():
+        a = np.ascontiguousarray(a)
+        raw = a.tobytes()
+        h[k] = {"dtype": inv[a.dtype.type], "shape": list(a.shape), "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        blobs.append(raw)
+    hj = json.dumps(h).encode()
+    hj += b" " * ((8 - len(hj) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hj)) + hj + b"".join(blobs))
+
+def main():
+    a = sys.argv[1:]
+    nncc, model, work = a[0], a[1], a[2]
+    dims, coords, eps, tol, seed = [], 2, 1e-6, 1e-4, 0
+    i = 3
+    while i < len(a):
+        if a[i] == "--dim": dims += ["--dim", a[i + 1]]; i += 2
+        elif a[i] == "--coords": coords = int(a[i + 1]); i += 2
+        elif a[i] == "--eps": eps = float(a[i + 1]); i += 2
+        elif a[i] == "--tol": tol = float(a[i + 1]); i += 2
+        else: raise SystemExit("bad arg " + a[i])
+    os.makedirs(work, exist_ok=True)
+    have = json.loads(subprocess.run([nncc, "inspect", model], check=True, capture_output=True).stdout)["dims"]
+    dims = [x for k in range(0, len(dims), 2) for x in dims[k:k + 2] if dims[k + 1].split("=")[0] in have]
+    inp, out, wts = [os.path.join(work, f) for f in ("in.st", "out.st", "w.st")]
+    base = [nncc, "run", model, "--grad", "--precision", "f64", "--quiet", "--seed", "0"]
+    subprocess.run(base + ["--random-inputs"] + dims + ["--save-inputs", inp, "-o", out], check=True)
+    res = read_st(out)
+    grads = {k[5:]: v for k, v in res.items() if k.startswith("grad.")}
+    # The weights init_weights(0) drew, as f64 (rebuilt through a dump run).
+    dump = os.path.join(work, "dump.st")
+    weights = {}
+    sig = json.loads(subprocess.run([nncc, "inspect", model], check=True, capture_output=True).stdout)
+    # init weights are not exported by run: use load/save through perturbation of a
+    # saved copy written by --save-weights when available; else draw our own.
+    rng = np.random.default_rng(1)
+    for p in sig["parameters"]:
+        weights[p["name"]] = (rng.standard_normal([int(d) for d in p["shape"]]) * 0.2).astype(np.float64)
+    write_st(wts, weights)
+    def loss(w):
+        write_st(dump, w)
+        subprocess.run(base + ["--inputs", inp, "--weights", dump, "-o", out], check=True)
+        r = read_st(out)
+        return float(r["loss"]), r
+    _, r0 = loss(weights)
+    grads = {k[5:]: v for k, v in r0.items() if k.startswith("grad.")}
+    worst = 0.0
+    bad = 0
+    for name, w in weights.items():
+        g = grads[name]
+        flat = w.reshape(-1)
+        picks = rng.choice(flat.size, size=min(coords, flat.size), replace=False)
+        for c in picks:
+            old = flat[c]
+            flat[c] = old + eps; lp, _ = loss(weights)
+            flat[c] = old - eps; lm, _ = loss(weights)
+            flat[c] = old
+            fd = (lp - lm) / (2 * eps)
+            an = float(g.reshape(-1)[c])
+            err = abs(fd - an) / max(1e-3, abs(fd), abs(an))
+            worst = max(worst, err)
+            status = "ok" if err <= tol else "MISMATCH"
+            bad += err > tol
+            print(f"{name}[{c}] fd={fd:.9e} grad={an:.9e} rel={err:.2e} {status}")
+    print(f"worst relative error {worst:.2e} over {len(weights)} parameters; {'FAIL' if bad else 'PASS'}")
+    sys.exit(1 if bad else 0)
+
+main()
