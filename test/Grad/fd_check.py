@@ -2,12 +2,16 @@
 """Central finite differences vs `nncc run --grad --precision f64`.
 
 fd_check.py NNCC MODEL.nn WORKDIR [--dim K=V ...] [--coords N] [--eps E] [--tol T]
+            [--train-mode]
 
-Runs the model once with --grad (training mode, fixed dropout seeds) and
---save-inputs, writes the weights it used, then for N random coordinates of
-every parameter re-runs `--grad` with the weight perturbed by +-eps and
-compares (L+ - L-)/2eps with grad.<param>. safetensors is read/written by
-hand (struct + json + numpy)."""
+Draws inputs (--random-inputs, saved) and weights, runs `--grad` once, then
+for N random coordinates of every parameter re-runs the model with that
+weight perturbed by +-eps and compares (L+ - L-)/2eps with grad.<param>.
+The perturbed losses come from plain `nncc run` (inference mode), so the
+check also proves that --grad differentiates the loss `run` reports. With
+--train-mode both sides run in training mode (dropout active, fixed seeds):
+`--grad --train-mode`. safetensors is read/written by hand (struct + json +
+numpy)."""
 import json, struct, subprocess, sys, os
 import numpy as np
 
@@ -43,19 +47,23 @@ def write_st(path, tensors):
 def main():
     a = sys.argv[1:]
     nncc, model, work = a[0], a[1], a[2]
-    dims, coords, eps, tol, seed = [], 2, 1e-6, 1e-4, 0
+    dims, coords, eps, tol, seed, train = [], 2, 1e-6, 1e-4, 0, False
     i = 3
     while i < len(a):
         if a[i] == "--dim": dims += ["--dim", a[i + 1]]; i += 2
         elif a[i] == "--coords": coords = int(a[i + 1]); i += 2
         elif a[i] == "--eps": eps = float(a[i + 1]); i += 2
         elif a[i] == "--tol": tol = float(a[i + 1]); i += 2
+        elif a[i] == "--train-mode": train = True; i += 1
         else: raise SystemExit("bad arg " + a[i])
     os.makedirs(work, exist_ok=True)
     have = json.loads(subprocess.run([nncc, "inspect", model], check=True, capture_output=True).stdout)["dims"]
     dims = [x for k in range(0, len(dims), 2) for x in dims[k:k + 2] if dims[k + 1].split("=")[0] in have]
     inp, out, wts = [os.path.join(work, f) for f in ("in.st", "out.st", "w.st")]
-    base = [nncc, "run", model, "--grad", "--precision", "f64", "--quiet", "--seed", "0"]
+    plain = [nncc, "run", model, "--precision", "f64", "--quiet", "--seed", "0"]
+    base = plain + ["--grad"] + (["--train-mode"] if train else [])
+    # Perturbed losses: plain runs (inference), or --grad --train-mode runs.
+    perturbed = base if train else plain
     subprocess.run(base + ["--random-inputs"] + dims + ["--save-inputs", inp, "-o", out], check=True)
     res = read_st(out)
     grads = {k[5:]: v for k, v in res.items() if k.startswith("grad.")}
@@ -69,12 +77,12 @@ def main():
     for p in sig["parameters"]:
         weights[p["name"]] = (rng.standard_normal([int(d) for d in p["shape"]]) * 0.2).astype(np.float64)
     write_st(wts, weights)
-    def loss(w):
+    def loss(w, cmd=perturbed):
         write_st(dump, w)
-        subprocess.run(base + ["--inputs", inp, "--weights", dump, "-o", out], check=True)
+        subprocess.run(cmd + ["--inputs", inp, "--weights", dump, "-o", out], check=True)
         r = read_st(out)
         return float(r["loss"]), r
-    _, r0 = loss(weights)
+    _, r0 = loss(weights, base)
     grads = {k[5:]: v for k, v in r0.items() if k.startswith("grad.")}
     worst = 0.0
     bad = 0

@@ -101,10 +101,15 @@ cl::opt<std::string> saveInputs("save-inputs",
                                 cl::value_desc("FILE"), cl::sub(runCmd), cl::cat(runCategory));
 
 cl::opt<bool> gradMode("grad",
-                       cl::desc("Also run the backward pass (training mode: dropout "
-                                "active with its fixed seeds) and write grad.<param> for "
-                                "every parameter"),
+                       cl::desc("Also run the backward pass and write grad.<param> for "
+                                "every parameter: the gradient of the loss this run "
+                                "reports (inference mode: dropout and zoneout off, "
+                                "unless --train-mode)"),
                        cl::sub(runCmd), cl::cat(runCategory));
+cl::opt<bool> trainMode("train-mode",
+                        cl::desc("With --grad: training mode, dropout active with its "
+                                 "fixed per-op seeds (loss and gradients of that mode)"),
+                        cl::sub(runCmd), cl::cat(runCategory));
 enum class Precision { F32, F64 };
 cl::opt<Precision> precision("precision", cl::desc("Float precision of the CPU code"),
                              cl::init(Precision::F32),
@@ -205,7 +210,7 @@ bool compileCached(mlir::ModuleOp module, const std::string &source, bool cuda,
   if (precision == Precision::F64)
     h.update("|precision=f64");
   if (gradMode)
-    h.update("|grad");
+    h.update(trainMode ? "|grad|train-mode" : "|grad|eval-mode");
   std::string key = llvm::toHex(h.final(), /*LowerCase=*/true).substr(0, 32);
   std::string model = nncc::target::modelIdentifier(module);
   std::string root = cacheRoot();
@@ -525,7 +530,9 @@ int runRun() {
     return 1;
   if (gradMode) {
     mlir::PassManager pm(module->getContext());
-    pm.addPass(nncc::nn::createNNAutodiff());
+    nncc::nn::NNAutodiffOptions options;
+    options.regularizersActive = trainMode;
+    pm.addPass(nncc::nn::createNNAutodiff(options));
     if (mlir::failed(pm.run(*module)))
       return fail("cannot differentiate model '" + runInput + "'");
   }
@@ -624,6 +631,8 @@ int runRun() {
                      << "' that is not an input of model '" << sig->model << "'\n";
     }
 
+  if (trainMode && !gradMode)
+    return fail("--train-mode applies to --grad runs");
   if ((gradMode || precision == Precision::F64) && cuda)
     return fail("--grad and --precision f64 run on the CPU target only");
   if (precision == Precision::F64)

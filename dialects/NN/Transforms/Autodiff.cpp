@@ -476,6 +476,8 @@ struct NNAutodiffPass
     auto fb = cast<func::FuncOp>(builder.clone(*forward));
     fb.setSymName(name);
     fb->setAttr("nn.training", builder.getUnitAttr());
+    if (!regularizersActive)
+      fb->setAttr("nn.eval_mode", builder.getUnitAttr());
     Engine engine(builder, forward, fb, module);
     if (failed(engine.run(wrtInputs))) {
       fb.erase();

@@ -54,6 +54,10 @@ def NNAutodiff : Pass<"nncc-autodiff", "::mlir::ModuleOp"> {
            "The function to differentiate">,
     ListOption<"wrtInputs", "wrt-inputs", "std::string",
                "Inputs (argument nn.name) whose gradients are also returned">,
+    Option<"regularizersActive", "regularizers", "bool", "true",
+           "Dropout and zoneout active (training). false: they are the "
+           "identity, as in inference, and the gradients are those of the "
+           "inference-mode loss (marks the function nn.eval_mode)">,
   ];
   let dependentDialects = ["::nncc::nn::NNDialect",
                            "::mlir::func::FuncDialect"];

@@ -284,11 +284,14 @@ LogicalResult nncc::prepareNNForKernels(ModuleOp module) {
       b.setInsertionPoint(body.getTerminator());
     nnk::BoundaryOp::create(b, fn.getLoc());
   }
-  // Inference: dropout and zoneout are the identity. Training keeps dropout
-  // (counter-based masks, GradToNNK.cpp); zoneout stays the identity.
+  // Inference (and training functions marked nn.eval_mode, whose gradients
+  // are those of the inference-mode loss): dropout and zoneout are the
+  // identity. Training keeps dropout (counter-based masks, GradToNNK.cpp);
+  // zoneout stays the identity.
   module.walk([](Operation *op) {
     auto fn = op->getParentOfType<func::FuncOp>();
-    bool training = fn && fn->hasAttr("nn.training");
+    bool training =
+        fn && fn->hasAttr("nn.training") && !fn->hasAttr("nn.eval_mode");
     if (auto dropout = dyn_cast<nn::DropoutOp>(op); dropout && !training) {
       dropout.getResult().replaceAllUsesWith(dropout.getX());
       dropout.erase();
