@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 using namespace nncc::kernels;
 
@@ -59,6 +60,47 @@ RnnWork<T> carve(Arena &a, const RnnShape &s, bool stack = true) {
   return w;
 }
 
+/// Gate math of one row of units at one step: h, c (LSTM) and the output
+/// row, or the Cho GRU's r, z and r*h. `Saved` is a template parameter and
+/// `bias` is never null, so the unit loop has no branches; the rows are
+/// disjoint buffers (projection, recurrent GEMM output, bias, state, output,
+/// saved gates), declared __restrict so that it vectorises without runtime
+/// alias checks.
+template <int Kind, bool Saved, typename T>
+void gateRow(int64_t H, const T *__restrict xr, const T *__restrict hr,
+             const T *__restrict bias, T *__restrict hrow, T *__restrict crow,
+             T *__restrict orow, T *__restrict sv, T *__restrict rh,
+             T *__restrict r, T *__restrict z) {
+  if (bias == nullptr)
+    __builtin_unreachable();
+  T *save = Saved ? sv : nullptr;
+  // An int index, as the unit functions take: a truncated int64 index is not
+  // an affine induction variable for the vectoriser.
+  const int h = (int)H;
+  for (int j = 0; j < h; ++j) {
+    if (Kind == CellLstm) {
+      T cnew, hnew;
+      lstm_unit(xr, hr, bias, h, j, crow[j], cnew, hnew, save);
+      crow[j] = cnew;
+      hrow[j] = hnew;
+      orow[j] = hnew;
+    } else if (Kind == CellGru) {
+      T hnew = gru_unit(xr, hr, bias, h, j, hrow[j], save);
+      hrow[j] = hnew;
+      orow[j] = hnew;
+    } else if (Kind == CellGruCho) {
+      T rj, zj;
+      rh[j] = gru_cho_gates(xr, hr, bias, h, j, hrow[j], rj, zj);
+      r[j] = rj;
+      z[j] = zj;
+    } else {
+      T hnew = rnn_unit(xr, hr, bias, j, Kind == CellRnnRelu, save, h);
+      hrow[j] = hnew;
+      orow[j] = hnew;
+    }
+  }
+}
+
 /// The time loop of one layer and direction over the input projection
 /// `xgAll` [B, T, G*H] (x W_ih^T + b_ih of every step): reads state slot
 /// `sd` of h0/c0 ([L*D, B, H]), writes columns [col*H, (col+1)*H) of `out`
@@ -86,6 +128,15 @@ void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
     }
   }
 
+  // The unit math reads the recurrent bias unconditionally (gateRow), so a
+  // layer without one reads zeros.
+  std::vector<T> zeroBias;
+  const T *bias = bhh;
+  if (!bias) {
+    zeroBias.assign(GH, T(0));
+    bias = zeroBias.data();
+  }
+
   // Time loop.
   const int64_t maxLen = B > 0 ? w.lens[0] : 0;
   int64_t n = B;
@@ -99,34 +150,27 @@ void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
     else
       gemm(false, true, n, GH, H, T(1), w.h, H, whh, H, T(0), w.hg, GH);
 
+    // Rows outer, units inner: the unit loop is branch-free (see gateRow)
+    // and vectorises.
     const int64_t work = n * H;
 #pragma omp parallel for schedule(static) if (work > 8192)
-    for (int64_t e = 0; e < work; ++e) {
-      const int64_t k = e / H, j = e % H;
+    for (int64_t k = 0; k < n; ++k) {
       const int64_t b = w.perm[k];
       const int64_t t = rnn_time_index((int)st, w.lens[k], reverse);
       const T *xr = xgAll + (b * Tn + t) * GH;
-      const T *hr = w.hg + k * GH;
       T *sv = saved ? saved + (((sd * B + b) * Tn + t) * slots) * H : nullptr;
-      T hp = w.h[k * H + j];
-      T hnew;
-      if (Kind == CellLstm) {
-        T cnew;
-        lstm_unit(xr, hr, bhh, (int)H, (int)j, w.c[k * H + j], cnew, hnew, sv);
-        w.c[k * H + j] = cnew;
-      } else if (Kind == CellGru) {
-        hnew = gru_unit(xr, hr, bhh, (int)H, (int)j, hp, sv);
-      } else if (Kind == CellGruCho) {
-        T r, z;
-        w.rh[k * H + j] = gru_cho_gates(xr, hr, bhh, (int)H, (int)j, hp, r, z);
-        w.r[k * H + j] = r;
-        w.z[k * H + j] = z;
-        continue;
-      } else {
-        hnew = rnn_unit(xr, hr, bhh, (int)j, Kind == CellRnnRelu, sv, (int)H);
-      }
-      w.h[k * H + j] = hnew;
-      out[(b * Tn + t) * D * H + d * H + j] = hnew;
+      T *orow = out + (b * Tn + t) * D * H + d * H;
+      // Per-kind scratch rows (null in the workspace of other kinds).
+      T *crow = Kind == CellLstm ? w.c + k * H : nullptr;
+      const bool cho = Kind == CellGruCho;
+      T *rh = cho ? w.rh + k * H : nullptr, *r = cho ? w.r + k * H : nullptr,
+        *z = cho ? w.z + k * H : nullptr;
+      if (sv)
+        gateRow<Kind, true>(H, xr, w.hg + k * GH, bias, w.h + k * H, crow, orow,
+                            sv, rh, r, z);
+      else
+        gateRow<Kind, false>(H, xr, w.hg + k * GH, bias, w.h + k * H, crow, orow,
+                             static_cast<T *>(nullptr), rh, r, z);
     }
     if (Kind == CellGruCho) {
       gemm(false, true, n, H, H, T(1), w.rh, H, whh + 2 * H * H, H, T(0),

@@ -157,7 +157,10 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     out.builtCuda = true;
   }
   out.libraryPath = path("lib" + model + ".so");
-  std::vector<std::string> argv = {cxx, "-std=c++17", "-O3", "-fPIC", "-shared", "-fopenmp",
+  // -fno-trapping-math: generated loops call the kernels' branch-free exp and
+  // tanh; it lets them vectorise and changes no result (docs/kernels.md).
+  std::vector<std::string> argv = {cxx,        "-std=c++17", "-O3", "-fno-trapping-math",
+                                   "-fPIC",    "-shared",    "-fopenmp",
                                    "-fvisibility=hidden"};
   if (llvm::StringRef(NNCC_HOST_MARCH).size())
     argv.push_back(std::string("-march=") + NNCC_HOST_MARCH);

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__CUDACC__)
 #define NNCC_HD __host__ __device__ __forceinline__
@@ -30,14 +31,72 @@ enum Activation : int {
   ActSigmoid = 6,
 };
 
-// Overloads so templates pick the right precision on host and device.
+#if !defined(__CUDA_ARCH__)
+/// e^x in float without a libm call, so that host loops over it vectorise:
+/// x = n ln2 + r with |r| <= ln2/2 (ln2 split in two parts for an exact
+/// product), e^r by a degree-6 polynomial (relative error below 2e-7), and
+/// 2^n built from exponent bits as 2^(n-1) * 2 so n = 128 stays finite.
+/// Results below 2^-125 flush to zero, above FLT_MAX are +inf.
+inline float nexp_poly(float x) {
+  const float hi = 88.7228391f, lo = -86.6f;
+  // Both comparisons run unconditionally (no nested ?:), so the compiler
+  // turns every choice below into a blend instead of a branch.
+  const bool over = x > hi, under = x < lo;
+  float xc = over ? hi : x;
+  xc = under ? lo : xc;
+  // Round to nearest by adding and subtracting 1.5 * 2^23 (|x log2 e| < 2^22):
+  // no libm call, so the loop still vectorises without -fno-trapping-math.
+  const float shifter = 12582912.0f;
+  float n = (xc * 1.44269504088896341f + shifter) - shifter;
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t bits = ((int32_t)n + 126) << 23;
+  float scale;
+  memcpy(&scale, &bits, sizeof(scale));
+  float y = p * scale * 2.0f;
+  y = under ? 0.0f : y;
+  y = over ? INFINITY : y;
+  return y;
+}
+
+/// tanh in float from nexp_poly: (1 - e^-2|x|) / (1 + e^-2|x|), and the odd
+/// Taylor series below |x| = 1/8 where 1 - e^-2|x| would cancel.
+inline float ntanh_poly(float x) {
+  float a = fabsf(x);
+  float e = nexp_poly(-2.0f * a);
+  float t = (1.0f - e) / (1.0f + e);
+  float a2 = a * a;
+  float s = a * (1.0f + a2 * (-1.0f / 3.0f + a2 * (2.0f / 15.0f + a2 * (-17.0f / 315.0f))));
+  t = a < 0.125f ? s : t;
+  return copysignf(t, x);
+}
+#endif
+
+// Overloads so templates pick the right precision on host and device. Host
+// float exp/tanh are the vectorisable polynomials above; double and device
+// code use the math library.
+#if defined(__CUDA_ARCH__)
 NNCC_HD float nexp(float x) { return expf(x); }
+#else
+NNCC_HD float nexp(float x) { return nexp_poly(x); }
+#endif
 NNCC_HD double nexp(double x) { return exp(x); }
 NNCC_HD float nlog(float x) { return logf(x); }
 NNCC_HD double nlog(double x) { return log(x); }
 NNCC_HD float nlog1p(float x) { return log1pf(x); }
 NNCC_HD double nlog1p(double x) { return log1p(x); }
+#if defined(__CUDA_ARCH__)
 NNCC_HD float ntanh(float x) { return tanhf(x); }
+#else
+NNCC_HD float ntanh(float x) { return ntanh_poly(x); }
+#endif
 NNCC_HD double ntanh(double x) { return tanh(x); }
 NNCC_HD float nerf(float x) { return erff(x); }
 NNCC_HD double nerf(double x) { return erf(x); }
@@ -55,6 +114,12 @@ template <typename T> NNCC_HD T nmin(T a, T b) { return a < b ? a : b; }
 template <typename T> NNCC_HD T nabs(T a) { return a < T(0) ? -a : a; }
 
 /// Numerically stable logistic sigmoid.
+template <typename T> NNCC_HD T sigmoid(T x);
+#if !defined(__CUDA_ARCH__)
+/// Host float: branch-free (vectorises); nexp saturates to 0 / +inf, so both
+/// tails are exact limits.
+template <> inline float sigmoid<float>(float x) { return 1.0f / (1.0f + nexp(-x)); }
+#endif
 template <typename T> NNCC_HD T sigmoid(T x) {
   if (x >= T(0)) {
     T e = nexp(-x);

@@ -179,6 +179,115 @@ int64_t nncc_mha_workspace_size(const nncc_attention_params *p, int64_t B,
                                 int64_t T_, int64_t E, int64_t H,
                                 int64_t elem_size);
 
+/* ---- Backward kernels (docs/kernels.md, "Backward") -------------------- */
+#define NNCC_DECLARE_BACKWARD_KERNELS(S, T)                                     \
+  /* BPTT of one layer and direction. Needs the forward's `saved` gates      \
+     (nncc_rnn_layer_* with saved, indexed by state_index) and its output y  \
+     [B,T,D*H] (h_t in this direction's columns). dy [B,T,D*H] (same        \
+     columns; NULL = 0), dh_n/dc_n slot state_index of [L*D,B,H] (NULL = 0). \
+     Writes dh0/dc0 slot state_index (may be NULL) and dxproj [B,T,G*H]     \
+     (optional: the adjoint of x W_ih^T + b_ih). ACCUMULATES dx [B,T,I]     \
+     (+= dxproj W_ih), dw_ih, dw_hh, db_ih, db_hh (each may be NULL). */    \
+  int nncc_rnn_layer_backward_##S(                                             \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t D,        \
+      int64_t state_index, int reverse, const T *x, const T *w_ih,             \
+      const T *w_hh, const T *saved, const T *y, const T *h0, const T *c0,     \
+      const int32_t *lengths, const int64_t *lengths64, const T *dy,           \
+      const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0, T *dw_ih,           \
+      T *dw_hh, T *db_ih, T *db_hh, T *dxproj, void *workspace);               \
+  /* Whole stack (mirrors nncc_rnn_forward): re-runs the forward into the    \
+     workspace, then BPTT layer by layer. OVERWRITES dx, dh0, dc0 and        \
+     dweights (pointers in _flat_weights order; any may be NULL). */         \
+  int nncc_rnn_backward_##S(                                                   \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, const T *dy,           \
+      const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,                     \
+      T *const *dweights, void *workspace);                                    \
+  /* One cell step: gates recomputed. Overwrites dxproj [B,G*H], dh, dc      \
+     (lstm); accumulates dw_hh, db_hh (may be NULL). */                       \
+  int nncc_rnn_cell_backward_##S(                                              \
+      int cell, int64_t B, int64_t H, const T *xproj, const T *h, const T *c,  \
+      const T *w_hh, const T *b_hh, const T *dh_out, const T *dc_out,          \
+      T *dxproj, T *dh, T *dc, T *dw_hh, T *db_hh, void *workspace);           \
+  /* Attention core backward: overwrites dq, dk, dv (row stride ld_grad) of  \
+     every head. LSH: q is the shared QK, k/dk unused, dq gets both paths. */ \
+  int nncc_attention_backward_##S(                                             \
+      const nncc_attention_params *p, int64_t B, int64_t T_, int64_t H,        \
+      int64_t dh, const T *q, const T *k, const T *v, int64_t ld_in,           \
+      const T *dout, int64_t ld_dout, T *dq, T *dk, T *dv, int64_t ld_grad,    \
+      const uint8_t *key_padding_mask, void *workspace);                       \
+  /* Full nn.attention backward (in-proj and context recomputed). Overwrites \
+     dx, d_in_w, d_in_b, d_out_w, d_out_b (each may be NULL). */              \
+  int nncc_mha_backward_##S(                                                   \
+      const nncc_attention_params *p, int64_t B, int64_t T_, int64_t E,        \
+      int64_t H, const T *x, const T *in_w, const T *in_b, const T *out_w,     \
+      const T *out_b, const uint8_t *key_padding_mask, const T *dy, T *dx,     \
+      T *d_in_w, T *d_in_b, T *d_out_w, T *d_out_b, void *workspace);          \
+  /* dx = d(x + residual) (also the residual's gradient) of                  \
+     y = LN(x + residual) gamma + beta, plus dsum (optional: adjoint of       \
+     sum_out). mean/rstd: both or none (recomputed). dgamma/dbeta            \
+     overwritten (may be NULL). */                                            \
+  int nncc_layer_norm_backward_##S(                                            \
+      int64_t rows, int64_t N, const T *x, const T *residual, const T *gamma,  \
+      const T *mean, const T *rstd, double eps, const T *dy, const T *dsum,    \
+      T *dx, T *dgamma, T *dbeta);                                             \
+  int nncc_softmax_backward_##S(int64_t outer, int64_t N, int64_t inner,       \
+                                const T *y, const T *dy, T *dx);               \
+  /* dtable [V,E] overwritten; rows equal to padding_idx (< 0: none) get no \
+     gradient. Deterministic (fixed summation order). */                    \
+  int nncc_embedding_backward_##S(int64_t n, int64_t V, int64_t E,             \
+                                  const int64_t *idx, const T *dy,             \
+                                  int64_t padding_idx, T *dtable);             \
+  int nncc_embedding_backward_i32_##S(int64_t n, int64_t V, int64_t E,         \
+                                      const int32_t *idx, const T *dy,         \
+                                      int64_t padding_idx, T *dtable);         \
+  /* dx = dy * act'(.) from the pre-activation (is_output = 0) or the        \
+     post-activation (is_output = 1: not for gelu). */                        \
+  int nncc_activation_backward_##S(int64_t n, const T *x_or_y, int is_output, \
+                                   int act, double alpha, const T *dy, T *dx); \
+  /* y = act(x[M,K] w[N,K]^T + b): dz = dy act'(z_or_y); dx = dz w,          \
+     dw = dz^T x, db = sum dz (each may be NULL; accumulate != 0 adds).      \
+     dz (optional [M,N]) receives dz; else workspace of M*N elements is     \
+     needed when act != none. */                                              \
+  int nncc_linear_backward_##S(int64_t M, int64_t N, int64_t K, const T *x,    \
+                               const T *w, const T *z_or_y, int is_output,     \
+                               int act, double alpha, const T *dy, T *dx,      \
+                               T *dw, T *db, int accumulate, T *dz,            \
+                               void *workspace);                               \
+  /* Loss gradients (mean reduction); dloss = adjoint of the scalar loss    \
+     (NULL = 1). */                                                           \
+  int nncc_mse_loss_backward_##S(int64_t n, const T *pred, const T *target,    \
+                                 const T *dloss, T *dpred, T *dtarget);        \
+  int nncc_cross_entropy_backward_##S(int64_t N, int64_t C, const T *logits,   \
+                                      const int64_t *target,                   \
+                                      int64_t ignore_index, const T *dloss,    \
+                                      T *dlogits);                             \
+  int nncc_bce_with_logits_backward_##S(int64_t N, int64_t C, const T *logits, \
+                                        const T *target, const T *pos_weight,  \
+                                        const T *dloss, T *dlogits);           \
+  /* The forward's Philox mask applied to dy (same seed and offset). */      \
+  int nncc_dropout_backward_##S(int64_t n, double p, uint64_t seed,            \
+                                uint64_t offset, const T *dy, T *dx);
+
+NNCC_DECLARE_BACKWARD_KERNELS(f32, float)
+NNCC_DECLARE_BACKWARD_KERNELS(f64, double)
+
+int64_t nncc_rnn_layer_backward_workspace_size(int cell, int64_t B, int64_t T_,
+                                               int64_t H, int64_t elem_size);
+int64_t nncc_rnn_backward_workspace_size(int cell, int64_t B, int64_t T_,
+                                         int64_t I, int64_t H, int64_t L,
+                                         int64_t D, int64_t elem_size);
+int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B, int64_t H,
+                                              int64_t elem_size);
+int64_t nncc_attention_backward_workspace_size(const nncc_attention_params *p,
+                                               int64_t B, int64_t T_,
+                                               int64_t H, int64_t dh,
+                                               int64_t elem_size);
+int64_t nncc_mha_backward_workspace_size(const nncc_attention_params *p,
+                                         int64_t B, int64_t T_, int64_t E,
+                                         int64_t H, int64_t elem_size);
+
 /* Raw Philox-4x32-10 block: out = philox(ctr, key). */
 void nncc_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
                         uint32_t out[4]);

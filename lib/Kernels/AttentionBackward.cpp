@@ -1,0 +1,479 @@
+//===- AttentionBackward.cpp - Backward of dense / dilated / LSH attention ===//
+//
+// Flash-style: nothing of size T x T is stored. Per (batch, head) task and
+// per query, the key list of the forward is rebuilt (all keys up to the
+// causal limit; the dilated band plus global tokens; the LSH own+previous
+// chunk of every hash round, hashes recomputed = constant), the softmax
+// statistics (log-sum-exp) and the output row are recomputed in a first
+// streaming pass, then a second pass recomputes every probability
+// p = exp(s - lse) and accumulates
+//   dv_j += p dO_i,  ds = p (dO_i.v_j - dO_i.O_i),
+//   dq_i += scale ds k_j,  dk_j += scale ds q_i.
+// One task owns one head of one batch row, so dk/dv accumulation has no
+// races and the result does not depend on the thread count.
+//
+// LSH: the rounds' combination out = sum_r softmax_r(lse_r) o_r equals one
+// softmax over the multiset union of the rounds' keys, so p uses the
+// combined log-sum-exp. Keys are k^ = qk/|qk|: the key-path gradient goes
+// through the normalisation and is added to the shared projection's
+// gradient, together with the query path.
+//
+//===----------------------------------------------------------------------===//
+#include "Internal.h"
+#include "nncc/Kernels/AttentionMath.h"
+#include "nncc/Kernels/BackwardMath.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+using namespace nncc::kernels;
+
+namespace {
+
+struct Dims {
+  int64_t B, T, H, dh, ldi, ldo, ldg;
+};
+
+/// Streaming statistics of one query over an explicit key list: returns the
+/// log-sum-exp (neg_big when empty) and writes the normalised output row.
+template <typename T>
+T listForward(const T *qr, const int32_t *keys, int nk, const T *kb,
+              int64_t ldk, const T *vb, int64_t ldv, int64_t dh, T scale,
+              T *o) {
+  OnlineSoftmax<T> sm;
+  sm.init();
+  for (int64_t d = 0; d < dh; ++d)
+    o[d] = T(0);
+  for (int jj = 0; jj < nk; ++jj) {
+    const T *kr = kb + keys[jj] * ldk;
+    T s = T(0);
+    for (int64_t d = 0; d < dh; ++d)
+      s += qr[d] * kr[d];
+    s *= scale;
+    T p;
+    T alpha = sm.push(s, p);
+    const T *vr = vb + keys[jj] * ldv;
+    for (int64_t d = 0; d < dh; ++d)
+      o[d] = o[d] * alpha + p * vr[d];
+  }
+  T inv = sm.inv();
+  for (int64_t d = 0; d < dh; ++d)
+    o[d] *= inv;
+  return sm.lse();
+}
+
+/// Second pass for one query: gradients with p = exp(s - lse).
+template <typename T>
+void listBackward(const T *qr, const T *dor, const int32_t *keys, int nk,
+                  const T *kb, int64_t ldk, const T *vb, int64_t ldv,
+                  int64_t dh, T scale, T lse, T Dq, T *dqr, T *dkb,
+                  int64_t lddk, T *dvb, int64_t lddv) {
+  for (int jj = 0; jj < nk; ++jj) {
+    const T *kr = kb + keys[jj] * ldk;
+    const T *vr = vb + keys[jj] * ldv;
+    T s = T(0), dp = T(0);
+    for (int64_t d = 0; d < dh; ++d) {
+      s += qr[d] * kr[d];
+      dp += dor[d] * vr[d];
+    }
+    const T p = nexp(s * scale - lse);
+    const T ds = softmax_score_grad(p, dp, Dq) * scale;
+    T *dkr = dkb + keys[jj] * lddk;
+    T *dvr = dvb + keys[jj] * lddv;
+    for (int64_t d = 0; d < dh; ++d) {
+      dqr[d] += ds * kr[d];
+      dkr[d] += ds * qr[d];
+      dvr[d] += p * dor[d];
+    }
+  }
+}
+
+template <typename T> T dot(const T *a, const T *b, int64_t n) {
+  T s = T(0);
+  for (int64_t i = 0; i < n; ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+/// Dense and dilated: per (b,h), per query, key list then two passes.
+template <typename T>
+void listAttentionBackward(const Dims &g, const nncc_attention_params *p,
+                           T scale, const uint8_t *isG, const int32_t *gl,
+                           int ng, const T *q, const T *k, const T *v,
+                           const T *dout, T *dq, T *dk, T *dv,
+                           const uint8_t *kpm) {
+  const bool causal = p->causal != 0;
+  const bool dense = p->kind == NNCC_ATTN_DENSE;
+  const int half = p->window / 2, dil = p->dilation, window = p->window;
+  const int64_t tasks = g.B * g.H;
+#pragma omp parallel
+  {
+    std::vector<int32_t> keys(g.T + 1);
+    std::vector<T> o(g.dh);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t b = task / g.H, h = task % g.H;
+      const uint8_t *kpmRow = kpm ? kpm + b * g.T : nullptr;
+      const int64_t io = b * g.T * g.ldi + h * g.dh;
+      const int64_t go = b * g.T * g.ldg + h * g.dh;
+      for (int64_t t = 0; t < g.T; ++t) {
+        std::memset(dq + go + t * g.ldg, 0, sizeof(T) * g.dh);
+        std::memset(dk + go + t * g.ldg, 0, sizeof(T) * g.dh);
+        std::memset(dv + go + t * g.ldg, 0, sizeof(T) * g.dh);
+      }
+      for (int i = 0; i < (int)g.T; ++i) {
+        int nk = 0;
+        if (dense || isG[i]) {
+          for (int j = 0; j < (int)g.T; ++j)
+            if (key_admissible(i, j, causal, kpmRow))
+              keys[nk++] = j;
+        } else {
+          for (int oo = -half; oo <= half; ++oo) {
+            int j = i + oo * dil;
+            if (j >= 0 && j < g.T && key_admissible(i, j, causal, kpmRow))
+              keys[nk++] = j;
+          }
+          for (int gi = 0; gi < ng; ++gi) {
+            int j = gl[gi];
+            if (!dilated_band(i, j, window, dil) &&
+                key_admissible(i, j, causal, kpmRow))
+              keys[nk++] = j;
+          }
+        }
+        if (nk == 0)
+          continue;
+        const T *qr = q + io + i * g.ldi;
+        const T *dor = dout + b * g.T * g.ldo + h * g.dh + i * g.ldo;
+        T lse = listForward(qr, keys.data(), nk, k + io, g.ldi, v + io, g.ldi,
+                            g.dh, scale, o.data());
+        T Dq = dot(dor, o.data(), g.dh);
+        listBackward(qr, dor, keys.data(), nk, k + io, g.ldi, v + io, g.ldi,
+                     g.dh, scale, lse, Dq, dq + go + i * g.ldg, dk + go,
+                     g.ldg, dv + go, g.ldg);
+      }
+    }
+  }
+}
+
+template <typename T>
+void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
+                 const T *qk, const T *v, const T *dout, T *dqk, T *dv,
+                 const uint8_t *kpm) {
+  const bool causal = p->causal != 0;
+  const int rounds = p->n_hashes, nbuckets = p->n_buckets,
+            chunk = p->chunk, nb2 = nbuckets / 2;
+  const bool sameBucket = p->same_bucket_only != 0;
+  const T *rot = static_cast<const T *>(p->rotations);
+  const int64_t Tn = g.T, dh = g.dh, tasks = g.B * g.H;
+#pragma omp parallel
+  {
+    std::vector<T> kn(Tn * dh), invn(Tn), dkn(Tn * dh), o(rounds * Tn * dh),
+        lse(rounds * Tn), L(Tn), O(dh);
+    std::vector<int32_t> bucket(rounds * Tn), order(rounds * Tn),
+        count(nbuckets + 1), keys(2 * chunk + 1);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t b = task / g.H, h = task % g.H;
+      const uint8_t *kpmRow = kpm ? kpm + b * Tn : nullptr;
+      const T *qbase = qk + b * Tn * g.ldi + h * dh;
+      const T *vbase = v + b * Tn * g.ldi + h * dh;
+      const T *dobase = dout + b * Tn * g.ldo + h * dh;
+      T *dqbase = dqk + b * Tn * g.ldg + h * dh;
+      T *dvbase = dv + b * Tn * g.ldg + h * dh;
+      for (int64_t t = 0; t < Tn; ++t) {
+        std::memset(dqbase + t * g.ldg, 0, sizeof(T) * dh);
+        std::memset(dvbase + t * g.ldg, 0, sizeof(T) * dh);
+        const T *x = qbase + t * g.ldi;
+        T ss = dot(x, x, dh);
+        T inv = ss > T(0) ? T(1) / nsqrt(ss) : T(0);
+        invn[t] = inv;
+        for (int64_t d = 0; d < dh; ++d)
+          kn[t * dh + d] = x[d] * inv;
+      }
+      std::fill(dkn.begin(), dkn.end(), T(0));
+      // Buckets and sorted orders of every round (constant w.r.t. inputs).
+      for (int r = 0; r < rounds; ++r) {
+        const T *R = rot + (int64_t)r * dh * nb2;
+        int32_t *bk = bucket.data() + r * Tn, *ord = order.data() + r * Tn;
+        for (int64_t t = 0; t < Tn; ++t)
+          bk[t] = lsh_bucket(qbase + t * g.ldi, R, (int)dh, nb2);
+        std::fill(count.begin(), count.end(), 0);
+        for (int64_t t = 0; t < Tn; ++t)
+          ++count[bk[t] + 1];
+        for (int c = 0; c < nbuckets; ++c)
+          count[c + 1] += count[c];
+        for (int64_t t = 0; t < Tn; ++t)
+          ord[count[bk[t]]++] = (int32_t)t;
+      }
+      // Key list of sorted position pos in round r (as the forward).
+      auto keyList = [&](int r, int64_t pos) {
+        const int32_t *bk = bucket.data() + r * Tn, *ord = order.data() + r * Tn;
+        const int t = ord[pos];
+        const int64_t c = pos / chunk;
+        const int64_t lo = c > 0 ? (c - 1) * chunk : 0;
+        const int64_t hi = std::min<int64_t>(Tn, (c + 1) * chunk);
+        int nk = 0;
+        for (int64_t pp = lo; pp < hi; ++pp) {
+          const int u = ord[pp];
+          if (u == t || !key_admissible(t, u, causal, kpmRow))
+            continue;
+          if (sameBucket && bk[u] != bk[t])
+            continue;
+          keys[nk++] = u;
+        }
+        if (nk == 0 && key_admissible(t, t, causal, kpmRow))
+          keys[nk++] = t;
+        return nk;
+      };
+      // Pass 1: per-round statistics and outputs.
+      for (int r = 0; r < rounds; ++r)
+        for (int64_t pos = 0; pos < Tn; ++pos) {
+          const int t = order[r * Tn + pos];
+          int nk = keyList(r, pos);
+          lse[r * Tn + t] =
+              listForward(qbase + t * g.ldi, keys.data(), nk, kn.data(), dh,
+                          vbase, g.ldi, dh, scale, o.data() + (r * Tn + t) * dh);
+        }
+      // Combined log-sum-exp and output; Dq = dO . O.
+      std::vector<T> Dq(Tn);
+      for (int64_t t = 0; t < Tn; ++t) {
+        T mx = neg_big<T>();
+        for (int r = 0; r < rounds; ++r)
+          mx = nmax(mx, lse[r * Tn + t]);
+        if (!(mx > neg_big<T>())) {
+          L[t] = neg_big<T>();
+          Dq[t] = T(0);
+          continue;
+        }
+        T s = T(0);
+        for (int r = 0; r < rounds; ++r)
+          if (lse[r * Tn + t] > neg_big<T>())
+            s += nexp(lse[r * Tn + t] - mx);
+        L[t] = mx + nlog(s);
+        std::fill(O.begin(), O.end(), T(0));
+        for (int r = 0; r < rounds; ++r) {
+          if (!(lse[r * Tn + t] > neg_big<T>()))
+            continue;
+          const T wr = nexp(lse[r * Tn + t] - L[t]);
+          for (int64_t d = 0; d < dh; ++d)
+            O[d] += wr * o[(r * Tn + t) * dh + d];
+        }
+        Dq[t] = dot(dobase + t * g.ldo, O.data(), dh);
+      }
+      // Pass 2: gradients; keys are k^ (dkn), queries qk.
+      for (int r = 0; r < rounds; ++r)
+        for (int64_t pos = 0; pos < Tn; ++pos) {
+          const int t = order[r * Tn + pos];
+          if (!(L[t] > neg_big<T>()))
+            continue;
+          int nk = keyList(r, pos);
+          listBackward(qbase + t * g.ldi, dobase + t * g.ldo, keys.data(), nk,
+                       kn.data(), dh, vbase, g.ldi, dh, scale, L[t], Dq[t],
+                       dqbase + t * g.ldg, dkn.data(), dh, dvbase, g.ldg);
+        }
+      // Key path through k^ = qk/|qk| into the shared projection.
+      for (int64_t t = 0; t < Tn; ++t) {
+        const T *kh = kn.data() + t * dh, *dkh = dkn.data() + t * dh;
+        const T kd = dot(kh, dkh, dh);
+        T *dr = dqbase + t * g.ldg;
+        for (int64_t d = 0; d < dh; ++d)
+          dr[d] += unit_norm_grad(kh[d], dkh[d], kd, invn[t]);
+      }
+    }
+  }
+}
+
+bool checkParams(const nncc_attention_params *p, int64_t dh) {
+  if (!p || dh <= 0)
+    return false;
+  if (p->kind == NNCC_ATTN_DILATED)
+    return p->window >= 1 && p->dilation >= 1 && p->n_global >= 0 &&
+           (p->n_global == 0 || p->global_pos);
+  if (p->kind == NNCC_ATTN_LSH)
+    return p->rotations && p->n_hashes >= 1 && p->n_buckets >= 2 &&
+           p->n_buckets % 2 == 0 && p->chunk >= 1;
+  return p->kind == NNCC_ATTN_DENSE;
+}
+
+int64_t coreWs(const nncc_attention_params *p, int64_t Tn) {
+  Arena a(nullptr);
+  if (p->kind == NNCC_ATTN_DILATED) {
+    a.take<uint8_t>(Tn);
+    a.take<int32_t>(p->n_global);
+  }
+  return (int64_t)a.size();
+}
+
+template <typename T>
+int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
+                      int64_t H, int64_t dh, const T *q, const T *k,
+                      const T *v, int64_t ldi, const T *dout, int64_t ldo,
+                      T *dq, T *dk, T *dv, int64_t ldg, const uint8_t *kpm,
+                      void *ws) {
+  if (!checkParams(p, dh) || B < 0 || Tn < 0 || H <= 0 || !q || !v ||
+      !dout || !dq || !dv || ldi < H * dh || ldo < H * dh || ldg < H * dh)
+    return NNCC_K_EINVAL;
+  const bool lsh = p->kind == NNCC_ATTN_LSH;
+  if (!lsh && (!k || !dk))
+    return NNCC_K_EINVAL;
+  Dims g{B, Tn, H, dh, ldi, ldo, ldg};
+  T scale = p->scale != 0 ? T(p->scale) : T(1) / nsqrt(T(dh));
+  if (lsh) {
+    lshBackward<T>(g, p, scale, q, v, dout, dq, dv, kpm);
+    return NNCC_K_OK;
+  }
+  uint8_t *isG = nullptr;
+  int32_t *gl = nullptr;
+  int ng = 0;
+  if (p->kind == NNCC_ATTN_DILATED) {
+    if (!ws && Tn > 0)
+      return NNCC_K_EINVAL;
+    Arena a(ws);
+    isG = a.take<uint8_t>(Tn);
+    gl = a.take<int32_t>(p->n_global);
+    std::memset(isG, 0, Tn);
+    for (int i = 0; i < p->n_global; ++i) {
+      int32_t j = p->global_pos[i];
+      if (j < 0)
+        return NNCC_K_ERANGE;
+      if (j >= Tn || isG[j])
+        continue;
+      isG[j] = 1;
+      gl[ng++] = j;
+    }
+    std::sort(gl, gl + ng);
+  }
+  listAttentionBackward<T>(g, p, scale, isG, gl, ng, q, k, v, dout, dq, dk,
+                           dv, kpm);
+  return NNCC_K_OK;
+}
+
+int64_t mhaBwdWs(const nncc_attention_params *p, int64_t B, int64_t Tn,
+                 int64_t E, int64_t elem) {
+  const int64_t P = p->kind == NNCC_ATTN_LSH ? 2 : 3;
+  Arena a(nullptr);
+  a.take<char>(B * Tn * P * E * elem); // proj
+  a.take<char>(B * Tn * E * elem);     // ctx
+  a.take<char>(B * Tn * E * elem);     // dctx
+  a.take<char>(B * Tn * P * E * elem); // dproj
+  a.take<char>(coreWs(p, Tn));
+  return (int64_t)a.size();
+}
+
+template <typename T>
+void colSum(int64_t rows, int64_t n, const T *a, T *out) {
+#pragma omp parallel for schedule(static) if (rows * n > 65536)
+  for (int64_t j = 0; j < n; ++j) {
+    T s = T(0);
+    for (int64_t r = 0; r < rows; ++r)
+      s += a[r * n + j];
+    out[j] = s;
+  }
+}
+
+int coreFwd(const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t H,
+            int64_t dh, const float *q, const float *k, const float *v,
+            int64_t ldi, float *o, int64_t ldo, const uint8_t *kpm, void *ws) {
+  return nncc_attention_f32(p, B, Tn, H, dh, q, k, v, ldi, o, ldo, kpm, ws,
+                            nullptr);
+}
+int coreFwd(const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t H,
+            int64_t dh, const double *q, const double *k, const double *v,
+            int64_t ldi, double *o, int64_t ldo, const uint8_t *kpm,
+            void *ws) {
+  return nncc_attention_f64(p, B, Tn, H, dh, q, k, v, ldi, o, ldo, kpm, ws,
+                            nullptr);
+}
+
+template <typename T>
+int mhaBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
+                int64_t E, int64_t H, const T *x, const T *inW, const T *inB,
+                const T *outW, const T *outB, const uint8_t *kpm, const T *dy,
+                T *dx, T *dInW, T *dInB, T *dOutW, T *dOutB, void *ws) {
+  (void)outB;
+  if (!p || H <= 0 || E % H != 0 || !x || !inW || !outW || !dy || !ws)
+    return NNCC_K_EINVAL;
+  const bool lsh = p->kind == NNCC_ATTN_LSH;
+  const int64_t P = lsh ? 2 : 3, BT = B * Tn, dh = E / H;
+  Arena a(ws);
+  T *proj = a.take<T>(BT * P * E);
+  T *ctx = a.take<T>(BT * E);
+  T *dctx = a.take<T>(BT * E);
+  T *dproj = a.take<T>(BT * P * E);
+  void *core = a.take<char>(coreWs(p, Tn));
+  // Recompute the in-projection and the attention context.
+  if (inB)
+    for (int64_t r = 0; r < BT; ++r)
+      std::memcpy(proj + r * P * E, inB, sizeof(T) * P * E);
+  gemm(false, true, BT, P * E, E, T(1), x, E, inW, E, inB ? T(1) : T(0), proj,
+       P * E);
+  int rc = coreFwd(p, B, Tn, H, dh, proj, lsh ? nullptr : proj + E,
+                   proj + (P - 1) * E, P * E, ctx, E, kpm, core);
+  if (rc)
+    return rc;
+  // Out-projection: y = ctx W_o^T + b_o.
+  if (dOutW)
+    gemm(true, false, E, E, BT, T(1), dy, E, ctx, E, T(0), dOutW, E);
+  if (dOutB)
+    colSum(BT, E, dy, dOutB);
+  gemm(false, false, BT, E, E, T(1), dy, E, outW, E, T(0), dctx, E);
+  // Attention core.
+  rc = attentionBackward<T>(p, B, Tn, H, dh, proj, lsh ? nullptr : proj + E,
+                            proj + (P - 1) * E, P * E, dctx, E, dproj,
+                            lsh ? nullptr : dproj + E, dproj + (P - 1) * E,
+                            P * E, kpm, core);
+  if (rc)
+    return rc;
+  // In-projection: proj = x W_in^T + b_in.
+  if (dInW)
+    gemm(true, false, P * E, E, BT, T(1), dproj, P * E, x, E, T(0), dInW, E);
+  if (dInB)
+    colSum(BT, P * E, dproj, dInB);
+  if (dx)
+    gemm(false, false, BT, E, P * E, T(1), dproj, P * E, inW, E, T(0), dx, E);
+  return NNCC_K_OK;
+}
+
+} // namespace
+
+extern "C" int64_t
+nncc_attention_backward_workspace_size(const nncc_attention_params *p,
+                                       int64_t B, int64_t Tn, int64_t H,
+                                       int64_t dh, int64_t elem) {
+  (void)B, (void)H, (void)dh, (void)elem;
+  if (!p)
+    return -1;
+  return coreWs(p, Tn) + 64;
+}
+
+extern "C" int64_t
+nncc_mha_backward_workspace_size(const nncc_attention_params *p, int64_t B,
+                                 int64_t Tn, int64_t E, int64_t H,
+                                 int64_t elem) {
+  (void)H;
+  if (!p || (elem != 4 && elem != 8))
+    return -1;
+  return mhaBwdWs(p, B, Tn, E, elem) + 64;
+}
+
+#define NNCC_DEFINE_ATTN_BWD(S, T)                                             \
+  extern "C" int nncc_attention_backward_##S(                                  \
+      const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t H,        \
+      int64_t dh, const T *q, const T *k, const T *v, int64_t ldi,             \
+      const T *dout, int64_t ldo, T *dq, T *dk, T *dv, int64_t ldg,            \
+      const uint8_t *kpm, void *ws) {                                          \
+    return attentionBackward<T>(p, B, Tn, H, dh, q, k, v, ldi, dout, ldo, dq,  \
+                                dk, dv, ldg, kpm, ws);                         \
+  }                                                                            \
+  extern "C" int nncc_mha_backward_##S(                                        \
+      const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t E,        \
+      int64_t H, const T *x, const T *inW, const T *inB, const T *outW,        \
+      const T *outB, const uint8_t *kpm, const T *dy, T *dx, T *dInW,          \
+      T *dInB, T *dOutW, T *dOutB, void *ws) {                                 \
+    return mhaBackward<T>(p, B, Tn, E, H, x, inW, inB, outW, outB, kpm, dy,    \
+                          dx, dInW, dInB, dOutW, dOutB, ws);                   \
+  }
+
+NNCC_DEFINE_ATTN_BWD(f32, float)
+NNCC_DEFINE_ATTN_BWD(f64, double)

@@ -1,0 +1,610 @@
+//===- RecurrentBackward.cpp - BPTT of RNN / LSTM / GRU layers (CPU) ------===//
+//
+// Per layer and direction (nncc_rnn_layer_backward_*): a reverse time loop
+// over the saved gates of the forward (nncc_rnn_layer_* with `saved`) and
+// the layer's output y (which holds h_t, so h_{t-1} is read, not recomputed).
+// Per step: one parallel pass of unit derivatives (BackwardMath.h) over the
+// rows still active at that step (rows sorted by decreasing length, a prefix
+// as in the forward) and ONE GEMM dh_prev = dhg . W_hh (Cho's GRU: one more,
+// for the r*h product). The gate adjoints of all steps are kept in
+// [B, T, G*H] buffers, so the weight gradients are GEMMs over all steps at
+// the end: dW_hh += dhg^T h_prev, dW_ih += dxg^T x, dx += dxg W_ih, and the
+// bias gradients column sums (fixed order: deterministic).
+//
+// The whole stack (nncc_rnn_backward_*) re-runs the forward of every layer
+// into its workspace (gates and layer outputs), then runs the layer backward
+// from the last layer down.
+//
+//===----------------------------------------------------------------------===//
+#include "Internal.h"
+#include "nncc/Kernels/BackwardMath.h"
+#include "nncc/Kernels/RecurrentMath.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace nncc::kernels;
+
+namespace {
+
+bool validCell(int cell) { return cell >= CellRnnTanh && cell <= CellGruCho; }
+
+template <typename T> struct BwdWork {
+  int32_t *perm, *lens;
+  T *dh, *dc, *direct, *dstep, *dhTmp, *dah, *drh;
+  T *dxg, *dhg, *hprev, *rh;
+};
+
+template <typename T>
+BwdWork<T> carveBwd(Arena &a, int cell, int64_t B, int64_t Tn, int64_t H,
+                    bool ownDxg) {
+  const int64_t G = cell_gates(cell), GH = G * H;
+  const bool cho = cell == CellGruCho;
+  const bool twoG = cell == CellGru || cho;
+  BwdWork<T> w;
+  w.perm = a.take<int32_t>(B);
+  w.lens = a.take<int32_t>(B);
+  w.dh = a.take<T>(B * H);
+  w.dc = a.take<T>(cell == CellLstm ? B * H : 0);
+  w.direct = a.take<T>(B * H);
+  w.dstep = a.take<T>(B * GH);
+  w.dhTmp = a.take<T>(B * H);
+  w.dah = a.take<T>(cho ? B * H : 0);
+  w.drh = a.take<T>(cho ? B * H : 0);
+  w.dxg = a.take<T>(ownDxg ? B * Tn * GH : 0);
+  w.dhg = a.take<T>(twoG ? B * Tn * GH : 0);
+  w.hprev = a.take<T>(B * Tn * H);
+  w.rh = a.take<T>(cho ? B * Tn * H : 0);
+  return w;
+}
+
+template <typename L>
+bool sortRows(int64_t B, int64_t Tn, const L *lengths, int32_t *perm,
+              int32_t *lens) {
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t len = lengths ? (int64_t)lengths[b] : Tn;
+    if (len < 0 || len > Tn)
+      return false;
+    perm[b] = (int32_t)b;
+  }
+  std::stable_sort(perm, perm + B, [&](int32_t a, int32_t b2) {
+    int64_t la = lengths ? (int64_t)lengths[a] : Tn;
+    int64_t lb = lengths ? (int64_t)lengths[b2] : Tn;
+    return la > lb;
+  });
+  for (int64_t k = 0; k < B; ++k)
+    lens[k] = lengths ? (int32_t)lengths[perm[k]] : (int32_t)Tn;
+  return true;
+}
+
+/// Column sums of a [rows, n] matrix added into out[n] (fixed order).
+template <typename T>
+void colSumAdd(int64_t rows, int64_t n, const T *a, int64_t lda, T *out) {
+#pragma omp parallel for schedule(static) if (rows * n > 65536)
+  for (int64_t j = 0; j < n; ++j) {
+    T s = T(0);
+    for (int64_t r = 0; r < rows; ++r)
+      s += a[r * lda + j];
+    out[j] += s;
+  }
+}
+
+struct LayerArgs {
+  int64_t B, T, I, H, D, sd, col;
+  bool reverse;
+};
+
+/// Reverse time loop of one layer and direction. Fills w.dxg / w.dhg (gate
+/// adjoints of every valid step, zero elsewhere), w.hprev (and w.rh), and
+/// writes dh0/dc0 slot sd.
+template <int Kind, typename T>
+void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
+                  const T *y, const T *h0, const T *c0, const T *dy,
+                  const T *dhn, const T *dcn, T *dh0, T *dc0,
+                  const BwdWork<T> &w, T *dxg, T *dhg) {
+  const int64_t B = s.B, Tn = s.T, H = s.H, DH = s.D * s.H, sd = s.sd;
+  const int G = cell_gates(Kind);
+  const int64_t GH = G * H;
+  const int slots = cell_saved_slots(Kind);
+  const int64_t cofs = s.col * H;
+  const bool reverse = s.reverse;
+
+  for (int64_t k = 0; k < B; ++k) {
+    const int64_t b = w.perm[k];
+    for (int64_t j = 0; j < H; ++j) {
+      w.dh[k * H + j] = dhn ? dhn[(sd * B + b) * H + j] : T(0);
+      if (Kind == CellLstm)
+        w.dc[k * H + j] = dcn ? dcn[(sd * B + b) * H + j] : T(0);
+    }
+  }
+  const int64_t maxLen = B > 0 ? w.lens[0] : 0;
+  int64_t n = 0;
+  for (int64_t st = maxLen - 1; st >= 0; --st) {
+    while (n < B && w.lens[n] > st)
+      ++n;
+    const int64_t work = n * H;
+#pragma omp parallel for schedule(static) if (work > 8192)
+    for (int64_t e = 0; e < work; ++e) {
+      const int64_t k = e / H, j = e % H;
+      const int64_t b = w.perm[k];
+      const int len = w.lens[k];
+      const int64_t t = rnn_time_index((int)st, len, reverse);
+      const int64_t tp = reverse ? t + 1 : t - 1;
+      const bool hasPrev = reverse ? tp < len : tp >= 0;
+      const T hp = hasPrev ? y[(b * Tn + tp) * DH + cofs + j]
+                           : (h0 ? h0[(sd * B + b) * H + j] : T(0));
+      w.hprev[(b * Tn + t) * H + j] = hp;
+      const T dht =
+          w.dh[k * H + j] + (dy ? dy[(b * Tn + t) * DH + cofs + j] : T(0));
+      const T *sv = saved + ((sd * B + b) * Tn + t) * slots * H;
+      T *dxr = dxg + (b * Tn + t) * GH;
+      T *dst = w.dstep + k * GH;
+      if (Kind == CellLstm) {
+        const T cp =
+            hasPrev ? saved[((sd * B + b) * Tn + tp) * slots * H + 4 * H + j]
+                    : (c0 ? c0[(sd * B + b) * H + j] : T(0));
+        T dc = w.dc[k * H + j];
+        lstm_unit_backward(sv, (int)H, (int)j, cp, dht, dc, dxr);
+        w.dc[k * H + j] = dc;
+        for (int gi = 0; gi < 4; ++gi)
+          dst[gi * H + j] = dxr[gi * H + j];
+        w.direct[k * H + j] = T(0);
+      } else if (Kind == CellGru) {
+        T *dhr = dhg + (b * Tn + t) * GH;
+        w.direct[k * H + j] =
+            gru_unit_backward(sv, (int)H, (int)j, hp, dht, dxr, dhr);
+        for (int gi = 0; gi < 3; ++gi)
+          dst[gi * H + j] = dhr[gi * H + j];
+      } else if (Kind == CellGruCho) {
+        T *dhr = dhg + (b * Tn + t) * GH;
+        T dah;
+        w.direct[k * H + j] =
+            gru_cho_backward1(sv, (int)H, (int)j, hp, dht, dxr, dhr, dah);
+        w.dah[k * H + j] = dah;
+        dst[H + j] = dhr[H + j];
+        w.rh[(b * Tn + t) * H + j] = sv[j] * hp;
+      } else {
+        const T da = rnn_unit_backward(sv[j], Kind == CellRnnRelu, dht);
+        dxr[j] = da;
+        dst[j] = da;
+        w.direct[k * H + j] = T(0);
+      }
+    }
+    if (Kind == CellGruCho) {
+      // drh = dah . W_hh[2H:3H]  ([n,H] x [H,H])
+      gemm(false, false, n, H, H, T(1), w.dah, H, whh + 2 * H * H, H, T(0),
+           w.drh, H);
+#pragma omp parallel for schedule(static) if (work > 8192)
+      for (int64_t e = 0; e < work; ++e) {
+        const int64_t k = e / H, j = e % H;
+        const int64_t b = w.perm[k];
+        const int64_t t = rnn_time_index((int)st, w.lens[k], reverse);
+        const T *sv = saved + ((sd * B + b) * Tn + t) * slots * H;
+        T *dxr = dxg + (b * Tn + t) * GH;
+        T *dhr = dhg + (b * Tn + t) * GH;
+        w.direct[k * H + j] += gru_cho_backward2(
+            sv, (int)H, (int)j, w.hprev[(b * Tn + t) * H + j],
+            w.drh[k * H + j], dxr, dhr);
+        w.dstep[k * GH + j] = dhr[j];
+      }
+    }
+    // dh_prev = direct + dhg . W_hh (Cho: only the r, z rows multiply h).
+    const int64_t Gc = Kind == CellGruCho ? 2 * H : GH;
+    gemm(false, false, n, H, Gc, T(1), w.dstep, GH, whh, H, T(0), w.dhTmp, H);
+#pragma omp parallel for schedule(static) if (work > 8192)
+    for (int64_t e = 0; e < work; ++e)
+      w.dh[e] = w.direct[e] + w.dhTmp[e];
+  }
+  for (int64_t k = 0; k < B; ++k) {
+    const int64_t b = w.perm[k];
+    if (dh0)
+      std::memcpy(dh0 + (sd * B + b) * H, w.dh + k * H, sizeof(T) * H);
+    if (Kind == CellLstm && dc0)
+      std::memcpy(dc0 + (sd * B + b) * H, w.dc + k * H, sizeof(T) * H);
+  }
+}
+
+template <typename T>
+int layerBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
+                  int64_t D, int64_t sd, int reverse, const T *x,
+                  const T *wih, const T *whh, const T *saved, const T *y,
+                  const T *h0, const T *c0, const int32_t *len32,
+                  const int64_t *len64, const T *dy, const T *dhn,
+                  const T *dcn, T *dx, T *dh0, T *dc0, T *dwih, T *dwhh,
+                  T *dbih, T *dbhh, T *dxproj, void *workspace) {
+  if (!validCell(cell) || B < 0 || Tn < 0 || H <= 0 || I < 0 ||
+      (D != 1 && D != 2) || sd < 0 || !whh || !workspace ||
+      (len32 && len64) || (B * Tn > 0 && (!saved || !y)))
+    return NNCC_K_EINVAL;
+  if ((dx && (!wih || I <= 0)) || (dwih && (!x || I <= 0)))
+    return NNCC_K_EINVAL;
+  const int64_t G = cell_gates(cell), GH = G * H;
+  Arena a(workspace);
+  BwdWork<T> w = carveBwd<T>(a, cell, B, Tn, H, dxproj == nullptr);
+  bool ok = len64 ? sortRows(B, Tn, len64, w.perm, w.lens)
+                  : sortRows(B, Tn, len32, w.perm, w.lens);
+  if (!ok)
+    return NNCC_K_EINVAL;
+  T *dxg = dxproj ? dxproj : w.dxg;
+  const bool twoG = cell == CellGru || cell == CellGruCho;
+  T *dhg = twoG ? w.dhg : dxg;
+  std::memset(dxg, 0, sizeof(T) * B * Tn * GH);
+  if (twoG)
+    std::memset(dhg, 0, sizeof(T) * B * Tn * GH);
+  std::memset(w.hprev, 0, sizeof(T) * B * Tn * H);
+  if (cell == CellGruCho)
+    std::memset(w.rh, 0, sizeof(T) * B * Tn * H);
+  LayerArgs s{B, Tn, I, H, D, sd, (D == 2 && reverse) ? 1 : 0, reverse != 0};
+#define NNCC_BWD(K)                                                            \
+  scanBackward<K, T>(s, whh, saved, y, h0, c0, dy, dhn, dcn, dh0, dc0, w, dxg, \
+                     dhg)
+  switch (cell) {
+  case CellRnnTanh:
+    NNCC_BWD(CellRnnTanh);
+    break;
+  case CellRnnRelu:
+    NNCC_BWD(CellRnnRelu);
+    break;
+  case CellLstm:
+    NNCC_BWD(CellLstm);
+    break;
+  case CellGru:
+    NNCC_BWD(CellGru);
+    break;
+  default:
+    NNCC_BWD(CellGruCho);
+    break;
+  }
+#undef NNCC_BWD
+  const int64_t BT = B * Tn;
+  // Weight gradients: GEMMs over all steps (padded steps have zero adjoints).
+  if (dwhh) {
+    if (cell == CellGruCho) {
+      gemm(true, false, 2 * H, H, BT, T(1), dhg, GH, w.hprev, H, T(1), dwhh,
+           H);
+      gemm(true, false, H, H, BT, T(1), dhg + 2 * H, GH, w.rh, H, T(1),
+           dwhh + 2 * H * H, H);
+    } else {
+      gemm(true, false, GH, H, BT, T(1), dhg, GH, w.hprev, H, T(1), dwhh, H);
+    }
+  }
+  if (dbhh)
+    colSumAdd(BT, GH, dhg, GH, dbhh);
+  if (dbih)
+    colSumAdd(BT, GH, dxg, GH, dbih);
+  if (dwih)
+    gemm(true, false, GH, I, BT, T(1), dxg, GH, x, I, T(1), dwih, I);
+  if (dx)
+    gemm(false, false, BT, I, GH, T(1), dxg, GH, wih, I, T(1), dx, I);
+  return NNCC_K_OK;
+}
+
+int64_t layerBwdWorkspace(int cell, int64_t B, int64_t Tn, int64_t H,
+                          int64_t elem, bool ownDxg) {
+  Arena a(nullptr);
+  if (elem == 4)
+    carveBwd<float>(a, cell, B, Tn, H, ownDxg);
+  else
+    carveBwd<double>(a, cell, B, Tn, H, ownDxg);
+  return (int64_t)a.size() + 64;
+}
+
+/// Stack workspace: layer outputs, saved gates of every layer, one input
+/// projection, the forward layer workspace, two d(layer input) buffers and
+/// the layer backward workspace.
+struct StackWork {
+  int64_t outs, saved, xg, fws, din, bws, total;
+};
+
+StackWork stackLayout(int cell, int64_t B, int64_t Tn, int64_t H, int64_t L,
+                      int64_t D, int64_t elem) {
+  StackWork s;
+  const int64_t G = cell_gates(cell);
+  auto up = [](int64_t v) { return (v + 63) & ~int64_t(63); };
+  int64_t off = 0;
+  s.outs = off;
+  off += up(L * B * Tn * D * H * elem);
+  s.saved = off;
+  off += up(L * D * B * Tn * cell_saved_slots(cell) * H * elem);
+  s.xg = off;
+  off += up(B * Tn * G * H * elem);
+  s.din = off;
+  off += up(2 * B * Tn * D * H * elem);
+  s.fws = off;
+  off += up(nncc_rnn_layer_workspace_size(cell, B, H, elem));
+  s.bws = off;
+  off += up(layerBwdWorkspace(cell, B, Tn, H, elem, true));
+  s.total = off + 64;
+  return s;
+}
+
+template <typename T>
+int layerForward(int cell, int64_t B, int64_t Tn, int64_t H, int64_t D,
+                 int64_t si, int rev, const T *xproj, const T *whh,
+                 const T *bhh, const T *h0, const T *c0, const int32_t *len,
+                 T *y, void *ws, T *saved);
+template <>
+int layerForward<float>(int cell, int64_t B, int64_t Tn, int64_t H,
+                        int64_t D, int64_t si, int rev, const float *xproj,
+                        const float *whh, const float *bhh, const float *h0,
+                        const float *c0, const int32_t *len, float *y,
+                        void *ws, float *saved) {
+  return nncc_rnn_layer_f32(cell, B, Tn, H, D, si, rev, xproj, whh, bhh, h0,
+                            c0, len, nullptr, y, nullptr, nullptr, ws, saved);
+}
+template <>
+int layerForward<double>(int cell, int64_t B, int64_t Tn, int64_t H,
+                         int64_t D, int64_t si, int rev, const double *xproj,
+                         const double *whh, const double *bhh,
+                         const double *h0, const double *c0,
+                         const int32_t *len, double *y, void *ws,
+                         double *saved) {
+  return nncc_rnn_layer_f64(cell, B, Tn, H, D, si, rev, xproj, whh, bhh, h0,
+                            c0, len, nullptr, y, nullptr, nullptr, ws, saved);
+}
+
+template <typename T>
+int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
+                  int64_t L, int64_t D, int hasBias, const T *x,
+                  const T *const *weights, const T *h0, const T *c0,
+                  const int32_t *lengths, const T *dy, const T *dhn,
+                  const T *dcn, T *dx, T *dh0, T *dc0, T *const *dweights,
+                  void *workspace) {
+  if (!validCell(cell) || B < 0 || Tn < 0 || I <= 0 || H <= 0 || L <= 0 ||
+      (D != 1 && D != 2) || !weights || !workspace || (B * Tn > 0 && !x))
+    return NNCC_K_EINVAL;
+  const int per = hasBias ? 4 : 2;
+  const int64_t G = cell_gates(cell), GH = G * H, DH = D * H, BT = B * Tn;
+  for (int64_t i = 0; i < L * D * per; ++i)
+    if (!weights[i])
+      return NNCC_K_EINVAL;
+  if (lengths)
+    for (int64_t b = 0; b < B; ++b)
+      if (lengths[b] < 0 || lengths[b] > Tn)
+        return NNCC_K_EINVAL;
+  StackWork lay = stackLayout(cell, B, Tn, H, L, D, sizeof(T));
+  char *base = static_cast<char *>(workspace);
+  base += (64 - (reinterpret_cast<uintptr_t>(base) & 63)) & 63;
+  T *outs = reinterpret_cast<T *>(base + lay.outs);
+  T *saved = reinterpret_cast<T *>(base + lay.saved);
+  T *xg = reinterpret_cast<T *>(base + lay.xg);
+  T *din = reinterpret_cast<T *>(base + lay.din);
+  void *fws = base + lay.fws;
+  void *bws = base + lay.bws;
+  const int64_t savedPerLD = BT * cell_saved_slots(cell) * H;
+
+  // 1. Forward recomputation: every layer's output and gates.
+  for (int64_t l = 0; l < L; ++l) {
+    const T *in = l == 0 ? x : outs + (l - 1) * BT * DH;
+    const int64_t inSize = l == 0 ? I : DH;
+    for (int64_t d = 0; d < D; ++d) {
+      const T *const *wp = weights + (l * D + d) * per;
+      const T *bih = hasBias ? wp[2] : nullptr;
+      if (bih) {
+        for (int64_t r = 0; r < BT; ++r)
+          std::memcpy(xg + r * GH, bih, sizeof(T) * GH);
+      }
+      gemm(false, true, BT, GH, inSize, T(1), in, inSize, wp[0], inSize,
+           bih ? T(1) : T(0), xg, GH);
+      // saved is indexed by state slot: pass the layer's base so that slot
+      // l*D+d lands in [l, d].
+      int rc = layerForward<T>(cell, B, Tn, H, D, l * D + d, (int)d, xg,
+                               wp[1], hasBias ? wp[3] : nullptr, h0, c0,
+                               lengths, outs + l * BT * DH, fws, saved);
+      if (rc)
+        return rc;
+    }
+  }
+  (void)savedPerLD;
+
+  // 2. Backward, last layer first.
+  const int nW = (int)(L * D * per);
+  for (int i = 0; i < nW; ++i) {
+    if (!dweights || !dweights[i])
+      continue;
+    const int64_t l = i / (D * per), kind = i % per;
+    const int64_t inSize = l == 0 ? I : DH;
+    const int64_t n = kind == 0 ? GH * inSize : kind == 1 ? GH * H : GH;
+    std::memset(dweights[i], 0, sizeof(T) * n);
+  }
+  if (dx)
+    std::memset(dx, 0, sizeof(T) * BT * I);
+  for (int64_t l = L - 1; l >= 0; --l) {
+    const T *dyl = l == L - 1 ? dy : din + ((l + 1) % 2) * BT * DH;
+    T *dxl = l == 0 ? dx : din + (l % 2) * BT * DH;
+    const T *in = l == 0 ? x : outs + (l - 1) * BT * DH;
+    const int64_t inSize = l == 0 ? I : DH;
+    if (l > 0)
+      std::memset(dxl, 0, sizeof(T) * BT * DH);
+    for (int64_t d = 0; d < D; ++d) {
+      const T *const *wp = weights + (l * D + d) * per;
+      T *const *dwp = dweights ? dweights + (l * D + d) * per : nullptr;
+      int rc = layerBackward<T>(
+          cell, B, Tn, inSize, H, D, l * D + d, (int)d, in, wp[0], wp[1],
+          saved, outs + l * BT * DH, h0, c0, lengths, nullptr, dyl, dhn, dcn,
+          dxl, dh0, dc0, dwp ? dwp[0] : nullptr, dwp ? dwp[1] : nullptr,
+          (dwp && hasBias) ? dwp[2] : nullptr,
+          (dwp && hasBias) ? dwp[3] : nullptr, nullptr, bws);
+      if (rc)
+        return rc;
+    }
+  }
+  return NNCC_K_OK;
+}
+
+/// Backward of one cell step (nnk.recurrent_cell): recomputes the gates.
+template <typename T>
+int cellBackward(int cell, int64_t B, int64_t H, const T *xproj, const T *h,
+                 const T *c, const T *whh, const T *bhh, const T *dhOut,
+                 const T *dcOut, T *dxproj, T *dh, T *dc, T *dwhh, T *dbhh,
+                 void *workspace) {
+  if (!validCell(cell) || B < 0 || H <= 0 || !whh || !workspace ||
+      (B > 0 && (!xproj || !h || !dxproj || !dh)) ||
+      (cell == CellLstm && B > 0 && !dc))
+    return NNCC_K_EINVAL;
+  const int64_t G = cell_gates(cell), GH = G * H;
+  const int slots = cell_saved_slots(cell);
+  Arena a(workspace);
+  T *hg = a.take<T>(B * GH);
+  T *sv = a.take<T>(B * slots * H);
+  T *rh = a.take<T>(cell == CellGruCho ? B * H : 0);
+  T *hrh = a.take<T>(cell == CellGruCho ? B * H : 0);
+  T *dhg = a.take<T>(B * GH);
+  T *direct = a.take<T>(B * H);
+  // Forward gates.
+  gemm(false, true, B, cell == CellGruCho ? 2 * H : GH, H, T(1), h, H, whh, H,
+       T(0), hg, GH);
+  if (cell == CellGruCho) {
+    for (int64_t e = 0; e < B * H; ++e) {
+      const int64_t b = e / H, j = e % H;
+      T r, z;
+      rh[e] = gru_cho_gates(xproj + b * GH, hg + b * GH, bhh, (int)H, (int)j,
+                            h[e], r, z);
+    }
+    gemm(false, true, B, H, H, T(1), rh, H, whh + 2 * H * H, H, T(0), hrh, H);
+  }
+  for (int64_t e = 0; e < B * H; ++e) {
+    const int64_t b = e / H, j = e % H;
+    const T *xr = xproj + b * GH, *hr = hg + b * GH;
+    T *s = sv + b * slots * H;
+    switch (cell) {
+    case CellLstm: {
+      T cn, hn;
+      lstm_unit(xr, hr, bhh, (int)H, (int)j, c ? c[e] : T(0), cn, hn, s);
+      break;
+    }
+    case CellGru:
+      gru_unit(xr, hr, bhh, (int)H, (int)j, h[e], s);
+      break;
+    case CellGruCho: {
+      T r, z;
+      gru_cho_gates(xr, hr, bhh, (int)H, (int)j, h[e], r, z);
+      gru_cho_update(xr, hrh[e], bhh, (int)H, (int)j, h[e], r, z, s);
+      break;
+    }
+    default:
+      rnn_unit(xr, hr, bhh, (int)j, cell == CellRnnRelu, s, (int)H);
+      break;
+    }
+  }
+  // Unit derivatives.
+  for (int64_t e = 0; e < B * H; ++e) {
+    const int64_t b = e / H, j = e % H;
+    const T *s = sv + b * slots * H;
+    T *dxr = dxproj + b * GH, *dhr = dhg + b * GH;
+    const T d = dhOut ? dhOut[e] : T(0);
+    switch (cell) {
+    case CellLstm: {
+      T dcv = dcOut ? dcOut[e] : T(0);
+      lstm_unit_backward(s, (int)H, (int)j, c ? c[e] : T(0), d, dcv, dxr);
+      dc[e] = dcv;
+      for (int gi = 0; gi < 4; ++gi)
+        dhr[gi * H + j] = dxr[gi * H + j];
+      direct[e] = T(0);
+      break;
+    }
+    case CellGru:
+      direct[e] = gru_unit_backward(s, (int)H, (int)j, h[e], d, dxr, dhr);
+      break;
+    case CellGruCho: {
+      T dah;
+      direct[e] = gru_cho_backward1(s, (int)H, (int)j, h[e], d, dxr, dhr, dah);
+      hrh[e] = dah; // reuse as dah
+      break;
+    }
+    default: {
+      T da = rnn_unit_backward(s[j], cell == CellRnnRelu, d);
+      dxr[j] = da;
+      dhr[j] = da;
+      direct[e] = T(0);
+    }
+    }
+  }
+  if (cell == CellGruCho) {
+    T *drh = hg; // [B,H] view, no longer needed (stride H)
+    gemm(false, false, B, H, H, T(1), hrh, H, whh + 2 * H * H, H, T(0), drh,
+         H);
+    for (int64_t e = 0; e < B * H; ++e) {
+      const int64_t b = e / H, j = e % H;
+      direct[e] += gru_cho_backward2(sv + b * slots * H, (int)H, (int)j, h[e],
+                                     drh[e], dxproj + b * GH, dhg + b * GH);
+    }
+    if (dwhh) {
+      gemm(true, false, 2 * H, H, B, T(1), dhg, GH, h, H, T(1), dwhh, H);
+      gemm(true, false, H, H, B, T(1), dhg + 2 * H, GH, rh, H, T(1),
+           dwhh + 2 * H * H, H);
+    }
+  } else if (dwhh) {
+    gemm(true, false, GH, H, B, T(1), dhg, GH, h, H, T(1), dwhh, H);
+  }
+  if (dbhh)
+    colSumAdd(B, GH, dhg, GH, dbhh);
+  std::memcpy(dh, direct, sizeof(T) * B * H);
+  gemm(false, false, B, H, cell == CellGruCho ? 2 * H : GH, T(1), dhg, GH,
+       whh, H, T(1), dh, H);
+  return NNCC_K_OK;
+}
+
+} // namespace
+
+extern "C" int64_t nncc_rnn_layer_backward_workspace_size(int cell, int64_t B,
+                                                          int64_t Tn,
+                                                          int64_t H,
+                                                          int64_t elem) {
+  if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
+      H <= 0)
+    return -1;
+  return layerBwdWorkspace(cell, B, Tn, H, elem, true);
+}
+
+extern "C" int64_t nncc_rnn_backward_workspace_size(int cell, int64_t B,
+                                                    int64_t Tn, int64_t I,
+                                                    int64_t H, int64_t L,
+                                                    int64_t D, int64_t elem) {
+  (void)I;
+  if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
+      H <= 0 || L <= 0 || (D != 1 && D != 2))
+    return -1;
+  return stackLayout(cell, B, Tn, H, L, D, elem).total;
+}
+
+extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
+                                                         int64_t H,
+                                                         int64_t elem) {
+  if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || H <= 0)
+    return -1;
+  const int64_t G = cell_gates(cell);
+  return (2 * B * G * H + B * cell_saved_slots(cell) * H + 3 * B * H) * elem +
+         7 * 64;
+}
+
+#define NNCC_DEFINE_RNN_BWD(S, T)                                              \
+  extern "C" int nncc_rnn_layer_backward_##S(                                  \
+      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t D,        \
+      int64_t si, int reverse, const T *x, const T *wih, const T *whh,         \
+      const T *saved, const T *y, const T *h0, const T *c0,                    \
+      const int32_t *len, const int64_t *len64, const T *dy, const T *dhn,     \
+      const T *dcn, T *dx, T *dh0, T *dc0, T *dwih, T *dwhh, T *dbih,          \
+      T *dbhh, T *dxproj, void *ws) {                                          \
+    return layerBackward<T>(cell, B, Tn, I, H, D, si, reverse, x, wih, whh,    \
+                            saved, y, h0, c0, len, len64, dy, dhn, dcn, dx,    \
+                            dh0, dc0, dwih, dwhh, dbih, dbhh, dxproj, ws);     \
+  }                                                                            \
+  extern "C" int nncc_rnn_backward_##S(                                        \
+      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
+      const T *c0, const int32_t *len, const T *dy, const T *dhn,              \
+      const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw, void *ws) {           \
+    return stackBackward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,    \
+                            dy, dhn, dcn, dx, dh0, dc0, dw, ws);               \
+  }                                                                            \
+  extern "C" int nncc_rnn_cell_backward_##S(                                   \
+      int cell, int64_t B, int64_t H, const T *xproj, const T *h, const T *c,  \
+      const T *whh, const T *bhh, const T *dh_out, const T *dc_out,            \
+      T *dxproj, T *dh, T *dc, T *dwhh, T *dbhh, void *ws) {                   \
+    return cellBackward<T>(cell, B, H, xproj, h, c, whh, bhh, dh_out, dc_out,  \
+                           dxproj, dh, dc, dwhh, dbhh, ws);                    \
+  }
+
+NNCC_DEFINE_RNN_BWD(f32, float)
+NNCC_DEFINE_RNN_BWD(f64, double)

@@ -1,0 +1,215 @@
+"""Encoder layer vs nn.TransformerEncoderLayer; dilated + global attention
+vs nn.MultiheadAttention under the explicit Longformer mask; LSH attention
+vs dense attention under the mask built from the same hashes, sort and
+chunks (Reformer); reversible blocks vs y1 = x1 + F(x2), y2 = x2 + G(y1)."""
+import math
+
+import torch
+import torch.nn.functional as F
+from common import model, nt, rand, sd
+
+B, T = 3, 13
+
+
+def pad_mask():
+    m = torch.zeros(B, T, dtype=torch.bool)
+    m[1, T - 4:] = True   # a padded tail
+    m[2, 3] = True        # and a hole
+    return m
+
+
+def encoder_dense():
+    D, A, FF = 16, 4, 32
+    enc = nt.randomize_(torch.nn.TransformerEncoderLayer(
+        D, A, FF, dropout=0.1, activation="gelu", batch_first=True, norm_first=False)).eval()
+    enc2 = nt.randomize_(torch.nn.TransformerEncoderLayer(
+        D, 2, FF, dropout=0.1, activation="relu", batch_first=True, norm_first=False)).eval()
+    x, pad = rand(B, T, D), pad_mask()
+    out = model("encoder_dense").run(dict(sd(enc, "enc"), **sd(enc2, "enc2")),
+                                     {"x": x, "pad": pad})
+    # grad mode on: torch's fast path (which zeroes padded rows) is not taken
+    y = enc(x, src_key_padding_mask=pad).detach()
+    y2 = enc2(x).detach()
+    nt.check("encoder_layer gelu + key padding vs nn.TransformerEncoderLayer", out["y"], y)
+    nt.check("encoder_layer relu vs nn.TransformerEncoderLayer", out["y2"], y2)
+
+
+def attention_variants():
+    D, Tn = 16, 70  # several 32-query / 64-key tiles
+    enc = nt.randomize_(torch.nn.TransformerEncoderLayer(
+        D, 2, 24, activation="gelu", batch_first=True, norm_first=False)).eval()
+    ca = nt.randomize_(torch.nn.MultiheadAttention(D, 4, batch_first=True))
+    nb = nt.randomize_(torch.nn.MultiheadAttention(D, 2, bias=False, batch_first=True))
+    x = rand(2, Tn, D)
+    pad = torch.zeros(2, Tn, dtype=torch.bool)
+    pad[1, 50:] = True
+    pad[0, 7] = True
+    w = dict(sd(enc, "enc"), **sd(ca, "ca"), **sd(nb, "nb"))
+    out = model("attention_variants").run(w, {"x": x, "pad": pad})
+    allowed = longformer_allowed(Tn, 8, 2, [0, 3])
+    y = enc(x, src_mask=~allowed, src_key_padding_mask=pad).detach()
+    nt.check("encoder_layer dilated w8 d2 global[0,3] + padding vs masked TransformerEncoderLayer",
+             out["y"], y)
+    causal = torch.triu(torch.ones(Tn, Tn, dtype=torch.bool), 1)
+    nt.check("dense causal T70 vs nn.MultiheadAttention", out["yc"],
+             masked_mha(ca, x, ~causal))
+    nt.check("dense without biases + padding T70 vs nn.MultiheadAttention", out["yn"],
+             masked_mha(nb, x, torch.ones(Tn, Tn, dtype=torch.bool), pad))
+
+
+def longformer_allowed(T, window, dilation, glob, causal=False):
+    """docs/kernels.md: half = window // 2; i attends j iff |i-j| <= half*dilation
+    and (i-j) % dilation == 0, or i or j is global; then causal."""
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    d = (i - j).abs()
+    allowed = (d <= (window // 2) * dilation) & (d % dilation == 0)
+    g = torch.zeros(T, dtype=torch.bool)
+    for p in glob:
+        if p < T:
+            g[p] = True
+    allowed = allowed | g[:, None] | g[None, :]
+    if causal:
+        allowed = allowed & (j <= i)
+    return allowed
+
+
+def masked_mha(m, x, allowed, pad=None):
+    with torch.no_grad():
+        y, _ = m(x, x, x, need_weights=False, attn_mask=~allowed, key_padding_mask=pad)
+    return y
+
+
+def attn_dilated():
+    D = 16
+    ma = nt.randomize_(torch.nn.MultiheadAttention(D, 2, batch_first=True))
+    mb = nt.randomize_(torch.nn.MultiheadAttention(D, 4, batch_first=True))
+    mc = nt.randomize_(torch.nn.MultiheadAttention(D, 2, batch_first=True))
+    x, pad = rand(B, T, D), pad_mask()
+    w = dict(sd(ma, "a"), **sd(mb, "b"), **sd(mc, "c"))
+    out = model("attn_dilated").run(w, {"x": x, "pad": pad})
+    nt.check("dilated w4 d2 global[0,5] + padding vs masked nn.MultiheadAttention", out["ya"],
+             masked_mha(ma, x, longformer_allowed(T, 4, 2, [0, 5]), pad))
+    nt.check("dilated w6 d1 vs masked nn.MultiheadAttention", out["yb"],
+             masked_mha(mb, x, longformer_allowed(T, 6, 1, [])))
+    nt.check("dilated w5 d3 global[2] causal vs masked nn.MultiheadAttention", out["yc"],
+             masked_mha(mc, x, longformer_allowed(T, 5, 3, [2], causal=True)))
+
+
+def lsh_attention(x, in_w, in_b, out_w, out_b, heads, R, chunk, pad=None, causal=False):
+    """Reformer LSH attention as masked dense attention (docs/kernels.md):
+    shared QK projection, keys normalised, scores qk_i . k^_j / sqrt(dh);
+    per round: bucket = argmax([xR; -xR]), stable sort by (bucket, position),
+    chunks of `chunk` sorted positions attend to their own and the previous
+    chunk, self only when nothing else; rounds combined by logsumexp."""
+    Bn, Tn, E = x.shape
+    dh = E // heads
+    qk, v = (x @ in_w.T + in_b).split(E, -1)
+    qk = qk.view(Bn, Tn, heads, dh).transpose(1, 2)
+    v = v.view(Bn, Tn, heads, dh).transpose(1, 2)
+    kn = qk / qk.norm(dim=-1, keepdim=True)
+    scores = qk @ kn.transpose(-1, -2) / math.sqrt(dh)
+    eye = torch.eye(Tn, dtype=torch.bool)
+    outs, lses = [], []
+    for r in range(R.shape[0]):
+        xr = qk @ R[r]
+        bucket = torch.argmax(torch.cat([xr, -xr], -1), -1)           # [B, H, T]
+        order = torch.argsort(bucket * Tn + torch.arange(Tn), -1)       # stable by position
+        pos = torch.argsort(order, -1)                                  # sorted position
+        ch = pos // chunk
+        allowed = (ch[..., None, :] == ch[..., :, None]) | (ch[..., None, :] == ch[..., :, None] - 1)
+        if pad is not None:  # padded keys are never attended
+            allowed = allowed & ~pad[:, None, None, :]
+        if causal:
+            allowed = allowed & ~torch.triu(torch.ones(Tn, Tn, dtype=torch.bool), 1)
+        # self only when no other key is admissible, and only if itself
+        # admissible (not padded) - docs/kernels.md. (HuggingFace's Reformer
+        # would still attend a padded self; this only differs on padded
+        # query rows.) A row with no key at all gives 0, weight 0.
+        others = allowed & ~eye
+        allowed = others | (eye & allowed & ~others.any(-1, keepdim=True))
+        s = scores.masked_fill(~allowed, float("-inf"))
+        lses.append(torch.logsumexp(s, -1))
+        outs.append(torch.softmax(s, -1).nan_to_num(0.0) @ v)
+    wts = torch.softmax(torch.stack(lses), 0).nan_to_num(0.0)
+    o = (wts[..., None] * torch.stack(outs)).sum(0)
+    return o.transpose(1, 2).reshape(Bn, Tn, E) @ out_w.T + out_b
+
+
+def attn_lsh():
+    D, A = 16, 2
+    x = rand(B, T, D)
+    mk = lambda: (rand(2 * D, D, scale=D ** -0.5), rand(2 * D, scale=0.1),
+                  rand(D, D, scale=D ** -0.5), rand(D, scale=0.1))
+    wa, wc = mk(), mk()
+    w = {}
+    for p, ws in (("a", wa), ("c", wc)):
+        w.update({p + ".in_proj_weight": ws[0], p + ".in_proj_bias": ws[1],
+                  p + ".out_proj.weight": ws[2], p + ".out_proj.bias": ws[3]})
+    pad = pad_mask()
+    mdl = model("attn_lsh")
+    for nb in (2, 4, 8):
+        R, R2 = rand(3, D // A, nb // 2), rand(2, D // A, max(1, nb // 4))
+        out = mdl.run(w, {"x": x, "rot": R, "rot2": R2, "pad": pad})
+        ref = lsh_attention(x.double(), *[t.double() for t in wa], A, R.double(), 4)
+        nt.check("lsh hashes3 chunk4 buckets%d vs masked dense (Reformer)" % nb, out["y"], ref)
+        refc = lsh_attention(x.double(), *[t.double() for t in wc], A, R2.double(), 3, pad=pad,
+                             causal=True)
+        nt.check("lsh hashes2 chunk3 buckets%d causal + padding vs masked dense (Reformer)"
+                 % (2 * R2.shape[-1]), out["yc"], refc)
+
+
+def attn_lsh_onechunk():
+    """T <= chunk: one chunk per round, rotations do not matter (the model
+    draws its own); every query attends to all other keys (self only when
+    nothing else is admissible), identical in every round."""
+    D, A = 16, 2
+    x = rand(B, 8, D)
+    in_w, in_b = rand(2 * D, D, scale=D ** -0.5), rand(2 * D, scale=0.1)
+    out_w, out_b = rand(D, D, scale=D ** -0.5), rand(D, scale=0.1)
+    w = {"a.in_proj_weight": in_w, "a.in_proj_bias": in_b, "a.out_proj.weight": out_w,
+         "a.out_proj.bias": out_b}
+    mdl = model("attn_lsh_onechunk")
+    for Tn in (8, 5):
+        xt = x[:, :Tn].contiguous()
+        pad = torch.zeros(B, Tn, dtype=torch.bool)
+        pad[1, Tn - 2:] = True
+        out = mdl.run(w, {"x": xt, "pad": pad})
+        R = torch.randn(3, D // A, 1).double()  # any rotations: one chunk
+        ref = lsh_attention(xt.double(), in_w.double(), in_b.double(), out_w.double(),
+                            out_b.double(), A, R, 8)
+        nt.check("lsh one chunk T%d (all keys but self) vs masked dense" % Tn, out["y"], ref)
+        refp = lsh_attention(xt.double(), in_w.double(), in_b.double(), out_w.double(),
+                             out_b.double(), A, R, 8, pad=pad)
+        nt.check("lsh one chunk T%d + key padding vs masked dense" % Tn, out["yp"], refp)
+
+
+def reversible():
+    D, FF = 8, 16
+    blocks = []
+    w = {}
+    for k in range(2):
+        fn, fa = nt.randomize_(torch.nn.LayerNorm(D)), nt.randomize_(
+            torch.nn.MultiheadAttention(D, 2, batch_first=True))
+        gn, gu, gd = (nt.randomize_(torch.nn.LayerNorm(D)), nt.randomize_(torch.nn.Linear(D, FF)),
+                      nt.randomize_(torch.nn.Linear(FF, D)))
+        for p, m in (("f.norm", fn), ("f.attn", fa), ("g.norm", gn), ("g.up", gu), ("g.down", gd)):
+            w.update(sd(m, "blocks.%d.%s" % (k, p)))
+        blocks.append((fn, fa, gn, gu, gd))
+    x = rand(B, T, 2 * D)
+    out = model("reversible").run(w, {"x": x})
+    with torch.no_grad():
+        x1, x2 = x.split(D, -1)
+        for fn, fa, gn, gu, gd in blocks:
+            h = fn(x2)
+            y1 = x1 + fa(h, h, h, need_weights=False)[0]
+            y2 = x2 + gd(F.gelu(gu(gn(y1))))
+            x1, x2 = y1, y2
+        ref = torch.cat([x1, x2], -1)
+    nt.check("reversible x2 vs y1 = x1 + F(x2), y2 = x2 + G(y1)", out["y"], ref)
+
+
+if __name__ == "__main__":
+    nt.run_cases({"encoder_dense": encoder_dense, "attn_dilated": attn_dilated, "attn_lsh": attn_lsh,
+                  "attn_lsh_onechunk": attn_lsh_onechunk, "attention_variants": attention_variants,
+                  "reversible": reversible})
