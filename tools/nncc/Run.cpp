@@ -195,16 +195,16 @@ std::string cacheRoot() {
 
 /// Compiles into the cache unless present; returns the library's path.
 bool compileCached(mlir::ModuleOp module, const std::string &source, bool cuda,
-                   std::string &libPath) {
+                   std::string &libPath, bool grad, bool f64) {
   llvm::SHA256 h;
   h.update(source);
   h.update(llvm::StringRef("\0", 1));
   h.update(compilerFingerprint());
   h.update(cuda ? "|target=cuda" : "|target=cpu");
   h.update("|opts=O3");
-  if (precision == Precision::F64)
+  if (f64)
     h.update("|precision=f64");
-  if (gradMode)
+  if (grad)
     h.update("|grad");
   std::string key = llvm::toHex(h.final(), /*LowerCase=*/true).substr(0, 32);
   std::string model = nncc::target::modelIdentifier(module);
@@ -229,7 +229,7 @@ bool compileCached(mlir::ModuleOp module, const std::string &source, bool cuda,
   nncc::CompileOptions opts;
   opts.outputDir = std::string(tmp);
   opts.target = cuda ? nncc::CompileTarget::CUDA : nncc::CompileTarget::CPU;
-  opts.f64 = precision == Precision::F64;
+  opts.f64 = f64;
   nncc::CompileArtifacts artifacts;
   if (mlir::failed(nncc::compileModel(module, opts, artifacts))) {
     llvm::sys::fs::remove_directories(tmp);
@@ -476,7 +476,7 @@ struct ModelHandle {
 };
 } // namespace
 
-bool runSubcommand() { return inspectCmd || runCmd; }
+bool runSubcommand() { return inspectCmd || runCmd || trainCmd; }
 
 int runInspect() {
   mlir::MLIRContext context;
@@ -643,7 +643,7 @@ int runRun() {
         memcpy(t.data(), wide.data(), n * 8);
     }
   std::string libPath;
-  if (!compileCached(*module, source, cuda, libPath))
+  if (!compileCached(*module, source, cuda, libPath, gradMode, precision == Precision::F64))
     return 1;
   ModelHandle h;
   h.lib = dlopen(libPath.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -724,6 +724,16 @@ int runRun() {
   if (w && nncc_safetensors_writer_write(w, runOutput.c_str(), &err) != NNCC_OK)
     return fail(llvm::Twine("writing outputs: ") + err.message);
   return 0;
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> loadModelFile(mlir::MLIRContext &context,
+                                                llvm::SourceMgr &sourceMgr,
+                                                const std::string &path, std::string &source) {
+  return loadModule(context, sourceMgr, path, source);
+}
+bool compileModelCached(mlir::ModuleOp module, const std::string &source, bool grad, bool f64,
+                        std::string &libPath) {
+  return compileCached(module, source, /*cuda=*/false, libPath, grad, f64);
 }
 
 } // namespace nncc::tool
