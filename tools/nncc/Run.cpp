@@ -100,6 +100,9 @@ cl::opt<std::string> saveInputs("save-inputs",
                                          "ones) to this safetensors file"),
                                 cl::value_desc("FILE"), cl::sub(runCmd), cl::cat(runCategory));
 
+cl::opt<bool> inputsOnly("inputs-only",
+                         cl::desc("Only write the inputs (--save-inputs) and stop: no compile"),
+                         cl::sub(runCmd), cl::cat(runCategory));
 cl::opt<bool> gradMode("grad",
                        cl::desc("Also run the backward pass (training mode: dropout "
                                 "active with its fixed seeds) and write grad.<param> for "
@@ -624,6 +627,31 @@ int runRun() {
                      << "' that is not an input of model '" << sig->model << "'\n";
     }
 
+  auto writeInputs = [&]() -> int {
+    nncc_error err;
+    nncc_safetensors_writer *w = nullptr;
+    nncc_safetensors_writer_create(&w, nullptr);
+    for (HostTensor &t : inputs) {
+      uint64_t bytes = nncc_dtype_size(t.dtype);
+      for (int64_t d : t.shape)
+        bytes *= (uint64_t)d;
+      if (nncc_safetensors_writer_add(w, t.name.c_str(), t.dtype, (int32_t)t.shape.size(),
+                                      t.shape.data(), t.data(), bytes, &err) != NNCC_OK) {
+        nncc_safetensors_writer_destroy(w);
+        return fail(llvm::Twine("--save-inputs: ") + err.message);
+      }
+    }
+    nncc_status st = nncc_safetensors_writer_write(w, saveInputs.c_str(), &err);
+    nncc_safetensors_writer_destroy(w);
+    if (st != NNCC_OK)
+      return fail(llvm::Twine("--save-inputs: ") + err.message);
+    return 0;
+  };
+  if (inputsOnly) {
+    if (saveInputs.empty())
+      return fail("--inputs-only needs --save-inputs F");
+    return writeInputs();
+  }
   if ((gradMode || precision == Precision::F64) && cuda)
     return fail("--grad and --precision f64 run on the CPU target only");
   if (precision == Precision::F64)
@@ -669,24 +697,9 @@ int runRun() {
                          t.shape.data(), t.data(), &err) != NNCC_OK)
       return fail((inputsFile.empty() ? std::string() : "'" + inputsFile + "': ") +
                   err.message);
-  if (!saveInputs.empty()) {
-    nncc_safetensors_writer *w = nullptr;
-    nncc_safetensors_writer_create(&w, nullptr);
-    for (HostTensor &t : inputs) {
-      uint64_t bytes = nncc_dtype_size(t.dtype);
-      for (int64_t d : t.shape)
-        bytes *= (uint64_t)d;
-      if (nncc_safetensors_writer_add(w, t.name.c_str(), t.dtype, (int32_t)t.shape.size(),
-                                      t.shape.data(), t.data(), bytes, &err) != NNCC_OK) {
-        nncc_safetensors_writer_destroy(w);
-        return fail(llvm::Twine("--save-inputs: ") + err.message);
-      }
-    }
-    nncc_status st = nncc_safetensors_writer_write(w, saveInputs.c_str(), &err);
-    nncc_safetensors_writer_destroy(w);
-    if (st != NNCC_OK)
-      return fail(llvm::Twine("--save-inputs: ") + err.message);
-  }
+  if (!saveInputs.empty())
+    if (int rc = writeInputs())
+      return rc;
   if (gradMode) {
     if (h.abi->forward_backward(h.model, &err) != NNCC_OK)
       return fail(llvm::Twine("forward_backward: ") + err.message);

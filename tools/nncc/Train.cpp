@@ -78,6 +78,9 @@ cl::opt<int64_t> maxSteps("max-steps", cl::desc("Stop after this many steps (0: 
                           cl::init(0), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<bool> progressOpt("progress", cl::desc("Progress bar on stderr even when not a TTY"),
                           cl::sub(trainCmd), cl::cat(runCategory));
+cl::opt<bool> noSchedule("no-schedule",
+                         cl::desc("Constant learning rate (ignore the clause's schedule)"),
+                         cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<bool> noShuffle("no-shuffle", cl::desc("Batches in data order"), cl::sub(trainCmd),
                         cl::cat(runCategory));
 cl::opt<bool> trainQuiet("quiet", cl::desc("No per-epoch lines on stdout"), cl::sub(trainCmd),
@@ -264,6 +267,8 @@ int runTrain() {
     cfg.lr = lrOpt;
   if (seedOpt >= 0)
     cfg.seed = seedOpt;
+  if (noSchedule)
+    cfg.schedule = NNCC_SCHEDULE_CONSTANT;
   if (epochsOpt.getNumOccurrences() && epochsOpt <= 0)
     return tfail("--epochs must be positive");
   if (batchOpt.getNumOccurrences() && batchOpt <= 0)
