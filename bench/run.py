@@ -10,6 +10,11 @@ Benchmarks (docs/benchmarks.md):
   gru       1-layer GRU forward,  B=32 T=128 E=H=256        vs torch.nn.GRU
   encoder   post-LN encoder layer, B=8 T=512 d=256, 4 heads, ff 1024, GELU
                                                             vs nn.TransformerEncoderLayer
+  train     training steps (forward + backward + one Adam update; nncc's
+            generated train_step vs torch zero_grad/forward/MSE/backward/
+            Adam.step, train mode): LSTM and GRU B=32 T=128 E=H=256, one
+            post-LN encoder layer B=8 T=512 d=256 4 heads ff 1024 GELU,
+            dropout 0 on both sides
   attn      B=1 T=4096 E=256 4 heads: nncc dense, nncc dilated (window 64,
             dilation 2, global [0]) vs torch nn.MultiheadAttention dense (and
             dense with the equivalent Longformer mask, same output as dilated)
@@ -47,12 +52,18 @@ SHAPES = {
     "gru": dict(B=32, T=128, E=256, H=256),
     "encoder": dict(B=8, T=512, D=256, A=4, FF=1024),
     "attn": dict(B=1, T=4096, D=256, A=4, W=64, DIL=2),
+    "lstm_train": dict(B=32, T=128, E=256, H=256),
+    "gru_train": dict(B=32, T=128, E=256, H=256),
+    "encoder_train": dict(B=8, T=512, D=256, A=4, FF=1024),
 }
 QUICK = {
     "lstm": dict(B=4, T=16, E=256, H=256),
     "gru": dict(B=4, T=16, E=256, H=256),
     "encoder": dict(B=2, T=64, D=256, A=4, FF=1024),
     "attn": dict(B=1, T=256, D=256, A=4, W=64, DIL=2),
+    "lstm_train": dict(B=4, T=16, E=256, H=256),
+    "gru_train": dict(B=4, T=16, E=256, H=256),
+    "encoder_train": dict(B=2, T=64, D=256, A=4, FF=1024),
 }
 
 
@@ -84,6 +95,8 @@ def timeit(f, reps):
 
 
 def flops(kind, s):
+    if kind.endswith("_train"):  # backward ~ 2x forward
+        return 3.0 * flops(kind[:-len("_train")], s)
     if kind in ("lstm", "gru"):
         G = 4 if kind == "lstm" else 3
         return 2.0 * s["B"] * s["T"] * G * s["H"] * (s["E"] + s["H"])
@@ -107,6 +120,8 @@ def worker(side, kind, cfg):
     import nncc_testing as nt
     inputs = nt.load_safetensors(os.path.join(d, "inputs.safetensors"))
     res = {}
+    if kind.endswith("_train"):
+        return train_worker(side, kind, cfg, inputs)
     if side == "nncc":
         lib = nt.Library(cfg["lib"])
         ctx = lib.context(weights=os.path.join(d, "nncc.safetensors"))
@@ -147,8 +162,55 @@ def worker(side, kind, cfg):
     print(json.dumps(res))
 
 
+def train_worker(side, kind, cfg, inputs):
+    s, reps, threads, d = cfg["shape"], cfg["reps"], cfg["threads"], cfg["dir"]
+    import numpy as np
+    import nncc_testing as nt
+    res = {}
+    if side == "nncc":
+        import nncc_train as ntr
+        lib = ntr.TrainLib(cfg["lib"])
+        ctx = lib.context(weights=os.path.join(d, "nncc.safetensors"))
+        ctx.set_inputs(inputs)
+        base = rss_now()
+        ts = timeit(ctx.train_step, reps)
+        res["arena"], res["arena_peak"] = ctx.memory_stats()
+        np.save(os.path.join(d, "out-nncc.npy"), ctx.output("loss"))
+    else:
+        import torch
+        torch.set_num_threads(threads)
+        m = build_torch(kind, s)
+        m.load_state_dict({k: torch.from_numpy(v) for k, v in
+                           nt.load_safetensors(os.path.join(d, "torch.safetensors")).items()},
+                          strict=True)
+        m.train()
+        x, target = torch.from_numpy(inputs["x"]), torch.from_numpy(inputs["target"])
+        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+        last = [None]
+
+        def run():
+            opt.zero_grad(set_to_none=True)
+            y = m(x) if kind == "encoder_train" else m(x)[0]
+            loss = torch.nn.functional.mse_loss(y, target)
+            loss.backward()
+            opt.step()
+            last[0] = loss.detach()
+        base = rss_now()
+        ts = timeit(run, reps)
+        np.save(os.path.join(d, "out-torch-%s.npy" % kind), last[0].numpy())
+    res["times"] = ts
+    res["maxrss"] = maxrss()
+    res["rss_growth"] = max(0, maxrss() - base)
+    print(json.dumps(res))
+
+
 def build_torch(kind, s):
     import torch
+    if kind == "encoder_train":
+        return torch.nn.TransformerEncoderLayer(s["D"], s["A"], s["FF"], dropout=0.0,
+                                                activation="gelu", batch_first=True,
+                                                norm_first=False)
+    kind = kind.replace("_train", "")
     if kind == "lstm":
         return torch.nn.LSTM(s["E"], s["H"], batch_first=True)
     if kind == "gru":
@@ -192,7 +254,7 @@ def main():
     ap.add_argument("--threads", type=int, default=min(os.cpu_count() or 1, 2),
                     help="threads of both sides (default: min(cores, 2))")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--only", default="lstm,gru,encoder,attn")
+    ap.add_argument("--only", default="lstm,gru,encoder,attn,lstm_train,gru_train,encoder_train")
     ap.add_argument("--quick", action="store_true", help="small shapes (a smoke test)")
     ap.add_argument("--markdown", action="store_true", help="also print markdown table rows")
     ap.add_argument("--json", help="write all results to this file")
@@ -231,12 +293,17 @@ def main():
             w = {k: nt.to_numpy(v) for k, v in m.state_dict().items()}
             dims = (s["B"], s["T"], s.get("E", s.get("D")))
             x = torch.randn(*dims)
-            prefix = {"lstm": "r.", "gru": "r.", "encoder": "enc."}.get(name, "a.")
+            prefix = {"lstm": "r.", "gru": "r.", "encoder": "enc."}.get(
+                name.replace("_train", ""), "a.")
             nt.save_safetensors(os.path.join(d, "torch.safetensors"), w)
             nt.save_safetensors(os.path.join(d, "nncc.safetensors"),
                                 {prefix + k: v for k, v in w.items()})
-            nt.save_safetensors(os.path.join(d, "inputs.safetensors"), {"x": x})
-            lib = nt.compile_model(os.path.join(HERE, "models", nn_file))
+            ins = {"x": x}
+            if name.endswith("_train"):
+                ins["target"] = torch.randn(*dims[:2], s.get("H", s.get("D")))
+            nt.save_safetensors(os.path.join(d, "inputs.safetensors"), ins)
+            lib = nt.compile_model(os.path.join(HERE, "models", nn_file),
+                                   ["--grad"] if name.endswith("_train") else [])
             cfg = dict(shape=s, reps=args.reps, threads=args.threads, dir=d, lib=lib)
             rn = run_worker("nncc", nn_kind, cfg, args.threads)
             rt = run_worker("torch", th_kind, cfg, args.threads)
@@ -246,6 +313,9 @@ def main():
             e = nt.err(yn, yt) if same else float("nan")
             tn, tt = statistics.median(rn["times"]), statistics.median(rt["times"])
             label = {"lstm": "LSTM fwd B%(B)d T%(T)d H%(H)d", "gru": "GRU fwd B%(B)d T%(T)d H%(H)d",
+                     "lstm_train": "LSTM train step B%(B)d T%(T)d H%(H)d",
+                     "gru_train": "GRU train step B%(B)d T%(T)d H%(H)d",
+                     "encoder_train": "encoder train step B%(B)d T%(T)d d%(D)d",
                      "encoder": "encoder layer B%(B)d T%(T)d d%(D)d",
                      "attn_dense": "dense attention T%(T)d E%(D)d",
                      "attn_dilated": "dilated w%(W)d d%(DIL)d T%(T)d"}[nn_kind] % s

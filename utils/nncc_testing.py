@@ -285,7 +285,7 @@ class Library:
         self.dll = C.CDLL(so_path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
         self.dll.nncc_model_get_abi.restype = C.POINTER(_ABI)
         self.abi = self.dll.nncc_model_get_abi().contents
-        if self.abi.abi_version != 1:
+        if self.abi.abi_version < 1:  # later ABIs only append members
             raise NNCCError("ABI version %d" % self.abi.abi_version)
         dims = [self.abi.dim_names[i].decode() for i in range(self.abi.num_dims)]
 

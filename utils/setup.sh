@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build git
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   nlohmann-json3-dev libgtest-dev
-  python3 python3-torch python3-numpy libopenblas0-pthread libopenblas-dev
+  python3 python3-torch python3-numpy python3-matplotlib libopenblas0-pthread libopenblas-dev
 )
 
 missing=()

@@ -6,8 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nncc/Runtime/ModelSupport.h"
+#include "nncc/Kernels/Kernels.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +69,10 @@ struct nncc_model {
   std::vector<Tensor> grads;   // "grad.<param>" (training)
   bool trainReady = false;     // residuals of a forward_train in the arena
   bool gradsValid = false;
+  // Optimizer state (train_step): moments / momentum buffers per parameter.
+  std::vector<HostBuffer> optM, optV;
+  int64_t optStep = 0;
+  nncc_train_stats stats{};
 
   // Plan for planDims.
   std::vector<int64_t> planDims;
@@ -758,6 +765,10 @@ nncc_status nncc_ms_forward_backward(nncc_model *m, nncc_error *err) {
   return nncc_ms_backward(m, err);
 }
 
+uint64_t nncc_ms_dropout_offset(const nncc_model *m) {
+  return m ? static_cast<uint64_t>(m->optStep) << 40 : 0;
+}
+
 void *nncc_ms_grad(nncc_model *m, int32_t i) { return m->grads[i].host.data; }
 
 namespace {
@@ -1010,3 +1021,264 @@ void nncc_ms_reduce_f64(int32_t rank, const int64_t *shape, uint32_t mask, int m
 }
 
 } // extern "C"
+
+//===----------------------------------------------------------------------===//
+// Training: parameter groups, schedules, train_step
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::vector<std::string> splitPath(const char *name) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (const char *c = name; *c; ++c) {
+    if (*c == '.') {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += *c;
+    }
+  }
+  parts.push_back(cur);
+  return parts;
+}
+
+bool isIndex(const std::string &s) {
+  if (s.empty())
+    return false;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c)))
+      return false;
+  return true;
+}
+
+std::string lower(std::string s) {
+  for (char &c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool noDecay(const char *name) {
+  std::vector<std::string> parts = splitPath(name);
+  const std::string &leaf = parts.back();
+  if (leaf == "bias" || leaf.rfind("bias_", 0) == 0 || leaf == "in_proj_bias")
+    return true;
+  for (size_t k = 0; k + 1 < parts.size(); ++k)
+    if (lower(parts[k]).find("norm") != std::string::npos)
+      return true;
+  return false;
+}
+
+/// The layer stack of layer-wise lr decay: the prefix P of parameters named
+/// `P.<i>.…` whose last component is `encoder`, `layers`, `layer` or
+/// `blocks`, else the first such prefix in parameter order. Returns the
+/// prefix (with the trailing dot) and L = 1 + the largest index.
+void layerStack(const nncc_model_abi *abi, std::string &prefix, int64_t &L) {
+  prefix.clear();
+  L = 0;
+  std::string first;
+  std::string preferred;
+  for (int32_t i = 0; i < abi->num_params; ++i) {
+    std::vector<std::string> parts = splitPath(abi->params[i].name);
+    std::string p;
+    for (size_t k = 0; k + 1 < parts.size(); ++k) {
+      if (isIndex(parts[k]) && k > 0) {
+        if (first.empty())
+          first = p;
+        std::string last = parts[k - 1];
+        if (preferred.empty() &&
+            (last == "encoder" || last == "layers" || last == "layer" || last == "blocks"))
+          preferred = p;
+        break;
+      }
+      p += parts[k] + ".";
+    }
+  }
+  prefix = preferred.empty() ? first : preferred;
+  if (prefix.empty())
+    return;
+  for (int32_t i = 0; i < abi->num_params; ++i) {
+    const char *n = abi->params[i].name;
+    if (strncmp(n, prefix.c_str(), prefix.size()) != 0)
+      continue;
+    int64_t idx = std::strtoll(n + prefix.size(), nullptr, 10);
+    L = std::max(L, idx + 1);
+  }
+}
+
+double layerScale(const nncc_model_abi *abi, int32_t i, double fd) {
+  if (fd >= 1.0)
+    return 1.0;
+  std::string prefix;
+  int64_t L;
+  layerStack(abi, prefix, L);
+  const char *n = abi->params[i].name;
+  if (!prefix.empty() && strncmp(n, prefix.c_str(), prefix.size()) == 0 &&
+      std::isdigit(static_cast<unsigned char>(n[prefix.size()]))) {
+    int64_t idx = std::strtoll(n + prefix.size(), nullptr, 10); // 0-based: thesis i = idx+1
+    return std::pow(fd, double(L - 1 - idx));
+  }
+  if (lower(n).find("embed") != std::string::npos)
+    return std::pow(fd, double(L + 1));
+  return 1.0;
+}
+
+} // namespace
+
+extern "C" double nncc_ms_schedule_lr(const nncc_train_config *c, int64_t t) {
+  if (!c)
+    return 0.0;
+  const double lr = c->lr;
+  const double pi = 3.14159265358979323846;
+  double O = double(c->total > 0 ? c->total : 0);
+  double W = c->warmup >= 0 ? double(c->warmup) : O * c->warmup_fraction;
+  switch (c->schedule) {
+  case NNCC_SCHEDULE_WARMUP_COSINE:
+  case NNCC_SCHEDULE_COSINE: {
+    double cyc = c->schedule == NNCC_SCHEDULE_COSINE ? 0.0 : c->cycles;
+    if (c->schedule == NNCC_SCHEDULE_COSINE)
+      W = 0;
+    if (double(t) < W)
+      return lr * double(t) / std::max(1.0, W);
+    // C(x) = arccos(2x - 1) / (2 pi), eq. 3.2.
+    double C = std::acos(std::min(1.0, std::max(-1.0, 2.0 * cyc - 1.0))) / (2.0 * pi);
+    double f = 0.5 * (1.0 + std::cos(2.0 * pi * C * (double(t) - W) / std::max(1.0, O - W)));
+    return lr * std::max(0.0, f);
+  }
+  case NNCC_SCHEDULE_LINEAR:
+    if (double(t) < W)
+      return lr * double(t) / std::max(1.0, W);
+    return lr * std::max(0.0, (O - double(t)) / std::max(1.0, O - W));
+  case NNCC_SCHEDULE_STEP:
+    return lr * std::pow(c->gamma, std::floor(double(t) / double(std::max<int64_t>(1, c->step_size))));
+  default:
+    return lr;
+  }
+}
+
+extern "C" nncc_status nncc_ms_param_group(nncc_model *m, int32_t i,
+                                           const nncc_train_config *c, int32_t *decay,
+                                           double *lr_scale, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "param_group", err))
+    return s;
+  if (i < 0 || i >= m->abi->num_params)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "param_group: index %d out of range (%d parameters)", i,
+                          m->abi->num_params);
+  if (!c)
+    c = m->abi->train_config;
+  if (decay)
+    *decay = noDecay(m->abi->params[i].name) ? 0 : 1;
+  if (lr_scale)
+    *lr_scale = c ? layerScale(m->abi, i, c->layer_decay) : 1.0;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+extern "C" nncc_status nncc_ms_reset_optimizer(nncc_model *m, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "reset_optimizer", err))
+    return s;
+  m->optM.clear();
+  m->optV.clear();
+  m->optStep = 0;
+  m->stats = nncc_train_stats{};
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+extern "C" nncc_status nncc_ms_train_stats(nncc_model *m, nncc_train_stats *out,
+                                           nncc_error *err) {
+  if (nncc_status s = checkModel(m, "train_stats", err))
+    return s;
+  if (out)
+    *out = m->stats;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
+                                          nncc_error *err) {
+  if (nncc_status s = checkModel(m, "train_step", err))
+    return s;
+  const nncc_model_abi *abi = m->abi;
+  const nncc_train_config *c =
+      config ? static_cast<const nncc_train_config *>(config) : abi->train_config;
+  if (!c)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "train_step: no configuration");
+  if (c->optimizer < NNCC_OPTIM_SGD || c->optimizer > NNCC_OPTIM_ADAMW)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "train_step: unknown optimizer %d", c->optimizer);
+  if (nncc_status s = nncc_ms_forward_backward(m, err))
+    return s;
+  const bool f64 = strcmp(abi->precision, "f64") == 0;
+  const int32_t n = abi->num_params;
+  // Global norm (double accumulation), clipping factor as torch's
+  // clip_grad_norm_: max_norm / (norm + 1e-6) when below 1.
+  double sq = 0.0;
+  for (int32_t i = 0; i < n; ++i) {
+    int64_t numel = int64_t(m->params[i].bytes / (f64 ? 8 : 4));
+    sq += f64 ? nncc_sum_squares_f64(numel, static_cast<const double *>(m->grads[i].host.data))
+              : nncc_sum_squares_f32(numel, static_cast<const float *>(m->grads[i].host.data));
+  }
+  double norm = std::sqrt(sq);
+  double scale = 1.0;
+  if (c->clip > 0.0) {
+    double coef = c->clip / (norm + 1e-6);
+    if (coef < 1.0)
+      scale = coef;
+  }
+  if (!std::isfinite(norm))
+    return nncc_error_set(err, NNCC_ERROR_INTERNAL,
+                          "train_step: the gradient norm is not finite (%g); parameters "
+                          "left unchanged",
+                          norm);
+  bool adam = c->optimizer != NNCC_OPTIM_SGD;
+  bool needM = adam || c->momentum != 0.0;
+  if (m->optM.size() != size_t(n)) {
+    m->optM = std::vector<HostBuffer>(size_t(n));
+    m->optV = std::vector<HostBuffer>(size_t(n));
+    m->optStep = 0;
+  }
+  bool first = m->optStep == 0;
+  int64_t step = ++m->optStep;
+  double lr = nncc_ms_schedule_lr(c, step - 1);
+  for (int32_t i = 0; i < n; ++i) {
+    uint64_t bytes = m->params[i].bytes;
+    if (needM && !m->optM[i].reserve(bytes))
+      return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                            "train_step: cannot allocate the optimizer state");
+    if (adam && !m->optV[i].reserve(bytes))
+      return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                            "train_step: cannot allocate the optimizer state");
+    double wd = noDecay(abi->params[i].name) ? 0.0 : c->weight_decay;
+    double lri = lr * layerScale(abi, i, c->layer_decay);
+    int64_t numel = int64_t(bytes / (f64 ? 8 : 4));
+    void *p = m->params[i].host.data, *g = m->grads[i].host.data;
+    void *bm = needM ? m->optM[i].data : nullptr, *bv = adam ? m->optV[i].data : nullptr;
+    int rc;
+    if (adam) {
+      int dec = c->optimizer == NNCC_OPTIM_ADAMW;
+      rc = f64 ? nncc_adam_step_f64(numel, (double *)p, (const double *)g, (double *)bm,
+                                    (double *)bv, scale, lri, c->beta1, c->beta2, c->eps, wd,
+                                    dec, step)
+               : nncc_adam_step_f32(numel, (float *)p, (const float *)g, (float *)bm,
+                                    (float *)bv, scale, lri, c->beta1, c->beta2, c->eps, wd,
+                                    dec, step);
+    } else {
+      rc = f64 ? nncc_sgd_step_f64(numel, (double *)p, (const double *)g, (double *)bm, scale,
+                                   lri, c->momentum, wd, c->nesterov, first)
+               : nncc_sgd_step_f32(numel, (float *)p, (const float *)g, (float *)bm, scale,
+                                   lri, c->momentum, wd, c->nesterov, first);
+    }
+    if (nncc_status s = nncc_ms_kernel_status(rc, abi->params[i].name, err))
+      return s;
+  }
+  m->paramsDirty = true;
+  m->trainReady = false; // the weights changed; grads stay readable
+  m->stats.step = step;
+  m->stats.lr = lr;
+  m->stats.grad_norm = norm;
+  m->stats.clip_scale = scale;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}

@@ -100,6 +100,9 @@ cl::opt<std::string> saveInputs("save-inputs",
                                          "ones) to this safetensors file"),
                                 cl::value_desc("FILE"), cl::sub(runCmd), cl::cat(runCategory));
 
+cl::opt<bool> inputsOnly("inputs-only",
+                         cl::desc("Only write the inputs (--save-inputs) and stop: no compile"),
+                         cl::sub(runCmd), cl::cat(runCategory));
 cl::opt<bool> gradMode("grad",
                        cl::desc("Also run the backward pass and write grad.<param> for "
                                 "every parameter: the gradient of the loss this run "
@@ -200,17 +203,22 @@ std::string cacheRoot() {
 
 /// Compiles into the cache unless present; returns the library's path.
 bool compileCached(mlir::ModuleOp module, const std::string &source, bool cuda,
-                   std::string &libPath) {
+                   std::string &libPath, bool grad, bool f64) {
   llvm::SHA256 h;
   h.update(source);
   h.update(llvm::StringRef("\0", 1));
   h.update(compilerFingerprint());
   h.update(cuda ? "|target=cuda" : "|target=cpu");
   h.update("|opts=O3");
-  if (precision == Precision::F64)
+  if (f64)
     h.update("|precision=f64");
-  if (gradMode)
-    h.update(trainMode ? "|grad|train-mode" : "|grad|eval-mode");
+  if (grad) {
+    // Which loss the backward differentiates: inference mode (run --grad)
+    // or training mode (run --grad --train-mode, nncc train).
+    bool evalMode = false;
+    module.walk([&](mlir::func::FuncOp fn) { evalMode |= fn->hasAttr("nn.eval_mode"); });
+    h.update(evalMode ? "|grad|eval-mode" : "|grad|train-mode");
+  }
   std::string key = llvm::toHex(h.final(), /*LowerCase=*/true).substr(0, 32);
   std::string model = nncc::target::modelIdentifier(module);
   std::string root = cacheRoot();
@@ -234,7 +242,7 @@ bool compileCached(mlir::ModuleOp module, const std::string &source, bool cuda,
   nncc::CompileOptions opts;
   opts.outputDir = std::string(tmp);
   opts.target = cuda ? nncc::CompileTarget::CUDA : nncc::CompileTarget::CPU;
-  opts.f64 = precision == Precision::F64;
+  opts.f64 = f64;
   nncc::CompileArtifacts artifacts;
   if (mlir::failed(nncc::compileModel(module, opts, artifacts))) {
     llvm::sys::fs::remove_directories(tmp);
@@ -481,7 +489,7 @@ struct ModelHandle {
 };
 } // namespace
 
-bool runSubcommand() { return inspectCmd || runCmd; }
+bool runSubcommand() { return inspectCmd || runCmd || trainCmd; }
 
 int runInspect() {
   mlir::MLIRContext context;
@@ -633,6 +641,31 @@ int runRun() {
 
   if (trainMode && !gradMode)
     return fail("--train-mode applies to --grad runs");
+  auto writeInputs = [&]() -> int {
+    nncc_error err;
+    nncc_safetensors_writer *w = nullptr;
+    nncc_safetensors_writer_create(&w, nullptr);
+    for (HostTensor &t : inputs) {
+      uint64_t bytes = nncc_dtype_size(t.dtype);
+      for (int64_t d : t.shape)
+        bytes *= (uint64_t)d;
+      if (nncc_safetensors_writer_add(w, t.name.c_str(), t.dtype, (int32_t)t.shape.size(),
+                                      t.shape.data(), t.data(), bytes, &err) != NNCC_OK) {
+        nncc_safetensors_writer_destroy(w);
+        return fail(llvm::Twine("--save-inputs: ") + err.message);
+      }
+    }
+    nncc_status st = nncc_safetensors_writer_write(w, saveInputs.c_str(), &err);
+    nncc_safetensors_writer_destroy(w);
+    if (st != NNCC_OK)
+      return fail(llvm::Twine("--save-inputs: ") + err.message);
+    return 0;
+  };
+  if (inputsOnly) {
+    if (saveInputs.empty())
+      return fail("--inputs-only needs --save-inputs F");
+    return writeInputs();
+  }
   if ((gradMode || precision == Precision::F64) && cuda)
     return fail("--grad and --precision f64 run on the CPU target only");
   if (precision == Precision::F64)
@@ -652,7 +685,7 @@ int runRun() {
         memcpy(t.data(), wide.data(), n * 8);
     }
   std::string libPath;
-  if (!compileCached(*module, source, cuda, libPath))
+  if (!compileCached(*module, source, cuda, libPath, gradMode, precision == Precision::F64))
     return 1;
   ModelHandle h;
   h.lib = dlopen(libPath.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -678,24 +711,9 @@ int runRun() {
                          t.shape.data(), t.data(), &err) != NNCC_OK)
       return fail((inputsFile.empty() ? std::string() : "'" + inputsFile + "': ") +
                   err.message);
-  if (!saveInputs.empty()) {
-    nncc_safetensors_writer *w = nullptr;
-    nncc_safetensors_writer_create(&w, nullptr);
-    for (HostTensor &t : inputs) {
-      uint64_t bytes = nncc_dtype_size(t.dtype);
-      for (int64_t d : t.shape)
-        bytes *= (uint64_t)d;
-      if (nncc_safetensors_writer_add(w, t.name.c_str(), t.dtype, (int32_t)t.shape.size(),
-                                      t.shape.data(), t.data(), bytes, &err) != NNCC_OK) {
-        nncc_safetensors_writer_destroy(w);
-        return fail(llvm::Twine("--save-inputs: ") + err.message);
-      }
-    }
-    nncc_status st = nncc_safetensors_writer_write(w, saveInputs.c_str(), &err);
-    nncc_safetensors_writer_destroy(w);
-    if (st != NNCC_OK)
-      return fail(llvm::Twine("--save-inputs: ") + err.message);
-  }
+  if (!saveInputs.empty())
+    if (int rc = writeInputs())
+      return rc;
   if (gradMode) {
     if (h.abi->forward_backward(h.model, &err) != NNCC_OK)
       return fail(llvm::Twine("forward_backward: ") + err.message);
@@ -733,6 +751,16 @@ int runRun() {
   if (w && nncc_safetensors_writer_write(w, runOutput.c_str(), &err) != NNCC_OK)
     return fail(llvm::Twine("writing outputs: ") + err.message);
   return 0;
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> loadModelFile(mlir::MLIRContext &context,
+                                                llvm::SourceMgr &sourceMgr,
+                                                const std::string &path, std::string &source) {
+  return loadModule(context, sourceMgr, path, source);
+}
+bool compileModelCached(mlir::ModuleOp module, const std::string &source, bool grad, bool f64,
+                        std::string &libPath) {
+  return compileCached(module, source, /*cuda=*/false, libPath, grad, f64);
 }
 
 } // namespace nncc::tool

@@ -94,6 +94,13 @@ cl::opt<std::string> cudaArch("cuda-arch", cl::desc("nvcc -arch (default sm_90)"
                               cl::init("sm_90"), cl::sub(compileCmd),
                               cl::cat(nnccCategory));
 
+cl::opt<bool> compileGrad(
+    "grad",
+    cl::desc("Library build: also differentiate (forward_train, backward, train_step)"),
+    cl::sub(compileCmd), cl::cat(nnccCategory));
+cl::opt<bool> compileF64("f64", cl::desc("Library build: CPU code in double precision"),
+                         cl::sub(compileCmd), cl::cat(nnccCategory));
+
 void printVersion(llvm::raw_ostream &os) {
   os << "nncc " << NNCC_VERSION << "\n"
      << "  built with LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
@@ -153,7 +160,10 @@ int runCompile() {
         return 1;
     }
     if (build) {
+      if (compileGrad && mlir::failed(addBackward(*module)))
+        return 1;
       nncc::CompileOptions opts;
+      opts.f64 = compileF64;
       opts.outputDir = outputFile;
       opts.target = compileTarget;
       opts.cudaArch = cudaArch;
@@ -252,6 +262,8 @@ int main(int argc, char **argv) {
     return nncc::tool::runInspect();
   if (nncc::tool::runCmd)
     return nncc::tool::runRun();
+  if (nncc::tool::trainCmd)
+    return nncc::tool::runTrain();
   llvm::errs() << "nncc: error: no subcommand given; try 'nncc --help'\n";
   return 1;
 }

@@ -288,6 +288,25 @@ int64_t nncc_mha_backward_workspace_size(const nncc_attention_params *p,
                                          int64_t B, int64_t T_, int64_t E,
                                          int64_t H, int64_t elem_size);
 
+/* ---- Optimizer kernels (lib/Kernels/Optim.cpp; math in OptimMath.h). One
+ * fused pass per parameter tensor, in place. g is multiplied by gscale (the
+ * global-norm clipping factor, 1 = none) first. Formulas follow torch.optim.
+ * sgd: momentum buffer `buf` (may be NULL when momentum == 0), `first` = the
+ * buffer is uninitialised (buf = g). adam: m, v moments; decoupled = AdamW
+ * (p *= 1 - lr*wd), else L2 (g += wd*p); step >= 1 is the bias-correction
+ * exponent. sum_squares: sum of g^2 in double (for the global norm). ---- */
+#define NNCC_DECLARE_OPTIM_KERNELS(S, T)                                        \
+  double nncc_sum_squares_##S(int64_t n, const T *g);                           \
+  int nncc_sgd_step_##S(int64_t n, T *p, const T *g, T *buf, double gscale,     \
+                        double lr, double momentum, double wd, int nesterov,    \
+                        int first);                                             \
+  int nncc_adam_step_##S(int64_t n, T *p, const T *g, T *m, T *v,               \
+                         double gscale, double lr, double beta1, double beta2,  \
+                         double eps, double wd, int decoupled, int64_t step);
+
+NNCC_DECLARE_OPTIM_KERNELS(f32, float)
+NNCC_DECLARE_OPTIM_KERNELS(f64, double)
+
 /* Raw Philox-4x32-10 block: out = philox(ctr, key). */
 void nncc_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
                         uint32_t out[4]);

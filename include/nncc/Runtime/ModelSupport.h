@@ -95,6 +95,14 @@ nncc_status nncc_ms_get_output(nncc_model *model, const char *name, nncc_dtype *
 nncc_status nncc_ms_forward_train(nncc_model *model, nncc_error *err);
 nncc_status nncc_ms_backward(nncc_model *model, nncc_error *err);
 nncc_status nncc_ms_forward_backward(nncc_model *model, nncc_error *err);
+/* Training (ABI 3): see nncc_model.h and docs/training.md. */
+nncc_status nncc_ms_train_step(nncc_model *model, const void *config, nncc_error *err);
+nncc_status nncc_ms_train_stats(nncc_model *model, nncc_train_stats *out, nncc_error *err);
+nncc_status nncc_ms_reset_optimizer(nncc_model *model, nncc_error *err);
+double nncc_ms_schedule_lr(const nncc_train_config *config, int64_t t);
+nncc_status nncc_ms_param_group(nncc_model *model, int32_t index,
+                                const nncc_train_config *config, int32_t *decay,
+                                double *lr_scale, nncc_error *err);
 nncc_status nncc_ms_memory_stats(nncc_model *model, uint64_t *arena_bytes,
                                  uint64_t *peak_bytes, nncc_error *err);
 
@@ -107,6 +115,11 @@ const int64_t *nncc_ms_dims(const nncc_model *model);
 void *nncc_ms_input(nncc_model *model, int32_t index);
 void *nncc_ms_param(nncc_model *model, int32_t index);
 void *nncc_ms_output(nncc_model *model, int32_t index);
+/* Philox counter offset of training-mode dropout masks: (optimizer steps
+ * taken) << 40, so each train_step draws fresh masks while forward_train and
+ * backward of one step (and repeated forward_backward calls without a step)
+ * use the same ones. */
+uint64_t nncc_ms_dropout_offset(const nncc_model *model);
 /* Gradient buffer of parameter i (CPU; written by backward). */
 void *nncc_ms_grad(nncc_model *model, int32_t index);
 /* Planned arena address of buffer i for the current dims. */

@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define NNCC_MODEL_ABI_VERSION 2
+#define NNCC_MODEL_ABI_VERSION 3
 
 typedef struct nncc_model nncc_model; /* one context: weights, arena, streams */
 
@@ -45,6 +45,49 @@ typedef struct nncc_tensor_info {
 } nncc_tensor_info;
 
 typedef enum nncc_target { NNCC_TARGET_CPU = 0, NNCC_TARGET_CUDA = 1 } nncc_target;
+
+/* ---- Training configuration (ABI 3): the model's `train { ... }` clause
+ * (module attribute nn.train) with defaults filled; see docs/training.md. ---- */
+typedef enum nncc_optimizer_kind {
+  NNCC_OPTIM_SGD = 0,   /* momentum, nesterov, weight_decay (L2, as torch) */
+  NNCC_OPTIM_ADAM = 1,  /* weight_decay as L2 (torch.optim.Adam) */
+  NNCC_OPTIM_ADAMW = 2  /* decoupled weight decay (torch.optim.AdamW) */
+} nncc_optimizer_kind;
+
+typedef enum nncc_schedule_kind {
+  NNCC_SCHEDULE_CONSTANT = 0,
+  NNCC_SCHEDULE_WARMUP_COSINE = 1, /* MSc thesis eq. 3.2 */
+  NNCC_SCHEDULE_COSINE = 2,        /* eq. 3.2 with no warm-up and cycles 0 (to 0) */
+  NNCC_SCHEDULE_LINEAR = 3,        /* linear warm-up, then linear decay to 0 */
+  NNCC_SCHEDULE_STEP = 4           /* gamma^floor(t / step_size) */
+} nncc_schedule_kind;
+
+typedef struct nncc_train_config {
+  int32_t optimizer;      /* nncc_optimizer_kind */
+  double lr;              /* eta_{-1}: base learning rate */
+  double beta1, beta2, eps;
+  double weight_decay;    /* lambda; never applied to biases and norms */
+  double momentum;        /* sgd */
+  int32_t nesterov;       /* sgd */
+  double clip;            /* max global L2 norm of all gradients; <= 0: none */
+  double layer_decay;     /* f_d in (0, 1]; 1: none */
+  int32_t schedule;       /* nncc_schedule_kind */
+  int64_t warmup;         /* warm-up steps W; < 0: warmup_fraction * total */
+  double warmup_fraction; /* f_p */
+  int64_t total;          /* total optimisation steps O; <= 0: unknown (the
+                             trainer sets epochs * steps per epoch) */
+  double cycles;          /* f_{p,eta} of eq. 3.2 */
+  int64_t step_size;      /* step schedule */
+  double gamma;           /* step schedule */
+  int64_t epochs, batch, seed; /* for the trainer (nncc train) */
+} nncc_train_config;
+
+typedef struct nncc_train_stats {
+  int64_t step;       /* optimizer steps taken (Adam's bias-correction t) */
+  double lr;          /* base learning rate of the last step (before layer decay) */
+  double grad_norm;   /* global L2 norm of the gradients of the last step, before clipping */
+  double clip_scale;  /* factor the gradients were multiplied by (1: not clipped) */
+} nncc_train_stats;
 
 typedef struct nncc_model_abi {
   uint32_t abi_version; /* NNCC_MODEL_ABI_VERSION */
@@ -105,9 +148,29 @@ typedef struct nncc_model_abi {
   nncc_status (*forward_backward)(nncc_model *model, nncc_error *err);
   int32_t num_grads; /* "grad.<param>" for every parameter, in params order */
   const nncc_tensor_info *grads;
-  /* Reserved for the optimizer step (forward_backward + an update of every
-   * parameter from its gradient); NULL until implemented. */
+  /* One optimizer step: forward_backward, the global gradient norm, clipping,
+   * then one fused update per parameter (SGD / Adam / AdamW, weight decay
+   * except on biases and norms, layer-wise lr decay, the schedule at this
+   * step). `config` is a `const nncc_train_config *` or NULL for the
+   * model's own (train_config below). Optimizer state (moments, momentum
+   * buffers, step counter) lives in the context; loss and grad.<param>
+   * (of the weights before the update) stay readable with get_output.
+   * NULL in libraries compiled without gradients. */
   nncc_status (*train_step)(nncc_model *model, const void *config, nncc_error *err);
+
+  /* ---- ABI 3 ---- */
+  const nncc_train_config *train_config; /* the model's train clause (never NULL) */
+  /* Counters of the last train_step. */
+  nncc_status (*train_stats)(nncc_model *model, nncc_train_stats *out, nncc_error *err);
+  /* Drops the optimizer state (moments and step counter). */
+  nncc_status (*reset_optimizer)(nncc_model *model, nncc_error *err);
+  /* Learning rate of schedule `config` at 0-based step t (step t+1 of
+   * train_step uses t), before layer decay. Pure. */
+  double (*schedule_lr)(const nncc_train_config *config, int64_t t);
+  /* The parameter groups: decay (1: weight decay applies) and the learning
+   * rate multiplier from layer_decay for parameter i (docs/training.md). */
+  nncc_status (*param_group)(nncc_model *model, int32_t index, const nncc_train_config *config,
+                             int32_t *decay, double *lr_scale, nncc_error *err);
 } nncc_model_abi;
 
 typedef const nncc_model_abi *(*nncc_model_get_abi_fn)(void);

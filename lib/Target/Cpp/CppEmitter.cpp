@@ -771,7 +771,7 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
         if (failed(n))
           return failure();
         os << check(op, "NNCC_KFN(nncc_dropout)(" + *n + ", " + fmtDouble(o.getP()) + ", " +
-                            std::to_string(o.getSeed()) + "ULL, 0, " + name(o.getX()) + ", " +
+                            std::to_string(o.getSeed()) + "ULL, nncc_ms_dropout_offset(m), " + name(o.getX()) + ", " +
                             name(o.getOut()) + ", " +
                             (o.getMask() ? name(o.getMask()) : std::string("NULL")) + ")");
         return success();

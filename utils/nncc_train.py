@@ -1,0 +1,148 @@
+"""ctypes access to the training half of a generated library (ABI 3).
+
+    lib = TrainLib.compile("models/deep_mlp.nn", f64=False)   # nncc compile --grad
+    m = lib.context(seed=0)
+    m.set_inputs({"x": X, "y": Y})
+    m.train_step()                       # the model's own train clause
+    m.output("loss"), m.output("grad.hidden.0.fc.weight"), m.stats()
+
+Used by utils/gradient_flow.py and test/Train. See docs/training.md.
+"""
+import ctypes as C
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nncc_testing as T  # noqa: E402  (safetensors I/O, dtype tables)
+
+
+class TrainConfig(C.Structure):
+    _fields_ = [("optimizer", C.c_int32), ("lr", C.c_double), ("beta1", C.c_double),
+                ("beta2", C.c_double), ("eps", C.c_double), ("weight_decay", C.c_double),
+                ("momentum", C.c_double), ("nesterov", C.c_int32), ("clip", C.c_double),
+                ("layer_decay", C.c_double), ("schedule", C.c_int32), ("warmup", C.c_int64),
+                ("warmup_fraction", C.c_double), ("total", C.c_int64), ("cycles", C.c_double),
+                ("step_size", C.c_int64), ("gamma", C.c_double), ("epochs", C.c_int64),
+                ("batch", C.c_int64), ("seed", C.c_int64)]
+
+    def copy(self):
+        c = TrainConfig()
+        C.pointer(c)[0] = self
+        return c
+
+
+SGD, ADAM, ADAMW = 0, 1, 2
+CONSTANT, WARMUP_COSINE, COSINE, LINEAR, STEP = range(5)
+
+
+class TrainStats(C.Structure):
+    _fields_ = [("step", C.c_int64), ("lr", C.c_double), ("grad_norm", C.c_double),
+                ("clip_scale", C.c_double)]
+
+
+_PErr = C.POINTER(T._Error)
+_f_model_err = C.CFUNCTYPE(C.c_int, C.c_void_p, _PErr)
+
+
+class _ABI3(C.Structure):
+    _fields_ = T._ABI._fields_ + [
+        ("forward_train", _f_model_err), ("backward", _f_model_err),
+        ("forward_backward", _f_model_err), ("num_grads", C.c_int32),
+        ("grads", C.POINTER(T._TensorInfo)),
+        ("train_step", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, _PErr)),
+        ("train_config", C.POINTER(TrainConfig)),
+        ("train_stats", C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(TrainStats), _PErr)),
+        ("reset_optimizer", _f_model_err),
+        ("schedule_lr", C.CFUNCTYPE(C.c_double, C.POINTER(TrainConfig), C.c_int64)),
+        ("param_group", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int32, C.POINTER(TrainConfig),
+                                    C.POINTER(C.c_int32), C.POINTER(C.c_double), _PErr)),
+    ]
+
+
+def nncc_binary():
+    return T.NNCC
+
+
+def compile_grad(nn_path, f64=False):
+    """`nncc compile --grad [--f64] nn_path -o DIR`, cached like nncc_testing."""
+    args = ["--grad"] + (["--f64"] if f64 else [])
+    return T.compile_model(nn_path, args)
+
+
+class TrainLib(T.Library):
+    def __init__(self, so_path):
+        self.path = so_path
+        self.dll = C.CDLL(so_path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+        self.dll.nncc_model_get_abi.restype = C.POINTER(_ABI3)
+        self.abi = self.dll.nncc_model_get_abi().contents
+        if self.abi.abi_version != 3:
+            raise T.NNCCError("ABI version %d, expected 3" % self.abi.abi_version)
+        dims = [self.abi.dim_names[i].decode() for i in range(self.abi.num_dims)]
+
+        def infos(n, arr):
+            res = []
+            for i in range(n):
+                t = arr[i]
+                shape = [t.dims[d] if t.dims[d] >= 0 else dims[-t.dims[d] - 1]
+                         for d in range(t.rank)]
+                res.append((t.name.decode(), T.DT.get(t.dtype), shape))
+            return res
+        self.name = self.abi.model_name.decode()
+        self.precision = self.abi.precision.decode()
+        self.inputs = infos(self.abi.num_inputs, self.abi.inputs)
+        self.outputs = infos(self.abi.num_outputs, self.abi.outputs)
+        self.params = infos(self.abi.num_params, self.abi.params)
+
+    @staticmethod
+    def compile(nn_path, f64=False):
+        return TrainLib(compile_grad(nn_path, f64))
+
+    def config(self):
+        return self.abi.train_config.contents.copy()
+
+    def schedule_lr(self, cfg, t):
+        return self.abi.schedule_lr(C.byref(cfg), t)
+
+    def context(self, weights=None, seed=None, target=0):
+        return TrainContext(self, weights, seed, target)
+
+
+class TrainContext(T.Context):
+    def _call(self, fn, what, *args):
+        e = T._Error()
+        self.lib._ok(fn(self.h, *args, C.byref(e)), e, what)
+
+    def forward_backward(self):
+        self._call(self.abi.forward_backward, "forward_backward")
+
+    def train_step(self, cfg=None):
+        self._call(self.abi.train_step, "train_step",
+                   C.cast(C.byref(cfg), C.c_void_p) if cfg is not None else None)
+
+    def stats(self):
+        s = TrainStats()
+        self._call(self.abi.train_stats, "train_stats", C.byref(s))
+        return s
+
+    def reset_optimizer(self):
+        self._call(self.abi.reset_optimizer, "reset_optimizer")
+
+    def param_group(self, i, cfg=None):
+        d, s = C.c_int32(), C.c_double()
+        self._call(self.abi.param_group, "param_group", i,
+                   C.byref(cfg) if cfg is not None else None, C.byref(d), C.byref(s))
+        return bool(d.value), s.value
+
+    def params(self):
+        with_dir = T.tempfile.TemporaryDirectory()
+        with with_dir as d:
+            p = os.path.join(d, "w.safetensors")
+            e = T._Error()
+            self.lib._ok(self.abi.save_weights(self.h, p.encode(), C.byref(e)), e,
+                         "save_weights")
+            return T.load_safetensors(p)
