@@ -114,4 +114,5 @@ def main():
     print(f"worst relative error {worst:.2e} over {len(names)} of {len(weights)} parameters; {'FAIL' if bad else 'PASS'}")
     sys.exit(1 if bad else 0)
 
-main()
+if __name__ == "__main__":
+    main()

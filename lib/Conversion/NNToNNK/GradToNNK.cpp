@@ -352,13 +352,17 @@ struct CellGradLowering : OpConversionPattern<NNOp> {
 /// nn.yield lowering copies into them (ControlToNNK.cpp).
 LogicalResult moveRegionWithDests(ConversionPatternRewriter &rewriter,
                                   Region &from, Region &to,
-                                  const TypeConverter *converter) {
+                                  const TypeConverter *converter,
+                                  Type timeType = {}) {
   if (!from.hasOneBlock())
     return failure();
   Block &src = from.front();
   SmallVector<Type> args, dests;
   for (BlockArgument a : src.getArguments())
     args.push_back(toBuffer(a.getType()));
+  // ODE-RNN dynamics see each row's time, [B, 1] (as nnk.ode_rnn).
+  if (timeType && !args.empty())
+    args[0] = timeType;
   for (Value v : src.getTerminator()->getOperands())
     dests.push_back(toBuffer(v.getType()));
   rewriter.inlineRegionBefore(from, to, to.end());
@@ -403,6 +407,8 @@ struct ODERNNGradLowering : OpConversionPattern<nn::ODERNNGradOp> {
     if (failed(outs))
       return failure();
     ArrayRef<Value> o = *outs;
+    auto xType = cast<nnk::BufferType>(adaptor.getX().getType());
+    Type tType = xType.withDims({xType.getDim(0), nn::Dim::getStatic(1)});
     auto g = nnk::ODERNNGradOp::create(
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getTimes(),
         adaptor.getH0(), adaptor.getHs(), adaptor.getDhs(), o[0], o[1],
@@ -410,9 +416,9 @@ struct ODERNNGradLowering : OpConversionPattern<nn::ODERNNGradOp> {
         op.getMethod(), op.getSteps(), op.getRtol(), op.getAtol(),
         op.getAdjoint());
     if (failed(moveRegionWithDests(rewriter, op.getDynamics(), g.getDynamics(),
-                                   getTypeConverter())) ||
+                                   getTypeConverter(), tType)) ||
         failed(moveRegionWithDests(rewriter, op.getDynamicsVjp(),
-                                   g.getDynamicsVjp(), getTypeConverter())) ||
+                                   g.getDynamicsVjp(), getTypeConverter(), tType)) ||
         failed(moveRegionWithDests(rewriter, op.getCellVjp(), g.getCellVjp(),
                                    getTypeConverter())))
       return op.emitError("unexpected region signature");
