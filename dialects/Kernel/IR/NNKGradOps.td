@@ -184,4 +184,107 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
   }];
 }
 
+def NNK_RecurrentCellGradOp : NNK_GradOp<"recurrent_cell_grad", [AttrSizedOperandSegments]> {
+  let summary = "backward of one recurrent cell step (nncc_rnn_cell_backward)";
+  let description = [{
+    Twin of `nnk.recurrent_cell`: gates recomputed from `xproj [B, G·H]`
+    (= x·W_ihᵀ + b_ih), `h` (and `c`). Absent `dh_out` / `dc_out` are zero.
+    Overwrites `dxproj [B, G·H]`, `dh`, `dc` (lstm), `dw_hh` and `db_hh`.
+  }];
+  let arguments = (ins
+    NNK_In<NNK_FloatBuffer>:$xproj,
+    NNK_In<NNK_FloatBuffer>:$h,
+    NNK_In<Optional<NNK_FloatBuffer>>:$c,
+    NNK_In<NNK_FloatBuffer>:$w_hh,
+    NNK_In<Optional<NNK_FloatBuffer>>:$b_hh,
+    NNK_In<Optional<NNK_FloatBuffer>>:$dh_out,
+    NNK_In<Optional<NNK_FloatBuffer>>:$dc_out,
+    NNK_Out<NNK_FloatBuffer>:$dxproj,
+    NNK_Out<NNK_FloatBuffer>:$dh,
+    NNK_Out<Optional<NNK_FloatBuffer>>:$dc,
+    NNK_Out<NNK_FloatBuffer>:$dw_hh,
+    NNK_Out<Optional<NNK_FloatBuffer>>:$db_hh,
+    NNK_CellAttr:$cell);
+  let assemblyFormat = [{
+    `ins` `(` $xproj `,` $h `)` (`c` `(` $c^ `)`)? `w_hh` `(` $w_hh `)`
+    (`b_hh` `(` $b_hh^ `)`)? (`dh_out` `(` $dh_out^ `)`)?
+    (`dc_out` `(` $dc_out^ `)`)? `outs` `(` $dxproj `,` $dh `)`
+    (`dc` `(` $dc^ `)`)? `dw_hh` `(` $dw_hh `)` (`db_hh` `(` $db_hh^ `)`)?
+    attr-dict `:` qualified(type(operands))
+  }];
+}
+
+def NNK_ODESolveGradOp : NNK_GradOp<"ode_solve_grad"> {
+  let summary = "backward of nnk.ode_solve: adjoint method or through the steps";
+  let description = [{
+    Given `a1` = dL/dh(t1), writes `dh0` = dL/dh(t0) and `dparams` (one per
+    parameter θ_i read by the dynamics, overwritten). Regions:
+    `dynamics (t, h, dh)` as in `nnk.ode_solve`; `vjp (t, h, a, dh_out,
+    dθ_1 ... dθ_k)` writes aᵀ∂f/∂h and aᵀ∂f/∂θ_i into its destination
+    arguments. `adjoint = true`: `h` is h(t1); the augmented state
+    [h, a, a_θ] is integrated from t1 back to t0 with the forward's method
+    and steps (dh/dt = f, da/dt = −aᵀ∂f/∂h, da_θ/dt = −aᵀ∂f/∂θ).
+    `adjoint = false`: `h` is h(t0); the fixed steps are recomputed and the
+    adjoint is propagated back through every step and stage (the exact
+    gradient of the discrete solve).
+  }];
+  let arguments = (ins
+    NNK_In<NNK_FloatBuffer>:$h,
+    NNK_In<NNK_FloatBuffer>:$t0,
+    NNK_In<NNK_FloatBuffer>:$t1,
+    NNK_In<NNK_FloatBuffer>:$a1,
+    NNK_Out<NNK_FloatBuffer>:$dh0,
+    NNK_Out<Variadic<NNK_FloatBuffer>>:$dparams,
+    NN_ODEMethodAttr:$method,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$steps,
+    DefaultValuedAttr<NNK_F64Attr, "1.0e-7">:$rtol,
+    DefaultValuedAttr<NNK_F64Attr, "1.0e-9">:$atol,
+    DefaultValuedAttr<BoolAttr, "false">:$adjoint);
+  let regions = (region SizedRegion<1>:$dynamics, SizedRegion<1>:$vjp);
+  let assemblyFormat = [{
+    `ins` `(` $h `,` $t0 `,` $t1 `,` $a1 `)` `outs` `(` $dh0 `)`
+    (`dparams` `(` $dparams^ `)`)? attr-dict `:` qualified(type(operands))
+    `dynamics` $dynamics `vjp` $vjp
+  }];
+}
+
+def NNK_ODERNNGradOp : NNK_GradOp<"ode_rnn_grad", [AttrSizedOperandSegments]> {
+  let summary = "backward of nnk.ode_rnn: BPTT over observations, ODE segments";
+  let description = [{
+    Given the saved `hs [B, T, H]` and `dhs`, for t = T−1 down to 0: the
+    state before the cell (h̃_t) is recomputed by solving the dynamics from
+    hs[t−1] (h0 / zeros at t = 0, no evolution there); the cell's VJP
+    (`cell_vjp (x_t, h, a, dx_t, dh, dφ_1 ...)`) gives dx_t, dh̃_t and
+    cell parameter gradients; then the segment's backward as in
+    `nnk.ode_solve_grad` (`dynamics`, `dynamics_vjp (t, h, a, dh, dθ ...)`,
+    per-row time scale t_i − t_{i−1}). `dparams`: the first
+    `num_dynamics_params` belong to the dynamics, the rest to the cell
+    (all overwritten).
+  }];
+  let arguments = (ins
+    NNK_In<NNK_FloatBuffer>:$x,
+    NNK_In<NNK_FloatBuffer>:$times,
+    NNK_In<Optional<NNK_FloatBuffer>>:$h0,
+    NNK_In<NNK_FloatBuffer>:$hs,
+    NNK_In<NNK_FloatBuffer>:$dhs,
+    NNK_Out<NNK_FloatBuffer>:$dx,
+    NNK_Out<NNK_FloatBuffer>:$dh0,
+    NNK_Out<Variadic<NNK_FloatBuffer>>:$dparams,
+    NNK_I64Attr:$hidden_size,
+    NNK_I64Attr:$num_dynamics_params,
+    NN_ODEMethodAttr:$method,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$steps,
+    DefaultValuedAttr<NNK_F64Attr, "1.0e-7">:$rtol,
+    DefaultValuedAttr<NNK_F64Attr, "1.0e-9">:$atol,
+    DefaultValuedAttr<BoolAttr, "false">:$adjoint);
+  let regions = (region SizedRegion<1>:$dynamics, SizedRegion<1>:$dynamics_vjp,
+                        SizedRegion<1>:$cell_vjp);
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $times (`,` $h0^)? `,` $hs `,` $dhs `)`
+    `outs` `(` $dx `,` $dh0 `)` (`dparams` `(` $dparams^ `)`)?
+    attr-dict `:` qualified(type(operands))
+    `dynamics` $dynamics `dynamics_vjp` $dynamics_vjp `cell_vjp` $cell_vjp
+  }];
+}
+
 #endif

@@ -153,7 +153,7 @@ def NNK_ElementwiseOp : NNK_Op<"elementwise", [
 
 def NNK_YieldOp : Op<NNK_Dialect, "yield", [
     Pure, Terminator,
-    ParentOneOf<["ElementwiseOp", "ODESolveOp", "ODERNNOp"]>]> {
+    ParentOneOf<["ElementwiseOp", "ODESolveOp", "ODERNNOp", "ODESolveGradOp", "ODERNNGradOp"]>]> {
   let summary = "terminator of nnk regions";
   let description = [{
     Ends the body of `nnk.elementwise` (one scalar: the element stored) and

@@ -99,19 +99,24 @@ struct GetParameterLowering : OpConversionPattern<nn::GetParameterOp> {
   }
 };
 
-/// nn.yield in a converted ODE region: copy into the destination argument.
+/// nn.yield in a converted ODE region: copy into the destination
+/// argument(s) (the last block arguments, one per yielded value).
 struct YieldLowering : OpConversionPattern<nn::YieldOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(nn::YieldOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!isa<nnk::ODESolveOp, nnk::ODERNNOp>(op->getParentOp()))
+    if (!isa<nnk::ODESolveOp, nnk::ODERNNOp, nnk::ODESolveGradOp,
+             nnk::ODERNNGradOp>(op->getParentOp()))
       return rewriter.notifyMatchFailure(op, "not in an nnk region");
-    if (adaptor.getValues().size() != 1)
-      return op.emitError("expected one yielded value");
+    size_t n = adaptor.getValues().size();
     Block *block = op->getBlock();
-    nnk::CopyOp::create(rewriter, op.getLoc(), adaptor.getValues()[0],
-                        block->getArgument(block->getNumArguments() - 1));
+    if (n == 0 || block->getNumArguments() < n)
+      return op.emitError("expected a yielded value per destination");
+    size_t first = block->getNumArguments() - n;
+    for (auto [i, v] : llvm::enumerate(adaptor.getValues()))
+      nnk::CopyOp::create(rewriter, op.getLoc(), v,
+                          block->getArgument(first + i));
     rewriter.replaceOpWithNewOp<nnk::YieldOp>(op, ValueRange{});
     return success();
   }

@@ -289,6 +289,144 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
   }
 };
 
+nnk::Cell cellOf(nn::RNNCellGradOp op) {
+  return op.getNonlinearity() == nn::Nonlinearity::relu ? nnk::Cell::rnn_relu
+                                                        : nnk::Cell::rnn_tanh;
+}
+nnk::Cell cellOf(nn::LSTMCellGradOp) { return nnk::Cell::lstm; }
+nnk::Cell cellOf(nn::GRUCellGradOp op) {
+  return op.getVariant() == nn::GRUVariant::cho2014 ? nnk::Cell::gru_cho2014
+                                                    : nnk::Cell::gru;
+}
+Value cOf(nn::LSTMCellGradOp::Adaptor a) { return a.getC(); }
+template <typename A> Value cOf(A) { return {}; }
+Value dcNextOf(nn::LSTMCellGradOp::Adaptor a) { return a.getDcNext(); }
+template <typename A> Value dcNextOf(A) { return {}; }
+
+/// nn.*_cell_grad: xproj = x·W_ihᵀ + b_ih (GEMM), the cell's backward
+/// (nnk.recurrent_cell_grad -> nncc_rnn_cell_backward), then
+/// dx = dxproj·W_ih, dW_ih = dxprojᵀ·x, db_ih = Σ dxproj.
+template <typename NNOp>
+struct CellGradLowering : OpConversionPattern<NNOp> {
+  using OpConversionPattern<NNOp>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NNOp op, typename NNOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<SmallVector<Value>> outs = allocResults(rewriter, op);
+    if (failed(outs))
+      return failure();
+    Location loc = op.getLoc();
+    nnk::Cell cell = cellOf(op);
+    bool lstm = cell == nnk::Cell::lstm;
+    unsigned nState = lstm ? 3 : 2;
+    ArrayRef<Value> o = *outs;
+    Value x = adaptor.getX(), wih = adaptor.getWIh(), bih = adaptor.getBIh(),
+          bhh = adaptor.getBHh();
+    auto xT = cast<nnk::BufferType>(x.getType());
+    auto wT = cast<nnk::BufferType>(wih.getType());
+    auto projT = xT.withDims({xT.getDim(0), wT.getDim(0)});
+    FailureOr<Value> xproj = emitGemm(rewriter, op, projT, x, wih, bih, Value(),
+                                      nnk::Activation::none, 0.01);
+    FailureOr<Value> dxproj = allocBuffer(rewriter, op, projT);
+    if (failed(xproj) || failed(dxproj))
+      return failure();
+    bool bias = static_cast<bool>(bih);
+    if (o.size() != nState + (bias ? 4 : 2))
+      return op.emitError("unexpected number of results");
+    nnk::RecurrentCellGradOp::create(
+        rewriter, loc, *xproj, adaptor.getH(), cOf(adaptor), adaptor.getWHh(),
+        bhh, adaptor.getDhNext(), dcNextOf(adaptor), *dxproj, o[1],
+        lstm ? o[2] : Value(), o[nState + 1], bias ? o[nState + 3] : Value(),
+        cell);
+    nnk::MatmulOp::create(rewriter, loc, *dxproj, wih, o[0]);
+    nnk::LinearWeightGradOp::create(rewriter, loc, *dxproj, x, o[nState]);
+    if (bias)
+      nnk::ReduceToShapeOp::create(rewriter, loc, *dxproj, o[nState + 2]);
+    rewriter.replaceOp(op, *outs);
+    return success();
+  }
+};
+
+/// Moves a region whose nn.yield gives k values into `to` and appends k
+/// destination block arguments (the yield's value types as buffers); the
+/// nn.yield lowering copies into them (ControlToNNK.cpp).
+LogicalResult moveRegionWithDests(ConversionPatternRewriter &rewriter,
+                                  Region &from, Region &to,
+                                  const TypeConverter *converter,
+                                  Type timeType = {}) {
+  if (!from.hasOneBlock())
+    return failure();
+  Block &src = from.front();
+  SmallVector<Type> args, dests;
+  for (BlockArgument a : src.getArguments())
+    args.push_back(toBuffer(a.getType()));
+  // ODE-RNN dynamics see each row's time, [B, 1] (as nnk.ode_rnn).
+  if (timeType && !args.empty())
+    args[0] = timeType;
+  for (Value v : src.getTerminator()->getOperands())
+    dests.push_back(toBuffer(v.getType()));
+  rewriter.inlineRegionBefore(from, to, to.end());
+  Block &block = to.front();
+  TypeConverter::SignatureConversion sig(block.getNumArguments());
+  for (unsigned i = 0; i < block.getNumArguments(); ++i)
+    sig.addInputs(i, args[i]);
+  sig.addInputs(dests);
+  rewriter.applySignatureConversion(&block, sig, converter);
+  return success();
+}
+
+struct ODESolveGradLowering : OpConversionPattern<nn::ODESolveGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::ODESolveGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<SmallVector<Value>> outs = allocResults(rewriter, op);
+    if (failed(outs))
+      return failure();
+    auto g = nnk::ODESolveGradOp::create(
+        rewriter, op.getLoc(), adaptor.getH(), adaptor.getT0(), adaptor.getT1(),
+        adaptor.getA1(), (*outs)[0], ArrayRef<Value>(*outs).drop_front(),
+        op.getMethod(), op.getSteps(), op.getRtol(), op.getAtol(),
+        op.getAdjoint());
+    if (failed(moveRegionWithDests(rewriter, op.getDynamics(), g.getDynamics(),
+                                   getTypeConverter())) ||
+        failed(moveRegionWithDests(rewriter, op.getVjp(), g.getVjp(),
+                                   getTypeConverter())))
+      return op.emitError("unexpected region signature");
+    rewriter.replaceOp(op, *outs);
+    return success();
+  }
+};
+
+struct ODERNNGradLowering : OpConversionPattern<nn::ODERNNGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::ODERNNGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<SmallVector<Value>> outs = allocResults(rewriter, op);
+    if (failed(outs))
+      return failure();
+    ArrayRef<Value> o = *outs;
+    auto xType = cast<nnk::BufferType>(adaptor.getX().getType());
+    Type tType = xType.withDims({xType.getDim(0), nn::Dim::getStatic(1)});
+    auto g = nnk::ODERNNGradOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), adaptor.getTimes(),
+        adaptor.getH0(), adaptor.getHs(), adaptor.getDhs(), o[0], o[1],
+        o.drop_front(2), op.getHiddenSize(), op.getDynamicsParams().size(),
+        op.getMethod(), op.getSteps(), op.getRtol(), op.getAtol(),
+        op.getAdjoint());
+    if (failed(moveRegionWithDests(rewriter, op.getDynamics(), g.getDynamics(),
+                                   getTypeConverter(), tType)) ||
+        failed(moveRegionWithDests(rewriter, op.getDynamicsVjp(),
+                                   g.getDynamicsVjp(), getTypeConverter(), tType)) ||
+        failed(moveRegionWithDests(rewriter, op.getCellVjp(), g.getCellVjp(),
+                                   getTypeConverter())))
+      return op.emitError("unexpected region signature");
+    rewriter.replaceOp(op, *outs);
+    return success();
+  }
+};
+
 } // namespace
 
 void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
@@ -297,7 +435,11 @@ void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
   patterns.add<SaveLowering, ActivationGradLowering, DropoutLowering,
                AttentionGradLowering, RecurrentGradLowering<nn::RNNGradOp>,
                RecurrentGradLowering<nn::LSTMGradOp>,
-               RecurrentGradLowering<nn::GRUGradOp>>(converter, ctx);
+               RecurrentGradLowering<nn::GRUGradOp>,
+               CellGradLowering<nn::RNNCellGradOp>,
+               CellGradLowering<nn::LSTMCellGradOp>,
+               CellGradLowering<nn::GRUCellGradOp>, ODESolveGradLowering,
+               ODERNNGradLowering>(converter, ctx);
   using RW = ConversionPatternRewriter;
   addGrad<nn::ZerosOp>(converter, patterns,
                        [](RW &r, nn::ZerosOp op, nn::ZerosOp::Adaptor,

@@ -35,6 +35,25 @@ private:
                                  const std::string &prologue);
   LogicalResult emitODESolve(raw_indented_ostream &os, nnk::ODESolveOp op);
   LogicalResult emitODERNN(raw_indented_ostream &os, nnk::ODERNNOp op);
+  LogicalResult emitODESolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp op);
+  LogicalResult emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGradOp op);
+  /// Names the destination arguments of a VJP region (the last
+  /// 1 + k (dynamics) or 2 + k (cell) block arguments): the first `direct`
+  /// ones are lambda parameters, the parameter gradients point into one
+  /// concatenated vector `theta` at running offsets. Returns the prologue
+  /// and sets `total` to the expression of the concatenated size.
+  FailureOr<std::string> vjpDests(Operation *op, Block &body, unsigned nIn,
+                                  ArrayRef<std::string> direct, const std::string &theta,
+                                  std::string &total);
+  std::string gradFailure(Operation *op) {
+    return "if (rc_ != 0) {\n"
+           "  if (rc_ < 0)\n"
+           "    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"%s: %s\", " +
+           cString(launchComment(op)) +
+           ", nncc::grad::ode_grad_error_string(rc_));\n"
+           "  return (nncc_status)rc_;\n"
+           "}\n";
+  }
   std::string odeFailure(Operation *op) {
     return "if (rc_ != 0) {\n"
            "  if (rc_ < 0)\n"
@@ -138,7 +157,7 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
   if (needsODE)
     os << "#include \"nncc/Kernels/ODESolver.h\"\n";
   if (train)
-    os << "#include \"nncc/Runtime/GradKernels.h\"\n";
+    os << "#include \"nncc/Runtime/GradKernels.h\"\n#include <vector>\n";
   os << "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n";
   emitPrecision(os);
   os << "#define NNCC_GEN_CHECK(call, what)                                   \\\n"
@@ -611,6 +630,34 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
       })
       .Case<nnk::ODESolveOp>([&](nnk::ODESolveOp o) { return emitODESolve(os, o); })
       .Case<nnk::ODERNNOp>([&](nnk::ODERNNOp o) { return emitODERNN(os, o); })
+      .Case<nnk::ODESolveGradOp>([&](nnk::ODESolveGradOp o) { return emitODESolveGrad(os, o); })
+      .Case<nnk::ODERNNGradOp>([&](nnk::ODERNNGradOp o) { return emitODERNNGrad(os, o); })
+      .Case<nnk::RecurrentCellGradOp>([&](nnk::RecurrentCellGradOp o) -> LogicalResult {
+        auto B = D(o.getH(), 0), H = D(o.getH(), 1);
+        auto nWhh = N(o.getWHh());
+        if (failed(B) || failed(H) || failed(nWhh))
+          return failure();
+        std::string cell = std::to_string(static_cast<int>(o.getCell()));
+        int ws = addWorkspace(op, "nncc_rnn_cell_backward_workspace_size(" + cell + ", " +
+                                      *B + ", " + *H + ", sizeof(real_t))");
+        // The kernel accumulates dw_hh / db_hh: zero them first.
+        os << "memset(" << name(o.getDwHh()) << ", 0, " << *nWhh << " * sizeof(real_t));\n";
+        if (Value db = o.getDbHh()) {
+          auto nb = N(db);
+          if (failed(nb))
+            return failure();
+          os << "memset(" << name(db) << ", 0, " << *nb << " * sizeof(real_t));\n";
+        }
+        os << check(op, "NNCC_KFN(nncc_rnn_cell_backward)(" + cell + ", " + *B + ", " + *H +
+                            ", " + name(o.getXproj()) + ", " + name(o.getH()) + ", " +
+                            nameOrNull(o.getC()) + ", " + name(o.getWHh()) + ", " +
+                            nameOrNull(o.getBHh()) + ", " + nameOrNull(o.getDhOut()) + ", " +
+                            nameOrNull(o.getDcOut()) + ", " + name(o.getDxproj()) + ", " +
+                            name(o.getDh()) + ", " + nameOrNull(o.getDc()) + ", " +
+                            name(o.getDwHh()) + ", " + nameOrNull(o.getDbHh()) +
+                            ", nncc_ms_buffer_ptr(m, " + std::to_string(ws) + "))");
+        return success();
+      })
       .Case<nnk::BoundaryOp>([&](auto) { return success(); })
       .Case<nnk::ReduceToShapeOp>([&](nnk::ReduceToShapeOp o) -> LogicalResult {
         auto tx = T(o.getX()), ty = T(o.getOut());
@@ -712,9 +759,11 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
         auto V = D(o.getOut(), 0), E = D(o.getOut(), 1);
         if (failed(n) || failed(V) || failed(E))
           return failure();
-        os << check(op, "nncc::grad::embedding_grad<real_t>(" + *n + ", " + *V + ", " + *E +
-                            ", " + name(o.getIndices()) + ", " + name(o.getDy()) + ", " +
-                            name(o.getOut()) + ")");
+        bool i32 = T(o.getIndices()).getElementType().isInteger(32);
+        os << check(op, std::string(i32 ? "NNCC_KFN(nncc_embedding_backward_i32)("
+                                        : "NNCC_KFN(nncc_embedding_backward)(") +
+                            *n + ", " + *V + ", " + *E + ", " + name(o.getIndices()) + ", " +
+                            name(o.getDy()) + ", -1, " + name(o.getOut()) + ")");
         return success();
       })
       .Case<nnk::LayerNormGradOp>([&](nnk::LayerNormGradOp o) -> LogicalResult {
@@ -722,11 +771,11 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
         auto n = D(o.getX(), -1);
         if (failed(rows) || failed(n))
           return failure();
-        os << "nncc::grad::layer_norm_grad<real_t>(" << *rows << ", " << *n << ", "
-           << name(o.getX()) << ", " << name(o.getDy()) << ", "
-           << (o.getWeight() ? name(o.getWeight()) : "(const real_t *)NULL") << ", "
-           << fmtDouble(o.getEps()) << ", " << name(o.getDx()) << ", "
-           << (o.getDweight() ? name(o.getDweight()) : "(real_t *)NULL") << ");\n";
+        os << check(op, "NNCC_KFN(nncc_layer_norm_backward)(" + *rows + ", " + *n + ", " +
+                            name(o.getX()) + ", NULL, " + nameOrNull(o.getWeight()) +
+                            ", NULL, NULL, " + fmtDouble(o.getEps()) + ", " +
+                            name(o.getDy()) + ", NULL, " + name(o.getDx()) + ", " +
+                            nameOrNull(o.getDweight()) + ", NULL)");
         return success();
       })
       .Case<nnk::LossGradOp>([&](nnk::LossGradOp o) -> LogicalResult {
@@ -736,9 +785,9 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
           auto n = N(o.getInput());
           if (failed(n))
             return failure();
-          os << "nncc::grad::mse_grad<real_t>(" << *n << ", " << name(o.getInput()) << ", "
-             << name(o.getTarget()) << ", " << name(o.getDloss()) << ", "
-             << name(o.getOut()) << ");\n";
+          os << check(op, "NNCC_KFN(nncc_mse_loss_backward)(" + *n + ", " +
+                              name(o.getInput()) + ", " + name(o.getTarget()) + ", " +
+                              name(o.getDloss()) + ", " + name(o.getOut()) + ", NULL)");
           return success();
         }
         case nnk::LossKind::cross_entropy: {
@@ -746,10 +795,20 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
           auto C = D(o.getInput(), -1);
           if (failed(n) || failed(C))
             return failure();
-          os << "nncc::grad::cross_entropy_grad<real_t>(" << *n << ", " << *C << ", "
-             << name(o.getInput()) << ", " << name(o.getTarget()) << ", "
-             << o.getIgnoreIndex() << ", " << name(o.getDloss()) << ", "
-             << name(o.getOut()) << ");\n";
+          std::string target = name(o.getTarget());
+          if (T(o.getTarget()).getElementType().isInteger(32)) {
+            int ws = addWorkspace(op, *n + " * 8");
+            os << "{\nint64_t *wide = (int64_t *)nncc_ms_buffer_ptr(m, " << ws << ");\n";
+            os << "for (int64_t i = 0; i < " << *n << "; ++i) wide[i] = " << target
+               << "[i];\n";
+            target = "wide";
+          }
+          os << check(op, "NNCC_KFN(nncc_cross_entropy_backward)(" + *n + ", " + *C + ", " +
+                              name(o.getInput()) + ", " + target + ", " +
+                              std::to_string(o.getIgnoreIndex()) + ", " +
+                              name(o.getDloss()) + ", " + name(o.getOut()) + ")");
+          if (target == "wide")
+            os << "}\n";
           return success();
         }
         case nnk::LossKind::bce_with_logits: {
@@ -757,10 +816,10 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
           auto C = ti.getRank() ? D(o.getInput(), -1) : FailureOr<std::string>(std::string("1"));
           if (failed(rows) || failed(C))
             return failure();
-          os << "nncc::grad::bce_grad<real_t>(" << *rows << ", " << *C << ", "
-             << name(o.getInput()) << ", " << name(o.getTarget()) << ", "
-             << (o.getPosWeight() ? name(o.getPosWeight()) : "(const real_t *)NULL")
-             << ", " << name(o.getDloss()) << ", " << name(o.getOut()) << ");\n";
+          os << check(op, "NNCC_KFN(nncc_bce_with_logits_backward)(" + *rows + ", " + *C +
+                              ", " + name(o.getInput()) + ", " + name(o.getTarget()) + ", " +
+                              nameOrNull(o.getPosWeight()) + ", " + name(o.getDloss()) +
+                              ", " + name(o.getOut()) + ")");
           return success();
         }
         }
@@ -777,6 +836,8 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
         return success();
       })
       .Case<nnk::RecurrentGradOp>([&](nnk::RecurrentGradOp o) -> LogicalResult {
+        // libnncc_kernels' stack BPTT: re-runs the forward into its
+        // workspace, overwrites dx, dh0, dc0 and every weight gradient.
         auto B = D(o.getX(), 0), Tn = D(o.getX(), 1), I = D(o.getX(), 2);
         if (failed(B) || failed(Tn) || failed(I))
           return failure();
@@ -785,45 +846,115 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
           ws += (ws.empty() ? "" : ", ") + name(v);
         for (Value v : o.getDweights())
           dws += (dws.empty() ? "" : ", ") + name(v);
-        std::string lenT = "int32_t";
-        if (Value l = o.getLengths())
-          lenT = T(l).getElementType().isInteger(64) ? "int64_t" : "int32_t";
-        os << "{\n  const real_t *w_[] = {" << ws << "};\n  real_t *dw_[] = {" << dws
-           << "};\n  nncc::grad::recurrent_grad<real_t, " << lenT << ">("
-           << static_cast<int>(o.getCell()) << ", " << *B << ", " << *Tn << ", " << *I
-           << ", " << o.getHiddenSize() << ", " << o.getNumLayers() << ", "
-           << (o.getBidirectional() ? 2 : 1) << ", " << (o.getHasBias() ? 1 : 0) << ", "
-           << name(o.getX()) << ", "
-           << (o.getH0() ? name(o.getH0()) : "(const real_t *)NULL") << ", "
-           << (o.getC0() ? name(o.getC0()) : "(const real_t *)NULL") << ", "
-           << (o.getLengths() ? name(o.getLengths()) : "(const " + lenT + " *)NULL")
-           << ", w_, " << (o.getDy() ? name(o.getDy()) : "(const real_t *)NULL") << ", "
-           << (o.getDhN() ? name(o.getDhN()) : "(const real_t *)NULL") << ", "
-           << (o.getDcN() ? name(o.getDcN()) : "(const real_t *)NULL") << ", "
-           << name(o.getDx()) << ", " << name(o.getDh0()) << ", "
-           << (o.getDc0() ? name(o.getDc0()) : "(real_t *)NULL") << ", dw_);\n}\n";
+        std::string cell = std::to_string(static_cast<int>(o.getCell()));
+        std::string H = std::to_string(o.getHiddenSize()),
+                    L = std::to_string(o.getNumLayers()),
+                    Dn = o.getBidirectional() ? "2" : "1";
+        int wsi = addWorkspace(op, "nncc_rnn_backward_workspace_size(" + cell + ", " + *B +
+                                       ", " + *Tn + ", " + *I + ", " + H + ", " + L + ", " +
+                                       Dn + ", sizeof(real_t))");
+        os << "{\n";
+        os.indent();
+        os << "const real_t *w_[] = {" << ws << "};\nreal_t *dw_[] = {" << dws << "};\n";
+        std::string len = "NULL";
+        if (Value l = o.getLengths()) {
+          len = name(l);
+          if (T(l).getElementType().isInteger(64)) {
+            // The stack kernel takes int32 lengths.
+            int lws = addWorkspace(op, *B + " * sizeof(int32_t)");
+            os << "int32_t *len32_ = (int32_t *)nncc_ms_buffer_ptr(m, " << lws << ");\n";
+            os << "for (int64_t b = 0; b < " << *B << "; ++b) len32_[b] = (int32_t)" << len
+               << "[b];\n";
+            len = "len32_";
+          }
+        }
+        os << check(op, "NNCC_KFN(nncc_rnn_backward)(" + cell + ", " + *B + ", " + *Tn +
+                            ", " + *I + ", " + H + ", " + L + ", " + Dn + ", " +
+                            (o.getHasBias() ? "1" : "0") + ", " + name(o.getX()) + ", w_, " +
+                            nameOrNull(o.getH0()) + ", " + nameOrNull(o.getC0()) + ", " +
+                            len + ", " + nameOrNull(o.getDy()) + ", " +
+                            nameOrNull(o.getDhN()) + ", " + nameOrNull(o.getDcN()) + ", " +
+                            name(o.getDx()) + ", " + name(o.getDh0()) + ", " +
+                            nameOrNull(o.getDc0()) + ", dw_, nncc_ms_buffer_ptr(m, " +
+                            std::to_string(wsi) + "))");
+        os.unindent();
+        os << "}\n";
         return success();
       })
       .Case<nnk::AttentionGradOp>([&](nnk::AttentionGradOp o) -> LogicalResult {
-        if (o.getKind() == 2)
-          return o.emitError("nnk.attention_grad: LSH attention backward is not "
-                             "implemented on the CPU yet");
+        // libnncc_kernels' core backward (recomputes the probabilities; LSH
+        // with the forward's rotations: the op's operand or the same seeded
+        // draw as nnk.lsh_attention).
         auto B = D(o.getQkv(), 0), Tn = D(o.getQkv(), 1), ld = D(o.getQkv(), 2),
              E = D(o.getDout(), 2);
         if (failed(B) || failed(Tn) || failed(ld) || failed(E))
           return failure();
-        std::string globals;
-        for (int64_t g : o.getGlobal())
-          globals += (globals.empty() ? "" : ", ") + std::to_string(g);
-        os << "{\n  static const int64_t kGlobal_[] = {" << (globals.empty() ? "0" : globals)
-           << "};\n  nncc::grad::attention_grad<real_t>(" << o.getKind() << ", " << *B
-           << ", " << *Tn << ", " << o.getNumHeads() << ", " << *E << ", " << *ld << ", "
-           << *E << ", 2 * " << *E << ", " << name(o.getQkv()) << ", "
-           << (o.getMask() ? name(o.getMask()) : "(const uint8_t *)NULL") << ", "
-           << name(o.getDout()) << ", " << name(o.getDqkv()) << ", "
-           << (o.getCausal() ? 1 : 0) << ", " << fmtDouble(o.getScale()) << ", "
-           << o.getWindow() << ", " << o.getDilation() << ", kGlobal_, "
-           << o.getGlobal().size() << ");\n}\n";
+        int64_t heads = o.getNumHeads();
+        std::string dh = "(" + *E + " / " + std::to_string(heads) + ")";
+        std::string p = "nncc_attention_params p; memset(&p, 0, sizeof(p)); ";
+        p += "p.causal = " + std::to_string(o.getCausal() ? 1 : 0) +
+             "; p.scale = " + fmtDouble(o.getScale()) + "; ";
+        std::string q = name(o.getQkv()), k = q + " + " + *E, v = q + " + 2 * " + *E;
+        std::string dq = name(o.getDqkv()), dk = dq + " + " + *E, dv = dq + " + 2 * " + *E;
+        std::string globals, rotBytes, rotGiven;
+        if (o.getKind() == 0) {
+          p += "p.kind = NNCC_ATTN_DENSE; ";
+        } else if (o.getKind() == 1) {
+          p += "p.kind = NNCC_ATTN_DILATED; p.window = " + std::to_string(o.getWindow()) +
+               "; p.dilation = " + std::to_string(o.getDilation()) + "; ";
+          if (!o.getGlobal().empty()) {
+            for (int64_t g : o.getGlobal())
+              globals += (globals.empty() ? "" : ", ") + std::to_string(g);
+            p += "static const int32_t kGlobal[] = {" + globals +
+                 "}; p.global_pos = kGlobal; p.n_global = " +
+                 std::to_string(o.getGlobal().size()) + "; ";
+          }
+        } else if (o.getKind() == 2) {
+          k = "(const real_t *)NULL";
+          v = q + " + " + *E;
+          dk = "(real_t *)NULL";
+          dv = dq + " + " + *E;
+          std::string chunk = std::to_string(o.getChunk());
+          p += "p.kind = NNCC_ATTN_LSH; p.n_hashes = " + std::to_string(o.getHashes()) +
+               "; p.chunk = " + chunk + "; ";
+          if (Value rot = o.getRotations()) {
+            auto half = D(rot, 2);
+            if (failed(half))
+              return failure();
+            p += "p.n_buckets = (int32_t)(2 * " + *half + "); ";
+            rotGiven = "p.rotations = " + name(rot) + "; ";
+          } else {
+            p += "p.n_buckets = (int32_t)nncc_gen_lsh_buckets(" + *Tn + ", " + chunk + "); ";
+            rotBytes = std::to_string(o.getHashes()) + " * " + dh +
+                       " * (nncc_gen_lsh_buckets(" + *Tn + ", " + chunk +
+                       ") / 2) * sizeof(real_t)";
+          }
+        } else {
+          return o.emitError("nnk.attention_grad: unknown kind ") << o.getKind();
+        }
+        int ws = addWorkspace(op, "[&] { " + p +
+                                      "return nncc_attention_backward_workspace_size(&p, " +
+                                      *B + ", " + *Tn + ", " + std::to_string(heads) + ", " +
+                                      dh + ", (int64_t)sizeof(real_t)); }()");
+        os << "{\n";
+        os.indent();
+        os << p << rotGiven << "\n";
+        if (!rotBytes.empty()) {
+          // The forward's draw (nnk.lsh_attention without rotations).
+          int rws = addWorkspace(op, rotBytes);
+          os << "real_t *rot = (real_t *)nncc_ms_buffer_ptr(m, " << rws << ");\n";
+          os << "NNCC_RNG_NORMAL(rot, (uint64_t)(" << rotBytes << " / sizeof(real_t)), "
+             << o.getSeed() << "ULL, 0x15AULL, 0, 0, 1);\n";
+          os << "p.rotations = rot;\n";
+        }
+        os << check(op, "NNCC_KFN(nncc_attention_backward)(&p, " + *B + ", " + *Tn + ", " +
+                            std::to_string(heads) + ", " + dh + ", " + q + ", " + k + ", " +
+                            v + ", " + *ld + ", " + name(o.getDout()) + ", " + *E + ", " +
+                            dq + ", " + dk + ", " + dv + ", " + *ld + ", " +
+                            nameOrNull(o.getMask()) + ", nncc_ms_buffer_ptr(m, " +
+                            std::to_string(ws) + "))");
+        os.unindent();
+        os << "}\n";
         return success();
       })
       .Default([&](Operation *other) -> LogicalResult {
@@ -1013,6 +1144,248 @@ LogicalResult CppEmitter::emitODERNN(raw_indented_ostream &os, nnk::ODERNNOp o) 
      << name(o.getOut()) << " + (b * Tn + i) * H, h + b * H, H * sizeof(real_t));\n";
   os.unindent();
   os << "}\n";
+  os.unindent();
+  os << "}\n";
+  return success();
+}
+
+FailureOr<std::string> CppEmitter::vjpDests(Operation *op, Block &body, unsigned nIn,
+                                            ArrayRef<std::string> direct,
+                                            const std::string &theta, std::string &total) {
+  std::string prologue, offset = "0";
+  for (unsigned i = nIn; i < body.getNumArguments(); ++i) {
+    BlockArgument arg = body.getArgument(i);
+    unsigned k = i - nIn;
+    std::string nm = theta + "_d" + std::to_string(k);
+    names[arg] = nm;
+    if (k < direct.size()) {
+      prologue += "real_t *" + nm + " = " + direct[k] + "; (void)" + nm + ";\n";
+      continue;
+    }
+    FailureOr<std::string> sz = numel(op, cast<nnk::BufferType>(arg.getType()));
+    if (failed(sz))
+      return failure();
+    prologue += "real_t *" + nm + " = " + theta + " + (" + offset + "); (void)" + nm + ";\n";
+    offset += " + " + *sz;
+  }
+  total = offset;
+  return prologue;
+}
+
+LogicalResult CppEmitter::emitODESolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp o) {
+  needsODE = true;
+  Operation *op = o.getOperation();
+  auto hT = cast<nnk::BufferType>(o.getH().getType());
+  int method = odeMethodCode(o.getMethod());
+  FailureOr<std::string> n = numel(op, hT);
+  if (failed(n))
+    return failure();
+  Block &dyn = o.getDynamics().front();
+  Block &vjp = o.getVjp().front();
+  if (dyn.getNumArguments() != 3 || vjp.getNumArguments() != 4 + o.getDparams().size())
+    return o.emitError("nnk.ode_solve_grad: regions (t, h, dh) and (t, h, a, dh, dθ...)");
+  std::string id = std::to_string(regionCounter++);
+  std::string p = "odeg" + id + "_";
+  names[dyn.getArgument(0)] = p + "t";
+  names[dyn.getArgument(1)] = p + "h";
+  names[dyn.getArgument(2)] = p + "dh";
+  names[vjp.getArgument(0)] = p + "vt";
+  names[vjp.getArgument(1)] = p + "vh";
+  names[vjp.getArgument(2)] = p + "va";
+  std::string total;
+  FailureOr<std::string> dests = vjpDests(op, vjp, 3, {"dh_"}, p + "th", total);
+  if (failed(dests))
+    return failure();
+  os << "{\n";
+  os.indent();
+  os << "// " << (o.getAdjoint() ? "adjoint method (augmented state integrated back)"
+                                 : "backpropagation through the solver steps")
+     << ", " << stringifyEnum(o.getMethod()) << ", "
+     << (o.getSteps() ? std::to_string(o.getSteps()) + " steps" : std::string("adaptive"))
+     << "\n";
+  os << "const int64_t n = " << *n << ", P = " << total << ";\n";
+  os << "std::vector<real_t> thacc_((size_t)P, (real_t)0), thtmp_((size_t)P + 1);\n";
+  os << "real_t tbuf[1] = {0};\n";
+  if (failed(emitRegionLambda(os, o.getDynamics(), "dynamics",
+                              "double s_, const real_t *hin_, real_t *dh_",
+                              "tbuf[0] = (real_t)s_;\nreal_t *" + p + "t = tbuf; (void)" + p +
+                                  "t;\nreal_t *" + p + "h = (real_t *)hin_; (void)" + p +
+                                  "h;\nreal_t *" + p + "dh = dh_;\n")))
+    return failure();
+  if (failed(emitRegionLambda(
+          os, o.getVjp(), "vjp",
+          "double s_, const real_t *hin_, const real_t *ain_, real_t *dh_, real_t *th_",
+          "tbuf[0] = (real_t)s_;\nreal_t *" + p + "vt = tbuf; (void)" + p + "vt;\nreal_t *" +
+              p + "vh = (real_t *)hin_; (void)" + p + "vh;\nreal_t *" + p +
+              "va = (real_t *)ain_; (void)" + p + "va;\nreal_t *" + p + "th = th_; (void)" +
+              p + "th;\n" + *dests)))
+    return failure();
+  os << "memcpy(" << name(o.getDh0()) << ", " << name(o.getA1()) << ", n * sizeof(real_t));\n";
+  os << "const int rc_ = nncc::grad::ode_grad<real_t>(" << method << ", " << o.getSteps()
+     << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol()) << ", "
+     << (o.getAdjoint() ? 1 : 0) << ", n, n, (const real_t *)NULL, (double)"
+     << name(o.getT0()) << "[0], (double)" << name(o.getT1()) << "[0], " << name(o.getH())
+     << ", " << name(o.getDh0())
+     << ", P, thacc_.data(), dynamics, [&](double s_, const real_t *h_, const real_t *a_, "
+        "real_t *dh_, real_t *th_) { return vjp(s_, h_, a_, dh_, th_); });\n";
+  os << gradFailure(op);
+  std::string off = "0";
+  for (Value d : o.getDparams()) {
+    FailureOr<std::string> sz = numel(op, cast<nnk::BufferType>(d.getType()));
+    if (failed(sz))
+      return failure();
+    os << "memcpy(" << name(d) << ", thacc_.data() + (" << off << "), " << *sz
+       << " * sizeof(real_t));\n";
+    off += " + " + *sz;
+  }
+  os.unindent();
+  os << "}\n";
+  return success();
+}
+
+LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGradOp o) {
+  needsODE = true;
+  Operation *op = o.getOperation();
+  auto xT = cast<nnk::BufferType>(o.getX().getType());
+  int method = odeMethodCode(o.getMethod());
+  int S = odeStages(method);
+  bool adaptive = method == 2 && o.getSteps() == 0;
+  auto B = dimExpr(op, xT.getDim(0)), Tn = dimExpr(op, xT.getDim(1)),
+       I = dimExpr(op, xT.getDim(2));
+  if (failed(B) || failed(Tn) || failed(I))
+    return failure();
+  int64_t H = o.getHiddenSize();
+  int64_t nDyn = o.getNumDynamicsParams();
+  int64_t nCell = (int64_t)o.getDparams().size() - nDyn;
+  Block &dyn = o.getDynamics().front();
+  Block &dvjp = o.getDynamicsVjp().front();
+  Block &cvjp = o.getCellVjp().front();
+  if (dyn.getNumArguments() != 3 || dvjp.getNumArguments() != 4 + nDyn ||
+      cvjp.getNumArguments() != 5 + nCell || nCell < 0)
+    return o.emitError("nnk.ode_rnn_grad: unexpected region signatures");
+  std::string id = std::to_string(regionCounter++);
+  std::string p = "odernng" + id + "_";
+  names[dyn.getArgument(0)] = p + "t";
+  names[dyn.getArgument(1)] = p + "h";
+  names[dyn.getArgument(2)] = p + "dh";
+  names[dvjp.getArgument(0)] = p + "vt";
+  names[dvjp.getArgument(1)] = p + "vh";
+  names[dvjp.getArgument(2)] = p + "va";
+  names[cvjp.getArgument(0)] = p + "cx";
+  names[cvjp.getArgument(1)] = p + "ch";
+  names[cvjp.getArgument(2)] = p + "ca";
+  std::string dynTotal, cellTotal;
+  FailureOr<std::string> dDests = vjpDests(op, dvjp, 3, {"dh_"}, p + "th", dynTotal);
+  FailureOr<std::string> cDests = vjpDests(op, cvjp, 3, {"dx_", "dh_"}, p + "ph", cellTotal);
+  if (failed(dDests) || failed(cDests))
+    return failure();
+  os << "{\n";
+  os.indent();
+  os << "// ODE-RNN backward: BPTT over the observations; per segment the state\n"
+        "// before the cell is recomputed, then the cell's VJP, then the segment's\n"
+        "// "
+     << (o.getAdjoint() ? "adjoint solve" : "backpropagation through the solver steps")
+     << " (" << stringifyEnum(o.getMethod())
+     << (adaptive ? ", adaptive" : ", " + std::to_string(o.getSteps()) + " steps") << ").\n";
+  os << "const int64_t B = " << *B << ", Tn = " << *Tn << ", I = " << *I << ", H = " << H
+     << ", n = B * H;\n";
+  os << "const int64_t Pd = " << dynTotal << ", Pc = " << cellTotal << ";\n";
+  os << "std::vector<real_t> thacc_((size_t)Pd, (real_t)0), phacc_((size_t)Pc, (real_t)0),"
+        " phtmp_((size_t)Pc + 1);\n";
+  os << "std::vector<real_t> delta((size_t)B), tcur((size_t)B), tprev((size_t)B);\n";
+  os << "std::vector<real_t> hprev((size_t)n), htil((size_t)n), a((size_t)n), carry((size_t)n, "
+        "(real_t)0), dhtil((size_t)n);\n";
+  os << "std::vector<real_t> xt((size_t)(B * I)), dxt((size_t)(B * I));\n";
+  os << "std::vector<real_t> kb_((size_t)" << S + 2 << " * n);\n";
+  os << "real_t *k[" << S << "];\n";
+  os << "for (int s = 0; s < " << S << "; ++s) k[s] = kb_.data() + (int64_t)s * n;\n";
+  os << "const real_t *times = " << name(o.getTimes()) << ";\n";
+  std::string tmap = "for (int64_t b = 0; b < B; ++b) tcur[b] = (real_t)((double)tprev[b] + "
+                     "s_ * (double)delta[b]);\n";
+  if (failed(emitRegionLambda(os, o.getDynamics(), "dynamics",
+                              "double s_, const real_t *hin_, real_t *dh_",
+                              tmap + "real_t *" + p + "t = tcur.data(); (void)" + p +
+                                  "t;\nreal_t *" + p + "h = (real_t *)hin_; (void)" + p +
+                                  "h;\nreal_t *" + p + "dh = dh_;\n")))
+    return failure();
+  if (failed(emitRegionLambda(
+          os, o.getDynamicsVjp(), "dynvjp",
+          "double s_, const real_t *hin_, const real_t *ain_, real_t *dh_, real_t *th_",
+          tmap + "real_t *" + p + "vt = tcur.data(); (void)" + p + "vt;\nreal_t *" + p +
+              "vh = (real_t *)hin_; (void)" + p + "vh;\nreal_t *" + p +
+              "va = (real_t *)ain_; (void)" + p + "va;\nreal_t *" + p + "th = th_; (void)" +
+              p + "th;\n" + *dDests)))
+    return failure();
+  if (failed(emitRegionLambda(
+          os, o.getCellVjp(), "cellvjp",
+          "const real_t *xin_, const real_t *hin_, const real_t *ain_, real_t *dx_, real_t *dh_, "
+          "real_t *ph_",
+          "real_t *" + p + "cx = (real_t *)xin_; (void)" + p + "cx;\nreal_t *" + p +
+              "ch = (real_t *)hin_; (void)" + p + "ch;\nreal_t *" + p +
+              "ca = (real_t *)ain_; (void)" + p + "ca;\nreal_t *" + p + "ph = ph_; (void)" + p +
+              "ph;\n" + *cDests)))
+    return failure();
+  os << "for (int64_t i = Tn - 1; i >= 0; --i) {\n";
+  os.indent();
+  os << "for (int64_t b = 0; b < B; ++b)\n";
+  os << "  for (int64_t j = 0; j < H; ++j)\n";
+  os << "    hprev[b * H + j] = i > 0 ? " << name(o.getHs()) << "[(b * Tn + i - 1) * H + j] : "
+     << (o.getH0() ? name(o.getH0()) + "[b * H + j]" : std::string("(real_t)0")) << ";\n";
+  os << "memcpy(htil.data(), hprev.data(), n * sizeof(real_t));\n";
+  os << "if (i > 0) {\n";
+  os.indent();
+  os << "for (int64_t b = 0; b < B; ++b) {\n"
+        "  tprev[b] = times[b * Tn + i - 1];\n"
+        "  delta[b] = times[b * Tn + i] - tprev[b];\n"
+        "}\n";
+  os << "const int rc_ = nncc::kernels::ode_integrate<real_t>(" << method << ", "
+     << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
+     << ", n, H, delta.data(), 0.0, 1.0, htil.data(), k, kb_.data() + " << S << " * n, "
+     << (adaptive ? "kb_.data() + " + std::to_string(S + 1) + " * n"
+                  : std::string("(real_t *)NULL"))
+     << ", dynamics, (int64_t *)NULL);\n";
+  os << odeFailure(op);
+  os.unindent();
+  os << "}\n";
+  os << "for (int64_t b = 0; b < B; ++b) {\n"
+        "  memcpy(xt.data() + b * I, "
+     << name(o.getX()) << " + (b * Tn + i) * I, I * sizeof(real_t));\n"
+     << "  for (int64_t j = 0; j < H; ++j)\n"
+     << "    a[b * H + j] = " << name(o.getDhs()) << "[(b * Tn + i) * H + j] + carry[b * H + j];\n"
+     << "}\n";
+  os << "{\n  const int rc_ = cellvjp(xt.data(), htil.data(), a.data(), dxt.data(), "
+        "dhtil.data(), phtmp_.data());\n";
+  os << "  if (rc_ != 0) return (nncc_status)rc_;\n}\n";
+  os << "for (int64_t q = 0; q < Pc; ++q) phacc_[q] += phtmp_[q];\n";
+  os << "for (int64_t b = 0; b < B; ++b)\n"
+        "  memcpy("
+     << name(o.getDx()) << " + (b * Tn + i) * I, dxt.data() + b * I, I * sizeof(real_t));\n";
+  os << "if (i > 0) {\n";
+  os.indent();
+  os << "const int rc_ = nncc::grad::ode_grad<real_t>(" << method << ", " << o.getSteps()
+     << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol()) << ", "
+     << (o.getAdjoint() ? 1 : 0) << ", n, H, delta.data(), 0.0, 1.0, "
+     << (o.getAdjoint() ? "htil.data()" : "hprev.data()")
+     << ", dhtil.data(), Pd, thacc_.data(), dynamics, [&](double s_, const real_t *h_, "
+        "const real_t *a_, real_t *dh_, real_t *th_) { return dynvjp(s_, h_, a_, dh_, th_); });\n";
+  os << gradFailure(op);
+  os.unindent();
+  os << "}\n";
+  os << "memcpy(carry.data(), dhtil.data(), n * sizeof(real_t));\n";
+  os.unindent();
+  os << "}\n";
+  os << "memcpy(" << name(o.getDh0()) << ", carry.data(), n * sizeof(real_t));\n";
+  std::string offD = "0", offC = "0";
+  for (auto [k, d] : llvm::enumerate(o.getDparams())) {
+    FailureOr<std::string> sz = numel(op, cast<nnk::BufferType>(d.getType()));
+    if (failed(sz))
+      return failure();
+    bool isDyn = (int64_t)k < nDyn;
+    std::string &off = isDyn ? offD : offC;
+    os << "memcpy(" << name(d) << ", " << (isDyn ? "thacc_" : "phacc_") << ".data() + ("
+       << off << "), " << *sz << " * sizeof(real_t));\n";
+    off += " + " + *sz;
+  }
   os.unindent();
   os << "}\n";
   return success();
