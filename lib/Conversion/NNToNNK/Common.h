@@ -16,6 +16,13 @@
 
 namespace nncc::conv {
 
+/// A scalar float constant of `type` for an elementwise body. A value that
+/// `type` cannot hold exactly (1/sqrt(2), 0.044715, ...) is built in f64 and
+/// truncated, so that the emitters, which print the constant and cast it to
+/// the compiled precision, keep all its digits when real_t is double.
+mlir::Value createScalarConstant(mlir::OpBuilder &builder, mlir::Location loc,
+                                 mlir::Type type, double value);
+
 /// A GEMM with its fused epilogue: start (nn.linear or nn.attention),
 /// optional bias add (linear without bias, + [N]), optional activation,
 /// optional residual add. `end` is the last op in the chain: the pattern

@@ -114,15 +114,13 @@ private:
       return it->second;
     auto constant = cast<nn::ConstantOp>(v.getDefiningOp());
     double value = cast<FloatAttr>(constant.getValue()).getValueAsDouble();
-    Value c = arith::ConstantOp::create(rewriter, root->getLoc(), type,
-                                        rewriter.getFloatAttr(type, value));
+    Value c = createScalarConstant(rewriter, root->getLoc(), type, value);
     scalars[v] = c;
     return c;
   }
 
   Value cst(Type type, double value) {
-    return arith::ConstantOp::create(rewriter, root->getLoc(), type,
-                                     rewriter.getFloatAttr(type, value));
+    return createScalarConstant(rewriter, root->getLoc(), type, value);
   }
 
   Value emitScalar(Operation *op) {

@@ -266,3 +266,19 @@ FailureOr<Value> conv::emitGemm(ConversionPatternRewriter &rewriter,
                       alpha);
   return *out;
 }
+
+Value conv::createScalarConstant(OpBuilder &builder, Location loc, Type type,
+                                 double value) {
+  auto floatType = cast<FloatType>(type);
+  llvm::APFloat narrowed(value);
+  bool losesInfo = false;
+  narrowed.convert(floatType.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven,
+                   &losesInfo);
+  if (!losesInfo || floatType.isF64())
+    return arith::ConstantOp::create(builder, loc, type,
+                                     builder.getFloatAttr(type, value));
+  Type f64 = builder.getF64Type();
+  Value wide =
+      arith::ConstantOp::create(builder, loc, f64, builder.getFloatAttr(f64, value));
+  return arith::TruncFOp::create(builder, loc, type, wide);
+}

@@ -85,8 +85,7 @@ struct ActivationGradLowering : OpConversionPattern<nn::ActivationGradOp> {
                                        {elt, elt}, {loc, loc});
     Value x = body->getArgument(0), dy = body->getArgument(1);
     auto c = [&](double v) -> Value {
-      return arith::ConstantOp::create(rewriter, loc, elt,
-                                       rewriter.getFloatAttr(elt, v));
+      return createScalarConstant(rewriter, loc, elt, v);
     };
     auto mul = [&](Value a, Value b) -> Value {
       return arith::MulFOp::create(rewriter, loc, a, b);
