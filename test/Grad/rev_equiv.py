@@ -9,7 +9,11 @@ parameter names) on the same weights and inputs, `nncc run --grad
 err = max|rev - plain| / max(1, max|plain|) <= 1e-10.
 Then `nncc compile --emit nn-grad`: the reversible model must save fewer
 values (nn.save ops) than the plain one.
-Usage: rev_equiv.py NNCC WORKDIR
+Also prints, for information, each model's worst error against a torch
+float64 autograd reference on the same weights (which side is off when the
+two disagree).
+Usage: rev_equiv.py NNCC WORKDIR [gelu|relu]   (the FFN's activation; gelu
+runs Inputs/models/{rev,plain}_encoder.nn, relu the *_relu.nn copies)
 """
 import os
 import re
@@ -21,6 +25,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "Parity", "Inputs"))
 sys.path.insert(0, os.path.join(HERE))
 
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 import common  # noqa: E402,F401
 import nncc_testing as nt  # noqa: E402
@@ -30,20 +35,48 @@ TOL = 1e-10
 M = os.path.join(HERE, "Inputs", "models")
 
 
-def main(work):
+def torch_ref(blocks, x, ty, act):
+    """float64 autograd: {y, loss, grad.<param>}."""
+    params = {}
+    for k, mods in enumerate(blocks):
+        for p, m in zip(("f.norm", "f.attn", "g.norm", "g.up", "g.down"), mods):
+            m.double()
+            for n, q in m.named_parameters():
+                params["blocks.%d.%s.%s" % (k, p, n)] = q
+    D = x.shape[-1] // 2
+    x1, x2 = x.double().split(D, -1)
+    for fn, fa, gn, gu, gd in blocks:
+        h = fn(x2)
+        y1 = x1 + fa(h, h, h, need_weights=False)[0]
+        y2 = x2 + gd(act(gu(gn(y1))))
+        x1, x2 = y1, y2
+    y = torch.cat([x1, x2], -1)
+    loss = F.mse_loss(y, ty.double())
+    loss.backward()
+    ref = {"y": y.detach(), "loss": loss.detach()}
+    ref.update({"grad." + n: q.grad for n, q in params.items()})
+    return ref
+
+
+def main(work, act="gelu"):
     os.makedirs(work, exist_ok=True)
+    sfx = "" if act == "gelu" else "_" + act
     B, T, D, FF = 2, 9, 8, 16
-    w = {}
+    w, blocks = {}, []
     for k in range(3):
-        for p, m in (("f.norm", torch.nn.LayerNorm(D)),
-                     ("f.attn", torch.nn.MultiheadAttention(D, 2, batch_first=True)),
-                     ("g.norm", torch.nn.LayerNorm(D)), ("g.up", torch.nn.Linear(D, FF)),
-                     ("g.down", torch.nn.Linear(FF, D))):
+        mods = (torch.nn.LayerNorm(D), torch.nn.MultiheadAttention(D, 2, batch_first=True),
+                torch.nn.LayerNorm(D), torch.nn.Linear(D, FF), torch.nn.Linear(FF, D))
+        for p, m in zip(("f.norm", "f.attn", "g.norm", "g.up", "g.down"), mods):
             w.update(nt.state_dict(nt.randomize_(m), "blocks.%d.%s." % (k, p)))
+        blocks.append(mods)
     x, ty = torch.randn(B, T, 2 * D), torch.randn(B, T, 2 * D)
     inputs = {"x": x, "ty": ty}
-    rev = grad_run(os.path.join(M, "rev_encoder.nn"), w, inputs, precision="f64")
-    plain = grad_run(os.path.join(M, "plain_encoder.nn"), w, inputs, precision="f64")
+    rev = grad_run(os.path.join(M, "rev_encoder%s.nn" % sfx), w, inputs, precision="f64")
+    plain = grad_run(os.path.join(M, "plain_encoder%s.nn" % sfx), w, inputs, precision="f64")
+    ref = torch_ref(blocks, x, ty, {"gelu": F.gelu, "relu": F.relu}[act])
+    for name, got in (("reversible", rev), ("plain", plain)):
+        e, k = max((nt.err(got[k], ref[k]), k) for k in ref)
+        print("info: %s vs torch float64 autograd: worst err=%.3e (%s)" % (name, e, k))
     if sorted(rev) != sorted(plain):
         print("FAIL different results: %s vs %s" % (sorted(rev), sorted(plain)))
         return 1
@@ -69,7 +102,7 @@ def main(work):
     saves = {}
     for name in ("rev_encoder", "plain_encoder"):
         out = os.path.join(work, name + ".mlir")
-        p = subprocess.run([nt.NNCC, "compile", os.path.join(M, name + ".nn"), "--emit",
+        p = subprocess.run([nt.NNCC, "compile", os.path.join(M, name + sfx + ".nn"), "--emit",
                             "nn-grad", "-o", out], capture_output=True, text=True)
         if p.returncode != 0:
             print("FAIL nncc compile --emit nn-grad %s: %s%s" % (name, p.stdout, p.stderr))
@@ -84,4 +117,4 @@ def main(work):
 
 if __name__ == "__main__":
     nt.NNCC = sys.argv[1]
-    sys.exit(main(sys.argv[2]))
+    sys.exit(main(*sys.argv[2:4]))
