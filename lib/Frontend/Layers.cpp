@@ -247,8 +247,12 @@ Result lowerRecurrent(Gen &g, const LayerInstance &inst,
         nn::NonlinearityAttr::get(&g.ctx, inst.enumArg("nonlinearity") == "relu"
                                               ? nn::Nonlinearity::relu
                                               : nn::Nonlinearity::tanh)));
-  else if (kind == "lstm")
-    attrs.push_back(g.attrF64("zoneout", inst.floatArg("zoneout", 0.0)));
+  else if (kind == "lstm") {
+    double zoneout = inst.floatArg("zoneout", 0.0);
+    attrs.push_back(g.attrF64("zoneout", zoneout));
+    if (zoneout > 0)
+      attrs.push_back(g.attrI64("seed", g.nextSeed()));
+  }
   else
     attrs.push_back(g.attr(
         "variant", nn::GRUVariantAttr::get(&g.ctx,

@@ -106,6 +106,20 @@ int dropout(int64_t n, double p, uint64_t seed, uint64_t offset, const T *x,
 }
 
 template <typename T>
+int zoneout(int64_t n, double p, uint64_t seed, uint64_t offset,
+            const T *newState, const T *prev, T *y) {
+  if (n < 0 || !(p >= 0 && p < 1) ||
+      (n > 0 && (!newState || !prev || !y)))
+    return NNCC_K_EINVAL;
+  const float pf = (float)p;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = zoneout_keep_prev(seed, offset, (uint64_t)i, pf) ? prev[i]
+                                                            : newState[i];
+  return NNCC_K_OK;
+}
+
+template <typename T>
 int mse(int64_t n, const T *a, const T *b, T *out) {
   if (n <= 0 || !a || !b || !out)
     return NNCC_K_EINVAL;
@@ -183,6 +197,11 @@ int bceLogits(int64_t N, int64_t C, const T *x, const T *y, const T *pw,
                                   uint64_t off, const T *x, T *y,              \
                                   uint8_t *mask) {                             \
     return dropout<T>(n, p, seed, off, x, y, mask);                            \
+  }                                                                            \
+  extern "C" int nncc_zoneout_##S(int64_t n, double p, uint64_t seed,          \
+                                  uint64_t off, const T *nw, const T *pv,      \
+                                  T *y) {                                      \
+    return zoneout<T>(n, p, seed, off, nw, pv, y);                             \
   }                                                                            \
   extern "C" int nncc_mse_loss_##S(int64_t n, const T *a, const T *b, T *o) {  \
     return mse<T>(n, a, b, o);                                                 \

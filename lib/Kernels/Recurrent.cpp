@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
 #include "RecurrentCommon.h"
+#include "nncc/Kernels/Philox.h"
 #include "nncc/Kernels/RecurrentMath.h"
 
 #include <algorithm>
@@ -28,6 +29,14 @@ namespace {
 struct RnnShape {
   int64_t B, T, I, H, L, D;
   int cell;
+};
+
+/// LSTM zoneout in training (0: off): per unit and step, keep the previous
+/// h and c with probability p (one mask for both), drawn from
+/// Philox(seed, offset + counter), counter = lstm_zoneout_counter(...).
+struct Zoneout {
+  double p = 0.0;
+  uint64_t seed = 0, offset = 0;
 };
 
 bool validCell(int cell) { return cell >= CellRnnTanh && cell <= CellGruCho; }
@@ -112,7 +121,7 @@ template <int Kind, typename T>
 void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
                    const T *xgAll, const T *whh, const T *bhh, const T *h0,
                    const T *c0, T *out, T *hn, T *cn, const RnnWork<T> &w,
-                   T *saved) {
+                   T *saved, const Zoneout &zo = Zoneout()) {
   const int64_t B = s.B, Tn = s.T, H = s.H, D = s.D;
   const int G = cell_gates(Kind);
   const int64_t GH = G * H;
@@ -166,7 +175,29 @@ void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
       const bool cho = Kind == CellGruCho;
       T *rh = cho ? w.rh + k * H : nullptr, *r = cho ? w.r + k * H : nullptr,
         *z = cho ? w.z + k * H : nullptr;
-      if (sv)
+      if (Kind == CellLstm && zo.p > 0) {
+        // Zoneout (training): a unit whose mask is set keeps h and c; the
+        // saved c slot holds the kept c (the next step's c_prev), the
+        // backward regenerates the mask and routes the adjoints.
+        const float pf = (float)zo.p;
+        T *hrow = w.h + k * H;
+        for (int64_t j = 0; j < H; ++j) {
+          T cnew, hnew;
+          lstm_unit(xr, w.hg + k * GH, bias, (int)H, (int)j, crow[j], cnew,
+                    hnew, sv);
+          if (zoneout_keep_prev(zo.seed, zo.offset,
+                                lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
+                                pf)) {
+            cnew = crow[j];
+            hnew = hrow[j];
+            if (sv)
+              sv[4 * H + j] = cnew;
+          }
+          crow[j] = cnew;
+          hrow[j] = hnew;
+          orow[j] = hnew;
+        }
+      } else if (sv)
         gateRow<Kind, true>(H, xr, w.hg + k * GH, bias, w.h + k * H, crow, orow,
                             sv, rh, r, z);
       else
@@ -250,7 +281,9 @@ int rnnLayer(int cell, int64_t B, int64_t Tn, int64_t H, int64_t D,
              int64_t stateIndex, int reverse, const T *xproj, const T *whh,
              const T *bhh, const T *h0, const T *c0, const int32_t *len32,
              const int64_t *len64, T *y, T *hn, T *cn, void *workspace,
-             T *saved) {
+             T *saved, const Zoneout &zo = Zoneout()) {
+  if (!(zo.p >= 0 && zo.p < 1) || (zo.p > 0 && cell != CellLstm))
+    return NNCC_K_EINVAL;
   if (!validCell(cell) || B < 0 || Tn < 0 || H <= 0 || (D != 1 && D != 2) ||
       stateIndex < 0 || !whh || !workspace || !y || (len32 && len64) ||
       (B * Tn > 0 && !xproj))
@@ -271,7 +304,7 @@ int rnnLayer(int cell, int64_t B, int64_t Tn, int64_t H, int64_t D,
   }
 #define NNCC_SCAN(K)                                                           \
   scanDirection<K, T>(s, stateIndex, col, reverse != 0, xproj, whh, bhh, h0,   \
-                      c0, y, hn, cn, w, saved)
+                      c0, y, hn, cn, w, saved, zo)
   switch (cell) {
   case CellRnnTanh:
     NNCC_SCAN(CellRnnTanh);
@@ -467,6 +500,19 @@ extern "C" int64_t nncc_rnn_saved_size(int cell, int64_t B, int64_t Tn,
       T *cn, void *ws, T *saved) {                                             \
     return rnnLayer<T>(cell, B, Tn, H, D, si, reverse, xproj, whh, bhh, h0,    \
                        c0, len, len64, y, hn, cn, ws, saved);                  \
+  }                                                                            \
+  extern "C" int nncc_rnn_layer_zoneout_##S(                                   \
+      int cell, int64_t B, int64_t Tn, int64_t H, int64_t D, int64_t si,       \
+      int reverse, const T *xproj, const T *whh, const T *bhh, const T *h0,    \
+      const T *c0, const int32_t *len, const int64_t *len64, T *y, T *hn,      \
+      T *cn, void *ws, T *saved, double zoneout, uint64_t seed,                \
+      uint64_t offset) {                                                       \
+    Zoneout zo;                                                                \
+    zo.p = zoneout;                                                            \
+    zo.seed = seed;                                                            \
+    zo.offset = offset;                                                        \
+    return rnnLayer<T>(cell, B, Tn, H, D, si, reverse, xproj, whh, bhh, h0,    \
+                       c0, len, len64, y, hn, cn, ws, saved, zo);              \
   }                                                                            \
   extern "C" int nncc_rnn_cell_##S(int cell, int64_t B, int64_t H,             \
                                    const T *xproj, const T *h, const T *c,     \

@@ -19,6 +19,7 @@
 #include "Internal.h"
 #include "RecurrentCommon.h"
 #include "nncc/Kernels/BackwardMath.h"
+#include "nncc/Kernels/Philox.h"
 #include "nncc/Kernels/RecurrentMath.h"
 
 #include <algorithm>
@@ -95,6 +96,12 @@ struct LayerArgs {
   bool reverse;
 };
 
+/// LSTM zoneout of the forward (Recurrent.cpp): p = 0 is off.
+struct Zoneout {
+  double p = 0.0;
+  uint64_t seed = 0, offset = 0;
+};
+
 /// Reverse time loop of one layer and direction. Fills w.dxg / w.dhg (gate
 /// adjoints of every valid step, zero elsewhere), w.hprev (and w.rh), and
 /// writes dh0/dc0 slot sd.
@@ -102,7 +109,8 @@ template <int Kind, typename T>
 void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
                   const T *y, const T *h0, const T *c0, const T *dy,
                   const T *dhn, const T *dcn, T *dh0, T *dc0,
-                  const BwdWork<T> &w, T *dxg, T *dhg) {
+                  const BwdWork<T> &w, T *dxg, T *dhg,
+                  const Zoneout &zo = Zoneout()) {
   const int64_t B = s.B, Tn = s.T, H = s.H, DH = s.D * s.H, sd = s.sd;
   const int G = cell_gates(Kind);
   const int64_t GH = G * H;
@@ -140,7 +148,18 @@ void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
       const T *sv = saved + ((sd * B + b) * Tn + t) * slots * H;
       T *dxr = dxg + (b * Tn + t) * GH;
       T *dst = w.dstep + k * GH;
-      if (Kind == CellLstm) {
+      if (Kind == CellLstm && zo.p > 0 &&
+          zoneout_keep_prev(zo.seed, zo.offset,
+                            lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
+                            (float)zo.p)) {
+        // Zoned-out unit: h_t = h_{t-1}, c_t = c_{t-1}. The adjoints pass
+        // straight through; the gates of this step get none.
+        for (int gi = 0; gi < 4; ++gi) {
+          dxr[gi * H + j] = T(0);
+          dst[gi * H + j] = T(0);
+        }
+        w.direct[k * H + j] = dht;
+      } else if (Kind == CellLstm) {
         const T cp =
             hasPrev ? saved[((sd * B + b) * Tn + tp) * slots * H + 4 * H + j]
                     : (c0 ? c0[(sd * B + b) * H + j] : T(0));
@@ -212,7 +231,10 @@ int layerBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
                   const T *h0, const T *c0, const int32_t *len32,
                   const int64_t *len64, const T *dy, const T *dhn,
                   const T *dcn, T *dx, T *dh0, T *dc0, T *dwih, T *dwhh,
-                  T *dbih, T *dbhh, T *dxproj, void *workspace) {
+                  T *dbih, T *dbhh, T *dxproj, void *workspace,
+                  const Zoneout &zo = Zoneout()) {
+  if (!(zo.p >= 0 && zo.p < 1) || (zo.p > 0 && cell != CellLstm))
+    return NNCC_K_EINVAL;
   if (!validCell(cell) || B < 0 || Tn < 0 || H <= 0 || I < 0 ||
       (D != 1 && D != 2) || sd < 0 || !whh || !workspace ||
       (len32 && len64) || (B * Tn > 0 && (!saved || !y)))
@@ -238,7 +260,7 @@ int layerBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
   LayerArgs s{B, Tn, I, H, D, sd, (D == 2 && reverse) ? 1 : 0, reverse != 0};
 #define NNCC_BWD(K)                                                            \
   scanBackward<K, T>(s, whh, saved, y, h0, c0, dy, dhn, dcn, dh0, dc0, w, dxg, \
-                     dhg)
+                     dhg, zo)
   switch (cell) {
   case CellRnnTanh:
     NNCC_BWD(CellRnnTanh);
@@ -323,15 +345,17 @@ template <typename T>
 int layerForward(int cell, int64_t B, int64_t Tn, int64_t H, int64_t D,
                  int64_t si, int rev, const T *xproj, const T *whh,
                  const T *bhh, const T *h0, const T *c0, const int32_t *len,
-                 T *y, void *ws, T *saved);
+                 T *y, void *ws, T *saved, const Zoneout &zo);
 template <>
 int layerForward<float>(int cell, int64_t B, int64_t Tn, int64_t H,
                         int64_t D, int64_t si, int rev, const float *xproj,
                         const float *whh, const float *bhh, const float *h0,
                         const float *c0, const int32_t *len, float *y,
-                        void *ws, float *saved) {
-  return nncc_rnn_layer_f32(cell, B, Tn, H, D, si, rev, xproj, whh, bhh, h0,
-                            c0, len, nullptr, y, nullptr, nullptr, ws, saved);
+                        void *ws, float *saved, const Zoneout &zo) {
+  return nncc_rnn_layer_zoneout_f32(cell, B, Tn, H, D, si, rev, xproj, whh,
+                                    bhh, h0, c0, len, nullptr, y, nullptr,
+                                    nullptr, ws, saved, zo.p, zo.seed,
+                                    zo.offset);
 }
 template <>
 int layerForward<double>(int cell, int64_t B, int64_t Tn, int64_t H,
@@ -339,9 +363,11 @@ int layerForward<double>(int cell, int64_t B, int64_t Tn, int64_t H,
                          const double *whh, const double *bhh,
                          const double *h0, const double *c0,
                          const int32_t *len, double *y, void *ws,
-                         double *saved) {
-  return nncc_rnn_layer_f64(cell, B, Tn, H, D, si, rev, xproj, whh, bhh, h0,
-                            c0, len, nullptr, y, nullptr, nullptr, ws, saved);
+                         double *saved, const Zoneout &zo) {
+  return nncc_rnn_layer_zoneout_f64(cell, B, Tn, H, D, si, rev, xproj, whh,
+                                    bhh, h0, c0, len, nullptr, y, nullptr,
+                                    nullptr, ws, saved, zo.p, zo.seed,
+                                    zo.offset);
 }
 
 template <typename T>
@@ -350,7 +376,7 @@ int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
                   const T *const *weights, const T *h0, const T *c0,
                   const int32_t *lengths, const T *dy, const T *dhn,
                   const T *dcn, T *dx, T *dh0, T *dc0, T *const *dweights,
-                  void *workspace) {
+                  void *workspace, const Zoneout &zo = Zoneout()) {
   if (!validCell(cell) || B < 0 || Tn < 0 || I <= 0 || H <= 0 || L <= 0 ||
       (D != 1 && D != 2) || !weights || !workspace || (B * Tn > 0 && !x))
     return NNCC_K_EINVAL;
@@ -391,7 +417,7 @@ int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
       // l*D+d lands in [l, d].
       int rc = layerForward<T>(cell, B, Tn, H, D, l * D + d, (int)d, xg,
                                wp[1], hasBias ? wp[3] : nullptr, h0, c0,
-                               lengths, outs + l * BT * DH, fws, saved);
+                               lengths, outs + l * BT * DH, fws, saved, zo);
       if (rc)
         return rc;
     }
@@ -425,7 +451,7 @@ int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
           saved, outs + l * BT * DH, h0, c0, lengths, nullptr, dyl, dhn, dcn,
           dxl, dh0, dc0, dwp ? dwp[0] : nullptr, dwp ? dwp[1] : nullptr,
           (dwp && hasBias) ? dwp[2] : nullptr,
-          (dwp && hasBias) ? dwp[3] : nullptr, nullptr, bws);
+          (dwp && hasBias) ? dwp[3] : nullptr, nullptr, bws, zo);
       if (rc)
         return rc;
     }
@@ -588,6 +614,21 @@ extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
       const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw, void *ws) {           \
     return stackBackward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,    \
                             dy, dhn, dcn, dx, dh0, dc0, dw, ws);               \
+  }                                                                            \
+  extern "C" int nncc_rnn_backward_zoneout_##S(                                \
+      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
+      const T *c0, const int32_t *len, const T *dy, const T *dhn,              \
+      const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw, void *ws,             \
+      double zoneout, uint64_t seed, uint64_t offset) {                        \
+    Zoneout zo;                                                                \
+    zo.p = zoneout;                                                            \
+    zo.seed = seed;                                                            \
+    zo.offset = offset;                                                        \
+    if (!(zoneout >= 0 && zoneout < 1) || (zoneout > 0 && cell != CellLstm))   \
+      return NNCC_K_EINVAL;                                                    \
+    return stackBackward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,    \
+                            dy, dhn, dcn, dx, dh0, dc0, dw, ws, zo);           \
   }                                                                            \
   extern "C" int nncc_rnn_cell_backward_##S(                                   \
       int cell, int64_t B, int64_t H, const T *xproj, const T *h, const T *c,  \

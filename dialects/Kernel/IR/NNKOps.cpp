@@ -330,6 +330,18 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+LogicalResult ZoneoutOp::verify() {
+  if (failed(expectSameElementType(*this, {getNewState(), getPrev(), getOut()})))
+    return failure();
+  if (getP() < 0 || getP() >= 1)
+    return emitOpError("p must be in [0, 1), got ") << getP();
+  ArrayRef<Dim> dims = bufferOf(getNewState()).getDims();
+  if (failed(expectDims(*this, getPrev(), dims, "prev")) ||
+      failed(expectDims(*this, getOut(), dims, "out")))
+    return failure();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

@@ -313,6 +313,25 @@ def NNK_DropoutOp : NNK_Op<"dropout"> {
   }];
 }
 
+def NNK_ZoneoutOp : NNK_Op<"zoneout"> {
+  let summary = "zoneout with Philox randomness (training only)";
+  let description = [{
+    out = prev where element i's Philox draw for (seed, offset + i) is < p
+    (probability p), new_state elsewhere (`nncc_zoneout_*`; the complement
+    of `nnk.dropout`'s keep decision for the same draw). Created only in
+    training-mode functions; the backward's `nn.zoneout` of the adjoint
+    (same seed and step offset) draws the same mask.
+  }];
+  let arguments = (ins NNK_In<NNK_FloatBuffer>:$new_state,
+                       NNK_In<NNK_FloatBuffer>:$prev,
+                       NNK_Out<NNK_FloatBuffer>:$out,
+                       NNK_F64Attr:$p, DefaultValuedAttr<NNK_I64Attr, "0">:$seed);
+  let assemblyFormat = [{
+    `ins` `(` $new_state `,` $prev `)` `outs` `(` $out `)` attr-dict `:`
+    qualified(type(operands))
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement (generated strided-copy loops)
 //===----------------------------------------------------------------------===//
@@ -387,8 +406,11 @@ def NNK_RecurrentScanOp : NNK_Op<"recurrent_scan", [AttrSizedOperandSegments]> {
     zero past each sequence's length. `h0`/`c0`, `h_n`/`c_n` are the whole
     `[L·D, B, H]` state buffers; this op reads/writes entry `state_index`
     (h0/c0 absent: zeros). `lengths [B]` (i32/i64): no work past a
-    length; `reverse` processes `t = len_b − 1 − s` at step s. `zoneout` is
-    kept for training and ignored in inference. CUDA:
+    length; `reverse` processes `t = len_b − 1 − s` at step s. `zoneout`
+    (lstm, training only: prepareNNForKernels zeroes it in inference) keeps
+    h and c of a unit with probability `zoneout` per step, mask from
+    Philox(`seed`, step offset + counter of (state_index, t, b, j));
+    `nncc_rnn_layer_zoneout_*`. CUDA (zoneout = 0 only):
     `launch_rnn_layer`; CPU: the per-step loop of `nncc_rnn_forward_*`
     (recurrent GEMM over the active rows + one gate pass per step).
   }];
@@ -407,7 +429,8 @@ def NNK_RecurrentScanOp : NNK_Op<"recurrent_scan", [AttrSizedOperandSegments]> {
     DefaultValuedAttr<BoolAttr, "false">:$reverse,
     DefaultValuedAttr<NNK_I64Attr, "1">:$num_directions,
     DefaultValuedAttr<NNK_I64Attr, "0">:$state_index,
-    DefaultValuedAttr<NNK_F64Attr, "0.0">:$zoneout
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$zoneout,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed
   );
   let assemblyFormat = [{
     `ins` `(` $xproj `,` $w_hh `)` (`bias` `(` $b_hh^ `)`)? (`h0` `(` $h0^ `)`)?

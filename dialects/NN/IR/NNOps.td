@@ -311,9 +311,11 @@ def NN_ZoneoutOp : NN_Op<"zoneout", [Pure]> {
   let summary = "zoneout regularisation of a recurrent state";
   let description = [{
     In training, keeps each element of `prev_state` with probability `p`
-    (in [0, 1)) instead of taking `new_state`; at inference the result is
-    `p * prev_state + (1 - p) * new_state`. Both states have the same type,
-    which is the result type. The mask is a function of `seed`.
+    (in [0, 1)) instead of taking `new_state`; at inference (and in
+    `nn.eval_mode` training functions) zoneout is off: the result is
+    `new_state`. Both states have the same type, which is the result type.
+    The mask is a function of `seed` and the training step (Philox, the
+    same draw in the backward).
 
     ```mlir
     %h = nn.zoneout %new, %prev {p = 1.0e-01 : f64} : (!nn.tensor<[B, 8], f32>, !nn.tensor<[B, 8], f32>) -> !nn.tensor<[B, 8], f32>
@@ -502,7 +504,11 @@ def NN_LSTMOp : NN_Op<"lstm", [Pure, AttrSizedOperandSegments]> {
   let description = [{
     Gates i, f, g, o (G = 4). `c0` and the result `c_n` are the cell states,
     shaped like the hidden states. `zoneout` in [0, 1) applies zoneout with
-    that probability to both states at each step (0 = off).
+    that probability to both states at each step (0 = off), in training-mode
+    functions only (inference: off): per unit and step one Bernoulli(p)
+    mask m keeps h and c, h_t = m h_{t-1} + (1 - m) h~_t, c_t likewise; m is
+    drawn from Philox(`seed`, step offset + counter of (layer, direction,
+    t, b, j)), so the backward regenerates the same masks.
   }] # NN_RecurrentWeightsDoc # [{
     ```mlir
     %y, %hn, %cn = nn.lstm %x h0 %h0 c0 %c0 weights(%wih, %whh, %bih, %bhh) {hidden_size = 16 : i64} : (...) -> (...)
@@ -518,7 +524,8 @@ def NN_LSTMOp : NN_Op<"lstm", [Pure, AttrSizedOperandSegments]> {
     DefaultValuedAttr<NN_I64Attr, "1">:$num_layers,
     DefaultValuedAttr<BoolAttr, "false">:$bidirectional,
     DefaultValuedAttr<BoolAttr, "true">:$has_bias,
-    DefaultValuedAttr<NN_F64Attr, "0.0">:$zoneout
+    DefaultValuedAttr<NN_F64Attr, "0.0">:$zoneout,
+    DefaultValuedAttr<NN_I64Attr, "0">:$seed
   );
   let results = (outs NN_FloatTensor:$y, NN_FloatTensor:$h_n,
                       NN_FloatTensor:$c_n);

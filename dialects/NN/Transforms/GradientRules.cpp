@@ -673,7 +673,7 @@ NN_RULE(LSTMOp) {
         getOpt(gb, op.getH0()), getOpt(gb, op.getC0()),
         getOpt(gb, op.getLengths()), getAll(gb, op.getWeights()), r[0], r[1],
         r[2], op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
-        op.getHasBias(), op.getZoneout(), /*seed=*/0);
+        op.getHasBias(), op.getZoneout(), op.getSeed());
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());

@@ -98,6 +98,17 @@ typedef struct nncc_attention_params {
                          const T *h0, const T *c0, const int32_t *lengths,     \
                          const int64_t *lengths64, T *y, T *h_n, T *c_n,       \
                          void *workspace, T *saved);                           \
+  /* nncc_rnn_layer with LSTM zoneout (training; cell must be lstm when     \
+     zoneout > 0): per unit j of row b at time t, with probability zoneout  \
+     h_t = h_{t-1} and c_t = c_{t-1} (one mask), drawn from Philox(seed,     \
+     offset + lstm_zoneout_counter(state_index, t, b, j)), Philox.h.         \
+     zoneout = 0 is nncc_rnn_layer exactly. */                               \
+  int nncc_rnn_layer_zoneout_##S(                                              \
+      int cell, int64_t B, int64_t T_, int64_t H, int64_t D,                   \
+      int64_t state_index, int reverse, const T *xproj, const T *w_hh,         \
+      const T *b_hh, const T *h0, const T *c0, const int32_t *lengths,         \
+      const int64_t *lengths64, T *y, T *h_n, T *c_n, void *workspace,         \
+      T *saved, double zoneout, uint64_t seed, uint64_t offset);               \
   /* One step of a cell for B rows: xproj [B,G*H], h/c [B,H] (c: lstm, NULL \
      = zeros), h_out/c_out [B,H] (c_out: lstm only). */                       \
   int nncc_rnn_cell_##S(int cell, int64_t B, int64_t H, const T *xproj,       \
@@ -149,6 +160,10 @@ typedef struct nncc_attention_params {
   /* y = keep ? x/(1-p) : 0; keep_i = philox_uniform(seed,offset,i) >= p */   \
   int nncc_dropout_##S(int64_t n, double p, uint64_t seed, uint64_t offset,    \
                        const T *x, T *y, uint8_t *mask);                       \
+  /* y = keep_prev ? prev : new; keep_prev_i = philox_uniform(seed,offset,i) \
+     < p (zoneout; the complement of dropout's keep for the same draw) */    \
+  int nncc_zoneout_##S(int64_t n, double p, uint64_t seed, uint64_t offset,    \
+                       const T *new_state, const T *prev, T *y);               \
   int nncc_mse_loss_##S(int64_t n, const T *pred, const T *target, T *out);    \
   int nncc_cross_entropy_##S(int64_t N, int64_t C, const T *logits,            \
                              const int64_t *target, int64_t ignore_index,      \
@@ -204,6 +219,15 @@ int64_t nncc_mha_workspace_size(const nncc_attention_params *p, int64_t B,
       const T *h0, const T *c0, const int32_t *lengths, const T *dy,           \
       const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,                     \
       T *const *dweights, void *workspace);                                    \
+  /* nncc_rnn_backward with the LSTM zoneout of nncc_rnn_layer_zoneout     \
+     (same zoneout, seed, offset: the forward's masks are regenerated). */   \
+  int nncc_rnn_backward_zoneout_##S(                                           \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, const T *dy,           \
+      const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,                     \
+      T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
+      uint64_t offset);                                                        \
   /* One cell step: gates recomputed. Overwrites dxproj [B,G*H], dh, dc      \
      (lstm); accumulates dw_hh, db_hh (may be NULL). */                       \
   int nncc_rnn_cell_backward_##S(                                              \

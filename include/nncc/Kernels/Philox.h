@@ -79,6 +79,21 @@ NNCC_HD bool dropout_keep(uint64_t seed, uint64_t offset, uint64_t i,
   return philox_uniform(seed, offset, i) >= p;
 }
 
+/// Zoneout decision for element i: the previous state is kept iff u < p
+/// (probability p); the same draw as dropout_keep, negated.
+NNCC_HD bool zoneout_keep_prev(uint64_t seed, uint64_t offset, uint64_t i,
+                               float p) {
+  return philox_uniform(seed, offset, i) < p;
+}
+
+/// Philox element index of LSTM zoneout's mask for unit j of batch row b at
+/// time t of layer-and-direction slot sd = l*D + d (shape [L*D, T, B, H]).
+NNCC_HD uint64_t lstm_zoneout_counter(int64_t sd, int64_t t, int64_t b,
+                                      int64_t j, int64_t B, int64_t T_,
+                                      int64_t H) {
+  return (uint64_t)(((sd * T_ + t) * B + b) * H + j);
+}
+
 } // namespace kernels
 } // namespace nncc
 

@@ -291,8 +291,8 @@ LogicalResult nncc::prepareNNForKernels(ModuleOp module) {
   }
   // Inference (and training functions marked nn.eval_mode, whose gradients
   // are those of the inference-mode loss): dropout and zoneout are the
-  // identity. Training keeps dropout (counter-based masks, GradToNNK.cpp);
-  // zoneout stays the identity.
+  // identity. Training keeps dropout and zoneout (counter-based masks,
+  // GradToNNK.cpp).
   module.walk([](Operation *op) {
     auto fn = op->getParentOfType<func::FuncOp>();
     bool training =
@@ -300,9 +300,14 @@ LogicalResult nncc::prepareNNForKernels(ModuleOp module) {
     if (auto dropout = dyn_cast<nn::DropoutOp>(op); dropout && !training) {
       dropout.getResult().replaceAllUsesWith(dropout.getX());
       dropout.erase();
-    } else if (auto zoneout = dyn_cast<nn::ZoneoutOp>(op)) {
+    } else if (auto zoneout = dyn_cast<nn::ZoneoutOp>(op);
+               zoneout && !training) {
       zoneout.getResult().replaceAllUsesWith(zoneout.getNewState());
       zoneout.erase();
+    } else if (auto lstm = dyn_cast<nn::LSTMOp>(op); lstm && !training) {
+      lstm.setZoneoutAttr(Builder(op->getContext()).getF64FloatAttr(0.0));
+    } else if (auto grad = dyn_cast<nn::LSTMGradOp>(op); grad && !training) {
+      grad.setZoneoutAttr(Builder(op->getContext()).getF64FloatAttr(0.0));
     }
   });
   // Outer blocks first: a reversible nested in another's region is cloned

@@ -150,6 +150,34 @@ struct DropoutLowering : OpConversionPattern<nn::DropoutOp> {
   }
 };
 
+/// Training zoneout: out = mask ? prev : new with the counter-based mask
+/// (the backward's nn.zoneout ops of the adjoint carry the same seed, so the
+/// same mask routes it).
+struct ZoneoutLowering : OpConversionPattern<nn::ZoneoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::ZoneoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getP() == 0.0) {
+      rewriter.replaceOp(op, adaptor.getNewState());
+      return success();
+    }
+    FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
+    if (failed(out))
+      return failure();
+    nnk::ZoneoutOp::create(rewriter, op.getLoc(), adaptor.getNewState(),
+                           adaptor.getPrevState(), *out, op.getP(),
+                           op.getSeed());
+    rewriter.replaceOp(op, *out);
+    return success();
+  }
+};
+
+double zoneoutOf(nn::LSTMGradOp op) { return op.getZoneout(); }
+template <typename Op> double zoneoutOf(Op) { return 0.0; }
+int64_t seedOf(nn::LSTMGradOp op) { return op.getSeed(); }
+template <typename Op> int64_t seedOf(Op) { return 0; }
+
 nnk::Cell cellOf(nn::RNNGradOp op) {
   return op.getNonlinearity() == nn::Nonlinearity::relu ? nnk::Cell::rnn_relu
                                                         : nnk::Cell::rnn_tanh;
@@ -176,14 +204,15 @@ struct RecurrentGradLowering : OpConversionPattern<NNOp> {
     bool lstm = cellOf(op) == nnk::Cell::lstm;
     unsigned nState = lstm ? 3 : 2;
     ArrayRef<Value> o = *outs;
-    // Zoneout is the identity in both directions (see docs/autodiff.md).
+    // LSTM zoneout: the kernel regenerates the forward's masks from the
+    // seed (prepareNNForKernels zeroes it outside training).
     nnk::RecurrentGradOp::create(
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getH0(), c0Of(adaptor),
         adaptor.getLengths(), adaptor.getWeights(), adaptor.getDy(),
         adaptor.getDhN(), dcnOf(adaptor), o[0], o[1],
         lstm ? o[2] : Value(), o.drop_front(nState), cellOf(op),
         op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
-        op.getHasBias(), 0.0, 0);
+        op.getHasBias(), zoneoutOf(op), seedOf(op));
     rewriter.replaceOp(op, *outs);
     return success();
   }
@@ -432,6 +461,7 @@ void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
                                      RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<SaveLowering, ActivationGradLowering, DropoutLowering,
+               ZoneoutLowering,
                AttentionGradLowering, RecurrentGradLowering<nn::RNNGradOp>,
                RecurrentGradLowering<nn::LSTMGradOp>,
                RecurrentGradLowering<nn::GRUGradOp>,

@@ -34,6 +34,8 @@ Value c0Of(nn::LSTMOp::Adaptor a) { return a.getC0(); }
 template <typename A> Value c0Of(A) { return {}; }
 double zoneoutOf(nn::LSTMOp op) { return op.getZoneout(); }
 template <typename Op> double zoneoutOf(Op) { return 0.0; }
+int64_t seedOf(nn::LSTMOp op) { return op.getSeed(); }
+template <typename Op> int64_t seedOf(Op) { return 0; }
 
 template <typename NNOp>
 struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
@@ -95,7 +97,8 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
         nnk::RecurrentScanOp::create(
             rewriter, loc, *xproj, wHh, bHh, adaptor.getH0(), c0Of(adaptor),
             adaptor.getLengths(), *layerOut, hN, cN, cell, H,
-            /*reverse=*/d == 1, D, /*state_index=*/l * D + d, zoneoutOf(op));
+            /*reverse=*/d == 1, D, /*state_index=*/l * D + d, zoneoutOf(op),
+            seedOf(op));
       }
       input = *layerOut;
       y = *layerOut;

@@ -601,7 +601,16 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
         std::string len32 = "(const int32_t *)NULL", len64 = "(const int64_t *)NULL";
         if (Value l = o.getLengths())
           (T(l).getElementType().isInteger(64) ? len64 : len32) = name(l);
-        os << check(op, "NNCC_KFN(nncc_rnn_layer)(" + cell + ", " + *B + ", " + *Tn +
+        // LSTM zoneout (training only; prepareNNForKernels zeroes it in
+        // inference): the same call with the mask's seed and step offset.
+        const bool zo = o.getZoneout() > 0;
+        std::string zoArgs = zo ? ", " + fmtDouble(o.getZoneout()) + ", " +
+                                      std::to_string(o.getSeed()) +
+                                      "ULL, nncc_ms_dropout_offset(m)"
+                                : "";
+        os << check(op, std::string(zo ? "NNCC_KFN(nncc_rnn_layer_zoneout)("
+                                       : "NNCC_KFN(nncc_rnn_layer)(") +
+                            cell + ", " + *B + ", " + *Tn +
                             ", " + std::to_string(H) + ", " +
                             std::to_string(o.getNumDirections()) + ", " +
                             std::to_string(o.getStateIndex()) + ", " +
@@ -610,7 +619,8 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                             nameOrNull(o.getH0()) + ", " + nameOrNull(o.getC0()) + ", " +
                             len32 + ", " + len64 + ", " + name(o.getY()) + ", " +
                             nameOrNull(o.getHN()) + ", " + nameOrNull(o.getCN()) +
-                            ", nncc_ms_buffer_ptr(m, " + std::to_string(ws) + "), NULL)");
+                            ", nncc_ms_buffer_ptr(m, " + std::to_string(ws) + "), NULL" +
+                            zoArgs + ")");
         return success();
       })
       .Case<nnk::RecurrentCellOp>([&](nnk::RecurrentCellOp o) -> LogicalResult {
@@ -835,6 +845,16 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                             (o.getMask() ? name(o.getMask()) : std::string("NULL")) + ")");
         return success();
       })
+      .Case<nnk::ZoneoutOp>([&](nnk::ZoneoutOp o) -> LogicalResult {
+        auto n = N(o.getNewState());
+        if (failed(n))
+          return failure();
+        os << check(op, "NNCC_KFN(nncc_zoneout)(" + *n + ", " + fmtDouble(o.getP()) + ", " +
+                            std::to_string(o.getSeed()) + "ULL, nncc_ms_dropout_offset(m), " +
+                            name(o.getNewState()) + ", " + name(o.getPrev()) + ", " +
+                            name(o.getOut()) + ")");
+        return success();
+      })
       .Case<nnk::RecurrentGradOp>([&](nnk::RecurrentGradOp o) -> LogicalResult {
         // libnncc_kernels' stack BPTT: re-runs the forward into its
         // workspace, overwrites dx, dh0, dc0 and every weight gradient.
@@ -868,7 +888,14 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
             len = "len32_";
           }
         }
-        os << check(op, "NNCC_KFN(nncc_rnn_backward)(" + cell + ", " + *B + ", " + *Tn +
+        const bool zo = o.getZoneout() > 0;
+        std::string zoArgs = zo ? ", " + fmtDouble(o.getZoneout()) + ", " +
+                                      std::to_string(o.getSeed()) +
+                                      "ULL, nncc_ms_dropout_offset(m)"
+                                : "";
+        os << check(op, std::string(zo ? "NNCC_KFN(nncc_rnn_backward_zoneout)("
+                                       : "NNCC_KFN(nncc_rnn_backward)(") +
+                            cell + ", " + *B + ", " + *Tn +
                             ", " + *I + ", " + H + ", " + L + ", " + Dn + ", " +
                             (o.getHasBias() ? "1" : "0") + ", " + name(o.getX()) + ", w_, " +
                             nameOrNull(o.getH0()) + ", " + nameOrNull(o.getC0()) + ", " +
@@ -876,7 +903,7 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                             nameOrNull(o.getDhN()) + ", " + nameOrNull(o.getDcN()) + ", " +
                             name(o.getDx()) + ", " + name(o.getDh0()) + ", " +
                             nameOrNull(o.getDc0()) + ", dw_, nncc_ms_buffer_ptr(m, " +
-                            std::to_string(wsi) + "))");
+                            std::to_string(wsi) + ")" + zoArgs + ")");
         os.unindent();
         os << "}\n";
         return success();

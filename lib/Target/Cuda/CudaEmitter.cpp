@@ -580,6 +580,17 @@ LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                             ", stream)");
         return success();
       })
+      .Case<nnk::ZoneoutOp>([&](nnk::ZoneoutOp o) -> LogicalResult {
+        auto n = N(o.getNewState());
+        if (failed(n))
+          return failure();
+        os << "if (" << *n << " > 0)\n  "
+           << check(op, "launch_zoneout<real_t>(" + *n + ", (float)" + fmtDouble(o.getP()) +
+                            ", " + std::to_string(o.getSeed()) + "ULL, 0, " +
+                            name(o.getNewState()) + ", " + name(o.getPrev()) + ", " +
+                            name(o.getOut()) + ", stream)");
+        return success();
+      })
       .Case<nnk::LossOp>([&](nnk::LossOp o) -> LogicalResult {
         auto ti = T(o.getInput());
         std::string ws = takeScratch("loss_scratch_bytes()");
@@ -715,6 +726,9 @@ LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
         return success();
       })
       .Case<nnk::RecurrentScanOp>([&](nnk::RecurrentScanOp o) -> LogicalResult {
+        if (o.getZoneout() > 0)
+          return o.emitOpError("LSTM zoneout (training mode) is CPU-only: the CUDA "
+                               "recurrent kernel has no zoneout masks");
         auto B = D(o.getXproj(), 0), Tn = D(o.getXproj(), 1);
         if (failed(B) || failed(Tn))
           return failure();

@@ -25,6 +25,7 @@ template <typename T> void instantiate(cudaStream_t s) {
   launch_layer_norm<T>(16, 256, p, p, p, p, T(1e-5), p, p, p, p, s);
   launch_linear_epilogue<T>(16, 256, p, p, ActGeluErf, T(0), p, s);
   launch_dropout<T>(1024, 0.1f, 42, 0, p, p, nullptr, s);
+  launch_zoneout<T>(1024, 0.1f, 42, 0, p, p, p, s);
   activation_kernel<T><<<1, 32, 0, s>>>(16, p, ActTanh, T(0), p);
   sinusoidal_position_kernel<T><<<1, 32, 0, s>>>(1, 8, 16, p, p);
 }

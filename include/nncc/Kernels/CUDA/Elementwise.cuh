@@ -55,6 +55,16 @@ __global__ void dropout_kernel(int64_t n, float p, uint64_t seed,
 }
 
 template <typename T>
+__global__ void zoneout_kernel(int64_t n, float p, uint64_t seed,
+                               uint64_t offset, const T *newState,
+                               const T *prev, T *y) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    y[i] = zoneout_keep_prev(seed, offset, (uint64_t)i, p) ? prev[i]
+                                                           : newState[i];
+}
+
+template <typename T>
 __global__ void sinusoidal_position_kernel(int64_t B, int64_t Tn, int64_t E,
                                            const T *x, T *y) {
   const int64_t n = B * Tn * E;
@@ -81,6 +91,16 @@ inline cudaError_t launch_dropout(int64_t n, float p, uint64_t seed,
                                   uint8_t *mask, cudaStream_t stream = 0) {
   dropout_kernel<T><<<grid_for(n, 256), 256, 0, stream>>>(n, p, seed, offset,
                                                           x, y, mask);
+  return cudaGetLastError();
+}
+
+template <typename T>
+inline cudaError_t launch_zoneout(int64_t n, float p, uint64_t seed,
+                                  uint64_t offset, const T *newState,
+                                  const T *prev, T *y,
+                                  cudaStream_t stream = 0) {
+  zoneout_kernel<T><<<grid_for(n, 256), 256, 0, stream>>>(n, p, seed, offset,
+                                                          newState, prev, y);
   return cudaGetLastError();
 }
 
