@@ -66,6 +66,10 @@ private:
   LogicalResult emitStridedCopy(raw_indented_ostream &os, Operation *op, Value src,
                                 Value dst, int64_t axis, const std::string &offsetExpr,
                                 bool intoDst);
+  LogicalResult emitSliceCopy(raw_indented_ostream &os, Operation *op, Value whole,
+                              Value part, ArrayRef<int64_t> starts,
+                              ArrayRef<int64_t> steps, ArrayRef<int64_t> squeeze,
+                              bool intoWhole);
   std::string check(Operation *op, const std::string &call) {
     return "NNCC_GEN_CHECK(" + call + ", " + cString(launchComment(op)) + ");\n";
   }
@@ -217,6 +221,57 @@ LogicalResult CppEmitter::emitStridedCopy(raw_indented_ostream &os, Operation *o
        << ", ps, " << name(src) << " + " << base << ", ws);\n";
   os.unindent();
   os << "}\n";
+  return success();
+}
+
+/// The strided copy between a tensor `whole` and its slice `part`: out of
+/// the whole for nnk.slice, back into it for nnk.slice_grad. Per dim of the
+/// whole: a start (negative: from the end) and a step; squeezed dims drop.
+LogicalResult CppEmitter::emitSliceCopy(raw_indented_ostream &os, Operation *op,
+                                        Value whole, Value part,
+                                        ArrayRef<int64_t> starts,
+                                        ArrayRef<int64_t> steps,
+                                        ArrayRef<int64_t> squeeze, bool intoWhole) {
+  auto wholeType = cast<nnk::BufferType>(whole.getType());
+  auto partType = cast<nnk::BufferType>(part.getType());
+  llvm::SmallDenseSet<int64_t> squeezed(squeeze.begin(), squeeze.end());
+  std::string shape, wholeStrides, partStrides, base = "0";
+  int64_t od = 0;
+  for (int64_t d = 0; d < wholeType.getRank(); ++d) {
+    FailureOr<std::string> size = dimExpr(op, wholeType.getDim(d));
+    FailureOr<std::string> stride = numel(op, wholeType, d + 1);
+    if (failed(size) || failed(stride))
+      return failure();
+    std::string start = starts[d] >= 0
+                            ? std::to_string(starts[d])
+                            : "(" + *size + " - " + std::to_string(-starts[d]) + ")";
+    base += " + " + start + " * " + *stride;
+    if (squeezed.contains(d))
+      continue;
+    FailureOr<std::string> e = dimExpr(op, partType.getDim(od));
+    FailureOr<std::string> ps = numel(op, partType, od + 1);
+    if (failed(e) || failed(ps))
+      return failure();
+    shape += (od ? ", " : "") + *e;
+    wholeStrides += (od ? ", " : "") + std::to_string(steps[d]) + " * " + *stride;
+    partStrides += (od ? ", " : "") + *ps;
+    ++od;
+  }
+  std::string wholeAt = name(whole) + " + (" + base + ")";
+  if (od == 0) {
+    if (intoWhole)
+      os << name(whole) << "[" << base << "] = " << name(part) << "[0];\n";
+    else
+      os << name(part) << "[0] = " << name(whole) << "[" << base << "];\n";
+    return success();
+  }
+  os << "{\n  const int64_t shape[] = {" << shape << "}, ws[] = {" << wholeStrides
+     << "}, ps[] = {" << partStrides << "};\n  nncc_ms_copy_nd(sizeof(*" << name(part)
+     << "), " << od << ", shape, ";
+  if (intoWhole)
+    os << wholeAt << ", ws, " << name(part) << ", ps);\n}\n";
+  else
+    os << name(part) << ", ps, " << wholeAt << ", ws);\n}\n";
   return success();
 }
 
@@ -456,42 +511,8 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
         return success();
       })
       .Case<nnk::SliceOp>([&](nnk::SliceOp o) -> LogicalResult {
-        auto tx = T(o.getX());
-        auto starts = o.getStarts(), steps = o.getSteps();
-        llvm::SmallDenseSet<int64_t> squeezed;
-        for (int64_t s : o.getSqueeze())
-          squeezed.insert(s);
-        std::string shape, src, dst, base = "0";
-        int64_t od = 0;
-        for (int64_t d = 0; d < tx.getRank(); ++d) {
-          auto xd = D(o.getX(), d);
-          auto xs = N(o.getX(), d + 1);
-          if (failed(xd) || failed(xs))
-            return failure();
-          std::string start = starts[d] >= 0
-                                  ? std::to_string(starts[d])
-                                  : "(" + *xd + " - " + std::to_string(-starts[d]) + ")";
-          base += " + " + start + " * " + *xs;
-          if (squeezed.contains(d))
-            continue;
-          auto e = D(o.getOut(), od);
-          auto ds = N(o.getOut(), od + 1);
-          if (failed(e) || failed(ds))
-            return failure();
-          shape += (od ? ", " : "") + *e;
-          src += (od ? ", " : "") + std::to_string(steps[d]) + " * " + *xs;
-          dst += (od ? ", " : "") + *ds;
-          ++od;
-        }
-        if (od == 0) {
-          os << name(o.getOut()) << "[0] = " << name(o.getX()) << "[" << base << "];\n";
-          return success();
-        }
-        os << "{\n  const int64_t shape[] = {" << shape << "}, ss[] = {" << src
-           << "}, ds[] = {" << dst << "};\n  nncc_ms_copy_nd(sizeof(*" << name(o.getOut())
-           << "), " << od << ", shape, " << name(o.getOut()) << ", ds, " << name(o.getX())
-           << " + (" << base << "), ss);\n}\n";
-        return success();
+        return emitSliceCopy(os, op, o.getX(), o.getOut(), o.getStarts(), o.getSteps(),
+                             o.getSqueeze(), /*intoWhole=*/false);
       })
       .Case<nnk::ConcatOp>([&](nnk::ConcatOp o) -> LogicalResult {
         std::string offset = "0";
@@ -712,46 +733,12 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
         return success();
       })
       .Case<nnk::SliceGradOp>([&](nnk::SliceGradOp o) -> LogicalResult {
-        auto tx = T(o.getOut());
         auto n = N(o.getOut());
         if (failed(n))
           return failure();
         os << "memset(" << name(o.getOut()) << ", 0, " << *n << " * sizeof(real_t));\n";
-        auto starts = o.getStarts(), steps = o.getSteps();
-        llvm::SmallDenseSet<int64_t> squeezed;
-        for (int64_t sq : o.getSqueeze())
-          squeezed.insert(sq);
-        std::string shape, src, dst, base = "0";
-        int64_t od = 0;
-        for (int64_t d = 0; d < tx.getRank(); ++d) {
-          auto xd = D(o.getOut(), d);
-          auto xs = N(o.getOut(), d + 1);
-          if (failed(xd) || failed(xs))
-            return failure();
-          std::string start = starts[d] >= 0
-                                  ? std::to_string(starts[d])
-                                  : "(" + *xd + " - " + std::to_string(-starts[d]) + ")";
-          base += " + " + start + " * " + *xs;
-          if (squeezed.contains(d))
-            continue;
-          auto e = D(o.getDy(), od);
-          auto ds = N(o.getDy(), od + 1);
-          if (failed(e) || failed(ds))
-            return failure();
-          shape += (od ? ", " : "") + *e;
-          dst += (od ? ", " : "") + std::to_string(steps[d]) + " * " + *xs;
-          src += (od ? ", " : "") + *ds;
-          ++od;
-        }
-        if (od == 0) {
-          os << name(o.getOut()) << "[" << base << "] = " << name(o.getDy()) << "[0];\n";
-          return success();
-        }
-        os << "{\n  const int64_t shape[] = {" << shape << "}, ss[] = {" << src
-           << "}, ds[] = {" << dst << "};\n  nncc_ms_copy_nd(sizeof(real_t), " << od
-           << ", shape, " << name(o.getOut()) << " + (" << base << "), ds, "
-           << name(o.getDy()) << ", ss);\n}\n";
-        return success();
+        return emitSliceCopy(os, op, o.getOut(), o.getDy(), o.getStarts(), o.getSteps(),
+                             o.getSqueeze(), /*intoWhole=*/true);
       })
       .Case<nnk::LinearWeightGradOp>([&](nnk::LinearWeightGradOp o) -> LogicalResult {
         auto rows = N(o.getDy(), 0, T(o.getDy()).getRank() - 1);
