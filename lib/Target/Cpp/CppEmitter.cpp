@@ -66,6 +66,20 @@ private:
   LogicalResult emitStridedCopy(raw_indented_ostream &os, Operation *op, Value src,
                                 Value dst, int64_t axis, const std::string &offsetExpr,
                                 bool intoDst);
+  /// The C++ expression of `target`'s class indices as int64_t, the loss
+  /// kernels' index type: i32 targets are widened into a workspace slot
+  /// (a uniquely named pointer, so several losses can share a scope).
+  std::string int64Targets(raw_indented_ostream &os, Operation *op, Value target,
+                           const std::string &count) {
+    if (!cast<nnk::BufferType>(target.getType()).getElementType().isInteger(32))
+      return name(target);
+    int ws = addWorkspace(op, count + " * 8");
+    std::string wide = "wide" + std::to_string(ws);
+    os << "int64_t *" << wide << " = (int64_t *)nncc_ms_buffer_ptr(m, " << ws << ");\n";
+    os << "for (int64_t i = 0; i < " << count << "; ++i) " << wide << "[i] = "
+       << name(target) << "[i];\n";
+    return wide;
+  }
   LogicalResult emitSliceCopy(raw_indented_ostream &os, Operation *op, Value whole,
                               Value part, ArrayRef<int64_t> starts,
                               ArrayRef<int64_t> steps, ArrayRef<int64_t> squeeze,
@@ -463,14 +477,7 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
           auto C = D(o.getInput(), -1);
           if (failed(n) || failed(C))
             return failure();
-          std::string target = name(o.getTarget());
-          if (T(o.getTarget()).getElementType().isInteger(32)) {
-            int ws = addWorkspace(op, *n + " * 8");
-            os << "int64_t *wide = (int64_t *)nncc_ms_buffer_ptr(m, " << ws << ");\n";
-            os << "for (int64_t i = 0; i < " << *n << "; ++i) wide[i] = " << target
-               << "[i];\n";
-            target = "wide";
-          }
+          std::string target = int64Targets(os, op, o.getTarget(), *n);
           os << check(op, "NNCC_KFN(nncc_cross_entropy)(" + *n + ", " + *C + ", " +
                               name(o.getInput()) + ", " + target + ", " +
                               std::to_string(o.getIgnoreIndex()) + ", " +
@@ -792,20 +799,11 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
           auto C = D(o.getInput(), -1);
           if (failed(n) || failed(C))
             return failure();
-          std::string target = name(o.getTarget());
-          if (T(o.getTarget()).getElementType().isInteger(32)) {
-            int ws = addWorkspace(op, *n + " * 8");
-            os << "{\nint64_t *wide = (int64_t *)nncc_ms_buffer_ptr(m, " << ws << ");\n";
-            os << "for (int64_t i = 0; i < " << *n << "; ++i) wide[i] = " << target
-               << "[i];\n";
-            target = "wide";
-          }
+          std::string target = int64Targets(os, op, o.getTarget(), *n);
           os << check(op, "NNCC_KFN(nncc_cross_entropy_backward)(" + *n + ", " + *C + ", " +
                               name(o.getInput()) + ", " + target + ", " +
                               std::to_string(o.getIgnoreIndex()) + ", " +
                               name(o.getDloss()) + ", " + name(o.getOut()) + ")");
-          if (target == "wide")
-            os << "}\n";
           return success();
         }
         case nnk::LossKind::bce_with_logits: {
