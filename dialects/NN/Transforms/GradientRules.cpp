@@ -142,6 +142,13 @@ struct RuleBase {
 #define NN_SAVES_NOTHING                                                       \
   template <typename T> static void saved(T, SmallVectorImpl<Value> &) {}
 
+/// Rules whose derivative is a function of the op's result (tanh, sigmoid,
+/// exp, softmax): the result is the one value kept for the backward.
+#define NN_SAVES_RESULT                                                        \
+  template <typename T> static void saved(T op, SmallVectorImpl<Value> &s) {  \
+    s.push_back(op.getResult());                                               \
+  }
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
@@ -234,9 +241,7 @@ NN_RULE(NegOp) {
 
 /// Rules of the form dx = dy * g(y) on the saved result y.
 NN_RULE(TanhOp) {
-  static void saved(TanhOp op, SmallVectorImpl<Value> &s) {
-    s.push_back(op.getResult());
-  }
+  NN_SAVES_RESULT
   NN_BUILD(TanhOp) {
     OpBuilder &b = gb.getBuilder();
     Location loc = op.getLoc();
@@ -248,9 +253,7 @@ NN_RULE(TanhOp) {
 };
 
 NN_RULE(SigmoidOp) {
-  static void saved(SigmoidOp op, SmallVectorImpl<Value> &s) {
-    s.push_back(op.getResult());
-  }
+  NN_SAVES_RESULT
   NN_BUILD(SigmoidOp) {
     OpBuilder &b = gb.getBuilder();
     Location loc = op.getLoc();
@@ -262,9 +265,7 @@ NN_RULE(SigmoidOp) {
 };
 
 NN_RULE(ExpOp) {
-  static void saved(ExpOp op, SmallVectorImpl<Value> &s) {
-    s.push_back(op.getResult());
-  }
+  NN_SAVES_RESULT
   NN_BUILD(ExpOp) {
     out.push_back(mul(gb.getBuilder(), op.getLoc(), r[0],
                       gb.get(op.getResult())));
@@ -319,9 +320,7 @@ NN_RULE(GeluOp) {
 };
 
 NN_RULE(SoftmaxOp) {
-  static void saved(SoftmaxOp op, SmallVectorImpl<Value> &s) {
-    s.push_back(op.getResult());
-  }
+  NN_SAVES_RESULT
   NN_BUILD(SoftmaxOp) {
     // dx = y * (dy - sum(dy * y, axis))
     OpBuilder &b = gb.getBuilder();

@@ -23,6 +23,25 @@ namespace nncc::conv {
 mlir::Value createScalarConstant(mlir::OpBuilder &builder, mlir::Location loc,
                                  mlir::Type type, double value);
 
+/// The nnk cell kind of a recurrent layer, a cell, or the gradient op of
+/// either (the nonlinearity of rnn, the variant of gru).
+template <typename Op> nnk::Cell cellOf(Op op) {
+  if constexpr (llvm::is_one_of<Op, nn::RNNOp, nn::RNNCellOp, nn::RNNGradOp,
+                                nn::RNNCellGradOp>::value)
+    return op.getNonlinearity() == nn::Nonlinearity::relu ? nnk::Cell::rnn_relu
+                                                          : nnk::Cell::rnn_tanh;
+  else if constexpr (llvm::is_one_of<Op, nn::GRUOp, nn::GRUCellOp, nn::GRUGradOp,
+                                     nn::GRUCellGradOp>::value)
+    return op.getVariant() == nn::GRUVariant::cho2014 ? nnk::Cell::gru_cho2014
+                                                      : nnk::Cell::gru;
+  else {
+    static_assert(llvm::is_one_of<Op, nn::LSTMOp, nn::LSTMCellOp, nn::LSTMGradOp,
+                                  nn::LSTMCellGradOp>::value,
+                  "not a recurrent op");
+    return nnk::Cell::lstm;
+  }
+}
+
 /// A GEMM with its fused epilogue: start (nn.linear or nn.attention),
 /// optional bias add (linear without bias, + [N]), optional activation,
 /// optional residual add. `end` is the last op in the chain: the pattern

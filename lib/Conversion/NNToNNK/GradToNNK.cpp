@@ -178,15 +178,6 @@ template <typename Op> double zoneoutOf(Op) { return 0.0; }
 int64_t seedOf(nn::LSTMGradOp op) { return op.getSeed(); }
 template <typename Op> int64_t seedOf(Op) { return 0; }
 
-nnk::Cell cellOf(nn::RNNGradOp op) {
-  return op.getNonlinearity() == nn::Nonlinearity::relu ? nnk::Cell::rnn_relu
-                                                        : nnk::Cell::rnn_tanh;
-}
-nnk::Cell cellOf(nn::LSTMGradOp) { return nnk::Cell::lstm; }
-nnk::Cell cellOf(nn::GRUGradOp op) {
-  return op.getVariant() == nn::GRUVariant::cho2014 ? nnk::Cell::gru_cho2014
-                                                    : nnk::Cell::gru;
-}
 Value c0Of(nn::LSTMGradOp::Adaptor a) { return a.getC0(); }
 template <typename A> Value c0Of(A) { return {}; }
 Value dcnOf(nn::LSTMGradOp::Adaptor a) { return a.getDcN(); }
@@ -317,15 +308,6 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
   }
 };
 
-nnk::Cell cellOf(nn::RNNCellGradOp op) {
-  return op.getNonlinearity() == nn::Nonlinearity::relu ? nnk::Cell::rnn_relu
-                                                        : nnk::Cell::rnn_tanh;
-}
-nnk::Cell cellOf(nn::LSTMCellGradOp) { return nnk::Cell::lstm; }
-nnk::Cell cellOf(nn::GRUCellGradOp op) {
-  return op.getVariant() == nn::GRUVariant::cho2014 ? nnk::Cell::gru_cho2014
-                                                    : nnk::Cell::gru;
-}
 Value cOf(nn::LSTMCellGradOp::Adaptor a) { return a.getC(); }
 template <typename A> Value cOf(A) { return {}; }
 Value dcNextOf(nn::LSTMCellGradOp::Adaptor a) { return a.getDcNext(); }

@@ -15,15 +15,6 @@ using namespace nncc::conv;
 
 namespace {
 
-nnk::Cell cellOf(nn::RNNOp op) {
-  return op.getNonlinearity() == nn::Nonlinearity::relu ? nnk::Cell::rnn_relu
-                                                        : nnk::Cell::rnn_tanh;
-}
-nnk::Cell cellOf(nn::LSTMOp) { return nnk::Cell::lstm; }
-nnk::Cell cellOf(nn::GRUOp op) {
-  return op.getVariant() == nn::GRUVariant::cho2014 ? nnk::Cell::gru_cho2014
-                                                    : nnk::Cell::gru;
-}
 int64_t gatesOf(nnk::Cell cell) {
   return cell == nnk::Cell::lstm                                 ? 4
          : cell == nnk::Cell::gru || cell == nnk::Cell::gru_cho2014 ? 3
@@ -111,15 +102,6 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
   }
 };
 
-nnk::Cell cellOf(nn::RNNCellOp op) {
-  return op.getNonlinearity() == nn::Nonlinearity::relu ? nnk::Cell::rnn_relu
-                                                        : nnk::Cell::rnn_tanh;
-}
-nnk::Cell cellOf(nn::LSTMCellOp) { return nnk::Cell::lstm; }
-nnk::Cell cellOf(nn::GRUCellOp op) {
-  return op.getVariant() == nn::GRUVariant::cho2014 ? nnk::Cell::gru_cho2014
-                                                    : nnk::Cell::gru;
-}
 Value cOf(nn::LSTMCellOp::Adaptor a) { return a.getC(); }
 template <typename A> Value cOf(A) { return {}; }
 
