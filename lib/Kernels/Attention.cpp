@@ -1,10 +1,12 @@
 //===- Attention.cpp - CPU twins of dense / dilated / LSH attention -------===//
 //
 // All three kernels stream keys through OnlineSoftmax (AttentionMath.h): no
-// T x T score matrix is ever formed. Dense attention works in tiles of 32
-// queries x 64 keys (flash-style); dilated attention visits the O(w + |G|)
-// admissible keys of each query; LSH attention sorts each hash round by
-// (bucket, position) and visits the own and previous chunk.
+// T x T score matrix is ever formed. Dense attention works in BLAS tiles
+// (DenseAttention.cpp, flash-style); dilated attention visits the
+// O(w + |G|) admissible keys of each query; LSH attention sorts each hash
+// round by (bucket, position) and visits the own and previous chunk.
+// Attention dropout (training) scales each kept weight by 1/(1-p) after the
+// softmax statistics, with the Philox counters of Kernels.h.
 //
 // Per-thread scratch (a few tiles, or O(T*dh) for LSH) is allocated once per
 // call per thread, outside the loops; the workspace argument carries the
@@ -19,124 +21,21 @@
 #include <cstring>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 using namespace nncc::kernels;
 
 namespace {
-
-constexpr int kBQ = 32; // queries per tile
-constexpr int kBK = 64; // keys per tile
 
 struct Dims {
   int64_t B, T, H, dh, ldi, ldo;
 };
 
-template <typename T>
-void denseAttention(const Dims &g, T scale, bool causal, const T *q,
-                    const T *k, const T *v, T *out, const uint8_t *kpm) {
-  const int64_t nqb = (g.T + kBQ - 1) / kBQ;
-  const int64_t tasks = g.B * g.H * nqb;
-#pragma omp parallel
-  {
-    std::vector<T> S(kBQ * kBK), O(kBQ * g.dh), Kt(g.dh * kBK);
-    std::vector<OnlineSoftmax<T>> sm(kBQ);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t b = task / (g.H * nqb);
-      const int64_t h = (task / nqb) % g.H;
-      const int64_t q0 = (task % nqb) * kBQ;
-      const int64_t nq = std::min<int64_t>(kBQ, g.T - q0);
-      const uint8_t *kpmRow = kpm ? kpm + b * g.T : nullptr;
-      std::fill(O.begin(), O.end(), T(0));
-      for (int i = 0; i < nq; ++i)
-        sm[i].init();
-      const int64_t kEnd = causal ? std::min(g.T, q0 + nq) : g.T;
-      for (int64_t k0 = 0; k0 < kEnd; k0 += kBK) {
-        const int64_t nk = std::min<int64_t>(kBK, kEnd - k0);
-        // K tile transposed to [dh, nk] so the score loop vectorises.
-        for (int64_t jj = 0; jj < nk; ++jj) {
-          const T *kr = k + (b * g.T + k0 + jj) * g.ldi + h * g.dh;
-          for (int64_t d = 0; d < g.dh; ++d)
-            Kt[d * kBK + jj] = kr[d];
-        }
-        if (nk < kBK)
-          for (int64_t d = 0; d < g.dh; ++d)
-            for (int64_t jj = nk; jj < kBK; ++jj)
-              Kt[d * kBK + jj] = T(0);
-        for (int64_t i = 0; i < nq; ++i) {
-          const T *qr = q + (b * g.T + q0 + i) * g.ldi + h * g.dh;
-          T *srow = S.data() + i * kBK;
-          {
-            // Fixed-size accumulator row: stays in vector registers.
-            T accs[kBK];
-            for (int jj = 0; jj < kBK; ++jj)
-              accs[jj] = T(0);
-            for (int64_t d = 0; d < g.dh; ++d) {
-              const T qd = qr[d] * scale;
-              const T *kt = Kt.data() + d * kBK;
-              for (int jj = 0; jj < kBK; ++jj)
-                accs[jj] += qd * kt[jj];
-            }
-            for (int jj = 0; jj < kBK; ++jj)
-              srow[jj] = accs[jj];
-          }
-          T tmax = neg_big<T>();
-          for (int64_t jj = 0; jj < nk; ++jj) {
-            if (!key_admissible((int)(q0 + i), (int)(k0 + jj), causal, kpmRow))
-              srow[jj] = neg_big<T>();
-            else
-              tmax = srow[jj] > tmax ? srow[jj] : tmax;
-          }
-          if (!(tmax > neg_big<T>()))
-            continue; // nothing admissible in this tile for this row
-          T alpha = sm[i].push_tile(srow, (int)nk, tmax);
-          T *orow = O.data() + i * g.dh;
-          if (alpha != T(1))
-            for (int64_t d = 0; d < g.dh; ++d)
-              orow[d] *= alpha;
-          // P.V in chunks of 16 output columns held in registers.
-          constexpr int kC = 16;
-          const T *vt = v + (b * g.T + k0) * g.ldi + h * g.dh;
-          int64_t d0 = 0;
-          for (; d0 + kC <= g.dh; d0 += kC) {
-            T acc[kC];
-            for (int c = 0; c < kC; ++c)
-              acc[c] = orow[d0 + c];
-            for (int64_t jj = 0; jj < nk; ++jj) {
-              const T p = srow[jj];
-              const T *vr = vt + jj * g.ldi + d0;
-              for (int c = 0; c < kC; ++c)
-                acc[c] += p * vr[c];
-            }
-            for (int c = 0; c < kC; ++c)
-              orow[d0 + c] = acc[c];
-          }
-          for (int64_t jj = 0; jj < nk && d0 < g.dh; ++jj) {
-            const T p = srow[jj];
-            const T *vr = vt + jj * g.ldi;
-            for (int64_t d = d0; d < g.dh; ++d)
-              orow[d] += p * vr[d];
-          }
-        }
-      }
-      for (int64_t i = 0; i < nq; ++i) {
-        T inv = sm[i].inv();
-        T *orow = out + (b * g.T + q0 + i) * g.ldo + h * g.dh;
-        for (int64_t d = 0; d < g.dh; ++d)
-          orow[d] = O[i * g.dh + d] * inv;
-      }
-    }
-  }
-}
-
-/// Visit an explicit list of keys for one query with the online softmax.
+/// Visit an explicit list of keys for one query with the online softmax;
+/// key j's dropout counter is rowCounter + j.
 template <typename T>
 void attendList(const T *qr, const int32_t *keys, int nk, const T *kbase,
                 int64_t ldk, const T *vbase, int64_t ldv, int64_t dh, T scale,
-                T *scores, T *acc, OnlineSoftmax<T> &sm) {
+                T *scores, T *acc, OnlineSoftmax<T> &sm,
+                const AttentionDropout<T> &drop, uint64_t rowCounter) {
   T tmax = neg_big<T>();
   for (int jj = 0; jj < nk; ++jj) {
     const T *kr = kbase + keys[jj] * ldk;
@@ -152,6 +51,9 @@ void attendList(const T *qr, const int32_t *keys, int nk, const T *kbase,
   T alpha = sm.push_tile(scores, nk, tmax);
   for (int64_t d = 0; d < dh; ++d)
     acc[d] *= alpha;
+  if (drop.on())
+    for (int jj = 0; jj < nk; ++jj)
+      scores[jj] *= drop.mult(rowCounter + (uint64_t)keys[jj]);
   for (int jj = 0; jj < nk; ++jj) {
     const T p = scores[jj];
     const T *vr = vbase + keys[jj] * ldv;
@@ -164,7 +66,7 @@ template <typename T>
 void dilatedAttention(const Dims &g, T scale, bool causal, int window,
                       int dil, const uint8_t *isGlobal, const int32_t *glist,
                       int ng, const T *q, const T *k, const T *v, T *out,
-                      const uint8_t *kpm) {
+                      const uint8_t *kpm, const AttentionDropout<T> &drop) {
   const int64_t tasks = g.B * g.H * g.T;
   const int half = window / 2;
 #pragma omp parallel
@@ -202,7 +104,8 @@ void dilatedAttention(const Dims &g, T scale, bool causal, int window,
       const T *qr = q + (b * g.T + i) * g.ldi + h * g.dh;
       attendList(qr, keys.data(), nk, k + b * g.T * g.ldi + h * g.dh, g.ldi,
                  v + b * g.T * g.ldi + h * g.dh, g.ldi, g.dh, scale,
-                 scores.data(), acc.data(), sm);
+                 scores.data(), acc.data(), sm, drop,
+                 (uint64_t)(((b * g.H + h) * g.T + i) * g.T));
       T inv = sm.inv();
       T *orow = out + (b * g.T + i) * g.ldo + h * g.dh;
       for (int64_t d = 0; d < g.dh; ++d)
@@ -215,7 +118,7 @@ template <typename T>
 void lshAttention(const Dims &g, T scale, bool causal, const T *rot,
                   int rounds, int nbuckets, int chunk, bool sameBucket,
                   const T *qk, const T *v, T *out, const uint8_t *kpm,
-                  int32_t *bucketsOut) {
+                  int32_t *bucketsOut, const AttentionDropout<T> &drop) {
   const int64_t tasks = g.B * g.H;
   const int nb2 = nbuckets / 2;
   const int64_t Tn = g.T, dh = g.dh;
@@ -278,7 +181,8 @@ void lshAttention(const Dims &g, T scale, bool causal, const T *rot,
           T *acc = o.data() + (r * Tn + t) * dh;
           std::fill(acc, acc + dh, T(0));
           attendList(qbase + t * g.ldi, keys.data(), nk, kn.data(), dh,
-                     vbase, g.ldi, dh, scale, scores.data(), acc, sm);
+                     vbase, g.ldi, dh, scale, scores.data(), acc, sm, drop,
+                     (uint64_t)((((b * g.H + h) * rounds + r) * Tn + t) * Tn));
           T inv = sm.inv();
           for (int64_t d = 0; d < dh; ++d)
             acc[d] *= inv;
@@ -315,8 +219,10 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
   Dims g{B, Tn, H, dh, ldi, ldo};
   T scale = p->scale != 0 ? T(p->scale) : T(1) / nsqrt(T(dh));
   bool causal = p->causal != 0;
+  AttentionDropout<T> drop = attentionDropoutOf<T>(p);
   if (p->kind == NNCC_ATTN_DENSE) {
-    denseAttention<T>(g, scale, causal, q, k, v, out, kpm);
+    denseAttentionForward<T>(DenseAttentionArgs<T>{
+        B, Tn, H, dh, ldi, ldo, q, k, v, out, kpm, causal, scale, drop});
   } else if (p->kind == NNCC_ATTN_DILATED) {
     if (!ws && Tn > 0)
       return NNCC_K_EINVAL;
@@ -336,11 +242,11 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
     }
     std::sort(gl, gl + ng);
     dilatedAttention<T>(g, scale, causal, p->window, p->dilation, isG, gl, ng,
-                        q, k, v, out, kpm);
+                        q, k, v, out, kpm, drop);
   } else {
     lshAttention<T>(g, scale, causal, static_cast<const T *>(p->rotations),
                     p->n_hashes, p->n_buckets, p->chunk,
-                    p->same_bucket_only != 0, q, v, out, kpm, bucketsOut);
+                    p->same_bucket_only != 0, q, v, out, kpm, bucketsOut, drop);
   }
   return NNCC_K_OK;
 }

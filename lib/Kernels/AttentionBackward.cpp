@@ -1,13 +1,14 @@
 //===- AttentionBackward.cpp - Backward of dense / dilated / LSH attention ===//
 //
-// Flash-style: nothing of size T x T is stored. Per (batch, head) task and
-// per query, the key list of the forward is rebuilt (all keys up to the
-// causal limit; the dilated band plus global tokens; the LSH own+previous
-// chunk of every hash round, hashes recomputed = constant), the softmax
-// statistics (log-sum-exp) and the output row are recomputed in a first
-// streaming pass, then a second pass recomputes every probability
-// p = exp(s - lse) and accumulates
-//   dv_j += p dO_i,  ds = p (dO_i.v_j - dO_i.O_i),
+// Flash-style: nothing of size T x T is stored. Dense attention works in
+// BLAS tiles (DenseAttention.cpp). Dilated and LSH attention, per (batch,
+// head) task and per query, rebuild the key list of the forward (the
+// dilated band plus global tokens; the LSH own+previous chunk of every hash
+// round, hashes recomputed = constant), recompute the softmax statistics
+// (log-sum-exp) and the output row in a first streaming pass, then a second
+// pass recomputes every probability p = exp(s - lse) and accumulates, with
+// c the attention-dropout multiplier (1 without dropout),
+//   dv_j += c p dO_i,  ds = p (c dO_i.v_j - dO_i.O_i),
 //   dq_i += scale ds k_j,  dk_j += scale ds q_i.
 // One task owns one head of one batch row, so dk/dv accumulation has no
 // races and the result does not depend on the thread count.
@@ -37,11 +38,12 @@ struct Dims {
 };
 
 /// Streaming statistics of one query over an explicit key list: returns the
-/// log-sum-exp (neg_big when empty) and writes the normalised output row.
+/// log-sum-exp (neg_big when empty) and writes the normalised output row
+/// (with dropout; key j's counter is rowCounter + j).
 template <typename T>
 T listForward(const T *qr, const int32_t *keys, int nk, const T *kb,
               int64_t ldk, const T *vb, int64_t ldv, int64_t dh, T scale,
-              T *o) {
+              T *o, const AttentionDropout<T> &drop, uint64_t rowCounter) {
   OnlineSoftmax<T> sm;
   sm.init();
   for (int64_t d = 0; d < dh; ++d)
@@ -54,6 +56,7 @@ T listForward(const T *qr, const int32_t *keys, int nk, const T *kb,
     s *= scale;
     T p;
     T alpha = sm.push(s, p);
+    p *= drop.mult(rowCounter + (uint64_t)keys[jj]);
     const T *vr = vb + keys[jj] * ldv;
     for (int64_t d = 0; d < dh; ++d)
       o[d] = o[d] * alpha + p * vr[d];
@@ -69,7 +72,8 @@ template <typename T>
 void listBackward(const T *qr, const T *dor, const int32_t *keys, int nk,
                   const T *kb, int64_t ldk, const T *vb, int64_t ldv,
                   int64_t dh, T scale, T lse, T Dq, T *dqr, T *dkb,
-                  int64_t lddk, T *dvb, int64_t lddv) {
+                  int64_t lddk, T *dvb, int64_t lddv,
+                  const AttentionDropout<T> &drop, uint64_t rowCounter) {
   for (int jj = 0; jj < nk; ++jj) {
     const T *kr = kb + keys[jj] * ldk;
     const T *vr = vb + keys[jj] * ldv;
@@ -79,13 +83,14 @@ void listBackward(const T *qr, const T *dor, const int32_t *keys, int nk,
       dp += dor[d] * vr[d];
     }
     const T p = nexp(s * scale - lse);
-    const T ds = softmax_score_grad(p, dp, Dq) * scale;
+    const T c = drop.mult(rowCounter + (uint64_t)keys[jj]);
+    const T ds = softmax_score_grad(p, c * dp, Dq) * scale;
     T *dkr = dkb + keys[jj] * lddk;
     T *dvr = dvb + keys[jj] * lddv;
     for (int64_t d = 0; d < dh; ++d) {
       dqr[d] += ds * kr[d];
       dkr[d] += ds * qr[d];
-      dvr[d] += p * dor[d];
+      dvr[d] += c * p * dor[d];
     }
   }
 }
@@ -97,15 +102,13 @@ template <typename T> T dot(const T *a, const T *b, int64_t n) {
   return s;
 }
 
-/// Dense and dilated: per (b,h), per query, key list then two passes.
+/// Dilated: per (b,h), per query, key list then two passes.
 template <typename T>
-void listAttentionBackward(const Dims &g, const nncc_attention_params *p,
-                           T scale, const uint8_t *isG, const int32_t *gl,
-                           int ng, const T *q, const T *k, const T *v,
-                           const T *dout, T *dq, T *dk, T *dv,
-                           const uint8_t *kpm) {
+void dilatedBackward(const Dims &g, const nncc_attention_params *p, T scale,
+                     const uint8_t *isG, const int32_t *gl, int ng, const T *q,
+                     const T *k, const T *v, const T *dout, T *dq, T *dk,
+                     T *dv, const uint8_t *kpm, const AttentionDropout<T> &drop) {
   const bool causal = p->causal != 0;
-  const bool dense = p->kind == NNCC_ATTN_DENSE;
   const int half = p->window / 2, dil = p->dilation, window = p->window;
   const int64_t tasks = g.B * g.H;
 #pragma omp parallel
@@ -125,7 +128,7 @@ void listAttentionBackward(const Dims &g, const nncc_attention_params *p,
       }
       for (int i = 0; i < (int)g.T; ++i) {
         int nk = 0;
-        if (dense || isG[i]) {
+        if (isG[i]) {
           for (int j = 0; j < (int)g.T; ++j)
             if (key_admissible(i, j, causal, kpmRow))
               keys[nk++] = j;
@@ -146,12 +149,13 @@ void listAttentionBackward(const Dims &g, const nncc_attention_params *p,
           continue;
         const T *qr = q + io + i * g.ldi;
         const T *dor = dout + b * g.T * g.ldo + h * g.dh + i * g.ldo;
+        const uint64_t rowCounter = (uint64_t)(((b * g.H + h) * g.T + i) * g.T);
         T lse = listForward(qr, keys.data(), nk, k + io, g.ldi, v + io, g.ldi,
-                            g.dh, scale, o.data());
+                            g.dh, scale, o.data(), drop, rowCounter);
         T Dq = dot(dor, o.data(), g.dh);
         listBackward(qr, dor, keys.data(), nk, k + io, g.ldi, v + io, g.ldi,
                      g.dh, scale, lse, Dq, dq + go + i * g.ldg, dk + go,
-                     g.ldg, dv + go, g.ldg);
+                     g.ldg, dv + go, g.ldg, drop, rowCounter);
       }
     }
   }
@@ -160,7 +164,7 @@ void listAttentionBackward(const Dims &g, const nncc_attention_params *p,
 template <typename T>
 void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
                  const T *qk, const T *v, const T *dout, T *dqk, T *dv,
-                 const uint8_t *kpm) {
+                 const uint8_t *kpm, const AttentionDropout<T> &drop) {
   const bool causal = p->causal != 0;
   const int rounds = p->n_hashes, nbuckets = p->n_buckets,
             chunk = p->chunk, nb2 = nbuckets / 2;
@@ -227,14 +231,18 @@ void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
           keys[nk++] = t;
         return nk;
       };
+      // Dropout counter of (round r, query t)'s first key (Kernels.h).
+      auto rowCounter = [&](int r, int64_t t) {
+        return (uint64_t)((((b * g.H + h) * rounds + r) * Tn + t) * Tn);
+      };
       // Pass 1: per-round statistics and outputs.
       for (int r = 0; r < rounds; ++r)
         for (int64_t pos = 0; pos < Tn; ++pos) {
           const int t = order[r * Tn + pos];
           int nk = keyList(r, pos);
-          lse[r * Tn + t] =
-              listForward(qbase + t * g.ldi, keys.data(), nk, kn.data(), dh,
-                          vbase, g.ldi, dh, scale, o.data() + (r * Tn + t) * dh);
+          lse[r * Tn + t] = listForward(
+              qbase + t * g.ldi, keys.data(), nk, kn.data(), dh, vbase, g.ldi,
+              dh, scale, o.data() + (r * Tn + t) * dh, drop, rowCounter(r, t));
         }
       // Combined log-sum-exp and output; Dq = dO . O.
       std::vector<T> Dq(Tn);
@@ -271,7 +279,8 @@ void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
           int nk = keyList(r, pos);
           listBackward(qbase + t * g.ldi, dobase + t * g.ldo, keys.data(), nk,
                        kn.data(), dh, vbase, g.ldi, dh, scale, L[t], Dq[t],
-                       dqbase + t * g.ldg, dkn.data(), dh, dvbase, g.ldg);
+                       dqbase + t * g.ldg, dkn.data(), dh, dvbase, g.ldg, drop,
+                       rowCounter(r, t));
         }
       // Key path through k^ = qk/|qk| into the shared projection.
       for (int64_t t = 0; t < Tn; ++t) {
@@ -299,8 +308,16 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
     return NNCC_K_EINVAL;
   Dims g{B, Tn, H, dh, ldi, ldo, ldg};
   T scale = p->scale != 0 ? T(p->scale) : T(1) / nsqrt(T(dh));
+  AttentionDropout<T> drop = attentionDropoutOf<T>(p);
   if (lsh) {
-    lshBackward<T>(g, p, scale, q, v, dout, dq, dv, kpm);
+    lshBackward<T>(g, p, scale, q, v, dout, dq, dv, kpm, drop);
+    return NNCC_K_OK;
+  }
+  if (p->kind == NNCC_ATTN_DENSE) {
+    denseAttentionBackward<T>(
+        DenseAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, k, v, nullptr, kpm,
+                              p->causal != 0, scale, drop},
+        dout, dq, dk, dv, ldg);
     return NNCC_K_OK;
   }
   uint8_t *isG = nullptr;
@@ -324,8 +341,8 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
     }
     std::sort(gl, gl + ng);
   }
-  listAttentionBackward<T>(g, p, scale, isG, gl, ng, q, k, v, dout, dq, dk,
-                           dv, kpm);
+  dilatedBackward<T>(g, p, scale, isG, gl, ng, q, k, v, dout, dq, dk, dv, kpm,
+                     drop);
   return NNCC_K_OK;
 }
 

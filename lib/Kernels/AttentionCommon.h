@@ -3,13 +3,14 @@
 #define NNCC_LIB_KERNELS_ATTENTIONCOMMON_H
 
 #include "Internal.h"
+#include "nncc/Kernels/AttentionMath.h"
 
 namespace nncc {
 namespace kernels {
 
 /// Whether `p` describes a valid attention of its kind for head size `dh`.
 inline bool attentionParamsValid(const nncc_attention_params *p, int64_t dh) {
-  if (!p || dh <= 0)
+  if (!p || dh <= 0 || !(p->dropout >= 0.0 && p->dropout < 1.0))
     return false;
   if (p->kind == NNCC_ATTN_DILATED)
     return p->window >= 1 && p->dilation >= 1 && p->n_global >= 0 &&
@@ -30,6 +31,37 @@ inline int64_t attentionCoreWorkspace(const nncc_attention_params *p, int64_t T)
   }
   return (int64_t)a.size();
 }
+
+/// The attention dropout `p` asks for (off when p->dropout == 0).
+template <typename T>
+AttentionDropout<T> attentionDropoutOf(const nncc_attention_params *p) {
+  AttentionDropout<T> d;
+  if (p->dropout > 0.0) {
+    d.p = (float)p->dropout;
+    d.keep_scale = T(1) / (T(1) - T(p->dropout));
+    d.seed = p->dropout_seed;
+    d.offset = p->dropout_offset;
+  }
+  return d;
+}
+
+/// Operands of the dense attention core (DenseAttention.cpp).
+template <typename Real> struct DenseAttentionArgs {
+  int64_t B, T, H, dh, ldi, ldo;
+  const Real *q, *k, *v;
+  Real *out; // forward only
+  const uint8_t *kpm;
+  bool causal;
+  Real scale;
+  AttentionDropout<Real> drop;
+};
+
+/// out = softmax(scale q kᵀ, masked) v per head, with attention dropout.
+template <typename T> void denseAttentionForward(const DenseAttentionArgs<T> &a);
+/// Overwrites dq, dk, dv (row stride ldg) given dout (row stride a.ldo).
+template <typename T>
+void denseAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout,
+                            T *dq, T *dk, T *dv, int64_t ldg);
 
 } // namespace kernels
 } // namespace nncc

@@ -96,7 +96,8 @@ cl::opt<std::string> cudaArch("cuda-arch", cl::desc("nvcc -arch (default sm_90)"
 
 cl::opt<bool> compileGrad(
     "grad",
-    cl::desc("Library build: also differentiate (forward_train, backward, train_step)"),
+    cl::desc("Also differentiate (forward_train, backward, train_step): library "
+             "builds and --emit nnk|cpp|cuda"),
     cl::sub(compileCmd), cl::cat(nnccCategory));
 cl::opt<bool> compileF64("f64", cl::desc("Library build: CPU code in double precision"),
                          cl::sub(compileCmd), cl::cat(nnccCategory));
@@ -159,9 +160,9 @@ int runCompile() {
       if (!module)
         return 1;
     }
+    if (compileGrad && mlir::failed(addBackward(*module)))
+      return 1;
     if (build) {
-      if (compileGrad && mlir::failed(addBackward(*module)))
-        return 1;
       nncc::CompileOptions opts;
       opts.f64 = compileF64;
       opts.outputDir = outputFile;

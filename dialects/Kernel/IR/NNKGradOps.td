@@ -159,7 +159,8 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     Given the packed in-projection `qkv` (as the forward core reads it) and
     `dout` `[B, T, E]` (adjoint of the core's output), writes `dqkv` (type
     of qkv). `kind` 0 dense (flash), 1 dilated (banded), 2 lsh; attributes
-    as the forward core ops. Recomputes the probabilities.
+    as the forward core ops. Recomputes the probabilities; with `dropout`
+    the forward's mask (same `seed` and step offset).
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
@@ -176,7 +177,8 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$global,
     DefaultValuedAttr<NNK_I64Attr, "0">:$hashes,
     DefaultValuedAttr<NNK_I64Attr, "0">:$chunk,
-    DefaultValuedAttr<NNK_I64Attr, "0">:$seed);
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed,
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout);
   let assemblyFormat = [{
     `ins` `(` $qkv `,` $dout `)` (`mask` `(` $mask^ `)`)?
     (`rotations` `(` $rotations^ `)`)? `outs` `(` $dqkv `)` attr-dict `:`

@@ -518,7 +518,10 @@ LogicalResult RecurrentCellOp::verify() {
 
 /// qkv [B, T, packs·E], out [B, T, E], E divisible by heads, mask [B, T].
 static LogicalResult verifyAttention(Operation *op, Value qkv, Value mask,
-                                     Value out, int64_t heads, int64_t packs) {
+                                     Value out, int64_t heads, int64_t packs,
+                                     double dropout) {
+  if (!(dropout >= 0.0 && dropout < 1.0))
+    return op->emitOpError("dropout must be in [0, 1), got ") << dropout;
   if (failed(expectSameElementType(op, {qkv, out})) ||
       failed(expectRank(op, out, 3, "out")))
     return failure();
@@ -537,7 +540,8 @@ static LogicalResult verifyAttention(Operation *op, Value qkv, Value mask,
 }
 
 LogicalResult FlashAttentionOp::verify() {
-  return verifyAttention(*this, getQkv(), getMask(), getOut(), getNumHeads(), 3);
+  return verifyAttention(*this, getQkv(), getMask(), getOut(), getNumHeads(), 3,
+                         getDropout());
 }
 
 LogicalResult BandedAttentionOp::verify() {
@@ -546,14 +550,15 @@ LogicalResult BandedAttentionOp::verify() {
   for (int64_t g : getGlobal())
     if (g < 0)
       return emitOpError("global positions must be >= 0, got ") << g;
-  return verifyAttention(*this, getQkv(), getMask(), getOut(), getNumHeads(), 3);
+  return verifyAttention(*this, getQkv(), getMask(), getOut(), getNumHeads(), 3,
+                         getDropout());
 }
 
 LogicalResult LSHAttentionOp::verify() {
   if (getHashes() < 1 || getChunk() < 1)
     return emitOpError("hashes and chunk must be >= 1");
   if (failed(verifyAttention(*this, getQkv(), getMask(), getOut(),
-                             getNumHeads(), 2)))
+                             getNumHeads(), 2, getDropout())))
     return failure();
   if (Value r = getRotations()) {
     if (failed(expectSameElementType(*this, {r, getOut()})) ||

@@ -476,6 +476,8 @@ def NNK_FlashAttentionOp : NNK_Op<"flash_attention"> {
     (the in-projection's output); head h owns columns `[h·dh, (h+1)·dh)`
     of each, dh = E / num_heads. `out [B, T, E]`. `mask [B, T]` (i1, true =
     padded key), `causal` masks keys j > i; `scale` 0 means 1/√dh.
+    `dropout` > 0 (training functions only) drops attention weights with
+    Philox(`seed`, step offset) and the counters of `nncc_attention_params`.
     `nncc_attention_*` with `NNCC_ATTN_DENSE` (ld_in = 3E) /
     `launch_flash_attention`.
   }];
@@ -485,7 +487,9 @@ def NNK_FlashAttentionOp : NNK_Op<"flash_attention"> {
     NNK_Out<NNK_FloatBuffer>:$out,
     NNK_I64Attr:$num_heads,
     DefaultValuedAttr<BoolAttr, "false">:$causal,
-    DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale,
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed
   );
   let assemblyFormat = [{
     `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? `outs` `(` $out `)` attr-dict
@@ -499,6 +503,7 @@ def NNK_BandedAttentionOp : NNK_Op<"banded_attention"> {
     Same packing as `nnk.flash_attention`. Query i attends key j iff
     `|i−j| ≤ (window/2)·dilation` and `(i−j) mod dilation = 0`, or i or j
     is in `global` (positions ≥ T ignored), intersected with causal/padding.
+    `dropout` and `seed` as for `nnk.flash_attention`.
     `nncc_attention_*` with `NNCC_ATTN_DILATED` / `launch_dilated_attention`.
   }];
   let arguments = (ins
@@ -510,7 +515,9 @@ def NNK_BandedAttentionOp : NNK_Op<"banded_attention"> {
     DefaultValuedAttr<NNK_I64Attr, "1">:$dilation,
     DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$global,
     DefaultValuedAttr<BoolAttr, "false">:$causal,
-    DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale,
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed
   );
   let assemblyFormat = [{
     `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? `outs` `(` $out `)` attr-dict
@@ -529,8 +536,9 @@ def NNK_LSHAttentionOp : NNK_Op<"lsh_attention", [AttrSizedOperandSegments]> {
     admissible; rounds combined by logsumexp (Reformer masking; see
     docs/kernels.md). Without `rotations` the op draws them N(0,1) from
     Philox(`seed`) with `n_buckets = 2^bitlength(2·(T/chunk)) / 2`
-    (HuggingFace's rule, at least 2) into its workspace. `nncc_attention_*`
-    with `NNCC_ATTN_LSH`.
+    (HuggingFace's rule, at least 2) into its workspace. `dropout` drops
+    attention weights per hash round (counters of `nncc_attention_params`)
+    with the same `seed`. `nncc_attention_*` with `NNCC_ATTN_LSH`.
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
@@ -542,7 +550,8 @@ def NNK_LSHAttentionOp : NNK_Op<"lsh_attention", [AttrSizedOperandSegments]> {
     NNK_I64Attr:$chunk,
     DefaultValuedAttr<BoolAttr, "false">:$causal,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale,
-    DefaultValuedAttr<NNK_I64Attr, "0">:$seed
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed,
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout
   );
   let assemblyFormat = [{
     `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? (`rotations` `(` $rotations^ `)`)?

@@ -16,6 +16,7 @@
 #define NNCC_KERNELS_ATTENTIONMATH_H
 
 #include "nncc/Kernels/Common.h"
+#include "nncc/Kernels/Philox.h"
 
 namespace nncc {
 namespace kernels {
@@ -131,6 +132,53 @@ NNCC_HD void lse_round_weights(const T *lse, int rounds, T *w) {
   for (int r = 0; r < rounds; ++r)
     w[r] /= sum;
 }
+
+/// Attention dropout (training): the Philox key is the layer's seed mixed
+/// with a salt, so the mask never reuses the draws of LSH rotations seeded
+/// with the same value. Weight `counter` (Kernels.h numbering) is kept iff
+/// its uniform draw is >= p.
+constexpr uint64_t kAttentionDropoutSalt = 0xA77E4D1D0B0E5A17ull;
+
+NNCC_HD bool attention_dropout_keep(uint64_t seed, uint64_t offset,
+                                    uint64_t counter, float p) {
+  return dropout_keep(seed ^ kAttentionDropoutSalt, offset, counter, p);
+}
+
+/// Dropout multipliers of the weights with counters [first, first + n):
+/// mult[i] = keep ? keep_scale : 0. One Philox block serves four counters,
+/// so this is the fast form of attention_dropout_keep over a row of keys.
+template <typename T>
+NNCC_HD void attention_dropout_row(uint64_t seed, uint64_t offset,
+                                   uint64_t first, int n, float p,
+                                   T keep_scale, T *mult) {
+  const uint64_t key = seed ^ kAttentionDropoutSalt;
+  int i = 0;
+  while (i < n) {
+    const uint64_t c = first + (uint64_t)i;
+    const uint64_t block = offset + (c >> 2);
+    Philox4x32 r = philox4x32((uint32_t)block, (uint32_t)(block >> 32), 0u, 0u,
+                              (uint32_t)key, (uint32_t)(key >> 32));
+    for (int w = (int)(c & 3); w < 4 && i < n; ++w, ++i) {
+      float u = (float)(r.v[w] >> 8) * (1.0f / 16777216.0f);
+      mult[i] = u >= p ? keep_scale : T(0);
+    }
+  }
+}
+
+/// Attention dropout of one call: off when p == 0.
+template <typename T> struct AttentionDropout {
+  float p = 0.0f;
+  T keep_scale = T(1);
+  uint64_t seed = 0, offset = 0;
+  NNCC_HD bool on() const { return p > 0.0f; }
+  /// Multiplier of one weight (keep_scale or 0; 1 when off).
+  NNCC_HD T mult(uint64_t counter) const {
+    if (!on())
+      return T(1);
+    return attention_dropout_keep(seed, offset, counter, p) ? keep_scale
+                                                            : T(0);
+  }
+};
 
 } // namespace kernels
 } // namespace nncc

@@ -62,6 +62,15 @@ typedef struct nncc_attention_params {
   int32_t n_buckets;        /* even */
   int32_t chunk;            /* chunk length m */
   int32_t same_bucket_only; /* 1: also require bucket(q) == bucket(k) */
+  /* dropout on the attention probabilities (training; 0 = off): weight
+     (query i, key j) of head h, batch b is kept, scaled by 1/(1-dropout),
+     iff attention_dropout_keep(dropout_seed, dropout_offset, counter) with
+     counter = ((b*H + h)*T + i)*T + j, and for LSH
+     ((((b*H + h)*n_hashes + r)*T + i)*T + j) in hash round r (AttentionMath.h).
+     The backward given the same three values reuses the mask. */
+  double dropout;
+  uint64_t dropout_seed;
+  uint64_t dropout_offset;
 } nncc_attention_params;
 
 #define NNCC_DECLARE_KERNELS(S, T)                                              \

@@ -36,19 +36,21 @@ FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
   Value mask = remap(rewriter, op.getKeyPaddingMask());
   int64_t heads = op.getNumHeads();
   bool causal = op.getCausal();
+  double dropout = op.getDropout();
   Attribute kind = op.getKind();
   if (isa<nn::DenseAttentionAttr>(kind)) {
     nnk::FlashAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, heads,
-                                  causal, 0.0);
+                                  causal, 0.0, dropout, op.getSeed());
   } else if (auto dilated = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
     nnk::BandedAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, heads,
                                    dilated.getWindow(), dilated.getDilation(),
-                                   dilated.getGlobal(), causal, 0.0);
+                                   dilated.getGlobal(), causal, 0.0, dropout,
+                                   op.getSeed());
   } else if (auto l = dyn_cast<nn::LshAttentionAttr>(kind)) {
     nnk::LSHAttentionOp::create(rewriter, loc, *qkv, mask,
                                 remap(rewriter, op.getRotations()), *ctx, heads,
                                 l.getHashes(), l.getChunk(), causal, 0.0,
-                                op.getSeed());
+                                op.getSeed(), dropout);
   } else {
     return op.emitError("unsupported attention kind ") << kind;
   }

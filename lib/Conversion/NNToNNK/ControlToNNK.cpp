@@ -290,9 +290,9 @@ LogicalResult nncc::prepareNNForKernels(ModuleOp module) {
     nnk::BoundaryOp::create(b, fn.getLoc());
   }
   // Inference (and training functions marked nn.eval_mode, whose gradients
-  // are those of the inference-mode loss): dropout and zoneout are the
-  // identity. Training keeps dropout and zoneout (counter-based masks,
-  // GradToNNK.cpp).
+  // are those of the inference-mode loss): dropout, zoneout and attention
+  // dropout are the identity. Training keeps them (counter-based masks,
+  // GradToNNK.cpp and the attention kernels).
   module.walk([](Operation *op) {
     auto fn = op->getParentOfType<func::FuncOp>();
     bool training =
@@ -308,6 +308,11 @@ LogicalResult nncc::prepareNNForKernels(ModuleOp module) {
       lstm.setZoneoutAttr(Builder(op->getContext()).getF64FloatAttr(0.0));
     } else if (auto grad = dyn_cast<nn::LSTMGradOp>(op); grad && !training) {
       grad.setZoneoutAttr(Builder(op->getContext()).getF64FloatAttr(0.0));
+    } else if (auto attn = dyn_cast<nn::AttentionOp>(op); attn && !training) {
+      attn.setDropoutAttr(Builder(op->getContext()).getF64FloatAttr(0.0));
+    } else if (auto grad = dyn_cast<nn::AttentionGradOp>(op);
+               grad && !training) {
+      grad.setDropoutAttr(Builder(op->getContext()).getF64FloatAttr(0.0));
     }
   });
   // Outer blocks first: a reversible nested in another's region is cloned

@@ -240,24 +240,27 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
       return failure();
     int64_t heads = op.getNumHeads();
     bool causal = op.getCausal();
+    double dropout = op.getDropout();
     int64_t kindCode = 0, window = 0, dilation = 1, hashes = 0, chunk = 0;
     ArrayRef<int64_t> global;
     if (isa<nn::DenseAttentionAttr>(kind)) {
       nnk::FlashAttentionOp::create(rewriter, loc, *qkv, mask, *core, heads,
-                                    causal, 0.0);
+                                    causal, 0.0, dropout, op.getSeed());
     } else if (auto d = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
       kindCode = 1;
       window = d.getWindow();
       dilation = d.getDilation();
       global = d.getGlobal();
       nnk::BandedAttentionOp::create(rewriter, loc, *qkv, mask, *core, heads,
-                                     window, dilation, global, causal, 0.0);
+                                     window, dilation, global, causal, 0.0,
+                                     dropout, op.getSeed());
     } else if (auto l = dyn_cast<nn::LshAttentionAttr>(kind)) {
       kindCode = 2;
       hashes = l.getHashes();
       chunk = l.getChunk();
       nnk::LSHAttentionOp::create(rewriter, loc, *qkv, mask, rot, *core, heads,
-                                  hashes, chunk, causal, 0.0, op.getSeed());
+                                  hashes, chunk, causal, 0.0, op.getSeed(),
+                                  dropout);
     } else {
       return op.emitError("unsupported attention kind ") << kind;
     }
@@ -285,7 +288,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
       return failure();
     nnk::AttentionGradOp::create(
         rewriter, loc, *qkv, mask, rot, *dCore, *dqkv, kindCode, heads, causal,
-        0.0, window, dilation, global, hashes, chunk, op.getSeed());
+        0.0, window, dilation, global, hashes, chunk, op.getSeed(), dropout);
     nnk::MatmulOp::create(rewriter, loc, *dqkv, wIn, *dx);
     nnk::LinearWeightGradOp::create(rewriter, loc, *dqkv, x, *dWin);
     dparams.push_back(*dWin);

@@ -18,6 +18,16 @@ using namespace mlir;
 namespace nncc::target {
 namespace {
 
+/// Statements setting attention dropout on `p` (training functions only:
+/// prepareNNForKernels zeroes the rate elsewhere); the step offset makes
+/// every training step draw a new mask, the backward the same one.
+std::string attentionDropoutFields(double rate, int64_t seed) {
+  if (rate <= 0)
+    return "";
+  return "p.dropout = " + fmtDouble(rate) + "; p.dropout_seed = " +
+         std::to_string(seed) + "ULL; p.dropout_offset = nncc_ms_dropout_offset(m);\n";
+}
+
 class CppEmitter : public ModelEmitter {
 public:
   using ModelEmitter::ModelEmitter;
@@ -598,7 +608,8 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                                           ", " + dh + ", (int64_t)sizeof(real_t)); }()");
             os << "{\n";
             os.indent();
-            os << p << rotGiven << "\n";
+            os << p << rotGiven << "\n"
+               << attentionDropoutFields(o.getDropout(), o.getSeed());
             if (!rotBytes.empty()) {
               int rws = addWorkspace(op, rotBytes);
               auto l = cast<nnk::LSHAttentionOp>(raw);
@@ -950,7 +961,8 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                                       dh + ", (int64_t)sizeof(real_t)); }()");
         os << "{\n";
         os.indent();
-        os << p << rotGiven << "\n";
+        os << p << rotGiven << "\n"
+           << attentionDropoutFields(o.getDropout(), o.getSeed());
         if (!rotBytes.empty()) {
           // The forward's draw (nnk.lsh_attention without rotations).
           int rws = addWorkspace(op, rotBytes);

@@ -399,6 +399,9 @@ LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
       })
       .Case<nnk::FlashAttentionOp, nnk::BandedAttentionOp, nnk::LSHAttentionOp>(
           [&](auto o) -> LogicalResult {
+            if (o.getDropout() > 0)
+              return o.emitOpError("attention dropout (training mode) is CPU-only: "
+                                   "the CUDA attention kernels have no dropout masks");
             Value qkv = o.getQkv(), out = o.getOut();
             nn::Dim e = T(out).getDim(2);
             int64_t heads = o.getNumHeads();

@@ -293,6 +293,24 @@ func.func @case30(%q: !nnk.buffer<[B, T, 16], f32>, %o: !nnk.buffer<[B, T, 8], f
 // -----
 
 nn.parameter @p : !nn.tensor<[4], f32>
+func.func @case30_dropout(%q: !nnk.buffer<[B, T, 24], f32>, %o: !nnk.buffer<[B, T, 8], f32>) {
+  // expected-error @+1 {{dropout must be in [0, 1), got 1.000000e+00}}
+  nnk.flash_attention ins(%q) outs(%o) {dropout = 1.0 : f64, num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>
+  return
+}
+
+// -----
+
+nn.parameter @p : !nn.tensor<[4], f32>
+func.func @case30_dropout_lsh(%q: !nnk.buffer<[B, T, 16], f32>, %o: !nnk.buffer<[B, T, 8], f32>) {
+  // expected-error @+1 {{dropout must be in [0, 1), got -5.000000e-01}}
+  nnk.lsh_attention ins(%q) outs(%o) {chunk = 4 : i64, dropout = -0.5 : f64, hashes = 2 : i64, num_heads = 2 : i64} : !nnk.buffer<[B, T, 16], f32>, !nnk.buffer<[B, T, 8], f32>
+  return
+}
+
+// -----
+
+nn.parameter @p : !nn.tensor<[4], f32>
 func.func @case31(%l: !nnk.buffer<[B, 5], f32>, %t: !nnk.buffer<[B], f32>, %o: !nnk.buffer<[], f32>) {
   // expected-error @+1 {{targets must be i32 or i64}}
   nnk.loss ins(%l, %t) outs(%o) {kind = #nnk<loss cross_entropy>} : !nnk.buffer<[B, 5], f32>, !nnk.buffer<[B], f32>, !nnk.buffer<[], f32>

@@ -3,70 +3,19 @@ core): dense vs torch.autograd through nn.MultiheadAttention; dilated+global
 and LSH vs autograd through dense attention under the equivalent explicit
 mask (LSH: the same hashes, sort and chunks; keys normalised). Plus a
 central finite-difference check in fp64 (dense causal+padding, LSH)."""
-import ctypes as C
 import sys
 
 import numpy as np
 import torch
 
-from nncc_kernels import (ATTN, AttnParams, FAILED, SUFFIX, check, finish, i64,
-                          load, ptr)
+from attention_common import (admissible, dilated_allowed, heads, load_lib,
+                              lsh_reference, mha_backward, mha_forward, params,
+                              safe_attend)
+from nncc_kernels import FAILED, check, finish
 
 torch.manual_seed(2)
 np.random.seed(2)
-lib = load(sys.argv[1])
-lib.nncc_mha_backward_workspace_size.restype = C.c_int64
-lib.nncc_mha_backward_workspace_size.argtypes = [C.POINTER(AttnParams)] + [C.c_int64] * 5
-
-
-def params(kind, causal=0, window=0, dilation=1, globals_=None, rot=None,
-           n_hashes=0, n_buckets=0, chunk=0, same_bucket=0):
-    p = AttnParams()
-    p.kind, p.causal, p.scale = ATTN[kind], causal, 0.0
-    p.window, p.dilation = window, dilation
-    if globals_ is not None:
-        p._g = np.ascontiguousarray(globals_, dtype=np.int32)
-        p.global_pos = ptr(p._g)
-        p.n_global = len(globals_)
-    if rot is not None:
-        p._rot = rot
-        p.rotations = rot.ctypes.data_as(C.c_void_p)
-    p.n_hashes, p.n_buckets, p.chunk = n_hashes, n_buckets, chunk
-    p.same_bucket_only = same_bucket
-    return p
-
-
-def c(a, dtype):
-    return None if a is None else np.ascontiguousarray(a, dtype)
-
-
-def mha_forward(p, dtype, x, in_w, in_b, out_w, out_b, H, kpm):
-    B, T, E = x.shape
-    ws = np.zeros(lib.nncc_mha_workspace_size(C.byref(p), B, T, E, H,
-                                              np.dtype(dtype).itemsize), np.uint8)
-    y = np.zeros((B, T, E), dtype)
-    kp = None if kpm is None else np.ascontiguousarray(kpm, np.uint8)
-    rc = getattr(lib, "nncc_mha_forward_" + SUFFIX[dtype])(
-        C.byref(p), *i64(B, T, E, H), ptr(c(x, dtype)), ptr(c(in_w, dtype)),
-        ptr(c(in_b, dtype)), ptr(c(out_w, dtype)), ptr(c(out_b, dtype)), ptr(kp),
-        ws.ctypes.data_as(C.c_void_p), ptr(y))
-    assert rc == 0, rc
-    return y
-
-
-def mha_backward(p, dtype, x, in_w, in_b, out_w, out_b, H, kpm, dy):
-    B, T, E = x.shape
-    ws = np.zeros(lib.nncc_mha_backward_workspace_size(C.byref(p), B, T, E, H,
-                                                       np.dtype(dtype).itemsize), np.uint8)
-    outs = [np.full(s, 9.0, dtype) for s in
-            (x.shape, in_w.shape, in_b.shape, out_w.shape, out_b.shape)]
-    kp = None if kpm is None else np.ascontiguousarray(kpm, np.uint8)
-    rc = getattr(lib, "nncc_mha_backward_" + SUFFIX[dtype])(
-        C.byref(p), *i64(B, T, E, H), ptr(c(x, dtype)), ptr(c(in_w, dtype)),
-        ptr(c(in_b, dtype)), ptr(c(out_w, dtype)), ptr(c(out_b, dtype)), ptr(kp),
-        ptr(c(dy, dtype)), *[ptr(o) for o in outs], ws.ctypes.data_as(C.c_void_p))
-    assert rc == 0, rc
-    return outs
+load_lib(sys.argv[1])
 
 
 NAMES = ("dx", "d in_proj_weight", "d in_proj_bias", "d out_proj.weight", "d out_proj.bias")
@@ -75,28 +24,6 @@ NAMES = ("dx", "d in_proj_weight", "d in_proj_bias", "d out_proj.weight", "d out
 def compare(tag, got, ref, dtype):
     for n, g, r in zip(NAMES, got, ref):
         check(tag + " " + n, g, r.numpy(), dtype)
-
-
-def heads(t, H):
-    B, T, E = t.shape
-    return t.reshape(B, T, H, E // H).transpose(1, 2)
-
-
-def safe_attend(scores, allowed, v):
-    """softmax over allowed keys (empty rows -> 0), differentiable; also lse."""
-    s = scores.masked_fill(~allowed, -1e30)
-    p = torch.softmax(s, -1) * allowed
-    lse = torch.logsumexp(s, -1)
-    return p @ v, lse
-
-
-def admissible(B, T, causal, kpm):
-    a = torch.ones(B, 1, T, T, dtype=torch.bool)
-    if causal:
-        a &= ~torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
-    if kpm is not None:
-        a &= ~torch.from_numpy(kpm.astype(bool))[:, None, None, :]
-    return a
 
 
 # --- dense vs nn.MultiheadAttention ---------------------------------------
@@ -151,15 +78,7 @@ def dilated_case(dtype, B, T, E, H, w, dl, glob, causal, use_kpm):
         kpm[-1, T - 5:] = 1
     proj = x @ inw.T + inb
     q, k, v = [heads(t, H) for t in proj.split(E, -1)]
-    i = torch.arange(T)[:, None]
-    j = torch.arange(T)[None, :]
-    diff = (i - j).abs()
-    band = (diff <= (w // 2) * dl) & (diff % dl == 0)
-    g = torch.zeros(T, dtype=torch.bool)
-    for gp in glob:
-        if gp < T:
-            g[gp] = True
-    allowed = (band | g[:, None] | g[None, :])[None, None] & admissible(B, T, causal, kpm)
+    allowed = dilated_allowed(T, w, dl, glob)[None, None] & admissible(B, T, causal, kpm)
     o, _ = safe_attend(q @ k.transpose(-1, -2) / np.sqrt(E // H), allowed, v)
     y = o.transpose(1, 2).reshape(B, T, E) @ ow.T + ob
     gy = torch.randn(B, T, E, dtype=torch.float64)
@@ -174,35 +93,6 @@ def dilated_case(dtype, B, T, E, H, w, dl, glob, causal, use_kpm):
 
 
 # --- LSH vs masked dense autograd (same hashes / sort / chunks) -----------
-def lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale):
-    B, H, T, dh = qk.shape
-    adm = admissible(B, T, causal, kpm)
-    kn = qk / qk.norm(dim=-1, keepdim=True)
-    scores = scale * qk @ kn.transpose(-1, -2)
-    outs, lses = [], []
-    for r in range(R.shape[0]):
-        with torch.no_grad():
-            xr = qk @ R[r]
-            bucket = torch.argmax(torch.cat([xr, -xr], -1), -1)
-            key = bucket * T + torch.arange(T)
-            pos = torch.argsort(torch.argsort(key, -1), -1)
-            ch = pos // chunk
-            same_or_prev = (ch[..., None, :] == ch[..., :, None]) | \
-                           (ch[..., None, :] == ch[..., :, None] - 1)
-            allowed = same_or_prev & adm
-            if same_bucket:
-                allowed &= bucket[..., None, :] == bucket[..., :, None]
-            eye = torch.eye(T, dtype=torch.bool)
-            others = allowed & ~eye
-            none = ~others.any(-1, keepdim=True)
-            allowed = others | (eye & allowed & none)
-        o, lse = safe_attend(scores, allowed, v)
-        outs.append(o)
-        lses.append(lse)
-    w = torch.softmax(torch.stack(lses), 0)
-    return (w[..., None] * torch.stack(outs)).sum(0)
-
-
 def lsh_y(x, inw, inb, ow, ob, R, H, chunk, causal, kpm, same_bucket):
     B, T, E = x.shape
     dh = E // H
@@ -242,6 +132,8 @@ for dtype in (np.float64, np.float32):
     dense_case(dtype, 2, 40, 16, 2, 0, 1)
     dense_case(dtype, 2, 40, 16, 2, 1, 1)
     dense_case(dtype, 3, 17, 24, 3, 0, 0)
+    dense_case(dtype, 2, 530, 16, 2, 0, 1)  # 9 query x 3 key blocks
+    dense_case(dtype, 1, 300, 16, 2, 1, 1)
     dilated_case(dtype, 2, 30, 16, 2, 4, 2, [0], 0, 0)
     dilated_case(dtype, 2, 30, 16, 2, 6, 3, [0, 17, 17, 29, 99], 0, 1)
     dilated_case(dtype, 2, 30, 16, 2, 5, 1, [3], 1, 0)

@@ -26,7 +26,9 @@ class AttnParams(C.Structure):
                 ("global_pos", C.POINTER(C.c_int32)),
                 ("n_global", C.c_int32), ("rotations", C.c_void_p),
                 ("n_hashes", C.c_int32), ("n_buckets", C.c_int32),
-                ("chunk", C.c_int32), ("same_bucket_only", C.c_int32)]
+                ("chunk", C.c_int32), ("same_bucket_only", C.c_int32),
+                ("dropout", C.c_double), ("dropout_seed", C.c_uint64),
+                ("dropout_offset", C.c_uint64)]
 
 
 def load(libdir):

@@ -211,6 +211,9 @@ for dtype in (np.float32, np.float64):
     dense_case(dtype, 2, 100, 16, 2, 0, 1)
     dense_case(dtype, 2, 100, 16, 2, 1, 1)
     dense_case(dtype, 3, 37, 24, 3, 0, 0)
+    # several query blocks (64) and key blocks (256) of the tiled kernel
+    dense_case(dtype, 2, 600, 32, 2, 1, 1)
+    dense_case(dtype, 1, 300, 32, 4, 0, 1)
     dilated_case(dtype, 2, 50, 16, 2, 4, 2, [0], 0, 0)
     dilated_case(dtype, 2, 50, 16, 2, 6, 3, [0, 17, 17, 45, 99], 0, 1)
     dilated_case(dtype, 2, 50, 16, 2, 5, 1, [3], 1, 0)
