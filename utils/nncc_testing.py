@@ -195,11 +195,19 @@ def cache_dir():
 
 
 def _nncc_stamp():
-    try:
-        st = os.stat(shutil.which(NNCC) or NNCC)
-        return "%d:%d" % (st.st_size, st.st_mtime_ns)
-    except OSError:
-        return "?"
+    """Size and mtime of nncc and of the libraries a compiled model links
+    (the model-support archive is linked statically), as nncc run's cache."""
+    exe = shutil.which(NNCC) or NNCC
+    libdir = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(exe))), "lib")
+    parts = []
+    for f in [exe] + [os.path.join(libdir, l) for l in (
+            "libnncc_model_support.a", "libnncc_kernels.so", "libnncc_runtime.so")]:
+        try:
+            st = os.stat(f)
+            parts.append("%d:%d" % (st.st_size, st.st_mtime_ns))
+        except OSError:
+            parts.append("?")
+    return "|".join(parts)
 
 
 def compile_model(nn_path, extra_args=()):

@@ -11,7 +11,13 @@
 #include "nncc/Kernels/NormMath.h"
 #include "nncc/Kernels/Philox.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 using namespace nncc::kernels;
 
@@ -61,29 +67,53 @@ int layerNormBackward(int64_t rows, int64_t N, const T *x, const T *res,
   }
   if (!dgamma && !dbeta)
     return NNCC_K_OK;
-  // Column pass: dgamma = sum dy * xhat, dbeta = sum dy (fixed row order).
-  // Row statistics again (cheap relative to the column sweep; keeps the
-  // kernel free of a rows-sized workspace).
-#pragma omp parallel for schedule(static)
-  for (int64_t j = 0; j < N; ++j) {
-    double sgam = 0, sbet = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const T *xr = x + r * N, *rr = res ? res + r * N : nullptr;
-      double mean, rstd;
-      if (meanIn) {
-        mean = meanIn[r];
-        rstd = rstdIn[r];
-      } else {
-        layer_norm_stats<T, double>(xr, rr, N, eps, mean, rstd);
+  // Column pass: dgamma = sum dy * xhat, dbeta = sum dy, every column summed
+  // in row order (so the result does not depend on the thread count). Each
+  // thread owns a block of columns and walks the rows in chunks, recomputing
+  // a chunk's statistics once per block (no rows-sized workspace).
+  constexpr int64_t kRowChunk = 64;
+#pragma omp parallel
+  {
+    int64_t nth = 1, tid = 0;
+#ifdef _OPENMP
+    nth = omp_get_num_threads();
+    tid = omp_get_thread_num();
+#endif
+    const int64_t per = (N + nth - 1) / nth;
+    const int64_t j0 = std::min(N, tid * per), j1 = std::min(N, j0 + per);
+    if (j0 < j1) {
+      std::vector<double> sgam(j1 - j0, 0.0), sbet(j1 - j0, 0.0);
+      double mean[kRowChunk], rstd[kRowChunk];
+      for (int64_t r0 = 0; r0 < rows; r0 += kRowChunk) {
+        const int64_t nr = std::min(kRowChunk, rows - r0);
+        for (int64_t i = 0; i < nr; ++i) {
+          const int64_t r = r0 + i;
+          if (meanIn) {
+            mean[i] = meanIn[r];
+            rstd[i] = rstdIn[r];
+          } else {
+            layer_norm_stats<T, double>(x + r * N, res ? res + r * N : nullptr,
+                                        N, eps, mean[i], rstd[i]);
+          }
+        }
+        for (int64_t i = 0; i < nr; ++i) {
+          const int64_t r = r0 + i;
+          const T *xr = x + r * N, *rr = res ? res + r * N : nullptr;
+          const T *dyr = dy + r * N;
+          for (int64_t j = j0; j < j1; ++j) {
+            const double s = double(xr[j]) + (rr ? double(rr[j]) : 0.0);
+            sgam[j - j0] += double(dyr[j]) * (s - mean[i]) * rstd[i];
+            sbet[j - j0] += double(dyr[j]);
+          }
+        }
       }
-      const double s = double(xr[j]) + (rr ? double(rr[j]) : 0.0);
-      sgam += double(dy[r * N + j]) * (s - mean) * rstd;
-      sbet += double(dy[r * N + j]);
+      for (int64_t j = j0; j < j1; ++j) {
+        if (dgamma)
+          dgamma[j] = T(sgam[j - j0]);
+        if (dbeta)
+          dbeta[j] = T(sbet[j - j0]);
+      }
     }
-    if (dgamma)
-      dgamma[j] = T(sgam);
-    if (dbeta)
-      dbeta[j] = T(sbet);
   }
   return NNCC_K_OK;
 }

@@ -313,28 +313,63 @@ nncc_status plan(nncc_model *m, nncc_error *err) {
 template <typename T>
 void reduceImpl(int32_t rank, const int64_t *shape, uint32_t mask, int mean,
                        const T *x, T *y) {
+  // Merge adjacent dims of the same kind (size-1 dims vanish), then walk
+  // the outer dims with an odometer and the innermost one contiguously.
+  // Every output element sums its inputs in row-major order.
+  std::vector<int64_t> size;
+  std::vector<bool> reduced;
   int64_t total = 1, kept = 1;
   for (int32_t d = 0; d < rank; ++d) {
     total *= shape[d];
-    if (!(mask >> d & 1))
+    bool r = mask >> d & 1;
+    if (!r)
       kept *= shape[d];
+    if (shape[d] == 1)
+      continue;
+    if (!size.empty() && reduced.back() == r)
+      size.back() *= shape[d];
+    else
+      size.push_back(shape[d]), reduced.push_back(r);
   }
   std::vector<double> acc(static_cast<size_t>(kept), 0.0);
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t rem = i, o = 0, stride = 1;
-    for (int32_t d = rank - 1; d >= 0; --d) {
-      int64_t c = rem % shape[d];
-      rem /= shape[d];
-      if (!(mask >> d & 1)) {
-        o += c * stride;
-        stride *= shape[d];
+  if (total > 0) {
+    if (size.empty())
+      size.push_back(1), reduced.push_back(false);
+    const size_t n = size.size();
+    std::vector<int64_t> keptStride(n, 0);
+    for (int64_t d = (int64_t)n - 1, st = 1; d >= 0; --d)
+      if (!reduced[d]) {
+        keptStride[d] = st;
+        st *= size[d];
+      }
+    std::vector<int64_t> idx(n, 0);
+    const int64_t inner = size[n - 1];
+    const bool innerReduced = reduced[n - 1];
+    int64_t o = 0;
+    for (int64_t i = 0; i < total; i += inner) {
+      const T *xi = x + i;
+      if (innerReduced) {
+        double s = acc[o];
+        for (int64_t c = 0; c < inner; ++c)
+          s += static_cast<double>(xi[c]);
+        acc[o] = s;
+      } else {
+        double *ao = acc.data() + o;
+        for (int64_t c = 0; c < inner; ++c)
+          ao[c] += static_cast<double>(xi[c]);
+      }
+      for (int64_t d = (int64_t)n - 2; d >= 0; --d) { // odometer step
+        o += keptStride[d];
+        if (++idx[d] < size[d])
+          break;
+        o -= keptStride[d] * size[d];
+        idx[d] = 0;
       }
     }
-    acc[o] += static_cast<double>(x[i]);
   }
-  double n = kept ? static_cast<double>(total) / static_cast<double>(kept) : 1.0;
+  double cnt = kept ? static_cast<double>(total) / static_cast<double>(kept) : 1.0;
   for (int64_t o = 0; o < kept; ++o)
-    y[o] = static_cast<T>(mean ? acc[o] / n : acc[o]);
+    y[o] = static_cast<T>(mean ? acc[o] / cnt : acc[o]);
 }
 
 } // namespace

@@ -173,6 +173,45 @@ TEST(ModelSupport, PlanOffsetsReuseOnlyDisjointRanges) {
   EXPECT_EQ(nncc_ms_plan_offsets(0, nullptr, nullptr, nullptr, nullptr), 0u);
 }
 
+// nncc_ms_reduce against a per-element reference (div/mod of every index)
+// over every mask of rank-4 shapes with size-1 dims, in f64 so sums compare
+// exactly (both sum each output's inputs in row-major order).
+TEST(ModelSupport, ReduceMatchesPerElementReference) {
+  const int64_t shapes[][4] = {{2, 3, 4, 5}, {1, 3, 1, 5}, {4, 1, 1, 1}, {3, 2, 1, 7}};
+  for (const auto &shape : shapes) {
+    int64_t total = shape[0] * shape[1] * shape[2] * shape[3];
+    std::vector<double> x(total);
+    for (int64_t i = 0; i < total; ++i)
+      x[i] = std::sin(0.37 * double(i)) + 0.01 * double(i);
+    for (uint32_t mask = 0; mask < 16; ++mask)
+      for (int mean = 0; mean < 2; ++mean) {
+        int64_t kept = 1;
+        for (int d = 0; d < 4; ++d)
+          if (!(mask >> d & 1))
+            kept *= shape[d];
+        std::vector<double> want(kept, 0.0), got(kept, -1.0);
+        for (int64_t i = 0; i < total; ++i) {
+          int64_t rem = i, o = 0, stride = 1;
+          for (int d = 3; d >= 0; --d) {
+            int64_t c = rem % shape[d];
+            rem /= shape[d];
+            if (!(mask >> d & 1)) {
+              o += c * stride;
+              stride *= shape[d];
+            }
+          }
+          want[o] += x[i];
+        }
+        if (mean)
+          for (double &w : want)
+            w /= double(total / kept);
+        nncc_ms_reduce_f64(4, shape, mask, mean, x.data(), got.data());
+        for (int64_t o = 0; o < kept; ++o)
+          ASSERT_EQ(got[o], want[o]) << "mask " << mask << " mean " << mean << " o " << o;
+      }
+  }
+}
+
 TEST(ModelSupport, CreateErrors) {
   nncc_error err;
   nncc_model *m = reinterpret_cast<nncc_model *>(0x1);

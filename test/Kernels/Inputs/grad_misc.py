@@ -233,6 +233,7 @@ def dropout_case(dtype):
 for dtype in (np.float64, np.float32):
     for res, aff, st, ds in ((0, 1, 0, 0), (1, 1, 0, 1), (1, 0, 1, 0), (0, 1, 1, 1)):
         layer_norm_case(dtype, 7, 33, res, aff, st, ds)
+    layer_norm_case(dtype, 150, 70, 1, 1, 0, 1)  # several row chunks of dgamma
     softmax_case(dtype, (3, 5, 4), 1)
     softmax_case(dtype, (4, 9), 1)
     embedding_case(dtype, 40, 11, 70, -1, 0)
