@@ -107,7 +107,8 @@ template <typename T>
 void dilatedBackward(const Dims &g, const nncc_attention_params *p, T scale,
                      const uint8_t *isG, const int32_t *gl, int ng, const T *q,
                      const T *k, const T *v, const T *dout, T *dq, T *dk,
-                     T *dv, const uint8_t *kpm, const AttentionDropout<T> &drop) {
+                     T *dv, const uint8_t *kpm, const AttentionDropout<T> &drop,
+                     T *out) {
   const bool causal = p->causal != 0;
   const int half = p->window / 2, dil = p->dilation, window = p->window;
   const int64_t tasks = g.B * g.H;
@@ -145,14 +146,19 @@ void dilatedBackward(const Dims &g, const nncc_attention_params *p, T scale,
               keys[nk++] = j;
           }
         }
-        if (nk == 0)
+        if (nk == 0) {
+          if (out)
+            std::memset(out + (b * g.T + i) * g.ldo + h * g.dh, 0,
+                        sizeof(T) * g.dh);
           continue;
+        }
         const T *qr = q + io + i * g.ldi;
         const T *dor = dout + b * g.T * g.ldo + h * g.dh + i * g.ldo;
         const uint64_t rowCounter = (uint64_t)(((b * g.H + h) * g.T + i) * g.T);
+        T *orow = out ? out + (b * g.T + i) * g.ldo + h * g.dh : o.data();
         T lse = listForward(qr, keys.data(), nk, k + io, g.ldi, v + io, g.ldi,
-                            g.dh, scale, o.data(), drop, rowCounter);
-        T Dq = dot(dor, o.data(), g.dh);
+                            g.dh, scale, orow, drop, rowCounter);
+        T Dq = dot(dor, orow, g.dh);
         listBackward(qr, dor, keys.data(), nk, k + io, g.ldi, v + io, g.ldi,
                      g.dh, scale, lse, Dq, dq + go + i * g.ldg, dk + go,
                      g.ldg, dv + go, g.ldg, drop, rowCounter);
@@ -164,7 +170,7 @@ void dilatedBackward(const Dims &g, const nncc_attention_params *p, T scale,
 template <typename T>
 void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
                  const T *qk, const T *v, const T *dout, T *dqk, T *dv,
-                 const uint8_t *kpm, const AttentionDropout<T> &drop) {
+                 const uint8_t *kpm, const AttentionDropout<T> &drop, T *out) {
   const bool causal = p->causal != 0;
   const int rounds = p->n_hashes, nbuckets = p->n_buckets,
             chunk = p->chunk, nb2 = nbuckets / 2;
@@ -250,9 +256,11 @@ void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
         T mx = neg_big<T>();
         for (int r = 0; r < rounds; ++r)
           mx = nmax(mx, lse[r * Tn + t]);
+        T *orow = out ? out + (b * Tn + t) * g.ldo + h * dh : O.data();
         if (!(mx > neg_big<T>())) {
           L[t] = neg_big<T>();
           Dq[t] = T(0);
+          std::fill(orow, orow + dh, T(0));
           continue;
         }
         T s = T(0);
@@ -260,15 +268,15 @@ void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
           if (lse[r * Tn + t] > neg_big<T>())
             s += nexp(lse[r * Tn + t] - mx);
         L[t] = mx + nlog(s);
-        std::fill(O.begin(), O.end(), T(0));
+        std::fill(orow, orow + dh, T(0));
         for (int r = 0; r < rounds; ++r) {
           if (!(lse[r * Tn + t] > neg_big<T>()))
             continue;
           const T wr = nexp(lse[r * Tn + t] - L[t]);
           for (int64_t d = 0; d < dh; ++d)
-            O[d] += wr * o[(r * Tn + t) * dh + d];
+            orow[d] += wr * o[(r * Tn + t) * dh + d];
         }
-        Dq[t] = dot(dobase + t * g.ldo, O.data(), dh);
+        Dq[t] = dot(dobase + t * g.ldo, orow, dh);
       }
       // Pass 2: gradients; keys are k^ (dkn), queries qk.
       for (int r = 0; r < rounds; ++r)
@@ -299,7 +307,7 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
                       int64_t H, int64_t dh, const T *q, const T *k,
                       const T *v, int64_t ldi, const T *dout, int64_t ldo,
                       T *dq, T *dk, T *dv, int64_t ldg, const uint8_t *kpm,
-                      void *ws) {
+                      void *ws, T *out) {
   if (!attentionParamsValid(p, dh) || B < 0 || Tn < 0 || H <= 0 || !q || !v ||
       !dout || !dq || !dv || ldi < H * dh || ldo < H * dh || ldg < H * dh)
     return NNCC_K_EINVAL;
@@ -310,12 +318,12 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   T scale = p->scale != 0 ? T(p->scale) : T(1) / nsqrt(T(dh));
   AttentionDropout<T> drop = attentionDropoutOf<T>(p);
   if (lsh) {
-    lshBackward<T>(g, p, scale, q, v, dout, dq, dv, kpm, drop);
+    lshBackward<T>(g, p, scale, q, v, dout, dq, dv, kpm, drop, out);
     return NNCC_K_OK;
   }
   if (p->kind == NNCC_ATTN_DENSE) {
     denseAttentionBackward<T>(
-        DenseAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, k, v, nullptr, kpm,
+        DenseAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, k, v, out, kpm,
                               p->causal != 0, scale, drop},
         dout, dq, dk, dv, ldg);
     return NNCC_K_OK;
@@ -342,7 +350,7 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
     std::sort(gl, gl + ng);
   }
   dilatedBackward<T>(g, p, scale, isG, gl, ng, q, k, v, dout, dq, dk, dv, kpm,
-                     drop);
+                     drop, out);
   return NNCC_K_OK;
 }
 
@@ -369,20 +377,6 @@ void colSum(int64_t rows, int64_t n, const T *a, T *out) {
   }
 }
 
-int coreFwd(const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t H,
-            int64_t dh, const float *q, const float *k, const float *v,
-            int64_t ldi, float *o, int64_t ldo, const uint8_t *kpm, void *ws) {
-  return nncc_attention_f32(p, B, Tn, H, dh, q, k, v, ldi, o, ldo, kpm, ws,
-                            nullptr);
-}
-int coreFwd(const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t H,
-            int64_t dh, const double *q, const double *k, const double *v,
-            int64_t ldi, double *o, int64_t ldo, const uint8_t *kpm,
-            void *ws) {
-  return nncc_attention_f64(p, B, Tn, H, dh, q, k, v, ldi, o, ldo, kpm, ws,
-                            nullptr);
-}
-
 template <typename T>
 int mhaBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
                 int64_t E, int64_t H, const T *x, const T *inW, const T *inB,
@@ -399,29 +393,24 @@ int mhaBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   T *dctx = a.take<T>(BT * E);
   T *dproj = a.take<T>(BT * P * E);
   void *core = a.take<char>(attentionCoreWorkspace(p, Tn));
-  // Recompute the in-projection and the attention context.
+  // Recompute the in-projection; the core's backward recomputes the context.
   if (inB)
     for (int64_t r = 0; r < BT; ++r)
       std::memcpy(proj + r * P * E, inB, sizeof(T) * P * E);
   gemm(false, true, BT, P * E, E, T(1), x, E, inW, E, inB ? T(1) : T(0), proj,
        P * E);
-  int rc = coreFwd(p, B, Tn, H, dh, proj, lsh ? nullptr : proj + E,
-                   proj + (P - 1) * E, P * E, ctx, E, kpm, core);
+  // Out-projection y = ctx W_o^T + b_o: dctx first, dW_o once ctx exists.
+  gemm(false, false, BT, E, E, T(1), dy, E, outW, E, T(0), dctx, E);
+  int rc = attentionBackward<T>(p, B, Tn, H, dh, proj, lsh ? nullptr : proj + E,
+                                proj + (P - 1) * E, P * E, dctx, E, dproj,
+                                lsh ? nullptr : dproj + E, dproj + (P - 1) * E,
+                                P * E, kpm, core, ctx);
   if (rc)
     return rc;
-  // Out-projection: y = ctx W_o^T + b_o.
   if (dOutW)
     gemm(true, false, E, E, BT, T(1), dy, E, ctx, E, T(0), dOutW, E);
   if (dOutB)
     colSum(BT, E, dy, dOutB);
-  gemm(false, false, BT, E, E, T(1), dy, E, outW, E, T(0), dctx, E);
-  // Attention core.
-  rc = attentionBackward<T>(p, B, Tn, H, dh, proj, lsh ? nullptr : proj + E,
-                            proj + (P - 1) * E, P * E, dctx, E, dproj,
-                            lsh ? nullptr : dproj + E, dproj + (P - 1) * E,
-                            P * E, kpm, core);
-  if (rc)
-    return rc;
   // In-projection: proj = x W_in^T + b_in.
   if (dInW)
     gemm(true, false, P * E, E, BT, T(1), dproj, P * E, x, E, T(0), dInW, E);
@@ -459,9 +448,9 @@ nncc_mha_backward_workspace_size(const nncc_attention_params *p, int64_t B,
       const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t H,        \
       int64_t dh, const T *q, const T *k, const T *v, int64_t ldi,             \
       const T *dout, int64_t ldo, T *dq, T *dk, T *dv, int64_t ldg,            \
-      const uint8_t *kpm, void *ws) {                                          \
+      const uint8_t *kpm, void *ws, T *out) {                                  \
     return attentionBackward<T>(p, B, Tn, H, dh, q, k, v, ldi, dout, ldo, dq,  \
-                                dk, dv, ldg, kpm, ws);                         \
+                                dk, dv, ldg, kpm, ws, out);                    \
   }                                                                            \
   extern "C" int nncc_mha_backward_##S(                                        \
       const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t E,        \

@@ -58,7 +58,8 @@ template <typename Real> struct DenseAttentionArgs {
 
 /// out = softmax(scale q kᵀ, masked) v per head, with attention dropout.
 template <typename T> void denseAttentionForward(const DenseAttentionArgs<T> &a);
-/// Overwrites dq, dk, dv (row stride ldg) given dout (row stride a.ldo).
+/// Overwrites dq, dk, dv (row stride ldg) given dout (row stride a.ldo);
+/// a.out (optional, row stride a.ldo) receives the recomputed forward output.
 template <typename T>
 void denseAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout,
                             T *dq, T *dk, T *dv, int64_t ldg);

@@ -8,7 +8,8 @@
 //   forward, per (b, h, query block):  S = scale Q Kᵀ; online softmax over
 //     key blocks (OnlineSoftmax::push_tile); O = O·alpha + P V.
 //   backward, per (b, h): for each query block, the forward block again
-//     (O and the log-sum-exp lse), D = rowsum(dO ∘ O), then per key block
+//     (O, written out when the caller wants it, and the log-sum-exp lse),
+//     D = rowsum(dO ∘ O), then per key block
 //     P = exp(S - lse), dP = dO Vᵀ, dS = scale P ∘ (c ∘ dP - D),
 //     dV += (c ∘ P)ᵀ dO, dQ += dS K, dK += dSᵀ Q,
 //   where c is the attention-dropout multiplier (1 without dropout). One
@@ -152,11 +153,14 @@ void denseAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout,
         const int64_t nq = std::min(kBQ, a.T - q0);
         const T *qb = a.q + io + q0 * a.ldi;
         const T *dob = dout + (b * a.T + q0) * a.ldo + h * a.dh;
-        forwardBlock(a, b, h, q0, nq, s, s.O.data(), a.dh);
+        // The forward block again: into the caller's output when given.
+        T *O = a.out ? a.out + (b * a.T + q0) * a.ldo + h * a.dh : s.O.data();
+        const int64_t ldO = a.out ? a.ldo : a.dh;
+        forwardBlock(a, b, h, q0, nq, s, O, ldO);
         for (int64_t i = 0; i < nq; ++i) {
           T d = T(0);
           for (int64_t c = 0; c < a.dh; ++c)
-            d += dob[i * a.ldo + c] * s.O[i * a.dh + c];
+            d += dob[i * a.ldo + c] * O[i * ldO + c];
           s.D[i] = d;
         }
         const int64_t kEnd = a.causal ? std::min(a.T, q0 + nq) : a.T;

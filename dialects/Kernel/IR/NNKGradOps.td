@@ -160,7 +160,9 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     `dout` `[B, T, E]` (adjoint of the core's output), writes `dqkv` (type
     of qkv). `kind` 0 dense (flash), 1 dilated (banded), 2 lsh; attributes
     as the forward core ops. Recomputes the probabilities; with `dropout`
-    the forward's mask (same `seed` and step offset).
+    the forward's mask (same `seed` and step offset). The optional `core`
+    output `[B, T, E]` receives the forward core's output, recomputed on
+    the way (what the out-projection's weight gradient needs).
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
@@ -168,6 +170,7 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     NNK_In<Optional<NNK_FloatBuffer>>:$rotations,
     NNK_In<NNK_FloatBuffer>:$dout,
     NNK_Out<NNK_FloatBuffer>:$dqkv,
+    NNK_Out<Optional<NNK_FloatBuffer>>:$core,
     NNK_I64Attr:$kind,
     NNK_I64Attr:$num_heads,
     DefaultValuedAttr<BoolAttr, "false">:$causal,
@@ -181,7 +184,8 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout);
   let assemblyFormat = [{
     `ins` `(` $qkv `,` $dout `)` (`mask` `(` $mask^ `)`)?
-    (`rotations` `(` $rotations^ `)`)? `outs` `(` $dqkv `)` attr-dict `:`
+    (`rotations` `(` $rotations^ `)`)? `outs` `(` $dqkv `)`
+    (`core` `(` $core^ `)`)? attr-dict `:`
     qualified(type(operands))
   }];
 }

@@ -244,12 +244,14 @@ int64_t nncc_mha_workspace_size(const nncc_attention_params *p, int64_t B,
       const T *w_hh, const T *b_hh, const T *dh_out, const T *dc_out,          \
       T *dxproj, T *dh, T *dc, T *dw_hh, T *db_hh, void *workspace);           \
   /* Attention core backward: overwrites dq, dk, dv (row stride ld_grad) of  \
-     every head. LSH: q is the shared QK, k/dk unused, dq gets both paths. */ \
+     every head. LSH: q is the shared QK, k/dk unused, dq gets both paths.    \
+     out (optional, row stride ld_dout) receives the forward output it        \
+     recomputes on the way (what nncc_attention_S would write). */            \
   int nncc_attention_backward_##S(                                             \
       const nncc_attention_params *p, int64_t B, int64_t T_, int64_t H,        \
       int64_t dh, const T *q, const T *k, const T *v, int64_t ld_in,           \
       const T *dout, int64_t ld_dout, T *dq, T *dk, T *dv, int64_t ld_grad,    \
-      const uint8_t *key_padding_mask, void *workspace);                       \
+      const uint8_t *key_padding_mask, void *workspace, T *out);               \
   /* Full nn.attention backward (in-proj and context recomputed). Overwrites \
      dx, d_in_w, d_in_b, d_out_w, d_out_b (each may be NULL). */              \
   int nncc_mha_backward_##S(                                                   \

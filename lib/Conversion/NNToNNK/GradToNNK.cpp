@@ -209,9 +209,9 @@ struct RecurrentGradLowering : OpConversionPattern<NNOp> {
   }
 };
 
-/// nn.attention_grad: recompute the packed projection and the core's
-/// output, then out-projection grads (GEMMs), the core's backward
-/// (nnk.attention_grad), and the in-projection grads (GEMMs).
+/// nn.attention_grad: recompute the packed projection, then the core's
+/// backward (nnk.attention_grad, which recomputes the core's output on the
+/// way), the out-projection grads and the in-projection grads (GEMMs).
 struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -243,33 +243,35 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     double dropout = op.getDropout();
     int64_t kindCode = 0, window = 0, dilation = 1, hashes = 0, chunk = 0;
     ArrayRef<int64_t> global;
-    if (isa<nn::DenseAttentionAttr>(kind)) {
-      nnk::FlashAttentionOp::create(rewriter, loc, *qkv, mask, *core, heads,
-                                    causal, 0.0, dropout, op.getSeed());
-    } else if (auto d = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
+    if (auto d = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
       kindCode = 1;
       window = d.getWindow();
       dilation = d.getDilation();
       global = d.getGlobal();
-      nnk::BandedAttentionOp::create(rewriter, loc, *qkv, mask, *core, heads,
-                                     window, dilation, global, causal, 0.0,
-                                     dropout, op.getSeed());
     } else if (auto l = dyn_cast<nn::LshAttentionAttr>(kind)) {
       kindCode = 2;
       hashes = l.getHashes();
       chunk = l.getChunk();
-      nnk::LSHAttentionOp::create(rewriter, loc, *qkv, mask, rot, *core, heads,
-                                  hashes, chunk, causal, 0.0, op.getSeed(),
-                                  dropout);
-    } else {
+    } else if (!isa<nn::DenseAttentionAttr>(kind)) {
       return op.emitError("unsupported attention kind ") << kind;
     }
+    // Out-projection y = core · W_outᵀ + b_out: dcore = dy · W_out feeds the
+    // core's backward, which also recomputes core for dW_out = dyᵀ · core.
+    FailureOr<Value> dCore = allocBuffer(rewriter, op, buf({B, T, E}));
+    FailureOr<Value> dqkv = allocBuffer(rewriter, op, (*qkv).getType());
+    if (failed(dCore) || failed(dqkv))
+      return failure();
+    nnk::MatmulOp::create(rewriter, loc, dy, wOut, *dCore);
+    nnk::AttentionGradOp::create(rewriter, loc, *qkv, mask, rot, *dCore, *dqkv,
+                                 *core, kindCode, heads, causal, 0.0, window,
+                                 dilation, global, hashes, chunk, op.getSeed(),
+                                 dropout);
     SmallVector<Value> dparams;
-    // Out-projection: y = core · W_outᵀ + b_out.
     auto wOutT = cast<nnk::BufferType>(wOut.getType());
     FailureOr<Value> dWout = allocBuffer(rewriter, op, wOutT);
-    FailureOr<Value> dCore = allocBuffer(rewriter, op, buf({B, T, E}));
-    if (failed(dWout) || failed(dCore))
+    FailureOr<Value> dx = allocBuffer(rewriter, op, buf({B, T, E}));
+    FailureOr<Value> dWin = allocBuffer(rewriter, op, wIn.getType());
+    if (failed(dWout) || failed(dx) || failed(dWin))
       return failure();
     nnk::LinearWeightGradOp::create(rewriter, loc, dy, *core, *dWout);
     Value dbOut;
@@ -280,15 +282,6 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
       nnk::ReduceToShapeOp::create(rewriter, loc, dy, *b);
       dbOut = *b;
     }
-    nnk::MatmulOp::create(rewriter, loc, dy, wOut, *dCore);
-    FailureOr<Value> dqkv = allocBuffer(rewriter, op, (*qkv).getType());
-    FailureOr<Value> dx = allocBuffer(rewriter, op, buf({B, T, E}));
-    FailureOr<Value> dWin = allocBuffer(rewriter, op, wIn.getType());
-    if (failed(dqkv) || failed(dx) || failed(dWin))
-      return failure();
-    nnk::AttentionGradOp::create(
-        rewriter, loc, *qkv, mask, rot, *dCore, *dqkv, kindCode, heads, causal,
-        0.0, window, dilation, global, hashes, chunk, op.getSeed(), dropout);
     nnk::MatmulOp::create(rewriter, loc, *dqkv, wIn, *dx);
     nnk::LinearWeightGradOp::create(rewriter, loc, *dqkv, x, *dWin);
     dparams.push_back(*dWin);

@@ -976,7 +976,7 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                             v + ", " + *ld + ", " + name(o.getDout()) + ", " + *E + ", " +
                             dq + ", " + dk + ", " + dv + ", " + *ld + ", " +
                             nameOrNull(o.getMask()) + ", nncc_ms_buffer_ptr(m, " +
-                            std::to_string(ws) + "))");
+                            std::to_string(ws) + "), " + nameOrNull(o.getCore()) + ")");
         os.unindent();
         os << "}\n";
         return success();
