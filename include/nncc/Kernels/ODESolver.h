@@ -127,16 +127,23 @@ NNCC_HD double ode_e(int j) {
   return e[j];
 }
 
+/// No-op observer of accepted steps.
+struct OdeIgnoreSteps {
+  void operator()(double, double) const {}
+};
+
 /// The host loop. h [n] evolves in place. k: `stages` slots of n elements,
 /// stageIn: n, err: n (dopri5 adaptive only, else may be null).
 /// dyn(s, in, out) -> int: evaluates the dynamics at integration variable
 /// s (the callback maps it to each row's time) from `in` into `out`;
 /// nonzero stops the solve and is returned. *nSteps receives the number of
-/// accepted steps (may be null).
-template <typename T, typename Dyn>
+/// accepted steps (may be null); onAccept(s, ds) is called for each accepted
+/// step from s of size ds, in order.
+template <typename T, typename Dyn, typename OnAccept = OdeIgnoreSteps>
 int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n,
                   int64_t rowLen, const T *rowScale, double s0, double s1, T *h,
-                  T *const *kIn, T *stageIn, T *err, Dyn &&dyn, int64_t *nSteps) {
+                  T *const *kIn, T *stageIn, T *err, Dyn &&dyn, int64_t *nSteps,
+                  OnAccept &&onAccept = OnAccept()) {
   if (method < OdeEuler || method > OdeDopri5)
     return OdeBadMethod;
   const int S = ode_stages(method);
@@ -194,6 +201,7 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
       combine(h, ds, b, S); // in place: each element reads only its own h[i]
       if (nSteps)
         ++*nSteps;
+      onAccept(s, ds);
     }
     return 0;
   }
@@ -240,6 +248,7 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
     if (norm == norm && norm <= 1.0) {
       for (int64_t i = 0; i < n; ++i)
         h[i] = stageIn[i];
+      onAccept(s, ds);
       s += ds;
       T *t = k[0]; // FSAL: k7 = f(s + ds, y5) is the next k1
       k[0] = k[6];

@@ -52,12 +52,7 @@ void broadcast_axes(int rank, const int64_t *shape, uint32_t mask, int mean, con
  * Rows of rowLen elements may scale the step (dt_r = ds·rowScale[r], as in
  * ode_integrate; NULL = 1). h: h(s1) with adjoint, else h(s0). a: in
  * dL/dh(s1), out dL/dh(s0). gtheta [P] is accumulated (+=). */
-enum : int { OdeGradAdaptiveBackprop = -10 };
-
 inline const char *ode_grad_error_string(int rc) {
-  if (rc == OdeGradAdaptiveBackprop)
-    return "backpropagation through the solver steps needs fixed steps (use "
-           "steps > 0 or adjoint: true with adaptive dopri5)";
   return nncc::kernels::ode_error_string(rc);
 }
 
@@ -104,21 +99,44 @@ int ode_grad(int method, int64_t steps, double rtol, double atol, int adjoint, i
       gtheta[i] += aug[2 * n + i];
     return 0;
   }
-  // Through the steps: recompute the states, then per step (last first)
-  // the stages' inputs and backpropagate through the stage combinations.
-  if (steps <= 0) {
-    if (method == OdeDopri5)
-      return OdeGradAdaptiveBackprop;
-    steps = 1;
+  // Through the steps: the accepted steps (s_i, ds_i) — fixed steps, or
+  // those of the adaptive dopri5 solve run again (its step sizes are then
+  // constants of the discrete map: no gradient flows through the step-size
+  // controller) — then the states, then per step (last first) the stages'
+  // inputs and backpropagation through the stage combinations.
+  std::vector<double> stepS, stepDs;
+  if (steps <= 0 && method == OdeDopri5) {
+    std::vector<T> hh(h, h + n), kb((size_t)S * n), stage(n), err(n);
+    T *k[7];
+    for (int st = 0; st < S; ++st)
+      k[st] = kb.data() + (size_t)st * n;
+    int rc = ode_integrate<T>(method, 0, rtol, atol, n, rowLen, rowScale, s0, s1,
+                              hh.data(), k, stage.data(), err.data(), dyn,
+                              (int64_t *)nullptr, [&](double s, double ds) {
+                                stepS.push_back(s);
+                                stepDs.push_back(ds);
+                              });
+    if (rc)
+      return rc;
+  } else {
+    if (steps <= 0)
+      steps = 1;
+    const double ds = (s1 - s0) / (double)steps;
+    for (int64_t it = 0; it < steps; ++it) {
+      stepS.push_back(s0 + (double)it * ds);
+      stepDs.push_back(ds);
+    }
   }
-  const double ds = (s1 - s0) / (double)steps;
-  std::vector<T> Hs((size_t)(steps + 1) * n), Y((size_t)S * n), K((size_t)S * n);
+  const int64_t nSteps = (int64_t)stepS.size();
+  // dopri5's last stage (b = 0) only serves FSAL: the step map needs S - 1.
+  const int used = ode_b(method, S - 1) == 0.0 ? S - 1 : S;
+  std::vector<T> Hs((size_t)(nSteps + 1) * n), Y((size_t)S * n), K((size_t)S * n);
   std::vector<T> kbar((size_t)S * n), hbar(n), ybar(n), th(P);
   std::memcpy(Hs.data(), h, sizeof(T) * n);
-  // Stage inputs Y_s and slopes K_s of the step from hs at s; the same
-  // arithmetic as ode_integrate's combine.
-  auto stagesOf = [&](double s, const T *hs) -> int {
-    for (int st = 0; st < S; ++st) {
+  // Stage inputs Y_s and slopes K_s of the step of size ds from hs at s;
+  // the same arithmetic as ode_integrate's combine.
+  auto stagesOf = [&](double s, double ds, const T *hs) -> int {
+    for (int st = 0; st < used; ++st) {
       T *y = Y.data() + (size_t)st * n;
       for (int64_t i = 0; i < n; ++i) {
         double acc = 0.0;
@@ -134,15 +152,15 @@ int ode_grad(int method, int64_t steps, double rtol, double atol, int adjoint, i
     }
     return 0;
   };
-  for (int64_t it = 0; it < steps; ++it) {
-    const double s = s0 + (double)it * ds;
+  for (int64_t it = 0; it < nSteps; ++it) {
+    const double s = stepS[it], ds = stepDs[it];
     const T *hs = Hs.data() + (size_t)it * n;
-    if (int rc = stagesOf(s, hs))
+    if (int rc = stagesOf(s, ds, hs))
       return rc;
     T *hn = Hs.data() + (size_t)(it + 1) * n;
     for (int64_t i = 0; i < n; ++i) {
       double acc = 0.0;
-      for (int j = 0; j < S; ++j) {
+      for (int j = 0; j < used; ++j) {
         double b = ode_b(method, j);
         if (b != 0.0)
           acc += b * (double)K[(size_t)j * n + i];
@@ -150,16 +168,16 @@ int ode_grad(int method, int64_t steps, double rtol, double atol, int adjoint, i
       hn[i] = (T)((double)hs[i] + ds * sc(i) * acc);
     }
   }
-  for (int64_t it = steps - 1; it >= 0; --it) {
-    const double s = s0 + (double)it * ds;
-    if (int rc = stagesOf(s, Hs.data() + (size_t)it * n))
+  for (int64_t it = nSteps - 1; it >= 0; --it) {
+    const double s = stepS[it], ds = stepDs[it];
+    if (int rc = stagesOf(s, ds, Hs.data() + (size_t)it * n))
       return rc;
-    for (int j = 0; j < S; ++j)
+    for (int j = 0; j < used; ++j)
       for (int64_t i = 0; i < n; ++i)
         kbar[(size_t)j * n + i] = (T)(ds * sc(i) * ode_b(method, j) * (double)a[i]);
     for (int64_t i = 0; i < n; ++i)
       hbar[i] = a[i];
-    for (int st = S - 1; st >= 0; --st) {
+    for (int st = used - 1; st >= 0; --st) {
       if (int rc = vjp(s + ode_c(method, st) * ds, Y.data() + (size_t)st * n,
                        kbar.data() + (size_t)st * n, ybar.data(), th.data()))
         return rc;
