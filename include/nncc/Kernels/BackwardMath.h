@@ -18,6 +18,19 @@
 
 #include "nncc/Kernels/Common.h"
 
+// The recurrent unit functions are called inside the CPU kernels' unit loops
+// (one call per hidden unit); GCC's inliner gives up on the larger ones (the
+// LSTM's three sigmoids and two tanh), which leaves a call in the loop and
+// keeps it scalar. Forcing them inline on the host lets those loops
+// vectorise. Device code: NNCC_HD (already __forceinline__).
+#ifndef NNCC_HD_UNIT
+#if defined(__CUDACC__)
+#define NNCC_HD_UNIT NNCC_HD
+#else
+#define NNCC_HD_UNIT inline __attribute__((always_inline))
+#endif
+#endif
+
 namespace nncc {
 namespace kernels {
 
@@ -86,15 +99,15 @@ template <typename T> NNCC_HD T activation_grad_post(int act, T y, T alpha) {
 // ---------------------------------------------------------------------------
 
 /// Elman RNN: returns da = dh * act'(a) (= dxg_j = dhg_j); direct path 0.
-template <typename T> NNCC_HD T rnn_unit_backward(T h, bool relu, T dh) {
+template <typename T> NNCC_HD_UNIT T rnn_unit_backward(T h, bool relu, T dh) {
   return relu ? (h > T(0) ? dh : T(0)) : dh * (T(1) - h * h);
 }
 
 /// LSTM: `dc` is the carried cell adjoint in, dc_prev out. da[4 strides H]
 /// receives the gate pre-activation adjoints (i f g o). Direct path 0.
 template <typename T>
-NNCC_HD void lstm_unit_backward(const T *sv, int H, int j, T c_prev, T dh,
-                                T &dc, T *da) {
+NNCC_HD_UNIT void lstm_unit_backward(const T *sv, int H, int j, T c_prev, T dh,
+                                     T &dc, T *da) {
   const T i = sv[j], f = sv[H + j], g = sv[2 * H + j], o = sv[3 * H + j],
           c = sv[4 * H + j];
   const T tc = ntanh(c);
@@ -108,8 +121,8 @@ NNCC_HD void lstm_unit_backward(const T *sv, int H, int j, T c_prev, T dh,
 
 /// PyTorch GRU: h' = (1-z) n + z h, n = tanh(xn + r (W_hn h + b_hn)).
 template <typename T>
-NNCC_HD T gru_unit_backward(const T *sv, int H, int j, T h_prev, T dh, T *dxg,
-                            T *dhg) {
+NNCC_HD_UNIT T gru_unit_backward(const T *sv, int H, int j, T h_prev, T dh,
+                                 T *dxg, T *dhg) {
   const T r = sv[j], z = sv[H + j], n = sv[2 * H + j], hn = sv[3 * H + j];
   const T dan = dh * (T(1) - z) * (T(1) - n * n);
   const T dar = dan * hn * r * (T(1) - r);
@@ -127,8 +140,8 @@ NNCC_HD T gru_unit_backward(const T *sv, int H, int j, T h_prev, T dh, T *dxg,
 /// Returns the direct path dh (1-z); `dah` = adjoint of the h~ pre-activation
 /// (also the adjoint of W_hh[2H:3H] (r h) + b_hh_n).
 template <typename T>
-NNCC_HD T gru_cho_backward1(const T *sv, int H, int j, T h_prev, T dh,
-                            T *dxg, T *dhg, T &dah) {
+NNCC_HD_UNIT T gru_cho_backward1(const T *sv, int H, int j, T h_prev, T dh,
+                                 T *dxg, T *dhg, T &dah) {
   const T z = sv[H + j], ht = sv[2 * H + j];
   dah = dh * z * (T(1) - ht * ht);
   const T daz = dh * (ht - h_prev) * z * (T(1) - z);
@@ -142,8 +155,8 @@ NNCC_HD T gru_cho_backward1(const T *sv, int H, int j, T h_prev, T dh,
 /// Cho GRU phase 2: `drh` = (dah . W_hh[2H:3H])_j, the adjoint of r*h.
 /// Returns the extra direct path drh * r.
 template <typename T>
-NNCC_HD T gru_cho_backward2(const T *sv, int H, int j, T h_prev, T drh,
-                            T *dxg, T *dhg) {
+NNCC_HD_UNIT T gru_cho_backward2(const T *sv, int H, int j, T h_prev, T drh,
+                                 T *dxg, T *dhg) {
   const T r = sv[j];
   const T dar = drh * h_prev * r * (T(1) - r);
   dxg[j] = dar;
