@@ -347,12 +347,16 @@ int layerBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
   T *dxg = dxproj ? dxproj : w.dxg;
   const bool twoG = cell == CellGru || cell == CellGruCho;
   T *dhg = twoG ? w.dhg : dxg;
-  std::memset(dxg, 0, sizeof(T) * B * Tn * GH);
-  if (twoG)
-    std::memset(dhg, 0, sizeof(T) * B * Tn * GH);
-  std::memset(w.hprev, 0, sizeof(T) * B * Tn * H);
-  if (cell == CellGruCho)
-    std::memset(w.rh, 0, sizeof(T) * B * Tn * H);
+  // The scan writes every row of a valid step; the steps past a length
+  // must read zero in the weight-gradient GEMMs (none when all are full).
+  if (B > 0 && w.lens[B - 1] < Tn) {
+    std::memset(dxg, 0, sizeof(T) * B * Tn * GH);
+    if (twoG)
+      std::memset(dhg, 0, sizeof(T) * B * Tn * GH);
+    std::memset(w.hprev, 0, sizeof(T) * B * Tn * H);
+    if (cell == CellGruCho)
+      std::memset(w.rh, 0, sizeof(T) * B * Tn * H);
+  }
   LayerArgs s{B, Tn, I, H, D, sd, (D == 2 && reverse) ? 1 : 0, reverse != 0};
 #define NNCC_BWD(K)                                                            \
   scanBackward<K, T>(s, whh, saved, y, h0, c0, dy, dhn, dcn, dh0, dc0, w, dxg, \
