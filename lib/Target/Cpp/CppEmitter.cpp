@@ -631,16 +631,6 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
           (T(l).getElementType().isInteger(64) ? len64 : len32) = name(l);
         // LSTM zoneout (training only; prepareNNForKernels zeroes it in
         // inference): the same call with the mask's seed and step offset.
-        // An out buffer no other op reads (a temporary: dx of a model input,
-        // dh0 / dc0 of an initial state that is not a parameter) is passed
-        // as NULL, which the kernel skips: for dx, the [B*T, G*H] x [G*H, I]
-        // GEMM of layer 0, a fifth of an LSTM backward.
-        auto outOrNull = [&](Value v) -> std::string {
-          if (v && v.getDefiningOp<nnk::AllocOp>() &&
-              llvm::all_of(v.getUsers(), [&](Operation *u) { return u == op; }))
-            return "NULL";
-          return nameOrNull(v);
-        };
         const bool zo = o.getZoneout() > 0;
         std::string zoArgs = zo ? ", " + fmtDouble(o.getZoneout()) + ", " +
                                       std::to_string(o.getSeed()) +
