@@ -75,27 +75,52 @@ RnnWork<T> carve(Arena &a, const RnnShape &s, bool stack = true) {
 /// `bias` is never null, so the unit loop has no branches; the rows are
 /// disjoint buffers (projection, recurrent GEMM output, bias, state, output,
 /// saved gates), declared __restrict so that it vectorises without runtime
-/// alias checks.
+/// alias checks. Not inlined: inside the OpenMP body GCC drops the
+/// __restrict of the parameters and gives up on the LSTM's many alias checks
+/// (the loop stays scalar); one call per row and step costs nothing.
 template <int Kind, bool Saved, typename T>
-void gateRow(int64_t H, const T *__restrict xr, const T *__restrict hr,
-             const T *__restrict bias, T *__restrict hrow, T *__restrict crow,
-             T *__restrict orow, T *__restrict sv, T *__restrict rh,
-             T *__restrict r, T *__restrict z) {
+__attribute__((noinline)) void
+gateRow(int64_t H, const T *__restrict xr, const T *__restrict hr,
+        const T *__restrict bias, T *__restrict hrow, T *__restrict crow,
+        T *__restrict orow, T *__restrict sv, T *__restrict rh, T *__restrict r,
+        T *__restrict z) {
   if (bias == nullptr)
     __builtin_unreachable();
   T *save = Saved ? sv : nullptr;
   // An int index, as the unit functions take: a truncated int64 index is not
   // an affine induction variable for the vectoriser.
   const int h = (int)H;
+  // LSTM / GRU saved slots as separate rows: with the stores inside
+  // lstm_unit / gru_unit GCC cannot tell them from the state rows and keeps
+  // the loop scalar.
+  T *__restrict s0 = save, *__restrict s1 = Saved ? save + H : nullptr,
+                *__restrict s2 = Saved ? save + 2 * H : nullptr,
+                *__restrict s3 = Saved ? save + 3 * H : nullptr,
+                *__restrict s4 =
+                    Saved && Kind == CellLstm ? save + 4 * H : nullptr;
   for (int j = 0; j < h; ++j) {
     if (Kind == CellLstm) {
-      T cnew, hnew;
-      lstm_unit(xr, hr, bias, h, j, crow[j], cnew, hnew, save);
+      T gi, gf, gg, go, cnew, hnew;
+      lstm_gates(xr, hr, bias, h, j, crow[j], gi, gf, gg, go, cnew, hnew);
+      if (Saved) {
+        s0[j] = gi;
+        s1[j] = gf;
+        s2[j] = gg;
+        s3[j] = go;
+        s4[j] = cnew;
+      }
       crow[j] = cnew;
       hrow[j] = hnew;
       orow[j] = hnew;
     } else if (Kind == CellGru) {
-      T hnew = gru_unit(xr, hr, bias, h, j, hrow[j], save);
+      T gr, gz, gn, ghn;
+      T hnew = gru_gates(xr, hr, bias, h, j, hrow[j], gr, gz, gn, ghn);
+      if (Saved) {
+        s0[j] = gr;
+        s1[j] = gz;
+        s2[j] = gn;
+        s3[j] = ghn;
+      }
       hrow[j] = hnew;
       orow[j] = hnew;
     } else if (Kind == CellGruCho) {

@@ -35,6 +35,7 @@ template <typename T> struct BwdWork {
   int32_t *perm, *lens;
   T *dh, *dc, *direct, *dstep, *dhTmp, *dah, *drh;
   T *dxg, *dhg, *hprev, *rh;
+  T *zero; // [H] zeros: the row of an absent h0, c0 or dy
 };
 
 template <typename T>
@@ -57,6 +58,7 @@ BwdWork<T> carveBwd(Arena &a, int cell, int64_t B, int64_t Tn, int64_t H,
   w.dhg = a.take<T>(twoG ? B * Tn * GH : 0);
   w.hprev = a.take<T>(B * Tn * H);
   w.rh = a.take<T>(cho ? B * Tn * H : 0);
+  w.zero = a.take<T>(H);
   return w;
 }
 
@@ -79,15 +81,32 @@ bool sortRows(int64_t B, int64_t Tn, const L *lengths, int32_t *perm,
   return true;
 }
 
-/// Column sums of a [rows, n] matrix added into out[n] (fixed order).
+/// Column sums of a [rows, n] matrix added into out[n]. Each column is
+/// summed in row order from 0 (fixed order: the same bits for any thread
+/// count), but the matrix is walked row by row, a block of columns per
+/// thread, so the reads are contiguous and the adds vectorise along the row
+/// (a column-by-column walk strides lda elements per add).
 template <typename T>
-void colSumAdd(int64_t rows, int64_t n, const T *a, int64_t lda, T *out) {
-#pragma omp parallel for schedule(static) if (rows * n > 65536)
-  for (int64_t j = 0; j < n; ++j) {
-    T s = T(0);
-    for (int64_t r = 0; r < rows; ++r)
-      s += a[r * lda + j];
-    out[j] += s;
+void colSumAdd(int64_t rows, int64_t n, const T *a, int64_t lda, T *out,
+               T *out2 = nullptr) {
+  constexpr int64_t Blk = 256; // columns per task: an L1-resident row slice
+  const int64_t nb = (n + Blk - 1) / Blk;
+#pragma omp parallel for schedule(static) if (rows * n > 65536 && nb > 1)
+  for (int64_t cb = 0; cb < nb; ++cb) {
+    const int64_t j0 = cb * Blk, jn = std::min(n, j0 + Blk) - j0;
+    T s[Blk];
+    for (int64_t j = 0; j < jn; ++j)
+      s[j] = T(0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T *__restrict ar = a + r * lda + j0;
+      for (int64_t j = 0; j < jn; ++j)
+        s[j] += ar[j];
+    }
+    for (int64_t j = 0; j < jn; ++j) {
+      out[j0 + j] += s[j];
+      if (out2)
+        out2[j0 + j] += s[j];
+    }
   }
 }
 
@@ -102,9 +121,82 @@ struct Zoneout {
   uint64_t seed = 0, offset = 0;
 };
 
+/// Unit derivatives of one row at one step (BackwardMath.h), no zoneout.
+/// Rows: sv the saved gates of this step (slot stride H), hp h_{t-1}, cp
+/// c_{t-1} (LSTM), dy this step's output adjoint (zeros when absent), dh the
+/// carried adjoint of h_t. Writes the gate adjoints, one row per gate: a0..a3
+/// of the input projection (dxg), b0..b2 of the recurrent product (dhg; GRU
+/// only: for the RNN and the LSTM they are dxg), the direct path of dh_prev,
+/// dc in place (LSTM), and for Cho's GRU dah and rh = r * h_{t-1} (its r
+/// gate is phase 2, choRowBackward2). Every row is a distinct buffer and its
+/// own __restrict parameter, so the unit loop vectorises without alias checks
+/// (rows carved from one pointer would need more run-time checks than GCC
+/// allows); not inlined, since inside the OpenMP body GCC drops the
+/// __restrict (see gateRow in Recurrent.cpp).
+template <int Kind, typename T>
+__attribute__((noinline)) void
+unitRowBackward(int64_t H, const T *__restrict sv, const T *__restrict hp,
+                const T *__restrict cp, const T *__restrict dy,
+                const T *__restrict dh, T *__restrict dc, T *__restrict a0,
+                T *__restrict a1, T *__restrict a2, T *__restrict a3,
+                T *__restrict b0, T *__restrict b1, T *__restrict b2,
+                T *__restrict direct, T *__restrict dah, T *__restrict rh) {
+  const int h = (int)H;
+  for (int j = 0; j < h; ++j) {
+    const T dht = dh[j] + dy[j];
+    if (Kind == CellLstm) {
+      T dcj = dc[j], di, df, dg, dout;
+      lstm_unit_grads(sv, h, j, cp[j], dht, dcj, di, df, dg, dout);
+      dc[j] = dcj;
+      a0[j] = di;
+      a1[j] = df;
+      a2[j] = dg;
+      a3[j] = dout;
+      direct[j] = T(0);
+    } else if (Kind == CellGru) {
+      T dar, daz, dan, dhn;
+      direct[j] = gru_unit_grads(sv, h, j, hp[j], dht, dar, daz, dan, dhn);
+      a0[j] = dar;
+      a1[j] = daz;
+      a2[j] = dan;
+      b0[j] = dar;
+      b1[j] = daz;
+      b2[j] = dhn;
+    } else if (Kind == CellGruCho) {
+      T daz, dahj;
+      direct[j] = gru_cho_grads1(sv, h, j, hp[j], dht, daz, dahj);
+      dah[j] = dahj;
+      a1[j] = daz;
+      a2[j] = dahj;
+      b1[j] = daz;
+      b2[j] = dahj;
+      rh[j] = sv[j] * hp[j];
+    } else {
+      a0[j] = rnn_unit_backward(sv[j], Kind == CellRnnRelu, dht);
+      direct[j] = T(0);
+    }
+  }
+}
+
+/// Cho's GRU, phase 2 of one row: the r gate from drh = dah . W_hh[2H:3H]
+/// (a0 / b0: the r rows of dxg / dhg).
+template <typename T>
+__attribute__((noinline)) void
+choRowBackward2(int64_t H, const T *__restrict sv, const T *__restrict hp,
+                const T *__restrict drh, T *__restrict a0, T *__restrict b0,
+                T *__restrict direct) {
+  const int h = (int)H;
+  for (int j = 0; j < h; ++j) {
+    T dar;
+    direct[j] += gru_cho_grads2(sv, j, hp[j], drh[j], dar);
+    a0[j] = dar;
+    b0[j] = dar;
+  }
+}
+
 /// Reverse time loop of one layer and direction. Fills w.dxg / w.dhg (gate
-/// adjoints of every valid step, zero elsewhere), w.hprev (and w.rh), and
-/// writes dh0/dc0 slot sd.
+/// adjoints of every valid step; the caller zeroes the others), w.hprev (and
+/// w.rh), and writes dh0/dc0 slot sd.
 template <int Kind, typename T>
 void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
                   const T *y, const T *h0, const T *c0, const T *dy,
@@ -126,6 +218,8 @@ void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
         w.dc[k * H + j] = dcn ? dcn[(sd * B + b) * H + j] : T(0);
     }
   }
+  std::memset(w.zero, 0, sizeof(T) * H);
+  const bool zoneout = Kind == CellLstm && zo.p > 0;
   const int64_t maxLen = B > 0 ? w.lens[0] : 0;
   int64_t n = 0;
   for (int64_t st = maxLen - 1; st >= 0; --st) {
@@ -133,61 +227,66 @@ void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
       ++n;
     const int64_t work = n * H;
 #pragma omp parallel for schedule(static) if (work > 8192)
-    for (int64_t e = 0; e < work; ++e) {
-      const int64_t k = e / H, j = e % H;
+    for (int64_t k = 0; k < n; ++k) {
       const int64_t b = w.perm[k];
       const int len = w.lens[k];
       const int64_t t = rnn_time_index((int)st, len, reverse);
       const int64_t tp = reverse ? t + 1 : t - 1;
       const bool hasPrev = reverse ? tp < len : tp >= 0;
-      const T hp = hasPrev ? y[(b * Tn + tp) * DH + cofs + j]
-                           : (h0 ? h0[(sd * B + b) * H + j] : T(0));
-      w.hprev[(b * Tn + t) * H + j] = hp;
-      const T dht =
-          w.dh[k * H + j] + (dy ? dy[(b * Tn + t) * DH + cofs + j] : T(0));
+      const T *hp = hasPrev ? y + (b * Tn + tp) * DH + cofs
+                            : (h0 ? h0 + (sd * B + b) * H : w.zero);
+      const T *cp = Kind != CellLstm ? w.zero
+                    : hasPrev
+                        ? saved + ((sd * B + b) * Tn + tp) * slots * H + 4 * H
+                        : (c0 ? c0 + (sd * B + b) * H : w.zero);
+      const T *dyr = dy ? dy + (b * Tn + t) * DH + cofs : w.zero;
       const T *sv = saved + ((sd * B + b) * Tn + t) * slots * H;
       T *dxr = dxg + (b * Tn + t) * GH;
       T *dst = w.dstep + k * GH;
-      if (Kind == CellLstm && zo.p > 0 &&
-          zoneout_keep_prev(zo.seed, zo.offset,
-                            lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
-                            (float)zo.p)) {
-        // Zoned-out unit: h_t = h_{t-1}, c_t = c_{t-1}. The adjoints pass
-        // straight through; the gates of this step get none.
-        for (int gi = 0; gi < 4; ++gi) {
-          dxr[gi * H + j] = T(0);
-          dst[gi * H + j] = T(0);
+      std::memcpy(w.hprev + (b * Tn + t) * H, hp, sizeof(T) * H);
+      if (zoneout) {
+        for (int64_t j = 0; j < H; ++j) {
+          const T dht = w.dh[k * H + j] + dyr[j];
+          if (zoneout_keep_prev(zo.seed, zo.offset,
+                                lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
+                                (float)zo.p)) {
+            // Zoned-out unit: h_t = h_{t-1}, c_t = c_{t-1}. The adjoints
+            // pass straight through; the gates of this step get none.
+            for (int gi = 0; gi < 4; ++gi) {
+              dxr[gi * H + j] = T(0);
+              dst[gi * H + j] = T(0);
+            }
+            w.direct[k * H + j] = dht;
+          } else {
+            T dc = w.dc[k * H + j];
+            lstm_unit_backward(sv, (int)H, (int)j, cp[j], dht, dc, dxr);
+            w.dc[k * H + j] = dc;
+            for (int gi = 0; gi < 4; ++gi)
+              dst[gi * H + j] = dxr[gi * H + j];
+            w.direct[k * H + j] = T(0);
+          }
         }
-        w.direct[k * H + j] = dht;
-      } else if (Kind == CellLstm) {
-        const T cp =
-            hasPrev ? saved[((sd * B + b) * Tn + tp) * slots * H + 4 * H + j]
-                    : (c0 ? c0[(sd * B + b) * H + j] : T(0));
-        T dc = w.dc[k * H + j];
-        lstm_unit_backward(sv, (int)H, (int)j, cp, dht, dc, dxr);
-        w.dc[k * H + j] = dc;
-        for (int gi = 0; gi < 4; ++gi)
-          dst[gi * H + j] = dxr[gi * H + j];
-        w.direct[k * H + j] = T(0);
-      } else if (Kind == CellGru) {
-        T *dhr = dhg + (b * Tn + t) * GH;
-        w.direct[k * H + j] =
-            gru_unit_backward(sv, (int)H, (int)j, hp, dht, dxr, dhr);
-        for (int gi = 0; gi < 3; ++gi)
-          dst[gi * H + j] = dhr[gi * H + j];
-      } else if (Kind == CellGruCho) {
-        T *dhr = dhg + (b * Tn + t) * GH;
-        T dah;
-        w.direct[k * H + j] =
-            gru_cho_backward1(sv, (int)H, (int)j, hp, dht, dxr, dhr, dah);
-        w.dah[k * H + j] = dah;
-        dst[H + j] = dhr[H + j];
-        w.rh[(b * Tn + t) * H + j] = sv[j] * hp;
       } else {
-        const T da = rnn_unit_backward(sv[j], Kind == CellRnnRelu, dht);
-        dxr[j] = da;
-        dst[j] = da;
-        w.direct[k * H + j] = T(0);
+        const bool twoG = Kind == CellGru || Kind == CellGruCho;
+        const bool cho = Kind == CellGruCho;
+        T *dhr = twoG ? dhg + (b * Tn + t) * GH : dxr;
+        T *nul = nullptr;
+        // Rows a kind does not use are null, never dereferenced.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wrestrict"
+        unitRowBackward<Kind, T>(
+            H, sv, hp, cp, dyr, w.dh + k * H,
+            Kind == CellLstm ? w.dc + k * H : nul, dxr, dxr + H, dxr + 2 * H,
+            Kind == CellLstm ? dxr + 3 * H : nul, twoG ? dhr : nul,
+            twoG ? dhr + H : nul, twoG ? dhr + 2 * H : nul, w.direct + k * H,
+            cho ? w.dah + k * H : nul, cho ? w.rh + (b * Tn + t) * H : nul);
+#pragma GCC diagnostic pop
+        // The step GEMM's operand: this row of dhg (Cho: the z block here,
+        // the r block after phase 2).
+        if (cho)
+          std::memcpy(dst + H, dhr + H, sizeof(T) * H);
+        else
+          std::memcpy(dst, dhr, sizeof(T) * GH);
       }
     }
     if (Kind == CellGruCho) {
@@ -195,17 +294,14 @@ void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
       gemm(false, false, n, H, H, T(1), w.dah, H, whh + 2 * H * H, H, T(0),
            w.drh, H);
 #pragma omp parallel for schedule(static) if (work > 8192)
-      for (int64_t e = 0; e < work; ++e) {
-        const int64_t k = e / H, j = e % H;
+      for (int64_t k = 0; k < n; ++k) {
         const int64_t b = w.perm[k];
         const int64_t t = rnn_time_index((int)st, w.lens[k], reverse);
-        const T *sv = saved + ((sd * B + b) * Tn + t) * slots * H;
-        T *dxr = dxg + (b * Tn + t) * GH;
         T *dhr = dhg + (b * Tn + t) * GH;
-        w.direct[k * H + j] += gru_cho_backward2(
-            sv, (int)H, (int)j, w.hprev[(b * Tn + t) * H + j],
-            w.drh[k * H + j], dxr, dhr);
-        w.dstep[k * GH + j] = dhr[j];
+        choRowBackward2<T>(H, saved + ((sd * B + b) * Tn + t) * slots * H,
+                           w.hprev + (b * Tn + t) * H, w.drh + k * H,
+                           dxg + (b * Tn + t) * GH, dhr, w.direct + k * H);
+        std::memcpy(w.dstep + k * GH, dhr, sizeof(T) * H);
       }
     }
     // dh_prev = direct + dhg . W_hh (Cho: only the r, z rows multiply h).
@@ -251,12 +347,16 @@ int layerBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
   T *dxg = dxproj ? dxproj : w.dxg;
   const bool twoG = cell == CellGru || cell == CellGruCho;
   T *dhg = twoG ? w.dhg : dxg;
-  std::memset(dxg, 0, sizeof(T) * B * Tn * GH);
-  if (twoG)
-    std::memset(dhg, 0, sizeof(T) * B * Tn * GH);
-  std::memset(w.hprev, 0, sizeof(T) * B * Tn * H);
-  if (cell == CellGruCho)
-    std::memset(w.rh, 0, sizeof(T) * B * Tn * H);
+  // The scan writes every row of a valid step; the steps past a length
+  // must read zero in the weight-gradient GEMMs (none when all are full).
+  if (B > 0 && w.lens[B - 1] < Tn) {
+    std::memset(dxg, 0, sizeof(T) * B * Tn * GH);
+    if (twoG)
+      std::memset(dhg, 0, sizeof(T) * B * Tn * GH);
+    std::memset(w.hprev, 0, sizeof(T) * B * Tn * H);
+    if (cell == CellGruCho)
+      std::memset(w.rh, 0, sizeof(T) * B * Tn * H);
+  }
   LayerArgs s{B, Tn, I, H, D, sd, (D == 2 && reverse) ? 1 : 0, reverse != 0};
 #define NNCC_BWD(K)                                                            \
   scanBackward<K, T>(s, whh, saved, y, h0, c0, dy, dhn, dcn, dh0, dc0, w, dxg, \
@@ -291,10 +391,15 @@ int layerBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
       gemm(true, false, GH, H, BT, T(1), dhg, GH, w.hprev, H, T(1), dwhh, H);
     }
   }
-  if (dbhh)
-    colSumAdd(BT, GH, dhg, GH, dbhh);
-  if (dbih)
-    colSumAdd(BT, GH, dxg, GH, dbih);
+  if (dhg == dxg && dbhh && dbih) {
+    // RNN / LSTM: both bias adjoints are the gate adjoints (one pass).
+    colSumAdd(BT, GH, dxg, GH, dbih, dbhh);
+  } else {
+    if (dbhh)
+      colSumAdd(BT, GH, dhg, GH, dbhh);
+    if (dbih)
+      colSumAdd(BT, GH, dxg, GH, dbih);
+  }
   if (dwih)
     gemm(true, false, GH, I, BT, T(1), dxg, GH, x, I, T(1), dwih, I);
   if (dx)

@@ -18,6 +18,19 @@
 
 #include "nncc/Kernels/Common.h"
 
+// The recurrent unit functions are called inside the CPU kernels' unit loops
+// (one call per hidden unit); GCC's inliner gives up on the larger ones (the
+// LSTM's three sigmoids and two tanh), which leaves a call in the loop and
+// keeps it scalar. Forcing them inline on the host lets those loops
+// vectorise. Device code: NNCC_HD (already __forceinline__).
+#ifndef NNCC_HD_UNIT
+#if defined(__CUDACC__)
+#define NNCC_HD_UNIT NNCC_HD
+#else
+#define NNCC_HD_UNIT inline __attribute__((always_inline))
+#endif
+#endif
+
 namespace nncc {
 namespace kernels {
 
@@ -86,69 +99,112 @@ template <typename T> NNCC_HD T activation_grad_post(int act, T y, T alpha) {
 // ---------------------------------------------------------------------------
 
 /// Elman RNN: returns da = dh * act'(a) (= dxg_j = dhg_j); direct path 0.
-template <typename T> NNCC_HD T rnn_unit_backward(T h, bool relu, T dh) {
+template <typename T> NNCC_HD_UNIT T rnn_unit_backward(T h, bool relu, T dh) {
   return relu ? (h > T(0) ? dh : T(0)) : dh * (T(1) - h * h);
 }
 
-/// LSTM: `dc` is the carried cell adjoint in, dc_prev out. da[4 strides H]
-/// receives the gate pre-activation adjoints (i f g o). Direct path 0.
+// The *_grads forms return the gate adjoints by value (the CPU scan stores
+// them itself, through row pointers the vectoriser can tell apart); the
+// *_backward forms store them at stride H (CUDA, the cell kernel). Same math.
+
+/// LSTM: `dc` is the carried cell adjoint in, dc_prev out; di..dout the gate
+/// pre-activation adjoints (i f g o). Direct path 0.
 template <typename T>
-NNCC_HD void lstm_unit_backward(const T *sv, int H, int j, T c_prev, T dh,
-                                T &dc, T *da) {
+NNCC_HD_UNIT void lstm_unit_grads(const T *sv, int H, int j, T c_prev, T dh,
+                                  T &dc, T &di, T &df, T &dg, T &dout) {
   const T i = sv[j], f = sv[H + j], g = sv[2 * H + j], o = sv[3 * H + j],
           c = sv[4 * H + j];
   const T tc = ntanh(c);
   const T dcc = dc + dh * o * (T(1) - tc * tc);
-  da[j] = dcc * g * i * (T(1) - i);
-  da[H + j] = dcc * c_prev * f * (T(1) - f);
-  da[2 * H + j] = dcc * i * (T(1) - g * g);
-  da[3 * H + j] = dh * tc * o * (T(1) - o);
+  di = dcc * g * i * (T(1) - i);
+  df = dcc * c_prev * f * (T(1) - f);
+  dg = dcc * i * (T(1) - g * g);
+  dout = dh * tc * o * (T(1) - o);
   dc = dcc * f;
 }
 
-/// PyTorch GRU: h' = (1-z) n + z h, n = tanh(xn + r (W_hn h + b_hn)).
+/// LSTM, adjoints stored: da[4 strides H] (i f g o).
 template <typename T>
-NNCC_HD T gru_unit_backward(const T *sv, int H, int j, T h_prev, T dh, T *dxg,
-                            T *dhg) {
+NNCC_HD_UNIT void lstm_unit_backward(const T *sv, int H, int j, T c_prev, T dh,
+                                     T &dc, T *da) {
+  T di, df, dg, dout;
+  lstm_unit_grads(sv, H, j, c_prev, dh, dc, di, df, dg, dout);
+  da[j] = di;
+  da[H + j] = df;
+  da[2 * H + j] = dg;
+  da[3 * H + j] = dout;
+}
+
+/// PyTorch GRU: h' = (1-z) n + z h, n = tanh(xn + r (W_hn h + b_hn)).
+/// dxg = (dar, daz, dan), dhg = (dar, daz, dan * r); returns the direct path.
+template <typename T>
+NNCC_HD_UNIT T gru_unit_grads(const T *sv, int H, int j, T h_prev, T dh, T &dar,
+                              T &daz, T &dan, T &dhn) {
   const T r = sv[j], z = sv[H + j], n = sv[2 * H + j], hn = sv[3 * H + j];
-  const T dan = dh * (T(1) - z) * (T(1) - n * n);
-  const T dar = dan * hn * r * (T(1) - r);
-  const T daz = dh * (h_prev - n) * z * (T(1) - z);
+  dan = dh * (T(1) - z) * (T(1) - n * n);
+  dar = dan * hn * r * (T(1) - r);
+  daz = dh * (h_prev - n) * z * (T(1) - z);
+  dhn = dan * r;
+  return dh * z;
+}
+
+template <typename T>
+NNCC_HD_UNIT T gru_unit_backward(const T *sv, int H, int j, T h_prev, T dh,
+                                 T *dxg, T *dhg) {
+  T dar, daz, dan, dhn;
+  const T direct = gru_unit_grads(sv, H, j, h_prev, dh, dar, daz, dan, dhn);
   dxg[j] = dar;
   dhg[j] = dar;
   dxg[H + j] = daz;
   dhg[H + j] = daz;
   dxg[2 * H + j] = dan;
-  dhg[2 * H + j] = dan * r;
-  return dh * z;
+  dhg[2 * H + j] = dhn;
+  return direct;
 }
 
 /// Cho GRU phase 1 (before the product with W_hh[2H:3H]): z and h~ gates.
-/// Returns the direct path dh (1-z); `dah` = adjoint of the h~ pre-activation
-/// (also the adjoint of W_hh[2H:3H] (r h) + b_hh_n).
+/// Returns the direct path dh (1-z); `daz` the z adjoint (dxg = dhg), `dah`
+/// the adjoint of the h~ pre-activation (also the adjoint of
+/// W_hh[2H:3H] (r h) + b_hh_n; dxg = dhg).
 template <typename T>
-NNCC_HD T gru_cho_backward1(const T *sv, int H, int j, T h_prev, T dh,
-                            T *dxg, T *dhg, T &dah) {
+NNCC_HD_UNIT T gru_cho_grads1(const T *sv, int H, int j, T h_prev, T dh, T &daz,
+                              T &dah) {
   const T z = sv[H + j], ht = sv[2 * H + j];
   dah = dh * z * (T(1) - ht * ht);
-  const T daz = dh * (ht - h_prev) * z * (T(1) - z);
+  daz = dh * (ht - h_prev) * z * (T(1) - z);
+  return dh * (T(1) - z);
+}
+
+template <typename T>
+NNCC_HD_UNIT T gru_cho_backward1(const T *sv, int H, int j, T h_prev, T dh,
+                                 T *dxg, T *dhg, T &dah) {
+  T daz;
+  const T direct = gru_cho_grads1(sv, H, j, h_prev, dh, daz, dah);
   dxg[H + j] = daz;
   dhg[H + j] = daz;
   dxg[2 * H + j] = dah;
   dhg[2 * H + j] = dah;
-  return dh * (T(1) - z);
+  return direct;
 }
 
 /// Cho GRU phase 2: `drh` = (dah . W_hh[2H:3H])_j, the adjoint of r*h.
-/// Returns the extra direct path drh * r.
+/// `dar` the r adjoint (dxg = dhg); returns the extra direct path drh * r.
 template <typename T>
-NNCC_HD T gru_cho_backward2(const T *sv, int H, int j, T h_prev, T drh,
-                            T *dxg, T *dhg) {
+NNCC_HD_UNIT T gru_cho_grads2(const T *sv, int j, T h_prev, T drh, T &dar) {
   const T r = sv[j];
-  const T dar = drh * h_prev * r * (T(1) - r);
+  dar = drh * h_prev * r * (T(1) - r);
+  return drh * r;
+}
+
+template <typename T>
+NNCC_HD_UNIT T gru_cho_backward2(const T *sv, int H, int j, T h_prev, T drh,
+                                 T *dxg, T *dhg) {
+  (void)H;
+  T dar;
+  const T direct = gru_cho_grads2(sv, j, h_prev, drh, dar);
   dxg[j] = dar;
   dhg[j] = dar;
-  return drh * r;
+  return direct;
 }
 
 // ---------------------------------------------------------------------------

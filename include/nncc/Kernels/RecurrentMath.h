@@ -22,6 +22,19 @@
 
 #include "nncc/Kernels/Common.h"
 
+// The recurrent unit functions are called inside the CPU kernels' unit loops
+// (one call per hidden unit); GCC's inliner gives up on the larger ones (the
+// LSTM's three sigmoids and two tanh), which leaves a call in the loop and
+// keeps it scalar. Forcing them inline on the host lets those loops
+// vectorise. Device code: NNCC_HD (already __forceinline__).
+#ifndef NNCC_HD_UNIT
+#if defined(__CUDACC__)
+#define NNCC_HD_UNIT NNCC_HD
+#else
+#define NNCC_HD_UNIT inline __attribute__((always_inline))
+#endif
+#endif
+
 namespace nncc {
 namespace kernels {
 
@@ -58,8 +71,8 @@ template <typename T> NNCC_HD T bias_at(const T *b, int i) {
 
 /// Elman RNN: h' = act(W_ih x + b_ih + W_hh h + b_hh).
 template <typename T>
-NNCC_HD T rnn_unit(const T *xg, const T *hg, const T *bhh, int j, bool relu,
-                   T *saved, int H) {
+NNCC_HD_UNIT T rnn_unit(const T *xg, const T *hg, const T *bhh, int j,
+                        bool relu, T *saved, int H) {
   T a = xg[j] + hg[j] + bias_at(bhh, j);
   T h = relu ? (a > T(0) ? a : T(0)) : ntanh(a);
   if (saved)
@@ -68,16 +81,27 @@ NNCC_HD T rnn_unit(const T *xg, const T *hg, const T *bhh, int j, bool relu,
   return h;
 }
 
-/// LSTM (gates i f g o): c' = f*c + i*g, h' = o*tanh(c').
+/// LSTM (gates i f g o): c' = f*c + i*g, h' = o*tanh(c'). The gates and the
+/// new state by value (the CPU scan stores the saved slots itself, through
+/// pointers the vectoriser can tell apart).
 template <typename T>
-NNCC_HD void lstm_unit(const T *xg, const T *hg, const T *bhh, int H, int j,
-                       T c_prev, T &c_new, T &h_new, T *saved) {
-  T i = sigmoid(xg[j] + hg[j] + bias_at(bhh, j));
-  T f = sigmoid(xg[H + j] + hg[H + j] + bias_at(bhh, H + j));
-  T g = ntanh(xg[2 * H + j] + hg[2 * H + j] + bias_at(bhh, 2 * H + j));
-  T o = sigmoid(xg[3 * H + j] + hg[3 * H + j] + bias_at(bhh, 3 * H + j));
+NNCC_HD_UNIT void lstm_gates(const T *xg, const T *hg, const T *bhh, int H,
+                             int j, T c_prev, T &i, T &f, T &g, T &o, T &c_new,
+                             T &h_new) {
+  i = sigmoid(xg[j] + hg[j] + bias_at(bhh, j));
+  f = sigmoid(xg[H + j] + hg[H + j] + bias_at(bhh, H + j));
+  g = ntanh(xg[2 * H + j] + hg[2 * H + j] + bias_at(bhh, 2 * H + j));
+  o = sigmoid(xg[3 * H + j] + hg[3 * H + j] + bias_at(bhh, 3 * H + j));
   c_new = f * c_prev + i * g;
   h_new = o * ntanh(c_new);
+}
+
+/// LSTM unit with the saved slots written at stride H (see lstm_gates).
+template <typename T>
+NNCC_HD_UNIT void lstm_unit(const T *xg, const T *hg, const T *bhh, int H,
+                            int j, T c_prev, T &c_new, T &h_new, T *saved) {
+  T i, f, g, o;
+  lstm_gates(xg, hg, bhh, H, j, c_prev, i, f, g, o, c_new, h_new);
   if (saved) {
     saved[j] = i;
     saved[H + j] = f;
@@ -87,29 +111,39 @@ NNCC_HD void lstm_unit(const T *xg, const T *hg, const T *bhh, int H, int j,
   }
 }
 
-/// PyTorch GRU (gates r z n).
+/// PyTorch GRU (gates r z n): the gates by value (see lstm_gates); hn is
+/// W_hn h + b_hn. Returns h'.
 template <typename T>
-NNCC_HD T gru_unit(const T *xg, const T *hg, const T *bhh, int H, int j,
-                   T h_prev, T *saved) {
-  T r = sigmoid(xg[j] + hg[j] + bias_at(bhh, j));
-  T z = sigmoid(xg[H + j] + hg[H + j] + bias_at(bhh, H + j));
-  T hn = hg[2 * H + j] + bias_at(bhh, 2 * H + j);
-  T n = ntanh(xg[2 * H + j] + r * hn);
+NNCC_HD_UNIT T gru_gates(const T *xg, const T *hg, const T *bhh, int H, int j,
+                         T h_prev, T &r, T &z, T &n, T &hn) {
+  r = sigmoid(xg[j] + hg[j] + bias_at(bhh, j));
+  z = sigmoid(xg[H + j] + hg[H + j] + bias_at(bhh, H + j));
+  hn = hg[2 * H + j] + bias_at(bhh, 2 * H + j);
+  n = ntanh(xg[2 * H + j] + r * hn);
+  return (T(1) - z) * n + z * h_prev;
+}
+
+/// PyTorch GRU unit with the saved slots written at stride H.
+template <typename T>
+NNCC_HD_UNIT T gru_unit(const T *xg, const T *hg, const T *bhh, int H, int j,
+                        T h_prev, T *saved) {
+  T r, z, n, hn;
+  const T h = gru_gates(xg, hg, bhh, H, j, h_prev, r, z, n, hn);
   if (saved) {
     saved[j] = r;
     saved[H + j] = z;
     saved[2 * H + j] = n;
     saved[3 * H + j] = hn;
   }
-  return (T(1) - z) * n + z * h_prev;
+  return h;
 }
 
 /// Cho et al. 2014 GRU, phase 1: reset and update gates from the first 2H
 /// rows of the recurrent projection; returns r*h (input of the second
 /// recurrent product W_hh[2H:3H] (r*h)).
 template <typename T>
-NNCC_HD T gru_cho_gates(const T *xg, const T *hg, const T *bhh, int H, int j,
-                        T h_prev, T &r, T &z) {
+NNCC_HD_UNIT T gru_cho_gates(const T *xg, const T *hg, const T *bhh, int H,
+                             int j, T h_prev, T &r, T &z) {
   r = sigmoid(xg[j] + hg[j] + bias_at(bhh, j));
   z = sigmoid(xg[H + j] + hg[H + j] + bias_at(bhh, H + j));
   return r * h_prev;
@@ -118,8 +152,8 @@ NNCC_HD T gru_cho_gates(const T *xg, const T *hg, const T *bhh, int H, int j,
 /// Cho et al. 2014 GRU, phase 2: `hrh` = (W_hh[2H:3H] (r*h))_j.
 /// h~ = tanh(W_xh x + b_ih_n + W_hh (r*h) + b_hh_n), h' = (1-z)*h + z*h~.
 template <typename T>
-NNCC_HD T gru_cho_update(const T *xg, T hrh, const T *bhh, int H, int j,
-                         T h_prev, T r, T z, T *saved) {
+NNCC_HD_UNIT T gru_cho_update(const T *xg, T hrh, const T *bhh, int H, int j,
+                              T h_prev, T r, T z, T *saved) {
   T ht = ntanh(xg[2 * H + j] + hrh + bias_at(bhh, 2 * H + j));
   if (saved) {
     saved[j] = r;

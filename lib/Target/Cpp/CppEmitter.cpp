@@ -853,7 +853,8 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
       })
       .Case<nnk::RecurrentGradOp>([&](nnk::RecurrentGradOp o) -> LogicalResult {
         // libnncc_kernels' stack BPTT: re-runs the forward into its
-        // workspace, overwrites dx, dh0, dc0 and every weight gradient.
+        // workspace, overwrites dx, dh0, dc0 (each may be NULL) and every
+        // weight gradient.
         auto B = D(o.getX(), 0), Tn = D(o.getX(), 1), I = D(o.getX(), 2);
         if (failed(B) || failed(Tn) || failed(I))
           return failure();
@@ -884,6 +885,16 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
             len = "len32_";
           }
         }
+        // An out buffer no other op reads (a temporary: dx of a model input,
+        // dh0 / dc0 of an initial state that is not a parameter) is passed
+        // as NULL, which the kernel skips: for dx, the [B*T, G*H] x [G*H, I]
+        // GEMM of layer 0, a fifth of an LSTM backward.
+        auto outOrNull = [&](Value v) -> std::string {
+          if (v && v.getDefiningOp<nnk::AllocOp>() &&
+              llvm::all_of(v.getUsers(), [&](Operation *u) { return u == op; }))
+            return "NULL";
+          return nameOrNull(v);
+        };
         const bool zo = o.getZoneout() > 0;
         std::string zoArgs = zo ? ", " + fmtDouble(o.getZoneout()) + ", " +
                                       std::to_string(o.getSeed()) +
@@ -897,8 +908,8 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                             nameOrNull(o.getH0()) + ", " + nameOrNull(o.getC0()) + ", " +
                             len + ", " + nameOrNull(o.getDy()) + ", " +
                             nameOrNull(o.getDhN()) + ", " + nameOrNull(o.getDcN()) + ", " +
-                            name(o.getDx()) + ", " + name(o.getDh0()) + ", " +
-                            nameOrNull(o.getDc0()) + ", dw_, nncc_ms_buffer_ptr(m, " +
+                            outOrNull(o.getDx()) + ", " + outOrNull(o.getDh0()) + ", " +
+                            outOrNull(o.getDc0()) + ", dw_, nncc_ms_buffer_ptr(m, " +
                             std::to_string(wsi) + ")" + zoArgs + ")");
         os.unindent();
         os << "}\n";
