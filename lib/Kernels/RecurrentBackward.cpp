@@ -417,6 +417,14 @@ int64_t layerBwdWorkspace(int cell, int64_t B, int64_t Tn, int64_t H,
   return (int64_t)a.size() + 64;
 }
 
+/// The reserve of a stack (what the backward needs from the forward), in
+/// elements: every layer's output [L, B·T, D·H], then the saved gates of
+/// every layer and direction [L·D, B·T·slots·H].
+int64_t reserveElems(int cell, int64_t B, int64_t Tn, int64_t H, int64_t L,
+                     int64_t D) {
+  return L * B * Tn * D * H + L * D * B * Tn * cell_saved_slots(cell) * H;
+}
+
 /// Stack workspace: layer outputs, saved gates of every layer, one input
 /// projection, the forward layer workspace, two d(layer input) buffers and
 /// the layer backward workspace.
@@ -425,21 +433,26 @@ struct StackWork {
 };
 
 StackWork stackLayout(int cell, int64_t B, int64_t Tn, int64_t H, int64_t L,
-                      int64_t D, int64_t elem) {
+                      int64_t D, int64_t elem, bool recompute = true) {
   StackWork s;
   const int64_t G = cell_gates(cell);
   auto up = [](int64_t v) { return (v + 63) & ~int64_t(63); };
   int64_t off = 0;
   s.outs = off;
-  off += up(L * B * Tn * D * H * elem);
   s.saved = off;
-  off += up(L * D * B * Tn * cell_saved_slots(cell) * H * elem);
   s.xg = off;
-  off += up(B * Tn * G * H * elem);
+  s.fws = off;
+  if (recompute) { // the forward's outputs and gates, and its scratch
+    off += up(L * B * Tn * D * H * elem);
+    s.saved = off;
+    off += up(L * D * B * Tn * cell_saved_slots(cell) * H * elem);
+    s.xg = off;
+    off += up(B * Tn * G * H * elem);
+    s.fws = off;
+    off += up(nncc_rnn_layer_workspace_size(cell, B, H, elem));
+  }
   s.din = off;
   off += up(2 * B * Tn * D * H * elem);
-  s.fws = off;
-  off += up(nncc_rnn_layer_workspace_size(cell, B, H, elem));
   s.bws = off;
   off += up(layerBwdWorkspace(cell, B, Tn, H, elem, true));
   s.total = off + 64;
@@ -450,62 +463,59 @@ template <typename T>
 int layerForward(int cell, int64_t B, int64_t Tn, int64_t H, int64_t D,
                  int64_t si, int rev, const T *xproj, const T *whh,
                  const T *bhh, const T *h0, const T *c0, const int32_t *len,
-                 T *y, void *ws, T *saved, const Zoneout &zo);
+                 T *y, T *hn, T *cn, void *ws, T *saved, const Zoneout &zo);
 template <>
 int layerForward<float>(int cell, int64_t B, int64_t Tn, int64_t H,
                         int64_t D, int64_t si, int rev, const float *xproj,
                         const float *whh, const float *bhh, const float *h0,
                         const float *c0, const int32_t *len, float *y,
-                        void *ws, float *saved, const Zoneout &zo) {
+                        float *hn, float *cn, void *ws, float *saved,
+                        const Zoneout &zo) {
   return nncc_rnn_layer_zoneout_f32(cell, B, Tn, H, D, si, rev, xproj, whh,
-                                    bhh, h0, c0, len, nullptr, y, nullptr,
-                                    nullptr, ws, saved, zo.p, zo.seed,
-                                    zo.offset);
+                                    bhh, h0, c0, len, nullptr, y, hn, cn, ws,
+                                    saved, zo.p, zo.seed, zo.offset);
 }
 template <>
 int layerForward<double>(int cell, int64_t B, int64_t Tn, int64_t H,
                          int64_t D, int64_t si, int rev, const double *xproj,
                          const double *whh, const double *bhh,
                          const double *h0, const double *c0,
-                         const int32_t *len, double *y, void *ws,
-                         double *saved, const Zoneout &zo) {
+                         const int32_t *len, double *y, double *hn,
+                         double *cn, void *ws, double *saved,
+                         const Zoneout &zo) {
   return nncc_rnn_layer_zoneout_f64(cell, B, Tn, H, D, si, rev, xproj, whh,
-                                    bhh, h0, c0, len, nullptr, y, nullptr,
-                                    nullptr, ws, saved, zo.p, zo.seed,
-                                    zo.offset);
+                                    bhh, h0, c0, len, nullptr, y, hn, cn, ws,
+                                    saved, zo.p, zo.seed, zo.offset);
 }
 
-template <typename T>
-int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
-                  int64_t L, int64_t D, int hasBias, const T *x,
-                  const T *const *weights, const T *h0, const T *c0,
-                  const int32_t *lengths, const T *dy, const T *dhn,
-                  const T *dcn, T *dx, T *dh0, T *dc0, T *const *dweights,
-                  void *workspace, const Zoneout &zo = Zoneout()) {
+bool stackArgsValid(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
+                    int64_t L, int64_t D, int hasBias, const void *x,
+                    const void *const *weights, const int32_t *lengths) {
   if (!validCell(cell) || B < 0 || Tn < 0 || I <= 0 || H <= 0 || L <= 0 ||
-      (D != 1 && D != 2) || !weights || !workspace || (B * Tn > 0 && !x))
-    return NNCC_K_EINVAL;
+      (D != 1 && D != 2) || !weights || (B * Tn > 0 && !x))
+    return false;
   const int per = hasBias ? 4 : 2;
-  const int64_t G = cell_gates(cell), GH = G * H, DH = D * H, BT = B * Tn;
   for (int64_t i = 0; i < L * D * per; ++i)
     if (!weights[i])
-      return NNCC_K_EINVAL;
+      return false;
   if (lengths)
     for (int64_t b = 0; b < B; ++b)
       if (lengths[b] < 0 || lengths[b] > Tn)
-        return NNCC_K_EINVAL;
-  StackWork lay = stackLayout(cell, B, Tn, H, L, D, sizeof(T));
-  char *base = static_cast<char *>(workspace);
-  base += (64 - (reinterpret_cast<uintptr_t>(base) & 63)) & 63;
-  T *outs = reinterpret_cast<T *>(base + lay.outs);
-  T *saved = reinterpret_cast<T *>(base + lay.saved);
-  T *xg = reinterpret_cast<T *>(base + lay.xg);
-  T *din = reinterpret_cast<T *>(base + lay.din);
-  void *fws = base + lay.fws;
-  void *bws = base + lay.bws;
-  const int64_t savedPerLD = BT * cell_saved_slots(cell) * H;
+        return false;
+  return true;
+}
 
-  // 1. Forward recomputation: every layer's output and gates.
+/// The forward of the whole stack: every layer's output into outs
+/// [L, B·T, D·H] and its gates into saved (slot l·D + d); the final states
+/// into hn / cn when given. xg [B·T, G·H] and fws are scratch.
+template <typename T>
+int stackForward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
+                 int64_t L, int64_t D, int hasBias, const T *x,
+                 const T *const *weights, const T *h0, const T *c0,
+                 const int32_t *lengths, T *outs, T *saved, T *hn, T *cn,
+                 T *xg, void *fws, const Zoneout &zo) {
+  const int per = hasBias ? 4 : 2;
+  const int64_t GH = cell_gates(cell) * H, DH = D * H, BT = B * Tn;
   for (int64_t l = 0; l < L; ++l) {
     const T *in = l == 0 ? x : outs + (l - 1) * BT * DH;
     const int64_t inSize = l == 0 ? I : DH;
@@ -522,12 +532,56 @@ int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
       // l*D+d lands in [l, d].
       int rc = layerForward<T>(cell, B, Tn, H, D, l * D + d, (int)d, xg,
                                wp[1], hasBias ? wp[3] : nullptr, h0, c0,
-                               lengths, outs + l * BT * DH, fws, saved, zo);
+                               lengths, outs + l * BT * DH, hn, cn, fws, saved,
+                               zo);
       if (rc)
         return rc;
     }
   }
-  (void)savedPerLD;
+  return NNCC_K_OK;
+}
+
+/// BPTT of the whole stack. With `reserve` (stackForward's outs and saved
+/// back to back) the forward is not run again; without, it is recomputed
+/// into the workspace.
+template <typename T>
+int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
+                  int64_t L, int64_t D, int hasBias, const T *x,
+                  const T *const *weights, const T *h0, const T *c0,
+                  const int32_t *lengths, const T *reserve, const T *dy,
+                  const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0,
+                  T *const *dweights, void *workspace,
+                  const Zoneout &zo = Zoneout()) {
+  if (!stackArgsValid(cell, B, Tn, I, H, L, D, hasBias, x,
+                      reinterpret_cast<const void *const *>(weights),
+                      lengths) ||
+      !workspace)
+    return NNCC_K_EINVAL;
+  const int per = hasBias ? 4 : 2;
+  const int64_t GH = cell_gates(cell) * H, DH = D * H, BT = B * Tn;
+  StackWork lay = stackLayout(cell, B, Tn, H, L, D, sizeof(T), !reserve);
+  char *base = static_cast<char *>(workspace);
+  base += (64 - (reinterpret_cast<uintptr_t>(base) & 63)) & 63;
+  const T *outs, *saved;
+  if (reserve) {
+    outs = reserve;
+    saved = reserve + L * BT * DH;
+  } else {
+    // 1. Forward recomputation: every layer's output and gates.
+    T *o = reinterpret_cast<T *>(base + lay.outs);
+    T *sv = reinterpret_cast<T *>(base + lay.saved);
+    int rc = stackForward<T>(cell, B, Tn, I, H, L, D, hasBias, x, weights, h0,
+                             c0, lengths, o, sv, nullptr, nullptr,
+                             reinterpret_cast<T *>(base + lay.xg),
+                             base + lay.fws, zo);
+    if (rc)
+      return rc;
+    outs = o;
+    saved = sv;
+  }
+  T *din = reinterpret_cast<T *>(base + lay.din);
+  void *bws = base + lay.bws;
+  (void)GH;
 
   // 2. Backward, last layer first.
   const int nW = (int)(L * D * per);
@@ -561,6 +615,32 @@ int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
         return rc;
     }
   }
+  return NNCC_K_OK;
+}
+
+/// The training forward of a stack: stackForward into `reserve`, the last
+/// layer's output copied to y.
+template <typename T>
+int stackForwardTrain(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
+                      int64_t L, int64_t D, int hasBias, const T *x,
+                      const T *const *weights, const T *h0, const T *c0,
+                      const int32_t *lengths, T *y, T *hn, T *cn, T *reserve,
+                      void *workspace, const Zoneout &zo) {
+  if (!stackArgsValid(cell, B, Tn, I, H, L, D, hasBias, x,
+                      reinterpret_cast<const void *const *>(weights),
+                      lengths) ||
+      !workspace || !y || (B * Tn > 0 && !reserve))
+    return NNCC_K_EINVAL;
+  const int64_t BT = B * Tn, DH = D * H;
+  Arena a(workspace);
+  T *xg = a.take<T>(BT * cell_gates(cell) * H);
+  void *fws = a.take<char>(nncc_rnn_layer_workspace_size(cell, B, H, sizeof(T)));
+  T *outs = reserve, *saved = reserve + L * BT * DH;
+  int rc = stackForward<T>(cell, B, Tn, I, H, L, D, hasBias, x, weights, h0,
+                           c0, lengths, outs, saved, hn, cn, xg, fws, zo);
+  if (rc)
+    return rc;
+  std::memcpy(y, outs + (L - 1) * BT * DH, sizeof(T) * BT * DH);
   return NNCC_K_OK;
 }
 
@@ -690,6 +770,36 @@ extern "C" int64_t nncc_rnn_backward_workspace_size(int cell, int64_t B,
   return stackLayout(cell, B, Tn, H, L, D, elem).total;
 }
 
+extern "C" int64_t nncc_rnn_reserve_size(int cell, int64_t B, int64_t Tn,
+                                         int64_t H, int64_t L, int64_t D,
+                                         int64_t elem) {
+  if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
+      H <= 0 || L <= 0 || (D != 1 && D != 2))
+    return -1;
+  return reserveElems(cell, B, Tn, H, L, D) * elem;
+}
+
+extern "C" int64_t nncc_rnn_forward_train_workspace_size(int cell, int64_t B,
+                                                         int64_t Tn, int64_t H,
+                                                         int64_t elem) {
+  if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
+      H <= 0)
+    return -1;
+  Arena a(nullptr);
+  a.take<char>(B * Tn * cell_gates(cell) * H * elem);
+  a.take<char>(nncc_rnn_layer_workspace_size(cell, B, H, elem));
+  return (int64_t)a.size() + 64;
+}
+
+extern "C" int64_t nncc_rnn_backward_reserved_workspace_size(
+    int cell, int64_t B, int64_t Tn, int64_t H, int64_t L, int64_t D,
+    int64_t elem) {
+  if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
+      H <= 0 || L <= 0 || (D != 1 && D != 2))
+    return -1;
+  return stackLayout(cell, B, Tn, H, L, D, elem, false).total;
+}
+
 extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
                                                          int64_t H,
                                                          int64_t elem) {
@@ -718,7 +828,7 @@ extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
       const T *c0, const int32_t *len, const T *dy, const T *dhn,              \
       const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw, void *ws) {           \
     return stackBackward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,    \
-                            dy, dhn, dcn, dx, dh0, dc0, dw, ws);               \
+                            nullptr, dy, dhn, dcn, dx, dh0, dc0, dw, ws);      \
   }                                                                            \
   extern "C" int nncc_rnn_backward_zoneout_##S(                                \
       int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
@@ -733,7 +843,37 @@ extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
     if (!(zoneout >= 0 && zoneout < 1) || (zoneout > 0 && cell != CellLstm))   \
       return NNCC_K_EINVAL;                                                    \
     return stackBackward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,    \
-                            dy, dhn, dcn, dx, dh0, dc0, dw, ws, zo);           \
+                            nullptr, dy, dhn, dcn, dx, dh0, dc0, dw, ws, zo);  \
+  }                                                                            \
+  extern "C" int nncc_rnn_forward_train_##S(                                   \
+      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
+      const T *c0, const int32_t *len, T *y, T *hn, T *cn, T *reserve,         \
+      void *ws, double zoneout, uint64_t seed, uint64_t offset) {              \
+    Zoneout zo;                                                                \
+    zo.p = zoneout;                                                            \
+    zo.seed = seed;                                                            \
+    zo.offset = offset;                                                        \
+    if (!(zoneout >= 0 && zoneout < 1) || (zoneout > 0 && cell != CellLstm))   \
+      return NNCC_K_EINVAL;                                                    \
+    return stackForwardTrain<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0,     \
+                                len, y, hn, cn, reserve, ws, zo);              \
+  }                                                                            \
+  extern "C" int nncc_rnn_backward_reserved_##S(                               \
+      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
+      const T *c0, const int32_t *len, const T *reserve, const T *dy,          \
+      const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw,         \
+      void *ws, double zoneout, uint64_t seed, uint64_t offset) {              \
+    Zoneout zo;                                                                \
+    zo.p = zoneout;                                                            \
+    zo.seed = seed;                                                            \
+    zo.offset = offset;                                                        \
+    if (!(zoneout >= 0 && zoneout < 1) || (zoneout > 0 && cell != CellLstm) || \
+        (!reserve && B * Tn > 0))                                              \
+      return NNCC_K_EINVAL;                                                    \
+    return stackBackward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,    \
+                            reserve, dy, dhn, dcn, dx, dh0, dc0, dw, ws, zo);  \
   }                                                                            \
   extern "C" int nncc_rnn_cell_backward_##S(                                   \
       int cell, int64_t B, int64_t H, const T *xproj, const T *h, const T *c,  \

@@ -115,13 +115,52 @@ def NNK_LossGradOp : NNK_GradOp<"loss_grad"> {
   }];
 }
 
+def NNK_RecurrentForwardOp : NNK_GradOp<"recurrent_forward", [AttrSizedOperandSegments]> {
+  let summary = "training forward of a whole recurrent stack, keeping a reserve";
+  let description = [{
+    The forward of nn.rnn / nn.lstm / nn.gru in a training function whose
+    backward reuses it (`nn.reserve`): per layer the input projection and
+    the scan, as `nnk.recurrent_scan`, writing y `[B, T, D·H]`, h_n / c_n
+    `[L·D, B, H]` (optional) and `reserve` `[B, T, L·D·H·(1 + slots)]`:
+    every layer's output, then the saved gates of every layer and direction
+    (slots: 5 lstm, 4 gru, 3 gru_cho2014, 1 rnn), which `nnk.recurrent_grad
+    reserve(...)` reads instead of running the forward again.
+    `nncc_rnn_forward_train_*`.
+  }];
+  let arguments = (ins
+    NNK_In<NNK_FloatBuffer>:$x,
+    NNK_In<Optional<NNK_FloatBuffer>>:$h0,
+    NNK_In<Optional<NNK_FloatBuffer>>:$c0,
+    NNK_In<Optional<NNK_IndexBuffer>>:$lengths,
+    NNK_In<Variadic<NNK_FloatBuffer>>:$weights,
+    NNK_Out<NNK_FloatBuffer>:$y,
+    NNK_Out<Optional<NNK_FloatBuffer>>:$h_n,
+    NNK_Out<Optional<NNK_FloatBuffer>>:$c_n,
+    NNK_Out<NNK_FloatBuffer>:$reserve,
+    NNK_CellAttr:$cell,
+    NNK_I64Attr:$hidden_size,
+    DefaultValuedAttr<NNK_I64Attr, "1">:$num_layers,
+    DefaultValuedAttr<BoolAttr, "false">:$bidirectional,
+    DefaultValuedAttr<BoolAttr, "true">:$has_bias,
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$zoneout,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` (`h0` `(` $h0^ `)`)? (`c0` `(` $c0^ `)`)?
+    (`lengths` `(` $lengths^ `)`)? `weights` `(` $weights `)`
+    `outs` `(` $y `)` (`h_n` `(` $h_n^ `)`)? (`c_n` `(` $c_n^ `)`)?
+    `reserve` `(` $reserve `)` attr-dict `:` qualified(type(operands))
+  }];
+}
+
 def NNK_RecurrentGradOp : NNK_GradOp<"recurrent_grad", [AttrSizedOperandSegments]> {
   let summary = "fused BPTT of a whole recurrent stack (all layers, directions)";
   let description = [{
-    The backward of nn.rnn / nn.lstm / nn.gru: recomputes every layer's
-    forward scan (gates kept in the launch's workspace), then scans back
-    per layer (last first) and direction. Operands as `nn.*_grad`; outs
-    dx, dh0 `[L·D, B, H]`, dc0 (lstm), then one gradient per weight in
+    The backward of nn.rnn / nn.lstm / nn.gru: with `reserve` (the
+    `nnk.recurrent_forward` of the same stack) it reads the forward's layer
+    outputs and gates from it; without, it recomputes every layer's forward
+    scan (gates kept in the launch's workspace). Then it scans back per
+    layer (last first) and direction. Operands as `nn.*_grad`; outs dx,
+    dh0 `[L·D, B, H]`, dc0 (lstm), then one gradient per weight in
     `_flat_weights` order. Absent dy / dh_n / dc_n are zero.
   }];
   let arguments = (ins
@@ -130,6 +169,7 @@ def NNK_RecurrentGradOp : NNK_GradOp<"recurrent_grad", [AttrSizedOperandSegments
     NNK_In<Optional<NNK_FloatBuffer>>:$c0,
     NNK_In<Optional<NNK_IndexBuffer>>:$lengths,
     NNK_In<Variadic<NNK_FloatBuffer>>:$weights,
+    NNK_In<Optional<NNK_FloatBuffer>>:$reserve,
     NNK_In<Optional<NNK_FloatBuffer>>:$dy,
     NNK_In<Optional<NNK_FloatBuffer>>:$dh_n,
     NNK_In<Optional<NNK_FloatBuffer>>:$dc_n,
@@ -147,6 +187,7 @@ def NNK_RecurrentGradOp : NNK_GradOp<"recurrent_grad", [AttrSizedOperandSegments
   let assemblyFormat = [{
     `ins` `(` $x `)` (`h0` `(` $h0^ `)`)? (`c0` `(` $c0^ `)`)?
     (`lengths` `(` $lengths^ `)`)? `weights` `(` $weights `)`
+    (`reserve` `(` $reserve^ `)`)?
     (`dy` `(` $dy^ `)`)? (`dh_n` `(` $dh_n^ `)`)? (`dc_n` `(` $dc_n^ `)`)?
     `outs` `(` $dx `,` $dh0 `)` (`dc0` `(` $dc0^ `)`)? `dweights` `(` $dweights `)`
     attr-dict `:` qualified(type(operands))

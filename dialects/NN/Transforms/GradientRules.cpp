@@ -14,6 +14,7 @@
 
 #include "dialects/NN/IR/NNOps.h"
 #include "nncc/Interfaces/GradientOpInterface.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -632,6 +633,24 @@ template <typename OpTy> void savedRecurrent(OpTy op, SmallVectorImpl<Value> &s)
       s.push_back(v);
 }
 
+/// Pairs a top-level recurrent stack with its gradient (`nn.reserve`, an id
+/// unique in the function): the lowering keeps the forward's layer outputs
+/// and gates (its reserve) for the backward instead of running the forward
+/// again. Dropping the attributes makes the backward recompute them.
+void markReserve(Operation *forward, Operation *grad) {
+  auto fn = dyn_cast<func::FuncOp>(forward->getParentOp());
+  if (!fn || grad->getParentOp() != fn.getOperation())
+    return;
+  int64_t next = 0;
+  fn.walk([&](Operation *o) {
+    if (auto id = o->getAttrOfType<IntegerAttr>("nn.reserve"))
+      next = std::max(next, id.getInt() + 1);
+  });
+  auto id = IntegerAttr::get(IntegerType::get(forward->getContext(), 64), next);
+  forward->setAttr("nn.reserve", id);
+  grad->setAttr("nn.reserve", id);
+}
+
 /// Backward-side copies of `values`.
 SmallVector<Value> getAll(GradientBuilder &gb, ValueRange values) {
   SmallVector<Value> result;
@@ -652,6 +671,7 @@ NN_RULE(RNNOp) {
         getAll(gb, op.getWeights()), r[0], r[1], op.getHiddenSize(),
         op.getNumLayers(), op.getBidirectional(), op.getHasBias(),
         op.getNonlinearity());
+    markReserve(op, grad);
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());
@@ -673,6 +693,7 @@ NN_RULE(LSTMOp) {
         getOpt(gb, op.getLengths()), getAll(gb, op.getWeights()), r[0], r[1],
         r[2], op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
         op.getHasBias(), op.getZoneout(), op.getSeed());
+    markReserve(op, grad);
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());
@@ -696,6 +717,7 @@ NN_RULE(GRUOp) {
         getAll(gb, op.getWeights()), r[0], r[1], op.getHiddenSize(),
         op.getNumLayers(), op.getBidirectional(), op.getHasBias(),
         op.getVariant());
+    markReserve(op, grad);
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());

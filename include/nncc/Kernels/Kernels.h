@@ -237,6 +237,26 @@ int64_t nncc_mha_workspace_size(const nncc_attention_params *p, int64_t B,
       const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,                     \
       T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
       uint64_t offset);                                                        \
+  /* Training forward of the whole stack (nncc_rnn_forward's results y,     \
+     h_n, c_n (h_n/c_n may be NULL) plus the reserve the backward needs:      \
+     every layer's output [L, B*T, D*H] then every layer and direction's      \
+     saved gates [L*D, B*T*slots*H], nncc_rnn_reserve_size bytes). Zoneout    \
+     as nncc_rnn_layer_zoneout (0: none). */                                  \
+  int nncc_rnn_forward_train_##S(                                              \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, T *y, T *h_n,          \
+      T *c_n, T *reserve, void *workspace, double zoneout, uint64_t seed,      \
+      uint64_t offset);                                                        \
+  /* nncc_rnn_backward_zoneout from nncc_rnn_forward_train's reserve: the     \
+     forward is not run again. */                                             \
+  int nncc_rnn_backward_reserved_##S(                                          \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, const T *reserve,      \
+      const T *dy, const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,        \
+      T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
+      uint64_t offset);                                                        \
   /* One cell step: gates recomputed. Overwrites dxproj [B,G*H], dh, dc      \
      (lstm); accumulates dw_hh, db_hh (may be NULL). */                       \
   int nncc_rnn_cell_backward_##S(                                              \
@@ -310,6 +330,16 @@ NNCC_DECLARE_BACKWARD_KERNELS(f64, double)
 
 int64_t nncc_rnn_layer_backward_workspace_size(int cell, int64_t B, int64_t T_,
                                                int64_t H, int64_t elem_size);
+/* Bytes of nncc_rnn_forward_train's reserve; its workspace; the workspace
+   of nncc_rnn_backward_reserved. */
+int64_t nncc_rnn_reserve_size(int cell, int64_t B, int64_t T_, int64_t H,
+                              int64_t L, int64_t D, int64_t elem_size);
+int64_t nncc_rnn_forward_train_workspace_size(int cell, int64_t B, int64_t T_,
+                                              int64_t H, int64_t elem_size);
+int64_t nncc_rnn_backward_reserved_workspace_size(int cell, int64_t B,
+                                                  int64_t T_, int64_t H,
+                                                  int64_t L, int64_t D,
+                                                  int64_t elem_size);
 int64_t nncc_rnn_backward_workspace_size(int cell, int64_t B, int64_t T_,
                                          int64_t I, int64_t H, int64_t L,
                                          int64_t D, int64_t elem_size);

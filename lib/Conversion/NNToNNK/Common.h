@@ -12,7 +12,10 @@
 #include "dialects/Kernel/IR/NNKOps.h"
 #include "dialects/NN/IR/NNOps.h"
 #include "nncc/Conversion/NNToNNK/NNToNNK.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
+
+#include <optional>
 
 namespace nncc::conv {
 
@@ -41,6 +44,24 @@ template <typename Op> nnk::Cell cellOf(Op op) {
     return nnk::Cell::lstm;
   }
 }
+
+/// The attribute pairing a recurrent stack with its gradient (set by the
+/// autodiff rule): the forward keeps a reserve that the backward reads.
+constexpr llvm::StringLiteral kReserveAttr = "nn.reserve";
+
+/// The reserve id of a top-level recurrent op or its gradient, if any.
+inline std::optional<int64_t> reserveIdOf(mlir::Operation *op) {
+  auto id = op->getAttrOfType<mlir::IntegerAttr>(kReserveAttr);
+  if (!id || !mlir::isa_and_nonnull<mlir::func::FuncOp>(op->getParentOp()))
+    return std::nullopt;
+  return id.getInt();
+}
+
+/// Elements per (batch, time) position of a stack's reserve: every layer's
+/// output, then each layer and direction's saved gates
+/// (nncc_rnn_reserve_size / (B·T·elem)).
+int64_t reserveWidth(nnk::Cell cell, int64_t hidden, int64_t layers,
+                     int64_t directions);
 
 /// A GEMM with its fused epilogue: start (nn.linear or nn.attention),
 /// optional bias add (linear without bias, + [N]), optional activation,

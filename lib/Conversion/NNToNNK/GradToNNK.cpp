@@ -183,6 +183,23 @@ template <typename A> Value c0Of(A) { return {}; }
 Value dcnOf(nn::LSTMGradOp::Adaptor a) { return a.getDcN(); }
 template <typename A> Value dcnOf(A) { return {}; }
 
+/// The reserve of the nnk.recurrent_forward paired with `op` (the same
+/// `nn.reserve` id in the function, exactly once), or null: recompute.
+Value reserveOf(Operation *op) {
+  std::optional<int64_t> id = reserveIdOf(op);
+  if (!id)
+    return {};
+  Value reserve;
+  int found = 0;
+  op->getParentOfType<func::FuncOp>().walk([&](nnk::RecurrentForwardOp fwd) {
+    if (reserveIdOf(fwd) == id) {
+      reserve = fwd.getReserve();
+      ++found;
+    }
+  });
+  return found == 1 ? reserve : Value();
+}
+
 template <typename NNOp>
 struct RecurrentGradLowering : OpConversionPattern<NNOp> {
   using OpConversionPattern<NNOp>::OpConversionPattern;
@@ -199,7 +216,8 @@ struct RecurrentGradLowering : OpConversionPattern<NNOp> {
     // seed (prepareNNForKernels zeroes it outside training).
     nnk::RecurrentGradOp::create(
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getH0(), c0Of(adaptor),
-        adaptor.getLengths(), adaptor.getWeights(), adaptor.getDy(),
+        adaptor.getLengths(), adaptor.getWeights(), reserveOf(op),
+        adaptor.getDy(),
         adaptor.getDhN(), dcnOf(adaptor), o[0], o[1],
         lstm ? o[2] : Value(), o.drop_front(nState), cellOf(op),
         op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),

@@ -4,14 +4,23 @@
 // time steps (x · W_ihᵀ + b_ih), then one persistent nnk.recurrent_scan
 // that loops over time (h · W_hhᵀ + b_hh + gate math), writing its
 // direction's columns of the layer output and its entry of h_n / c_n.
+// A stack whose gradient reuses its forward (`nn.reserve`) becomes one
+// nnk.recurrent_forward that also keeps the layer outputs and gates.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "nncc/Kernels/RecurrentMath.h"
 
 using namespace mlir;
 using namespace nncc;
 using namespace nncc::conv;
+
+int64_t conv::reserveWidth(nnk::Cell cell, int64_t hidden, int64_t layers,
+                           int64_t directions) {
+  int64_t slots = kernels::cell_saved_slots(static_cast<int>(cell));
+  return layers * directions * hidden * (1 + slots);
+}
 
 namespace {
 
@@ -67,6 +76,26 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
       if (failed(b))
         return failure();
       cN = *b;
+    }
+
+    if (std::optional<int64_t> id = reserveIdOf(op)) {
+      // Training forward whose backward reads the reserve.
+      FailureOr<Value> y = allocBuffer(rewriter, op, op->getResult(0).getType());
+      FailureOr<Value> reserve = allocBuffer(
+          rewriter, op,
+          buf({B, T, nn::Dim::getStatic(reserveWidth(cell, H, L, D))}));
+      if (failed(y) || failed(reserve))
+        return failure();
+      auto fwd = nnk::RecurrentForwardOp::create(
+          rewriter, loc, adaptor.getX(), adaptor.getH0(), c0Of(adaptor),
+          adaptor.getLengths(), weights, *y, hN, cN, *reserve, cell, H, L,
+          D == 2, hasBias, zoneoutOf(op), seedOf(op));
+      fwd->setAttr(kReserveAttr, rewriter.getI64IntegerAttr(*id));
+      SmallVector<Value> results{*y, hN};
+      if (op->getNumResults() > 2)
+        results.push_back(cN);
+      rewriter.replaceOp(op, results);
+      return success();
     }
 
     Value input = adaptor.getX(), y;

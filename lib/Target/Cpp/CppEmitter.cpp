@@ -97,6 +97,27 @@ private:
   std::string check(Operation *op, const std::string &call) {
     return "NNCC_GEN_CHECK(" + call + ", " + cString(launchComment(op)) + ");\n";
   }
+  /// The names of `values`, comma separated.
+  std::string commaNames(ValueRange values) {
+    std::string s;
+    for (Value v : values)
+      s += (s.empty() ? "" : ", ") + name(v);
+    return s;
+  }
+  /// The int32 lengths the stack kernels take: the buffer, a widened copy of
+  /// i64 lengths in a workspace slot (`len32_`), or NULL.
+  std::string stackLengths(raw_indented_ostream &os, Operation *op, Value lengths,
+                           const std::string &batch) {
+    if (!lengths)
+      return "NULL";
+    if (!cast<nnk::BufferType>(lengths.getType()).getElementType().isInteger(64))
+      return name(lengths);
+    int lws = addWorkspace(op, batch + " * sizeof(int32_t)");
+    os << "int32_t *len32_ = (int32_t *)nncc_ms_buffer_ptr(m, " << lws << ");\n";
+    os << "for (int64_t b = 0; b < " << batch << "; ++b) len32_[b] = (int32_t)"
+       << name(lengths) << "[b];\n";
+    return "len32_";
+  }
 };
 
 void emitPrecision(raw_indented_ostream &os) {
@@ -851,40 +872,59 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                             name(o.getOut()) + ")");
         return success();
       })
-      .Case<nnk::RecurrentGradOp>([&](nnk::RecurrentGradOp o) -> LogicalResult {
-        // libnncc_kernels' stack BPTT: re-runs the forward into its
-        // workspace, overwrites dx, dh0, dc0 (each may be NULL) and every
-        // weight gradient.
+      .Case<nnk::RecurrentForwardOp>([&](nnk::RecurrentForwardOp o) -> LogicalResult {
+        // libnncc_kernels' training forward of the stack: y, h_n, c_n and
+        // the reserve the backward reads.
         auto B = D(o.getX(), 0), Tn = D(o.getX(), 1), I = D(o.getX(), 2);
         if (failed(B) || failed(Tn) || failed(I))
           return failure();
-        std::string ws, dws;
-        for (Value v : o.getWeights())
-          ws += (ws.empty() ? "" : ", ") + name(v);
-        for (Value v : o.getDweights())
-          dws += (dws.empty() ? "" : ", ") + name(v);
         std::string cell = std::to_string(static_cast<int>(o.getCell()));
         std::string H = std::to_string(o.getHiddenSize()),
                     L = std::to_string(o.getNumLayers()),
                     Dn = o.getBidirectional() ? "2" : "1";
-        int wsi = addWorkspace(op, "nncc_rnn_backward_workspace_size(" + cell + ", " + *B +
-                                       ", " + *Tn + ", " + *I + ", " + H + ", " + L + ", " +
-                                       Dn + ", sizeof(real_t))");
+        int wsi = addWorkspace(op, "nncc_rnn_forward_train_workspace_size(" + cell + ", " +
+                                       *B + ", " + *Tn + ", " + H + ", sizeof(real_t))");
         os << "{\n";
         os.indent();
-        os << "const real_t *w_[] = {" << ws << "};\nreal_t *dw_[] = {" << dws << "};\n";
-        std::string len = "NULL";
-        if (Value l = o.getLengths()) {
-          len = name(l);
-          if (T(l).getElementType().isInteger(64)) {
-            // The stack kernel takes int32 lengths.
-            int lws = addWorkspace(op, *B + " * sizeof(int32_t)");
-            os << "int32_t *len32_ = (int32_t *)nncc_ms_buffer_ptr(m, " << lws << ");\n";
-            os << "for (int64_t b = 0; b < " << *B << "; ++b) len32_[b] = (int32_t)" << len
-               << "[b];\n";
-            len = "len32_";
-          }
-        }
+        os << "const real_t *w_[] = {" << commaNames(o.getWeights()) << "};\n";
+        std::string len = stackLengths(os, op, o.getLengths(), *B);
+        os << check(op, "NNCC_KFN(nncc_rnn_forward_train)(" + cell + ", " + *B + ", " + *Tn +
+                            ", " + *I + ", " + H + ", " + L + ", " + Dn + ", " +
+                            (o.getHasBias() ? "1" : "0") + ", " + name(o.getX()) + ", w_, " +
+                            nameOrNull(o.getH0()) + ", " + nameOrNull(o.getC0()) + ", " +
+                            len + ", " + name(o.getY()) + ", " + nameOrNull(o.getHN()) + ", " +
+                            nameOrNull(o.getCN()) + ", " + name(o.getReserve()) +
+                            ", nncc_ms_buffer_ptr(m, " + std::to_string(wsi) + "), " +
+                            fmtDouble(o.getZoneout()) + ", " + std::to_string(o.getSeed()) +
+                            "ULL, nncc_ms_dropout_offset(m))");
+        os.unindent();
+        os << "}\n";
+        return success();
+      })
+      .Case<nnk::RecurrentGradOp>([&](nnk::RecurrentGradOp o) -> LogicalResult {
+        // libnncc_kernels' stack BPTT: from the forward's reserve, or
+        // re-running the forward into its workspace; overwrites dx, dh0,
+        // dc0 (each may be NULL) and every weight gradient.
+        auto B = D(o.getX(), 0), Tn = D(o.getX(), 1), I = D(o.getX(), 2);
+        if (failed(B) || failed(Tn) || failed(I))
+          return failure();
+        std::string cell = std::to_string(static_cast<int>(o.getCell()));
+        std::string H = std::to_string(o.getHiddenSize()),
+                    L = std::to_string(o.getNumLayers()),
+                    Dn = o.getBidirectional() ? "2" : "1";
+        const bool reserved = static_cast<bool>(o.getReserve());
+        int wsi = addWorkspace(
+            op, reserved ? "nncc_rnn_backward_reserved_workspace_size(" + cell + ", " + *B +
+                               ", " + *Tn + ", " + H + ", " + L + ", " + Dn +
+                               ", sizeof(real_t))"
+                         : "nncc_rnn_backward_workspace_size(" + cell + ", " + *B + ", " +
+                               *Tn + ", " + *I + ", " + H + ", " + L + ", " + Dn +
+                               ", sizeof(real_t))");
+        os << "{\n";
+        os.indent();
+        os << "const real_t *w_[] = {" << commaNames(o.getWeights()) << "};\nreal_t *dw_[] = {"
+           << commaNames(o.getDweights()) << "};\n";
+        std::string len = stackLengths(os, op, o.getLengths(), *B);
         // An out buffer no other op reads (a temporary: dx of a model input,
         // dh0 / dc0 of an initial state that is not a parameter) is passed
         // as NULL, which the kernel skips: for dx, the [B*T, G*H] x [G*H, I]
@@ -895,18 +935,20 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
             return "NULL";
           return nameOrNull(v);
         };
-        const bool zo = o.getZoneout() > 0;
+        const bool zo = o.getZoneout() > 0 || reserved;
         std::string zoArgs = zo ? ", " + fmtDouble(o.getZoneout()) + ", " +
                                       std::to_string(o.getSeed()) +
                                       "ULL, nncc_ms_dropout_offset(m)"
                                 : "";
-        os << check(op, std::string(zo ? "NNCC_KFN(nncc_rnn_backward_zoneout)("
-                                       : "NNCC_KFN(nncc_rnn_backward)(") +
+        os << check(op, std::string(reserved ? "NNCC_KFN(nncc_rnn_backward_reserved)("
+                                    : zo     ? "NNCC_KFN(nncc_rnn_backward_zoneout)("
+                                             : "NNCC_KFN(nncc_rnn_backward)(") +
                             cell + ", " + *B + ", " + *Tn +
                             ", " + *I + ", " + H + ", " + L + ", " + Dn + ", " +
                             (o.getHasBias() ? "1" : "0") + ", " + name(o.getX()) + ", w_, " +
                             nameOrNull(o.getH0()) + ", " + nameOrNull(o.getC0()) + ", " +
-                            len + ", " + nameOrNull(o.getDy()) + ", " +
+                            len + ", " + (reserved ? name(o.getReserve()) + ", " : "") +
+                            nameOrNull(o.getDy()) + ", " +
                             nameOrNull(o.getDhN()) + ", " + nameOrNull(o.getDcN()) + ", " +
                             outOrNull(o.getDx()) + ", " + outOrNull(o.getDh0()) + ", " +
                             outOrNull(o.getDc0()) + ", dw_, nncc_ms_buffer_ptr(m, " +

@@ -363,5 +363,90 @@ for dtype in (np.float64, np.float32):
         layer_api_case(cell, dtype)
 
 
+
+# --- reserve path: forward_train + backward_reserved vs the recompute path --
+for name in ("nncc_rnn_reserve_size", "nncc_rnn_backward_reserved_workspace_size"):
+    getattr(lib, name).restype = C.c_int64
+    getattr(lib, name).argtypes = [C.c_int] + [C.c_int64] * 6
+lib.nncc_rnn_forward_train_workspace_size.restype = C.c_int64
+lib.nncc_rnn_forward_train_workspace_size.argtypes = [C.c_int] + [C.c_int64] * 4
+
+
+def zoneout_backward(cell, dtype, x, flat, h0, c0, lengths, H, L, D, hb, dy, dhn, dcn, p):
+    """nncc_rnn_backward_zoneout (forward recomputed) and nncc_rnn_forward_train
+    + nncc_rnn_backward_reserved, same seed and offset."""
+    B, T, I = x.shape
+    e = np.dtype(dtype).itemsize
+    cc = C.c_int(CELL[cell])
+    keep = [c(w, dtype) for w in flat]  # the converted arrays outlive the calls
+    W = parr(keep, dtype)
+    lens = None if lengths is None else np.ascontiguousarray(lengths, np.int32)
+    zo = (C.c_double(p), C.c_uint64(11), C.c_uint64(5 << 40))
+    x, h0, c0, dy, dhn, dcn = [c(a, dtype) for a in (x, h0, c0, dy, dhn, dcn)]
+    args = (ptr(x), W, ptr(h0), ptr(c0), ptr(lens))
+    grads = (ptr(dy), ptr(dhn), ptr(dcn))
+
+    def outs():
+        return ([np.full((B, T, I), 9.0, dtype), np.full((L * D, B, H), 9.0, dtype),
+                 np.full((L * D, B, H), 9.0, dtype)], [np.full(w.shape, 9.0, dtype) for w in flat])
+    (dx, dh0, dc0), dws = outs()
+    ws = np.zeros(lib.nncc_rnn_backward_workspace_size(cc, B, T, I, H, L, D, e), np.uint8)
+    rc = getattr(lib, "nncc_rnn_backward_zoneout_" + SUFFIX[dtype])(
+        cc, *i64(B, T, I, H, L, D), C.c_int(hb), *args, *grads, ptr(dx), ptr(dh0), ptr(dc0),
+        parr(dws, dtype), ws.ctypes.data_as(C.c_void_p), *zo)
+    assert rc == 0, rc
+    reserve = np.zeros(lib.nncc_rnn_reserve_size(cc, B, T, H, L, D, e) // e, dtype)
+    y = np.zeros((B, T, D * H), dtype)
+    hn = np.zeros((L * D, B, H), dtype)
+    cn = np.zeros((L * D, B, H), dtype)
+    fws = np.zeros(lib.nncc_rnn_forward_train_workspace_size(cc, B, T, H, e), np.uint8)
+    rc = getattr(lib, "nncc_rnn_forward_train_" + SUFFIX[dtype])(
+        cc, *i64(B, T, I, H, L, D), C.c_int(hb), *args, ptr(y), ptr(hn), ptr(cn), ptr(reserve),
+        fws.ctypes.data_as(C.c_void_p), *zo)
+    assert rc == 0, rc
+    (rdx, rdh0, rdc0), rdws = outs()
+    bws = np.zeros(lib.nncc_rnn_backward_reserved_workspace_size(cc, B, T, H, L, D, e), np.uint8)
+    rc = getattr(lib, "nncc_rnn_backward_reserved_" + SUFFIX[dtype])(
+        cc, *i64(B, T, I, H, L, D), C.c_int(hb), *args, ptr(reserve), *grads, ptr(rdx),
+        ptr(rdh0), ptr(rdc0), parr(rdws, dtype), bws.ctypes.data_as(C.c_void_p), *zo)
+    assert rc == 0, rc
+    return (y, hn, cn), [dx, dh0, dc0] + dws, [rdx, rdh0, rdc0] + rdws
+
+
+def reserve_case(cell, dtype, L, D, lengths, p):
+    rng = np.random.RandomState(3)
+    G = {"lstm": 4, "gru": 3, "gru_cho": 3}.get(cell, 1)
+    flat = []
+    for l in range(L):
+        for d in range(D):
+            isz = I if l == 0 else D * H
+            flat += [rng.randn(G * H, isz) * 0.4, rng.randn(G * H, H) * 0.4,
+                     rng.randn(G * H) * 0.1, rng.randn(G * H) * 0.1]
+    x = rng.randn(B, T, I)
+    h0 = rng.randn(L * D, B, H)
+    c0 = rng.randn(L * D, B, H) if cell == "lstm" else None
+    dy, dhn = rng.randn(B, T, D * H), rng.randn(L * D, B, H)
+    dcn = rng.randn(L * D, B, H) if cell == "lstm" else None
+    (y, hn, cn), ref, got = zoneout_backward(cell, dtype, x, flat, h0, c0, lengths, H, L, D,
+                                             1, dy, dhn, dcn, p)
+    tag = "reserve %s L%d D%d len%s zoneout%g %s" % (cell, L, D, "var" if lengths else "full",
+                                                     p, SUFFIX[dtype])
+    expect(tag + ": backward from the reserve == recomputing backward (bitwise)",
+           all(np.array_equal(a, b) for a, b in zip(ref, got)))
+    if p == 0:
+        fy, fhn, fcn = kernel_forward(cell, dtype, x, flat, h0, c0, lengths, H, L, D, 1)
+        same = np.array_equal(y, fy) and np.array_equal(hn, fhn)
+        if cell == "lstm":
+            same = same and np.array_equal(cn, fcn)
+        expect(tag + ": forward_train outputs == nncc_rnn_forward (bitwise)", same)
+
+
+for dtype in (np.float64, np.float32):
+    for cell in ("lstm", "gru", "gru_cho", "rnn_tanh"):
+        reserve_case(cell, dtype, 2, 2, LENS, 0.0)
+        reserve_case(cell, dtype, 1, 1, None, 0.0)
+    reserve_case("lstm", dtype, 2, 2, LENS, 0.3)
+
+
 fd_check()
 finish()
