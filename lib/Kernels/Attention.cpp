@@ -66,7 +66,8 @@ template <typename T>
 void dilatedAttention(const Dims &g, T scale, bool causal, int window,
                       int dil, const uint8_t *isGlobal, const int32_t *glist,
                       int ng, const T *q, const T *k, const T *v, T *out,
-                      const uint8_t *kpm, const AttentionDropout<T> &drop) {
+                      const uint8_t *kpm, const AttentionDropout<T> &drop,
+                      T *lseOut) {
   const int64_t tasks = g.B * g.H * g.T;
   const int half = window / 2;
 #pragma omp parallel
@@ -110,6 +111,8 @@ void dilatedAttention(const Dims &g, T scale, bool causal, int window,
       T *orow = out + (b * g.T + i) * g.ldo + h * g.dh;
       for (int64_t d = 0; d < g.dh; ++d)
         orow[d] = acc[d] * inv;
+      if (lseOut)
+        lseOut[(b * g.H + h) * g.T + i] = sm.lse();
     }
   }
 }
@@ -118,7 +121,8 @@ template <typename T>
 void lshAttention(const Dims &g, T scale, bool causal, const T *rot,
                   int rounds, int nbuckets, int chunk, bool sameBucket,
                   const T *qk, const T *v, T *out, const uint8_t *kpm,
-                  int32_t *bucketsOut, const AttentionDropout<T> &drop) {
+                  int32_t *bucketsOut, const AttentionDropout<T> &drop,
+                  T *lseOut) {
   const int64_t tasks = g.B * g.H;
   const int nb2 = nbuckets / 2;
   const int64_t Tn = g.T, dh = g.dh;
@@ -194,6 +198,8 @@ void lshAttention(const Dims &g, T scale, bool causal, const T *rot,
         for (int r = 0; r < rounds; ++r)
           l[r] = lse[r * Tn + t];
         lse_round_weights(l.data(), rounds, w.data());
+        if (lseOut)
+          lseOut[(b * g.H + h) * Tn + t] = logsumexp_rounds(l.data(), rounds);
         T *orow = out + (b * Tn + t) * g.ldo + h * dh;
         for (int64_t d = 0; d < dh; ++d) {
           T s = T(0);
@@ -210,7 +216,7 @@ template <typename T>
 int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
                   int64_t H, int64_t dh, const T *q, const T *k, const T *v,
                   int64_t ldi, T *out, int64_t ldo, const uint8_t *kpm,
-                  void *ws, int32_t *bucketsOut) {
+                  void *ws, int32_t *bucketsOut, T *lse) {
   if (!attentionParamsValid(p, dh) || B < 0 || Tn < 0 || H <= 0 || !q || !v || !out ||
       ldi < H * dh || ldo < H * dh)
     return NNCC_K_EINVAL;
@@ -222,7 +228,7 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
   AttentionDropout<T> drop = attentionDropoutOf<T>(p);
   if (p->kind == NNCC_ATTN_DENSE) {
     denseAttentionForward<T>(DenseAttentionArgs<T>{
-        B, Tn, H, dh, ldi, ldo, q, k, v, out, kpm, causal, scale, drop});
+        B, Tn, H, dh, ldi, ldo, q, k, v, out, lse, kpm, causal, scale, drop});
   } else if (p->kind == NNCC_ATTN_DILATED) {
     if (!ws && Tn > 0)
       return NNCC_K_EINVAL;
@@ -242,11 +248,12 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
     }
     std::sort(gl, gl + ng);
     dilatedAttention<T>(g, scale, causal, p->window, p->dilation, isG, gl, ng,
-                        q, k, v, out, kpm, drop);
+                        q, k, v, out, kpm, drop, lse);
   } else {
     lshAttention<T>(g, scale, causal, static_cast<const T *>(p->rotations),
                     p->n_hashes, p->n_buckets, p->chunk,
-                    p->same_bucket_only != 0, q, v, out, kpm, bucketsOut, drop);
+                    p->same_bucket_only != 0, q, v, out, kpm, bucketsOut, drop,
+                    lse);
   }
   return NNCC_K_OK;
 }
@@ -285,10 +292,10 @@ int mhaForward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   int rc;
   if (p->kind == NNCC_ATTN_LSH)
     rc = attentionCore<T>(p, B, Tn, H, dh, proj, nullptr, proj + E, P * E,
-                          ctx, E, kpm, core, nullptr);
+                          ctx, E, kpm, core, nullptr, nullptr);
   else
     rc = attentionCore<T>(p, B, Tn, H, dh, proj, proj + E, proj + 2 * E,
-                          P * E, ctx, E, kpm, core, nullptr);
+                          P * E, ctx, E, kpm, core, nullptr, nullptr);
   if (rc)
     return rc;
   // Out-projection: y = ctx out_w^T + out_b.
@@ -327,9 +334,9 @@ extern "C" int64_t nncc_mha_workspace_size(const nncc_attention_params *p,
   extern "C" int nncc_attention_##S(                                           \
       const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t H,        \
       int64_t dh, const T *q, const T *k, const T *v, int64_t ldi, T *out,     \
-      int64_t ldo, const uint8_t *kpm, void *ws, int32_t *buckets) {           \
+      int64_t ldo, const uint8_t *kpm, void *ws, int32_t *buckets, T *lse) {   \
     return attentionCore<T>(p, B, Tn, H, dh, q, k, v, ldi, out, ldo, kpm, ws,  \
-                            buckets);                                          \
+                            buckets, lse);                                     \
   }                                                                            \
   extern "C" int nncc_mha_forward_##S(                                         \
       const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t E,        \

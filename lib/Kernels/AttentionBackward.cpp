@@ -108,7 +108,7 @@ void dilatedBackward(const Dims &g, const nncc_attention_params *p, T scale,
                      const uint8_t *isG, const int32_t *gl, int ng, const T *q,
                      const T *k, const T *v, const T *dout, T *dq, T *dk,
                      T *dv, const uint8_t *kpm, const AttentionDropout<T> &drop,
-                     T *out) {
+                     T *out, const T *savedLse) {
   const bool causal = p->causal != 0;
   const int half = p->window / 2, dil = p->dilation, window = p->window;
   const int64_t tasks = g.B * g.H;
@@ -147,7 +147,7 @@ void dilatedBackward(const Dims &g, const nncc_attention_params *p, T scale,
           }
         }
         if (nk == 0) {
-          if (out)
+          if (out && !savedLse)
             std::memset(out + (b * g.T + i) * g.ldo + h * g.dh, 0,
                         sizeof(T) * g.dh);
           continue;
@@ -156,8 +156,10 @@ void dilatedBackward(const Dims &g, const nncc_attention_params *p, T scale,
         const T *dor = dout + b * g.T * g.ldo + h * g.dh + i * g.ldo;
         const uint64_t rowCounter = (uint64_t)(((b * g.H + h) * g.T + i) * g.T);
         T *orow = out ? out + (b * g.T + i) * g.ldo + h * g.dh : o.data();
-        T lse = listForward(qr, keys.data(), nk, k + io, g.ldi, v + io, g.ldi,
-                            g.dh, scale, orow, drop, rowCounter);
+        T lse = savedLse ? savedLse[(b * g.H + h) * g.T + i]
+                         : listForward(qr, keys.data(), nk, k + io, g.ldi,
+                                       v + io, g.ldi, g.dh, scale, orow, drop,
+                                       rowCounter);
         T Dq = dot(dor, orow, g.dh);
         listBackward(qr, dor, keys.data(), nk, k + io, g.ldi, v + io, g.ldi,
                      g.dh, scale, lse, Dq, dq + go + i * g.ldg, dk + go,
@@ -170,7 +172,8 @@ void dilatedBackward(const Dims &g, const nncc_attention_params *p, T scale,
 template <typename T>
 void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
                  const T *qk, const T *v, const T *dout, T *dqk, T *dv,
-                 const uint8_t *kpm, const AttentionDropout<T> &drop, T *out) {
+                 const uint8_t *kpm, const AttentionDropout<T> &drop, T *out,
+                 const T *savedLse) {
   const bool causal = p->causal != 0;
   const int rounds = p->n_hashes, nbuckets = p->n_buckets,
             chunk = p->chunk, nb2 = nbuckets / 2;
@@ -241,42 +244,54 @@ void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
       auto rowCounter = [&](int r, int64_t t) {
         return (uint64_t)((((b * g.H + h) * rounds + r) * Tn + t) * Tn);
       };
-      // Pass 1: per-round statistics and outputs.
-      for (int r = 0; r < rounds; ++r)
-        for (int64_t pos = 0; pos < Tn; ++pos) {
-          const int t = order[r * Tn + pos];
-          int nk = keyList(r, pos);
-          lse[r * Tn + t] = listForward(
-              qbase + t * g.ldi, keys.data(), nk, kn.data(), dh, vbase, g.ldi,
-              dh, scale, o.data() + (r * Tn + t) * dh, drop, rowCounter(r, t));
-        }
-      // Combined log-sum-exp and output; Dq = dO . O.
       std::vector<T> Dq(Tn);
-      for (int64_t t = 0; t < Tn; ++t) {
-        T mx = neg_big<T>();
-        for (int r = 0; r < rounds; ++r)
-          mx = nmax(mx, lse[r * Tn + t]);
-        T *orow = out ? out + (b * Tn + t) * g.ldo + h * dh : O.data();
-        if (!(mx > neg_big<T>())) {
-          L[t] = neg_big<T>();
-          Dq[t] = T(0);
-          std::fill(orow, orow + dh, T(0));
-          continue;
+      if (savedLse) {
+        // The forward's combined log-sum-exp and output: no pass 1.
+        for (int64_t t = 0; t < Tn; ++t) {
+          L[t] = savedLse[(b * g.H + h) * Tn + t];
+          Dq[t] = L[t] > neg_big<T>()
+                      ? dot(dobase + t * g.ldo,
+                            out + (b * Tn + t) * g.ldo + h * dh, dh)
+                      : T(0);
         }
-        T s = T(0);
+      } else {
+        // Pass 1: per-round statistics and outputs.
         for (int r = 0; r < rounds; ++r)
-          if (lse[r * Tn + t] > neg_big<T>())
-            s += nexp(lse[r * Tn + t] - mx);
-        L[t] = mx + nlog(s);
-        std::fill(orow, orow + dh, T(0));
-        for (int r = 0; r < rounds; ++r) {
-          if (!(lse[r * Tn + t] > neg_big<T>()))
+          for (int64_t pos = 0; pos < Tn; ++pos) {
+            const int t = order[r * Tn + pos];
+            int nk = keyList(r, pos);
+            lse[r * Tn + t] = listForward(qbase + t * g.ldi, keys.data(), nk,
+                                          kn.data(), dh, vbase, g.ldi, dh,
+                                          scale, o.data() + (r * Tn + t) * dh,
+                                          drop, rowCounter(r, t));
+          }
+        // Combined log-sum-exp and output; Dq = dO . O.
+        for (int64_t t = 0; t < Tn; ++t) {
+          T mx = neg_big<T>();
+          for (int r = 0; r < rounds; ++r)
+            mx = nmax(mx, lse[r * Tn + t]);
+          T *orow = out ? out + (b * Tn + t) * g.ldo + h * dh : O.data();
+          if (!(mx > neg_big<T>())) {
+            L[t] = neg_big<T>();
+            Dq[t] = T(0);
+            std::fill(orow, orow + dh, T(0));
             continue;
-          const T wr = nexp(lse[r * Tn + t] - L[t]);
-          for (int64_t d = 0; d < dh; ++d)
-            orow[d] += wr * o[(r * Tn + t) * dh + d];
+          }
+          T s = T(0);
+          for (int r = 0; r < rounds; ++r)
+            if (lse[r * Tn + t] > neg_big<T>())
+              s += nexp(lse[r * Tn + t] - mx);
+          L[t] = mx + nlog(s);
+          std::fill(orow, orow + dh, T(0));
+          for (int r = 0; r < rounds; ++r) {
+            if (!(lse[r * Tn + t] > neg_big<T>()))
+              continue;
+            const T wr = nexp(lse[r * Tn + t] - L[t]);
+            for (int64_t d = 0; d < dh; ++d)
+              orow[d] += wr * o[(r * Tn + t) * dh + d];
+          }
+          Dq[t] = dot(dobase + t * g.ldo, orow, dh);
         }
-        Dq[t] = dot(dobase + t * g.ldo, orow, dh);
       }
       // Pass 2: gradients; keys are k^ (dkn), queries qk.
       for (int r = 0; r < rounds; ++r)
@@ -307,7 +322,7 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
                       int64_t H, int64_t dh, const T *q, const T *k,
                       const T *v, int64_t ldi, const T *dout, int64_t ldo,
                       T *dq, T *dk, T *dv, int64_t ldg, const uint8_t *kpm,
-                      void *ws, T *out) {
+                      void *ws, T *out, const T *savedLse) {
   if (!attentionParamsValid(p, dh) || B < 0 || Tn < 0 || H <= 0 || !q || !v ||
       !dout || !dq || !dv || ldi < H * dh || ldo < H * dh || ldg < H * dh)
     return NNCC_K_EINVAL;
@@ -318,13 +333,13 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   T scale = p->scale != 0 ? T(p->scale) : T(1) / nsqrt(T(dh));
   AttentionDropout<T> drop = attentionDropoutOf<T>(p);
   if (lsh) {
-    lshBackward<T>(g, p, scale, q, v, dout, dq, dv, kpm, drop, out);
+    lshBackward<T>(g, p, scale, q, v, dout, dq, dv, kpm, drop, out, savedLse);
     return NNCC_K_OK;
   }
   if (p->kind == NNCC_ATTN_DENSE) {
     denseAttentionBackward<T>(
-        DenseAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, k, v, out, kpm,
-                              p->causal != 0, scale, drop},
+        DenseAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, k, v, out, nullptr,
+                              kpm, p->causal != 0, scale, drop, savedLse},
         dout, dq, dk, dv, ldg);
     return NNCC_K_OK;
   }
@@ -350,7 +365,7 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
     std::sort(gl, gl + ng);
   }
   dilatedBackward<T>(g, p, scale, isG, gl, ng, q, k, v, dout, dq, dk, dv, kpm,
-                     drop, out);
+                     drop, out, savedLse);
   return NNCC_K_OK;
 }
 
@@ -404,7 +419,7 @@ int mhaBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   int rc = attentionBackward<T>(p, B, Tn, H, dh, proj, lsh ? nullptr : proj + E,
                                 proj + (P - 1) * E, P * E, dctx, E, dproj,
                                 lsh ? nullptr : dproj + E, dproj + (P - 1) * E,
-                                P * E, kpm, core, ctx);
+                                P * E, kpm, core, ctx, nullptr);
   if (rc)
     return rc;
   if (dOutW)
@@ -448,9 +463,11 @@ nncc_mha_backward_workspace_size(const nncc_attention_params *p, int64_t B,
       const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t H,        \
       int64_t dh, const T *q, const T *k, const T *v, int64_t ldi,             \
       const T *dout, int64_t ldo, T *dq, T *dk, T *dv, int64_t ldg,            \
-      const uint8_t *kpm, void *ws, T *out) {                                  \
+      const uint8_t *kpm, void *ws, T *out, const T *lse) {                    \
+    if (lse && !out)                                                           \
+      return NNCC_K_EINVAL;                                                    \
     return attentionBackward<T>(p, B, Tn, H, dh, q, k, v, ldi, dout, ldo, dq,  \
-                                dk, dv, ldg, kpm, ws, out);                    \
+                                dk, dv, ldg, kpm, ws, out, lse);               \
   }                                                                            \
   extern "C" int nncc_mha_backward_##S(                                        \
       const nncc_attention_params *p, int64_t B, int64_t Tn, int64_t E,        \

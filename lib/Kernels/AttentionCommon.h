@@ -49,17 +49,21 @@ AttentionDropout<T> attentionDropoutOf(const nncc_attention_params *p) {
 template <typename Real> struct DenseAttentionArgs {
   int64_t B, T, H, dh, ldi, ldo;
   const Real *q, *k, *v;
-  Real *out; // forward only
+  Real *out; // forward: the output; backward: see denseAttentionBackward
+  Real *lse; // forward only: optional log-sum-exp output [B, H, T]
   const uint8_t *kpm;
   bool causal;
   Real scale;
   AttentionDropout<Real> drop;
+  const Real *savedLse = nullptr; // backward only: the forward's lse
 };
 
 /// out = softmax(scale q kᵀ, masked) v per head, with attention dropout.
 template <typename T> void denseAttentionForward(const DenseAttentionArgs<T> &a);
-/// Overwrites dq, dk, dv (row stride ldg) given dout (row stride a.ldo);
-/// a.out (optional, row stride a.ldo) receives the recomputed forward output.
+/// Overwrites dq, dk, dv (row stride ldg) given dout (row stride a.ldo).
+/// With a.savedLse (the forward's log-sum-exp) a.out is the forward's output
+/// and the forward is not run again; without, a.out (optional) receives the
+/// recomputed forward output.
 template <typename T>
 void denseAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout,
                             T *dq, T *dk, T *dv, int64_t ldg);

@@ -7,8 +7,9 @@
 //
 //   forward, per (b, h, query block):  S = scale Q Kᵀ; online softmax over
 //     key blocks (OnlineSoftmax::push_tile); O = O·alpha + P V.
-//   backward, per (b, h): for each query block, the forward block again
-//     (O, written out when the caller wants it, and the log-sum-exp lse),
+//   backward, per (b, h): for each query block, the forward's output O and
+//     log-sum-exp lse when the caller kept them, else the forward block
+//     again (O written out when the caller wants it),
 //     D = rowsum(dO ∘ O), then per key block
 //     P = exp(S - lse), dP = dO Vᵀ, dS = scale P ∘ (c ∘ dP - D),
 //     dV += (c ∘ P)ᵀ dO, dQ += dS K, dK += dSᵀ Q,
@@ -125,6 +126,9 @@ template <typename T> void denseAttentionForward(const DenseAttentionArgs<T> &a)
       const int64_t q0 = (task % nqb) * kBQ, nq = std::min(kBQ, a.T - q0);
       forwardBlock(a, b, h, q0, nq, s,
                    a.out + (b * a.T + q0) * a.ldo + h * a.dh, a.ldo);
+      if (a.lse)
+        std::copy(s.lse.begin(), s.lse.begin() + nq,
+                  a.lse + (b * a.H + h) * a.T + q0);
     }
   }
 }
@@ -153,10 +157,15 @@ void denseAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout,
         const int64_t nq = std::min(kBQ, a.T - q0);
         const T *qb = a.q + io + q0 * a.ldi;
         const T *dob = dout + (b * a.T + q0) * a.ldo + h * a.dh;
-        // The forward block again: into the caller's output when given.
+        // The forward's output and log-sum-exp when given; else the forward
+        // block again (into the caller's output when given).
         T *O = a.out ? a.out + (b * a.T + q0) * a.ldo + h * a.dh : s.O.data();
         const int64_t ldO = a.out ? a.ldo : a.dh;
-        forwardBlock(a, b, h, q0, nq, s, O, ldO);
+        if (a.savedLse)
+          std::copy(a.savedLse + (b * a.H + h) * a.T + q0,
+                    a.savedLse + (b * a.H + h) * a.T + q0 + nq, s.lse.begin());
+        else
+          forwardBlock(a, b, h, q0, nq, s, O, ldO);
         for (int64_t i = 0; i < nq; ++i) {
           T d = T(0);
           for (int64_t c = 0; c < a.dh; ++c)

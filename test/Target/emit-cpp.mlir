@@ -37,7 +37,7 @@ module attributes {nn.dims = ["B", "T"], nn.model = "moves"} {
     %qkv = nnk.alloc : !nnk.buffer<[B, T, 96], f32>
     nnk.gemm ins(%x, %w) outs(%qkv) : !nnk.buffer<[B, T, 32], f32>, !nnk.buffer<[96, 32], f32>, !nnk.buffer<[B, T, 96], f32>
     // CHECK: p.kind = NNCC_ATTN_DILATED; p.window = 4; p.dilation = 2;
-    // CHECK: NNCC_KFN(nncc_attention)(&p, d_B, d_T, 4, (32LL / 4), t0, t0 + 32LL, t0 + 2 * 32LL, 96LL, out2, 32LL, NULL, nncc_ms_buffer_ptr(m, 1), NULL)
+    // CHECK: NNCC_KFN(nncc_attention)(&p, d_B, d_T, 4, (32LL / 4), t0, t0 + 32LL, t0 + 2 * 32LL, 96LL, out2, 32LL, NULL, nncc_ms_buffer_ptr(m, 1), NULL, NULL)
     nnk.banded_attention ins(%qkv) outs(%a) {num_heads = 4 : i64, window = 4 : i64, dilation = 2 : i64} : !nnk.buffer<[B, T, 96], f32>, !nnk.buffer<[B, T, 32], f32>
     return
   }

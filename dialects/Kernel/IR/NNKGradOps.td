@@ -201,15 +201,19 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     `dout` `[B, T, E]` (adjoint of the core's output), writes `dqkv` (type
     of qkv). `kind` 0 dense (flash), 1 dilated (banded), 2 lsh; attributes
     as the forward core ops. Recomputes the probabilities; with `dropout`
-    the forward's mask (same `seed` and step offset). The optional `core`
-    output `[B, T, E]` receives the forward core's output, recomputed on
-    the way (what the out-projection's weight gradient needs).
+    the forward's mask (same `seed` and step offset). With `saved_out` and
+    `saved_lse` (the forward core's output and log-sum-exp, kept by a
+    training forward) nothing of the forward is recomputed; otherwise the
+    optional `core` output `[B, T, E]` receives the forward core's output,
+    recomputed on the way (what the out-projection's weight gradient needs).
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
     NNK_In<Optional<NNK_BoolBuffer>>:$mask,
     NNK_In<Optional<NNK_FloatBuffer>>:$rotations,
     NNK_In<NNK_FloatBuffer>:$dout,
+    NNK_In<Optional<NNK_FloatBuffer>>:$saved_out,
+    NNK_In<Optional<NNK_FloatBuffer>>:$saved_lse,
     NNK_Out<NNK_FloatBuffer>:$dqkv,
     NNK_Out<Optional<NNK_FloatBuffer>>:$core,
     NNK_I64Attr:$kind,
@@ -225,7 +229,8 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout);
   let assemblyFormat = [{
     `ins` `(` $qkv `,` $dout `)` (`mask` `(` $mask^ `)`)?
-    (`rotations` `(` $rotations^ `)`)? `outs` `(` $dqkv `)`
+    (`rotations` `(` $rotations^ `)`)?
+    (`saved` `(` $saved_out^ `,` $saved_lse `)`)? `outs` `(` $dqkv `)`
     (`core` `(` $core^ `)`)? attr-dict `:`
     qualified(type(operands))
   }];

@@ -518,8 +518,8 @@ LogicalResult RecurrentCellOp::verify() {
 
 /// qkv [B, T, packs·E], out [B, T, E], E divisible by heads, mask [B, T].
 static LogicalResult verifyAttention(Operation *op, Value qkv, Value mask,
-                                     Value out, int64_t heads, int64_t packs,
-                                     double dropout) {
+                                     Value out, Value lse, int64_t heads,
+                                     int64_t packs, double dropout) {
   if (!(dropout >= 0.0 && dropout < 1.0))
     return op->emitOpError("dropout must be in [0, 1), got ") << dropout;
   if (failed(expectSameElementType(op, {qkv, out})) ||
@@ -536,12 +536,15 @@ static LogicalResult verifyAttention(Operation *op, Value qkv, Value mask,
     return failure();
   if (mask && failed(expectDims(op, mask, {b, t}, "mask")))
     return failure();
+  if (lse && (failed(expectSameElementType(op, {lse, out})) ||
+              failed(expectDims(op, lse, {b, Dim::getStatic(heads), t}, "lse"))))
+    return failure();
   return success();
 }
 
 LogicalResult FlashAttentionOp::verify() {
-  return verifyAttention(*this, getQkv(), getMask(), getOut(), getNumHeads(), 3,
-                         getDropout());
+  return verifyAttention(*this, getQkv(), getMask(), getOut(), getLse(),
+                         getNumHeads(), 3, getDropout());
 }
 
 LogicalResult BandedAttentionOp::verify() {
@@ -550,14 +553,14 @@ LogicalResult BandedAttentionOp::verify() {
   for (int64_t g : getGlobal())
     if (g < 0)
       return emitOpError("global positions must be >= 0, got ") << g;
-  return verifyAttention(*this, getQkv(), getMask(), getOut(), getNumHeads(), 3,
-                         getDropout());
+  return verifyAttention(*this, getQkv(), getMask(), getOut(), getLse(),
+                         getNumHeads(), 3, getDropout());
 }
 
 LogicalResult LSHAttentionOp::verify() {
   if (getHashes() < 1 || getChunk() < 1)
     return emitOpError("hashes and chunk must be >= 1");
-  if (failed(verifyAttention(*this, getQkv(), getMask(), getOut(),
+  if (failed(verifyAttention(*this, getQkv(), getMask(), getOut(), getLse(),
                              getNumHeads(), 2, getDropout())))
     return failure();
   if (Value r = getRotations()) {

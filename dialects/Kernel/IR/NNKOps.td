@@ -469,7 +469,7 @@ def NNK_RecurrentCellOp : NNK_Op<"recurrent_cell", [AttrSizedOperandSegments]> {
 // Attention cores (on a packed projection; see docs/nnk-spec.md)
 //===----------------------------------------------------------------------===//
 
-def NNK_FlashAttentionOp : NNK_Op<"flash_attention"> {
+def NNK_FlashAttentionOp : NNK_Op<"flash_attention", [AttrSizedOperandSegments]> {
   let summary = "dense attention, flash-style (online softmax, no T×T buffer)";
   let description = [{
     `qkv [B, T, 3E]` packs q, k, v in columns `[0,E)`, `[E,2E)`, `[2E,3E)`
@@ -478,6 +478,8 @@ def NNK_FlashAttentionOp : NNK_Op<"flash_attention"> {
     padded key), `causal` masks keys j > i; `scale` 0 means 1/√dh.
     `dropout` > 0 (training functions only) drops attention weights with
     Philox(`seed`, step offset) and the counters of `nncc_attention_params`.
+    The optional `lse` `[B, num_heads, T]` receives each query's
+    log-sum-exp (training forwards whose gradient reuses them).
     `nncc_attention_*` with `NNCC_ATTN_DENSE` (ld_in = 3E) /
     `launch_flash_attention`.
   }];
@@ -485,6 +487,7 @@ def NNK_FlashAttentionOp : NNK_Op<"flash_attention"> {
     NNK_In<NNK_FloatBuffer>:$qkv,
     NNK_In<Optional<NNK_BoolBuffer>>:$mask,
     NNK_Out<NNK_FloatBuffer>:$out,
+    NNK_Out<Optional<NNK_FloatBuffer>>:$lse,
     NNK_I64Attr:$num_heads,
     DefaultValuedAttr<BoolAttr, "false">:$causal,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale,
@@ -492,24 +495,25 @@ def NNK_FlashAttentionOp : NNK_Op<"flash_attention"> {
     DefaultValuedAttr<NNK_I64Attr, "0">:$seed
   );
   let assemblyFormat = [{
-    `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? `outs` `(` $out `)` attr-dict
-    `:` qualified(type(operands))
+    `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? `outs` `(` $out `)`
+    (`lse` `(` $lse^ `)`)? attr-dict `:` qualified(type(operands))
   }];
 }
 
-def NNK_BandedAttentionOp : NNK_Op<"banded_attention"> {
+def NNK_BandedAttentionOp : NNK_Op<"banded_attention", [AttrSizedOperandSegments]> {
   let summary = "dilated sliding-window + global-token attention, O(T·w)";
   let description = [{
     Same packing as `nnk.flash_attention`. Query i attends key j iff
     `|i−j| ≤ (window/2)·dilation` and `(i−j) mod dilation = 0`, or i or j
     is in `global` (positions ≥ T ignored), intersected with causal/padding.
-    `dropout` and `seed` as for `nnk.flash_attention`.
+    `dropout`, `seed` and `lse` as for `nnk.flash_attention`.
     `nncc_attention_*` with `NNCC_ATTN_DILATED` / `launch_dilated_attention`.
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
     NNK_In<Optional<NNK_BoolBuffer>>:$mask,
     NNK_Out<NNK_FloatBuffer>:$out,
+    NNK_Out<Optional<NNK_FloatBuffer>>:$lse,
     NNK_I64Attr:$num_heads,
     NNK_I64Attr:$window,
     DefaultValuedAttr<NNK_I64Attr, "1">:$dilation,
@@ -520,8 +524,8 @@ def NNK_BandedAttentionOp : NNK_Op<"banded_attention"> {
     DefaultValuedAttr<NNK_I64Attr, "0">:$seed
   );
   let assemblyFormat = [{
-    `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? `outs` `(` $out `)` attr-dict
-    `:` qualified(type(operands))
+    `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? `outs` `(` $out `)`
+    (`lse` `(` $lse^ `)`)? attr-dict `:` qualified(type(operands))
   }];
 }
 
@@ -538,13 +542,16 @@ def NNK_LSHAttentionOp : NNK_Op<"lsh_attention", [AttrSizedOperandSegments]> {
     Philox(`seed`) with `n_buckets = 2^bitlength(2·(T/chunk)) / 2`
     (HuggingFace's rule, at least 2) into its workspace. `dropout` drops
     attention weights per hash round (counters of `nncc_attention_params`)
-    with the same `seed`. `nncc_attention_*` with `NNCC_ATTN_LSH`.
+    with the same `seed`. `lse` (optional) receives the log-sum-exp of each
+    query's combined weights (over the rounds). `nncc_attention_*` with
+    `NNCC_ATTN_LSH`.
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
     NNK_In<Optional<NNK_BoolBuffer>>:$mask,
     NNK_In<Optional<NNK_FloatBuffer>>:$rotations,
     NNK_Out<NNK_FloatBuffer>:$out,
+    NNK_Out<Optional<NNK_FloatBuffer>>:$lse,
     NNK_I64Attr:$num_heads,
     NNK_I64Attr:$hashes,
     NNK_I64Attr:$chunk,
@@ -555,7 +562,8 @@ def NNK_LSHAttentionOp : NNK_Op<"lsh_attention", [AttrSizedOperandSegments]> {
   );
   let assemblyFormat = [{
     `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? (`rotations` `(` $rotations^ `)`)?
-    `outs` `(` $out `)` attr-dict `:` qualified(type(operands))
+    `outs` `(` $out `)` (`lse` `(` $lse^ `)`)? attr-dict `:`
+    qualified(type(operands))
   }];
 }
 

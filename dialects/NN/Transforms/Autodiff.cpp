@@ -483,6 +483,23 @@ struct NNAutodiffPass
       fb.erase();
       return signalPassFailure();
     }
+    dropUnpairedReserves(fb);
+  }
+
+  /// A rule pairs a forward op with its gradient (`nn.reserve`); a forward
+  /// that did not survive (a reconstruction the backward never used) leaves
+  /// its gradient unpaired: the attribute goes, the gradient recomputes.
+  static void dropUnpairedReserves(func::FuncOp fn) {
+    llvm::DenseMap<int64_t, int> count;
+    fn.walk([&](Operation *op) {
+      if (auto id = op->getAttrOfType<IntegerAttr>("nn.reserve"))
+        ++count[id.getInt()];
+    });
+    fn.walk([&](Operation *op) {
+      if (auto id = op->getAttrOfType<IntegerAttr>("nn.reserve"))
+        if (count[id.getInt()] != 2)
+          op->removeAttr("nn.reserve");
+    });
   }
 };
 

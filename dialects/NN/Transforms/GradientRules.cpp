@@ -633,10 +633,12 @@ template <typename OpTy> void savedRecurrent(OpTy op, SmallVectorImpl<Value> &s)
       s.push_back(v);
 }
 
-/// Pairs a top-level recurrent stack with its gradient (`nn.reserve`, an id
-/// unique in the function): the lowering keeps the forward's layer outputs
-/// and gates (its reserve) for the backward instead of running the forward
-/// again. Dropping the attributes makes the backward recompute them.
+/// Pairs a top-level recurrent stack or attention with its gradient
+/// (`nn.reserve`, an id unique in the function): the lowering keeps what
+/// the backward needs from the forward (a stack's layer outputs and gates;
+/// attention's packed projection, output and log-sum-exp) instead of
+/// running the forward again. Dropping the attributes makes the backward
+/// recompute them.
 void markReserve(Operation *forward, Operation *grad) {
   auto fn = dyn_cast<func::FuncOp>(forward->getParentOp());
   if (!fn || grad->getParentOp() != fn.getOperation())
@@ -798,6 +800,7 @@ NN_RULE(AttentionOp) {
         getOpt(gb, op.getKeyPaddingMask()), getOpt(gb, op.getRotations()),
         r[0], op.getNumHeads(), op.getKind(), op.getCausal(), op.getDropout(),
         op.getSeed());
+    markReserve(op, grad);
     out.push_back(grad.getDx());
     // Operand order: x, in_w, in_b?, out_w, out_b?, mask?, rotations?;
     // dparams: in_w, in_b?, out_w, out_b?.

@@ -133,6 +133,21 @@ NNCC_HD void lse_round_weights(const T *lse, int rounds, T *w) {
     w[r] /= sum;
 }
 
+/// log sum_r exp(lse_r) over the rounds (neg_big when every round is empty):
+/// the log-sum-exp of the combined LSH weights.
+template <typename T> NNCC_HD T logsumexp_rounds(const T *lse, int rounds) {
+  T mx = neg_big<T>();
+  for (int r = 0; r < rounds; ++r)
+    mx = lse[r] > mx ? lse[r] : mx;
+  if (!(mx > neg_big<T>()))
+    return neg_big<T>();
+  T sum = T(0);
+  for (int r = 0; r < rounds; ++r)
+    if (lse[r] > neg_big<T>())
+      sum += nexp(lse[r] - mx);
+  return mx + nlog(sum);
+}
+
 /// Attention dropout (training): the Philox key is the layer's seed mixed
 /// with a salt, so the mask never reuses the draws of LSH rotations seeded
 /// with the same value. Weight `counter` (Kernels.h numbering) is kept iff

@@ -139,12 +139,14 @@ typedef struct nncc_attention_params {
                              const int32_t *lengths, T *y, T *h_n,             \
                              void *workspace, T *saved);                       \
   /* Attention core on projected q,k,v (rows of stride ld_in), out stride     \
-     ld_out. lse (optional) [B,H,T]. LSH: q is the shared QK, k unused. */     \
+     ld_out. LSH: q is the shared QK, k unused; lsh_buckets (optional)        \
+     [B,H,hashes,T]. lse (optional) [B,H,T]: each query's log-sum-exp of its \
+     (undropped) scores, what nncc_attention_backward_S can reuse. */         \
   int nncc_attention_##S(const nncc_attention_params *p, int64_t B,            \
                          int64_t T_, int64_t H, int64_t dh, const T *q,        \
                          const T *k, const T *v, int64_t ld_in, T *out,        \
                          int64_t ld_out, const uint8_t *key_padding_mask,      \
-                         void *workspace, int32_t *lsh_buckets);               \
+                         void *workspace, int32_t *lsh_buckets, T *lse);       \
   /* Full nn.attention: in-proj, attention core, out-proj. */                 \
   int nncc_mha_forward_##S(const nncc_attention_params *p, int64_t B,          \
                            int64_t T_, int64_t E, int64_t H, const T *x,       \
@@ -265,13 +267,15 @@ int64_t nncc_mha_workspace_size(const nncc_attention_params *p, int64_t B,
       T *dxproj, T *dh, T *dc, T *dw_hh, T *db_hh, void *workspace);           \
   /* Attention core backward: overwrites dq, dk, dv (row stride ld_grad) of  \
      every head. LSH: q is the shared QK, k/dk unused, dq gets both paths.    \
-     out (optional, row stride ld_dout) receives the forward output it        \
-     recomputes on the way (what nncc_attention_S would write). */            \
+     With lse (nncc_attention_S's, [B,H,T]), out (row stride ld_dout) is the  \
+     forward's output and the forward is not run again; without, out          \
+     (optional) receives the forward output recomputed on the way. */         \
   int nncc_attention_backward_##S(                                             \
       const nncc_attention_params *p, int64_t B, int64_t T_, int64_t H,        \
       int64_t dh, const T *q, const T *k, const T *v, int64_t ld_in,           \
       const T *dout, int64_t ld_dout, T *dq, T *dk, T *dv, int64_t ld_grad,    \
-      const uint8_t *key_padding_mask, void *workspace, T *out);               \
+      const uint8_t *key_padding_mask, void *workspace, T *out,                \
+      const T *lse);                                                           \
   /* Full nn.attention backward (in-proj and context recomputed). Overwrites \
      dx, d_in_w, d_in_b, d_out_w, d_out_b (each may be NULL). */              \
   int nncc_mha_backward_##S(                                                   \

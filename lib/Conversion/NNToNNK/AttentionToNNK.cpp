@@ -3,7 +3,9 @@
 // nn.attention -> nnk.gemm (packed in-projection [B, T, 3E] or, for LSH,
 // [B, T, 2E]) -> nnk.flash_attention / nnk.banded_attention /
 // nnk.lsh_attention -> nnk.gemm (out-projection with bias, plus the
-// residual when the attention's single user adds one).
+// residual when the attention's single user adds one). A training forward
+// paired with its gradient (nn.reserve) also writes the log-sum-exp, and
+// the gradient reads the packed projection, the core's output and it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,22 +40,38 @@ FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
   bool causal = op.getCausal();
   double dropout = op.getDropout();
   Attribute kind = op.getKind();
+  // A training forward whose gradient reuses it (nn.reserve) also keeps
+  // each query's log-sum-exp; qkv and the core's output are kept anyway.
+  std::optional<int64_t> reserve = reserveIdOf(op);
+  Value lse;
+  if (reserve) {
+    FailureOr<Value> b = allocBuffer(
+        rewriter, op,
+        buf({B, nn::Dim::getStatic(op.getNumHeads()), T}));
+    if (failed(b))
+      return failure();
+    lse = *b;
+  }
+  Operation *core;
   if (isa<nn::DenseAttentionAttr>(kind)) {
-    nnk::FlashAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, heads,
-                                  causal, 0.0, dropout, op.getSeed());
+    core = nnk::FlashAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, lse,
+                                         heads, causal, 0.0, dropout,
+                                         op.getSeed());
   } else if (auto dilated = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
-    nnk::BandedAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, heads,
-                                   dilated.getWindow(), dilated.getDilation(),
-                                   dilated.getGlobal(), causal, 0.0, dropout,
-                                   op.getSeed());
+    core = nnk::BandedAttentionOp::create(
+        rewriter, loc, *qkv, mask, *ctx, lse, heads, dilated.getWindow(),
+        dilated.getDilation(), dilated.getGlobal(), causal, 0.0, dropout,
+        op.getSeed());
   } else if (auto l = dyn_cast<nn::LshAttentionAttr>(kind)) {
-    nnk::LSHAttentionOp::create(rewriter, loc, *qkv, mask,
-                                remap(rewriter, op.getRotations()), *ctx, heads,
-                                l.getHashes(), l.getChunk(), causal, 0.0,
-                                op.getSeed(), dropout);
+    core = nnk::LSHAttentionOp::create(
+        rewriter, loc, *qkv, mask, remap(rewriter, op.getRotations()), *ctx,
+        lse, heads, l.getHashes(), l.getChunk(), causal, 0.0, op.getSeed(),
+        dropout);
   } else {
     return op.emitError("unsupported attention kind ") << kind;
   }
+  if (reserve)
+    core->setAttr(kReserveAttr, rewriter.getI64IntegerAttr(*reserve));
   return emitGemm(rewriter, op, resultType, *ctx,
                   remap(rewriter, op.getOutProjWeight()),
                   remap(rewriter, op.getOutProjBias()), residual,

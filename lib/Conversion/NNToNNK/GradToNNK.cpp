@@ -227,6 +227,38 @@ struct RecurrentGradLowering : OpConversionPattern<NNOp> {
   }
 };
 
+/// What the forward paired with an nn.attention_grad kept: the packed
+/// projection, the core's output and its log-sum-exp.
+struct KeptAttention {
+  Value qkv, out, lse;
+};
+
+/// The buffers of the attention core (nnk.flash/banded/lsh_attention) paired
+/// with `op` (the same `nn.reserve` id, exactly once, with its log-sum-exp).
+std::optional<KeptAttention> keptAttentionOf(nn::AttentionGradOp op) {
+  std::optional<int64_t> id = reserveIdOf(op);
+  if (!id)
+    return std::nullopt;
+  std::optional<KeptAttention> kept;
+  int found = 0;
+  auto visit = [&](auto core) {
+    if (reserveIdOf(core) != id)
+      return;
+    ++found;
+    if (core.getLse())
+      kept = KeptAttention{core.getQkv(), core.getOut(), core.getLse()};
+  };
+  op->getParentOfType<func::FuncOp>().walk([&](Operation *o) {
+    if (auto f = dyn_cast<nnk::FlashAttentionOp>(o))
+      visit(f);
+    else if (auto b = dyn_cast<nnk::BandedAttentionOp>(o))
+      visit(b);
+    else if (auto l = dyn_cast<nnk::LSHAttentionOp>(o))
+      visit(l);
+  });
+  return found == 1 ? kept : std::nullopt;
+}
+
 /// nn.attention_grad: recompute the packed projection, then the core's
 /// backward (nnk.attention_grad, which recomputes the core's output on the
 /// way), the out-projection grads and the in-projection grads (GEMMs).
@@ -250,10 +282,19 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
           bIn = adaptor.getInProjBias(), wOut = adaptor.getOutProjWeight(),
           bOut = adaptor.getOutProjBias(), mask = adaptor.getKeyPaddingMask(),
           rot = adaptor.getRotations(), dy = adaptor.getDy();
-    FailureOr<Value> qkv =
-        emitGemm(rewriter, op, buf({B, T, E.scaled(packs)}), x, wIn, bIn,
-                 Value(), nnk::Activation::none, 0.01);
-    FailureOr<Value> core = allocBuffer(rewriter, op, buf({B, T, E}));
+    // The paired forward's packed projection, output and log-sum-exp, or
+    // the projection recomputed (the core's backward recomputes the rest).
+    Value savedOut, savedLse;
+    FailureOr<Value> qkv, core;
+    if (std::optional<KeptAttention> kept = keptAttentionOf(op)) {
+      qkv = kept->qkv;
+      core = savedOut = kept->out;
+      savedLse = kept->lse;
+    } else {
+      qkv = emitGemm(rewriter, op, buf({B, T, E.scaled(packs)}), x, wIn, bIn,
+                     Value(), nnk::Activation::none, 0.01);
+      core = allocBuffer(rewriter, op, buf({B, T, E}));
+    }
     if (failed(qkv) || failed(core))
       return failure();
     int64_t heads = op.getNumHeads();
@@ -280,10 +321,11 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     if (failed(dCore) || failed(dqkv))
       return failure();
     nnk::MatmulOp::create(rewriter, loc, dy, wOut, *dCore);
-    nnk::AttentionGradOp::create(rewriter, loc, *qkv, mask, rot, *dCore, *dqkv,
-                                 *core, kindCode, heads, causal, 0.0, window,
-                                 dilation, global, hashes, chunk, op.getSeed(),
-                                 dropout);
+    nnk::AttentionGradOp::create(rewriter, loc, *qkv, mask, rot, *dCore,
+                                 savedOut, savedLse, *dqkv,
+                                 savedOut ? Value() : *core, kindCode, heads,
+                                 causal, 0.0, window, dilation, global, hashes,
+                                 chunk, op.getSeed(), dropout);
     SmallVector<Value> dparams;
     auto wOutT = cast<nnk::BufferType>(wOut.getType());
     FailureOr<Value> dWout = allocBuffer(rewriter, op, wOutT);

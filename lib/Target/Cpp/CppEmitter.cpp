@@ -643,7 +643,8 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                                 std::to_string(heads) + ", " + dh + ", " + name(qkv) + ", " +
                                 kPtr + ", " + vPtr + ", " + *ld + ", " + name(out) + ", " +
                                 *E + ", " + nameOrNull(o.getMask()) +
-                                ", nncc_ms_buffer_ptr(m, " + std::to_string(ws) + "), NULL)");
+                                ", nncc_ms_buffer_ptr(m, " + std::to_string(ws) + "), NULL, " +
+                                nameOrNull(o.getLse()) + ")");
             os.unindent();
             os << "}\n";
             return success();
@@ -1029,7 +1030,10 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
                             v + ", " + *ld + ", " + name(o.getDout()) + ", " + *E + ", " +
                             dq + ", " + dk + ", " + dv + ", " + *ld + ", " +
                             nameOrNull(o.getMask()) + ", nncc_ms_buffer_ptr(m, " +
-                            std::to_string(ws) + "), " + nameOrNull(o.getCore()) + ")");
+                            std::to_string(ws) + "), " +
+                            (o.getSavedOut() ? name(o.getSavedOut()) + ", " + name(o.getSavedLse())
+                                             : nameOrNull(o.getCore()) + ", NULL") +
+                            ")");
         os.unindent();
         os << "}\n";
         return success();

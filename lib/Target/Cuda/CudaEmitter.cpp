@@ -402,6 +402,9 @@ LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
             if (o.getDropout() > 0)
               return o.emitOpError("attention dropout (training mode) is CPU-only: "
                                    "the CUDA attention kernels have no dropout masks");
+            if (o.getLse())
+              return o.emitOpError("a kept log-sum-exp (training mode) is CPU-only: "
+                                   "the CUDA attention kernels do not write it");
             Value qkv = o.getQkv(), out = o.getOut();
             nn::Dim e = T(out).getDim(2);
             int64_t heads = o.getNumHeads();

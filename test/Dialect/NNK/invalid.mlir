@@ -311,6 +311,15 @@ func.func @case30_dropout_lsh(%q: !nnk.buffer<[B, T, 16], f32>, %o: !nnk.buffer<
 // -----
 
 nn.parameter @p : !nn.tensor<[4], f32>
+func.func @case30_lse(%q: !nnk.buffer<[B, T, 24], f32>, %o: !nnk.buffer<[B, T, 8], f32>, %l: !nnk.buffer<[B, T, 2], f32>) {
+  // expected-error @+1 {{lse must have shape [B, 2, T]}}
+  nnk.flash_attention ins(%q) outs(%o) lse(%l) {num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, T, 2], f32>
+  return
+}
+
+// -----
+
+nn.parameter @p : !nn.tensor<[4], f32>
 func.func @case31(%l: !nnk.buffer<[B, 5], f32>, %t: !nnk.buffer<[B], f32>, %o: !nnk.buffer<[], f32>) {
   // expected-error @+1 {{targets must be i32 or i64}}
   nnk.loss ins(%l, %t) outs(%o) {kind = #nnk<loss cross_entropy>} : !nnk.buffer<[B, 5], f32>, !nnk.buffer<[B], f32>, !nnk.buffer<[], f32>

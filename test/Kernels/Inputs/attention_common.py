@@ -15,8 +15,9 @@ _lib = None
 def load_lib(libdir):
     global _lib
     _lib = load(libdir)
-    _lib.nncc_mha_backward_workspace_size.restype = C.c_int64
-    _lib.nncc_mha_backward_workspace_size.argtypes = [C.POINTER(AttnParams)] + [C.c_int64] * 5
+    for name in ("nncc_mha_backward_workspace_size", "nncc_attention_backward_workspace_size"):
+        getattr(_lib, name).restype = C.c_int64
+        getattr(_lib, name).argtypes = [C.POINTER(AttnParams)] + [C.c_int64] * 5
     return _lib
 
 
@@ -70,6 +71,48 @@ def mha_backward(p, dtype, x, in_w, in_b, out_w, out_b, H, kpm, dy):
         ptr(_c(dy, dtype)), *[ptr(o) for o in outs], ws.ctypes.data_as(C.c_void_p))
     assert rc == 0, rc
     return outs
+
+
+def _core_ptrs(p, dtype, qkv, E):
+    """q, k, v pointers into a packed [B, T, P*E] projection (LSH: k NULL)."""
+    PT = C.POINTER(C.c_float if dtype == np.float32 else C.c_double)
+    at = lambda j: C.cast(qkv.ctypes.data + j * E * np.dtype(dtype).itemsize, PT)
+    if p.kind == ATTN["lsh"]:
+        return at(0), None, at(1)
+    return at(0), at(1), at(2)
+
+
+def core_forward(p, dtype, qkv, E, H, kpm):
+    """nncc_attention_S on a packed projection: (out [B,T,E], lse [B,H,T])."""
+    B, T, PE = qkv.shape
+    ws = np.zeros(_lib.nncc_attention_workspace_size(C.byref(p), B, T, H, E // H,
+                                                     np.dtype(dtype).itemsize), np.uint8)
+    out = np.zeros((B, T, E), dtype)
+    lse = np.zeros((B, H, T), dtype)
+    kp = None if kpm is None else np.ascontiguousarray(kpm, np.uint8)
+    rc = getattr(_lib, "nncc_attention_" + SUFFIX[dtype])(
+        C.byref(p), *i64(B, T, H, E // H), *_core_ptrs(p, dtype, qkv, E), C.c_int64(PE),
+        ptr(out), C.c_int64(E), ptr(kp), ws.ctypes.data_as(C.c_void_p), None, ptr(lse))
+    assert rc == 0, rc
+    return out, lse
+
+
+def core_backward(p, dtype, qkv, dout, E, H, kpm, saved=None):
+    """nncc_attention_backward_S: d(packed projection); with saved = (out,
+    lse) the forward's, else recomputed."""
+    B, T, PE = qkv.shape
+    ws = np.zeros(_lib.nncc_attention_backward_workspace_size(
+        C.byref(p), B, T, H, E // H, np.dtype(dtype).itemsize), np.uint8)
+    dqkv = np.full((B, T, PE), 9.0, dtype)
+    dq, dk, dv = _core_ptrs(p, dtype, dqkv, E)
+    kp = None if kpm is None else np.ascontiguousarray(kpm, np.uint8)
+    out, lse = saved if saved is not None else (None, None)
+    rc = getattr(_lib, "nncc_attention_backward_" + SUFFIX[dtype])(
+        C.byref(p), *i64(B, T, H, E // H), *_core_ptrs(p, dtype, qkv, E), C.c_int64(PE),
+        ptr(np.ascontiguousarray(dout, dtype)), C.c_int64(E), dq, dk, dv, C.c_int64(PE),
+        ptr(kp), ws.ctypes.data_as(C.c_void_p), ptr(out), ptr(lse))
+    assert rc == 0, rc
+    return dqkv
 
 
 # --- attention dropout mask (independent Philox-4x32-10 in numpy) ---------

@@ -8,10 +8,10 @@ import sys
 import numpy as np
 import torch
 
-from attention_common import (admissible, dilated_allowed, heads, load_lib,
-                              lsh_reference, mha_backward, mha_forward, params,
-                              safe_attend)
-from nncc_kernels import FAILED, check, finish
+from attention_common import (admissible, core_backward, core_forward,
+                              dilated_allowed, heads, load_lib, lsh_reference,
+                              mha_backward, mha_forward, params, safe_attend)
+from nncc_kernels import FAILED, check, expect, finish
 
 torch.manual_seed(2)
 np.random.seed(2)
@@ -140,6 +140,36 @@ for dtype in (np.float64, np.float32):
     lsh_case(dtype, 2, 23, 16, 2, 3, 4, 5, 0, 1, 0)
     lsh_case(dtype, 2, 20, 16, 2, 2, 8, 8, 1, 0, 0)
     lsh_case(dtype, 1, 17, 8, 1, 4, 6, 4, 0, 0, 1)
+
+
+# --- backward from the forward's output and log-sum-exp ---------------------
+# A training forward keeps the core's output and lse (nncc_attention_S's
+# `lse`); the backward given them skips its forward pass and must agree
+# with the recomputing backward (dense: bit for bit, the same tile code).
+def saved_case(tag, p, dtype, B, T, E, H, P, kpm):
+    qkv = np.ascontiguousarray(np.random.randn(B, T, P * E), dtype)
+    dout = np.random.randn(B, T, E)
+    out, lse = core_forward(p, dtype, qkv, E, H, kpm)
+    ref = core_backward(p, dtype, qkv, dout, E, H, kpm)
+    got = core_backward(p, dtype, qkv, dout, E, H, kpm, saved=(out, lse))
+    check("saved lse %s" % tag, got, ref, dtype)
+    if p.kind == 0:
+        expect("saved lse %s %s bitwise" % (tag, "f32" if dtype == np.float32 else "f64"),
+               np.array_equal(got, ref))
+
+
+Rs = np.ascontiguousarray(np.random.randn(3, 8, 2))
+for dtype in (np.float64, np.float32):
+    kpm = np.zeros((2, 300), np.uint8)
+    kpm[1, 250:] = 1
+    saved_case("dense causal kpm T300", params("dense", causal=1), dtype, 2, 300, 32, 2, 3, kpm)
+    saved_case("dense dropout", params("dense", dropout=0.3, dropout_seed=5,
+                                       dropout_offset=1 << 40), dtype, 2, 70, 16, 2, 3, None)
+    saved_case("dilated global", params("dilated", window=4, dilation=2, globals_=[0, 9],
+                                        dropout=0.2, dropout_seed=3), dtype, 2, 40, 16, 2, 3, None)
+    saved_case("lsh", params("lsh", rot=np.ascontiguousarray(Rs, dtype), n_hashes=3,
+                             n_buckets=4, chunk=5, dropout=0.25, dropout_seed=9),
+               dtype, 2, 23, 16, 2, 2, None)
 
 
 # --- central finite differences (fp64) -------------------------------------

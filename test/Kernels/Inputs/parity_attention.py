@@ -199,7 +199,7 @@ def lsh_case(dtype, B, T, E, H, n_hashes, n_buckets, chunk, causal, use_kpm,
     PT = C.POINTER(C.c_float if dtype == np.float32 else C.c_double)
     rc = getattr(lib, "nncc_attention_" + SUFFIX[dtype])(
         C.byref(p), *i64(B, T, H, dh), ptr(pr), None, C.cast(off, PT),
-        C.c_int64(2 * E), ptr(out), C.c_int64(E), ptr(kp), None, ptr(bk))
+        C.c_int64(2 * E), ptr(out), C.c_int64(E), ptr(kp), None, ptr(bk), None)
     assert rc == 0, rc
     expect(tag + " buckets identical (%d of %d differ)" % (
         int((bk != ref_buckets.numpy()).sum()), bk.size), np.array_equal(bk, ref_buckets.numpy()))

@@ -1,0 +1,30 @@
+// RUN: nncc-opt --convert-nn-to-nnk %s | FileCheck %s
+
+// An attention paired with its gradient (nn.reserve, set by nncc-autodiff)
+// keeps the packed projection, the core's output and each query's
+// log-sum-exp [B, heads, T]; the gradient reads them (saved(...)) instead of
+// recomputing the projection and the core. Unpaired, it recomputes both.
+
+// CHECK-LABEL: func.func @paired
+// CHECK: nnk.gemm ins(%{{.*}}, %{{.*}}) outs(%[[QKV:[^)]+]])
+// CHECK: %[[LSE:.*]] = nnk.alloc : !nnk.buffer<[B, 2, T], f32>
+// CHECK: nnk.flash_attention ins(%[[QKV]]) outs(%[[CORE:[^)]+]]) lse(%[[LSE]]) {dropout = 1.000000e-01 : f64, nn.reserve = 0 : i64, num_heads = 2 : i64, seed = 4 : i64}
+// CHECK-NOT: nnk.flash_attention
+// CHECK: nnk.attention_grad ins(%[[QKV]], %{{.*}}) saved(%[[CORE]], %[[LSE]]) outs(%{{.*}}) {dropout = 1.000000e-01 : f64, kind = 0 : i64, num_heads = 2 : i64, seed = 4 : i64}
+// CHECK: nnk.linear_weight_grad ins(%{{.*}}, %[[CORE]])
+func.func @paired(%x: !nn.tensor<[B, T, 8], f32>, %wi: !nn.tensor<[24, 8], f32>, %wo: !nn.tensor<[8, 8], f32>, %dy: !nn.tensor<[B, T, 8], f32>) -> (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>) attributes {nn.training} {
+  %a = nn.attention %x, %wi out %wo {kind = #nn.dense, num_heads = 2 : i64, dropout = 0.1 : f64, seed = 4 : i64, nn.reserve = 0 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
+  %dx, %dwi, %dwo = nn.attention_grad %x, %wi out %wo grad %dy {kind = #nn.dense, num_heads = 2 : i64, dropout = 0.1 : f64, seed = 4 : i64, nn.reserve = 0 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[B, T, 8], f32>) -> (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>)
+  return %a, %dwi : !nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>
+}
+
+// CHECK-LABEL: func.func @unpaired
+// CHECK: nnk.banded_attention ins(%{{.*}}) outs(%{{.*}}) {
+// CHECK: nnk.gemm
+// CHECK: nnk.attention_grad ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) core(%{{.*}})
+// CHECK: return
+func.func @unpaired(%x: !nn.tensor<[B, T, 8], f32>, %wi: !nn.tensor<[24, 8], f32>, %wo: !nn.tensor<[8, 8], f32>, %dy: !nn.tensor<[B, T, 8], f32>) -> (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>) attributes {nn.training} {
+  %a = nn.attention %x, %wi out %wo {kind = #nn.dilated<window = 4, dilation = 2, global = [0]>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
+  %dx, %dwi, %dwo = nn.attention_grad %x, %wi out %wo grad %dy {kind = #nn.dilated<window = 4, dilation = 2, global = [0]>, num_heads = 2 : i64, nn.reserve = 7 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[B, T, 8], f32>) -> (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>)
+  return %a, %dwi : !nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>
+}
