@@ -39,8 +39,6 @@ struct Zoneout {
   uint64_t seed = 0, offset = 0;
 };
 
-bool validCell(int cell) { return cell >= CellRnnTanh && cell <= CellGruCho; }
-
 template <typename T> struct RnnWork {
   int32_t *perm, *lens;
   T *xg, *layerA, *layerB, *h, *c, *hg, *r, *z, *rh, *hrh;
@@ -405,9 +403,10 @@ int rnnForward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
                const T *const *weights, const T *h0, const T *c0,
                const int32_t *lengths, T *y, T *hn, T *cn, void *workspace,
                T *saved) {
-  if (!validCell(cell) || B < 0 || Tn < 0 || I <= 0 || H <= 0 || L <= 0 ||
-      (D != 1 && D != 2) || !weights || !workspace || !y ||
-      (B * Tn > 0 && !x))
+  if (!stackArgsValid(cell, B, Tn, I, H, L, D, hasBias, x,
+                      reinterpret_cast<const void *const *>(weights),
+                      lengths) ||
+      !workspace || !y)
     return NNCC_K_EINVAL;
   RnnShape s{B, Tn, I, H, L, D, cell};
   Arena arena(workspace);

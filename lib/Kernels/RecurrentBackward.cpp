@@ -29,8 +29,6 @@ using namespace nncc::kernels;
 
 namespace {
 
-bool validCell(int cell) { return cell >= CellRnnTanh && cell <= CellGruCho; }
-
 template <typename T> struct BwdWork {
   int32_t *perm, *lens;
   T *dh, *dc, *direct, *dstep, *dhTmp, *dah, *drh;
@@ -120,6 +118,18 @@ struct Zoneout {
   double p = 0.0;
   uint64_t seed = 0, offset = 0;
 };
+
+/// The zoneout of a stack call; false when p is outside [0, 1) or a
+/// non-LSTM cell asks for p > 0.
+bool makeZoneout(int cell, double p, uint64_t seed, uint64_t offset,
+                 Zoneout &zo) {
+  if (!(p >= 0 && p < 1) || (p > 0 && cell != CellLstm))
+    return false;
+  zo.p = p;
+  zo.seed = seed;
+  zo.offset = offset;
+  return true;
+}
 
 /// Unit derivatives of one row at one step (BackwardMath.h), no zoneout.
 /// Rows: sv the saved gates of this step (slot stride H), hp h_{t-1}, cp
@@ -488,23 +498,6 @@ int layerForward<double>(int cell, int64_t B, int64_t Tn, int64_t H,
                                     saved, zo.p, zo.seed, zo.offset);
 }
 
-bool stackArgsValid(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
-                    int64_t L, int64_t D, int hasBias, const void *x,
-                    const void *const *weights, const int32_t *lengths) {
-  if (!validCell(cell) || B < 0 || Tn < 0 || I <= 0 || H <= 0 || L <= 0 ||
-      (D != 1 && D != 2) || !weights || (B * Tn > 0 && !x))
-    return false;
-  const int per = hasBias ? 4 : 2;
-  for (int64_t i = 0; i < L * D * per; ++i)
-    if (!weights[i])
-      return false;
-  if (lengths)
-    for (int64_t b = 0; b < B; ++b)
-      if (lengths[b] < 0 || lengths[b] > Tn)
-        return false;
-  return true;
-}
-
 /// The forward of the whole stack: every layer's output into outs
 /// [L, B·T, D·H] and its gates into saved (slot l·D + d); the final states
 /// into hn / cn when given. xg [B·T, G·H] and fws are scratch.
@@ -837,10 +830,7 @@ extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
       const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw, void *ws,             \
       double zoneout, uint64_t seed, uint64_t offset) {                        \
     Zoneout zo;                                                                \
-    zo.p = zoneout;                                                            \
-    zo.seed = seed;                                                            \
-    zo.offset = offset;                                                        \
-    if (!(zoneout >= 0 && zoneout < 1) || (zoneout > 0 && cell != CellLstm))   \
+    if (!makeZoneout(cell, zoneout, seed, offset, zo))                         \
       return NNCC_K_EINVAL;                                                    \
     return stackBackward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,    \
                             nullptr, dy, dhn, dcn, dx, dh0, dc0, dw, ws, zo);  \
@@ -851,10 +841,7 @@ extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
       const T *c0, const int32_t *len, T *y, T *hn, T *cn, T *reserve,         \
       void *ws, double zoneout, uint64_t seed, uint64_t offset) {              \
     Zoneout zo;                                                                \
-    zo.p = zoneout;                                                            \
-    zo.seed = seed;                                                            \
-    zo.offset = offset;                                                        \
-    if (!(zoneout >= 0 && zoneout < 1) || (zoneout > 0 && cell != CellLstm))   \
+    if (!makeZoneout(cell, zoneout, seed, offset, zo))                         \
       return NNCC_K_EINVAL;                                                    \
     return stackForwardTrain<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0,     \
                                 len, y, hn, cn, reserve, ws, zo);              \
@@ -866,10 +853,7 @@ extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
       const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw,         \
       void *ws, double zoneout, uint64_t seed, uint64_t offset) {              \
     Zoneout zo;                                                                \
-    zo.p = zoneout;                                                            \
-    zo.seed = seed;                                                            \
-    zo.offset = offset;                                                        \
-    if (!(zoneout >= 0 && zoneout < 1) || (zoneout > 0 && cell != CellLstm) || \
+    if (!makeZoneout(cell, zoneout, seed, offset, zo) ||                       \
         (!reserve && B * Tn > 0))                                              \
       return NNCC_K_EINVAL;                                                    \
     return stackBackward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,    \

@@ -29,6 +29,31 @@ void cellRecurrentInputs(int cell, int64_t B, int64_t H, const T *xproj,
   gemm(false, true, B, H, H, T(1), rh, H, whh + 2 * H * H, H, T(0), hrh, H);
 }
 
+/// Whether `cell` is one of the kernel cell codes (RecurrentMath.h).
+inline bool validCell(int cell) {
+  return cell >= CellRnnTanh && cell <= CellGruCho;
+}
+
+/// Valid arguments of a whole recurrent stack (forward or backward): cell,
+/// sizes, every weight present, lengths within [0, T].
+inline bool stackArgsValid(int cell, int64_t B, int64_t Tn, int64_t I,
+                           int64_t H, int64_t L, int64_t D, int hasBias,
+                           const void *x, const void *const *weights,
+                           const int32_t *lengths) {
+  if (!validCell(cell) || B < 0 || Tn < 0 || I <= 0 || H <= 0 || L <= 0 ||
+      (D != 1 && D != 2) || !weights || (B * Tn > 0 && !x))
+    return false;
+  const int per = hasBias ? 4 : 2;
+  for (int64_t i = 0; i < L * D * per; ++i)
+    if (!weights[i])
+      return false;
+  if (lengths)
+    for (int64_t b = 0; b < B; ++b)
+      if (lengths[b] < 0 || lengths[b] > Tn)
+        return false;
+  return true;
+}
+
 } // namespace kernels
 } // namespace nncc
 

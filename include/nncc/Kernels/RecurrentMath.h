@@ -22,18 +22,6 @@
 
 #include "nncc/Kernels/Common.h"
 
-// The recurrent unit functions are called inside the CPU kernels' unit loops
-// (one call per hidden unit); GCC's inliner gives up on the larger ones (the
-// LSTM's three sigmoids and two tanh), which leaves a call in the loop and
-// keeps it scalar. Forcing them inline on the host lets those loops
-// vectorise. Device code: NNCC_HD (already __forceinline__).
-#ifndef NNCC_HD_UNIT
-#if defined(__CUDACC__)
-#define NNCC_HD_UNIT NNCC_HD
-#else
-#define NNCC_HD_UNIT inline __attribute__((always_inline))
-#endif
-#endif
 
 namespace nncc {
 namespace kernels {

@@ -97,6 +97,30 @@ private:
   std::string check(Operation *op, const std::string &call) {
     return "NNCC_GEN_CHECK(" + call + ", " + cString(launchComment(op)) + ");\n";
   }
+  /// The leading arguments of the stack kernels (cell, B, T, I, H, L, D,
+  /// has_bias) of a whole-stack op, and the pieces the workspace sizes use.
+  struct StackCall {
+    std::string cell, B, T, I, H, L, D, leading;
+  };
+  template <typename StackOp> FailureOr<StackCall> stackCall(StackOp o) {
+    auto xType = cast<nnk::BufferType>(o.getX().getType());
+    Operation *op = o.getOperation();
+    auto B = dimExpr(op, xType.getDim(0)), Tn = dimExpr(op, xType.getDim(1)),
+         I = dimExpr(op, xType.getDim(2));
+    if (failed(B) || failed(Tn) || failed(I))
+      return failure();
+    StackCall c{std::to_string(static_cast<int>(o.getCell())),
+                *B,
+                *Tn,
+                *I,
+                std::to_string(o.getHiddenSize()),
+                std::to_string(o.getNumLayers()),
+                o.getBidirectional() ? "2" : "1",
+                ""};
+    c.leading = c.cell + ", " + c.B + ", " + c.T + ", " + c.I + ", " + c.H + ", " + c.L +
+                ", " + c.D + ", " + (o.getHasBias() ? "1" : "0");
+    return c;
+  }
   /// The names of `values`, comma separated.
   std::string commaNames(ValueRange values) {
     std::string s;
@@ -876,22 +900,17 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
       .Case<nnk::RecurrentForwardOp>([&](nnk::RecurrentForwardOp o) -> LogicalResult {
         // libnncc_kernels' training forward of the stack: y, h_n, c_n and
         // the reserve the backward reads.
-        auto B = D(o.getX(), 0), Tn = D(o.getX(), 1), I = D(o.getX(), 2);
-        if (failed(B) || failed(Tn) || failed(I))
+        FailureOr<StackCall> c = stackCall(o);
+        if (failed(c))
           return failure();
-        std::string cell = std::to_string(static_cast<int>(o.getCell()));
-        std::string H = std::to_string(o.getHiddenSize()),
-                    L = std::to_string(o.getNumLayers()),
-                    Dn = o.getBidirectional() ? "2" : "1";
-        int wsi = addWorkspace(op, "nncc_rnn_forward_train_workspace_size(" + cell + ", " +
-                                       *B + ", " + *Tn + ", " + H + ", sizeof(real_t))");
+        int wsi = addWorkspace(op, "nncc_rnn_forward_train_workspace_size(" + c->cell + ", " +
+                                       c->B + ", " + c->T + ", " + c->H + ", sizeof(real_t))");
         os << "{\n";
         os.indent();
         os << "const real_t *w_[] = {" << commaNames(o.getWeights()) << "};\n";
-        std::string len = stackLengths(os, op, o.getLengths(), *B);
-        os << check(op, "NNCC_KFN(nncc_rnn_forward_train)(" + cell + ", " + *B + ", " + *Tn +
-                            ", " + *I + ", " + H + ", " + L + ", " + Dn + ", " +
-                            (o.getHasBias() ? "1" : "0") + ", " + name(o.getX()) + ", w_, " +
+        std::string len = stackLengths(os, op, o.getLengths(), c->B);
+        os << check(op, "NNCC_KFN(nncc_rnn_forward_train)(" + c->leading + ", " +
+                            name(o.getX()) + ", w_, " +
                             nameOrNull(o.getH0()) + ", " + nameOrNull(o.getC0()) + ", " +
                             len + ", " + name(o.getY()) + ", " + nameOrNull(o.getHN()) + ", " +
                             nameOrNull(o.getCN()) + ", " + name(o.getReserve()) +
@@ -906,26 +925,22 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
         // libnncc_kernels' stack BPTT: from the forward's reserve, or
         // re-running the forward into its workspace; overwrites dx, dh0,
         // dc0 (each may be NULL) and every weight gradient.
-        auto B = D(o.getX(), 0), Tn = D(o.getX(), 1), I = D(o.getX(), 2);
-        if (failed(B) || failed(Tn) || failed(I))
+        FailureOr<StackCall> c = stackCall(o);
+        if (failed(c))
           return failure();
-        std::string cell = std::to_string(static_cast<int>(o.getCell()));
-        std::string H = std::to_string(o.getHiddenSize()),
-                    L = std::to_string(o.getNumLayers()),
-                    Dn = o.getBidirectional() ? "2" : "1";
         const bool reserved = static_cast<bool>(o.getReserve());
         int wsi = addWorkspace(
-            op, reserved ? "nncc_rnn_backward_reserved_workspace_size(" + cell + ", " + *B +
-                               ", " + *Tn + ", " + H + ", " + L + ", " + Dn +
+            op, reserved ? "nncc_rnn_backward_reserved_workspace_size(" + c->cell + ", " +
+                               c->B + ", " + c->T + ", " + c->H + ", " + c->L + ", " + c->D +
                                ", sizeof(real_t))"
-                         : "nncc_rnn_backward_workspace_size(" + cell + ", " + *B + ", " +
-                               *Tn + ", " + *I + ", " + H + ", " + L + ", " + Dn +
-                               ", sizeof(real_t))");
+                         : "nncc_rnn_backward_workspace_size(" + c->cell + ", " + c->B +
+                               ", " + c->T + ", " + c->I + ", " + c->H + ", " + c->L + ", " +
+                               c->D + ", sizeof(real_t))");
         os << "{\n";
         os.indent();
         os << "const real_t *w_[] = {" << commaNames(o.getWeights()) << "};\nreal_t *dw_[] = {"
            << commaNames(o.getDweights()) << "};\n";
-        std::string len = stackLengths(os, op, o.getLengths(), *B);
+        std::string len = stackLengths(os, op, o.getLengths(), c->B);
         // An out buffer no other op reads (a temporary: dx of a model input,
         // dh0 / dc0 of an initial state that is not a parameter) is passed
         // as NULL, which the kernel skips: for dx, the [B*T, G*H] x [G*H, I]
@@ -944,9 +959,7 @@ LogicalResult CppEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
         os << check(op, std::string(reserved ? "NNCC_KFN(nncc_rnn_backward_reserved)("
                                     : zo     ? "NNCC_KFN(nncc_rnn_backward_zoneout)("
                                              : "NNCC_KFN(nncc_rnn_backward)(") +
-                            cell + ", " + *B + ", " + *Tn +
-                            ", " + *I + ", " + H + ", " + L + ", " + Dn + ", " +
-                            (o.getHasBias() ? "1" : "0") + ", " + name(o.getX()) + ", w_, " +
+                            c->leading + ", " + name(o.getX()) + ", w_, " +
                             nameOrNull(o.getH0()) + ", " + nameOrNull(o.getC0()) + ", " +
                             len + ", " + (reserved ? name(o.getReserve()) + ", " : "") +
                             nameOrNull(o.getDy()) + ", " +

@@ -23,9 +23,9 @@ def load_lib(libdir):
 
 def params(kind, causal=0, window=0, dilation=1, globals_=None, rot=None,
            n_hashes=0, n_buckets=0, chunk=0, same_bucket=0, dropout=0.0,
-           dropout_seed=0, dropout_offset=0):
+           dropout_seed=0, dropout_offset=0, scale=0.0):
     p = AttnParams()
-    p.kind, p.causal, p.scale = ATTN[kind], causal, 0.0
+    p.kind, p.causal, p.scale = ATTN[kind], causal, scale
     p.window, p.dilation = window, dilation
     if globals_ is not None:
         p._g = np.ascontiguousarray(globals_, dtype=np.int32)
@@ -197,6 +197,28 @@ def dilated_allowed(T, w, dl, glob):
     return band | g[:, None] | g[None, :]
 
 
+def lsh_allowed(qk, Rr, chunk, adm, same_bucket):
+    """Reformer masking of one hash round with rotations Rr [dh, nb/2]: the
+    own and previous chunk of the (bucket, position) order, intersected with
+    `adm`, no self unless nothing else is admissible. Returns (allowed
+    [B,H,T,T], bucket [B,H,T])."""
+    T = qk.shape[-2]
+    xr = qk @ Rr
+    bucket = torch.argmax(torch.cat([xr, -xr], -1), -1)
+    key = bucket * T + torch.arange(T)
+    pos = torch.argsort(torch.argsort(key, -1), -1)  # sorted position
+    ch = pos // chunk
+    same_or_prev = (ch[..., None, :] == ch[..., :, None]) | \
+                   (ch[..., None, :] == ch[..., :, None] - 1)
+    allowed = same_or_prev & adm
+    if same_bucket:
+        allowed &= bucket[..., None, :] == bucket[..., :, None]
+    eye = torch.eye(T, dtype=torch.bool)
+    others = allowed & ~eye
+    none = ~others.any(-1, keepdim=True)
+    return others | (eye & allowed & none), bucket
+
+
 def lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale, mults=None):
     """LSH attention as masked dense attention per hash round; `mults`
     [rounds, B, H, T, T] multiplies each round's weights (dropout)."""
@@ -207,20 +229,7 @@ def lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale, mults=None):
     outs, lses = [], []
     for r in range(R.shape[0]):
         with torch.no_grad():
-            xr = qk @ R[r]
-            bucket = torch.argmax(torch.cat([xr, -xr], -1), -1)
-            key = bucket * T + torch.arange(T)
-            pos = torch.argsort(torch.argsort(key, -1), -1)
-            ch = pos // chunk
-            same_or_prev = (ch[..., None, :] == ch[..., :, None]) | \
-                           (ch[..., None, :] == ch[..., :, None] - 1)
-            allowed = same_or_prev & adm
-            if same_bucket:
-                allowed &= bucket[..., None, :] == bucket[..., :, None]
-            eye = torch.eye(T, dtype=torch.bool)
-            others = allowed & ~eye
-            none = ~others.any(-1, keepdim=True)
-            allowed = others | (eye & allowed & none)
+            allowed, _ = lsh_allowed(qk, R[r], chunk, adm, same_bucket)
         o, lse = safe_attend(scores, allowed, v, None if mults is None else mults[r])
         outs.append(o)
         lses.append(lse)

@@ -7,49 +7,13 @@ import sys
 import numpy as np
 import torch
 
-from nncc_kernels import (ATTN, AttnParams, SUFFIX, check, expect, finish, i64,
-                          load, ptr)
+from attention_common import admissible, heads, load_lib, lsh_allowed, params
+from attention_common import mha_forward as mha_kernel
+from nncc_kernels import SUFFIX, check, expect, finish, i64, ptr
 
 torch.manual_seed(1)
 np.random.seed(1)
-lib = load(sys.argv[1])
-
-
-def params(kind, causal=0, window=0, dilation=1, globals_=None, rot=None,
-           n_hashes=0, n_buckets=0, chunk=0, same_bucket=0, scale=0.0):
-    p = AttnParams()
-    p.kind, p.causal, p.scale = ATTN[kind], causal, scale
-    p.window, p.dilation = window, dilation
-    p._g = None
-    if globals_ is not None:
-        p._g = np.ascontiguousarray(globals_, dtype=np.int32)
-        p.global_pos = ptr(p._g)
-        p.n_global = len(globals_)
-    if rot is not None:
-        p._rot = rot
-        p.rotations = rot.ctypes.data_as(C.c_void_p)
-    p.n_hashes, p.n_buckets, p.chunk = n_hashes, n_buckets, chunk
-    p.same_bucket_only = same_bucket
-    return p
-
-
-def mha_kernel(p, dtype, x, in_w, in_b, out_w, out_b, H, kpm):
-    B, T, E = x.shape
-    ws = np.zeros(lib.nncc_mha_workspace_size(C.byref(p), B, T, E, H,
-                                              np.dtype(dtype).itemsize), np.uint8)
-    y = np.zeros((B, T, E), dtype)
-    c = lambda a: None if a is None else np.ascontiguousarray(a, dtype)
-    kp = None if kpm is None else np.ascontiguousarray(kpm, np.uint8)
-    rc = getattr(lib, "nncc_mha_forward_" + SUFFIX[dtype])(
-        C.byref(p), *i64(B, T, E, H), ptr(c(x)), ptr(c(in_w)), ptr(c(in_b)),
-        ptr(c(out_w)), ptr(c(out_b)), ptr(kp), ws.ctypes.data_as(C.c_void_p), ptr(y))
-    assert rc == 0, rc
-    return y
-
-
-def heads(t, H):  # [B,T,E] -> [B,H,T,dh]
-    B, T, E = t.shape
-    return t.view(B, T, H, E // H).transpose(1, 2)
+lib = load_lib(sys.argv[1])
 
 
 def masked_softmax_attend(scores, allowed, v):
@@ -59,15 +23,6 @@ def masked_softmax_attend(scores, allowed, v):
     lse = torch.logsumexp(s, dim=-1)
     p = torch.softmax(s, dim=-1).nan_to_num(0.0)
     return p @ v, lse
-
-
-def admissible(B, T, causal, kpm):
-    a = torch.ones(B, 1, T, T, dtype=torch.bool)
-    if causal:
-        a &= ~torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
-    if kpm is not None:
-        a &= ~torch.from_numpy(kpm.astype(bool))[:, None, None, :]
-    return a
 
 
 def rand_weights(E, P, dtype):
@@ -142,21 +97,8 @@ def lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale):
     scores = scale * qk @ kn.transpose(-1, -2)
     outs, lses, buckets = [], [], []
     for r in range(R.shape[0]):
-        xr = qk @ R[r]
-        bucket = torch.argmax(torch.cat([xr, -xr], -1), -1)  # [B,H,T]
+        allowed, bucket = lsh_allowed(qk, R[r], chunk, adm, same_bucket)
         buckets.append(bucket)
-        key = bucket * T + torch.arange(T)
-        pos = torch.argsort(torch.argsort(key, -1), -1)       # sorted position
-        ch = pos // chunk
-        same_or_prev = (ch[..., None, :] == ch[..., :, None]) | \
-                       (ch[..., None, :] == ch[..., :, None] - 1)
-        allowed = same_or_prev & adm
-        if same_bucket:
-            allowed &= bucket[..., None, :] == bucket[..., :, None]
-        eye = torch.eye(T, dtype=torch.bool)
-        others = allowed & ~eye
-        none = ~others.any(-1, keepdim=True)
-        allowed = others | (eye & allowed & none)  # self only if nothing else
         o, lse = masked_softmax_attend(scores, allowed, v)
         outs.append(o)
         lses.append(lse)
