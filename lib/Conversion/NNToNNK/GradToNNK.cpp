@@ -315,7 +315,8 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
       return op.emitError("unsupported attention kind ") << kind;
     }
     // Out-projection y = core · W_outᵀ + b_out: dcore = dy · W_out feeds the
-    // core's backward, which also recomputes core for dW_out = dyᵀ · core.
+    // core's backward; core (kept, or recomputed by that backward) gives
+    // dW_out = dyᵀ · core.
     FailureOr<Value> dCore = allocBuffer(rewriter, op, buf({B, T, E}));
     FailureOr<Value> dqkv = allocBuffer(rewriter, op, (*qkv).getType());
     if (failed(dCore) || failed(dqkv))
