@@ -1,6 +1,6 @@
-//===- KernelMathTests.cpp - host float exp/tanh/sigmoid of Common.h ------===//
+//===- KernelMathTests.cpp - host float exp/tanh/sigmoid/erf of Common.h --===//
 //
-// The CPU kernels use branch-free polynomial exp/tanh for float so that their
+// The CPU kernels use branch-free polynomial exp/tanh/erf for float so that their
 // loops vectorise; these tests pin their accuracy against the double-precision
 // math library and their behaviour at the limits.
 //
@@ -65,6 +65,20 @@ TEST(KernelMath, SigmoidAbsoluteErrorBelow2e7) {
   EXPECT_LT(worst, 2e-7);
   EXPECT_EQ(sigmoid(-std::numeric_limits<float>::infinity()), 0.0f);
   EXPECT_EQ(sigmoid(std::numeric_limits<float>::infinity()), 1.0f);
+}
+
+TEST(KernelMath, ErfAbsoluteErrorBelow2e7) {
+  double worst = 0;
+  forGrid([&](float x) {
+    worst = std::max(worst, std::fabs(nerf(x) - std::erf(static_cast<double>(x))));
+  });
+  EXPECT_LT(worst, 2e-7);
+  // Small arguments keep their relative accuracy (the series branch).
+  for (float x : {1e-30f, -3e-8f, 1e-4f, -0.3f, 0.99f})
+    EXPECT_NEAR(nerf(x) / x, std::erf(static_cast<double>(x)) / x, 3e-7) << x;
+  EXPECT_EQ(nerf(std::numeric_limits<float>::infinity()), 1.0f);
+  EXPECT_EQ(nerf(-std::numeric_limits<float>::infinity()), -1.0f);
+  EXPECT_TRUE(std::isnan(nerf(std::nanf(""))));
 }
 
 TEST(KernelMath, DoubleUsesTheMathLibrary) {

@@ -673,19 +673,20 @@ LogicalResult ModelEmitter::emitForwardPrologue(raw_indented_ostream &os,
 // Elementwise bodies
 //===----------------------------------------------------------------------===//
 
-void ModelEmitter::emitMathPrelude(raw_indented_ostream &os, llvm::StringRef q) {
+void ModelEmitter::emitMathPrelude(raw_indented_ostream &os, llvm::StringRef q,
+                                   bool hostPolynomials) {
   os << "// Scalar math of generated elementwise kernels (float and double).\n";
   for (const char *t : {"float", "double"}) {
     std::string T = t;
-    bool f = T == "float";
+    bool f = T == "float", poly = f && hostPolynomials;
     auto fn = [&](const char *name, const char *body) {
       os << q << " " << T << " nncc_" << name << "(" << T << " x) { return " << body
          << "; }\n";
     };
-    fn("tanh", f ? "tanhf(x)" : "tanh(x)");
-    fn("exp", f ? "expf(x)" : "exp(x)");
+    fn("tanh", poly ? "nncc::kernels::ntanh(x)" : f ? "tanhf(x)" : "tanh(x)");
+    fn("exp", poly ? "nncc::kernels::nexp(x)" : f ? "expf(x)" : "exp(x)");
     fn("log", f ? "logf(x)" : "log(x)");
-    fn("erf", f ? "erff(x)" : "erf(x)");
+    fn("erf", poly ? "nncc::kernels::nerf(x)" : f ? "erff(x)" : "erf(x)");
     fn("sqrt", f ? "sqrtf(x)" : "sqrt(x)");
     fn("abs", f ? "fabsf(x)" : "fabs(x)");
     os << q << " " << T << " nncc_maximum(" << T << " a, " << T

@@ -104,7 +104,10 @@ protected:
                                               const std::string &i);
   /// The shared prelude of elementwise math (nncc_tanh, ...), `qual` is the
   /// function qualifier (static inline / __device__ __forceinline__).
-  static void emitMathPrelude(mlir::raw_indented_ostream &os, llvm::StringRef qual);
+  /// `hostPolynomials`: float exp/tanh/erf are nncc::kernels' vectorisable
+  /// polynomials (Common.h; host code), else the math library's.
+  static void emitMathPrelude(mlir::raw_indented_ostream &os, llvm::StringRef qual,
+                              bool hostPolynomials);
   static std::string locString(mlir::Location loc);
   std::string launchComment(mlir::Operation *op);
 };

@@ -226,6 +226,7 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
      << "': host C++ (the CPU launch sequence) and the C ABI of nncc_model.h.\n"
      << "// Do not edit; regenerate with `nncc compile`.\n"
      << "#include \"nncc/Runtime/ModelSupport.h\"\n"
+     << "#include \"nncc/Kernels/Common.h\"\n"
      << "#include \"nncc/Kernels/Kernels.h\"\n";
   if (needsODE)
     os << "#include \"nncc/Kernels/ODESolver.h\"\n";
@@ -240,7 +241,7 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
         "      return nncc_ms_kernel_status(rc_, what, err);                  \\\n"
         "  } while (0)\n\n";
   os << "namespace {\n";
-  emitMathPrelude(os, "static inline");
+  emitMathPrelude(os, "static inline", /*hostPolynomials=*/true);
   os << "static inline int64_t nncc_gen_lsh_buckets(int64_t T, int64_t chunk) {\n"
         "  int64_t n = 2 * (T / chunk), bits = 0;\n"
         "  while (n) { ++bits; n >>= 1; }\n"

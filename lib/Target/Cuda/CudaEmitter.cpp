@@ -174,7 +174,7 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
   // The scalar math of elementwise bodies: external linkage (a named
   // namespace), so that the helpers a model does not use raise no warning.
   os << "namespace nncc_gen_math {\n";
-  emitMathPrelude(os, "__device__ __forceinline__");
+  emitMathPrelude(os, "__device__ __forceinline__", /*hostPolynomials=*/false);
   os << "inline uint64_t nncc_gen_align(uint64_t n) { return (n + 255) & ~(uint64_t)255; }\n";
   os << "// HuggingFace's bucket rule for LSH without given rotations (as the CPU).\n"
         "inline int64_t nncc_gen_lsh_buckets(int64_t T, int64_t chunk) {\n"
