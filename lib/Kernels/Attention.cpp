@@ -64,12 +64,10 @@ void attendList(const T *qr, const int32_t *keys, int nk, const T *kbase,
 
 template <typename T>
 void dilatedAttention(const Dims &g, T scale, bool causal, int window,
-                      int dil, const uint8_t *isGlobal, const int32_t *glist,
-                      int ng, const T *q, const T *k, const T *v, T *out,
-                      const uint8_t *kpm, const AttentionDropout<T> &drop,
-                      T *lseOut) {
+                      int dil, const GlobalTokens &globals, const T *q,
+                      const T *k, const T *v, T *out, const uint8_t *kpm,
+                      const AttentionDropout<T> &drop, T *lseOut) {
   const int64_t tasks = g.B * g.H * g.T;
-  const int half = window / 2;
 #pragma omp parallel
   {
     std::vector<int32_t> keys(g.T + 1);
@@ -80,25 +78,8 @@ void dilatedAttention(const Dims &g, T scale, bool causal, int window,
       const int64_t h = (task / g.T) % g.H;
       const int i = (int)(task % g.T);
       const uint8_t *kpmRow = kpm ? kpm + b * g.T : nullptr;
-      int nk = 0;
-      if (isGlobal[i]) {
-        for (int j = 0; j < g.T; ++j)
-          if (key_admissible(i, j, causal, kpmRow))
-            keys[nk++] = j;
-      } else {
-        // Band first (ascending), then global tokens outside the band.
-        for (int o = -half; o <= half; ++o) {
-          int j = i + o * dil;
-          if (j >= 0 && j < g.T && key_admissible(i, j, causal, kpmRow))
-            keys[nk++] = j;
-        }
-        for (int gi = 0; gi < ng; ++gi) {
-          int j = glist[gi];
-          if (!dilated_band(i, j, window, dil) &&
-              key_admissible(i, j, causal, kpmRow))
-            keys[nk++] = j;
-        }
-      }
+      const int nk = dilatedKeys(i, g.T, window, dil, globals, causal, kpmRow,
+                                 keys.data());
       OnlineSoftmax<T> sm;
       sm.init();
       std::fill(acc.begin(), acc.end(), T(0));
@@ -230,25 +211,11 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
     denseAttentionForward<T>(DenseAttentionArgs<T>{
         B, Tn, H, dh, ldi, ldo, q, k, v, out, lse, kpm, causal, scale, drop});
   } else if (p->kind == NNCC_ATTN_DILATED) {
-    if (!ws && Tn > 0)
-      return NNCC_K_EINVAL;
-    Arena a(ws);
-    uint8_t *isG = a.take<uint8_t>(Tn);
-    int32_t *gl = a.take<int32_t>(p->n_global);
-    std::memset(isG, 0, Tn);
-    int ng = 0;
-    for (int i = 0; i < p->n_global; ++i) {
-      int32_t j = p->global_pos[i];
-      if (j < 0)
-        return NNCC_K_ERANGE;
-      if (j >= Tn || isG[j])
-        continue; // beyond this sequence, or a duplicate
-      isG[j] = 1;
-      gl[ng++] = j;
-    }
-    std::sort(gl, gl + ng);
-    dilatedAttention<T>(g, scale, causal, p->window, p->dilation, isG, gl, ng,
-                        q, k, v, out, kpm, drop, lse);
+    GlobalTokens globals;
+    if (int rc = globalTokens(p, Tn, ws, globals))
+      return rc;
+    dilatedAttention<T>(g, scale, causal, p->window, p->dilation, globals, q,
+                        k, v, out, kpm, drop, lse);
   } else {
     lshAttention<T>(g, scale, causal, static_cast<const T *>(p->rotations),
                     p->n_hashes, p->n_buckets, p->chunk,

@@ -105,12 +105,12 @@ template <typename T> T dot(const T *a, const T *b, int64_t n) {
 /// Dilated: per (b,h), per query, key list then two passes.
 template <typename T>
 void dilatedBackward(const Dims &g, const nncc_attention_params *p, T scale,
-                     const uint8_t *isG, const int32_t *gl, int ng, const T *q,
-                     const T *k, const T *v, const T *dout, T *dq, T *dk,
-                     T *dv, const uint8_t *kpm, const AttentionDropout<T> &drop,
+                     const GlobalTokens &globals, const T *q, const T *k,
+                     const T *v, const T *dout, T *dq, T *dk, T *dv,
+                     const uint8_t *kpm, const AttentionDropout<T> &drop,
                      T *out, const T *savedLse) {
   const bool causal = p->causal != 0;
-  const int half = p->window / 2, dil = p->dilation, window = p->window;
+  const int dil = p->dilation, window = p->window;
   const int64_t tasks = g.B * g.H;
 #pragma omp parallel
   {
@@ -128,24 +128,8 @@ void dilatedBackward(const Dims &g, const nncc_attention_params *p, T scale,
         std::memset(dv + go + t * g.ldg, 0, sizeof(T) * g.dh);
       }
       for (int i = 0; i < (int)g.T; ++i) {
-        int nk = 0;
-        if (isG[i]) {
-          for (int j = 0; j < (int)g.T; ++j)
-            if (key_admissible(i, j, causal, kpmRow))
-              keys[nk++] = j;
-        } else {
-          for (int oo = -half; oo <= half; ++oo) {
-            int j = i + oo * dil;
-            if (j >= 0 && j < g.T && key_admissible(i, j, causal, kpmRow))
-              keys[nk++] = j;
-          }
-          for (int gi = 0; gi < ng; ++gi) {
-            int j = gl[gi];
-            if (!dilated_band(i, j, window, dil) &&
-                key_admissible(i, j, causal, kpmRow))
-              keys[nk++] = j;
-          }
-        }
+        const int nk = dilatedKeys(i, g.T, window, dil, globals, causal,
+                                   kpmRow, keys.data());
         if (nk == 0) {
           if (out && !savedLse)
             std::memset(out + (b * g.T + i) * g.ldo + h * g.dh, 0,
@@ -343,28 +327,10 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
         dout, dq, dk, dv, ldg);
     return NNCC_K_OK;
   }
-  uint8_t *isG = nullptr;
-  int32_t *gl = nullptr;
-  int ng = 0;
-  if (p->kind == NNCC_ATTN_DILATED) {
-    if (!ws && Tn > 0)
-      return NNCC_K_EINVAL;
-    Arena a(ws);
-    isG = a.take<uint8_t>(Tn);
-    gl = a.take<int32_t>(p->n_global);
-    std::memset(isG, 0, Tn);
-    for (int i = 0; i < p->n_global; ++i) {
-      int32_t j = p->global_pos[i];
-      if (j < 0)
-        return NNCC_K_ERANGE;
-      if (j >= Tn || isG[j])
-        continue;
-      isG[j] = 1;
-      gl[ng++] = j;
-    }
-    std::sort(gl, gl + ng);
-  }
-  dilatedBackward<T>(g, p, scale, isG, gl, ng, q, k, v, dout, dq, dk, dv, kpm,
+  GlobalTokens globals;
+  if (int rc = globalTokens(p, Tn, ws, globals))
+    return rc;
+  dilatedBackward<T>(g, p, scale, globals, q, k, v, dout, dq, dk, dv, kpm,
                      drop, out, savedLse);
   return NNCC_K_OK;
 }

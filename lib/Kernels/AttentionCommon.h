@@ -5,6 +5,9 @@
 #include "Internal.h"
 #include "nncc/Kernels/AttentionMath.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace nncc {
 namespace kernels {
 
@@ -30,6 +33,68 @@ inline int64_t attentionCoreWorkspace(const nncc_attention_params *p, int64_t T)
     a.take<int32_t>(p->n_global);
   }
   return (int64_t)a.size();
+}
+
+/// Global tokens of dilated attention (the `attentionCoreWorkspace` tables):
+/// isGlobal [T] flags, list [n] their sorted distinct positions < T.
+struct GlobalTokens {
+  uint8_t *isGlobal = nullptr;
+  int32_t *list = nullptr;
+  int n = 0;
+};
+
+/// Builds `p`'s global-token tables in the workspace `ws`; positions >= T
+/// are ignored, duplicates merged, a negative one is NNCC_K_ERANGE.
+inline int globalTokens(const nncc_attention_params *p, int64_t T, void *ws,
+                        GlobalTokens &g) {
+  if (!ws && T > 0)
+    return NNCC_K_EINVAL;
+  Arena a(ws);
+  g.isGlobal = a.take<uint8_t>(T);
+  g.list = a.take<int32_t>(p->n_global);
+  g.n = 0;
+  if (T > 0)
+    std::memset(g.isGlobal, 0, T);
+  for (int i = 0; i < p->n_global; ++i) {
+    int32_t j = p->global_pos[i];
+    if (j < 0)
+      return NNCC_K_ERANGE;
+    if (j >= T || g.isGlobal[j])
+      continue; // beyond this sequence, or a duplicate
+    g.isGlobal[j] = 1;
+    g.list[g.n++] = j;
+  }
+  std::sort(g.list, g.list + g.n);
+  return NNCC_K_OK;
+}
+
+/// The admissible keys of query i of dilated attention, in the order the
+/// forward and the backward visit them: a global query sees every key;
+/// others the band (ascending), then the global tokens outside it. Writes
+/// them to `keys` (room for T + 1) and returns their count.
+inline int dilatedKeys(int i, int64_t T, int window, int dilation,
+                       const GlobalTokens &g, bool causal,
+                       const uint8_t *kpmRow, int32_t *keys) {
+  int nk = 0;
+  if (g.isGlobal[i]) {
+    for (int j = 0; j < (int)T; ++j)
+      if (key_admissible(i, j, causal, kpmRow))
+        keys[nk++] = j;
+    return nk;
+  }
+  const int half = window / 2;
+  for (int o = -half; o <= half; ++o) {
+    int j = i + o * dilation;
+    if (j >= 0 && j < T && key_admissible(i, j, causal, kpmRow))
+      keys[nk++] = j;
+  }
+  for (int gi = 0; gi < g.n; ++gi) {
+    int j = g.list[gi];
+    if (!dilated_band(i, j, window, dilation) &&
+        key_admissible(i, j, causal, kpmRow))
+      keys[nk++] = j;
+  }
+  return nk;
 }
 
 /// The attention dropout `p` asks for (off when p->dropout == 0).
