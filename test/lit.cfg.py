@@ -17,6 +17,8 @@ config.excludes = ["Inputs", "Unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.c
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%models", os.path.join(config.nncc_src_root, "models")))
 config.substitutions.append(("%nncc_src", config.nncc_src_root))
+# The headers a generated library and a C program using it compile against.
+config.substitutions.append(("%nncc_runtime_include", os.path.join(config.nncc_src_root, "runtime", "include")))
 # Directory of libnncc_kernels.so (kernel parity tests load it with ctypes).
 config.substitutions.append(("%nncc_lib", os.path.join(config.nncc_obj_root, "lib")))
 

@@ -5,7 +5,7 @@
 
 #include "Common/ModelEmitter.h"
 
-#include "dialects/Kernel/IR/NNKDialect.h"
+#include "dialects/NNK/IR/NNKDialect.h"
 #include "nncc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -145,7 +145,7 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     std::string obj = path(model + ".cu.o");
     if (failed(run(module,
                    {nvcc, "-std=c++17", "-O3", "-arch=" + opts.cudaArch,
-                    "-Xcompiler", "-fPIC,-fvisibility=hidden", "-I", NNCC_SOURCE_INCLUDE_DIR,
+                    "-Xcompiler", "-fPIC,-fvisibility=hidden", "-I", NNCC_RUNTIME_INCLUDE_DIR,
                     "-c", out.cuPath, "-o", obj},
                    "compile the CUDA source with nvcc")))
       return failure();
@@ -166,7 +166,7 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     argv.push_back(std::string("-march=") + NNCC_HOST_MARCH);
   if (opts.f64)
     argv.push_back("-DNNCC_PRECISION_F64");
-  argv.insert(argv.end(), {"-I", NNCC_SOURCE_INCLUDE_DIR, out.cppPath});
+  argv.insert(argv.end(), {"-I", NNCC_RUNTIME_INCLUDE_DIR, out.cppPath});
   argv.insert(argv.end(), objects.begin(), objects.end());
   argv.insert(argv.end(), {"-o", out.libraryPath, "-Wl,--exclude-libs,ALL", "-L" + libDir, "-lnncc_model_support",
                            "-lnncc_kernels", "-lnncc_runtime", "-Wl,-rpath," + libDir});
@@ -324,7 +324,7 @@ std::string compilerFingerprint() {
     add(lib + "/" + l);
   std::error_code ec;
   for (const char *sub : {"/nncc/Kernels", "/nncc/Runtime", "/nncc/Kernels/CUDA"})
-    for (llvm::sys::fs::directory_iterator it(std::string(NNCC_SOURCE_INCLUDE_DIR) + sub, ec),
+    for (llvm::sys::fs::directory_iterator it(std::string(NNCC_RUNTIME_INCLUDE_DIR) + sub, ec),
          end;
          !ec && it != end; it.increment(ec))
       add(it->path());

@@ -6,7 +6,7 @@
 // (normal 0, 2); output y f32[B, T, 3] = x w^T + b through an arena buffer.
 //
 //===----------------------------------------------------------------------===//
-#include "nncc/Runtime/ModelSupport.h"
+#include "nncc/ModelSupport/ModelSupport.h"
 
 #include "RuntimeTestUtil.h"
 

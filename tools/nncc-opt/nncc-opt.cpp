@@ -1,6 +1,6 @@
 //===- nncc-opt.cpp - Parse, verify and transform nn IR ---------*- C++ -*-===//
 
-#include "dialects/Kernel/IR/NNKDialect.h"
+#include "dialects/NNK/IR/NNKDialect.h"
 #include "dialects/NN/IR/NNDialect.h"
 #include "dialects/NN/Transforms/Passes.h"
 #include "nncc/Conversion/Passes.h"

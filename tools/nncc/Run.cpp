@@ -21,7 +21,7 @@
 #include "nncc/Target/Compile.h"
 #include "nncc/Target/Emitters.h"
 
-#include "dialects/Kernel/IR/NNKDialect.h"
+#include "dialects/NNK/IR/NNKDialect.h"
 #include "dialects/NN/IR/NNDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

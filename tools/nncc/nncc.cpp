@@ -21,7 +21,7 @@
 #include "nncc/Target/Emitters.h"
 #include "Run.h"
 
-#include "dialects/Kernel/IR/NNKDialect.h"
+#include "dialects/NNK/IR/NNKDialect.h"
 #include "dialects/NN/IR/NNDialect.h"
 #include "dialects/NN/Transforms/Passes.h"
 

@@ -3,7 +3,7 @@
 #ifndef NNCC_CONVERSION_PASSES_H
 #define NNCC_CONVERSION_PASSES_H
 
-#include "dialects/Kernel/IR/NNKDialect.h"
+#include "dialects/NNK/IR/NNKDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

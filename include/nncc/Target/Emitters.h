@@ -23,7 +23,7 @@ namespace nncc::target {
 mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os,
                             bool withCuda);
 /// <model>.cu: the CUDA launch sequence (generated kernels, cuBLAS, the
-/// .cuh kernels of include/nncc/Kernels/CUDA).
+/// .cuh kernels of runtime/include/nncc/Kernels/CUDA).
 mlir::LogicalResult emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
 /// <model>.h: the C API of the generated library.
 mlir::LogicalResult emitHeader(mlir::ModuleOp module, llvm::raw_ostream &os);

@@ -9,7 +9,7 @@
 #ifndef NNCC_LIB_CONVERSION_NNTONNK_COMMON_H
 #define NNCC_LIB_CONVERSION_NNTONNK_COMMON_H
 
-#include "dialects/Kernel/IR/NNKOps.h"
+#include "dialects/NNK/IR/NNKOps.h"
 #include "dialects/NN/IR/NNOps.h"
 #include "nncc/Conversion/NNToNNK/NNToNNK.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -9,7 +9,7 @@
 #ifndef NNCC_LIB_TARGET_COMMON_MODELEMITTER_H
 #define NNCC_LIB_TARGET_COMMON_MODELEMITTER_H
 
-#include "dialects/Kernel/IR/NNKOps.h"
+#include "dialects/NNK/IR/NNKOps.h"
 #include "dialects/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1,7 +1,7 @@
 """Shared by the attention kernel tests: ctypes calls of nncc_mha_forward_* /
 nncc_mha_backward_*, torch references (masked dense attention, LSH with the
 kernel's hashes, sort and chunks) and the attention-dropout mask computed
-independently from Philox-4x32-10 (include/nncc/Kernels/AttentionMath.h)."""
+independently from Philox-4x32-10 (runtime/include/nncc/Kernels/AttentionMath.h)."""
 import ctypes as C
 
 import numpy as np

@@ -1,0 +1,69 @@
+//===- NNKAttrs.td - nnk dialect enums -----------------------*- tablegen -*-===//
+
+#ifndef NNCC_DIALECT_KERNEL_IR_NNKATTRS_TD
+#define NNCC_DIALECT_KERNEL_IR_NNKATTRS_TD
+
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "dialects/NNK/IR/NNKDialect.td"
+
+// Values equal the kernel library's NNCC_ACT_* constants.
+def NNK_Activation : I32EnumAttr<"Activation", "GEMM epilogue activation", [
+    I32EnumAttrCase<"none", 0>,
+    I32EnumAttrCase<"relu", 1>,
+    I32EnumAttrCase<"leaky_relu", 2>,
+    I32EnumAttrCase<"gelu", 3>,
+    I32EnumAttrCase<"gelu_tanh", 4>,
+    I32EnumAttrCase<"tanh", 5>,
+    I32EnumAttrCase<"sigmoid", 6>]> {
+  let cppNamespace = "::nncc::nnk";
+  let genSpecializedAttr = 0;
+}
+def NNK_ActivationAttr : EnumAttr<NNK_Dialect, NNK_Activation, "act"> {
+  let summary = "activation of a GEMM epilogue (NNCC_ACT_*)";
+  let description = [{ Written `#nnk<act gelu>`. }];
+  let assemblyFormat = "$value";
+}
+
+// Values equal the kernel library's NNCC_CELL_* constants.
+def NNK_Cell : I32EnumAttr<"Cell", "recurrent cell equations", [
+    I32EnumAttrCase<"rnn_tanh", 0>,
+    I32EnumAttrCase<"rnn_relu", 1>,
+    I32EnumAttrCase<"lstm", 2>,
+    I32EnumAttrCase<"gru", 3>,
+    I32EnumAttrCase<"gru_cho2014", 4>]> {
+  let cppNamespace = "::nncc::nnk";
+  let genSpecializedAttr = 0;
+}
+def NNK_CellAttr : EnumAttr<NNK_Dialect, NNK_Cell, "cell"> {
+  let summary = "recurrent cell (NNCC_CELL_*)";
+  let description = [{ Written `#nnk<cell lstm>`. }];
+  let assemblyFormat = "$value";
+}
+
+def NNK_ReduceKind : I32EnumAttr<"ReduceKind", "reduction", [
+    I32EnumAttrCase<"sum", 0>,
+    I32EnumAttrCase<"mean", 1>]> {
+  let cppNamespace = "::nncc::nnk";
+  let genSpecializedAttr = 0;
+}
+def NNK_ReduceKindAttr : EnumAttr<NNK_Dialect, NNK_ReduceKind, "reduce"> {
+  let summary = "reduction kind (sum or mean)";
+  let description = [{ Written `#nnk<reduce mean>`. }];
+  let assemblyFormat = "$value";
+}
+
+def NNK_LossKind : I32EnumAttr<"LossKind", "loss function", [
+    I32EnumAttrCase<"mse", 0>,
+    I32EnumAttrCase<"cross_entropy", 1>,
+    I32EnumAttrCase<"bce_with_logits", 2>]> {
+  let cppNamespace = "::nncc::nnk";
+  let genSpecializedAttr = 0;
+}
+def NNK_LossKindAttr : EnumAttr<NNK_Dialect, NNK_LossKind, "loss"> {
+  let summary = "loss function (mean reduction)";
+  let description = [{ Written `#nnk<loss mse>`. }];
+  let assemblyFormat = "$value";
+}
+
+#endif // NNCC_DIALECT_KERNEL_IR_NNKATTRS_TD

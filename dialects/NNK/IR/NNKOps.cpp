@@ -1,0 +1,708 @@
+//===- NNKOps.cpp - nnk op verifiers ----------------------------*- C++ -*-===//
+//
+// Every op checks its buffers' ranks, dims (up to compatibility: `?` matches
+// any dim) and element types against docs/nnk-spec.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/NNK/IR/NNKOps.h"
+
+#include "dialects/NN/IR/NNOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace nncc;
+using namespace nncc::nnk;
+using nn::Dim;
+
+int64_t nncc::nnk::getODEWorkSlots(nn::ODEMethod method) {
+  switch (method) {
+  case nn::ODEMethod::euler:
+    return 2;
+  case nn::ODEMethod::rk4:
+    return 5;
+  case nn::ODEMethod::dopri5:
+    return 9;
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+BufferType bufferOf(Value v) { return cast<BufferType>(v.getType()); }
+
+/// Checks that `v` has exactly `dims` (up to compatibility).
+LogicalResult expectDims(Operation *op, Value v, ArrayRef<Dim> dims,
+                         StringRef what) {
+  BufferType type = bufferOf(v);
+  if (!nn::areCompatibleShapes(type.getDims(), dims))
+    return op->emitOpError() << what << " must have shape "
+                             << nn::formatShape(dims) << ", got "
+                             << nn::formatShape(type.getDims());
+  return success();
+}
+
+LogicalResult expectRank(Operation *op, Value v, int64_t rank, StringRef what) {
+  if (bufferOf(v).getRank() != rank)
+    return op->emitOpError() << what << " must have rank " << rank << ", got "
+                             << bufferOf(v).getRank();
+  return success();
+}
+
+/// All values share the element type of the first.
+LogicalResult expectSameElementType(Operation *op, ValueRange values) {
+  Type elt;
+  for (Value v : values) {
+    if (!v)
+      continue;
+    Type t = bufferOf(v).getElementType();
+    if (!elt)
+      elt = t;
+    else if (t != elt)
+      return op->emitOpError()
+             << "buffers must share one element type, got " << elt << " and "
+             << t;
+  }
+  return success();
+}
+
+bool isOne(Dim d) { return d.isStatic() && d.getSize() == 1; }
+
+/// `in` broadcasts (NumPy, aligned right) to exactly `out`.
+bool broadcastsTo(ArrayRef<Dim> in, ArrayRef<Dim> out) {
+  if (in.size() > out.size())
+    return false;
+  size_t offset = out.size() - in.size();
+  for (auto [i, d] : llvm::enumerate(in))
+    if (!isOne(d) && !d.isCompatibleWith(out[offset + i]))
+      return false;
+  return true;
+}
+
+int64_t gatesOf(Cell cell) {
+  switch (cell) {
+  case Cell::rnn_tanh:
+  case Cell::rnn_relu:
+    return 1;
+  case Cell::lstm:
+    return 4;
+  case Cell::gru:
+  case Cell::gru_cho2014:
+    return 3;
+  }
+  return 1;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllocOp::verify() {
+  if (!getType().hasKnownDims())
+    return emitOpError("dims must be static or symbolic, got ")
+           << nn::formatShape(getType().getDims());
+  return success();
+}
+
+LogicalResult WeightOp::verify() { return success(); }
+
+LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param = symbolTable.lookupNearestSymbolFrom<nn::ParameterOp>(
+      *this, getNameAttr());
+  if (!param)
+    return emitOpError("'") << getName()
+                            << "' does not name an nn.parameter";
+  auto paramType = cast<nn::TensorType>(param.getType());
+  BufferType type = getType();
+  if (paramType.getElementType() != type.getElementType() ||
+      !nn::areCompatibleShapes(paramType.getDims(), type.getDims()))
+    return emitOpError("type ")
+           << type << " does not match the parameter's " << paramType;
+  return success();
+}
+
+LogicalResult FillOp::verify() { return success(); }
+
+LogicalResult CopyOp::verify() {
+  if (!bufferOf(getIn()).isCompatibleWith(bufferOf(getOut())))
+    return emitOpError("source ")
+           << getIn().getType() << " and destination " << getOut().getType()
+           << " must be compatible";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult ElementwiseOp::verify() {
+  BufferType out = bufferOf(getOut());
+  for (auto [i, in] : llvm::enumerate(getInputs()))
+    if (!broadcastsTo(bufferOf(in).getDims(), out.getDims()))
+      return emitOpError("input #")
+             << i << " of shape " << nn::formatShape(bufferOf(in).getDims())
+             << " does not broadcast to the output shape "
+             << nn::formatShape(out.getDims());
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body must have one argument per input (")
+           << getInputs().size() << "), got " << body.getNumArguments();
+  for (auto [i, arg, in] : llvm::enumerate(body.getArguments(), getInputs()))
+    if (arg.getType() != bufferOf(in).getElementType())
+      return emitOpError("body argument #")
+             << i << " must have the element type of its input ("
+             << bufferOf(in).getElementType() << "), got " << arg.getType();
+  for (Operation &inner : body.without_terminator()) {
+    StringRef ns = inner.getDialect() ? inner.getDialect()->getNamespace() : "";
+    if (ns != "arith" && ns != "math")
+      return inner.emitOpError(
+          "is not allowed in an nnk.elementwise body (only arith and math)");
+    if (inner.getNumRegions() != 0)
+      return inner.emitOpError("must not have regions in an nnk.elementwise body");
+  }
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with nnk.yield");
+  if (yield.getValues().size() != 1 ||
+      yield.getValues()[0].getType() != out.getElementType())
+    return emitOpError("body must yield one value of the output element type ")
+           << out.getElementType();
+  return success();
+}
+
+LogicalResult YieldOp::verify() {
+  Operation *parent = (*this)->getParentOp();
+  if (isa<ElementwiseOp>(parent)) {
+    if (getValues().size() != 1)
+      return emitOpError("in nnk.elementwise must yield exactly one value");
+    return success();
+  }
+  if (!getValues().empty())
+    return emitOpError("in ")
+           << parent->getName() << " must not yield values";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM family
+//===----------------------------------------------------------------------===//
+
+LogicalResult GemmOp::verify() {
+  if (failed(expectSameElementType(
+          *this, {getX(), getWeight(), getBias(), getResidual(), getOut()})) ||
+      failed(expectRank(*this, getWeight(), 2, "weight")))
+    return failure();
+  BufferType x = bufferOf(getX()), w = bufferOf(getWeight());
+  if (x.getRank() < 1)
+    return emitOpError("x must have rank >= 1");
+  if (!x.getDims().back().isCompatibleWith(w.getDim(1)))
+    return emitOpError("x's last dim ")
+           << x.getDims().back().str() << " must equal the weight's in-features "
+           << w.getDim(1).str();
+  SmallVector<Dim> outDims(x.getDims().drop_back());
+  outDims.push_back(w.getDim(0));
+  if (failed(expectDims(*this, getOut(), outDims, "out")))
+    return failure();
+  if (getBias() && failed(expectDims(*this, getBias(), {w.getDim(0)}, "bias")))
+    return failure();
+  if (getResidual() &&
+      failed(expectDims(*this, getResidual(), outDims, "residual")))
+    return failure();
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  if (failed(expectSameElementType(*this, {getLhs(), getRhs(), getOut()})))
+    return failure();
+  BufferType a = bufferOf(getLhs()), b = bufferOf(getRhs());
+  if (a.getRank() < 2 || b.getRank() < 2)
+    return emitOpError("operands must have rank >= 2");
+  ArrayRef<Dim> ad = a.getDims(), bd = b.getDims();
+  if (!ad.back().isCompatibleWith(bd[bd.size() - 2]))
+    return emitOpError("contraction dims ")
+           << ad.back().str() << " and " << bd[bd.size() - 2].str() << " differ";
+  auto batch = nn::broadcastShapes(ad.drop_back(2), bd.drop_back(2));
+  if (!batch)
+    return emitOpError("batch dims do not broadcast");
+  SmallVector<Dim> outDims(*batch);
+  outDims.push_back(ad[ad.size() - 2]);
+  outDims.push_back(bd.back());
+  return expectDims(*this, getOut(), outDims, "out");
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation and friends
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(expectSameElementType(*this, {getX(), getResidual(), getWeight(),
+                                           getBias(), getOut(), getSum()})))
+    return failure();
+  BufferType x = bufferOf(getX());
+  if (x.getRank() < 1)
+    return emitOpError("x must have rank >= 1");
+  if (getEps() <= 0)
+    return emitOpError("eps must be positive");
+  if (failed(expectDims(*this, getOut(), x.getDims(), "out")))
+    return failure();
+  if (getResidual() &&
+      failed(expectDims(*this, getResidual(), x.getDims(), "residual")))
+    return failure();
+  if (getSum() && failed(expectDims(*this, getSum(), x.getDims(), "sum")))
+    return failure();
+  if (getSum() && !getResidual())
+    return emitOpError("sum output requires a residual");
+  Dim n = x.getDims().back();
+  if (getWeight() && failed(expectDims(*this, getWeight(), {n}, "weight")))
+    return failure();
+  if (getBias() && failed(expectDims(*this, getBias(), {n}, "bias")))
+    return failure();
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  BufferType x = bufferOf(getX());
+  if (getAxis() < 0 || getAxis() >= x.getRank())
+    return emitOpError("axis ") << getAxis() << " out of range for rank "
+                                << x.getRank();
+  return expectDims(*this, getOut(), x.getDims(), "out") ;
+}
+
+LogicalResult ReduceOp::verify() {
+  BufferType x = bufferOf(getX());
+  if (failed(expectSameElementType(*this, {getX(), getOut()})))
+    return failure();
+  ArrayRef<int64_t> axes = getAxes();
+  for (auto [i, a] : llvm::enumerate(axes)) {
+    if (a < 0 || a >= x.getRank())
+      return emitOpError("axis ") << a << " out of range for rank "
+                                  << x.getRank();
+    if (i > 0 && axes[i - 1] >= a)
+      return emitOpError("axes must be sorted and distinct");
+  }
+  SmallVector<Dim> outDims;
+  for (int64_t d = 0; d < x.getRank(); ++d) {
+    if (llvm::is_contained(axes, d)) {
+      if (getKeepdim())
+        outDims.push_back(Dim::getStatic(1));
+    } else {
+      outDims.push_back(x.getDim(d));
+    }
+  }
+  return expectDims(*this, getOut(), outDims, "out");
+}
+
+LogicalResult EmbeddingOp::verify() {
+  if (failed(expectSameElementType(*this, {getTable(), getOut()})) ||
+      failed(expectRank(*this, getTable(), 2, "table")))
+    return failure();
+  SmallVector<Dim> outDims(bufferOf(getIndices()).getDims());
+  outDims.push_back(bufferOf(getTable()).getDim(1));
+  return expectDims(*this, getOut(), outDims, "out");
+}
+
+LogicalResult SinusoidalPositionOp::verify() {
+  if (failed(expectSameElementType(*this, {getX(), getOut()})) ||
+      failed(expectRank(*this, getX(), 3, "x")))
+    return failure();
+  Dim e = bufferOf(getX()).getDim(2);
+  if (e.isStatic() && e.getSize() % 2 != 0)
+    return emitOpError("embedding size must be even, got ") << e.str();
+  return expectDims(*this, getOut(), bufferOf(getX()).getDims(), "out");
+}
+
+LogicalResult DropoutOp::verify() {
+  if (failed(expectSameElementType(*this, {getX(), getOut()})))
+    return failure();
+  if (getP() < 0 || getP() >= 1)
+    return emitOpError("p must be in [0, 1), got ") << getP();
+  ArrayRef<Dim> dims = bufferOf(getX()).getDims();
+  if (failed(expectDims(*this, getOut(), dims, "out")))
+    return failure();
+  if (getMask() && failed(expectDims(*this, getMask(), dims, "mask")))
+    return failure();
+  return success();
+}
+
+LogicalResult ZoneoutOp::verify() {
+  if (failed(expectSameElementType(*this, {getNewState(), getPrev(), getOut()})))
+    return failure();
+  if (getP() < 0 || getP() >= 1)
+    return emitOpError("p must be in [0, 1), got ") << getP();
+  ArrayRef<Dim> dims = bufferOf(getNewState()).getDims();
+  if (failed(expectDims(*this, getPrev(), dims, "prev")) ||
+      failed(expectDims(*this, getOut(), dims, "out")))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// Shared by concat (pieces = inputs, whole = out) and split.
+static LogicalResult verifyPieces(Operation *op, ValueRange pieces, Value whole,
+                                  int64_t axis) {
+  if (pieces.empty())
+    return op->emitOpError("needs at least one piece");
+  SmallVector<Value> all(pieces.begin(), pieces.end());
+  all.push_back(whole);
+  if (failed(expectSameElementType(op, all)))
+    return failure();
+  BufferType w = bufferOf(whole);
+  if (axis < 0 || axis >= w.getRank())
+    return op->emitOpError("axis ") << axis << " out of range for rank "
+                                    << w.getRank();
+  int64_t total = 0;
+  bool allStatic = true;
+  for (auto [i, piece] : llvm::enumerate(pieces)) {
+    BufferType p = bufferOf(piece);
+    if (p.getRank() != w.getRank())
+      return op->emitOpError("piece #") << i << " has rank " << p.getRank()
+                                        << ", expected " << w.getRank();
+    for (int64_t d = 0; d < w.getRank(); ++d)
+      if (d != axis && !p.getDim(d).isCompatibleWith(w.getDim(d)))
+        return op->emitOpError("piece #")
+               << i << " dim " << d << " (" << p.getDim(d).str()
+               << ") does not match " << w.getDim(d).str();
+    if (p.getDim(axis).isStatic())
+      total += p.getDim(axis).getSize();
+    else
+      allStatic = false;
+  }
+  if (pieces.size() == 1 &&
+      !bufferOf(pieces[0]).getDim(axis).isCompatibleWith(w.getDim(axis)))
+    return op->emitOpError("single piece must match along the axis");
+  if (allStatic && w.getDim(axis).isStatic() && w.getDim(axis).getSize() != total)
+    return op->emitOpError("pieces sum to ")
+           << total << " along axis " << axis << ", expected "
+           << w.getDim(axis).str();
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  return verifyPieces(*this, getInputs(), getOut(), getAxis());
+}
+
+LogicalResult SplitOp::verify() {
+  return verifyPieces(*this, getOuts(), getX(), getAxis());
+}
+
+LogicalResult SliceOp::verify() {
+  if (failed(expectSameElementType(*this, {getX(), getOut()})))
+    return failure();
+  int64_t rank = bufferOf(getX()).getRank();
+  if ((int64_t)getStarts().size() != rank || (int64_t)getSteps().size() != rank)
+    return emitOpError("starts and steps need one entry per dim (")
+           << rank << ")";
+  for (int64_t s : getSteps())
+    if (s < 1)
+      return emitOpError("steps must be >= 1, got ") << s;
+  for (int64_t d : getSqueeze())
+    if (d < 0 || d >= rank)
+      return emitOpError("squeezed dim ") << d << " out of range";
+  int64_t expected = rank - (int64_t)getSqueeze().size();
+  if (bufferOf(getOut()).getRank() != expected)
+    return emitOpError("out must have rank ") << expected << ", got "
+                                              << bufferOf(getOut()).getRank();
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  if (failed(expectSameElementType(*this, {getX(), getOut()})))
+    return failure();
+  BufferType x = bufferOf(getX());
+  ArrayRef<int64_t> perm = getPerm();
+  if ((int64_t)perm.size() != x.getRank())
+    return emitOpError("perm needs one entry per dim (") << x.getRank() << ")";
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<Dim> outDims;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= x.getRank() || seen[p])
+      return emitOpError("perm must be a permutation of [0, ")
+             << x.getRank() << ")";
+    seen[p] = true;
+    outDims.push_back(x.getDim(p));
+  }
+  return expectDims(*this, getOut(), outDims, "out");
+}
+
+//===----------------------------------------------------------------------===//
+// Recurrent
+//===----------------------------------------------------------------------===//
+
+LogicalResult RecurrentScanOp::verify() {
+  if (failed(expectSameElementType(*this, {getXproj(), getWHh(), getBHh(),
+                                           getH0(), getC0(), getY(), getHN(),
+                                           getCN()})) ||
+      failed(expectRank(*this, getXproj(), 3, "xproj")) ||
+      failed(expectRank(*this, getY(), 3, "y")))
+    return failure();
+  int64_t h = getHiddenSize(), g = gatesOf(getCell());
+  int64_t dirs = getNumDirections();
+  if (h < 1)
+    return emitOpError("hidden_size must be >= 1");
+  if (dirs != 1 && dirs != 2)
+    return emitOpError("num_directions must be 1 or 2, got ") << dirs;
+  if (getReverse() && dirs != 2)
+    return emitOpError("reverse requires num_directions = 2");
+  if (getStateIndex() < 0)
+    return emitOpError("state_index must be >= 0");
+  if (getZoneout() < 0 || getZoneout() >= 1)
+    return emitOpError("zoneout must be in [0, 1)");
+  bool lstm = getCell() == Cell::lstm;
+  if (!lstm && (getC0() || getCN()))
+    return emitOpError("c0/c_n are only for lstm cells");
+  BufferType x = bufferOf(getXproj());
+  Dim b = x.getDim(0), t = x.getDim(1);
+  Dim gh = Dim::getStatic(g * h), hd = Dim::getStatic(h);
+  if (failed(expectDims(*this, getXproj(), {b, t, gh}, "xproj")) ||
+      failed(expectDims(*this, getWHh(), {gh, hd}, "w_hh")) ||
+      failed(expectDims(*this, getY(), {b, t, Dim::getStatic(dirs * h)}, "y")))
+    return failure();
+  if (getBHh() && failed(expectDims(*this, getBHh(), {gh}, "b_hh")))
+    return failure();
+  for (auto [v, what] : {std::pair<Value, StringRef>{getH0(), "h0"},
+                         {getC0(), "c0"},
+                         {getHN(), "h_n"},
+                         {getCN(), "c_n"}}) {
+    if (!v)
+      continue;
+    if (failed(expectRank(*this, v, 3, what)))
+      return failure();
+    Dim states = bufferOf(v).getDim(0);
+    if (failed(expectDims(*this, v, {states, b, hd}, what)))
+      return failure();
+    if (states.isStatic() && states.getSize() <= getStateIndex())
+      return emitOpError(what) << " has " << states.getSize()
+                               << " states, state_index is "
+                               << getStateIndex();
+  }
+  if (getLengths() && failed(expectDims(*this, getLengths(), {b}, "lengths")))
+    return failure();
+  return success();
+}
+
+LogicalResult RecurrentCellOp::verify() {
+  if (failed(expectSameElementType(*this, {getXproj(), getH(), getC(), getWHh(),
+                                           getBHh(), getHOut(), getCOut()})) ||
+      failed(expectRank(*this, getH(), 2, "h")))
+    return failure();
+  bool lstm = getCell() == Cell::lstm;
+  if (lstm != (bool)getC() || lstm != (bool)getCOut())
+    return emitOpError("c and c_out are required for lstm cells and only for them");
+  BufferType h = bufferOf(getH());
+  Dim b = h.getDim(0), hd = h.getDim(1);
+  Dim gh = hd.scaled(gatesOf(getCell()));
+  if (failed(expectDims(*this, getXproj(), {b, gh}, "xproj")) ||
+      failed(expectDims(*this, getWHh(), {gh, hd}, "w_hh")) ||
+      failed(expectDims(*this, getHOut(), {b, hd}, "h_out")))
+    return failure();
+  if (getBHh() && failed(expectDims(*this, getBHh(), {gh}, "b_hh")))
+    return failure();
+  if (getC() && (failed(expectDims(*this, getC(), {b, hd}, "c")) ||
+                 failed(expectDims(*this, getCOut(), {b, hd}, "c_out"))))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// qkv [B, T, packs·E], out [B, T, E], E divisible by heads, mask [B, T].
+static LogicalResult verifyAttention(Operation *op, Value qkv, Value mask,
+                                     Value out, Value lse, int64_t heads,
+                                     int64_t packs, double dropout) {
+  if (!(dropout >= 0.0 && dropout < 1.0))
+    return op->emitOpError("dropout must be in [0, 1), got ") << dropout;
+  if (failed(expectSameElementType(op, {qkv, out})) ||
+      failed(expectRank(op, out, 3, "out")))
+    return failure();
+  if (heads < 1)
+    return op->emitOpError("num_heads must be >= 1");
+  BufferType o = bufferOf(out);
+  Dim b = o.getDim(0), t = o.getDim(1), e = o.getDim(2);
+  if (e.isStatic() && e.getSize() % heads != 0)
+    return op->emitOpError("embedding size ")
+           << e.str() << " is not divisible by num_heads " << heads;
+  if (failed(expectDims(op, qkv, {b, t, e.scaled(packs)}, "qkv")))
+    return failure();
+  if (mask && failed(expectDims(op, mask, {b, t}, "mask")))
+    return failure();
+  if (lse && (failed(expectSameElementType(op, {lse, out})) ||
+              failed(expectDims(op, lse, {b, Dim::getStatic(heads), t}, "lse"))))
+    return failure();
+  return success();
+}
+
+LogicalResult FlashAttentionOp::verify() {
+  return verifyAttention(*this, getQkv(), getMask(), getOut(), getLse(),
+                         getNumHeads(), 3, getDropout());
+}
+
+LogicalResult BandedAttentionOp::verify() {
+  if (getWindow() < 1 || getDilation() < 1)
+    return emitOpError("window and dilation must be >= 1");
+  for (int64_t g : getGlobal())
+    if (g < 0)
+      return emitOpError("global positions must be >= 0, got ") << g;
+  return verifyAttention(*this, getQkv(), getMask(), getOut(), getLse(),
+                         getNumHeads(), 3, getDropout());
+}
+
+LogicalResult LSHAttentionOp::verify() {
+  if (getHashes() < 1 || getChunk() < 1)
+    return emitOpError("hashes and chunk must be >= 1");
+  if (failed(verifyAttention(*this, getQkv(), getMask(), getOut(), getLse(),
+                             getNumHeads(), 2, getDropout())))
+    return failure();
+  if (Value r = getRotations()) {
+    if (failed(expectSameElementType(*this, {r, getOut()})) ||
+        failed(expectRank(*this, r, 3, "rotations")))
+      return failure();
+    Dim e = bufferOf(getOut()).getDim(2);
+    Dim dh = e.isStatic() ? Dim::getStatic(e.getSize() / getNumHeads())
+                          : Dim::getDynamic();
+    if (failed(expectDims(*this, r,
+                          {Dim::getStatic(getHashes()), dh,
+                           bufferOf(r).getDim(2)},
+                          "rotations")))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult LossOp::verify() {
+  if (failed(expectSameElementType(*this, {getInput(), getOut(), getPosWeight()})) ||
+      failed(expectRank(*this, getOut(), 0, "out")))
+    return failure();
+  BufferType in = bufferOf(getInput()), target = bufferOf(getTarget());
+  if (getPosWeight() && getKind() != LossKind::bce_with_logits)
+    return emitOpError("pos_weight is only for bce_with_logits");
+  switch (getKind()) {
+  case LossKind::mse:
+  case LossKind::bce_with_logits:
+    if (!in.isCompatibleWith(target))
+      return emitOpError("target ") << target << " must match the input "
+                                    << in;
+    if (getPosWeight() && (in.getRank() < 1 ||
+                           failed(expectDims(*this, getPosWeight(),
+                                             {in.getDims().back()},
+                                             "pos_weight"))))
+      return failure();
+    return success();
+  case LossKind::cross_entropy: {
+    if (!target.getElementType().isSignlessInteger(32) &&
+        !target.getElementType().isSignlessInteger(64))
+      return emitOpError("cross_entropy targets must be i32 or i64");
+    if (in.getRank() < 1)
+      return emitOpError("logits must have rank >= 1");
+    return expectDims(*this, getTarget(), in.getDims().drop_back(), "target");
+  }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ODE
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifySolverAttrs(Operation *op, nn::ODEMethod method,
+                                       int64_t steps, double rtol,
+                                       double atol) {
+  if (steps < 0)
+    return op->emitOpError("steps must be >= 0");
+  if (steps == 0 && method != nn::ODEMethod::dopri5)
+    return op->emitOpError("fixed-step methods need steps >= 1");
+  if (rtol <= 0 || atol <= 0)
+    return op->emitOpError("rtol and atol must be positive");
+  return success();
+}
+
+/// The region's block has arguments of exactly `types` and ends in a
+/// value-less nnk.yield.
+static LogicalResult verifyBody(Operation *op, Region &region, StringRef name,
+                                ArrayRef<Type> types) {
+  Block &block = region.front();
+  if (block.getNumArguments() != types.size())
+    return op->emitOpError("region '")
+           << name << "' must have " << types.size() << " arguments, got "
+           << block.getNumArguments();
+  for (auto [i, arg, type] : llvm::enumerate(block.getArguments(), types)) {
+    auto got = dyn_cast<BufferType>(arg.getType());
+    if (!got || !got.isCompatibleWith(cast<BufferType>(type)))
+      return op->emitOpError("region '")
+             << name << "' argument #" << i << " must be " << type << ", got "
+             << arg.getType();
+  }
+  if (block.empty() || !isa<YieldOp>(block.back()))
+    return op->emitOpError("region '") << name << "' must end with nnk.yield";
+  return success();
+}
+
+LogicalResult ODESolveOp::verify() {
+  if (failed(expectSameElementType(
+          *this, {getH0(), getT0(), getT1(), getOut(), getWork()})) ||
+      failed(expectRank(*this, getT0(), 0, "t0")) ||
+      failed(expectRank(*this, getT1(), 0, "t1")) ||
+      failed(verifySolverAttrs(*this, getMethod(), getSteps(), getRtol(),
+                               getAtol())))
+    return failure();
+  BufferType h = bufferOf(getH0());
+  if (failed(expectDims(*this, getOut(), h.getDims(), "out")))
+    return failure();
+  SmallVector<Dim> work{Dim::getStatic(getODEWorkSlots(getMethod()))};
+  llvm::append_range(work, h.getDims());
+  if (failed(expectDims(*this, getWork(), work, "work")))
+    return failure();
+  return verifyBody(*this, getDynamics(), "dynamics",
+                    {getT0().getType(), h, h});
+}
+
+LogicalResult ODERNNOp::verify() {
+  if (failed(expectSameElementType(*this, {getX(), getTimes(), getH0(),
+                                           getOut(), getWork(), getXt()})) ||
+      failed(expectRank(*this, getX(), 3, "x")) ||
+      failed(verifySolverAttrs(*this, getMethod(), getSteps(), getRtol(),
+                               getAtol())))
+    return failure();
+  if (getHiddenSize() < 1)
+    return emitOpError("hidden_size must be >= 1");
+  BufferType x = bufferOf(getX());
+  Dim b = x.getDim(0), t = x.getDim(1), i = x.getDim(2);
+  Dim h = Dim::getStatic(getHiddenSize());
+  if (failed(expectDims(*this, getTimes(), {b, t}, "times")) ||
+      failed(expectDims(*this, getOut(), {b, t, h}, "out")) ||
+      failed(expectDims(*this, getXt(), {b, i}, "xt")) ||
+      failed(expectDims(*this,
+                        getWork(),
+                        {Dim::getStatic(getODEWorkSlots(getMethod()) + 2), b, h},
+                        "work")))
+    return failure();
+  if (getH0() && failed(expectDims(*this, getH0(), {b, h}, "h0")))
+    return failure();
+  Type elt = x.getElementType();
+  auto buf = [&](ArrayRef<Dim> dims) -> Type {
+    return BufferType::get(getContext(), dims, elt);
+  };
+  if (failed(verifyBody(*this, getDynamics(), "dynamics",
+                        {buf({b, Dim::getStatic(1)}), buf({b, h}),
+                         buf({b, h})})))
+    return failure();
+  return verifyBody(*this, getCell(), "cell",
+                    {buf({b, i}), buf({b, h}), buf({b, h})});
+}
+
+#define GET_OP_CLASSES
+#include "dialects/NNK/IR/NNKOps.cpp.inc"

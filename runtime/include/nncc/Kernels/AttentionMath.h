@@ -1,0 +1,201 @@
+//===- AttentionMath.h - Online softmax, masks, LSH hashing -----*- C++ -*-===//
+//
+// Shared by the CPU attention kernels (runtime/lib/Kernels/Attention.cpp) and the
+// CUDA kernels (CUDA/Attention.cuh).
+//
+// Conventions (see docs/kernels.md):
+//  * q, k, v are rows of [B, T, E] (row stride `ld`), head h owns columns
+//    [h*dh, (h+1)*dh). Scores are scale * q.k, scale = 1/sqrt(dh) by default.
+//  * key_padding_mask[b*T + j] != 0 means key j of batch b is ignored
+//    (PyTorch's bool key_padding_mask, True = pad).
+//  * A query with no admissible key produces a zero output row (PyTorch
+//    gives NaN there); its log-sum-exp is -inf.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_KERNELS_ATTENTIONMATH_H
+#define NNCC_KERNELS_ATTENTIONMATH_H
+
+#include "nncc/Kernels/Common.h"
+#include "nncc/Kernels/Philox.h"
+
+namespace nncc {
+namespace kernels {
+
+/// Running state of an online (streaming) softmax for one query row:
+/// m = max score seen, l = sum exp(s - m). The accumulator acc[dh] is
+/// held by the caller and rescaled by the factor returned from `push`.
+template <typename T> struct OnlineSoftmax {
+  T m;
+  T l;
+  NNCC_HD void init() {
+    m = neg_big<T>();
+    l = T(0);
+  }
+  /// Admit one score; returns the factor to multiply the accumulator by and
+  /// sets `p` = the weight of the new value row.
+  NNCC_HD T push(T s, T &p) {
+    T mn = s > m ? s : m;
+    T alpha = nexp(m - mn);
+    p = nexp(s - mn);
+    l = l * alpha + p;
+    m = mn;
+    return alpha;
+  }
+  /// Admit a tile of n scores already reduced to its max `tile_max`; converts
+  /// s[] to weights in place and returns the accumulator rescale factor.
+  NNCC_HD T push_tile(T *s, int n, T tile_max) {
+    T mn = tile_max > m ? tile_max : m;
+    T alpha = nexp(m - mn);
+    T sum = T(0);
+    for (int j = 0; j < n; ++j) {
+      T p = s[j] <= neg_big<T>() ? T(0) : nexp(s[j] - mn);
+      s[j] = p;
+      sum += p;
+    }
+    l = l * alpha + sum;
+    m = mn;
+    return alpha;
+  }
+  NNCC_HD bool empty() const { return !(l > T(0)); }
+  /// 1/l, or 0 for a row that admitted nothing.
+  NNCC_HD T inv() const { return l > T(0) ? T(1) / l : T(0); }
+  /// log sum exp of the admitted scores (-inf-like when empty).
+  NNCC_HD T lse() const { return l > T(0) ? m + nlog(l) : neg_big<T>(); }
+};
+
+/// Causal / padding admissibility of key j for query i.
+NNCC_HD bool key_admissible(int i, int j, bool causal, const uint8_t *kpm_row) {
+  if (causal && j > i)
+    return false;
+  if (kpm_row && kpm_row[j])
+    return false;
+  return true;
+}
+
+/// Dilated sliding window (Longformer, thesis eq. 27): with half = w/2
+/// (integer division), query i sees key j iff |i - j| <= half*d and
+/// (i - j) % d == 0. That is w+1 keys including i itself (w neighbours,
+/// w/2 on each side). Global tokens are handled by the caller.
+NNCC_HD bool dilated_band(int i, int j, int window, int dilation) {
+  int diff = i - j;
+  int ad = diff < 0 ? -diff : diff;
+  return ad <= (window / 2) * dilation && ad % dilation == 0;
+}
+
+/// Full dilated + global rule: band, or either end is a global token.
+NNCC_HD bool dilated_allowed(int i, int j, int window, int dilation,
+                             bool i_global, bool j_global) {
+  return i_global || j_global || dilated_band(i, j, window, dilation);
+}
+
+/// Reformer / angular LSH bucket: h(x) = argmax([xR ; -xR]) with
+/// R [dh, nb2] row-major (nb2 = n_buckets/2). Ties go to the lowest index.
+template <typename T, typename R>
+NNCC_HD int lsh_bucket(const T *x, const R *rot, int dh, int nb2) {
+  // argmax over the concatenation: first half wins ties (strict >), and in
+  // each half the lowest index wins (strict comparisons).
+  int imax = 0, imin = 0;
+  T vmax = neg_big<T>(), vmin = -neg_big<T>();
+  for (int c = 0; c < nb2; ++c) {
+    T s = T(0);
+    for (int d = 0; d < dh; ++d)
+      s += x[d] * T(rot[d * nb2 + c]);
+    if (s > vmax) {
+      vmax = s;
+      imax = c;
+    }
+    if (s < vmin) {
+      vmin = s;
+      imin = c;
+    }
+  }
+  return (-vmin > vmax) ? nb2 + imin : imax;
+}
+
+/// Combine per-round outputs: weight_r = exp(lse_r - logsumexp_r(lse_r)).
+/// Writes the weights into w[0..rounds); all-empty rows get weight 0.
+template <typename T>
+NNCC_HD void lse_round_weights(const T *lse, int rounds, T *w) {
+  T mx = neg_big<T>();
+  for (int r = 0; r < rounds; ++r)
+    mx = lse[r] > mx ? lse[r] : mx;
+  if (!(mx > neg_big<T>())) {
+    for (int r = 0; r < rounds; ++r)
+      w[r] = T(0);
+    return;
+  }
+  T sum = T(0);
+  for (int r = 0; r < rounds; ++r) {
+    w[r] = lse[r] > neg_big<T>() ? nexp(lse[r] - mx) : T(0);
+    sum += w[r];
+  }
+  for (int r = 0; r < rounds; ++r)
+    w[r] /= sum;
+}
+
+/// log sum_r exp(lse_r) over the rounds (neg_big when every round is empty):
+/// the log-sum-exp of the combined LSH weights.
+template <typename T> NNCC_HD T logsumexp_rounds(const T *lse, int rounds) {
+  T mx = neg_big<T>();
+  for (int r = 0; r < rounds; ++r)
+    mx = lse[r] > mx ? lse[r] : mx;
+  if (!(mx > neg_big<T>()))
+    return neg_big<T>();
+  T sum = T(0);
+  for (int r = 0; r < rounds; ++r)
+    if (lse[r] > neg_big<T>())
+      sum += nexp(lse[r] - mx);
+  return mx + nlog(sum);
+}
+
+/// Attention dropout (training): the Philox key is the layer's seed mixed
+/// with a salt, so the mask never reuses the draws of LSH rotations seeded
+/// with the same value. Weight `counter` (Kernels.h numbering) is kept iff
+/// its uniform draw is >= p.
+constexpr uint64_t kAttentionDropoutSalt = 0xA77E4D1D0B0E5A17ull;
+
+NNCC_HD bool attention_dropout_keep(uint64_t seed, uint64_t offset,
+                                    uint64_t counter, float p) {
+  return dropout_keep(seed ^ kAttentionDropoutSalt, offset, counter, p);
+}
+
+/// Dropout multipliers of the weights with counters [first, first + n):
+/// mult[i] = keep ? keep_scale : 0. One Philox block serves four counters,
+/// so this is the fast form of attention_dropout_keep over a row of keys.
+template <typename T>
+NNCC_HD void attention_dropout_row(uint64_t seed, uint64_t offset,
+                                   uint64_t first, int n, float p,
+                                   T keep_scale, T *mult) {
+  const uint64_t key = seed ^ kAttentionDropoutSalt;
+  int i = 0;
+  while (i < n) {
+    const uint64_t c = first + (uint64_t)i;
+    const uint64_t block = offset + (c >> 2);
+    Philox4x32 r = philox4x32((uint32_t)block, (uint32_t)(block >> 32), 0u, 0u,
+                              (uint32_t)key, (uint32_t)(key >> 32));
+    for (int w = (int)(c & 3); w < 4 && i < n; ++w, ++i) {
+      float u = (float)(r.v[w] >> 8) * (1.0f / 16777216.0f);
+      mult[i] = u >= p ? keep_scale : T(0);
+    }
+  }
+}
+
+/// Attention dropout of one call: off when p == 0.
+template <typename T> struct AttentionDropout {
+  float p = 0.0f;
+  T keep_scale = T(1);
+  uint64_t seed = 0, offset = 0;
+  NNCC_HD bool on() const { return p > 0.0f; }
+  /// Multiplier of one weight (keep_scale or 0; 1 when off).
+  NNCC_HD T mult(uint64_t counter) const {
+    if (!on())
+      return T(1);
+    return attention_dropout_keep(seed, offset, counter, p) ? keep_scale
+                                                            : T(0);
+  }
+};
+
+} // namespace kernels
+} // namespace nncc
+
+#endif // NNCC_KERNELS_ATTENTIONMATH_H

@@ -1,0 +1,393 @@
+//===- LshAttention.cuh - Reformer LSH attention on the GPU -----*- CUDA -*-===//
+//
+// The CUDA twin of lshAttention in runtime/lib/Kernels/Attention.cpp (Reformer
+// semantics, docs/kernels.md "LSH"), as five stream-ordered launches:
+//
+//   1. lsh_normalize_keys_kernel  k^_t = qk_t / |qk_t|       [B, H, T, dh]
+//   2. lsh_bucket_kernel          bucket_r(t) = lsh_bucket() [B, H, R, T]
+//   3. lsh_sort_kernel            stable counting sort by (bucket, position):
+//                                 one warp per (b, h, round), ties resolved
+//                                 in position order with __match_any_sync
+//   4. lsh_chunk_attention_kernel one CTA per (chunk, h*R + r, b): the
+//                                 queries of the chunk attend the keys of
+//                                 their own and the previous chunk (no
+//                                 wrap-around), K/V tiles in shared memory,
+//                                 OnlineSoftmax; self only when nothing else
+//                                 is admissible; writes o_r and lse_r
+//   5. lsh_combine_kernel         out = sum_r softmax_r(lse_r) o_r
+//                                 (lse_round_weights, duplicates counted)
+//
+// Every decision (bucket argmax and its ties, admissibility, the online
+// softmax, the round weights) is an NNCC_HD function of AttentionMath.h, the
+// code the CPU twin runs; only the thread mapping differs. Rotations can be
+// drawn on the device from Philox (lsh_rotations_kernel): the same values
+// as the CPU's nncc_rng_fill_normal (bit-identical for f32).
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_KERNELS_CUDA_LSHATTENTION_CUH
+#define NNCC_KERNELS_CUDA_LSHATTENTION_CUH
+
+#include "nncc/Kernels/CUDA/Attention.cuh"
+
+// The runtime's Philox.h defines its own NNCC_HD; keep the kernels' one.
+#pragma push_macro("NNCC_HD")
+#undef NNCC_HD
+#include "nncc/Runtime/Philox.h"
+#undef NNCC_HD
+#pragma pop_macro("NNCC_HD")
+
+namespace nncc {
+namespace kernels {
+namespace cuda {
+
+/// Most hash rounds served (per-thread round weights live in registers).
+constexpr int kLshMaxRounds = 32;
+
+inline int64_t lsh_align(int64_t n) { return (n + 255) / 256 * 256; }
+
+/// Device scratch of launch_lsh_attention (bytes): normalised keys, buckets,
+/// sorted order, per-round outputs and log-sum-exps.
+inline int64_t lsh_attention_scratch_bytes(int64_t B, int64_t Tn, int64_t H, int64_t dh,
+                                           int64_t rounds, int64_t elem) {
+  const int64_t bhrt = B * H * rounds * Tn;
+  return lsh_align(B * H * Tn * dh * elem) + 2 * lsh_align(bhrt * 4) +
+         lsh_align(bhrt * dh * elem) + lsh_align(bhrt * elem);
+}
+
+/// rot[i] = N(0, 1) from Philox(seed, stream 0x15A, index i): the values
+/// the CPU launch sequence draws with nncc_rng_fill_normal_{f32,f64}.
+template <typename T>
+__global__ void lsh_rotations_kernel(int64_t n, uint64_t seed, T *rot) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    if (sizeof(T) == sizeof(float))
+      rot[i] = (T)NNCC_RNG_FMA(1.0f, nncc_rng_normal(seed, 0x15AULL, (uint64_t)i), 0.0f);
+    else
+      rot[i] = (T)(0.0 + 1.0 * nncc_rng_normal_double(seed, 0x15AULL, (uint64_t)i));
+  }
+}
+
+/// kn[b, h, t, :] = qk[b, t, h*dh : (h+1)*dh] / |.| (0 for a zero row).
+template <typename T>
+__global__ void lsh_normalize_keys_kernel(int B, int Tn, int H, int dh,
+                                          const T *__restrict__ qk, int64_t ld_in,
+                                          T *__restrict__ kn) {
+  const int64_t rows = (int64_t)B * H * Tn;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t t = i % Tn, h = (i / Tn) % H, b = i / ((int64_t)Tn * H);
+    const T *x = qk + (b * Tn + t) * ld_in + h * dh;
+    T ss = T(0);
+    for (int d = 0; d < dh; ++d)
+      ss += x[d] * x[d];
+    const T inv = ss > T(0) ? T(1) / nsqrt(ss) : T(0);
+    for (int d = 0; d < dh; ++d)
+      kn[i * dh + d] = x[d] * inv;
+  }
+}
+
+/// buckets[b, h, r, t] = argmax([x R_r ; -x R_r]) of the shared QK row.
+template <typename T>
+__global__ void lsh_bucket_kernel(int B, int Tn, int H, int dh, int rounds, int nb2,
+                                  const T *__restrict__ qk, int64_t ld_in,
+                                  const T *__restrict__ rot, int32_t *buckets) {
+  const int64_t n = (int64_t)B * H * rounds * Tn;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t t = i % Tn, r = (i / Tn) % rounds, h = (i / ((int64_t)Tn * rounds)) % H,
+                  b = i / ((int64_t)Tn * rounds * H);
+    buckets[i] = lsh_bucket(qk + (b * Tn + t) * ld_in + h * dh,
+                            rot + r * (int64_t)dh * nb2, dh, nb2);
+  }
+}
+
+/// Stable counting sort of one (b, h, round): order[p] = the position with
+/// rank p under (bucket, position). One warp per CTA; dynamic shared memory
+/// holds nbuckets counters. Deterministic: ranks inside a 32-position group
+/// come from __match_any_sync, groups are taken in position order.
+static __global__ void lsh_sort_kernel(int Tn, int nbuckets, const int32_t *buckets,
+                                       int32_t *order) {
+  extern __shared__ int32_t nncc_lsh_start[];
+  const int64_t task = blockIdx.x;
+  const int32_t *bk = buckets + task * Tn;
+  int32_t *ord = order + task * Tn;
+  const int lane = threadIdx.x;
+  for (int c = lane; c < nbuckets; c += 32)
+    nncc_lsh_start[c] = 0;
+  __syncwarp();
+  for (int t = lane; t < Tn; t += 32) {
+    const int c = bk[t];
+    if (c >= 0 && c < nbuckets)
+      atomicAdd(&nncc_lsh_start[c], 1);
+  }
+  __syncwarp();
+  if (lane == 0) { // exclusive scan (nbuckets is small)
+    int run = 0;
+    for (int c = 0; c < nbuckets; ++c) {
+      const int n = nncc_lsh_start[c];
+      nncc_lsh_start[c] = run;
+      run += n;
+    }
+  }
+  __syncwarp();
+  const unsigned lower = (1u << lane) - 1u;
+  for (int t0 = 0; t0 < Tn; t0 += 32) {
+    const int t = t0 + lane;
+    const bool in = t < Tn;
+    const unsigned active = __ballot_sync(0xffffffffu, in);
+    int c = in ? bk[t] : -1;
+    const unsigned peers = __match_any_sync(0xffffffffu, c);
+    if (in && c >= 0 && c < nbuckets) {
+      const int rank = __popc(peers & lower);
+      ord[nncc_lsh_start[c] + rank] = t;
+    }
+    __syncwarp();
+    // The lowest lane of each group advances its bucket's cursor.
+    if (in && c >= 0 && c < nbuckets && (peers & lower) == 0)
+      nncc_lsh_start[c] += __popc(peers & active);
+    __syncwarp();
+  }
+}
+
+/// Chunked attention of one round. grid = (ceil(T/chunk), H*rounds, B),
+/// block = BQ threads, each thread one query (sorted position) at a time;
+/// keys of sorted positions [lo, hi) staged in tiles of BK rows.
+/// Outputs per round, indexed by the original position t:
+/// o [B, H, R, T, dh] (normalised), lse [B, H, R, T].
+template <typename T, int DH, int BQ, int BK, bool Exact>
+__global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
+    int Tn, int H, int rounds, int chunk, int causal, int same_bucket, T scale,
+    const T *__restrict__ qk, const T *__restrict__ v, int64_t ld_in,
+    const T *__restrict__ kn, const int32_t *__restrict__ buckets,
+    const int32_t *__restrict__ order, const uint8_t *kpm, T *o_r, T *lse_r,
+    int dh_rt) {
+  __shared__ T Ks[BK][DH];
+  __shared__ T Vs[BK][DH];
+  __shared__ int32_t Kpos[BK];
+  const int dh = Exact ? DH : dh_rt;
+  const int c = blockIdx.x, hr = blockIdx.y, b = blockIdx.z;
+  const int h = hr / rounds, r = hr % rounds;
+  const int64_t task = ((int64_t)b * H + h) * rounds + r;
+  const int32_t *ord = order + task * Tn;
+  const int32_t *bk = buckets + task * Tn;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const T *qb = qk + (int64_t)b * Tn * ld_in + h * dh;
+  const T *vb = v + (int64_t)b * Tn * ld_in + h * dh;
+  const T *knb = kn + ((int64_t)b * H + h) * Tn * dh;
+
+  const int p0 = c * chunk, p1 = min(Tn, p0 + chunk);
+  const int lo = c > 0 ? p0 - chunk : 0, hi = p1;
+  for (int g0 = p0; g0 < p1; g0 += BQ) {
+    const int p = g0 + threadIdx.x;
+    const bool valid = p < p1;
+    const int t = valid ? ord[p] : 0;
+    const int bt = valid ? bk[t] : 0;
+    T qr[DH], acc[DH], s[BK];
+#pragma unroll
+    for (int d = 0; d < DH; ++d) {
+      qr[d] = valid && d < dh ? qb[(int64_t)t * ld_in + d] : T(0);
+      acc[d] = T(0);
+    }
+    OnlineSoftmax<T> sm;
+    sm.init();
+    for (int k0 = lo; k0 < hi; k0 += BK) {
+      const int nk = min(BK, hi - k0);
+      __syncthreads();
+      for (int e = threadIdx.x; e < BK * DH; e += BQ) {
+        const int jj = e / DH, d = e % DH;
+        const bool in = jj < nk && d < dh;
+        const int u = jj < nk ? ord[k0 + jj] : 0;
+        Ks[jj][d] = in ? knb[(int64_t)u * dh + d] : T(0);
+        Vs[jj][d] = in ? vb[(int64_t)u * ld_in + d] : T(0);
+        if (d == 0)
+          Kpos[jj] = jj < nk ? u : -1;
+      }
+      __syncthreads();
+      if (!valid)
+        continue;
+      T tmax = neg_big<T>();
+      for (int jj = 0; jj < BK; ++jj) {
+        const int u = Kpos[jj];
+        T sc = neg_big<T>();
+        if (u >= 0 && u != t && key_admissible(t, u, causal != 0, kpmRow) &&
+            (!same_bucket || bk[u] == bt)) {
+          sc = T(0);
+#pragma unroll
+          for (int d = 0; d < DH; ++d) {
+            if (!Exact && d >= dh)
+              break;
+            sc += qr[d] * Ks[jj][d];
+          }
+          sc *= scale;
+          tmax = sc > tmax ? sc : tmax;
+        }
+        s[jj] = sc;
+      }
+      if (tmax > neg_big<T>()) {
+        const T alpha = sm.push_tile(s, BK, tmax);
+#pragma unroll
+        for (int d = 0; d < DH; ++d)
+          acc[d] *= alpha;
+        for (int jj = 0; jj < BK; ++jj) {
+#pragma unroll
+          for (int d = 0; d < DH; ++d) {
+            if (!Exact && d >= dh)
+              break;
+            acc[d] += s[jj] * Vs[jj][d];
+          }
+        }
+      }
+    }
+    if (!valid)
+      continue;
+    T *orow = o_r + (task * Tn + t) * dh;
+    if (sm.empty()) {
+      // Nothing else admissible: the query attends to itself alone (if it
+      // is not padded / masked), as the CPU twin does.
+      T self = neg_big<T>();
+      if (key_admissible(t, t, causal != 0, kpmRow)) {
+        T sc = T(0);
+        for (int d = 0; d < dh; ++d)
+          sc += qr[d] * knb[(int64_t)t * dh + d];
+        self = sc * scale;
+      }
+      const bool any = self > neg_big<T>();
+      for (int d = 0; d < dh; ++d)
+        orow[d] = any ? vb[(int64_t)t * ld_in + d] : T(0);
+      lse_r[task * Tn + t] = any ? self : neg_big<T>();
+      continue;
+    }
+    const T inv = sm.inv();
+#pragma unroll
+    for (int d = 0; d < DH; ++d)
+      if (d < dh)
+        orow[d] = acc[d] * inv;
+    lse_r[task * Tn + t] = sm.lse();
+  }
+}
+
+/// out[b, t, h*dh + d] = sum_r w_r o_r[b, h, r, t, d], w = softmax of the
+/// rounds' log-sum-exps (lse_round_weights).
+template <typename T>
+__global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
+                                   const T *__restrict__ o_r, const T *__restrict__ lse_r,
+                                   T *out, int64_t ld_out) {
+  const int64_t n = (int64_t)B * Tn * H;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t h = i % H, t = (i / H) % Tn, b = i / ((int64_t)H * Tn);
+    const int64_t task0 = (b * H + h) * rounds;
+    T l[kLshMaxRounds], w[kLshMaxRounds];
+    for (int r = 0; r < rounds; ++r)
+      l[r] = lse_r[(task0 + r) * Tn + t];
+    lse_round_weights(l, rounds, w);
+    T *orow = out + (b * Tn + t) * ld_out + h * dh;
+    for (int d = 0; d < dh; ++d) {
+      T s = T(0);
+      for (int r = 0; r < rounds; ++r)
+        s += w[r] * o_r[((task0 + r) * Tn + t) * dh + d];
+      orow[d] = s;
+    }
+  }
+}
+
+template <typename T, int DH, bool Exact>
+inline void lsh_launch_chunks(dim3 grid, cudaStream_t stream, int Tn, int H, int rounds,
+                              int chunk, int causal, int same_bucket, T scale, const T *qk,
+                              const T *v, int64_t ld_in, const T *kn, const int32_t *bk,
+                              const int32_t *ord, const uint8_t *kpm, T *o_r, T *lse_r,
+                              int dh) {
+  constexpr int BK = attn_tile_keys<T, DH>();
+  lsh_chunk_attention_kernel<T, DH, 64, BK, Exact><<<grid, 64, 0, stream>>>(
+      Tn, H, rounds, chunk, causal, same_bucket, scale, qk, v, ld_in, kn, bk, ord, kpm,
+      o_r, lse_r, dh);
+}
+
+/// nnk.lsh_attention on the GPU. qk/v: rows of stride ld_in (shared QK at
+/// head columns of qk, values of v); rot [rounds, dh, nbuckets/2] on the
+/// device; scratch: lsh_attention_scratch_bytes(). Returns the first CUDA
+/// error, or cudaErrorInvalidValue for arguments the kernels do not serve
+/// (dh > kMaxHeadDim, rounds > kLshMaxRounds, odd nbuckets, chunk < 1).
+/// DHS = 32/64/128: only that head size's kernel is built (dh must match).
+template <typename T, int DHS = 0>
+inline cudaError_t launch_lsh_attention(int dh, int B, int Tn, int H, int rounds,
+                                        int nbuckets, int chunk, int causal, T scale,
+                                        int same_bucket, const T *qk, const T *v,
+                                        int64_t ld_in, const T *rot, T *out, int64_t ld_out,
+                                        const uint8_t *kpm, void *scratch,
+                                        cudaStream_t stream = 0) {
+  if (dh <= 0 || dh > kMaxHeadDim || rounds < 1 || rounds > kLshMaxRounds || nbuckets < 2 ||
+      nbuckets % 2 || chunk < 1)
+    return cudaErrorInvalidValue;
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  const int64_t bhrt = (int64_t)B * H * rounds * Tn;
+  char *base = static_cast<char *>(scratch);
+  T *kn = reinterpret_cast<T *>(base);
+  base += lsh_align((int64_t)B * H * Tn * dh * sizeof(T));
+  int32_t *bk = reinterpret_cast<int32_t *>(base);
+  base += lsh_align(bhrt * 4);
+  int32_t *ord = reinterpret_cast<int32_t *>(base);
+  base += lsh_align(bhrt * 4);
+  T *o_r = reinterpret_cast<T *>(base);
+  base += lsh_align(bhrt * dh * sizeof(T));
+  T *lse_r = reinterpret_cast<T *>(base);
+
+  cudaError_t e;
+  lsh_normalize_keys_kernel<T><<<grid_for((int64_t)B * H * Tn, 256), 256, 0, stream>>>(
+      B, Tn, H, dh, qk, ld_in, kn);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  lsh_bucket_kernel<T><<<grid_for(bhrt, 256), 256, 0, stream>>>(
+      B, Tn, H, dh, rounds, nbuckets / 2, qk, ld_in, rot, bk);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  const size_t sortSmem = sizeof(int32_t) * (size_t)nbuckets;
+  if (sortSmem > 48 * 1024 &&
+      (e = cudaFuncSetAttribute(lsh_sort_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)sortSmem)) != cudaSuccess)
+    return e;
+  lsh_sort_kernel<<<(unsigned)((int64_t)B * H * rounds), 32, sortSmem, stream>>>(
+      Tn, nbuckets, bk, ord);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  dim3 grid((unsigned)((Tn + chunk - 1) / chunk), (unsigned)(H * rounds), (unsigned)B);
+  if constexpr (DHS != 0) { // head size known statically: only that kernel is built
+    if (dh != DHS)
+      return cudaErrorInvalidValue;
+    lsh_launch_chunks<T, DHS, true>(grid, stream, Tn, H, rounds, chunk, causal, same_bucket,
+                                    scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh);
+  } else {
+  switch (dh) {
+  case 32:
+    lsh_launch_chunks<T, 32, true>(grid, stream, Tn, H, rounds, chunk, causal, same_bucket,
+                                   scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh);
+    break;
+  case 64:
+    lsh_launch_chunks<T, 64, true>(grid, stream, Tn, H, rounds, chunk, causal, same_bucket,
+                                   scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh);
+    break;
+  case 128:
+    lsh_launch_chunks<T, 128, true>(grid, stream, Tn, H, rounds, chunk, causal,
+                                    same_bucket, scale, qk, v, ld_in, kn, bk, ord, kpm, o_r,
+                                    lse_r, dh);
+    break;
+  default:
+    lsh_launch_chunks<T, kMaxHeadDim, false>(grid, stream, Tn, H, rounds, chunk, causal,
+                                     same_bucket, scale, qk, v, ld_in, kn, bk, ord, kpm,
+                                     o_r, lse_r, dh);
+    break;
+  }
+  }
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  lsh_combine_kernel<T><<<grid_for((int64_t)B * Tn * H, 256), 256, 0, stream>>>(
+      B, Tn, H, dh, rounds, o_r, lse_r, out, ld_out);
+  return cudaGetLastError();
+}
+
+} // namespace cuda
+} // namespace kernels
+} // namespace nncc
+
+#endif // NNCC_KERNELS_CUDA_LSHATTENTION_CUH

@@ -1,0 +1,387 @@
+/*===- Kernels.h - C ABI of libnncc_kernels (CPU kernels) -----------------===
+ *
+ * Plain C interface used by generated host code and by the Python (ctypes)
+ * parity tests. Every tensor is row-major and batch-first; sizes are int64.
+ * Every function returns 0 on success or a negative NNCC_K_* code on bad
+ * arguments; nothing aborts, nothing allocates in hot loops (callers pass
+ * workspace sized by the *_workspace_size functions, in bytes).
+ * Each kernel exists as _f32 and _f64. See docs/kernels.md.
+ *===----------------------------------------------------------------------===*/
+#ifndef NNCC_KERNELS_KERNELS_H
+#define NNCC_KERNELS_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+  NNCC_K_OK = 0,
+  NNCC_K_EINVAL = -1,    /* bad size / null pointer / bad enum */
+  NNCC_K_ERANGE = -2,    /* index out of range (embedding, cross entropy) */
+  NNCC_K_EUNSUPPORTED = -3
+};
+
+/* Cell kinds (nncc::kernels::CellKind). */
+enum {
+  NNCC_CELL_RNN_TANH = 0,
+  NNCC_CELL_RNN_RELU = 1,
+  NNCC_CELL_LSTM = 2,
+  NNCC_CELL_GRU = 3,
+  NNCC_CELL_GRU_CHO2014 = 4
+};
+
+/* Activation codes (nncc::kernels::Activation). */
+enum {
+  NNCC_ACT_NONE = 0,
+  NNCC_ACT_RELU = 1,
+  NNCC_ACT_LEAKY_RELU = 2,
+  NNCC_ACT_GELU = 3,
+  NNCC_ACT_GELU_TANH = 4,
+  NNCC_ACT_TANH = 5,
+  NNCC_ACT_SIGMOID = 6
+};
+
+/* Attention kinds. */
+enum { NNCC_ATTN_DENSE = 0, NNCC_ATTN_DILATED = 1, NNCC_ATTN_LSH = 2 };
+
+/* Options of the attention core and of nncc_mha_forward_*. */
+typedef struct nncc_attention_params {
+  int32_t kind;             /* NNCC_ATTN_* */
+  int32_t causal;           /* key j > query i masked */
+  double scale;             /* 0: 1/sqrt(head_dim) */
+  /* dilated */
+  int32_t window;           /* w: w/2 neighbours each side */
+  int32_t dilation;         /* d >= 1 */
+  const int32_t *global_pos;/* sorted or not, duplicates allowed */
+  int32_t n_global;
+  /* lsh */
+  const void *rotations;    /* [n_hashes, head_dim, n_buckets/2], element type of the call */
+  int32_t n_hashes;
+  int32_t n_buckets;        /* even */
+  int32_t chunk;            /* chunk length m */
+  int32_t same_bucket_only; /* 1: also require bucket(q) == bucket(k) */
+  /* dropout on the attention probabilities (training; 0 = off): weight
+     (query i, key j) of head h, batch b is kept, scaled by 1/(1-dropout),
+     iff attention_dropout_keep(dropout_seed, dropout_offset, counter) with
+     counter = ((b*H + h)*T + i)*T + j, and for LSH
+     ((((b*H + h)*n_hashes + r)*T + i)*T + j) in hash round r (AttentionMath.h).
+     The backward given the same three values reuses the mask. */
+  double dropout;
+  uint64_t dropout_seed;
+  uint64_t dropout_offset;
+} nncc_attention_params;
+
+#define NNCC_DECLARE_KERNELS(S, T)                                              \
+  /* C[M,N] = alpha op(A) op(B) + beta C  (row-major, cblas) */                \
+  int nncc_gemm_##S(int trans_a, int trans_b, int64_t M, int64_t N,           \
+                    int64_t K, T alpha, const T *A, int64_t lda, const T *B,   \
+                    int64_t ldb, T beta, T *C, int64_t ldc);                   \
+  /* y[M,N] = act(x[M,K] w[N,K]^T + bias[N]) + residual[M,N] */               \
+  int nncc_linear_##S(int64_t M, int64_t N, int64_t K, const T *x,             \
+                      const T *w, const T *bias, const T *residual, int act,   \
+                      double alpha, T *y);                                     \
+  int nncc_activation_##S(int64_t n, const T *x, int act, double alpha,        \
+                          T *y);                                               \
+  /* y = x + residual elementwise (residual may alias y) */                    \
+  int nncc_add_##S(int64_t n, const T *x, const T *residual, T *y);            \
+  /* Recurrent layer stack (PyTorch _flat_weights order in `weights`). */      \
+  int nncc_rnn_forward_##S(                                                    \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, T *y, T *h_n,          \
+      T *c_n, void *workspace, T *saved);                                      \
+  /* One layer and direction over a precomputed input projection          \
+     xproj [B,T,G*H] (= x W_ih^T + b_ih): the time loop of                    \
+     nncc_rnn_forward (same gate math, active rows shrink as sequences end,  \
+     reverse starts at each row's own last step). Reads state slot           \
+     `state_index` of h0/c0 [L*D,B,H] (NULL: zeros), writes columns          \
+     [d*H,(d+1)*H) of y [B,T,D*H] (d = reverse && D == 2), zeros past a      \
+     length, and slot state_index of h_n/c_n (may be NULL). Lengths: at     \
+     most one of lengths (i32) / lengths64 (i64), each in [0, T]. saved as   \
+     in nncc_rnn_forward indexed by state_index, or NULL. */                  \
+  int nncc_rnn_layer_##S(int cell, int64_t B, int64_t T_, int64_t H,          \
+                         int64_t D, int64_t state_index, int reverse,          \
+                         const T *xproj, const T *w_hh, const T *b_hh,         \
+                         const T *h0, const T *c0, const int32_t *lengths,     \
+                         const int64_t *lengths64, T *y, T *h_n, T *c_n,       \
+                         void *workspace, T *saved);                           \
+  /* nncc_rnn_layer with LSTM zoneout (training; cell must be lstm when     \
+     zoneout > 0): per unit j of row b at time t, with probability zoneout  \
+     h_t = h_{t-1} and c_t = c_{t-1} (one mask), drawn from Philox(seed,     \
+     offset + lstm_zoneout_counter(state_index, t, b, j)), Philox.h.         \
+     zoneout = 0 is nncc_rnn_layer exactly. */                               \
+  int nncc_rnn_layer_zoneout_##S(                                              \
+      int cell, int64_t B, int64_t T_, int64_t H, int64_t D,                   \
+      int64_t state_index, int reverse, const T *xproj, const T *w_hh,         \
+      const T *b_hh, const T *h0, const T *c0, const int32_t *lengths,         \
+      const int64_t *lengths64, T *y, T *h_n, T *c_n, void *workspace,         \
+      T *saved, double zoneout, uint64_t seed, uint64_t offset);               \
+  /* One step of a cell for B rows: xproj [B,G*H], h/c [B,H] (c: lstm, NULL \
+     = zeros), h_out/c_out [B,H] (c_out: lstm only). */                       \
+  int nncc_rnn_cell_##S(int cell, int64_t B, int64_t H, const T *xproj,       \
+                        const T *h, const T *c, const T *w_hh,                 \
+                        const T *b_hh, T *h_out, T *c_out, void *workspace);   \
+  int nncc_lstm_forward_##S(int64_t B, int64_t T_, int64_t I, int64_t H,       \
+                            int64_t L, int64_t D, int has_bias, const T *x,    \
+                            const T *const *weights, const T *h0, const T *c0, \
+                            const int32_t *lengths, T *y, T *h_n, T *c_n,      \
+                            void *workspace, T *saved);                        \
+  int nncc_gru_forward_##S(int variant_cho, int64_t B, int64_t T_, int64_t I,  \
+                           int64_t H, int64_t L, int64_t D, int has_bias,      \
+                           const T *x, const T *const *weights, const T *h0,   \
+                           const int32_t *lengths, T *y, T *h_n,               \
+                           void *workspace, T *saved);                         \
+  int nncc_elman_forward_##S(int relu, int64_t B, int64_t T_, int64_t I,       \
+                             int64_t H, int64_t L, int64_t D, int has_bias,    \
+                             const T *x, const T *const *weights, const T *h0, \
+                             const int32_t *lengths, T *y, T *h_n,             \
+                             void *workspace, T *saved);                       \
+  /* Attention core on projected q,k,v (rows of stride ld_in), out stride     \
+     ld_out. LSH: q is the shared QK, k unused; lsh_buckets (optional)        \
+     [B,H,hashes,T]. lse (optional) [B,H,T]: each query's log-sum-exp of its \
+     (undropped) scores, what nncc_attention_backward_S can reuse. */         \
+  int nncc_attention_##S(const nncc_attention_params *p, int64_t B,            \
+                         int64_t T_, int64_t H, int64_t dh, const T *q,        \
+                         const T *k, const T *v, int64_t ld_in, T *out,        \
+                         int64_t ld_out, const uint8_t *key_padding_mask,      \
+                         void *workspace, int32_t *lsh_buckets, T *lse);       \
+  /* Full nn.attention: in-proj, attention core, out-proj. */                 \
+  int nncc_mha_forward_##S(const nncc_attention_params *p, int64_t B,          \
+                           int64_t T_, int64_t E, int64_t H, const T *x,       \
+                           const T *in_w, const T *in_b, const T *out_w,       \
+                           const T *out_b, const uint8_t *key_padding_mask,    \
+                           void *workspace, T *y);                             \
+  /* y = LN(x + residual) * gamma + beta over the last N; optional outputs   \
+     sum_out = x + residual, mean[rows], rstd[rows]. */                       \
+  int nncc_layer_norm_##S(int64_t rows, int64_t N, const T *x,                 \
+                          const T *residual, const T *gamma, const T *beta,    \
+                          double eps, T *y, T *sum_out, T *mean, T *rstd);     \
+  /* softmax along the middle axis of [outer, N, inner] */                    \
+  int nncc_softmax_##S(int64_t outer, int64_t N, int64_t inner, const T *x,    \
+                       T *y);                                                  \
+  int nncc_embedding_##S(int64_t n, int64_t V, int64_t E, const int64_t *idx,  \
+                         const T *table, T *out);                              \
+  int nncc_embedding_i32_##S(int64_t n, int64_t V, int64_t E,                  \
+                             const int32_t *idx, const T *table, T *out);      \
+  /* y[b,t,:] = x[b,t,:] + PE(t) */                                            \
+  int nncc_sinusoidal_position_##S(int64_t B, int64_t T_, int64_t E,           \
+                                   const T *x, T *y);                          \
+  /* y = keep ? x/(1-p) : 0; keep_i = philox_uniform(seed,offset,i) >= p */   \
+  int nncc_dropout_##S(int64_t n, double p, uint64_t seed, uint64_t offset,    \
+                       const T *x, T *y, uint8_t *mask);                       \
+  /* y = keep_prev ? prev : new; keep_prev_i = philox_uniform(seed,offset,i) \
+     < p (zoneout; the complement of dropout's keep for the same draw) */    \
+  int nncc_zoneout_##S(int64_t n, double p, uint64_t seed, uint64_t offset,    \
+                       const T *new_state, const T *prev, T *y);               \
+  int nncc_mse_loss_##S(int64_t n, const T *pred, const T *target, T *out);    \
+  int nncc_cross_entropy_##S(int64_t N, int64_t C, const T *logits,            \
+                             const int64_t *target, int64_t ignore_index,      \
+                             T *out);                                          \
+  int nncc_bce_with_logits_##S(int64_t N, int64_t C, const T *logits,          \
+                               const T *target, const T *pos_weight, T *out);
+
+NNCC_DECLARE_KERNELS(f32, float)
+NNCC_DECLARE_KERNELS(f64, double)
+
+/* Workspace sizes in bytes. elem_size = 4 (f32) or 8 (f64). */
+int64_t nncc_rnn_workspace_size(int cell, int64_t B, int64_t T_, int64_t I,
+                                int64_t H, int64_t L, int64_t D,
+                                int64_t elem_size);
+int64_t nncc_rnn_layer_workspace_size(int cell, int64_t B, int64_t H,
+                                      int64_t elem_size);
+int64_t nncc_rnn_cell_workspace_size(int cell, int64_t B, int64_t H,
+                                     int64_t elem_size);
+/* Number of elements of `saved` (gate activations for backward):
+   [L, D, B, T, slots*H], slots = 1 rnn, 5 lstm (i f g o c), 4 gru
+   (r z n hn), 3 cho (r z h~). */
+int64_t nncc_rnn_saved_size(int cell, int64_t B, int64_t T_, int64_t H,
+                            int64_t L, int64_t D);
+int64_t nncc_attention_workspace_size(const nncc_attention_params *p,
+                                      int64_t B, int64_t T_, int64_t H,
+                                      int64_t dh, int64_t elem_size);
+int64_t nncc_mha_workspace_size(const nncc_attention_params *p, int64_t B,
+                                int64_t T_, int64_t E, int64_t H,
+                                int64_t elem_size);
+
+/* ---- Backward kernels (docs/kernels.md, "Backward") -------------------- */
+#define NNCC_DECLARE_BACKWARD_KERNELS(S, T)                                     \
+  /* BPTT of one layer and direction. Needs the forward's `saved` gates      \
+     (nncc_rnn_layer_* with saved, indexed by state_index) and its output y  \
+     [B,T,D*H] (h_t in this direction's columns). dy [B,T,D*H] (same        \
+     columns; NULL = 0), dh_n/dc_n slot state_index of [L*D,B,H] (NULL = 0). \
+     Writes dh0/dc0 slot state_index (may be NULL) and dxproj [B,T,G*H]     \
+     (optional: the adjoint of x W_ih^T + b_ih). ACCUMULATES dx [B,T,I]     \
+     (+= dxproj W_ih), dw_ih, dw_hh, db_ih, db_hh (each may be NULL). */    \
+  int nncc_rnn_layer_backward_##S(                                             \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t D,        \
+      int64_t state_index, int reverse, const T *x, const T *w_ih,             \
+      const T *w_hh, const T *saved, const T *y, const T *h0, const T *c0,     \
+      const int32_t *lengths, const int64_t *lengths64, const T *dy,           \
+      const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0, T *dw_ih,           \
+      T *dw_hh, T *db_ih, T *db_hh, T *dxproj, void *workspace);               \
+  /* Whole stack (mirrors nncc_rnn_forward): re-runs the forward into the    \
+     workspace, then BPTT layer by layer. OVERWRITES dx, dh0, dc0 and        \
+     dweights (pointers in _flat_weights order; any may be NULL). */         \
+  int nncc_rnn_backward_##S(                                                   \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, const T *dy,           \
+      const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,                     \
+      T *const *dweights, void *workspace);                                    \
+  /* nncc_rnn_backward with the LSTM zoneout of nncc_rnn_layer_zoneout     \
+     (same zoneout, seed, offset: the forward's masks are regenerated). */   \
+  int nncc_rnn_backward_zoneout_##S(                                           \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, const T *dy,           \
+      const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,                     \
+      T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
+      uint64_t offset);                                                        \
+  /* Training forward of the whole stack (nncc_rnn_forward's results y,     \
+     h_n, c_n (h_n/c_n may be NULL) plus the reserve the backward needs:      \
+     every layer's output [L, B*T, D*H] then every layer and direction's      \
+     saved gates [L*D, B*T*slots*H], nncc_rnn_reserve_size bytes). Zoneout    \
+     as nncc_rnn_layer_zoneout (0: none). */                                  \
+  int nncc_rnn_forward_train_##S(                                              \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, T *y, T *h_n,          \
+      T *c_n, T *reserve, void *workspace, double zoneout, uint64_t seed,      \
+      uint64_t offset);                                                        \
+  /* nncc_rnn_backward_zoneout from nncc_rnn_forward_train's reserve: the     \
+     forward is not run again. */                                             \
+  int nncc_rnn_backward_reserved_##S(                                          \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, const T *reserve,      \
+      const T *dy, const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,        \
+      T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
+      uint64_t offset);                                                        \
+  /* One cell step: gates recomputed. Overwrites dxproj [B,G*H], dh, dc      \
+     (lstm); accumulates dw_hh, db_hh (may be NULL). */                       \
+  int nncc_rnn_cell_backward_##S(                                              \
+      int cell, int64_t B, int64_t H, const T *xproj, const T *h, const T *c,  \
+      const T *w_hh, const T *b_hh, const T *dh_out, const T *dc_out,          \
+      T *dxproj, T *dh, T *dc, T *dw_hh, T *db_hh, void *workspace);           \
+  /* Attention core backward: overwrites dq, dk, dv (row stride ld_grad) of  \
+     every head. LSH: q is the shared QK, k/dk unused, dq gets both paths.    \
+     With lse (nncc_attention_S's, [B,H,T]), out (row stride ld_dout) is the  \
+     forward's output and the forward is not run again; without, out          \
+     (optional) receives the forward output recomputed on the way. */         \
+  int nncc_attention_backward_##S(                                             \
+      const nncc_attention_params *p, int64_t B, int64_t T_, int64_t H,        \
+      int64_t dh, const T *q, const T *k, const T *v, int64_t ld_in,           \
+      const T *dout, int64_t ld_dout, T *dq, T *dk, T *dv, int64_t ld_grad,    \
+      const uint8_t *key_padding_mask, void *workspace, T *out,                \
+      const T *lse);                                                           \
+  /* Full nn.attention backward (in-proj and context recomputed). Overwrites \
+     dx, d_in_w, d_in_b, d_out_w, d_out_b (each may be NULL). */              \
+  int nncc_mha_backward_##S(                                                   \
+      const nncc_attention_params *p, int64_t B, int64_t T_, int64_t E,        \
+      int64_t H, const T *x, const T *in_w, const T *in_b, const T *out_w,     \
+      const T *out_b, const uint8_t *key_padding_mask, const T *dy, T *dx,     \
+      T *d_in_w, T *d_in_b, T *d_out_w, T *d_out_b, void *workspace);          \
+  /* dx = d(x + residual) (also the residual's gradient) of                  \
+     y = LN(x + residual) gamma + beta, plus dsum (optional: adjoint of       \
+     sum_out). mean/rstd: both or none (recomputed). dgamma/dbeta            \
+     overwritten (may be NULL). */                                            \
+  int nncc_layer_norm_backward_##S(                                            \
+      int64_t rows, int64_t N, const T *x, const T *residual, const T *gamma,  \
+      const T *mean, const T *rstd, double eps, const T *dy, const T *dsum,    \
+      T *dx, T *dgamma, T *dbeta);                                             \
+  int nncc_softmax_backward_##S(int64_t outer, int64_t N, int64_t inner,       \
+                                const T *y, const T *dy, T *dx);               \
+  /* dtable [V,E] overwritten; rows equal to padding_idx (< 0: none) get no \
+     gradient. Deterministic (fixed summation order). */                    \
+  int nncc_embedding_backward_##S(int64_t n, int64_t V, int64_t E,             \
+                                  const int64_t *idx, const T *dy,             \
+                                  int64_t padding_idx, T *dtable);             \
+  int nncc_embedding_backward_i32_##S(int64_t n, int64_t V, int64_t E,         \
+                                      const int32_t *idx, const T *dy,         \
+                                      int64_t padding_idx, T *dtable);         \
+  /* dx = dy * act'(.) from the pre-activation (is_output = 0) or the        \
+     post-activation (is_output = 1: not for gelu). */                        \
+  int nncc_activation_backward_##S(int64_t n, const T *x_or_y, int is_output, \
+                                   int act, double alpha, const T *dy, T *dx); \
+  /* y = act(x[M,K] w[N,K]^T + b): dz = dy act'(z_or_y); dx = dz w,          \
+     dw = dz^T x, db = sum dz (each may be NULL; accumulate != 0 adds).      \
+     dz (optional [M,N]) receives dz; else workspace of M*N elements is     \
+     needed when act != none. */                                              \
+  int nncc_linear_backward_##S(int64_t M, int64_t N, int64_t K, const T *x,    \
+                               const T *w, const T *z_or_y, int is_output,     \
+                               int act, double alpha, const T *dy, T *dx,      \
+                               T *dw, T *db, int accumulate, T *dz,            \
+                               void *workspace);                               \
+  /* Loss gradients (mean reduction); dloss = adjoint of the scalar loss    \
+     (NULL = 1). */                                                           \
+  int nncc_mse_loss_backward_##S(int64_t n, const T *pred, const T *target,    \
+                                 const T *dloss, T *dpred, T *dtarget);        \
+  int nncc_cross_entropy_backward_##S(int64_t N, int64_t C, const T *logits,   \
+                                      const int64_t *target,                   \
+                                      int64_t ignore_index, const T *dloss,    \
+                                      T *dlogits);                             \
+  int nncc_bce_with_logits_backward_##S(int64_t N, int64_t C, const T *logits, \
+                                        const T *target, const T *pos_weight,  \
+                                        const T *dloss, T *dlogits);           \
+  /* The forward's Philox mask applied to dy (same seed and offset). */      \
+  int nncc_dropout_backward_##S(int64_t n, double p, uint64_t seed,            \
+                                uint64_t offset, const T *dy, T *dx);
+
+NNCC_DECLARE_BACKWARD_KERNELS(f32, float)
+NNCC_DECLARE_BACKWARD_KERNELS(f64, double)
+
+int64_t nncc_rnn_layer_backward_workspace_size(int cell, int64_t B, int64_t T_,
+                                               int64_t H, int64_t elem_size);
+/* Bytes of nncc_rnn_forward_train's reserve; its workspace; the workspace
+   of nncc_rnn_backward_reserved. */
+int64_t nncc_rnn_reserve_size(int cell, int64_t B, int64_t T_, int64_t H,
+                              int64_t L, int64_t D, int64_t elem_size);
+int64_t nncc_rnn_forward_train_workspace_size(int cell, int64_t B, int64_t T_,
+                                              int64_t H, int64_t elem_size);
+int64_t nncc_rnn_backward_reserved_workspace_size(int cell, int64_t B,
+                                                  int64_t T_, int64_t H,
+                                                  int64_t L, int64_t D,
+                                                  int64_t elem_size);
+int64_t nncc_rnn_backward_workspace_size(int cell, int64_t B, int64_t T_,
+                                         int64_t I, int64_t H, int64_t L,
+                                         int64_t D, int64_t elem_size);
+int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B, int64_t H,
+                                              int64_t elem_size);
+int64_t nncc_attention_backward_workspace_size(const nncc_attention_params *p,
+                                               int64_t B, int64_t T_,
+                                               int64_t H, int64_t dh,
+                                               int64_t elem_size);
+int64_t nncc_mha_backward_workspace_size(const nncc_attention_params *p,
+                                         int64_t B, int64_t T_, int64_t E,
+                                         int64_t H, int64_t elem_size);
+
+/* ---- Optimizer kernels (runtime/lib/Kernels/Optim.cpp; math in OptimMath.h). One
+ * fused pass per parameter tensor, in place. g is multiplied by gscale (the
+ * global-norm clipping factor, 1 = none) first. Formulas follow torch.optim.
+ * sgd: momentum buffer `buf` (may be NULL when momentum == 0), `first` = the
+ * buffer is uninitialised (buf = g). adam: m, v moments; decoupled = AdamW
+ * (p *= 1 - lr*wd), else L2 (g += wd*p); step >= 1 is the bias-correction
+ * exponent. sum_squares: sum of g^2 in double (for the global norm). ---- */
+#define NNCC_DECLARE_OPTIM_KERNELS(S, T)                                        \
+  double nncc_sum_squares_##S(int64_t n, const T *g);                           \
+  int nncc_sgd_step_##S(int64_t n, T *p, const T *g, T *buf, double gscale,     \
+                        double lr, double momentum, double wd, int nesterov,    \
+                        int first);                                             \
+  int nncc_adam_step_##S(int64_t n, T *p, const T *g, T *m, T *v,               \
+                         double gscale, double lr, double beta1, double beta2,  \
+                         double eps, double wd, int decoupled, int64_t step);
+
+NNCC_DECLARE_OPTIM_KERNELS(f32, float)
+NNCC_DECLARE_OPTIM_KERNELS(f64, double)
+
+/* Raw Philox-4x32-10 block: out = philox(ctr, key). */
+void nncc_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
+                        uint32_t out[4]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NNCC_KERNELS_KERNELS_H */

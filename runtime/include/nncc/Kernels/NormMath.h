@@ -1,0 +1,77 @@
+//===- NormMath.h - Layer norm, softmax, positions, losses ------*- C++ -*-===//
+//
+// Row-level math shared by CPU kernels (runtime/lib/Kernels/Norm.cpp) and CUDA
+// kernels (CUDA/LayerNorm.cuh, CUDA/Elementwise.cuh). Reductions accumulate
+// in the accumulator type A (double for the CPU twins).
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_KERNELS_NORMMATH_H
+#define NNCC_KERNELS_NORMMATH_H
+
+#include "nncc/Kernels/Common.h"
+
+namespace nncc {
+namespace kernels {
+
+/// Affine layer-norm output for one element given the row statistics
+/// (PyTorch: biased variance, eps inside the square root).
+template <typename T>
+NNCC_HD T layer_norm_apply(T x, T mean, T rstd, const T *gamma,
+                           const T *beta, int64_t j) {
+  T v = (x - mean) * rstd;
+  if (gamma)
+    v *= gamma[j];
+  if (beta)
+    v += beta[j];
+  return v;
+}
+
+/// Two-pass statistics of one row of n values (x + residual if given).
+template <typename T, typename A>
+NNCC_HD void layer_norm_stats(const T *x, const T *res, int64_t n, A eps,
+                              A &mean, A &rstd) {
+  A s = A(0);
+  for (int64_t j = 0; j < n; ++j)
+    s += A(x[j]) + (res ? A(res[j]) : A(0));
+  mean = s / A(n);
+  A v = A(0);
+  for (int64_t j = 0; j < n; ++j) {
+    A d = A(x[j]) + (res ? A(res[j]) : A(0)) - mean;
+    v += d * d;
+  }
+  rstd = A(1) / nsqrt(v / A(n) + eps);
+}
+
+/// Sinusoidal position encoding (Vaswani et al.): PE(t, 2i) =
+/// sin(t / 10000^(2i/E)), PE(t, 2i+1) = cos(t / 10000^(2i/E)).
+template <typename T> NNCC_HD T sinusoidal_pe(int64_t t, int64_t e, int64_t E) {
+  int64_t i2 = e & ~int64_t(1);
+  double freq = exp(-(double)i2 / (double)E * log(10000.0));
+  double a = (double)t * freq;
+  return (T)((e & 1) ? cos(a) : sin(a));
+}
+
+/// Element of BCE-with-logits, stable form:
+/// l = (1-y) x + (1 + (pw-1) y) (log(1 + exp(-|x|)) + max(-x, 0)).
+template <typename A> NNCC_HD A bce_logits_elem(A x, A y, A pw) {
+  A lw = A(1) + (pw - A(1)) * y;
+  A sp = nlog1p(nexp(-nabs(x))) + (x < A(0) ? -x : A(0));
+  return (A(1) - y) * x + lw * sp;
+}
+
+/// Negative log-likelihood of class `t` for one row of C logits.
+template <typename T, typename A>
+NNCC_HD A cross_entropy_row(const T *logits, int64_t C, int64_t t) {
+  A mx = A(logits[0]);
+  for (int64_t c = 1; c < C; ++c)
+    mx = A(logits[c]) > mx ? A(logits[c]) : mx;
+  A s = A(0);
+  for (int64_t c = 0; c < C; ++c)
+    s += nexp(A(logits[c]) - mx);
+  return mx + nlog(s) - A(logits[t]);
+}
+
+} // namespace kernels
+} // namespace nncc
+
+#endif // NNCC_KERNELS_NORMMATH_H

@@ -1,0 +1,1319 @@
+//===- ModelSupport.cpp - the model-independent half of generated libraries ===//
+//
+// Implements nncc_model.h from the tables of an nncc_ms_model_def (see
+// ModelSupport.h). No LLVM, no exceptions; every failure is a status with a
+// message naming the tensor, nothing aborts or prints.
+//
+//===----------------------------------------------------------------------===//
+#include "nncc/ModelSupport/ModelSupport.h"
+#include "nncc/Kernels/Kernels.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cinttypes>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// 64-byte aligned, zero-filled host memory that grows on demand.
+struct HostBuffer {
+  void *data = nullptr;
+  uint64_t capacity = 0;
+
+  ~HostBuffer() { std::free(data); }
+  bool reserve(uint64_t bytes) {
+    if (bytes <= capacity && data)
+      return true;
+    void *p = nullptr;
+    uint64_t rounded = (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64;
+    if (posix_memalign(&p, 64, rounded) != 0)
+      return false;
+    std::memset(p, 0, rounded);
+    std::free(data);
+    data = p;
+    capacity = rounded;
+    return true;
+  }
+};
+
+struct Tensor {
+  std::vector<int64_t> shape;
+  uint64_t bytes = 0;
+  HostBuffer host;
+  bool set = false;
+  bool dropped = false;    // unset because a newer input changed its dims
+  uint64_t generation = 0; // forward count when it was set
+  nncc_CUdeviceptr device = 0;
+  uint64_t deviceCapacity = 0;
+};
+
+} // namespace
+
+struct nncc_model {
+  const nncc_ms_model_def *def = nullptr;
+  const nncc_model_abi *abi = nullptr;
+  nncc_target target = NNCC_TARGET_CPU;
+
+  std::vector<Tensor> inputs, params, outputs;
+  std::vector<int64_t> bound;  // current binding (-1: unbound)
+  std::vector<int64_t> dims;   // dims of the running/last forward
+  uint64_t generation = 0;     // completed forward calls
+  bool paramsReady = false;
+  bool paramsDirty = true;     // device copy out of date
+  bool outputsValid = false;
+  std::vector<Tensor> grads;   // "grad.<param>" (training)
+  bool trainReady = false;     // residuals of a forward_train in the arena
+  bool gradsValid = false;
+  // Optimizer state (train_step): moments / momentum buffers per parameter.
+  std::vector<HostBuffer> optM, optV;
+  int64_t optStep = 0;
+  nncc_train_stats stats{};
+
+  // Plan for planDims.
+  std::vector<int64_t> planDims;
+  std::vector<uint64_t> offsets, sizes;
+  std::vector<void *> bufferPtrs;
+  uint64_t planBytes = 0;
+  bool planValid = false;
+  nncc_arena *arena = nullptr;
+
+  nncc_cuda_context *cuda = nullptr;
+  nncc_stream *stream = nullptr;
+  void *cudaState = nullptr;
+};
+
+namespace {
+
+/// err may be null; internally we always want a place for the message.
+struct ErrorSlot {
+  nncc_error local;
+  nncc_error *e;
+  explicit ErrorSlot(nncc_error *err) : e(err ? err : &local) {}
+};
+
+std::string shapeString(const int64_t *shape, int64_t rank) {
+  std::string s = "[";
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::string dimsString(const nncc_model_abi *abi, const nncc_tensor_info &t) {
+  std::string s = "[";
+  for (int32_t i = 0; i < t.rank; ++i) {
+    if (i)
+      s += ", ";
+    int64_t d = t.dims[i];
+    if (d >= 0)
+      s += std::to_string(d);
+    else if (-d - 1 < abi->num_dims)
+      s += abi->dim_names[-d - 1];
+    else
+      s += "?";
+  }
+  return s + "]";
+}
+
+std::string nameList(const nncc_tensor_info *infos, int32_t n) {
+  std::string s;
+  for (int32_t i = 0; i < n; ++i) {
+    if (i)
+      s += ", ";
+    s += "'";
+    s += infos[i].name;
+    s += "'";
+  }
+  return n ? s : std::string("(none)");
+}
+
+int32_t findByName(const nncc_tensor_info *infos, int32_t n, const char *name) {
+  for (int32_t i = 0; i < n; ++i)
+    if (std::strcmp(infos[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+/// prod(shape) * elemSize, or false on overflow.
+bool byteSize(const int64_t *shape, int64_t rank, uint64_t elemSize, uint64_t &out) {
+  uint64_t n = elemSize;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (shape[i] < 0)
+      return false;
+    uint64_t d = static_cast<uint64_t>(shape[i]);
+    if (d != 0 && n > UINT64_MAX / d)
+      return false;
+    n *= d;
+  }
+  out = n;
+  return true;
+}
+
+/// The concrete shape of a table entry under `dims`; false if a dim is
+/// unbound or not representable.
+bool concreteShape(const nncc_model_abi *abi, const int64_t *dimsEnc, int32_t rank,
+                   const std::vector<int64_t> &dims, std::vector<int64_t> &out) {
+  out.resize(static_cast<size_t>(rank));
+  for (int32_t i = 0; i < rank; ++i) {
+    int64_t d = dimsEnc[i];
+    if (d >= 0) {
+      out[i] = d;
+      continue;
+    }
+    int64_t sym = -d - 1;
+    if (sym >= abi->num_dims || dims[sym] < 0)
+      return false;
+    out[i] = dims[sym];
+  }
+  return true;
+}
+
+nncc_status checkModel(nncc_model *model, const char *what, nncc_error *err) {
+  if (!model)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "%s: model is NULL", what);
+  return NNCC_OK;
+}
+
+//===----------------------------------------------------------------------===//
+// CUDA helpers (device memory through libnncc_runtime's dlopen'ed driver)
+//===----------------------------------------------------------------------===//
+
+nncc_status ensureDevice(nncc_model *m, Tensor &t, uint64_t bytes, const char *what,
+                         nncc_error *err) {
+  if (t.device && t.deviceCapacity >= bytes)
+    return NNCC_OK;
+  if (t.device) {
+    nncc_cuda_free(m->cuda, t.device, nullptr);
+    t.device = 0;
+    t.deviceCapacity = 0;
+  }
+  uint64_t cap = std::max<uint64_t>(bytes, 256);
+  if (nncc_status s = nncc_cuda_malloc(m->cuda, cap, &t.device, err))
+    return nncc_error_prefix(err, "allocating device memory for '%s': ", what), s;
+  t.deviceCapacity = cap;
+  return NNCC_OK;
+}
+
+void releaseCuda(nncc_model *m) {
+  if (m->cudaState && m->def->cuda_teardown)
+    m->def->cuda_teardown(m->cudaState);
+  m->cudaState = nullptr;
+  for (auto *group : {&m->inputs, &m->params, &m->outputs})
+    for (Tensor &t : *group)
+      if (t.device) {
+        nncc_cuda_free(m->cuda, t.device, nullptr);
+        t.device = 0;
+      }
+  if (m->arena) {
+    nncc_arena_destroy(m->arena);
+    m->arena = nullptr;
+  }
+  if (m->stream)
+    nncc_stream_destroy(m->stream);
+  m->stream = nullptr;
+  if (m->cuda)
+    nncc_cuda_context_destroy(m->cuda);
+  m->cuda = nullptr;
+}
+
+nncc_status setupCuda(nncc_model *m, nncc_error *err) {
+  const char *model = m->abi->model_name;
+  if (!m->def->forward_cuda)
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                          "model '%s' was compiled without the CUDA target; "
+                          "recompile with 'nncc compile --target cuda' (or all), "
+                          "or create it with NNCC_TARGET_CPU",
+                          model);
+  int count = 0;
+  if (nncc_status s = nncc_cuda_device_count(&count, err)) {
+    nncc_error_prefix(err, "cannot run model '%s' on CUDA: ", model);
+    return s == NNCC_ERROR_CUDA_UNAVAILABLE ? s : err->status;
+  }
+  if (count <= 0)
+    return nncc_error_set(err, NNCC_ERROR_CUDA_UNAVAILABLE,
+                          "cannot run model '%s' on CUDA: the CUDA driver reports no "
+                          "device; run with --target cpu",
+                          model);
+  if (nncc_status s = nncc_cuda_context_create(0, &m->cuda, err))
+    return nncc_error_prefix(err, "creating the CUDA context: "), s;
+  if (nncc_status s = nncc_stream_create_cuda(m->cuda, &m->stream, err))
+    return nncc_error_prefix(err, "creating the CUDA stream: "), s;
+  for (int32_t i = 0; i < m->abi->num_params; ++i)
+    if (nncc_status s = ensureDevice(m, m->params[i], m->params[i].bytes,
+                                     m->abi->params[i].name, err))
+      return s;
+  if (m->def->cuda_setup)
+    if (nncc_status s = m->def->cuda_setup(m, &m->cudaState, err))
+      return nncc_error_prefix(err, "setting up CUDA libraries: "), s;
+  return NNCC_OK;
+}
+
+//===----------------------------------------------------------------------===//
+// Planning
+//===----------------------------------------------------------------------===//
+
+nncc_status plan(nncc_model *m, nncc_error *err) {
+  const nncc_ms_model_def *def = m->def;
+  if (m->planValid && m->planDims == m->dims)
+    return NNCC_OK;
+  int32_t n = def->num_buffers;
+  m->sizes.assign(static_cast<size_t>(n), 0);
+  m->offsets.assign(static_cast<size_t>(n), 0);
+  std::vector<int32_t> first(static_cast<size_t>(n)), last(static_cast<size_t>(n));
+  std::vector<int64_t> shape;
+  for (int32_t i = 0; i < n; ++i) {
+    const nncc_ms_buffer &b = def->buffers[i];
+    first[i] = b.first;
+    last[i] = b.last;
+    if (b.rank < 0) {
+      if (!def->workspace_bytes)
+        return nncc_error_set(err, NNCC_ERROR_INTERNAL,
+                              "buffer '%s' has a computed size but the model defines "
+                              "no workspace_bytes function",
+                              b.name);
+      m->sizes[i] = def->workspace_bytes(i, m->dims.data());
+      continue;
+    }
+    if (!concreteShape(m->abi, b.dims, b.rank, m->dims, shape) ||
+        !byteSize(shape.data(), b.rank, b.elem_size, m->sizes[i]))
+      return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                            "buffer '%s': size overflows or depends on an unbound dim",
+                            b.name);
+  }
+  uint64_t total = nncc_ms_plan_offsets(n, m->sizes.data(), first.data(), last.data(),
+                                        m->offsets.data());
+  if (!m->arena || nncc_arena_capacity(m->arena) < total) {
+    if (m->arena)
+      nncc_arena_destroy(m->arena);
+    m->arena = nullptr;
+    nncc_status s = m->target == NNCC_TARGET_CUDA
+                        ? nncc_arena_create_cuda(m->cuda, total, &m->arena, err)
+                        : nncc_arena_create_cpu(total, &m->arena, err);
+    if (s)
+      return nncc_error_prefix(err, "allocating the %" PRIu64 "-byte arena: ", total), s;
+  }
+  m->bufferPtrs.assign(static_cast<size_t>(n), nullptr);
+  for (int32_t i = 0; i < n; ++i)
+    if (nncc_status s = nncc_arena_region(m->arena, m->offsets[i], m->sizes[i],
+                                          def->buffers[i].name, &m->bufferPtrs[i], err))
+      return s;
+  m->planDims = m->dims;
+  m->planBytes = total;
+  m->planValid = true;
+  return NNCC_OK;
+}
+
+template <typename T>
+void reduceImpl(int32_t rank, const int64_t *shape, uint32_t mask, int mean,
+                       const T *x, T *y) {
+  // Merge adjacent dims of the same kind (size-1 dims vanish), then walk
+  // the outer dims with an odometer and the innermost one contiguously.
+  // Every output element sums its inputs in row-major order.
+  std::vector<int64_t> size;
+  std::vector<bool> reduced;
+  int64_t total = 1, kept = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    total *= shape[d];
+    bool r = mask >> d & 1;
+    if (!r)
+      kept *= shape[d];
+    if (shape[d] == 1)
+      continue;
+    if (!size.empty() && reduced.back() == r)
+      size.back() *= shape[d];
+    else
+      size.push_back(shape[d]), reduced.push_back(r);
+  }
+  std::vector<double> acc(static_cast<size_t>(kept), 0.0);
+  if (total > 0) {
+    if (size.empty())
+      size.push_back(1), reduced.push_back(false);
+    const size_t n = size.size();
+    std::vector<int64_t> keptStride(n, 0);
+    for (int64_t d = (int64_t)n - 1, st = 1; d >= 0; --d)
+      if (!reduced[d]) {
+        keptStride[d] = st;
+        st *= size[d];
+      }
+    std::vector<int64_t> idx(n, 0);
+    const int64_t inner = size[n - 1];
+    const bool innerReduced = reduced[n - 1];
+    int64_t o = 0;
+    for (int64_t i = 0; i < total; i += inner) {
+      const T *xi = x + i;
+      if (innerReduced) {
+        double s = acc[o];
+        for (int64_t c = 0; c < inner; ++c)
+          s += static_cast<double>(xi[c]);
+        acc[o] = s;
+      } else {
+        double *ao = acc.data() + o;
+        for (int64_t c = 0; c < inner; ++c)
+          ao[c] += static_cast<double>(xi[c]);
+      }
+      for (int64_t d = (int64_t)n - 2; d >= 0; --d) { // odometer step
+        o += keptStride[d];
+        if (++idx[d] < size[d])
+          break;
+        o -= keptStride[d] * size[d];
+        idx[d] = 0;
+      }
+    }
+  }
+  double cnt = kept ? static_cast<double>(total) / static_cast<double>(kept) : 1.0;
+  for (int64_t o = 0; o < kept; ++o)
+    y[o] = static_cast<T>(mean ? acc[o] / cnt : acc[o]);
+}
+
+} // namespace
+
+extern "C" {
+
+uint64_t nncc_ms_plan_offsets(int32_t n, const uint64_t *bytes, const int32_t *first,
+                              const int32_t *last, uint64_t *offsets) {
+  const uint64_t align = NNCC_ARENA_ALIGNMENT;
+  std::vector<int32_t> order(static_cast<size_t>(std::max(n, 0)));
+  for (int32_t i = 0; i < n; ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return bytes[a] > bytes[b]; });
+  struct Placed {
+    uint64_t begin, end;
+  };
+  std::vector<int32_t> placed;
+  uint64_t total = 0;
+  for (int32_t i : order) {
+    uint64_t size = (bytes[i] + align - 1) / align * align;
+    std::vector<Placed> busy;
+    for (int32_t j : placed)
+      if (!(last[j] < first[i] || last[i] < first[j]))
+        busy.push_back({offsets[j], offsets[j] + (bytes[j] + align - 1) / align * align});
+    std::sort(busy.begin(), busy.end(),
+              [](const Placed &a, const Placed &b) { return a.begin < b.begin; });
+    uint64_t at = 0;
+    for (const Placed &p : busy) {
+      if (p.begin >= at + size)
+        break;
+      at = std::max(at, p.end);
+    }
+    offsets[i] = at;
+    total = std::max(total, at + size);
+    placed.push_back(i);
+  }
+  return total;
+}
+
+nncc_status nncc_ms_create(const nncc_ms_model_def *def, nncc_target target,
+                           nncc_model **out, nncc_error *err) {
+  ErrorSlot slot(err);
+  nncc_error *e = slot.e;
+  if (!out)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "create: out is NULL");
+  *out = nullptr;
+  if (!def || !def->abi)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "create: no model definition");
+  if (target != NNCC_TARGET_CPU && target != NNCC_TARGET_CUDA)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "create: unknown target %d (NNCC_TARGET_CPU = 0, "
+                          "NNCC_TARGET_CUDA = 1)",
+                          static_cast<int>(target));
+  const nncc_model_abi *abi = def->abi;
+  nncc_model *m = new (std::nothrow) nncc_model;
+  if (!m)
+    return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY, "create: out of host memory");
+  m->def = def;
+  m->abi = abi;
+  m->target = target;
+  m->inputs.resize(static_cast<size_t>(abi->num_inputs));
+  m->outputs.resize(static_cast<size_t>(abi->num_outputs));
+  m->params.resize(static_cast<size_t>(abi->num_params));
+  m->bound.assign(static_cast<size_t>(abi->num_dims), -1);
+  m->dims.assign(static_cast<size_t>(abi->num_dims), -1);
+  for (int32_t i = 0; i < abi->num_params; ++i) {
+    const nncc_tensor_info &info = abi->params[i];
+    Tensor &t = m->params[i];
+    t.shape.assign(info.dims, info.dims + info.rank);
+    if (!byteSize(info.dims, info.rank, nncc_dtype_size(info.dtype), t.bytes)) {
+      nncc_ms_destroy(m);
+      return nncc_error_set(err, NNCC_ERROR_INTERNAL,
+                            "parameter '%s' has a symbolic or invalid shape %s",
+                            info.name, dimsString(abi, info).c_str());
+    }
+    if (!t.host.reserve(t.bytes)) {
+      nncc_ms_destroy(m);
+      return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                            "parameter '%s': cannot allocate %" PRIu64 " bytes",
+                            info.name, t.bytes);
+    }
+  }
+  if (target == NNCC_TARGET_CUDA) {
+    if (nncc_status s = setupCuda(m, e)) {
+      nncc_ms_destroy(m);
+      return s;
+    }
+  }
+  *out = m;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+void nncc_ms_destroy(nncc_model *m) {
+  if (!m)
+    return;
+  if (m->target == NNCC_TARGET_CUDA)
+    releaseCuda(m);
+  if (m->arena)
+    nncc_arena_destroy(m->arena);
+  delete m;
+}
+
+nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "load_weights", err))
+    return s;
+  if (!path)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "load_weights: path is NULL");
+  ErrorSlot slot(err);
+  nncc_error *e = slot.e;
+  nncc_safetensors *file = nullptr;
+  if (nncc_status s = nncc_safetensors_open(path, &file, e)) {
+    nncc_error_prefix(e, "loading weights from '%s': ", path);
+    return s;
+  }
+  const nncc_model_abi *abi = m->abi;
+  // Check every parameter before changing any: a failed load leaves the
+  // model as it was.
+  std::vector<nncc_tensor_view> views(static_cast<size_t>(abi->num_params));
+  std::vector<char> widen(static_cast<size_t>(abi->num_params), 0);
+  for (int32_t i = 0; i < abi->num_params; ++i) {
+    const nncc_tensor_info &info = abi->params[i];
+    // An f64 build also loads f32 files (widened exactly).
+    if (info.dtype == NNCC_DTYPE_F64 &&
+        nncc_safetensors_get(file, info.name, NNCC_DTYPE_F32, info.rank, info.dims,
+                             &views[i], nullptr) == NNCC_OK) {
+      widen[i] = 1;
+      continue;
+    }
+    if (nncc_status s = nncc_safetensors_get(file, info.name, info.dtype, info.rank,
+                                             info.dims, &views[i], e)) {
+      nncc_error_prefix(e, "loading weights from '%s': parameter '%s': ", path,
+                        info.name);
+      nncc_safetensors_close(file);
+      return s;
+    }
+  }
+  for (int32_t i = 0; i < abi->num_params; ++i) {
+    if (widen[i]) {
+      const float *src = static_cast<const float *>(views[i].data);
+      double *dst = static_cast<double *>(m->params[i].host.data);
+      for (uint64_t k = 0; k < views[i].numel; ++k)
+        dst[k] = src[k];
+      continue;
+    }
+    std::memcpy(m->params[i].host.data, views[i].data, m->params[i].bytes);
+  }
+  nncc_safetensors_close(file);
+  m->paramsReady = true;
+  m->trainReady = m->gradsValid = false;
+  m->paramsDirty = true;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+nncc_status nncc_ms_init_weights(nncc_model *m, uint64_t seed, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "init_weights", err))
+    return s;
+  const nncc_model_abi *abi = m->abi;
+  for (int32_t i = 0; i < abi->num_params; ++i) {
+    const nncc_tensor_info &info = abi->params[i];
+    nncc_ms_init init = m->def->param_inits ? m->def->param_inits[i]
+                                            : nncc_ms_init{NNCC_MS_INIT_NONE, 0, 0};
+    if (init.kind == NNCC_MS_INIT_NONE)
+      continue;
+    if (info.dtype != NNCC_DTYPE_F32 && info.dtype != NNCC_DTYPE_F64)
+      return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                            "init_weights: parameter '%s' has element type %s; only "
+                            "F32 and F64 parameters are initialised",
+                            info.name, nncc_dtype_name(info.dtype));
+    if (init.kind < NNCC_MS_INIT_ZEROS || init.kind > NNCC_MS_INIT_NORMAL)
+      return nncc_error_set(err, NNCC_ERROR_INTERNAL,
+                            "init_weights: parameter '%s' has unknown init kind %d",
+                            info.name, static_cast<int>(init.kind));
+  }
+  for (int32_t i = 0; i < abi->num_params; ++i) {
+    const nncc_tensor_info &info = abi->params[i];
+    nncc_ms_init init = m->def->param_inits ? m->def->param_inits[i]
+                                            : nncc_ms_init{NNCC_MS_INIT_NONE, 0, 0};
+    Tensor &t = m->params[i];
+    uint64_t n = t.bytes / std::max<size_t>(nncc_dtype_size(info.dtype), 1);
+    bool f64 = info.dtype == NNCC_DTYPE_F64;
+    // One Philox stream per parameter: a parameter's values depend only on
+    // the seed and its index, not on the other parameters' sizes.
+    uint64_t stream = static_cast<uint64_t>(i);
+    double fill = 0;
+    switch (init.kind) {
+    case NNCC_MS_INIT_NONE:
+      continue;
+    case NNCC_MS_INIT_UNIFORM:
+      if (f64)
+        nncc_rng_fill_uniform_f64(static_cast<double *>(t.host.data), n, seed, stream, 0,
+                                  init.a, init.b);
+      else
+        nncc_rng_fill_uniform_f32(static_cast<float *>(t.host.data), n, seed, stream, 0,
+                                  static_cast<float>(init.a), static_cast<float>(init.b));
+      continue;
+    case NNCC_MS_INIT_NORMAL:
+      if (f64)
+        nncc_rng_fill_normal_f64(static_cast<double *>(t.host.data), n, seed, stream, 0,
+                                 init.a, init.b);
+      else
+        nncc_rng_fill_normal_f32(static_cast<float *>(t.host.data), n, seed, stream, 0,
+                                 static_cast<float>(init.a), static_cast<float>(init.b));
+      continue;
+    case NNCC_MS_INIT_ZEROS:
+      fill = 0;
+      break;
+    case NNCC_MS_INIT_ONES:
+      fill = 1;
+      break;
+    default:
+      fill = init.a;
+      break;
+    }
+    for (uint64_t k = 0; k < n; ++k) {
+      if (f64)
+        static_cast<double *>(t.host.data)[k] = fill;
+      else
+        static_cast<float *>(t.host.data)[k] = static_cast<float>(fill);
+    }
+  }
+  m->paramsReady = true;
+  m->trainReady = m->gradsValid = false;
+  m->paramsDirty = true;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+nncc_status nncc_ms_save_weights(nncc_model *m, const char *path, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "save_weights", err))
+    return s;
+  if (!path)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "save_weights: path is NULL");
+  ErrorSlot slot(err);
+  nncc_error *e = slot.e;
+  nncc_safetensors_writer *w = nullptr;
+  if (nncc_status s = nncc_safetensors_writer_create(&w, e))
+    return s;
+  nncc_status s = NNCC_OK;
+  for (int32_t i = 0; i < m->abi->num_params && !s; ++i) {
+    const nncc_tensor_info &info = m->abi->params[i];
+    s = nncc_safetensors_writer_add(w, info.name, info.dtype, info.rank, info.dims,
+                                    m->params[i].host.data, m->params[i].bytes, e);
+  }
+  if (!s)
+    s = nncc_safetensors_writer_set_metadata(w, "nncc_model", m->abi->model_name, e);
+  if (!s)
+    s = nncc_safetensors_writer_write(w, path, e);
+  nncc_safetensors_writer_destroy(w);
+  if (s)
+    nncc_error_prefix(e, "saving weights to '%s': ", path);
+  else
+    nncc_error_clear(err);
+  return s;
+}
+
+nncc_status nncc_ms_set_input(nncc_model *m, const char *name, nncc_dtype dtype,
+                              int32_t rank, const int64_t *shape, const void *data,
+                              nncc_error *err) {
+  if (nncc_status s = checkModel(m, "set_input", err))
+    return s;
+  const nncc_model_abi *abi = m->abi;
+  if (!name)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "set_input: name is NULL");
+  int32_t idx = findByName(abi->inputs, abi->num_inputs, name);
+  if (idx < 0)
+    return nncc_error_set(err, NNCC_ERROR_NOT_FOUND,
+                          "set_input: model '%s' has no input '%s' (inputs: %s)",
+                          abi->model_name, name,
+                          nameList(abi->inputs, abi->num_inputs).c_str());
+  const nncc_tensor_info &info = abi->inputs[idx];
+  if (dtype != info.dtype)
+    return nncc_error_set(err, NNCC_ERROR_DTYPE_MISMATCH,
+                          "input '%s': expected element type %s, got %s", name,
+                          nncc_dtype_name(info.dtype), nncc_dtype_name(dtype));
+  if (rank < 0 || (rank > 0 && !shape))
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "input '%s': invalid rank %d or NULL shape", name, rank);
+  std::string expected = dimsString(abi, info);
+  if (rank != info.rank)
+    return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
+                          "input '%s': expected rank %d %s, got rank %d %s", name,
+                          info.rank, expected.c_str(), rank,
+                          shapeString(shape, rank).c_str());
+  std::string got = shapeString(shape, rank);
+  for (int32_t i = 0; i < rank; ++i)
+    if (shape[i] < 0)
+      return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                            "input '%s': negative size %" PRId64 " in dim %d of %s", name,
+                            shape[i], i, got.c_str());
+  // Static dims must match; symbolic dims must agree within this input and
+  // with every input set since the last forward (inputs set before it that
+  // disagree are dropped: they belong to the previous batch).
+  std::vector<int64_t> mine(static_cast<size_t>(abi->num_dims), -1);
+  for (int32_t i = 0; i < rank; ++i) {
+    int64_t d = info.dims[i];
+    if (d >= 0) {
+      if (shape[i] != d)
+        return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
+                              "input '%s': dim %d must be %" PRId64 ", got %" PRId64
+                              " (expected %s, got %s)",
+                              name, i, d, shape[i], expected.c_str(), got.c_str());
+      continue;
+    }
+    int64_t sym = -d - 1;
+    if (sym >= abi->num_dims)
+      return nncc_error_set(err, NNCC_ERROR_INTERNAL,
+                            "input '%s': dim %d refers to unknown symbol %" PRId64, name,
+                            i, sym);
+    if (mine[sym] >= 0 && mine[sym] != shape[i])
+      return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
+                            "input '%s': dims of %s must agree (%s), got %s", name,
+                            abi->dim_names[sym], expected.c_str(), got.c_str());
+    mine[sym] = shape[i];
+  }
+  for (int32_t j = 0; j < abi->num_inputs; ++j) {
+    const Tensor &o = m->inputs[j];
+    if (j == idx || !o.set || o.generation != m->generation)
+      continue;
+    const nncc_tensor_info &oi = abi->inputs[j];
+    for (int32_t k = 0; k < oi.rank; ++k) {
+      int64_t d = oi.dims[k];
+      if (d >= 0)
+        continue;
+      int64_t sym = -d - 1;
+      if (mine[sym] >= 0 && mine[sym] != o.shape[k])
+        return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
+                              "input '%s': %s = %" PRId64 " (shape %s) but input '%s' "
+                              "set %s = %" PRId64 " (shape %s)",
+                              name, abi->dim_names[sym], mine[sym], got.c_str(), oi.name,
+                              abi->dim_names[sym], o.shape[k],
+                              shapeString(o.shape.data(), oi.rank).c_str());
+    }
+  }
+  uint64_t bytes = 0;
+  if (!byteSize(shape, rank, nncc_dtype_size(dtype), bytes))
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "input '%s': size of %s overflows", name, got.c_str());
+  if (bytes && !data)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "input '%s': data is NULL",
+                          name);
+  Tensor &t = m->inputs[idx];
+  if (!t.host.reserve(bytes))
+    return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                          "input '%s': cannot allocate %" PRIu64 " bytes", name, bytes);
+  if (bytes)
+    std::memcpy(t.host.data, data, bytes);
+  t.shape.assign(shape, shape + rank);
+  t.bytes = bytes;
+  t.set = true;
+  t.dropped = false;
+  t.generation = m->generation;
+  // Rebind: this input's symbols win; stale inputs that disagree are dropped.
+  for (int32_t j = 0; j < abi->num_inputs; ++j) {
+    Tensor &o = m->inputs[j];
+    if (j == idx || !o.set)
+      continue;
+    const nncc_tensor_info &oi = abi->inputs[j];
+    for (int32_t k = 0; k < oi.rank; ++k) {
+      int64_t d = oi.dims[k];
+      if (d < 0 && mine[-d - 1] >= 0 && mine[-d - 1] != o.shape[k]) {
+        o.set = false;
+        o.dropped = true;
+      }
+    }
+  }
+  for (int32_t s = 0; s < abi->num_dims; ++s)
+    if (mine[s] >= 0)
+      m->bound[s] = mine[s];
+  m->trainReady = false;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+namespace {
+enum class RunKind { Forward, Train };
+nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err);
+} // namespace
+
+nncc_status nncc_ms_forward(nncc_model *m, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "forward", err))
+    return s;
+  return runModel(m, RunKind::Forward, err);
+}
+
+nncc_status nncc_ms_forward_train(nncc_model *m, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "forward_train", err))
+    return s;
+  if (!m->def->forward_train_cpu)
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                          "forward_train: '%s' was compiled without gradients (nncc "
+                          "compile --grad)", m->abi->model_name);
+  if (m->target != NNCC_TARGET_CPU)
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                          "forward_train: training runs on the CPU target only so far");
+  return runModel(m, RunKind::Train, err);
+}
+
+nncc_status nncc_ms_backward(nncc_model *m, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "backward", err))
+    return s;
+  if (!m->def->backward_cpu)
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                          "backward: '%s' was compiled without gradients (nncc "
+                          "compile --grad)", m->abi->model_name);
+  if (!m->trainReady)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "backward: no forward_train since the last forward, input or "
+                          "weight change");
+  ErrorSlot slot(err);
+  m->gradsValid = false;
+  nncc_status s = m->def->backward_cpu(m, slot.e);
+  if (s) {
+    m->trainReady = false;
+    nncc_error_prefix(slot.e, "backward of '%s': ", m->abi->model_name);
+    return s;
+  }
+  m->gradsValid = true;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+nncc_status nncc_ms_forward_backward(nncc_model *m, nncc_error *err) {
+  if (nncc_status s = nncc_ms_forward_train(m, err))
+    return s;
+  return nncc_ms_backward(m, err);
+}
+
+uint64_t nncc_ms_dropout_offset(const nncc_model *m) {
+  return m ? static_cast<uint64_t>(m->optStep) << 40 : 0;
+}
+
+void *nncc_ms_grad(nncc_model *m, int32_t i) { return m->grads[i].host.data; }
+
+namespace {
+nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
+  ErrorSlot slot(err);
+  nncc_error *e = slot.e;
+  const nncc_model_abi *abi = m->abi;
+  m->outputsValid = false;
+  m->trainReady = false;
+  m->gradsValid = false;
+  if (!m->paramsReady)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "forward: the parameters of '%s' are not initialised; call "
+                          "load_weights or init_weights first",
+                          abi->model_name);
+  // Bind every dim from the inputs (all must be set and agree).
+  std::vector<int64_t> dims(static_cast<size_t>(abi->num_dims), -1);
+  for (int32_t j = 0; j < abi->num_inputs; ++j) {
+    const nncc_tensor_info &info = abi->inputs[j];
+    const Tensor &t = m->inputs[j];
+    if (!t.set)
+      return nncc_error_set(err, NNCC_ERROR_NOT_FOUND,
+                            "forward: input '%s' %s has not been set%s", info.name,
+                            dimsString(abi, info).c_str(),
+                            t.dropped ? " for these dims (an input set later "
+                                        "changed them; set it again)"
+                                      : "");
+    for (int32_t k = 0; k < info.rank; ++k) {
+      int64_t d = info.dims[k];
+      if (d >= 0)
+        continue;
+      int64_t &v = dims[-d - 1];
+      if (v >= 0 && v != t.shape[k])
+        return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
+                              "forward: inputs disagree on %s (%" PRId64 " vs %" PRId64 ")",
+                              abi->dim_names[-d - 1], v, t.shape[k]);
+      v = t.shape[k];
+    }
+  }
+  for (int32_t s = 0; s < abi->num_dims; ++s)
+    if (dims[s] < 0)
+      return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                            "forward: dim %s is not the size of any input",
+                            abi->dim_names[s]);
+  m->dims = dims;
+  // Outputs.
+  for (int32_t j = 0; j < abi->num_outputs; ++j) {
+    const nncc_tensor_info &info = abi->outputs[j];
+    Tensor &t = m->outputs[j];
+    if (!concreteShape(abi, info.dims, info.rank, m->dims, t.shape) ||
+        !byteSize(t.shape.data(), info.rank, nncc_dtype_size(info.dtype), t.bytes))
+      return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                            "forward: output '%s' %s is too large", info.name,
+                            dimsString(abi, info).c_str());
+    if (!t.host.reserve(t.bytes))
+      return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                            "forward: output '%s': cannot allocate %" PRIu64 " bytes",
+                            info.name, t.bytes);
+  }
+  if (nncc_status s = plan(m, e))
+    return nncc_error_prefix(e, "forward: "), s;
+
+  nncc_status s = NNCC_OK;
+  if (kind == RunKind::Train) {
+    m->grads.resize(static_cast<size_t>(abi->num_params));
+    for (int32_t i = 0; i < abi->num_params; ++i) {
+      Tensor &g = m->grads[i];
+      g.bytes = m->params[i].bytes;
+      g.shape = m->params[i].shape;
+      if (!g.host.reserve(g.bytes))
+        return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                              "forward_train: cannot allocate the gradients");
+    }
+    s = m->def->forward_train_cpu(m, e);
+  } else if (m->target == NNCC_TARGET_CPU) {
+    s = m->def->forward_cpu
+            ? m->def->forward_cpu(m, e)
+            : nncc_error_set(e, NNCC_ERROR_UNSUPPORTED, "no CPU code in this library");
+  } else {
+    if (m->paramsDirty) {
+      for (int32_t i = 0; i < abi->num_params && !s; ++i)
+        s = nncc_cuda_memcpy_htod(m->cuda, m->params[i].device, m->params[i].host.data,
+                                  m->params[i].bytes, m->stream, e);
+      if (!s)
+        m->paramsDirty = false;
+    }
+    for (int32_t i = 0; i < abi->num_inputs && !s; ++i) {
+      Tensor &t = m->inputs[i];
+      s = ensureDevice(m, t, t.bytes, abi->inputs[i].name, e);
+      if (!s)
+        s = nncc_cuda_memcpy_htod(m->cuda, t.device, t.host.data, t.bytes, m->stream, e);
+    }
+    for (int32_t i = 0; i < abi->num_outputs && !s; ++i)
+      s = ensureDevice(m, m->outputs[i], m->outputs[i].bytes, abi->outputs[i].name, e);
+    if (!s)
+      s = m->def->forward_cuda(m, e);
+    if (!s)
+      s = nncc_stream_synchronize(m->stream, e);
+    for (int32_t i = 0; i < abi->num_outputs && !s; ++i)
+      s = nncc_cuda_memcpy_dtoh(m->cuda, m->outputs[i].host.data, m->outputs[i].device,
+                                m->outputs[i].bytes, nullptr, e);
+  }
+  if (s) {
+    nncc_error_prefix(e, "forward of '%s': ", abi->model_name);
+    return s;
+  }
+  ++m->generation;
+  m->outputsValid = true;
+  m->trainReady = kind == RunKind::Train;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+} // namespace
+
+nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtype,
+                               int32_t *rank, const int64_t **shape, const void **data,
+                               nncc_error *err) {
+  if (nncc_status s = checkModel(m, "get_output", err))
+    return s;
+  if (!name)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "get_output: name is NULL");
+  const nncc_model_abi *abi = m->abi;
+  if (strncmp(name, "grad.", 5) == 0 && abi->num_grads > 0) {
+    int32_t g = findByName(abi->grads, abi->num_grads, name);
+    if (g >= 0) {
+      if (!m->gradsValid)
+        return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                              "get_output '%s': no successful backward since the last "
+                              "forward, input or weight change", name);
+      if (dtype)
+        *dtype = abi->grads[g].dtype;
+      if (rank)
+        *rank = abi->grads[g].rank;
+      if (shape)
+        *shape = m->grads[g].shape.data();
+      if (data)
+        *data = m->grads[g].host.data;
+      nncc_error_clear(err);
+      return NNCC_OK;
+    }
+  }
+  int32_t idx = findByName(abi->outputs, abi->num_outputs, name);
+  if (idx < 0)
+    return nncc_error_set(err, NNCC_ERROR_NOT_FOUND,
+                          "get_output: model '%s' has no output '%s' (outputs: %s)",
+                          abi->model_name, name,
+                          nameList(abi->outputs, abi->num_outputs).c_str());
+  if (!m->outputsValid)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "get_output '%s': no successful forward since the model was "
+                          "created or last failed",
+                          name);
+  const Tensor &t = m->outputs[idx];
+  if (dtype)
+    *dtype = abi->outputs[idx].dtype;
+  if (rank)
+    *rank = abi->outputs[idx].rank;
+  if (shape)
+    *shape = t.shape.data();
+  if (data)
+    *data = t.host.data;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+nncc_status nncc_ms_memory_stats(nncc_model *m, uint64_t *arena_bytes,
+                                 uint64_t *peak_bytes, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "memory_stats", err))
+    return s;
+  if (arena_bytes)
+    *arena_bytes = m->arena ? nncc_arena_capacity(m->arena) : 0;
+  if (peak_bytes)
+    *peak_bytes = m->arena ? nncc_arena_high_water(m->arena) : 0;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+nncc_target nncc_ms_target(const nncc_model *m) { return m->target; }
+const int64_t *nncc_ms_dims(const nncc_model *m) { return m->dims.data(); }
+int64_t nncc_ms_bound_dim(const nncc_model *m, int32_t i) {
+  return m && i >= 0 && i < static_cast<int32_t>(m->bound.size()) ? m->bound[i] : -1;
+}
+
+static void *tensorData(nncc_model *m, Tensor &t) {
+  return m->target == NNCC_TARGET_CUDA ? reinterpret_cast<void *>(t.device) : t.host.data;
+}
+void *nncc_ms_input(nncc_model *m, int32_t i) { return tensorData(m, m->inputs[i]); }
+void *nncc_ms_param(nncc_model *m, int32_t i) { return tensorData(m, m->params[i]); }
+void *nncc_ms_output(nncc_model *m, int32_t i) { return tensorData(m, m->outputs[i]); }
+void *nncc_ms_buffer_ptr(nncc_model *m, int32_t i) { return m->bufferPtrs[i]; }
+void *nncc_ms_cuda_stream(nncc_model *m) {
+  return m->stream ? static_cast<void *>(nncc_stream_cuda_handle(m->stream)) : nullptr;
+}
+void *nncc_ms_cuda_state(nncc_model *m) { return m->cudaState; }
+
+nncc_status nncc_ms_kernel_status(int rc, const char *launch, nncc_error *err) {
+  switch (rc) {
+  case 0:
+    return NNCC_OK;
+  case -2:
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "%s: an index input is out of range", launch);
+  case -3:
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED, "%s: unsupported by the kernel",
+                          launch);
+  default:
+    return nncc_error_set(err, NNCC_ERROR_INTERNAL,
+                          "%s: the kernel rejected its arguments (code %d)", launch, rc);
+  }
+}
+
+void nncc_ms_copy_nd(uint32_t elem_size, int32_t rank, const int64_t *shape, void *dst,
+                     const int64_t *dst_strides, const void *src,
+                     const int64_t *src_strides) {
+  int64_t total = 1;
+  for (int32_t d = 0; d < rank; ++d)
+    total *= shape[d];
+  if (total <= 0)
+    return;
+  char *out = static_cast<char *>(dst);
+  const char *in = static_cast<const char *>(src);
+  int64_t inner = rank ? shape[rank - 1] : 1;
+  int64_t rows = total / inner;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rem = r, so = 0, dso = 0;
+    for (int32_t d = rank - 2; d >= 0; --d) {
+      int64_t c = rem % shape[d];
+      rem /= shape[d];
+      so += c * src_strides[d];
+      dso += c * dst_strides[d];
+    }
+    int64_t ss = rank ? src_strides[rank - 1] : 1, ds = rank ? dst_strides[rank - 1] : 1;
+    if (ss == 1 && ds == 1) {
+      std::memcpy(out + dso * elem_size, in + so * elem_size, inner * elem_size);
+      continue;
+    }
+    for (int64_t j = 0; j < inner; ++j)
+      std::memcpy(out + (dso + j * ds) * elem_size, in + (so + j * ss) * elem_size,
+                  elem_size);
+  }
+}
+
+void nncc_ms_reduce_f32(int32_t rank, const int64_t *shape, uint32_t mask, int mean,
+                        const float *x, float *y) {
+  reduceImpl(rank, shape, mask, mean, x, y);
+}
+void nncc_ms_reduce_f64(int32_t rank, const int64_t *shape, uint32_t mask, int mean,
+                        const double *x, double *y) {
+  reduceImpl(rank, shape, mask, mean, x, y);
+}
+
+} // extern "C"
+
+//===----------------------------------------------------------------------===//
+// Training: parameter groups, schedules, train_step
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::vector<std::string> splitPath(const char *name) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (const char *c = name; *c; ++c) {
+    if (*c == '.') {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += *c;
+    }
+  }
+  parts.push_back(cur);
+  return parts;
+}
+
+bool isIndex(const std::string &s) {
+  if (s.empty())
+    return false;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c)))
+      return false;
+  return true;
+}
+
+std::string lower(std::string s) {
+  for (char &c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool noDecay(const char *name) {
+  std::vector<std::string> parts = splitPath(name);
+  const std::string &leaf = parts.back();
+  if (leaf == "bias" || leaf.rfind("bias_", 0) == 0 || leaf == "in_proj_bias")
+    return true;
+  for (size_t k = 0; k + 1 < parts.size(); ++k)
+    if (lower(parts[k]).find("norm") != std::string::npos)
+      return true;
+  return false;
+}
+
+/// The layer stack of layer-wise lr decay: the prefix P of parameters named
+/// `P.<i>.…` whose last component is `encoder`, `layers`, `layer` or
+/// `blocks`, else the first such prefix in parameter order. Returns the
+/// prefix (with the trailing dot) and L = 1 + the largest index.
+void layerStack(const nncc_model_abi *abi, std::string &prefix, int64_t &L) {
+  prefix.clear();
+  L = 0;
+  std::string first;
+  std::string preferred;
+  for (int32_t i = 0; i < abi->num_params; ++i) {
+    std::vector<std::string> parts = splitPath(abi->params[i].name);
+    std::string p;
+    for (size_t k = 0; k + 1 < parts.size(); ++k) {
+      if (isIndex(parts[k]) && k > 0) {
+        if (first.empty())
+          first = p;
+        std::string last = parts[k - 1];
+        if (preferred.empty() &&
+            (last == "encoder" || last == "layers" || last == "layer" || last == "blocks"))
+          preferred = p;
+        break;
+      }
+      p += parts[k] + ".";
+    }
+  }
+  prefix = preferred.empty() ? first : preferred;
+  if (prefix.empty())
+    return;
+  for (int32_t i = 0; i < abi->num_params; ++i) {
+    const char *n = abi->params[i].name;
+    if (strncmp(n, prefix.c_str(), prefix.size()) != 0)
+      continue;
+    int64_t idx = std::strtoll(n + prefix.size(), nullptr, 10);
+    L = std::max(L, idx + 1);
+  }
+}
+
+double layerScale(const nncc_model_abi *abi, int32_t i, double fd) {
+  if (fd >= 1.0)
+    return 1.0;
+  std::string prefix;
+  int64_t L;
+  layerStack(abi, prefix, L);
+  const char *n = abi->params[i].name;
+  if (!prefix.empty() && strncmp(n, prefix.c_str(), prefix.size()) == 0 &&
+      std::isdigit(static_cast<unsigned char>(n[prefix.size()]))) {
+    int64_t idx = std::strtoll(n + prefix.size(), nullptr, 10); // 0-based: thesis i = idx+1
+    return std::pow(fd, double(L - 1 - idx));
+  }
+  if (lower(n).find("embed") != std::string::npos)
+    return std::pow(fd, double(L + 1));
+  return 1.0;
+}
+
+} // namespace
+
+extern "C" double nncc_ms_schedule_lr(const nncc_train_config *c, int64_t t) {
+  if (!c)
+    return 0.0;
+  const double lr = c->lr;
+  const double pi = 3.14159265358979323846;
+  double O = double(c->total > 0 ? c->total : 0);
+  double W = c->warmup >= 0 ? double(c->warmup) : O * c->warmup_fraction;
+  switch (c->schedule) {
+  case NNCC_SCHEDULE_WARMUP_COSINE:
+  case NNCC_SCHEDULE_COSINE: {
+    double cyc = c->schedule == NNCC_SCHEDULE_COSINE ? 0.0 : c->cycles;
+    if (c->schedule == NNCC_SCHEDULE_COSINE)
+      W = 0;
+    if (double(t) < W)
+      return lr * double(t) / std::max(1.0, W);
+    // C(x) = arccos(2x - 1) / (2 pi), eq. 3.2.
+    double C = std::acos(std::min(1.0, std::max(-1.0, 2.0 * cyc - 1.0))) / (2.0 * pi);
+    double f = 0.5 * (1.0 + std::cos(2.0 * pi * C * (double(t) - W) / std::max(1.0, O - W)));
+    return lr * std::max(0.0, f);
+  }
+  case NNCC_SCHEDULE_LINEAR:
+    if (double(t) < W)
+      return lr * double(t) / std::max(1.0, W);
+    return lr * std::max(0.0, (O - double(t)) / std::max(1.0, O - W));
+  case NNCC_SCHEDULE_STEP:
+    return lr * std::pow(c->gamma, std::floor(double(t) / double(std::max<int64_t>(1, c->step_size))));
+  default:
+    return lr;
+  }
+}
+
+extern "C" nncc_status nncc_ms_param_group(nncc_model *m, int32_t i,
+                                           const nncc_train_config *c, int32_t *decay,
+                                           double *lr_scale, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "param_group", err))
+    return s;
+  if (i < 0 || i >= m->abi->num_params)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "param_group: index %d out of range (%d parameters)", i,
+                          m->abi->num_params);
+  if (!c)
+    c = m->abi->train_config;
+  if (decay)
+    *decay = noDecay(m->abi->params[i].name) ? 0 : 1;
+  if (lr_scale)
+    *lr_scale = c ? layerScale(m->abi, i, c->layer_decay) : 1.0;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+extern "C" nncc_status nncc_ms_reset_optimizer(nncc_model *m, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "reset_optimizer", err))
+    return s;
+  m->optM.clear();
+  m->optV.clear();
+  m->optStep = 0;
+  m->stats = nncc_train_stats{};
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+extern "C" nncc_status nncc_ms_train_stats(nncc_model *m, nncc_train_stats *out,
+                                           nncc_error *err) {
+  if (nncc_status s = checkModel(m, "train_stats", err))
+    return s;
+  if (out)
+    *out = m->stats;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
+                                          nncc_error *err) {
+  if (nncc_status s = checkModel(m, "train_step", err))
+    return s;
+  const nncc_model_abi *abi = m->abi;
+  const nncc_train_config *c =
+      config ? static_cast<const nncc_train_config *>(config) : abi->train_config;
+  if (!c)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "train_step: no configuration");
+  if (c->optimizer < NNCC_OPTIM_SGD || c->optimizer > NNCC_OPTIM_ADAMW)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "train_step: unknown optimizer %d", c->optimizer);
+  if (nncc_status s = nncc_ms_forward_backward(m, err))
+    return s;
+  const bool f64 = strcmp(abi->precision, "f64") == 0;
+  const int32_t n = abi->num_params;
+  // Global norm (double accumulation), clipping factor as torch's
+  // clip_grad_norm_: max_norm / (norm + 1e-6) when below 1.
+  double sq = 0.0;
+  for (int32_t i = 0; i < n; ++i) {
+    int64_t numel = int64_t(m->params[i].bytes / (f64 ? 8 : 4));
+    sq += f64 ? nncc_sum_squares_f64(numel, static_cast<const double *>(m->grads[i].host.data))
+              : nncc_sum_squares_f32(numel, static_cast<const float *>(m->grads[i].host.data));
+  }
+  double norm = std::sqrt(sq);
+  double scale = 1.0;
+  if (c->clip > 0.0) {
+    double coef = c->clip / (norm + 1e-6);
+    if (coef < 1.0)
+      scale = coef;
+  }
+  if (!std::isfinite(norm))
+    return nncc_error_set(err, NNCC_ERROR_INTERNAL,
+                          "train_step: the gradient norm is not finite (%g); parameters "
+                          "left unchanged",
+                          norm);
+  bool adam = c->optimizer != NNCC_OPTIM_SGD;
+  bool needM = adam || c->momentum != 0.0;
+  if (m->optM.size() != size_t(n)) {
+    m->optM = std::vector<HostBuffer>(size_t(n));
+    m->optV = std::vector<HostBuffer>(size_t(n));
+    m->optStep = 0;
+  }
+  bool first = m->optStep == 0;
+  int64_t step = ++m->optStep;
+  double lr = nncc_ms_schedule_lr(c, step - 1);
+  for (int32_t i = 0; i < n; ++i) {
+    uint64_t bytes = m->params[i].bytes;
+    if (needM && !m->optM[i].reserve(bytes))
+      return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                            "train_step: cannot allocate the optimizer state");
+    if (adam && !m->optV[i].reserve(bytes))
+      return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                            "train_step: cannot allocate the optimizer state");
+    double wd = noDecay(abi->params[i].name) ? 0.0 : c->weight_decay;
+    double lri = lr * layerScale(abi, i, c->layer_decay);
+    int64_t numel = int64_t(bytes / (f64 ? 8 : 4));
+    void *p = m->params[i].host.data, *g = m->grads[i].host.data;
+    void *bm = needM ? m->optM[i].data : nullptr, *bv = adam ? m->optV[i].data : nullptr;
+    int rc;
+    if (adam) {
+      int dec = c->optimizer == NNCC_OPTIM_ADAMW;
+      rc = f64 ? nncc_adam_step_f64(numel, (double *)p, (const double *)g, (double *)bm,
+                                    (double *)bv, scale, lri, c->beta1, c->beta2, c->eps, wd,
+                                    dec, step)
+               : nncc_adam_step_f32(numel, (float *)p, (const float *)g, (float *)bm,
+                                    (float *)bv, scale, lri, c->beta1, c->beta2, c->eps, wd,
+                                    dec, step);
+    } else {
+      rc = f64 ? nncc_sgd_step_f64(numel, (double *)p, (const double *)g, (double *)bm, scale,
+                                   lri, c->momentum, wd, c->nesterov, first)
+               : nncc_sgd_step_f32(numel, (float *)p, (const float *)g, (float *)bm, scale,
+                                   lri, c->momentum, wd, c->nesterov, first);
+    }
+    if (nncc_status s = nncc_ms_kernel_status(rc, abi->params[i].name, err))
+      return s;
+  }
+  m->paramsDirty = true;
+  m->trainReady = false; // the weights changed; grads stay readable
+  m->stats.step = step;
+  m->stats.lr = lr;
+  m->stats.grad_norm = norm;
+  m->stats.clip_scale = scale;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
