@@ -29,7 +29,7 @@ module attributes {nn.dims = ["B", "T"], nn.model = "moves"} {
                      %y: !nnk.buffer<[T, B, 32], f32> {nnk.output, nn.name = "y"},
                      %s: !nnk.buffer<[B], f32> {nnk.output, nn.name = "s"},
                      %a: !nnk.buffer<[B, T, 32], f32> {nnk.output, nn.name = "a"}) {
-    // CHECK: nncc_ms_copy_nd(sizeof(*out0), 3, shape, out0, ds, in0, ss);
+    // CHECK: nncc_ms_copy_nd(sizeof(real_t), 3, shape, out0, ds, in0, ss);
     nnk.transpose ins(%x) outs(%y) {perm = array<i64: 1, 0, 2>} : !nnk.buffer<[B, T, 32], f32>, !nnk.buffer<[T, B, 32], f32>
     // CHECK: NNCC_MS_REDUCE(3, shape, 6u, 1, in0, out1);
     nnk.reduce ins(%x) outs(%s) {kind = #nnk<reduce mean>, axes = array<i64: 1, 2>, keepdim = false} : !nnk.buffer<[B, T, 32], f32>, !nnk.buffer<[B], f32>

@@ -66,4 +66,21 @@ def NNK_LossKindAttr : EnumAttr<NNK_Dialect, NNK_LossKind, "loss"> {
   let assemblyFormat = "$value";
 }
 
+// Values equal the kernel library's NNCC_ATTN_* constants.
+def NNK_AttentionKind : I32EnumAttr<"AttentionKind", "attention core", [
+    I32EnumAttrCase<"dense", 0>,
+    I32EnumAttrCase<"dilated", 1>,
+    I32EnumAttrCase<"lsh", 2>]> {
+  let cppNamespace = "::nncc::nnk";
+  let genSpecializedAttr = 0;
+}
+def NNK_AttentionKindAttr : EnumAttr<NNK_Dialect, NNK_AttentionKind, "attention"> {
+  let summary = "attention core of a backward op (NNCC_ATTN_*)";
+  let description = [{
+    Written `#nnk<attention dilated>`: which forward core (flash, banded or
+    LSH attention) an `nnk.attention_grad` differentiates.
+  }];
+  let assemblyFormat = "$value";
+}
+
 #endif // NNCC_DIALECT_KERNEL_IR_NNKATTRS_TD

@@ -199,8 +199,8 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
   let description = [{
     Given the packed in-projection `qkv` (as the forward core reads it) and
     `dout` `[B, T, E]` (adjoint of the core's output), writes `dqkv` (type
-    of qkv). `kind` 0 dense (flash), 1 dilated (banded), 2 lsh; attributes
-    as the forward core ops. Recomputes the probabilities; with `dropout`
+    of qkv). `kind` names the forward core (dense = flash, dilated =
+    banded, lsh); the other attributes are the forward core op's. Recomputes the probabilities; with `dropout`
     the forward's mask (same `seed` and step offset). With `saved_out` and
     `saved_lse` (the forward core's output and log-sum-exp, kept by a
     training forward) nothing of the forward is recomputed; otherwise the
@@ -216,7 +216,7 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     NNK_In<Optional<NNK_FloatBuffer>>:$saved_lse,
     NNK_Out<NNK_FloatBuffer>:$dqkv,
     NNK_Out<Optional<NNK_FloatBuffer>>:$core,
-    NNK_I64Attr:$kind,
+    NNK_AttentionKindAttr:$kind,
     NNK_I64Attr:$num_heads,
     DefaultValuedAttr<BoolAttr, "false">:$causal,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale,

@@ -300,15 +300,16 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     int64_t heads = op.getNumHeads();
     bool causal = op.getCausal();
     double dropout = op.getDropout();
-    int64_t kindCode = 0, window = 0, dilation = 1, hashes = 0, chunk = 0;
+    nnk::AttentionKind coreKind = nnk::AttentionKind::dense;
+    int64_t window = 0, dilation = 1, hashes = 0, chunk = 0;
     ArrayRef<int64_t> global;
     if (auto d = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
-      kindCode = 1;
+      coreKind = nnk::AttentionKind::dilated;
       window = d.getWindow();
       dilation = d.getDilation();
       global = d.getGlobal();
     } else if (auto l = dyn_cast<nn::LshAttentionAttr>(kind)) {
-      kindCode = 2;
+      coreKind = nnk::AttentionKind::lsh;
       hashes = l.getHashes();
       chunk = l.getChunk();
     } else if (!isa<nn::DenseAttentionAttr>(kind)) {
@@ -324,7 +325,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     nnk::MatmulOp::create(rewriter, loc, dy, wOut, *dCore);
     nnk::AttentionGradOp::create(rewriter, loc, *qkv, mask, rot, *dCore,
                                  savedOut, savedLse, *dqkv,
-                                 savedOut ? Value() : *core, kindCode, heads,
+                                 savedOut ? Value() : *core, coreKind, heads,
                                  causal, 0.0, window, dilation, global, hashes,
                                  chunk, op.getSeed(), dropout);
     SmallVector<Value> dparams;

@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "nncc/Target/Emitters.h"
 
-#include "../Common/ModelEmitter.h"
+#include "../Common/LaunchEmitter.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -24,48 +24,43 @@ using namespace mlir;
 namespace nncc::target {
 namespace {
 
-class CudaEmitter : public ModelEmitter {
+class CudaEmitter : public LaunchEmitter {
 public:
-  using ModelEmitter::ModelEmitter;
+  explicit CudaEmitter(ModuleOp module) : LaunchEmitter(module, Target::CUDA) {}
   LogicalResult emit(raw_indented_ostream &os);
 
-private:
-  std::string kernels; // generated __global__ functions
-  int numKernels = 0;
-  int numLocals = 0;   // unique suffixes of generated host locals
-  std::string scratchCur = "0";           // bytes taken by the current launch
-  std::vector<std::string> scratchNeeds;  // per top-level launch
-  std::vector<std::pair<int, std::string>> flagCodes; // index checks
-  LogicalResult emitOp(raw_indented_ostream &os, Operation *op);
-  /// Device scratch of `bytes` (C++ expression) for the current top-level
-  /// launch; returns a `char *` expression.
-  std::string takeScratch(const std::string &bytes) {
+  //===--- target hooks -----------------------------------------------------===//
+  std::string checked(const std::string &callExpr) override {
+    // The call is parenthesised: template argument lists contain commas.
+    return "NNCC_CUDA_CHECK((" + callExpr + "), " + cString(launchComment(op())) + ");\n";
+  }
+  /// Device scratch for the current top-level launch (the scratch buffer
+  /// is sized for the largest launch); returns a `char *` expression.
+  std::string workspace(const std::string &bytes) override {
     std::string at = "(nncc_scratch + (" + scratchCur + "))";
     scratchCur += " + nncc_gen_align((uint64_t)(" + bytes + "))";
     return at;
   }
-  int flagCode(Operation *op) {
-    int code = static_cast<int>(flagCodes.size()) + 1;
-    flagCodes.push_back({code, launchComment(op)});
-    return code;
+  LogicalResult copyNd(const StridedCopy &c) override;
+  void copyOne(const std::string &dst, const std::string &src) override {
+    out() << checked("cudaMemcpyAsync(" + dst + ", " + src + ", sizeof(*" + dst +
+                     "), cudaMemcpyDeviceToDevice, stream)");
   }
-  std::string local(const std::string &base) {
-    return base + std::to_string(numLocals++);
-  }
+  LogicalResult emitODE(Operation *odeOp) override;
+
+private:
+  std::string scratchCur = "0";           // bytes taken by the current launch
+  std::vector<std::string> scratchNeeds;  // per top-level launch
   /// Emits the ops of a region (nnk.ode_solve / ode_rnn bodies) with the
   /// given names for its block arguments: inner weights become parameter
   /// pointers, inner allocs scratch.
   LogicalResult emitRegion(raw_indented_ostream &os, Region &region, Operation *parent,
                            llvm::ArrayRef<std::string> argNames);
-  LogicalResult emitCopyNd(raw_indented_ostream &os, Operation *op, Type elt,
-                           llvm::ArrayRef<std::string> shape,
-                           llvm::ArrayRef<std::string> dstStrides, const std::string &dst,
-                           llvm::ArrayRef<std::string> srcStrides, const std::string &src);
   LogicalResult emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp op);
   LogicalResult emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp op);
   LogicalResult emitOdeSteps(raw_indented_ostream &os, Operation *op, nn::ODEMethod method);
+  std::string takeScratch(const std::string &bytes) { return workspace(bytes); }
   std::string check(Operation *op, const std::string &call) {
-    // The call is parenthesised: template argument lists contain commas.
     return "NNCC_CUDA_CHECK((" + call + "), " + cString(launchComment(op)) + ");\n";
   }
 };
@@ -81,7 +76,7 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
     b.indent();
     for (Operation &op : forward.getBody().front().without_terminator()) {
       scratchCur = "0";
-      if (failed(emitOp(b, &op)))
+      if (failed(emitLaunch(b, &op)))
         return failure();
       if (scratchCur != "0")
         scratchNeeds.push_back(scratchCur);
@@ -115,14 +110,14 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
     f.unindent();
     f << body;
     f.indent();
-    if (!flagCodes.empty()) {
+    if (!indexChecks.empty()) {
       f << "// Index checks of the launches above (embedding, cross-entropy targets).\n";
       f << "int flag = 0;\n";
       f << "NNCC_CUDA_CHECK(cudaMemcpyAsync(&flag, st->flag, sizeof(int), "
            "cudaMemcpyDeviceToHost, stream), \"reading the index-check flag\");\n";
       f << "NNCC_CUDA_CHECK(cudaStreamSynchronize(stream), \"synchronizing the stream\");\n";
       f << "switch (flag) {\n";
-      for (auto &[code, what] : flagCodes)
+      for (auto &[code, what] : indexChecks)
         f << "case " << code << ":\n  return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "
           << "\"%s: an index input is out of range\", " << cString(what) << ");\n";
       f << "default:\n  break;\n}\n";
@@ -176,12 +171,7 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
   os << "namespace nncc_gen_math {\n";
   emitMathPrelude(os, "__device__ __forceinline__", /*hostPolynomials=*/false);
   os << "inline uint64_t nncc_gen_align(uint64_t n) { return (n + 255) & ~(uint64_t)255; }\n";
-  os << "// HuggingFace's bucket rule for LSH without given rotations (as the CPU).\n"
-        "inline int64_t nncc_gen_lsh_buckets(int64_t T, int64_t chunk) {\n"
-        "  int64_t n = 2 * (T / chunk), bits = 0;\n"
-        "  while (n) { ++bits; n >>= 1; }\n"
-        "  int64_t b = bits > 0 ? (int64_t)1 << (bits - 1) : 1;\n"
-        "  return b < 2 ? 2 : b;\n}\n";
+  emitSharedHelpers(os, "inline");
   os << "} // namespace nncc_gen_math\n\n";
   os << "namespace {\n";
   os << "using namespace nncc::kernels::cuda;\n";
@@ -218,7 +208,7 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "  st->scratch = nullptr;\n  st->scratch_bytes = 0;\n"
         "  if ((e = cudaMalloc(&st->scratch, bytes)) != cudaSuccess)\n    return e;\n"
         "  st->scratch_bytes = bytes;\n  return cudaSuccess;\n}\n";
-  os << kernels;
+  os << generatedKernels;
   os << "} // namespace\n\n";
   os << "// Runs only after libnncc_model_support found a driver and a device\n"
         "// (NNCC_ERROR_CUDA_UNAVAILABLE with the reason otherwise), so cudart is\n"
@@ -256,577 +246,30 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
   return success();
 }
 
-LogicalResult CudaEmitter::emitOp(raw_indented_ostream &os, Operation *op) {
-  if (isa<nnk::AllocOp, nnk::WeightOp>(op))
-    return success();
-  os << "// " << launchComment(op) << "\n";
-  auto T = [](Value v) { return cast<nnk::BufferType>(v.getType()); };
-  auto N = [&](Value v, int64_t from = 0, int64_t to = -1) {
-    return numel(op, T(v), from, to);
-  };
-  auto D = [&](Value v, int64_t i) {
-    auto t = T(v);
-    return dimExpr(op, t.getDim(i < 0 ? t.getRank() + i : i));
-  };
-  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<nnk::FillOp>([&](nnk::FillOp o) -> LogicalResult {
-        auto n = N(o.getOut());
-        auto ct = cType(op, T(o.getOut()).getElementType());
-        if (failed(n) || failed(ct))
-          return failure();
-        os << "nncc_gen_fill<" << *ct << "><<<nncc::kernels::cuda::grid_for(" << *n
-           << ", 256), 256, 0, stream>>>(" << *n << ", (" << *ct << ")"
-           << fmtDouble(o.getValue()) << ", " << name(o.getOut()) << ");\n";
-        os << check(op, "cudaGetLastError()");
-        return success();
-      })
-      .Case<nnk::CopyOp>([&](nnk::CopyOp o) -> LogicalResult {
-        auto n = N(o.getOut());
-        if (failed(n))
-          return failure();
-        os << check(op, "cudaMemcpyAsync(" + name(o.getOut()) + ", " + name(o.getIn()) +
-                            ", " + *n + " * sizeof(*" + name(o.getOut()) +
-                            "), cudaMemcpyDeviceToDevice, stream)");
-        return success();
-      })
-      .Case<nnk::ElementwiseOp>([&](nnk::ElementwiseOp o) -> LogicalResult {
-        Value out = o->getOperand(o->getNumOperands() - 1);
-        auto n = N(out);
-        if (failed(n))
-          return failure();
-        // The kernel takes the dims it needs as parameters (d_*).
-        std::string kname = "nncc_ew_" + std::to_string(numKernels++);
-        std::string params = "int64_t n";
-        std::string args = *n;
-        for (auto &d : dims) {
-          params += ", int64_t d_" + cIdentifier(d);
-          args += ", d_" + cIdentifier(d);
-        }
-        std::string loads;
-        for (auto [k, in] : llvm::enumerate(o.getInputs())) {
-          auto ct = cType(op, T(in).getElementType());
-          auto idx = broadcastIndex(op, T(in), T(out), "i");
-          if (failed(ct) || failed(idx))
-            return failure();
-          params += ", const " + *ct + " *__restrict__ in" + std::to_string(k);
-          args += ", " + name(in);
-          loads += "const " + *ct + " a" + std::to_string(k) + " = in" + std::to_string(k) +
-                   "[" + *idx + "];\n";
-        }
-        params += ", real_t *__restrict__ out";
-        args += ", " + name(out);
-        std::string k;
-        llvm::raw_string_ostream ks(k);
-        raw_indented_ostream kos(ks);
-        kos << "// " << launchComment(op) << "\n";
-        kos << "__global__ void " << kname << "(" << params << ") {\n";
-        kos.indent();
-        for (auto &d : dims)
-          kos << "(void)d_" << cIdentifier(d) << ";\n";
-        kos << "for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
-               "     i += (int64_t)gridDim.x * blockDim.x) {\n";
-        kos.indent();
-        kos << loads;
-        if (failed(emitElementwiseBody(kos, o, "out", "i")))
-          return failure();
-        kos.unindent();
-        kos << "}\n";
-        kos.unindent();
-        kos << "}\n";
-        kernels += k;
-        os << "if (" << *n << " > 0) {\n";
-        os << "  " << kname << "<<<nncc::kernels::cuda::grid_for(" << *n
-           << ", 256), 256, 0, stream>>>(" << args << ");\n";
-        os << "  " << check(op, "cudaGetLastError()");
-        os << "}\n";
-        return success();
-      })
-      .Case<nnk::GemmOp>([&](nnk::GemmOp o) -> LogicalResult {
-        auto M = N(o.getX(), 0, T(o.getX()).getRank() - 1);
-        auto K = D(o.getX(), -1);
-        auto Nn = D(o.getWeight(), 0);
-        if (failed(M) || failed(K) || failed(Nn))
-          return failure();
-        // Row-major y[M,N] = x[M,K] w[N,K]^T is column-major y^T = w^T x^T.
-        os << "NNCC_CUBLAS_CHECK(NNCC_CUBLAS_GEMM(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)"
-           << *Nn << ", (int)" << *M << ", (int)" << *K << ", &one, " << name(o.getWeight())
-           << ", (int)" << *K << ", " << name(o.getX()) << ", (int)" << *K << ", &zero, "
-           << name(o.getOut()) << ", (int)" << *Nn << "), "
-           << cString(launchComment(op)) << ");\n";
-        if (o.getBias() || o.getResidual() || o.getActivation() != nnk::Activation::none)
-          os << check(op, "nncc::kernels::cuda::launch_linear_epilogue<real_t>(" + *M + ", " +
-                              *Nn + ", " + name(o.getOut()) + ", " +
-                              nameOrNull(o.getBias()) + ", " +
-                              std::to_string(static_cast<int>(o.getActivation())) +
-                              ", (real_t)" + fmtDouble(o.getAlpha()) + ", " +
-                              nameOrNull(o.getResidual()) + ", stream)");
-        return success();
-      })
-      .Case<nnk::MatmulOp>([&](nnk::MatmulOp o) -> LogicalResult {
-        auto ta = T(o.getLhs()), tb = T(o.getRhs()), tc = T(o.getOut());
-        int64_t rc = tc.getRank();
-        auto M = D(o.getOut(), -2), Nn = D(o.getOut(), -1), K = D(o.getLhs(), -1);
-        auto batch = N(o.getOut(), 0, rc - 2);
-        if (failed(M) || failed(Nn) || failed(K) || failed(batch))
-          return failure();
-        if ((ta.getRank() != 2 && ta.getRank() != rc) ||
-            (tb.getRank() != 2 && tb.getRank() != rc))
-          return o.emitError("nnk.matmul: batch broadcasting beyond a missing batch is "
-                             "not supported by the CUDA emitter yet");
-        std::string sa = ta.getRank() == 2 ? "0" : "(long long)" + *M + " * " + *K;
-        std::string sb = tb.getRank() == 2 ? "0" : "(long long)" + *K + " * " + *Nn;
-        os << "NNCC_CUBLAS_CHECK(NNCC_CUBLAS_GEMM_BATCHED(blas, CUBLAS_OP_N, CUBLAS_OP_N, "
-              "(int)"
-           << *Nn << ", (int)" << *M << ", (int)" << *K << ", &one, " << name(o.getRhs())
-           << ", (int)" << *Nn << ", " << sb << ", " << name(o.getLhs()) << ", (int)" << *K
-           << ", " << sa << ", &zero, " << name(o.getOut()) << ", (int)" << *Nn
-           << ", (long long)" << *M << " * " << *Nn << ", (int)" << *batch << "), "
-           << cString(launchComment(op)) << ");\n";
-        return success();
-      })
-      .Case<nnk::LayerNormOp>([&](nnk::LayerNormOp o) -> LogicalResult {
-        auto rows = N(o.getX(), 0, T(o.getX()).getRank() - 1);
-        auto n = D(o.getX(), -1);
-        if (failed(rows) || failed(n))
-          return failure();
-        os << check(op, "nncc::kernels::cuda::launch_layer_norm<real_t>(" + *rows + ", " +
-                            *n + ", " + name(o.getX()) + ", " + nameOrNull(o.getResidual()) +
-                            ", " + nameOrNull(o.getWeight()) + ", " +
-                            nameOrNull(o.getBias()) + ", (real_t)" +
-                            fmtDouble(o.getEps()) + ", " + name(o.getOut()) + ", " +
-                            nameOrNull(o.getSum()) + ", NULL, NULL, stream)");
-        return success();
-      })
-      .Case<nnk::FlashAttentionOp, nnk::BandedAttentionOp, nnk::LSHAttentionOp>(
-          [&](auto o) -> LogicalResult {
-            if (o.getDropout() > 0)
-              return o.emitOpError("attention dropout (training mode) is CPU-only: "
-                                   "the CUDA attention kernels have no dropout masks");
-            if (o.getLse())
-              return o.emitOpError("a kept log-sum-exp (training mode) is CPU-only: "
-                                   "the CUDA attention kernels do not write it");
-            Value qkv = o.getQkv(), out = o.getOut();
-            nn::Dim e = T(out).getDim(2);
-            int64_t heads = o.getNumHeads();
-            auto B = D(qkv, 0), Tn = D(qkv, 1), ld = D(qkv, 2), E = D(out, 2);
-            if (failed(B) || failed(Tn) || failed(ld) || failed(E))
-              return failure();
-            // Head size: static when the model width is, else a run-time value.
-            std::string dh = "(" + *E + " / " + std::to_string(heads) + ")";
-            int64_t staticDh = e.isStatic() ? e.getSize() / heads : -1;
-            if (staticDh > 0)
-              dh = std::to_string(staticDh);
-            if (staticDh > 256)
-              return o.emitError("the CUDA attention kernels serve head sizes up to 256, got ")
-                     << staticDh;
-            double scale = o.getScale();
-            std::string sc = scale != 0 ? "(real_t)" + fmtDouble(scale)
-                                        : "(real_t)1 / sqrt((real_t)" + dh + ")";
-            std::string q = name(qkv), causal = o.getCausal() ? "1" : "0";
-            // Static head sizes 32/64/128 instantiate only their kernel.
-            std::string dhs = (staticDh == 32 || staticDh == 64 || staticDh == 128)
-                                  ? std::to_string(staticDh)
-                                  : "0";
-            std::string mask = o.getMask() ? name(o.getMask()) : "(const uint8_t *)NULL";
-            Operation *raw = o.getOperation();
-            os << "{\n";
-            os.indent();
-            os << "const real_t scale = " << sc << ";\n";
-            if (isa<nnk::FlashAttentionOp>(raw)) {
-              std::string args = "(int)" + *B + ", (int)" + *Tn + ", " +
-                                 std::to_string(heads) + ", " + q + ", " + q + " + " + *E +
-                                 ", " + q + " + 2 * " + *E + ", " + *ld + ", " + name(out) +
-                                 ", " + *E + ", " + mask + ", " + causal +
-                                 ", scale, (real_t *)NULL, stream";
-              if (staticDh == 32 || staticDh == 64 || staticDh == 128)
-                os << check(op, "launch_flash_attention<real_t, " + dh + ">(" + args + ")");
-              else
-                os << check(op, "launch_flash_attention_dyn<real_t>((int)" + dh + ", " + args +
-                                    ")");
-            } else if (auto b = dyn_cast<nnk::BandedAttentionOp>(raw)) {
-              std::string globals;
-              for (int64_t g : b.getGlobal()) {
-                if (g < 0)
-                  return b.emitError("negative global position ") << g;
-                globals += (globals.empty() ? "" : ", ") + std::to_string(g);
-              }
-              if (b.getGlobal().size() > 64)
-                return b.emitError("the CUDA banded attention serves up to 64 global positions");
-              std::string ws = takeScratch("dilated_attention_scratch_bytes(" + *Tn + ", " +
-                                           std::to_string(b.getGlobal().size()) + ")");
-              if (!globals.empty())
-                os << "static const int32_t kGlobal[] = {" << globals << "};\n";
-              os << check(op, "launch_dilated_attention_dyn<real_t, " + dhs + ">((int)" + dh + ", (int)" +
-                                  *B + ", (int)" + *Tn + ", " + std::to_string(heads) + ", " +
-                                  q + ", " + q + " + " + *E + ", " + q + " + 2 * " + *E + ", " +
-                                  *ld + ", " + name(out) + ", " + *E + ", " + mask + ", " +
-                                  causal + ", scale, " + std::to_string(b.getWindow()) + ", " +
-                                  std::to_string(b.getDilation()) + ", " +
-                                  (globals.empty() ? "(const int32_t *)NULL" : "kGlobal") +
-                                  ", " + std::to_string(b.getGlobal().size()) + ", " + ws +
-                                  ", stream)");
-            } else {
-              auto l = cast<nnk::LSHAttentionOp>(raw);
-              int64_t hashes = l.getHashes(), chunk = l.getChunk();
-              if (hashes > 32)
-                return l.emitError("the CUDA LSH attention serves up to 32 hash rounds");
-              std::string rot;
-              if (l.getRotations()) {
-                auto half = D(l.getRotations(), 2);
-                if (failed(half))
-                  return failure();
-                os << "const int64_t nbuckets = 2 * " << *half << ";\n";
-                rot = name(l.getRotations());
-              } else {
-                os << "const int64_t nbuckets = nncc_gen_lsh_buckets(" << *Tn << ", " << chunk
-                   << ");\n";
-                std::string n = std::to_string(hashes) + " * " + dh + " * (nncc_gen_lsh_buckets(" +
-                                *Tn + ", " + std::to_string(chunk) + ") / 2)";
-                os << "real_t *rot = (real_t *)" << takeScratch(n + " * sizeof(real_t)") << ";\n";
-                os << "const int64_t nrot = " << std::to_string(hashes) << " * " << dh
-                   << " * (nbuckets / 2);\n";
-                os << "// N(0, 1) rotations from Philox(seed " << l.getSeed()
-                   << "), the CPU's values.\n";
-                os << "lsh_rotations_kernel<real_t><<<grid_for(nrot, 256), 256, 0, stream>>>("
-                      "nrot, "
-                   << l.getSeed() << "ULL, rot);\n";
-                os << check(op, "cudaGetLastError()");
-                rot = "rot";
-              }
-              std::string ws = takeScratch("lsh_attention_scratch_bytes(" + *B + ", " + *Tn +
-                                           ", " + std::to_string(heads) + ", " + dh + ", " +
-                                           std::to_string(hashes) + ", sizeof(real_t))");
-              os << check(op, "launch_lsh_attention<real_t, " + dhs + ">((int)" + dh + ", (int)" + *B +
-                                  ", (int)" + *Tn + ", " + std::to_string(heads) + ", " +
-                                  std::to_string(hashes) + ", (int)nbuckets, " +
-                                  std::to_string(chunk) + ", " + causal + ", scale, 0, " + q +
-                                  ", " + q + " + " + *E + ", " + *ld + ", " + rot + ", " +
-                                  name(out) + ", " + *E + ", " + mask + ", " + ws +
-                                  ", stream)");
-            }
-            os.unindent();
-            os << "}\n";
-            return success();
-          })
-      .Case<nnk::SoftmaxOp>([&](nnk::SoftmaxOp o) -> LogicalResult {
-        int64_t axis = o.getAxis();
-        auto outer = N(o.getX(), 0, axis), n = D(o.getX(), axis),
-             inner = N(o.getX(), axis + 1);
-        if (failed(outer) || failed(n) || failed(inner))
-          return failure();
-        os << "nncc_gen_softmax<real_t><<<grid_for(" << *outer << " * " << *inner
-           << ", 256), 256, 0, stream>>>(" << *outer << ", " << *n << ", " << *inner << ", "
-           << name(o.getX()) << ", " << name(o.getOut()) << ");\n";
-        os << check(op, "cudaGetLastError()");
-        return success();
-      })
-      .Case<nnk::ReduceOp>([&](nnk::ReduceOp o) -> LogicalResult {
-        auto t = T(o.getX());
-        if (t.getRank() > 16)
-          return o.emitError("the CUDA nnk.reduce serves rank <= 16");
-        uint32_t mask = 0;
-        for (int64_t a : o.getAxes())
-          mask |= 1u << a;
-        if (o.getAxes().empty())
-          mask = (t.getRank() ? (1u << t.getRank()) - 1 : 0);
-        os << "{\n";
-        os.indent();
-        os << "ReduceNd r{};\n";
-        os << "r.rank = " << (t.getRank() ? t.getRank() : 1) << ";\n";
-        os << "r.mask = " << (t.getRank() ? mask : 1u) << "u;\n";
-        if (t.getRank() == 0)
-          os << "r.shape[0] = 1;\n";
-        for (int64_t d = 0; d < t.getRank(); ++d) {
-          auto e = D(o.getX(), d);
-          if (failed(e))
-            return failure();
-          os << "r.shape[" << d << "] = " << *e << ";\n";
-        }
-        os << check(op, "launch_reduce<real_t>(r, " +
-                            std::to_string(o.getKind() == nnk::ReduceKind::mean ? 1 : 0) +
-                            ", " + name(o.getX()) + ", " + name(o.getOut()) + ", stream)");
-        os.unindent();
-        os << "}\n";
-        return success();
-      })
-      .Case<nnk::EmbeddingOp>([&](nnk::EmbeddingOp o) -> LogicalResult {
-        auto n = N(o.getIndices());
-        auto V = D(o.getTable(), 0), E = D(o.getTable(), 1);
-        auto it = cType(op, T(o.getIndices()).getElementType());
-        if (failed(n) || failed(V) || failed(E) || failed(it))
-          return failure();
-        os << check(op, "launch_embedding<real_t, " + *it + ">(" + *n + ", " + *V + ", " + *E +
-                            ", " + name(o.getIndices()) + ", " + name(o.getTable()) + ", " +
-                            name(o.getOut()) + ", st->flag, " +
-                            std::to_string(flagCode(op)) + ", stream)");
-        return success();
-      })
-      .Case<nnk::SinusoidalPositionOp>([&](auto o) -> LogicalResult {
-        auto B = D(o.getX(), 0), Tn = D(o.getX(), 1), E = D(o.getX(), 2);
-        auto n = N(o.getX());
-        if (failed(B) || failed(Tn) || failed(E) || failed(n))
-          return failure();
-        os << "if (" << *n << " > 0) {\n";
-        os << "  sinusoidal_position_kernel<real_t><<<grid_for(" << *n
-           << ", 256), 256, 0, stream>>>(" << *B << ", " << *Tn << ", " << *E << ", "
-           << name(o.getX()) << ", " << name(o.getOut()) << ");\n";
-        os << "  " << check(op, "cudaGetLastError()");
-        os << "}\n";
-        return success();
-      })
-      .Case<nnk::DropoutOp>([&](nnk::DropoutOp o) -> LogicalResult {
-        auto n = N(o.getX());
-        if (failed(n))
-          return failure();
-        os << "if (" << *n << " > 0)\n  "
-           << check(op, "launch_dropout<real_t>(" + *n + ", (float)" + fmtDouble(o.getP()) +
-                            ", " + std::to_string(o.getSeed()) + "ULL, 0, " +
-                            name(o.getX()) + ", " + name(o.getOut()) + ", " +
-                            (o.getMask() ? name(o.getMask()) : "(uint8_t *)NULL") +
-                            ", stream)");
-        return success();
-      })
-      .Case<nnk::ZoneoutOp>([&](nnk::ZoneoutOp o) -> LogicalResult {
-        auto n = N(o.getNewState());
-        if (failed(n))
-          return failure();
-        os << "if (" << *n << " > 0)\n  "
-           << check(op, "launch_zoneout<real_t>(" + *n + ", (float)" + fmtDouble(o.getP()) +
-                            ", " + std::to_string(o.getSeed()) + "ULL, 0, " +
-                            name(o.getNewState()) + ", " + name(o.getPrev()) + ", " +
-                            name(o.getOut()) + ", stream)");
-        return success();
-      })
-      .Case<nnk::LossOp>([&](nnk::LossOp o) -> LogicalResult {
-        auto ti = T(o.getInput());
-        std::string ws = takeScratch("loss_scratch_bytes()");
-        switch (o.getKind()) {
-        case nnk::LossKind::mse: {
-          auto n = N(o.getInput());
-          if (failed(n))
-            return failure();
-          os << check(op, "launch_mse_loss<real_t>(" + *n + ", " + name(o.getInput()) + ", " +
-                              name(o.getTarget()) + ", " + name(o.getOut()) + ", " + ws +
-                              ", stream)");
-          return success();
-        }
-        case nnk::LossKind::cross_entropy: {
-          auto n = N(o.getTarget());
-          auto C = D(o.getInput(), -1);
-          auto it = cType(op, T(o.getTarget()).getElementType());
-          if (failed(n) || failed(C) || failed(it))
-            return failure();
-          os << check(op, "launch_cross_entropy<real_t, " + *it + ">(" + *n + ", " + *C + ", " +
-                              name(o.getInput()) + ", " + name(o.getTarget()) + ", " +
-                              std::to_string(o.getIgnoreIndex()) + "LL, " + name(o.getOut()) +
-                              ", " + ws + ", st->flag, " + std::to_string(flagCode(op)) +
-                              ", stream)");
-          return success();
-        }
-        case nnk::LossKind::bce_with_logits: {
-          auto rows = N(o.getInput(), 0, ti.getRank() ? ti.getRank() - 1 : 0);
-          auto C = ti.getRank() ? D(o.getInput(), -1)
-                                : FailureOr<std::string>(std::string("1"));
-          if (failed(rows) || failed(C))
-            return failure();
-          os << check(op, "launch_bce_with_logits<real_t>(" + *rows + ", " + *C + ", " +
-                              name(o.getInput()) + ", " + name(o.getTarget()) + ", " +
-                              (o.getPosWeight() ? name(o.getPosWeight())
-                                                : std::string("(const real_t *)NULL")) +
-                              ", " + name(o.getOut()) + ", " + ws + ", stream)");
-          return success();
-        }
-        }
-        return failure();
-      })
-      .Case<nnk::TransposeOp>([&](nnk::TransposeOp o) -> LogicalResult {
-        auto perm = o.getPerm();
-        std::vector<std::string> shape, src, dst;
-        for (size_t d = 0; d < perm.size(); ++d) {
-          auto e = D(o.getOut(), d);
-          auto ss = N(o.getX(), perm[d] + 1);
-          auto ds = N(o.getOut(), d + 1);
-          if (failed(e) || failed(ss) || failed(ds))
-            return failure();
-          shape.push_back(*e);
-          src.push_back(*ss);
-          dst.push_back(*ds);
-        }
-        return emitCopyNd(os, op, T(o.getOut()).getElementType(), shape, dst,
-                          name(o.getOut()), src, name(o.getX()));
-      })
-      .Case<nnk::SliceOp>([&](nnk::SliceOp o) -> LogicalResult {
-        auto tx = T(o.getX());
-        auto starts = o.getStarts(), steps = o.getSteps();
-        llvm::SmallDenseSet<int64_t> squeezed;
-        for (int64_t s : o.getSqueeze())
-          squeezed.insert(s);
-        std::vector<std::string> shape, src, dst;
-        std::string base = "0";
-        int64_t od = 0;
-        for (int64_t d = 0; d < tx.getRank(); ++d) {
-          auto xd = D(o.getX(), d);
-          auto xs = N(o.getX(), d + 1);
-          if (failed(xd) || failed(xs))
-            return failure();
-          std::string start = starts[d] >= 0
-                                  ? std::to_string(starts[d])
-                                  : "(" + *xd + " - " + std::to_string(-starts[d]) + ")";
-          base += " + " + start + " * " + *xs;
-          if (squeezed.contains(d))
-            continue;
-          auto e = D(o.getOut(), od);
-          auto ds = N(o.getOut(), od + 1);
-          if (failed(e) || failed(ds))
-            return failure();
-          shape.push_back(*e);
-          src.push_back(std::to_string(steps[d]) + " * " + *xs);
-          dst.push_back(*ds);
-          ++od;
-        }
-        if (od == 0) {
-          os << check(op, "cudaMemcpyAsync(" + name(o.getOut()) + ", " + name(o.getX()) +
-                              " + (" + base + "), sizeof(*" + name(o.getOut()) +
-                              "), cudaMemcpyDeviceToDevice, stream)");
-          return success();
-        }
-        return emitCopyNd(os, op, T(o.getOut()).getElementType(), shape, dst,
-                          name(o.getOut()), src, name(o.getX()) + " + (" + base + ")");
-      })
-      .Case<nnk::ConcatOp, nnk::SplitOp>([&](auto o) -> LogicalResult {
-        bool isConcat = isa<nnk::ConcatOp>(op);
-        int64_t axis = o.getAxis();
-        Value whole = isConcat ? op->getOperand(op->getNumOperands() - 1) : op->getOperand(0);
-        llvm::SmallVector<Value> pieces;
-        if (isConcat)
-          for (Value v : op->getOperands().drop_back())
-            pieces.push_back(v);
-        else
-          for (Value v : op->getOperands().drop_front())
-            pieces.push_back(v);
-        std::string offset = "0";
-        for (Value piece : pieces) {
-          std::vector<std::string> shape, ps, ws;
-          for (int64_t d = 0; d < T(piece).getRank(); ++d) {
-            auto e = D(piece, d);
-            auto pst = N(piece, d + 1);
-            auto wst = N(whole, d + 1);
-            if (failed(e) || failed(pst) || failed(wst))
-              return failure();
-            shape.push_back(*e);
-            ps.push_back(*pst);
-            ws.push_back(*wst);
-          }
-          auto axisStride = N(whole, axis + 1);
-          auto e = D(piece, axis);
-          if (failed(axisStride) || failed(e))
-            return failure();
-          std::string at = name(whole) + " + (" + offset + ") * " + *axisStride;
-          if (failed(isConcat ? emitCopyNd(os, op, T(piece).getElementType(), shape, ws, at,
-                                           ps, name(piece))
-                              : emitCopyNd(os, op, T(piece).getElementType(), shape, ps,
-                                           name(piece), ws, at)))
-            return failure();
-          offset += " + " + *e;
-        }
-        return success();
-      })
-      .Case<nnk::RecurrentScanOp>([&](nnk::RecurrentScanOp o) -> LogicalResult {
-        if (o.getZoneout() > 0)
-          return o.emitOpError("LSTM zoneout (training mode) is CPU-only: the CUDA "
-                               "recurrent kernel has no zoneout masks");
-        auto B = D(o.getXproj(), 0), Tn = D(o.getXproj(), 1);
-        if (failed(B) || failed(Tn))
-          return failure();
-        int64_t H = o.getHiddenSize();
-        int64_t G = o.getCell() == nnk::Cell::lstm ? 4
-                    : (o.getCell() == nnk::Cell::gru || o.getCell() == nnk::Cell::gru_cho2014)
-                        ? 3
-                        : 1;
-        std::string lt = "int32_t", lengths = "(const int32_t *)NULL";
-        if (o.getLengths()) {
-          auto it = cType(op, T(o.getLengths()).getElementType());
-          if (failed(it))
-            return failure();
-          lt = *it;
-          lengths = name(o.getLengths());
-        }
-        std::string slice = " + (int64_t)" + std::to_string(o.getStateIndex()) + " * " + *B +
-                            " * " + std::to_string(H);
-        auto at = [&](Value v, const char *type) {
-          return v ? name(v) + slice : std::string("(") + type + ")NULL";
-        };
-        std::string wt = takeScratch(std::to_string(G * H * H) + " * sizeof(real_t)");
-        os << "// one persistent launch: layer/direction " << o.getStateIndex()
-           << (o.getReverse() ? ", reverse" : "") << "\n";
-        os << check(op, "launch_rnn_scan<real_t, " + lt + ", " +
-                            std::to_string(static_cast<int>(o.getCell())) + ">((int)" + *B +
-                            ", (int)" + *Tn + ", " + std::to_string(H) + ", " +
-                            (o.getReverse() ? "1" : "0") + ", " +
-                            std::to_string(o.getNumDirections() * H) + ", " +
-                            (o.getReverse() ? std::to_string(H) : "0") + ", " + lengths +
-                            ", " + name(o.getXproj()) + ", " + name(o.getWHh()) + ", " +
-                            (o.getBHh() ? name(o.getBHh()) : "(const real_t *)NULL") + ", " +
-                            at(o.getH0(), "const real_t *") + ", " +
-                            at(o.getC0(), "const real_t *") + ", " + name(o.getY()) + ", " +
-                            at(o.getHN(), "real_t *") + ", " + at(o.getCN(), "real_t *") +
-                            ", (real_t *)NULL, 0, (real_t *)" + wt + ", stream)");
-        return success();
-      })
-      .Case<nnk::RecurrentCellOp>([&](nnk::RecurrentCellOp o) -> LogicalResult {
-        auto B = D(o.getXproj(), 0), H = D(o.getH(), 1);
-        if (failed(B) || failed(H))
-          return failure();
-        int64_t G = o.getCell() == nnk::Cell::lstm ? 4
-                    : (o.getCell() == nnk::Cell::gru || o.getCell() == nnk::Cell::gru_cho2014)
-                        ? 3
-                        : 1;
-        std::string wt =
-            takeScratch(std::to_string(G) + " * " + *H + " * " + *H + " * sizeof(real_t)");
-        os << "// one step of the recurrent scan kernel (T = 1)\n";
-        os << check(op, "launch_rnn_scan<real_t, int32_t, " +
-                            std::to_string(static_cast<int>(o.getCell())) + ">((int)" + *B +
-                            ", 1, (int)" + *H + ", 0, " + *H + ", 0, (const int32_t *)NULL, " +
-                            name(o.getXproj()) + ", " + name(o.getWHh()) + ", " +
-                            (o.getBHh() ? name(o.getBHh()) : "(const real_t *)NULL") + ", " +
-                            name(o.getH()) + ", " +
-                            (o.getC() ? name(o.getC()) : "(const real_t *)NULL") + ", " +
-                            name(o.getHOut()) + ", (real_t *)NULL, " +
-                            (o.getCOut() ? name(o.getCOut()) : "(real_t *)NULL") +
-                            ", (real_t *)NULL, 0, (real_t *)" + wt + ", stream)");
-        return success();
-      })
-      .Case<nnk::ODESolveOp>([&](nnk::ODESolveOp o) { return emitOdeSolve(os, o); })
-      .Case<nnk::ODERNNOp>([&](nnk::ODERNNOp o) { return emitOdeRnn(os, o); })
-      .Default([&](Operation *other) -> LogicalResult {
-        return other->emitError()
-               << "the CUDA emitter cannot handle '" << other->getName()
-               << "' (not an nnk compute op); compile with --target cpu";
-      });
+LogicalResult CudaEmitter::emitODE(Operation *odeOp) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(odeOp)
+      .Case<nnk::ODESolveOp>([&](auto o) { return emitOdeSolve(out(), o); })
+      .Case<nnk::ODERNNOp>([&](auto o) { return emitOdeRnn(out(), o); })
+      .Default([&](Operation *) { return cpuOnlyBackward(); });
 }
 
-LogicalResult CudaEmitter::emitCopyNd(raw_indented_ostream &os, Operation *op, Type elt,
-                                      llvm::ArrayRef<std::string> shape,
-                                      llvm::ArrayRef<std::string> dstStrides,
-                                      const std::string &dst,
-                                      llvm::ArrayRef<std::string> srcStrides,
-                                      const std::string &src) {
-  auto ct = cType(op, elt);
+LogicalResult CudaEmitter::copyNd(const StridedCopy &c) {
+  auto ct = cType(c.elementType);
   if (failed(ct))
     return failure();
-  if (shape.size() > 16)
-    return op->emitError("the CUDA strided copy serves rank <= 16");
-  os << "{\n";
-  os.indent();
-  os << "CopyNd c{};\n";
-  os << "c.rank = " << shape.size() << ";\n";
-  for (size_t d = 0; d < shape.size(); ++d)
-    os << "c.shape[" << d << "] = " << shape[d] << "; c.dst_stride[" << d
-       << "] = " << dstStrides[d] << "; c.src_stride[" << d << "] = " << srcStrides[d]
-       << ";\n";
-  os << check(op, "launch_copy_nd<" + *ct + ">(c, " + dst + ", " + src + ", stream)");
-  os.unindent();
-  os << "}\n";
+  if (c.shape.size() > 16)
+    return op()->emitError("the CUDA strided copy serves rank <= 16");
+  out() << "{\n";
+  out().indent();
+  out() << "CopyNd c{};\n";
+  out() << "c.rank = " << c.shape.size() << ";\n";
+  for (size_t d = 0; d < c.shape.size(); ++d)
+    out() << "c.shape[" << d << "] = " << c.shape[d] << "; c.dst_stride[" << d
+          << "] = " << c.dstStrides[d] << "; c.src_stride[" << d << "] = " << c.srcStrides[d]
+          << ";\n";
+  out() << checked("launch_copy_nd<" + *ct + ">(c, " + c.dst + ", " + c.src + ", stream)");
+  out().unindent();
+  out() << "}\n";
   return success();
 }
 
@@ -841,7 +284,7 @@ LogicalResult CudaEmitter::emitRegion(raw_indented_ostream &os, Region &region,
     // prologue (arena slots live for the whole launch of the parent op).
     if (isa<nnk::WeightOp, nnk::AllocOp>(op))
       continue;
-    if (failed(emitOp(os, &op)))
+    if (failed(emitLaunch(os, &op)))
       return failure();
   }
   return success();

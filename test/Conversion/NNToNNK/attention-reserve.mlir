@@ -10,7 +10,7 @@
 // CHECK: %[[LSE:.*]] = nnk.alloc : !nnk.buffer<[B, 2, T], f32>
 // CHECK: nnk.flash_attention ins(%[[QKV]]) outs(%[[CORE:[^)]+]]) lse(%[[LSE]]) {dropout = 1.000000e-01 : f64, nn.reserve = 0 : i64, num_heads = 2 : i64, seed = 4 : i64}
 // CHECK-NOT: nnk.flash_attention
-// CHECK: nnk.attention_grad ins(%[[QKV]], %{{.*}}) saved(%[[CORE]], %[[LSE]]) outs(%{{.*}}) {dropout = 1.000000e-01 : f64, kind = 0 : i64, num_heads = 2 : i64, seed = 4 : i64}
+// CHECK: nnk.attention_grad ins(%[[QKV]], %{{.*}}) saved(%[[CORE]], %[[LSE]]) outs(%{{.*}}) {dropout = 1.000000e-01 : f64, kind = #nnk<attention dense>, num_heads = 2 : i64, seed = 4 : i64}
 // CHECK: nnk.linear_weight_grad ins(%{{.*}}, %[[CORE]])
 func.func @paired(%x: !nn.tensor<[B, T, 8], f32>, %wi: !nn.tensor<[24, 8], f32>, %wo: !nn.tensor<[8, 8], f32>, %dy: !nn.tensor<[B, T, 8], f32>) -> (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>) attributes {nn.training} {
   %a = nn.attention %x, %wi out %wo {kind = #nn.dense, num_heads = 2 : i64, dropout = 0.1 : f64, seed = 4 : i64, nn.reserve = 0 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>) -> !nn.tensor<[B, T, 8], f32>

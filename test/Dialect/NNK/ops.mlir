@@ -59,11 +59,11 @@ func.func @attention(%qkv: !nnk.buffer<[B, T, 24], f32>, %qk: !nnk.buffer<[B, T,
   nnk.banded_attention ins(%qkv) outs(%o) {dilation = 2 : i64, dropout = 0.2 : f64, global = array<i64: 0>, num_heads = 2 : i64, seed = 8 : i64, window = 4 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>
   // CHECK: nnk.lsh_attention ins(%{{.*}}) outs(%{{.*}}) {chunk = 4 : i64, dropout = 3.000000e-01 : f64, hashes = 2 : i64, num_heads = 2 : i64, seed = 9 : i64}
   nnk.lsh_attention ins(%qk) outs(%o) {chunk = 4 : i64, dropout = 0.3 : f64, hashes = 2 : i64, num_heads = 2 : i64, seed = 9 : i64} : !nnk.buffer<[B, T, 16], f32>, !nnk.buffer<[B, T, 8], f32>
-  // CHECK: nnk.attention_grad ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) core(%{{.*}}) {dropout = 1.000000e-01 : f64, kind = 0 : i64, num_heads = 2 : i64, seed = 7 : i64}
-  nnk.attention_grad ins(%qkv, %o) outs(%dqkv) core(%o) {dropout = 0.1 : f64, kind = 0 : i64, num_heads = 2 : i64, seed = 7 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>
+  // CHECK: nnk.attention_grad ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) core(%{{.*}}) {dropout = 1.000000e-01 : f64, kind = #nnk<attention dense>, num_heads = 2 : i64, seed = 7 : i64}
+  nnk.attention_grad ins(%qkv, %o) outs(%dqkv) core(%o) {dropout = 0.1 : f64, kind = #nnk<attention dense>, num_heads = 2 : i64, seed = 7 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>
   // CHECK: nnk.flash_attention ins(%{{.*}}) outs(%{{.*}}) lse(%{{.*}}) {num_heads = 2 : i64}
   nnk.flash_attention ins(%qkv) outs(%o) lse(%lse) {num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, 2, T], f32>
-  // CHECK: nnk.attention_grad ins(%{{.*}}, %{{.*}}) saved(%{{.*}}, %{{.*}}) outs(%{{.*}}) {kind = 0 : i64, num_heads = 2 : i64}
-  nnk.attention_grad ins(%qkv, %o) saved(%o, %lse) outs(%dqkv) {kind = 0 : i64, num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, 2, T], f32>, !nnk.buffer<[B, T, 24], f32>
+  // CHECK: nnk.attention_grad ins(%{{.*}}, %{{.*}}) saved(%{{.*}}, %{{.*}}) outs(%{{.*}}) {kind = #nnk<attention dense>, num_heads = 2 : i64}
+  nnk.attention_grad ins(%qkv, %o) saved(%o, %lse) outs(%dqkv) {kind = #nnk<attention dense>, num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, 2, T], f32>, !nnk.buffer<[B, T, 24], f32>
   return
 }

@@ -1,0 +1,107 @@
+//===- LaunchEmitter.cpp - the emitter core both targets share ------------===//
+#include "LaunchEmitter.h"
+
+#include "dialects/NNK/IR/NNKDialect.h"
+
+using namespace mlir;
+
+namespace nncc::target {
+
+LaunchEmitter::LaunchEmitter(ModuleOp module, Target target)
+    : ModelEmitter(module), target(target) {
+  DialectRegistry registry;
+  registerKernelLaunchInterfaces(registry);
+  module->getContext()->appendDialectRegistry(registry);
+}
+
+LogicalResult LaunchEmitter::emitLaunch(raw_indented_ostream &os, Operation *launch) {
+  if (isa<nnk::AllocOp, nnk::WeightOp, nnk::BoundaryOp>(launch))
+    return success();
+  auto iface = dyn_cast<KernelLaunchOpInterface>(launch);
+  if (!iface)
+    return launch->emitError() << "the " << targetName() << " emitter cannot handle '"
+                               << launch->getName()
+                               << "': it is not an nnk compute op (no kernel launch)";
+  os << "// " << launchComment(launch) << "\n";
+  // Regions (ODE dynamics, cells) print their own launches from inside.
+  Current saved = current;
+  current = {&os, launch};
+  LogicalResult result = iface.emitLaunch(*this);
+  current = saved;
+  return result;
+}
+
+FailureOr<std::string> LaunchEmitter::dim(Value v, int64_t i) {
+  nnk::BufferType t = bufferType(v);
+  return dimExpr(op(), t.getDim(i < 0 ? t.getRank() + i : i));
+}
+
+FailureOr<std::string> LaunchEmitter::numel(Value v, int64_t from, int64_t to) {
+  return ModelEmitter::numel(op(), bufferType(v), from, to);
+}
+
+FailureOr<SmallVector<std::string>> LaunchEmitter::shape(Value v) {
+  SmallVector<std::string> dims;
+  for (int64_t d = 0, r = bufferType(v).getRank(); d < r; ++d) {
+    FailureOr<std::string> e = dim(v, d);
+    if (failed(e))
+      return failure();
+    dims.push_back(*e);
+  }
+  return dims;
+}
+
+std::string LaunchEmitter::commaNames(ValueRange values) const {
+  std::string s;
+  for (Value v : values)
+    s += (s.empty() ? "" : ", ") + name(v);
+  return s;
+}
+
+void LaunchEmitter::call(const KernelCall &c) {
+  std::string e = c.callee + "(";
+  for (auto [i, a] : llvm::enumerate(c.args))
+    e += (i ? ", " : "") + a;
+  out() << checked(e + ")");
+}
+
+std::string LaunchEmitter::addGeneratedKernel(
+    const std::string &base, const std::function<std::string(const std::string &)> &text) {
+  std::string kernelName = base + std::to_string(numKernels++);
+  generatedKernels += text(kernelName);
+  return kernelName;
+}
+
+int LaunchEmitter::indexCheckCode() {
+  int code = static_cast<int>(indexChecks.size()) + 1;
+  indexChecks.push_back({code, launchComment(op())});
+  return code;
+}
+
+LogicalResult LaunchEmitter::unsupported(StringRef why) {
+  return op()->emitOpError(why);
+}
+
+void LaunchEmitter::emitSharedHelpers(raw_indented_ostream &os, StringRef qual) {
+  os << "// HuggingFace's bucket rule for LSH without given rotations.\n"
+     << qual << " int64_t nncc_gen_lsh_buckets(int64_t T, int64_t chunk) {\n"
+     << "  int64_t n = 2 * (T / chunk), bits = 0;\n"
+     << "  while (n) { ++bits; n >>= 1; }\n"
+     << "  int64_t b = bits > 0 ? (int64_t)1 << (bits - 1) : 1;\n"
+     << "  return b < 2 ? 2 : b;\n}\n";
+}
+
+void registerKernelLaunchInterfaces(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, nnk::NNKDialect *) {
+    attachDataLaunches(*ctx);
+    attachLinearLaunches(*ctx);
+    attachNormLaunches(*ctx);
+    attachLossLaunches(*ctx);
+    attachAttentionLaunches(*ctx);
+    attachRecurrentLaunches(*ctx);
+    attachElementwiseLaunches(*ctx);
+    attachODELaunches(*ctx);
+  });
+}
+
+} // namespace nncc::target

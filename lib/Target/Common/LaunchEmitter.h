@@ -1,0 +1,164 @@
+//===- LaunchEmitter.h - the emitter core both targets share ----*- C++ -*-===//
+//
+// The core that walks an nnk function and prints one launch per compute op.
+// What an op launches comes from the op itself (KernelLaunchOpInterface,
+// implemented per op family in lib/Target/Launch/); what differs between the
+// targets is behind the few virtual hooks below, in the manner of Triton's
+// TargetInfoBase: how a status is checked, where workspace comes from, how a
+// strided copy runs, and the ODE host loops. CppEmitter and CudaEmitter
+// derive from it and add only their prologues (tables, state, headers).
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_LIB_TARGET_COMMON_LAUNCHEMITTER_H
+#define NNCC_LIB_TARGET_COMMON_LAUNCHEMITTER_H
+
+#include "ModelEmitter.h"
+
+#include "nncc/Interfaces/KernelLaunchOpInterface.h"
+
+#include "mlir/IR/DialectRegistry.h"
+
+#include <functional>
+
+namespace nncc::target {
+
+enum class Target { CPU, CUDA };
+
+/// A kernel call as an op describes it: the callee (a C ABI function of
+/// libnncc_kernels, or a launcher of the .cuh kernels) and its arguments in
+/// order, each a C++ expression. The emitter adds the target's status check.
+struct KernelCall {
+  std::string callee;
+  llvm::SmallVector<std::string> args;
+};
+
+/// One strided copy: `shape` elements from `src` (with `srcStrides`) to
+/// `dst` (with `dstStrides`), strides in elements; all C++ expressions.
+struct StridedCopy {
+  mlir::Type elementType;
+  llvm::SmallVector<std::string> shape, dstStrides, srcStrides;
+  std::string dst, src;
+};
+
+class LaunchEmitter : public ModelEmitter {
+public:
+  /// Registers the launch descriptions of the nnk ops in the module's
+  /// context (a no-op when a tool registered them already).
+  LaunchEmitter(mlir::ModuleOp module, Target target);
+
+  Target getTarget() const { return target; }
+  bool isCuda() const { return target == Target::CUDA; }
+  llvm::StringRef targetName() const { return isCuda() ? "CUDA" : "CPU"; }
+
+  /// Prints the launch of `op` (nothing for alloc / weight / boundary).
+  /// Fails, located at the op, when it has no launch on this target.
+  mlir::LogicalResult emitLaunch(mlir::raw_indented_ostream &os, mlir::Operation *op);
+
+  //===--- what an op's launch description uses ---------------------------===//
+  /// The stream of the launch being printed, and its op.
+  mlir::raw_indented_ostream &out() { return *current.os; }
+  mlir::Operation *op() { return current.op; }
+
+  static nnk::BufferType bufferType(mlir::Value v) {
+    return llvm::cast<nnk::BufferType>(v.getType());
+  }
+  /// Size of dim `i` of `v` (negative: from the end), as a C++ expression.
+  mlir::FailureOr<std::string> dim(mlir::Value v, int64_t i);
+  /// Elements of dims [from, to) of `v` (to = -1: the rank).
+  mlir::FailureOr<std::string> numel(mlir::Value v, int64_t from = 0, int64_t to = -1);
+  using ModelEmitter::numel;
+  /// Every dim of `v` (empty for a scalar).
+  mlir::FailureOr<llvm::SmallVector<std::string>> shape(mlir::Value v);
+  mlir::FailureOr<std::string> cType(mlir::Type elt) { return ModelEmitter::cType(op(), elt); }
+  using ModelEmitter::broadcastIndex;
+  using ModelEmitter::emitElementwiseBody;
+  using ModelEmitter::launchComment;
+  using ModelEmitter::name;
+  using ModelEmitter::nameOrNull;
+  /// Name of v, or a NULL of `pointerType` (CUDA template arguments need
+  /// the type; the host C++ does not mind).
+  std::string nameOr(mlir::Value v, llvm::StringRef pointerType) const {
+    return v ? name(v) : "(" + pointerType.str() + ")NULL";
+  }
+  /// "1" / "0".
+  static std::string flag(bool b) { return b ? "1" : "0"; }
+  /// The names of `values`, comma separated.
+  std::string commaNames(mlir::ValueRange values) const;
+  /// A fresh name for a generated host local.
+  std::string local(const std::string &base) { return base + std::to_string(numLocals++); }
+
+  /// Prints `c` with the target's status check.
+  void call(const KernelCall &c);
+  /// The checked statement of a call expression.
+  virtual std::string checked(const std::string &callExpr) = 0;
+  /// Workspace of `bytes` (a C++ expression) for the current launch; returns
+  /// a pointer expression (an arena slot on the CPU, kernel scratch on CUDA).
+  virtual std::string workspace(const std::string &bytes) = 0;
+  /// Prints a strided copy (at most 16 dims on CUDA).
+  virtual mlir::LogicalResult copyNd(const StridedCopy &c) = 0;
+  /// Copies one element (`*dst = *src`).
+  virtual void copyOne(const std::string &dst, const std::string &src) = 0;
+  /// The target's host loop of an ODE op (nnk.ode_solve, ode_rnn and their
+  /// gradients): these drive the launches of their regions.
+  virtual mlir::LogicalResult emitODE(mlir::Operation *odeOp) = 0;
+  /// CUDA: records a generated __global__ function; returns its name.
+  std::string addGeneratedKernel(const std::string &base,
+                                 const std::function<std::string(const std::string &)> &text);
+  /// CUDA: the code of the first failing device-side index check.
+  int indexCheckCode();
+  /// A located error at the op: it has no launch on this target, `why`.
+  mlir::LogicalResult unsupported(llvm::StringRef why);
+  /// The error of a backward op on CUDA.
+  mlir::LogicalResult cpuOnlyBackward() {
+    return unsupported("has no CUDA kernel yet: backward ops run on the CPU only "
+                       "(compile with --target cpu)");
+  }
+
+protected:
+  Target target;
+  int numLocals = 0;
+  int numKernels = 0;
+  std::string generatedKernels;                       // CUDA __global__ functions
+  std::vector<std::pair<int, std::string>> indexChecks; // CUDA: code, launch
+
+  /// Statements every generated translation unit shares: the bucket count
+  /// of LSH attention without given rotations (HuggingFace's rule).
+  static void emitSharedHelpers(mlir::raw_indented_ostream &os, llvm::StringRef qual);
+
+private:
+  struct Current {
+    mlir::raw_indented_ostream *os = nullptr;
+    mlir::Operation *op = nullptr;
+  } current;
+};
+
+/// Attaches KernelLaunchOpInterface to every nnk compute op.
+void registerKernelLaunchInterfaces(mlir::DialectRegistry &registry);
+
+// Per op family (lib/Target/Launch/*.cpp).
+void attachDataLaunches(mlir::MLIRContext &ctx);
+void attachLinearLaunches(mlir::MLIRContext &ctx);
+void attachNormLaunches(mlir::MLIRContext &ctx);
+void attachLossLaunches(mlir::MLIRContext &ctx);
+void attachAttentionLaunches(mlir::MLIRContext &ctx);
+void attachRecurrentLaunches(mlir::MLIRContext &ctx);
+void attachElementwiseLaunches(mlir::MLIRContext &ctx);
+void attachODELaunches(mlir::MLIRContext &ctx);
+
+/// Shorthand for the per-family files: an external model whose launch is
+/// the static function `Fn(LaunchEmitter &, OpT)`.
+template <typename OpT, mlir::LogicalResult (*Fn)(LaunchEmitter &, OpT)>
+struct LaunchModel
+    : public KernelLaunchOpInterface::ExternalModel<LaunchModel<OpT, Fn>, OpT> {
+  mlir::LogicalResult emitLaunch(mlir::Operation *op, LaunchEmitter &e) const {
+    return Fn(e, llvm::cast<OpT>(op));
+  }
+};
+template <typename OpT, mlir::LogicalResult (*Fn)(LaunchEmitter &, OpT)>
+void attachLaunch(mlir::MLIRContext &ctx) {
+  OpT::template attachInterface<LaunchModel<OpT, Fn>>(ctx);
+}
+
+} // namespace nncc::target
+
+#endif // NNCC_LIB_TARGET_COMMON_LAUNCHEMITTER_H

@@ -1,0 +1,327 @@
+//===- AttentionLaunch.cpp - launches of the attention cores --------------===//
+//
+// nnk.flash_attention (dense), nnk.banded_attention (dilated sliding window
+// + global tokens), nnk.lsh_attention and their backward nnk.attention_grad.
+// The CPU twin takes one parameter block (nncc_attention_params) for every
+// kind, forward and backward; CUDA has one launcher per kind (forward only).
+//
+//===----------------------------------------------------------------------===//
+#include "../Common/LaunchEmitter.h"
+
+using namespace mlir;
+
+namespace nncc::target {
+namespace {
+
+using nnk::AttentionKind;
+
+/// What every attention op carries, read once from the forward op or from
+/// its gradient.
+struct AttentionConfig {
+  AttentionKind kind = AttentionKind::dense;
+  int64_t heads = 1;
+  bool causal = false;
+  double scale = 0;
+  int64_t window = 0, dilation = 1;
+  ArrayRef<int64_t> global;
+  int64_t hashes = 0, chunk = 0, seed = 0;
+  double dropout = 0;
+  Value rotations; // LSH: given rotations (else a seeded draw)
+};
+
+AttentionConfig configOf(Operation *op) {
+  AttentionConfig c;
+  if (auto g = dyn_cast<nnk::AttentionGradOp>(op)) {
+    c.kind = g.getKind();
+    c.heads = g.getNumHeads();
+    c.causal = g.getCausal();
+    c.scale = g.getScale();
+    c.window = g.getWindow();
+    c.dilation = g.getDilation();
+    c.global = g.getGlobal();
+    c.hashes = g.getHashes();
+    c.chunk = g.getChunk();
+    c.seed = g.getSeed();
+    c.dropout = g.getDropout();
+    c.rotations = g.getRotations();
+    return c;
+  }
+  auto common = [&](auto o) {
+    c.heads = o.getNumHeads();
+    c.causal = o.getCausal();
+    c.scale = o.getScale();
+    c.seed = o.getSeed();
+    c.dropout = o.getDropout();
+  };
+  if (auto b = dyn_cast<nnk::BandedAttentionOp>(op)) {
+    common(b);
+    c.kind = AttentionKind::dilated;
+    c.window = b.getWindow();
+    c.dilation = b.getDilation();
+    c.global = b.getGlobal();
+  } else if (auto l = dyn_cast<nnk::LSHAttentionOp>(op)) {
+    common(l);
+    c.kind = AttentionKind::lsh;
+    c.hashes = l.getHashes();
+    c.chunk = l.getChunk();
+    c.rotations = l.getRotations();
+  } else {
+    common(cast<nnk::FlashAttentionOp>(op));
+  }
+  return c;
+}
+
+std::string globalList(ArrayRef<int64_t> global) {
+  std::string s;
+  for (int64_t g : global)
+    s += (s.empty() ? "" : ", ") + std::to_string(g);
+  return s;
+}
+
+/// The LSH rotations' element count without given rotations: hashes x dh x
+/// buckets / 2, buckets by HuggingFace's rule from T and the chunk.
+std::string drawnRotationCount(const AttentionConfig &c, const std::string &T,
+                               const std::string &dh) {
+  return std::to_string(c.hashes) + " * " + dh + " * (nncc_gen_lsh_buckets(" + T + ", " +
+         std::to_string(c.chunk) + ") / 2)";
+}
+
+//===----------------------------------------------------------------------===//
+// CPU: one parameter block, forward and backward
+//===----------------------------------------------------------------------===//
+
+/// Prints `nncc_attention_params p` for `c` and returns the workspace of
+/// `sizeFn` (nncc_attention[_backward]_workspace_size) for it. The LSH
+/// rotations, when not given, are drawn into a workspace slot from the op's
+/// seed (stream 0x15A), the same values in the forward and the backward.
+FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
+                                     const std::string &B, const std::string &T,
+                                     const std::string &dh, const std::string &sizeFn) {
+  std::string p = "nncc_attention_params p; memset(&p, 0, sizeof(p)); ";
+  p += "p.causal = " + LaunchEmitter::flag(c.causal) + "; p.scale = " + fmtDouble(c.scale) + "; ";
+  std::string rotGiven, rotBytes;
+  switch (c.kind) {
+  case AttentionKind::dense:
+    p += "p.kind = NNCC_ATTN_DENSE; ";
+    break;
+  case AttentionKind::dilated:
+    p += "p.kind = NNCC_ATTN_DILATED; p.window = " + std::to_string(c.window) +
+         "; p.dilation = " + std::to_string(c.dilation) + "; ";
+    if (!c.global.empty())
+      p += "static const int32_t kGlobal[] = {" + globalList(c.global) +
+           "}; p.global_pos = kGlobal; p.n_global = " + std::to_string(c.global.size()) + "; ";
+    break;
+  case AttentionKind::lsh:
+    p += "p.kind = NNCC_ATTN_LSH; p.n_hashes = " + std::to_string(c.hashes) +
+         "; p.chunk = " + std::to_string(c.chunk) + "; ";
+    if (c.rotations) {
+      auto half = e.dim(c.rotations, 2);
+      if (failed(half))
+        return failure();
+      p += "p.n_buckets = (int32_t)(2 * " + *half + "); ";
+      // Not in the workspace-size expression (no buffers there).
+      rotGiven = "p.rotations = " + e.name(c.rotations) + "; ";
+    } else {
+      p += "p.n_buckets = (int32_t)nncc_gen_lsh_buckets(" + T + ", " + std::to_string(c.chunk) +
+           "); ";
+      rotBytes = drawnRotationCount(c, T, dh) + " * sizeof(real_t)";
+    }
+    break;
+  }
+  std::string ws = e.workspace("[&] { " + p + "return " + sizeFn + "(&p, " + B + ", " + T + ", " +
+                               std::to_string(c.heads) + ", " + dh +
+                               ", (int64_t)sizeof(real_t)); }()");
+  e.out() << p << rotGiven << "\n";
+  // Training only (prepareNNForKernels zeroes the rate elsewhere): the step
+  // offset makes every step draw a new mask, the backward the same one.
+  if (c.dropout > 0)
+    e.out() << "p.dropout = " << fmtDouble(c.dropout) << "; p.dropout_seed = " << c.seed
+            << "ULL; p.dropout_offset = nncc_ms_dropout_offset(m);\n";
+  if (!rotBytes.empty()) {
+    e.out() << "real_t *rot = (real_t *)" << e.workspace(rotBytes) << ";\n";
+    e.out() << "NNCC_RNG_NORMAL(rot, (uint64_t)(" << rotBytes << " / sizeof(real_t)), " << c.seed
+            << "ULL, 0x15AULL, 0, 0, 1);\n";
+    e.out() << "p.rotations = rot;\n";
+  }
+  return ws;
+}
+
+/// Pointers to Q, K and V inside the packed projection `qkv` (row stride
+/// ld): [Q | K | V], or [QK | V] for LSH's shared query-key.
+struct PackedQKV {
+  std::string q, k, v;
+};
+PackedQKV unpack(const std::string &base, const std::string &E, AttentionKind kind,
+                 llvm::StringRef nullPointer) {
+  if (kind == AttentionKind::lsh)
+    return {base, "(" + nullPointer.str() + ")NULL", base + " + " + E};
+  return {base, base + " + " + E, base + " + 2 * " + E};
+}
+
+//===----------------------------------------------------------------------===//
+// CUDA: one launcher per kind
+//===----------------------------------------------------------------------===//
+
+LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const AttentionConfig &c,
+                                Value qkv, Value mask, Value out, Value lse) {
+  if (c.dropout > 0)
+    return e.unsupported("attention dropout (training mode) is CPU-only: the CUDA "
+                         "attention kernels have no dropout masks");
+  if (lse)
+    return e.unsupported("a kept log-sum-exp (training mode) is CPU-only: the CUDA "
+                         "attention kernels do not write it");
+  nn::Dim width = e.bufferType(out).getDim(2);
+  auto B = e.dim(qkv, 0), T = e.dim(qkv, 1), ld = e.dim(qkv, 2), E = e.dim(out, 2);
+  if (failed(B) || failed(T) || failed(ld) || failed(E))
+    return failure();
+  // Head size: static when the model width is, else a run-time value;
+  // static 32/64/128 instantiate only their kernel.
+  int64_t staticDh = width.isStatic() ? width.getSize() / c.heads : -1;
+  std::string dh = staticDh > 0 ? std::to_string(staticDh)
+                                : "(" + *E + " / " + std::to_string(c.heads) + ")";
+  if (staticDh > 256)
+    return op->emitError("the CUDA attention kernels serve head sizes up to 256, got ")
+           << staticDh;
+  bool specialised = staticDh == 32 || staticDh == 64 || staticDh == 128;
+  std::string dhTemplate = specialised ? std::to_string(staticDh) : "0";
+  std::string scale = c.scale != 0 ? "(real_t)" + fmtDouble(c.scale)
+                                   : "(real_t)1 / sqrt((real_t)" + dh + ")";
+  std::string maskArg = e.nameOr(mask, "const uint8_t *"), causal = LaunchEmitter::flag(c.causal);
+  std::string heads = std::to_string(c.heads);
+  PackedQKV p = unpack(e.name(qkv), *E, c.kind, "const real_t *");
+  e.out() << "{\n";
+  e.out().indent();
+  e.out() << "const real_t scale = " << scale << ";\n";
+  switch (c.kind) {
+  case AttentionKind::dense: {
+    SmallVector<std::string> args = {"(int)" + *B, "(int)" + *T, heads, p.q, p.k, p.v, *ld,
+                                     e.name(out), *E, maskArg, causal, "scale",
+                                     "(real_t *)NULL", "stream"};
+    if (specialised) {
+      e.call({"launch_flash_attention<real_t, " + dh + ">", args});
+    } else {
+      args.insert(args.begin(), "(int)" + dh);
+      e.call({"launch_flash_attention_dyn<real_t>", args});
+    }
+    break;
+  }
+  case AttentionKind::dilated: {
+    for (int64_t g : c.global)
+      if (g < 0)
+        return op->emitError("negative global position ") << g;
+    if (c.global.size() > 64)
+      return op->emitError("the CUDA banded attention serves up to 64 global positions");
+    std::string ws = e.workspace("dilated_attention_scratch_bytes(" + *T + ", " +
+                                 std::to_string(c.global.size()) + ")");
+    if (!c.global.empty())
+      e.out() << "static const int32_t kGlobal[] = {" << globalList(c.global) << "};\n";
+    e.call({"launch_dilated_attention_dyn<real_t, " + dhTemplate + ">",
+            {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads, p.q, p.k, p.v, *ld, e.name(out),
+             *E, maskArg, causal, "scale", std::to_string(c.window), std::to_string(c.dilation),
+             c.global.empty() ? "(const int32_t *)NULL" : "kGlobal",
+             std::to_string(c.global.size()), ws, "stream"}});
+    break;
+  }
+  case AttentionKind::lsh: {
+    if (c.hashes > 32)
+      return op->emitError("the CUDA LSH attention serves up to 32 hash rounds");
+    std::string rot;
+    if (c.rotations) {
+      auto half = e.dim(c.rotations, 2);
+      if (failed(half))
+        return failure();
+      e.out() << "const int64_t nbuckets = 2 * " << *half << ";\n";
+      rot = e.name(c.rotations);
+    } else {
+      e.out() << "const int64_t nbuckets = nncc_gen_lsh_buckets(" << *T << ", " << c.chunk
+              << ");\n";
+      std::string count = drawnRotationCount(c, *T, dh);
+      e.out() << "real_t *rot = (real_t *)" << e.workspace(count + " * sizeof(real_t)") << ";\n";
+      e.out() << "const int64_t nrot = " << count << ";\n";
+      e.out() << "// N(0, 1) rotations from Philox(seed " << c.seed << "), the CPU's values.\n";
+      e.out() << "lsh_rotations_kernel<real_t><<<grid_for(nrot, 256), 256, 0, stream>>>(nrot, "
+              << c.seed << "ULL, rot);\n";
+      e.out() << e.checked("cudaGetLastError()");
+      rot = "rot";
+    }
+    std::string ws = e.workspace("lsh_attention_scratch_bytes(" + *B + ", " + *T + ", " + heads +
+                                 ", " + dh + ", " + std::to_string(c.hashes) + ", sizeof(real_t))");
+    e.call({"launch_lsh_attention<real_t, " + dhTemplate + ">",
+            {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads, std::to_string(c.hashes),
+             "(int)nbuckets", std::to_string(c.chunk), causal, "scale", "0", p.q, p.v, *ld, rot,
+             e.name(out), *E, maskArg, ws, "stream"}});
+    break;
+  }
+  }
+  e.out().unindent();
+  e.out() << "}\n";
+  return success();
+}
+
+template <typename AttentionOp>
+LogicalResult emitAttention(LaunchEmitter &e, AttentionOp o) {
+  AttentionConfig c = configOf(o.getOperation());
+  Value qkv = o.getQkv(), out = o.getOut();
+  if (e.isCuda())
+    return emitCudaAttention(e, o.getOperation(), c, qkv, o.getMask(), out, o.getLse());
+  auto B = e.dim(qkv, 0), T = e.dim(qkv, 1), E = e.dim(out, 2), ld = e.dim(qkv, 2);
+  if (failed(B) || failed(T) || failed(E) || failed(ld))
+    return failure();
+  std::string dh = "(" + *E + " / " + std::to_string(c.heads) + ")";
+  e.out() << "{\n";
+  e.out().indent();
+  FailureOr<std::string> ws =
+      emitCpuParams(e, c, *B, *T, dh, "nncc_attention_workspace_size");
+  if (failed(ws))
+    return failure();
+  PackedQKV p = unpack(e.name(qkv), *E, c.kind, "const real_t *");
+  if (c.kind == AttentionKind::lsh)
+    p.k = e.name(qkv); // the forward reads the shared QK as both
+  e.call({"NNCC_KFN(nncc_attention)",
+          {"&p", *B, *T, std::to_string(c.heads), dh, p.q, p.k, p.v, *ld, e.name(out), *E,
+           e.nameOrNull(o.getMask()), *ws, "NULL", e.nameOrNull(o.getLse())}});
+  e.out().unindent();
+  e.out() << "}\n";
+  return success();
+}
+
+LogicalResult emitAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o) {
+  if (e.isCuda())
+    return e.cpuOnlyBackward();
+  AttentionConfig c = configOf(o.getOperation());
+  auto B = e.dim(o.getQkv(), 0), T = e.dim(o.getQkv(), 1), ld = e.dim(o.getQkv(), 2),
+       E = e.dim(o.getDout(), 2);
+  if (failed(B) || failed(T) || failed(ld) || failed(E))
+    return failure();
+  std::string dh = "(" + *E + " / " + std::to_string(c.heads) + ")";
+  e.out() << "{\n";
+  e.out().indent();
+  FailureOr<std::string> ws =
+      emitCpuParams(e, c, *B, *T, dh, "nncc_attention_backward_workspace_size");
+  if (failed(ws))
+    return failure();
+  PackedQKV x = unpack(e.name(o.getQkv()), *E, c.kind, "const real_t *");
+  PackedQKV dx = unpack(e.name(o.getDqkv()), *E, c.kind, "real_t *");
+  // The forward's kept output and log-sum-exp, or where to put the
+  // recomputed output (the out-projection's weight gradient reads it).
+  std::string saved = o.getSavedOut()
+                          ? e.name(o.getSavedOut()) + ", " + e.name(o.getSavedLse())
+                          : e.nameOrNull(o.getCore()) + ", NULL";
+  e.call({"NNCC_KFN(nncc_attention_backward)",
+          {"&p", *B, *T, std::to_string(c.heads), dh, x.q, x.k, x.v, *ld, e.name(o.getDout()),
+           *E, dx.q, dx.k, dx.v, *ld, e.nameOrNull(o.getMask()), *ws, saved}});
+  e.out().unindent();
+  e.out() << "}\n";
+  return success();
+}
+
+} // namespace
+
+void attachAttentionLaunches(MLIRContext &ctx) {
+  attachLaunch<nnk::FlashAttentionOp, emitAttention<nnk::FlashAttentionOp>>(ctx);
+  attachLaunch<nnk::BandedAttentionOp, emitAttention<nnk::BandedAttentionOp>>(ctx);
+  attachLaunch<nnk::LSHAttentionOp, emitAttention<nnk::LSHAttentionOp>>(ctx);
+  attachLaunch<nnk::AttentionGradOp, emitAttentionGrad>(ctx);
+}
+
+} // namespace nncc::target

@@ -1,0 +1,319 @@
+//===- DataLaunch.cpp - launches of the data-movement nnk ops -------------===//
+//
+// fill, copy, transpose, slice / slice_grad, concat, split, reduce,
+// reduce_to_shape, broadcast_axes, embedding / embedding_grad and
+// sinusoidal_position. Strided copies go through the target's `copyNd`
+// (libnncc_model_support's nncc_ms_copy_nd on the CPU, launch_copy_nd of
+// Data.cuh on CUDA); the index math is computed here once.
+//
+//===----------------------------------------------------------------------===//
+#include "../Common/LaunchEmitter.h"
+
+using namespace mlir;
+
+namespace nncc::target {
+namespace {
+
+LogicalResult emitFill(LaunchEmitter &e, nnk::FillOp o) {
+  auto n = e.numel(o.getOut());
+  auto ct = e.cType(e.bufferType(o.getOut()).getElementType());
+  if (failed(n) || failed(ct))
+    return failure();
+  std::string value = "(" + *ct + ")" + fmtDouble(o.getValue());
+  if (!e.isCuda()) {
+    e.out() << "for (int64_t i = 0; i < " << *n << "; ++i) " << e.name(o.getOut())
+            << "[i] = " << value << ";\n";
+    return success();
+  }
+  e.out() << "nncc_gen_fill<" << *ct << "><<<nncc::kernels::cuda::grid_for(" << *n
+          << ", 256), 256, 0, stream>>>(" << *n << ", " << value << ", "
+          << e.name(o.getOut()) << ");\n";
+  e.out() << e.checked("cudaGetLastError()");
+  return success();
+}
+
+LogicalResult emitCopy(LaunchEmitter &e, nnk::CopyOp o) {
+  auto n = e.numel(o.getOut());
+  if (failed(n))
+    return failure();
+  std::string bytes = *n + " * sizeof(*" + e.name(o.getOut()) + ")";
+  if (e.isCuda())
+    e.out() << e.checked("cudaMemcpyAsync(" + e.name(o.getOut()) + ", " + e.name(o.getIn()) +
+                         ", " + bytes + ", cudaMemcpyDeviceToDevice, stream)");
+  else
+    e.out() << "memcpy(" << e.name(o.getOut()) << ", " << e.name(o.getIn()) << ", " << bytes
+            << ");\n";
+  return success();
+}
+
+LogicalResult emitTranspose(LaunchEmitter &e, nnk::TransposeOp o) {
+  StridedCopy c{e.bufferType(o.getOut()).getElementType(), {}, {}, {}, e.name(o.getOut()),
+                e.name(o.getX())};
+  auto perm = o.getPerm();
+  for (size_t d = 0; d < perm.size(); ++d) {
+    auto size = e.dim(o.getOut(), d);
+    auto srcStride = e.numel(o.getX(), perm[d] + 1);
+    auto dstStride = e.numel(o.getOut(), d + 1);
+    if (failed(size) || failed(srcStride) || failed(dstStride))
+      return failure();
+    c.shape.push_back(*size);
+    c.srcStrides.push_back(*srcStride);
+    c.dstStrides.push_back(*dstStride);
+  }
+  return e.copyNd(c);
+}
+
+/// The strided copy between a tensor `whole` and its slice `part`: out of
+/// the whole for nnk.slice, back into it for nnk.slice_grad. Per dim of the
+/// whole: a start (negative: from the end) and a step; squeezed dims drop.
+LogicalResult emitSliceCopy(LaunchEmitter &e, Value whole, Value part,
+                            ArrayRef<int64_t> starts, ArrayRef<int64_t> steps,
+                            ArrayRef<int64_t> squeeze, bool intoWhole) {
+  llvm::SmallDenseSet<int64_t> squeezed(squeeze.begin(), squeeze.end());
+  SmallVector<std::string> shape, wholeStrides, partStrides;
+  std::string base = "0";
+  int64_t partDim = 0;
+  for (int64_t d = 0; d < e.bufferType(whole).getRank(); ++d) {
+    auto size = e.dim(whole, d);
+    auto stride = e.numel(whole, d + 1);
+    if (failed(size) || failed(stride))
+      return failure();
+    std::string start = starts[d] >= 0
+                            ? std::to_string(starts[d])
+                            : "(" + *size + " - " + std::to_string(-starts[d]) + ")";
+    base += " + " + start + " * " + *stride;
+    if (squeezed.contains(d))
+      continue;
+    auto partSize = e.dim(part, partDim);
+    auto partStride = e.numel(part, partDim + 1);
+    if (failed(partSize) || failed(partStride))
+      return failure();
+    shape.push_back(*partSize);
+    wholeStrides.push_back(std::to_string(steps[d]) + " * " + *stride);
+    partStrides.push_back(*partStride);
+    ++partDim;
+  }
+  std::string wholeAt = e.name(whole) + " + (" + base + ")";
+  if (shape.empty()) {
+    if (intoWhole)
+      e.copyOne(wholeAt, e.name(part));
+    else
+      e.copyOne(e.name(part), wholeAt);
+    return success();
+  }
+  Type elt = e.bufferType(part).getElementType();
+  if (intoWhole)
+    return e.copyNd({elt, shape, wholeStrides, partStrides, wholeAt, e.name(part)});
+  return e.copyNd({elt, shape, partStrides, wholeStrides, e.name(part), wholeAt});
+}
+
+LogicalResult emitSlice(LaunchEmitter &e, nnk::SliceOp o) {
+  return emitSliceCopy(e, o.getX(), o.getOut(), o.getStarts(), o.getSteps(), o.getSqueeze(),
+                       /*intoWhole=*/false);
+}
+
+LogicalResult emitSliceGrad(LaunchEmitter &e, nnk::SliceGradOp o) {
+  if (e.isCuda())
+    return e.cpuOnlyBackward();
+  auto n = e.numel(o.getOut());
+  if (failed(n))
+    return failure();
+  e.out() << "memset(" << e.name(o.getOut()) << ", 0, " << *n << " * sizeof(real_t));\n";
+  return emitSliceCopy(e, o.getOut(), o.getDy(), o.getStarts(), o.getSteps(), o.getSqueeze(),
+                       /*intoWhole=*/true);
+}
+
+/// Copies each piece into `whole` at its running offset along `axis`
+/// (concat), or out of it (split).
+LogicalResult emitPieces(LaunchEmitter &e, Value whole, ValueRange pieces, int64_t axis,
+                         bool intoWhole) {
+  std::string offset = "0";
+  for (Value piece : pieces) {
+    StridedCopy c;
+    c.elementType = e.bufferType(piece).getElementType();
+    SmallVector<std::string> pieceStrides, wholeStrides;
+    for (int64_t d = 0; d < e.bufferType(piece).getRank(); ++d) {
+      auto size = e.dim(piece, d);
+      auto ps = e.numel(piece, d + 1);
+      auto ws = e.numel(whole, d + 1);
+      if (failed(size) || failed(ps) || failed(ws))
+        return failure();
+      c.shape.push_back(*size);
+      pieceStrides.push_back(*ps);
+      wholeStrides.push_back(*ws);
+    }
+    auto axisStride = e.numel(whole, axis + 1);
+    auto axisSize = e.dim(piece, axis);
+    if (failed(axisStride) || failed(axisSize))
+      return failure();
+    std::string at = e.name(whole) + " + (" + offset + ") * " + *axisStride;
+    c.dst = intoWhole ? at : e.name(piece);
+    c.src = intoWhole ? e.name(piece) : at;
+    c.dstStrides = intoWhole ? wholeStrides : pieceStrides;
+    c.srcStrides = intoWhole ? pieceStrides : wholeStrides;
+    if (failed(e.copyNd(c)))
+      return failure();
+    offset += " + " + *axisSize;
+  }
+  return success();
+}
+
+LogicalResult emitConcat(LaunchEmitter &e, nnk::ConcatOp o) {
+  return emitPieces(e, o.getOut(), o.getInputs(), o.getAxis(), /*intoWhole=*/true);
+}
+
+LogicalResult emitSplit(LaunchEmitter &e, nnk::SplitOp o) {
+  return emitPieces(e, o.getX(), o.getOuts(), o.getAxis(), /*intoWhole=*/false);
+}
+
+/// A reduction of `x` over the dims in `mask` into `out` (mean: divided by
+/// the reduced count).
+LogicalResult emitReduceMask(LaunchEmitter &e, Value x, Value out, uint32_t mask, bool mean) {
+  auto shape = e.shape(x);
+  if (failed(shape))
+    return failure();
+  int64_t rank = e.bufferType(x).getRank();
+  if (!e.isCuda()) {
+    if (rank > 31)
+      return e.op()->emitError("nnk reductions serve rank <= 31");
+    e.out() << "{\n  const int64_t shape[] = {"
+            << (shape->empty() ? std::string("1") : llvm::join(*shape, ", "))
+            << "};\n  NNCC_MS_REDUCE(" << rank << ", shape, " << mask << "u, " << (mean ? 1 : 0)
+            << ", " << e.name(x) << ", " << e.name(out) << ");\n}\n";
+    return success();
+  }
+  if (rank > 16)
+    return e.op()->emitError("the CUDA nnk.reduce serves rank <= 16");
+  e.out() << "{\n";
+  e.out().indent();
+  e.out() << "ReduceNd r{};\n";
+  e.out() << "r.rank = " << (rank ? rank : 1) << ";\n";
+  e.out() << "r.mask = " << (rank ? mask : 1u) << "u;\n";
+  if (rank == 0)
+    e.out() << "r.shape[0] = 1;\n";
+  for (int64_t d = 0; d < rank; ++d)
+    e.out() << "r.shape[" << d << "] = " << (*shape)[d] << ";\n";
+  e.out() << e.checked("launch_reduce<real_t>(r, " + std::to_string(mean ? 1 : 0) + ", " +
+                       e.name(x) + ", " + e.name(out) + ", stream)");
+  e.out().unindent();
+  e.out() << "}\n";
+  return success();
+}
+
+LogicalResult emitReduce(LaunchEmitter &e, nnk::ReduceOp o) {
+  int64_t rank = e.bufferType(o.getX()).getRank();
+  uint32_t mask = 0;
+  for (int64_t a : o.getAxes())
+    mask |= 1u << a;
+  if (o.getAxes().empty())
+    mask = rank ? (1u << rank) - 1 : 0;
+  return emitReduceMask(e, o.getX(), o.getOut(), mask, o.getKind() == nnk::ReduceKind::mean);
+}
+
+LogicalResult emitReduceToShape(LaunchEmitter &e, nnk::ReduceToShapeOp o) {
+  if (e.isCuda())
+    return e.cpuOnlyBackward();
+  auto tx = e.bufferType(o.getX()), ty = e.bufferType(o.getOut());
+  int64_t r = tx.getRank(), ry = ty.getRank();
+  if (r == 0) {
+    e.copyOne(e.name(o.getOut()), e.name(o.getX()));
+    return success();
+  }
+  // Summed: the leading dims the result lacks, and its size-1 dims where x
+  // has more.
+  uint32_t mask = 0;
+  for (int64_t d = 0; d < r; ++d) {
+    int64_t yd = d - (r - ry);
+    if (yd < 0 || (ty.getDim(yd).isStatic() && ty.getDim(yd).getSize() == 1 &&
+                   !(tx.getDim(d).isStatic() && tx.getDim(d).getSize() == 1)))
+      mask |= 1u << d;
+  }
+  return emitReduceMask(e, o.getX(), o.getOut(), mask, /*mean=*/false);
+}
+
+LogicalResult emitBroadcastAxes(LaunchEmitter &e, nnk::BroadcastAxesOp o) {
+  if (e.isCuda())
+    return e.cpuOnlyBackward();
+  auto shape = e.shape(o.getOut());
+  if (failed(shape))
+    return failure();
+  uint32_t mask = 0;
+  for (int64_t a : o.getAxes())
+    mask |= 1u << a;
+  e.out() << "{\n  const int64_t shape[] = {"
+          << (shape->empty() ? std::string("1") : llvm::join(*shape, ", "))
+          << "};\n  nncc::grad::broadcast_axes<real_t>(" << shape->size() << ", shape, " << mask
+          << "u, " << (o.getMean() ? 1 : 0) << ", " << e.name(o.getDy()) << ", "
+          << e.name(o.getOut()) << ");\n}\n";
+  return success();
+}
+
+LogicalResult emitEmbedding(LaunchEmitter &e, nnk::EmbeddingOp o) {
+  auto n = e.numel(o.getIndices());
+  auto V = e.dim(o.getTable(), 0), E = e.dim(o.getTable(), 1);
+  auto indexType = e.cType(e.bufferType(o.getIndices()).getElementType());
+  if (failed(n) || failed(V) || failed(E) || failed(indexType))
+    return failure();
+  SmallVector<std::string> args = {*n, *V, *E, e.name(o.getIndices()), e.name(o.getTable()),
+                                   e.name(o.getOut())};
+  if (e.isCuda()) {
+    args.append({"st->flag", std::to_string(e.indexCheckCode()), "stream"});
+    e.call({"launch_embedding<real_t, " + *indexType + ">", args});
+    return success();
+  }
+  bool i32 = *indexType == "int32_t";
+  e.call({i32 ? "NNCC_KFN(nncc_embedding_i32)" : "NNCC_KFN(nncc_embedding)", args});
+  return success();
+}
+
+LogicalResult emitEmbeddingGrad(LaunchEmitter &e, nnk::EmbeddingGradOp o) {
+  if (e.isCuda())
+    return e.cpuOnlyBackward();
+  auto n = e.numel(o.getIndices());
+  auto V = e.dim(o.getOut(), 0), E = e.dim(o.getOut(), 1);
+  if (failed(n) || failed(V) || failed(E))
+    return failure();
+  bool i32 = e.bufferType(o.getIndices()).getElementType().isInteger(32);
+  e.call({i32 ? "NNCC_KFN(nncc_embedding_backward_i32)" : "NNCC_KFN(nncc_embedding_backward)",
+          {*n, *V, *E, e.name(o.getIndices()), e.name(o.getDy()), "-1", e.name(o.getOut())}});
+  return success();
+}
+
+LogicalResult emitSinusoidalPosition(LaunchEmitter &e, nnk::SinusoidalPositionOp o) {
+  auto B = e.dim(o.getX(), 0), T = e.dim(o.getX(), 1), E = e.dim(o.getX(), 2);
+  auto n = e.numel(o.getX());
+  if (failed(B) || failed(T) || failed(E) || failed(n))
+    return failure();
+  if (!e.isCuda()) {
+    e.call({"NNCC_KFN(nncc_sinusoidal_position)",
+            {*B, *T, *E, e.name(o.getX()), e.name(o.getOut())}});
+    return success();
+  }
+  e.out() << "if (" << *n << " > 0) {\n";
+  e.out() << "  sinusoidal_position_kernel<real_t><<<grid_for(" << *n
+          << ", 256), 256, 0, stream>>>(" << *B << ", " << *T << ", " << *E << ", "
+          << e.name(o.getX()) << ", " << e.name(o.getOut()) << ");\n";
+  e.out() << "  " << e.checked("cudaGetLastError()");
+  e.out() << "}\n";
+  return success();
+}
+
+} // namespace
+
+void attachDataLaunches(MLIRContext &ctx) {
+  attachLaunch<nnk::FillOp, emitFill>(ctx);
+  attachLaunch<nnk::CopyOp, emitCopy>(ctx);
+  attachLaunch<nnk::TransposeOp, emitTranspose>(ctx);
+  attachLaunch<nnk::SliceOp, emitSlice>(ctx);
+  attachLaunch<nnk::SliceGradOp, emitSliceGrad>(ctx);
+  attachLaunch<nnk::ConcatOp, emitConcat>(ctx);
+  attachLaunch<nnk::SplitOp, emitSplit>(ctx);
+  attachLaunch<nnk::ReduceOp, emitReduce>(ctx);
+  attachLaunch<nnk::ReduceToShapeOp, emitReduceToShape>(ctx);
+  attachLaunch<nnk::BroadcastAxesOp, emitBroadcastAxes>(ctx);
+  attachLaunch<nnk::EmbeddingOp, emitEmbedding>(ctx);
+  attachLaunch<nnk::EmbeddingGradOp, emitEmbeddingGrad>(ctx);
+  attachLaunch<nnk::SinusoidalPositionOp, emitSinusoidalPosition>(ctx);
+}
+
+} // namespace nncc::target

@@ -1,0 +1,106 @@
+//===- ElementwiseLaunch.cpp - launches of fused elementwise groups -------===//
+//
+// nnk.elementwise: the body (arith/math ops) is printed once per element by
+// ModelEmitter::emitElementwiseBody. The CPU runs it in an OpenMP loop in
+// place; on CUDA it becomes a generated grid-stride __global__ kernel that
+// takes the bound dims it needs as parameters.
+//
+//===----------------------------------------------------------------------===//
+#include "../Common/LaunchEmitter.h"
+
+using namespace mlir;
+
+namespace nncc::target {
+namespace {
+
+/// `const T aK = inK[broadcast index];` for every input.
+FailureOr<std::string> loadInputs(LaunchEmitter &e, nnk::ElementwiseOp o, Value out,
+                                  llvm::function_ref<std::string(unsigned)> source) {
+  std::string loads;
+  for (auto [k, in] : llvm::enumerate(o.getInputs())) {
+    auto ct = e.cType(e.bufferType(in).getElementType());
+    auto idx = e.broadcastIndex(e.op(), e.bufferType(in), e.bufferType(out), "i");
+    if (failed(ct) || failed(idx))
+      return failure();
+    loads += "const " + *ct + " a" + std::to_string(k) + " = " + source(k) + "[" + *idx + "];\n";
+  }
+  return loads;
+}
+
+LogicalResult emitElementwise(LaunchEmitter &e, nnk::ElementwiseOp o) {
+  Value out = o->getOperand(o->getNumOperands() - 1);
+  auto n = e.numel(out);
+  if (failed(n))
+    return failure();
+  if (!e.isCuda()) {
+    auto loads = loadInputs(e, o, out, [&](unsigned k) { return e.name(o.getInputs()[k]); });
+    if (failed(loads))
+      return failure();
+    e.out() << "{\n";
+    e.out().indent();
+    e.out() << "const int64_t n = " << *n << ";\n";
+    e.out() << "#pragma omp parallel for simd if (n > 16384)\n";
+    e.out() << "for (int64_t i = 0; i < n; ++i) {\n";
+    e.out().indent();
+    e.out() << *loads;
+    if (failed(e.emitElementwiseBody(e.out(), o, e.name(out), "i")))
+      return failure();
+    e.out().unindent();
+    e.out() << "}\n";
+    e.out().unindent();
+    e.out() << "}\n";
+    return success();
+  }
+  // The kernel's parameters: n, every bound dim (d_*), the inputs, the output.
+  std::string params = "int64_t n", args = *n;
+  for (const std::string &d : e.dims) {
+    params += ", int64_t d_" + cIdentifier(d);
+    args += ", d_" + cIdentifier(d);
+  }
+  for (auto [k, in] : llvm::enumerate(o.getInputs())) {
+    auto ct = e.cType(e.bufferType(in).getElementType());
+    if (failed(ct))
+      return failure();
+    params += ", const " + *ct + " *__restrict__ in" + std::to_string(k);
+    args += ", " + e.name(in);
+  }
+  params += ", real_t *__restrict__ out";
+  args += ", " + e.name(out);
+  auto loads = loadInputs(e, o, out, [](unsigned k) { return "in" + std::to_string(k); });
+  if (failed(loads))
+    return failure();
+  std::string body;
+  {
+    llvm::raw_string_ostream bs(body);
+    raw_indented_ostream b(bs);
+    b.indent();
+    b.indent();
+    b << *loads;
+    if (failed(e.emitElementwiseBody(b, o, "out", "i")))
+      return failure();
+  }
+  std::string comment = e.launchComment(o);
+  std::string kernel = e.addGeneratedKernel("nncc_ew_", [&](const std::string &kernelName) {
+    std::string k = "// " + comment + "\n__global__ void " + kernelName + "(" + params + ") {\n";
+    for (const std::string &d : e.dims)
+      k += "  (void)d_" + cIdentifier(d) + ";\n";
+    k += "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
+         "       i += (int64_t)gridDim.x * blockDim.x) {\n" +
+         body + "  }\n}\n";
+    return k;
+  });
+  e.out() << "if (" << *n << " > 0) {\n";
+  e.out() << "  " << kernel << "<<<nncc::kernels::cuda::grid_for(" << *n
+          << ", 256), 256, 0, stream>>>(" << args << ");\n";
+  e.out() << "  " << e.checked("cudaGetLastError()");
+  e.out() << "}\n";
+  return success();
+}
+
+} // namespace
+
+void attachElementwiseLaunches(MLIRContext &ctx) {
+  attachLaunch<nnk::ElementwiseOp, emitElementwise>(ctx);
+}
+
+} // namespace nncc::target

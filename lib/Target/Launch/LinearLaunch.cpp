@@ -1,0 +1,107 @@
+//===- LinearLaunch.cpp - launches of the GEMM-shaped nnk ops -------------===//
+//
+// gemm (x W^T + fused epilogue), matmul and linear_weight_grad: OpenBLAS
+// through libnncc_kernels on the CPU, cuBLAS (+ the epilogue kernel of
+// Elementwise.cuh) on CUDA. Row-major y[M,N] = x[M,K] w[N,K]^T is, to a
+// column-major BLAS, y^T = w^T x^T.
+//
+//===----------------------------------------------------------------------===//
+#include "../Common/LaunchEmitter.h"
+
+using namespace mlir;
+
+namespace nncc::target {
+namespace {
+
+LogicalResult emitGemm(LaunchEmitter &e, nnk::GemmOp o) {
+  auto M = e.numel(o.getX(), 0, e.bufferType(o.getX()).getRank() - 1);
+  auto K = e.dim(o.getX(), -1);
+  auto N = e.dim(o.getWeight(), 0);
+  if (failed(M) || failed(K) || failed(N))
+    return failure();
+  std::string activation = std::to_string(static_cast<int>(o.getActivation()));
+  if (!e.isCuda()) {
+    e.call({"NNCC_KFN(nncc_linear)",
+            {*M, *N, *K, e.name(o.getX()), e.name(o.getWeight()), e.nameOrNull(o.getBias()),
+             e.nameOrNull(o.getResidual()), activation, fmtDouble(o.getAlpha()),
+             e.name(o.getOut())}});
+    return success();
+  }
+  e.out() << "NNCC_CUBLAS_CHECK(NNCC_CUBLAS_GEMM(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)" << *N
+          << ", (int)" << *M << ", (int)" << *K << ", &one, " << e.name(o.getWeight())
+          << ", (int)" << *K << ", " << e.name(o.getX()) << ", (int)" << *K << ", &zero, "
+          << e.name(o.getOut()) << ", (int)" << *N << "), " << cString(e.launchComment(e.op()))
+          << ");\n";
+  if (o.getBias() || o.getResidual() || o.getActivation() != nnk::Activation::none)
+    e.call({"nncc::kernels::cuda::launch_linear_epilogue<real_t>",
+            {*M, *N, e.name(o.getOut()), e.nameOrNull(o.getBias()), activation,
+             "(real_t)" + fmtDouble(o.getAlpha()), e.nameOrNull(o.getResidual()), "stream"}});
+  return success();
+}
+
+LogicalResult emitMatmul(LaunchEmitter &e, nnk::MatmulOp o) {
+  auto ta = e.bufferType(o.getLhs()), tb = e.bufferType(o.getRhs()),
+       tc = e.bufferType(o.getOut());
+  int64_t rc = tc.getRank();
+  auto M = e.dim(o.getOut(), -2), N = e.dim(o.getOut(), -1), K = e.dim(o.getLhs(), -1);
+  auto batch = e.numel(o.getOut(), 0, rc - 2);
+  if (failed(M) || failed(N) || failed(K) || failed(batch))
+    return failure();
+  // Operands are [M, K] / [K, N] or carry the result's batch dims.
+  auto sameBatch = [&](nnk::BufferType t) {
+    if (t.getRank() == 2)
+      return true;
+    if (t.getRank() != rc)
+      return false;
+    for (int64_t i = 0; i < rc - 2; ++i)
+      if (t.getDim(i) != tc.getDim(i))
+        return false;
+    return true;
+  };
+  if (!sameBatch(ta) || !sameBatch(tb))
+    return o.emitError("nnk.matmul: broadcasting batch dims other than a missing batch is "
+                       "not supported by the emitters yet");
+  std::string strideA = ta.getRank() == 2 ? "0" : *M + " * " + *K;
+  std::string strideB = tb.getRank() == 2 ? "0" : *K + " * " + *N;
+  if (!e.isCuda()) {
+    e.out() << "for (int64_t bi = 0; bi < " << *batch << "; ++bi)\n";
+    e.out().indent();
+    e.call({"NNCC_KFN(nncc_gemm)",
+            {"0", "0", *M, *N, *K, "(real_t)1", e.name(o.getLhs()) + " + bi * " + strideA, *K,
+             e.name(o.getRhs()) + " + bi * " + strideB, *N, "(real_t)0",
+             e.name(o.getOut()) + " + bi * " + *M + " * " + *N, *N}});
+    e.out().unindent();
+    return success();
+  }
+  e.out() << "NNCC_CUBLAS_CHECK(NNCC_CUBLAS_GEMM_BATCHED(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)"
+          << *N << ", (int)" << *M << ", (int)" << *K << ", &one, " << e.name(o.getRhs())
+          << ", (int)" << *N << ", (long long)" << strideB << ", " << e.name(o.getLhs())
+          << ", (int)" << *K << ", (long long)" << strideA << ", &zero, " << e.name(o.getOut())
+          << ", (int)" << *N << ", (long long)" << *M << " * " << *N << ", (int)" << *batch
+          << "), " << cString(e.launchComment(e.op())) << ");\n";
+  return success();
+}
+
+LogicalResult emitLinearWeightGrad(LaunchEmitter &e, nnk::LinearWeightGradOp o) {
+  if (e.isCuda())
+    return e.cpuOnlyBackward();
+  auto rows = e.numel(o.getDy(), 0, e.bufferType(o.getDy()).getRank() - 1);
+  auto N = e.dim(o.getDy(), -1), K = e.dim(o.getX(), -1);
+  if (failed(rows) || failed(N) || failed(K))
+    return failure();
+  // dW[N, K] = dy^T x.
+  e.call({"NNCC_KFN(nncc_gemm)",
+          {"1", "0", *N, *K, *rows, "(real_t)1", e.name(o.getDy()), *N, e.name(o.getX()), *K,
+           "(real_t)0", e.name(o.getOut()), *K}});
+  return success();
+}
+
+} // namespace
+
+void attachLinearLaunches(MLIRContext &ctx) {
+  attachLaunch<nnk::GemmOp, emitGemm>(ctx);
+  attachLaunch<nnk::MatmulOp, emitMatmul>(ctx);
+  attachLaunch<nnk::LinearWeightGradOp, emitLinearWeightGrad>(ctx);
+}
+
+} // namespace nncc::target

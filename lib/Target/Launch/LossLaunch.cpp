@@ -1,0 +1,176 @@
+//===- LossLaunch.cpp - launches of losses, dropout and zoneout -----------===//
+#include "../Common/LaunchEmitter.h"
+
+using namespace mlir;
+
+namespace nncc::target {
+namespace {
+
+/// The loss kernels' shape: (count, classes) for cross-entropy over class
+/// indices, (rows, columns) for BCE, the element count for MSE.
+struct LossShape {
+  std::string count, classes;
+};
+
+FailureOr<LossShape> lossShape(LaunchEmitter &e, nnk::LossKind kind, Value input, Value target) {
+  int64_t rank = e.bufferType(input).getRank();
+  switch (kind) {
+  case nnk::LossKind::mse: {
+    auto n = e.numel(input);
+    if (failed(n))
+      return failure();
+    return LossShape{*n, ""};
+  }
+  case nnk::LossKind::cross_entropy: {
+    auto n = e.numel(target);
+    auto C = e.dim(input, -1);
+    if (failed(n) || failed(C))
+      return failure();
+    return LossShape{*n, *C};
+  }
+  case nnk::LossKind::bce_with_logits: {
+    auto rows = e.numel(input, 0, rank ? rank - 1 : 0);
+    auto C = rank ? e.dim(input, -1) : FailureOr<std::string>(std::string("1"));
+    if (failed(rows) || failed(C))
+      return failure();
+    return LossShape{*rows, *C};
+  }
+  }
+  return failure();
+}
+
+/// The class indices of `target` as int64_t, the CPU loss kernels' index
+/// type: i32 targets are widened into a workspace slot (a uniquely named
+/// pointer, so several losses can share a scope).
+std::string int64Targets(LaunchEmitter &e, Value target, const std::string &count) {
+  if (!e.bufferType(target).getElementType().isInteger(32))
+    return e.name(target);
+  std::string wide = e.local("wide");
+  e.out() << "int64_t *" << wide << " = (int64_t *)" << e.workspace(count + " * 8") << ";\n";
+  e.out() << "for (int64_t i = 0; i < " << count << "; ++i) " << wide << "[i] = "
+          << e.name(target) << "[i];\n";
+  return wide;
+}
+
+LogicalResult emitLoss(LaunchEmitter &e, nnk::LossOp o) {
+  FailureOr<LossShape> s = lossShape(e, o.getKind(), o.getInput(), o.getTarget());
+  if (failed(s))
+    return failure();
+  std::string input = e.name(o.getInput()), target = e.name(o.getTarget()),
+              out = e.name(o.getOut()), ignore = std::to_string(o.getIgnoreIndex());
+  if (!e.isCuda()) {
+    switch (o.getKind()) {
+    case nnk::LossKind::mse:
+      e.call({"NNCC_KFN(nncc_mse_loss)", {s->count, input, target, out}});
+      break;
+    case nnk::LossKind::cross_entropy:
+      target = int64Targets(e, o.getTarget(), s->count);
+      e.call({"NNCC_KFN(nncc_cross_entropy)", {s->count, s->classes, input, target, ignore, out}});
+      break;
+    case nnk::LossKind::bce_with_logits:
+      e.call({"NNCC_KFN(nncc_bce_with_logits)",
+              {s->count, s->classes, input, target, e.nameOrNull(o.getPosWeight()), out}});
+      break;
+    }
+    return success();
+  }
+  std::string partials = e.workspace("loss_scratch_bytes()");
+  switch (o.getKind()) {
+  case nnk::LossKind::mse:
+    e.call({"launch_mse_loss<real_t>", {s->count, input, target, out, partials, "stream"}});
+    break;
+  case nnk::LossKind::cross_entropy: {
+    auto indexType = e.cType(e.bufferType(o.getTarget()).getElementType());
+    if (failed(indexType))
+      return failure();
+    e.call({"launch_cross_entropy<real_t, " + *indexType + ">",
+            {s->count, s->classes, input, target, ignore + "LL", out, partials, "st->flag",
+             std::to_string(e.indexCheckCode()), "stream"}});
+    break;
+  }
+  case nnk::LossKind::bce_with_logits:
+    e.call({"launch_bce_with_logits<real_t>",
+            {s->count, s->classes, input, target, e.nameOr(o.getPosWeight(), "const real_t *"),
+             out, partials, "stream"}});
+    break;
+  }
+  return success();
+}
+
+LogicalResult emitLossGrad(LaunchEmitter &e, nnk::LossGradOp o) {
+  if (e.isCuda())
+    return e.cpuOnlyBackward();
+  FailureOr<LossShape> s = lossShape(e, o.getKind(), o.getInput(), o.getTarget());
+  if (failed(s))
+    return failure();
+  std::string input = e.name(o.getInput()), target = e.name(o.getTarget()),
+              dloss = e.name(o.getDloss()), out = e.name(o.getOut());
+  switch (o.getKind()) {
+  case nnk::LossKind::mse:
+    e.call({"NNCC_KFN(nncc_mse_loss_backward)", {s->count, input, target, dloss, out, "NULL"}});
+    break;
+  case nnk::LossKind::cross_entropy:
+    target = int64Targets(e, o.getTarget(), s->count);
+    e.call({"NNCC_KFN(nncc_cross_entropy_backward)",
+            {s->count, s->classes, input, target, std::to_string(o.getIgnoreIndex()), dloss,
+             out}});
+    break;
+  case nnk::LossKind::bce_with_logits:
+    e.call({"NNCC_KFN(nncc_bce_with_logits_backward)",
+            {s->count, s->classes, input, target, e.nameOrNull(o.getPosWeight()), dloss, out}});
+    break;
+  }
+  return success();
+}
+
+/// The seed and step offset of a dropout-style mask: every training step
+/// draws a new one (the CPU's nncc_ms_dropout_offset), the backward the same.
+SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t seed) {
+  return {(e.isCuda() ? "(float)" : "") + fmtDouble(p), std::to_string(seed) + "ULL",
+          e.isCuda() ? "0" : "nncc_ms_dropout_offset(m)"};
+}
+
+LogicalResult emitDropout(LaunchEmitter &e, nnk::DropoutOp o) {
+  auto n = e.numel(o.getX());
+  if (failed(n))
+    return failure();
+  SmallVector<std::string> args = {*n};
+  args.append(maskStream(e, o.getP(), o.getSeed()));
+  args.append({e.name(o.getX()), e.name(o.getOut()), e.nameOr(o.getMask(), "uint8_t *")});
+  if (!e.isCuda()) {
+    e.call({"NNCC_KFN(nncc_dropout)", args});
+    return success();
+  }
+  args.push_back("stream");
+  e.out() << "if (" << *n << " > 0)\n  ";
+  e.call({"launch_dropout<real_t>", args});
+  return success();
+}
+
+LogicalResult emitZoneout(LaunchEmitter &e, nnk::ZoneoutOp o) {
+  auto n = e.numel(o.getNewState());
+  if (failed(n))
+    return failure();
+  SmallVector<std::string> args = {*n};
+  args.append(maskStream(e, o.getP(), o.getSeed()));
+  args.append({e.name(o.getNewState()), e.name(o.getPrev()), e.name(o.getOut())});
+  if (!e.isCuda()) {
+    e.call({"NNCC_KFN(nncc_zoneout)", args});
+    return success();
+  }
+  args.push_back("stream");
+  e.out() << "if (" << *n << " > 0)\n  ";
+  e.call({"launch_zoneout<real_t>", args});
+  return success();
+}
+
+} // namespace
+
+void attachLossLaunches(MLIRContext &ctx) {
+  attachLaunch<nnk::LossOp, emitLoss>(ctx);
+  attachLaunch<nnk::LossGradOp, emitLossGrad>(ctx);
+  attachLaunch<nnk::DropoutOp, emitDropout>(ctx);
+  attachLaunch<nnk::ZoneoutOp, emitZoneout>(ctx);
+}
+
+} // namespace nncc::target

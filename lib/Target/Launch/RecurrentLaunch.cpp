@@ -1,0 +1,271 @@
+//===- RecurrentLaunch.cpp - launches of the recurrent kernels ------------===//
+//
+// nnk.recurrent_scan (one layer and direction over time), recurrent_cell
+// (one step), and the training ops: recurrent_forward (a whole stack,
+// keeping its reserve), recurrent_grad (stack BPTT) and recurrent_cell_grad.
+// The cell kind travels as its enum code (nnk::Cell = the kernels' CellKind).
+//
+//===----------------------------------------------------------------------===//
+#include "../Common/LaunchEmitter.h"
+
+using namespace mlir;
+
+namespace nncc::target {
+namespace {
+
+std::string cellCode(nnk::Cell cell) { return std::to_string(static_cast<int>(cell)); }
+
+/// Gates per cell: the rows of W_hh in units of H.
+int64_t gateCount(nnk::Cell cell) {
+  switch (cell) {
+  case nnk::Cell::lstm:
+    return 4;
+  case nnk::Cell::gru:
+  case nnk::Cell::gru_cho2014:
+    return 3;
+  default:
+    return 1;
+  }
+}
+
+/// LSTM zoneout arguments (training only; prepareNNForKernels zeroes the
+/// rate in inference): rate, seed and the step's mask offset.
+std::string zoneoutArgs(double rate, int64_t seed) {
+  return fmtDouble(rate) + ", " + std::to_string(seed) + "ULL, nncc_ms_dropout_offset(m)";
+}
+
+LogicalResult emitScan(LaunchEmitter &e, nnk::RecurrentScanOp o) {
+  auto B = e.dim(o.getXproj(), 0), T = e.dim(o.getXproj(), 1);
+  if (failed(B) || failed(T))
+    return failure();
+  int64_t H = o.getHiddenSize();
+  std::string cell = cellCode(o.getCell()), hs = std::to_string(H);
+  if (!e.isCuda()) {
+    // libnncc_kernels' time loop over the precomputed input projection
+    // (active rows shrink as sequences end).
+    std::string ws = e.workspace("nncc_rnn_layer_workspace_size(" + cell + ", " + *B + ", " +
+                                 hs + ", sizeof(real_t))");
+    std::string len32 = "(const int32_t *)NULL", len64 = "(const int64_t *)NULL";
+    if (Value l = o.getLengths())
+      (e.bufferType(l).getElementType().isInteger(64) ? len64 : len32) = e.name(l);
+    const bool zoneout = o.getZoneout() > 0;
+    KernelCall c{zoneout ? "NNCC_KFN(nncc_rnn_layer_zoneout)" : "NNCC_KFN(nncc_rnn_layer)",
+                 {cell, *B, *T, hs, std::to_string(o.getNumDirections()),
+                  std::to_string(o.getStateIndex()), LaunchEmitter::flag(o.getReverse()),
+                  e.name(o.getXproj()), e.name(o.getWHh()), e.nameOrNull(o.getBHh()),
+                  e.nameOrNull(o.getH0()), e.nameOrNull(o.getC0()), len32, len64,
+                  e.name(o.getY()), e.nameOrNull(o.getHN()), e.nameOrNull(o.getCN()), ws,
+                  "NULL"}};
+    if (zoneout)
+      c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
+    e.call(c);
+    return success();
+  }
+  if (o.getZoneout() > 0)
+    return e.unsupported("LSTM zoneout (training mode) is CPU-only: the CUDA recurrent kernel "
+                         "has no zoneout masks");
+  std::string lengthType = "int32_t";
+  if (o.getLengths()) {
+    auto it = e.cType(e.bufferType(o.getLengths()).getElementType());
+    if (failed(it))
+      return failure();
+    lengthType = *it;
+  }
+  // The states of all layers and directions are stacked: this one's slice.
+  std::string slice =
+      " + (int64_t)" + std::to_string(o.getStateIndex()) + " * " + *B + " * " + hs;
+  auto state = [&](Value v, const char *type) {
+    return v ? e.name(v) + slice : std::string("(") + type + ")NULL";
+  };
+  std::string transposed =
+      e.workspace(std::to_string(gateCount(o.getCell()) * H * H) + " * sizeof(real_t)");
+  e.out() << "// one persistent launch: layer/direction " << o.getStateIndex()
+          << (o.getReverse() ? ", reverse" : "") << "\n";
+  e.call({"launch_rnn_scan<real_t, " + lengthType + ", " + cell + ">",
+          {"(int)" + *B, "(int)" + *T, hs, LaunchEmitter::flag(o.getReverse()),
+           std::to_string(o.getNumDirections() * H), o.getReverse() ? hs : "0",
+           e.nameOr(o.getLengths(), "const int32_t *"), e.name(o.getXproj()),
+           e.name(o.getWHh()), e.nameOr(o.getBHh(), "const real_t *"),
+           state(o.getH0(), "const real_t *"), state(o.getC0(), "const real_t *"),
+           e.name(o.getY()), state(o.getHN(), "real_t *"), state(o.getCN(), "real_t *"),
+           "(real_t *)NULL", "0", "(real_t *)" + transposed, "stream"}});
+  return success();
+}
+
+LogicalResult emitCell(LaunchEmitter &e, nnk::RecurrentCellOp o) {
+  auto B = e.dim(o.getH(), 0), H = e.dim(o.getH(), 1);
+  if (failed(B) || failed(H))
+    return failure();
+  std::string cell = cellCode(o.getCell());
+  if (!e.isCuda()) {
+    std::string ws = e.workspace("nncc_rnn_cell_workspace_size(" + cell + ", " + *B + ", " + *H +
+                                 ", sizeof(real_t))");
+    e.call({"NNCC_KFN(nncc_rnn_cell)",
+            {cell, *B, *H, e.name(o.getXproj()), e.name(o.getH()), e.nameOrNull(o.getC()),
+             e.name(o.getWHh()), e.nameOrNull(o.getBHh()), e.name(o.getHOut()),
+             e.nameOrNull(o.getCOut()), ws}});
+    return success();
+  }
+  std::string transposed = e.workspace(std::to_string(gateCount(o.getCell())) + " * " + *H +
+                                       " * " + *H + " * sizeof(real_t)");
+  e.out() << "// one step of the recurrent scan kernel (T = 1)\n";
+  e.call({"launch_rnn_scan<real_t, int32_t, " + cell + ">",
+          {"(int)" + *B, "1", "(int)" + *H, "0", *H, "0", "(const int32_t *)NULL",
+           e.name(o.getXproj()), e.name(o.getWHh()), e.nameOr(o.getBHh(), "const real_t *"),
+           e.name(o.getH()), e.nameOr(o.getC(), "const real_t *"), e.name(o.getHOut()),
+           "(real_t *)NULL", e.nameOr(o.getCOut(), "real_t *"), "(real_t *)NULL", "0",
+           "(real_t *)" + transposed, "stream"}});
+  return success();
+}
+
+LogicalResult emitCellGrad(LaunchEmitter &e, nnk::RecurrentCellGradOp o) {
+  if (e.isCuda())
+    return e.cpuOnlyBackward();
+  auto B = e.dim(o.getH(), 0), H = e.dim(o.getH(), 1);
+  auto nWhh = e.numel(o.getWHh());
+  if (failed(B) || failed(H) || failed(nWhh))
+    return failure();
+  std::string cell = cellCode(o.getCell());
+  std::string ws = e.workspace("nncc_rnn_cell_backward_workspace_size(" + cell + ", " + *B +
+                               ", " + *H + ", sizeof(real_t))");
+  // The kernel accumulates dw_hh / db_hh: zero them first.
+  e.out() << "memset(" << e.name(o.getDwHh()) << ", 0, " << *nWhh << " * sizeof(real_t));\n";
+  if (Value db = o.getDbHh()) {
+    auto nb = e.numel(db);
+    if (failed(nb))
+      return failure();
+    e.out() << "memset(" << e.name(db) << ", 0, " << *nb << " * sizeof(real_t));\n";
+  }
+  e.call({"NNCC_KFN(nncc_rnn_cell_backward)",
+          {cell, *B, *H, e.name(o.getXproj()), e.name(o.getH()), e.nameOrNull(o.getC()),
+           e.name(o.getWHh()), e.nameOrNull(o.getBHh()), e.nameOrNull(o.getDhOut()),
+           e.nameOrNull(o.getDcOut()), e.name(o.getDxproj()), e.name(o.getDh()),
+           e.nameOrNull(o.getDc()), e.name(o.getDwHh()), e.nameOrNull(o.getDbHh()), ws}});
+  return success();
+}
+
+/// The sizes of a whole-stack op and the stack kernels' leading arguments
+/// (cell, B, T, I, H, L, D, has_bias).
+struct Stack {
+  std::string cell, B, T, I, H, L, D;
+  SmallVector<std::string> leading() const {
+    return {cell, B, T, I, H, L, D};
+  }
+};
+
+template <typename StackOp>
+FailureOr<Stack> stackOf(LaunchEmitter &e, StackOp o) {
+  auto B = e.dim(o.getX(), 0), T = e.dim(o.getX(), 1), I = e.dim(o.getX(), 2);
+  if (failed(B) || failed(T) || failed(I))
+    return failure();
+  return Stack{cellCode(o.getCell()),
+               *B,
+               *T,
+               *I,
+               std::to_string(o.getHiddenSize()),
+               std::to_string(o.getNumLayers()),
+               o.getBidirectional() ? "2" : "1"};
+}
+
+/// The int32 lengths the stack kernels take: the buffer, a widened copy of
+/// i64 lengths in a workspace slot, or NULL.
+std::string stackLengths(LaunchEmitter &e, Value lengths, const std::string &batch) {
+  if (!lengths)
+    return "NULL";
+  if (!e.bufferType(lengths).getElementType().isInteger(64))
+    return e.name(lengths);
+  std::string len32 = e.local("len32_");
+  e.out() << "int32_t *" << len32 << " = (int32_t *)"
+          << e.workspace(batch + " * sizeof(int32_t)") << ";\n";
+  e.out() << "for (int64_t b = 0; b < " << batch << "; ++b) " << len32 << "[b] = (int32_t)"
+          << e.name(lengths) << "[b];\n";
+  return len32;
+}
+
+LogicalResult emitStackForward(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
+  if (e.isCuda())
+    return e.cpuOnlyBackward();
+  // libnncc_kernels' training forward of the stack: y, h_n, c_n and the
+  // reserve the backward reads.
+  FailureOr<Stack> s = stackOf(e, o);
+  if (failed(s))
+    return failure();
+  std::string ws = e.workspace("nncc_rnn_forward_train_workspace_size(" + s->cell + ", " + s->B +
+                               ", " + s->T + ", " + s->H + ", sizeof(real_t))");
+  e.out() << "{\n";
+  e.out().indent();
+  e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\n";
+  KernelCall c{"NNCC_KFN(nncc_rnn_forward_train)", s->leading()};
+  c.args.append({LaunchEmitter::flag(o.getHasBias()), e.name(o.getX()), "w_",
+                 e.nameOrNull(o.getH0()), e.nameOrNull(o.getC0()),
+                 stackLengths(e, o.getLengths(), s->B), e.name(o.getY()),
+                 e.nameOrNull(o.getHN()), e.nameOrNull(o.getCN()), e.name(o.getReserve()), ws,
+                 zoneoutArgs(o.getZoneout(), o.getSeed())});
+  e.call(c);
+  e.out().unindent();
+  e.out() << "}\n";
+  return success();
+}
+
+LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
+  if (e.isCuda())
+    return e.cpuOnlyBackward();
+  // libnncc_kernels' stack BPTT: from the forward's reserve, or re-running
+  // the forward into its workspace; overwrites dx, dh0, dc0 (each may be
+  // NULL) and every weight gradient.
+  FailureOr<Stack> s = stackOf(e, o);
+  if (failed(s))
+    return failure();
+  const bool reserved = static_cast<bool>(o.getReserve());
+  std::string ws = e.workspace(
+      reserved ? "nncc_rnn_backward_reserved_workspace_size(" + s->cell + ", " + s->B + ", " +
+                     s->T + ", " + s->H + ", " + s->L + ", " + s->D + ", sizeof(real_t))"
+               : "nncc_rnn_backward_workspace_size(" + s->cell + ", " + s->B + ", " + s->T +
+                     ", " + s->I + ", " + s->H + ", " + s->L + ", " + s->D +
+                     ", sizeof(real_t))");
+  e.out() << "{\n";
+  e.out().indent();
+  e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\nreal_t *dw_[] = {"
+          << e.commaNames(o.getDweights()) << "};\n";
+  std::string lengths = stackLengths(e, o.getLengths(), s->B);
+  // An out buffer no other op reads (a temporary: dx of a model input, dh0 /
+  // dc0 of an initial state that is not a parameter) is passed as NULL,
+  // which the kernel skips: for dx, the [B*T, G*H] x [G*H, I] GEMM of layer
+  // 0, a fifth of an LSTM backward.
+  Operation *self = o.getOperation();
+  auto outOrNull = [&](Value v) -> std::string {
+    if (v && v.getDefiningOp<nnk::AllocOp>() &&
+        llvm::all_of(v.getUsers(), [&](Operation *u) { return u == self; }))
+      return "NULL";
+    return e.nameOrNull(v);
+  };
+  const bool zoneout = o.getZoneout() > 0 || reserved;
+  KernelCall c{reserved  ? "NNCC_KFN(nncc_rnn_backward_reserved)"
+               : zoneout ? "NNCC_KFN(nncc_rnn_backward_zoneout)"
+                         : "NNCC_KFN(nncc_rnn_backward)",
+               s->leading()};
+  c.args.append({LaunchEmitter::flag(o.getHasBias()), e.name(o.getX()), "w_",
+                 e.nameOrNull(o.getH0()), e.nameOrNull(o.getC0()), lengths});
+  if (reserved)
+    c.args.push_back(e.name(o.getReserve()));
+  c.args.append({e.nameOrNull(o.getDy()), e.nameOrNull(o.getDhN()), e.nameOrNull(o.getDcN()),
+                 outOrNull(o.getDx()), outOrNull(o.getDh0()), outOrNull(o.getDc0()), "dw_", ws});
+  if (zoneout)
+    c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
+  e.call(c);
+  e.out().unindent();
+  e.out() << "}\n";
+  return success();
+}
+
+} // namespace
+
+void attachRecurrentLaunches(MLIRContext &ctx) {
+  attachLaunch<nnk::RecurrentScanOp, emitScan>(ctx);
+  attachLaunch<nnk::RecurrentCellOp, emitCell>(ctx);
+  attachLaunch<nnk::RecurrentCellGradOp, emitCellGrad>(ctx);
+  attachLaunch<nnk::RecurrentForwardOp, emitStackForward>(ctx);
+  attachLaunch<nnk::RecurrentGradOp, emitStackGrad>(ctx);
+}
+
+} // namespace nncc::target
