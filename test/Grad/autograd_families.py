@@ -417,6 +417,34 @@ def ode_rnn():
             mse(hs, ths) + mse(head(hs[:, -1]), tp), r)
 
 
+def ode_rnn_t():
+    """Dynamics reading each row's time t [B, 1]: f(t, z) = mlp(z) - t z."""
+    B, Fi, H, W, T = 4, 3, 8, 16, 5
+    r = Ref()
+    cell = r.add("cell", nt.randomize_(torch.nn.GRUCell(Fi, H)))
+    f1, f2 = r.add("dynamics.fc1", nt.randomize_(torch.nn.Linear(H, W))), r.add(
+        "dynamics.fc2", nt.randomize_(torch.nn.Linear(W, H)))
+    x = rand(B, T, Fi)
+    times = torch.cumsum(torch.rand(B, T) * 0.8 + 0.05, 1) + torch.arange(B)[:, None]
+    the, thr = rand(B, T, H), rand(B, T, H)
+    out = grad_run(os.path.join(GMODELS, "ode_rnn_t.nn"), r.weights,
+                   {"x": x, "times": times, "the": the, "thr": thr})
+    f = lambda tm, z: f2(torch.tanh(f1(z))) - tm * z
+    xd, td = d(x), d(times)
+    loss = 0
+    for method, steps, target in (("euler", 4, the), ("rk4", 3, thr)):
+        h = torch.zeros(B, H, dtype=torch.float64)
+        hs = []
+        for i in range(T):
+            if i > 0:
+                h = fixed(f, h, td[:, i - 1:i], td[:, i:i + 1], steps, method)
+            h = cell(xd[:, i], h)
+            hs.append(h)
+        loss = loss + mse(torch.stack(hs, 1), target)
+    compare("ODE-RNN, dynamics reading t [B, 1] (GRU cell, euler 4 + rk4 3 steps)", out,
+            loss, r)
+
+
 def ce():
     B, T, V, E = 5, 6, 20, 8
     r = Ref()
@@ -452,7 +480,7 @@ def bce():
 CASES = {"mlp": mlp, "residual_mlp": residual_mlp, "elman": elman, "lstm2": lstm2,
          "bilstm_len": bilstm_len, "gru_pt": gru_pt, "gru_cho": gru_cho, "encoder": encoder,
          "dilated": dilated, "lsh": lsh, "reversible": reversible, "neural_ode": neural_ode,
-         "ode_rnn": ode_rnn, "ce": ce, "bce": bce}
+         "ode_rnn": ode_rnn, "ode_rnn_t": ode_rnn_t, "ce": ce, "bce": bce}
 
 
 if __name__ == "__main__":
