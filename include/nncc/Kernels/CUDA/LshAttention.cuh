@@ -272,6 +272,7 @@ __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
       l[r] = lse_r[(task0 + r) * Tn + t];
     T *orow = out + (b * Tn + t) * ld_out + h * dh;
     if (lsh_self_only(l, rounds)) {
+      // Self is never in the future: only padding can mask it.
       const bool self = key_admissible((int)t, (int)t, false,
                                        kpm ? kpm + b * Tn : nullptr);
       const T *vr = v + (b * Tn + t) * ld_in + h * dh;
