@@ -739,7 +739,13 @@ Result lowerODERNN(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
   mlir::Type xStep = xt.withDims({xt.getDim(0), xt.getDim(2)});
   mlir::Type hType =
       xt.withDims({xt.getDim(0), nn::Dim::getStatic(hidden)});
-  mlir::Type tType = g.scalarType(xt.getElementType());
+  // Each row's own time (sequences have their own observation times).
+  nn::TensorType timesT = g.tensorType(times);
+  if (!timesT) {
+    g.diag.error(a[3].loc, "ode_rnn expects times of shape [B, T]");
+    return std::nullopt;
+  }
+  mlir::Type tType = timesT.withDims({xt.getDim(0), nn::Dim::getStatic(1)});
   llvm::SmallVector<mlir::Value> ops = {x, times};
   if (h0)
     ops.push_back(h0);

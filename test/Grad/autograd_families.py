@@ -294,18 +294,19 @@ def dilated():
 
 
 def lsh_ref(x, in_w, in_b, out_w, out_b, heads, R, chunk, pad=None, causal=False):
-    """parity_attention.lsh_attention with finite masking (-1e30 instead of
-    -inf, rows without any admissible key multiplied by 0) so that autograd
-    gives no NaN on rows that have no key; same values elsewhere."""
+    """parity_attention.lsh_attention (Reformer: the rounds' keys in one
+    softmax, self score -1e5) with finite masking (-1e30 instead of -inf,
+    rows without any admissible key multiplied by 0) so that autograd gives
+    no NaN on rows that have no key; same values elsewhere."""
     Bn, Tn, E = x.shape
     dh = E // heads
     qk, v = (x @ in_w.T + in_b).split(E, -1)
     qk = qk.view(Bn, Tn, heads, dh).transpose(1, 2)
     v = v.view(Bn, Tn, heads, dh).transpose(1, 2)
     kn = qk / qk.norm(dim=-1, keepdim=True)
-    scores = qk @ kn.transpose(-1, -2) / math.sqrt(dh)
-    eye = torch.eye(Tn, dtype=torch.bool)
-    outs, lses = [], []
+    scores = (qk @ kn.transpose(-1, -2) / math.sqrt(dh)).masked_fill(
+        torch.eye(Tn, dtype=torch.bool), -1e5)
+    allowed = []
     for k in range(R.shape[0]):
         with torch.no_grad():
             xr = qk @ R[k]
@@ -313,19 +314,16 @@ def lsh_ref(x, in_w, in_b, out_w, out_b, heads, R, chunk, pad=None, causal=False
             order = torch.argsort(bucket * Tn + torch.arange(Tn), -1)
             pos = torch.argsort(order, -1)
             ch = pos // chunk
-            allowed = (ch[..., None, :] == ch[..., :, None]) | (ch[..., None, :] == ch[..., :, None] - 1)
+            a = (ch[..., None, :] == ch[..., :, None]) | (ch[..., None, :] == ch[..., :, None] - 1)
             if pad is not None:
-                allowed = allowed & ~pad[:, None, None, :]
+                a = a & ~pad[:, None, None, :]
             if causal:
-                allowed = allowed & ~torch.triu(torch.ones(Tn, Tn, dtype=torch.bool), 1)
-            others = allowed & ~eye
-            allowed = others | (eye & allowed & ~others.any(-1, keepdim=True))
-            rowok = allowed.any(-1)
-        s = scores.masked_fill(~allowed, -1e30)
-        lses.append(torch.where(rowok, torch.logsumexp(s, -1), torch.full_like(s[..., 0], -1e30)))
-        outs.append((torch.softmax(s, -1) * rowok[..., None]) @ v)
-    wts = torch.softmax(torch.stack(lses), 0)
-    o = (wts[..., None] * torch.stack(outs)).sum(0)
+                a = a & ~torch.triu(torch.ones(Tn, Tn, dtype=torch.bool), 1)
+            allowed.append(a)
+    n = R.shape[0]
+    al = torch.cat(allowed, -1)
+    s = torch.cat([scores] * n, -1).masked_fill(~al, -1e30)
+    o = (torch.softmax(s, -1) * al.any(-1, keepdim=True)) @ torch.cat([v] * n, -2)
     return o.transpose(1, 2).reshape(Bn, Tn, E) @ out_w.T + out_b
 
 
@@ -419,6 +417,34 @@ def ode_rnn():
             mse(hs, ths) + mse(head(hs[:, -1]), tp), r)
 
 
+def ode_rnn_t():
+    """Dynamics reading each row's time t [B, 1]: f(t, z) = mlp(z) - t z."""
+    B, Fi, H, W, T = 4, 3, 8, 16, 5
+    r = Ref()
+    cell = r.add("cell", nt.randomize_(torch.nn.GRUCell(Fi, H)))
+    f1, f2 = r.add("dynamics.fc1", nt.randomize_(torch.nn.Linear(H, W))), r.add(
+        "dynamics.fc2", nt.randomize_(torch.nn.Linear(W, H)))
+    x = rand(B, T, Fi)
+    times = torch.cumsum(torch.rand(B, T) * 0.8 + 0.05, 1) + torch.arange(B)[:, None]
+    the, thr = rand(B, T, H), rand(B, T, H)
+    out = grad_run(os.path.join(GMODELS, "ode_rnn_t.nn"), r.weights,
+                   {"x": x, "times": times, "the": the, "thr": thr})
+    f = lambda tm, z: f2(torch.tanh(f1(z))) - tm * z
+    xd, td = d(x), d(times)
+    loss = 0
+    for method, steps, target in (("euler", 4, the), ("rk4", 3, thr)):
+        h = torch.zeros(B, H, dtype=torch.float64)
+        hs = []
+        for i in range(T):
+            if i > 0:
+                h = fixed(f, h, td[:, i - 1:i], td[:, i:i + 1], steps, method)
+            h = cell(xd[:, i], h)
+            hs.append(h)
+        loss = loss + mse(torch.stack(hs, 1), target)
+    compare("ODE-RNN, dynamics reading t [B, 1] (GRU cell, euler 4 + rk4 3 steps)", out,
+            loss, r)
+
+
 def ce():
     B, T, V, E = 5, 6, 20, 8
     r = Ref()
@@ -454,7 +480,7 @@ def bce():
 CASES = {"mlp": mlp, "residual_mlp": residual_mlp, "elman": elman, "lstm2": lstm2,
          "bilstm_len": bilstm_len, "gru_pt": gru_pt, "gru_cho": gru_cho, "encoder": encoder,
          "dilated": dilated, "lsh": lsh, "reversible": reversible, "neural_ode": neural_ode,
-         "ode_rnn": ode_rnn, "ce": ce, "bce": bce}
+         "ode_rnn": ode_rnn, "ode_rnn_t": ode_rnn_t, "ce": ce, "bce": bce}
 
 
 if __name__ == "__main__":

@@ -217,8 +217,9 @@ ODERNNOp::getRegionSignature(unsigned index, SmallVectorImpl<Type> &argTypes,
   nncc::nn::TensorType state =
       x.withDims({batch, Dim::getStatic(getHiddenSize())});
   if (index == 0) {
-    // dynamics: (t, h) -> dh/dt.
-    argTypes.append({getTimes().getType().withDims({}), state});
+    // dynamics: (t, h) -> dh/dt; t is each row's own time, [B, 1].
+    argTypes.append(
+        {getTimes().getType().withDims({batch, Dim::getStatic(1)}), state});
   } else {
     // cell: (x_t, h) -> h'.
     argTypes.append({x.withDims({batch, x.getDim(2)}), state});

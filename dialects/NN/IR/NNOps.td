@@ -766,14 +766,16 @@ def NN_ODERNNOp : NN_Op<"ode_rnn", [
     For each step t of `x` [B, T, I] at `times` [B, T] (float), evolves the
     hidden state [B, H] (H = `hidden_size`; initially `h0` or zeros) with the
     ODE `dynamics` from the previous time to the current one, then applies
-    `cell` to (x_t, h). Region `dynamics` takes (t [], h [B, H]) and yields
-    [B, H]; region `cell` takes (x_t [B, I], h [B, H]) and yields [B, H]. The
+    `cell` to (x_t, h). Region `dynamics` takes (t [B, 1], h [B, H]) and
+    yields [B, H]: every sequence has its own observation times, so t holds
+    each row's current time (use it broadcast, e.g. `t * h`); region `cell`
+    takes (x_t [B, I], h [B, H]) and yields [B, H]. The
     result stacks the hidden states: [B, T, H]. `method`, `steps`, `rtol`,
     `atol` and `adjoint` are as in `nn.odesolve`.
 
     ```mlir
     %hs = nn.ode_rnn euler %x, %times {hidden_size = 8 : i64, steps = 1 : i64} : (...) -> !nn.tensor<[B, T, 8], f32> dynamics {
-    ^bb0(%t: !nn.tensor<[], f32>, %h: !nn.tensor<[B, 8], f32>):
+    ^bb0(%t: !nn.tensor<[B, 1], f32>, %h: !nn.tensor<[B, 8], f32>):
       nn.yield %h : !nn.tensor<[B, 8], f32>
     } cell {
     ^bb0(%xt: !nn.tensor<[B, 3], f32>, %h: !nn.tensor<[B, 8], f32>):

@@ -991,8 +991,9 @@ NN_RULE(ODERNNOp) {
     auto xType = tensorType(op.getX());
     auto hType = xType.withDims(
         {xType.getDim(0), Dim::getStatic(op.getHiddenSize())});
-    auto tType = NNTensor::get(b.getContext(), {},
-                               tensorType(op.getTimes()).getElementType());
+    // Each row's time, [B, 1] (the dynamics' signature).
+    auto tType = tensorType(op.getTimes())
+                     .withDims({xType.getDim(0), Dim::getStatic(1)});
     auto xtType = xType.withDims({xType.getDim(0), xType.getDim(2)});
     FailureOr<Block *> dynamics =
         copyRegion(gb, loc, op.getDynamics(), {tType, hType});

@@ -186,10 +186,11 @@ struct ODERNNLowering : OpConversionPattern<nn::ODERNNOp> {
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getTimes(),
         adaptor.getH0(), *out, *work, *xt, op.getHiddenSize(), op.getMethod(),
         op.getSteps(), op.getRtol(), op.getAtol(), op.getAdjoint());
+    // Dynamics (t, h, dh): t is each row's own time, [B, 1], as in nn.
+    auto tType = toBuffer(op.getTimes().getType())
+                     .withDims({B, nn::Dim::getStatic(1)});
     if (failed(moveRegion(rewriter, op.getDynamics(), rnn.getDynamics(),
-                          {xType.withDims({B, nn::Dim::getStatic(1)}), state,
-                           state},
-                          getTypeConverter())) ||
+                          {tType, state, state}, getTypeConverter())) ||
         failed(moveRegion(rewriter, op.getCell(), rnn.getCell(),
                           {xType.withDims({B, I}), state, state},
                           getTypeConverter())))

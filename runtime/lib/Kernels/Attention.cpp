@@ -4,7 +4,9 @@
 // T x T score matrix is ever formed. Dense attention works in BLAS tiles
 // (DenseAttention.cpp, flash-style); dilated attention visits the
 // O(w + |G|) admissible keys of each query; LSH attention sorts each hash
-// round by (bucket, position) and visits the own and previous chunk.
+// round by (bucket, position) and visits the own and previous chunk; a
+// query sees itself only when no round offers it another key (Reformer's
+// self mask, lsh_self_only).
 // Attention dropout (training) scales each kept weight by 1/(1-p) after the
 // softmax statistics, with the Philox counters of Kernels.h.
 //
@@ -159,8 +161,7 @@ void lshAttention(const Dims &g, T scale, bool causal, const T *rot,
               continue;
             keys[nk++] = u;
           }
-          if (nk == 0 && key_admissible(t, t, causal, kpmRow))
-            keys[nk++] = t; // self only when nothing else is available
+          // Self is masked here; see the self-only case below.
           OnlineSoftmax<T> sm;
           sm.init();
           T *acc = o.data() + (r * Tn + t) * dh;
@@ -178,10 +179,28 @@ void lshAttention(const Dims &g, T scale, bool causal, const T *rot,
       for (int64_t t = 0; t < Tn; ++t) {
         for (int r = 0; r < rounds; ++r)
           l[r] = lse[r * Tn + t];
+        T *orow = out + (b * Tn + t) * g.ldo + h * dh;
+        if (lsh_self_only(l.data(), rounds) &&
+            key_admissible((int)t, (int)t, causal, kpmRow)) {
+          // No round offered another key: the query attends to itself in
+          // every round, each round weighted 1/R (with its dropout draw).
+          const T *x = qbase + t * g.ldi;
+          T mult = T(0), s = T(0);
+          for (int r = 0; r < rounds; ++r)
+            mult += drop.mult(
+                (uint64_t)((((b * g.H + h) * rounds + r) * Tn + t) * Tn + t));
+          mult /= T(rounds);
+          for (int64_t d = 0; d < dh; ++d) {
+            orow[d] = mult * vbase[t * g.ldi + d];
+            s += x[d] * kn[t * dh + d];
+          }
+          if (lseOut)
+            lseOut[(b * g.H + h) * Tn + t] = lsh_self_lse(s * scale, rounds);
+          continue;
+        }
         lse_round_weights(l.data(), rounds, w.data());
         if (lseOut)
           lseOut[(b * g.H + h) * Tn + t] = logsumexp_rounds(l.data(), rounds);
-        T *orow = out + (b * Tn + t) * g.ldo + h * dh;
         for (int64_t d = 0; d < dh; ++d) {
           T s = T(0);
           for (int r = 0; r < rounds; ++r)

@@ -170,6 +170,7 @@ void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
         lse(rounds * Tn), L(Tn), O(dh);
     std::vector<int32_t> bucket(rounds * Tn), order(rounds * Tn),
         count(nbuckets + 1), keys(2 * chunk + 1);
+    std::vector<uint8_t> selfOnly(Tn), other(Tn);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t b = task / g.H, h = task % g.H;
@@ -204,7 +205,9 @@ void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
         for (int64_t t = 0; t < Tn; ++t)
           ord[count[bk[t]]++] = (int32_t)t;
       }
-      // Key list of sorted position pos in round r (as the forward).
+      // Key list of sorted position pos in round r (as the forward): the
+      // other admissible keys; self (every round) only for a query that no
+      // round offers another key (selfOnly, Reformer's self mask).
       auto keyList = [&](int r, int64_t pos) {
         const int32_t *bk = bucket.data() + r * Tn, *ord = order.data() + r * Tn;
         const int t = ord[pos];
@@ -220,10 +223,21 @@ void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
             continue;
           keys[nk++] = u;
         }
-        if (nk == 0 && key_admissible(t, t, causal, kpmRow))
+        if (nk == 0 && selfOnly[t])
           keys[nk++] = t;
         return nk;
       };
+      // selfOnly is 0 while it is computed, so keyList counts other keys.
+      std::fill(selfOnly.begin(), selfOnly.end(), (uint8_t)0);
+      std::fill(other.begin(), other.end(), (uint8_t)0);
+      for (int r = 0; r < rounds; ++r)
+        for (int64_t pos = 0; pos < Tn; ++pos) {
+          const int t = order[r * Tn + pos];
+          if (!other[t] && keyList(r, pos) > 0)
+            other[t] = 1;
+        }
+      for (int64_t t = 0; t < Tn; ++t)
+        selfOnly[t] = !other[t] && key_admissible((int)t, (int)t, causal, kpmRow);
       // Dropout counter of (round r, query t)'s first key (Kernels.h).
       auto rowCounter = [&](int r, int64_t t) {
         return (uint64_t)((((b * g.H + h) * rounds + r) * Tn + t) * Tn);

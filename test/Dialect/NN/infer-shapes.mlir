@@ -70,11 +70,11 @@ func.func @regions(%x: !nn.tensor<[B, 8], f32>, %t0: !nn.tensor<[], f32>, %t1: !
     nn.yield %s : !nn.tensor<[?, 8], f32>
   }
   // CHECK: nn.ode_rnn {{.*}} -> !nn.tensor<[B, T, 5], f32> dynamics {
-  // CHECK-NEXT: ^bb0(%{{.*}}: !nn.tensor<[], f32>, %{{.*}}: !nn.tensor<[B, 5], f32>):
+  // CHECK-NEXT: ^bb0(%{{.*}}: !nn.tensor<[B, 1], f32>, %{{.*}}: !nn.tensor<[B, 5], f32>):
   // CHECK: } cell {
   // CHECK-NEXT: ^bb0(%{{.*}}: !nn.tensor<[B, 3], f32>, %{{.*}}: !nn.tensor<[B, 5], f32>):
   %s = nn.ode_rnn euler %seq, %times {hidden_size = 5 : i64, steps = 1 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[B, T], f32>) -> !nn.tensor<[?, ?, 5], f32> dynamics {
-  ^bb0(%t: !nn.tensor<[], f32>, %state: !nn.tensor<[?, 5], f32>):
+  ^bb0(%t: !nn.tensor<[?, 1], f32>, %state: !nn.tensor<[?, 5], f32>):
     nn.yield %state : !nn.tensor<[?, 5], f32>
   } cell {
   ^bb0(%xt: !nn.tensor<[?, ?], f32>, %state: !nn.tensor<[?, 5], f32>):

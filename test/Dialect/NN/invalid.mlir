@@ -968,7 +968,7 @@ func.func @ode_rnn_hidden(%x: !nn.tensor<[B, T, 3], f32>, %ts: !nn.tensor<[B, T]
   // expected-error @+2 {{'nn.ode_rnn' op hidden_size must be >= 1, got 0}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = nn.ode_rnn dopri5 %x, %ts {hidden_size = 0 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[B, T], f32>) -> !nn.tensor<[B, T, 5], f32> dynamics {
-  ^bb0(%t: !nn.tensor<[], f32>, %h: !nn.tensor<[B, 5], f32>):
+  ^bb0(%t: !nn.tensor<[B, 1], f32>, %h: !nn.tensor<[B, 5], f32>):
     nn.yield %h : !nn.tensor<[B, 5], f32>
   } cell {
   ^bb0(%xt: !nn.tensor<[B, 3], f32>, %h: !nn.tensor<[B, 5], f32>):
@@ -983,7 +983,7 @@ func.func @ode_rnn_times(%x: !nn.tensor<[B, T, 3], f32>, %ts: !nn.tensor<[T], f3
   // expected-error @+2 {{'nn.ode_rnn' op expected times [B, T] of shape [B, T], got [T]}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = nn.ode_rnn dopri5 %x, %ts {hidden_size = 5 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[T], f32>) -> !nn.tensor<[B, T, 5], f32> dynamics {
-  ^bb0(%t: !nn.tensor<[], f32>, %h: !nn.tensor<[B, 5], f32>):
+  ^bb0(%t: !nn.tensor<[B, 1], f32>, %h: !nn.tensor<[B, 5], f32>):
     nn.yield %h : !nn.tensor<[B, 5], f32>
   } cell {
   ^bb0(%xt: !nn.tensor<[B, 3], f32>, %h: !nn.tensor<[B, 5], f32>):
@@ -998,6 +998,21 @@ func.func @ode_rnn_h0(%x: !nn.tensor<[B, T, 3], f32>, %ts: !nn.tensor<[B, T], f3
   // expected-error @+2 {{'nn.ode_rnn' op expected h0 [B, H] of shape [B, 5], got [B, 4]}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = nn.ode_rnn dopri5 %x, %ts, %h0 {hidden_size = 5 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[B, T], f32>, !nn.tensor<[B, 4], f32>) -> !nn.tensor<[B, T, 5], f32> dynamics {
+  ^bb0(%t: !nn.tensor<[B, 1], f32>, %h: !nn.tensor<[B, 5], f32>):
+    nn.yield %h : !nn.tensor<[B, 5], f32>
+  } cell {
+  ^bb0(%xt: !nn.tensor<[B, 3], f32>, %h: !nn.tensor<[B, 5], f32>):
+    nn.yield %h : !nn.tensor<[B, 5], f32>
+  }
+  return
+}
+
+// -----
+
+// ode_rnn dynamics see each row's own time [B, 1], not a scalar.
+func.func @ode_rnn_scalar_time(%x: !nn.tensor<[B, T, 3], f32>, %ts: !nn.tensor<[B, T], f32>) {
+  // expected-error @+1 {{'nn.ode_rnn' op region 'dynamics' argument #0 has type '!nn.tensor<[], f32>', expected '!nn.tensor<[B, 1], f32>'}}
+  %0 = nn.ode_rnn euler %x, %ts {hidden_size = 5 : i64, steps = 1 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[B, T], f32>) -> !nn.tensor<[B, T, 5], f32> dynamics {
   ^bb0(%t: !nn.tensor<[], f32>, %h: !nn.tensor<[B, 5], f32>):
     nn.yield %h : !nn.tensor<[B, 5], f32>
   } cell {
@@ -1012,7 +1027,7 @@ func.func @ode_rnn_h0(%x: !nn.tensor<[B, T, 3], f32>, %ts: !nn.tensor<[B, T], f3
 func.func @ode_rnn_steps(%x: !nn.tensor<[B, T, 3], f32>, %ts: !nn.tensor<[B, T], f32>) {
   // expected-error @+1 {{'nn.ode_rnn' op fixed-step method 'euler' needs steps >= 1, got 0}}
   %0 = nn.ode_rnn euler %x, %ts {hidden_size = 5 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[B, T], f32>) -> !nn.tensor<[B, T, 5], f32> dynamics {
-  ^bb0(%t: !nn.tensor<[], f32>, %h: !nn.tensor<[B, 5], f32>):
+  ^bb0(%t: !nn.tensor<[B, 1], f32>, %h: !nn.tensor<[B, 5], f32>):
     nn.yield %h : !nn.tensor<[B, 5], f32>
   } cell {
   ^bb0(%xt: !nn.tensor<[B, 3], f32>, %h: !nn.tensor<[B, 5], f32>):
@@ -1026,7 +1041,7 @@ func.func @ode_rnn_steps(%x: !nn.tensor<[B, T, 3], f32>, %ts: !nn.tensor<[B, T],
 func.func @ode_rnn_dynamics(%x: !nn.tensor<[B, T, 3], f32>, %ts: !nn.tensor<[B, T], f32>) {
   // expected-error @+1 {{'nn.ode_rnn' op region 'dynamics' argument #1 has type '!nn.tensor<[B, 4], f32>', expected '!nn.tensor<[B, 5], f32>'}}
   %0 = nn.ode_rnn dopri5 %x, %ts {hidden_size = 5 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[B, T], f32>) -> !nn.tensor<[B, T, 5], f32> dynamics {
-  ^bb0(%t: !nn.tensor<[], f32>, %h: !nn.tensor<[B, 4], f32>):
+  ^bb0(%t: !nn.tensor<[B, 1], f32>, %h: !nn.tensor<[B, 4], f32>):
     nn.yield %h : !nn.tensor<[B, 4], f32>
   } cell {
   ^bb0(%xt: !nn.tensor<[B, 3], f32>, %h: !nn.tensor<[B, 5], f32>):
@@ -1040,7 +1055,7 @@ func.func @ode_rnn_dynamics(%x: !nn.tensor<[B, T, 3], f32>, %ts: !nn.tensor<[B, 
 func.func @ode_rnn_cell(%x: !nn.tensor<[B, T, 3], f32>, %ts: !nn.tensor<[B, T], f32>) {
   // expected-error @+1 {{'nn.ode_rnn' op region 'cell' argument #0 has type '!nn.tensor<[B, T, 3], f32>', expected '!nn.tensor<[B, 3], f32>'}}
   %0 = nn.ode_rnn dopri5 %x, %ts {hidden_size = 5 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[B, T], f32>) -> !nn.tensor<[B, T, 5], f32> dynamics {
-  ^bb0(%t: !nn.tensor<[], f32>, %h: !nn.tensor<[B, 5], f32>):
+  ^bb0(%t: !nn.tensor<[B, 1], f32>, %h: !nn.tensor<[B, 5], f32>):
     nn.yield %h : !nn.tensor<[B, 5], f32>
   } cell {
   ^bb0(%xt: !nn.tensor<[B, T, 3], f32>, %h: !nn.tensor<[B, 5], f32>):

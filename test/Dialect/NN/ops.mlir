@@ -214,7 +214,7 @@ func.func @control(%x: !nn.tensor<[B, 8], f32>, %t0: !nn.tensor<[], f32>, %t1: !
   // CHECK: } cell {
   // CHECK: ^bb0(%{{.*}}: !nn.tensor<[B, 3], f32>, %{{.*}}: !nn.tensor<[B, 5], f32>):
   %3 = nn.ode_rnn euler %seq, %times, %h0 {hidden_size = 5 : i64, steps = 2 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[B, T], f32>, !nn.tensor<[B, 5], f32>) -> !nn.tensor<[B, T, 5], f32> dynamics {
-  ^bb0(%t: !nn.tensor<[], f32>, %h: !nn.tensor<[B, 5], f32>):
+  ^bb0(%t: !nn.tensor<[B, 1], f32>, %h: !nn.tensor<[B, 5], f32>):
     %dh = nn.tanh %h : (!nn.tensor<[B, 5], f32>) -> !nn.tensor<[B, 5], f32>
     nn.yield %dh : !nn.tensor<[B, 5], f32>
   } cell {
@@ -223,7 +223,7 @@ func.func @control(%x: !nn.tensor<[B, 8], f32>, %t0: !nn.tensor<[], f32>, %t1: !
   }
   // CHECK: nn.ode_rnn dopri5 %{{.*}}, %{{.*}} {hidden_size = 5 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[B, T], f32>) -> !nn.tensor<[B, T, 5], f32>
   %4 = nn.ode_rnn dopri5 %seq, %times {hidden_size = 5 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[B, T], f32>) -> !nn.tensor<[B, T, 5], f32> dynamics {
-  ^bb0(%t: !nn.tensor<[], f32>, %h: !nn.tensor<[B, 5], f32>):
+  ^bb0(%t: !nn.tensor<[B, 1], f32>, %h: !nn.tensor<[B, 5], f32>):
     nn.yield %h : !nn.tensor<[B, 5], f32>
   } cell {
   ^bb0(%xt: !nn.tensor<[B, 3], f32>, %h: !nn.tensor<[B, 5], f32>):

@@ -385,3 +385,19 @@ func.func @case36(%x: !nnk.buffer<[B, T, 3], f32>, %ts: !nnk.buffer<[B, T], f32>
   }
   return
 }
+
+// -----
+
+// nnk.ode_rnn's dynamics take each row's time [B, 1], not a scalar.
+nn.parameter @p : !nn.tensor<[4], f32>
+func.func @ode_rnn_scalar_time(%x: !nnk.buffer<[B, T, 3], f32>, %ts: !nnk.buffer<[B, T], f32>, %hs: !nnk.buffer<[B, T, 4], f32>, %w: !nnk.buffer<[4, B, 4], f32>, %xt: !nnk.buffer<[B, 3], f32>) {
+  // expected-error @+1 {{region 'dynamics' argument #0 must be '!nnk.buffer<[B, 1], f32>', got '!nnk.buffer<[], f32>'}}
+  nnk.ode_rnn ins(%x, %ts) outs(%hs) work(%w, %xt) {hidden_size = 4 : i64, method = #nn<ode_method euler>, steps = 1 : i64} : !nnk.buffer<[B, T, 3], f32>, !nnk.buffer<[B, T], f32>, !nnk.buffer<[B, T, 4], f32>, !nnk.buffer<[4, B, 4], f32>, !nnk.buffer<[B, 3], f32> dynamics {
+  ^bb0(%a: !nnk.buffer<[], f32>, %b: !nnk.buffer<[B, 4], f32>, %c: !nnk.buffer<[B, 4], f32>):
+    nnk.yield
+  } cell {
+  ^bb0(%a: !nnk.buffer<[B, 3], f32>, %b: !nnk.buffer<[B, 4], f32>, %c: !nnk.buffer<[B, 4], f32>):
+    nnk.yield
+  }
+  return
+}

@@ -197,11 +197,16 @@ def dilated_allowed(T, w, dl, glob):
     return band | g[:, None] | g[None, :]
 
 
+# Reformer's self mask: HuggingFace LSHSelfAttention's self_mask_value (fp32).
+SELF_MASK = -1e5
+
+
 def lsh_allowed(qk, Rr, chunk, adm, same_bucket):
-    """Reformer masking of one hash round with rotations Rr [dh, nb/2]: the
+    """Candidate keys of one hash round with rotations Rr [dh, nb/2]: the
     own and previous chunk of the (bucket, position) order, intersected with
-    `adm`, no self unless nothing else is admissible. Returns (allowed
-    [B,H,T,T], bucket [B,H,T])."""
+    `adm` (and the query's bucket if same_bucket). The query itself is a
+    candidate (if admissible); lsh_reference masks its score. Returns
+    (allowed [B,H,T,T], bucket [B,H,T])."""
     T = qk.shape[-2]
     xr = qk @ Rr
     bucket = torch.argmax(torch.cat([xr, -xr], -1), -1)
@@ -213,25 +218,68 @@ def lsh_allowed(qk, Rr, chunk, adm, same_bucket):
     allowed = same_or_prev & adm
     if same_bucket:
         allowed &= bucket[..., None, :] == bucket[..., :, None]
-    eye = torch.eye(T, dtype=torch.bool)
-    others = allowed & ~eye
-    none = ~others.any(-1, keepdim=True)
-    return others | (eye & allowed & none), bucket
+    return allowed, bucket
 
 
-def lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale, mults=None):
-    """LSH attention as masked dense attention per hash round; `mults`
-    [rounds, B, H, T, T] multiplies each round's weights (dropout)."""
+def lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale, mults=None,
+                  buckets=None):
+    """Reformer LSH attention (Kitaev et al. 2020, sec. 2; HuggingFace
+    LSHSelfAttention) as ONE softmax over the concatenation of the rounds'
+    candidate keys (duplicates counted), the query's own score replaced by
+    SELF_MASK: a query attends to itself only when no round offers it another
+    key, and then equally through every round. A row without any candidate
+    (padded self, nothing else) gives 0. `mults` [rounds, B, H, T, T]
+    multiplies each round's weights (dropout); `buckets` (a list) receives
+    each round's [B, H, T] buckets."""
     B, H, T, dh = qk.shape
     adm = admissible(B, T, causal, kpm)
     kn = qk / qk.norm(dim=-1, keepdim=True)
-    scores = scale * qk @ kn.transpose(-1, -2)
-    outs, lses = [], []
+    scores = (scale * qk @ kn.transpose(-1, -2)).masked_fill(
+        torch.eye(T, dtype=torch.bool), SELF_MASK)
+    allowed = []
     for r in range(R.shape[0]):
         with torch.no_grad():
-            allowed, _ = lsh_allowed(qk, R[r], chunk, adm, same_bucket)
-        o, lse = safe_attend(scores, allowed, v, None if mults is None else mults[r])
-        outs.append(o)
-        lses.append(lse)
-    w = torch.softmax(torch.stack(lses), 0)
-    return (w[..., None] * torch.stack(outs)).sum(0)
+            a, bk = lsh_allowed(qk, R[r], chunk, adm, same_bucket)
+        allowed.append(a.expand(B, H, T, T))
+        if buckets is not None:
+            buckets.append(bk)
+    n = R.shape[0]
+    o, _ = safe_attend(torch.cat([scores] * n, -1), torch.cat(allowed, -1),
+                       torch.cat([v] * n, -2),
+                       None if mults is None else torch.cat(list(mults), -1))
+    return o
+
+
+def lsh_self_rounds(qk, R, chunk, causal, kpm, same_bucket):
+    """[B, H, T]: how many hash rounds offer each query no key but itself.
+    Queries with 0 < count < rounds are where Reformer's self mask across
+    rounds matters (issue 8)."""
+    B, H, T, dh = qk.shape
+    adm = admissible(B, T, causal, kpm)
+    eye = torch.eye(T, dtype=torch.bool)
+    n = torch.zeros(B, H, T, dtype=torch.long)
+    with torch.no_grad():
+        for r in range(R.shape[0]):
+            a, _ = lsh_allowed(qk, R[r], chunk, adm, same_bucket)
+            n += (~(a & ~eye).any(-1)).long()
+    return n
+
+
+def lsh_mixed(qk, R, chunk, causal, kpm, same_bucket):
+    """Number of queries that some but not every round offers another key."""
+    n = lsh_self_rounds(qk, R, chunk, causal, kpm, same_bucket)
+    return int(((n > 0) & (n < R.shape[0])).sum())
+
+
+def lsh_kpm(B, T, mode, seed=7):
+    """Key padding of the LSH tests: None (0), a padded tail in batch 0 (1),
+    or ~60% of the keys padded at random (2, leaves queries whose rounds
+    offer nothing but themselves)."""
+    if not mode:
+        return None
+    kpm = np.zeros((B, T), np.uint8)
+    if mode == 1:
+        kpm[0, T - 4:] = 1
+    else:
+        kpm[:] = np.random.RandomState(seed).rand(B, T) < 0.6
+    return kpm

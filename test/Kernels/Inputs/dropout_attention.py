@@ -105,6 +105,7 @@ for dtype in (np.float64, np.float32):
     dilated(dtype, 2, 30, 16, 2, 6, 2, [0, 17], 0.25)
     lsh(dtype, 2, 24, 16, 2, 3, 4, 6, 0, 0.3)
     lsh(dtype, 1, 20, 8, 1, 2, 4, 5, 1, 0.6)
+    lsh(dtype, 2, 20, 8, 1, 3, 4, 2, 1, 0.4)  # causal chunk 2: self-only rounds
 
 # p = 0 is the path without dropout, bit for bit; another offset, another mask.
 B, T, E, H = 2, 70, 16, 2

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 from attention_common import (admissible, core_backward, core_forward,
-                              dilated_allowed, heads, load_lib, lsh_reference,
+                              dilated_allowed, heads, load_lib, lsh_kpm, lsh_mixed,
+                              lsh_reference,
                               mha_backward, mha_forward, params, safe_attend)
 from nncc_kernels import FAILED, check, expect, finish
 
@@ -102,7 +103,8 @@ def lsh_y(x, inw, inb, ow, ob, R, H, chunk, causal, kpm, same_bucket):
     return o.transpose(1, 2).reshape(B, T, E) @ ow.T + ob
 
 
-def lsh_case(dtype, B, T, E, H, n_hashes, n_buckets, chunk, causal, use_kpm, same_bucket):
+def lsh_case(dtype, B, T, E, H, n_hashes, n_buckets, chunk, causal, use_kpm, same_bucket,
+             need_mixed=False):
     dh = E // H
     inw, inb, ow, ob = rand_weights(E, 2)
     x = torch.randn(B, T, E, dtype=torch.float64)
@@ -110,10 +112,12 @@ def lsh_case(dtype, B, T, E, H, n_hashes, n_buckets, chunk, causal, use_kpm, sam
     if dtype == np.float32:
         R = R.float().double()
     x, inw, inb, ow, ob = leaf([x, inw, inb, ow, ob], dtype)
-    kpm = None
-    if use_kpm:
-        kpm = np.zeros((B, T), np.uint8)
-        kpm[0, T - 4:] = 1
+    kpm = lsh_kpm(B, T, use_kpm)
+    if need_mixed:  # the case must exercise Reformer's self mask across rounds
+        with torch.no_grad():
+            qk = heads((x @ inw.T + inb)[..., :E], H)
+        mixed = lsh_mixed(qk, R, chunk, causal, kpm, same_bucket)
+        expect("bwd lsh case has queries with self-only rounds (%d)" % mixed, mixed > 0)
     y = lsh_y(x, inw, inb, ow, ob, R, H, chunk, causal, kpm, same_bucket)
     gy = torch.randn(B, T, E, dtype=torch.float64)
     if dtype == np.float32:
@@ -140,6 +144,9 @@ for dtype in (np.float64, np.float32):
     lsh_case(dtype, 2, 23, 16, 2, 3, 4, 5, 0, 1, 0)
     lsh_case(dtype, 2, 20, 16, 2, 2, 8, 8, 1, 0, 0)
     lsh_case(dtype, 1, 17, 8, 1, 4, 6, 4, 0, 0, 1)
+    # Rounds that offer a query nothing but itself (causal / padded, chunk 2).
+    lsh_case(dtype, 2, 20, 16, 2, 2, 4, 2, 1, 1, 0, need_mixed=True)
+    lsh_case(dtype, 2, 20, 16, 2, 3, 4, 2, 0, 2, 0, need_mixed=True)
 
 
 # --- backward from the forward's output and log-sum-exp ---------------------
@@ -208,4 +215,9 @@ fd_case("mha dense causal kpm", params("dense", causal=1), 2, 12, 8, 2, 3, kpm)
 Rfd = np.ascontiguousarray(np.random.randn(2, 4, 2))
 fd_case("mha lsh", params("lsh", rot=Rfd, n_hashes=2, n_buckets=4, chunk=4), 2, 12, 8, 2,
         2, None)
+# Causal and padded LSH with chunk 2: rounds that offer a query only itself.
+fd_case("mha lsh causal", params("lsh", causal=1, rot=Rfd, n_hashes=2, n_buckets=4, chunk=2),
+        2, 12, 8, 2, 2, None)
+fd_case("mha lsh kpm", params("lsh", rot=Rfd, n_hashes=2, n_buckets=4, chunk=2), 2, 12, 8, 2,
+        2, lsh_kpm(2, 12, 2))
 finish()

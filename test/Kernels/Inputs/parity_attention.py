@@ -7,7 +7,9 @@ import sys
 import numpy as np
 import torch
 
-from attention_common import admissible, heads, load_lib, lsh_allowed, params
+from attention_common import admissible, heads, load_lib, params
+from attention_common import lsh_kpm, lsh_mixed
+from attention_common import lsh_reference as common_lsh_reference
 from attention_common import mha_forward as mha_kernel
 from nncc_kernels import SUFFIX, check, expect, finish, i64, ptr
 
@@ -90,39 +92,29 @@ def dilated_case(dtype, B, T, E, H, w, d, glob, causal, use_kpm):
 
 # --- LSH vs masked dense built from the same hashes / sort / chunks --------
 def lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale):
-    """qk, v: [B,H,T,dh] float64; R: [n_hashes, dh, nb/2]."""
-    B, H, T, dh = qk.shape
-    adm = admissible(B, T, causal, kpm)  # [B,1,T,T]
-    kn = qk / qk.norm(dim=-1, keepdim=True)
-    scores = scale * qk @ kn.transpose(-1, -2)
-    outs, lses, buckets = [], [], []
-    for r in range(R.shape[0]):
-        allowed, bucket = lsh_allowed(qk, R[r], chunk, adm, same_bucket)
-        buckets.append(bucket)
-        o, lse = masked_softmax_attend(scores, allowed, v)
-        outs.append(o)
-        lses.append(lse)
-    L = torch.stack(lses)                                      # [R,B,H,T]
-    w = torch.softmax(L, 0).nan_to_num(0.0)
-    out = (w[..., None] * torch.stack(outs)).sum(0)
-    return out, torch.stack(buckets, 2)                        # buckets [B,H,R,T]
+    """qk, v: [B,H,T,dh] float64; R: [n_hashes, dh, nb/2]. Reformer's masking
+    (attention_common.lsh_reference); also the buckets [B,H,R,T]."""
+    buckets = []
+    out = common_lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale,
+                               buckets=buckets)
+    return out, torch.stack(buckets, 2)
 
 
 def lsh_case(dtype, B, T, E, H, n_hashes, n_buckets, chunk, causal, use_kpm,
-             same_bucket):
+             same_bucket, need_mixed=False):
     dh = E // H
     inw, inb, ow, ob = rand_weights(E, 2, dtype)
     x = torch.randn(B, T, E, dtype=torch.float64)
     R = torch.randn(n_hashes, dh, n_buckets // 2, dtype=torch.float64)
     if dtype == np.float32:
         inw, inb, ow, ob, x, R = [t.float().double() for t in (inw, inb, ow, ob, x, R)]
-    kpm = None
-    if use_kpm:
-        kpm = np.zeros((B, T), np.uint8)
-        kpm[0, T - 4:] = 1
+    kpm = lsh_kpm(B, T, use_kpm)
     scale = 1.0 / np.sqrt(dh)
     proj = x @ inw.T + inb
     qk, v = [heads(t, H) for t in proj.split(E, -1)]
+    if need_mixed:  # the case must exercise Reformer's self mask across rounds
+        mixed = lsh_mixed(qk, R, chunk, causal, kpm, same_bucket)
+        expect("lsh case has queries with self-only rounds (%d)" % mixed, mixed > 0)
     o, ref_buckets = lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale)
     ref = o.transpose(1, 2).reshape(B, T, E) @ ow.T + ob
     rot = np.ascontiguousarray(R.numpy(), dtype=dtype)
@@ -164,4 +156,8 @@ for dtype in (np.float32, np.float64):
     lsh_case(dtype, 2, 40, 16, 2, 2, 8, 8, 1, 0, 0)
     lsh_case(dtype, 1, 33, 8, 1, 4, 6, 4, 0, 0, 1)
     lsh_case(dtype, 2, 16, 16, 2, 1, 2, 16, 0, 1, 0)
+    # Rounds that offer a query nothing but itself (causal / padded, chunk 2).
+    lsh_case(dtype, 2, 20, 16, 2, 2, 4, 2, 1, 1, 0, need_mixed=True)
+    lsh_case(dtype, 2, 20, 16, 2, 3, 4, 2, 0, 2, 0, need_mixed=True)
+    lsh_case(dtype, 2, 20, 16, 2, 3, 4, 2, 1, 2, 0, need_mixed=True)
 finish()

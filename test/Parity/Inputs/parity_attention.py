@@ -97,42 +97,41 @@ def attn_dilated():
 
 
 def lsh_attention(x, in_w, in_b, out_w, out_b, heads, R, chunk, pad=None, causal=False):
-    """Reformer LSH attention as masked dense attention (docs/kernels.md):
-    shared QK projection, keys normalised, scores qk_i . k^_j / sqrt(dh);
-    per round: bucket = argmax([xR; -xR]), stable sort by (bucket, position),
-    chunks of `chunk` sorted positions attend to their own and the previous
-    chunk, self only when nothing else; rounds combined by logsumexp."""
+    """Reformer LSH attention as masked dense attention (docs/kernels.md;
+    Kitaev et al. 2020 sec. 2, HuggingFace LSHSelfAttention): shared QK
+    projection, keys normalised, scores qk_i . k^_j / sqrt(dh); per round:
+    bucket = argmax([xR; -xR]), stable sort by (bucket, position), chunks of
+    `chunk` sorted positions attend to their own and the previous chunk.
+    The rounds' candidate keys go into ONE softmax (duplicates counted) with
+    the query's own score replaced by -1e5 (HF's self_mask_value): a query
+    attends to itself only when no round offers it another key. Padded and
+    future keys are never attended, a padded self neither (HF would still
+    attend it; this differs only on padded query rows); a row with no key
+    at all gives 0."""
     Bn, Tn, E = x.shape
     dh = E // heads
     qk, v = (x @ in_w.T + in_b).split(E, -1)
     qk = qk.view(Bn, Tn, heads, dh).transpose(1, 2)
     v = v.view(Bn, Tn, heads, dh).transpose(1, 2)
     kn = qk / qk.norm(dim=-1, keepdim=True)
-    scores = qk @ kn.transpose(-1, -2) / math.sqrt(dh)
-    eye = torch.eye(Tn, dtype=torch.bool)
-    outs, lses = [], []
+    scores = (qk @ kn.transpose(-1, -2) / math.sqrt(dh)).masked_fill(
+        torch.eye(Tn, dtype=torch.bool), -1e5)
+    allowed = []
     for r in range(R.shape[0]):
         xr = qk @ R[r]
         bucket = torch.argmax(torch.cat([xr, -xr], -1), -1)           # [B, H, T]
         order = torch.argsort(bucket * Tn + torch.arange(Tn), -1)       # stable by position
         pos = torch.argsort(order, -1)                                  # sorted position
         ch = pos // chunk
-        allowed = (ch[..., None, :] == ch[..., :, None]) | (ch[..., None, :] == ch[..., :, None] - 1)
+        a = (ch[..., None, :] == ch[..., :, None]) | (ch[..., None, :] == ch[..., :, None] - 1)
         if pad is not None:  # padded keys are never attended
-            allowed = allowed & ~pad[:, None, None, :]
+            a = a & ~pad[:, None, None, :]
         if causal:
-            allowed = allowed & ~torch.triu(torch.ones(Tn, Tn, dtype=torch.bool), 1)
-        # self only when no other key is admissible, and only if itself
-        # admissible (not padded) - docs/kernels.md. (HuggingFace's Reformer
-        # would still attend a padded self; this only differs on padded
-        # query rows.) A row with no key at all gives 0, weight 0.
-        others = allowed & ~eye
-        allowed = others | (eye & allowed & ~others.any(-1, keepdim=True))
-        s = scores.masked_fill(~allowed, float("-inf"))
-        lses.append(torch.logsumexp(s, -1))
-        outs.append(torch.softmax(s, -1).nan_to_num(0.0) @ v)
-    wts = torch.softmax(torch.stack(lses), 0).nan_to_num(0.0)
-    o = (wts[..., None] * torch.stack(outs)).sum(0)
+            a = a & ~torch.triu(torch.ones(Tn, Tn, dtype=torch.bool), 1)
+        allowed.append(a)
+    n = R.shape[0]
+    s = torch.cat([scores] * n, -1).masked_fill(~torch.cat(allowed, -1), float("-inf"))
+    o = torch.softmax(s, -1).nan_to_num(0.0) @ torch.cat([v] * n, -2)
     return o.transpose(1, 2).reshape(Bn, Tn, E) @ out_w.T + out_b
 
 
@@ -184,6 +183,31 @@ def attn_lsh_onechunk():
         nt.check("lsh one chunk T%d + key padding vs masked dense" % Tn, out["yp"], refp)
 
 
+def lsh_causal():
+    """The issue-8 reproduction: causal LSH, 2 rounds of 2 buckets, chunk 2,
+    identity projections. Query 1 has no other admissible key in round 0
+    but key 0 in round 1, so Reformer gives y[1] = v[0] = (-1, 1) (before
+    the fix nncc normalised round 0 over the self score: (0.762, -0.762)).
+    yp: not causal, key 2 padded: round 0 offers query 1 nothing, round 1
+    keys 0 and 3."""
+    I2 = torch.eye(2)
+    w = {}
+    for p in ("a", "p"):
+        w.update({p + ".in_proj_weight": torch.cat([I2, I2]), p + ".in_proj_bias": torch.zeros(4),
+                  p + ".out_proj.weight": I2.clone(), p + ".out_proj.bias": torch.zeros(2)})
+    x = torch.tensor([[[-1.0, 1.0], [1.0, -1.0], [1.0, 2.0], [2.0, 1.0]]])
+    rot = torch.tensor([[[1.0], [0.0]], [[0.0], [1.0]]])
+    pad = torch.tensor([[False, False, True, False]])
+    out = model("lsh_causal").run(w, {"x": x, "rot": rot, "pad": pad})
+    nt.check("lsh causal reproduction y[1] = (-1, 1)", out["y"][0, 1], torch.tensor([-1.0, 1.0]))
+    ws = (torch.cat([I2, I2]).double(), torch.zeros(4).double(), I2.double(),
+          torch.zeros(2).double())
+    nt.check("lsh causal reproduction vs Reformer reference", out["y"],
+             lsh_attention(x.double(), *ws, 1, rot.double(), 2, causal=True))
+    nt.check("lsh padded reproduction vs Reformer reference", out["yp"],
+             lsh_attention(x.double(), *ws, 1, rot.double(), 2, pad=pad))
+
+
 def reversible():
     D, FF = 8, 16
     blocks = []
@@ -211,5 +235,6 @@ def reversible():
 
 if __name__ == "__main__":
     nt.run_cases({"encoder_dense": encoder_dense, "attn_dilated": attn_dilated, "attn_lsh": attn_lsh,
-                  "attn_lsh_onechunk": attn_lsh_onechunk, "attention_variants": attention_variants,
+                  "attn_lsh_onechunk": attn_lsh_onechunk, "lsh_causal": lsh_causal,
+                  "attention_variants": attention_variants,
                   "reversible": reversible})

@@ -76,5 +76,30 @@ def ode_rnn():
     nt.check("ode_rnn pred", out["pred"], pred)
 
 
+def ode_rnn_t():
+    """Dynamics that read t: per row, t runs over that row's own interval
+    [t_{i-1,b}, t_{i,b}] ([B, 1], broadcast against z); euler and rk4."""
+    F, H, W = 3, 8, 16
+    T = 6
+    cell = nt.randomize_(torch.nn.GRUCell(F, H))
+    f1, f2 = nt.randomize_(torch.nn.Linear(H, W)), nt.randomize_(torch.nn.Linear(W, H))
+    w = dict(sd(cell, "cell"), **sd(f1, "dynamics.fc1"), **sd(f2, "dynamics.fc2"))
+    x = rand(B, T, F)
+    times = torch.cumsum(torch.rand(B, T) * 0.8 + 0.05, 1) + torch.arange(B)[:, None]
+    out = model("ode_rnn_t").run(w, {"x": x, "times": times})
+    f = lambda t, z: f2(torch.tanh(f1(z))) - t * z
+    with torch.no_grad():
+        for name, method, steps in (("he", "euler", 4), ("hr", "rk4", 3)):
+            h = torch.zeros(B, H)
+            hs = []
+            for i in range(T):
+                if i > 0:
+                    h = fixed(f, h, times[:, i - 1:i], times[:, i:i + 1], steps, method)
+                h = cell(x[:, i], h)
+                hs.append(h)
+            nt.check("ode_rnn f(t, z) = mlp(z) - t z, %s %d steps, per-row times" % (method, steps),
+                     out[name], torch.stack(hs, 1))
+
+
 if __name__ == "__main__":
-    nt.run_cases({"neural_ode": neural_ode, "ode_rnn": ode_rnn})
+    nt.run_cases({"neural_ode": neural_ode, "ode_rnn": ode_rnn, "ode_rnn_t": ode_rnn_t})

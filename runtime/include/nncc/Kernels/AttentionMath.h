@@ -148,6 +148,27 @@ template <typename T> NNCC_HD T logsumexp_rounds(const T *lse, int rounds) {
   return mx + nlog(sum);
 }
 
+/// Reformer's self mask in LSH attention (docs/kernels.md "LSH"): inside
+/// one normalisation over the multiset union of the rounds' keys, the
+/// query's own key scores s_self - C with C -> infinity. A round therefore
+/// reports only its other admissible keys (lse_r = neg_big when it has
+/// none), and the self entries vanish as soon as any round has another key.
+/// This returns true when none has: the query then attends to itself alone,
+/// its R self copies sharing the weight equally (out = v_self, or the mean
+/// of the rounds' dropout multipliers times v_self), if it is admissible
+/// (not padded); see lsh_self_lse.
+template <typename T> NNCC_HD bool lsh_self_only(const T *lse, int rounds) {
+  for (int r = 0; r < rounds; ++r)
+    if (lse[r] > neg_big<T>())
+      return false;
+  return true;
+}
+
+/// Combined log-sum-exp of a self-only query: R copies of its own score.
+template <typename T> NNCC_HD T lsh_self_lse(T s_self, int rounds) {
+  return s_self + nlog(T(rounds));
+}
+
 /// Attention dropout (training): the Philox key is the layer's seed mixed
 /// with a salt, so the mask never reuses the draws of LSH rotations seeded
 /// with the same value. Weight `counter` (Kernels.h numbering) is kept iff

@@ -12,10 +12,12 @@
 //                                 queries of the chunk attend the keys of
 //                                 their own and the previous chunk (no
 //                                 wrap-around), K/V tiles in shared memory,
-//                                 OnlineSoftmax; self only when nothing else
-//                                 is admissible; writes o_r and lse_r
+//                                 OnlineSoftmax, self masked; writes o_r
+//                                 and lse_r
 //   5. lsh_combine_kernel         out = sum_r softmax_r(lse_r) o_r
-//                                 (lse_round_weights, duplicates counted)
+//                                 (lse_round_weights, duplicates counted);
+//                                 self alone when no round offers another
+//                                 key (lsh_self_only, Reformer's self mask)
 //
 // Every decision (bucket argmax and its ties, admissibility, the online
 // softmax, the round weights) is an NNCC_HD function of AttentionMath.h, the
@@ -241,22 +243,8 @@ __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
     if (!valid)
       continue;
     T *orow = o_r + (task * Tn + t) * dh;
-    if (sm.empty()) {
-      // Nothing else admissible: the query attends to itself alone (if it
-      // is not padded / masked), as the CPU twin does.
-      T self = neg_big<T>();
-      if (key_admissible(t, t, causal != 0, kpmRow)) {
-        T sc = T(0);
-        for (int d = 0; d < dh; ++d)
-          sc += qr[d] * knb[(int64_t)t * dh + d];
-        self = sc * scale;
-      }
-      const bool any = self > neg_big<T>();
-      for (int d = 0; d < dh; ++d)
-        orow[d] = any ? vb[(int64_t)t * ld_in + d] : T(0);
-      lse_r[task * Tn + t] = any ? self : neg_big<T>();
-      continue;
-    }
+    // No other key in this round: o_r = 0, lse_r = neg_big (self is masked;
+    // lsh_combine_kernel handles queries that no round offers a key).
     const T inv = sm.inv();
 #pragma unroll
     for (int d = 0; d < DH; ++d)
@@ -267,11 +255,13 @@ __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
 }
 
 /// out[b, t, h*dh + d] = sum_r w_r o_r[b, h, r, t, d], w = softmax of the
-/// rounds' log-sum-exps (lse_round_weights).
+/// rounds' log-sum-exps (lse_round_weights); a query that no round offers
+/// another key attends to itself alone (lsh_self_only), if not padded.
 template <typename T>
 __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
                                    const T *__restrict__ o_r, const T *__restrict__ lse_r,
-                                   T *out, int64_t ld_out) {
+                                   const T *__restrict__ v, int64_t ld_in,
+                                   const uint8_t *kpm, T *out, int64_t ld_out) {
   const int64_t n = (int64_t)B * Tn * H;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -280,8 +270,17 @@ __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
     T l[kLshMaxRounds], w[kLshMaxRounds];
     for (int r = 0; r < rounds; ++r)
       l[r] = lse_r[(task0 + r) * Tn + t];
-    lse_round_weights(l, rounds, w);
     T *orow = out + (b * Tn + t) * ld_out + h * dh;
+    if (lsh_self_only(l, rounds)) {
+      // Self is never in the future: only padding can mask it.
+      const bool self = key_admissible((int)t, (int)t, false,
+                                       kpm ? kpm + b * Tn : nullptr);
+      const T *vr = v + (b * Tn + t) * ld_in + h * dh;
+      for (int d = 0; d < dh; ++d)
+        orow[d] = self ? vr[d] : T(0);
+      continue;
+    }
+    lse_round_weights(l, rounds, w);
     for (int d = 0; d < dh; ++d) {
       T s = T(0);
       for (int r = 0; r < rounds; ++r)
@@ -382,7 +381,7 @@ inline cudaError_t launch_lsh_attention(int dh, int B, int Tn, int H, int rounds
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
   lsh_combine_kernel<T><<<grid_for((int64_t)B * Tn * H, 256), 256, 0, stream>>>(
-      B, Tn, H, dh, rounds, o_r, lse_r, out, ld_out);
+      B, Tn, H, dh, rounds, o_r, lse_r, v, ld_in, kpm, out, ld_out);
   return cudaGetLastError();
 }
 
