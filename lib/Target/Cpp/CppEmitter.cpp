@@ -227,6 +227,7 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
      << "// Do not edit; regenerate with `nncc compile`.\n"
      << "#include \"nncc/Runtime/ModelSupport.h\"\n"
      << "#include \"nncc/Kernels/Common.h\"\n"
+     << "#include \"nncc/Kernels/AttentionMath.h\"\n"
      << "#include \"nncc/Kernels/Kernels.h\"\n";
   if (needsODE)
     os << "#include \"nncc/Kernels/ODESolver.h\"\n";
@@ -243,10 +244,7 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
   os << "namespace {\n";
   emitMathPrelude(os, "static inline", /*hostPolynomials=*/true);
   os << "static inline int64_t nncc_gen_lsh_buckets(int64_t T, int64_t chunk) {\n"
-        "  int64_t n = 2 * (T / chunk), bits = 0;\n"
-        "  while (n) { ++bits; n >>= 1; }\n"
-        "  int64_t b = bits > 0 ? (int64_t)1 << (bits - 1) : 1;\n"
-        "  return b < 2 ? 2 : b;\n}\n";
+        "  return nncc::kernels::lsh_num_buckets(T, chunk);\n}\n";
   os << "} // namespace\n\n";
   if (failed(emitTables(os, withCuda)))
     return failure();
