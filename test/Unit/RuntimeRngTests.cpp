@@ -24,7 +24,7 @@ TEST(Philox, MatchesRandom123KnownAnswers) {
   for (const Kat &k : kats) {
     nncc_philox_u32x4 c;
     std::memcpy(c.x, k.ctr, sizeof c.x);
-    nncc_philox_u32x4 r = nncc_philox4x32_10(c, k.key[0], k.key[1]);
+    nncc_philox_u32x4 r = nncc_philox_bijection(c, k.key[0], k.key[1]);
     for (int i = 0; i < 4; ++i)
       EXPECT_EQ(r.x[i], k.out[i]) << "word " << i;
   }
@@ -36,7 +36,7 @@ TEST(Philox, CounterLayoutIsSeedStreamIndex) {
   uint64_t seed = 0x0123456789abcdefull, stream = 0xfedcba9876543210ull, index = 0x1234567ull;
   nncc_philox_u32x4 c = {{static_cast<uint32_t>(index >> 2), 0,
                           static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)}};
-  nncc_philox_u32x4 b = nncc_philox4x32_10(c, 0x89abcdefu, 0x01234567u);
+  nncc_philox_u32x4 b = nncc_philox_bijection(c, 0x89abcdefu, 0x01234567u);
   EXPECT_EQ(nncc_rng_u32(seed, stream, index), b.x[index & 3]);
 }
 

@@ -7,7 +7,8 @@ include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 include "dialects/NNK/IR/NNKDialect.td"
 
-// Values equal the kernel library's NNCC_ACT_* constants.
+// Values equal the kernel library's NNCC_ACT_* constants
+// (include/nncc/Kernels/Codes.h; static_asserts in NNKOps.cpp).
 def NNK_Activation : I32EnumAttr<"Activation", "GEMM epilogue activation", [
     I32EnumAttrCase<"none", 0>,
     I32EnumAttrCase<"relu", 1>,
@@ -25,7 +26,8 @@ def NNK_ActivationAttr : EnumAttr<NNK_Dialect, NNK_Activation, "act"> {
   let assemblyFormat = "$value";
 }
 
-// Values equal the kernel library's NNCC_CELL_* constants.
+// Values equal the kernel library's NNCC_CELL_* constants
+// (include/nncc/Kernels/Codes.h; static_asserts in NNKOps.cpp).
 def NNK_Cell : I32EnumAttr<"Cell", "recurrent cell equations", [
     I32EnumAttrCase<"rnn_tanh", 0>,
     I32EnumAttrCase<"rnn_relu", 1>,

@@ -8,6 +8,7 @@
 #include "dialects/NNK/IR/NNKOps.h"
 
 #include "dialects/NN/IR/NNOps.h"
+#include "nncc/Kernels/Codes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -16,6 +17,30 @@ using namespace mlir;
 using namespace nncc;
 using namespace nncc::nnk;
 using nn::Dim;
+
+// The emitters print these enums' integer values as kernel-library codes
+// (nncc/Kernels/Codes.h, the one definition of each code set).
+#define NNCC_SAME_CODE(E, C)                                                   \
+  static_assert(static_cast<int>(E) == (C), #E " != " #C " (Codes.h)")
+NNCC_SAME_CODE(Activation::none, NNCC_ACT_NONE);
+NNCC_SAME_CODE(Activation::relu, NNCC_ACT_RELU);
+NNCC_SAME_CODE(Activation::leaky_relu, NNCC_ACT_LEAKY_RELU);
+NNCC_SAME_CODE(Activation::gelu, NNCC_ACT_GELU);
+NNCC_SAME_CODE(Activation::gelu_tanh, NNCC_ACT_GELU_TANH);
+NNCC_SAME_CODE(Activation::tanh, NNCC_ACT_TANH);
+NNCC_SAME_CODE(Activation::sigmoid, NNCC_ACT_SIGMOID);
+NNCC_SAME_CODE(Cell::rnn_tanh, NNCC_CELL_RNN_TANH);
+NNCC_SAME_CODE(Cell::rnn_relu, NNCC_CELL_RNN_RELU);
+NNCC_SAME_CODE(Cell::lstm, NNCC_CELL_LSTM);
+NNCC_SAME_CODE(Cell::gru, NNCC_CELL_GRU);
+NNCC_SAME_CODE(Cell::gru_cho2014, NNCC_CELL_GRU_CHO2014);
+NNCC_SAME_CODE(AttentionKind::dense, NNCC_ATTN_DENSE);
+NNCC_SAME_CODE(AttentionKind::dilated, NNCC_ATTN_DILATED);
+NNCC_SAME_CODE(AttentionKind::lsh, NNCC_ATTN_LSH);
+NNCC_SAME_CODE(nn::ODEMethod::euler, NNCC_ODE_EULER);
+NNCC_SAME_CODE(nn::ODEMethod::rk4, NNCC_ODE_RK4);
+NNCC_SAME_CODE(nn::ODEMethod::dopri5, NNCC_ODE_DOPRI5);
+#undef NNCC_SAME_CODE
 
 int64_t nncc::nnk::getODEWorkSlots(nn::ODEMethod method) {
   switch (method) {

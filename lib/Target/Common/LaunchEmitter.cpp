@@ -85,10 +85,7 @@ LogicalResult LaunchEmitter::unsupported(StringRef why) {
 void LaunchEmitter::emitSharedHelpers(raw_indented_ostream &os, StringRef qual) {
   os << "// HuggingFace's bucket rule for LSH without given rotations.\n"
      << qual << " int64_t nncc_gen_lsh_buckets(int64_t T, int64_t chunk) {\n"
-     << "  int64_t n = 2 * (T / chunk), bits = 0;\n"
-     << "  while (n) { ++bits; n >>= 1; }\n"
-     << "  int64_t b = bits > 0 ? (int64_t)1 << (bits - 1) : 1;\n"
-     << "  return b < 2 ? 2 : b;\n}\n";
+     << "  return nncc::kernels::lsh_num_buckets(T, chunk);\n}\n";
 }
 
 void registerKernelLaunchInterfaces(DialectRegistry &registry) {

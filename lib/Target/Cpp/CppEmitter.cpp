@@ -171,6 +171,7 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
      << "// Do not edit; regenerate with `nncc compile`.\n"
      << "#include \"nncc/ModelSupport/ModelSupport.h\"\n"
      << "#include \"nncc/Kernels/Common.h\"\n"
+     << "#include \"nncc/Kernels/AttentionMath.h\"\n"
      << "#include \"nncc/Kernels/Kernels.h\"\n";
   if (needsODE)
     os << "#include \"nncc/Kernels/ODESolver.h\"\n";

@@ -16,6 +16,7 @@
 #include "nncc/Target/Emitters.h"
 
 #include "../Common/LaunchEmitter.h"
+#include "nncc/Kernels/ODESolver.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -290,46 +291,7 @@ LogicalResult CudaEmitter::emitRegion(raw_indented_ostream &os, Region &region,
   return success();
 }
 
-namespace {
-/// Butcher tableaus (c, a, b; b* for dopri5's embedded 4th order).
-struct Tableau {
-  int stages;
-  double c[7];
-  double a[7][7];
-  double b[7];
-  double bs[7];
-};
-const Tableau kEuler = {1, {0}, {{0}}, {1}, {0}};
-const Tableau kRk4 = {4,
-                      {0, 0.5, 0.5, 1},
-                      {{0}, {0.5}, {0, 0.5}, {0, 0, 1}},
-                      {1.0 / 6, 1.0 / 3, 1.0 / 3, 1.0 / 6},
-                      {0}};
-const Tableau kDopri5 = {
-    7,
-    {0, 1.0 / 5, 3.0 / 10, 4.0 / 5, 8.0 / 9, 1, 1},
-    {{0},
-     {1.0 / 5},
-     {3.0 / 40, 9.0 / 40},
-     {44.0 / 45, -56.0 / 15, 32.0 / 9},
-     {19372.0 / 6561, -25360.0 / 2187, 64448.0 / 6561, -212.0 / 729},
-     {9017.0 / 3168, -355.0 / 33, 46732.0 / 5247, 49.0 / 176, -5103.0 / 18656},
-     {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84}},
-    {35.0 / 384, 0, 500.0 / 1113, 125.0 / 192, -2187.0 / 6784, 11.0 / 84, 0},
-    {5179.0 / 57600, 0, 7571.0 / 16695, 393.0 / 640, -92097.0 / 339200, 187.0 / 2100,
-     1.0 / 40}};
-const Tableau &tableauOf(nn::ODEMethod m) {
-  return m == nn::ODEMethod::euler ? kEuler : m == nn::ODEMethod::rk4 ? kRk4 : kDopri5;
-}
-std::string doubles(const double *v, int n) {
-  std::string s = "{";
-  for (int i = 0; i < n; ++i)
-    s += (i ? ", " : "") + fmtDouble(v[i]);
-  return s + "}";
-}
-} // namespace
-
-/// Emits `nncc_tab_*` tables and the lambda `stage_step(dt, dt_rows, t,
+/// Emits the lambda `stage_step(dt, dt_rows, t,
 /// with_err)` that runs one RK step on `h` (slots in `work`, n elements per
 /// slot): per stage the stage-input combination kernel and `dyn(...)`, then
 /// the final combination (into h, or for with_err into the stage-input slot
@@ -337,16 +299,10 @@ std::string doubles(const double *v, int n) {
 /// set_time(stage_index, t, dt).
 LogicalResult CudaEmitter::emitOdeSteps(raw_indented_ostream &os, Operation *op,
                                         nn::ODEMethod method) {
-  const Tableau &tb = tableauOf(method);
-  int S = tb.stages, in = S == 1 ? 1 : S; // stage-input slot
-  os << "static const double kC[" << S << "] = " << doubles(tb.c, S) << ";\n";
-  os << "static const double kA[" << S << "][" << S << "] = {";
-  for (int s = 0; s < S; ++s)
-    os << (s ? ", " : "") << doubles(tb.a[s], S);
-  os << "};\n";
-  os << "static const double kB[" << S << "] = " << doubles(tb.b, S) << ";\n";
-  os << "static const double kBs[" << S << "] = " << doubles(tb.bs, S) << ";\n";
-  os << "(void)kBs;\n";
+  // The tableau is ODESolver.h's (ode_a/ode_b/ode_c/ode_e), the CPU solver's.
+  const int m = static_cast<int>(method); // == kernels::OdeMethod (NNKOps.cpp)
+  int S = kernels::ode_stages(m), in = S == 1 ? 1 : S; // stage-input slot
+  os << "const int ode_method = " << m << "; // nncc::kernels::OdeMethod\n";
   os << "auto stage_step = [&](real_t dt, const real_t *dt_rows, real_t t, int step,\n"
         "                      bool with_err) -> nncc_status {\n";
   os.indent();
@@ -354,16 +310,20 @@ LogicalResult CudaEmitter::emitOdeSteps(raw_indented_ostream &os, Operation *op,
   os.indent();
   os << "real_t *yin = s == 0 ? h : work + " << in << " * n;\n";
   os << "if (s > 0) {\n";
-  os << "  OdeCombine c{};\n  c.nk = s;\n  for (int j = 0; j < s; ++j) c.a[j] = kA[s][j];\n";
+  os << "  OdeCombine c{};\n  c.nk = s;\n"
+        "  for (int j = 0; j < s; ++j) c.a[j] = nncc::kernels::ode_a(ode_method, s, j);\n";
   os << "  " << check(op, "launch_ode_combine<real_t>(c, n, row_len, h, work, n, dt, dt_rows, "
                           "yin, (real_t *)NULL, stream)");
   os << "}\n";
-  os << "if (nncc_status st_ = set_time(s, step, t, dt, kC[s]))\n  return st_;\n";
+  os << "if (nncc_status st_ = set_time(s, step, t, dt, nncc::kernels::ode_c(ode_method, s)))\n"
+        "  return st_;\n";
   os << "if (nncc_status st_ = dyn(yin, work + (int64_t)s * n))\n  return st_;\n";
   os.unindent();
   os << "}\n";
   os << "OdeCombine c{};\nc.nk = " << S << ";\n";
-  os << "for (int j = 0; j < " << S << "; ++j) {\n  c.a[j] = kB[j];\n  c.e[j] = kB[j] - kBs[j];\n}\n";
+  os << "for (int j = 0; j < " << S << "; ++j) {\n"
+        "  c.a[j] = nncc::kernels::ode_b(ode_method, j);\n"
+        "  c.e[j] = ode_method == nncc::kernels::OdeDopri5 ? nncc::kernels::ode_e(j) : 0.0;\n}\n";
   os << check(op, "launch_ode_combine<real_t>(c, n, row_len, h, work, n, dt, dt_rows, "
                   "with_err ? work + " +
                       std::to_string(in) + " * n : h, with_err ? work + " +
@@ -426,11 +386,11 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
     os << "// adaptive dopri5: error norm reduced on the device, one double read back per step\n";
     os << "const double atol = " << fmtDouble(o.getAtol()) << ", rtol = " << fmtDouble(o.getRtol())
        << ";\n";
-    os << "real_t t = tv0, dt = (tv1 - tv0) / (real_t)100;\n";
+    os << "real_t t = tv0, dt = (real_t)nncc::kernels::ode_first_step((double)(tv1 - tv0));\n";
     os << "const bool up = tv1 > tv0;\n";
     os << "for (int64_t iter = 0; up ? t < tv1 : t > tv1; ++iter) {\n";
     os.indent();
-    os << "if (iter >= 1000000)\n"
+    os << "if (iter >= nncc::kernels::kOdeMaxSteps)\n"
           "  return nncc_error_set(err, NNCC_ERROR_INTERNAL, \"%s: dopri5 took more than 1e6 steps "
           "(t = %g of %g)\", "
        << cString(launchComment(op)) << ", (double)t, (double)tv1);\n";
@@ -448,14 +408,12 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
           "  return nncc_error_set(err, NNCC_ERROR_INTERNAL, \"%s: dopri5 error norm is NaN at t "
           "= %g\", "
        << cString(launchComment(op)) << ", (double)t);\n";
-    os << "if (norm <= 1) {\n";
+    os << "if (nncc::kernels::ode_step_accepted(norm)) {\n";
     os << "  t += dt;\n";
     os << "  " << check(op, "cudaMemcpyAsync(h, work + 7 * n, n * sizeof(real_t), "
                             "cudaMemcpyDeviceToDevice, stream)");
     os << "}\n";
-    os << "double f = norm == 0 ? 10.0 : 0.9 * pow(norm, -0.2);\n";
-    os << "f = f < 0.2 ? 0.2 : (f > 10.0 ? 10.0 : f);\n";
-    os << "dt = (real_t)(dt * f);\n";
+    os << "dt = (real_t)(dt * nncc::kernels::ode_step_factor(norm));\n";
     os.unindent();
     os << "}\n";
   }
@@ -476,8 +434,8 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
     return o.emitError("the CUDA ODE-RNN needs a fixed number of steps per interval (steps "
                        ">= 1): adaptive per-row solves are not implemented");
   nn::ODEMethod method = o.getMethod();
-  const Tableau &tb = tableauOf(method);
-  int K = tb.stages == 1 ? 2 : tb.stages + 1;
+  const int stages = kernels::ode_stages(static_cast<int>(method));
+  int K = stages == 1 ? 2 : stages + 1;
   if (method == nn::ODEMethod::dopri5)
     K = 9;
   os << "{\n";

@@ -69,31 +69,15 @@ inline int globalTokens(const nncc_attention_params *p, int64_t T, void *ws,
 }
 
 /// The admissible keys of query i of dilated attention, in the order the
-/// forward and the backward visit them: a global query sees every key;
-/// others the band (ascending), then the global tokens outside it. Writes
-/// them to `keys` (room for T + 1) and returns their count.
+/// forward and the backward (and the CUDA kernel) visit them
+/// (for_each_dilated_key). Writes them to `keys` (room for T + 1) and
+/// returns their count.
 inline int dilatedKeys(int i, int64_t T, int window, int dilation,
                        const GlobalTokens &g, bool causal,
                        const uint8_t *kpmRow, int32_t *keys) {
   int nk = 0;
-  if (g.isGlobal[i]) {
-    for (int j = 0; j < (int)T; ++j)
-      if (key_admissible(i, j, causal, kpmRow))
-        keys[nk++] = j;
-    return nk;
-  }
-  const int half = window / 2;
-  for (int o = -half; o <= half; ++o) {
-    int j = i + o * dilation;
-    if (j >= 0 && j < T && key_admissible(i, j, causal, kpmRow))
-      keys[nk++] = j;
-  }
-  for (int gi = 0; gi < g.n; ++gi) {
-    int j = g.list[gi];
-    if (!dilated_band(i, j, window, dilation) &&
-        key_admissible(i, j, causal, kpmRow))
-      keys[nk++] = j;
-  }
+  for_each_dilated_key(i, (int)T, window, dilation, g.isGlobal, g.list, g.n,
+                       causal, kpmRow, [&](int j) { keys[nk++] = j; });
   return nk;
 }
 

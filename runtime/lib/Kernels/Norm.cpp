@@ -220,8 +220,10 @@ NNCC_DEFINE_NORM(f64, double)
 
 extern "C" void nncc_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
                                    uint32_t out[4]) {
-  Philox4x32 r =
-      philox4x32(ctr[0], ctr[1], ctr[2], ctr[3], key[0], key[1], 10);
+  nncc_philox_u32x4 c;
   for (int i = 0; i < 4; ++i)
-    out[i] = r.v[i];
+    c.x[i] = ctr[i];
+  const nncc_philox_u32x4 r = nncc_philox_bijection(c, key[0], key[1]);
+  for (int i = 0; i < 4; ++i)
+    out[i] = r.x[i];
 }

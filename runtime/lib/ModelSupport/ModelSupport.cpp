@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nncc/ModelSupport/ModelSupport.h"
+#include "nncc/Kernels/IndexMath.h"
 #include "nncc/Kernels/Kernels.h"
 
 #include <algorithm>
@@ -17,6 +18,9 @@
 #include <new>
 #include <string>
 #include <vector>
+
+using nncc::kernels::merge_reduce_dims;
+using nncc::kernels::strided_offsets;
 
 namespace {
 
@@ -316,35 +320,29 @@ void reduceImpl(int32_t rank, const int64_t *shape, uint32_t mask, int mean,
   // Merge adjacent dims of the same kind (size-1 dims vanish), then walk
   // the outer dims with an odometer and the innermost one contiguously.
   // Every output element sums its inputs in row-major order.
-  std::vector<int64_t> size;
-  std::vector<bool> reduced;
   int64_t total = 1, kept = 1;
   for (int32_t d = 0; d < rank; ++d) {
     total *= shape[d];
-    bool r = mask >> d & 1;
-    if (!r)
+    if (!(mask >> d & 1))
       kept *= shape[d];
-    if (shape[d] == 1)
-      continue;
-    if (!size.empty() && reduced.back() == r)
-      size.back() *= shape[d];
-    else
-      size.push_back(shape[d]), reduced.push_back(r);
   }
+  std::vector<int64_t> size(rank > 0 ? rank : 1);
+  uint32_t merged = 0;
+  size_t n = static_cast<size_t>(merge_reduce_dims(rank, shape, mask, size.data(), &merged));
+  auto reduced = [&](int64_t d) { return (merged >> d & 1u) != 0; };
   std::vector<double> acc(static_cast<size_t>(kept), 0.0);
   if (total > 0) {
-    if (size.empty())
-      size.push_back(1), reduced.push_back(false);
-    const size_t n = size.size();
+    if (n == 0)
+      size[0] = 1, merged = 0, n = 1;
     std::vector<int64_t> keptStride(n, 0);
     for (int64_t d = (int64_t)n - 1, st = 1; d >= 0; --d)
-      if (!reduced[d]) {
+      if (!reduced(d)) {
         keptStride[d] = st;
         st *= size[d];
       }
     std::vector<int64_t> idx(n, 0);
     const int64_t inner = size[n - 1];
-    const bool innerReduced = reduced[n - 1];
+    const bool innerReduced = reduced((int64_t)n - 1);
     int64_t o = 0;
     for (int64_t i = 0; i < total; i += inner) {
       const T *xi = x + i;
@@ -1028,13 +1026,8 @@ void nncc_ms_copy_nd(uint32_t elem_size, int32_t rank, const int64_t *shape, voi
   int64_t inner = rank ? shape[rank - 1] : 1;
   int64_t rows = total / inner;
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t rem = r, so = 0, dso = 0;
-    for (int32_t d = rank - 2; d >= 0; --d) {
-      int64_t c = rem % shape[d];
-      rem /= shape[d];
-      so += c * src_strides[d];
-      dso += c * dst_strides[d];
-    }
+    int64_t so = 0, dso = 0; // the row's offsets: its index over dims 0..rank-2
+    strided_offsets(r, rank - 1, shape, src_strides, &so, dst_strides, &dso);
     int64_t ss = rank ? src_strides[rank - 1] : 1, ds = rank ? dst_strides[rank - 1] : 1;
     if (ss == 1 && ds == 1) {
       std::memcpy(out + dso * elem_size, in + so * elem_size, inner * elem_size);

@@ -82,10 +82,49 @@ NNCC_HD bool dilated_band(int i, int j, int window, int dilation) {
   return ad <= (window / 2) * dilation && ad % dilation == 0;
 }
 
-/// Full dilated + global rule: band, or either end is a global token.
-NNCC_HD bool dilated_allowed(int i, int j, int window, int dilation,
-                             bool i_global, bool j_global) {
-  return i_global || j_global || dilated_band(i, j, window, dilation);
+/// The admissible keys of query i of dilated attention (band, or either end
+/// a global token), passed to visit(j) in the order every kernel uses: a
+/// global query (is_global[i]) sees every key in ascending order; others
+/// the band (ascending), then the global tokens `globals[0..n_global)`
+/// (ascending, distinct, < T) outside it. The CPU forward and backward and
+/// the CUDA kernel all walk the keys through this function.
+template <typename Visit>
+NNCC_HD void for_each_dilated_key(int i, int T, int window, int dilation,
+                                  const uint8_t *is_global,
+                                  const int32_t *globals, int n_global,
+                                  bool causal, const uint8_t *kpm_row,
+                                  Visit &&visit) {
+  if (is_global[i]) {
+    for (int j = 0; j < T; ++j)
+      if (key_admissible(i, j, causal, kpm_row))
+        visit(j);
+    return;
+  }
+  const int half = window / 2;
+  for (int o = -half; o <= half; ++o) {
+    const int j = i + o * dilation;
+    if (j >= 0 && j < T && key_admissible(i, j, causal, kpm_row))
+      visit(j);
+  }
+  for (int g = 0; g < n_global; ++g) {
+    const int j = globals[g];
+    if (!dilated_band(i, j, window, dilation) &&
+        key_admissible(i, j, causal, kpm_row))
+      visit(j);
+  }
+}
+
+/// LSH bucket count when no rotations are given (HuggingFace's rule):
+/// max(2, 2^(bitlength(2 floor(T / chunk)) - 1)). The generated CPU and CUDA
+/// launch sequences both size their rotations with it.
+NNCC_HD int64_t lsh_num_buckets(int64_t T, int64_t chunk) {
+  int64_t n = 2 * (T / chunk), bits = 0;
+  while (n) {
+    ++bits;
+    n >>= 1;
+  }
+  const int64_t b = bits > 0 ? (int64_t)1 << (bits - 1) : 1;
+  return b < 2 ? 2 : b;
 }
 
 /// Reformer / angular LSH bucket: h(x) = argmax([xR ; -xR]) with
@@ -191,11 +230,9 @@ NNCC_HD void attention_dropout_row(uint64_t seed, uint64_t offset,
   int i = 0;
   while (i < n) {
     const uint64_t c = first + (uint64_t)i;
-    const uint64_t block = offset + (c >> 2);
-    Philox4x32 r = philox4x32((uint32_t)block, (uint32_t)(block >> 32), 0u, 0u,
-                              (uint32_t)key, (uint32_t)(key >> 32));
+    const nncc_philox_u32x4 r = philox_mask_block(key, offset, c >> 2);
     for (int w = (int)(c & 3); w < 4 && i < n; ++w, ++i) {
-      float u = (float)(r.v[w] >> 8) * (1.0f / 16777216.0f);
+      const float u = nncc_rng_u32_to_unit_float(r.x[w]);
       mult[i] = u >= p ? keep_scale : T(0);
     }
   }

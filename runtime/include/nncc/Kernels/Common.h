@@ -7,15 +7,12 @@
 #ifndef NNCC_KERNELS_COMMON_H
 #define NNCC_KERNELS_COMMON_H
 
+#include "nncc/Kernels/Codes.h"
+#include "nncc/Kernels/HostDevice.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-#if defined(__CUDACC__)
-#define NNCC_HD __host__ __device__ __forceinline__
-#else
-#define NNCC_HD inline
-#endif
 
 // The recurrent unit functions are called inside the CPU kernels' unit loops
 // (one call per hidden unit); GCC's inliner gives up on the larger ones (the
@@ -31,15 +28,15 @@
 namespace nncc {
 namespace kernels {
 
-/// Activation codes shared by the C ABI (`act` arguments) and the math.
+/// Activation codes of the C ABI (`act` arguments, NNCC_ACT_* of Codes.h).
 enum Activation : int {
-  ActNone = 0,
-  ActRelu = 1,
-  ActLeakyRelu = 2, // alpha = negative slope
-  ActGeluErf = 3,   // x * Phi(x), exact (PyTorch approximate='none')
-  ActGeluTanh = 4,  // PyTorch approximate='tanh'
-  ActTanh = 5,
-  ActSigmoid = 6,
+  ActNone = NNCC_ACT_NONE,
+  ActRelu = NNCC_ACT_RELU,
+  ActLeakyRelu = NNCC_ACT_LEAKY_RELU, // alpha = negative slope
+  ActGeluErf = NNCC_ACT_GELU,         // x * Phi(x), exact (PyTorch approximate='none')
+  ActGeluTanh = NNCC_ACT_GELU_TANH,   // PyTorch approximate='tanh'
+  ActTanh = NNCC_ACT_TANH,
+  ActSigmoid = NNCC_ACT_SIGMOID,
 };
 
 #if !defined(__CUDA_ARCH__)
@@ -130,15 +127,8 @@ NNCC_HD float nerf(float x) { return nerf_poly(x); }
 NNCC_HD double nerf(double x) { return erf(x); }
 NNCC_HD float nsqrt(float x) { return sqrtf(x); }
 NNCC_HD double nsqrt(double x) { return sqrt(x); }
-NNCC_HD float nsin(float x) { return sinf(x); }
-NNCC_HD double nsin(double x) { return sin(x); }
-NNCC_HD float ncos(float x) { return cosf(x); }
-NNCC_HD double ncos(double x) { return cos(x); }
-NNCC_HD float npow(float x, float y) { return powf(x, y); }
-NNCC_HD double npow(double x, double y) { return pow(x, y); }
 
 template <typename T> NNCC_HD T nmax(T a, T b) { return a > b ? a : b; }
-template <typename T> NNCC_HD T nmin(T a, T b) { return a < b ? a : b; }
 template <typename T> NNCC_HD T nabs(T a) { return a < T(0) ? -a : a; }
 
 /// Numerically stable logistic sigmoid.

@@ -10,6 +10,8 @@
 #ifndef NNCC_KERNELS_KERNELS_H
 #define NNCC_KERNELS_KERNELS_H
 
+#include "nncc/Kernels/Codes.h"
+
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -23,28 +25,8 @@ enum {
   NNCC_K_EUNSUPPORTED = -3
 };
 
-/* Cell kinds (nncc::kernels::CellKind). */
-enum {
-  NNCC_CELL_RNN_TANH = 0,
-  NNCC_CELL_RNN_RELU = 1,
-  NNCC_CELL_LSTM = 2,
-  NNCC_CELL_GRU = 3,
-  NNCC_CELL_GRU_CHO2014 = 4
-};
-
-/* Activation codes (nncc::kernels::Activation). */
-enum {
-  NNCC_ACT_NONE = 0,
-  NNCC_ACT_RELU = 1,
-  NNCC_ACT_LEAKY_RELU = 2,
-  NNCC_ACT_GELU = 3,
-  NNCC_ACT_GELU_TANH = 4,
-  NNCC_ACT_TANH = 5,
-  NNCC_ACT_SIGMOID = 6
-};
-
-/* Attention kinds. */
-enum { NNCC_ATTN_DENSE = 0, NNCC_ATTN_DILATED = 1, NNCC_ATTN_LSH = 2 };
+/* Cell, activation and attention-kind codes: NNCC_CELL_*, NNCC_ACT_*,
+   NNCC_ATTN_* (Codes.h). */
 
 /* Options of the attention core and of nncc_mha_forward_*. */
 typedef struct nncc_attention_params {

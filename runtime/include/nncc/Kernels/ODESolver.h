@@ -5,8 +5,12 @@
 //   rk4     classic (c = 0, 1/2, 1/2, 1; b = 1/6, 1/3, 1/3, 1/6)
 //   dopri5  Dormand-Prince 5(4), 7 stages; fifth-order solution, the
 //           embedded fourth-order one gives the error estimate.
-// The tableaus are NNCC_HD constants (the CUDA stage kernels use the same
-// numbers). `ode_integrate` is the host loop of the CPU twin: per stage ONE
+// The tableaus (ode_stages/ode_c/ode_a/ode_b/ode_e) and the adaptive step
+// controller (ode_error_ratio, ode_step_accepted, ode_step_factor,
+// ode_first_step) are NNCC_HD functions: the CPU solver below and the CUDA
+// launch sequence (whose generated host loop calls them, and Ode.cuh's
+// error-norm kernel) share them. `ode_integrate` is the host loop of the CPU
+// twin: per stage ONE
 // evaluation of the dynamics (a callback: the generated launches of the op's
 // region), then ONE fused loop forming the next stage input
 // h + dt*sum_j a_sj k_j; after the last stage one fused loop for the update
@@ -37,7 +41,12 @@
 namespace nncc {
 namespace kernels {
 
-enum OdeMethod : int { OdeEuler = 0, OdeRk4 = 1, OdeDopri5 = 2 };
+/// Method codes (NNCC_ODE_* of Codes.h).
+enum OdeMethod : int {
+  OdeEuler = NNCC_ODE_EULER,
+  OdeRk4 = NNCC_ODE_RK4,
+  OdeDopri5 = NNCC_ODE_DOPRI5
+};
 
 /// Failure codes of ode_integrate (< 0; > 0 is the callback's status).
 enum : int {
@@ -127,6 +136,31 @@ NNCC_HD double ode_e(int j) {
   return e[j];
 }
 
+/// dopri5's scaled error of one element: e / (atol + rtol max(|h|, |h_new|)).
+/// The error norm is sqrt(mean(ratio^2)) over all elements.
+NNCC_HD double ode_error_ratio(double e, double h, double h_new, double atol,
+                               double rtol) {
+  const double a = fabs(h), b = fabs(h_new);
+  return e / (atol + rtol * (a > b ? a : b));
+}
+
+/// A dopri5 step is accepted iff its error norm is <= 1 (never for NaN).
+NNCC_HD bool ode_step_accepted(double norm) { return norm <= 1.0; }
+
+/// The step-size factor after a step with error `norm`:
+/// clamp(0.9 norm^(-1/5), 0.2, 10); 10 for norm 0, 0.2 for NaN or inf.
+NNCC_HD double ode_step_factor(double norm) {
+  if (!(norm == norm) || isinf(norm))
+    return 0.2;
+  if (norm == 0.0)
+    return 10.0;
+  const double f = 0.9 * pow(norm, -0.2);
+  return f < 0.2 ? 0.2 : (f > 10.0 ? 10.0 : f);
+}
+
+/// dopri5's first step: 1/100 of the span.
+NNCC_HD double ode_first_step(double span) { return span / 100.0; }
+
 /// No-op observer of accepted steps.
 struct OdeIgnoreSteps {
   void operator()(double, double) const {}
@@ -211,7 +245,7 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
   if (span == 0.0)
     return 0;
   const double dir = span > 0 ? 1.0 : -1.0;
-  double s = s0, ds = span / 100.0;
+  double s = s0, ds = ode_first_step(span);
   bool haveK1 = false;
   double e[7];
   for (int j = 0; j < 7; ++j)
@@ -240,12 +274,11 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
       const double ei = ds * sc * acc;
       if (err)
         err[i] = (T)ei;
-      const double y0 = fabs((double)h[i]), y1 = fabs((double)stageIn[i]);
-      const double q = ei / (atol + rtol * (y0 > y1 ? y0 : y1));
+      const double q = ode_error_ratio(ei, (double)h[i], (double)stageIn[i], atol, rtol);
       sq += q * q;
     }
     const double norm = n > 0 ? sqrt(sq / (double)n) : 0.0;
-    if (norm == norm && norm <= 1.0) {
+    if (ode_step_accepted(norm)) {
       for (int64_t i = 0; i < n; ++i)
         h[i] = stageIn[i];
       onAccept(s, ds);
@@ -256,16 +289,7 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
       if (nSteps)
         ++*nSteps;
     }
-    double factor;
-    if (!(norm == norm) || isinf(norm))
-      factor = 0.2;
-    else if (norm == 0.0)
-      factor = 10.0;
-    else {
-      factor = 0.9 * pow(norm, -0.2);
-      factor = factor < 0.2 ? 0.2 : (factor > 10.0 ? 10.0 : factor);
-    }
-    ds *= factor;
+    ds *= ode_step_factor(norm);
   }
 }
 

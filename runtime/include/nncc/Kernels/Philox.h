@@ -1,14 +1,14 @@
-//===- Philox.h - Counter-based RNG shared by CPU and GPU -------*- C++ -*-===//
+//===- Philox.h - Dropout and zoneout masks from the runtime's Philox -*- C++ -*-===//
 //
-// Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
-// 3", SC'11). A pure function (key, counter) -> 4 x 32 random bits, so every
-// element's random number is a function of (seed, offset, index) only: the
-// CPU twin and the CUDA kernel draw identical bits regardless of threading.
+// The kernels' random masks draw from the one Philox-4x32-10 of
+// nncc/Runtime/Philox.h (its bijection and its (block, stream) counter), on
+// stream 0, so every element's decision is a function of (seed, offset,
+// index) only: the CPU twin and the CUDA kernel draw identical bits
+// regardless of threading.
 //
-// nncc convention (used by dropout, zoneout):
-//   key     = {lo32(seed), hi32(seed)}
-//   counter = {lo32(offset + i/4), hi32(offset + i/4), 0, 0}
-//   element i uses word i%4 of that block.
+// Mask convention (dropout, zoneout, attention dropout):
+//   element i of (seed, offset) = word i%4 of nncc_rng_block(seed, 0,
+//   offset + i/4), i.e. `offset` counts Philox blocks of four draws;
 //   uniform u = (bits >> 8) * 2^-24 in [0, 1)  (24 bits: exact in float)
 //
 //===----------------------------------------------------------------------===//
@@ -16,61 +16,28 @@
 #define NNCC_KERNELS_PHILOX_H
 
 #include "nncc/Kernels/Common.h"
+#include "nncc/Runtime/Philox.h"
 
 namespace nncc {
 namespace kernels {
 
-struct Philox4x32 {
-  uint32_t v[4];
-};
+/// Stream of the kernels' masks in the runtime's counter convention.
+constexpr uint64_t kMaskStream = 0;
 
-NNCC_HD void philox_mulhilo(uint32_t a, uint32_t b, uint32_t &hi,
-                            uint32_t &lo) {
-  uint64_t p = (uint64_t)a * (uint64_t)b;
-  hi = (uint32_t)(p >> 32);
-  lo = (uint32_t)p;
+/// Philox block `offset + block` of the mask stream of `seed`.
+NNCC_HD nncc_philox_u32x4 philox_mask_block(uint64_t seed, uint64_t offset,
+                                            uint64_t block) {
+  return nncc_rng_block(seed, kMaskStream, offset + block);
 }
 
-/// Philox-4x32 with `rounds` rounds (10 is the standard, crush-resistant one).
-NNCC_HD Philox4x32 philox4x32(uint32_t c0, uint32_t c1, uint32_t c2,
-                              uint32_t c3, uint32_t k0, uint32_t k1,
-                              int rounds = 10) {
-  const uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u;
-  const uint32_t W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
-  for (int r = 0; r < rounds; ++r) {
-    if (r > 0) {
-      k0 += W0;
-      k1 += W1;
-    }
-    uint32_t hi0, lo0, hi1, lo1;
-    philox_mulhilo(M0, c0, hi0, lo0);
-    philox_mulhilo(M1, c2, hi1, lo1);
-    uint32_t n0 = hi1 ^ c1 ^ k0;
-    uint32_t n2 = hi0 ^ c3 ^ k1;
-    c0 = n0;
-    c1 = lo1;
-    c2 = n2;
-    c3 = lo0;
-  }
-  Philox4x32 out;
-  out.v[0] = c0;
-  out.v[1] = c1;
-  out.v[2] = c2;
-  out.v[3] = c3;
-  return out;
-}
-
-/// 32 random bits for element `i` of the stream (seed, offset).
+/// 32 random bits for element `i` of the mask stream (seed, offset).
 NNCC_HD uint32_t philox_bits(uint64_t seed, uint64_t offset, uint64_t i) {
-  uint64_t block = offset + (i >> 2);
-  Philox4x32 r = philox4x32((uint32_t)block, (uint32_t)(block >> 32), 0u, 0u,
-                            (uint32_t)seed, (uint32_t)(seed >> 32));
-  return r.v[i & 3];
+  return philox_mask_block(seed, offset, i >> 2).x[i & 3];
 }
 
 /// Uniform in [0, 1) with 24 random bits (exactly representable in fp32).
 NNCC_HD float philox_uniform(uint64_t seed, uint64_t offset, uint64_t i) {
-  return (float)(philox_bits(seed, offset, i) >> 8) * (1.0f / 16777216.0f);
+  return nncc_rng_u32_to_unit_float(philox_bits(seed, offset, i));
 }
 
 /// Dropout keep decision for element i: kept iff u >= p.

@@ -26,14 +26,17 @@
 namespace nncc {
 namespace kernels {
 
+/// Cell codes of the C ABI (NNCC_CELL_* of Codes.h).
 enum CellKind : int {
-  CellRnnTanh = 0,
-  CellRnnRelu = 1,
-  CellLstm = 2,
-  CellGru = 3,     // PyTorch nn.GRU: n = tanh(W_in x + b_in + r*(W_hn h + b_hn)),
-                   //                 h' = (1-z)*n + z*h
-  CellGruCho = 4,  // Cho et al. 2014 (seed notes eqs. 21-24):
-                   //   h~ = tanh(W_xh x + W_hh (r*h) + b), h' = (1-z)*h + z*h~
+  CellRnnTanh = NNCC_CELL_RNN_TANH,
+  CellRnnRelu = NNCC_CELL_RNN_RELU,
+  CellLstm = NNCC_CELL_LSTM,
+  // PyTorch nn.GRU: n = tanh(W_in x + b_in + r*(W_hn h + b_hn)),
+  //                 h' = (1-z)*n + z*h
+  CellGru = NNCC_CELL_GRU,
+  // Cho et al. 2014 (seed notes eqs. 21-24):
+  //   h~ = tanh(W_xh x + W_hh (r*h) + b), h' = (1-z)*h + z*h~
+  CellGruCho = NNCC_CELL_GRU_CHO2014,
 };
 
 NNCC_HD int cell_gates(int kind) {

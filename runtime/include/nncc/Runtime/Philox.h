@@ -1,10 +1,13 @@
 /*
  * Philox.h - counter-based random numbers, identical on CPU and GPU.
  *
- * Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as
- * 1, 2, 3", SC'11). Every value is a pure function of (seed, stream, index):
- * no state, so a CUDA thread and its CPU twin compute element i independently
- * and get the same bits.
+ * The one Philox-4x32-10 of nncc (Salmon et al., "Parallel random numbers:
+ * as easy as 1, 2, 3", SC'11), with the one counter convention below. Every
+ * value is a pure function of (seed, stream, index): no state, so a CUDA
+ * thread and its CPU twin compute element i independently and get the same
+ * bits. Users: the runtime's fills (lib/Runtime/Rng.cpp: weight init, LSH
+ * rotations), the CUDA LSH rotation kernel, and the kernels' dropout and
+ * zoneout masks (nncc/Kernels/Philox.h: stream 0, see there).
  *
  *   key     = (seed low 32 bits, seed high 32 bits)
  *   counter = (block low, block high, stream low, stream high)
@@ -20,21 +23,17 @@
  * change them. -ffast-math on the host side voids the guarantee. The double
  * helpers call libm and are meant for the CPU (fp64 gradient checks).
  *
- * Plain C99, C++ and CUDA: every function is NNCC_HD (__host__ __device__
- * under nvcc).
+ * Plain C99, C++ and CUDA: every function is NNCC_HD
+ * (nncc/Kernels/HostDevice.h).
  */
 #ifndef NNCC_RUNTIME_PHILOX_H
 #define NNCC_RUNTIME_PHILOX_H
 
+#include "nncc/Kernels/HostDevice.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-#if defined(__CUDACC__)
-#define NNCC_HD __host__ __device__
-#else
-#define NNCC_HD
-#endif
 
 #if defined(__CUDA_ARCH__)
 #define NNCC_RNG_FMA(a, b, c) __fmaf_rn((a), (b), (c))
@@ -60,7 +59,7 @@ typedef struct nncc_philox_u32x4 {
 #define NNCC_PHILOX_W1 0xBB67AE85u
 
 /* The raw bijection: 10 rounds on counter `ctr` under key (k0, k1). */
-NNCC_HD static inline nncc_philox_u32x4 nncc_philox4x32_10(nncc_philox_u32x4 ctr,
+NNCC_HD nncc_philox_u32x4 nncc_philox_bijection(nncc_philox_u32x4 ctr,
                                                           uint32_t k0, uint32_t k1) {
   int round;
   for (round = 0; round < 10; ++round) {
@@ -82,41 +81,41 @@ NNCC_HD static inline nncc_philox_u32x4 nncc_philox4x32_10(nncc_philox_u32x4 ctr
 }
 
 /* Block `block` (four u32 words) of the (seed, stream) sequence. */
-NNCC_HD static inline nncc_philox_u32x4 nncc_rng_block(uint64_t seed, uint64_t stream,
+NNCC_HD nncc_philox_u32x4 nncc_rng_block(uint64_t seed, uint64_t stream,
                                                       uint64_t block) {
   nncc_philox_u32x4 ctr;
   ctr.x[0] = (uint32_t)block;
   ctr.x[1] = (uint32_t)(block >> 32);
   ctr.x[2] = (uint32_t)stream;
   ctr.x[3] = (uint32_t)(stream >> 32);
-  return nncc_philox4x32_10(ctr, (uint32_t)seed, (uint32_t)(seed >> 32));
+  return nncc_philox_bijection(ctr, (uint32_t)seed, (uint32_t)(seed >> 32));
 }
 
 /* u32 element `index`. */
-NNCC_HD static inline uint32_t nncc_rng_u32(uint64_t seed, uint64_t stream, uint64_t index) {
+NNCC_HD uint32_t nncc_rng_u32(uint64_t seed, uint64_t stream, uint64_t index) {
   nncc_philox_u32x4 b = nncc_rng_block(seed, stream, index >> 2);
   return b.x[index & 3];
 }
 
 /* [0, 1) with 24 random bits: exact on every device. */
-NNCC_HD static inline float nncc_rng_u32_to_unit_float(uint32_t w) {
+NNCC_HD float nncc_rng_u32_to_unit_float(uint32_t w) {
   return (float)(w >> 8) * 5.9604644775390625e-08f; /* 2^-24 */
 }
 
 /* (0, 1]: never 0, for logarithms. */
-NNCC_HD static inline float nncc_rng_u32_to_unit_float_open0(uint32_t w) {
+NNCC_HD float nncc_rng_u32_to_unit_float_open0(uint32_t w) {
   return (float)((w >> 8) + 1u) * 5.9604644775390625e-08f;
 }
 
 /* [0, 1) with 53 random bits from two words. */
-NNCC_HD static inline double nncc_rng_u32x2_to_unit_double(uint32_t a, uint32_t b) {
+NNCC_HD double nncc_rng_u32x2_to_unit_double(uint32_t a, uint32_t b) {
   uint64_t bits = ((uint64_t)(a >> 5) << 26) | (uint64_t)(b >> 6);
   return (double)bits * 1.1102230246251565404e-16; /* 2^-53 */
 }
 
 /* Natural log of a positive normal float, deterministic (see top). Absolute
  * error below 1e-7 on (0, 1]. */
-NNCC_HD static inline float nncc_rng_logf(float x) {
+NNCC_HD float nncc_rng_logf(float x) {
   uint32_t b, mb;
   int e;
   float m, f, s, z, sz, p, lnm, ef;
@@ -145,7 +144,7 @@ NNCC_HD static inline float nncc_rng_logf(float x) {
 
 /* cos and sin of 2*pi*t for t = w24 * 2^-24, w24 = w >> 8 (the uniform of
  * nncc_rng_u32_to_unit_float(w)); deterministic (see top). */
-NNCC_HD static inline void nncc_rng_sincos_turn(uint32_t w, float *c_out, float *s_out) {
+NNCC_HD void nncc_rng_sincos_turn(uint32_t w, float *c_out, float *s_out) {
   int32_t w24 = (int32_t)(w >> 8);
   int32_t k = (w24 + (1 << 21)) >> 22; /* nearest quarter turn, 0..4 */
   int32_t r = w24 - k * (1 << 22);     /* in [-2^21, 2^21] */
@@ -173,19 +172,19 @@ NNCC_HD static inline void nncc_rng_sincos_turn(uint32_t w, float *c_out, float 
 }
 
 /* U[0, 1) float, element `index`. */
-NNCC_HD static inline float nncc_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index) {
+NNCC_HD float nncc_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index) {
   return nncc_rng_u32_to_unit_float(nncc_rng_u32(seed, stream, index));
 }
 
 /* lo + (hi - lo) * U[0, 1) */
-NNCC_HD static inline float nncc_rng_uniform_range(uint64_t seed, uint64_t stream,
+NNCC_HD float nncc_rng_uniform_range(uint64_t seed, uint64_t stream,
                                                    uint64_t index, float lo, float hi) {
   return NNCC_RNG_FMA(hi - lo, nncc_rng_uniform(seed, stream, index), lo);
 }
 
 /* N(0, 1) float, element `index`: Box-Muller on words (2p, 2p+1) of block
  * index / 4 with p = (index / 2) % 2; even index -> cos, odd -> sin. */
-NNCC_HD static inline float nncc_rng_normal(uint64_t seed, uint64_t stream, uint64_t index) {
+NNCC_HD float nncc_rng_normal(uint64_t seed, uint64_t stream, uint64_t index) {
   nncc_philox_u32x4 b = nncc_rng_block(seed, stream, index >> 2);
   unsigned pair = (unsigned)((index >> 1) & 1u);
   float u1 = nncc_rng_u32_to_unit_float_open0(b.x[2 * pair]);
@@ -196,14 +195,14 @@ NNCC_HD static inline float nncc_rng_normal(uint64_t seed, uint64_t stream, uint
 }
 
 /* 1 with probability p, else 0 (U < p). */
-NNCC_HD static inline int nncc_rng_bernoulli(uint64_t seed, uint64_t stream, uint64_t index,
+NNCC_HD int nncc_rng_bernoulli(uint64_t seed, uint64_t stream, uint64_t index,
                                             float p) {
   return nncc_rng_uniform(seed, stream, index) < p;
 }
 
 /* U[0, 1) double (53 bits), element `index`: words (2q, 2q+1) of block
  * index / 2, q = index % 2. */
-NNCC_HD static inline double nncc_rng_uniform_double(uint64_t seed, uint64_t stream,
+NNCC_HD double nncc_rng_uniform_double(uint64_t seed, uint64_t stream,
                                                     uint64_t index) {
   nncc_philox_u32x4 b = nncc_rng_block(seed, stream, index >> 1);
   unsigned q = (unsigned)(index & 1u);
@@ -212,7 +211,7 @@ NNCC_HD static inline double nncc_rng_uniform_double(uint64_t seed, uint64_t str
 
 /* N(0, 1) double, element `index`: Box-Muller on block index / 2 (u1 from
  * words 0-1, u2 from words 2-3); even index -> cos, odd -> sin. libm. */
-NNCC_HD static inline double nncc_rng_normal_double(uint64_t seed, uint64_t stream,
+NNCC_HD double nncc_rng_normal_double(uint64_t seed, uint64_t stream,
                                                    uint64_t index) {
   nncc_philox_u32x4 b = nncc_rng_block(seed, stream, index >> 1);
   double u1 = 1.0 - nncc_rng_u32x2_to_unit_double(b.x[0], b.x[1]); /* (0, 1] */

@@ -159,24 +159,8 @@ __global__ void dilated_attention_fwd_kernel(
       acc[d] = acc[d] * alpha + p * vr[d];
     }
   };
-  if (is_global[i]) {
-    for (int j = 0; j < Tn; ++j)
-      if (key_admissible(i, j, causal != 0, kpmRow))
-        visit(j);
-  } else {
-    const int half = window / 2;
-    for (int o = -half; o <= half; ++o) {
-      const int j = i + o * dilation;
-      if (j >= 0 && j < Tn && key_admissible(i, j, causal != 0, kpmRow))
-        visit(j);
-    }
-    for (int g = 0; g < n_global; ++g) {
-      const int j = globals[g];
-      if (!dilated_band(i, j, window, dilation) &&
-          key_admissible(i, j, causal != 0, kpmRow))
-        visit(j);
-    }
-  }
+  for_each_dilated_key(i, Tn, window, dilation, is_global, globals, n_global,
+                       causal != 0, kpmRow, visit);
   const T inv = sm.inv();
 #pragma unroll
   for (int d = 0; d < DH; ++d)

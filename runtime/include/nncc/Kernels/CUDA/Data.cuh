@@ -10,8 +10,9 @@
 //                         BCE with logits (pos_weight): per-CTA double partials,
 //                         then one CTA finishes the mean (deterministic order)
 //
-// Row math is NormMath.h (cross_entropy_row, bce_logits_elem), the functions
-// the CPU twins call. Index errors cannot return from a kernel: the kernel
+// Row math is NormMath.h (cross_entropy_row, bce_logits_elem), index math
+// IndexMath.h (strided_offsets, masked_offset, merge_reduce_dims): the
+// functions the CPU twins call. Index errors cannot return from a kernel: the kernel
 // records the first failing launch in a device flag (atomicCAS 0 -> code)
 // that the generated forward reads back once at its end.
 //
@@ -20,6 +21,7 @@
 #define NNCC_KERNELS_CUDA_DATA_CUH
 
 #include "nncc/Kernels/CUDA/Common.cuh"
+#include "nncc/Kernels/IndexMath.h"
 #include "nncc/Kernels/NormMath.h"
 
 namespace nncc {
@@ -44,13 +46,8 @@ __global__ void copy_nd_kernel(CopyNd c, int64_t n, E *__restrict__ dst,
                                const E *__restrict__ src) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t rem = i, so = 0, dof = 0;
-    for (int d = c.rank - 1; d >= 0; --d) {
-      const int64_t j = rem % c.shape[d];
-      rem /= c.shape[d];
-      so += j * c.src_stride[d];
-      dof += j * c.dst_stride[d];
-    }
+    int64_t so, dof;
+    strided_offsets(i, c.rank, c.shape, c.src_stride, &so, c.dst_stride, &dof);
     dst[dof] = src[so];
   }
 }
@@ -90,24 +87,10 @@ __global__ void reduce_kernel(ReduceNd r, int64_t nout, int64_t nred, int mean,
   }
   for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < nout;
        o += (int64_t)gridDim.x * blockDim.x) {
-    int64_t base = 0, rem = o;
-    for (int d = r.rank - 1; d >= 0; --d) {
-      if (r.mask >> d & 1u)
-        continue;
-      base += (rem % r.shape[d]) * stride[d];
-      rem /= r.shape[d];
-    }
+    const int64_t base = masked_offset(o, r.rank, r.shape, stride, r.mask, 0u);
     double acc = 0;
-    for (int64_t k = 0; k < nred; ++k) {
-      int64_t off = base, kr = k;
-      for (int d = r.rank - 1; d >= 0; --d) {
-        if (!(r.mask >> d & 1u))
-          continue;
-        off += (kr % r.shape[d]) * stride[d];
-        kr /= r.shape[d];
-      }
-      acc += (double)x[off];
-    }
+    for (int64_t k = 0; k < nred; ++k)
+      acc += (double)x[base + masked_offset(k, r.rank, r.shape, stride, r.mask, 1u)];
     y[o] = (T)(mean ? (nred ? acc / (double)nred : 0.0 / 0.0) : acc);
   }
 }
@@ -122,7 +105,10 @@ inline cudaError_t launch_reduce(const ReduceNd &r, int mean, const T *x, T *y,
     (r.mask >> d & 1u ? nred : nout) *= r.shape[d];
   if (nout <= 0)
     return cudaSuccess;
-  reduce_kernel<T><<<grid_for(nout, 256), 256, 0, stream>>>(r, nout, nred, mean, x, y);
+  // Fewer, larger dims (the CPU twin's merge): the same summation order.
+  ReduceNd m{};
+  m.rank = merge_reduce_dims(r.rank, r.shape, r.mask, m.shape, &m.mask);
+  reduce_kernel<T><<<grid_for(nout, 256), 256, 0, stream>>>(m, nout, nred, mean, x, y);
   return cudaGetLastError();
 }
 

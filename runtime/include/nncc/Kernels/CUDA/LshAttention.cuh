@@ -31,12 +31,7 @@
 
 #include "nncc/Kernels/CUDA/Attention.cuh"
 
-// The runtime's Philox.h defines its own NNCC_HD; keep the kernels' one.
-#pragma push_macro("NNCC_HD")
-#undef NNCC_HD
 #include "nncc/Runtime/Philox.h"
-#undef NNCC_HD
-#pragma pop_macro("NNCC_HD")
 
 namespace nncc {
 namespace kernels {

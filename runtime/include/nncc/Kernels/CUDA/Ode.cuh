@@ -8,13 +8,15 @@
 // value per row (ODE-RNN: each row has its own observation times).
 // The adaptive dopri5 loop reduces the error norm
 // sqrt(mean((e / (atol + rtol * max(|h|, |h_new|)))^2)) on the device and
-// reads one double back per step.
+// reads one double back per step. The tableaus and the step controller are
+// ODESolver.h's NNCC_HD functions, the ones the CPU solver runs.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_ODE_CUH
 #define NNCC_KERNELS_CUDA_ODE_CUH
 
 #include "nncc/Kernels/CUDA/Data.cuh"
+#include "nncc/Kernels/ODESolver.h"
 
 namespace nncc {
 namespace kernels {
@@ -74,8 +76,7 @@ __global__ void ode_error_partial_kernel(int64_t n, const T *h, const T *hn, con
   double s = 0;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
-    const double a = fabs((double)h[i]), b = fabs((double)hn[i]);
-    const double q = (double)e[i] / (atol + rtol * (a > b ? a : b));
+    const double q = ode_error_ratio((double)e[i], (double)h[i], (double)hn[i], atol, rtol);
     s += q * q;
   }
   block_partial(s, blockIdx.x == 0 && threadIdx.x == 0 ? (double)n : 0.0, part);
