@@ -1,4 +1,4 @@
-//===- Compile.cpp - nn module -> sources -> lib<model>.so ----------------===//
+//===- Compile.cpp - nnk module -> sources -> lib<model>.so ---------------===//
 #include "nncc/Target/Compile.h"
 #include "nncc/Target/Config.h"
 #include "nncc/Target/Emitters.h"
@@ -6,10 +6,8 @@
 #include "Common/ModelEmitter.h"
 
 #include "dialects/NNK/IR/NNKDialect.h"
-#include "nncc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -24,17 +22,6 @@ using namespace mlir;
 #endif
 
 namespace nncc {
-
-LogicalResult lowerToNNK(ModuleOp module) {
-  bool isNN = false;
-  for (auto f : module.getOps<func::FuncOp>())
-    isNN |= f.getNumResults() != 0;
-  if (!isNN)
-    return success();
-  PassManager pm(module.getContext());
-  pm.addPass(createConvertNNToNNK());
-  return pm.run(module);
-}
 
 namespace {
 
@@ -91,8 +78,6 @@ LogicalResult run(ModuleOp module, llvm::ArrayRef<std::string> argv, llvm::Strin
 
 LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
                            CompileArtifacts &out) {
-  if (failed(lowerToNNK(module)))
-    return failure();
   std::string model = target::modelIdentifier(module);
   out.modelName = model;
   if (std::error_code ec = llvm::sys::fs::create_directories(opts.outputDir))
@@ -208,17 +193,16 @@ std::string dtypeName(Type t) {
   return s;
 }
 
-std::vector<std::string> dimStrings(llvm::ArrayRef<nn::Dim> dims) {
-  std::vector<std::string> out;
-  for (nn::Dim d : dims)
-    out.push_back(d.isStatic() ? std::to_string(d.getSize())
-                               : d.isSymbolic() ? d.getSymbol().getValue().str() : "?");
-  return out;
-}
-
 std::string dimString(nn::Dim d) {
   return d.isStatic() ? std::to_string(d.getSize())
                       : d.isSymbolic() ? d.getSymbol().getValue().str() : "?";
+}
+
+std::vector<std::string> dimStrings(llvm::ArrayRef<nn::Dim> dims) {
+  std::vector<std::string> out;
+  for (nn::Dim d : dims)
+    out.push_back(dimString(d));
+  return out;
 }
 
 /// The role of a buffer from its uses, following data-movement ops.
@@ -281,8 +265,6 @@ void findRole(Value v, TensorSignature &sig, int depth = 0) {
 } // namespace
 
 FailureOr<ModelSignature> getSignature(ModuleOp module) {
-  if (failed(lowerToNNK(module)))
-    return failure();
   target::ModelEmitter e(module);
   if (failed(e.analyze()))
     return failure();

@@ -13,28 +13,33 @@
 //===----------------------------------------------------------------------===//
 #include "Run.h"
 
+#include "nncc/Driver/CompileCache.h"
+#include "nncc/Driver/FrontEnd.h"
+#include "nncc/Driver/HostTensor.h"
+#include "nncc/Driver/ModelHandle.h"
+#include "nncc/Driver/Support.h"
 #include "nncc/Runtime/nncc_model.h"
 #include "nncc/Target/Compile.h"
-#include "dialects/NN/Transforms/Passes.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <dlfcn.h>
 #include <numeric>
 #include <random>
 #include <unistd.h>
 
 namespace cl = llvm::cl;
+using namespace nncc::driver;
 
 namespace nncc::tool {
 
@@ -86,22 +91,6 @@ cl::opt<bool> noShuffle("no-shuffle", cl::desc("Batches in data order"), cl::sub
 cl::opt<bool> trainQuiet("quiet", cl::desc("No per-epoch lines on stdout"), cl::sub(trainCmd),
                          cl::cat(runCategory));
 
-int tfail(const llvm::Twine &msg) {
-  llvm::errs() << "nncc: error: " << msg << "\n";
-  return 1;
-}
-
-std::string shapeString(const std::vector<int64_t> &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
-std::string sigString(const TensorSignature &t) {
-  return t.dtype + " [" + llvm::join(t.dims, ", ") + "]";
-}
-
 /// One model input: all samples, in the dtype the library takes.
 struct DataTensor {
   std::string name;
@@ -113,152 +102,114 @@ struct DataTensor {
   char *data() { return reinterpret_cast<char *>(storage.data()); }
 };
 
-bool isFloat(nncc_dtype d) {
-  return d == NNCC_DTYPE_F32 || d == NNCC_DTYPE_F64 || d == NNCC_DTYPE_F16 ||
-         d == NNCC_DTYPE_BF16;
+/// The data file's tensors, checked against the inputs and converted.
+struct TrainData {
+  std::vector<DataTensor> tensors;
+  int64_t numSamples = -1;
+};
+
+/// Checks the shape of data tensor `view` against input `s`; sets or checks
+/// the number of samples.
+int checkDataShape(const ModelSignature &sig, const TensorSignature &s,
+                   const nncc_tensor_view &view, TrainData &data, std::string &nFrom) {
+  std::vector<int64_t> shape(view.shape, view.shape + view.rank);
+  if ((size_t)view.rank != s.dims.size() || s.dims.empty())
+    return fail("'" + dataFile + "': tensor '" + s.name + "' has shape " +
+                shapeString(shape) + ", expected " + signatureString(s) +
+                " with the samples along the first dim");
+  int64_t lead;
+  if (!llvm::StringRef(s.dims[0]).getAsInteger(10, lead))
+    return fail("input '" + s.name + "' of model '" + sig.model + "' is " +
+                signatureString(s) +
+                ": its first dim is static, so it cannot be sliced into batches");
+  for (size_t k = 1; k < s.dims.size(); ++k) {
+    int64_t x;
+    if (!llvm::StringRef(s.dims[k]).getAsInteger(10, x) && x != shape[k])
+      return fail("'" + dataFile + "': tensor '" + s.name + "' has shape " +
+                  shapeString(shape) + ", expected " + signatureString(s));
+  }
+  if (data.numSamples >= 0 && shape[0] != data.numSamples)
+    return fail("'" + dataFile + "': tensors disagree on the number of samples: '" + nFrom +
+                "' has " + std::to_string(data.numSamples) + ", '" + s.name + "' has " +
+                std::to_string(shape[0]));
+  data.numSamples = shape[0];
+  nFrom = s.name;
+  return 0;
 }
 
-double readAs(nncc_dtype d, const void *p, uint64_t i) {
-  const char *c = static_cast<const char *>(p);
-  switch (d) {
-  case NNCC_DTYPE_F32: { float v; memcpy(&v, c + 4 * i, 4); return v; }
-  case NNCC_DTYPE_F64: { double v; memcpy(&v, c + 8 * i, 8); return v; }
-  case NNCC_DTYPE_I32: { int32_t v; memcpy(&v, c + 4 * i, 4); return v; }
-  case NNCC_DTYPE_I64: { int64_t v; memcpy(&v, c + 8 * i, 8); return (double)v; }
-  case NNCC_DTYPE_U8: case NNCC_DTYPE_BOOL: return (double)(uint8_t)c[i];
-  default: return NAN;
+/// Copies `view` into `t` (dtype t.dtype), converting element by element.
+int convertData(const TensorSignature &s, const nncc_tensor_view &view, DataTensor &t) {
+  if (view.dtype == t.dtype) {
+    if (view.nbytes)
+      memcpy(t.data(), view.data, view.nbytes);
+    return 0;
   }
+  bool srcFloat = isFloatDType(view.dtype);
+  for (uint64_t i = 0; i < view.numel; ++i) {
+    double v = elementAsDouble(view.dtype, view.data, i);
+    if (std::isnan(v) && !srcFloat)
+      return fail("'" + dataFile + "': tensor '" + s.name + "': unsupported dtype " +
+                  nncc_dtype_name(view.dtype));
+    char *dst = t.data() + i * nncc_dtype_size(t.dtype);
+    switch (t.dtype) {
+    case NNCC_DTYPE_F32: { float f = (float)v; memcpy(dst, &f, 4); break; }
+    case NNCC_DTYPE_F64: memcpy(dst, &v, 8); break;
+    case NNCC_DTYPE_I32: {
+      if (v != std::floor(v) || v < INT32_MIN || v > INT32_MAX)
+        return fail("'" + dataFile + "': tensor '" + s.name + "': value " +
+                    std::to_string(v) + " does not fit in I32");
+      int32_t x = (int32_t)v; memcpy(dst, &x, 4); break;
+    }
+    case NNCC_DTYPE_I64: { int64_t x = (int64_t)v; memcpy(dst, &x, 8); break; }
+    default:
+      return fail("'" + dataFile + "': tensor '" + s.name + "': cannot convert " +
+                  nncc_dtype_name(view.dtype) + " to " + nncc_dtype_name(t.dtype));
+    }
+  }
+  return 0;
 }
 
-} // namespace
-
-int runTrain() {
-  if (dataFile.empty())
-    return tfail("nncc train needs --data D.safetensors (one tensor per model input, "
-                 "leading dim = samples)");
-  const bool f64 = trainPrecision == TPrecision::F64;
-  mlir::MLIRContext context;
-  context.disableMultithreading();
-  llvm::SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  std::string source;
-  auto module = loadModelFile(context, sourceMgr, trainInput, source);
-  if (!module)
-    return 1;
-  {
-    mlir::PassManager pm(module->getContext());
-    pm.addPass(nncc::nn::createNNAutodiff());
-    if (mlir::failed(pm.run(*module)))
-      return tfail("cannot differentiate model '" + trainInput + "'");
-  }
-  mlir::FailureOr<ModelSignature> sig = getSignature(*module);
-  if (mlir::failed(sig))
-    return 1;
-
-  // ---- The data (checked before compiling). ----
+/// --data: one tensor per model input, samples along the leading dim.
+int loadData(const ModelSignature &sig, bool f64, TrainData &data) {
   nncc_safetensors *file = nullptr;
   nncc_error err;
   if (nncc_safetensors_open(dataFile.c_str(), &file, &err) != NNCC_OK)
-    return tfail(llvm::Twine("reading data: ") + err.message);
+    return fail(llvm::Twine("reading data: ") + err.message);
   auto closeFile = llvm::make_scope_exit([&] { nncc_safetensors_close(file); });
-  std::vector<DataTensor> data;
-  int64_t N = -1;
   std::string nFrom;
-  for (const TensorSignature &s : sig->inputs) {
+  for (const TensorSignature &s : sig.inputs) {
     nncc_tensor_view view;
-    if (nncc_safetensors_find(file, s.name.c_str(), &view, &err) != NNCC_OK) {
-      std::string have;
-      for (size_t k = 0; k < nncc_safetensors_count(file); ++k) {
-        nncc_tensor_view o;
-        if (nncc_safetensors_tensor_at(file, k, &o, nullptr) == NNCC_OK)
-          have += (have.empty() ? "" : ", ") + std::string(o.name);
-      }
-      return tfail("input '" + s.name + "' (" + sigString(s) + ") is missing from '" +
-                   dataFile + "' (it has: " + (have.empty() ? "nothing" : have) + ")");
-    }
-    std::vector<int64_t> shape(view.shape, view.shape + view.rank);
-    if ((size_t)view.rank != s.dims.size() || s.dims.empty())
-      return tfail("'" + dataFile + "': tensor '" + s.name + "' has shape " +
-                   shapeString(shape) + ", expected " + sigString(s) +
-                   " with the samples along the first dim");
-    int64_t lead;
-    if (!llvm::StringRef(s.dims[0]).getAsInteger(10, lead))
-      return tfail("input '" + s.name + "' of model '" + sig->model + "' is " + sigString(s) +
-                   ": its first dim is static, so it cannot be sliced into batches");
-    for (size_t k = 1; k < s.dims.size(); ++k) {
-      int64_t x;
-      if (!llvm::StringRef(s.dims[k]).getAsInteger(10, x) && x != shape[k])
-        return tfail("'" + dataFile + "': tensor '" + s.name + "' has shape " +
-                     shapeString(shape) + ", expected " + sigString(s));
-    }
-    if (N >= 0 && shape[0] != N)
-      return tfail("'" + dataFile + "': tensors disagree on the number of samples: '" + nFrom +
-                   "' has " + std::to_string(N) + ", '" + s.name + "' has " +
-                   std::to_string(shape[0]));
-    N = shape[0];
-    nFrom = s.name;
+    if (nncc_safetensors_find(file, s.name.c_str(), &view, &err) != NNCC_OK)
+      return failMissingInput(s, dataFile, file);
+    if (int rc = checkDataShape(sig, s, view, data, nFrom))
+      return rc;
     DataTensor t;
     t.name = s.name;
     nncc_dtype want = nncc_dtype_from_name(s.dtype.c_str());
     if (f64 && want == NNCC_DTYPE_F32)
       want = NNCC_DTYPE_F64;
-    bool srcFloat = isFloat(view.dtype), dstFloat = isFloat(want);
-    if (srcFloat != dstFloat && view.dtype != want)
-      return tfail("'" + dataFile + "': tensor '" + s.name + "' is " +
-                   nncc_dtype_name(view.dtype) + ", expected " + sigString(s));
+    if (isFloatDType(view.dtype) != isFloatDType(want) && view.dtype != want)
+      return fail("'" + dataFile + "': tensor '" + s.name + "' is " +
+                  nncc_dtype_name(view.dtype) + ", expected " + signatureString(s));
     t.dtype = want;
-    t.shape = shape;
+    t.shape.assign(view.shape, view.shape + view.rank);
     uint64_t per = 1;
-    for (size_t k = 1; k < shape.size(); ++k)
-      per *= (uint64_t)shape[k];
+    for (size_t k = 1; k < t.shape.size(); ++k)
+      per *= (uint64_t)t.shape[k];
     t.rowBytes = per * nncc_dtype_size(want);
-    uint64_t bytes = (uint64_t)N * t.rowBytes;
-    t.storage.assign((bytes + 7) / 8, 0);
-    if (view.dtype == want) {
-      if (view.nbytes)
-        memcpy(t.data(), view.data, view.nbytes);
-    } else {
-      for (uint64_t i = 0; i < view.numel; ++i) {
-        double v = readAs(view.dtype, view.data, i);
-        if (std::isnan(v) && !srcFloat)
-          return tfail("'" + dataFile + "': tensor '" + s.name + "': unsupported dtype " +
-                       nncc_dtype_name(view.dtype));
-        char *dst = t.data() + i * nncc_dtype_size(want);
-        switch (want) {
-        case NNCC_DTYPE_F32: { float f = (float)v; memcpy(dst, &f, 4); break; }
-        case NNCC_DTYPE_F64: memcpy(dst, &v, 8); break;
-        case NNCC_DTYPE_I32: {
-          if (v != std::floor(v) || v < INT32_MIN || v > INT32_MAX)
-            return tfail("'" + dataFile + "': tensor '" + s.name + "': value " +
-                         std::to_string(v) + " does not fit in I32");
-          int32_t x = (int32_t)v; memcpy(dst, &x, 4); break;
-        }
-        case NNCC_DTYPE_I64: { int64_t x = (int64_t)v; memcpy(dst, &x, 8); break; }
-        default:
-          return tfail("'" + dataFile + "': tensor '" + s.name + "': cannot convert " +
-                       nncc_dtype_name(view.dtype) + " to " + nncc_dtype_name(want));
-        }
-      }
-    }
-    data.push_back(std::move(t));
+    t.storage.assign(((uint64_t)data.numSamples * t.rowBytes + 7) / 8, 0);
+    if (int rc = convertData(s, view, t))
+      return rc;
+    data.tensors.push_back(std::move(t));
   }
-  if (N <= 0)
-    return tfail("'" + dataFile + "' holds no samples");
+  if (data.numSamples <= 0)
+    return fail("'" + dataFile + "' holds no samples");
+  return 0;
+}
 
-  // ---- Compile, load, configure. ----
-  std::string libPath;
-  if (!compileModelCached(*module, source, /*grad=*/true, f64, libPath))
-    return 1;
-  void *lib = dlopen(libPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib)
-    return tfail("cannot load '" + libPath + "': " + dlerror());
-  auto getAbi = reinterpret_cast<nncc_model_get_abi_fn>(dlsym(lib, "nncc_model_get_abi"));
-  const nncc_model_abi *abi = getAbi ? getAbi() : nullptr;
-  if (!abi || abi->abi_version != NNCC_MODEL_ABI_VERSION)
-    return tfail("'" + libPath + "' has an incompatible ABI version");
-  if (!abi->train_step)
-    return tfail("model '" + sig->model + "' was compiled without train_step");
-  nncc_train_config cfg = *abi->train_config;
+/// The train clause's configuration with the command line's overrides.
+int configure(const nncc_model_abi *abi, int64_t N, nncc_train_config &cfg) {
+  cfg = *abi->train_config;
   if (epochsOpt > 0)
     cfg.epochs = epochsOpt;
   if (batchOpt > 0)
@@ -270,50 +221,54 @@ int runTrain() {
   if (noSchedule)
     cfg.schedule = NNCC_SCHEDULE_CONSTANT;
   if (epochsOpt.getNumOccurrences() && epochsOpt <= 0)
-    return tfail("--epochs must be positive");
+    return fail("--epochs must be positive");
   if (batchOpt.getNumOccurrences() && batchOpt <= 0)
-    return tfail("--batch must be positive");
+    return fail("--batch must be positive");
+  const int64_t B = std::min<int64_t>(cfg.batch, N);
+  if (cfg.total <= 0)
+    cfg.total = cfg.epochs * ((N + B - 1) / B);
+  return 0;
+}
+
+/// Sets the inputs to rows perm[lo, lo + n) of the data.
+int setBatch(const ModelHandle &h, TrainData &data, const std::vector<int64_t> &perm,
+             int64_t lo, int64_t n) {
+  nncc_error err;
+  for (DataTensor &t : data.tensors) {
+    t.batch.assign((n * t.rowBytes + 7) / 8, 0);
+    char *dst = reinterpret_cast<char *>(t.batch.data());
+    for (int64_t r = 0; r < n; ++r)
+      memcpy(dst + r * t.rowBytes, t.data() + perm[lo + r] * t.rowBytes, t.rowBytes);
+    std::vector<int64_t> shape = t.shape;
+    shape[0] = n;
+    if (h.abi->set_input(h.model, t.name.c_str(), t.dtype, (int32_t)shape.size(),
+                         shape.data(), dst, &err) != NNCC_OK)
+      return fail("'" + dataFile + "': " + err.message);
+  }
+  return 0;
+}
+
+void progressBar(int64_t epoch, int64_t epochs, int64_t b, int64_t steps, double loss) {
+  int width = 30, done = (int)((b + 1) * width / steps);
+  std::string s(done, '#');
+  s.resize(width, ' ');
+  fprintf(stderr, "\repoch %lld/%lld [%s] %lld/%lld loss %.5g", (long long)epoch,
+          (long long)epochs, s.c_str(), (long long)(b + 1), (long long)steps, loss);
+  fflush(stderr);
+}
+
+/// The epochs: shuffled batches through train_step, logged.
+int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data, FILE *log) {
+  const int64_t N = data.numSamples;
   const int64_t B = std::min<int64_t>(cfg.batch, N);
   const int64_t stepsPerEpoch = (N + B - 1) / B;
-  if (cfg.total <= 0)
-    cfg.total = cfg.epochs * stepsPerEpoch;
-
-  nncc_model *model = nullptr;
-  if (abi->create(NNCC_TARGET_CPU, &model, &err) != NNCC_OK)
-    return tfail(llvm::Twine("creating the model: ") + err.message);
-  auto destroy = llvm::make_scope_exit([&] { abi->destroy(model); });
-  if (!initWeights.empty()) {
-    if (abi->load_weights(model, initWeights.c_str(), &err) != NNCC_OK)
-      return tfail(err.message);
-  } else if (abi->init_weights(model, (uint64_t)cfg.seed, &err) != NNCC_OK) {
-    return tfail(llvm::Twine("init_weights: ") + err.message);
-  }
-
-  FILE *log = nullptr;
-  if (!logFile.empty()) {
-    log = fopen(logFile.c_str(), "w");
-    if (!log)
-      return tfail("cannot write '" + logFile + "': " + strerror(errno));
-    fprintf(log, "epoch,step,lr,loss,grad_norm\n");
-  }
-  auto closeLog = llvm::make_scope_exit([&] {
-    if (log)
-      fclose(log);
-  });
   const bool bar = progressOpt || isatty(2);
-  if (!trainQuiet)
-    llvm::outs() << "nncc train: " << sig->model << ", " << N << " samples, batch " << B
-                 << ", " << stepsPerEpoch << " steps/epoch, " << cfg.epochs << " epochs, "
-                 << (cfg.optimizer == NNCC_OPTIM_SGD    ? "sgd"
-                     : cfg.optimizer == NNCC_OPTIM_ADAM ? "adam"
-                                                        : "adamw")
-                 << " lr " << llvm::format("%g", cfg.lr) << "\n";
-
   std::vector<int64_t> perm(N);
   std::iota(perm.begin(), perm.end(), 0);
   std::mt19937_64 rng((uint64_t)cfg.seed * 0x9E3779B97F4A7C15ull + 12345);
   int64_t step = 0;
   bool stop = false;
+  nncc_error err;
   for (int64_t epoch = 1; epoch <= cfg.epochs && !stop; ++epoch) {
     if (!noShuffle)
       std::shuffle(perm.begin(), perm.end(), rng);
@@ -321,45 +276,29 @@ int runTrain() {
     int64_t lossCount = 0;
     auto t0 = std::chrono::steady_clock::now();
     for (int64_t b = 0; b < stepsPerEpoch; ++b) {
-      int64_t lo = b * B, hi = std::min(N, lo + B), n = hi - lo;
-      for (DataTensor &t : data) {
-        t.batch.assign((n * t.rowBytes + 7) / 8, 0);
-        char *dst = reinterpret_cast<char *>(t.batch.data());
-        for (int64_t r = 0; r < n; ++r)
-          memcpy(dst + r * t.rowBytes, t.data() + perm[lo + r] * t.rowBytes, t.rowBytes);
-        std::vector<int64_t> shape = t.shape;
-        shape[0] = n;
-        if (abi->set_input(model, t.name.c_str(), t.dtype, (int32_t)shape.size(), shape.data(),
-                           dst, &err) != NNCC_OK)
-          return tfail("'" + dataFile + "': " + err.message);
-      }
-      if (abi->train_step(model, &cfg, &err) != NNCC_OK)
-        return tfail(llvm::Twine("train_step ") + std::to_string(step + 1) + ": " +
-                     err.message);
+      int64_t lo = b * B, n = std::min(N, lo + B) - lo;
+      if (int rc = setBatch(h, data, perm, lo, n))
+        return rc;
+      if (h.abi->train_step(h.model, &cfg, &err) != NNCC_OK)
+        return fail(llvm::Twine("train_step ") + std::to_string(step + 1) + ": " +
+                    err.message);
       ++step;
       nncc_dtype dt;
       int32_t rank;
       const int64_t *shape;
       const void *ld;
-      if (abi->get_output(model, "loss", &dt, &rank, &shape, &ld, &err) != NNCC_OK)
-        return tfail(err.message);
-      double loss = readAs(dt, ld, 0);
+      if (h.abi->get_output(h.model, "loss", &dt, &rank, &shape, &ld, &err) != NNCC_OK)
+        return fail(err.message);
+      double loss = elementAsDouble(dt, ld, 0);
       nncc_train_stats st;
-      abi->train_stats(model, &st, nullptr);
+      h.abi->train_stats(h.model, &st, nullptr);
       lossSum += loss;
       ++lossCount;
       if (log)
         fprintf(log, "%lld,%lld,%.9g,%.9g,%.9g\n", (long long)epoch, (long long)step, st.lr,
                 loss, st.grad_norm);
-      if (bar) {
-        int width = 30, done = (int)((b + 1) * width / stepsPerEpoch);
-        std::string s(done, '#');
-        s.resize(width, ' ');
-        fprintf(stderr, "\repoch %lld/%lld [%s] %lld/%lld loss %.5g", (long long)epoch,
-                (long long)cfg.epochs, s.c_str(), (long long)(b + 1),
-                (long long)stepsPerEpoch, loss);
-        fflush(stderr);
-      }
+      if (bar)
+        progressBar(epoch, cfg.epochs, b, stepsPerEpoch, loss);
       if (maxSteps > 0 && step >= maxSteps) {
         stop = true;
         break;
@@ -375,9 +314,76 @@ int runTrain() {
                                    lossSum / std::max<int64_t>(1, lossCount),
                                    (long long)lossCount, secs);
   }
+  return 0;
+}
+
+} // namespace
+
+int runTrain() {
+  if (dataFile.empty())
+    return fail("nncc train needs --data D.safetensors (one tensor per model input, "
+                "leading dim = samples)");
+  const bool f64 = trainPrecision == TPrecision::F64;
+  mlir::MLIRContext context;
+  prepareContext(context);
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  std::string source;
+  auto module = loadModule(context, sourceMgr, trainInput, &source);
+  if (!module || mlir::failed(runPipeline(*module, /*grad=*/true, /*trainMode=*/true,
+                                          nncc::PipelineStage::NNK, trainInput)))
+    return 1;
+  mlir::FailureOr<ModelSignature> sig = getSignature(*module);
+  if (mlir::failed(sig))
+    return 1;
+
+  // The data (checked before compiling), then compile, load, configure.
+  TrainData data;
+  if (int rc = loadData(*sig, f64, data))
+    return rc;
+  std::string libPath;
+  CacheKeyOptions key;
+  key.grad = true;
+  key.f64 = f64;
+  if (!compileCached(*module, source, key, libPath))
+    return 1;
+  ModelHandle h;
+  if (int rc = h.load(libPath, NNCC_TARGET_CPU))
+    return rc;
+  if (!h.abi->train_step)
+    return fail("model '" + sig->model + "' was compiled without train_step");
+  nncc_train_config cfg;
+  if (int rc = configure(h.abi, data.numSamples, cfg))
+    return rc;
+  if (int rc = h.initWeights(initWeights, (uint64_t)cfg.seed))
+    return rc;
+
+  FILE *log = nullptr;
+  if (!logFile.empty()) {
+    log = fopen(logFile.c_str(), "w");
+    if (!log)
+      return fail("cannot write '" + logFile + "': " + strerror(errno));
+    fprintf(log, "epoch,step,lr,loss,grad_norm\n");
+  }
+  auto closeLog = llvm::make_scope_exit([&] {
+    if (log)
+      fclose(log);
+  });
+  const int64_t B = std::min<int64_t>(cfg.batch, data.numSamples);
+  if (!trainQuiet)
+    llvm::outs() << "nncc train: " << sig->model << ", " << data.numSamples
+                 << " samples, batch " << B << ", " << (data.numSamples + B - 1) / B
+                 << " steps/epoch, " << cfg.epochs << " epochs, "
+                 << (cfg.optimizer == NNCC_OPTIM_SGD    ? "sgd"
+                     : cfg.optimizer == NNCC_OPTIM_ADAM ? "adam"
+                                                        : "adamw")
+                 << " lr " << llvm::format("%g", cfg.lr) << "\n";
+  if (int rc = trainLoop(h, cfg, data, log))
+    return rc;
   std::string out = outWeights.empty() ? sig->model + ".safetensors" : std::string(outWeights);
-  if (abi->save_weights(model, out.c_str(), &err) != NNCC_OK)
-    return tfail(llvm::Twine("saving weights: ") + err.message);
+  nncc_error err;
+  if (h.abi->save_weights(h.model, out.c_str(), &err) != NNCC_OK)
+    return fail(llvm::Twine("saving weights: ") + err.message);
   if (!trainQuiet)
     llvm::outs() << "saved weights to " << out << "\n";
   return 0;

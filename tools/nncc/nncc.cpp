@@ -6,31 +6,23 @@
 //   nncc inspect M.nn                  the signature as JSON
 //   nncc run M.nn [--weights W] (--inputs I | --random-inputs --dim B=2)
 //            [-o O.safetensors] [--target cpu|cuda] [--seed N] (Run.cpp)
+//   nncc train M.nn --data D.safetensors ... (Train.cpp)
 //   nncc --help | --version
 //
-// Subcommands are llvm::cl SubCommands; each has a run function below, and
-// new emission levels extend `EmitLevel` and `runCompile`.
+// Subcommands are llvm::cl SubCommands; each has a run function. They share
+// the front end, the pass pipeline (nncc/Pipeline) and the driver library
+// (nncc/Driver: compile cache, loaded models, host tensors). New emission
+// levels extend `EmitLevel` and `runCompile`.
 //
 //===----------------------------------------------------------------------===//
-#include "nncc/Frontend/AST.h"
-#include "nncc/Frontend/Diagnostics.h"
-#include "nncc/Frontend/Parser.h"
-#include "nncc/Frontend/Sema.h"
-#include "nncc/Frontend/MLIRGen.h"
-#include "nncc/Target/Compile.h"
-#include "nncc/Target/Emitters.h"
 #include "Run.h"
 
-#include "dialects/NNK/IR/NNKDialect.h"
-#include "dialects/NN/IR/NNDialect.h"
-#include "dialects/NN/Transforms/Passes.h"
-
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/IR/Verifier.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
+#include "nncc/Driver/FrontEnd.h"
+#include "nncc/Driver/Support.h"
+#include "nncc/Frontend/AST.h"
+#include "nncc/Pipeline/Pipeline.h"
+#include "nncc/Target/Compile.h"
+#include "nncc/Target/Emitters.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -38,7 +30,6 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -107,142 +98,90 @@ void printVersion(llvm::raw_ostream &os) {
      << "  built with LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
 }
 
-/// --emit nn-grad: adds @forward_backward (nncc-autodiff) and verifies.
-mlir::LogicalResult addBackward(mlir::ModuleOp module) {
-  mlir::PassManager pm(module.getContext());
-  pm.addPass(nncc::nn::createNNAutodiff());
-  return pm.run(module);
+/// Opens -o (default stdout); null after printing the error.
+std::unique_ptr<llvm::ToolOutputFile> openOutput() {
+  std::string errorMessage;
+  auto output = mlir::openOutputFile(outputFile, &errorMessage);
+  if (!output)
+    nncc::driver::fail(errorMessage);
+  return output;
+}
+
+/// --emit ast: the checked syntax tree.
+int emitAST(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr) {
+  std::optional<unsigned> bufId = nncc::driver::readSourceFile(sourceMgr, inputFile);
+  if (!bufId)
+    return 1;
+  if (llvm::StringRef(inputFile.getValue()).ends_with(".mlir"))
+    return nncc::driver::fail("--emit ast needs a .nn source");
+  nncc::driver::CheckedModel checked =
+      nncc::driver::checkModel(context, sourceMgr, *bufId);
+  if (!checked.model)
+    return 1;
+  auto output = openOutput();
+  if (!output)
+    return 1;
+  dumpAST(*checked.ast, output->os());
+  output->keep();
+  return 0;
+}
+
+/// Without --emit, -o DIR: the sources and lib<model>.so.
+int buildLibrary(mlir::ModuleOp module) {
+  nncc::CompileOptions opts;
+  opts.f64 = compileF64;
+  opts.outputDir = outputFile;
+  opts.target = compileTarget;
+  opts.cudaArch = cudaArch;
+  nncc::CompileArtifacts artifacts;
+  if (mlir::failed(nncc::compileModel(module, opts, artifacts)))
+    return 1;
+  if (compileTarget == nncc::CompileTarget::All && !artifacts.builtCuda)
+    llvm::errs() << "nncc: note: nvcc not found: lib" << artifacts.modelName
+                 << ".so runs on the CPU only\n";
+  return 0;
 }
 
 int runCompile() {
   llvm::SourceMgr sourceMgr;
   mlir::MLIRContext context;
-  context.disableMultithreading();
+  nncc::driver::prepareContext(context);
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  if (emitLevel == EmitLevel::AST)
+    return emitAST(context, sourceMgr);
 
-  auto bufOrErr = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
-  if (std::error_code ec = bufOrErr.getError()) {
-    llvm::errs() << "nncc: error: cannot read '" << inputFile
-                 << "': " << ec.message() << "\n";
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      nncc::driver::loadModule(context, sourceMgr, inputFile);
+  if (!module)
     return 1;
-  }
-  unsigned bufId = sourceMgr.AddNewSourceBuffer(std::move(*bufOrErr),
-                                                llvm::SMLoc());
-  llvm::StringRef source = sourceMgr.getMemoryBuffer(bufId)->getBuffer();
-  llvm::StringRef bufName =
-      sourceMgr.getMemoryBuffer(bufId)->getBufferIdentifier();
-  DiagEngine diag(context, bufName);
-  context.loadDialect<nncc::nn::NNDialect, nncc::nnk::NNKDialect,
-                      mlir::func::FuncDialect, mlir::arith::ArithDialect,
-                      mlir::math::MathDialect>();
-
-  // Back-end stages: from an nn module (the front end's, or a .mlir file).
+  // Back-end stages lower to nnk (with --grad: differentiated first).
   bool build = emitLevel.getNumOccurrences() == 0 && outputFile != "-";
   bool backEnd = build || emitLevel == EmitLevel::NNK ||
                  emitLevel == EmitLevel::CPP || emitLevel == EmitLevel::CUDA;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  if (llvm::StringRef(inputFile.getValue()).ends_with(".mlir")) {
-    if (emitLevel == EmitLevel::AST)
-      return llvm::errs() << "nncc: error: --emit ast needs a .nn source\n", 1;
-    module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
-    if (!module || mlir::failed(mlir::verify(*module)))
-      return 1;
-  }
-  if (backEnd) {
-    if (!module) {
-      std::unique_ptr<FileAST> ast = parseBuffer(source, diag);
-      if (!ast)
-        return 1;
-      std::unique_ptr<ModelInfo> model = analyzeModel(*ast, diag);
-      if (!model)
-        return 1;
-      module = mlirGen(context, *model, diag);
-      if (!module)
-        return 1;
-    }
-    if (compileGrad && mlir::failed(addBackward(*module)))
-      return 1;
-    if (build) {
-      nncc::CompileOptions opts;
-      opts.f64 = compileF64;
-      opts.outputDir = outputFile;
-      opts.target = compileTarget;
-      opts.cudaArch = cudaArch;
-      nncc::CompileArtifacts artifacts;
-      if (mlir::failed(nncc::compileModel(*module, opts, artifacts)))
-        return 1;
-      if (compileTarget == nncc::CompileTarget::All && !artifacts.builtCuda)
-        llvm::errs() << "nncc: note: nvcc not found: lib" << artifacts.modelName
-                     << ".so runs on the CPU only\n";
-      return 0;
-    }
-    if (mlir::failed(nncc::lowerToNNK(*module)))
-      return 1;
-    std::string errorMessage;
-    auto output = mlir::openOutputFile(outputFile, &errorMessage);
-    if (!output) {
-      llvm::errs() << "nncc: error: " << errorMessage << "\n";
-      return 1;
-    }
-    mlir::LogicalResult r = mlir::success();
-    if (emitLevel == EmitLevel::NNK)
-      module->print(output->os());
-    else if (emitLevel == EmitLevel::CPP)
-      r = nncc::target::emitCpp(*module, output->os(),
-                                compileTarget != nncc::CompileTarget::CPU);
-    else
-      r = nncc::target::emitCuda(*module, output->os());
-    if (mlir::failed(r))
-      return 1;
-    output->keep();
-    return 0;
-  }
-  if (module) {
-    if (emitLevel == EmitLevel::NNGrad && mlir::failed(addBackward(*module)))
-      return 1;
-    std::string errorMessage;
-    auto output = mlir::openOutputFile(outputFile, &errorMessage);
-    if (!output)
-      return llvm::errs() << "nncc: error: " << errorMessage << "\n", 1;
+  bool grad = backEnd ? compileGrad.getValue() : emitLevel == EmitLevel::NNGrad;
+  if (mlir::failed(nncc::driver::runPipeline(
+          *module, grad, /*trainMode=*/true,
+          backEnd ? nncc::PipelineStage::NNK : nncc::PipelineStage::NN)))
+    return 1;
+  if (build)
+    return buildLibrary(*module);
+
+  auto output = openOutput();
+  if (!output)
+    return 1;
+  mlir::LogicalResult r = mlir::success();
+  if (emitLevel == EmitLevel::CPP)
+    r = nncc::target::emitCpp(*module, output->os(),
+                              compileTarget != nncc::CompileTarget::CPU);
+  else if (emitLevel == EmitLevel::CUDA)
+    r = nncc::target::emitCuda(*module, output->os());
+  else
     module->print(output->os());
+  // nn and nn-grad end with a newline; nnk as printed.
+  if (!backEnd)
     output->os() << "\n";
-    output->keep();
-    return 0;
-  }
-
-  std::unique_ptr<FileAST> ast = parseBuffer(source, diag);
-  if (!ast)
+  if (mlir::failed(r))
     return 1;
-  std::unique_ptr<ModelInfo> model = analyzeModel(*ast, diag);
-  if (!model)
-    return 1;
-
-  std::string errorMessage;
-  auto output = mlir::openOutputFile(outputFile, &errorMessage);
-  if (!output) {
-    llvm::errs() << "nncc: error: " << errorMessage << "\n";
-    return 1;
-  }
-
-  switch (emitLevel) {
-  case EmitLevel::AST:
-    dumpAST(*ast, output->os());
-    break;
-  case EmitLevel::NNK:
-  case EmitLevel::CPP:
-  case EmitLevel::CUDA:
-  case EmitLevel::NN:
-  case EmitLevel::NNGrad: {
-    mlir::OwningOpRef<mlir::ModuleOp> module = mlirGen(context, *model, diag);
-    if (!module)
-      return 1;
-    if (emitLevel == EmitLevel::NNGrad && mlir::failed(addBackward(*module)))
-      return 1;
-    module->print(output->os());
-    output->os() << "\n";
-    break;
-  }
-  }
   output->keep();
   return 0;
 }

@@ -47,7 +47,7 @@ def NN_NonlinearityAttr : EnumAttr<NN_Dialect, NN_Nonlinearity,
 }
 
 // Values equal the kernel library's NNCC_ODE_* constants
-// (include/nncc/Kernels/Codes.h; static_asserts in dialects/Kernel/IR/NNKOps.cpp).
+// (runtime/include/nncc/Kernels/Codes.h; static_asserts in dialects/NNK/IR/NNKOps.cpp).
 def NN_ODEMethod : I32EnumAttr<"ODEMethod", "ODE integration scheme", [
     I32EnumAttrCase<"euler", 0>,
     I32EnumAttrCase<"rk4", 1>,

@@ -450,11 +450,6 @@ struct NNAutodiffPass
     : public nncc::nn::impl::NNAutodiffBase<NNAutodiffPass> {
   using Base::Base;
 
-  void getDependentDialects(DialectRegistry &registry) const override {
-    Base::getDependentDialects(registry);
-    nncc::nn::registerGradientRules(registry);
-  }
-
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto forward = module.lookupSymbol<func::FuncOp>(functionName);

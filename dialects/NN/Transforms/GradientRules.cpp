@@ -1045,7 +1045,7 @@ template <typename... OpTys> void attach(MLIRContext *ctx) {
 
 } // namespace
 
-void nncc::nn::registerGradientRules(DialectRegistry &registry) {
+void nncc::nn::registerNNGradientInterfaces(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, NNDialect *) {
     attach<AddOp, SubOp, MulOp, DivOp, NegOp, TanhOp, SigmoidOp, ExpOp, LogOp,
            ReluOp, LeakyReluOp, GeluOp, SoftmaxOp, DropoutOp, ZoneoutOp,

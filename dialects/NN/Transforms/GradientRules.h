@@ -9,9 +9,12 @@ class DialectRegistry;
 
 namespace nncc::nn {
 
-/// Attaches the reverse-mode rules (nncc::GradientOpInterface external
-/// models) to the nn ops. Called by the nncc-autodiff pass for its context.
-void registerGradientRules(mlir::DialectRegistry &registry);
+/// Adds a dialect extension that attaches the reverse-mode rules
+/// (nncc::GradientOpInterface external models) to the nn ops when the nn
+/// dialect is loaded. Tools call it on their registry (nncc, nncc-opt), the
+/// way upstream registers external models; nncc-autodiff fails at the first
+/// op without a rule when it was not called.
+void registerNNGradientInterfaces(mlir::DialectRegistry &registry);
 
 } // namespace nncc::nn
 

@@ -63,4 +63,41 @@ def NNAutodiff : Pass<"nncc-autodiff", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def NNInferenceSemantics : Pass<"nn-inference-semantics",
+                                "::mlir::func::FuncOp"> {
+  let summary = "Make dropout, zoneout and attention dropout the identity "
+                "outside training functions";
+  let description = [{
+    In every function that is not a training function (one without
+    `nn.training`, or one marked `nn.eval_mode`, whose gradients are those of
+    the inference-mode loss), regularizers take their inference meaning:
+    `nn.dropout` is replaced by its input, `nn.zoneout` by its new state, and
+    the `zoneout` of `nn.lstm` / `nn.lstm_grad` and the `dropout` of
+    `nn.attention` / `nn.attention_grad` are set to 0. Training functions are
+    left alone: their masks are drawn by the kernels (counter-based, fixed
+    per-op seeds). Runs before `convert-nn-to-nnk`, which has no pattern for
+    `nn.dropout` or `nn.zoneout` outside training functions.
+  }];
+  let dependentDialects = ["::nncc::nn::NNDialect"];
+}
+
+def NNExpandReversible : Pass<"nn-expand-reversible", "::mlir::ModuleOp"> {
+  let summary = "Inline reversible blocks as split, add and concat";
+  let description = [{
+    Replaces each `nn.reversible` (outer blocks first, so nested blocks are
+    expanded once cloned) by
+
+      x1, x2 = split(x);  y1 = F(x2) + x1;  y2 = G(y1) + x2;  y = concat(y1, y2)
+
+    with the bodies of the regions `F` and `G` inlined. Each add takes the
+    branch output first, so that `convert-nn-to-nnk` fuses it into the
+    epilogue of the branch's last GEMM. Then folds every `split(concat(...))`
+    along the same axis whose pieces have the inputs' types, which removes
+    the concat/split pair between consecutive blocks.
+
+    Fails at the block when its last dim is not static and even.
+  }];
+  let dependentDialects = ["::nncc::nn::NNDialect"];
+}
+
 #endif // NNCC_DIALECT_NN_TRANSFORMS_PASSES_TD

@@ -21,19 +21,49 @@ def ConvertNNToNNK : Pass<"convert-nn-to-nnk", "::mlir::ModuleOp"> {
       `nnk.gemm` and one persistent `nnk.recurrent_scan`;
     - attention into in-projection GEMM, flash / banded / LSH core, and
       out-projection GEMM;
-    - reversible blocks inline (y1 = x1 + F(x2), y2 = x2 + G(y1), the adds
-      in the producers' epilogues; split(concat) pairs between blocks
-      removed); ODE solves into `nnk.ode_solve` / `nnk.ode_rnn` loops.
+    - the adds of expanded reversible blocks into the producers' epilogues;
+      ODE solves into `nnk.ode_solve` / `nnk.ode_rnn` loops.
 
-    Inference semantics: dropout and zoneout are the identity. Functions
-    take their outputs as extra arguments marked `nnk.output`. Anything
-    unsupported fails with an error at the op's location.
+    Expects the nn-level preparation done (`nn-insert-training-boundary`,
+    `nn-inference-semantics`, `nn-expand-reversible`; the `nncc-pipeline`
+    runs them): `nn.reversible`, and `nn.dropout` / `nn.zoneout` outside
+    training functions, have no pattern. Functions take their outputs as
+    extra arguments marked `nnk.output`. Anything unsupported fails with an
+    error at the op's location.
   }];
   let dependentDialects = [
     "::nncc::nnk::NNKDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::math::MathDialect"
   ];
+}
+
+def NNInsertTrainingBoundary : Pass<"nn-insert-training-boundary",
+                                    "::mlir::func::FuncOp"> {
+  let summary = "Mark where forward_train ends in a training function";
+  let description = [{
+    In a function marked `nn.training` (the `@forward_backward` that
+    `nncc-autodiff` adds), inserts one `nnk.boundary` after the last `nn.save`
+    (the last residual), or before the return when nothing is saved. The
+    back end splits the lowered function there into the generated
+    `forward_train` and `backward` entry points. Other functions are left
+    alone. Runs before `convert-nn-to-nnk`, which keeps the marker.
+  }];
+  let dependentDialects = ["::nncc::nnk::NNKDialect"];
+}
+
+def NNKForwardDestinations : Pass<"nnk-forward-destinations",
+                                  "::mlir::ModuleOp"> {
+  let summary = "Write results straight into the output arguments";
+  let description = [{
+    After `convert-nn-to-nnk`, a function result is computed into an
+    `nnk.alloc` and then copied into its `nnk.output` argument. When the
+    alloc is in the same block as the copy, has the argument's type, and is
+    copied into no other argument, and the argument has no other use, the
+    copy is removed and the alloc replaced by the argument: the producing
+    kernel writes the output in place.
+  }];
+  let dependentDialects = ["::nncc::nnk::NNKDialect"];
 }
 
 #endif // NNCC_CONVERSION_PASSES_TD

@@ -1,4 +1,4 @@
-//===- Compile.h - nn module -> generated sources -> lib<model>.so -*- C++ -*-===//
+//===- Compile.h - nnk module -> generated sources -> lib<model>.so -*- C++ -*-===//
 #ifndef NNCC_TARGET_COMPILE_H
 #define NNCC_TARGET_COMPILE_H
 
@@ -28,15 +28,12 @@ struct CompileArtifacts {
   bool builtCuda = false;
 };
 
-/// Lowers `module` to nnk when it is still in the nn dialect (the
-/// --convert-nn-to-nnk pass), emits the sources into opts.outputDir and
+/// Emits the sources of `module`, which must be at the nnk stage (the
+/// nncc pipeline's last, nncc/Pipeline/Pipeline.h), into opts.outputDir and
 /// builds the shared library. Errors are reported through the module's
 /// diagnostic engine (compiler output included).
 mlir::LogicalResult compileModel(mlir::ModuleOp module, const CompileOptions &opts,
                                  CompileArtifacts &out);
-
-/// Lowers `module` in place to the nnk dialect when needed.
-mlir::LogicalResult lowerToNNK(mlir::ModuleOp module);
 
 /// What a model input is used for (so that `nncc run --random-inputs` can
 /// draw valid values): found by following the input through the nnk module.
@@ -64,8 +61,9 @@ struct ModelSignature {
   std::vector<TensorSignature> inputs, outputs, params;  // outputs end with "loss"
 };
 
-/// The C ABI signature of the model (lowers `module` to nnk first). Float
-/// tensors are given as F32 (the generated library's default precision).
+/// The C ABI signature of the model; `module` must be at the nnk stage and
+/// is not changed. Float tensors are given as F32 (the generated library's
+/// default precision).
 mlir::FailureOr<ModelSignature> getSignature(mlir::ModuleOp module);
 
 /// A string that changes whenever the generated code may change: the nncc

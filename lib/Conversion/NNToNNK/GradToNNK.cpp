@@ -213,7 +213,7 @@ struct RecurrentGradLowering : OpConversionPattern<NNOp> {
     unsigned nState = lstm ? 3 : 2;
     ArrayRef<Value> o = *outs;
     // LSTM zoneout: the kernel regenerates the forward's masks from the
-    // seed (prepareNNForKernels zeroes it outside training).
+    // seed (nn-inference-semantics zeroes it outside training).
     nnk::RecurrentGradOp::create(
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getH0(), c0Of(adaptor),
         adaptor.getLengths(), adaptor.getWeights(), reserveOf(op),

@@ -37,9 +37,6 @@ struct ConvertNNToNNKPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    if (failed(prepareNNForKernels(module)))
-      return signalPassFailure();
-
     TypeConverter converter;
     populateNNToNNKTypeConversion(converter);
     ConversionTarget target(*ctx);
@@ -61,7 +58,11 @@ struct ConvertNNToNNKPass
     populateNNToNNKPatterns(converter, patterns);
     if (failed(applyFullConversion(module, target, std::move(patterns))))
       return signalPassFailure();
-    forwardDestinations(module);
+    // Constants inlined into elementwise bodies.
+    module.walk([](nn::ConstantOp op) {
+      if (op.getResult().use_empty())
+        op.erase();
+    });
   }
 };
 } // namespace

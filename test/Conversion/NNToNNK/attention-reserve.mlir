@@ -1,4 +1,4 @@
-// RUN: nncc-opt --convert-nn-to-nnk %s | FileCheck %s
+// RUN: nncc-opt --nncc-pipeline %s | FileCheck %s
 
 // An attention paired with its gradient (nn.reserve, set by nncc-autodiff)
 // keeps the packed projection, the core's output and each query's

@@ -1,4 +1,4 @@
-// RUN: nncc-opt --convert-nn-to-nnk %s | FileCheck %s
+// RUN: nncc-opt --nncc-pipeline %s | FileCheck %s
 
 // Dense attention + residual: packed in-projection [B, T, 3E], flash core,
 // out-projection with bias and the residual, written into the output.

@@ -1,4 +1,4 @@
-// RUN: nncc-opt --convert-nn-to-nnk -split-input-file -verify-diagnostics %s | FileCheck %s
+// RUN: nncc-opt --nncc-pipeline -split-input-file -verify-diagnostics %s | FileCheck %s
 
 // Reversible blocks: expanded inline; the adds x1 + F(x2) and x2 + G(y1)
 // become GEMM residuals; the split(concat) between blocks disappears.

@@ -1,4 +1,4 @@
-// RUN: nncc-opt --convert-nn-to-nnk %s | FileCheck %s
+// RUN: nncc-opt --nncc-pipeline %s | FileCheck %s
 
 // A chain of single-use elementwise ops with a broadcast scalar constant is
 // one nnk.elementwise; the constant is inlined, the result written straight

@@ -1,5 +1,5 @@
-// RUN: nncc-opt %s --split-input-file --nncc-autodiff --convert-nn-to-nnk | FileCheck %s
-// RUN: nncc compile %models/ode_rnn.nn --emit nn-grad | nncc-opt --convert-nn-to-nnk | FileCheck %s --check-prefix=RNN
+// RUN: nncc-opt %s --split-input-file --nncc-autodiff --nncc-pipeline | FileCheck %s
+// RUN: nncc compile %models/ode_rnn.nn --emit nn-grad | nncc-opt --nncc-pipeline | FileCheck %s --check-prefix=RNN
 
 // nn.odesolve_grad (adjoint = true) -> nnk.ode_solve_grad: the saved h(t1),
 // the loss adjoint, dh0 and one dparams buffer per parameter (here the

@@ -1,4 +1,4 @@
-// RUN: nncc-opt --convert-nn-to-nnk %s | FileCheck %s
+// RUN: nncc-opt --nncc-pipeline %s | FileCheck %s
 
 nn.parameter @w1 : !nn.tensor<[64, 32], f32>
 nn.parameter @b1 : !nn.tensor<[64], f32>

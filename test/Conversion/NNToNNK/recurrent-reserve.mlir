@@ -1,4 +1,4 @@
-// RUN: nncc-opt --convert-nn-to-nnk %s | FileCheck %s
+// RUN: nncc-opt --nncc-pipeline %s | FileCheck %s
 
 // A recurrent stack paired with its gradient (nn.reserve, set by
 // nncc-autodiff) becomes one nnk.recurrent_forward that keeps the layer

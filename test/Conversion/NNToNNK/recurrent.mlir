@@ -1,4 +1,4 @@
-// RUN: nncc-opt --convert-nn-to-nnk %s | FileCheck %s
+// RUN: nncc-opt --nncc-pipeline %s | FileCheck %s
 
 // Two-layer bidirectional LSTM with lengths: per layer and direction one
 // input-projection gemm (bias_ih) and one recurrent scan (bias_hh), both

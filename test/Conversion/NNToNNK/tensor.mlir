@@ -1,4 +1,4 @@
-// RUN: nncc-opt --convert-nn-to-nnk %s | FileCheck %s
+// RUN: nncc-opt --nncc-pipeline %s | FileCheck %s
 
 // Reductions: negative axes are normalised and sorted; no axes means all.
 // CHECK-LABEL: func.func @reduce_sum_axes

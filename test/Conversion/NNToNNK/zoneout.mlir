@@ -1,4 +1,4 @@
-// RUN: nncc-opt --convert-nn-to-nnk %s | FileCheck %s
+// RUN: nncc-opt --nncc-pipeline %s | FileCheck %s
 
 // Zoneout is on in training-mode functions only: standalone nn.zoneout
 // becomes nnk.zoneout (seeded mask), nn.lstm's zoneout and seed reach the

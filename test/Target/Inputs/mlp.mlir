@@ -1,4 +1,4 @@
-// A small model in the nnk dialect (what --convert-nn-to-nnk produces):
+// A small model in the nnk dialect (what --nncc-pipeline produces):
 // pred = softmax(LN(gelu(x W1^T + b1)) W2^T + b2 + 0.5 * bias2), loss = mse.
 module attributes {nn.dims = ["N"], nn.model = "tiny_mlp"} {
   nn.parameter @fc1.weight : !nn.tensor<[16, 8], f32> init #nn.init<uniform, -0.35, 0.35>

@@ -49,16 +49,6 @@ void populateNNToNNKPatterns(const mlir::TypeConverter &converter,
 /// the consumer's pattern erases it).
 bool isFusedIntoConsumer(mlir::Operation *op);
 
-/// nn-level preparation run before the conversion: inference semantics
-/// (dropout / zoneout become the identity), reversible blocks expanded into
-/// split + F + add + G + add + concat, split(concat) folded. Emits located
-/// errors and fails on unsupported input.
-mlir::LogicalResult prepareNNForKernels(mlir::ModuleOp module);
-
-/// Post-conversion cleanup: an nnk.alloc whose value is only copied into an
-/// output / region destination argument is replaced by that argument.
-void forwardDestinations(mlir::ModuleOp module);
-
 } // namespace nncc
 
 #endif // NNCC_CONVERSION_NNTONNK_NNTONNK_H

@@ -7,7 +7,7 @@
  * ODESolver.h OdeMethod) are defined from them; the compiler's ODS enums
  * (nnk Activation and Cell, nn ODEMethod), whose integer values the
  * emitters print as codes, are checked against them by static_asserts in
- * dialects/Kernel/IR/NNKOps.cpp.
+ * dialects/NNK/IR/NNKOps.cpp.
  */
 #ifndef NNCC_KERNELS_CODES_H
 #define NNCC_KERNELS_CODES_H

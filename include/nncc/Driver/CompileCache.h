@@ -1,0 +1,34 @@
+//===- CompileCache.h - Content-addressed cache of generated libraries -*- C++ -*-===//
+
+#ifndef NNCC_DRIVER_COMPILECACHE_H
+#define NNCC_DRIVER_COMPILECACHE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace nncc::driver {
+
+/// What the library was built for; part of the cache key.
+struct CacheKeyOptions {
+  bool cuda = false;     // --target cuda
+  bool grad = false;     // with @forward_backward (and train_step)
+  bool evalMode = false; // with grad: the inference-mode loss
+  bool f64 = false;      // CPU code in double precision
+};
+
+/// The cache directory: $NNCC_CACHE_DIR, else $XDG_CACHE_HOME/nncc, else
+/// ~/.cache/nncc.
+std::string cacheRoot();
+
+/// Compiles `module` (at the nnk stage) into the cache unless a library for
+/// the same source, compiler and options is there; sets `libPath`. Built in
+/// a private directory and renamed into place, so concurrent runs are safe.
+/// False after printing the error.
+bool compileCached(mlir::ModuleOp module, llvm::StringRef source,
+                   const CacheKeyOptions &options, std::string &libPath);
+
+} // namespace nncc::driver
+
+#endif // NNCC_DRIVER_COMPILECACHE_H

@@ -1,0 +1,106 @@
+//===- FrontEnd.cpp - Source file -> verified nn module -------------------===//
+
+#include "nncc/Driver/FrontEnd.h"
+#include "nncc/Driver/Support.h"
+
+#include "nncc/Frontend/Diagnostics.h"
+#include "nncc/Frontend/MLIRGen.h"
+#include "nncc/Frontend/Parser.h"
+
+#include "dialects/NNK/IR/NNKDialect.h"
+#include "dialects/NN/IR/NNDialect.h"
+#include "dialects/NN/Transforms/GradientRules.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace mlir;
+using namespace nncc;
+using namespace nncc::frontend;
+
+void driver::prepareContext(MLIRContext &context) {
+  context.disableMultithreading();
+  DialectRegistry registry;
+  registry.insert<nn::NNDialect, nnk::NNKDialect, func::FuncDialect,
+                  arith::ArithDialect, math::MathDialect>();
+  nn::registerNNGradientInterfaces(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+}
+
+std::optional<unsigned> driver::readSourceFile(llvm::SourceMgr &sourceMgr,
+                                               llvm::StringRef path) {
+  auto bufOrErr = llvm::MemoryBuffer::getFileOrSTDIN(path);
+  if (std::error_code ec = bufOrErr.getError()) {
+    fail("cannot read '" + path + "': " + ec.message());
+    return std::nullopt;
+  }
+  return sourceMgr.AddNewSourceBuffer(std::move(*bufOrErr), llvm::SMLoc());
+}
+
+driver::CheckedModel driver::checkModel(MLIRContext &context,
+                                        llvm::SourceMgr &sourceMgr,
+                                        unsigned bufId) {
+  const llvm::MemoryBuffer *buf = sourceMgr.getMemoryBuffer(bufId);
+  DiagEngine diag(context, buf->getBufferIdentifier());
+  CheckedModel checked;
+  checked.ast = parseBuffer(buf->getBuffer(), diag);
+  if (checked.ast)
+    checked.model = analyzeModel(*checked.ast, diag);
+  return checked;
+}
+
+OwningOpRef<ModuleOp> driver::loadModule(MLIRContext &context,
+                                         llvm::SourceMgr &sourceMgr,
+                                         llvm::StringRef path,
+                                         std::string *source) {
+  std::optional<unsigned> bufId = readSourceFile(sourceMgr, path);
+  if (!bufId)
+    return nullptr;
+  const llvm::MemoryBuffer *buf = sourceMgr.getMemoryBuffer(*bufId);
+  if (source)
+    *source = buf->getBuffer().str();
+  if (path.ends_with(".mlir")) {
+    auto module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module || failed(verify(*module)))
+      return nullptr;
+    return module;
+  }
+  CheckedModel checked = checkModel(context, sourceMgr, *bufId);
+  if (!checked.model)
+    return nullptr;
+  DiagEngine diag(context, buf->getBufferIdentifier());
+  return mlirGen(context, *checked.model, diag);
+}
+
+LogicalResult driver::runPipeline(ModuleOp module, bool grad, bool trainMode,
+                                  PipelineStage stop, llvm::StringRef what) {
+  // Two runs of the same pipeline, so that a failure to differentiate can
+  // be told from a failure to lower.
+  if (grad) {
+    PassManager pm(module.getContext());
+    NNCCPipelineOptions options;
+    options.grad = true;
+    options.trainMode = trainMode;
+    options.stop = PipelineStage::NN;
+    buildNNCCPipeline(pm, options);
+    if (failed(pm.run(module))) {
+      if (!what.empty())
+        fail("cannot differentiate model '" + what + "'");
+      return failure();
+    }
+  }
+  if (stop == PipelineStage::NN || isNNKModule(module))
+    return success();
+  PassManager pm(module.getContext());
+  NNCCPipelineOptions options;
+  options.stop = PipelineStage::NNK;
+  buildNNCCPipeline(pm, options);
+  return pm.run(module);
+}
