@@ -177,6 +177,18 @@ llvm::json::Array jsonTensors(const std::vector<TensorSignature> &ts) {
   return a;
 }
 
+/// Parameters with their optimizer group (docs/training.md).
+llvm::json::Array jsonParams(const std::vector<TensorSignature> &ts) {
+  llvm::json::Array a;
+  for (const TensorSignature &t : ts)
+    a.push_back(llvm::json::Object{{"name", t.name},
+                                   {"dtype", t.dtype},
+                                   {"shape", jsonDims(t.dims)},
+                                   {"decay", t.decay},
+                                   {"lr_depth", t.lrDepth}});
+  return a;
+}
+
 std::string shapeStr(const int64_t *shape, int32_t rank) {
   std::string s = "[";
   for (int32_t i = 0; i < rank; ++i)
@@ -510,7 +522,7 @@ int runInspect() {
                          {"dims", std::move(dims)},
                          {"inputs", jsonTensors(sig->inputs)},
                          {"outputs", jsonTensors(sig->outputs)},
-                         {"parameters", jsonTensors(sig->params)}};
+                         {"parameters", jsonParams(sig->params)}};
   llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(obj))) << "\n";
   return 0;
 }
