@@ -64,6 +64,14 @@ class _ABI3(C.Structure):
     ]
 
 
+class ParamGroup(C.Structure):
+    _fields_ = [("decay", C.c_int32), ("lr_depth", C.c_int32)]
+
+
+class _ABI4(C.Structure):
+    _fields_ = _ABI3._fields_ + [("param_groups", C.POINTER(ParamGroup))]
+
+
 def nncc_binary():
     return T.NNCC
 
@@ -78,10 +86,10 @@ class TrainLib(T.Library):
     def __init__(self, so_path):
         self.path = so_path
         self.dll = C.CDLL(so_path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
-        self.dll.nncc_model_get_abi.restype = C.POINTER(_ABI3)
+        self.dll.nncc_model_get_abi.restype = C.POINTER(_ABI4)
         self.abi = self.dll.nncc_model_get_abi().contents
-        if self.abi.abi_version != 3:
-            raise T.NNCCError("ABI version %d, expected 3" % self.abi.abi_version)
+        if self.abi.abi_version != 4:
+            raise T.NNCCError("ABI version %d, expected 4" % self.abi.abi_version)
         dims = [self.abi.dim_names[i].decode() for i in range(self.abi.num_dims)]
 
         def infos(n, arr):

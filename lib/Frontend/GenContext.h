@@ -86,11 +86,22 @@ public:
 
   mlir::Location loc(SrcLoc l) const { return diag.loc(l); }
 
+  /// What a parameter is to its layer; decides its optimizer group
+  /// (#nn.param_group): biases and norm parameters get no weight decay,
+  /// embedding tables the embedding lr group (docs/training.md).
+  enum class ParamRole { Weight, Bias, Norm, Embedding };
+
+  /// The layer stack of layer-wise lr decay: the model's first `repeat`
+  /// declaration (null if none), and the index of its member being lowered
+  /// (-1 outside it). Parameters created meanwhile are in that layer.
+  const LayerInstance *lrStack = nullptr;
+  int64_t lrStackLayer = -1;
+
   /// `nn.get_parameter @inst.path.name`, declaring the `nn.parameter` on first
-  /// use (f32, with the given shape and initializer).
+  /// use (f32, with the given shape, initializer and the group of `role`).
   mlir::Value param(const LayerInstance &inst, llvm::StringRef name,
                     llvm::ArrayRef<int64_t> shape, mlir::Attribute init,
-                    SrcLoc l);
+                    SrcLoc l, ParamRole role = ParamRole::Weight);
 
   /// Creates `opName` generically. With `infer`, the result types are then
   /// inferred by the dialect (null is returned after its located error).

@@ -46,14 +46,15 @@ mlir::Value linearOp(Gen &g, const LayerInstance &inst, mlir::Value x,
   mlir::Value w = g.param(inst, "weight", {out, in}, uniform(g, bound), l);
   llvm::SmallVector<mlir::Value> ops = {x, w};
   if (bias)
-    ops.push_back(g.param(inst, "bias", {out}, uniform(g, bound), l));
+    ops.push_back(g.param(inst, "bias", {out}, uniform(g, bound), l,
+                          Gen::ParamRole::Bias));
   return g.op1("nn.linear", l, ops);
 }
 
 mlir::Value layerNormOp(Gen &g, const LayerInstance &inst, mlir::Value x,
                         int64_t dim, double eps, SrcLoc l) {
-  mlir::Value w = g.param(inst, "weight", {dim}, ones(g), l);
-  mlir::Value b = g.param(inst, "bias", {dim}, zeros(g), l);
+  mlir::Value w = g.param(inst, "weight", {dim}, ones(g), l, Gen::ParamRole::Norm);
+  mlir::Value b = g.param(inst, "bias", {dim}, zeros(g), l, Gen::ParamRole::Norm);
   return g.op1("nn.layer_norm", l, {x, w, b}, {g.attrF64("eps", eps)},
                {1, 1, 1});
 }
@@ -116,12 +117,13 @@ mlir::Value attentionOp(Gen &g, const LayerInstance &inst, mlir::Value x,
   ops.push_back(
       g.param(inst, "in_proj_weight", {proj * dim, dim}, uniform(g, xavier), l));
   if (bias)
-    ops.push_back(g.param(inst, "in_proj_bias", {proj * dim}, zeros(g), l));
+    ops.push_back(g.param(inst, "in_proj_bias", {proj * dim}, zeros(g), l,
+                          Gen::ParamRole::Bias));
   LayerInstance out = sub(inst, "out_proj");
   ops.push_back(g.param(out, "weight", {dim, dim},
                         uniform(g, 1.0 / std::sqrt(double(dim))), l));
   if (bias)
-    ops.push_back(g.param(out, "bias", {dim}, zeros(g), l));
+    ops.push_back(g.param(out, "bias", {dim}, zeros(g), l, Gen::ParamRole::Bias));
   if (mask)
     ops.push_back(mask);
   if (rotations)
@@ -150,7 +152,7 @@ Result lowerEmbedding(Gen &g, const LayerInstance &inst,
                       llvm::ArrayRef<FVal> a, SrcLoc l) {
   mlir::Value t = g.param(inst, "weight",
                           {inst.intArg("num"), inst.intArg("dim")},
-                          normal(g, 1.0), l);
+                          normal(g, 1.0), l, Gen::ParamRole::Embedding);
   return tensorResult(g.op1("nn.embedding", l, {a[0].value, t}), l);
 }
 
@@ -158,7 +160,7 @@ Result lowerLearnedPosition(Gen &g, const LayerInstance &inst,
                             llvm::ArrayRef<FVal> a, SrcLoc l) {
   mlir::Value t = g.param(inst, "weight",
                           {inst.intArg("max_len"), inst.intArg("dim")},
-                          normal(g, 1.0), l);
+                          normal(g, 1.0), l, Gen::ParamRole::Embedding);
   return tensorResult(g.op1("nn.learned_position", l, {a[0].value, t}), l);
 }
 
@@ -175,12 +177,13 @@ Result lowerBertEmbeddings(Gen &g, const LayerInstance &inst,
   int64_t v = inst.intArg("vocab"), d = inst.intArg("dim");
   mlir::Value words =
       g.param(sub(inst, "word_embeddings"), "weight", {v, d}, normal(g, 0.02),
-              l);
+              l, Gen::ParamRole::Embedding);
   mlir::Value types = g.param(sub(inst, "token_type_embeddings"), "weight",
                               {inst.intArg("type_vocab"), d}, normal(g, 0.02),
-                              l);
+                              l, Gen::ParamRole::Embedding);
   mlir::Value pos = g.param(sub(inst, "position_embeddings"), "weight",
-                            {inst.intArg("max_len"), d}, normal(g, 0.02), l);
+                            {inst.intArg("max_len"), d}, normal(g, 0.02), l,
+                            Gen::ParamRole::Embedding);
   mlir::Value e = g.op1("nn.embedding", l, {a[0].value, words});
   if (!e)
     return std::nullopt;
@@ -222,9 +225,9 @@ Result lowerRecurrent(Gen &g, const LayerInstance &inst,
                                 uniform(g, bound), l));
       if (bias) {
         weights.push_back(g.param(inst, "bias_ih" + sfx, {gates * h},
-                                  uniform(g, bound), l));
+                                  uniform(g, bound), l, Gen::ParamRole::Bias));
         weights.push_back(g.param(inst, "bias_hh" + sfx, {gates * h},
-                                  uniform(g, bound), l));
+                                  uniform(g, bound), l, Gen::ParamRole::Bias));
       }
     }
   }
@@ -289,8 +292,10 @@ Result lowerCell(Gen &g, const LayerInstance &inst, llvm::ArrayRef<FVal> a,
       g.param(inst, "weight_hh", {gates * h, h}, uniform(g, bound), l));
   seg.append({1, 1});
   if (bias) {
-    ops.push_back(g.param(inst, "bias_ih", {gates * h}, uniform(g, bound), l));
-    ops.push_back(g.param(inst, "bias_hh", {gates * h}, uniform(g, bound), l));
+    ops.push_back(g.param(inst, "bias_ih", {gates * h}, uniform(g, bound), l,
+                          Gen::ParamRole::Bias));
+    ops.push_back(g.param(inst, "bias_hh", {gates * h}, uniform(g, bound), l,
+                          Gen::ParamRole::Bias));
   }
   seg.append({bias ? 1 : 0, bias ? 1 : 0});
   llvm::SmallVector<mlir::NamedAttribute> attrs;

@@ -179,19 +179,22 @@ const std::vector<FuncSpec> &funcTable() {
   return table;
 }
 
+// The train clause's optimizers and schedules. Keys left out take the
+// defaults of #nn.optimizer / #nn.schedule (NNAttrs.cpp), the one place they
+// are filled; ranges are checked by Sema::checkTrain.
 const std::vector<FuncSpec> &optimizerTable() {
   static const std::vector<FuncSpec> table = {
       {"adam",
-       {optF("lr", PK::Float, 1e-3), opt("betas", PK::FloatList),
-        optF("eps", PK::Float, 1e-8), optF("weight_decay", PK::Float, 0.0)},
+       {opt("lr", PK::Float), opt("betas", PK::FloatList),
+        opt("eps", PK::Float), opt("weight_decay", PK::Float)},
        ResultKind::Tensor},
       {"adamw",
-       {optF("lr", PK::Float, 1e-3), opt("betas", PK::FloatList),
-        optF("eps", PK::Float, 1e-8), optF("weight_decay", PK::Float, 0.01)},
+       {opt("lr", PK::Float), opt("betas", PK::FloatList),
+        opt("eps", PK::Float), opt("weight_decay", PK::Float)},
        ResultKind::Tensor},
       {"sgd",
-       {req("lr", PK::Float), optF("momentum", PK::Float, 0.0),
-        optF("weight_decay", PK::Float, 0.0), optB("nesterov", false)},
+       {req("lr", PK::Float), opt("momentum", PK::Float),
+        opt("weight_decay", PK::Float), opt("nesterov", PK::Bool)},
        ResultKind::Tensor},
   };
   return table;
@@ -202,14 +205,14 @@ const std::vector<FuncSpec> &scheduleTable() {
       {"constant", {}, ResultKind::Tensor},
       {"warmup_cosine",
        {opt("warmup", PK::NonNegInt), opt("warmup_fraction", PK::Prob),
-        opt("total", PK::PosInt), optF("cycles", PK::Float, 0.5)},
+        opt("total", PK::PosInt), opt("cycles", PK::Float)},
        ResultKind::Tensor},
       {"cosine", {opt("total", PK::PosInt)}, ResultKind::Tensor},
       {"linear",
        {opt("warmup", PK::NonNegInt), opt("total", PK::PosInt)},
        ResultKind::Tensor},
       {"step",
-       {req("step_size", PK::PosInt), optF("gamma", PK::Float, 0.1)},
+       {req("step_size", PK::PosInt), opt("gamma", PK::Float)},
        ResultKind::Tensor},
   };
   return table;

@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/ScopeExit.h"
 
 using namespace nncc::frontend;
 namespace nn = nncc::nn;
@@ -31,7 +32,7 @@ void nncc::frontend::loadFrontendDialects(mlir::MLIRContext &ctx) {
 
 mlir::Value Gen::param(const LayerInstance &inst, llvm::StringRef name,
                        llvm::ArrayRef<int64_t> shape, mlir::Attribute init,
-                       SrcLoc l) {
+                       SrcLoc l, ParamRole role) {
   std::string full = inst.paramName(name);
   llvm::SmallVector<nn::Dim> dims;
   for (int64_t s : shape)
@@ -46,6 +47,13 @@ mlir::Value Gen::param(const LayerInstance &inst, llvm::StringRef name,
     st.addAttribute("type", mlir::TypeAttr::get(type));
     if (init)
       st.addAttribute("init", init);
+    bool decay = role == ParamRole::Weight || role == ParamRole::Embedding;
+    nn::LrGroup group = lrStackLayer >= 0            ? nn::LrGroup::layer
+                        : role == ParamRole::Embedding ? nn::LrGroup::embedding
+                                                       : nn::LrGroup::none;
+    st.addAttribute("group",
+                    nn::ParamGroupAttr::get(&ctx, decay, group,
+                                            std::max<int64_t>(lrStackLayer, 0)));
     pb.create(st);
     declaredParams[full] = type;
   } else {
@@ -156,7 +164,11 @@ Gen::apply(LayerInstance &inst, std::vector<FVal> positional,
       return std::nullopt;
     }
     FVal x = positional[0];
-    for (auto &m : inst.children) {
+    int64_t savedLayer = lrStackLayer;
+    auto restore = llvm::scope_exit([&] { lrStackLayer = savedLayer; });
+    for (auto [k, m] : llvm::enumerate(inst.children)) {
+      if (&inst == lrStack)
+        lrStackLayer = int64_t(k);
       auto y = apply(*m.second, {x}, keywords, l);
       if (!y)
         return std::nullopt;
@@ -813,31 +825,48 @@ Gen::applyBlock(LayerInstance &inst, std::vector<FVal> positional,
 // Module
 //===----------------------------------------------------------------------===//
 
-static mlir::Attribute toAttr(mlir::Builder &b, const CValue &v) {
-  switch (v.kind) {
-  case CValue::Int:
-    return b.getI64IntegerAttr(v.i);
-  case CValue::Float:
-    return b.getF64FloatAttr(v.f);
-  case CValue::Bool:
-    return b.getBoolAttr(v.b);
-  case CValue::Enum:
-    return b.getStringAttr(v.name);
-  case CValue::List: {
-    llvm::SmallVector<mlir::Attribute> elems;
-    for (auto &e : v.elems)
-      elems.push_back(toAttr(b, e));
-    return b.getArrayAttr(elems);
+/// The train clause as #nn.train: the attribute fills what the clause leaves
+/// out (Sema has checked names, types and ranges).
+static nn::TrainAttr
+trainAttr(mlir::MLIRContext &ctx,
+          const std::vector<std::pair<std::string, CValue>> &clause) {
+  nn::TrainAttr d = nn::TrainAttr::getDefault(&ctx);
+  nn::OptimizerAttr optimizer = d.getOptimizer();
+  nn::ScheduleAttr schedule = d.getSchedule();
+  llvm::APFloat clip = d.getClip(), layerDecay = d.getLayerDecay();
+  int64_t epochs = d.getEpochs(), batch = d.getBatch(), seed = d.getSeed();
+  for (auto &[word, v] : clause) {
+    if (word == "optimizer") {
+      optimizer = nn::OptimizerAttr::getDefault(
+          &ctx, *nn::symbolizeOptimizerKind(v.name));
+      for (auto &[k, a] : v.kwargs) {
+        if (k == "betas")
+          optimizer = optimizer.withFloat("beta1", a.elems[0].asDouble())
+                          .withFloat("beta2", a.elems[1].asDouble());
+        else if (k == "nesterov")
+          optimizer = optimizer.withNesterov(a.b);
+        else
+          optimizer = optimizer.withFloat(k, a.asDouble());
+      }
+    } else if (word == "schedule") {
+      schedule = nn::ScheduleAttr::getDefault(
+          &ctx, *nn::symbolizeScheduleKind(v.name));
+      for (auto &[k, a] : v.kwargs)
+        schedule = schedule.with(k, a.asDouble());
+    } else if (word == "clip") {
+      clip = llvm::APFloat(v.asDouble());
+    } else if (word == "layer_decay") {
+      layerDecay = llvm::APFloat(v.asDouble());
+    } else if (word == "epochs") {
+      epochs = v.i;
+    } else if (word == "batch") {
+      batch = v.i;
+    } else if (word == "seed") {
+      seed = v.i;
+    }
   }
-  case CValue::Ctor: {
-    llvm::SmallVector<mlir::NamedAttribute> entries;
-    entries.push_back(b.getNamedAttr("name", b.getStringAttr(v.name)));
-    for (auto &kv : v.kwargs)
-      entries.push_back(b.getNamedAttr(kv.first, toAttr(b, kv.second)));
-    return b.getDictionaryAttr(entries);
-  }
-  }
-  return b.getUnitAttr();
+  return nn::TrainAttr::get(&ctx, optimizer, schedule, clip, layerDecay,
+                            epochs, batch, seed);
 }
 
 static mlir::Type elementType(mlir::Builder &b, llvm::StringRef dtype) {
@@ -866,10 +895,12 @@ nncc::frontend::mlirGen(mlir::MLIRContext &ctx, const ModelInfo &model,
   for (auto &d : model.dims)
     dims.push_back(b.getStringAttr(d));
   module->getOperation()->setAttr("nn.dims", b.getArrayAttr(dims));
-  llvm::SmallVector<mlir::NamedAttribute> train;
-  for (auto &kv : model.train)
-    train.push_back(b.getNamedAttr(kv.first, toAttr(b, kv.second)));
-  module->getOperation()->setAttr("nn.train", b.getDictionaryAttr(train));
+  module->getOperation()->setAttr("nn.train", trainAttr(ctx, model.train));
+  for (auto &kv : model.layers)
+    if (kv.second->kind == LayerInstance::Repeat) {
+      gen.lrStack = kv.second.get();
+      break;
+    }
 
   // The forward function, with the inputs as arguments.
   llvm::SmallVector<mlir::Type> argTypes;

@@ -521,6 +521,33 @@ bool Sema::checkTrain(const TrainClause &t) {
       std::vector<std::pair<std::string, CValue>> out;
       if (!bindCtor(v->name, spec->params, *v, diag, out))
         return false;
+      // The ranges #nn.optimizer / #nn.schedule verify (NNAttrs.cpp).
+      for (auto &kv : out) {
+        const std::string &k = kv.first;
+        const CValue &a = kv.second;
+        auto bad = [&](const CValue &at, const char *range) {
+          diag.error(at.loc, "'" + k + "' of '" + v->name + "' must be " +
+                                 range + ", got " + at.str());
+          return false;
+        };
+        if ((k == "lr" || k == "eps" || k == "gamma") && !(a.f > 0.0))
+          return bad(a, "> 0");
+        if ((k == "weight_decay" || k == "momentum") && !(a.f >= 0.0))
+          return bad(a, ">= 0");
+        if (k == "cycles" && !(a.f >= 0.0 && a.f <= 1.0))
+          return bad(a, "in [0, 1]");
+        if (k == "betas") {
+          if (a.elems.size() != 2) {
+            diag.error(a.loc, "'betas' of '" + v->name +
+                                  "' expects two numbers, got " +
+                                  std::to_string(a.elems.size()));
+            return false;
+          }
+          for (const CValue &b : a.elems)
+            if (!(b.f >= 0.0 && b.f < 1.0))
+              return bad(b, "in [0, 1)");
+        }
+      }
       v->elems.clear();
       v->kwargs = std::move(out);
     } else {

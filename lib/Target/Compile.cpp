@@ -285,9 +285,12 @@ FailureOr<ModelSignature> getSignature(ModuleOp module) {
   for (const target::TensorSig &t : e.outputs)
     sig.outputs.push_back({t.name, dtypeName(t.type.getElementType()),
                            dimStrings(t.type.getDims())});
-  for (const target::ParamSig &p : e.params)
+  for (const target::ParamSig &p : e.params) {
     sig.params.push_back({p.name, dtypeName(p.type.getElementType()),
                           dimStrings(p.type.getDims())});
+    sig.params.back().decay = p.decay;
+    sig.params.back().lrDepth = p.lrDepth;
+  }
   return sig;
 }
 

@@ -149,8 +149,7 @@ for f64, tol in ((True, 1e-10), (False, 1e-5)):
     for i, k in enumerate(names):
         decay, scale = ctx.param_group(i)
         want_decay = not (k.endswith("bias") or k.startswith("norm."))
-        want_scale = (0.8 ** (L - 1 - int(k.split(".")[1])) if k.startswith("encoder.")
-                      else 0.8 ** (L + 1) if k.startswith("embedding") else 1.0)
+        want_scale = 0.8 ** (L - 1 - int(k.split(".")[1])) if k.startswith("encoder.") else 1.0
         if decay != want_decay or abs(scale - want_scale) > 1e-15:
             FAILS.append("group %s" % k)
             print("FAIL group of %s: decay %s scale %g, want %s %g" % (k, decay, scale,

@@ -212,6 +212,50 @@ TEST(ModelSupport, ReduceMatchesPerElementReference) {
   }
 }
 
+// The optimizer groups come from the compiler's table (kParamGroups), not
+// from the parameter names: the toy's names say nothing of the groups below.
+TEST(ModelSupport, ParamGroupsComeFromTheCompilersTable) {
+  static const nncc_param_group kGroups[] = {{1, 2}, {0, 2}, {0, 0}, {1, 0}, {1, 3}};
+  nncc_model_abi abi = kAbi;
+  abi.param_groups = kGroups;
+  nncc_ms_model_def def = kDef;
+  def.abi = &abi;
+  nncc_model *m = nullptr;
+  nncc_error err;
+  ASSERT_EQ(nncc_ms_create(&def, NNCC_TARGET_CPU, &m, &err), NNCC_OK) << err.message;
+  nncc_train_config c{};
+  c.layer_decay = 0.5;
+  const double want[] = {0.25, 0.25, 1.0, 1.0, 0.125};
+  for (int32_t i = 0; i < 5; ++i) {
+    int32_t decay = -1;
+    double scale = -1.0;
+    ASSERT_EQ(nncc_ms_param_group(m, i, &c, &decay, &scale, &err), NNCC_OK) << err.message;
+    EXPECT_EQ(decay, kGroups[i].decay) << kParams[i].name;
+    EXPECT_EQ(scale, want[i]) << kParams[i].name;
+  }
+  // layer_decay 1: no layer-wise decay.
+  c.layer_decay = 1.0;
+  double scale = -1.0;
+  ASSERT_EQ(nncc_ms_param_group(m, 4, &c, nullptr, &scale, &err), NNCC_OK);
+  EXPECT_EQ(scale, 1.0);
+  EXPECT_EQ(nncc_ms_param_group(m, 5, &c, nullptr, &scale, &err),
+            NNCC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(err.message, "out of range"), nullptr) << err.message;
+  nncc_ms_destroy(m);
+
+  // A table without groups (a library of ABI 3): everything decays, multiplier 1.
+  abi.param_groups = nullptr;
+  ASSERT_EQ(nncc_ms_create(&def, NNCC_TARGET_CPU, &m, &err), NNCC_OK) << err.message;
+  c.layer_decay = 0.5;
+  for (int32_t i = 0; i < 5; ++i) {
+    int32_t decay = -1;
+    ASSERT_EQ(nncc_ms_param_group(m, i, &c, &decay, &scale, &err), NNCC_OK);
+    EXPECT_EQ(decay, 1);
+    EXPECT_EQ(scale, 1.0);
+  }
+  nncc_ms_destroy(m);
+}
+
 TEST(ModelSupport, CreateErrors) {
   nncc_error err;
   nncc_model *m = reinterpret_cast<nncc_model *>(0x1);

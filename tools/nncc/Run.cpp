@@ -128,6 +128,18 @@ llvm::json::Array jsonTensors(const std::vector<TensorSignature> &ts) {
   return a;
 }
 
+/// Parameters with their optimizer group (docs/training.md).
+llvm::json::Array jsonParams(const std::vector<TensorSignature> &ts) {
+  llvm::json::Array a;
+  for (const TensorSignature &t : ts)
+    a.push_back(llvm::json::Object{{"name", t.name},
+                                   {"dtype", t.dtype},
+                                   {"shape", jsonDims(t.dims)},
+                                   {"decay", t.decay},
+                                   {"lr_depth", t.lrDepth}});
+  return a;
+}
+
 /// Fills one input deterministically from (seed, stream) according to its role.
 void randomInput(HostTensor &t, const TensorSignature &sig,
                  const std::map<std::string, int64_t> &dims, uint64_t stream) {
@@ -426,7 +438,7 @@ int runInspect() {
                          {"dims", std::move(dims)},
                          {"inputs", jsonTensors(sig->inputs)},
                          {"outputs", jsonTensors(sig->outputs)},
-                         {"parameters", jsonTensors(sig->params)}};
+                         {"parameters", jsonParams(sig->params)}};
   llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(obj))) << "\n";
   return 0;
 }

@@ -92,6 +92,24 @@ def NN_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
   let genSpecializedAttr = 0;
 }
 
+def NN_OptimizerKind : I32EnumAttr<"OptimizerKind", "training optimizer", [
+    I32EnumAttrCase<"sgd", 0>,
+    I32EnumAttrCase<"adam", 1>,
+    I32EnumAttrCase<"adamw", 2>]> {
+  let cppNamespace = "::nncc::nn";
+  let genSpecializedAttr = 0;
+}
+
+def NN_ScheduleKind : I32EnumAttr<"ScheduleKind", "learning-rate schedule", [
+    I32EnumAttrCase<"constant", 0>,
+    I32EnumAttrCase<"warmup_cosine", 1>,
+    I32EnumAttrCase<"cosine", 2>,
+    I32EnumAttrCase<"linear", 3>,
+    I32EnumAttrCase<"step", 4>]> {
+  let cppNamespace = "::nncc::nn";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -209,6 +227,179 @@ def NN_LshAttentionAttr : NN_Attr<"LshAttention", "lsh",
   let parameters = (ins "int64_t":$hashes, "int64_t":$chunk);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+}
+
+
+//===----------------------------------------------------------------------===//
+// Training configuration (the DSL's `train { }` clause)
+//===----------------------------------------------------------------------===//
+
+def NN_OptimizerAttr : NN_Attr<"Optimizer", "optimizer"> {
+  let summary = "optimizer of the train clause, defaults filled";
+  let description = [{
+    The `optimizer` setting of a `train { }` clause (docs/training.md). The
+    kind comes first, then `key = value` pairs; a key left out takes its
+    default, and the printer writes every key of the kind:
+
+    ```mlir
+    #nn.optimizer<adam, lr = 1.0e-03, betas = [0.9, 0.999], eps = 1.0e-08, weight_decay = 0.0>
+    #nn.optimizer<adamw, lr = 7.0e-05, eps = 1.0e-04, weight_decay = 2.0e-02>
+    #nn.optimizer<sgd, lr = 0.1, momentum = 0.9, weight_decay = 0.0, nesterov = false>
+    ```
+
+    Keys: adam / adamw take `lr` (1e-3), `betas` (two numbers, [0.9,
+    0.999]), `eps` (1e-8), `weight_decay` (0, adamw 0.01); sgd takes `lr`
+    (required), `momentum` (0), `weight_decay` (0), `nesterov` (false).
+    Ranges: lr > 0, each beta in [0, 1), eps > 0, weight_decay >= 0,
+    momentum >= 0. Fields of the other kind hold their defaults.
+  }];
+  let parameters = (ins
+    "::nncc::nn::OptimizerKind":$kind,
+    APFloatParameter<"base learning rate">:$lr,
+    APFloatParameter<"first moment decay">:$beta1,
+    APFloatParameter<"second moment decay">:$beta2,
+    APFloatParameter<"denominator epsilon">:$eps,
+    APFloatParameter<"weight decay">:$weightDecay,
+    APFloatParameter<"sgd momentum">:$momentum,
+    "bool":$nesterov
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The defaults of `kind` (sgd's lr, which has none, is set to 1e-3).
+    static OptimizerAttr getDefault(::mlir::MLIRContext *ctx, OptimizerKind kind);
+    /// Copy with the float field `key` (lr, eps, weight_decay, momentum,
+    /// beta1, beta2) set; null if `key` is not one.
+    OptimizerAttr withFloat(::llvm::StringRef key, double value) const;
+    OptimizerAttr withNesterov(bool nesterov) const;
+    double getLrValue() const { return getLr().convertToDouble(); }
+    double getBeta1Value() const { return getBeta1().convertToDouble(); }
+    double getBeta2Value() const { return getBeta2().convertToDouble(); }
+    double getEpsValue() const { return getEps().convertToDouble(); }
+    double getWeightDecayValue() const { return getWeightDecay().convertToDouble(); }
+    double getMomentumValue() const { return getMomentum().convertToDouble(); }
+  }];
+}
+
+def NN_ScheduleAttr : NN_Attr<"Schedule", "schedule"> {
+  let summary = "learning-rate schedule of the train clause, defaults filled";
+  let description = [{
+    The `schedule` setting of a `train { }` clause (docs/training.md, the
+    formulas). The kind, then its keys; absent keys take their defaults and
+    the printer writes every key of the kind that is set:
+
+    ```mlir
+    #nn.schedule<constant>
+    #nn.schedule<warmup_cosine, warmup = 1000, total = 100000, cycles = 0.5>
+    #nn.schedule<warmup_cosine, warmup_fraction = 0.3, cycles = 0.2>
+    #nn.schedule<cosine, total = 500>
+    #nn.schedule<linear, warmup = 10, total = 100>
+    #nn.schedule<step, step_size = 30, gamma = 0.1>
+    ```
+
+    warmup_cosine: `warmup` (steps >= 0) or `warmup_fraction` (in [0, 1))
+    of `total`; neither: no warm-up. `total` (>= 1) when absent is set by
+    the trainer (epochs x steps per epoch). `cycles` (the final lr
+    fraction, in [0, 1], default 0.5). cosine: `total`. linear: `warmup`,
+    `total`. step: `step_size` (>= 1, required), `gamma` (> 0, default
+    0.1). `warmup` = -1, `warmup_fraction` = 0 and `total` = 0 stand for
+    "absent".
+  }];
+  let parameters = (ins
+    "::nncc::nn::ScheduleKind":$kind,
+    "int64_t":$warmup,
+    APFloatParameter<"warm-up fraction of total">:$warmupFraction,
+    "int64_t":$total,
+    APFloatParameter<"final lr fraction">:$cycles,
+    "int64_t":$stepSize,
+    APFloatParameter<"step decay factor">:$gamma
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    static ScheduleAttr getDefault(::mlir::MLIRContext *ctx, ScheduleKind kind);
+    /// Copy with the field `key` set from `value` (integers for warmup,
+    /// total, step_size); null if `key` is not one.
+    ScheduleAttr with(::llvm::StringRef key, double value) const;
+    double getWarmupFractionValue() const { return getWarmupFraction().convertToDouble(); }
+    double getCyclesValue() const { return getCycles().convertToDouble(); }
+    double getGammaValue() const { return getGamma().convertToDouble(); }
+  }];
+}
+
+def NN_TrainAttr : NN_Attr<"Train", "train"> {
+  let summary = "the model's train clause (module attribute `nn.train`)";
+  let description = [{
+    Every setting of the DSL's `train { }` clause, typed and with defaults
+    filled; the generated library bakes it in as `kTrainConfig`.
+
+    ```mlir
+    #nn.train<optimizer = #nn.optimizer<adamw, ...>,
+              schedule = #nn.schedule<warmup_cosine, ...>,
+              clip = 5.0, layer_decay = 0.95, epochs = 20, batch = 32, seed = 0>
+    ```
+
+    All keys are optional on input (`#nn.train<>` is the default clause:
+    adam, constant, no clipping, layer_decay 1, 1 epoch, batch 32, seed 0);
+    the printer writes every key but `clip` when there is no clipping.
+    clip > 0 (0: none), layer_decay in (0, 1], epochs >= 1, batch >= 1.
+  }];
+  let parameters = (ins
+    "::nncc::nn::OptimizerAttr":$optimizer,
+    "::nncc::nn::ScheduleAttr":$schedule,
+    APFloatParameter<"max global gradient norm; 0: none">:$clip,
+    APFloatParameter<"layer-wise lr decay f_d">:$layerDecay,
+    "int64_t":$epochs,
+    "int64_t":$batch,
+    "int64_t":$seed
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    static TrainAttr getDefault(::mlir::MLIRContext *ctx);
+    double getClipValue() const { return getClip().convertToDouble(); }
+    double getLayerDecayValue() const { return getLayerDecay().convertToDouble(); }
+  }];
+}
+
+def NN_LrGroup : I32EnumAttr<"LrGroup", "layer-wise lr decay group", [
+    I32EnumAttrCase<"none", 0>,
+    I32EnumAttrCase<"layer", 1>,
+    I32EnumAttrCase<"embedding", 2>]> {
+  let cppNamespace = "::nncc::nn";
+  let genSpecializedAttr = 0;
+}
+
+def NN_ParamGroupAttr : NN_Attr<"ParamGroup", "param_group"> {
+  let summary = "optimizer group of a parameter, decided by the front end";
+  let description = [{
+    Whether weight decay applies to a parameter and its group for
+    layer-wise learning-rate decay, from the layer that created it:
+
+    ```mlir
+    #nn.param_group<decay>                 // weights: decay, lr multiplier 1
+    #nn.param_group<no_decay>              // biases and norm weights
+    #nn.param_group<decay, layer 3>        // member 3 (0-based) of the layer stack
+    #nn.param_group<decay, embedding>      // embedding tables
+    ```
+
+    With L layers in the stack (1 + the largest `layer`) and f_d the clause's
+    `layer_decay`, the lr multiplier is f_d^(L-1-layer) for `layer`,
+    f_d^(L+1) for `embedding` and 1 otherwise (docs/training.md).
+    `layer` >= 0.
+  }];
+  let parameters = (ins
+    "bool":$decay,
+    "::nncc::nn::LrGroup":$lrGroup,
+    "int64_t":$layer
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The exponent of layer_decay in this parameter's lr multiplier, for a
+    /// stack of `numLayers` layers.
+    int64_t getLrDepth(int64_t numLayers) const;
+  }];
 }
 
 #endif // NNCC_DIALECT_NN_IR_NNATTRS_TD

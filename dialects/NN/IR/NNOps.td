@@ -79,19 +79,23 @@ def NN_ParameterOp : NN_Op<"parameter", [
   let description = [{
     A module-level symbol holding a trainable tensor, named as PyTorch's
     `state_dict` names it. `type` must be a tensor type; `init` says how the
-    runtime initialises it.
+    runtime initialises it; `group` is its optimizer group (weight decay or
+    not, layer-wise lr decay group), decided by the front end from the layer
+    that creates it (absent: decay, lr multiplier 1).
 
     ```mlir
     nn.parameter @fc.weight : !nn.tensor<[10, 20], f32> init #nn.init<uniform, -0.2, 0.2>
+    nn.parameter @stack.0.bias : !nn.tensor<[10], f32> init #nn.init<zeros> group #nn.param_group<no_decay, layer 0>
     ```
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,
     TypeAttrOf<NN_TensorType>:$type,
-    OptionalAttr<NN_InitAttr>:$init
+    OptionalAttr<NN_InitAttr>:$init,
+    OptionalAttr<NN_ParamGroupAttr>:$group
   );
   let assemblyFormat = [{
-    $sym_name `:` $type (`init` qualified($init)^)? attr-dict
+    $sym_name `:` $type (`init` qualified($init)^)? (`group` qualified($group)^)? attr-dict
   }];
   let extraClassDeclaration = [{
     ::nncc::nn::TensorType getTensorType() {

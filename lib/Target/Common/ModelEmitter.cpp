@@ -89,9 +89,16 @@ LogicalResult ModelEmitter::analyze() {
       if (auto s = dyn_cast<StringAttr>(a))
         dims.push_back(s.getValue().str());
 
+  // Optimizer groups (#nn.param_group); L = the layers of the stack.
+  int64_t numLayers = 0;
+  for (auto p : module.getOps<nn::ParameterOp>())
+    if (nn::ParamGroupAttr g = p.getGroupAttr(); g && g.getLrGroup() == nn::LrGroup::layer)
+      numLayers = std::max(numLayers, g.getLayer() + 1);
   for (auto p : module.getOps<nn::ParameterOp>()) {
     paramIndex[p.getSymName()] = params.size();
-    params.push_back({p.getSymName().str(), p.getType(), p.getInitAttr()});
+    nn::ParamGroupAttr g = p.getGroupAttr();
+    params.push_back({p.getSymName().str(), p.getType(), p.getInitAttr(),
+                      !g || g.getDecay(), g ? g.getLrDepth(numLayers) : 0});
   }
 
   for (auto f : module.getOps<func::FuncOp>()) {
@@ -449,6 +456,11 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
       os << "}, // " << p.name << "\n";
     }
     os << "};\n";
+    // Optimizer groups (#nn.param_group): decay flag, exponent of layer_decay.
+    os << "static const nncc_param_group kParamGroups[] = {\n";
+    for (const ParamSig &p : params)
+      os << "  {" << (p.decay ? 1 : 0) << ", " << p.lrDepth << "}, // " << p.name << "\n";
+    os << "};\n";
   }
 
   os << "\n// ---- buffer plan: arena slots, live ranges in launch order ----\n";
@@ -494,78 +506,35 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
     os << "}\n";
   }
 
-  // The model's train clause (nn.train), defaults filled (docs/training.md).
+  // The model's train clause (#nn.train, defaults filled by the attribute;
+  // docs/training.md).
   {
-    DictionaryAttr tr = module->getAttrOfType<DictionaryAttr>("nn.train");
-    auto sub = [&](StringRef k) -> DictionaryAttr {
-      return tr ? tr.getAs<DictionaryAttr>(k) : DictionaryAttr();
-    };
-    auto num = [](DictionaryAttr d, StringRef k, double dflt) -> double {
-      if (!d)
-        return dflt;
-      if (auto f = d.getAs<FloatAttr>(k))
-        return f.getValueAsDouble();
-      if (auto i = d.getAs<IntegerAttr>(k))
-        return (double)i.getInt();
-      if (auto b = d.getAs<BoolAttr>(k))
-        return b.getValue() ? 1.0 : 0.0;
-      return dflt;
-    };
-    auto name = [](DictionaryAttr d, StringRef dflt) -> std::string {
-      if (d)
-        if (auto s = d.getAs<StringAttr>("name"))
-          return s.str();
-      return dflt.str();
-    };
-    DictionaryAttr opt = sub("optimizer"), sch = sub("schedule");
-    std::string on = name(opt, "adam"), sn = name(sch, "constant");
-    double beta1 = 0.9, beta2 = 0.999;
-    if (opt)
-      if (auto betas = opt.getAs<ArrayAttr>("betas"))
-        if (betas.size() == 2) {
-          if (auto f = dyn_cast<FloatAttr>(betas[0]))
-            beta1 = f.getValueAsDouble();
-          if (auto f = dyn_cast<FloatAttr>(betas[1]))
-            beta2 = f.getValueAsDouble();
-        }
-    const char *optEnum = on == "sgd" ? "NNCC_OPTIM_SGD"
-                          : on == "adamw" ? "NNCC_OPTIM_ADAMW"
-                                          : "NNCC_OPTIM_ADAM";
-    const char *schEnum = sn == "warmup_cosine" ? "NNCC_SCHEDULE_WARMUP_COSINE"
-                          : sn == "cosine"      ? "NNCC_SCHEDULE_COSINE"
-                          : sn == "linear"      ? "NNCC_SCHEDULE_LINEAR"
-                          : sn == "step"        ? "NNCC_SCHEDULE_STEP"
-                                                : "NNCC_SCHEDULE_CONSTANT";
-    bool hasWarmup = sch && sch.get("warmup");
-    bool hasFraction = sch && sch.get("warmup_fraction");
-    auto top = [&](StringRef k, double dflt) {
-      if (!tr)
-        return dflt;
-      if (auto f = tr.getAs<FloatAttr>(k))
-        return f.getValueAsDouble();
-      if (auto i = tr.getAs<IntegerAttr>(k))
-        return (double)i.getInt();
-      return dflt;
-    };
+    auto tr = module->getAttrOfType<nn::TrainAttr>("nn.train");
+    if (!tr)
+      tr = nn::TrainAttr::getDefault(module.getContext());
+    nn::OptimizerAttr opt = tr.getOptimizer();
+    nn::ScheduleAttr sch = tr.getSchedule();
+    StringRef on = nn::stringifyOptimizerKind(opt.getKind());
+    StringRef sn = nn::stringifyScheduleKind(sch.getKind());
+    std::string optEnum = ("NNCC_OPTIM_" + on.upper());
+    std::string schEnum = ("NNCC_SCHEDULE_" + sn.upper());
     os << "\n// ---- the train clause (nn.train), defaults filled ----\n";
     os << "static const nncc_train_config kTrainConfig = {\n";
     os.indent();
-    os << optEnum << ", " << fmtDouble(num(opt, "lr", 1e-3)) << ", // optimizer " << on
+    os << optEnum << ", " << fmtDouble(opt.getLrValue()) << ", // optimizer " << on
        << ", lr\n";
-    os << fmtDouble(beta1) << ", " << fmtDouble(beta2) << ", " << fmtDouble(num(opt, "eps", 1e-8))
-       << ", // betas, eps\n";
-    os << fmtDouble(num(opt, "weight_decay", on == "adamw" ? 0.01 : 0.0)) << ", "
-       << fmtDouble(num(opt, "momentum", 0.0)) << ", " << (int)num(opt, "nesterov", 0.0)
-       << ", // weight_decay, momentum, nesterov\n";
-    os << fmtDouble(top("clip", 0.0)) << ", " << fmtDouble(top("layer_decay", 1.0))
+    os << fmtDouble(opt.getBeta1Value()) << ", " << fmtDouble(opt.getBeta2Value()) << ", "
+       << fmtDouble(opt.getEpsValue()) << ", // betas, eps\n";
+    os << fmtDouble(opt.getWeightDecayValue()) << ", " << fmtDouble(opt.getMomentumValue())
+       << ", " << (int)opt.getNesterov() << ", // weight_decay, momentum, nesterov\n";
+    os << fmtDouble(tr.getClipValue()) << ", " << fmtDouble(tr.getLayerDecayValue())
        << ", // clip, layer_decay\n";
-    os << schEnum << ", " << (hasWarmup ? (int64_t)num(sch, "warmup", 0) : (int64_t)-1)
-       << ", " << fmtDouble(hasFraction ? num(sch, "warmup_fraction", 0.0) : 0.0) << ", "
-       << (int64_t)num(sch, "total", 0) << ", " << fmtDouble(num(sch, "cycles", 0.5)) << ", "
-       << (int64_t)num(sch, "step_size", 1) << ", " << fmtDouble(num(sch, "gamma", 0.1))
+    os << schEnum << ", " << sch.getWarmup() << ", " << fmtDouble(sch.getWarmupFractionValue())
+       << ", " << sch.getTotal() << ", " << fmtDouble(sch.getCyclesValue()) << ", "
+       << sch.getStepSize() << ", " << fmtDouble(sch.getGammaValue())
        << ", // schedule " << sn << ": warmup, warmup_fraction, total, cycles, step_size, gamma\n";
-    os << (int64_t)top("epochs", 1) << ", " << (int64_t)top("batch", 32) << ", "
-       << (int64_t)top("seed", 0) << ", // epochs, batch, seed\n";
+    os << tr.getEpochs() << ", " << tr.getBatch() << ", " << tr.getSeed()
+       << ", // epochs, batch, seed\n";
     os.unindent();
     os << "};\n";
   }
@@ -597,7 +566,8 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
      << (train && !grads.empty() ? std::to_string(grads.size()) + ", kGrads,\n" : std::string("0, NULL,\n"))
      << (train && !grads.empty() ? "nncc_ms_train_step,\n" : "NULL, // train_step: compiled without gradients\n")
      << "&kTrainConfig, nncc_ms_train_stats, nncc_ms_reset_optimizer, nncc_ms_schedule_lr,\n"
-     << "nncc_ms_param_group,\n";
+     << "nncc_ms_param_group,\n"
+     << (params.empty() ? "NULL" : "kParamGroups") << ",\n";
   os.unindent();
   os << "};\n";
   os << "static const nncc_ms_model_def kDef = {\n";

@@ -32,6 +32,8 @@ struct ParamSig {
   std::string name;
   nn::TensorType type;
   nn::InitAttr init;
+  bool decay = true;   // #nn.param_group: weight decay applies
+  int64_t lrDepth = 0; // lr multiplier = layer_decay^lrDepth
 };
 
 /// One arena slot: an nnk.alloc, or a per-launch workspace (size given by

@@ -1055,102 +1055,16 @@ void nncc_ms_reduce_f64(int32_t rank, const int64_t *shape, uint32_t mask, int m
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-std::vector<std::string> splitPath(const char *name) {
-  std::vector<std::string> parts;
-  std::string cur;
-  for (const char *c = name; *c; ++c) {
-    if (*c == '.') {
-      parts.push_back(cur);
-      cur.clear();
-    } else {
-      cur += *c;
-    }
-  }
-  parts.push_back(cur);
-  return parts;
+// The parameter groups are the compiler's (#nn.param_group, emitted as
+// kParamGroups): weight decay or not, and the exponent of layer_decay.
+bool paramDecays(const nncc_model_abi *abi, int32_t i) {
+  return !abi->param_groups || abi->param_groups[i].decay != 0;
 }
 
-bool isIndex(const std::string &s) {
-  if (s.empty())
-    return false;
-  for (char c : s)
-    if (!std::isdigit(static_cast<unsigned char>(c)))
-      return false;
-  return true;
+double paramLrScale(const nncc_model_abi *abi, int32_t i, double layerDecay) {
+  int32_t depth = abi->param_groups ? abi->param_groups[i].lr_depth : 0;
+  return depth == 0 ? 1.0 : std::pow(layerDecay, double(depth));
 }
-
-std::string lower(std::string s) {
-  for (char &c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-bool noDecay(const char *name) {
-  std::vector<std::string> parts = splitPath(name);
-  const std::string &leaf = parts.back();
-  if (leaf == "bias" || leaf.rfind("bias_", 0) == 0 || leaf == "in_proj_bias")
-    return true;
-  for (size_t k = 0; k + 1 < parts.size(); ++k)
-    if (lower(parts[k]).find("norm") != std::string::npos)
-      return true;
-  return false;
-}
-
-/// The layer stack of layer-wise lr decay: the prefix P of parameters named
-/// `P.<i>.…` whose last component is `encoder`, `layers`, `layer` or
-/// `blocks`, else the first such prefix in parameter order. Returns the
-/// prefix (with the trailing dot) and L = 1 + the largest index.
-void layerStack(const nncc_model_abi *abi, std::string &prefix, int64_t &L) {
-  prefix.clear();
-  L = 0;
-  std::string first;
-  std::string preferred;
-  for (int32_t i = 0; i < abi->num_params; ++i) {
-    std::vector<std::string> parts = splitPath(abi->params[i].name);
-    std::string p;
-    for (size_t k = 0; k + 1 < parts.size(); ++k) {
-      if (isIndex(parts[k]) && k > 0) {
-        if (first.empty())
-          first = p;
-        std::string last = parts[k - 1];
-        if (preferred.empty() &&
-            (last == "encoder" || last == "layers" || last == "layer" || last == "blocks"))
-          preferred = p;
-        break;
-      }
-      p += parts[k] + ".";
-    }
-  }
-  prefix = preferred.empty() ? first : preferred;
-  if (prefix.empty())
-    return;
-  for (int32_t i = 0; i < abi->num_params; ++i) {
-    const char *n = abi->params[i].name;
-    if (strncmp(n, prefix.c_str(), prefix.size()) != 0)
-      continue;
-    int64_t idx = std::strtoll(n + prefix.size(), nullptr, 10);
-    L = std::max(L, idx + 1);
-  }
-}
-
-double layerScale(const nncc_model_abi *abi, int32_t i, double fd) {
-  if (fd >= 1.0)
-    return 1.0;
-  std::string prefix;
-  int64_t L;
-  layerStack(abi, prefix, L);
-  const char *n = abi->params[i].name;
-  if (!prefix.empty() && strncmp(n, prefix.c_str(), prefix.size()) == 0 &&
-      std::isdigit(static_cast<unsigned char>(n[prefix.size()]))) {
-    int64_t idx = std::strtoll(n + prefix.size(), nullptr, 10); // 0-based: thesis i = idx+1
-    return std::pow(fd, double(L - 1 - idx));
-  }
-  if (lower(n).find("embed") != std::string::npos)
-    return std::pow(fd, double(L + 1));
-  return 1.0;
-}
-
 } // namespace
 
 extern "C" double nncc_ms_schedule_lr(const nncc_train_config *c, int64_t t) {
@@ -1196,9 +1110,9 @@ extern "C" nncc_status nncc_ms_param_group(nncc_model *m, int32_t i,
   if (!c)
     c = m->abi->train_config;
   if (decay)
-    *decay = noDecay(m->abi->params[i].name) ? 0 : 1;
+    *decay = paramDecays(m->abi, i) ? 1 : 0;
   if (lr_scale)
-    *lr_scale = c ? layerScale(m->abi, i, c->layer_decay) : 1.0;
+    *lr_scale = c ? paramLrScale(m->abi, i, c->layer_decay) : 1.0;
   nncc_error_clear(err);
   return NNCC_OK;
 }
@@ -1278,8 +1192,8 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
     if (adam && !m->optV[i].reserve(bytes))
       return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
                             "train_step: cannot allocate the optimizer state");
-    double wd = noDecay(abi->params[i].name) ? 0.0 : c->weight_decay;
-    double lri = lr * layerScale(abi, i, c->layer_decay);
+    double wd = paramDecays(abi, i) ? c->weight_decay : 0.0;
+    double lri = lr * paramLrScale(abi, i, c->layer_decay);
     int64_t numel = int64_t(bytes / (f64 ? 8 : 4));
     void *p = m->params[i].host.data, *g = m->grads[i].host.data;
     void *bm = needM ? m->optM[i].data : nullptr, *bv = adam ? m->optV[i].data : nullptr;

@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define NNCC_MODEL_ABI_VERSION 3
+#define NNCC_MODEL_ABI_VERSION 4
 
 typedef struct nncc_model nncc_model; /* one context: weights, arena, streams */
 
@@ -81,6 +81,13 @@ typedef struct nncc_train_config {
   double gamma;           /* step schedule */
   int64_t epochs, batch, seed; /* for the trainer (nncc train) */
 } nncc_train_config;
+
+/* ---- Parameter groups (ABI 4): decided by the compiler from the layer that
+ * creates each parameter (#nn.param_group); see docs/training.md. ---- */
+typedef struct nncc_param_group {
+  int32_t decay;    /* 1: weight decay applies; 0: biases and norm parameters */
+  int32_t lr_depth; /* lr multiplier = layer_decay^lr_depth (0: 1) */
+} nncc_param_group;
 
 typedef struct nncc_train_stats {
   int64_t step;       /* optimizer steps taken (Adam's bias-correction t) */
@@ -171,6 +178,9 @@ typedef struct nncc_model_abi {
    * rate multiplier from layer_decay for parameter i (docs/training.md). */
   nncc_status (*param_group)(nncc_model *model, int32_t index, const nncc_train_config *config,
                              int32_t *decay, double *lr_scale, nncc_error *err);
+
+  /* ---- ABI 4 ---- */
+  const nncc_param_group *param_groups; /* num_params entries, in params order */
 } nncc_model_abi;
 
 typedef const nncc_model_abi *(*nncc_model_get_abi_fn)(void);
