@@ -33,6 +33,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tools = [
     ToolSubst("nncc", unresolved="fatal"),
     ToolSubst("nncc-opt", unresolved="fatal"),
+    ToolSubst("nncc-translate", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, [config.nncc_tools_dir])
 

@@ -2,6 +2,7 @@
 #include "LaunchEmitter.h"
 
 #include "dialects/NNK/IR/NNKDialect.h"
+#include "nncc/Target/Emitters.h"
 
 using namespace mlir;
 
@@ -29,6 +30,33 @@ LogicalResult LaunchEmitter::emitLaunch(raw_indented_ostream &os, Operation *lau
   LogicalResult result = iface.emitLaunch(*this);
   current = saved;
   return result;
+}
+
+LogicalResult LaunchEmitter::emitLaunchListing(llvm::raw_ostream &os) {
+  if (failed(analyze()))
+    return failure();
+  std::string text;
+  llvm::raw_string_ostream ss(text);
+  raw_indented_ostream listing(ss);
+  for (func::FuncOp fn : {forward, train}) {
+    if (!fn)
+      continue;
+    listing << "// launches of @" << fn.getSymName() << "\n";
+    for (Operation &launch : fn.getBody().front().without_terminator())
+      if (failed(emitLaunch(listing, &launch)))
+        return failure();
+  }
+  if (!generatedKernels.empty())
+    listing << "// generated kernels\n" << generatedKernels;
+  os << text;
+  return success();
+}
+
+LogicalResult emitLaunches(ModuleOp module, LaunchTarget target, llvm::raw_ostream &os) {
+  std::unique_ptr<LaunchEmitter> emitter = target == LaunchTarget::CPU
+                                               ? createCppLaunchEmitter(module)
+                                               : createCudaLaunchEmitter(module);
+  return emitter->emitLaunchListing(os);
 }
 
 FailureOr<std::string> LaunchEmitter::dim(Value v, int64_t i) {

@@ -19,6 +19,7 @@
 #include "mlir/IR/DialectRegistry.h"
 
 #include <functional>
+#include <memory>
 
 namespace nncc::target {
 
@@ -49,6 +50,10 @@ public:
   Target getTarget() const { return target; }
   bool isCuda() const { return target == Target::CUDA; }
   llvm::StringRef targetName() const { return isCuda() ? "CUDA" : "CPU"; }
+
+  /// Analyses the module, then prints every launch of its functions with
+  /// no prologue (nncc-translate; see emitLaunches in Emitters.h).
+  mlir::LogicalResult emitLaunchListing(llvm::raw_ostream &os);
 
   /// Prints the launch of `op` (nothing for alloc / weight / boundary).
   /// Fails, located at the op, when it has no launch on this target.
@@ -131,6 +136,10 @@ private:
     mlir::Operation *op = nullptr;
   } current;
 };
+
+/// The two targets' emitters (CppEmitter.cpp, CudaEmitter.cpp).
+std::unique_ptr<LaunchEmitter> createCppLaunchEmitter(mlir::ModuleOp module);
+std::unique_ptr<LaunchEmitter> createCudaLaunchEmitter(mlir::ModuleOp module);
 
 /// Attaches KernelLaunchOpInterface to every nnk compute op.
 void registerKernelLaunchInterfaces(mlir::DialectRegistry &registry);

@@ -632,6 +632,10 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
 
 } // namespace
 
+std::unique_ptr<LaunchEmitter> createCppLaunchEmitter(ModuleOp module) {
+  return std::make_unique<CppEmitter>(module);
+}
+
 LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os, bool withCuda) {
   std::string text;
   llvm::raw_string_ostream ss(text);

@@ -515,6 +515,10 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
 
 } // namespace
 
+std::unique_ptr<LaunchEmitter> createCudaLaunchEmitter(ModuleOp module) {
+  return std::make_unique<CudaEmitter>(module);
+}
+
 LogicalResult emitCuda(ModuleOp module, llvm::raw_ostream &os) {
   std::string text;
   llvm::raw_string_ostream ss(text);

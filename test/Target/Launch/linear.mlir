@@ -1,0 +1,61 @@
+// RUN: nncc-translate --nnk-to-cpp --split-input-file %s | FileCheck %s --check-prefix=CPU
+// RUN: nncc-translate --nnk-to-cuda --split-input-file --verify-diagnostics %s | FileCheck %s --check-prefix=CUDA
+
+// The GEMM family: libnncc_kernels' nncc_linear / nncc_gemm on the CPU,
+// cuBLAS (+ the epilogue kernel when there is one) on CUDA; the backward
+// ops are CPU-only (a located error on CUDA).
+
+module attributes {nn.dims = ["B"]} {
+  nn.parameter @w : !nn.tensor<[64, 32], f32>
+  nn.parameter @b : !nn.tensor<[64], f32>
+  // CPU-LABEL: // launches of @gemm
+  // CUDA-LABEL: // launches of @gemm
+  func.func @gemm(%x: !nnk.buffer<[B, 32], f32>, %r: !nnk.buffer<[B, 64], f32>,
+                  %y: !nnk.buffer<[B, 64], f32> {nnk.output}) {
+    %w = nnk.weight @w : !nnk.buffer<[64, 32], f32>
+    %b = nnk.weight @b : !nnk.buffer<[64], f32>
+    // CPU: NNCC_GEN_CHECK(NNCC_KFN(nncc_linear)((d_B), 64LL, 32LL, in0, w0, w1, in1, 3, 0.01, out0)
+    // CUDA: NNCC_CUBLAS_CHECK(NNCC_CUBLAS_GEMM(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)64LL, (int)(d_B), (int)32LL, &one, w0, (int)32LL, in0, (int)32LL, &zero, out0, (int)64LL)
+    // CUDA-NEXT: NNCC_CUDA_CHECK((nncc::kernels::cuda::launch_linear_epilogue<real_t>((d_B), 64LL, out0, w1, 3, (real_t)0.01, in1, stream))
+    nnk.gemm ins(%x, %w) bias(%b) residual(%r) outs(%y) {activation = #nnk<act gelu>} : !nnk.buffer<[B, 32], f32>, !nnk.buffer<[64, 32], f32>, !nnk.buffer<[64], f32>, !nnk.buffer<[B, 64], f32>, !nnk.buffer<[B, 64], f32>
+    // A plain GEMM needs no epilogue.
+    // CPU: NNCC_KFN(nncc_linear)((d_B), 64LL, 32LL, in0, w0, NULL, NULL, 2, 0.29999999999999999, out0)
+    // CUDA: NNCC_CUBLAS_GEMM(blas
+    // CUDA-NEXT: launch_linear_epilogue<real_t>({{.*}}, NULL, 2, (real_t)0.29999999999999999, NULL, stream)
+    nnk.gemm ins(%x, %w) outs(%y) {activation = #nnk<act leaky_relu>, alpha = 0.3 : f64} : !nnk.buffer<[B, 32], f32>, !nnk.buffer<[64, 32], f32>, !nnk.buffer<[B, 64], f32>
+    // CUDA: NNCC_CUBLAS_GEMM(blas
+    // CUDA-NOT: launch_linear_epilogue
+    nnk.gemm ins(%x, %w) outs(%y) : !nnk.buffer<[B, 32], f32>, !nnk.buffer<[64, 32], f32>, !nnk.buffer<[B, 64], f32>
+    return
+  }
+}
+
+// -----
+
+module {
+  // CPU-LABEL: // launches of @matmul
+  // CUDA-LABEL: // launches of @matmul
+  func.func @matmul(%a: !nnk.buffer<[4, 8, 16], f32>, %c: !nnk.buffer<[16, 2], f32>,
+                    %d: !nnk.buffer<[4, 8, 2], f32> {nnk.output}) {
+    // A batch of [8, 16] x [16, 2]; the right operand is shared (stride 0).
+    // CPU: for (int64_t bi = 0; bi < (int64_t)4; ++bi)
+    // CPU-NEXT: NNCC_KFN(nncc_gemm)(0, 0, 8LL, 2LL, 16LL, (real_t)1, in0 + bi * 8LL * 16LL, 16LL, in1 + bi * 0, 2LL, (real_t)0, out0 + bi * 8LL * 2LL, 2LL)
+    // CUDA: NNCC_CUBLAS_GEMM_BATCHED(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)2LL, (int)8LL, (int)16LL, &one, in1, (int)2LL, (long long)0, in0, (int)16LL, (long long)8LL * 16LL, &zero, out0, (int)2LL, (long long)8LL * 2LL, (int)(int64_t)4)
+    nnk.matmul ins(%a, %c) outs(%d) : !nnk.buffer<[4, 8, 16], f32>, !nnk.buffer<[16, 2], f32>, !nnk.buffer<[4, 8, 2], f32>
+    return
+  }
+}
+
+// -----
+
+module {
+  // CPU-LABEL: // launches of @weight_grad
+  func.func @weight_grad(%dy: !nnk.buffer<[6, 4], f32>, %x: !nnk.buffer<[6, 3], f32>,
+                         %dw: !nnk.buffer<[4, 3], f32> {nnk.output}) {
+    // dW = dy^T x.
+    // CPU: NNCC_KFN(nncc_gemm)(1, 0, 4LL, 3LL, (int64_t)6, (real_t)1, in0, 4LL, in1, 3LL, (real_t)0, out0, 3LL)
+    // expected-error @+1 {{'nnk.linear_weight_grad' op has no CUDA kernel yet: backward ops run on the CPU only}}
+    nnk.linear_weight_grad ins(%dy, %x) outs(%dw) : !nnk.buffer<[6, 4], f32>, !nnk.buffer<[6, 3], f32>, !nnk.buffer<[4, 3], f32>
+    return
+  }
+}
