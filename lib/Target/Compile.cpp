@@ -308,7 +308,8 @@ std::string compilerFingerprint() {
   for (const char *l : {"libnncc_model_support.a", "libnncc_kernels.so", "libnncc_runtime.so"})
     add(lib + "/" + l);
   std::error_code ec;
-  for (const char *sub : {"/nncc/Kernels", "/nncc/Runtime", "/nncc/Kernels/CUDA"})
+  for (const char *sub :
+       {"/nncc/Kernels", "/nncc/Runtime", "/nncc/ModelSupport", "/nncc/Kernels/CUDA"})
     for (llvm::sys::fs::directory_iterator it(std::string(NNCC_RUNTIME_INCLUDE_DIR) + sub, ec),
          end;
          !ec && it != end; it.increment(ec))

@@ -24,24 +24,25 @@ static void registerNNKDialects(DialectRegistry &registry) {
                   arith::ArithDialect, math::MathDialect>();
 }
 
+/// A translation printing the launches of `target`.
+/// (The registry keeps the name and description as given: literals.)
+static void registerLaunches(const char *name, const char *description,
+                             nncc::target::LaunchTarget target) {
+  TranslateFromMLIRRegistration(
+      name, description,
+      [target](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return op->emitError("expected a builtin.module");
+        return nncc::target::emitLaunches(module, target, os);
+      },
+      registerNNKDialects);
+}
+
 int main(int argc, char **argv) {
-  TranslateFromMLIRRegistration toCpp(
-      "nnk-to-cpp", "print the CPU launches of every nnk op",
-      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
-        auto module = dyn_cast<ModuleOp>(op);
-        if (!module)
-          return op->emitError("expected a builtin.module");
-        return nncc::target::emitLaunches(module, nncc::target::LaunchTarget::CPU, os);
-      },
-      registerNNKDialects);
-  TranslateFromMLIRRegistration toCuda(
-      "nnk-to-cuda", "print the CUDA launches of every nnk op",
-      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
-        auto module = dyn_cast<ModuleOp>(op);
-        if (!module)
-          return op->emitError("expected a builtin.module");
-        return nncc::target::emitLaunches(module, nncc::target::LaunchTarget::CUDA, os);
-      },
-      registerNNKDialects);
+  registerLaunches("nnk-to-cpp", "print the CPU launches of every nnk op",
+                   nncc::target::LaunchTarget::CPU);
+  registerLaunches("nnk-to-cuda", "print the CUDA launches of every nnk op",
+                   nncc::target::LaunchTarget::CUDA);
   return failed(mlirTranslateMain(argc, argv, "nncc translation driver\n"));
 }

@@ -10,6 +10,7 @@
 #include "nncc/Target/Emitters.h"
 
 #include "../Common/LaunchEmitter.h"
+#include "nncc/Kernels/ODESolver.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -82,9 +83,6 @@ private:
   }
   std::string odeFailure(Operation *op) {
     return solverFailure(op, "nncc::kernels::ode_error_string");
-  }
-  std::string check(Operation *op, const std::string &call) {
-    return "NNCC_GEN_CHECK(" + call + ", " + cString(launchComment(op)) + ");\n";
   }
 };
 
@@ -225,19 +223,9 @@ LogicalResult CppEmitter::emitRegionLambda(raw_indented_ostream &os, Region &reg
   return success();
 }
 
-static int odeMethodCode(nn::ODEMethod m) {
-  switch (m) {
-  case nn::ODEMethod::euler:
-    return 0;
-  case nn::ODEMethod::rk4:
-    return 1;
-  case nn::ODEMethod::dopri5:
-    return 2;
-  }
-  return -1;
-}
-
-static int odeStages(int method) { return method == 0 ? 1 : method == 1 ? 4 : 7; }
+/// The solver's method code (Codes.h's NNCC_ODE_*, asserted equal to the
+/// enum in NNKOps.cpp).
+static int odeMethodCode(nn::ODEMethod m) { return static_cast<int>(m); }
 
 LogicalResult CppEmitter::emitODESolve(raw_indented_ostream &os, nnk::ODESolveOp o) {
   needsODE = true;
@@ -245,7 +233,7 @@ LogicalResult CppEmitter::emitODESolve(raw_indented_ostream &os, nnk::ODESolveOp
   auto outT = cast<nnk::BufferType>(o.getOut().getType());
   auto workT = cast<nnk::BufferType>(o.getWork().getType());
   int method = odeMethodCode(o.getMethod());
-  int S = odeStages(method);
+  int S = nncc::kernels::ode_stages(method);
   int64_t K = workT.getDim(0).isStatic() ? workT.getDim(0).getSize() : -1;
   bool adaptive = method == 2 && o.getSteps() == 0;
   if (K < S + (adaptive ? 2 : 1))
@@ -299,7 +287,7 @@ LogicalResult CppEmitter::emitODERNN(raw_indented_ostream &os, nnk::ODERNNOp o) 
   auto xT = cast<nnk::BufferType>(o.getX().getType());
   auto workT = cast<nnk::BufferType>(o.getWork().getType());
   int method = odeMethodCode(o.getMethod());
-  int S = odeStages(method);
+  int S = nncc::kernels::ode_stages(method);
   bool adaptive = method == 2 && o.getSteps() == 0;
   int64_t K = workT.getDim(0).isStatic() ? workT.getDim(0).getSize() - 2 : -1;
   if (K < S + (adaptive ? 2 : 1))
@@ -487,7 +475,7 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
   Operation *op = o.getOperation();
   auto xT = cast<nnk::BufferType>(o.getX().getType());
   int method = odeMethodCode(o.getMethod());
-  int S = odeStages(method);
+  int S = nncc::kernels::ode_stages(method);
   bool adaptive = method == 2 && o.getSteps() == 0;
   auto B = dimExpr(op, xT.getDim(0)), Tn = dimExpr(op, xT.getDim(1)),
        I = dimExpr(op, xT.getDim(2));

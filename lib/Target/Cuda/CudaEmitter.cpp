@@ -61,9 +61,6 @@ private:
   LogicalResult emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp op);
   LogicalResult emitOdeSteps(raw_indented_ostream &os, Operation *op, nn::ODEMethod method);
   std::string takeScratch(const std::string &bytes) { return workspace(bytes); }
-  std::string check(Operation *op, const std::string &call) {
-    return "NNCC_CUDA_CHECK((" + call + "), " + cString(launchComment(op)) + ");\n";
-  }
 };
 
 LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
@@ -312,7 +309,7 @@ LogicalResult CudaEmitter::emitOdeSteps(raw_indented_ostream &os, Operation *op,
   os << "if (s > 0) {\n";
   os << "  OdeCombine c{};\n  c.nk = s;\n"
         "  for (int j = 0; j < s; ++j) c.a[j] = nncc::kernels::ode_a(ode_method, s, j);\n";
-  os << "  " << check(op, "launch_ode_combine<real_t>(c, n, row_len, h, work, n, dt, dt_rows, "
+  os << "  " << checked("launch_ode_combine<real_t>(c, n, row_len, h, work, n, dt, dt_rows, "
                           "yin, (real_t *)NULL, stream)");
   os << "}\n";
   os << "if (nncc_status st_ = set_time(s, step, t, dt, nncc::kernels::ode_c(ode_method, s)))\n"
@@ -324,7 +321,7 @@ LogicalResult CudaEmitter::emitOdeSteps(raw_indented_ostream &os, Operation *op,
   os << "for (int j = 0; j < " << S << "; ++j) {\n"
         "  c.a[j] = nncc::kernels::ode_b(ode_method, j);\n"
         "  c.e[j] = ode_method == nncc::kernels::OdeDopri5 ? nncc::kernels::ode_e(j) : 0.0;\n}\n";
-  os << check(op, "launch_ode_combine<real_t>(c, n, row_len, h, work, n, dt, dt_rows, "
+  os << checked("launch_ode_combine<real_t>(c, n, row_len, h, work, n, dt, dt_rows, "
                   "with_err ? work + " +
                       std::to_string(in) + " * n : h, with_err ? work + " +
                       std::to_string(S + 1) + " * n : (real_t *)NULL, stream)");
@@ -351,14 +348,14 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
   os << "real_t *tbuf = (real_t *)" << takeScratch("sizeof(real_t)") << ";\n";
   os << "double *norm_d = (double *)" << takeScratch("sizeof(double)") << "; (void)norm_d;\n";
   os << "void *norm_ws = " << takeScratch("loss_scratch_bytes()") << "; (void)norm_ws;\n";
-  os << check(op, "cudaMemcpyAsync(h, " + name(o.getH0()) +
+  os << checked("cudaMemcpyAsync(h, " + name(o.getH0()) +
                       ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
   os << "real_t tv0 = 0, tv1 = 0;\n";
-  os << check(op, "cudaMemcpyAsync(&tv0, " + name(o.getT0()) +
+  os << checked("cudaMemcpyAsync(&tv0, " + name(o.getT0()) +
                       ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
-  os << check(op, "cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
+  os << checked("cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
                       ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
-  os << check(op, "cudaStreamSynchronize(stream)");
+  os << checked("cudaStreamSynchronize(stream)");
   // The time argument of the region is the scratch scalar itself.
   std::string tArg = "tbuf", hArg = local("ode_h"), dhArg = local("ode_dh");
   os << "real_t *" << hArg << " = NULL, *" << dhArg << " = NULL;\n";
@@ -374,7 +371,7 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
         "  (void)s; (void)step;\n"
         "  nncc_gen_fill<real_t><<<1, 32, 0, stream>>>(1, (real_t)(t + (real_t)c * dt), tbuf);\n"
         "  "
-     << check(op, "cudaGetLastError()") << "  return NNCC_OK;\n};\n";
+     << checked("cudaGetLastError()") << "  return NNCC_OK;\n};\n";
   if (failed(emitOdeSteps(os, op, method)))
     return failure();
   if (steps > 0) {
@@ -397,12 +394,12 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
     os << "if (up ? t + dt > tv1 : t + dt < tv1)\n  dt = tv1 - t;\n";
     os << "if (nncc_status st_ = stage_step(dt, (const real_t *)NULL, t, (int)iter, true))\n"
           "  return st_;\n";
-    os << check(op, "launch_ode_error_norm<real_t>(n, h, work + 7 * n, work + 8 * n, atol, "
+    os << checked("launch_ode_error_norm<real_t>(n, h, work + 7 * n, work + 8 * n, atol, "
                     "rtol, norm_ws, norm_d, stream)");
     os << "double norm = 0;\n";
-    os << check(op, "cudaMemcpyAsync(&norm, norm_d, sizeof(double), cudaMemcpyDeviceToHost, "
+    os << checked("cudaMemcpyAsync(&norm, norm_d, sizeof(double), cudaMemcpyDeviceToHost, "
                     "stream)");
-    os << check(op, "cudaStreamSynchronize(stream)");
+    os << checked("cudaStreamSynchronize(stream)");
     os << "norm = sqrt(norm);\n";
     os << "if (!(norm == norm))\n"
           "  return nncc_error_set(err, NNCC_ERROR_INTERNAL, \"%s: dopri5 error norm is NaN at t "
@@ -410,7 +407,7 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
        << cString(launchComment(op)) << ", (double)t);\n";
     os << "if (nncc::kernels::ode_step_accepted(norm)) {\n";
     os << "  t += dt;\n";
-    os << "  " << check(op, "cudaMemcpyAsync(h, work + 7 * n, n * sizeof(real_t), "
+    os << "  " << checked("cudaMemcpyAsync(h, work + 7 * n, n * sizeof(real_t), "
                             "cudaMemcpyDeviceToDevice, stream)");
     os << "}\n";
     os << "dt = (real_t)(dt * nncc::kernels::ode_step_factor(norm));\n";
@@ -449,10 +446,10 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
   os << "real_t *tb = (real_t *)" << takeScratch(*B + " * sizeof(real_t)") << ";\n";
   os << "real_t *dtb = (real_t *)" << takeScratch(*B + " * sizeof(real_t)") << ";\n";
   if (o.getH0())
-    os << check(op, "cudaMemcpyAsync(h, " + name(o.getH0()) +
+    os << checked("cudaMemcpyAsync(h, " + name(o.getH0()) +
                         ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
   else
-    os << check(op, "cudaMemsetAsync(h, 0, n * sizeof(real_t), stream)");
+    os << checked("cudaMemsetAsync(h, 0, n * sizeof(real_t), stream)");
   // The time argument of the region is the per-row time buffer itself.
   std::string tArg = "tb", hArg = local("ode_h"), dhArg = local("ode_dh");
   os << "real_t *" << hArg << " = NULL, *" << dhArg << " = NULL;\n";
@@ -480,7 +477,7 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
         "  ode_rnn_times_kernel<real_t><<<grid_for(B, 256), 256, 0, stream>>>(B, Tn, obs, "
      << steps
      << ", (double)step + c, " << name(o.getTimes()) << ", dtb, tb);\n"
-     << "  " << check(op, "cudaGetLastError()") << "  return NNCC_OK;\n};\n";
+     << "  " << checked("cudaGetLastError()") << "  return NNCC_OK;\n};\n";
   if (failed(emitOdeSteps(os, op, method)))
     return failure();
   os << "for (obs = 0; obs < Tn; ++obs) {\n";
@@ -493,17 +490,17 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
   os << "  CopyNd c{};\n  c.rank = 2;\n"
         "  c.shape[0] = B; c.dst_stride[0] = I; c.src_stride[0] = Tn * I;\n"
         "  c.shape[1] = I; c.dst_stride[1] = 1; c.src_stride[1] = 1;\n";
-  os << "  " << check(op, "launch_copy_nd<real_t>(c, " + name(o.getXt()) + ", " +
+  os << "  " << checked("launch_copy_nd<real_t>(c, " + name(o.getXt()) + ", " +
                               name(o.getX()) + " + obs * I, stream)");
   os << "}\n";
   os << "if (nncc_status st_ = cell())\n  return st_;\n";
-  os << check(op, "cudaMemcpyAsync(h, h_next, n * sizeof(real_t), cudaMemcpyDeviceToDevice, "
+  os << checked("cudaMemcpyAsync(h, h_next, n * sizeof(real_t), cudaMemcpyDeviceToDevice, "
                   "stream)");
   os << "{ // hs[:, obs, :] = h\n";
   os << "  CopyNd c{};\n  c.rank = 2;\n"
         "  c.shape[0] = B; c.dst_stride[0] = Tn * H; c.src_stride[0] = H;\n"
         "  c.shape[1] = H; c.dst_stride[1] = 1; c.src_stride[1] = 1;\n";
-  os << "  " << check(op, "launch_copy_nd<real_t>(c, " + name(o.getOut()) +
+  os << "  " << checked("launch_copy_nd<real_t>(c, " + name(o.getOut()) +
                               " + obs * H, h_next, stream)");
   os << "}\n";
   os.unindent();

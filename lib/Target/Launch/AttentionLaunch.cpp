@@ -258,61 +258,70 @@ LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const Attention
   return success();
 }
 
+/// The sizes of a CPU attention call: from the packed projection and the
+/// core width, and the workspace of its parameter block.
+struct CpuAttentionCall {
+  std::string B, T, ld, E, dh, workspace;
+};
+
+/// A CPU attention core call in its own scope: the parameter block for `c`
+/// (workspace sized by `sizeFn`), then the kernel call `describe` builds.
+LogicalResult emitCpuAttention(LaunchEmitter &e, const AttentionConfig &c, Value qkv,
+                               Value core, llvm::StringRef sizeFn,
+                               llvm::function_ref<KernelCall(const CpuAttentionCall &)> describe) {
+  auto B = e.dim(qkv, 0), T = e.dim(qkv, 1), ld = e.dim(qkv, 2), E = e.dim(core, 2);
+  if (failed(B) || failed(T) || failed(ld) || failed(E))
+    return failure();
+  CpuAttentionCall s{*B, *T, *ld, *E, "(" + *E + " / " + std::to_string(c.heads) + ")", ""};
+  e.out() << "{\n";
+  e.out().indent();
+  FailureOr<std::string> ws = emitCpuParams(e, c, s.B, s.T, s.dh, sizeFn.str());
+  if (failed(ws))
+    return failure();
+  s.workspace = *ws;
+  e.call(describe(s));
+  e.out().unindent();
+  e.out() << "}\n";
+  return success();
+}
+
 template <typename AttentionOp>
 LogicalResult emitAttention(LaunchEmitter &e, AttentionOp o) {
   AttentionConfig c = configOf(o.getOperation());
   Value qkv = o.getQkv(), out = o.getOut();
   if (e.isCuda())
     return emitCudaAttention(e, o.getOperation(), c, qkv, o.getMask(), out, o.getLse());
-  auto B = e.dim(qkv, 0), T = e.dim(qkv, 1), E = e.dim(out, 2), ld = e.dim(qkv, 2);
-  if (failed(B) || failed(T) || failed(E) || failed(ld))
-    return failure();
-  std::string dh = "(" + *E + " / " + std::to_string(c.heads) + ")";
-  e.out() << "{\n";
-  e.out().indent();
-  FailureOr<std::string> ws =
-      emitCpuParams(e, c, *B, *T, dh, "nncc_attention_workspace_size");
-  if (failed(ws))
-    return failure();
-  PackedQKV p = unpack(e.name(qkv), *E, c.kind, "const real_t *");
-  if (c.kind == AttentionKind::lsh)
-    p.k = e.name(qkv); // the forward reads the shared QK as both
-  e.call({"NNCC_KFN(nncc_attention)",
-          {"&p", *B, *T, std::to_string(c.heads), dh, p.q, p.k, p.v, *ld, e.name(out), *E,
-           e.nameOrNull(o.getMask()), *ws, "NULL", e.nameOrNull(o.getLse())}});
-  e.out().unindent();
-  e.out() << "}\n";
-  return success();
+  return emitCpuAttention(
+      e, c, qkv, out, "nncc_attention_workspace_size", [&](const CpuAttentionCall &s) {
+        PackedQKV p = unpack(e.name(qkv), s.E, c.kind, "const real_t *");
+        if (c.kind == AttentionKind::lsh)
+          p.k = e.name(qkv); // the forward reads the shared QK as both
+        return KernelCall{"NNCC_KFN(nncc_attention)",
+                          {"&p", s.B, s.T, std::to_string(c.heads), s.dh, p.q, p.k, p.v, s.ld,
+                           e.name(out), s.E, e.nameOrNull(o.getMask()), s.workspace, "NULL",
+                           e.nameOrNull(o.getLse())}};
+      });
 }
 
 LogicalResult emitAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o) {
   if (e.isCuda())
     return e.cpuOnlyBackward();
   AttentionConfig c = configOf(o.getOperation());
-  auto B = e.dim(o.getQkv(), 0), T = e.dim(o.getQkv(), 1), ld = e.dim(o.getQkv(), 2),
-       E = e.dim(o.getDout(), 2);
-  if (failed(B) || failed(T) || failed(ld) || failed(E))
-    return failure();
-  std::string dh = "(" + *E + " / " + std::to_string(c.heads) + ")";
-  e.out() << "{\n";
-  e.out().indent();
-  FailureOr<std::string> ws =
-      emitCpuParams(e, c, *B, *T, dh, "nncc_attention_backward_workspace_size");
-  if (failed(ws))
-    return failure();
-  PackedQKV x = unpack(e.name(o.getQkv()), *E, c.kind, "const real_t *");
-  PackedQKV dx = unpack(e.name(o.getDqkv()), *E, c.kind, "real_t *");
-  // The forward's kept output and log-sum-exp, or where to put the
-  // recomputed output (the out-projection's weight gradient reads it).
-  std::string saved = o.getSavedOut()
-                          ? e.name(o.getSavedOut()) + ", " + e.name(o.getSavedLse())
-                          : e.nameOrNull(o.getCore()) + ", NULL";
-  e.call({"NNCC_KFN(nncc_attention_backward)",
-          {"&p", *B, *T, std::to_string(c.heads), dh, x.q, x.k, x.v, *ld, e.name(o.getDout()),
-           *E, dx.q, dx.k, dx.v, *ld, e.nameOrNull(o.getMask()), *ws, saved}});
-  e.out().unindent();
-  e.out() << "}\n";
-  return success();
+  return emitCpuAttention(
+      e, c, o.getQkv(), o.getDout(), "nncc_attention_backward_workspace_size",
+      [&](const CpuAttentionCall &s) {
+        PackedQKV x = unpack(e.name(o.getQkv()), s.E, c.kind, "const real_t *");
+        PackedQKV dx = unpack(e.name(o.getDqkv()), s.E, c.kind, "real_t *");
+        // The forward's kept output and log-sum-exp, or where to put the
+        // recomputed output (the out-projection's weight gradient reads it).
+        std::string saved = o.getSavedOut()
+                                ? e.name(o.getSavedOut()) + ", " + e.name(o.getSavedLse())
+                                : e.nameOrNull(o.getCore()) + ", NULL";
+        return KernelCall{"NNCC_KFN(nncc_attention_backward)",
+                          {"&p", s.B, s.T, std::to_string(c.heads), s.dh, x.q, x.k, x.v, s.ld,
+                           e.name(o.getDout()), s.E, dx.q, dx.k, dx.v, s.ld,
+                           e.nameOrNull(o.getMask()), s.workspace, saved}};
+      });
 }
 
 } // namespace

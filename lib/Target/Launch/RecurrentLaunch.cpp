@@ -182,6 +182,17 @@ std::string stackLengths(LaunchEmitter &e, Value lengths, const std::string &bat
   return len32;
 }
 
+/// The arguments every stack call starts with: the sizes, has_bias, x, the
+/// weight table `w_`, h0, c0 and the int32 lengths.
+template <typename StackOp>
+SmallVector<std::string> stackInputs(LaunchEmitter &e, StackOp o, const Stack &s) {
+  SmallVector<std::string> args = s.leading();
+  args.append({LaunchEmitter::flag(o.getHasBias()), e.name(o.getX()), "w_",
+               e.nameOrNull(o.getH0()), e.nameOrNull(o.getC0()),
+               stackLengths(e, o.getLengths(), s.B)});
+  return args;
+}
+
 LogicalResult emitStackForward(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
   if (e.isCuda())
     return e.cpuOnlyBackward();
@@ -195,12 +206,9 @@ LogicalResult emitStackForward(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
   e.out() << "{\n";
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\n";
-  KernelCall c{"NNCC_KFN(nncc_rnn_forward_train)", s->leading()};
-  c.args.append({LaunchEmitter::flag(o.getHasBias()), e.name(o.getX()), "w_",
-                 e.nameOrNull(o.getH0()), e.nameOrNull(o.getC0()),
-                 stackLengths(e, o.getLengths(), s->B), e.name(o.getY()),
-                 e.nameOrNull(o.getHN()), e.nameOrNull(o.getCN()), e.name(o.getReserve()), ws,
-                 zoneoutArgs(o.getZoneout(), o.getSeed())});
+  KernelCall c{"NNCC_KFN(nncc_rnn_forward_train)", stackInputs(e, o, *s)};
+  c.args.append({e.name(o.getY()), e.nameOrNull(o.getHN()), e.nameOrNull(o.getCN()),
+                 e.name(o.getReserve()), ws, zoneoutArgs(o.getZoneout(), o.getSeed())});
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";
@@ -227,7 +235,6 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\nreal_t *dw_[] = {"
           << e.commaNames(o.getDweights()) << "};\n";
-  std::string lengths = stackLengths(e, o.getLengths(), s->B);
   // An out buffer no other op reads (a temporary: dx of a model input, dh0 /
   // dc0 of an initial state that is not a parameter) is passed as NULL,
   // which the kernel skips: for dx, the [B*T, G*H] x [G*H, I] GEMM of layer
@@ -243,9 +250,7 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
   KernelCall c{reserved  ? "NNCC_KFN(nncc_rnn_backward_reserved)"
                : zoneout ? "NNCC_KFN(nncc_rnn_backward_zoneout)"
                          : "NNCC_KFN(nncc_rnn_backward)",
-               s->leading()};
-  c.args.append({LaunchEmitter::flag(o.getHasBias()), e.name(o.getX()), "w_",
-                 e.nameOrNull(o.getH0()), e.nameOrNull(o.getC0()), lengths});
+               stackInputs(e, o, *s)};
   if (reserved)
     c.args.push_back(e.name(o.getReserve()));
   c.args.append({e.nameOrNull(o.getDy()), e.nameOrNull(o.getDhN()), e.nameOrNull(o.getDcN()),

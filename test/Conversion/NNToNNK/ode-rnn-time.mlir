@@ -1,4 +1,4 @@
-// RUN: nncc-opt --convert-nn-to-nnk %s | FileCheck %s
+// RUN: nncc-opt --nncc-pipeline %s | FileCheck %s
 
 // nn.ode_rnn whose dynamics read t: t is each row's own time, [B, 1] at the
 // nn level and in nnk.ode_rnn's dynamics region alike, and the dynamics
