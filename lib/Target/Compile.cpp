@@ -193,14 +193,14 @@ std::string dtypeName(Type t) {
   return s;
 }
 
-std::string dimString(nn::Dim d) {
+std::string dimString(nncc::Dim d) {
   return d.isStatic() ? std::to_string(d.getSize())
                       : d.isSymbolic() ? d.getSymbol().getValue().str() : "?";
 }
 
-std::vector<std::string> dimStrings(llvm::ArrayRef<nn::Dim> dims) {
+std::vector<std::string> dimStrings(llvm::ArrayRef<nncc::Dim> dims) {
   std::vector<std::string> out;
-  for (nn::Dim d : dims)
+  for (nncc::Dim d : dims)
     out.push_back(dimString(d));
   return out;
 }

@@ -34,12 +34,12 @@ bool BufferType::isCompatibleWith(BufferType other) const {
 }
 
 bool BufferType::hasKnownDims() const {
-  return llvm::none_of(getDims(), [](nn::Dim d) { return d.isDynamic(); });
+  return llvm::none_of(getDims(), [](Dim d) { return d.isDynamic(); });
 }
 
 LogicalResult BufferType::verify(function_ref<InFlightDiagnostic()> emitError,
-                                 ArrayRef<nn::Dim> dims, Type elementType) {
-  for (nn::Dim dim : dims) {
+                                 ArrayRef<Dim> dims, Type elementType) {
+  for (Dim dim : dims) {
     if (dim.isStatic() && dim.getSize() < 0)
       return emitError() << "dims must be non-negative, got " << dim.getSize();
     if (dim.isSymbolic() && !nn::isValidDimSymbol(dim.getSymbol().getValue()))
@@ -53,38 +53,12 @@ LogicalResult BufferType::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-/// dim ::= integer | bare-identifier | `?`
-static ParseResult parseDim(AsmParser &parser, SmallVectorImpl<nn::Dim> &dims) {
-  SMLoc loc = parser.getCurrentLocation();
-  if (succeeded(parser.parseOptionalQuestion())) {
-    dims.push_back(nn::Dim::getDynamic());
-    return success();
-  }
-  int64_t size = 0;
-  OptionalParseResult sizeResult = parser.parseOptionalInteger(size);
-  if (sizeResult.has_value()) {
-    if (failed(*sizeResult))
-      return failure();
-    if (size < 0)
-      return parser.emitError(loc, "dims must be non-negative, got ") << size;
-    dims.push_back(nn::Dim::getStatic(size));
-    return success();
-  }
-  StringRef symbol;
-  if (succeeded(parser.parseOptionalKeyword(&symbol))) {
-    dims.push_back(nn::Dim::getSymbolic(parser.getContext(), symbol));
-    return success();
-  }
-  return parser.emitError(loc,
-                          "expected a dim: an integer, a symbol name or '?'");
-}
-
 /// buffer-type ::= `<` `[` (dim (`,` dim)*)? `]` `,` element-type `>`
 Type BufferType::parse(AsmParser &parser) {
-  SmallVector<nn::Dim> dims;
+  SmallVector<Dim> dims;
   if (parser.parseLess() ||
       parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
-                                     [&] { return parseDim(parser, dims); }))
+                                     [&] { return nncc::parseDim(parser, dims); }))
     return {};
   Type elementType;
   if (parser.parseComma())

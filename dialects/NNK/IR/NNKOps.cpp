@@ -16,7 +16,7 @@
 using namespace mlir;
 using namespace nncc;
 using namespace nncc::nnk;
-using nn::Dim;
+
 
 // The emitters print these enums' integer values as kernel-library codes
 // (nncc/Kernels/Codes.h, the one definition of each code set).

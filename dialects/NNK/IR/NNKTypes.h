@@ -3,7 +3,7 @@
 #ifndef NNCC_DIALECT_KERNEL_IR_NNKTYPES_H
 #define NNCC_DIALECT_KERNEL_IR_NNKTYPES_H
 
-#include "dialects/NN/IR/NNTypes.h"
+#include "nncc/Support/Shape.h"
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"

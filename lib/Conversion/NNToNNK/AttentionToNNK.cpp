@@ -20,10 +20,10 @@ FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
                                       Type resultType) {
   Location loc = op.getLoc();
   auto xType = cast<nn::TensorType>(op.getX().getType());
-  nn::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
+  nncc::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
   bool lsh = isa<nn::LshAttentionAttr>(op.getKind());
   int64_t packs = lsh ? 2 : 3;
-  auto buf = [&](ArrayRef<nn::Dim> dims) {
+  auto buf = [&](ArrayRef<nncc::Dim> dims) {
     return nnk::BufferType::get(op.getContext(), dims, xType.getElementType());
   };
   FailureOr<Value> qkv = emitGemm(
@@ -47,7 +47,7 @@ FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
   if (reserve) {
     FailureOr<Value> b = allocBuffer(
         rewriter, op,
-        buf({B, nn::Dim::getStatic(op.getNumHeads()), T}));
+        buf({B, nncc::Dim::getStatic(op.getNumHeads()), T}));
     if (failed(b))
       return failure();
     lse = *b;

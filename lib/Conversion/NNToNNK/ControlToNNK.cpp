@@ -142,8 +142,8 @@ struct ODESolveLowering : OpConversionPattern<nn::ODESolveOp> {
   matchAndRewrite(nn::ODESolveOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     nnk::BufferType state = toBuffer(op.getType());
-    SmallVector<nn::Dim> workDims{
-        nn::Dim::getStatic(nnk::getODEWorkSlots(op.getMethod()))};
+    SmallVector<nncc::Dim> workDims{
+        nncc::Dim::getStatic(nnk::getODEWorkSlots(op.getMethod()))};
     llvm::append_range(workDims, state.getDims());
     FailureOr<Value> out = allocBuffer(rewriter, op, state);
     FailureOr<Value> work = allocBuffer(rewriter, op, state.withDims(workDims));
@@ -168,13 +168,13 @@ struct ODERNNLowering : OpConversionPattern<nn::ODERNNOp> {
   matchAndRewrite(nn::ODERNNOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto xType = toBuffer(op.getX().getType());
-    nn::Dim B = xType.getDim(0), I = xType.getDim(2);
-    nn::Dim H = nn::Dim::getStatic(op.getHiddenSize());
+    nncc::Dim B = xType.getDim(0), I = xType.getDim(2);
+    nncc::Dim H = nncc::Dim::getStatic(op.getHiddenSize());
     auto state = xType.withDims({B, H});
     FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
     FailureOr<Value> work = allocBuffer(
         rewriter, op,
-        xType.withDims({nn::Dim::getStatic(nnk::getODEWorkSlots(op.getMethod()) + 2),
+        xType.withDims({nncc::Dim::getStatic(nnk::getODEWorkSlots(op.getMethod()) + 2),
                         B, H}));
     FailureOr<Value> xt = allocBuffer(rewriter, op, xType.withDims({B, I}));
     if (failed(out) || failed(work) || failed(xt))
@@ -185,7 +185,7 @@ struct ODERNNLowering : OpConversionPattern<nn::ODERNNOp> {
         op.getSteps(), op.getRtol(), op.getAtol(), op.getAdjoint());
     // Dynamics (t, h, dh): t is each row's own time, [B, 1], as in nn.
     auto tType = toBuffer(op.getTimes().getType())
-                     .withDims({B, nn::Dim::getStatic(1)});
+                     .withDims({B, nncc::Dim::getStatic(1)});
     if (failed(moveRegion(rewriter, op.getDynamics(), rnn.getDynamics(),
                           {tType, state, state}, getTypeConverter())) ||
         failed(moveRegion(rewriter, op.getCell(), rnn.getCell(),

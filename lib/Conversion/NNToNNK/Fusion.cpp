@@ -38,7 +38,7 @@ static bool sameShape(Value a, Value b) {
   auto tb = dyn_cast<nn::TensorType>(b.getType());
   return ta && tb && ta.getDims() == tb.getDims() &&
          ta.getElementType() == tb.getElementType() &&
-         llvm::none_of(ta.getDims(), [](nn::Dim d) { return d.isDynamic(); });
+         llvm::none_of(ta.getDims(), [](nncc::Dim d) { return d.isDynamic(); });
 }
 
 bool conv::isEpilogueActivation(Operation *op) {

@@ -269,13 +269,13 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto xType = cast<nn::TensorType>(op.getX().getType());
-    nn::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
+    nncc::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
     Attribute kind = op.getKind();
     bool lsh = isa<nn::LshAttentionAttr>(kind);
     int64_t packs = lsh ? 2 : 3;
     MLIRContext *ctx = op.getContext();
     Type elt = xType.getElementType();
-    auto buf = [&](ArrayRef<nn::Dim> dims) {
+    auto buf = [&](ArrayRef<nncc::Dim> dims) {
       return nnk::BufferType::get(ctx, dims, elt);
     };
     Value x = adaptor.getX(), wIn = adaptor.getInProjWeight(),
@@ -476,7 +476,7 @@ struct ODERNNGradLowering : OpConversionPattern<nn::ODERNNGradOp> {
       return failure();
     ArrayRef<Value> o = *outs;
     auto xType = cast<nnk::BufferType>(adaptor.getX().getType());
-    Type tType = xType.withDims({xType.getDim(0), nn::Dim::getStatic(1)});
+    Type tType = xType.withDims({xType.getDim(0), nncc::Dim::getStatic(1)});
     auto g = nnk::ODERNNGradOp::create(
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getTimes(),
         adaptor.getH0(), adaptor.getHs(), adaptor.getDhs(), o[0], o[1],

@@ -56,10 +56,10 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
       return op.emitError("expected ") << L * D * perDir << " weights, got "
                                        << weights.size();
     auto xType = cast<nn::TensorType>(op.getX().getType());
-    nn::Dim B = xType.getDim(0), T = xType.getDim(1);
+    nncc::Dim B = xType.getDim(0), T = xType.getDim(1);
     Type elt = xType.getElementType();
     MLIRContext *ctx = op.getContext();
-    auto buf = [&](ArrayRef<nn::Dim> dims) {
+    auto buf = [&](ArrayRef<nncc::Dim> dims) {
       return nnk::BufferType::get(ctx, dims, elt);
     };
 
@@ -83,7 +83,7 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
       FailureOr<Value> y = allocBuffer(rewriter, op, op->getResult(0).getType());
       FailureOr<Value> reserve = allocBuffer(
           rewriter, op,
-          buf({B, T, nn::Dim::getStatic(reserveWidth(cell, H, L, D))}));
+          buf({B, T, nncc::Dim::getStatic(reserveWidth(cell, H, L, D))}));
       if (failed(y) || failed(reserve))
         return failure();
       auto fwd = nnk::RecurrentForwardOp::create(
@@ -101,7 +101,7 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
     Value input = adaptor.getX(), y;
     for (int64_t l = 0; l < L; ++l) {
       FailureOr<Value> layerOut =
-          allocBuffer(rewriter, op, buf({B, T, nn::Dim::getStatic(D * H)}));
+          allocBuffer(rewriter, op, buf({B, T, nncc::Dim::getStatic(D * H)}));
       if (failed(layerOut))
         return failure();
       for (int64_t d = 0; d < D; ++d) {
@@ -110,7 +110,7 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
         Value bIh = hasBias ? weights[base + 2] : Value();
         Value bHh = hasBias ? weights[base + 3] : Value();
         FailureOr<Value> xproj = emitGemm(
-            rewriter, op, buf({B, T, nn::Dim::getStatic(G * H)}), input, wIh,
+            rewriter, op, buf({B, T, nncc::Dim::getStatic(G * H)}), input, wIh,
             bIh, Value(), nnk::Activation::none, 0.01);
         if (failed(xproj))
           return failure();
@@ -146,7 +146,7 @@ struct RecurrentCellLowering : OpConversionPattern<NNOp> {
     nnk::Cell cell = cellOf(op);
     auto hType = cast<nn::TensorType>(op.getH().getType());
     int64_t G = gatesOf(cell);
-    nn::Dim gh = hType.getDim(1).scaled(G);
+    nncc::Dim gh = hType.getDim(1).scaled(G);
     auto xprojType = nnk::BufferType::get(op.getContext(),
                                           {hType.getDim(0), gh},
                                           hType.getElementType());

@@ -137,7 +137,7 @@ LogicalResult ModelEmitter::analyzeFunction(func::FuncOp fn, int &index, int &we
     std::string n = nameAttr ? nameAttr.getValue().str()
                              : (isOutput ? "output" : "input") +
                                    std::to_string(arg.getArgNumber());
-    for (nn::Dim d : type.getDims())
+    for (nncc::Dim d : type.getDims())
       if (d.isDynamic())
         return fn.emitError() << (isOutput ? "output '" : "input '") << n
                               << "' has an unknown dim `?`: the C ABI needs every "
@@ -213,7 +213,7 @@ LogicalResult ModelEmitter::analyzeFunction(func::FuncOp fn, int &index, int &we
   WalkResult r = fn.walk([&](Operation *op) {
     for (Value v : op->getResults())
       if (auto t = dyn_cast<nnk::BufferType>(v.getType()))
-        for (nn::Dim d : t.getDims())
+        for (nncc::Dim d : t.getDims())
           if (d.isSymbolic() && !declared.contains(d.getSymbol().getValue())) {
             op->emitError() << "symbolic dim '" << d.getSymbol().getValue()
                             << "' is not one of the model's dims";
@@ -237,7 +237,7 @@ int ModelEmitter::addWorkspace(Operation *op, const std::string &bytesExpr) {
 // Expressions
 //===----------------------------------------------------------------------===//
 
-FailureOr<std::string> ModelEmitter::dimExpr(Operation *op, nn::Dim d) {
+FailureOr<std::string> ModelEmitter::dimExpr(Operation *op, nncc::Dim d) {
   if (d.isStatic())
     return std::to_string(d.getSize()) + "LL";
   if (d.isSymbolic()) {
@@ -260,7 +260,7 @@ FailureOr<std::string> ModelEmitter::numel(Operation *op, nnk::BufferType t,
   std::string s;
   int64_t folded = 1;
   for (int64_t i = from; i < to; ++i) {
-    nn::Dim d = t.getDim(i);
+    nncc::Dim d = t.getDim(i);
     if (d.isStatic()) {
       folded *= d.getSize();
       continue;
@@ -311,7 +311,7 @@ FailureOr<std::string> ModelEmitter::broadcastIndex(Operation *op, nnk::BufferTy
   if (r == 0)
     return std::string("0");
   bool allOnes = true;
-  for (nn::Dim d : in.getDims())
+  for (nncc::Dim d : in.getDims())
     allOnes &= d.isStatic() && d.getSize() == 1;
   if (allOnes)
     return std::string("0");
@@ -334,7 +334,7 @@ FailureOr<std::string> ModelEmitter::broadcastIndex(Operation *op, nnk::BufferTy
   // coord(out dim) * input stride.
   std::string expr;
   for (int64_t k = 0; k < r; ++k) {
-    nn::Dim d = in.getDim(k);
+    nncc::Dim d = in.getDim(k);
     if (d.isStatic() && d.getSize() == 1)
       continue;
     int64_t od = R - r + k;
@@ -354,12 +354,12 @@ FailureOr<std::string> ModelEmitter::broadcastIndex(Operation *op, nnk::BufferTy
 //===----------------------------------------------------------------------===//
 
 static std::string dimsInitializer(const std::vector<std::string> &dims,
-                                   llvm::ArrayRef<nn::Dim> ds) {
+                                   llvm::ArrayRef<nncc::Dim> ds) {
   std::string s = "{";
   for (size_t i = 0; i < ds.size(); ++i) {
     if (i)
       s += ", ";
-    nn::Dim d = ds[i];
+    nncc::Dim d = ds[i];
     if (d.isStatic()) {
       s += std::to_string(d.getSize());
       continue;
@@ -412,7 +412,7 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
   if (!params.empty()) {
     os << "static const nncc_tensor_info kParams[] = {\n";
     for (size_t i = 0; i < params.size(); ++i) {
-      for (nn::Dim d : params[i].type.getDims())
+      for (nncc::Dim d : params[i].type.getDims())
         if (!d.isStatic())
           return module.emitError() << "parameter '" << params[i].name
                                     << "' must have a static shape";

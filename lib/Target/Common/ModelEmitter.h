@@ -73,7 +73,7 @@ protected:
 
   //===--- helpers ---------------------------------------------------------===//
   /// "d_B" / "256"; fails (located at `op`) on `?`.
-  mlir::FailureOr<std::string> dimExpr(mlir::Operation *op, nn::Dim d);
+  mlir::FailureOr<std::string> dimExpr(mlir::Operation *op, nncc::Dim d);
   mlir::FailureOr<std::string> numel(mlir::Operation *op, nnk::BufferType t,
                                      int64_t from = 0, int64_t to = -1);
   /// C++ element type: real_t, int32_t, int64_t, uint8_t.

@@ -170,7 +170,7 @@ LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const Attention
   if (lse)
     return e.unsupported("a kept log-sum-exp (training mode) is CPU-only: the CUDA "
                          "attention kernels do not write it");
-  nn::Dim width = e.bufferType(out).getDim(2);
+  nncc::Dim width = e.bufferType(out).getDim(2);
   auto B = e.dim(qkv, 0), T = e.dim(qkv, 1), ld = e.dim(qkv, 2), E = e.dim(out, 2);
   if (failed(B) || failed(T) || failed(ld) || failed(E))
     return failure();
