@@ -30,8 +30,8 @@ os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "Kernels", "Inputs"))
-from nncc_kernels import CELL, AttnParams, i64, load, ptr  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "utils"))
+from nncc_testing.ckernels import CELL, AttnParams, i64, load, ptr  # noqa: E402
 
 torch.set_num_threads(args.threads)
 torch.manual_seed(0)

@@ -26,6 +26,9 @@ config.substitutions.append(("%nncc_lib", os.path.join(config.nncc_obj_root, "li
 # first python3 on PATH.
 python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3")
 config.substitutions.append(("%python", python))
+# The Python test helpers (utils/nncc_testing: safetensors, the C ABI of
+# compiled models, libnncc_kernels bindings, PyTorch references).
+config.environment["PYTHONPATH"] = os.path.join(config.nncc_src_root, "utils")
 
 llvm_config.with_environment("PATH", config.nncc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

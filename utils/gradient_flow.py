@@ -35,9 +35,9 @@ import sys
 
 import numpy as np
 
+import nncc_train as NT  # utils/, the script's directory
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import nncc_train as NT  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 LAYERS = 15

@@ -13,12 +13,10 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nncc_testing as T  # noqa: E402  (safetensors I/O, dtype tables)
+from nncc_testing import library as T  # safetensors I/O, the C ABI's ctypes types
 
 
 class TrainConfig(C.Structure):

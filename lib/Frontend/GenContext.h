@@ -13,6 +13,7 @@
 #include "dialects/NN/IR/NNOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <optional>
@@ -83,6 +84,8 @@ public:
   const ModelInfo &model;
   mlir::ModuleOp module;
   mlir::Operation *paramAnchor = nullptr; // nn.parameter go before this
+  /// The forward function (its arguments are the model's inputs).
+  mlir::FunctionOpInterface forward;
 
   mlir::Location loc(SrcLoc l) const { return diag.loc(l); }
 
@@ -112,6 +115,10 @@ public:
                           llvm::ArrayRef<int32_t> segments = {},
                           unsigned numRegions = 0, bool infer = true);
   bool infer(mlir::Operation *op);
+  /// Marks the model inputs that reach a role operand of `op` (embedding
+  /// indices, loss targets, recurrent lengths, ode_rnn times, attention
+  /// key-padding mask) with `nn.role` (#nn.role<...>); the first role wins.
+  void recordInputRoles(mlir::Operation *op);
   /// Single-result convenience; null after an error.
   mlir::Value op1(llvm::StringRef opName, SrcLoc l, mlir::ValueRange operands,
                   llvm::ArrayRef<mlir::NamedAttribute> attrs = {},

@@ -94,7 +94,65 @@ mlir::Operation *Gen::create(llvm::StringRef opName, SrcLoc l,
   mlir::Operation *op = builder.create(st);
   if (doInfer && !infer(op))
     return nullptr;
+  recordInputRoles(op);
   return op;
+}
+
+/// The forward-function arguments `v` is moved from (through slices,
+/// transposes, splits and concats), appended to `out`.
+static void movedFromArguments(mlir::Value v, mlir::Block *inputs,
+                               llvm::SmallVectorImpl<mlir::BlockArgument> &out) {
+  if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
+    if (arg.getOwner() == inputs)
+      out.push_back(arg);
+    return;
+  }
+  mlir::Operation *def = v.getDefiningOp();
+  if (llvm::isa_and_nonnull<nn::SliceOp, nn::TransposeOp, nn::SplitOp>(def))
+    return movedFromArguments(def->getOperand(0), inputs, out);
+  if (auto concat = llvm::dyn_cast_or_null<nn::ConcatOp>(def))
+    for (mlir::Value in : concat->getOperands())
+      movedFromArguments(in, inputs, out);
+}
+
+void Gen::recordInputRoles(mlir::Operation *op) {
+  if (!forward)
+    return;
+  auto dimOf = [](mlir::Value v, int64_t index) {
+    auto t = llvm::dyn_cast<nn::TensorType>(v.getType());
+    if (!t || t.getRank() == 0)
+      return nn::Dim::getDynamic();
+    return t.getDim(index < 0 ? t.getRank() + index : index);
+  };
+  auto mark = [&](mlir::Value v, nn::InputRoleKind kind,
+                  nn::Dim limit = nn::Dim::getDynamic()) {
+    if (!v)
+      return;
+    llvm::SmallVector<mlir::BlockArgument> args;
+    movedFromArguments(v, &forward.getFunctionBody().front(), args);
+    auto role = nn::InputRoleAttr::get(
+        &ctx, kind, limit.isStatic() ? limit.getSize() : 0,
+        limit.isSymbolic() ? limit.getSymbol() : mlir::StringAttr());
+    for (mlir::BlockArgument arg : args)
+      if (!forward.getArgAttr(arg.getArgNumber(), "nn.role"))
+        forward.setArgAttr(arg.getArgNumber(), "nn.role", role);
+  };
+  if (auto e = llvm::dyn_cast<nn::EmbeddingOp>(op))
+    mark(e.getIndices(), nn::InputRoleKind::token_ids, dimOf(e.getTable(), 0));
+  else if (auto c = llvm::dyn_cast<nn::CrossEntropyOp>(op))
+    mark(c.getTarget(), nn::InputRoleKind::class_targets, dimOf(c.getLogits(), -1));
+  else if (auto b = llvm::dyn_cast<nn::BCEWithLogitsOp>(op))
+    mark(b.getTarget(), nn::InputRoleKind::binary_targets);
+  else if (auto r = llvm::dyn_cast<nn::RNNOp>(op))
+    mark(r.getLengths(), nn::InputRoleKind::lengths, dimOf(r.getX(), 1));
+  else if (auto r = llvm::dyn_cast<nn::LSTMOp>(op))
+    mark(r.getLengths(), nn::InputRoleKind::lengths, dimOf(r.getX(), 1));
+  else if (auto r = llvm::dyn_cast<nn::GRUOp>(op))
+    mark(r.getLengths(), nn::InputRoleKind::lengths, dimOf(r.getX(), 1));
+  else if (auto o = llvm::dyn_cast<nn::ODERNNOp>(op))
+    mark(o.getTimes(), nn::InputRoleKind::times);
+  else if (auto a = llvm::dyn_cast<nn::AttentionOp>(op))
+    mark(a.getKeyPaddingMask(), nn::InputRoleKind::mask);
 }
 
 bool Gen::infer(mlir::Operation *op) {
@@ -917,6 +975,7 @@ nncc::frontend::mlirGen(mlir::MLIRContext &ctx, const ModelInfo &model,
       b, gen.loc(model.model->forward->loc), "forward",
       b.getFunctionType(argTypes, {}));
   gen.paramAnchor = func;
+  gen.forward = func;
   mlir::Block *entry = func.addEntryBlock();
   Scope scope;
   scope.consts = &model.consts;

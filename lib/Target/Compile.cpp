@@ -5,7 +5,7 @@
 
 #include "Common/ModelEmitter.h"
 
-#include "dialects/NNK/IR/NNKDialect.h"
+#include "dialects/NN/IR/NNAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -193,74 +193,43 @@ std::string dtypeName(Type t) {
   return s;
 }
 
-std::string dimString(nncc::Dim d) {
-  return d.isStatic() ? std::to_string(d.getSize())
-                      : d.isSymbolic() ? d.getSymbol().getValue().str() : "?";
-}
-
 std::vector<std::string> dimStrings(llvm::ArrayRef<nncc::Dim> dims) {
   std::vector<std::string> out;
   for (nncc::Dim d : dims)
-    out.push_back(dimString(d));
+    out.push_back(d.isStatic() ? std::to_string(d.getSize())
+                  : d.isSymbolic() ? d.getSymbol().getValue().str()
+                                   : "?");
   return out;
 }
 
-/// The role of a buffer from its uses, following data-movement ops.
-void findRole(Value v, TensorSignature &sig, int depth = 0) {
-  if (depth > 8)
+/// The input role the front end recorded (`nn.role`); Data without one.
+void setRole(nn::InputRoleAttr role, TensorSignature &sig) {
+  if (!role)
     return;
-  for (OpOperand &use : v.getUses()) {
-    Operation *user = use.getOwner();
-    unsigned idx = use.getOperandNumber();
-    if (auto e = dyn_cast<nnk::EmbeddingOp>(user)) {
-      if (e.getIndices() == v) {
-        sig.role = InputRole::TokenIds;
-        sig.limit = dimString(cast<nnk::BufferType>(e.getTable().getType()).getDim(0));
-        return;
-      }
-    } else if (auto r = dyn_cast<nnk::RecurrentScanOp>(user)) {
-      if (r.getLengths() == v) {
-        sig.role = InputRole::Lengths;
-        sig.limit = dimString(cast<nnk::BufferType>(r.getXproj().getType()).getDim(1));
-        return;
-      }
-    } else if (auto l = dyn_cast<nnk::LossOp>(user)) {
-      if (l.getTarget() == v) {
-        if (l.getKind() == nnk::LossKind::cross_entropy) {
-          sig.role = InputRole::ClassTargets;
-          auto t = cast<nnk::BufferType>(l.getInput().getType());
-          sig.limit = dimString(t.getDim(t.getRank() - 1));
-        } else if (l.getKind() == nnk::LossKind::bce_with_logits) {
-          sig.role = InputRole::BinaryTargets;
-        }
-        return;
-      }
-    } else if (auto o = dyn_cast<nnk::ODERNNOp>(user)) {
-      if (o.getTimes() == v) {
-        sig.role = InputRole::Times;
-        return;
-      }
-    } else if (isa<nnk::FlashAttentionOp, nnk::BandedAttentionOp, nnk::LSHAttentionOp>(user)) {
-      sig.role = InputRole::Mask;
-      return;
-    } else if (isa<nnk::CopyOp, nnk::TransposeOp, nnk::SliceOp, nnk::ConcatOp, nnk::SplitOp,
-                   nnk::ElementwiseOp>(user)) {
-      // Follow into the destination(s).
-      unsigned from = isa<nnk::SplitOp>(user) ? idx + 1 : user->getNumOperands() - 1;
-      for (unsigned k = from; k < user->getNumOperands(); ++k) {
-        Value out = user->getOperand(k);
-        if (out == v)
-          continue;
-        TensorSignature inner = sig;
-        findRole(out, inner, depth + 1);
-        if (inner.role != InputRole::Data) {
-          sig.role = inner.role;
-          sig.limit = inner.limit;
-          return;
-        }
-      }
-    }
+  switch (role.getKind()) {
+  case nn::InputRoleKind::token_ids:
+    sig.role = InputRole::TokenIds;
+    break;
+  case nn::InputRoleKind::class_targets:
+    sig.role = InputRole::ClassTargets;
+    break;
+  case nn::InputRoleKind::binary_targets:
+    sig.role = InputRole::BinaryTargets;
+    break;
+  case nn::InputRoleKind::lengths:
+    sig.role = InputRole::Lengths;
+    break;
+  case nn::InputRoleKind::times:
+    sig.role = InputRole::Times;
+    break;
+  case nn::InputRoleKind::mask:
+    sig.role = InputRole::Mask;
+    break;
   }
+  if (role.getSize() > 0)
+    sig.limit = std::to_string(role.getSize());
+  else if (role.getSymbol())
+    sig.limit = role.getSymbol().getValue().str();
 }
 } // namespace
 
@@ -279,7 +248,7 @@ FailureOr<ModelSignature> getSignature(ModuleOp module) {
       continue;
     const target::TensorSig &t = e.inputs[in++];
     TensorSignature ts{t.name, dtypeName(t.type.getElementType()), dimStrings(t.type.getDims())};
-    findRole(arg, ts);
+    setRole(e.forward.getArgAttrOfType<nn::InputRoleAttr>(arg.getArgNumber(), "nn.role"), ts);
     sig.inputs.push_back(ts);
   }
   for (const target::TensorSig &t : e.outputs)

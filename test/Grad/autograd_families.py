@@ -14,27 +14,25 @@ Metric per tensor (loss and every grad.<param>):
 `rel` (max|nncc - torch| / max|torch|) is printed too, for information only.
 Usage: autograd_families.py NNCC [case ...]   (default: all cases)
 """
-import math
 import os
 import subprocess
 import sys
 import tempfile
 
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+import nncc_testing as nt
+from nncc_testing.refs import MLP, cho_gru, dilated_allowed, fixed, lsh_attention_layer
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-PARITY = os.path.join(HERE, "..", "Parity", "Inputs")
-sys.path.insert(0, PARITY)
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence  # noqa: E402
-
-import common  # noqa: E402,F401  (paths, seeds, one thread)
-import nncc_testing as nt  # noqa: E402
-from parity_attention import longformer_allowed  # noqa: E402
-from parity_mlp import MLP  # noqa: E402
-from parity_ode import fixed  # noqa: E402
-from parity_recurrent import LENGTHS, cho_gru  # noqa: E402
+PARITY = os.path.join(HERE, "..", "Parity", "Inputs")  # its models/*.nn
+LENGTHS = [7, 3, 5, 1]  # unsorted, one full, one of length 1
+torch.set_num_threads(1)
+torch.manual_seed(0)
+np.random.seed(0)
 
 TOL = 1e-4
 GMODELS = os.path.join(HERE, "Inputs", "models")
@@ -286,45 +284,11 @@ def dilated():
     xd = d(x)
     mha = lambda m, allowed, kp=None: m(xd, xd, xd, need_weights=False, attn_mask=~allowed,
                                         key_padding_mask=kp)[0]
-    ya = mha(ma, longformer_allowed(T, 4, 2, [0, 5]), pad)
-    yb = mha(mb, longformer_allowed(T, 6, 1, []))
-    yc = mha(mc, longformer_allowed(T, 5, 3, [2], causal=True))
+    ya = mha(ma, dilated_allowed(T, 4, 2, [0, 5]), pad)
+    yb = mha(mb, dilated_allowed(T, 6, 1, []))
+    yc = mha(mc, dilated_allowed(T, 5, 3, [2], causal=True))
     compare("dilated + global attention (masked nn.MultiheadAttention)", out,
             mse(ya, t["ta"]) + mse(yb, t["tb"]) + mse(yc, t["tc"]), r)
-
-
-def lsh_ref(x, in_w, in_b, out_w, out_b, heads, R, chunk, pad=None, causal=False):
-    """parity_attention.lsh_attention (Reformer: the rounds' keys in one
-    softmax, self score -1e5) with finite masking (-1e30 instead of -inf,
-    rows without any admissible key multiplied by 0) so that autograd gives
-    no NaN on rows that have no key; same values elsewhere."""
-    Bn, Tn, E = x.shape
-    dh = E // heads
-    qk, v = (x @ in_w.T + in_b).split(E, -1)
-    qk = qk.view(Bn, Tn, heads, dh).transpose(1, 2)
-    v = v.view(Bn, Tn, heads, dh).transpose(1, 2)
-    kn = qk / qk.norm(dim=-1, keepdim=True)
-    scores = (qk @ kn.transpose(-1, -2) / math.sqrt(dh)).masked_fill(
-        torch.eye(Tn, dtype=torch.bool), -1e5)
-    allowed = []
-    for k in range(R.shape[0]):
-        with torch.no_grad():
-            xr = qk @ R[k]
-            bucket = torch.argmax(torch.cat([xr, -xr], -1), -1)
-            order = torch.argsort(bucket * Tn + torch.arange(Tn), -1)
-            pos = torch.argsort(order, -1)
-            ch = pos // chunk
-            a = (ch[..., None, :] == ch[..., :, None]) | (ch[..., None, :] == ch[..., :, None] - 1)
-            if pad is not None:
-                a = a & ~pad[:, None, None, :]
-            if causal:
-                a = a & ~torch.triu(torch.ones(Tn, Tn, dtype=torch.bool), 1)
-            allowed.append(a)
-    n = R.shape[0]
-    al = torch.cat(allowed, -1)
-    s = torch.cat([scores] * n, -1).masked_fill(~al, -1e30)
-    o = (torch.softmax(s, -1) * al.any(-1, keepdim=True)) @ torch.cat([v] * n, -2)
-    return o.transpose(1, 2).reshape(Bn, Tn, E) @ out_w.T + out_b
 
 
 def lsh():
@@ -341,8 +305,8 @@ def lsh():
         x, pad, ty, tyc = rand(B, T, D), pad_mask(B, T), rand(B, T, D), rand(B, T, D)
         out = grad_run(os.path.join(GMODELS, "attn_lsh.nn"), r.weights,
                        {"x": x, "rot": R, "rot2": R2, "pad": pad, "ty": ty, "tyc": tyc})
-        y = lsh_ref(d(x), *ws["a"], A, d(R), 4)
-        yc = lsh_ref(d(x), *ws["c"], A, d(R2), 3, pad=pad, causal=True)
+        y = lsh_attention_layer(d(x), *ws["a"], A, d(R), 4)
+        yc = lsh_attention_layer(d(x), *ws["c"], A, d(R2), 3, pad=pad, causal=True)
         compare("LSH attention, rotations input, %d buckets (+ causal, padding, chunk 3)" % nb,
                 out, mse(y, ty) + mse(yc, tyc), r)
 

@@ -12,39 +12,14 @@ check also proves that --grad differentiates the loss `run` reports. With
 --train-mode both sides run in training mode (dropout active, fixed seeds):
 `--grad --train-mode`. --params K checks K parameters drawn at random (all
 by default; for BERT-sized models), --only SUBSTR restricts the check to
-parameters whose name contains SUBSTR (repeatable). safetensors is read/written by hand (struct + json +
-numpy)."""
-import json, struct, subprocess, sys, os
+parameters whose name contains SUBSTR (repeatable). safetensors files go
+through nncc_testing.safetensors."""
+import json, subprocess, sys, os
 import numpy as np
 
-DT = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64,
-      "BOOL": np.bool_, "U8": np.uint8}
+from nncc_testing.safetensors import load_safetensors as read_st
+from nncc_testing.safetensors import save_safetensors as write_st
 
-def read_st(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n])
-    out = {}
-    for k, v in h.items():
-        if k == "__metadata__":
-            continue
-        s, e = v["data_offsets"]
-        out[k] = np.frombuffer(b[8 + n + s:8 + n + e], dtype=DT[v["dtype"]]).reshape(v["shape"]).copy()
-    return out
-
-def write_st(path, tensors):
-    inv = {v: k for k, v in DT.items()}
-    h, off, blobs = {}, 0, []
-    for k, a in tensors.items():
-        a = np.ascontiguousarray(a)
-        raw = a.tobytes()
-        h[k] = {"dtype": inv[a.dtype.type], "shape": list(a.shape), "data_offsets": [off, off + len(raw)]}
-        off += len(raw)
-        blobs.append(raw)
-    hj = json.dumps(h).encode()
-    hj += b" " * ((8 - len(hj) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(hj)) + hj + b"".join(blobs))
 
 def main():
     a = sys.argv[1:]

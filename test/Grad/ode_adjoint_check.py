@@ -11,7 +11,6 @@ with the same method and steps, so the two differ by the solver's
 truncation error (O(h^p), p = 4 for rk4). Prints per parameter
 max|g_adj - g_bp| / max|g_bp| and PASS if all are <= tol."""
 import os, re, subprocess, sys
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 
 def main():

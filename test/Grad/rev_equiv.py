@@ -20,16 +20,13 @@ import re
 import subprocess
 import sys
 
+import torch
+import torch.nn.functional as F
+
+import nncc_testing as nt
+from autograd_families import grad_run  # test/Grad, the script's directory
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "Parity", "Inputs"))
-sys.path.insert(0, os.path.join(HERE))
-
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-import common  # noqa: E402,F401
-import nncc_testing as nt  # noqa: E402
-from autograd_families import grad_run  # noqa: E402
 
 TOL = 1e-10
 M = os.path.join(HERE, "Inputs", "models")

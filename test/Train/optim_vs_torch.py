@@ -21,8 +21,7 @@ import sys
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "utils"))
-import nncc_train as NT  # noqa: E402
+import nncc_train as NT  # utils/, on PYTHONPATH
 
 torch.set_default_dtype(torch.float64)
 FAILS = []

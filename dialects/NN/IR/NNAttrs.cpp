@@ -651,6 +651,75 @@ void ParamGroupAttr::print(AsmPrinter &printer) const {
   printer << '>';
 }
 
+//===----------------------------------------------------------------------===//
+// InputRoleAttr
+//===----------------------------------------------------------------------===//
+
+static bool roleHasLimit(InputRoleKind kind) {
+  return kind == InputRoleKind::token_ids ||
+         kind == InputRoleKind::class_targets ||
+         kind == InputRoleKind::lengths;
+}
+
+LogicalResult
+InputRoleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      InputRoleKind kind, int64_t size, StringAttr symbol) {
+  if (size < 0)
+    return emitError() << "role: limit must be > 0, got " << size;
+  if (size > 0 && symbol)
+    return emitError() << "role: limit is either a size or a symbol";
+  if ((size > 0 || symbol) && !roleHasLimit(kind))
+    return emitError() << "role: '" << stringifyInputRoleKind(kind)
+                       << "' takes no limit";
+  return success();
+}
+
+/// role ::= `<` kind (`,` `limit` `=` (integer | bare-id))? `>`
+Attribute InputRoleAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef word;
+  if (parser.parseLess() || parser.parseKeyword(&word))
+    return {};
+  std::optional<InputRoleKind> kind = symbolizeInputRoleKind(word);
+  if (!kind) {
+    parser.emitError(loc, "unknown input role '") << word << "'";
+    return {};
+  }
+  int64_t size = 0;
+  StringAttr symbol;
+  if (succeeded(parser.parseOptionalComma())) {
+    if (parser.parseKeyword("limit") || parser.parseEqual())
+      return {};
+    OptionalParseResult isInt = parser.parseOptionalInteger(size);
+    if (isInt.has_value()) {
+      if (failed(*isInt))
+        return {};
+      if (size <= 0) {
+        parser.emitError(loc, "role: limit must be > 0, got ") << size;
+        return {};
+      }
+    } else {
+      StringRef name;
+      if (parser.parseKeyword(&name))
+        return {};
+      symbol = StringAttr::get(parser.getContext(), name);
+    }
+  }
+  if (parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(), *kind, size, symbol);
+}
+
+void InputRoleAttr::print(AsmPrinter &printer) const {
+  printer << '<' << stringifyInputRoleKind(getKind());
+  if (getSize() > 0)
+    printer << ", limit = " << getSize();
+  else if (getSymbol())
+    printer << ", limit = " << getSymbol().getValue();
+  printer << '>';
+}
+
 #define GET_ATTRDEF_CLASSES
 #include "dialects/NN/IR/NNAttrs.cpp.inc"
 

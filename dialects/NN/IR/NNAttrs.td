@@ -110,6 +110,17 @@ def NN_ScheduleKind : I32EnumAttr<"ScheduleKind", "learning-rate schedule", [
   let genSpecializedAttr = 0;
 }
 
+def NN_InputRoleKind : I32EnumAttr<"InputRoleKind", "what a model input is used for", [
+    I32EnumAttrCase<"token_ids", 0>,
+    I32EnumAttrCase<"class_targets", 1>,
+    I32EnumAttrCase<"binary_targets", 2>,
+    I32EnumAttrCase<"lengths", 3>,
+    I32EnumAttrCase<"times", 4>,
+    I32EnumAttrCase<"mask", 5>]> {
+  let cppNamespace = "::nncc::nn";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -399,6 +410,45 @@ def NN_ParamGroupAttr : NN_Attr<"ParamGroup", "param_group"> {
     /// The exponent of layer_decay in this parameter's lr multiplier, for a
     /// stack of `numLayers` layers.
     int64_t getLrDepth(int64_t numLayers) const;
+  }];
+}
+
+def NN_InputRoleAttr : NN_Attr<"InputRole", "role"> {
+  let summary = "what a model input is used for, decided by the front end";
+  let description = [{
+    Attached as `nn.role` to an argument of the model's forward function by
+    the front end when the input (possibly through slices, transposes,
+    splits and concats) reaches an operand of this kind, so that tools can
+    draw valid inputs (`nncc run --random-inputs`):
+
+    ```mlir
+    #nn.role<token_ids, limit = 30522>  // nn.embedding indices in [0, limit)
+    #nn.role<class_targets, limit = C>  // nn.cross_entropy targets in [0, limit)
+    #nn.role<binary_targets>            // nn.bce_with_logits targets in {0, 1}
+    #nn.role<lengths, limit = T>        // recurrent lengths in [1, limit]
+    #nn.role<times>                     // nn.ode_rnn times, increasing
+    #nn.role<mask>                      // nn.attention key-padding mask
+    ```
+
+    `limit` is a static size (> 0) or a symbolic dim of the model; only
+    `token_ids`, `class_targets` and `lengths` have one, and may omit it
+    when the size is unknown (`?`).
+  }];
+  let parameters = (ins
+    "::nncc::nn::InputRoleKind":$kind,
+    "int64_t":$size,
+    "::mlir::StringAttr":$symbol
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "::nncc::nn::InputRoleKind":$kind), [{
+      return $_get($_ctxt, kind, 0, ::mlir::StringAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// Whether `limit` is given (a static size or a symbol).
+    bool hasLimit() const { return getSize() > 0 || getSymbol(); }
   }];
 }
 

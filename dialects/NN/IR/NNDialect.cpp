@@ -28,7 +28,8 @@ void NNDialect::initialize() {
 ///   nn.training     unit, on a func: the training-mode forward_backward
 ///   nn.eval_mode    unit, on a func: gradients of the inference forward
 ///   nn.reserve      integer, on an op: pairs a forward op with its gradient
-/// (nn.name, on func arguments and results, is checked below.)
+/// (nn.name, on func arguments and results, and nn.role, on func arguments,
+/// are checked below.)
 LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -88,9 +89,19 @@ static LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr,
   return success();
 }
 
+/// Function arguments: nn.name (the input's name) and nn.role
+/// (#nn.role<...>, what the front end found the input used for).
 LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                   unsigned,
                                                   NamedAttribute attr) {
+  if (attr.getName().getValue() == "nn.role") {
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitOpError("'nn.role' is a function argument attribute");
+    if (!isa<InputRoleAttr>(attr.getValue()))
+      return op->emitOpError("'nn.role' must be an #nn.role<...>, got ")
+             << attr.getValue();
+    return success();
+  }
   return verifyNameAttr(op, attr, "argument");
 }
 

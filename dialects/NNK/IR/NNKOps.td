@@ -507,7 +507,7 @@ def NNK_BandedAttentionOp : NNK_Op<"banded_attention", [AttrSizedOperandSegments
     `|i−j| ≤ (window/2)·dilation` and `(i−j) mod dilation = 0`, or i or j
     is in `global` (positions ≥ T ignored), intersected with causal/padding.
     `dropout`, `seed` and `lse` as for `nnk.flash_attention`.
-    `nncc_attention_*` with `NNCC_ATTN_DILATED` / `launch_dilated_attention`.
+    `nncc_attention_*` with `NNCC_ATTN_DILATED` / `launch_dilated_attention_dyn`.
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,

@@ -36,17 +36,14 @@ public:
   }
   /// Emits an error at `l`; returns the in-flight diagnostic for notes.
   mlir::InFlightDiagnostic error(SrcLoc l, const llvm::Twine &msg) {
-    ++numErrors;
     return mlir::emitError(loc(l), msg);
   }
-  unsigned errorCount() const { return numErrors; }
   mlir::MLIRContext &getContext() const { return ctx; }
   llvm::StringRef getFilename() const { return filename; }
 
 private:
   mlir::MLIRContext &ctx;
   std::string filename;
-  unsigned numErrors = 0;
 };
 
 } // namespace frontend

@@ -51,7 +51,6 @@ private:
   bool parseInput(DeclItem &item);
   std::unique_ptr<ForwardDef> parseForward(bool allowParams);
   std::unique_ptr<TrainClause> parseTrain();
-  StmtPtr parseAssign();
   bool parsePattern(Pattern &p, unsigned depth);
   bool parseStmt(std::vector<StmtPtr> &out);
 

@@ -36,7 +36,8 @@ mlir::LogicalResult compileModel(mlir::ModuleOp module, const CompileOptions &op
                                  CompileArtifacts &out);
 
 /// What a model input is used for (so that `nncc run --random-inputs` can
-/// draw valid values): found by following the input through the nnk module.
+/// draw valid values): the front end's `nn.role` on the forward function's
+/// argument (#nn.role<...>); Data for an input without one.
 enum class InputRole {
   Data,          // anything else: N(0, 1) floats, {0, 1} integers
   TokenIds,      // nnk.embedding indices: [0, limit)

@@ -83,17 +83,14 @@ public:
   }
 
   ArrayRef<Operation *> getMembers() const { return members; }
-  ArrayRef<Operation *> getConstants() const { return constants; }
 
 private:
   LogicalResult collectValue(Value v) {
     Operation *def = v.getDefiningOp();
     if (def && isElementwiseMember(def) && def->getBlock() == root->getBlock())
       return collect(def);
-    if (def && isInlinedConstant(def)) {
-      constants.push_back(def);
+    if (def && isInlinedConstant(def))
       return success();
-    }
     Value buffer = remap(rewriter, v);
     if (!buffer)
       return failure();
@@ -188,7 +185,6 @@ private:
   ConversionPatternRewriter &rewriter;
   Operation *root;
   SmallVector<Operation *> members;
-  SmallVector<Operation *> constants;
   SmallVector<std::pair<Value, Value>> inputs; // original value -> buffer
   llvm::DenseMap<Value, Value> scalars;
 };

@@ -135,10 +135,10 @@ std::optional<GemmChain> conv::computeGemmChain(Operation *start,
     Value cur = chainValue(chain);
     if (auto add = dyn_cast_or_null<nn::AddOp>(singleUser(cur))) {
       Value other = add.getLhs() == cur ? add.getRhs() : add.getLhs();
-      bool lhsIsOther = add.getLhs() == other;
       // add(a, b) belongs to a's chain when both operands are chains.
       // (Only when a's chain can absorb it: a has no other user.)
-      bool otherIsChain = add.getLhs() == other && other != cur &&
+      bool lhsIsOther = add.getLhs() == other;
+      bool otherIsChain = lhsIsOther && other != cur &&
                           singleUser(other) == add.getOperation() &&
                           isPreResidualChainValue(other);
       if (other != cur && !otherIsChain && sameShape(other, cur) &&

@@ -83,7 +83,6 @@ protected:
   std::string name(mlir::Value v) const { return names.lookup(v); }
   /// Name of v, or "NULL" for an absent optional operand.
   std::string nameOrNull(mlir::Value v) const { return v ? name(v) : "NULL"; }
-  std::string typedName(mlir::Value v);  // "(real_t *)x" style cast-free name
   /// Index of a new workspace buffer live only at `op`.
   int addWorkspace(mlir::Operation *op, const std::string &bytesExpr);
 

@@ -1,40 +1,79 @@
-// Instantiates every CUDA kernel of include/nncc/Kernels/CUDA for fp32 and
-// fp64 so that nvcc has to compile all of them (see cuda-compile.test).
+// Instantiates, for fp32 and fp64, every launcher and kernel of
+// runtime/include/nncc/Kernels/CUDA that generated CUDA code calls
+// (lib/Target/Launch, lib/Target/Cuda), with the template arguments the
+// emitters print, so that nvcc has to compile all of them (cuda-compile.test).
 #include "nncc/Kernels/CUDA/Attention.cuh"
+#include "nncc/Kernels/CUDA/Data.cuh"
 #include "nncc/Kernels/CUDA/Elementwise.cuh"
 #include "nncc/Kernels/CUDA/LayerNorm.cuh"
 #include "nncc/Kernels/CUDA/LshAttention.cuh"
+#include "nncc/Kernels/CUDA/Ode.cuh"
 #include "nncc/Kernels/CUDA/Recurrent.cuh"
 
 using namespace nncc::kernels;
 using namespace nncc::kernels::cuda;
 
+/// Every cell kind, with lengths of type L (recurrent_scan / recurrent_layer).
+template <typename T, typename L> void instantiateRecurrent(cudaStream_t s) {
+  T *p = nullptr;
+  const L *len = nullptr;
+  launch_rnn_scan<T, L, CellRnnTanh>(4, 8, 32, 0, 64, 0, len, p, p, p, p, p, p, p, p, p, 0, p, s);
+  launch_rnn_scan<T, L, CellRnnRelu>(4, 8, 32, 1, 64, 32, len, p, p, p, p, p, p, p, p, p, 0, p, s);
+  launch_rnn_scan<T, L, CellLstm>(4, 8, 32, 0, 64, 0, len, p, p, p, p, p, p, p, p, p, 0, p, s);
+  launch_rnn_scan<T, L, CellGru>(4, 8, 32, 0, 64, 0, len, p, p, p, p, p, p, p, p, p, 0, p, s);
+  launch_rnn_scan<T, L, CellGruCho>(4, 8, 32, 0, 64, 0, len, p, p, p, p, p, p, p, p, p, 0, p, s);
+}
+
+/// Embedding and cross-entropy with index type I.
+template <typename T, typename I> void instantiateIndexed(cudaStream_t s) {
+  T *p = nullptr;
+  const I *idx = nullptr;
+  launch_embedding<T, I>(16, 100, 8, idx, p, p, nullptr, 1, s);
+  launch_cross_entropy<T, I>(16, 10, p, idx, -100, p, nullptr, nullptr, 2, s);
+}
+
 template <typename T> void instantiate(cudaStream_t s) {
   T *p = nullptr;
-  const int32_t *len = nullptr;
-  RnnLayerArgs a{4, 8, 32, 0, 64, 0, len, 5 * 32};
-  launch_rnn_layer<T, CellRnnTanh>(a, p, p, p, p, p, p, p, p, p, s);
-  launch_rnn_layer<T, CellRnnRelu>(a, p, p, p, p, p, p, p, p, p, s);
-  launch_rnn_layer<T, CellLstm>(a, p, p, p, p, p, p, p, p, p, s);
-  launch_rnn_layer<T, CellGru>(a, p, p, p, p, p, p, p, p, p, s);
-  launch_rnn_layer<T, CellGruCho>(a, p, p, p, p, p, p, p, p, p, s);
-  rnn_zero_padding_kernel<T><<<1, 32, 0, s>>>(4, 8, 64, len, p);
-  launch_flash_attention<T, 64>(2, 128, 4, p, p, p, 768, p, 256, nullptr, 1,
-                                T(0.125), p, s);
-  launch_dilated_attention<T, 64>(2, 128, 4, p, p, p, 768, p, 256, nullptr, 0,
-                                  T(0.125), 64, 2, nullptr, len, 1, s);
-  launch_lsh_attention<T>(24, 2, 128, 4, 2, 8, 16, 1, T(0.2), 0, p, p, 192, p, p,
-                          96, nullptr, nullptr, s); // every head-size kernel
-  launch_lsh_attention<T, 64>(64, 2, 128, 4, 2, 8, 16, 1, T(0.125), 0, p, p, 512, p, p,
-                              256, nullptr, nullptr, s);
+  instantiateRecurrent<T, int32_t>(s);
+  instantiateRecurrent<T, int64_t>(s);
+  instantiateIndexed<T, int32_t>(s);
+  instantiateIndexed<T, int64_t>(s);
+  launch_flash_attention<T, 64>(2, 128, 4, p, p, p, 768, p, 256, nullptr, 1, T(0.125), p, s);
+  launch_flash_attention_dyn<T>(48, 2, 128, 4, p, p, p, 576, p, 192, nullptr, 0, T(0.125), p,
+                                s); // every head-size kernel
+  launch_dilated_attention_dyn<T, 64>(64, 2, 128, 4, p, p, p, 768, p, 256, nullptr, 0,
+                                      T(0.125), 8, 2, nullptr, 0, nullptr, s);
+  launch_dilated_attention_dyn<T>(24, 2, 128, 4, p, p, p, 288, p, 96, nullptr, 1, T(0.2), 8,
+                                  1, nullptr, 0, nullptr, s);
+  launch_lsh_attention<T>(24, 2, 128, 4, 2, 8, 16, 1, T(0.2), 0, p, p, 192, p, p, 96, nullptr,
+                          nullptr, s); // every head-size kernel
+  launch_lsh_attention<T, 64>(64, 2, 128, 4, 2, 8, 16, 1, T(0.125), 0, p, p, 512, p, p, 256,
+                              nullptr, nullptr, s);
   lsh_rotations_kernel<T><<<1, 32, 0, s>>>(16, 7, p);
   launch_layer_norm<T>(16, 256, p, p, p, p, T(1e-5), p, p, p, p, s);
   launch_linear_epilogue<T>(16, 256, p, p, ActGeluErf, T(0), p, s);
   launch_dropout<T>(1024, 0.1f, 42, 0, p, p, nullptr, s);
   launch_zoneout<T>(1024, 0.1f, 42, 0, p, p, p, s);
-  activation_kernel<T><<<1, 32, 0, s>>>(16, p, ActTanh, T(0), p);
   sinusoidal_position_kernel<T><<<1, 32, 0, s>>>(1, 8, 16, p, p);
+  CopyNd c{};
+  launch_copy_nd<T>(c, p, p, s);
+  ReduceNd r{};
+  launch_reduce<T>(r, 1, p, p, s);
+  launch_mse_loss<T>(16, p, p, p, nullptr, s);
+  launch_bce_with_logits<T>(4, 4, p, p, p, p, nullptr, s);
+  OdeCombine oc{};
+  launch_ode_combine<T>(oc, 16, 4, p, p, 16, T(0.1), p, p, p, s);
+  launch_ode_error_norm<T>(16, p, p, p, 1e-6, 1e-3, nullptr, nullptr, s);
+  ode_rnn_times_kernel<T><<<1, 32, 0, s>>>(4, 8, 1, 2, 0.5, p, p, p);
 }
 
 template void instantiate<float>(cudaStream_t);
 template void instantiate<double>(cudaStream_t);
+
+/// Copies of index tensors and masks.
+void instantiateCopies(cudaStream_t s) {
+  CopyNd c{};
+  launch_copy_nd<int32_t>(c, nullptr, nullptr, s);
+  launch_copy_nd<int64_t>(c, nullptr, nullptr, s);
+  launch_copy_nd<uint8_t>(c, nullptr, nullptr, s);
+}

@@ -10,15 +10,13 @@ import sys
 import numpy as np
 import torch
 
-from attention_common import (admissible, dense_dropout, dilated_allowed,
-                              dropout_multipliers, heads, load_lib, lsh_dropout,
-                              lsh_reference, mha_backward, mha_forward, params,
-                              safe_attend)
-from nncc_kernels import check, expect, finish
+from nncc_testing.ckernels import check, expect, finish, load, mha_backward, mha_forward, params
+from nncc_testing.refs import (admissible, dense_dropout, dilated_allowed, dropout_multipliers,
+                               heads, lsh_dropout, lsh_reference, safe_attend)
 
 torch.manual_seed(4)
 np.random.seed(4)
-load_lib(sys.argv[1])
+load(sys.argv[1])
 
 SEED, OFFSET = 1234567, 3 << 40
 NAMES = ("y", "dx", "d in_proj_weight", "d in_proj_bias", "d out_proj.weight",

@@ -8,15 +8,14 @@ import sys
 import numpy as np
 import torch
 
-from attention_common import (admissible, core_backward, core_forward,
-                              dilated_allowed, heads, load_lib, lsh_kpm, lsh_mixed,
-                              lsh_reference,
-                              mha_backward, mha_forward, params, safe_attend)
-from nncc_kernels import FAILED, check, expect, finish
+from nncc_testing.ckernels import (FAILED, check, core_backward, core_forward, expect, finish,
+                                   load, mha_backward, mha_forward, params)
+from nncc_testing.refs import (admissible, dilated_allowed, heads, lsh_kpm, lsh_mixed,
+                               lsh_reference, safe_attend)
 
 torch.manual_seed(2)
 np.random.seed(2)
-load_lib(sys.argv[1])
+load(sys.argv[1])
 
 
 NAMES = ("dx", "d in_proj_weight", "d in_proj_bias", "d out_proj.weight", "d out_proj.bias")

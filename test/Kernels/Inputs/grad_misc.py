@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import torch
 
-from nncc_kernels import ACT, SUFFIX, check, expect, finish, i64, load, ptr
+from nncc_testing.ckernels import ACT, SUFFIX, check, expect, finish, i64, load, ptr
 
 torch.manual_seed(3)
 np.random.seed(3)

@@ -10,7 +10,8 @@ import numpy as np
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from nncc_kernels import CELL, CTYPE, SUFFIX, check, expect, finish, i64, load, ptr
+from nncc_testing.ckernels import CELL, CTYPE, SUFFIX, check, expect, finish, i64, load, ptr
+from nncc_testing.refs import cho_gru_flat
 
 torch.manual_seed(0)
 np.random.seed(0)
@@ -82,41 +83,6 @@ def torch_module(cell, I, H, L, D, hb, tdt):
     return m.to(tdt)
 
 
-def cho_reference(x, flat, h0, lengths, H, L, D, hb):
-    """Differentiable torch reference of Cho et al. eqs. 21-24."""
-    B, T, _ = x.shape
-    per = 4 if hb else 2
-    inp = x
-    hns = []
-    for l in range(L):
-        cols = []
-        for d in range(D):
-            w = flat[(l * D + d) * per:(l * D + d + 1) * per]
-            Wih, Whh = w[0], w[1]
-            bih = w[2] if hb else torch.zeros(3 * H, dtype=x.dtype)
-            bhh = w[3] if hb else torch.zeros(3 * H, dtype=x.dtype)
-            rows = []
-            hrow = []
-            for b in range(B):
-                n = lengths[b] if lengths is not None else T
-                h = h0[l * D + d, b] if h0 is not None else torch.zeros(H, dtype=x.dtype)
-                outs = [torch.zeros(H, dtype=x.dtype)] * T
-                ts = range(n) if d == 0 else range(n - 1, -1, -1)
-                for t in ts:
-                    xg = Wih @ inp[b, t] + bih
-                    z = torch.sigmoid(xg[H:2 * H] + Whh[H:2 * H] @ h + bhh[H:2 * H])
-                    r = torch.sigmoid(xg[:H] + Whh[:H] @ h + bhh[:H])
-                    ht = torch.tanh(xg[2 * H:] + Whh[2 * H:] @ (r * h) + bhh[2 * H:])
-                    h = (1 - z) * h + z * ht
-                    outs[t] = h
-                rows.append(torch.stack(outs))
-                hrow.append(h)
-            cols.append(torch.stack(rows))
-            hns.append(torch.stack(hrow))
-        inp = torch.cat(cols, -1)
-    return inp, torch.stack(hns)
-
-
 def grad_case(cell, dtype, B, T, I, H, L, D, hb, lengths, with_h0):
     tdt = torch.float32 if dtype == np.float32 else torch.float64
     m = torch_module(cell, I, H, L, D, hb, tdt)
@@ -126,7 +92,7 @@ def grad_case(cell, dtype, B, T, I, H, L, D, hb, lengths, with_h0):
     c0 = (torch.randn(L * D, B, H, dtype=tdt, requires_grad=True)
           if (with_h0 and cell == "lstm") else None)
     if cell == "gru_cho":
-        out, hn = cho_reference(x, params, h0, lengths, H, L, D, hb)
+        out, hn = cho_gru_flat(x, params, h0, lengths, H, L, D, hb)
         cn = None
     else:
         inp = (pack_padded_sequence(x, torch.tensor(lengths), batch_first=True,
@@ -288,7 +254,7 @@ def fd_check():
     print("%s finite-difference lstm L2 D2 lengths f64 err=%.3e tol=1e-07"
           % ("PASS" if ok else "FAIL", worst))
     if not ok:
-        from nncc_kernels import FAILED
+        from nncc_testing.ckernels import FAILED
         FAILED.append("fd lstm")
 
 

@@ -7,24 +7,14 @@ import sys
 import numpy as np
 import torch
 
-from attention_common import admissible, heads, load_lib, params
-from attention_common import lsh_kpm, lsh_mixed
-from attention_common import lsh_reference as common_lsh_reference
-from attention_common import mha_forward as mha_kernel
-from nncc_kernels import SUFFIX, check, expect, finish, i64, ptr
+from nncc_testing.ckernels import SUFFIX, check, expect, finish, i64, load, params, ptr
+from nncc_testing.ckernels import mha_forward as mha_kernel
+from nncc_testing.refs import (admissible, dilated_allowed, heads, lsh_kpm, lsh_mixed,
+                               lsh_reference, safe_attend)
 
 torch.manual_seed(1)
 np.random.seed(1)
-lib = load_lib(sys.argv[1])
-
-
-def masked_softmax_attend(scores, allowed, v):
-    """scores [B,H,T,T], allowed bool broadcastable; rows with no key -> 0.
-    Returns output and log-sum-exp (-inf for empty rows)."""
-    s = scores.masked_fill(~allowed, float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)
-    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
-    return p @ v, lse
+lib = load(sys.argv[1])
 
 
 def rand_weights(E, P, dtype):
@@ -72,16 +62,8 @@ def dilated_case(dtype, B, T, E, H, w, d, glob, causal, use_kpm):
         kpm[-1, T - 5:] = 1
     proj = x @ inw.T + inb
     q, k, v = [heads(t, H) for t in proj.split(E, -1)]
-    i = torch.arange(T)[:, None]
-    j = torch.arange(T)[None, :]
-    diff = (i - j).abs()
-    band = (diff <= (w // 2) * d) & (diff % d == 0)
-    g = torch.zeros(T, dtype=torch.bool)
-    for gp in glob:
-        if gp < T:
-            g[gp] = True
-    allowed = (band | g[:, None] | g[None, :])[None, None] & admissible(B, T, causal, kpm)
-    o, _ = masked_softmax_attend(q @ k.transpose(-1, -2) / np.sqrt(E // H), allowed, v)
+    allowed = dilated_allowed(T, w, d, glob)[None, None] & admissible(B, T, causal, kpm)
+    o, _ = safe_attend(q @ k.transpose(-1, -2) / np.sqrt(E // H), allowed, v)
     ref = o.transpose(1, 2).reshape(B, T, E) @ ow.T + ob
     p = params("dilated", causal=causal, window=w, dilation=d, globals_=glob)
     y = mha_kernel(p, dtype, x.numpy(), inw.numpy(), inb.numpy(), ow.numpy(), ob.numpy(),
@@ -91,12 +73,10 @@ def dilated_case(dtype, B, T, E, H, w, d, glob, causal, use_kpm):
 
 
 # --- LSH vs masked dense built from the same hashes / sort / chunks --------
-def lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale):
-    """qk, v: [B,H,T,dh] float64; R: [n_hashes, dh, nb/2]. Reformer's masking
-    (attention_common.lsh_reference); also the buckets [B,H,R,T]."""
+def lsh_with_buckets(qk, v, R, chunk, causal, kpm, same_bucket, scale):
+    """refs.lsh_reference and its buckets [B,H,R,T]."""
     buckets = []
-    out = common_lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale,
-                               buckets=buckets)
+    out = lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale, buckets=buckets)
     return out, torch.stack(buckets, 2)
 
 
@@ -115,7 +95,7 @@ def lsh_case(dtype, B, T, E, H, n_hashes, n_buckets, chunk, causal, use_kpm,
     if need_mixed:  # the case must exercise Reformer's self mask across rounds
         mixed = lsh_mixed(qk, R, chunk, causal, kpm, same_bucket)
         expect("lsh case has queries with self-only rounds (%d)" % mixed, mixed > 0)
-    o, ref_buckets = lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale)
+    o, ref_buckets = lsh_with_buckets(qk, v, R, chunk, causal, kpm, same_bucket, scale)
     ref = o.transpose(1, 2).reshape(B, T, E) @ ow.T + ob
     rot = np.ascontiguousarray(R.numpy(), dtype=dtype)
     p = params("lsh", causal=causal, rot=rot, n_hashes=n_hashes, n_buckets=n_buckets,

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nncc_kernels import (ACT, SUFFIX, check, expect, finish, i64, load, ptr)
+from nncc_testing.ckernels import ACT, SUFFIX, check, expect, finish, i64, load, ptr
 
 torch.manual_seed(2)
 np.random.seed(2)

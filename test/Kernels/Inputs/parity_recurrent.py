@@ -7,8 +7,8 @@ import numpy as np
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from nncc_kernels import (CELL, CTYPE, SUFFIX, check, expect, finish, i64,
-                          load, ptr)
+from nncc_testing.ckernels import CELL, CTYPE, SUFFIX, check, expect, finish, i64, load, ptr
+from nncc_testing.refs import cho_gru_flat
 
 torch.manual_seed(0)
 np.random.seed(0)
@@ -87,44 +87,14 @@ def one_case(cell, dtype, B, T, I, H, L, D, has_bias, lengths, with_h0):
         check(tag + " c_n", kcn, cn.numpy(), dtype)
 
 
-# --- Cho et al. 2014 GRU: hand-written reference of eqs. 21-24 -----------
-def cho_reference(x, flat, h0, lengths, H, L, D, has_bias):
-    B, T, _ = x.shape
-    per = 4 if has_bias else 2
-    inp = x
-    hn = torch.zeros(L * D, B, H, dtype=x.dtype)
-    for l in range(L):
-        out = torch.zeros(B, T, D * H, dtype=x.dtype)
-        for d in range(D):
-            w = flat[(l * D + d) * per:(l * D + d + 1) * per]
-            Wih, Whh = w[0], w[1]
-            bih = w[2] if has_bias else torch.zeros(3 * H, dtype=x.dtype)
-            bhh = w[3] if has_bias else torch.zeros(3 * H, dtype=x.dtype)
-            Wxr, Wxz, Wxh = Wih[:H], Wih[H:2 * H], Wih[2 * H:]
-            Whr, Whz, Whh_ = Whh[:H], Whh[H:2 * H], Whh[2 * H:]
-            for b in range(B):
-                n = lengths[b] if lengths is not None else T
-                h = h0[l * D + d, b].clone() if h0 is not None else torch.zeros(H, dtype=x.dtype)
-                ts = range(n) if d == 0 else range(n - 1, -1, -1)
-                for t in ts:
-                    xt = inp[b, t]
-                    z = torch.sigmoid(Wxz @ xt + Whz @ h + bih[H:2 * H] + bhh[H:2 * H])  # eq. 21
-                    r = torch.sigmoid(Wxr @ xt + Whr @ h + bih[:H] + bhh[:H])          # eq. 22
-                    ht = torch.tanh(Wxh @ xt + Whh_ @ (r * h) + bih[2 * H:] + bhh[2 * H:])  # eq. 23
-                    h = (1 - z) * h + z * ht                                            # eq. 24
-                    out[b, t, d * H:(d + 1) * H] = h
-                hn[l * D + d, b] = h
-        inp = out
-    return inp, hn
-
-
+# --- Cho et al. 2014 GRU vs the hand-written reference of eqs. 21-24 ------
 def cho_case(dtype, B, T, I, H, L, D, has_bias, lengths):
     tdtype = torch.float32 if dtype == np.float32 else torch.float64
     m = torch_module("gru", I, H, L, D, has_bias, tdtype)
     flat = [w.detach() for w in m._flat_weights]
     x = torch.randn(B, T, I, dtype=tdtype)
     h0 = torch.randn(L * D, B, H, dtype=tdtype)
-    ry, rhn = cho_reference(x, flat, h0, lengths, H, L, D, has_bias)
+    ry, rhn = cho_gru_flat(x, flat, h0, lengths, H, L, D, has_bias)
     y, hn, _, _ = run_kernel("gru_cho", dtype, x.numpy(), [f.numpy() for f in flat],
                              h0.numpy().copy(), None, lengths, H, L, D, has_bias)
     tag = "gru_cho L%d D%d bias%d len%s" % (L, D, has_bias, "var" if lengths else "full")

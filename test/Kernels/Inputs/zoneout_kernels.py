@@ -8,13 +8,11 @@ nncc_rnn_layer_zoneout_* / nncc_rnn_backward_zoneout_*.
   differences (f64) of a bidirectional layer with lengths, L = sum(y * R).
 """
 import ctypes as C
-import os
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-from nncc_kernels import CELL, SUFFIX, load, ptr, i64  # noqa: E402
+from nncc_testing.ckernels import CELL, SUFFIX, i64, load, ptr
 
 lib = load(sys.argv[1])
 lib.nncc_rnn_layer_workspace_size.restype = C.c_int64

@@ -1,15 +1,13 @@
 """Shared set-up of the parity scripts: paths, seeds, threads, helpers."""
 import os
-import sys
+
+import numpy as np
+import torch
+
+import nncc_testing as nt  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "utils"))
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-import nncc_testing as nt  # noqa: E402,F401
 
 torch.set_num_threads(1)
 torch.manual_seed(0)

@@ -2,11 +2,10 @@
 vs nn.MultiheadAttention under the explicit Longformer mask; LSH attention
 vs dense attention under the mask built from the same hashes, sort and
 chunks (Reformer); reversible blocks vs y1 = x1 + F(x2), y2 = x2 + G(y1)."""
-import math
-
 import torch
 import torch.nn.functional as F
 from common import model, nt, rand, sd
+from nncc_testing.refs import dilated_allowed, lsh_attention_layer
 
 B, T = 3, 13
 
@@ -46,7 +45,7 @@ def attention_variants():
     pad[0, 7] = True
     w = dict(sd(enc, "enc"), **sd(ca, "ca"), **sd(nb, "nb"))
     out = model("attention_variants").run(w, {"x": x, "pad": pad})
-    allowed = longformer_allowed(Tn, 8, 2, [0, 3])
+    allowed = dilated_allowed(Tn, 8, 2, [0, 3])
     y = enc(x, src_mask=~allowed, src_key_padding_mask=pad).detach()
     nt.check("encoder_layer dilated w8 d2 global[0,3] + padding vs masked TransformerEncoderLayer",
              out["y"], y)
@@ -55,23 +54,6 @@ def attention_variants():
              masked_mha(ca, x, ~causal))
     nt.check("dense without biases + padding T70 vs nn.MultiheadAttention", out["yn"],
              masked_mha(nb, x, torch.ones(Tn, Tn, dtype=torch.bool), pad))
-
-
-def longformer_allowed(T, window, dilation, glob, causal=False):
-    """docs/kernels.md: half = window // 2; i attends j iff |i-j| <= half*dilation
-    and (i-j) % dilation == 0, or i or j is global; then causal."""
-    i = torch.arange(T)[:, None]
-    j = torch.arange(T)[None, :]
-    d = (i - j).abs()
-    allowed = (d <= (window // 2) * dilation) & (d % dilation == 0)
-    g = torch.zeros(T, dtype=torch.bool)
-    for p in glob:
-        if p < T:
-            g[p] = True
-    allowed = allowed | g[:, None] | g[None, :]
-    if causal:
-        allowed = allowed & (j <= i)
-    return allowed
 
 
 def masked_mha(m, x, allowed, pad=None):
@@ -89,50 +71,11 @@ def attn_dilated():
     w = dict(sd(ma, "a"), **sd(mb, "b"), **sd(mc, "c"))
     out = model("attn_dilated").run(w, {"x": x, "pad": pad})
     nt.check("dilated w4 d2 global[0,5] + padding vs masked nn.MultiheadAttention", out["ya"],
-             masked_mha(ma, x, longformer_allowed(T, 4, 2, [0, 5]), pad))
+             masked_mha(ma, x, dilated_allowed(T, 4, 2, [0, 5]), pad))
     nt.check("dilated w6 d1 vs masked nn.MultiheadAttention", out["yb"],
-             masked_mha(mb, x, longformer_allowed(T, 6, 1, [])))
+             masked_mha(mb, x, dilated_allowed(T, 6, 1, [])))
     nt.check("dilated w5 d3 global[2] causal vs masked nn.MultiheadAttention", out["yc"],
-             masked_mha(mc, x, longformer_allowed(T, 5, 3, [2], causal=True)))
-
-
-def lsh_attention(x, in_w, in_b, out_w, out_b, heads, R, chunk, pad=None, causal=False):
-    """Reformer LSH attention as masked dense attention (docs/kernels.md;
-    Kitaev et al. 2020 sec. 2, HuggingFace LSHSelfAttention): shared QK
-    projection, keys normalised, scores qk_i . k^_j / sqrt(dh); per round:
-    bucket = argmax([xR; -xR]), stable sort by (bucket, position), chunks of
-    `chunk` sorted positions attend to their own and the previous chunk.
-    The rounds' candidate keys go into ONE softmax (duplicates counted) with
-    the query's own score replaced by -1e5 (HF's self_mask_value): a query
-    attends to itself only when no round offers it another key. Padded and
-    future keys are never attended, a padded self neither (HF would still
-    attend it; this differs only on padded query rows); a row with no key
-    at all gives 0."""
-    Bn, Tn, E = x.shape
-    dh = E // heads
-    qk, v = (x @ in_w.T + in_b).split(E, -1)
-    qk = qk.view(Bn, Tn, heads, dh).transpose(1, 2)
-    v = v.view(Bn, Tn, heads, dh).transpose(1, 2)
-    kn = qk / qk.norm(dim=-1, keepdim=True)
-    scores = (qk @ kn.transpose(-1, -2) / math.sqrt(dh)).masked_fill(
-        torch.eye(Tn, dtype=torch.bool), -1e5)
-    allowed = []
-    for r in range(R.shape[0]):
-        xr = qk @ R[r]
-        bucket = torch.argmax(torch.cat([xr, -xr], -1), -1)           # [B, H, T]
-        order = torch.argsort(bucket * Tn + torch.arange(Tn), -1)       # stable by position
-        pos = torch.argsort(order, -1)                                  # sorted position
-        ch = pos // chunk
-        a = (ch[..., None, :] == ch[..., :, None]) | (ch[..., None, :] == ch[..., :, None] - 1)
-        if pad is not None:  # padded keys are never attended
-            a = a & ~pad[:, None, None, :]
-        if causal:
-            a = a & ~torch.triu(torch.ones(Tn, Tn, dtype=torch.bool), 1)
-        allowed.append(a)
-    n = R.shape[0]
-    s = torch.cat([scores] * n, -1).masked_fill(~torch.cat(allowed, -1), float("-inf"))
-    o = torch.softmax(s, -1).nan_to_num(0.0) @ torch.cat([v] * n, -2)
-    return o.transpose(1, 2).reshape(Bn, Tn, E) @ out_w.T + out_b
+             masked_mha(mc, x, dilated_allowed(T, 5, 3, [2], causal=True)))
 
 
 def attn_lsh():
@@ -150,10 +93,10 @@ def attn_lsh():
     for nb in (2, 4, 8):
         R, R2 = rand(3, D // A, nb // 2), rand(2, D // A, max(1, nb // 4))
         out = mdl.run(w, {"x": x, "rot": R, "rot2": R2, "pad": pad})
-        ref = lsh_attention(x.double(), *[t.double() for t in wa], A, R.double(), 4)
+        ref = lsh_attention_layer(x.double(), *[t.double() for t in wa], A, R.double(), 4)
         nt.check("lsh hashes3 chunk4 buckets%d vs masked dense (Reformer)" % nb, out["y"], ref)
-        refc = lsh_attention(x.double(), *[t.double() for t in wc], A, R2.double(), 3, pad=pad,
-                             causal=True)
+        refc = lsh_attention_layer(x.double(), *[t.double() for t in wc], A, R2.double(), 3,
+                                   pad=pad, causal=True)
         nt.check("lsh hashes2 chunk3 buckets%d causal + padding vs masked dense (Reformer)"
                  % (2 * R2.shape[-1]), out["yc"], refc)
 
@@ -175,10 +118,10 @@ def attn_lsh_onechunk():
         pad[1, Tn - 2:] = True
         out = mdl.run(w, {"x": xt, "pad": pad})
         R = torch.randn(3, D // A, 1).double()  # any rotations: one chunk
-        ref = lsh_attention(xt.double(), in_w.double(), in_b.double(), out_w.double(),
+        ref = lsh_attention_layer(xt.double(), in_w.double(), in_b.double(), out_w.double(),
                             out_b.double(), A, R, 8)
         nt.check("lsh one chunk T%d (all keys but self) vs masked dense" % Tn, out["y"], ref)
-        refp = lsh_attention(xt.double(), in_w.double(), in_b.double(), out_w.double(),
+        refp = lsh_attention_layer(xt.double(), in_w.double(), in_b.double(), out_w.double(),
                              out_b.double(), A, R, 8, pad=pad)
         nt.check("lsh one chunk T%d + key padding vs masked dense" % Tn, out["yp"], refp)
 
@@ -203,9 +146,9 @@ def lsh_causal():
     ws = (torch.cat([I2, I2]).double(), torch.zeros(4).double(), I2.double(),
           torch.zeros(2).double())
     nt.check("lsh causal reproduction vs Reformer reference", out["y"],
-             lsh_attention(x.double(), *ws, 1, rot.double(), 2, causal=True))
+             lsh_attention_layer(x.double(), *ws, 1, rot.double(), 2, causal=True))
     nt.check("lsh padded reproduction vs Reformer reference", out["yp"],
-             lsh_attention(x.double(), *ws, 1, rot.double(), 2, pad=pad))
+             lsh_attention_layer(x.double(), *ws, 1, rot.double(), 2, pad=pad))
 
 
 def reversible():

@@ -2,30 +2,9 @@
 import torch
 import torch.nn.functional as F
 from common import model, nt, rand, sd
+from nncc_testing.refs import MLP
 
 N = 7
-
-
-class MLP(torch.nn.Module):
-    """nncc's mlp(in, hidden, out, layers, activation): Linear layers named
-    0 .. layers-1 with the activation between them."""
-
-    def __init__(self, i, h, o, layers, act):
-        super().__init__()
-        dims = [i] + [h] * (layers - 1) + [o]
-        self.layers = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
-        self.act = act
-
-    def forward(self, x):
-        for k, l in enumerate(self.layers):
-            x = l(x)
-            if k + 1 < len(self.layers):
-                x = self.act(x)
-        return x
-
-    def named(self, prefix):
-        return {"%s.%s" % (prefix, k[len("layers."):]): nt.to_numpy(v)
-                for k, v in self.state_dict().items()}
 
 
 def mlp_act():

@@ -1,29 +1,13 @@
 """Neural ODE (euler, rk4, dopri5) and ODE-RNN vs torch solver loops."""
 import torch
 from common import model, nt, rand, sd
+from nncc_testing.refs import fixed
 
 B = 5
 
 
 def mlp_dyn(fc1, fc2):
     return lambda t, z: fc2(torch.tanh(fc1(z)))
-
-
-def fixed(f, h, t0, t1, steps, method):
-    """Fixed-step euler / classic rk4 from t0 to t1 (t0, t1 scalars or [B, 1])."""
-    dt = (t1 - t0) / steps
-    t = t0
-    for _ in range(steps):
-        if method == "euler":
-            h = h + dt * f(t, h)
-        else:
-            k1 = f(t, h)
-            k2 = f(t + dt / 2, h + dt / 2 * k1)
-            k3 = f(t + dt / 2, h + dt / 2 * k2)
-            k4 = f(t + dt, h + dt * k3)
-            h = h + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        t = t + dt
-    return h
 
 
 def neural_ode():

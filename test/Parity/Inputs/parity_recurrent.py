@@ -5,6 +5,7 @@ nncc with B = 1, and through torch)."""
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from common import model, nt, rand, sd
+from nncc_testing.refs import cho_cell, cho_gru
 
 B, T = 4, 7
 LENGTHS = [7, 3, 5, 1]  # unsorted, one full, one of length 1
@@ -93,42 +94,6 @@ def gru_pt():
         nt.check("gru_pt %s vs packed" % n, out[n], r)
     check_alone("gru_pt", mdl, w, x, LENGTHS, out, ["y", "hn"],
                 extra={"h0": lambda b: h0[:, b:b + 1].contiguous()}, tmod=m)
-
-
-def cho_cell(x, h, wih, whh, bih, bhh):
-    """Cho et al. 2014, seed notes eqs. 21-24; rows of the [3H, .] weights are
-    r, z, n (the PyTorch layout), biases b_. = bias_ih_. + bias_hh_.."""
-    H = h.shape[-1]
-    xr, xz, xn = (x @ wih.T + bih).split(H, -1)
-    hr, hz = (h @ whh[:2 * H].T + bhh[:2 * H]).split(H, -1)
-    z = torch.sigmoid(xz + hz)
-    r = torch.sigmoid(xr + hr)
-    ht = torch.tanh(xn + (r * h) @ whh[2 * H:].T + bhh[2 * H:])
-    return (1 - z) * h + z * ht
-
-
-def cho_gru(params, x, lengths, h0, L, D):
-    """Sequence by sequence, layer by layer; y zero past each length."""
-    Bn, Tn, _ = x.shape
-    H = params["weight_hh_l0"].shape[1]
-    hn = torch.zeros(L * D, Bn, H)
-    inp = x
-    for l in range(L):
-        y = torch.zeros(Bn, Tn, D * H)
-        for d in range(D):
-            sfx = "_l%d%s" % (l, "_reverse" if d else "")
-            wih, whh = params["weight_ih" + sfx], params["weight_hh" + sfx]
-            bih, bhh = params["bias_ih" + sfx], params["bias_hh" + sfx]
-            for b in range(Bn):
-                n = int(lengths[b]) if lengths is not None else Tn
-                h = h0[l * D + d, b] if h0 is not None else torch.zeros(H)
-                steps = range(n - 1, -1, -1) if d else range(n)
-                for t in steps:
-                    h = cho_cell(inp[b, t], h, wih, whh, bih, bhh)
-                    y[b, t, d * H:(d + 1) * H] = h
-                hn[l * D + d, b] = h
-        inp = y
-    return y, hn
 
 
 def gru_cho():

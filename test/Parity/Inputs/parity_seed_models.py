@@ -6,8 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from common import nt, rand, sd, seed_model
-from parity_recurrent import cho_gru
-from parity_ode import fixed
+from nncc_testing.refs import cho_gru, fixed
 
 torch.manual_seed(1)
 

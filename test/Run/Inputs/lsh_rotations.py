@@ -4,8 +4,9 @@ that outputs `given` and `drawn` must agree. Usage: LIBDIR IN OUT"""
 import ctypes
 import sys
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-import st  # noqa: E402
+import numpy as np
+
+from nncc_testing.safetensors import load_safetensors, save_safetensors
 
 lib = ctypes.CDLL(sys.argv[1] + "/libnncc_runtime.so")
 n = 2 * 4 * 2
@@ -14,6 +15,6 @@ lib.nncc_rng_fill_normal_f32.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctype
                                          ctypes.c_uint64, ctypes.c_uint64, ctypes.c_float,
                                          ctypes.c_float]
 lib.nncc_rng_fill_normal_f32(buf, n, 0, 0x15A, 0, 0.0, 1.0)
-t = st.read(sys.argv[2])
-t["rot"] = ("F32", [2, 4, 2], list(buf))
-st.write(sys.argv[3], t)
+t = load_safetensors(sys.argv[2])
+t["rot"] = np.array(buf, dtype=np.float32).reshape(2, 4, 2)
+save_safetensors(sys.argv[3], t)

@@ -7,33 +7,20 @@ import sys
 
 import torch
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-import st  # noqa: E402
+from nncc_testing.refs import cho_cell, cho_gru, fixed
+from nncc_testing.safetensors import load_safetensors
 
 torch.set_default_dtype(torch.float64)
 
 
 def load(path):
-    out = {}
-    for name, (dtype, shape, vals) in st.read(path).items():
-        t = torch.tensor(vals, dtype=torch.float64 if dtype.startswith("F") else torch.int64)
-        out[name] = t.reshape(shape)
-    return out
+    """{name: f64 or i64 tensor} of a safetensors file."""
+    return {name: torch.from_numpy(a).to(torch.float64 if a.dtype.kind == "f" else torch.int64)
+            for name, a in load_safetensors(path).items()}
 
 
 def sub(w, prefix):
     return {k[len(prefix) + 1:]: v for k, v in w.items() if k.startswith(prefix + ".")}
-
-
-def cho_cell(x, h, w, sfx=""):
-    gi = x @ w["weight_ih" + sfx].T + w["bias_ih" + sfx]
-    H = h.shape[-1]
-    whh, bhh = w["weight_hh" + sfx], w["bias_hh" + sfx]
-    gh = h @ whh[:2 * H].T + bhh[:2 * H]
-    r = torch.sigmoid(gi[:, :H] + gh[:, :H])
-    z = torch.sigmoid(gi[:, H:2 * H] + gh[:, H:])
-    ht = torch.tanh(gi[:, 2 * H:] + (r * h) @ whh[2 * H:].T + bhh[2 * H:])
-    return (1 - z) * h + z * ht
 
 
 def packed(mod, x, lengths):
@@ -69,22 +56,8 @@ def main():
         rnn = torch.nn.RNN(3, 4, bidirectional=True, batch_first=True, nonlinearity="relu")
         rnn.load_state_dict(sub(w, "rnn_enc"))
         res["ry"], res["rh"] = packed(rnn, x, L)
-        # Cho et al. GRU, 2 layers: by hand, state frozen past each length.
-        cw = sub(w, "cho_enc")
-        B, T, _ = x.shape
-        inp_l = x
-        hn = []
-        for l in range(2):
-            h = torch.zeros(B, 4)
-            ys = torch.zeros(B, T, 4)
-            for t in range(T):
-                hnew = cho_cell(inp_l[:, t], h, cw, "_l%d" % l)
-                valid = (t < L).unsqueeze(1)
-                h = torch.where(valid, hnew, h)
-                ys[:, t] = torch.where(valid, hnew, torch.zeros_like(hnew))
-            hn.append(h)
-            inp_l = ys
-        res["cy"], res["ch"] = inp_l, torch.stack(hn)
+        # Cho et al. GRU, 2 layers, state frozen past each length.
+        res["cy"], res["ch"] = cho_gru(sub(w, "cho_enc"), x, L, None, 2, 1)
         check(res, got, 2e-5)
     elif model == "cells":
         x, h, c = inp["x"], inp["h"], inp["c"]
@@ -97,7 +70,8 @@ def main():
         r = torch.nn.RNNCell(3, 5)
         r.load_state_dict(sub(w, "r"))
         res["rh"] = r(x, h)
-        res["ch"] = cho_cell(x, h, sub(w, "gc"))
+        gc = sub(w, "gc")
+        res["ch"] = cho_cell(x, h, gc["weight_ih"], gc["weight_hh"], gc["bias_ih"], gc["bias_hh"])
         check(res, got, 1e-5)
     elif model in ("ode", "odernn"):
         f = sub(w, "f")
@@ -107,15 +81,7 @@ def main():
             return y + t if with_t else y
 
         def rk4(fn, h, t0, t1, steps):  # t0, t1: scalars or [B, 1]
-            dt = (t1 - t0) / steps
-            for s in range(steps):
-                t = t0 + s * dt
-                k1 = fn(t, h)
-                k2 = fn(t + dt / 2, h + dt / 2 * k1)
-                k3 = fn(t + dt / 2, h + dt / 2 * k2)
-                k4 = fn(t + dt, h + dt * k3)
-                h = h + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-            return h
+            return fixed(fn, h, t0, t1, steps, "rk4")
 
         if model == "ode":
             fn = lambda t, z: dyn(t, z, True)  # noqa: E731

@@ -4,8 +4,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "utils"))
-import nncc_testing as T  # noqa: E402
+import nncc_testing as T
 
 d = sys.argv[1]
 r = np.random.default_rng(0)

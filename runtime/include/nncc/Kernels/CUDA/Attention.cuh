@@ -182,19 +182,6 @@ inline cudaError_t launch_flash_attention(int B, int Tn, int H, const T *q,
   return cudaGetLastError();
 }
 
-template <typename T, int DH>
-inline cudaError_t launch_dilated_attention(
-    int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
-    T *out, int64_t ld_out, const uint8_t *kpm, int causal, T scale,
-    int window, int dilation, const uint8_t *is_global,
-    const int32_t *globals, int n_global, cudaStream_t stream = 0) {
-  dim3 grid((Tn + 127) / 128, H, B);
-  dilated_attention_fwd_kernel<T, DH><<<grid, 128, 0, stream>>>(
-      Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation,
-      is_global, globals, n_global);
-  return cudaGetLastError();
-}
-
 /// Largest head size served (generic kernels beyond 32/64/128).
 constexpr int kMaxHeadDim = 256;
 

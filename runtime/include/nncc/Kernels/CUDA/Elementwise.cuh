@@ -1,4 +1,4 @@
-//===- Elementwise.cuh - GEMM epilogues, activations, dropout ---*- CUDA -*-===//
+//===- Elementwise.cuh - GEMM epilogue, dropout, zoneout -------*- CUDA -*-===//
 //
 // The GEMM itself is cuBLAS (caller); these kernels are the fused epilogue
 // y = act(acc + bias) + residual, and the other elementwise ops, all through
@@ -29,14 +29,6 @@ __global__ void linear_epilogue_kernel(int64_t M, int64_t N, T *y,
     y[i] = linear_epilogue(y[i], bias, col, act, alpha,
                            residual ? residual + i : nullptr);
   }
-}
-
-template <typename T>
-__global__ void activation_kernel(int64_t n, const T *x, int act, T alpha,
-                                  T *y) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    y[i] = activate(act, x[i], alpha);
 }
 
 /// Same bits as the CPU twin: keep_i = philox_uniform(seed, offset, i) >= p.

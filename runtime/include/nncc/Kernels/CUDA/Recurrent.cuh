@@ -24,15 +24,6 @@ namespace nncc {
 namespace kernels {
 namespace cuda {
 
-struct RnnLayerArgs {
-  int B, T, H;
-  int reverse;        // 0 forward, 1 reverse
-  int64_t ld_out;     // row stride of out (D*H)
-  int col_off;        // d*H
-  const int32_t *lengths; // [B] or null (all T)
-  int64_t saved_stride_bt; // elements per (b, t) in saved = slots*H
-};
-
 /// Shared memory of one CTA of rnn_scan_kernel: the state of its `rows`
 /// batch rows (h, c for LSTM, the recurrent product hg, r*h for Cho's GRU)
 /// and, when `weights_in_smem`, W_hh^T [H, G*H].
@@ -274,65 +265,6 @@ inline cudaError_t launch_rnn_scan(int B, int Tn, int H, int reverse,
                                  xg, wt_scratch, bhh, h0, c0, out, hn, cn, saved,
                                  saved_stride_bt);
   return cudaGetLastError();
-}
-
-/// Runtime dispatch over the cell kind (NNCC_CELL_* / CellKind).
-template <typename T, typename L>
-inline cudaError_t launch_rnn_scan_cell(int cell, int B, int Tn, int H, int reverse,
-                                        int64_t ld_out, int col_off, const L *lengths,
-                                        const T *xg, const T *whh, const T *bhh,
-                                        const T *h0, const T *c0, T *out, T *hn,
-                                        T *cn, T *wt_scratch, cudaStream_t stream) {
-#define NNCC_RNN_CASE(K)                                                            \
-  case K:                                                                           \
-    return launch_rnn_scan<T, L, K>(B, Tn, H, reverse, ld_out, col_off, lengths, xg, \
-                                    whh, bhh, h0, c0, out, hn, cn, (T *)nullptr, 0,  \
-                                    wt_scratch, stream);
-  switch (cell) {
-    NNCC_RNN_CASE(CellRnnTanh)
-    NNCC_RNN_CASE(CellRnnRelu)
-    NNCC_RNN_CASE(CellLstm)
-    NNCC_RNN_CASE(CellGru)
-    NNCC_RNN_CASE(CellGruCho)
-  default:
-    return cudaErrorInvalidValue;
-  }
-#undef NNCC_RNN_CASE
-}
-
-/// Zero out[b, t, :] for t >= len_b (all D*H columns). Kept for callers of
-/// launch_rnn_layer; rnn_scan_kernel zeroes its own columns itself.
-template <typename T>
-__global__ void rnn_zero_padding_kernel(int B, int Tn, int64_t width,
-                                        const int32_t *lengths, T *out) {
-  const int64_t n = (int64_t)B * Tn * width;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t bt = i / width;
-    if (bt % Tn >= lengths[bt / Tn])
-      out[i] = T(0);
-  }
-}
-
-/// The older entry point (RnnLayerArgs), now a thin wrapper over
-/// launch_rnn_scan. Allocates the W_hh^T scratch itself (stream-ordered).
-template <typename T, int Kind>
-inline cudaError_t launch_rnn_layer(const RnnLayerArgs &a, const T *xg,
-                                    const T *whh, const T *bhh, const T *h0,
-                                    const T *c0, T *out, T *hn, T *cn,
-                                    T *saved, cudaStream_t stream = 0,
-                                    int rows = 8) {
-  (void)rows;
-  const size_t bytes = (size_t)cell_gates(Kind) * a.H * a.H * sizeof(T);
-  void *wt = nullptr;
-  cudaError_t e = cudaMallocAsync(&wt, bytes ? bytes : 1, stream);
-  if (e != cudaSuccess)
-    return e;
-  e = launch_rnn_scan<T, int32_t, Kind>(a.B, a.T, a.H, a.reverse, a.ld_out, a.col_off,
-                                        a.lengths, xg, whh, bhh, h0, c0, out, hn, cn,
-                                        saved, a.saved_stride_bt, (T *)wt, stream);
-  cudaError_t f = cudaFreeAsync(wt, stream);
-  return e != cudaSuccess ? e : f;
 }
 
 } // namespace cuda

@@ -1,119 +1,11 @@
-"""Shared by the attention kernel tests: ctypes calls of nncc_mha_forward_* /
-nncc_mha_backward_*, torch references (masked dense attention, LSH with the
-kernel's hashes, sort and chunks) and the attention-dropout mask computed
-independently from Philox-4x32-10 (runtime/include/nncc/Kernels/AttentionMath.h)."""
-import ctypes as C
-
+"""PyTorch references shared by the kernel, parity and gradient tests, each
+written once: attention (masked dense, dilated/Longformer, Reformer LSH
+with the kernel's hashes, sort and chunks, a whole LSH attention layer),
+the attention-dropout mask computed independently from Philox-4x32-10
+(runtime/include/nncc/Kernels/AttentionMath.h), Cho et al.'s GRU, nncc's
+mlp layer and fixed-step ODE solvers."""
 import numpy as np
 import torch
-
-from nncc_kernels import ATTN, AttnParams, SUFFIX, i64, load, ptr
-
-_lib = None
-
-
-def load_lib(libdir):
-    global _lib
-    _lib = load(libdir)
-    for name in ("nncc_mha_backward_workspace_size", "nncc_attention_backward_workspace_size"):
-        getattr(_lib, name).restype = C.c_int64
-        getattr(_lib, name).argtypes = [C.POINTER(AttnParams)] + [C.c_int64] * 5
-    return _lib
-
-
-def params(kind, causal=0, window=0, dilation=1, globals_=None, rot=None,
-           n_hashes=0, n_buckets=0, chunk=0, same_bucket=0, dropout=0.0,
-           dropout_seed=0, dropout_offset=0, scale=0.0):
-    p = AttnParams()
-    p.kind, p.causal, p.scale = ATTN[kind], causal, scale
-    p.window, p.dilation = window, dilation
-    if globals_ is not None:
-        p._g = np.ascontiguousarray(globals_, dtype=np.int32)
-        p.global_pos = ptr(p._g)
-        p.n_global = len(globals_)
-    if rot is not None:
-        p._rot = rot
-        p.rotations = rot.ctypes.data_as(C.c_void_p)
-    p.n_hashes, p.n_buckets, p.chunk = n_hashes, n_buckets, chunk
-    p.same_bucket_only = same_bucket
-    p.dropout, p.dropout_seed, p.dropout_offset = dropout, dropout_seed, dropout_offset
-    return p
-
-
-def _c(a, dtype):
-    return None if a is None else np.ascontiguousarray(a, dtype)
-
-
-def mha_forward(p, dtype, x, in_w, in_b, out_w, out_b, H, kpm):
-    B, T, E = x.shape
-    ws = np.zeros(_lib.nncc_mha_workspace_size(C.byref(p), B, T, E, H,
-                                               np.dtype(dtype).itemsize), np.uint8)
-    y = np.zeros((B, T, E), dtype)
-    kp = None if kpm is None else np.ascontiguousarray(kpm, np.uint8)
-    rc = getattr(_lib, "nncc_mha_forward_" + SUFFIX[dtype])(
-        C.byref(p), *i64(B, T, E, H), ptr(_c(x, dtype)), ptr(_c(in_w, dtype)),
-        ptr(_c(in_b, dtype)), ptr(_c(out_w, dtype)), ptr(_c(out_b, dtype)), ptr(kp),
-        ws.ctypes.data_as(C.c_void_p), ptr(y))
-    assert rc == 0, rc
-    return y
-
-
-def mha_backward(p, dtype, x, in_w, in_b, out_w, out_b, H, kpm, dy):
-    B, T, E = x.shape
-    ws = np.zeros(_lib.nncc_mha_backward_workspace_size(C.byref(p), B, T, E, H,
-                                                        np.dtype(dtype).itemsize), np.uint8)
-    outs = [np.full(s, 9.0, dtype) for s in
-            (x.shape, in_w.shape, in_b.shape, out_w.shape, out_b.shape)]
-    kp = None if kpm is None else np.ascontiguousarray(kpm, np.uint8)
-    rc = getattr(_lib, "nncc_mha_backward_" + SUFFIX[dtype])(
-        C.byref(p), *i64(B, T, E, H), ptr(_c(x, dtype)), ptr(_c(in_w, dtype)),
-        ptr(_c(in_b, dtype)), ptr(_c(out_w, dtype)), ptr(_c(out_b, dtype)), ptr(kp),
-        ptr(_c(dy, dtype)), *[ptr(o) for o in outs], ws.ctypes.data_as(C.c_void_p))
-    assert rc == 0, rc
-    return outs
-
-
-def _core_ptrs(p, dtype, qkv, E):
-    """q, k, v pointers into a packed [B, T, P*E] projection (LSH: k NULL)."""
-    PT = C.POINTER(C.c_float if dtype == np.float32 else C.c_double)
-    at = lambda j: C.cast(qkv.ctypes.data + j * E * np.dtype(dtype).itemsize, PT)
-    if p.kind == ATTN["lsh"]:
-        return at(0), None, at(1)
-    return at(0), at(1), at(2)
-
-
-def core_forward(p, dtype, qkv, E, H, kpm):
-    """nncc_attention_S on a packed projection: (out [B,T,E], lse [B,H,T])."""
-    B, T, PE = qkv.shape
-    ws = np.zeros(_lib.nncc_attention_workspace_size(C.byref(p), B, T, H, E // H,
-                                                     np.dtype(dtype).itemsize), np.uint8)
-    out = np.zeros((B, T, E), dtype)
-    lse = np.zeros((B, H, T), dtype)
-    kp = None if kpm is None else np.ascontiguousarray(kpm, np.uint8)
-    rc = getattr(_lib, "nncc_attention_" + SUFFIX[dtype])(
-        C.byref(p), *i64(B, T, H, E // H), *_core_ptrs(p, dtype, qkv, E), C.c_int64(PE),
-        ptr(out), C.c_int64(E), ptr(kp), ws.ctypes.data_as(C.c_void_p), None, ptr(lse))
-    assert rc == 0, rc
-    return out, lse
-
-
-def core_backward(p, dtype, qkv, dout, E, H, kpm, saved=None):
-    """nncc_attention_backward_S: d(packed projection); with saved = (out,
-    lse) the forward's, else recomputed."""
-    B, T, PE = qkv.shape
-    ws = np.zeros(_lib.nncc_attention_backward_workspace_size(
-        C.byref(p), B, T, H, E // H, np.dtype(dtype).itemsize), np.uint8)
-    dqkv = np.full((B, T, PE), 9.0, dtype)
-    dq, dk, dv = _core_ptrs(p, dtype, dqkv, E)
-    kp = None if kpm is None else np.ascontiguousarray(kpm, np.uint8)
-    out, lse = saved if saved is not None else (None, None)
-    rc = getattr(_lib, "nncc_attention_backward_" + SUFFIX[dtype])(
-        C.byref(p), *i64(B, T, H, E // H), *_core_ptrs(p, dtype, qkv, E), C.c_int64(PE),
-        ptr(np.ascontiguousarray(dout, dtype)), C.c_int64(E), dq, dk, dv, C.c_int64(PE),
-        ptr(kp), ws.ctypes.data_as(C.c_void_p), ptr(out), ptr(lse))
-    assert rc == 0, rc
-    return dqkv
-
 
 # --- attention dropout mask (independent Philox-4x32-10 in numpy) ---------
 _MASK = np.uint64(0xFFFFFFFF)
@@ -176,16 +68,20 @@ def safe_attend(scores, allowed, v, mult=None):
 
 
 def admissible(B, T, causal, kpm):
+    """[B, 1, T, T]: keys a query may attend (not future if causal, not
+    padded; kpm [B, T] numpy or torch, nonzero = padded, or None)."""
     a = torch.ones(B, 1, T, T, dtype=torch.bool)
     if causal:
         a &= ~torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
     if kpm is not None:
-        a &= ~torch.from_numpy(kpm.astype(bool))[:, None, None, :]
+        a &= ~torch.as_tensor(np.asarray(kpm).astype(bool))[:, None, None, :]
     return a
 
 
-def dilated_allowed(T, w, dl, glob):
-    """[T, T] band of width w, dilation dl, plus global rows/columns."""
+def dilated_allowed(T, w, dl, glob, causal=False):
+    """[T, T] Longformer mask (docs/kernels.md): half = w // 2; i attends j
+    iff |i-j| <= half*dl and (i-j) % dl == 0, or i or j is global (positions
+    >= T ignored); then not j > i if causal."""
     i = torch.arange(T)[:, None]
     j = torch.arange(T)[None, :]
     diff = (i - j).abs()
@@ -194,7 +90,10 @@ def dilated_allowed(T, w, dl, glob):
     for gp in glob:
         if gp < T:
             g[gp] = True
-    return band | g[:, None] | g[None, :]
+    allowed = band | g[:, None] | g[None, :]
+    if causal:
+        allowed = allowed & (j <= i)
+    return allowed
 
 
 # Reformer's self mask: HuggingFace LSHSelfAttention's self_mask_value (fp32).
@@ -221,7 +120,7 @@ def lsh_allowed(qk, Rr, chunk, adm, same_bucket):
     return allowed, bucket
 
 
-def lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale, mults=None,
+def lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale=None, mults=None,
                   buckets=None):
     """Reformer LSH attention (Kitaev et al. 2020, sec. 2; HuggingFace
     LSHSelfAttention) as ONE softmax over the concatenation of the rounds'
@@ -230,8 +129,11 @@ def lsh_reference(qk, v, R, chunk, causal, kpm, same_bucket, scale, mults=None,
     key, and then equally through every round. A row without any candidate
     (padded self, nothing else) gives 0. `mults` [rounds, B, H, T, T]
     multiplies each round's weights (dropout); `buckets` (a list) receives
-    each round's [B, H, T] buckets."""
+    each round's [B, H, T] buckets. qk, v [B, H, T, dh]; R [rounds, dh,
+    buckets/2]; scale defaults to 1/sqrt(dh)."""
     B, H, T, dh = qk.shape
+    if scale is None:
+        scale = dh ** -0.5
     adm = admissible(B, T, causal, kpm)
     kn = qk / qk.norm(dim=-1, keepdim=True)
     scores = (scale * qk @ kn.transpose(-1, -2)).masked_fill(
@@ -283,3 +185,112 @@ def lsh_kpm(B, T, mode, seed=7):
     else:
         kpm[:] = np.random.RandomState(seed).rand(B, T) < 0.6
     return kpm
+
+
+def lsh_attention_layer(x, in_w, in_b, out_w, out_b, heads_, R, chunk, pad=None,
+                        causal=False, same_bucket=0):
+    """A whole Reformer LSH attention layer (shared QK projection, keys
+    normalised, scores qk_i . k^_j / sqrt(dh), docs/kernels.md): x [B, T, E],
+    in_w [2E, E], R [rounds, dh, buckets/2], pad [B, T] (True = padded) or
+    None. Core as lsh_reference."""
+    B, T, E = x.shape
+    qk, v = [heads(t, heads_) for t in (x @ in_w.T + in_b).split(E, -1)]
+    o = lsh_reference(qk, v, R, chunk, causal, pad, same_bucket)
+    return o.transpose(1, 2).reshape(B, T, E) @ out_w.T + out_b
+
+
+# --- Cho et al. 2014 GRU ------------------------------------------------------
+def cho_cell(x, h, wih, whh, bih, bhh):
+    """One step of Cho et al. 2014 (seed notes eqs. 21-24); rows of the
+    [3H, .] weights are r, z, n (PyTorch's layout): r and z from x and h,
+    the candidate from x and r * h."""
+    H = h.shape[-1]
+    xr, xz, xn = (x @ wih.T + bih).split(H, -1)
+    hr, hz = (h @ whh[:2 * H].T + bhh[:2 * H]).split(H, -1)
+    z = torch.sigmoid(xz + hz)                                # eq. 21
+    r = torch.sigmoid(xr + hr)                                # eq. 22
+    ht = torch.tanh(xn + (r * h) @ whh[2 * H:].T + bhh[2 * H:])  # eq. 23
+    return (1 - z) * h + z * ht                               # eq. 24
+
+
+def cho_gru_flat(x, flat, h0, lengths, H, L, D, has_bias):
+    """Stack of Cho GRU layers, sequence by sequence (differentiable): x
+    [B, T, I]; flat per layer and direction [W_ih, W_hh(, b_ih, b_hh)]
+    (nn.GRU's _flat_weights order); h0 [L*D, B, H] or None; lengths [B] or
+    None. Returns (y [B, T, D*H], zero past each length; h_n [L*D, B, H])."""
+    B, T, _ = x.shape
+    per = 4 if has_bias else 2
+    zeros = lambda n: torch.zeros(n, dtype=x.dtype)
+    inp, hns = x, []
+    for l in range(L):
+        cols = []
+        for d in range(D):
+            w = flat[(l * D + d) * per:(l * D + d + 1) * per]
+            bih = w[2] if has_bias else zeros(3 * H)
+            bhh = w[3] if has_bias else zeros(3 * H)
+            rows, hrow = [], []
+            for b in range(B):
+                n = int(lengths[b]) if lengths is not None else T
+                h = h0[l * D + d, b] if h0 is not None else zeros(H)
+                outs = [zeros(H)] * T
+                for t in (range(n) if d == 0 else range(n - 1, -1, -1)):
+                    h = cho_cell(inp[b, t], h, w[0], w[1], bih, bhh)
+                    outs[t] = h
+                rows.append(torch.stack(outs))
+                hrow.append(h)
+            cols.append(torch.stack(rows))
+            hns.append(torch.stack(hrow))
+        inp = torch.cat(cols, -1)
+    return inp, torch.stack(hns)
+
+
+def cho_gru(params, x, lengths, h0, L, D):
+    """cho_gru_flat with nn.GRU's parameter names (weight_ih_l0, ...,
+    bias_hh_l1_reverse; biases present)."""
+    H = params["weight_hh_l0"].shape[1]
+    flat = []
+    for l in range(L):
+        for d in range(D):
+            sfx = "_l%d%s" % (l, "_reverse" if d else "")
+            flat += [params[k + sfx] for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    return cho_gru_flat(x, flat, h0, lengths, H, L, D, True)
+
+
+# --- mlp layer and ODE solvers ----------------------------------------------
+class MLP(torch.nn.Module):
+    """nncc's mlp(in, hidden, out, layers, activation): Linear layers named
+    0 .. layers-1 with the activation between them."""
+
+    def __init__(self, i, h, o, layers, act):
+        super().__init__()
+        dims = [i] + [h] * (layers - 1) + [o]
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
+        self.act = act
+
+    def forward(self, x):
+        for k, l in enumerate(self.layers):
+            x = l(x)
+            if k + 1 < len(self.layers):
+                x = self.act(x)
+        return x
+
+    def named(self, prefix):
+        return {"%s.%s" % (prefix, k[len("layers."):]): v.detach().numpy()
+                for k, v in self.state_dict().items()}
+
+
+def fixed(f, h, t0, t1, steps, method):
+    """Fixed-step euler / classic rk4 from t0 to t1 (t0, t1 scalars or [B, 1])."""
+    dt = (t1 - t0) / steps
+    t = t0
+    for _ in range(steps):
+        if method == "euler":
+            h = h + dt * f(t, h)
+        else:
+            k1 = f(t, h)
+            k2 = f(t + dt / 2, h + dt / 2 * k1)
+            k3 = f(t + dt / 2, h + dt / 2 * k2)
+            k4 = f(t + dt, h + dt * k3)
+            h = h + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        t = t + dt
+    return h
