@@ -65,6 +65,15 @@ bool areCompatibleTypes(TypeRange lhs, TypeRange rhs) {
          });
 }
 
+bool areCompatibleTypesUpToReserve(TypeRange lhs, TypeRange rhs) {
+  auto dropReserve = [](TypeRange types) {
+    return !types.empty() && isa<ReserveType>(types.back())
+               ? types.drop_back()
+               : types;
+  };
+  return areCompatibleTypes(dropReserve(lhs), dropReserve(rhs));
+}
+
 std::optional<Dim> broadcastDims(Dim lhs, Dim rhs) {
   auto isOne = [](Dim dim) { return dim.isStatic() && dim.getSize() == 1; };
   if (lhs == rhs || isOne(rhs))

@@ -97,6 +97,10 @@ bool areCompatibleShapes(llvm::ArrayRef<Dim> lhs, llvm::ArrayRef<Dim> rhs);
 bool areCompatibleTypes(mlir::Type lhs, mlir::Type rhs);
 /// Same length and pairwise compatible.
 bool areCompatibleTypes(mlir::TypeRange lhs, mlir::TypeRange rhs);
+/// Compatible, or compatible once a trailing `!nn.reserve` is dropped from
+/// one side: the inferred results of an op with an optional `reserve`
+/// result leave the reserve out.
+bool areCompatibleTypesUpToReserve(mlir::TypeRange lhs, mlir::TypeRange rhs);
 
 /// NumPy broadcast of two dims: equal dims or a 1 give the other; `?`
 /// against a dim that is not 1 gives that dim; `?` against 1 or `?` gives
