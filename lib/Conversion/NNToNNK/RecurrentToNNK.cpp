@@ -113,7 +113,8 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
         return failure();
       hN = *b;
     }
-    if (op->getNumResults() > 2 && !op->getResult(2).use_empty()) {
+    bool lstm = cell == nnk::Cell::lstm;
+    if (lstm && !op->getResult(2).use_empty()) {
       FailureOr<Value> b = allocBuffer(rewriter, op, op->getResult(2).getType());
       if (failed(b))
         return failure();
@@ -123,7 +124,7 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
     // The results: y, h_n (, c_n), then the reserve if the op has one.
     auto replace = [&](Value y, Value reserve) {
       SmallVector<Value> results{y, hN};
-      if (cellOf(op) == nnk::Cell::lstm)
+      if (lstm)
         results.push_back(cN);
       if (op.getReserve())
         results.push_back(reserve);
