@@ -81,11 +81,11 @@ class NN_ReserveOp<string mnemonic, list<Trait> traits = []>
 
 defvar NN_ReserveDoc = [{
 
-    The optional last result `reserve` (`!nn.reserve`) exists only in a
-    training function, built by `nncc-autodiff` when the op and its gradient
-    op sit at the function's top level: its one use is the `reserve`
-    operand of that gradient op, which then reads what this op kept
-    instead of running it again.
+    The optional last result `reserve` (`!nn.reserve`) may only be read by
+    the `reserve` operand of this op's gradient op, which then reads what
+    this op kept instead of running it again. `nncc-autodiff` adds it in
+    the training function when the op and its gradient op sit at the
+    function's top level; type inference leaves it out.
 }];
 
 // Shared form: operands, then every type once as a function type.
