@@ -355,9 +355,8 @@ LogicalResult GRUGradOp::inferReturnTypes(MLIRContext *,
                             inferred);
 }
 LogicalResult GRUGradOp::verify() {
-  if (failed(verifyRecurrentReserve<GRUOp>(*this, [&](GRUOp fwd) {
-        return fwd.getVariant() == getVariant();
-      })))
+  if (failed(verifyRecurrentReserve<GRUOp>(
+          *this, [&](GRUOp fwd) { return fwd.getVariant() == getVariant(); })))
     return failure();
   return verifyRecurrentWeights(*this);
 }
@@ -437,11 +436,13 @@ LogicalResult AttentionGradOp::inferReturnTypes(
 }
 
 LogicalResult AttentionGradOp::verify() {
-  return nncc::nn::detail::verifyReserveProducer<AttentionOp>(*this, [&](AttentionOp fwd) {
-    return fwd.getKind() == getKind() && fwd.getNumHeads() == getNumHeads() &&
-           fwd.getCausal() == getCausal() && fwd.getDropout() == getDropout() &&
-           fwd.getSeed() == getSeed();
-  });
+  return nncc::nn::detail::verifyReserveProducer<AttentionOp>(
+      *this, [&](AttentionOp fwd) {
+        return fwd.getKind() == getKind() &&
+               fwd.getNumHeads() == getNumHeads() &&
+               fwd.getCausal() == getCausal() &&
+               fwd.getDropout() == getDropout() && fwd.getSeed() == getSeed();
+      });
 }
 
 //===----------------------------------------------------------------------===//

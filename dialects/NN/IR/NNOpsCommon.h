@@ -22,8 +22,8 @@ mlir::LogicalResult verifyReserveUsers(mlir::Operation *op,
   for (mlir::Operation *user : reserve.getUsers())
     if (!mlir::isa<GradOp>(user))
       return op->emitOpError("'reserve' may only be read by '")
-             << GradOp::getOperationName() << "', not by '"
-             << user->getName() << "'";
+             << GradOp::getOperationName() << "', not by '" << user->getName()
+             << "'";
   return mlir::success();
 }
 

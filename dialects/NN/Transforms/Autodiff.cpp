@@ -13,8 +13,8 @@
 #include "nncc/Interfaces/GradientOpInterface.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace nncc::nn {
 #define GEN_PASS_DEF_NNAUTODIFF

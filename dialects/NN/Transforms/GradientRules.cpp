@@ -657,11 +657,10 @@ NN_RULE(RNNOp) {
   }
   NN_BUILD(RNNOp) {
     auto grad = RNNGradOp::create(
-        gb.getBuilder(), op.getLoc(), gb.get(op.getX()),
-        getOpt(gb, op.getH0()), getOpt(gb, op.getLengths()),
-        getAll(gb, op.getWeights()), r[0], r[1], keepReserve(gb, op),
-        op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
-        op.getHasBias(), op.getNonlinearity());
+        gb.getBuilder(), op.getLoc(), gb.get(op.getX()), getOpt(gb, op.getH0()),
+        getOpt(gb, op.getLengths()), getAll(gb, op.getWeights()), r[0], r[1],
+        keepReserve(gb, op), op.getHiddenSize(), op.getNumLayers(),
+        op.getBidirectional(), op.getHasBias(), op.getNonlinearity());
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());
@@ -678,11 +677,11 @@ NN_RULE(LSTMOp) {
   }
   NN_BUILD(LSTMOp) {
     auto grad = LSTMGradOp::create(
-        gb.getBuilder(), op.getLoc(), gb.get(op.getX()),
-        getOpt(gb, op.getH0()), getOpt(gb, op.getC0()),
-        getOpt(gb, op.getLengths()), getAll(gb, op.getWeights()), r[0], r[1],
-        r[2], keepReserve(gb, op), op.getHiddenSize(), op.getNumLayers(),
-        op.getBidirectional(), op.getHasBias(), op.getZoneout(), op.getSeed());
+        gb.getBuilder(), op.getLoc(), gb.get(op.getX()), getOpt(gb, op.getH0()),
+        getOpt(gb, op.getC0()), getOpt(gb, op.getLengths()),
+        getAll(gb, op.getWeights()), r[0], r[1], r[2], keepReserve(gb, op),
+        op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
+        op.getHasBias(), op.getZoneout(), op.getSeed());
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());
@@ -701,11 +700,10 @@ NN_RULE(GRUOp) {
   }
   NN_BUILD(GRUOp) {
     auto grad = GRUGradOp::create(
-        gb.getBuilder(), op.getLoc(), gb.get(op.getX()),
-        getOpt(gb, op.getH0()), getOpt(gb, op.getLengths()),
-        getAll(gb, op.getWeights()), r[0], r[1], keepReserve(gb, op),
-        op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
-        op.getHasBias(), op.getVariant());
+        gb.getBuilder(), op.getLoc(), gb.get(op.getX()), getOpt(gb, op.getH0()),
+        getOpt(gb, op.getLengths()), getAll(gb, op.getWeights()), r[0], r[1],
+        keepReserve(gb, op), op.getHiddenSize(), op.getNumLayers(),
+        op.getBidirectional(), op.getHasBias(), op.getVariant());
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());
@@ -783,9 +781,9 @@ NN_RULE(AttentionOp) {
         gb.getBuilder(), op.getLoc(), gb.get(op.getX()),
         gb.get(op.getInProjWeight()), getOpt(gb, op.getInProjBias()),
         gb.get(op.getOutProjWeight()), getOpt(gb, op.getOutProjBias()),
-        getOpt(gb, op.getKeyPaddingMask()), getOpt(gb, op.getRotations()),
-        r[0], keepReserve(gb, op), op.getNumHeads(), op.getKind(),
-        op.getCausal(), op.getDropout(), op.getSeed());
+        getOpt(gb, op.getKeyPaddingMask()), getOpt(gb, op.getRotations()), r[0],
+        keepReserve(gb, op), op.getNumHeads(), op.getKind(), op.getCausal(),
+        op.getDropout(), op.getSeed());
     out.push_back(grad.getDx());
     // Operand order: x, in_w, in_b?, out_w, out_b?, mask?, rotations?;
     // dparams: in_w, in_b?, out_w, out_b?.

@@ -57,15 +57,15 @@ FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
     nnk::FlashAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, lse, heads,
                                   causal, 0.0, dropout, op.getSeed());
   } else if (auto dilated = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
-    nnk::BandedAttentionOp::create(
-        rewriter, loc, *qkv, mask, *ctx, lse, heads, dilated.getWindow(),
-        dilated.getDilation(), dilated.getGlobal(), causal, 0.0, dropout,
-        op.getSeed());
+    nnk::BandedAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, lse, heads,
+                                   dilated.getWindow(), dilated.getDilation(),
+                                   dilated.getGlobal(), causal, 0.0, dropout,
+                                   op.getSeed());
   } else if (auto l = dyn_cast<nn::LshAttentionAttr>(kind)) {
-    nnk::LSHAttentionOp::create(
-        rewriter, loc, *qkv, mask, remap(rewriter, op.getRotations()), *ctx,
-        lse, heads, l.getHashes(), l.getChunk(), causal, 0.0, op.getSeed(),
-        dropout);
+    nnk::LSHAttentionOp::create(rewriter, loc, *qkv, mask,
+                                remap(rewriter, op.getRotations()), *ctx, lse,
+                                heads, l.getHashes(), l.getChunk(), causal, 0.0,
+                                op.getSeed(), dropout);
   } else {
     return op.emitError("unsupported attention kind ") << kind;
   }

@@ -50,8 +50,9 @@ template <typename Op> nnk::Cell cellOf(Op op) {
 /// nnk.recurrent_forward's `reserve`); attention's packed projection
 /// [B, T, packs·E], core output [B, T, E] and log-sum-exp [B, heads, T].
 /// Fails for a reserve of any other origin.
-mlir::LogicalResult getReserveBufferTypes(mlir::Value reserve,
-                                          llvm::SmallVectorImpl<mlir::Type> &types);
+mlir::LogicalResult
+getReserveBufferTypes(mlir::Value reserve,
+                      llvm::SmallVectorImpl<mlir::Type> &types);
 
 /// The reserve result of a forward op when its gradient reads it, else null
 /// (no result, or nothing uses it).

@@ -201,10 +201,8 @@ struct RecurrentGradLowering : OpConversionPattern<NNOp> {
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getH0(), c0Of(adaptor),
         adaptor.getLengths(), adaptor.getWeights(),
         /*the forward's nnk.recurrent_forward reserve, or none: recompute*/
-        adaptor.getReserve(),
-        adaptor.getDy(),
-        adaptor.getDhN(), dcnOf(adaptor), o[0], o[1],
-        lstm ? o[2] : Value(), o.drop_front(nState), cellOf(op),
+        adaptor.getReserve(), adaptor.getDy(), adaptor.getDhN(), dcnOf(adaptor),
+        o[0], o[1], lstm ? o[2] : Value(), o.drop_front(nState), cellOf(op),
         op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
         op.getHasBias(), zoneoutOf(op), seedOf(op));
     rewriter.replaceOp(op, *outs);

@@ -28,8 +28,9 @@ namespace {
 template <typename NNOp>
 LogicalResult recurrentReserveTypes(NNOp op, SmallVectorImpl<Type> &types) {
   auto xType = cast<nn::TensorType>(op.getX().getType());
-  int64_t width = reserveWidth(cellOf(op), op.getHiddenSize(),
-                               op.getNumLayers(), op.getBidirectional() ? 2 : 1);
+  int64_t width =
+      reserveWidth(cellOf(op), op.getHiddenSize(), op.getNumLayers(),
+                   op.getBidirectional() ? 2 : 1);
   types.push_back(nnk::BufferType::get(
       op.getContext(),
       {xType.getDim(0), xType.getDim(1), nn::Dim::getStatic(width)},
