@@ -87,5 +87,6 @@ LogicalResult AttentionOp::verify() {
   double dropout = getDropout();
   if (!(dropout >= 0.0 && dropout < 1.0))
     return emitOpError("dropout must be in [0, 1), got ") << dropout;
-  return success();
+  return nncc::nn::detail::verifyReserveUsers<AttentionGradOp>(*this,
+                                                               getReserve());
 }

@@ -27,7 +27,6 @@ void NNDialect::initialize() {
 ///   nn.train        #nn.train<...>, on the module: the train clause
 ///   nn.training     unit, on a func: the training-mode forward_backward
 ///   nn.eval_mode    unit, on a func: gradients of the inference forward
-///   nn.reserve      integer, on an op: pairs a forward op with its gradient
 /// (nn.name, on func arguments and results, and nn.role, on func arguments,
 /// are checked below.)
 LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
@@ -68,11 +67,6 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError("'") << name << "' is a function attribute";
     if (!isa<UnitAttr>(value))
       return op->emitOpError("'") << name << "' must be a unit attribute";
-    return success();
-  }
-  if (name == "nn.reserve") {
-    if (!isa<IntegerAttr>(value))
-      return op->emitOpError("'nn.reserve' must be an integer, got ") << value;
     return success();
   }
   return op->emitOpError("unknown nn dialect attribute '") << name << "'";

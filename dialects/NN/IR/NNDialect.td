@@ -29,8 +29,8 @@ def NN_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   // The discardable attributes: nn.model, nn.dims, nn.train (module),
-  // nn.training, nn.eval_mode (func), nn.reserve (op), nn.name (func
-  // arguments and results); see NNDialect.cpp.
+  // nn.training, nn.eval_mode (func), nn.name (func arguments and
+  // results); see NNDialect.cpp.
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;

@@ -304,7 +304,24 @@ LogicalResult RNNGradOp::inferReturnTypes(MLIRContext *,
                             1, adaptor.getWeights(), adaptor.getDy(),
                             inferred);
 }
-LogicalResult RNNGradOp::verify() { return verifyRecurrentWeights(*this); }
+/// A recurrent gradient's reserve comes from a stack of the same shape.
+template <typename FwdOp, typename GradOp, typename Pred>
+static LogicalResult verifyRecurrentReserve(GradOp op, Pred sameCell) {
+  return nncc::nn::detail::verifyReserveProducer<FwdOp>(op, [&](FwdOp fwd) {
+    return fwd.getHiddenSize() == op.getHiddenSize() &&
+           fwd.getNumLayers() == op.getNumLayers() &&
+           fwd.getBidirectional() == op.getBidirectional() &&
+           fwd.getHasBias() == op.getHasBias() && sameCell(fwd);
+  });
+}
+
+LogicalResult RNNGradOp::verify() {
+  if (failed(verifyRecurrentReserve<RNNOp>(*this, [&](RNNOp fwd) {
+        return fwd.getNonlinearity() == getNonlinearity();
+      })))
+    return failure();
+  return verifyRecurrentWeights(*this);
+}
 
 LogicalResult LSTMGradOp::inferReturnTypes(MLIRContext *,
                                            std::optional<Location> loc,
@@ -320,6 +337,10 @@ LogicalResult LSTMGradOp::verify() {
   double zoneout = getZoneout();
   if (!(zoneout >= 0.0 && zoneout < 1.0))
     return emitOpError("zoneout must be in [0, 1), got ") << zoneout;
+  if (failed(verifyRecurrentReserve<LSTMOp>(*this, [&](LSTMOp fwd) {
+        return fwd.getZoneout() == getZoneout() && fwd.getSeed() == getSeed();
+      })))
+    return failure();
   return verifyRecurrentWeights(*this);
 }
 
@@ -333,7 +354,12 @@ LogicalResult GRUGradOp::inferReturnTypes(MLIRContext *,
                             1, adaptor.getWeights(), adaptor.getDy(),
                             inferred);
 }
-LogicalResult GRUGradOp::verify() { return verifyRecurrentWeights(*this); }
+LogicalResult GRUGradOp::verify() {
+  if (failed(verifyRecurrentReserve<GRUOp>(
+          *this, [&](GRUOp fwd) { return fwd.getVariant() == getVariant(); })))
+    return failure();
+  return verifyRecurrentWeights(*this);
+}
 
 /// dx, dh (, dc), then the weights' types.
 static LogicalResult inferCellGrad(const InferDiagnostics &diag, Value x,
@@ -407,6 +433,16 @@ LogicalResult AttentionGradOp::inferReturnTypes(
   if (adaptor.getOutProjBias())
     params.push_back(adaptor.getOutProjBias());
   return appendTypes(diag, params, "projection", inferred);
+}
+
+LogicalResult AttentionGradOp::verify() {
+  return nncc::nn::detail::verifyReserveProducer<AttentionOp>(
+      *this, [&](AttentionOp fwd) {
+        return fwd.getKind() == getKind() &&
+               fwd.getNumHeads() == getNumHeads() &&
+               fwd.getCausal() == getCausal() &&
+               fwd.getDropout() == getDropout() && fwd.getSeed() == getSeed();
+      });
 }
 
 //===----------------------------------------------------------------------===//

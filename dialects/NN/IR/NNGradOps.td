@@ -247,10 +247,13 @@ defvar NN_RecurrentGradDoc = [{
     Backpropagation through time over all layers and directions of the
     forward op with the same attributes and forward operands (`x`, `h0`,
     `c0`, `lengths`, `weights`). The adjoints `dy` [B, T, D*H], `dh_n` and
-    `dc_n` [L*D, B, H] are optional (absent = zero). Per layer (last first)
-    and direction the kernel re-runs the forward scan to rebuild the gate
-    activations in its own workspace (nothing per step is kept by the
-    forward pass), then runs the reverse scan: the per-step gate adjoints
+    `dc_n` [L*D, B, H] are optional (absent = zero). With `reserve` (the
+    `reserve` result of the paired forward op, which must be `fwd` with
+    the same hidden_size, num_layers, bidirectional and has_bias) the
+    kernel reads the layer outputs and gate activations that forward kept;
+    without it, per layer (last first) and direction it re-runs the forward
+    scan to rebuild them in its own workspace. Either way it then runs the
+    reverse scan: the per-step gate adjoints
     are accumulated into the weight gradients by GEMMs over all steps, never
     by per-step copies of the weights. With `lengths`, steps at or past a
     sequence's length pass the adjoint of the state through unchanged, as
@@ -268,6 +271,7 @@ class NN_RecurrentGradOp<string mnemonic, string fwd, dag stateOperands,
       (ins Optional<NN_IndexTensor>:$lengths,
            Variadic<NN_FloatTensor>:$weights),
       adjointOperands,
+      (ins Optional<NN_ReserveType>:$reserve),
       (ins NN_I64Attr:$hidden_size,
            DefaultValuedAttr<NN_I64Attr, "1">:$num_layers,
            DefaultValuedAttr<BoolAttr, "false">:$bidirectional,
@@ -286,7 +290,7 @@ def NN_RNNGradOp : NN_RecurrentGradOp<"rnn_grad", "nn.rnn",
     (outs NN_FloatTensor:$dh0)> {
   let assemblyFormat = [{
     $x (`h0` $h0^)? (`lengths` $lengths^)? `weights` `(` $weights `)`
-    (`dy` $dy^)? (`dh_n` $dh_n^)? attr-dict `:`
+    (`dy` $dy^)? (`dh_n` $dh_n^)? (`reserve` $reserve^)? attr-dict `:`
     functional-type(operands, results)
   }];
 }
@@ -301,7 +305,7 @@ def NN_LSTMGradOp : NN_RecurrentGradOp<"lstm_grad", "nn.lstm",
   let assemblyFormat = [{
     $x (`h0` $h0^)? (`c0` $c0^)? (`lengths` $lengths^)?
     `weights` `(` $weights `)` (`dy` $dy^)? (`dh_n` $dh_n^)? (`dc_n` $dc_n^)?
-    attr-dict `:` functional-type(operands, results)
+    (`reserve` $reserve^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -313,7 +317,7 @@ def NN_GRUGradOp : NN_RecurrentGradOp<"gru_grad", "nn.gru",
     (outs NN_FloatTensor:$dh0)> {
   let assemblyFormat = [{
     $x (`h0` $h0^)? (`lengths` $lengths^)? `weights` `(` $weights `)`
-    (`dy` $dy^)? (`dh_n` $dh_n^)? attr-dict `:`
+    (`dy` $dy^)? (`dh_n` $dh_n^)? (`reserve` $reserve^)? attr-dict `:`
     functional-type(operands, results)
   }];
 }
@@ -375,11 +379,15 @@ def NN_GRUCellGradOp : NN_CellGradOp<"gru_cell_grad", "nn.gru_cell",
 
 def NN_AttentionGradOp : NN_Op<"attention_grad", [
     Pure, AttrSizedOperandSegments]> {
-  let summary = "fused backward of nn.attention (recomputes probabilities)";
+  let summary = "fused backward of nn.attention";
   let description = [{
     Backward of `nn.attention` with the same operands and attributes, given
-    `dy` [B, T, E]. Only `x` is kept from the forward pass: the kernel
-    recomputes the projections and, block by block, the attention
+    `dy` [B, T, E]. With `reserve` (the `reserve` result of the paired
+    `nn.attention`, which must have the same kind, num_heads, causal,
+    dropout and seed) the backward reads what that forward kept (its packed
+    projection, output and log-sum-exp). Without it only `x` is kept from
+    the forward pass: the kernel recomputes the projections and, block by
+    block, the attention
     probabilities in the forward's pattern — flash-style for `#nn.dense`
     (never an N x N matrix), banded for `#nn.dilated` (plus the global
     rows/columns), and for `#nn.lsh` within the same buckets and chunks as
@@ -403,6 +411,7 @@ def NN_AttentionGradOp : NN_Op<"attention_grad", [
     Optional<NN_BoolTensor>:$key_padding_mask,
     Optional<NN_FloatTensor>:$rotations,
     NN_FloatTensor:$dy,
+    Optional<NN_ReserveType>:$reserve,
     NN_I64Attr:$num_heads,
     NN_AttentionKindAttrInterface:$kind,
     DefaultValuedAttr<BoolAttr, "false">:$causal,
@@ -414,8 +423,9 @@ def NN_AttentionGradOp : NN_Op<"attention_grad", [
     $x `,` $in_proj_weight (`in_bias` $in_proj_bias^)?
     `out` $out_proj_weight (`out_bias` $out_proj_bias^)?
     (`mask` $key_padding_mask^)? (`rotations` $rotations^)? `grad` $dy
-    attr-dict `:` functional-type(operands, results)
+    (`reserve` $reserve^)? attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -111,11 +111,16 @@ LogicalResult nncc::nn::inferResultTypesInPlace(Operation *op) {
           op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
           op->getRegions(), types)))
     return failure();
-  if (types.size() != op->getNumResults())
+  // An optional trailing reserve result is not inferred: it keeps its type.
+  ResultRange results = op->getResults();
+  if (results.size() == types.size() + 1 &&
+      isa<ReserveType>(results.back().getType()))
+    results = results.drop_back();
+  if (types.size() != results.size())
     return op->emitOpError("has ")
            << op->getNumResults() << " results but " << types.size()
            << " result types were inferred";
-  for (auto [result, type] : llvm::zip_equal(op->getResults(), types))
+  for (auto [result, type] : llvm::zip_equal(results, types))
     result.setType(type);
   return success();
 }

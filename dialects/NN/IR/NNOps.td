@@ -62,8 +62,31 @@ def NN_InferTypeOpAdaptor : InferTypeOpAdaptorBase<[{
     }
   }]>;
 
-class NN_Op<string mnemonic, list<Trait> traits = []>
-    : Op<NN_Dialect, mnemonic, traits # [NN_InferTypeOpAdaptor]>;
+// For ops with an optional trailing `reserve` result (!nn.reserve): the
+// inferred types leave it out.
+def NN_InferTypeOpAdaptorWithReserve : InferTypeOpAdaptorBase<[{
+    static bool isCompatibleReturnTypes(::mlir::TypeRange lhs,
+                                        ::mlir::TypeRange rhs) {
+      return ::nncc::nn::areCompatibleTypesUpToReserve(lhs, rhs);
+    }
+  }]>;
+
+class NN_Op<string mnemonic, list<Trait> traits = [],
+            Trait inferTypes = NN_InferTypeOpAdaptor>
+    : Op<NN_Dialect, mnemonic, traits # [inferTypes]>;
+
+// A forward op that may keep a reserve for its gradient op.
+class NN_ReserveOp<string mnemonic, list<Trait> traits = []>
+    : NN_Op<mnemonic, traits, NN_InferTypeOpAdaptorWithReserve>;
+
+defvar NN_ReserveDoc = [{
+
+    The optional last result `reserve` (`!nn.reserve`) may only be read by
+    the `reserve` operand of this op's gradient op, which then reads what
+    this op kept instead of running it again. `nncc-autodiff` adds it in
+    the training function when the op and its gradient op sit at the
+    function's top level; type inference leaves it out.
+}];
 
 // Shared form: operands, then every type once as a function type.
 defvar NN_FunctionalFormat =
@@ -475,11 +498,11 @@ defvar NN_RecurrentWeightsDoc = [{
     in_l = D*H for l > 0. Results: `y` [B, T, D*H] and `h_n` [L*D, B, H].
 }];
 
-def NN_RNNOp : NN_Op<"rnn", [Pure, AttrSizedOperandSegments]> {
+def NN_RNNOp : NN_ReserveOp<"rnn", [Pure, AttrSizedOperandSegments]> {
   let summary = "multi-layer Elman RNN (torch.nn.RNN)";
   let description = [{
     h_t = nonlinearity(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh) with G = 1.
-  }] # NN_RecurrentWeightsDoc # [{
+  }] # NN_RecurrentWeightsDoc # NN_ReserveDoc # [{
     ```mlir
     %y, %hn = nn.rnn %x weights(%wih, %whh, %bih, %bhh) {hidden_size = 16 : i64} : (...) -> (!nn.tensor<[B, T, 16], f32>, !nn.tensor<[1, B, 16], f32>)
     ```
@@ -496,14 +519,16 @@ def NN_RNNOp : NN_Op<"rnn", [Pure, AttrSizedOperandSegments]> {
     DefaultValuedAttr<NN_NonlinearityAttr,
                       "::nncc::nn::Nonlinearity::tanh">:$nonlinearity
   );
-  let results = (outs NN_FloatTensor:$y, NN_FloatTensor:$h_n);
+  let results = (outs NN_FloatTensor:$y, NN_FloatTensor:$h_n,
+                      Optional<NN_ReserveType>:$reserve);
   let assemblyFormat = [{
     $x (`h0` $h0^)? (`lengths` $lengths^)? `weights` `(` $weights `)`
     attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
-def NN_LSTMOp : NN_Op<"lstm", [Pure, AttrSizedOperandSegments]> {
+def NN_LSTMOp : NN_ReserveOp<"lstm", [Pure, AttrSizedOperandSegments]> {
   let summary = "multi-layer LSTM (torch.nn.LSTM), optionally with zoneout";
   let description = [{
     Gates i, f, g, o (G = 4). `c0` and the result `c_n` are the cell states,
@@ -513,7 +538,7 @@ def NN_LSTMOp : NN_Op<"lstm", [Pure, AttrSizedOperandSegments]> {
     mask m keeps h and c, h_t = m h_{t-1} + (1 - m) h~_t, c_t likewise; m is
     drawn from Philox(`seed`, step offset + counter of (layer, direction,
     t, b, j)), so the backward regenerates the same masks.
-  }] # NN_RecurrentWeightsDoc # [{
+  }] # NN_RecurrentWeightsDoc # NN_ReserveDoc # [{
     ```mlir
     %y, %hn, %cn = nn.lstm %x h0 %h0 c0 %c0 weights(%wih, %whh, %bih, %bhh) {hidden_size = 16 : i64} : (...) -> (...)
     ```
@@ -532,7 +557,7 @@ def NN_LSTMOp : NN_Op<"lstm", [Pure, AttrSizedOperandSegments]> {
     DefaultValuedAttr<NN_I64Attr, "0">:$seed
   );
   let results = (outs NN_FloatTensor:$y, NN_FloatTensor:$h_n,
-                      NN_FloatTensor:$c_n);
+                      NN_FloatTensor:$c_n, Optional<NN_ReserveType>:$reserve);
   let assemblyFormat = [{
     $x (`h0` $h0^)? (`c0` $c0^)? (`lengths` $lengths^)?
     `weights` `(` $weights `)` attr-dict `:` functional-type(operands, results)
@@ -540,11 +565,11 @@ def NN_LSTMOp : NN_Op<"lstm", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def NN_GRUOp : NN_Op<"gru", [Pure, AttrSizedOperandSegments]> {
+def NN_GRUOp : NN_ReserveOp<"gru", [Pure, AttrSizedOperandSegments]> {
   let summary = "multi-layer GRU (torch.nn.GRU or Cho et al. 2014)";
   let description = [{
     Gates r, z, n (G = 3); `variant` selects the cell equations.
-  }] # NN_RecurrentWeightsDoc # [{
+  }] # NN_RecurrentWeightsDoc # NN_ReserveDoc # [{
     ```mlir
     %y, %hn = nn.gru %x weights(%wih, %whh, %bih, %bhh) {hidden_size = 16 : i64} : (...) -> (...)
     ```
@@ -561,11 +586,13 @@ def NN_GRUOp : NN_Op<"gru", [Pure, AttrSizedOperandSegments]> {
     DefaultValuedAttr<NN_GRUVariantAttr,
                       "::nncc::nn::GRUVariant::pytorch">:$variant
   );
-  let results = (outs NN_FloatTensor:$y, NN_FloatTensor:$h_n);
+  let results = (outs NN_FloatTensor:$y, NN_FloatTensor:$h_n,
+                      Optional<NN_ReserveType>:$reserve);
   let assemblyFormat = [{
     $x (`h0` $h0^)? (`lengths` $lengths^)? `weights` `(` $weights `)`
     attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 defvar NN_CellDoc = [{
@@ -645,7 +672,7 @@ def NN_GRUCellOp : NN_Op<"gru_cell", [Pure, AttrSizedOperandSegments]> {
 // Attention
 //===----------------------------------------------------------------------===//
 
-def NN_AttentionOp : NN_Op<"attention", [Pure, AttrSizedOperandSegments]> {
+def NN_AttentionOp : NN_ReserveOp<"attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "multi-head self-attention (dense, dilated or LSH)";
   let description = [{
     Self-attention over `x` [B, T, E] with `num_heads` heads (dividing E),
@@ -661,6 +688,7 @@ def NN_AttentionOp : NN_Op<"attention", [Pure, AttrSizedOperandSegments]> {
 
     `causal` masks future keys; `dropout` (in [0, 1)) applies to attention
     weights with `seed`. The result is [B, T, E].
+  }] # NN_ReserveDoc # [{
 
     ```mlir
     %y = nn.attention %x, %w_in in_bias %b_in out %w_out out_bias %b_out {kind = #nn.dense, num_heads = 4 : i64} : (...) -> !nn.tensor<[B, T, 64], f32>
@@ -680,7 +708,8 @@ def NN_AttentionOp : NN_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     DefaultValuedAttr<NN_F64Attr, "0.0">:$dropout,
     DefaultValuedAttr<NN_I64Attr, "0">:$seed
   );
-  let results = (outs NN_FloatTensor:$result);
+  let results = (outs NN_FloatTensor:$result,
+                      Optional<NN_ReserveType>:$reserve);
   let assemblyFormat = [{
     $x `,` $in_proj_weight (`in_bias` $in_proj_bias^)?
     `out` $out_proj_weight (`out_bias` $out_proj_bias^)?

@@ -12,6 +12,40 @@
 
 namespace nncc::nn::detail {
 
+/// Verifies the optional `reserve` result of a forward op: every use is the
+/// `reserve` operand of a `GradOp` (the only operand that takes one).
+template <typename GradOp>
+mlir::LogicalResult verifyReserveUsers(mlir::Operation *op,
+                                       mlir::Value reserve) {
+  if (!reserve)
+    return mlir::success();
+  for (mlir::Operation *user : reserve.getUsers())
+    if (!mlir::isa<GradOp>(user))
+      return op->emitOpError("'reserve' may only be read by '")
+             << GradOp::getOperationName() << "', not by '" << user->getName()
+             << "'";
+  return mlir::success();
+}
+
+/// Verifies the optional `reserve` operand of a gradient op: it is the
+/// `reserve` result of a `FwdOp` for which `matches` holds (the attributes
+/// that decide what the forward kept are the gradient's).
+template <typename FwdOp, typename GradOp, typename Pred>
+mlir::LogicalResult verifyReserveProducer(GradOp op, Pred matches) {
+  mlir::Value reserve = op.getReserve();
+  if (!reserve)
+    return mlir::success();
+  auto forward = reserve.template getDefiningOp<FwdOp>();
+  if (!forward)
+    return op.emitOpError("'reserve' must be the reserve result of an '")
+           << FwdOp::getOperationName() << "'";
+  if (!matches(forward))
+    return op.emitOpError("'reserve' comes from an '")
+           << FwdOp::getOperationName()
+           << "' with other attributes than this gradient's";
+  return mlir::success();
+}
+
 /// Reports errors found while inferring result types, as
 /// `'nn.op' op <message>` at the given location (nothing is emitted when the
 /// location is absent), and offers the operand checks most ops share. Every

@@ -147,7 +147,15 @@ LogicalResult LSTMOp::verify() {
   double zoneout = getZoneout();
   if (!(zoneout >= 0.0 && zoneout < 1.0))
     return emitOpError("zoneout must be in [0, 1), got ") << zoneout;
-  return success();
+  return nncc::nn::detail::verifyReserveUsers<LSTMGradOp>(*this, getReserve());
+}
+
+LogicalResult RNNOp::verify() {
+  return nncc::nn::detail::verifyReserveUsers<RNNGradOp>(*this, getReserve());
+}
+
+LogicalResult GRUOp::verify() {
+  return nncc::nn::detail::verifyReserveUsers<GRUGradOp>(*this, getReserve());
 }
 
 LogicalResult GRUOp::inferReturnTypes(MLIRContext *,

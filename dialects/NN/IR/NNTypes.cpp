@@ -33,6 +33,14 @@ bool areCompatibleTypes(TypeRange lhs, TypeRange rhs) {
          });
 }
 
+bool areCompatibleTypesUpToReserve(TypeRange lhs, TypeRange rhs) {
+  auto dropReserve = [](TypeRange types) {
+    return !types.empty() && isa<ReserveType>(types.back()) ? types.drop_back()
+                                                            : types;
+  };
+  return areCompatibleTypes(dropReserve(lhs), dropReserve(rhs));
+}
+
 //===----------------------------------------------------------------------===//
 // TensorType
 //===----------------------------------------------------------------------===//

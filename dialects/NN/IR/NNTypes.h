@@ -35,6 +35,10 @@ using ::nncc::normalizeAxis;
 bool areCompatibleTypes(mlir::Type lhs, mlir::Type rhs);
 /// Same length and pairwise compatible.
 bool areCompatibleTypes(mlir::TypeRange lhs, mlir::TypeRange rhs);
+/// Compatible, or compatible once a trailing `!nn.reserve` is dropped from
+/// one side: the inferred results of an op with an optional `reserve`
+/// result leave the reserve out.
+bool areCompatibleTypesUpToReserve(mlir::TypeRange lhs, mlir::TypeRange rhs);
 
 } // namespace nncc::nn
 

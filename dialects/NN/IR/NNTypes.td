@@ -64,4 +64,23 @@ def NN_TensorType : NN_Type<"Tensor", "tensor"> {
   }];
 }
 
+def NN_ReserveType : NN_Type<"Reserve", "reserve"> {
+  let summary = "what a training forward keeps for its gradient op";
+  let description = [{
+    An opaque value produced by a training forward op (the optional
+    `reserve` result of `nn.rnn`, `nn.lstm`, `nn.gru` and `nn.attention`)
+    and consumed by its gradient op (the `reserve` operand of the matching
+    `nn.*_grad`): the state the backward reads instead of running the
+    forward again. What it holds is decided by the lowering: a stack's layer
+    outputs and gates; attention's packed projection, output and
+    log-sum-exp. A gradient op without the operand recomputes all of it
+    from its saved inputs, so keeping or recomputing is the presence of
+    this use-def edge (docs/autodiff.md).
+
+    ```mlir
+    %y, %hn, %r = nn.lstm %x weights(...) {hidden_size = 16 : i64} : (...) -> (!nn.tensor<[B, T, 16], f32>, ..., !nn.reserve)
+    ```
+  }];
+}
+
 #endif // NNCC_DIALECT_NN_IR_NNTYPES_TD

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace nncc::nn {
 #define GEN_PASS_DEF_NNAUTODIFF
@@ -54,6 +55,7 @@ public:
   void addParameterGradient(StringAttr name, Value gradient) override {
     accumulateParameter(*parameterStack.back(), name, gradient);
   }
+  Value keepReserve(Operation *forward, Type reserveType) override;
   FailureOr<RegionClone> cloneRegion(Region &region,
                                      ValueRange args) override;
   LogicalResult differentiate(const RegionClone &clone, ArrayRef<Value> seeds,
@@ -78,6 +80,7 @@ private:
                            Value gradient);
   void analyseActivity(Value loss, ArrayRef<BlockArgument> wrtArgs);
   void planResiduals();
+  void eraseDeadBackward(Operation *last);
   LogicalResult sweep(ArrayRef<Operation *> ops,
                       DenseMap<Value, Value> &adjoints, bool topLevel);
 
@@ -93,6 +96,9 @@ private:
   int64_t numSaves = 0;
   SmallVector<DenseMap<Value, Value> *> adjointStack;
   SmallVector<ParameterGradients *> parameterStack;
+  /// Forward ops replaced by keepReserve, erased after the sweep (the sweep
+  /// and the rules may still hold them).
+  SmallVector<std::pair<Operation *, Operation *>> replacedForwards;
 };
 
 Value Engine::save(Value value, StringRef rule) {
@@ -149,6 +155,33 @@ void Engine::accumulateParameter(ParameterGradients &grads, StringAttr name,
   slot = slot ? AddOp::create(builder, gradient.getLoc(), slot, gradient)
                     .getResult()
               : gradient;
+}
+
+Value Engine::keepReserve(Operation *forward, Type reserveType) {
+  Block *top = &func.getBody().front();
+  if (forward->getBlock() != top || builder.getInsertionBlock() != top ||
+      forward->getNumRegions() != 0)
+    return {};
+  // The same op with a trailing reserve result; the old one keeps its
+  // operands (the sweep still reads them) until the sweep is over.
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(forward);
+  OperationState state(forward->getLoc(), forward->getName());
+  state.addOperands(forward->getOperands());
+  state.addTypes(forward->getResultTypes());
+  state.addTypes(reserveType);
+  state.addAttributes(forward->getDiscardableAttrDictionary().getValue());
+  state.propertiesAttr = forward->getPropertiesAsAttribute();
+  Operation *kept = builder.create(state);
+  forward->replaceAllUsesWith(kept->getResults().drop_back());
+  if (forwardOps.contains(forward))
+    forwardOps.insert(kept);
+  for (auto [before, after] :
+       llvm::zip(forward->getResults(), kept->getResults()))
+    if (varied.contains(before))
+      varied.insert(after);
+  replacedForwards.push_back({forward, kept});
+  return kept->getResults().back();
 }
 
 FailureOr<RegionClone> Engine::cloneRegion(Region &region, ValueRange args) {
@@ -333,6 +366,48 @@ void Engine::planResiduals() {
   }
 }
 
+/// The reserve operand of gradient op `op` goes: it recomputes.
+static void dropReserveOperand(Operation *op) {
+  llvm::TypeSwitch<Operation *>(op)
+      .Case<RNNGradOp, LSTMGradOp, GRUGradOp, AttentionGradOp>(
+          [](auto grad) { grad.getReserveMutable().clear(); });
+}
+
+/// Drops what the rules built but nothing reads (adjoints of inactive
+/// operands, unused reconstructions) after `last` (the last forward op or
+/// save; null: from the start), in reverse order so chains go too. A
+/// forward that survives only for its reserve (a reconstruction whose
+/// values nothing else reads) loses it, its gradient recomputes, and the
+/// forward goes in the next round.
+void Engine::eraseDeadBackward(Operation *last) {
+  Block &body = func.getBody().front();
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    SmallVector<Operation *> backward;
+    for (Operation *op = last ? last->getNextNode() : &body.front(); op;
+         op = op->getNextNode())
+      backward.push_back(op);
+    for (Operation *op : llvm::reverse(backward))
+      if (isOpTriviallyDead(op))
+        op->erase();
+    for (Operation *op = last ? last->getNextNode() : &body.front(); op;
+         op = op->getNextNode()) {
+      if (op->getNumResults() < 2 ||
+          !isa<ReserveType>(op->getResults().back().getType()))
+        continue;
+      Value reserve = op->getResults().back();
+      if (reserve.use_empty() ||
+          !llvm::all_of(op->getResults().drop_back(),
+                        [](Value v) { return v.use_empty(); }))
+        continue;
+      for (Operation *user : llvm::make_early_inc_range(reserve.getUsers()))
+        dropReserveOperand(user);
+      changed = true;
+    }
+  }
+}
+
 LogicalResult Engine::run(ArrayRef<std::string> wrtInputs) {
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -391,9 +466,16 @@ LogicalResult Engine::run(ArrayRef<std::string> wrtInputs) {
   if (failed(sweep(forwardOrder, adjoints, /*topLevel=*/true)))
     return failure();
 
-  // Results: the forward's, then grad.<param> per parameter, then
-  // grad.<input>.
-  SmallVector<Value> results(forwardResults);
+  // Forward ops rebuilt with a reserve: uses made after the rebuild (by
+  // rules that held the old results) move too.
+  for (auto [before, after] : replacedForwards) {
+    before->replaceAllUsesWith(after->getResults().drop_back());
+    before->erase();
+  }
+
+  // Results: the forward's (as the return reads them now), then
+  // grad.<param> per parameter, then grad.<input>.
+  SmallVector<Value> results(ret.getOperands());
   SmallVector<Attribute> resultAttrs;
   for (unsigned i = 0; i < func.getNumResults(); ++i)
     resultAttrs.push_back(func.getResultAttrDict(i)
@@ -425,14 +507,7 @@ LogicalResult Engine::run(ArrayRef<std::string> wrtInputs) {
       func.getArgumentTypes(), ValueRange(results).getTypes()));
   func.setAllResultAttrs(resultAttrs);
 
-  // Drop what the rules built but nothing reads (adjoints of inactive
-  // operands, unused reconstructions), in reverse order so chains go too.
-  SmallVector<Operation *> backward;
-  for (Operation *op = boundary; op; op = op->getNextNode())
-    backward.push_back(op);
-  for (Operation *op : llvm::reverse(backward))
-    if (isOpTriviallyDead(op))
-      op->erase();
+  eraseDeadBackward(boundary->getPrevNode());
   SmallVector<SaveOp> unusedSaves;
   for (auto save : body.getOps<SaveOp>())
     if (save->use_empty())
@@ -478,23 +553,6 @@ struct NNAutodiffPass
       fb.erase();
       return signalPassFailure();
     }
-    dropUnpairedReserves(fb);
-  }
-
-  /// A rule pairs a forward op with its gradient (`nn.reserve`); a forward
-  /// that did not survive (a reconstruction the backward never used) leaves
-  /// its gradient unpaired: the attribute goes, the gradient recomputes.
-  static void dropUnpairedReserves(func::FuncOp fn) {
-    llvm::DenseMap<int64_t, int> count;
-    fn.walk([&](Operation *op) {
-      if (auto id = op->getAttrOfType<IntegerAttr>("nn.reserve"))
-        ++count[id.getInt()];
-    });
-    fn.walk([&](Operation *op) {
-      if (auto id = op->getAttrOfType<IntegerAttr>("nn.reserve"))
-        if (count[id.getInt()] != 2)
-          op->removeAttr("nn.reserve");
-    });
   }
 };
 

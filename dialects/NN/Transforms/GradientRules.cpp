@@ -633,24 +633,13 @@ template <typename OpTy> void savedRecurrent(OpTy op, SmallVectorImpl<Value> &s)
       s.push_back(v);
 }
 
-/// Pairs a top-level recurrent stack or attention with its gradient
-/// (`nn.reserve`, an id unique in the function): the lowering keeps what
-/// the backward needs from the forward (a stack's layer outputs and gates;
-/// attention's packed projection, output and log-sum-exp) instead of
-/// running the forward again. Dropping the attributes makes the backward
-/// recompute them.
-void markReserve(Operation *forward, Operation *grad) {
-  auto fn = dyn_cast<func::FuncOp>(forward->getParentOp());
-  if (!fn || grad->getParentOp() != fn.getOperation())
-    return;
-  int64_t next = 0;
-  fn.walk([&](Operation *o) {
-    if (auto id = o->getAttrOfType<IntegerAttr>("nn.reserve"))
-      next = std::max(next, id.getInt() + 1);
-  });
-  auto id = IntegerAttr::get(IntegerType::get(forward->getContext(), 64), next);
-  forward->setAttr("nn.reserve", id);
-  grad->setAttr("nn.reserve", id);
+/// The reserve the gradient op of `op` (a recurrent stack or attention)
+/// reads: the forward keeps what the backward needs (a stack's layer
+/// outputs and gates; attention's packed projection, output and
+/// log-sum-exp) instead of the backward running it again. Null (recompute)
+/// for ops inside regions.
+Value keepReserve(GradientBuilder &gb, Operation *op) {
+  return gb.keepReserve(op, ReserveType::get(op->getContext()));
 }
 
 /// Backward-side copies of `values`.
@@ -668,12 +657,10 @@ NN_RULE(RNNOp) {
   }
   NN_BUILD(RNNOp) {
     auto grad = RNNGradOp::create(
-        gb.getBuilder(), op.getLoc(), gb.get(op.getX()),
-        getOpt(gb, op.getH0()), getOpt(gb, op.getLengths()),
-        getAll(gb, op.getWeights()), r[0], r[1], op.getHiddenSize(),
-        op.getNumLayers(), op.getBidirectional(), op.getHasBias(),
-        op.getNonlinearity());
-    markReserve(op, grad);
+        gb.getBuilder(), op.getLoc(), gb.get(op.getX()), getOpt(gb, op.getH0()),
+        getOpt(gb, op.getLengths()), getAll(gb, op.getWeights()), r[0], r[1],
+        keepReserve(gb, op), op.getHiddenSize(), op.getNumLayers(),
+        op.getBidirectional(), op.getHasBias(), op.getNonlinearity());
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());
@@ -690,12 +677,11 @@ NN_RULE(LSTMOp) {
   }
   NN_BUILD(LSTMOp) {
     auto grad = LSTMGradOp::create(
-        gb.getBuilder(), op.getLoc(), gb.get(op.getX()),
-        getOpt(gb, op.getH0()), getOpt(gb, op.getC0()),
-        getOpt(gb, op.getLengths()), getAll(gb, op.getWeights()), r[0], r[1],
-        r[2], op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
+        gb.getBuilder(), op.getLoc(), gb.get(op.getX()), getOpt(gb, op.getH0()),
+        getOpt(gb, op.getC0()), getOpt(gb, op.getLengths()),
+        getAll(gb, op.getWeights()), r[0], r[1], r[2], keepReserve(gb, op),
+        op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
         op.getHasBias(), op.getZoneout(), op.getSeed());
-    markReserve(op, grad);
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());
@@ -714,12 +700,10 @@ NN_RULE(GRUOp) {
   }
   NN_BUILD(GRUOp) {
     auto grad = GRUGradOp::create(
-        gb.getBuilder(), op.getLoc(), gb.get(op.getX()),
-        getOpt(gb, op.getH0()), getOpt(gb, op.getLengths()),
-        getAll(gb, op.getWeights()), r[0], r[1], op.getHiddenSize(),
-        op.getNumLayers(), op.getBidirectional(), op.getHasBias(),
-        op.getVariant());
-    markReserve(op, grad);
+        gb.getBuilder(), op.getLoc(), gb.get(op.getX()), getOpt(gb, op.getH0()),
+        getOpt(gb, op.getLengths()), getAll(gb, op.getWeights()), r[0], r[1],
+        keepReserve(gb, op), op.getHiddenSize(), op.getNumLayers(),
+        op.getBidirectional(), op.getHasBias(), op.getVariant());
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());
@@ -797,10 +781,9 @@ NN_RULE(AttentionOp) {
         gb.getBuilder(), op.getLoc(), gb.get(op.getX()),
         gb.get(op.getInProjWeight()), getOpt(gb, op.getInProjBias()),
         gb.get(op.getOutProjWeight()), getOpt(gb, op.getOutProjBias()),
-        getOpt(gb, op.getKeyPaddingMask()), getOpt(gb, op.getRotations()),
-        r[0], op.getNumHeads(), op.getKind(), op.getCausal(), op.getDropout(),
-        op.getSeed());
-    markReserve(op, grad);
+        getOpt(gb, op.getKeyPaddingMask()), getOpt(gb, op.getRotations()), r[0],
+        keepReserve(gb, op), op.getNumHeads(), op.getKind(), op.getCausal(),
+        op.getDropout(), op.getSeed());
     out.push_back(grad.getDx());
     // Operand order: x, in_w, in_b?, out_w, out_b?, mask?, rotations?;
     // dparams: in_w, in_b?, out_w, out_b?.

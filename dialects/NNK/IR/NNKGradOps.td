@@ -118,8 +118,8 @@ def NNK_LossGradOp : NNK_GradOp<"loss_grad"> {
 def NNK_RecurrentForwardOp : NNK_GradOp<"recurrent_forward", [AttrSizedOperandSegments]> {
   let summary = "training forward of a whole recurrent stack, keeping a reserve";
   let description = [{
-    The forward of nn.rnn / nn.lstm / nn.gru in a training function whose
-    backward reuses it (`nn.reserve`): per layer the input projection and
+    The forward of nn.rnn / nn.lstm / nn.gru whose `reserve` result its
+    gradient op reads (`!nn.reserve`): per layer the input projection and
     the scan, as `nnk.recurrent_scan`, writing y `[B, T, D·H]`, h_n / c_n
     `[L·D, B, H]` (optional) and `reserve` `[B, T, L·D·H·(1 + slots)]`:
     every layer's output, then the saved gates of every layer and direction

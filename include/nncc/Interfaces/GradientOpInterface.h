@@ -67,6 +67,15 @@ public:
   virtual void addParameterGradient(mlir::StringAttr name,
                                     mlir::Value gradient) = 0;
 
+  /// The value through which the gradient op being built reads what
+  /// `forward` (the op being differentiated) keeps for it instead of
+  /// recomputing it: `forward` is rebuilt with one more result, of
+  /// `reserveType`, which is returned. Null (the gradient recomputes) when
+  /// `forward` or the insertion point is not at the top level of the
+  /// function. The pass removes the edge again when the forward would
+  /// survive only for it (a reconstruction nothing else reads).
+  virtual mlir::Value keepReserve(mlir::Operation *forward,
+                                  mlir::Type reserveType) = 0;
   /// Clones the body of single-block `region` at the insertion point, block
   /// arguments replaced by `args`, values from outside the region by
   /// `get()`. Fails (with an error) on a malformed region.

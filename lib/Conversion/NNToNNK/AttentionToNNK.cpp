@@ -4,8 +4,8 @@
 // [B, T, 2E]) -> nnk.flash_attention / nnk.banded_attention /
 // nnk.lsh_attention -> nnk.gemm (out-projection with bias, plus the
 // residual when the attention's single user adds one). A training forward
-// paired with its gradient (nn.reserve) also writes the log-sum-exp, and
-// the gradient reads the packed projection, the core's output and it.
+// whose `reserve` its gradient reads also writes the log-sum-exp; the
+// reserve maps to the packed projection, the core's output and it (1:N).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +17,8 @@ using namespace nncc::conv;
 
 FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
                                       nn::AttentionOp op, Value residual,
-                                      Type resultType) {
+                                      Type resultType,
+                                      SmallVectorImpl<Value> &kept) {
   Location loc = op.getLoc();
   auto xType = cast<nn::TensorType>(op.getX().getType());
   nncc::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
@@ -40,38 +41,36 @@ FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
   bool causal = op.getCausal();
   double dropout = op.getDropout();
   Attribute kind = op.getKind();
-  // A training forward whose gradient reuses it (nn.reserve) also keeps
-  // each query's log-sum-exp; qkv and the core's output are kept anyway.
-  std::optional<int64_t> reserve = reserveIdOf(op);
+  // A training forward whose gradient reads its reserve also keeps each
+  // query's log-sum-exp; qkv and the core's output are kept anyway.
   Value lse;
-  if (reserve) {
-    FailureOr<Value> b = allocBuffer(
-        rewriter, op,
-        buf({B, nncc::Dim::getStatic(op.getNumHeads()), T}));
+  if (Value reserve = usedReserveOf(op.getReserve())) {
+    SmallVector<Type> types;
+    if (failed(getReserveBufferTypes(reserve, types)))
+      return op.emitError("cannot lower the reserve");
+    FailureOr<Value> b = allocBuffer(rewriter, op, types[2]);
     if (failed(b))
       return failure();
     lse = *b;
   }
-  Operation *core;
   if (isa<nn::DenseAttentionAttr>(kind)) {
-    core = nnk::FlashAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, lse,
-                                         heads, causal, 0.0, dropout,
-                                         op.getSeed());
+    nnk::FlashAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, lse, heads,
+                                  causal, 0.0, dropout, op.getSeed());
   } else if (auto dilated = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
-    core = nnk::BandedAttentionOp::create(
-        rewriter, loc, *qkv, mask, *ctx, lse, heads, dilated.getWindow(),
-        dilated.getDilation(), dilated.getGlobal(), causal, 0.0, dropout,
-        op.getSeed());
+    nnk::BandedAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, lse, heads,
+                                   dilated.getWindow(), dilated.getDilation(),
+                                   dilated.getGlobal(), causal, 0.0, dropout,
+                                   op.getSeed());
   } else if (auto l = dyn_cast<nn::LshAttentionAttr>(kind)) {
-    core = nnk::LSHAttentionOp::create(
-        rewriter, loc, *qkv, mask, remap(rewriter, op.getRotations()), *ctx,
-        lse, heads, l.getHashes(), l.getChunk(), causal, 0.0, op.getSeed(),
-        dropout);
+    nnk::LSHAttentionOp::create(rewriter, loc, *qkv, mask,
+                                remap(rewriter, op.getRotations()), *ctx, lse,
+                                heads, l.getHashes(), l.getChunk(), causal, 0.0,
+                                op.getSeed(), dropout);
   } else {
     return op.emitError("unsupported attention kind ") << kind;
   }
-  if (reserve)
-    core->setAttr(kReserveAttr, rewriter.getI64IntegerAttr(*reserve));
+  if (lse)
+    kept.append({*qkv, *ctx, lse});
   return emitGemm(rewriter, op, resultType, *ctx,
                   remap(rewriter, op.getOutProjWeight()),
                   remap(rewriter, op.getOutProjBias()), residual,
@@ -95,14 +94,23 @@ struct AttentionLowering : ConversionPattern {
     auto attention = dyn_cast<nn::AttentionOp>(chain->start);
     if (!attention)
       return rewriter.notifyMatchFailure(op, "chain does not start at attention");
+    SmallVector<Value> kept;
     FailureOr<Value> out =
         lowerAttention(rewriter, attention, remap(rewriter, chain->residual),
-                       op->getResult(0).getType());
+                       op->getResult(0).getType(), kept);
     if (failed(out))
       return failure();
-    rewriter.replaceOp(op, *out);
-    if (attention != op)
-      rewriter.eraseOp(attention);
+    // The attention's reserve (when it has one) becomes the kept buffers.
+    SmallVector<SmallVector<Value>> replacements;
+    if (attention != op) {
+      rewriter.replaceOp(op, *out);
+      replacements.push_back({});
+    } else {
+      replacements.push_back({*out});
+    }
+    if (attention.getReserve())
+      replacements.push_back(kept);
+    rewriter.replaceOpWithMultiple(attention, std::move(replacements));
     return success();
   }
 };

@@ -45,16 +45,19 @@ template <typename Op> nnk::Cell cellOf(Op op) {
   }
 }
 
-/// The attribute pairing a recurrent stack with its gradient (set by the
-/// autodiff rule): the forward keeps a reserve that the backward reads.
-constexpr llvm::StringLiteral kReserveAttr = "nn.reserve";
+/// The buffers an `!nn.reserve` value lowers to, from the forward op that
+/// produces it: a stack's single reserve [B, T, reserveWidth] (the
+/// nnk.recurrent_forward's `reserve`); attention's packed projection
+/// [B, T, packs·E], core output [B, T, E] and log-sum-exp [B, heads, T].
+/// Fails for a reserve of any other origin.
+mlir::LogicalResult
+getReserveBufferTypes(mlir::Value reserve,
+                      llvm::SmallVectorImpl<mlir::Type> &types);
 
-/// The reserve id of a top-level recurrent op or its gradient, if any.
-inline std::optional<int64_t> reserveIdOf(mlir::Operation *op) {
-  auto id = op->getAttrOfType<mlir::IntegerAttr>(kReserveAttr);
-  if (!id || !mlir::isa_and_nonnull<mlir::func::FuncOp>(op->getParentOp()))
-    return std::nullopt;
-  return id.getInt();
+/// The reserve result of a forward op when its gradient reads it, else null
+/// (no result, or nothing uses it).
+inline mlir::Value usedReserveOf(mlir::Value reserve) {
+  return reserve && !reserve.use_empty() ? reserve : mlir::Value();
 }
 
 /// Elements per (batch, time) position of a stack's reserve: every layer's
@@ -122,10 +125,13 @@ emitGemm(mlir::ConversionPatternRewriter &rewriter, mlir::Operation *op,
          mlir::Value residual, nnk::Activation act, double alpha);
 
 /// Lowers nn.attention (x = its converted input) with an optional fused
-/// residual into a fresh output buffer (AttentionToNNK.cpp).
+/// residual into a fresh output buffer (AttentionToNNK.cpp). When the op's
+/// reserve is used, `kept` gets the buffers it lowers to (qkv, core output,
+/// log-sum-exp; see getReserveBufferTypes).
 mlir::FailureOr<mlir::Value>
 lowerAttention(mlir::ConversionPatternRewriter &rewriter, nn::AttentionOp op,
-               mlir::Value residual, mlir::Type resultType);
+               mlir::Value residual, mlir::Type resultType,
+               llvm::SmallVectorImpl<mlir::Value> &kept);
 
 } // namespace nncc::conv
 

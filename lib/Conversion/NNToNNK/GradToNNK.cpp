@@ -183,23 +183,6 @@ template <typename A> Value c0Of(A) { return {}; }
 Value dcnOf(nn::LSTMGradOp::Adaptor a) { return a.getDcN(); }
 template <typename A> Value dcnOf(A) { return {}; }
 
-/// The reserve of the nnk.recurrent_forward paired with `op` (the same
-/// `nn.reserve` id in the function, exactly once), or null: recompute.
-Value reserveOf(Operation *op) {
-  std::optional<int64_t> id = reserveIdOf(op);
-  if (!id)
-    return {};
-  Value reserve;
-  int found = 0;
-  op->getParentOfType<func::FuncOp>().walk([&](nnk::RecurrentForwardOp fwd) {
-    if (reserveIdOf(fwd) == id) {
-      reserve = fwd.getReserve();
-      ++found;
-    }
-  });
-  return found == 1 ? reserve : Value();
-}
-
 template <typename NNOp>
 struct RecurrentGradLowering : OpConversionPattern<NNOp> {
   using OpConversionPattern<NNOp>::OpConversionPattern;
@@ -216,10 +199,10 @@ struct RecurrentGradLowering : OpConversionPattern<NNOp> {
     // seed (nn-inference-semantics zeroes it outside training).
     nnk::RecurrentGradOp::create(
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getH0(), c0Of(adaptor),
-        adaptor.getLengths(), adaptor.getWeights(), reserveOf(op),
-        adaptor.getDy(),
-        adaptor.getDhN(), dcnOf(adaptor), o[0], o[1],
-        lstm ? o[2] : Value(), o.drop_front(nState), cellOf(op),
+        adaptor.getLengths(), adaptor.getWeights(),
+        /*the forward's nnk.recurrent_forward reserve, or none: recompute*/
+        adaptor.getReserve(), adaptor.getDy(), adaptor.getDhN(), dcnOf(adaptor),
+        o[0], o[1], lstm ? o[2] : Value(), o.drop_front(nState), cellOf(op),
         op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
         op.getHasBias(), zoneoutOf(op), seedOf(op));
     rewriter.replaceOp(op, *outs);
@@ -227,45 +210,20 @@ struct RecurrentGradLowering : OpConversionPattern<NNOp> {
   }
 };
 
-/// What the forward paired with an nn.attention_grad kept: the packed
-/// projection, the core's output and its log-sum-exp.
-struct KeptAttention {
-  Value qkv, out, lse;
-};
-
-/// The buffers of the attention core (nnk.flash/banded/lsh_attention) paired
-/// with `op` (the same `nn.reserve` id, exactly once, with its log-sum-exp).
-std::optional<KeptAttention> keptAttentionOf(nn::AttentionGradOp op) {
-  std::optional<int64_t> id = reserveIdOf(op);
-  if (!id)
-    return std::nullopt;
-  std::optional<KeptAttention> kept;
-  int found = 0;
-  auto visit = [&](auto core) {
-    if (reserveIdOf(core) != id)
-      return;
-    ++found;
-    if (core.getLse())
-      kept = KeptAttention{core.getQkv(), core.getOut(), core.getLse()};
-  };
-  op->getParentOfType<func::FuncOp>().walk([&](Operation *o) {
-    if (auto f = dyn_cast<nnk::FlashAttentionOp>(o))
-      visit(f);
-    else if (auto b = dyn_cast<nnk::BandedAttentionOp>(o))
-      visit(b);
-    else if (auto l = dyn_cast<nnk::LSHAttentionOp>(o))
-      visit(l);
-  });
-  return found == 1 ? kept : std::nullopt;
+/// The single value an operand converted to, or null for an absent one.
+Value single(ValueRange values) {
+  return values.empty() ? Value() : values.front();
 }
 
-/// nn.attention_grad: recompute the packed projection, then the core's
-/// backward (nnk.attention_grad, which recomputes the core's output on the
-/// way), the out-projection grads and the in-projection grads (GEMMs).
+/// nn.attention_grad: with a reserve, the forward's packed projection, core
+/// output and log-sum-exp (its 1:N conversion); without, recompute the
+/// packed projection. Then the core's backward (nnk.attention_grad, which
+/// recomputes the core's output on the way when it was not kept), the
+/// out-projection grads and the in-projection grads (GEMMs).
 struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(nn::AttentionGradOp op, OpAdaptor adaptor,
+  matchAndRewrite(nn::AttentionGradOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto xType = cast<nn::TensorType>(op.getX().getType());
@@ -278,18 +236,23 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     auto buf = [&](ArrayRef<nncc::Dim> dims) {
       return nnk::BufferType::get(ctx, dims, elt);
     };
-    Value x = adaptor.getX(), wIn = adaptor.getInProjWeight(),
-          bIn = adaptor.getInProjBias(), wOut = adaptor.getOutProjWeight(),
-          bOut = adaptor.getOutProjBias(), mask = adaptor.getKeyPaddingMask(),
-          rot = adaptor.getRotations(), dy = adaptor.getDy();
-    // The paired forward's packed projection, output and log-sum-exp, or
-    // the projection recomputed (the core's backward recomputes the rest).
+    Value x = single(adaptor.getX()), wIn = single(adaptor.getInProjWeight()),
+          bIn = single(adaptor.getInProjBias()),
+          wOut = single(adaptor.getOutProjWeight()),
+          bOut = single(adaptor.getOutProjBias()),
+          mask = single(adaptor.getKeyPaddingMask()),
+          rot = single(adaptor.getRotations()), dy = single(adaptor.getDy());
+    // The forward's packed projection, output and log-sum-exp, or the
+    // projection recomputed (the core's backward recomputes the rest).
     Value savedOut, savedLse;
     FailureOr<Value> qkv, core;
-    if (std::optional<KeptAttention> kept = keptAttentionOf(op)) {
-      qkv = kept->qkv;
-      core = savedOut = kept->out;
-      savedLse = kept->lse;
+    if (ValueRange kept = adaptor.getReserve(); !kept.empty()) {
+      if (kept.size() != 3)
+        return op.emitError("expected the reserve as 3 buffers, got ")
+               << kept.size();
+      qkv = kept[0];
+      core = savedOut = kept[1];
+      savedLse = kept[2];
     } else {
       qkv = emitGemm(rewriter, op, buf({B, T, E.scaled(packs)}), x, wIn, bIn,
                      Value(), nnk::Activation::none, 0.01);

@@ -15,6 +15,15 @@ using namespace nncc;
 
 void nncc::populateNNToNNKTypeConversion(TypeConverter &converter) {
   converter.addConversion([](Type type) { return type; });
+  // Context-aware (added before the tensor conversion so that one stays
+  // cached): a reserve becomes the buffers its forward keeps, 1:N.
+  converter.addConversion(
+      [](Value value,
+         SmallVectorImpl<Type> &types) -> std::optional<LogicalResult> {
+        if (!isa<nn::ReserveType>(value.getType()))
+          return std::nullopt;
+        return conv::getReserveBufferTypes(value, types);
+      });
   converter.addConversion([](nn::TensorType type) -> Type {
     return conv::toBuffer(type);
   });

@@ -4,8 +4,9 @@
 // time steps (x · W_ihᵀ + b_ih), then one persistent nnk.recurrent_scan
 // that loops over time (h · W_hhᵀ + b_hh + gate math), writing its
 // direction's columns of the layer output and its entry of h_n / c_n.
-// A stack whose gradient reuses its forward (`nn.reserve`) becomes one
-// nnk.recurrent_forward that also keeps the layer outputs and gates.
+// A stack whose `reserve` result its gradient reads becomes one
+// nnk.recurrent_forward that also keeps the layer outputs and gates in the
+// buffer the reserve maps to.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,48 @@ int64_t conv::reserveWidth(nnk::Cell cell, int64_t hidden, int64_t layers,
                            int64_t directions) {
   int64_t slots = kernels::cell_saved_slots(static_cast<int>(cell));
   return layers * directions * hidden * (1 + slots);
+}
+
+namespace {
+
+template <typename NNOp>
+LogicalResult recurrentReserveTypes(NNOp op, SmallVectorImpl<Type> &types) {
+  auto xType = cast<nn::TensorType>(op.getX().getType());
+  int64_t width =
+      reserveWidth(cellOf(op), op.getHiddenSize(), op.getNumLayers(),
+                   op.getBidirectional() ? 2 : 1);
+  types.push_back(nnk::BufferType::get(
+      op.getContext(),
+      {xType.getDim(0), xType.getDim(1), nncc::Dim::getStatic(width)},
+      xType.getElementType()));
+  return success();
+}
+
+} // namespace
+
+LogicalResult conv::getReserveBufferTypes(Value reserve,
+                                          SmallVectorImpl<Type> &types) {
+  Operation *def = reserve.getDefiningOp();
+  if (auto op = dyn_cast_or_null<nn::RNNOp>(def))
+    return recurrentReserveTypes(op, types);
+  if (auto op = dyn_cast_or_null<nn::LSTMOp>(def))
+    return recurrentReserveTypes(op, types);
+  if (auto op = dyn_cast_or_null<nn::GRUOp>(def))
+    return recurrentReserveTypes(op, types);
+  if (auto op = dyn_cast_or_null<nn::AttentionOp>(def)) {
+    auto xType = cast<nn::TensorType>(op.getX().getType());
+    nncc::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
+    int64_t packs = isa<nn::LshAttentionAttr>(op.getKind()) ? 2 : 3;
+    auto buf = [&](ArrayRef<nncc::Dim> dims) -> Type {
+      return nnk::BufferType::get(op.getContext(), dims,
+                                  xType.getElementType());
+    };
+    types.push_back(buf({B, T, E.scaled(packs)}));
+    types.push_back(buf({B, T, E}));
+    types.push_back(buf({B, nncc::Dim::getStatic(op.getNumHeads()), T}));
+    return success();
+  }
+  return failure();
 }
 
 namespace {
@@ -71,30 +114,38 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
         return failure();
       hN = *b;
     }
-    if (op->getNumResults() > 2 && !op->getResult(2).use_empty()) {
+    bool lstm = cell == nnk::Cell::lstm;
+    if (lstm && !op->getResult(2).use_empty()) {
       FailureOr<Value> b = allocBuffer(rewriter, op, op->getResult(2).getType());
       if (failed(b))
         return failure();
       cN = *b;
     }
 
-    if (std::optional<int64_t> id = reserveIdOf(op)) {
+    // The results: y, h_n (, c_n), then the reserve if the op has one.
+    auto replace = [&](Value y, Value reserve) {
+      SmallVector<Value> results{y, hN};
+      if (lstm)
+        results.push_back(cN);
+      if (op.getReserve())
+        results.push_back(reserve);
+      rewriter.replaceOp(op, results);
+    };
+
+    if (Value used = usedReserveOf(op.getReserve())) {
       // Training forward whose backward reads the reserve.
-      FailureOr<Value> y = allocBuffer(rewriter, op, op->getResult(0).getType());
-      FailureOr<Value> reserve = allocBuffer(
-          rewriter, op,
-          buf({B, T, nncc::Dim::getStatic(reserveWidth(cell, H, L, D))}));
+      SmallVector<Type> reserveTypes;
+      if (failed(getReserveBufferTypes(used, reserveTypes)))
+        return op.emitError("cannot lower the reserve");
+      FailureOr<Value> y = allocBuffer(rewriter, op, op.getY().getType());
+      FailureOr<Value> reserve = allocBuffer(rewriter, op, reserveTypes[0]);
       if (failed(y) || failed(reserve))
         return failure();
-      auto fwd = nnk::RecurrentForwardOp::create(
+      nnk::RecurrentForwardOp::create(
           rewriter, loc, adaptor.getX(), adaptor.getH0(), c0Of(adaptor),
           adaptor.getLengths(), weights, *y, hN, cN, *reserve, cell, H, L,
           D == 2, hasBias, zoneoutOf(op), seedOf(op));
-      fwd->setAttr(kReserveAttr, rewriter.getI64IntegerAttr(*id));
-      SmallVector<Value> results{*y, hN};
-      if (op->getNumResults() > 2)
-        results.push_back(cN);
-      rewriter.replaceOp(op, results);
+      replace(*y, *reserve);
       return success();
     }
 
@@ -123,10 +174,7 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
       input = *layerOut;
       y = *layerOut;
     }
-    SmallVector<Value> results{y, hN};
-    if (op->getNumResults() > 2)
-      results.push_back(cN);
-    rewriter.replaceOp(op, results);
+    replace(y, Value());
     return success();
   }
 };

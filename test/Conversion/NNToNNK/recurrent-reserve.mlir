@@ -1,19 +1,19 @@
 // RUN: nncc-opt --nncc-pipeline %s | FileCheck %s
 
-// A recurrent stack paired with its gradient (nn.reserve, set by
-// nncc-autodiff) becomes one nnk.recurrent_forward that keeps the layer
-// outputs and gates in a reserve [B, T, L·D·H·(1 + slots)], which the
-// gradient reads; without a pair (or with an id no forward carries) the
-// gradient recomputes the forward.
+// A recurrent stack whose `reserve` result (built by nncc-autodiff) its
+// gradient reads becomes one nnk.recurrent_forward that keeps the layer
+// outputs and gates in a reserve [B, T, L·D·H·(1 + slots)]: the buffer the
+// !nn.reserve value maps to, which the gradient reads. Without the edge
+// (or with an unused reserve) the gradient recomputes the forward.
 
 // CHECK-LABEL: func.func @paired
 // CHECK: %[[R:.*]] = nnk.alloc : !nnk.buffer<[B, T, 24], f32>
-// CHECK: nnk.recurrent_forward ins(%{{.*}}) weights(%{{.*}}, %{{.*}}) outs(%{{.*}}) reserve(%[[R]]) {cell = #nnk<cell lstm>, has_bias = false, hidden_size = 4 : i64, nn.reserve = 0 : i64, seed = 7 : i64, zoneout = 2.500000e-01 : f64}
+// CHECK: nnk.recurrent_forward ins(%{{.*}}) weights(%{{.*}}, %{{.*}}) outs(%{{.*}}) reserve(%[[R]]) {cell = #nnk<cell lstm>, has_bias = false, hidden_size = 4 : i64, seed = 7 : i64, zoneout = 2.500000e-01 : f64}
 // CHECK-NOT: nnk.recurrent_scan
 // CHECK: nnk.recurrent_grad ins(%{{.*}}) weights(%{{.*}}, %{{.*}}) reserve(%[[R]]) dy(%{{.*}})
 func.func @paired(%x: !nn.tensor<[B, T, 3], f32>, %wih: !nn.tensor<[16, 3], f32>, %whh: !nn.tensor<[16, 4], f32>, %dy: !nn.tensor<[B, T, 4], f32>) -> (!nn.tensor<[B, T, 4], f32>, !nn.tensor<[16, 3], f32>) attributes {nn.training} {
-  %y, %h, %c = nn.lstm %x weights(%wih, %whh) {hidden_size = 4 : i64, has_bias = false, zoneout = 0.25 : f64, seed = 7 : i64, nn.reserve = 0 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[16, 3], f32>, !nn.tensor<[16, 4], f32>) -> (!nn.tensor<[B, T, 4], f32>, !nn.tensor<[1, B, 4], f32>, !nn.tensor<[1, B, 4], f32>)
-  %dx, %dh0, %dc0, %dw:2 = nn.lstm_grad %x weights(%wih, %whh) dy %dy {hidden_size = 4 : i64, has_bias = false, zoneout = 0.25 : f64, seed = 7 : i64, nn.reserve = 0 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[16, 3], f32>, !nn.tensor<[16, 4], f32>, !nn.tensor<[B, T, 4], f32>) -> (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[1, B, 4], f32>, !nn.tensor<[1, B, 4], f32>, !nn.tensor<[16, 3], f32>, !nn.tensor<[16, 4], f32>)
+  %y, %h, %c, %r = nn.lstm %x weights(%wih, %whh) {hidden_size = 4 : i64, has_bias = false, zoneout = 0.25 : f64, seed = 7 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[16, 3], f32>, !nn.tensor<[16, 4], f32>) -> (!nn.tensor<[B, T, 4], f32>, !nn.tensor<[1, B, 4], f32>, !nn.tensor<[1, B, 4], f32>, !nn.reserve)
+  %dx, %dh0, %dc0, %dw:2 = nn.lstm_grad %x weights(%wih, %whh) dy %dy reserve %r {hidden_size = 4 : i64, has_bias = false, zoneout = 0.25 : f64, seed = 7 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[16, 3], f32>, !nn.tensor<[16, 4], f32>, !nn.tensor<[B, T, 4], f32>, !nn.reserve) -> (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[1, B, 4], f32>, !nn.tensor<[1, B, 4], f32>, !nn.tensor<[16, 3], f32>, !nn.tensor<[16, 4], f32>)
   return %y, %dw#0 : !nn.tensor<[B, T, 4], f32>, !nn.tensor<[16, 3], f32>
 }
 
@@ -24,7 +24,7 @@ func.func @paired(%x: !nn.tensor<[B, T, 3], f32>, %wih: !nn.tensor<[16, 3], f32>
 // CHECK-NOT: reserve(
 // CHECK: return
 func.func @unpaired(%x: !nn.tensor<[B, T, 3], f32>, %wih: !nn.tensor<[12, 3], f32>, %whh: !nn.tensor<[12, 4], f32>, %dy: !nn.tensor<[B, T, 4], f32>) -> (!nn.tensor<[B, T, 4], f32>, !nn.tensor<[12, 3], f32>) attributes {nn.training} {
-  %y, %h = nn.gru %x weights(%wih, %whh) {hidden_size = 4 : i64, has_bias = false} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[12, 3], f32>, !nn.tensor<[12, 4], f32>) -> (!nn.tensor<[B, T, 4], f32>, !nn.tensor<[1, B, 4], f32>)
-  %dx, %dh0, %dw:2 = nn.gru_grad %x weights(%wih, %whh) dy %dy {hidden_size = 4 : i64, has_bias = false, nn.reserve = 3 : i64} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[12, 3], f32>, !nn.tensor<[12, 4], f32>, !nn.tensor<[B, T, 4], f32>) -> (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[1, B, 4], f32>, !nn.tensor<[12, 3], f32>, !nn.tensor<[12, 4], f32>)
+  %y, %h, %r = nn.gru %x weights(%wih, %whh) {hidden_size = 4 : i64, has_bias = false} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[12, 3], f32>, !nn.tensor<[12, 4], f32>) -> (!nn.tensor<[B, T, 4], f32>, !nn.tensor<[1, B, 4], f32>, !nn.reserve)
+  %dx, %dh0, %dw:2 = nn.gru_grad %x weights(%wih, %whh) dy %dy {hidden_size = 4 : i64, has_bias = false} : (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[12, 3], f32>, !nn.tensor<[12, 4], f32>, !nn.tensor<[B, T, 4], f32>) -> (!nn.tensor<[B, T, 3], f32>, !nn.tensor<[1, B, 4], f32>, !nn.tensor<[12, 3], f32>, !nn.tensor<[12, 4], f32>)
   return %y, %dw#0 : !nn.tensor<[B, T, 4], f32>, !nn.tensor<[12, 3], f32>
 }

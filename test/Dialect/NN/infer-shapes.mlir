@@ -43,6 +43,11 @@ func.func @multi_result(%x: !nn.tensor<[B, T, 3], f32>, %wi: !nn.tensor<[16, 3],
   %t = nn.transpose %last {perm = array<i64: 1, 0>} : (!nn.tensor<[?, ?], f32>) -> !nn.tensor<[?, ?], f32>
   // CHECK: nn.reduce_mean {{.*}} -> !nn.tensor<[4, 1], f32>
   %m = nn.reduce_mean %t {axes = array<i64: 1>, keepdim = true} : (!nn.tensor<[?, ?], f32>) -> !nn.tensor<[?, ?], f32>
+  // A trailing reserve result is kept as is.
+  // CHECK: nn.lstm {{.*}} -> (!nn.tensor<[B, T, 4], f32>, !nn.tensor<[1, B, 4], f32>, !nn.tensor<[1, B, 4], f32>, !nn.reserve)
+  %r:4 = nn.lstm %c weights(%wi, %wh) {hidden_size = 4 : i64, has_bias = false}
+      : (!nn.tensor<[?, ?, ?], f32>, !nn.tensor<[16, 3], f32>, !nn.tensor<[16, 4], f32>)
+      -> (!nn.tensor<[?, ?, ?], f32>, !nn.tensor<[?, ?, ?], f32>, !nn.tensor<[?, ?, ?], f32>, !nn.reserve)
   return
 }
 

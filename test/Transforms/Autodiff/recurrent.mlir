@@ -46,12 +46,12 @@ module {
 
 // CHECK-LABEL: func.func @forward_backward(
 // CHECK: %[[X:.*]] = nn.embedding
-// Each stack is paired with its gradient (nn.reserve): the lowering keeps
-// the forward's layer outputs and gates for the backward.
-// CHECK: %[[Y:.*]], %[[HN:.*]], %{{.*}} = nn.lstm %[[X]] {{.*}}nn.reserve = [[LRES:[0-9]+]] : i64
+// Each stack keeps a reserve (its layer outputs and gates) that its
+// gradient op reads: the `reserve` result, used by the matching *_grad.
+// CHECK: %[[Y:.*]], %[[HN:.*]], %{{.*}}, %[[LRES:.*]] = nn.lstm %[[X]] {{.*}} -> ({{.*}}, !nn.reserve)
 // CHECK: %[[H3:.*]] = nn.slice %[[HN]]
-// CHECK: %[[GY:.*]], %[[GHN:.*]] = nn.gru %[[Y]] h0 %[[H3]] {{.*}}nn.reserve = [[GRES:[0-9]+]] : i64
-// CHECK: %[[RY:.*]], %{{.*}} = nn.rnn %[[GY]] h0 %[[GHN]] {{.*}}nn.reserve = [[RRES:[0-9]+]] : i64
+// CHECK: %[[GY:.*]], %[[GHN:.*]], %[[GRES:.*]] = nn.gru %[[Y]] h0 %[[H3]] {{.*}} -> ({{.*}}, !nn.reserve)
+// CHECK: %[[RY:.*]], %{{.*}}, %[[RRES:.*]] = nn.rnn %[[GY]] h0 %[[GHN]] {{.*}} -> ({{.*}}, !nn.reserve)
 // The forward keeps each layer stack's inputs, nothing per step.
 // CHECK: %[[S_X:.*]] = nn.save %[[X]] {rule = "nn.lstm"}
 // CHECK: %[[S_Y:.*]] = nn.save %[[Y]] {index = 1 : i64, rule = "nn.gru"}
@@ -60,12 +60,12 @@ module {
 // CHECK: %[[S_GHN:.*]] = nn.save %[[GHN]] {index = 4 : i64, rule = "nn.rnn"}
 // CHECK: %[[S_RY:.*]] = nn.save %[[RY]] {index = 5 : i64, rule = "nn.mse"}
 // CHECK: %[[DRY:.*]] = nn.mse_grad %[[S_RY]], %arg2
-// CHECK: %[[RDX:.*]], %[[RDH0:.*]], %[[RDW:.*]]:2 = nn.rnn_grad %[[S_GY]] h0 %[[S_GHN]] weights(%{{.*}}, %{{.*}}) dy %[[DRY]] {has_bias = false, hidden_size = 8 : i64, nn.reserve = [[RRES]] : i64, nonlinearity = #nn<nonlinearity relu>}
-// CHECK: %[[GDX:.*]], %[[GDH0:.*]], %[[GDW:.*]]:4 = nn.gru_grad %[[S_Y]] h0 %[[S_H3]] lengths %arg1 weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) dy %[[RDX]] dh_n %[[RDH0]] {hidden_size = 8 : i64, nn.reserve = [[GRES]] : i64, variant = #nn<gru_variant cho2014>}
-// CHECK-SAME: -> (!nn.tensor<[B, T, 16], f32>, !nn.tensor<[1, B, 8], f32>, !nn.tensor<[24, 16], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[24], f32>, !nn.tensor<[24], f32>)
+// CHECK: %[[RDX:.*]], %[[RDH0:.*]], %[[RDW:.*]]:2 = nn.rnn_grad %[[S_GY]] h0 %[[S_GHN]] weights(%{{.*}}, %{{.*}}) dy %[[DRY]] reserve %[[RRES]] {has_bias = false, hidden_size = 8 : i64, nonlinearity = #nn<nonlinearity relu>}
+// CHECK: %[[GDX:.*]], %[[GDH0:.*]], %[[GDW:.*]]:4 = nn.gru_grad %[[S_Y]] h0 %[[S_H3]] lengths %arg1 weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) dy %[[RDX]] dh_n %[[RDH0]] reserve %[[GRES]] {hidden_size = 8 : i64, variant = #nn<gru_variant cho2014>}
+// CHECK-SAME: !nn.reserve) -> (!nn.tensor<[B, T, 16], f32>, !nn.tensor<[1, B, 8], f32>, !nn.tensor<[24, 16], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[24], f32>, !nn.tensor<[24], f32>)
 // CHECK: %[[DHN:.*]] = nn.slice_grad %[[GDH0]] {{.*}}type = !nn.tensor<[4, B, 8], f32>}
 // One op for both layers and directions; no c_n adjoint (unused).
-// CHECK: %[[LDX:.*]], %{{.*}}, %{{.*}}, %[[LDW:.*]]:8 = nn.lstm_grad %[[S_X]] lengths %arg1 weights({{.*}}) dy %[[GDX]] dh_n %[[DHN]] {bidirectional = true, has_bias = false, hidden_size = 8 : i64, nn.reserve = [[LRES]] : i64, num_layers = 2 : i64, zoneout = 1.000000e-01 : f64}
-// CHECK-SAME: -> (!nn.tensor<[B, T, 4], f32>, !nn.tensor<[4, B, 8], f32>, !nn.tensor<[4, B, 8], f32>, !nn.tensor<[32, 4], f32>, !nn.tensor<[32, 8], f32>, !nn.tensor<[32, 4], f32>, !nn.tensor<[32, 8], f32>, !nn.tensor<[32, 16], f32>, !nn.tensor<[32, 8], f32>, !nn.tensor<[32, 16], f32>, !nn.tensor<[32, 8], f32>)
+// CHECK: %[[LDX:.*]], %{{.*}}, %{{.*}}, %[[LDW:.*]]:8 = nn.lstm_grad %[[S_X]] lengths %arg1 weights({{.*}}) dy %[[GDX]] dh_n %[[DHN]] reserve %[[LRES]] {bidirectional = true, has_bias = false, hidden_size = 8 : i64, num_layers = 2 : i64, zoneout = 1.000000e-01 : f64}
+// CHECK-SAME: !nn.reserve) -> (!nn.tensor<[B, T, 4], f32>, !nn.tensor<[4, B, 8], f32>, !nn.tensor<[4, B, 8], f32>, !nn.tensor<[32, 4], f32>, !nn.tensor<[32, 8], f32>, !nn.tensor<[32, 4], f32>, !nn.tensor<[32, 8], f32>, !nn.tensor<[32, 16], f32>, !nn.tensor<[32, 8], f32>, !nn.tensor<[32, 16], f32>, !nn.tensor<[32, 8], f32>)
 // CHECK: %[[DE:.*]] = nn.embedding_grad %arg0, %[[LDX]]
 // CHECK: return %{{.*}}, %[[DE]], %[[LDW]]#0, %[[LDW]]#1, %[[LDW]]#2, %[[LDW]]#3, %[[LDW]]#4, %[[LDW]]#5, %[[LDW]]#6, %[[LDW]]#7, %[[GDW]]#0, %[[GDW]]#1, %[[GDW]]#2, %[[GDW]]#3, %[[RDW]]#0, %[[RDW]]#1 :

@@ -55,12 +55,12 @@ module {
 // CHECK: %[[GDX:.*]] = nn.matmul %[[DYS]]#1, %[[GW]]
 // CHECK: %[[GDW2:.*]] = nn.linear_weight_grad %[[DYS]]#1, %[[YS]]#0
 // CHECK: %[[DY1:.*]] = nn.add %[[DYS]]#0, %[[GDX]]
-// The reconstruction's attention is paired with its gradient (nn.reserve):
-// the gradient reads its projection, output and log-sum-exp.
-// CHECK: %[[F:.*]] = nn.attention %[[X2]], {{.*}} {causal = true, kind = #nn.lsh<hashes = 2, chunk = 4>, nn.reserve = [[RES:[0-9]+]] : i64, num_heads = 2 : i64}
+// The reconstruction's attention keeps a reserve for its gradient: the
+// gradient reads its projection, output and log-sum-exp.
+// CHECK: %[[F:.*]], %[[RES:.*]] = nn.attention %[[X2]], {{.*}} {causal = true, kind = #nn.lsh<hashes = 2, chunk = 4>, num_heads = 2 : i64} : {{.*}} -> (!nn.tensor<[B, T, 8], f32>, !nn.reserve)
 // CHECK: %[[X1:.*]] = nn.sub %[[YS]]#0, %[[F]]
 // The LSH backward recomputes buckets and probabilities from x.
-// CHECK: %[[ADX:.*]], %[[LDP:.*]]:2 = nn.attention_grad %[[X2]], %{{.*}} out %{{.*}} grad %[[DY1]] {causal = true, kind = #nn.lsh<hashes = 2, chunk = 4>, nn.reserve = [[RES]] : i64, num_heads = 2 : i64}
+// CHECK: %[[ADX:.*]], %[[LDP:.*]]:2 = nn.attention_grad %[[X2]], %{{.*}} out %{{.*}} grad %[[DY1]] reserve %[[RES]] {causal = true, kind = #nn.lsh<hashes = 2, chunk = 4>, num_heads = 2 : i64}
 // CHECK: %[[DX2:.*]] = nn.add %[[DYS]]#1, %[[ADX]]
 // The reconstructed input of block 2 is block 1's output.
 // CHECK: %[[X:.*]] = nn.concat %[[X1]], %[[X2]] {axis = 2 : i64}
@@ -73,6 +73,8 @@ module {
 // CHECK: %[[GDW1:.*]] = nn.linear_weight_grad
 // The shared G weight: gradients of both blocks summed.
 // CHECK: %[[GWSUM:.*]] = nn.add %[[GDW2]], %[[GDW1]]
-// Block 1's input is the saved model input: no reconstruction to pair with.
-// CHECK: %{{.*}}, %[[DDP:.*]]:2 = nn.attention_grad {{.*}} {kind = #nn.dense, num_heads = 2 : i64}
+// Block 1's input is the saved model input: its reconstruction would only
+// live for the reserve, so it goes and the gradient recomputes.
+// CHECK-NOT: nn.attention {{.*}}#nn.dense
+// CHECK: %{{.*}}, %[[DDP:.*]]:2 = nn.attention_grad {{.*}} grad %{{[^ ]*}} {kind = #nn.dense, num_heads = 2 : i64}
 // CHECK: return %{{.*}}, %[[DDP]]#0, %[[DDP]]#1, %[[LDP]]#0, %[[LDP]]#1, %[[GWSUM]] :
