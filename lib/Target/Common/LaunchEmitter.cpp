@@ -35,19 +35,28 @@ LogicalResult LaunchEmitter::emitLaunch(raw_indented_ostream &os, Operation *lau
 LogicalResult LaunchEmitter::emitLaunchListing(llvm::raw_ostream &os) {
   if (failed(analyze()))
     return failure();
+  return printIfEmitted(os, [&](raw_indented_ostream &listing) -> LogicalResult {
+    for (func::FuncOp fn : {forward, train}) {
+      if (!fn)
+        continue;
+      listing << "// launches of @" << fn.getSymName() << "\n";
+      for (Operation &launch : fn.getBody().front().without_terminator())
+        if (failed(emitLaunch(listing, &launch)))
+          return failure();
+    }
+    if (!generatedKernels.empty())
+      listing << "// generated kernels\n" << generatedKernels;
+    return success();
+  });
+}
+
+LogicalResult printIfEmitted(llvm::raw_ostream &os,
+                             llvm::function_ref<LogicalResult(raw_indented_ostream &)> emit) {
   std::string text;
   llvm::raw_string_ostream ss(text);
-  raw_indented_ostream listing(ss);
-  for (func::FuncOp fn : {forward, train}) {
-    if (!fn)
-      continue;
-    listing << "// launches of @" << fn.getSymName() << "\n";
-    for (Operation &launch : fn.getBody().front().without_terminator())
-      if (failed(emitLaunch(listing, &launch)))
-        return failure();
-  }
-  if (!generatedKernels.empty())
-    listing << "// generated kernels\n" << generatedKernels;
+  raw_indented_ostream buffered(ss);
+  if (failed(emit(buffered)))
+    return failure();
   os << text;
   return success();
 }

@@ -137,6 +137,12 @@ private:
   } current;
 };
 
+/// Runs `emit` into a buffer and copies it to `os` only when it succeeds
+/// (a failed emission writes nothing).
+mlir::LogicalResult
+printIfEmitted(llvm::raw_ostream &os,
+               llvm::function_ref<mlir::LogicalResult(mlir::raw_indented_ostream &)> emit);
+
 /// The two targets' emitters (CppEmitter.cpp, CudaEmitter.cpp).
 std::unique_ptr<LaunchEmitter> createCppLaunchEmitter(mlir::ModuleOp module);
 std::unique_ptr<LaunchEmitter> createCudaLaunchEmitter(mlir::ModuleOp module);

@@ -625,14 +625,9 @@ std::unique_ptr<LaunchEmitter> createCppLaunchEmitter(ModuleOp module) {
 }
 
 LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os, bool withCuda) {
-  std::string text;
-  llvm::raw_string_ostream ss(text);
-  raw_indented_ostream ios(ss);
   CppEmitter emitter(module);
-  if (failed(emitter.emit(ios, withCuda)))
-    return failure();
-  os << text;
-  return success();
+  return printIfEmitted(os,
+                        [&](raw_indented_ostream &out) { return emitter.emit(out, withCuda); });
 }
 
 } // namespace nncc::target

@@ -517,14 +517,8 @@ std::unique_ptr<LaunchEmitter> createCudaLaunchEmitter(ModuleOp module) {
 }
 
 LogicalResult emitCuda(ModuleOp module, llvm::raw_ostream &os) {
-  std::string text;
-  llvm::raw_string_ostream ss(text);
-  raw_indented_ostream ios(ss);
   CudaEmitter emitter(module);
-  if (failed(emitter.emit(ios)))
-    return failure();
-  os << text;
-  return success();
+  return printIfEmitted(os, [&](raw_indented_ostream &out) { return emitter.emit(out); });
 }
 
 LogicalResult emitHeader(ModuleOp module, llvm::raw_ostream &os) {
