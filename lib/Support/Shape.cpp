@@ -110,4 +110,10 @@ ParseResult parseDim(AsmParser &parser, SmallVectorImpl<Dim> &dims) {
                           "expected a dim: an integer, a symbol name or '?'");
 }
 
+bool isValidElementType(Type type) {
+  return type.isF32() || type.isF64() || type.isBF16() || type.isF16() ||
+         type.isSignlessInteger(32) || type.isSignlessInteger(64) ||
+         type.isSignlessInteger(1);
+}
+
 } // namespace nncc

@@ -46,8 +46,8 @@ def NN_NonlinearityAttr : EnumAttr<NN_Dialect, NN_Nonlinearity,
   let assemblyFormat = "$value";
 }
 
-// Values equal the kernel library's NNCC_ODE_* constants
-// (runtime/include/nncc/Kernels/Codes.h; static_asserts in dialects/NNK/IR/NNKOps.cpp).
+// The conversion maps it onto nnk's solver enum (#nnk<ode_method>, whose
+// values are the kernel library's NNCC_ODE_* codes).
 def NN_ODEMethod : I32EnumAttr<"ODEMethod", "ODE integration scheme", [
     I32EnumAttrCase<"euler", 0>,
     I32EnumAttrCase<"rk4", 1>,

@@ -51,9 +51,7 @@ bool TensorType::isCompatibleWith(TensorType other) const {
 }
 
 bool TensorType::isValidElementType(Type type) {
-  return type.isF32() || type.isF64() || type.isBF16() || type.isF16() ||
-         type.isSignlessInteger(32) || type.isSignlessInteger(64) ||
-         type.isSignlessInteger(1);
+  return nncc::isValidElementType(type);
 }
 
 LogicalResult

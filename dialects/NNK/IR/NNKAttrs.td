@@ -85,4 +85,22 @@ def NNK_AttentionKindAttr : EnumAttr<NNK_Dialect, NNK_AttentionKind, "attention"
   let assemblyFormat = "$value";
 }
 
+// Values equal the kernel library's NNCC_ODE_* constants.
+def NNK_ODEMethod : I32EnumAttr<"ODEMethod", "ODE solver of a host loop", [
+    I32EnumAttrCase<"euler", 0>,
+    I32EnumAttrCase<"rk4", 1>,
+    I32EnumAttrCase<"dopri5", 2>]> {
+  let cppNamespace = "::nncc::nnk";
+  let genSpecializedAttr = 0;
+}
+def NNK_ODEMethodAttr : EnumAttr<NNK_Dialect, NNK_ODEMethod, "ode_method"> {
+  let summary = "ODE solver of nnk.ode_solve / ode_rnn (NNCC_ODE_*)";
+  let description = [{
+    Written `#nnk<ode_method rk4>`: the tableau (and, for `dopri5` with
+    `steps` = 0, the adaptive controller) of runtime/include/nncc/Kernels/
+    ODESolver.h. The conversion maps `#nn<ode_method>` onto it.
+  }];
+  let assemblyFormat = "$value";
+}
+
 #endif // NNCC_DIALECT_KERNEL_IR_NNKATTRS_TD

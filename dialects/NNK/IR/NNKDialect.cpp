@@ -30,7 +30,7 @@ void NNKDialect::initialize() {
 
 bool BufferType::isCompatibleWith(BufferType other) const {
   return getElementType() == other.getElementType() &&
-         nn::areCompatibleShapes(getDims(), other.getDims());
+         nncc::areCompatibleShapes(getDims(), other.getDims());
 }
 
 bool BufferType::hasKnownDims() const {
@@ -42,11 +42,11 @@ LogicalResult BufferType::verify(function_ref<InFlightDiagnostic()> emitError,
   for (Dim dim : dims) {
     if (dim.isStatic() && dim.getSize() < 0)
       return emitError() << "dims must be non-negative, got " << dim.getSize();
-    if (dim.isSymbolic() && !nn::isValidDimSymbol(dim.getSymbol().getValue()))
+    if (dim.isSymbolic() && !nncc::isValidDimSymbol(dim.getSymbol().getValue()))
       return emitError() << "invalid symbolic dim name '"
                          << dim.getSymbol().getValue() << "'";
   }
-  if (!elementType || !nn::TensorType::isValidElementType(elementType))
+  if (!elementType || !nncc::isValidElementType(elementType))
     return emitError() << "element type must be one of f32, f64, bf16, f16, "
                           "i32, i64, i1, got "
                        << elementType;

@@ -37,18 +37,18 @@ NNCC_SAME_CODE(Cell::gru_cho2014, NNCC_CELL_GRU_CHO2014);
 NNCC_SAME_CODE(AttentionKind::dense, NNCC_ATTN_DENSE);
 NNCC_SAME_CODE(AttentionKind::dilated, NNCC_ATTN_DILATED);
 NNCC_SAME_CODE(AttentionKind::lsh, NNCC_ATTN_LSH);
-NNCC_SAME_CODE(nn::ODEMethod::euler, NNCC_ODE_EULER);
-NNCC_SAME_CODE(nn::ODEMethod::rk4, NNCC_ODE_RK4);
-NNCC_SAME_CODE(nn::ODEMethod::dopri5, NNCC_ODE_DOPRI5);
+NNCC_SAME_CODE(ODEMethod::euler, NNCC_ODE_EULER);
+NNCC_SAME_CODE(ODEMethod::rk4, NNCC_ODE_RK4);
+NNCC_SAME_CODE(ODEMethod::dopri5, NNCC_ODE_DOPRI5);
 #undef NNCC_SAME_CODE
 
-int64_t nncc::nnk::getODEWorkSlots(nn::ODEMethod method) {
+int64_t nncc::nnk::getODEWorkSlots(ODEMethod method) {
   switch (method) {
-  case nn::ODEMethod::euler:
+  case ODEMethod::euler:
     return 2;
-  case nn::ODEMethod::rk4:
+  case ODEMethod::rk4:
     return 5;
-  case nn::ODEMethod::dopri5:
+  case ODEMethod::dopri5:
     return 9;
   }
   return 0;
@@ -65,10 +65,10 @@ BufferType bufferOf(Value v) { return cast<BufferType>(v.getType()); }
 LogicalResult expectDims(Operation *op, Value v, ArrayRef<Dim> dims,
                          StringRef what) {
   BufferType type = bufferOf(v);
-  if (!nn::areCompatibleShapes(type.getDims(), dims))
+  if (!nncc::areCompatibleShapes(type.getDims(), dims))
     return op->emitOpError() << what << " must have shape "
-                             << nn::formatShape(dims) << ", got "
-                             << nn::formatShape(type.getDims());
+                             << nncc::formatShape(dims) << ", got "
+                             << nncc::formatShape(type.getDims());
   return success();
 }
 
@@ -131,7 +131,7 @@ int64_t gatesOf(Cell cell) {
 LogicalResult AllocOp::verify() {
   if (!getType().hasKnownDims())
     return emitOpError("dims must be static or symbolic, got ")
-           << nn::formatShape(getType().getDims());
+           << nncc::formatShape(getType().getDims());
   return success();
 }
 
@@ -146,7 +146,7 @@ LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto paramType = cast<nn::TensorType>(param.getType());
   BufferType type = getType();
   if (paramType.getElementType() != type.getElementType() ||
-      !nn::areCompatibleShapes(paramType.getDims(), type.getDims()))
+      !nncc::areCompatibleShapes(paramType.getDims(), type.getDims()))
     return emitOpError("type ")
            << type << " does not match the parameter's " << paramType;
   return success();
@@ -171,9 +171,9 @@ LogicalResult ElementwiseOp::verify() {
   for (auto [i, in] : llvm::enumerate(getInputs()))
     if (!broadcastsTo(bufferOf(in).getDims(), out.getDims()))
       return emitOpError("input #")
-             << i << " of shape " << nn::formatShape(bufferOf(in).getDims())
+             << i << " of shape " << nncc::formatShape(bufferOf(in).getDims())
              << " does not broadcast to the output shape "
-             << nn::formatShape(out.getDims());
+             << nncc::formatShape(out.getDims());
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
     return emitOpError("body must have one argument per input (")
@@ -252,7 +252,7 @@ LogicalResult MatmulOp::verify() {
   if (!ad.back().isCompatibleWith(bd[bd.size() - 2]))
     return emitOpError("contraction dims ")
            << ad.back().str() << " and " << bd[bd.size() - 2].str() << " differ";
-  auto batch = nn::broadcastShapes(ad.drop_back(2), bd.drop_back(2));
+  auto batch = nncc::broadcastShapes(ad.drop_back(2), bd.drop_back(2));
   if (!batch)
     return emitOpError("batch dims do not broadcast");
   SmallVector<Dim> outDims(*batch);
@@ -643,12 +643,12 @@ LogicalResult LossOp::verify() {
 // ODE
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifySolverAttrs(Operation *op, nn::ODEMethod method,
+static LogicalResult verifySolverAttrs(Operation *op, ODEMethod method,
                                        int64_t steps, double rtol,
                                        double atol) {
   if (steps < 0)
     return op->emitOpError("steps must be >= 0");
-  if (steps == 0 && method != nn::ODEMethod::dopri5)
+  if (steps == 0 && method != ODEMethod::dopri5)
     return op->emitOpError("fixed-step methods need steps >= 1");
   if (rtol <= 0 || atol <= 0)
     return op->emitOpError("rtol and atol must be positive");

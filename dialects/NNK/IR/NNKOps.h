@@ -11,7 +11,6 @@
 
 #include "dialects/NNK/IR/NNKDialect.h"
 #include "dialects/NNK/IR/NNKTypes.h"
-#include "dialects/NN/IR/NNAttrs.h"
 
 #define GET_OP_CLASSES
 #include "dialects/NNK/IR/NNKOps.h.inc"
@@ -19,7 +18,7 @@
 namespace nncc::nnk {
 /// Number of stage slots `nnk.ode_solve`'s work buffer holds for `method`
 /// (euler 2, rk4 5, dopri5 9).
-int64_t getODEWorkSlots(nn::ODEMethod method);
+int64_t getODEWorkSlots(ODEMethod method);
 } // namespace nncc::nnk
 
 #endif // NNCC_DIALECT_KERNEL_IR_NNKOPS_H

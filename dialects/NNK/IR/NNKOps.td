@@ -16,7 +16,6 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "dialects/NNK/IR/NNKDialect.td"
 include "dialects/NNK/IR/NNKTypes.td"
 include "dialects/NNK/IR/NNKAttrs.td"
-include "dialects/NN/IR/NNAttrs.td"
 
 //===----------------------------------------------------------------------===//
 // Constraints
@@ -622,7 +621,7 @@ def NNK_ODESolveOp : NNK_Op<"ode_solve"> {
     NNK_In<NNK_FloatBuffer>:$t1,
     NNK_Out<NNK_FloatBuffer>:$out,
     NNK_Out<NNK_FloatBuffer>:$work,
-    NN_ODEMethodAttr:$method,
+    NNK_ODEMethodAttr:$method,
     DefaultValuedAttr<NNK_I64Attr, "0">:$steps,
     DefaultValuedAttr<NNK_F64Attr, "1.0e-7">:$rtol,
     DefaultValuedAttr<NNK_F64Attr, "1.0e-9">:$atol,
@@ -657,7 +656,7 @@ def NNK_ODERNNOp : NNK_Op<"ode_rnn"> {
     NNK_Out<NNK_FloatBuffer>:$work,
     NNK_Out<NNK_FloatBuffer>:$xt,
     NNK_I64Attr:$hidden_size,
-    NN_ODEMethodAttr:$method,
+    NNK_ODEMethodAttr:$method,
     DefaultValuedAttr<NNK_I64Attr, "0">:$steps,
     DefaultValuedAttr<NNK_F64Attr, "1.0e-7">:$rtol,
     DefaultValuedAttr<NNK_F64Attr, "1.0e-9">:$atol,

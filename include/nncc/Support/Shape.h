@@ -111,6 +111,10 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 /// True for a valid symbolic dim name: [A-Za-z_][A-Za-z0-9_$.]*.
 bool isValidDimSymbol(llvm::StringRef name);
 
+/// The element types of `!nn.tensor` and `!nnk.buffer`: f32, f64, bf16,
+/// f16, i32, i64 and i1.
+bool isValidElementType(mlir::Type type);
+
 /// Parses one dim of a type's shape list: an integer, a symbol or `?`.
 mlir::ParseResult parseDim(mlir::AsmParser &parser, llvm::SmallVectorImpl<Dim> &dims);
 

@@ -26,6 +26,19 @@ namespace nncc::conv {
 mlir::Value createScalarConstant(mlir::OpBuilder &builder, mlir::Location loc,
                                  mlir::Type type, double value);
 
+/// The nnk solver of an nn ODE method.
+inline nnk::ODEMethod solverOf(nn::ODEMethod method) {
+  switch (method) {
+  case nn::ODEMethod::euler:
+    return nnk::ODEMethod::euler;
+  case nn::ODEMethod::rk4:
+    return nnk::ODEMethod::rk4;
+  case nn::ODEMethod::dopri5:
+    return nnk::ODEMethod::dopri5;
+  }
+  llvm_unreachable("unknown ODE method");
+}
+
 /// The nnk cell kind of a recurrent layer, a cell, or the gradient op of
 /// either (the nonlinearity of rnn, the variant of gru).
 template <typename Op> nnk::Cell cellOf(Op op) {

@@ -143,7 +143,7 @@ struct ODESolveLowering : OpConversionPattern<nn::ODESolveOp> {
                   ConversionPatternRewriter &rewriter) const override {
     nnk::BufferType state = toBuffer(op.getType());
     SmallVector<nncc::Dim> workDims{
-        nncc::Dim::getStatic(nnk::getODEWorkSlots(op.getMethod()))};
+        nncc::Dim::getStatic(nnk::getODEWorkSlots(solverOf(op.getMethod())))};
     llvm::append_range(workDims, state.getDims());
     FailureOr<Value> out = allocBuffer(rewriter, op, state);
     FailureOr<Value> work = allocBuffer(rewriter, op, state.withDims(workDims));
@@ -151,7 +151,7 @@ struct ODESolveLowering : OpConversionPattern<nn::ODESolveOp> {
       return failure();
     auto solve = nnk::ODESolveOp::create(
         rewriter, op.getLoc(), adaptor.getH0(), adaptor.getT0(),
-        adaptor.getT1(), *out, *work, op.getMethod(), op.getSteps(),
+        adaptor.getT1(), *out, *work, solverOf(op.getMethod()), op.getSteps(),
         op.getRtol(), op.getAtol(), op.getAdjoint());
     if (failed(moveRegion(rewriter, op.getDynamics(), solve.getDynamics(),
                           {adaptor.getT0().getType(), state, state},
@@ -174,14 +174,14 @@ struct ODERNNLowering : OpConversionPattern<nn::ODERNNOp> {
     FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
     FailureOr<Value> work = allocBuffer(
         rewriter, op,
-        xType.withDims({nncc::Dim::getStatic(nnk::getODEWorkSlots(op.getMethod()) + 2),
+        xType.withDims({nncc::Dim::getStatic(nnk::getODEWorkSlots(solverOf(op.getMethod())) + 2),
                         B, H}));
     FailureOr<Value> xt = allocBuffer(rewriter, op, xType.withDims({B, I}));
     if (failed(out) || failed(work) || failed(xt))
       return failure();
     auto rnn = nnk::ODERNNOp::create(
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getTimes(),
-        adaptor.getH0(), *out, *work, *xt, op.getHiddenSize(), op.getMethod(),
+        adaptor.getH0(), *out, *work, *xt, op.getHiddenSize(), solverOf(op.getMethod()),
         op.getSteps(), op.getRtol(), op.getAtol(), op.getAdjoint());
     // Dynamics (t, h, dh): t is each row's own time, [B, 1], as in nn.
     auto tType = toBuffer(op.getTimes().getType())

@@ -417,7 +417,7 @@ struct ODESolveGradLowering : OpConversionPattern<nn::ODESolveGradOp> {
     auto g = nnk::ODESolveGradOp::create(
         rewriter, op.getLoc(), adaptor.getH(), adaptor.getT0(), adaptor.getT1(),
         adaptor.getA1(), (*outs)[0], ArrayRef<Value>(*outs).drop_front(),
-        op.getMethod(), op.getSteps(), op.getRtol(), op.getAtol(),
+        solverOf(op.getMethod()), op.getSteps(), op.getRtol(), op.getAtol(),
         op.getAdjoint());
     if (failed(moveRegionWithDests(rewriter, op.getDynamics(), g.getDynamics(),
                                    getTypeConverter())) ||
@@ -444,7 +444,7 @@ struct ODERNNGradLowering : OpConversionPattern<nn::ODERNNGradOp> {
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getTimes(),
         adaptor.getH0(), adaptor.getHs(), adaptor.getDhs(), o[0], o[1],
         o.drop_front(2), op.getHiddenSize(), op.getDynamicsParams().size(),
-        op.getMethod(), op.getSteps(), op.getRtol(), op.getAtol(),
+        solverOf(op.getMethod()), op.getSteps(), op.getRtol(), op.getAtol(),
         op.getAdjoint());
     if (failed(moveRegionWithDests(rewriter, op.getDynamics(), g.getDynamics(),
                                    getTypeConverter(), tType)) ||

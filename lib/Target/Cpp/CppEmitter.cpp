@@ -225,7 +225,7 @@ LogicalResult CppEmitter::emitRegionLambda(raw_indented_ostream &os, Region &reg
 
 /// The solver's method code (Codes.h's NNCC_ODE_*, asserted equal to the
 /// enum in NNKOps.cpp).
-static int odeMethodCode(nn::ODEMethod m) { return static_cast<int>(m); }
+static int odeMethodCode(nnk::ODEMethod m) { return static_cast<int>(m); }
 
 LogicalResult CppEmitter::emitODESolve(raw_indented_ostream &os, nnk::ODESolveOp o) {
   needsODE = true;

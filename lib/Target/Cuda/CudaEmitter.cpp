@@ -59,7 +59,7 @@ private:
                            llvm::ArrayRef<std::string> argNames);
   LogicalResult emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp op);
   LogicalResult emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp op);
-  LogicalResult emitOdeSteps(raw_indented_ostream &os, Operation *op, nn::ODEMethod method);
+  LogicalResult emitOdeSteps(raw_indented_ostream &os, Operation *op, nnk::ODEMethod method);
   std::string takeScratch(const std::string &bytes) { return workspace(bytes); }
 };
 
@@ -295,7 +295,7 @@ LogicalResult CudaEmitter::emitRegion(raw_indented_ostream &os, Region &region,
 /// plus the error slot). Expects in scope: n, row_len, h, work, dyn,
 /// set_time(stage_index, t, dt).
 LogicalResult CudaEmitter::emitOdeSteps(raw_indented_ostream &os, Operation *op,
-                                        nn::ODEMethod method) {
+                                        nnk::ODEMethod method) {
   // The tableau is ODESolver.h's (ode_a/ode_b/ode_c/ode_e), the CPU solver's.
   const int m = static_cast<int>(method); // == kernels::OdeMethod (NNKOps.cpp)
   int S = kernels::ode_stages(m), in = S == 1 ? 1 : S; // stage-input slot
@@ -336,9 +336,9 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
   auto n = numel(op, cast<nnk::BufferType>(o.getOut().getType()));
   if (failed(n))
     return failure();
-  nn::ODEMethod method = o.getMethod();
+  nnk::ODEMethod method = o.getMethod();
   int64_t steps = o.getSteps();
-  if (method != nn::ODEMethod::dopri5 && steps < 1)
+  if (method != nnk::ODEMethod::dopri5 && steps < 1)
     return o.emitError("fixed-step ODE methods need steps >= 1");
   os << "{\n";
   os.indent();
@@ -430,10 +430,10 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
   if (steps < 1)
     return o.emitError("the CUDA ODE-RNN needs a fixed number of steps per interval (steps "
                        ">= 1): adaptive per-row solves are not implemented");
-  nn::ODEMethod method = o.getMethod();
+  nnk::ODEMethod method = o.getMethod();
   const int stages = kernels::ode_stages(static_cast<int>(method));
   int K = stages == 1 ? 2 : stages + 1;
-  if (method == nn::ODEMethod::dopri5)
+  if (method == nnk::ODEMethod::dopri5)
     K = 9;
   os << "{\n";
   os.indent();

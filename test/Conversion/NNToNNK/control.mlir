@@ -51,7 +51,7 @@ nn.parameter @w : !nn.tensor<[4, 4], f32>
 // CHECK: %[[T0:.*]] = nnk.alloc : !nnk.buffer<[], f32>
 // CHECK: nnk.fill outs(%[[T0]]) {value = 0.000000e+00 : f64}
 // CHECK: %[[W:.*]] = nnk.alloc : !nnk.buffer<[5, B, 4], f32>
-// CHECK: nnk.ode_solve ins(%{{.*}}, %[[T0]], %{{.*}}) outs(%[[OUT]]) work(%[[W]]) {method = #nn<ode_method rk4>, steps = 10 : i64}
+// CHECK: nnk.ode_solve ins(%{{.*}}, %[[T0]], %{{.*}}) outs(%[[OUT]]) work(%[[W]]) {method = #nnk<ode_method rk4>, steps = 10 : i64}
 // CHECK: ^bb0(%{{.*}}: !nnk.buffer<[], f32>, %[[H:.*]]: !nnk.buffer<[B, 4], f32>, %[[DH:.*]]: !nnk.buffer<[B, 4], f32>):
 // CHECK: nnk.gemm ins(%[[H]], %{{.*}}) outs(%[[DH]]) {activation = #nnk<act tanh>}
 // CHECK-NEXT: nnk.yield

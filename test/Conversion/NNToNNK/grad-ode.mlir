@@ -28,7 +28,7 @@ module {
 // CHECK: nnk.ode_solve ins(%{{.*}}) outs(%[[H1:.*]]) work
 // CHECK: nnk.boundary
 // CHECK: nnk.loss_grad ins(%[[H1]], %{{.*}}, %{{.*}}) outs(%[[A1:.*]]) {kind = #nnk<loss mse>}
-// CHECK: nnk.ode_solve_grad ins(%[[H1]], %{{.*}}, %{{.*}}, %[[A1]]) outs(%{{.*}}) dparams(%[[GW]]) {adjoint = true, method = #nn<ode_method rk4>, steps = 8 : i64}
+// CHECK: nnk.ode_solve_grad ins(%[[H1]], %{{.*}}, %{{.*}}, %[[A1]]) outs(%{{.*}}) dparams(%[[GW]]) {adjoint = true, method = #nnk<ode_method rk4>, steps = 8 : i64}
 // CHECK-SAME: dynamics {
 // CHECK-NEXT: ^bb0(%{{.*}}: !nnk.buffer<[], f32>, %[[DH:.*]]: !nnk.buffer<[B, 4], f32>, %[[DOUT:.*]]: !nnk.buffer<[B, 4], f32>):
 // CHECK: nnk.gemm ins(%[[DH]], %{{.*}}) outs(%[[DOUT]]) {activation = #nnk<act tanh>}
@@ -65,7 +65,7 @@ module {
 // CHECK: nnk.elementwise ins(%arg0 : {{.*}}) outs(%[[H0:.*]] : !nnk.buffer<[B, 4], f32>)
 // CHECK: nnk.ode_solve ins(%[[H0]],
 // CHECK: nnk.boundary
-// CHECK: nnk.ode_solve_grad ins(%[[H0]], %{{.*}}, %{{.*}}, %{{.*}}) outs(%{{.*}}) dparams(%{{.*}}) {method = #nn<ode_method euler>, steps = 4 : i64}
+// CHECK: nnk.ode_solve_grad ins(%[[H0]], %{{.*}}, %{{.*}}, %{{.*}}) outs(%{{.*}}) dparams(%{{.*}}) {method = #nnk<ode_method euler>, steps = 4 : i64}
 // CHECK: } vjp {
 // CHECK: nnk.matmul
 // CHECK: nnk.linear_weight_grad
@@ -77,7 +77,7 @@ module {
 // RNN-LABEL: func.func @forward_backward(
 // RNN: nnk.ode_rnn ins(
 // RNN: nnk.boundary
-// RNN: nnk.ode_rnn_grad ins(%arg0, %arg1, %{{.*}}, %{{.*}}) outs(%{{.*}}, %{{.*}}) dparams(%{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}) {{{.*}}hidden_size = 32 : i64, method = #nn<ode_method rk4>, num_dynamics_params = 4 : i64
+// RNN: nnk.ode_rnn_grad ins(%arg0, %arg1, %{{.*}}, %{{.*}}) outs(%{{.*}}, %{{.*}}) dparams(%{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}}) {{{.*}}hidden_size = 32 : i64, method = #nnk<ode_method rk4>, num_dynamics_params = 4 : i64
 // RNN-SAME: dynamics {
 // RNN-NEXT: ^bb0(%{{.*}}: !nnk.buffer<[B, 1], f32>, %{{.*}}: !nnk.buffer<[B, 32], f32>, %{{.*}}: !nnk.buffer<[B, 32], f32>):
 // RNN: } dynamics_vjp {

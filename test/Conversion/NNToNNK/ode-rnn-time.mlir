@@ -7,7 +7,7 @@
 // materialization from [B, 1] to [].
 // CHECK-LABEL: func.func @ode_rnn_time(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: !nnk.buffer<[B, T, 3], f32>, %[[TS:[a-z0-9]+]]: !nnk.buffer<[B, T], f32>
-// CHECK: nnk.ode_rnn ins(%[[X]], %[[TS]]) outs(%{{.*}}) work(%{{.*}}, %{{.*}}) {hidden_size = 5 : i64, method = #nn<ode_method rk4>, steps = 2 : i64}
+// CHECK: nnk.ode_rnn ins(%[[X]], %[[TS]]) outs(%{{.*}}) work(%{{.*}}, %{{.*}}) {hidden_size = 5 : i64, method = #nnk<ode_method rk4>, steps = 2 : i64}
 // CHECK-SAME: dynamics {
 // CHECK-NEXT: ^bb0(%[[T:.*]]: !nnk.buffer<[B, 1], f32>, %[[H:.*]]: !nnk.buffer<[B, 5], f32>, %[[DH:.*]]: !nnk.buffer<[B, 5], f32>):
 // CHECK-NEXT: nnk.elementwise ins(%[[H]], %[[T]] : !nnk.buffer<[B, 5], f32>, !nnk.buffer<[B, 1], f32>) outs(%[[DH]] : !nnk.buffer<[B, 5], f32>) {

@@ -340,7 +340,7 @@ func.func @case32(%l: !nnk.buffer<[B, 5], f32>) {
 nn.parameter @p : !nn.tensor<[4], f32>
 func.func @case33(%h: !nnk.buffer<[B, 4], f32>, %t: !nnk.buffer<[], f32>, %w: !nnk.buffer<[2, B, 4], f32>) {
   // expected-error @+1 {{work must have shape [5, B, 4]}}
-  nnk.ode_solve ins(%h, %t, %t) outs(%h) work(%w) {method = #nn<ode_method rk4>, steps = 2 : i64} : !nnk.buffer<[B, 4], f32>, !nnk.buffer<[], f32>, !nnk.buffer<[], f32>, !nnk.buffer<[B, 4], f32>, !nnk.buffer<[2, B, 4], f32> {
+  nnk.ode_solve ins(%h, %t, %t) outs(%h) work(%w) {method = #nnk<ode_method rk4>, steps = 2 : i64} : !nnk.buffer<[B, 4], f32>, !nnk.buffer<[], f32>, !nnk.buffer<[], f32>, !nnk.buffer<[B, 4], f32>, !nnk.buffer<[2, B, 4], f32> {
   ^bb0(%a: !nnk.buffer<[], f32>, %b: !nnk.buffer<[B, 4], f32>, %c: !nnk.buffer<[B, 4], f32>):
     nnk.yield
   }
@@ -352,7 +352,7 @@ func.func @case33(%h: !nnk.buffer<[B, 4], f32>, %t: !nnk.buffer<[], f32>, %w: !n
 nn.parameter @p : !nn.tensor<[4], f32>
 func.func @case34(%h: !nnk.buffer<[B, 4], f32>, %t: !nnk.buffer<[], f32>, %w: !nnk.buffer<[2, B, 4], f32>) {
   // expected-error @+1 {{fixed-step methods need steps >= 1}}
-  nnk.ode_solve ins(%h, %t, %t) outs(%h) work(%w) {method = #nn<ode_method euler>} : !nnk.buffer<[B, 4], f32>, !nnk.buffer<[], f32>, !nnk.buffer<[], f32>, !nnk.buffer<[B, 4], f32>, !nnk.buffer<[2, B, 4], f32> {
+  nnk.ode_solve ins(%h, %t, %t) outs(%h) work(%w) {method = #nnk<ode_method euler>} : !nnk.buffer<[B, 4], f32>, !nnk.buffer<[], f32>, !nnk.buffer<[], f32>, !nnk.buffer<[B, 4], f32>, !nnk.buffer<[2, B, 4], f32> {
   ^bb0(%a: !nnk.buffer<[], f32>, %b: !nnk.buffer<[B, 4], f32>, %c: !nnk.buffer<[B, 4], f32>):
     nnk.yield
   }
@@ -364,7 +364,7 @@ func.func @case34(%h: !nnk.buffer<[B, 4], f32>, %t: !nnk.buffer<[], f32>, %w: !n
 nn.parameter @p : !nn.tensor<[4], f32>
 func.func @case35(%h: !nnk.buffer<[B, 4], f32>, %t: !nnk.buffer<[], f32>, %w: !nnk.buffer<[2, B, 4], f32>) {
   // expected-error @+1 {{region 'dynamics' must have 3 arguments}}
-  nnk.ode_solve ins(%h, %t, %t) outs(%h) work(%w) {method = #nn<ode_method euler>, steps = 1 : i64} : !nnk.buffer<[B, 4], f32>, !nnk.buffer<[], f32>, !nnk.buffer<[], f32>, !nnk.buffer<[B, 4], f32>, !nnk.buffer<[2, B, 4], f32> {
+  nnk.ode_solve ins(%h, %t, %t) outs(%h) work(%w) {method = #nnk<ode_method euler>, steps = 1 : i64} : !nnk.buffer<[B, 4], f32>, !nnk.buffer<[], f32>, !nnk.buffer<[], f32>, !nnk.buffer<[B, 4], f32>, !nnk.buffer<[2, B, 4], f32> {
   ^bb0(%a: !nnk.buffer<[], f32>, %b: !nnk.buffer<[B, 4], f32>):
     nnk.yield
   }
@@ -376,7 +376,7 @@ func.func @case35(%h: !nnk.buffer<[B, 4], f32>, %t: !nnk.buffer<[], f32>, %w: !n
 nn.parameter @p : !nn.tensor<[4], f32>
 func.func @case36(%x: !nnk.buffer<[B, T, 3], f32>, %ts: !nnk.buffer<[B, T], f32>, %hs: !nnk.buffer<[B, T, 4], f32>, %w: !nnk.buffer<[3, B, 4], f32>, %xt: !nnk.buffer<[B, 3], f32>) {
   // expected-error @+1 {{work must have shape [4, B, 4]}}
-  nnk.ode_rnn ins(%x, %ts) outs(%hs) work(%w, %xt) {hidden_size = 4 : i64, method = #nn<ode_method euler>, steps = 1 : i64} : !nnk.buffer<[B, T, 3], f32>, !nnk.buffer<[B, T], f32>, !nnk.buffer<[B, T, 4], f32>, !nnk.buffer<[3, B, 4], f32>, !nnk.buffer<[B, 3], f32> dynamics {
+  nnk.ode_rnn ins(%x, %ts) outs(%hs) work(%w, %xt) {hidden_size = 4 : i64, method = #nnk<ode_method euler>, steps = 1 : i64} : !nnk.buffer<[B, T, 3], f32>, !nnk.buffer<[B, T], f32>, !nnk.buffer<[B, T, 4], f32>, !nnk.buffer<[3, B, 4], f32>, !nnk.buffer<[B, 3], f32> dynamics {
   ^bb0(%a: !nnk.buffer<[B, 1], f32>, %b: !nnk.buffer<[B, 4], f32>, %c: !nnk.buffer<[B, 4], f32>):
     nnk.yield
   } cell {
@@ -392,7 +392,7 @@ func.func @case36(%x: !nnk.buffer<[B, T, 3], f32>, %ts: !nnk.buffer<[B, T], f32>
 nn.parameter @p : !nn.tensor<[4], f32>
 func.func @ode_rnn_scalar_time(%x: !nnk.buffer<[B, T, 3], f32>, %ts: !nnk.buffer<[B, T], f32>, %hs: !nnk.buffer<[B, T, 4], f32>, %w: !nnk.buffer<[4, B, 4], f32>, %xt: !nnk.buffer<[B, 3], f32>) {
   // expected-error @+1 {{region 'dynamics' argument #0 must be '!nnk.buffer<[B, 1], f32>', got '!nnk.buffer<[], f32>'}}
-  nnk.ode_rnn ins(%x, %ts) outs(%hs) work(%w, %xt) {hidden_size = 4 : i64, method = #nn<ode_method euler>, steps = 1 : i64} : !nnk.buffer<[B, T, 3], f32>, !nnk.buffer<[B, T], f32>, !nnk.buffer<[B, T, 4], f32>, !nnk.buffer<[4, B, 4], f32>, !nnk.buffer<[B, 3], f32> dynamics {
+  nnk.ode_rnn ins(%x, %ts) outs(%hs) work(%w, %xt) {hidden_size = 4 : i64, method = #nnk<ode_method euler>, steps = 1 : i64} : !nnk.buffer<[B, T, 3], f32>, !nnk.buffer<[B, T], f32>, !nnk.buffer<[B, T, 4], f32>, !nnk.buffer<[4, B, 4], f32>, !nnk.buffer<[B, 3], f32> dynamics {
   ^bb0(%a: !nnk.buffer<[], f32>, %b: !nnk.buffer<[B, 4], f32>, %c: !nnk.buffer<[B, 4], f32>):
     nnk.yield
   } cell {
