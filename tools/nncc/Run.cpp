@@ -308,7 +308,7 @@ int collectInputs(const ModelSignature &sig, RunInputs &in) {
   if (int rc = parseDims(sig, in.dims))
     return rc;
   nncc_safetensors *file = nullptr;
-  auto closeFile = llvm::make_scope_exit([&] {
+  llvm::scope_exit closeFile([&] {
     if (file)
       nncc_safetensors_close(file);
   });
@@ -346,7 +346,7 @@ int writeInputs(std::vector<HostTensor> &inputs) {
   nncc_error err;
   nncc_safetensors_writer *w = nullptr;
   nncc_safetensors_writer_create(&w, nullptr);
-  auto destroy = llvm::make_scope_exit([&] { nncc_safetensors_writer_destroy(w); });
+  llvm::scope_exit destroy([&] { nncc_safetensors_writer_destroy(w); });
   for (HostTensor &t : inputs)
     if (nncc_safetensors_writer_add(w, t.name.c_str(), t.dtype, (int32_t)t.shape.size(),
                                     t.shape.data(), t.data(), t.nbytes(), &err) != NNCC_OK)
@@ -363,7 +363,7 @@ int writeOutputs(const ModelHandle &h) {
   nncc_safetensors_writer *w = nullptr;
   if (!runOutput.empty())
     nncc_safetensors_writer_create(&w, nullptr);
-  auto destroyWriter = llvm::make_scope_exit([&] {
+  llvm::scope_exit destroyWriter([&] {
     if (w)
       nncc_safetensors_writer_destroy(w);
   });

@@ -175,7 +175,7 @@ int loadData(const ModelSignature &sig, bool f64, TrainData &data) {
   nncc_error err;
   if (nncc_safetensors_open(dataFile.c_str(), &file, &err) != NNCC_OK)
     return fail(llvm::Twine("reading data: ") + err.message);
-  auto closeFile = llvm::make_scope_exit([&] { nncc_safetensors_close(file); });
+  llvm::scope_exit closeFile([&] { nncc_safetensors_close(file); });
   std::string nFrom;
   for (const TensorSignature &s : sig.inputs) {
     nncc_tensor_view view;
@@ -365,7 +365,7 @@ int runTrain() {
       return fail("cannot write '" + logFile + "': " + strerror(errno));
     fprintf(log, "epoch,step,lr,loss,grad_norm\n");
   }
-  auto closeLog = llvm::make_scope_exit([&] {
+  llvm::scope_exit closeLog([&] {
     if (log)
       fclose(log);
   });

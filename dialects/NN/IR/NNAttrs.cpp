@@ -302,7 +302,7 @@ Attribute OptimizerAttr::parse(AsmParser &parser, Type) {
       return success();
     }
     if (key == "nesterov" && !isAdam(*kind)) {
-      bool v;
+      bool v = false;
       if (parseBool(parser, key, v))
         return failure();
       attr = attr.withNesterov(v);

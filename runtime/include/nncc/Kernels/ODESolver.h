@@ -191,7 +191,9 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
 
   // stageIn = h + ds * scale_r * sum_{j<=last} coef_j k_j, one fused loop.
   auto combine = [&](T *dst, double ds, const double *coef, int count) {
+#ifdef _OPENMP // the compiler includes this header too, for the tableaus
 #pragma omp parallel for schedule(static) if (n > 16384)
+#endif
     for (int64_t i = 0; i < n; ++i) {
       double acc = 0.0;
       for (int j = 0; j < count; ++j)
@@ -264,7 +266,9 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
     haveK1 = true;
     // stageIn holds the 7th stage input = the fifth-order solution.
     double sq = 0.0;
+#ifdef _OPENMP // the compiler includes this header too, for the tableaus
 #pragma omp parallel for schedule(static) reduction(+ : sq) if (n > 16384)
+#endif
     for (int64_t i = 0; i < n; ++i) {
       double acc = 0.0;
       for (int j = 0; j < 7; ++j)
