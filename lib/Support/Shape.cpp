@@ -85,7 +85,7 @@ bool isValidDimSymbol(StringRef name) {
 }
 
 /// dim ::= integer | bare-identifier | `?`
-ParseResult parseDim(AsmParser &parser, SmallVectorImpl<Dim> &dims) {
+static ParseResult parseDim(AsmParser &parser, SmallVectorImpl<Dim> &dims) {
   SMLoc loc = parser.getCurrentLocation();
   if (succeeded(parser.parseOptionalQuestion())) {
     dims.push_back(Dim::getDynamic());
@@ -108,6 +108,39 @@ ParseResult parseDim(AsmParser &parser, SmallVectorImpl<Dim> &dims) {
   }
   return parser.emitError(loc,
                           "expected a dim: an integer, a symbol name or '?'");
+}
+
+ParseResult parseShapedBody(AsmParser &parser, SmallVectorImpl<Dim> &dims, Type &elementType,
+                            SMLoc &elementLoc) {
+  if (parser.parseLess() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                     [&] { return parseDim(parser, dims); }) ||
+      parser.parseComma())
+    return failure();
+  elementLoc = parser.getCurrentLocation();
+  return failure(parser.parseType(elementType) || parser.parseGreater());
+}
+
+void printShapedBody(AsmPrinter &printer, ArrayRef<Dim> dims, Type elementType) {
+  printer << "<[";
+  llvm::interleaveComma(dims, printer.getStream());
+  printer << "], " << elementType << '>';
+}
+
+LogicalResult verifyShapedBody(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<Dim> dims, Type elementType) {
+  for (Dim dim : dims) {
+    if (dim.isStatic() && dim.getSize() < 0)
+      return emitError() << "dims must be non-negative, got " << dim.getSize();
+    if (dim.isSymbolic() && !isValidDimSymbol(dim.getSymbol().getValue()))
+      return emitError() << "invalid symbolic dim name '" << dim.getSymbol().getValue()
+                         << "'";
+  }
+  if (!elementType || !isValidElementType(elementType))
+    return emitError() << "element type must be one of f32, f64, bf16, f16, "
+                          "i32, i64, i1, got "
+                       << elementType;
+  return success();
 }
 
 bool isValidElementType(Type type) {

@@ -9,6 +9,7 @@
 #include "dialects/NN/IR/NNOps.h"
 
 #include "dialects/NN/IR/NNOpsCommon.h"
+#include "nncc/Kernels/RecurrentMath.h"
 
 using namespace mlir;
 using namespace nncc::nn;
@@ -285,7 +286,7 @@ static LogicalResult inferRecurrentGrad(const InferDiagnostics &diag, Value x,
 /// The number of weights the forward op takes.
 template <typename OpTy>
 static LogicalResult verifyRecurrentWeights(OpTy op) {
-  int64_t perCell = op.getHasBias() ? 4 : 2;
+  int64_t perCell = nncc::kernels::rnn_weights_per_cell(op.getHasBias());
   int64_t expected =
       op.getNumLayers() * (op.getBidirectional() ? 2 : 1) * perCell;
   if (static_cast<int64_t>(op.getWeights().size()) != expected)

@@ -8,6 +8,7 @@
 #include "dialects/NN/IR/NNOps.h"
 
 #include "dialects/NN/IR/NNOpsCommon.h"
+#include "nncc/Kernels/RecurrentMath.h"
 #include "llvm/ADT/Twine.h"
 
 using namespace mlir;
@@ -63,7 +64,7 @@ static LogicalResult inferRecurrent(const InferDiagnostics &diag,
   Dim stateRows = Dim::getStatic(config.numLayers * directions);
 
   // Weights, in PyTorch's _flat_weights order.
-  int64_t perDirection = config.hasBias ? 4 : 2;
+  int64_t perDirection = nncc::kernels::rnn_weights_per_cell(config.hasBias);
   int64_t expected = config.numLayers * directions * perDirection;
   if (static_cast<int64_t>(weights.size()) != expected)
     return diag.error("expected ", expected,

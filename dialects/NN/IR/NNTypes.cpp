@@ -54,47 +54,24 @@ bool TensorType::isValidElementType(Type type) {
   return nncc::isValidElementType(type);
 }
 
-LogicalResult
-TensorType::verify(function_ref<InFlightDiagnostic()> emitError,
-                   ArrayRef<Dim> dims, Type elementType) {
-  for (Dim dim : dims) {
-    if (dim.isStatic() && dim.getSize() < 0)
-      return emitError() << "dims must be non-negative, got "
-                         << dim.getSize();
-    if (dim.isSymbolic() && !isValidDimSymbol(dim.getSymbol().getValue()))
-      return emitError() << "invalid symbolic dim name '"
-                         << dim.getSymbol().getValue() << "'";
-  }
-  if (!elementType || !isValidElementType(elementType))
-    return emitError() << "element type must be one of f32, f64, bf16, f16, "
-                          "i32, i64, i1, got "
-                       << elementType;
-  return success();
+LogicalResult TensorType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 ArrayRef<Dim> dims, Type elementType) {
+  return verifyShapedBody(emitError, dims, elementType);
 }
 
 /// tensor-type ::= `<` `[` (dim (`,` dim)*)? `]` `,` element-type `>`
 Type TensorType::parse(AsmParser &parser) {
   SmallVector<Dim> dims;
-  if (parser.parseLess() ||
-      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
-        return parseDim(parser, dims);
-      }))
-    return {};
   Type elementType;
   SMLoc elementLoc;
-  if (parser.parseComma())
+  if (parseShapedBody(parser, dims, elementType, elementLoc))
     return {};
-  elementLoc = parser.getCurrentLocation();
-  if (parser.parseType(elementType) || parser.parseGreater())
-    return {};
-  return getChecked([&] { return parser.emitError(elementLoc); },
-                    parser.getContext(), dims, elementType);
+  return getChecked([&] { return parser.emitError(elementLoc); }, parser.getContext(), dims,
+                    elementType);
 }
 
 void TensorType::print(AsmPrinter &printer) const {
-  printer << "<[";
-  llvm::interleaveComma(getDims(), printer.getStream());
-  printer << "], " << getElementType() << '>';
+  printShapedBody(printer, getDims(), getElementType());
 }
 
 } // namespace nncc::nn

@@ -39,41 +39,22 @@ bool BufferType::hasKnownDims() const {
 
 LogicalResult BufferType::verify(function_ref<InFlightDiagnostic()> emitError,
                                  ArrayRef<Dim> dims, Type elementType) {
-  for (Dim dim : dims) {
-    if (dim.isStatic() && dim.getSize() < 0)
-      return emitError() << "dims must be non-negative, got " << dim.getSize();
-    if (dim.isSymbolic() && !nncc::isValidDimSymbol(dim.getSymbol().getValue()))
-      return emitError() << "invalid symbolic dim name '"
-                         << dim.getSymbol().getValue() << "'";
-  }
-  if (!elementType || !nncc::isValidElementType(elementType))
-    return emitError() << "element type must be one of f32, f64, bf16, f16, "
-                          "i32, i64, i1, got "
-                       << elementType;
-  return success();
+  return verifyShapedBody(emitError, dims, elementType);
 }
 
 /// buffer-type ::= `<` `[` (dim (`,` dim)*)? `]` `,` element-type `>`
 Type BufferType::parse(AsmParser &parser) {
   SmallVector<Dim> dims;
-  if (parser.parseLess() ||
-      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
-                                     [&] { return nncc::parseDim(parser, dims); }))
-    return {};
   Type elementType;
-  if (parser.parseComma())
+  SMLoc elementLoc;
+  if (parseShapedBody(parser, dims, elementType, elementLoc))
     return {};
-  SMLoc elementLoc = parser.getCurrentLocation();
-  if (parser.parseType(elementType) || parser.parseGreater())
-    return {};
-  return getChecked([&] { return parser.emitError(elementLoc); },
-                    parser.getContext(), dims, elementType);
+  return getChecked([&] { return parser.emitError(elementLoc); }, parser.getContext(), dims,
+                    elementType);
 }
 
 void BufferType::print(AsmPrinter &printer) const {
-  printer << "<[";
-  llvm::interleaveComma(getDims(), printer.getStream());
-  printer << "], " << getElementType() << '>';
+  printShapedBody(printer, getDims(), getElementType());
 }
 
 #define GET_TYPEDEF_CLASSES

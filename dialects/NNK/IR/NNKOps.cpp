@@ -9,6 +9,7 @@
 
 #include "dialects/NN/IR/NNOps.h"
 #include "nncc/Kernels/Codes.h"
+#include "nncc/Kernels/RecurrentMath.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -41,6 +42,10 @@ NNCC_SAME_CODE(ODEMethod::euler, NNCC_ODE_EULER);
 NNCC_SAME_CODE(ODEMethod::rk4, NNCC_ODE_RK4);
 NNCC_SAME_CODE(ODEMethod::dopri5, NNCC_ODE_DOPRI5);
 #undef NNCC_SAME_CODE
+
+int64_t nncc::nnk::getGateCount(Cell cell) {
+  return nncc::kernels::cell_gates(static_cast<int>(cell)); // codes asserted above
+}
 
 int64_t nncc::nnk::getODEWorkSlots(ODEMethod method) {
   switch (method) {
@@ -109,19 +114,6 @@ bool broadcastsTo(ArrayRef<Dim> in, ArrayRef<Dim> out) {
   return true;
 }
 
-int64_t gatesOf(Cell cell) {
-  switch (cell) {
-  case Cell::rnn_tanh:
-  case Cell::rnn_relu:
-    return 1;
-  case Cell::lstm:
-    return 4;
-  case Cell::gru:
-  case Cell::gru_cho2014:
-    return 3;
-  }
-  return 1;
-}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -469,7 +461,7 @@ LogicalResult RecurrentScanOp::verify() {
       failed(expectRank(*this, getXproj(), 3, "xproj")) ||
       failed(expectRank(*this, getY(), 3, "y")))
     return failure();
-  int64_t h = getHiddenSize(), g = gatesOf(getCell());
+  int64_t h = getHiddenSize(), g = getGateCount(getCell());
   int64_t dirs = getNumDirections();
   if (h < 1)
     return emitOpError("hidden_size must be >= 1");
@@ -524,7 +516,7 @@ LogicalResult RecurrentCellOp::verify() {
     return emitOpError("c and c_out are required for lstm cells and only for them");
   BufferType h = bufferOf(getH());
   Dim b = h.getDim(0), hd = h.getDim(1);
-  Dim gh = hd.scaled(gatesOf(getCell()));
+  Dim gh = hd.scaled(getGateCount(getCell()));
   if (failed(expectDims(*this, getXproj(), {b, gh}, "xproj")) ||
       failed(expectDims(*this, getWHh(), {gh, hd}, "w_hh")) ||
       failed(expectDims(*this, getHOut(), {b, hd}, "h_out")))

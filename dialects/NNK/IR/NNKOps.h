@@ -19,6 +19,8 @@ namespace nncc::nnk {
 /// Number of stage slots `nnk.ode_solve`'s work buffer holds for `method`
 /// (euler 2, rk4 5, dopri5 9).
 int64_t getODEWorkSlots(ODEMethod method);
+/// Gates of a recurrent cell: the rows of W_hh in units of the hidden size.
+int64_t getGateCount(Cell cell);
 } // namespace nncc::nnk
 
 #endif // NNCC_DIALECT_KERNEL_IR_NNKOPS_H

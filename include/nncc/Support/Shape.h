@@ -115,8 +115,16 @@ bool isValidDimSymbol(llvm::StringRef name);
 /// f16, i32, i64 and i1.
 bool isValidElementType(mlir::Type type);
 
-/// Parses one dim of a type's shape list: an integer, a symbol or `?`.
-mlir::ParseResult parseDim(mlir::AsmParser &parser, llvm::SmallVectorImpl<Dim> &dims);
+/// The body `<[dims], element-type>` that `!nn.tensor` and `!nnk.buffer`
+/// share: parsing (a dim is an integer, a symbol or `?`; `elementLoc` is
+/// where the element type starts, for the verifier's errors), printing, and
+/// verification (dims non-negative, symbols well formed, a valid element type).
+mlir::ParseResult parseShapedBody(mlir::AsmParser &parser, llvm::SmallVectorImpl<Dim> &dims,
+                                  mlir::Type &elementType, llvm::SMLoc &elementLoc);
+void printShapedBody(mlir::AsmPrinter &printer, llvm::ArrayRef<Dim> dims,
+                     mlir::Type elementType);
+mlir::LogicalResult verifyShapedBody(llvm::function_ref<mlir::InFlightDiagnostic()> emitError,
+                                     llvm::ArrayRef<Dim> dims, mlir::Type elementType);
 
 } // namespace nncc
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "nncc/Kernels/RecurrentMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -362,7 +363,7 @@ struct CellGradLowering : OpConversionPattern<NNOp> {
     if (failed(xproj) || failed(dxproj))
       return failure();
     bool bias = static_cast<bool>(bih);
-    if (o.size() != nState + (bias ? 4 : 2))
+    if (o.size() != nState + nncc::kernels::rnn_weights_per_cell(bias))
       return op.emitError("unexpected number of results");
     nnk::RecurrentCellGradOp::create(
         rewriter, loc, *xproj, adaptor.getH(), cOf(adaptor), adaptor.getWHh(),

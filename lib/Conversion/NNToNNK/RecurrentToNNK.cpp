@@ -67,12 +67,6 @@ LogicalResult conv::getReserveBufferTypes(Value reserve,
 
 namespace {
 
-int64_t gatesOf(nnk::Cell cell) {
-  return cell == nnk::Cell::lstm                                 ? 4
-         : cell == nnk::Cell::gru || cell == nnk::Cell::gru_cho2014 ? 3
-                                                                 : 1;
-}
-
 Value c0Of(nn::LSTMOp::Adaptor a) { return a.getC0(); }
 template <typename A> Value c0Of(A) { return {}; }
 double zoneoutOf(nn::LSTMOp op) { return op.getZoneout(); }
@@ -91,9 +85,9 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
     Location loc = op.getLoc();
     nnk::Cell cell = cellOf(op);
     int64_t H = op.getHiddenSize(), L = op.getNumLayers();
-    int64_t D = op.getBidirectional() ? 2 : 1, G = gatesOf(cell);
+    int64_t D = op.getBidirectional() ? 2 : 1, G = nnk::getGateCount(cell);
     bool hasBias = op.getHasBias();
-    int64_t perDir = hasBias ? 4 : 2;
+    int64_t perDir = nncc::kernels::rnn_weights_per_cell(hasBias);
     ValueRange weights = adaptor.getWeights();
     if ((int64_t)weights.size() != L * D * perDir)
       return op.emitError("expected ") << L * D * perDir << " weights, got "
@@ -193,7 +187,7 @@ struct RecurrentCellLowering : OpConversionPattern<NNOp> {
                   ConversionPatternRewriter &rewriter) const override {
     nnk::Cell cell = cellOf(op);
     auto hType = cast<nn::TensorType>(op.getH().getType());
-    int64_t G = gatesOf(cell);
+    int64_t G = nnk::getGateCount(cell);
     nncc::Dim gh = hType.getDim(1).scaled(G);
     auto xprojType = nnk::BufferType::get(op.getContext(),
                                           {hType.getDim(0), gh},

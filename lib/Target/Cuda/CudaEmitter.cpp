@@ -60,7 +60,6 @@ private:
   LogicalResult emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp op);
   LogicalResult emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp op);
   LogicalResult emitOdeSteps(raw_indented_ostream &os, Operation *op, nnk::ODEMethod method);
-  std::string takeScratch(const std::string &bytes) { return workspace(bytes); }
 };
 
 LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
@@ -345,9 +344,9 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
   os << "// host loop: per stage the dynamics' launches + one fused combination kernel\n";
   os << "const int64_t n = " << *n << ", row_len = n; (void)row_len;\n";
   os << "real_t *h = " << name(o.getOut()) << ", *work = " << name(o.getWork()) << ";\n";
-  os << "real_t *tbuf = (real_t *)" << takeScratch("sizeof(real_t)") << ";\n";
-  os << "double *norm_d = (double *)" << takeScratch("sizeof(double)") << "; (void)norm_d;\n";
-  os << "void *norm_ws = " << takeScratch("loss_scratch_bytes()") << "; (void)norm_ws;\n";
+  os << "real_t *tbuf = (real_t *)" << workspace("sizeof(real_t)") << ";\n";
+  os << "double *norm_d = (double *)" << workspace("sizeof(double)") << "; (void)norm_d;\n";
+  os << "void *norm_ws = " << workspace("loss_scratch_bytes()") << "; (void)norm_ws;\n";
   os << checked("cudaMemcpyAsync(h, " + name(o.getH0()) +
                       ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
   os << "real_t tv0 = 0, tv1 = 0;\n";
@@ -443,8 +442,8 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
   os << "const int64_t n = B * H, row_len = H;\n";
   os << "real_t *work = " << name(o.getWork()) << ";\n";
   os << "real_t *h = work + " << K << " * n, *h_next = work + " << K + 1 << " * n;\n";
-  os << "real_t *tb = (real_t *)" << takeScratch(*B + " * sizeof(real_t)") << ";\n";
-  os << "real_t *dtb = (real_t *)" << takeScratch(*B + " * sizeof(real_t)") << ";\n";
+  os << "real_t *tb = (real_t *)" << workspace(*B + " * sizeof(real_t)") << ";\n";
+  os << "real_t *dtb = (real_t *)" << workspace(*B + " * sizeof(real_t)") << ";\n";
   if (o.getH0())
     os << checked("cudaMemcpyAsync(h, " + name(o.getH0()) +
                         ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");

@@ -31,21 +31,6 @@ struct AttentionConfig {
 
 AttentionConfig configOf(Operation *op) {
   AttentionConfig c;
-  if (auto g = dyn_cast<nnk::AttentionGradOp>(op)) {
-    c.kind = g.getKind();
-    c.heads = g.getNumHeads();
-    c.causal = g.getCausal();
-    c.scale = g.getScale();
-    c.window = g.getWindow();
-    c.dilation = g.getDilation();
-    c.global = g.getGlobal();
-    c.hashes = g.getHashes();
-    c.chunk = g.getChunk();
-    c.seed = g.getSeed();
-    c.dropout = g.getDropout();
-    c.rotations = g.getRotations();
-    return c;
-  }
   auto common = [&](auto o) {
     c.heads = o.getNumHeads();
     c.causal = o.getCausal();
@@ -53,7 +38,16 @@ AttentionConfig configOf(Operation *op) {
     c.seed = o.getSeed();
     c.dropout = o.getDropout();
   };
-  if (auto b = dyn_cast<nnk::BandedAttentionOp>(op)) {
+  if (auto g = dyn_cast<nnk::AttentionGradOp>(op)) {
+    common(g);
+    c.kind = g.getKind();
+    c.window = g.getWindow();
+    c.dilation = g.getDilation();
+    c.global = g.getGlobal();
+    c.hashes = g.getHashes();
+    c.chunk = g.getChunk();
+    c.rotations = g.getRotations();
+  } else if (auto b = dyn_cast<nnk::BandedAttentionOp>(op)) {
     common(b);
     c.kind = AttentionKind::dilated;
     c.window = b.getWindow();

@@ -15,19 +15,6 @@ namespace {
 
 std::string cellCode(nnk::Cell cell) { return std::to_string(static_cast<int>(cell)); }
 
-/// Gates per cell: the rows of W_hh in units of H.
-int64_t gateCount(nnk::Cell cell) {
-  switch (cell) {
-  case nnk::Cell::lstm:
-    return 4;
-  case nnk::Cell::gru:
-  case nnk::Cell::gru_cho2014:
-    return 3;
-  default:
-    return 1;
-  }
-}
-
 /// LSTM zoneout arguments (training only; prepareNNForKernels zeroes the
 /// rate in inference): rate, seed and the step's mask offset.
 std::string zoneoutArgs(double rate, int64_t seed) {
@@ -78,7 +65,7 @@ LogicalResult emitScan(LaunchEmitter &e, nnk::RecurrentScanOp o) {
     return v ? e.name(v) + slice : std::string("(") + type + ")NULL";
   };
   std::string transposed =
-      e.workspace(std::to_string(gateCount(o.getCell()) * H * H) + " * sizeof(real_t)");
+      e.workspace(std::to_string(nnk::getGateCount(o.getCell()) * H * H) + " * sizeof(real_t)");
   e.out() << "// one persistent launch: layer/direction " << o.getStateIndex()
           << (o.getReverse() ? ", reverse" : "") << "\n";
   e.call({"launch_rnn_scan<real_t, " + lengthType + ", " + cell + ">",
@@ -106,7 +93,7 @@ LogicalResult emitCell(LaunchEmitter &e, nnk::RecurrentCellOp o) {
              e.nameOrNull(o.getCOut()), ws}});
     return success();
   }
-  std::string transposed = e.workspace(std::to_string(gateCount(o.getCell())) + " * " + *H +
+  std::string transposed = e.workspace(std::to_string(nnk::getGateCount(o.getCell())) + " * " + *H +
                                        " * " + *H + " * sizeof(real_t)");
   e.out() << "// one step of the recurrent scan kernel (T = 1)\n";
   e.call({"launch_rnn_scan<real_t, int32_t, " + cell + ">",

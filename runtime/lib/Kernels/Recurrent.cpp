@@ -416,7 +416,7 @@ int rnnForward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
   if (!sortRows<T>(s, lengths, w))
     return NNCC_K_EINVAL;
 
-  const int per = hasBias ? 4 : 2;
+  const int per = rnn_weights_per_cell(hasBias);
   const T *in = x;
   int64_t inSize = I;
   for (int64_t l = 0; l < L; ++l) {

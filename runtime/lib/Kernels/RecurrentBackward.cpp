@@ -507,7 +507,7 @@ int stackForward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
                  const T *const *weights, const T *h0, const T *c0,
                  const int32_t *lengths, T *outs, T *saved, T *hn, T *cn,
                  T *xg, void *fws, const Zoneout &zo) {
-  const int per = hasBias ? 4 : 2;
+  const int per = rnn_weights_per_cell(hasBias);
   const int64_t GH = cell_gates(cell) * H, DH = D * H, BT = B * Tn;
   for (int64_t l = 0; l < L; ++l) {
     const T *in = l == 0 ? x : outs + (l - 1) * BT * DH;
@@ -550,7 +550,7 @@ int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
                       lengths) ||
       !workspace)
     return NNCC_K_EINVAL;
-  const int per = hasBias ? 4 : 2;
+  const int per = rnn_weights_per_cell(hasBias);
   const int64_t GH = cell_gates(cell) * H, DH = D * H, BT = B * Tn;
   StackWork lay = stackLayout(cell, B, Tn, H, L, D, sizeof(T), !reserve);
   char *base = static_cast<char *>(workspace);

@@ -43,7 +43,7 @@ inline bool stackArgsValid(int cell, int64_t B, int64_t Tn, int64_t I,
   if (!validCell(cell) || B < 0 || Tn < 0 || I <= 0 || H <= 0 || L <= 0 ||
       (D != 1 && D != 2) || !weights || (B * Tn > 0 && !x))
     return false;
-  const int per = hasBias ? 4 : 2;
+  const int per = rnn_weights_per_cell(hasBias);
   for (int64_t i = 0; i < L * D * per; ++i)
     if (!weights[i])
       return false;

@@ -39,6 +39,10 @@ enum CellKind : int {
   CellGruCho = NNCC_CELL_GRU_CHO2014,
 };
 
+/// Weights per layer and direction in a recurrent stack's weight table
+/// (PyTorch's _flat_weights order): w_ih, w_hh, and b_ih, b_hh with biases.
+NNCC_HD int rnn_weights_per_cell(bool hasBias) { return hasBias ? 4 : 2; }
+
 NNCC_HD int cell_gates(int kind) {
   return kind == CellLstm ? 4 : (kind == CellGru || kind == CellGruCho) ? 3 : 1;
 }
