@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Run.h"
+#include "Memory.h"
 
 #include "nncc/Driver/CompileCache.h"
 #include "nncc/Driver/FrontEnd.h"
@@ -20,6 +21,7 @@
 #include "nncc/Driver/Support.h"
 #include "nncc/Runtime/nncc_model.h"
 #include "nncc/Target/Compile.h"
+#include "nncc/Target/MemoryPlan.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -43,7 +45,8 @@ using namespace nncc::driver;
 namespace nncc::tool {
 
 cl::OptionCategory runCategory("nncc run/inspect options");
-cl::SubCommand inspectCmd("inspect", "Print a model's signature as JSON");
+cl::SubCommand inspectCmd("inspect", "Print a model's signature (or, with --memory, its "
+                                      "memory plan) as JSON");
 cl::SubCommand runCmd("run", "Compile (cached), load and run a model on given inputs");
 
 namespace {
@@ -78,9 +81,21 @@ cl::opt<bool> randomInputs(
     cl::desc("Generate valid inputs from --seed (token ids in range, lengths <= T, "
              "increasing times); sizes of symbolic dims from --dim"),
     cl::sub(runCmd), cl::cat(runCategory));
-cl::list<std::string> dimValues("dim", cl::desc("NAME=SIZE of a symbolic dim (--random-inputs)"),
+cl::list<std::string> dimValues("dim",
+                                cl::desc("NAME=SIZE of a symbolic dim (run --random-inputs; "
+                                         "inspect --memory)"),
                                 cl::value_desc("NAME=SIZE"), cl::sub(runCmd),
-                                cl::cat(runCategory));
+                                cl::sub(inspectCmd), cl::cat(runCategory));
+cl::opt<bool> inspectMemory(
+    "memory",
+    cl::desc("Print the memory plan for the --dim binding instead of the signature: "
+             "arena_bytes, peak_bytes (the high-water mark `nncc run --memory-stats` "
+             "reports for the same run), live bytes per launch, every arena slot"),
+    cl::sub(inspectCmd), cl::cat(runCategory));
+cl::opt<std::string> memoryStatsFile(
+    "memory-stats",
+    cl::desc("Write the runtime's memory figures (arena_bytes, peak_bytes) as JSON"),
+    cl::value_desc("FILE"), cl::sub(runCmd), cl::cat(runCategory));
 cl::opt<std::string> saveInputs("save-inputs",
                                 cl::desc("Also write the inputs used (e.g. the generated "
                                          "ones) to this safetensors file"),
@@ -89,7 +104,7 @@ cl::opt<std::string> saveInputs("save-inputs",
 cl::opt<bool> inputsOnly("inputs-only",
                          cl::desc("Only write the inputs (--save-inputs) and stop: no compile"),
                          cl::sub(runCmd), cl::cat(runCategory));
-cl::opt<bool> gradMode("grad",
+cl::opt<bool> gradMode("grad", cl::sub(inspectCmd),
                        cl::desc("Also run the backward pass and write grad.<param> for "
                                 "every parameter: the gradient of the loss this run "
                                 "reports (inference mode: dropout and zoneout off, "
@@ -98,10 +113,11 @@ cl::opt<bool> gradMode("grad",
 cl::opt<bool> trainMode("train-mode",
                         cl::desc("With --grad: training mode, dropout active with its "
                                  "fixed per-op seeds (loss and gradients of that mode)"),
+                        cl::sub(inspectCmd),
                         cl::sub(runCmd), cl::cat(runCategory));
 enum class Precision { F32, F64 };
 cl::opt<Precision> precision("precision", cl::desc("Float precision of the CPU code"),
-                             cl::init(Precision::F32),
+                             cl::init(Precision::F32), cl::sub(inspectCmd),
                              cl::values(clEnumValN(Precision::F32, "f32", "float (default)"),
                                         clEnumValN(Precision::F64, "f64",
                                                    "double: f32 inputs and weights are "
@@ -392,6 +408,50 @@ int writeOutputs(const ModelHandle &h) {
   return 0;
 }
 
+/// inspect --memory: the plan of the --dim binding as JSON.
+int inspectMemoryPlan(mlir::ModuleOp module, const ModelSignature &sig) {
+  std::map<std::string, int64_t> dims;
+  if (int rc = parseDims(sig, dims))
+    return rc;
+  llvm::StringMap<int64_t> binding;
+  for (const std::string &d : sig.dims) {
+    auto it = dims.find(d);
+    if (it == dims.end())
+      return fail("--memory needs the size of every dim of '" + sig.model + "': add --dim " +
+                  d + "=N");
+    binding[d] = it->second;
+  }
+  bool f64 = precision == Precision::F64;
+  mlir::FailureOr<nncc::target::MemoryPlan> plan = nncc::target::planMemory(
+      module, binding,
+      gradMode ? nncc::target::PlanMode::Training : nncc::target::PlanMode::Forward,
+      f64 ? 8 : 4);
+  if (mlir::failed(plan))
+    return 1;
+  llvm::json::Object obj =
+      memoryPlanJSON(*plan, sig.model, dims, gradMode, f64 ? "f64" : "f32");
+  llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(obj))) << "\n";
+  return 0;
+}
+
+/// --memory-stats FILE: the runtime's arena size and high-water mark.
+int writeMemoryStats(const ModelHandle &h) {
+  uint64_t arena = 0, peak = 0;
+  nncc_error err;
+  if (h.abi->memory_stats(h.model, &arena, &peak, &err) != NNCC_OK)
+    return fail(llvm::Twine("memory_stats: ") + err.message);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(memoryStatsFile, ec);
+  if (ec)
+    return fail("cannot write '" + memoryStatsFile + "': " + ec.message());
+  llvm::json::Object obj{{"model", std::string(h.abi->model_name)},
+                         {"mode", gradMode ? "training" : "forward"},
+                         {"arena_bytes", static_cast<int64_t>(arena)},
+                         {"peak_bytes", static_cast<int64_t>(peak)}};
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(obj))) << "\n";
+  return 0;
+}
+
 /// Loads the library, sets the weights and inputs, runs forward (or
 /// forward_backward) and writes the outputs.
 int execute(const std::string &libPath, bool cuda, RunInputs &in) {
@@ -415,6 +475,9 @@ int execute(const std::string &libPath, bool cuda, RunInputs &in) {
   } else if (h.abi->forward(h.model, &err) != NNCC_OK) {
     return fail(llvm::Twine("forward: ") + err.message);
   }
+  if (!memoryStatsFile.empty())
+    if (int rc = writeMemoryStats(h))
+      return rc;
   return writeOutputs(h);
 }
 } // namespace
@@ -425,12 +488,17 @@ int runInspect() {
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   auto module = loadModule(context, sourceMgr, inspectInput);
-  if (!module || mlir::failed(runPipeline(*module, /*grad=*/false, /*trainMode=*/false,
-                                          nncc::PipelineStage::NNK)))
+  if (!inspectMemory && (gradMode || trainMode || precision.getNumOccurrences() ||
+                         !dimValues.empty()))
+    return fail("--grad, --train-mode, --precision and --dim of inspect apply to --memory");
+  if (!module || mlir::failed(runPipeline(*module, gradMode, trainMode,
+                                          nncc::PipelineStage::NNK, inspectInput)))
     return 1;
   mlir::FailureOr<ModelSignature> sig = getSignature(*module);
   if (mlir::failed(sig))
     return 1;
+  if (inspectMemory)
+    return inspectMemoryPlan(*module, *sig);
   llvm::json::Array dims;
   for (const std::string &d : sig->dims)
     dims.push_back(d);

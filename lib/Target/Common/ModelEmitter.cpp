@@ -113,8 +113,11 @@ LogicalResult ModelEmitter::analyze() {
   int index = 0, weights = 0;
   if (failed(analyzeFunction(forward, index, weights)))
     return failure();
+  trainBegin = index;
   if (train && failed(analyzeFunction(train, index, weights)))
     return failure();
+  numLaunches = index;
+  boundaryIndex = boundary ? launchIndex.lookup(boundary) : numLaunches;
   return success();
 }
 
@@ -168,6 +171,7 @@ LogicalResult ModelEmitter::analyzeFunction(func::FuncOp fn, int &index, int &we
     if (isTrain && isa<nnk::BoundaryOp>(op))
       boundary = &op;
     int here = index++;
+    launchOps.push_back(&op);
     op.walk([&](Operation *inner) { launchIndex[inner] = here; });
   }
   llvm::SmallVector<Operation *> all;
@@ -190,6 +194,7 @@ LogicalResult ModelEmitter::analyzeFunction(func::FuncOp fn, int &index, int &we
     PlannedBuffer b;
     b.name = "t" + std::to_string(buffers.size());
     b.type = type;
+    b.owner = alloc;
     b.first = INT32_MAX;
     b.last = launchIndex[&op];
     for (Operation *user : alloc.getResult().getUsers()) {
@@ -229,6 +234,7 @@ int ModelEmitter::addWorkspace(Operation *op, const std::string &bytesExpr) {
   b.name = "ws" + std::to_string(buffers.size());
   b.workspaceBytes = bytesExpr;
   b.first = b.last = launchIndex.lookup(op);
+  b.owner = op;
   buffers.push_back(b);
   return static_cast<int>(buffers.size()) - 1;
 }
@@ -581,6 +587,8 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
   else
     os << "forward_cpu, NULL, NULL, NULL,\n";
   os << (train ? "forward_train_cpu, backward_cpu,\n" : "NULL, NULL,\n");
+  os << trainBegin << ", " << boundaryIndex << ", " << numLaunches
+     << ", // launches: forward [0, train_begin), forward_train, backward\n";
   os.unindent();
   os << "};\n";
   os << "static nncc_status create(nncc_target target, nncc_model **out, nncc_error *err) {\n"

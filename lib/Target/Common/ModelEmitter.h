@@ -43,6 +43,7 @@ struct PlannedBuffer {
   nnk::BufferType type;          // null for workspaces
   std::string workspaceBytes;    // for workspaces: C++ expression over d_*
   int first = 0, last = 0;
+  mlir::Operation *owner = nullptr; // the nnk.alloc, or the launch of a workspace
 };
 
 class ModelEmitter {
@@ -64,6 +65,11 @@ public:
   /// Its nnk.boundary (null: everything is forward_train).
   mlir::Operation *boundary = nullptr;
   std::vector<TensorSig> grads; // "grad.<param>" outputs of train
+  /// Launch indices: forward [0, trainBegin), forward_train [trainBegin,
+  /// boundaryIndex), backward (boundaryIndex, numLaunches).
+  int trainBegin = 0, boundaryIndex = 0, numLaunches = 0;
+  /// The top-level op of each launch index.
+  std::vector<mlir::Operation *> launchOps;
 
 protected:
   mlir::ModuleOp module;
@@ -112,6 +118,12 @@ protected:
   static std::string locString(mlir::Location loc);
   std::string launchComment(mlir::Operation *op);
 };
+
+/// Runs the CPU emitter over `module` (output discarded) and hands `use`
+/// the analysis with every buffer of the plan, workspaces included.
+mlir::LogicalResult
+withCpuBufferPlan(mlir::ModuleOp module,
+                  llvm::function_ref<mlir::LogicalResult(const ModelEmitter &)> use);
 
 std::string cIdentifier(llvm::StringRef s);
 std::string cString(llvm::StringRef s);

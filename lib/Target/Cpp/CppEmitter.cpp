@@ -630,4 +630,15 @@ LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os, bool withCuda) {
                         [&](raw_indented_ostream &out) { return emitter.emit(out, withCuda); });
 }
 
+LogicalResult withCpuBufferPlan(ModuleOp module,
+                                llvm::function_ref<LogicalResult(const ModelEmitter &)> use) {
+  CppEmitter emitter(module);
+  std::string sink;
+  llvm::raw_string_ostream ss(sink);
+  raw_indented_ostream os(ss);
+  if (failed(emitter.emit(os, /*withCuda=*/false)))
+    return failure();
+  return use(emitter);
+}
+
 } // namespace nncc::target

@@ -84,13 +84,25 @@ std::string drawnRotationCount(const AttentionConfig &c, const std::string &T,
 // CPU: one parameter block, forward and backward
 //===----------------------------------------------------------------------===//
 
-/// Prints `nncc_attention_params p` for `c` and returns the workspace of
-/// `sizeFn` (nncc_attention[_backward]_workspace_size) for it. The LSH
+/// NNCC_ATTN_* of `kind`.
+std::string kindCode(AttentionKind kind) {
+  switch (kind) {
+  case AttentionKind::dense:
+    return "NNCC_ATTN_DENSE";
+  case AttentionKind::dilated:
+    return "NNCC_ATTN_DILATED";
+  case AttentionKind::lsh:
+    return "NNCC_ATTN_LSH";
+  }
+  llvm_unreachable("attention kind");
+}
+
+/// Prints `nncc_attention_params p` for `c` and returns its workspace. The LSH
 /// rotations, when not given, are drawn into a workspace slot from the op's
 /// seed (stream 0x15A), the same values in the forward and the backward.
 FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
                                      const std::string &B, const std::string &T,
-                                     const std::string &dh, const std::string &sizeFn) {
+                                     const std::string &dh) {
   std::string p = "nncc_attention_params p; memset(&p, 0, sizeof(p)); ";
   p += "p.causal = " + LaunchEmitter::flag(c.causal) + "; p.scale = " + fmtDouble(c.scale) + "; ";
   std::string rotGiven, rotBytes;
@@ -122,9 +134,9 @@ FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
     }
     break;
   }
-  std::string ws = e.workspace("[&] { " + p + "return " + sizeFn + "(&p, " + B + ", " + T + ", " +
-                               std::to_string(c.heads) + ", " + dh +
-                               ", (int64_t)sizeof(real_t)); }()");
+  // nncc_attention[_backward]_workspace_size of this parameter block.
+  std::string ws = e.workspace("nncc_attention_core_workspace_bytes(" + kindCode(c.kind) + ", " +
+                               T + ", " + std::to_string(c.global.size()) + ")");
   e.out() << p << rotGiven << "\n";
   // Training only (prepareNNForKernels zeroes the rate elsewhere): the step
   // offset makes every step draw a new mask, the backward the same one.
@@ -259,9 +271,9 @@ struct CpuAttentionCall {
 };
 
 /// A CPU attention core call in its own scope: the parameter block for `c`
-/// (workspace sized by `sizeFn`), then the kernel call `describe` builds.
+/// and its workspace, then the kernel call `describe` builds.
 LogicalResult emitCpuAttention(LaunchEmitter &e, const AttentionConfig &c, Value qkv,
-                               Value core, llvm::StringRef sizeFn,
+                               Value core,
                                llvm::function_ref<KernelCall(const CpuAttentionCall &)> describe) {
   auto B = e.dim(qkv, 0), T = e.dim(qkv, 1), ld = e.dim(qkv, 2), E = e.dim(core, 2);
   if (failed(B) || failed(T) || failed(ld) || failed(E))
@@ -269,7 +281,7 @@ LogicalResult emitCpuAttention(LaunchEmitter &e, const AttentionConfig &c, Value
   CpuAttentionCall s{*B, *T, *ld, *E, "(" + *E + " / " + std::to_string(c.heads) + ")", ""};
   e.out() << "{\n";
   e.out().indent();
-  FailureOr<std::string> ws = emitCpuParams(e, c, s.B, s.T, s.dh, sizeFn.str());
+  FailureOr<std::string> ws = emitCpuParams(e, c, s.B, s.T, s.dh);
   if (failed(ws))
     return failure();
   s.workspace = *ws;
@@ -286,7 +298,7 @@ LogicalResult emitAttention(LaunchEmitter &e, AttentionOp o) {
   if (e.isCuda())
     return emitCudaAttention(e, o.getOperation(), c, qkv, o.getMask(), out, o.getLse());
   return emitCpuAttention(
-      e, c, qkv, out, "nncc_attention_workspace_size", [&](const CpuAttentionCall &s) {
+      e, c, qkv, out, [&](const CpuAttentionCall &s) {
         PackedQKV p = unpack(e.name(qkv), s.E, c.kind, "const real_t *");
         if (c.kind == AttentionKind::lsh)
           p.k = e.name(qkv); // the forward reads the shared QK as both
@@ -302,7 +314,7 @@ LogicalResult emitAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o) {
     return e.cpuOnlyBackward();
   AttentionConfig c = configOf(o.getOperation());
   return emitCpuAttention(
-      e, c, o.getQkv(), o.getDout(), "nncc_attention_backward_workspace_size",
+      e, c, o.getQkv(), o.getDout(),
       [&](const CpuAttentionCall &s) {
         PackedQKV x = unpack(e.name(o.getQkv()), s.E, c.kind, "const real_t *");
         PackedQKV dx = unpack(e.name(o.getDqkv()), s.E, c.kind, "real_t *");

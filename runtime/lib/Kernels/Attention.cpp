@@ -307,6 +307,15 @@ extern "C" int64_t nncc_attention_workspace_size(const nncc_attention_params *p,
   return attentionCoreWorkspace(p, Tn) + 64;
 }
 
+extern "C" int64_t nncc_attention_core_workspace_bytes(int kind, int64_t Tn,
+                                                       int64_t n_global) {
+  nncc_attention_params p;
+  std::memset(&p, 0, sizeof(p));
+  p.kind = kind;
+  p.n_global = static_cast<int32_t>(n_global);
+  return nncc_attention_workspace_size(&p, 1, Tn, 1, 1, 4);
+}
+
 extern "C" int64_t nncc_mha_workspace_size(const nncc_attention_params *p,
                                            int64_t B, int64_t Tn, int64_t E,
                                            int64_t H, int64_t elem) {

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "nncc/ModelSupport/ModelSupport.h"
+#include "nncc/ModelSupport/ArenaPlan.h"
 #include "nncc/Kernels/IndexMath.h"
 #include "nncc/Kernels/Kernels.h"
 
@@ -303,14 +304,30 @@ nncc_status plan(nncc_model *m, nncc_error *err) {
     if (s)
       return nncc_error_prefix(err, "allocating the %" PRIu64 "-byte arena: ", total), s;
   }
+  // Pointers now; the regions are claimed (high-water mark) by the
+  // functions that use them (claimRegions).
   m->bufferPtrs.assign(static_cast<size_t>(n), nullptr);
+  char *base = static_cast<char *>(nncc_arena_base(m->arena));
   for (int32_t i = 0; i < n; ++i)
-    if (nncc_status s = nncc_arena_region(m->arena, m->offsets[i], m->sizes[i],
-                                          def->buffers[i].name, &m->bufferPtrs[i], err))
-      return s;
+    m->bufferPtrs[i] = base ? base + m->offsets[i] : nullptr;
   m->planDims = m->dims;
   m->planBytes = total;
   m->planValid = true;
+  return NNCC_OK;
+}
+
+/// Claims the arena regions of the buffers whose live range meets launches
+/// [lo, hi) (checked against the capacity; raises the high-water mark).
+nncc_status claimRegions(nncc_model *m, int32_t lo, int32_t hi, nncc_error *err) {
+  const nncc_ms_model_def *def = m->def;
+  for (int32_t i = 0; i < def->num_buffers; ++i) {
+    const nncc_ms_buffer &b = def->buffers[i];
+    if (!nncc::plan::meets(b.first, b.last, lo, hi))
+      continue;
+    void *at = nullptr;
+    if (nncc_status s = nncc_arena_region(m->arena, m->offsets[i], m->sizes[i], b.name, &at, err))
+      return s;
+  }
   return NNCC_OK;
 }
 
@@ -376,36 +393,9 @@ extern "C" {
 
 uint64_t nncc_ms_plan_offsets(int32_t n, const uint64_t *bytes, const int32_t *first,
                               const int32_t *last, uint64_t *offsets) {
-  const uint64_t align = NNCC_ARENA_ALIGNMENT;
-  std::vector<int32_t> order(static_cast<size_t>(std::max(n, 0)));
-  for (int32_t i = 0; i < n; ++i)
-    order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int32_t a, int32_t b) { return bytes[a] > bytes[b]; });
-  struct Placed {
-    uint64_t begin, end;
-  };
-  std::vector<int32_t> placed;
-  uint64_t total = 0;
-  for (int32_t i : order) {
-    uint64_t size = (bytes[i] + align - 1) / align * align;
-    std::vector<Placed> busy;
-    for (int32_t j : placed)
-      if (!(last[j] < first[i] || last[i] < first[j]))
-        busy.push_back({offsets[j], offsets[j] + (bytes[j] + align - 1) / align * align});
-    std::sort(busy.begin(), busy.end(),
-              [](const Placed &a, const Placed &b) { return a.begin < b.begin; });
-    uint64_t at = 0;
-    for (const Placed &p : busy) {
-      if (p.begin >= at + size)
-        break;
-      at = std::max(at, p.end);
-    }
-    offsets[i] = at;
-    total = std::max(total, at + size);
-    placed.push_back(i);
-  }
-  return total;
+  static_assert(nncc::plan::kAlignment == NNCC_ARENA_ALIGNMENT,
+                "the compiler's and the runtime's arena alignment differ");
+  return nncc::plan::placeBuffers(n, bytes, first, last, offsets);
 }
 
 nncc_status nncc_ms_create(const nncc_ms_model_def *def, nncc_target target,
@@ -781,7 +771,9 @@ nncc_status nncc_ms_backward(nncc_model *m, nncc_error *err) {
                           "weight change");
   ErrorSlot slot(err);
   m->gradsValid = false;
-  nncc_status s = m->def->backward_cpu(m, slot.e);
+  nncc_status s = claimRegions(m, m->def->boundary + 1, m->def->num_launches, slot.e);
+  if (!s)
+    s = m->def->backward_cpu(m, slot.e);
   if (s) {
     m->trainReady = false;
     nncc_error_prefix(slot.e, "backward of '%s': ", m->abi->model_name);
@@ -875,7 +867,11 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
         return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
                               "forward_train: cannot allocate the gradients");
     }
-    s = m->def->forward_train_cpu(m, e);
+    s = claimRegions(m, m->def->train_begin, m->def->boundary, e);
+    if (!s)
+      s = m->def->forward_train_cpu(m, e);
+  } else if ((s = claimRegions(m, 0, m->def->train_begin, e))) {
+    // An arena region beyond the capacity: the plan is broken.
   } else if (m->target == NNCC_TARGET_CPU) {
     s = m->def->forward_cpu
             ? m->def->forward_cpu(m, e)

@@ -180,6 +180,11 @@ int64_t nncc_rnn_cell_workspace_size(int cell, int64_t B, int64_t H,
    (r z n hn), 3 cho (r z h~). */
 int64_t nncc_rnn_saved_size(int cell, int64_t B, int64_t T_, int64_t H,
                             int64_t L, int64_t D);
+/* The same as nncc_attention_workspace_size and
+   nncc_attention_backward_workspace_size, from the only fields that size it
+   (kind NNCC_ATTN_*, the sequence length, the number of global positions):
+   the form generated code and the compiler's memory plan evaluate. */
+int64_t nncc_attention_core_workspace_bytes(int kind, int64_t T_, int64_t n_global);
 int64_t nncc_attention_workspace_size(const nncc_attention_params *p,
                                       int64_t B, int64_t T_, int64_t H,
                                       int64_t dh, int64_t elem_size);

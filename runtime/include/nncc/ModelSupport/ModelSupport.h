@@ -76,6 +76,13 @@ struct nncc_ms_model_def {
    * halves use the same buffer plan; the residuals stay in the arena. */
   nncc_status (*forward_train_cpu)(nncc_model *model, nncc_error *err);
   nncc_status (*backward_cpu)(nncc_model *model, nncc_error *err);
+  /* Launch-index ranges of the functions: forward [0, train_begin),
+   * forward_train [train_begin, boundary), backward (boundary, num_launches)
+   * (without gradients: train_begin = boundary = num_launches). Running a
+   * function claims the arena regions of the buffers whose live range meets
+   * its range, which raises the arena's high-water mark (memory_stats'
+   * peak_bytes): the planned peak of `nncc inspect --memory`. */
+  int32_t train_begin, boundary, num_launches;
 };
 
 /* ---- The ABI entry points (point nncc_model_abi's members at these). ---- */
