@@ -35,6 +35,8 @@ bool driver::compileCached(mlir::ModuleOp module, llvm::StringRef source,
   h.update("|opts=O3");
   if (options.f64)
     h.update("|precision=f64");
+  if (!options.remat.empty())
+    h.update("|remat=" + options.remat);
   // Which loss the backward differentiates: inference mode (run --grad) or
   // training mode (run --grad --train-mode, nncc train).
   if (options.grad)

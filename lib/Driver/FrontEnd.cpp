@@ -104,3 +104,23 @@ LogicalResult driver::runPipeline(ModuleOp module, bool grad, bool trainMode,
   buildNNCCPipeline(pm, options);
   return pm.run(module);
 }
+
+std::string driver::RematRequest::key() const {
+  if (budget.kind == MemoryBudget::Kind::Unlimited || chosen.recompute.empty())
+    return "";
+  std::string k;
+  for (int64_t id : chosen.recompute)
+    k += (k.empty() ? "" : ",") + std::to_string(id);
+  return k;
+}
+
+LogicalResult driver::runPipeline(ModuleOp module, bool trainMode, PipelineStage stop,
+                                  RematRequest &remat, llvm::StringRef what) {
+  if (failed(runPipeline(module, /*grad=*/true, trainMode, PipelineStage::NN, what)))
+    return failure();
+  FailureOr<RematPlan> plan = applyMemoryBudget(module, remat.budget, remat.search);
+  if (failed(plan))
+    return failure();
+  remat.chosen = *plan;
+  return runPipeline(module, /*grad=*/false, trainMode, stop, what);
+}

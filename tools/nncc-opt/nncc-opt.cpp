@@ -5,6 +5,7 @@
 #include "dialects/NN/Transforms/GradientRules.h"
 #include "dialects/NN/Transforms/Passes.h"
 #include "nncc/Conversion/Passes.h"
+#include "nncc/Pipeline/Passes.h"
 #include "nncc/Pipeline/Pipeline.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -19,6 +20,7 @@ int main(int argc, char **argv) {
   nncc::nn::registerNNPasses();
   nncc::registerNNCCConversionPasses();
   nncc::registerNNCCPipeline();
+  nncc::registerNNCCPipelinePasses();
   // Generic passes (canonicalize, cse, symbol-dce, ...) for pipelines.
   mlir::registerTransformsPasses();
   return mlir::asMainReturnCode(

@@ -81,4 +81,41 @@ llvm::json::Object memoryPlanJSON(const target::MemoryPlan &plan, llvm::StringRe
   return obj;
 }
 
+llvm::json::Object rematJSON(const driver::RematRequest &remat) {
+  llvm::json::Array kept, recomputed, reconstructed;
+  uint64_t keptBytes = 0, recomputedBytes = 0, reconstructedBytes = 0;
+  double recomputedFlops = 0, reconstructedFlops = 0;
+  for (const RematReportEntry &e : remat.chosen.report) {
+    llvm::json::Object o{{"kind", e.kind},
+                         {"op", e.op},
+                         {"loc", e.loc ? sourceLocation(e.loc) : std::string()},
+                         {"bytes", static_cast<int64_t>(e.bytes)},
+                         {"flops", e.flops}};
+    if (e.id >= 0)
+      o["id"] = e.id;
+    if (e.decision == "kept") {
+      keptBytes += e.bytes;
+      kept.push_back(std::move(o));
+    } else if (e.decision == "recomputed") {
+      recomputedBytes += e.bytes;
+      recomputedFlops += e.flops;
+      recomputed.push_back(std::move(o));
+    } else {
+      reconstructedBytes += e.bytes;
+      reconstructedFlops += e.flops;
+      reconstructed.push_back(std::move(o));
+    }
+  }
+  return llvm::json::Object{
+      {"budget", remat.budget.str()},
+      {"kept_bytes", static_cast<int64_t>(keptBytes)},
+      {"recomputed_bytes", static_cast<int64_t>(recomputedBytes)},
+      {"recomputed_flops", recomputedFlops},
+      {"reconstructed_bytes", static_cast<int64_t>(reconstructedBytes)},
+      {"reconstructed_flops", reconstructedFlops},
+      {"kept", std::move(kept)},
+      {"recomputed", std::move(recomputed)},
+      {"reconstructed", std::move(reconstructed)}};
+}
+
 } // namespace nncc::tool

@@ -2,6 +2,7 @@
 #ifndef NNCC_TOOLS_NNCC_MEMORY_H
 #define NNCC_TOOLS_NNCC_MEMORY_H
 
+#include "nncc/Driver/FrontEnd.h"
 #include "nncc/Target/MemoryPlan.h"
 
 #include "mlir/IR/Location.h"
@@ -22,6 +23,10 @@ std::string sourceLocation(mlir::Location loc);
 llvm::json::Object memoryPlanJSON(const target::MemoryPlan &plan, llvm::StringRef model,
                                   const std::map<std::string, int64_t> &dims,
                                   bool training, llvm::StringRef precision);
+
+/// What nncc-remat decided: the budget, and every residual kept,
+/// recomputed or reconstructed with its bytes and FLOPs.
+llvm::json::Object rematJSON(const driver::RematRequest &remat);
 
 } // namespace nncc::tool
 

@@ -92,6 +92,12 @@ cl::opt<bool> inspectMemory(
              "arena_bytes, peak_bytes (the high-water mark `nncc run --memory-stats` "
              "reports for the same run), live bytes per launch, every arena slot"),
     cl::sub(inspectCmd), cl::cat(runCategory));
+cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("With --grad: the most arena memory the training step may use (bytes, "
+             "NNNKiB, NNNMiB, NNNGiB or min), for the dims of this run; residuals are "
+             "recomputed in the backward until the plan fits (nncc-remat)"),
+    cl::value_desc("SIZE|min"), cl::sub(runCmd), cl::sub(inspectCmd), cl::cat(runCategory));
 cl::opt<std::string> memoryStatsFile(
     "memory-stats",
     cl::desc("Write the runtime's memory figures (arena_bytes, peak_bytes) as JSON"),
@@ -408,8 +414,51 @@ int writeOutputs(const ModelHandle &h) {
   return 0;
 }
 
+/// The dims of this run: --dim, and for the others the shapes of the inputs.
+std::map<std::string, int64_t> boundDims(const ModelSignature &sig, const RunInputs &in) {
+  std::map<std::string, int64_t> dims = in.dims;
+  for (size_t i = 0; i < sig.inputs.size() && i < in.tensors.size(); ++i)
+    for (size_t k = 0; k < sig.inputs[i].dims.size() && k < in.tensors[i].shape.size(); ++k) {
+      const std::string &d = sig.inputs[i].dims[k];
+      if (std::find(sig.dims.begin(), sig.dims.end(), d) != sig.dims.end())
+        dims.emplace(d, in.tensors[i].shape[k]);
+    }
+  return dims;
+}
+
+/// --memory-budget: `module` again from the source, differentiated,
+/// rematerialised for `dims` and lowered (the request records the choice).
+int lowerWithBudget(mlir::OwningOpRef<mlir::ModuleOp> &module, mlir::MLIRContext &context,
+                    llvm::SourceMgr &sourceMgr, llvm::StringRef path,
+                    const ModelSignature &sig, const std::map<std::string, int64_t> &dims,
+                    RematRequest &remat) {
+  if (!memoryBudget.empty()) {
+    std::string error;
+    mlir::FailureOr<nncc::MemoryBudget> budget =
+        nncc::MemoryBudget::parse(memoryBudget, error);
+    if (mlir::failed(budget))
+      return fail("--memory-budget: " + error);
+    remat.budget = *budget;
+  }
+  if (!gradMode)
+    return fail("--memory-budget applies to the training step: add --grad");
+  remat.search.realSize = precision == Precision::F64 ? 8 : 4;
+  for (const std::string &d : sig.dims) {
+    auto it = dims.find(d);
+    if (it == dims.end())
+      return fail("--memory-budget is for one binding of the dims: add --dim " + d + "=N");
+    remat.search.dims[d] = it->second;
+  }
+  module = loadModule(context, sourceMgr, path);
+  if (!module || mlir::failed(runPipeline(*module, trainMode, nncc::PipelineStage::NNK, remat,
+                                          path)))
+    return 1;
+  return 0;
+}
+
 /// inspect --memory: the plan of the --dim binding as JSON.
-int inspectMemoryPlan(mlir::ModuleOp module, const ModelSignature &sig) {
+int inspectMemoryPlan(mlir::ModuleOp module, llvm::SourceMgr &sourceMgr,
+                      const ModelSignature &sig) {
   std::map<std::string, int64_t> dims;
   if (int rc = parseDims(sig, dims))
     return rc;
@@ -422,6 +471,14 @@ int inspectMemoryPlan(mlir::ModuleOp module, const ModelSignature &sig) {
     binding[d] = it->second;
   }
   bool f64 = precision == Precision::F64;
+  mlir::OwningOpRef<mlir::ModuleOp> rematerialised;
+  RematRequest remat;
+  if (gradMode) {
+    if (int rc = lowerWithBudget(rematerialised, *module.getContext(), sourceMgr,
+                                 inspectInput, sig, dims, remat))
+      return rc;
+    module = *rematerialised;
+  }
   mlir::FailureOr<nncc::target::MemoryPlan> plan = nncc::target::planMemory(
       module, binding,
       gradMode ? nncc::target::PlanMode::Training : nncc::target::PlanMode::Forward,
@@ -430,6 +487,8 @@ int inspectMemoryPlan(mlir::ModuleOp module, const ModelSignature &sig) {
     return 1;
   llvm::json::Object obj =
       memoryPlanJSON(*plan, sig.model, dims, gradMode, f64 ? "f64" : "f32");
+  if (gradMode)
+    obj["remat"] = rematJSON(remat);
   llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(obj))) << "\n";
   return 0;
 }
@@ -497,8 +556,10 @@ int runInspect() {
   mlir::FailureOr<ModelSignature> sig = getSignature(*module);
   if (mlir::failed(sig))
     return 1;
+  if (!memoryBudget.empty() && !inspectMemory)
+    return fail("--memory-budget of inspect applies to --memory --grad");
   if (inspectMemory)
-    return inspectMemoryPlan(*module, *sig);
+    return inspectMemoryPlan(*module, sourceMgr, *sig);
   llvm::json::Array dims;
   for (const std::string &d : sig->dims)
     dims.push_back(d);
@@ -553,8 +614,14 @@ int runRun() {
   if (precision == Precision::F64)
     for (HostTensor &t : in.tensors)
       t.widenToF64();
+  RematRequest remat;
+  if (!memoryBudget.empty())
+    if (int rc = lowerWithBudget(module, context, sourceMgr, runInput, *sig,
+                                 boundDims(*sig, in), remat))
+      return rc;
   std::string libPath;
   CacheKeyOptions key;
+  key.remat = remat.key();
   key.cuda = cuda;
   key.grad = gradMode;
   key.evalMode = !trainMode;

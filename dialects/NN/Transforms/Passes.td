@@ -100,4 +100,35 @@ def NNExpandReversible : Pass<"nn-expand-reversible", "::mlir::ModuleOp"> {
   let dependentDialects = ["::nncc::nn::NNDialect"];
 }
 
+def NNRematApply : Pass<"nn-remat-apply", "::mlir::ModuleOp"> {
+  let summary = "Recompute the given residuals of a differentiated function "
+                "instead of keeping them";
+  let description = [{
+    The rewrite of the rematerialisation pass for an explicit choice
+    (`nncc-remat` chooses under a memory budget and then does the same).
+    Candidates are numbered as `nncc::nn::collectRematCandidates` does: an
+    `nn.save` by its `index`, the `reserve` operands of fused gradient ops
+    after the largest save index, in block order. For each candidate in
+    `recompute`:
+
+    - `nn.save`: the ops that compute the saved value from kept saves,
+      arguments, parameters and constants are cloned (unit attribute
+      `nn.recomputed`) right before the first backward op that reads it,
+      which then reads the clone; the save goes.
+    - reserve: the gradient op's `reserve` operand goes (it recomputes its
+      forward's internals); a forward whose reserve nothing reads any more
+      loses that result.
+
+    Fails, with an error at the function, on an id that is not a candidate.
+  }];
+  let options = [
+    Option<"functionName", "function", "std::string", "\"forward_backward\"",
+           "The differentiated function">,
+    ListOption<"recompute", "recompute", "int64_t",
+               "Candidate ids to recompute">,
+  ];
+  let dependentDialects = ["::nncc::nn::NNDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // NNCC_DIALECT_NN_TRANSFORMS_PASSES_TD

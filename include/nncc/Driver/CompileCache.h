@@ -16,6 +16,7 @@ struct CacheKeyOptions {
   bool grad = false;     // with @forward_backward (and train_step)
   bool evalMode = false; // with grad: the inference-mode loss
   bool f64 = false;      // CPU code in double precision
+  std::string remat;     // the residuals recomputed under a memory budget
 };
 
 /// The cache directory: $NNCC_CACHE_DIR, else $XDG_CACHE_HOME/nncc, else

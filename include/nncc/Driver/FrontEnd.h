@@ -11,6 +11,7 @@
 #include "nncc/Frontend/AST.h"
 #include "nncc/Frontend/Sema.h"
 #include "nncc/Pipeline/Pipeline.h"
+#include "nncc/Pipeline/Remat.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -59,6 +60,21 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModule(mlir::MLIRContext &context,
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, bool grad,
                                 bool trainMode, PipelineStage stop,
                                 llvm::StringRef what = "");
+
+/// A memory budget for the training step (`--memory-budget`), for the
+/// binding `dims`; `chosen` receives what nncc-remat decided.
+struct RematRequest {
+  MemoryBudget budget;
+  RematSearchOptions search;
+  RematPlan chosen;
+  /// The chosen candidate ids, for the compile cache key ("" when none).
+  std::string key() const;
+};
+
+/// runPipeline with grad, and between differentiation and lowering the
+/// rematerialisation for `remat` (nothing when its budget is unlimited).
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, bool trainMode, PipelineStage stop,
+                                RematRequest &remat, llvm::StringRef what = "");
 
 } // namespace nncc::driver
 

@@ -1,0 +1,444 @@
+//===- Remat.cpp - keep or recompute what the backward pass reads ---------===//
+#include "dialects/NN/Transforms/Remat.h"
+
+#include "dialects/NN/IR/NNOps.h"
+#include "dialects/NN/IR/NNTypes.h"
+#include "dialects/NN/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace nncc::nn {
+#define GEN_PASS_DEF_NNREMATAPPLY
+#include "dialects/NN/Transforms/Passes.h.inc"
+} // namespace nncc::nn
+
+using namespace mlir;
+
+namespace nncc::nn {
+
+//===----------------------------------------------------------------------===//
+// Cost model
+//===----------------------------------------------------------------------===//
+
+static std::optional<double> numElements(Type type, const RematCostEnv &env) {
+  auto t = dyn_cast<TensorType>(type);
+  if (!t)
+    return std::nullopt;
+  double n = 1;
+  for (nncc::Dim d : t.getDims()) {
+    if (d.isStatic())
+      n *= static_cast<double>(d.getSize());
+    else if (d.isSymbolic() && env.dims.count(d.getSymbol().getValue()))
+      n *= static_cast<double>(env.dims.lookup(d.getSymbol().getValue()));
+    else
+      return std::nullopt;
+  }
+  return n;
+}
+
+uint64_t tensorBytes(Value value, const RematCostEnv &env) {
+  auto t = dyn_cast<TensorType>(value.getType());
+  std::optional<double> n = numElements(value.getType(), env);
+  if (!t || !n)
+    return 0;
+  Type elt = t.getElementType();
+  int64_t size = elt.isF32() || elt.isF64() ? env.realSize
+                                             : std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
+  return static_cast<uint64_t>(*n) * static_cast<uint64_t>(size);
+}
+
+static double elementsOf(Value v, const RematCostEnv &env) {
+  return numElements(v.getType(), env).value_or(0.0);
+}
+
+/// Size of dim `i` of a tensor value (1 when unknown).
+static double dimOf(Value v, int64_t i, const RematCostEnv &env) {
+  auto t = dyn_cast<TensorType>(v.getType());
+  if (!t || i < 0 || i >= t.getRank())
+    return 1;
+  nncc::Dim d = t.getDim(i);
+  if (d.isStatic())
+    return static_cast<double>(d.getSize());
+  if (d.isSymbolic() && env.dims.count(d.getSymbol().getValue()))
+    return static_cast<double>(env.dims.lookup(d.getSymbol().getValue()));
+  return 1;
+}
+
+static int64_t intAttr(Operation *op, StringRef name, int64_t dflt) {
+  if (auto a = op->getAttrOfType<IntegerAttr>(name))
+    return a.getInt();
+  return dflt;
+}
+
+/// Recurrent stack: per step and layer, the gate GEMMs over [x, h].
+static double recurrentFlops(Operation *op, int64_t gates, const RematCostEnv &env) {
+  Value x = op->getOperand(0);
+  auto xt = cast<TensorType>(x.getType());
+  double B = dimOf(x, 0, env), T = dimOf(x, 1, env), I = dimOf(x, xt.getRank() - 1, env);
+  double H = static_cast<double>(intAttr(op, "hidden_size", 1));
+  double L = static_cast<double>(intAttr(op, "num_layers", 1));
+  auto bidir = op->getAttrOfType<BoolAttr>("bidirectional");
+  double D = bidir && bidir.getValue() ? 2 : 1;
+  double first = 2 * B * T * gates * H * (I + H) * D;
+  double rest = 2 * B * T * gates * H * (D * H + H) * D * (L - 1);
+  return first + rest;
+}
+
+double estimateFlops(Operation *op, const RematCostEnv &env) {
+  double out = 0;
+  for (Value r : op->getResults())
+    out += elementsOf(r, env);
+  double own =
+      llvm::TypeSwitch<Operation *, double>(op)
+          .Case<LinearOp, MatmulOp>([&](Operation *o) {
+            Value lhs = o->getOperand(0);
+            auto t = cast<TensorType>(lhs.getType());
+            return 2 * elementsOf(o->getResult(0), env) * dimOf(lhs, t.getRank() - 1, env);
+          })
+          .Case<AttentionOp>([&](AttentionOp o) {
+            Value x = o->getOperand(0);
+            double B = dimOf(x, 0, env), T = dimOf(x, 1, env), E = dimOf(x, 2, env);
+            // Projections (3 in, 1 out) and a dense core (an upper bound
+            // for the sparse kinds).
+            return 8 * B * T * E * E + 4 * B * T * T * E;
+          })
+          .Case<RNNOp>([&](Operation *o) { return recurrentFlops(o, 1, env); })
+          .Case<LSTMOp>([&](Operation *o) { return recurrentFlops(o, 4, env); })
+          .Case<GRUOp>([&](Operation *o) { return recurrentFlops(o, 3, env); })
+          .Case<LayerNormOp>([&](Operation *) { return 8 * out; })
+          .Case<SoftmaxOp>([&](Operation *) { return 5 * out; })
+          .Case<GetParameterOp, ConstantOp, SaveOp>([](Operation *) { return 0.0; })
+          .Default([&](Operation *) { return out; });
+  // Region bodies (reversible F and G, ODE dynamics) run at least once.
+  for (Region &region : op->getRegions())
+    for (Operation &inner : region.getOps())
+      own += estimateFlops(&inner, env);
+  return own;
+}
+
+/// Bytes the lowering keeps for a reserve (nnk/kernels decide the exact
+/// layout; this is the cost model's estimate): attention keeps its packed
+/// projection, core output and log-sum-exp, a recurrent stack its layer
+/// outputs and gates.
+static uint64_t reserveBytes(Operation *forward, const RematCostEnv &env) {
+  uint64_t out = 0;
+  for (Value r : forward->getResults())
+    out += tensorBytes(r, env);
+  return llvm::TypeSwitch<Operation *, uint64_t>(forward)
+      .Case<AttentionOp>([&](Operation *) { return 4 * out; })
+      .Case<LSTMOp>([&](Operation *) { return 6 * out; })
+      .Case<GRUOp>([&](Operation *) { return 5 * out; })
+      .Default([&](Operation *) { return 2 * out; });
+}
+
+//===----------------------------------------------------------------------===//
+// Candidates
+//===----------------------------------------------------------------------===//
+
+static Value reserveOperand(Operation *op) {
+  if (op->getNumOperands() == 0)
+    return {};
+  for (Value v : op->getOperands())
+    if (isa<ReserveType>(v.getType()))
+      return v;
+  return {};
+}
+
+SmallVector<RematCandidate> collectRematCandidates(func::FuncOp fn) {
+  SmallVector<RematCandidate> out;
+  if (fn.getBody().empty())
+    return out;
+  int64_t next = 0;
+  for (auto save : fn.getBody().front().getOps<SaveOp>()) {
+    out.push_back({save.getIndex(), RematKind::Save, save, save.getValue()});
+    next = std::max(next, save.getIndex() + 1);
+  }
+  llvm::sort(out, [](const RematCandidate &a, const RematCandidate &b) { return a.id < b.id; });
+  for (Operation &op : fn.getBody().front())
+    if (Value reserve = reserveOperand(&op))
+      out.push_back({next++, RematKind::Reserve, &op, reserve});
+  return out;
+}
+
+/// Ops recomputed by cloning rather than kept: no cost, no memory.
+static bool isFree(Operation *op) {
+  return isa<GetParameterOp, ConstantOp>(op) ||
+         (op->getNumOperands() == 0 && op->getNumRegions() == 0 && isPure(op));
+}
+
+namespace {
+
+/// Candidate bookkeeping shared by the order and the rewrite.
+struct RematState {
+  const RematCostEnv &env;
+  llvm::DenseMap<Value, SaveOp> saveOf; // forward value -> its save
+  llvm::DenseSet<Operation *> recomputedSaves;
+
+  RematState(func::FuncOp fn, const RematCostEnv &env) : env(env) {
+    for (auto save : fn.getBody().front().getOps<SaveOp>())
+      saveOf[save.getValue()] = save;
+  }
+  /// The kept save of `v`, if any.
+  SaveOp kept(Value v) const {
+    SaveOp s = saveOf.lookup(v);
+    return s && !recomputedSaves.contains(s) ? s : SaveOp();
+  }
+
+  /// FLOPs of recomputing `v` from kept values (each op once per chain).
+  double chainFlops(Value v, llvm::DenseSet<Operation *> &seen) const {
+    if (isa<BlockArgument>(v) || kept(v))
+      return 0;
+    Operation *def = v.getDefiningOp();
+    if (!def || isFree(def) || !seen.insert(def).second)
+      return 0;
+    double f = estimateFlops(def, env);
+    for (Value operand : def->getOperands())
+      f += chainFlops(operand, seen);
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(def->getRegions(), captured);
+    for (Value c : captured)
+      f += chainFlops(c, seen);
+    return f;
+  }
+};
+
+} // namespace
+
+SmallVector<int64_t> rematOrder(func::FuncOp fn, const RematCostEnv &env) {
+  SmallVector<RematCandidate> cands = collectRematCandidates(fn);
+  RematState state(fn, env);
+  SmallVector<int64_t> order;
+  llvm::DenseSet<int64_t> chosen;
+  while (order.size() < cands.size()) {
+    const RematCandidate *best = nullptr;
+    double bestScore = -1, bestBytes = -1;
+    for (const RematCandidate &c : cands) {
+      if (chosen.contains(c.id))
+        continue;
+      double bytes, flops;
+      if (c.kind == RematKind::Save) {
+        // While it is kept, its own save does not count as recomputable.
+        bytes = static_cast<double>(tensorBytes(c.value, env));
+        auto save = cast<SaveOp>(c.op);
+        state.recomputedSaves.insert(save);
+        llvm::DenseSet<Operation *> seen;
+        flops = state.chainFlops(c.value, seen);
+        state.recomputedSaves.erase(save);
+      } else {
+        Operation *forward = c.value.getDefiningOp();
+        bytes = static_cast<double>(reserveBytes(forward, env));
+        flops = estimateFlops(forward, env);
+      }
+      double score = bytes / (flops + 1.0);
+      if (score > bestScore || (score == bestScore && bytes > bestBytes)) {
+        best = &c;
+        bestScore = score;
+        bestBytes = bytes;
+      }
+    }
+    chosen.insert(best->id);
+    order.push_back(best->id);
+    if (best->kind == RematKind::Save)
+      state.recomputedSaves.insert(best->op);
+  }
+  return order;
+}
+
+SmallVector<RematEntry> describeRemat(func::FuncOp fn, ArrayRef<int64_t> ids,
+                                      const RematCostEnv &env) {
+  SmallVector<RematCandidate> cands = collectRematCandidates(fn);
+  llvm::DenseSet<int64_t> wanted(ids.begin(), ids.end());
+  RematState state(fn, env);
+  for (const RematCandidate &c : cands)
+    if (c.kind == RematKind::Save && wanted.contains(c.id))
+      state.recomputedSaves.insert(c.op);
+  SmallVector<RematEntry> out;
+  for (const RematCandidate &c : cands) {
+    RematEntry e;
+    e.id = c.id;
+    e.kind = c.kind;
+    e.producer = c.value.getDefiningOp();
+    bool recompute = wanted.contains(c.id);
+    e.decision = recompute ? RematEntry::Decision::Recomputed : RematEntry::Decision::Kept;
+    if (c.kind == RematKind::Save) {
+      e.bytes = tensorBytes(c.value, env);
+      llvm::DenseSet<Operation *> seen;
+      e.flops = recompute ? state.chainFlops(c.value, seen) : 0;
+    } else {
+      e.bytes = reserveBytes(e.producer, env);
+      e.flops = recompute ? estimateFlops(e.producer, env) : 0;
+    }
+    out.push_back(e);
+  }
+  // Reversible blocks rebuild their input from their output (the rule of
+  // nn.reversible): one F and one G evaluation.
+  for (auto rev : fn.getBody().front().getOps<ReversibleOp>()) {
+    RematEntry e;
+    e.decision = RematEntry::Decision::Reconstructed;
+    e.producer = rev;
+    e.bytes = tensorBytes(rev->getOperand(0), env);
+    e.flops = estimateFlops(rev, env);
+    out.push_back(e);
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// The rewrite
+//===----------------------------------------------------------------------===//
+
+/// `op` rebuilt at the builder's insertion point on `operands`, without
+/// its trailing reserve result (region-free ops only: the reserve ops).
+static Operation *createWithoutReserve(OpBuilder &b, Operation *op, ValueRange operands) {
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(operands);
+  state.addTypes(TypeRange(op->getResultTypes()).drop_back());
+  state.addAttributes(op->getDiscardableAttrDictionary().getValue());
+  state.propertiesAttr = op->getPropertiesAsAttribute();
+  return b.create(state);
+}
+
+static bool hasReserveResult(Operation *op) {
+  return op->getNumResults() && isa<ReserveType>(op->getResults().back().getType());
+}
+
+/// `op` cloned at the builder's insertion point with operands through
+/// `map`; a trailing reserve result is left out (nothing reads it here).
+static Operation *cloneForRecompute(OpBuilder &b, Operation *op, IRMapping &map) {
+  Operation *clone;
+  if (hasReserveResult(op)) {
+    SmallVector<Value> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(map.lookupOrDefault(v));
+    clone = createWithoutReserve(b, op, operands);
+  } else {
+    clone = b.clone(*op, map);
+  }
+  for (auto [from, to] : llvm::zip(op->getResults(), clone->getResults()))
+    map.map(from, to);
+  clone->setAttr("nn.recomputed", b.getUnitAttr());
+  return clone;
+}
+
+namespace {
+struct Rewriter {
+  RematState &state;
+  OpBuilder &builder;
+  double flops = 0;
+
+  /// `v` available at the insertion point: a kept save, an argument, or a
+  /// recomputation (memoised in `map` for this chain).
+  Value materialize(Value v, IRMapping &map) {
+    if (Value m = map.lookupOrNull(v))
+      return m;
+    if (isa<BlockArgument>(v))
+      return v;
+    if (SaveOp s = state.kept(v))
+      return s.getResult();
+    Operation *def = v.getDefiningOp();
+    for (Value operand : def->getOperands())
+      map.map(operand, materialize(operand, map));
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(def->getRegions(), captured);
+    for (Value c : captured)
+      map.map(c, materialize(c, map));
+    if (!isFree(def))
+      flops += estimateFlops(def, state.env);
+    cloneForRecompute(builder, def, map);
+    return map.lookup(v);
+  }
+};
+} // namespace
+
+/// The top-level op of `block` containing `op`.
+static Operation *topLevel(Operation *op, Block *block) {
+  while (op && op->getBlock() != block)
+    op = op->getParentOp();
+  return op;
+}
+
+/// Rebuilds `forward` without its (now unread) trailing reserve result.
+static void dropReserveResult(Operation *forward) {
+  OpBuilder b(forward);
+  Operation *plain = createWithoutReserve(b, forward, forward->getOperands());
+  for (auto [from, to] : llvm::zip(forward->getResults().drop_back(), plain->getResults()))
+    from.replaceAllUsesWith(to);
+  forward->erase();
+}
+
+FailureOr<RematCost> applyRemat(func::FuncOp fn, ArrayRef<int64_t> ids,
+                                const RematCostEnv &env) {
+  SmallVector<RematCandidate> cands = collectRematCandidates(fn);
+  llvm::DenseSet<int64_t> wanted(ids.begin(), ids.end());
+  for (int64_t id : ids)
+    if (!llvm::any_of(cands, [&](const RematCandidate &c) { return c.id == id; }))
+      return fn.emitError() << "no rematerialisation candidate " << id << " in @"
+                            << fn.getSymName() << " (it has " << cands.size() << ")";
+  RematState state(fn, env);
+  Block *block = &fn.getBody().front();
+  RematCost cost;
+  SmallVector<SaveOp> saves;
+  for (const RematCandidate &c : cands) {
+    if (!wanted.contains(c.id))
+      continue;
+    if (c.kind == RematKind::Save) {
+      saves.push_back(cast<SaveOp>(c.op));
+      state.recomputedSaves.insert(c.op);
+      cost.bytes += tensorBytes(c.value, env);
+      continue;
+    }
+    // A reserve: the gradient op recomputes its forward's internals.
+    Operation *forward = c.value.getDefiningOp();
+    cost.bytes += reserveBytes(forward, env);
+    cost.flops += estimateFlops(forward, env);
+    llvm::TypeSwitch<Operation *>(c.op).Case<RNNGradOp, LSTMGradOp, GRUGradOp, AttentionGradOp>(
+        [](auto grad) { grad.getReserveMutable().clear(); });
+    if (c.value.use_empty())
+      dropReserveResult(forward);
+  }
+  OpBuilder builder(fn.getContext());
+  Rewriter rewriter{state, builder};
+  for (SaveOp save : saves) {
+    Operation *first = nullptr;
+    for (Operation *user : save.getResult().getUsers()) {
+      Operation *top = topLevel(user, block);
+      if (top && (!first || top->isBeforeInBlock(first)))
+        first = top;
+    }
+    if (first) {
+      builder.setInsertionPoint(first);
+      IRMapping chain;
+      Value v = rewriter.materialize(save.getValue(), chain);
+      save.getResult().replaceAllUsesWith(v);
+    }
+    save.erase();
+  }
+  cost.flops += rewriter.flops;
+  return cost;
+}
+
+//===----------------------------------------------------------------------===//
+// nn-remat-apply: a given set, for tests and for reading the rewrite
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct NNRematApply : impl::NNRematApplyBase<NNRematApply> {
+  using NNRematApplyBase::NNRematApplyBase;
+  void runOnOperation() override {
+    auto fn = getOperation().lookupSymbol<func::FuncOp>(functionName);
+    if (!fn) {
+      getOperation().emitError() << "no function @" << functionName << " to rematerialise";
+      return signalPassFailure();
+    }
+    SmallVector<int64_t> ids(recompute.begin(), recompute.end());
+    if (failed(applyRemat(fn, ids, RematCostEnv())))
+      signalPassFailure();
+  }
+};
+} // namespace
+
+} // namespace nncc::nn

@@ -1,0 +1,95 @@
+//===- Remat.h - keep or recompute what the backward pass reads -*- C++ -*-===//
+//
+// The rematerialisation choices of a differentiated function
+// (@forward_backward, docs/autodiff.md): every forward value the backward
+// reads is either an `nn.save` (kept across the forward/backward boundary)
+// or the reserve of a fused recurrent / attention op (`!nn.reserve`). A
+// candidate is one such value; recomputing it means
+//
+//  - for a save: cloning the ops that compute the value from kept saves,
+//    arguments, parameters and constants into the backward, right before
+//    its first reader, and dropping the save;
+//  - for a reserve: dropping the gradient op's `reserve` operand (it then
+//    recomputes the forward's internals from the saved input).
+//
+// The cost model gives each candidate its bytes and the FLOPs of its
+// recomputation for a binding of the dims. Choosing the set under a budget
+// needs the exact memory plan of the lowered module; that search lives with
+// the back end (nncc/Pipeline/Remat.h, the `nncc-remat` pass).
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_DIALECT_NN_TRANSFORMS_REMAT_H
+#define NNCC_DIALECT_NN_TRANSFORMS_REMAT_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cstdint>
+
+namespace nncc::nn {
+
+enum class RematKind { Save, Reserve };
+
+struct RematCandidate {
+  /// Stable id: a save's `index`; reserves are numbered after the largest
+  /// save index, in block order of their gradient ops.
+  int64_t id = 0;
+  RematKind kind = RematKind::Save;
+  mlir::Operation *op = nullptr; // the nn.save, or the gradient op
+  mlir::Value value;             // the saved value, or the reserve
+};
+
+/// The candidates of `fn`, in id order.
+llvm::SmallVector<RematCandidate> collectRematCandidates(mlir::func::FuncOp fn);
+
+/// A binding of the dims and the size of a float element.
+struct RematCostEnv {
+  llvm::StringMap<int64_t> dims;
+  int64_t realSize = 4;
+};
+
+/// Bytes of a tensor value in `env` (0 when a dim is unbound).
+uint64_t tensorBytes(mlir::Value value, const RematCostEnv &env);
+/// Estimated floating-point operations of one execution of `op`
+/// (nested regions included).
+double estimateFlops(mlir::Operation *op, const RematCostEnv &env);
+
+/// What recomputing a candidate set costs and frees.
+struct RematCost {
+  double flops = 0;     // FLOPs of the recomputations (clones, and the
+                        // forward a reserve-less gradient op runs again)
+  uint64_t bytes = 0;   // bytes of the candidates no longer kept
+};
+
+/// The candidates in the order a growing budget pressure recomputes them:
+/// repeatedly the one that frees the most bytes per FLOP of recomputation,
+/// given the ones already chosen (its recomputation cannot start from
+/// them). Independent of any budget, so prefixes of it are nested.
+llvm::SmallVector<int64_t> rematOrder(mlir::func::FuncOp fn, const RematCostEnv &env);
+
+/// One line of the memory report: a candidate (kept or recomputed), or a
+/// value a reversible block reconstructs from its output.
+struct RematEntry {
+  enum class Decision { Kept, Recomputed, Reconstructed };
+  int64_t id = -1;               // candidate id; -1 for reconstructions
+  RematKind kind = RematKind::Save;
+  Decision decision = Decision::Kept;
+  mlir::Operation *producer = nullptr; // the forward op of the value
+  uint64_t bytes = 0;            // of the value (reserves: the estimate)
+  double flops = 0;              // of recomputing / reconstructing it
+};
+
+/// The report of `fn` if `ids` are recomputed (before applyRemat).
+llvm::SmallVector<RematEntry> describeRemat(mlir::func::FuncOp fn, llvm::ArrayRef<int64_t> ids,
+                                            const RematCostEnv &env);
+
+/// Recomputes the candidates `ids` of `fn` (see the file comment). Clones
+/// get the unit attribute `nn.recomputed`. Returns the cost in `env`.
+mlir::FailureOr<RematCost> applyRemat(mlir::func::FuncOp fn, llvm::ArrayRef<int64_t> ids,
+                                      const RematCostEnv &env);
+
+} // namespace nncc::nn
+
+#endif // NNCC_DIALECT_NN_TRANSFORMS_REMAT_H

@@ -1,0 +1,90 @@
+//===- Remat.h - choosing what to recompute under a memory budget -*- C++ -*-===//
+//
+// The search of the `nncc-remat` pass (include/nncc/Pipeline/Passes.td):
+// candidate plans are sets of residuals to recompute (nncc::nn::applyRemat),
+// each judged by the exact memory plan of the lowered training step
+// (nncc::target::planMemory) and by its recomputation FLOPs (the cost
+// model of dialects/NN/Transforms/Remat.h). The plans considered do not
+// depend on the budget, and the choice is the cheapest one that fits, so a
+// larger budget never recomputes more.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_PIPELINE_REMAT_H
+#define NNCC_PIPELINE_REMAT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nncc {
+
+struct MemoryBudget {
+  enum class Kind { Unlimited, Bytes, Min };
+  Kind kind = Kind::Unlimited;
+  uint64_t bytes = 0;
+
+  /// "123", "64KiB", "512MiB", "2GiB", "1.5GiB" or "min"; on failure the
+  /// message says what is accepted.
+  static mlir::FailureOr<MemoryBudget> parse(llvm::StringRef text, std::string &error);
+  std::string str() const;
+};
+
+/// "12.3 MiB" (binary units).
+std::string formatBytes(uint64_t bytes);
+
+/// One line of the plan's report (nncc::nn::RematEntry, with the forward
+/// op kept as its name and location: the module is lowered afterwards).
+struct RematReportEntry {
+  int64_t id = -1;           // candidate id; -1 for reconstructions
+  std::string kind;          // "save", "reserve", "reversible"
+  std::string decision;      // "kept", "recomputed", "reconstructed"
+  std::string op;            // the forward op computing the value
+  mlir::LocationAttr loc;
+  uint64_t bytes = 0;
+  double flops = 0;
+};
+
+/// One candidate plan, evaluated exactly.
+struct RematPlan {
+  llvm::SmallVector<int64_t> recompute; // candidate ids (collectRematCandidates)
+  uint64_t peakBytes = 0;               // planned arena high-water mark
+  uint64_t arenaBytes = 0;
+  double flops = 0;                     // recomputation FLOPs
+  std::vector<RematReportEntry> report; // filled by applyMemoryBudget
+};
+
+struct RematSearchOptions {
+  llvm::StringMap<int64_t> dims;
+  int64_t realSize = 4;
+  /// Up to this many candidates, each prefix is also pruned (candidates
+  /// dropped again while the peak stays within the prefix's).
+  size_t pruneLimit = 20;
+};
+
+/// The plan of `module` (nn, with @forward_backward) recomputing `ids`.
+mlir::FailureOr<RematPlan> evaluateRemat(mlir::ModuleOp module, llvm::ArrayRef<int64_t> ids,
+                                         const RematSearchOptions &options);
+
+/// The plans the search considers (the first keeps everything).
+mlir::FailureOr<llvm::SmallVector<RematPlan>> rematPlans(mlir::ModuleOp module,
+                                                         const RematSearchOptions &options);
+
+/// The cheapest plan within `budget` (Unlimited: keep everything; Min:
+/// the smallest peak, then the fewest FLOPs). An error at the module
+/// names the smallest feasible budget when none fits.
+mlir::FailureOr<RematPlan> chooseRemat(mlir::ModuleOp module, const MemoryBudget &budget,
+                                       const RematSearchOptions &options);
+
+/// chooseRemat, then the rewrite of @forward_backward, with the report
+/// (Unlimited: no search, nothing changes, the report only).
+mlir::FailureOr<RematPlan> applyMemoryBudget(mlir::ModuleOp module, const MemoryBudget &budget,
+                                             const RematSearchOptions &options);
+
+} // namespace nncc
+
+#endif // NNCC_PIPELINE_REMAT_H

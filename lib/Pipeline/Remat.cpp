@@ -1,0 +1,289 @@
+//===- Remat.cpp - choosing what to recompute under a memory budget -------===//
+#include "nncc/Pipeline/Remat.h"
+
+#include "dialects/NN/IR/NNDialect.h"
+#include "dialects/NN/Transforms/Remat.h"
+#include "nncc/Pipeline/Passes.h"
+#include "nncc/Pipeline/Pipeline.h"
+#include "nncc/Target/MemoryPlan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+
+namespace nncc {
+#define GEN_PASS_DEF_NNCCREMAT
+#include "nncc/Pipeline/Passes.h.inc"
+} // namespace nncc
+
+using namespace mlir;
+
+namespace nncc {
+
+//===----------------------------------------------------------------------===//
+// Budgets
+//===----------------------------------------------------------------------===//
+
+FailureOr<MemoryBudget> MemoryBudget::parse(StringRef text, std::string &error) {
+  MemoryBudget b;
+  StringRef t = text.trim();
+  if (t == "min") {
+    b.kind = Kind::Min;
+    return b;
+  }
+  uint64_t unit = 1;
+  for (auto [suffix, scale] : {std::pair<StringRef, uint64_t>{"KiB", 1ull << 10},
+                               {"MiB", 1ull << 20},
+                               {"GiB", 1ull << 30}})
+    if (t.consume_back(suffix)) {
+      unit = scale;
+      break;
+    }
+  double value = 0;
+  if (t.empty() || t.trim() != t || t.getAsDouble(value) || !(value > 0) ||
+      value * static_cast<double>(unit) >= 1.8e19 ||
+      (unit == 1 && value != std::floor(value))) {
+    error = ("memory budget '" + text +
+             "' is not a size: give bytes (e.g. 268435456), NNNKiB, NNNMiB, NNNGiB "
+             "(e.g. 512MiB, 1.5GiB) or min")
+                .str();
+    return failure();
+  }
+  b.kind = Kind::Bytes;
+  b.bytes = static_cast<uint64_t>(std::floor(value * static_cast<double>(unit)));
+  return b;
+}
+
+std::string formatBytes(uint64_t bytes) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (bytes < 1024)
+    os << bytes << " B";
+  else if (bytes < (1ull << 20))
+    os << llvm::format("%.1f KiB", bytes / 1024.0);
+  else if (bytes < (1ull << 30))
+    os << llvm::format("%.1f MiB", bytes / 1048576.0);
+  else
+    os << llvm::format("%.2f GiB", bytes / 1073741824.0);
+  return s;
+}
+
+std::string MemoryBudget::str() const {
+  switch (kind) {
+  case Kind::Unlimited:
+    return "unlimited";
+  case Kind::Min:
+    return "min";
+  case Kind::Bytes:
+    return std::to_string(bytes) + " bytes (" + formatBytes(bytes) + ")";
+  }
+  return "";
+}
+
+//===----------------------------------------------------------------------===//
+// Plans
+//===----------------------------------------------------------------------===//
+
+static func::FuncOp trainingFunction(ModuleOp module) {
+  return module.lookupSymbol<func::FuncOp>("forward_backward");
+}
+
+static nn::RematCostEnv costEnv(const RematSearchOptions &options) {
+  nn::RematCostEnv env;
+  for (const auto &d : options.dims)
+    env.dims[d.getKey()] = d.getValue();
+  env.realSize = options.realSize;
+  return env;
+}
+
+FailureOr<RematPlan> evaluateRemat(ModuleOp module, ArrayRef<int64_t> ids,
+                                   const RematSearchOptions &options) {
+  OwningOpRef<ModuleOp> clone(cast<ModuleOp>(module->clone()));
+  func::FuncOp fn = trainingFunction(*clone);
+  if (!fn)
+    return mlir::emitError(module.getLoc(),
+                           "the memory budget applies to a differentiated module "
+                           "(@forward_backward; nncc compile --grad)");
+  FailureOr<nn::RematCost> cost = nn::applyRemat(fn, ids, costEnv(options));
+  if (failed(cost))
+    return failure();
+  PassManager pm(module.getContext());
+  NNCCPipelineOptions lower;
+  lower.stop = PipelineStage::NNK;
+  buildNNCCPipeline(pm, lower);
+  if (failed(pm.run(*clone)))
+    return failure();
+  FailureOr<target::MemoryPlan> plan =
+      target::planMemory(*clone, options.dims, target::PlanMode::Training, options.realSize);
+  if (failed(plan))
+    return failure();
+  RematPlan out;
+  out.recompute.assign(ids.begin(), ids.end());
+  llvm::sort(out.recompute);
+  out.peakBytes = plan->peakBytes;
+  out.arenaBytes = plan->arenaBytes;
+  out.flops = cost->flops;
+  return out;
+}
+
+FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
+                                             const RematSearchOptions &options) {
+  func::FuncOp fn = trainingFunction(module);
+  if (!fn)
+    return mlir::emitError(module.getLoc(),
+                           "the memory budget applies to a differentiated module "
+                           "(@forward_backward; nncc compile --grad)");
+  SmallVector<int64_t> order = nn::rematOrder(fn, costEnv(options));
+  SmallVector<RematPlan> plans;
+  for (size_t k = 0; k <= order.size(); ++k) {
+    FailureOr<RematPlan> p = evaluateRemat(module, ArrayRef<int64_t>(order).take_front(k), options);
+    if (failed(p))
+      return failure();
+    plans.push_back(*p);
+  }
+  if (order.size() > options.pruneLimit)
+    return plans;
+  // Small graphs: each prefix without the candidates it does not need for
+  // its peak (the most expensive to recompute dropped first).
+  size_t prefixes = plans.size();
+  for (size_t k = 1; k < prefixes; ++k) {
+    RematPlan best = plans[k];
+    SmallVector<int64_t> members(ArrayRef<int64_t>(order).take_front(k));
+    for (int64_t id : llvm::reverse(members)) {
+      SmallVector<int64_t> without;
+      for (int64_t m : best.recompute)
+        if (m != id)
+          without.push_back(m);
+      if (without.size() == best.recompute.size())
+        continue;
+      FailureOr<RematPlan> p = evaluateRemat(module, without, options);
+      if (failed(p))
+        return failure();
+      if (p->peakBytes <= plans[k].peakBytes && p->flops <= best.flops)
+        best = *p;
+    }
+    if (best.recompute.size() < plans[k].recompute.size())
+      plans.push_back(best);
+  }
+  return plans;
+}
+
+FailureOr<RematPlan> chooseRemat(ModuleOp module, const MemoryBudget &budget,
+                                 const RematSearchOptions &options) {
+  if (budget.kind == MemoryBudget::Kind::Unlimited)
+    return evaluateRemat(module, {}, options);
+  // Keeping everything is the cheapest plan: no search when it fits.
+  if (budget.kind == MemoryBudget::Kind::Bytes) {
+    FailureOr<RematPlan> keepAll = evaluateRemat(module, {}, options);
+    if (failed(keepAll) || keepAll->peakBytes <= budget.bytes)
+      return keepAll;
+  }
+  FailureOr<SmallVector<RematPlan>> plans = rematPlans(module, options);
+  if (failed(plans))
+    return failure();
+  const RematPlan *smallest = &plans->front();
+  for (const RematPlan &p : *plans)
+    if (p.peakBytes < smallest->peakBytes ||
+        (p.peakBytes == smallest->peakBytes && p.flops < smallest->flops))
+      smallest = &p;
+  if (budget.kind == MemoryBudget::Kind::Min)
+    return *smallest;
+  const RematPlan *best = nullptr;
+  for (const RematPlan &p : *plans) {
+    if (p.peakBytes > budget.bytes)
+      continue;
+    if (!best || p.flops < best->flops ||
+        (p.flops == best->flops && p.peakBytes < best->peakBytes))
+      best = &p;
+  }
+  if (!best) {
+    std::string dims;
+    for (const auto &d : options.dims)
+      dims += (dims.empty() ? "" : ", ") + d.getKey().str() + "=" + std::to_string(d.getValue());
+    return mlir::emitError(module.getLoc())
+           << "memory budget " << budget.str()
+                              << " is infeasible: the smallest training-step plan needs "
+                              << smallest->peakBytes << " bytes ("
+                              << formatBytes(smallest->peakBytes) << ") for " << dims
+                              << "; give at least that, or --memory-budget min";
+  }
+  return *best;
+}
+
+static std::vector<RematReportEntry> report(func::FuncOp fn, ArrayRef<int64_t> ids,
+                                            const nn::RematCostEnv &env) {
+  std::vector<RematReportEntry> out;
+  for (const nn::RematEntry &e : nn::describeRemat(fn, ids, env)) {
+    RematReportEntry r;
+    r.id = e.id;
+    r.kind = e.decision == nn::RematEntry::Decision::Reconstructed ? "reversible"
+             : e.kind == nn::RematKind::Save                       ? "save"
+                                                                   : "reserve";
+    r.decision = e.decision == nn::RematEntry::Decision::Kept         ? "kept"
+                 : e.decision == nn::RematEntry::Decision::Recomputed ? "recomputed"
+                                                                      : "reconstructed";
+    r.op = e.producer ? e.producer->getName().getStringRef().str() : "";
+    r.loc = e.producer ? LocationAttr(e.producer->getLoc()) : LocationAttr();
+    r.bytes = e.bytes;
+    r.flops = e.flops;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+FailureOr<RematPlan> applyMemoryBudget(ModuleOp module, const MemoryBudget &budget,
+                                       const RematSearchOptions &options) {
+  func::FuncOp fn = trainingFunction(module);
+  if (budget.kind == MemoryBudget::Kind::Unlimited && fn) {
+    RematPlan plan;
+    plan.report = report(fn, {}, costEnv(options));
+    return plan;
+  }
+  FailureOr<RematPlan> plan = chooseRemat(module, budget, options);
+  if (failed(plan))
+    return failure();
+  plan->report = report(fn, plan->recompute, costEnv(options));
+  if (!plan->recompute.empty() &&
+      failed(nn::applyRemat(trainingFunction(module), plan->recompute, costEnv(options))))
+    return failure();
+  return plan;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct NNCCRemat : impl::NNCCRematBase<NNCCRemat> {
+  using NNCCRematBase::NNCCRematBase;
+  void runOnOperation() override {
+    if (budget.empty())
+      return;
+    ModuleOp module = getOperation();
+    std::string error;
+    FailureOr<MemoryBudget> b = MemoryBudget::parse(budget, error);
+    if (failed(b)) {
+      mlir::emitError(module.getLoc(), error);
+      return signalPassFailure();
+    }
+    RematSearchOptions options;
+    options.realSize = f64 ? 8 : 4;
+    for (const std::string &d : dims) {
+      auto [name, size] = StringRef(d).split('=');
+      int64_t v;
+      if (name.empty() || size.getAsInteger(10, v) || v < 0) {
+        mlir::emitError(module.getLoc()) << "dims expects NAME=SIZE, got '" << d << "'";
+        return signalPassFailure();
+      }
+      options.dims[name] = v;
+    }
+    if (failed(applyMemoryBudget(module, *b, options)))
+      signalPassFailure();
+  }
+};
+} // namespace
+
+} // namespace nncc
