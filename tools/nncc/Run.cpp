@@ -426,34 +426,14 @@ std::map<std::string, int64_t> boundDims(const ModelSignature &sig, const RunInp
   return dims;
 }
 
-/// --memory-budget: `module` again from the source, differentiated,
-/// rematerialised for `dims` and lowered (the request records the choice).
 int lowerWithBudget(mlir::OwningOpRef<mlir::ModuleOp> &module, mlir::MLIRContext &context,
                     llvm::SourceMgr &sourceMgr, llvm::StringRef path,
                     const ModelSignature &sig, const std::map<std::string, int64_t> &dims,
                     RematRequest &remat) {
-  if (!memoryBudget.empty()) {
-    std::string error;
-    mlir::FailureOr<nncc::MemoryBudget> budget =
-        nncc::MemoryBudget::parse(memoryBudget, error);
-    if (mlir::failed(budget))
-      return fail("--memory-budget: " + error);
-    remat.budget = *budget;
-  }
   if (!gradMode)
     return fail("--memory-budget applies to the training step: add --grad");
-  remat.search.realSize = precision == Precision::F64 ? 8 : 4;
-  for (const std::string &d : sig.dims) {
-    auto it = dims.find(d);
-    if (it == dims.end())
-      return fail("--memory-budget is for one binding of the dims: add --dim " + d + "=N");
-    remat.search.dims[d] = it->second;
-  }
-  module = loadModule(context, sourceMgr, path);
-  if (!module || mlir::failed(runPipeline(*module, trainMode, nncc::PipelineStage::NNK, remat,
-                                          path)))
-    return 1;
-  return 0;
+  return lowerWithMemoryBudget(memoryBudget, module, context, sourceMgr, path, sig.dims, dims,
+                               trainMode, precision == Precision::F64, remat);
 }
 
 /// inspect --memory: the plan of the --dim binding as JSON.
@@ -540,6 +520,32 @@ int execute(const std::string &libPath, bool cuda, RunInputs &in) {
   return writeOutputs(h);
 }
 } // namespace
+
+int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::ModuleOp> &module,
+                          mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                          llvm::StringRef path, const std::vector<std::string> &modelDims,
+                          const std::map<std::string, int64_t> &dims, bool trainMode,
+                          bool f64, RematRequest &remat) {
+  if (!budget.empty()) {
+    std::string error;
+    mlir::FailureOr<nncc::MemoryBudget> b = nncc::MemoryBudget::parse(budget, error);
+    if (mlir::failed(b))
+      return fail("--memory-budget: " + error);
+    remat.budget = *b;
+  }
+  remat.search.realSize = f64 ? 8 : 4;
+  for (const std::string &d : modelDims) {
+    auto it = dims.find(d);
+    if (it == dims.end())
+      return fail("--memory-budget is for one binding of the dims: add --dim " + d + "=SIZE");
+    remat.search.dims[d] = it->second;
+  }
+  module = loadModule(context, sourceMgr, path);
+  if (!module || mlir::failed(runPipeline(*module, trainMode, nncc::PipelineStage::NNK, remat,
+                                          path)))
+    return 1;
+  return 0;
+}
 
 int runInspect() {
   mlir::MLIRContext context;

@@ -2,7 +2,16 @@
 #ifndef NNCC_TOOLS_NNCC_RUN_H
 #define NNCC_TOOLS_NNCC_RUN_H
 
+#include "nncc/Driver/FrontEnd.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <map>
+#include <string>
+#include <vector>
 
 namespace nncc::tool {
 extern llvm::cl::OptionCategory runCategory;
@@ -10,6 +19,16 @@ extern llvm::cl::SubCommand inspectCmd;
 extern llvm::cl::SubCommand runCmd;
 extern llvm::cl::SubCommand trainCmd;
 int runInspect();
+
+/// --memory-budget X for the dims `dims` (precision f64: sizeof(real_t) 8):
+/// `module` again from `path`, differentiated (training-mode loss when
+/// `trainMode`), rematerialised and lowered to nnk; `remat` records the
+/// choice. Without a budget, nothing is done. Returns the exit status.
+int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::ModuleOp> &module,
+                          mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                          llvm::StringRef path, const std::vector<std::string> &modelDims,
+                          const std::map<std::string, int64_t> &dims, bool trainMode,
+                          bool f64, driver::RematRequest &remat);
 int runRun();
 int runTrain();
 } // namespace nncc::tool

@@ -18,6 +18,7 @@
 #include "nncc/Driver/HostTensor.h"
 #include "nncc/Driver/ModelHandle.h"
 #include "nncc/Driver/Support.h"
+#include "dialects/NN/IR/NNAttrs.h"
 #include "nncc/Runtime/nncc_model.h"
 #include "nncc/Target/Compile.h"
 
@@ -88,6 +89,12 @@ cl::opt<bool> noSchedule("no-schedule",
                          cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<bool> noShuffle("no-shuffle", cl::desc("Batches in data order"), cl::sub(trainCmd),
                         cl::cat(runCategory));
+cl::opt<std::string> trainBudget(
+    "memory-budget",
+    cl::desc("The most arena memory a training step may use (bytes, NNNKiB, NNNMiB, "
+             "NNNGiB or min), for a full batch of this data; residuals are recomputed in "
+             "the backward until the plan fits (nncc-remat)"),
+    cl::value_desc("SIZE|min"), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<bool> trainQuiet("quiet", cl::desc("No per-epoch lines on stdout"), cl::sub(trainCmd),
                          cl::cat(runCategory));
 
@@ -341,8 +348,27 @@ int runTrain() {
   TrainData data;
   if (int rc = loadData(*sig, f64, data))
     return rc;
+  RematRequest remat;
+  if (!trainBudget.empty()) {
+    // The binding of a full batch: its dim and the data's other sizes.
+    int64_t batch = batchOpt > 0 ? int64_t(batchOpt) : 0;
+    if (!batch)
+      if (auto tr = (*module)->getAttrOfType<nncc::nn::TrainAttr>("nn.train"))
+        batch = tr.getBatch();
+    std::map<std::string, int64_t> dims;
+    for (size_t i = 0; i < sig->inputs.size() && i < data.tensors.size(); ++i)
+      for (size_t k = 0; k < sig->inputs[i].dims.size(); ++k)
+        dims.emplace(sig->inputs[i].dims[k],
+                     k == 0 ? std::min<int64_t>(batch > 0 ? batch : data.numSamples,
+                                                data.numSamples)
+                            : data.tensors[i].shape[k]);
+    if (int rc = lowerWithMemoryBudget(trainBudget, module, context, sourceMgr, trainInput,
+                                       sig->dims, dims, /*trainMode=*/true, f64, remat))
+      return rc;
+  }
   std::string libPath;
   CacheKeyOptions key;
+  key.remat = remat.key();
   key.grad = true;
   key.f64 = f64;
   if (!compileCached(*module, source, key, libPath))

@@ -93,6 +93,17 @@ cl::opt<bool> compileGrad(
 cl::opt<bool> compileF64("f64", cl::desc("Library build: CPU code in double precision"),
                          cl::sub(compileCmd), cl::cat(nnccCategory));
 
+cl::opt<std::string> compileBudget(
+    "memory-budget",
+    cl::desc("With --grad: the most arena memory the training step may use (bytes, "
+             "NNNKiB, NNNMiB, NNNGiB or min) for the --dim binding; residuals are "
+             "recomputed in the backward until the plan fits (nncc-remat)"),
+    cl::value_desc("SIZE|min"), cl::sub(compileCmd), cl::cat(nnccCategory));
+cl::list<std::string> compileDims("dim",
+                                  cl::desc("NAME=SIZE: the binding --memory-budget is for"),
+                                  cl::value_desc("NAME=SIZE"), cl::sub(compileCmd),
+                                  cl::cat(nnccCategory));
+
 void printVersion(llvm::raw_ostream &os) {
   os << "nncc " << NNCC_VERSION << "\n"
      << "  built with LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
@@ -159,10 +170,34 @@ int runCompile() {
   bool backEnd = build || emitLevel == EmitLevel::NNK ||
                  emitLevel == EmitLevel::CPP || emitLevel == EmitLevel::CUDA;
   bool grad = backEnd ? compileGrad.getValue() : emitLevel == EmitLevel::NNGrad;
-  if (mlir::failed(nncc::driver::runPipeline(
-          *module, grad, /*trainMode=*/true,
-          backEnd ? nncc::PipelineStage::NNK : nncc::PipelineStage::NN)))
+  if (!compileBudget.empty() || !compileDims.empty()) {
+    if (!grad || !backEnd)
+      return nncc::driver::fail("--memory-budget and --dim apply to --grad builds and "
+                                "--emit nnk|cpp|cuda with --grad");
+    std::vector<std::string> modelDims;
+    if (auto arr = (*module)->getAttrOfType<mlir::ArrayAttr>("nn.dims"))
+      for (mlir::Attribute a : arr)
+        modelDims.push_back(mlir::cast<mlir::StringAttr>(a).getValue().str());
+    std::map<std::string, int64_t> dims;
+    for (const std::string &d : compileDims) {
+      auto [k, v] = llvm::StringRef(d).split('=');
+      int64_t x;
+      if (k.empty() || v.getAsInteger(10, x) || x < 0)
+        return nncc::driver::fail("--dim expects NAME=SIZE with SIZE >= 0, got '" + d + "'");
+      if (std::find(modelDims.begin(), modelDims.end(), k.str()) == modelDims.end())
+        return nncc::driver::fail("--dim " + k + ": the model has no dim '" + k + "'");
+      dims[k.str()] = x;
+    }
+    nncc::driver::RematRequest remat;
+    if (int rc = nncc::tool::lowerWithMemoryBudget(compileBudget, module, context, sourceMgr,
+                                                   inputFile, modelDims, dims,
+                                                   /*trainMode=*/true, compileF64, remat))
+      return rc;
+  } else if (mlir::failed(nncc::driver::runPipeline(
+                 *module, grad, /*trainMode=*/true,
+                 backEnd ? nncc::PipelineStage::NNK : nncc::PipelineStage::NN))) {
     return 1;
+  }
   if (build)
     return buildLibrary(*module);
 

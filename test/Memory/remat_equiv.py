@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Recomputing changes memory, not results: `nncc run --grad` with a memory
+budget gives the loss, outputs and every gradient of the run without one,
+bit for bit (f64; same kernels on the same values, dropout masks drawn from
+the same seeds), and its runtime high-water mark is the planned one.
+
+    remat_equiv.py [--train-mode] MODELS_DIR MODEL:DIM=SIZE,... BUDGET
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from nncc_testing.safetensors import load_safetensors
+
+
+def run(src, dims, extra, out, stats):
+    args = ["nncc", "run", src, "--grad", "--precision", "f64", "--random-inputs",
+            "--quiet", "-o", out, "--memory-stats", stats, *extra]
+    for d in dims:
+        args += ["--dim", d]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode:
+        sys.exit(f"FAIL: {' '.join(args)}\n{r.stderr}")
+    with open(stats) as f:
+        return json.load(f)
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if argv[0] == "--train-mode":
+        extra.append("--train-mode")
+        argv = argv[1:]
+    models_dir, case, budget = argv
+    model, _, dimstr = case.partition(":")
+    dims = [d for d in dimstr.split(",") if d]
+    src = os.path.join(models_dir, model + ".nn")
+    tmp = tempfile.mkdtemp()
+    a = run(src, dims, extra, f"{tmp}/a.st", f"{tmp}/a.json")
+    b = run(src, dims, extra + ["--memory-budget", budget], f"{tmp}/b.st", f"{tmp}/b.json")
+    ta, tb = load_safetensors(f"{tmp}/a.st"), load_safetensors(f"{tmp}/b.st")
+    assert sorted(ta) == sorted(tb)
+    differ = [k for k in ta if not np.array_equal(np.asarray(ta[k]), np.asarray(tb[k]))]
+    print(f"{model} {' '.join(extra)} budget {budget}: {len(ta)} tensors, "
+          f"{len(differ)} differ; peak {a['peak_bytes']} -> {b['peak_bytes']}")
+    if differ:
+        sys.exit(f"FAIL: {differ[:5]}")
+    if b["peak_bytes"] > a["peak_bytes"]:
+        sys.exit("FAIL: the budgeted run uses more memory")
+    print("OK")
+
+
+if __name__ == "__main__":
+    main()
