@@ -680,7 +680,7 @@ std::optional<FVal> applyDynamics(Gen &g, LayerInstance &f, mlir::Value t,
 
 Result lowerODESolve(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                      SrcLoc l) {
-  // f, h0, t0, t1, method, steps, rtol, atol, adjoint
+  // f, h0, t0, t1, method, steps, rtol, atol, adjoint, max_steps
   mlir::Value h0 = tensorArg(g, a[1], {}, l, "odesolve");
   if (!h0)
     return std::nullopt;
@@ -693,7 +693,7 @@ Result lowerODESolve(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
       "nn.odesolve", l, {h0, t0, t1},
       {g.attr("method", odeMethod(g, a[4].c)), g.attrI64("steps", a[5].c.i),
        g.attrF64("rtol", a[6].c.asDouble()), g.attrF64("atol", a[7].c.asDouble()),
-       g.attrBool("adjoint", a[8].c.b)},
+       g.attrBool("adjoint", a[8].c.b), g.attrI64("max_steps", a[9].c.i)},
       1, {}, 1, /*infer=*/false);
   if (!op)
     return std::nullopt;
@@ -712,7 +712,7 @@ Result lowerODESolve(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
 
 Result lowerODERNN(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                    SrcLoc l) {
-  // cell, dynamics, x, times, h0, method, steps, rtol, atol, adjoint
+  // cell, dynamics, x, times, h0, method, steps, rtol, atol, adjoint, max_steps
   LayerInstance &cell = *a[0].layer;
   mlir::Value x = tensorArg(g, a[2], {}, l, "ode_rnn");
   mlir::Value times = x ? tensorArg(g, a[3], x.getType(), l, "ode_rnn")
@@ -759,7 +759,7 @@ Result lowerODERNN(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
       {g.attrI64("hidden_size", hidden),
        g.attr("method", odeMethod(g, a[5].c)), g.attrI64("steps", a[6].c.i),
        g.attrF64("rtol", a[7].c.asDouble()), g.attrF64("atol", a[8].c.asDouble()),
-       g.attrBool("adjoint", a[9].c.b)},
+       g.attrBool("adjoint", a[9].c.b), g.attrI64("max_steps", a[10].c.i)},
       1, {}, 2, /*infer=*/false);
   if (!op)
     return std::nullopt;

@@ -63,7 +63,10 @@ static LogicalResult verifyRegionSignatures(RegionSignatureOpInterface op,
 
 /// Scheme parameters shared by nn.odesolve and nn.ode_rnn.
 static LogicalResult verifyODEConfig(Operation *op, ODEMethod method,
-                                     int64_t steps, double rtol, double atol) {
+                                     int64_t steps, double rtol, double atol,
+                                     int64_t maxSteps) {
+  if (maxSteps < 1)
+    return op->emitOpError("max_steps must be >= 1, got ") << maxSteps;
   if (steps < 0)
     return op->emitOpError("steps must be >= 0, got ") << steps;
   if (method != ODEMethod::dopri5 && steps < 1)
@@ -150,7 +153,7 @@ LogicalResult ODESolveOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult ODESolveOp::verify() {
   return verifyODEConfig(*this, getMethod(), getSteps(), getRtol(),
-                         getAtol());
+                         getAtol(), getMaxSteps());
 }
 
 LogicalResult
@@ -204,7 +207,7 @@ LogicalResult ODERNNOp::inferReturnTypes(MLIRContext *,
 
 LogicalResult ODERNNOp::verify() {
   return verifyODEConfig(*this, getMethod(), getSteps(), getRtol(),
-                         getAtol());
+                         getAtol(), getMaxSteps());
 }
 
 LogicalResult

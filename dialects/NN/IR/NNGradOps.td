@@ -452,7 +452,9 @@ def NN_ODESolveGradOp : NN_Op<"odesolve_grad", [
     - `adjoint = false`: `h` is the saved initial state h(t0). The forward
       steps are recomputed (states kept in the op's workspace) and the
       adjoint is propagated back through each solver step and stage: the
-      exact gradient of the discretisation.
+      exact gradient of the discretisation. Adaptive dopri5 keeps at most
+      `max_steps` accepted steps (the forward's bound; more is a runtime
+      error).
 
     Results: dh0 = a(t0) (type of `h`), then one gradient per `params`
     entry (types of the `vjp` yields after the first).
@@ -465,6 +467,7 @@ def NN_ODESolveGradOp : NN_Op<"odesolve_grad", [
     DefaultValuedAttr<NN_F64Attr, "1.0e-7">:$rtol,
     DefaultValuedAttr<NN_F64Attr, "1.0e-9">:$atol,
     DefaultValuedAttr<BoolAttr, "false">:$adjoint,
+    DefaultValuedAttr<ConfinedAttr<NN_I64Attr, [IntPositive]>, "1000">:$max_steps,
     DefaultValuedAttr<ArrayAttr, "{}">:$params
   );
   let results = (outs NN_FloatTensor:$dh0, Variadic<NN_FloatTensor>:$dparams);
@@ -503,6 +506,7 @@ def NN_ODERNNGradOp : NN_Op<"ode_rnn_grad", [
     DefaultValuedAttr<NN_F64Attr, "1.0e-7">:$rtol,
     DefaultValuedAttr<NN_F64Attr, "1.0e-9">:$atol,
     DefaultValuedAttr<BoolAttr, "false">:$adjoint,
+    DefaultValuedAttr<ConfinedAttr<NN_I64Attr, [IntPositive]>, "1000">:$max_steps,
     DefaultValuedAttr<ArrayAttr, "{}">:$dynamics_params,
     DefaultValuedAttr<ArrayAttr, "{}">:$cell_params
   );

@@ -763,7 +763,10 @@ def NN_ODESolveOp : NN_Op<"odesolve", [
     selects the scheme: `euler` and `rk4` need `steps` >= 1; `dopri5` is
     adaptive with tolerances `rtol`, `atol` (> 0) when `steps` = 0. With
     `adjoint`, gradients use the adjoint method (torchdiffeq's
-    `odeint_adjoint`).
+    `odeint_adjoint`). `max_steps` (>= 1, default 1000) bounds the accepted
+    steps of an adaptive dopri5 solve differentiated through the steps
+    (`adjoint` false): the backward keeps one state per accepted step in a
+    workspace sized for `max_steps`; more is a runtime error.
 
     ```mlir
     %h1 = nn.odesolve rk4 %h0, %t0, %t1 {steps = 10 : i64} : (!nn.tensor<[B, 4], f32>, !nn.tensor<[], f32>, !nn.tensor<[], f32>) -> !nn.tensor<[B, 4], f32> {
@@ -779,7 +782,8 @@ def NN_ODESolveOp : NN_Op<"odesolve", [
     DefaultValuedAttr<NN_I64Attr, "0">:$steps,
     DefaultValuedAttr<NN_F64Attr, "1.0e-7">:$rtol,
     DefaultValuedAttr<NN_F64Attr, "1.0e-9">:$atol,
-    DefaultValuedAttr<BoolAttr, "false">:$adjoint
+    DefaultValuedAttr<BoolAttr, "false">:$adjoint,
+    DefaultValuedAttr<NN_I64Attr, "1000">:$max_steps
   );
   let results = (outs NN_FloatTensor:$result);
   let regions = (region SizedRegion<1>:$dynamics);
@@ -804,7 +808,7 @@ def NN_ODERNNOp : NN_Op<"ode_rnn", [
     each row's current time (use it broadcast, e.g. `t * h`); region `cell`
     takes (x_t [B, I], h [B, H]) and yields [B, H]. The
     result stacks the hidden states: [B, T, H]. `method`, `steps`, `rtol`,
-    `atol` and `adjoint` are as in `nn.odesolve`.
+    `atol`, `adjoint` and `max_steps` are as in `nn.odesolve` (per segment).
 
     ```mlir
     %hs = nn.ode_rnn euler %x, %times {hidden_size = 8 : i64, steps = 1 : i64} : (...) -> !nn.tensor<[B, T, 8], f32> dynamics {
@@ -823,7 +827,8 @@ def NN_ODERNNOp : NN_Op<"ode_rnn", [
     DefaultValuedAttr<NN_I64Attr, "0">:$steps,
     DefaultValuedAttr<NN_F64Attr, "1.0e-7">:$rtol,
     DefaultValuedAttr<NN_F64Attr, "1.0e-9">:$atol,
-    DefaultValuedAttr<BoolAttr, "false">:$adjoint
+    DefaultValuedAttr<BoolAttr, "false">:$adjoint,
+    DefaultValuedAttr<NN_I64Attr, "1000">:$max_steps
   );
   let results = (outs NN_FloatTensor:$result);
   let regions = (region SizedRegion<1>:$dynamics, SizedRegion<1>:$cell);

@@ -946,7 +946,7 @@ NN_RULE(ODESolveOp) {
     auto grad = ODESolveGradOp::create(
         b, loc, hType, paramTypes, h, gb.get(op.getT0()), gb.get(op.getT1()),
         r[0], op.getMethod(), op.getSteps(), op.getRtol(), op.getAtol(),
-        op.getAdjoint(), b.getArrayAttr(params));
+        op.getAdjoint(), op.getMaxSteps(), b.getArrayAttr(params));
     grad.getDynamics().push_back(*dynamics);
     grad.getVjp().push_back(*vjp);
     for (auto [name, dparam] : llvm::zip_equal(params, grad.getDparams()))
@@ -1005,7 +1005,7 @@ NN_RULE(ODERNNOp) {
         gb.get(op.getTimes()), getOpt(gb, op.getH0()),
         gb.get(op.getResult()), r[0], op.getHiddenSize(), op.getMethod(),
         op.getSteps(), op.getRtol(), op.getAtol(), op.getAdjoint(),
-        b.getArrayAttr(dynParams), b.getArrayAttr(cellParams));
+        op.getMaxSteps(), b.getArrayAttr(dynParams), b.getArrayAttr(cellParams));
     grad.getDynamics().push_back(*dynamics);
     grad.getDynamicsVjp().push_back(*dynVjp);
     grad.getCellVjp().push_back(*cellVjp);

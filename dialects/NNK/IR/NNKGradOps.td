@@ -278,7 +278,10 @@ def NNK_ODESolveGradOp : NNK_GradOp<"ode_solve_grad"> {
     and steps (dh/dt = f, da/dt = −aᵀ∂f/∂h, da_θ/dt = −aᵀ∂f/∂θ).
     `adjoint = false`: `h` is h(t0); the fixed steps are recomputed and the
     adjoint is propagated back through every step and stage (the exact
-    gradient of the discrete solve).
+    gradient of the discrete solve). Scratch: one workspace of
+    `nncc_ode_grad_workspace_size` bytes in the buffer plan; through the
+    steps it holds the states, for adaptive dopri5 at most `max_steps`
+    accepted steps (more fails at run time naming the op and the bound).
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$h,
@@ -291,7 +294,8 @@ def NNK_ODESolveGradOp : NNK_GradOp<"ode_solve_grad"> {
     DefaultValuedAttr<NNK_I64Attr, "0">:$steps,
     DefaultValuedAttr<NNK_F64Attr, "1.0e-7">:$rtol,
     DefaultValuedAttr<NNK_F64Attr, "1.0e-9">:$atol,
-    DefaultValuedAttr<BoolAttr, "false">:$adjoint);
+    DefaultValuedAttr<BoolAttr, "false">:$adjoint,
+    DefaultValuedAttr<ConfinedAttr<NNK_I64Attr, [IntPositive]>, "1000">:$max_steps);
   let regions = (region SizedRegion<1>:$dynamics, SizedRegion<1>:$vjp);
   let assemblyFormat = [{
     `ins` `(` $h `,` $t0 `,` $t1 `,` $a1 `)` `outs` `(` $dh0 `)`
@@ -309,7 +313,7 @@ def NNK_ODERNNGradOp : NNK_GradOp<"ode_rnn_grad", [AttrSizedOperandSegments]> {
     (`cell_vjp (x_t, h, a, dx_t, dh, dφ_1 ...)`) gives dx_t, dh̃_t and
     cell parameter gradients; then the segment's backward as in
     `nnk.ode_solve_grad` (`dynamics`, `dynamics_vjp (t, h, a, dh, dθ ...)`,
-    per-row time scale t_i − t_{i−1}). `dparams`: the first
+    per-row time scale t_i − t_{i−1}; `max_steps` per segment). `dparams`: the first
     `num_dynamics_params` belong to the dynamics, the rest to the cell
     (all overwritten).
   }];
@@ -328,7 +332,8 @@ def NNK_ODERNNGradOp : NNK_GradOp<"ode_rnn_grad", [AttrSizedOperandSegments]> {
     DefaultValuedAttr<NNK_I64Attr, "0">:$steps,
     DefaultValuedAttr<NNK_F64Attr, "1.0e-7">:$rtol,
     DefaultValuedAttr<NNK_F64Attr, "1.0e-9">:$atol,
-    DefaultValuedAttr<BoolAttr, "false">:$adjoint);
+    DefaultValuedAttr<BoolAttr, "false">:$adjoint,
+    DefaultValuedAttr<ConfinedAttr<NNK_I64Attr, [IntPositive]>, "1000">:$max_steps);
   let regions = (region SizedRegion<1>:$dynamics, SizedRegion<1>:$dynamics_vjp,
                         SizedRegion<1>:$cell_vjp);
   let assemblyFormat = [{

@@ -419,7 +419,7 @@ struct ODESolveGradLowering : OpConversionPattern<nn::ODESolveGradOp> {
         rewriter, op.getLoc(), adaptor.getH(), adaptor.getT0(), adaptor.getT1(),
         adaptor.getA1(), (*outs)[0], ArrayRef<Value>(*outs).drop_front(),
         solverOf(op.getMethod()), op.getSteps(), op.getRtol(), op.getAtol(),
-        op.getAdjoint());
+        op.getAdjoint(), op.getMaxSteps());
     if (failed(moveRegionWithDests(rewriter, op.getDynamics(), g.getDynamics(),
                                    getTypeConverter())) ||
         failed(moveRegionWithDests(rewriter, op.getVjp(), g.getVjp(),
@@ -446,7 +446,7 @@ struct ODERNNGradLowering : OpConversionPattern<nn::ODERNNGradOp> {
         adaptor.getH0(), adaptor.getHs(), adaptor.getDhs(), o[0], o[1],
         o.drop_front(2), op.getHiddenSize(), op.getDynamicsParams().size(),
         solverOf(op.getMethod()), op.getSteps(), op.getRtol(), op.getAtol(),
-        op.getAdjoint());
+        op.getAdjoint(), op.getMaxSteps());
     if (failed(moveRegionWithDests(rewriter, op.getDynamics(), g.getDynamics(),
                                    getTypeConverter(), tType)) ||
         failed(moveRegionWithDests(rewriter, op.getDynamicsVjp(),

@@ -78,8 +78,27 @@ private:
            "  return (nncc_status)rc_;\n"
            "}\n";
   }
-  std::string gradFailure(Operation *op) {
-    return solverFailure(op, "nncc::grad::ode_grad_error_string");
+  /// As solverFailure, naming the op's max_steps when the adaptive solve
+  /// through the steps exceeded it.
+  std::string gradFailure(Operation *op, int64_t maxSteps) {
+    return "if (rc_ != 0) {\n"
+           "  if (rc_ < 0)\n"
+           "    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"%s: %s%s\", " +
+           cString(launchComment(op)) +
+           ", nncc::grad::ode_grad_error_string(rc_), rc_ == nncc::grad::OdeGradTooManySteps "
+           "? \" (max_steps = " +
+           std::to_string(maxSteps) +
+           ")\" : \"\");\n"
+           "  return (nncc_status)rc_;\n"
+           "}\n";
+  }
+  /// The bytes of ode_grad's scratch (nncc_ode_grad_workspace_size) for
+  /// `n` state and `P` parameter elements: an evaluable expression.
+  static std::string odeGradScratch(int method, int64_t steps, int64_t maxSteps, bool adjoint,
+                                    const std::string &n, const std::string &P) {
+    return "nncc_ode_grad_workspace_size(" + std::to_string(method) + ", " +
+           std::to_string(steps) + ", " + std::to_string(maxSteps) + ", " +
+           (adjoint ? "1" : "0") + ", " + n + ", " + P + ", sizeof(real_t))";
   }
   std::string odeFailure(Operation *op) {
     return solverFailure(op, "nncc::kernels::ode_error_string");
@@ -430,8 +449,14 @@ LogicalResult CppEmitter::emitODESolveGrad(raw_indented_ostream &os, nnk::ODESol
      << ", " << stringifyEnum(o.getMethod()) << ", "
      << (o.getSteps() ? std::to_string(o.getSteps()) + " steps" : std::string("adaptive"))
      << "\n";
+  // One arena workspace: ode_grad's scratch, then the accumulated dθ [P].
+  std::string scratch =
+      odeGradScratch(method, o.getSteps(), o.getMaxSteps(), o.getAdjoint(), *n, total);
+  int ws = addWorkspace(op, "(" + scratch + " + (" + total + ") * sizeof(real_t))");
   os << "const int64_t n = " << *n << ", P = " << total << ";\n";
-  os << "std::vector<real_t> thacc_((size_t)P, (real_t)0), thtmp_((size_t)P + 1);\n";
+  os << "char *ws_ = (char *)nncc_ms_buffer_ptr(m, " << ws << ");\n";
+  os << "real_t *thacc_ = (real_t *)(ws_ + " << scratch << ");\n";
+  os << "memset(thacc_, 0, (size_t)P * sizeof(real_t));\n";
   os << "real_t tbuf[1] = {0};\n";
   if (failed(emitRegionLambda(os, o.getDynamics(), "dynamics",
                               "double s_, const real_t *hin_, real_t *dh_",
@@ -449,19 +474,19 @@ LogicalResult CppEmitter::emitODESolveGrad(raw_indented_ostream &os, nnk::ODESol
     return failure();
   os << "memcpy(" << name(o.getDh0()) << ", " << name(o.getA1()) << ", n * sizeof(real_t));\n";
   os << "const int rc_ = nncc::grad::ode_grad<real_t>(" << method << ", " << o.getSteps()
-     << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol()) << ", "
-     << (o.getAdjoint() ? 1 : 0) << ", n, n, (const real_t *)NULL, (double)"
-     << name(o.getT0()) << "[0], (double)" << name(o.getT1()) << "[0], " << name(o.getH())
-     << ", " << name(o.getDh0())
-     << ", P, thacc_.data(), dynamics, [&](double s_, const real_t *h_, const real_t *a_, "
+     << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
+     << fmtDouble(o.getAtol()) << ", " << (o.getAdjoint() ? 1 : 0)
+     << ", n, n, (const real_t *)NULL, (double)" << name(o.getT0()) << "[0], (double)"
+     << name(o.getT1()) << "[0], " << name(o.getH()) << ", " << name(o.getDh0())
+     << ", P, thacc_, ws_, dynamics, [&](double s_, const real_t *h_, const real_t *a_, "
         "real_t *dh_, real_t *th_) { return vjp(s_, h_, a_, dh_, th_); });\n";
-  os << gradFailure(op);
+  os << gradFailure(op, o.getMaxSteps());
   std::string off = "0";
   for (Value d : o.getDparams()) {
     FailureOr<std::string> sz = numel(op, cast<nnk::BufferType>(d.getType()));
     if (failed(sz))
       return failure();
-    os << "memcpy(" << name(d) << ", thacc_.data() + (" << off << "), " << *sz
+    os << "memcpy(" << name(d) << ", thacc_ + (" << off << "), " << *sz
        << " * sizeof(real_t));\n";
     off += " + " + *sz;
   }
@@ -517,28 +542,39 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
   os << "const int64_t B = " << *B << ", Tn = " << *Tn << ", I = " << *I << ", H = " << H
      << ", n = B * H;\n";
   os << "const int64_t Pd = " << dynTotal << ", Pc = " << cellTotal << ";\n";
-  os << "std::vector<real_t> thacc_((size_t)Pd, (real_t)0), phacc_((size_t)Pc, (real_t)0),"
-        " phtmp_((size_t)Pc + 1);\n";
-  os << "std::vector<real_t> delta((size_t)B), tcur((size_t)B), tprev((size_t)B);\n";
-  os << "std::vector<real_t> hprev((size_t)n), htil((size_t)n), a((size_t)n), carry((size_t)n, "
-        "(real_t)0), dhtil((size_t)n);\n";
-  os << "std::vector<real_t> xt((size_t)(B * I)), dxt((size_t)(B * I));\n";
-  os << "std::vector<real_t> kb_((size_t)" << S + 2 << " * n);\n";
+  // One arena workspace: the segments' ode_grad scratch (reused by each),
+  // then the loop's own arrays (real_t): dθ, dφ, the cell VJP's dφ
+  // (Pc + 1), the row times (3 B), the states and adjoints (5 n), x_t and
+  // dx_t (2 B I), the forward re-solve's stage slots (S + 2) n.
+  std::string nExpr = "(" + *B + " * " + std::to_string(H) + "LL)";
+  std::string scratch = odeGradScratch(method, o.getSteps(), o.getMaxSteps(), o.getAdjoint(),
+                                       nExpr, dynTotal);
+  std::string own = "(" + dynTotal + ") + 2 * (" + cellTotal + ") + 1 + 3 * " + *B + " + " +
+                    std::to_string(5 + S + 2) + " * " + nExpr + " + 2 * " + *B + " * " + *I;
+  int ws = addWorkspace(op, "(" + scratch + " + (" + own + ") * sizeof(real_t))");
+  os << "char *ws_ = (char *)nncc_ms_buffer_ptr(m, " << ws << ");\n";
+  os << "real_t *thacc_ = (real_t *)(ws_ + " << scratch << ");\n";
+  os << "real_t *phacc_ = thacc_ + Pd, *phtmp_ = phacc_ + Pc, *delta = phtmp_ + Pc + 1;\n";
+  os << "real_t *tcur = delta + B, *tprev = tcur + B, *hprev = tprev + B, *htil = hprev + n;\n";
+  os << "real_t *a = htil + n, *carry = a + n, *dhtil = carry + n, *xt = dhtil + n;\n";
+  os << "real_t *dxt = xt + B * I, *kb_ = dxt + B * I;\n";
+  os << "memset(thacc_, 0, (size_t)(Pd + 2 * Pc + 1) * sizeof(real_t));\n";
+  os << "memset(carry, 0, (size_t)n * sizeof(real_t));\n";
   os << "real_t *k[" << S << "];\n";
-  os << "for (int s = 0; s < " << S << "; ++s) k[s] = kb_.data() + (int64_t)s * n;\n";
+  os << "for (int s = 0; s < " << S << "; ++s) k[s] = kb_ + (int64_t)s * n;\n";
   os << "const real_t *times = " << name(o.getTimes()) << ";\n";
   std::string tmap = "for (int64_t b = 0; b < B; ++b) tcur[b] = (real_t)((double)tprev[b] + "
                      "s_ * (double)delta[b]);\n";
   if (failed(emitRegionLambda(os, o.getDynamics(), "dynamics",
                               "double s_, const real_t *hin_, real_t *dh_",
-                              tmap + "real_t *" + p + "t = tcur.data(); (void)" + p +
+                              tmap + "real_t *" + p + "t = tcur; (void)" + p +
                                   "t;\nreal_t *" + p + "h = (real_t *)hin_; (void)" + p +
                                   "h;\nreal_t *" + p + "dh = dh_;\n")))
     return failure();
   if (failed(emitRegionLambda(
           os, o.getDynamicsVjp(), "dynvjp",
           "double s_, const real_t *hin_, const real_t *ain_, real_t *dh_, real_t *th_",
-          tmap + "real_t *" + p + "vt = tcur.data(); (void)" + p + "vt;\nreal_t *" + p +
+          tmap + "real_t *" + p + "vt = tcur; (void)" + p + "vt;\nreal_t *" + p +
               "vh = (real_t *)hin_; (void)" + p + "vh;\nreal_t *" + p +
               "va = (real_t *)ain_; (void)" + p + "va;\nreal_t *" + p + "th = th_; (void)" +
               p + "th;\n" + *dDests)))
@@ -558,7 +594,7 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
   os << "  for (int64_t j = 0; j < H; ++j)\n";
   os << "    hprev[b * H + j] = i > 0 ? " << name(o.getHs()) << "[(b * Tn + i - 1) * H + j] : "
      << (o.getH0() ? name(o.getH0()) + "[b * H + j]" : std::string("(real_t)0")) << ";\n";
-  os << "memcpy(htil.data(), hprev.data(), n * sizeof(real_t));\n";
+  os << "memcpy(htil, hprev, n * sizeof(real_t));\n";
   os << "if (i > 0) {\n";
   os.indent();
   os << "for (int64_t b = 0; b < B; ++b) {\n"
@@ -567,41 +603,41 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
         "}\n";
   os << "const int rc_ = nncc::kernels::ode_integrate<real_t>(" << method << ", "
      << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
-     << ", n, H, delta.data(), 0.0, 1.0, htil.data(), k, kb_.data() + " << S << " * n, "
-     << (adaptive ? "kb_.data() + " + std::to_string(S + 1) + " * n"
+     << ", n, H, delta, 0.0, 1.0, htil, k, kb_ + " << S << " * n, "
+     << (adaptive ? "kb_ + " + std::to_string(S + 1) + " * n"
                   : std::string("(real_t *)NULL"))
      << ", dynamics, (int64_t *)NULL);\n";
   os << odeFailure(op);
   os.unindent();
   os << "}\n";
   os << "for (int64_t b = 0; b < B; ++b) {\n"
-        "  memcpy(xt.data() + b * I, "
+        "  memcpy(xt + b * I, "
      << name(o.getX()) << " + (b * Tn + i) * I, I * sizeof(real_t));\n"
      << "  for (int64_t j = 0; j < H; ++j)\n"
      << "    a[b * H + j] = " << name(o.getDhs()) << "[(b * Tn + i) * H + j] + carry[b * H + j];\n"
      << "}\n";
-  os << "{\n  const int rc_ = cellvjp(xt.data(), htil.data(), a.data(), dxt.data(), "
-        "dhtil.data(), phtmp_.data());\n";
+  os << "{\n  const int rc_ = cellvjp(xt, htil, a, dxt, "
+        "dhtil, phtmp_);\n";
   os << "  if (rc_ != 0) return (nncc_status)rc_;\n}\n";
   os << "for (int64_t q = 0; q < Pc; ++q) phacc_[q] += phtmp_[q];\n";
   os << "for (int64_t b = 0; b < B; ++b)\n"
         "  memcpy("
-     << name(o.getDx()) << " + (b * Tn + i) * I, dxt.data() + b * I, I * sizeof(real_t));\n";
+     << name(o.getDx()) << " + (b * Tn + i) * I, dxt + b * I, I * sizeof(real_t));\n";
   os << "if (i > 0) {\n";
   os.indent();
   os << "const int rc_ = nncc::grad::ode_grad<real_t>(" << method << ", " << o.getSteps()
-     << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol()) << ", "
-     << (o.getAdjoint() ? 1 : 0) << ", n, H, delta.data(), 0.0, 1.0, "
-     << (o.getAdjoint() ? "htil.data()" : "hprev.data()")
-     << ", dhtil.data(), Pd, thacc_.data(), dynamics, [&](double s_, const real_t *h_, "
+     << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
+     << fmtDouble(o.getAtol()) << ", " << (o.getAdjoint() ? 1 : 0)
+     << ", n, H, delta, 0.0, 1.0, " << (o.getAdjoint() ? "htil" : "hprev")
+     << ", dhtil, Pd, thacc_, ws_, dynamics, [&](double s_, const real_t *h_, "
         "const real_t *a_, real_t *dh_, real_t *th_) { return dynvjp(s_, h_, a_, dh_, th_); });\n";
-  os << gradFailure(op);
+  os << gradFailure(op, o.getMaxSteps());
   os.unindent();
   os << "}\n";
-  os << "memcpy(carry.data(), dhtil.data(), n * sizeof(real_t));\n";
+  os << "memcpy(carry, dhtil, n * sizeof(real_t));\n";
   os.unindent();
   os << "}\n";
-  os << "memcpy(" << name(o.getDh0()) << ", carry.data(), n * sizeof(real_t));\n";
+  os << "memcpy(" << name(o.getDh0()) << ", carry, n * sizeof(real_t));\n";
   std::string offD = "0", offC = "0";
   for (auto [k, d] : llvm::enumerate(o.getDparams())) {
     FailureOr<std::string> sz = numel(op, cast<nnk::BufferType>(d.getType()));
@@ -609,7 +645,7 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
       return failure();
     bool isDyn = (int64_t)k < nDyn;
     std::string &off = isDyn ? offD : offC;
-    os << "memcpy(" << name(d) << ", " << (isDyn ? "thacc_" : "phacc_") << ".data() + ("
+    os << "memcpy(" << name(d) << ", " << (isDyn ? "thacc_" : "phacc_") << " + ("
        << off << "), " << *sz << " * sizeof(real_t));\n";
     off += " + " + *sz;
   }

@@ -1,6 +1,8 @@
 //===- MiscBackward.cpp - Backward of layer norm, softmax, embedding, linear,
 //                        activations, losses, dropout (CPU) ---------------===//
 //
+// Also the byte size of the ODE backward loop's workspace (GradKernels.h).
+//
 // Reductions over rows (dgamma, dbeta, db, embedding rows) run in a fixed
 // order per output element (parallel over columns), so results do not
 // depend on the thread count.
@@ -8,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
 #include "nncc/Kernels/BackwardMath.h"
+#include "nncc/Kernels/GradKernels.h"
 #include "nncc/Kernels/NormMath.h"
 #include "nncc/Kernels/Philox.h"
 
@@ -369,3 +372,9 @@ int dropoutBackward(int64_t n, double p, uint64_t seed, uint64_t offset,
 
 NNCC_DEFINE_MISC_BWD(f32, float)
 NNCC_DEFINE_MISC_BWD(f64, double)
+
+extern "C" int64_t nncc_ode_grad_workspace_size(int method, int64_t steps, int64_t max_steps,
+                                                int adjoint, int64_t n, int64_t P,
+                                                int64_t elem_size) {
+  return nncc::grad::ode_grad_layout(method, steps, max_steps, adjoint, n, P, elem_size).bytes;
+}

@@ -919,6 +919,17 @@ func.func @odesolve_negative_steps(%h: !nn.tensor<[B, 4], f32>, %t0: !nn.tensor<
 
 // -----
 
+func.func @odesolve_max_steps(%h: !nn.tensor<[B, 4], f32>, %t0: !nn.tensor<[], f32>, %t1: !nn.tensor<[], f32>) {
+  // expected-error @+1 {{'nn.odesolve' op max_steps must be >= 1, got 0}}
+  %0 = nn.odesolve dopri5 %h, %t0, %t1 {max_steps = 0 : i64} : (!nn.tensor<[B, 4], f32>, !nn.tensor<[], f32>, !nn.tensor<[], f32>) -> !nn.tensor<[B, 4], f32> {
+  ^bb0(%t: !nn.tensor<[], f32>, %s: !nn.tensor<[B, 4], f32>):
+    nn.yield %s : !nn.tensor<[B, 4], f32>
+  }
+  return
+}
+
+// -----
+
 func.func @odesolve_tolerance(%h: !nn.tensor<[B, 4], f32>, %t0: !nn.tensor<[], f32>, %t1: !nn.tensor<[], f32>) {
   // expected-error @+1 {{'nn.odesolve' op rtol and atol must be > 0, got 0.000000e+00 and 1.000000e-09}}
   %0 = nn.odesolve dopri5 %h, %t0, %t1 {rtol = 0.0 : f64} : (!nn.tensor<[B, 4], f32>, !nn.tensor<[], f32>, !nn.tensor<[], f32>) -> !nn.tensor<[B, 4], f32> {

@@ -343,6 +343,17 @@ int64_t nncc_attention_backward_workspace_size(const nncc_attention_params *p,
 int64_t nncc_mha_backward_workspace_size(const nncc_attention_params *p,
                                          int64_t B, int64_t T_, int64_t E,
                                          int64_t H, int64_t elem_size);
+/* Bytes of the scratch of the ODE backward loop nncc::grad::ode_grad
+   (GradKernels.h; nnk.ode_solve_grad, nnk.ode_rnn_grad per segment): method
+   NNCC_ODE_*, steps (0 = adaptive dopri5), max_steps (the accepted-step
+   bound of adaptive dopri5 through the steps), adjoint 0/1, n state
+   elements, P dynamics-parameter elements. adjoint: (S + 3)(2n + P) + n
+   elements, independent of steps; through the steps: (N + 1) n states
+   (N = steps, or max_steps adaptive, with 2 max_steps doubles) + 3 S n +
+   2n + P; each piece 64-byte aligned. */
+int64_t nncc_ode_grad_workspace_size(int method, int64_t steps,
+                                     int64_t max_steps, int adjoint, int64_t n,
+                                     int64_t P, int64_t elem_size);
 
 /* ---- Optimizer kernels (runtime/lib/Kernels/Optim.cpp; math in OptimMath.h). One
  * fused pass per parameter tensor, in place. g is multiplied by gscale (the
