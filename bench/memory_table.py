@@ -267,6 +267,16 @@ def add_ratios(rows):
             r["arena_vs_torch"] = "%.3f" % (res["arena_peak"] / max(1, t["rss_growth"]))
 
 
+def write_csv(rows, path):
+    add_ratios(rows)
+    with open(path + ".tmp", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    os.replace(path + ".tmp", path)
+
+
 def plot(rows, path, title):
     import matplotlib
     matplotlib.use("Agg")
@@ -343,9 +353,11 @@ def main():
     limit = int(args.mem_limit_gib * 2**30)
 
     rows = []
+    csv_path = os.path.join(args.out, "memory_table.csv")
 
     def report(r):
         rows.append(r)
+        write_csv(rows, csv_path)  # after every row: a long run's partial table survives
         print("%-6s %-24s %-5s %-10s B%-4d T%-6d %9s ms  rss +%8s MiB  arena %8s MiB  %s" % (
             r["table"], r["model"], r["side"], r["variant"], r["B"], r["T"],
             r.get("step_ms", "-"), r.get("rss_growth_MiB", "-"), r.get("arena_peak_MiB", "-"),
@@ -411,13 +423,7 @@ def main():
             msg += " (%.0fx)" % (longest["nncc"] / longest["torch"])
         print("# " + msg)
 
-    add_ratios(rows)
-    csv_path = os.path.join(args.out, "memory_table.csv")
-    with open(csv_path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow(r)
+    write_csv(rows, csv_path)
     png_path = os.path.join(args.out, "memory_table.png")
     plot(rows, png_path, "nncc vs PyTorch BERT-small training step: " + head)
     print("# wrote %s and %s" % (csv_path, png_path))
