@@ -6,7 +6,7 @@ per-layer torch.utils.checkpoint, same machine, same run, same thread count.
 
     /usr/bin/python3 bench/memory_table.py [-o DIR] [--threads N] [--reps R]
         [--seqs 128,512,2048,4096] [--tokens 8192] [--only a,b,...] [--quick]
-        [--fit-gib 8] [--fit-max-seq 262144] [--mem-limit-gib 16]
+        [--fit-gib 8] [--fit-from 128] [--fit-max-seq 262144] [--mem-limit-gib 16]
 
 Writes DIR/memory_table.csv and DIR/memory_table.png (DIR defaults to
 build/memory_table). docs/benchmarks.md explains every column.
@@ -328,12 +328,13 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="smoke test: B 2, T 32, 1 timed step, fit search up to T 64")
     ap.add_argument("--fit-gib", type=float, default=8.0)
+    ap.add_argument("--fit-from", type=int, default=SEED_S, help="the fit search's first T")
     ap.add_argument("--fit-max-seq", type=int, default=262144)
     ap.add_argument("--mem-limit-gib", type=float, default=16.0,
                     help="address-space limit of a table worker beyond its imports")
     args = ap.parse_args()
     if args.quick:
-        args.seqs, args.tokens, args.reps, args.fit_max_seq = "32", 64, 1, 64
+        args.seqs, args.tokens, args.reps, args.fit_from, args.fit_max_seq = "32", 64, 1, 32, 64
     only = set(args.only.split(","))
     unknown = only - set(NNCC_MODELS + ["torch", "fit"])
     if unknown:
@@ -388,14 +389,14 @@ def main():
                 report(row("table1", "bert_small", "torch", variant, B, T, args.reps, res,
                            "; ".join(x for x in (note, err) if x)))
 
-    longest = {}
+    longest, capped = {}, {}
     if "fit" in only:
         fit_limit = int((args.fit_gib + 1) * 2**30)  # room to measure a step just over
         budget = "min" if have_budget else None
         for side, model, variant in [("nncc", "reversible_dilated_bert",
                                       "min" if have_budget else "default"),
                                      ("torch", "bert_small", "plain")]:
-            T = 32 if args.quick else SEED_S
+            T = args.fit_from
             while T <= args.fit_max_seq:
                 cfg = dict(side=side, variant=variant, B=1, T=T, reps=1, threads=args.threads,
                            mem_limit=fit_limit)
@@ -415,12 +416,19 @@ def main():
                     break
                 longest[side] = T
                 T *= 2
+            else:
+                capped[side] = True
+
+        def said(side):  # a search that ran into --fit-max-seq found a lower bound
+            t = longest.get(side)
+            return "none" if t is None else (">= %d (capped)" % t if capped.get(side) else str(t))
         msg = "longest sequence at batch 1 within %g GiB (doubling from %d, up to %d): " \
               "nncc reversible_dilated_bert %s, torch bert_small %s" % (
-                  args.fit_gib, 32 if args.quick else SEED_S, args.fit_max_seq,
-                  longest.get("nncc", "none"), longest.get("torch", "none"))
+                  args.fit_gib, args.fit_from, args.fit_max_seq,
+                  said("nncc"), said("torch"))
         if longest.get("nncc") and longest.get("torch"):
-            msg += " (%.0fx)" % (longest["nncc"] / longest["torch"])
+            msg += " (%s%.0fx)" % (">= " if capped.get("nncc") else "",
+                                   longest["nncc"] / longest["torch"])
         print("# " + msg)
 
     write_csv(rows, csv_path)
