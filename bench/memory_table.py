@@ -283,22 +283,24 @@ def plot(rows, path, title):
     import matplotlib.pyplot as plt
     series = {}
     for r in rows:
-        if r["table"] == "table1" and r.get("_res"):
-            series.setdefault("%s %s (%s)" % (r["side"], r["model"], r["variant"]), []).append(r)
+        if r.get("_res"):
+            series.setdefault("%s %s (%s)%s" % (r["side"], r["model"], r["variant"],
+                                                 ", B=1 fit search" if r["table"] == "fit"
+                                                 else ""), []).append(r)
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.2))
     for label, rs in sorted(series.items()):
         rs.sort(key=lambda r: r["T"])
         T = [r["T"] for r in rs]
         mem = [r["_res"]["rss_growth"] / 2**20 for r in rs]
         sec = [statistics.median(r["_res"]["times"]) for r in rs]
-        style = "--" if rs[0]["side"] == "torch" else "-"
+        style = ":" if rs[0]["table"] == "fit" else "--" if rs[0]["side"] == "torch" else "-"
         a.plot(T, mem, style, marker="o", label=label)
         b.plot(mem, sec, style, marker="o", label=label)
         for m, s, t in zip(mem, sec, T):
             b.annotate("T%d" % t, (m, s), fontsize=7, xytext=(3, 3), textcoords="offset points")
     a.set_xscale("log", base=2)
     a.set_yscale("log")
-    a.set_xlabel("sequence length T (batch = tokens / T)")
+    a.set_xlabel("sequence length T (table: batch = tokens / T; fit search: batch 1)")
     a.set_ylabel("peak training memory: RSS growth (MiB)")
     a.set_title("peak training memory vs sequence length")
     b.set_xscale("log")
@@ -308,7 +310,8 @@ def plot(rows, path, title):
     b.set_title("step time vs memory")
     for ax in (a, b):
         ax.grid(True, which="both", alpha=0.3)
-    a.legend(fontsize=7)
+    if series:
+        a.legend(fontsize=7)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
