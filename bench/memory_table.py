@@ -1,0 +1,447 @@
+#!/usr/bin/env python3
+"""The seed thesis's Table 1 (peak training memory and step time of BERT-sized
+encoders), reproduced and extended: nncc's bert_small, reformer_lsh and
+reversible_dilated_bert vs PyTorch's plain BERT-small and the same with
+per-layer torch.utils.checkpoint, same machine, same run, same thread count.
+
+    /usr/bin/python3 bench/memory_table.py [-o DIR] [--threads N] [--reps R]
+        [--seqs 128,512,2048,4096] [--tokens 8192] [--only a,b,...] [--quick]
+        [--fit-gib 8] [--fit-from 128] [--fit-max-seq 262144] [--mem-limit-gib 16]
+
+Writes DIR/memory_table.csv and DIR/memory_table.png (DIR defaults to
+build/memory_table). docs/benchmarks.md explains every column.
+
+Rows ("table1"): every model at each sequence length T of --seqs with batch
+B = tokens / T (seed configuration: B 64, T 128; then 512, 2048, 4096 at 8192
+tokens per batch). nncc: one training step is the generated train_step (forward,
+backward, the model's own AdamW update) at the default memory budget and, when
+`nncc compile` has --memory-budget, at `--memory-budget min` for that B, T.
+torch: BERT-small as models/bert_small.nn (BERT embeddings with dropout 0.1,
+12 post-LN nn.TransformerEncoderLayer d 256, 4 heads, FFN 1024, GELU, dropout
+0.1, a linear discriminator, BCE-with-logits, AdamW(5e-4, 0.01)), train mode,
+plain and with each encoder layer under torch.utils.checkpoint. The models'
+learned position table has S = 128 rows; for T > 128 the bench compiles a
+copy with S = T (torch likewise) and says so in the note column.
+
+Rows ("fit"): the goal line of issue #9: doubling T from 128 at batch 1, the
+longest sequence whose training step (two steps: the optimizer state exists
+from the first) fits in --fit-gib GiB of training memory (peak RSS over the
+RSS before the model was created: weights, gradients, optimizer state,
+activations, workspaces), for nncc's reversible_dilated_bert (min budget when
+available) and torch's plain BERT-small. Measured, not planned.
+
+Each configuration runs in its own fresh subprocess, one after the other, with
+OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = torch.set_num_threads = N and an
+address-space limit (RLIMIT_AS, --mem-limit-gib over the worker's size after
+its imports) so that a configuration that does not fit fails with "out of
+memory" in the note column instead of exhausting the machine.
+"""
+import argparse
+import csv
+import datetime
+import importlib.util
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "utils"))
+
+# bench/run.py's process-memory and machine helpers (loaded by path: "run" is
+# no package name).
+_spec = importlib.util.spec_from_file_location("nncc_bench_run", os.path.join(HERE, "run.py"))
+benchrun = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(benchrun)
+
+NNCC_MODELS = ["bert_small", "reformer_lsh", "reversible_dilated_bert"]
+TORCH_VARIANTS = ["plain", "checkpoint"]
+SEED_S = 128            # the models' position-table rows (const S = 128)
+V, D, A, FF, N = 30522, 256, 4, 1024, 12  # BERT-small (models/bert_small.nn)
+COLUMNS = ["table", "model", "side", "variant", "B", "T", "reps", "step_ms", "step_ms_min",
+           "step_ms_max", "arena_MiB", "arena_peak_MiB", "rss_growth_MiB", "train_MiB",
+           "peak_rss_MiB", "time_vs_torch", "rss_vs_torch", "arena_vs_torch", "loss", "fits",
+           "note"]
+
+
+# ---------------------------------------------------------------------------
+# workers (a fresh process each: memory_table.py --worker JSON)
+# ---------------------------------------------------------------------------
+def vm_size():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def make_inputs(B, T, seed=0):
+    import numpy as np
+    r = np.random.default_rng(seed)
+    return {"tokens": r.integers(0, V, (B, T), dtype=np.int32),
+            "segments": r.integers(0, 2, (B, T), dtype=np.int32),
+            "replaced": (r.random((B, T, 1)) < 0.15).astype(np.float32)}
+
+
+def timed_steps(step, reps):
+    """One warm-up step (the optimizer state is allocated there), then reps
+    timed steps; reps 0 times the warm-up itself."""
+    t0 = time.perf_counter()
+    step()
+    ts = [time.perf_counter() - t0]
+    if reps > 0:
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            step()
+            ts.append(time.perf_counter() - t0)
+    return ts
+
+
+def worker(cfg):
+    B, T, reps, threads = cfg["B"], cfg["T"], cfg["reps"], cfg["threads"]
+    import numpy as np
+    inputs = make_inputs(B, T)
+    if cfg["side"] == "torch":
+        import torch
+        torch.set_num_threads(threads)
+    else:
+        import nncc_train as ntr
+        lib = ntr.TrainLib(cfg["lib"])
+    limit = cfg.get("mem_limit")
+    if limit:
+        lim = vm_size() + int(limit)
+        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+    res = {}
+    rss_start = benchrun.rss_now()
+    if cfg["side"] == "nncc":
+        ctx = lib.context(seed=1)
+        ctx.set_inputs(inputs)
+        base = benchrun.rss_now()
+        ts = timed_steps(ctx.train_step, reps)
+        res["arena"], res["arena_peak"] = ctx.memory_stats()
+        res["loss"] = float(np.asarray(ctx.output("loss")).reshape(-1)[0])
+    else:
+        torch.manual_seed(1)
+        m = build_torch(max(SEED_S, T), cfg["variant"] == "checkpoint")
+        m.train()
+        x = {k: torch.from_numpy(v) for k, v in inputs.items()}
+        opt = torch.optim.AdamW(m.parameters(), lr=5e-4, weight_decay=0.01)
+        last = [None]
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = m(x["tokens"], x["segments"], x["replaced"])
+            loss.backward()
+            opt.step()
+            last[0] = loss.detach()
+        base = benchrun.rss_now()
+        ts = timed_steps(step, reps)
+        res["loss"] = float(last[0])
+    res["times"] = ts
+    res["maxrss"] = benchrun.maxrss()
+    res["rss_growth"] = max(0, res["maxrss"] - base)
+    res["train"] = max(0, res["maxrss"] - rss_start)
+    print(json.dumps(res))
+
+
+def build_torch(S, checkpoint):
+    """BERT-small as models/bert_small.nn: the parity test's BertEmbeddings
+    (test/Parity/Inputs/parity_seed_models.py) plus its dropout, 12 post-LN
+    encoder layers, a linear discriminator, BCE-with-logits."""
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.checkpoint import checkpoint as ckpt
+
+    class BertSmall(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.word_embeddings = torch.nn.Embedding(V, D)
+            self.position_embeddings = torch.nn.Embedding(S, D)
+            self.token_type_embeddings = torch.nn.Embedding(2, D)
+            self.LayerNorm = torch.nn.LayerNorm(D, eps=1e-12)
+            self.dropout = torch.nn.Dropout(0.1)
+            self.encoder = torch.nn.ModuleList(
+                torch.nn.TransformerEncoderLayer(D, A, FF, dropout=0.1, activation="gelu",
+                                                 batch_first=True, norm_first=False)
+                for _ in range(N))
+            self.disc = torch.nn.Linear(D, 1)
+
+        def forward(self, tok, seg, replaced):
+            T = tok.shape[1]
+            h = self.dropout(self.LayerNorm(self.word_embeddings(tok.long()) +
+                                            self.position_embeddings(torch.arange(T))[None] +
+                                            self.token_type_embeddings(seg.long())))
+            for layer in self.encoder:
+                h = ckpt(layer, h) if checkpoint else layer(h)
+            return F.binary_cross_entropy_with_logits(self.disc(h), replaced)
+    return BertSmall()
+
+
+# ---------------------------------------------------------------------------
+# driver
+# ---------------------------------------------------------------------------
+def run_worker(cfg, threads):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+               MKL_NUM_THREADS=str(threads), PYTHONPATH=os.path.join(ROOT, "utils"))
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", json.dumps(cfg)],
+                       capture_output=True, text=True, env=env)
+    if p.returncode == 0:
+        return json.loads(p.stdout.strip().splitlines()[-1]), ""
+    text = p.stdout + p.stderr
+    if re.search(r"MemoryError|bad_alloc|can't allocate|out of memory|Cannot allocate|"
+                 r"failed to allocate", text, re.I) or p.returncode == -9:
+        why = "out of memory (limit %.0f GiB)" % (cfg["mem_limit"] / 2**30)
+    else:
+        tail = [l for l in text.strip().splitlines() if l.strip()][-1:] or [""]
+        why = "exit %d: %s" % (p.returncode, tail[0][:160])
+    return None, "failed: " + why
+
+
+def budget_supported():
+    import nncc_testing as nt
+    p = subprocess.run([nt.NNCC, "compile", "--help"], capture_output=True, text=True)
+    return "--memory-budget" in p.stdout + p.stderr
+
+
+def model_source(name, T, cache):
+    """models/<name>.nn, or a copy with a position table of T rows."""
+    src = os.path.join(ROOT, "models", name + ".nn")
+    if T <= SEED_S:
+        return src, ""
+    text = open(src).read()
+    new, n = re.subn(r"\bS = %d\b" % SEED_S, "S = %d" % T, text)
+    if n != 1:
+        raise RuntimeError("%s: no unique 'S = %d' to widen" % (src, SEED_S))
+    d = os.path.join(cache, "S%d" % T)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, name + ".nn")
+    if not os.path.exists(path) or open(path).read() != new:
+        with open(path, "w") as f:
+            f.write(new)
+    return path, "position table S=%d (models/%s.nn: %d)" % (T, name, SEED_S)
+
+
+def compile_lib(name, T, B, budget, cache):
+    import nncc_testing as nt
+    src, note = model_source(name, T, cache)
+    args = ["--grad"]
+    if budget is not None:
+        args += ["--memory-budget", budget, "--dim", "B=%d" % B, "--dim", "T=%d" % T]
+    return nt.compile_model(src, args), note
+
+
+def mib(x):
+    return "" if x is None else "%.1f" % (x / 2**20)
+
+
+def row(table, model, side, variant, B, T, reps, res, note, fits=""):
+    r = dict(table=table, model=model, side=side, variant=variant, B=B, T=T, reps=reps,
+             fits=fits, note=note)
+    if res:
+        ts = res["times"]
+        r.update(step_ms="%.1f" % (statistics.median(ts) * 1e3),
+                 step_ms_min="%.1f" % (min(ts) * 1e3), step_ms_max="%.1f" % (max(ts) * 1e3),
+                 arena_MiB=mib(res.get("arena")), arena_peak_MiB=mib(res.get("arena_peak")),
+                 rss_growth_MiB=mib(res["rss_growth"]), train_MiB=mib(res["train"]),
+                 peak_rss_MiB=mib(res["maxrss"]), loss="%.5f" % res["loss"])
+        r["_res"] = res
+    return r
+
+
+def add_ratios(rows):
+    ref = {(r["B"], r["T"]): r.get("_res") for r in rows
+           if r["table"] == "table1" and r["side"] == "torch" and r["variant"] == "plain"}
+    for r in rows:
+        res, t = r.get("_res"), ref.get((r["B"], r["T"]))
+        if r["table"] != "table1" or not res or not t:
+            continue
+        r["time_vs_torch"] = "%.3f" % (statistics.median(res["times"]) /
+                                       statistics.median(t["times"]))
+        r["rss_vs_torch"] = "%.3f" % (res["rss_growth"] / max(1, t["rss_growth"]))
+        if res.get("arena_peak") is not None:
+            r["arena_vs_torch"] = "%.3f" % (res["arena_peak"] / max(1, t["rss_growth"]))
+
+
+def write_csv(rows, path):
+    add_ratios(rows)
+    with open(path + ".tmp", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    os.replace(path + ".tmp", path)
+
+
+def plot(rows, path, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    series = {}
+    for r in rows:
+        if r.get("_res"):
+            series.setdefault("%s %s (%s)%s" % (r["side"], r["model"], r["variant"],
+                                                 ", B=1 fit search" if r["table"] == "fit"
+                                                 else ""), []).append(r)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.2))
+    for label, rs in sorted(series.items()):
+        rs.sort(key=lambda r: r["T"])
+        T = [r["T"] for r in rs]
+        mem = [r["_res"]["rss_growth"] / 2**20 for r in rs]
+        sec = [statistics.median(r["_res"]["times"]) for r in rs]
+        style = ":" if rs[0]["table"] == "fit" else "--" if rs[0]["side"] == "torch" else "-"
+        a.plot(T, mem, style, marker="o", label=label)
+        b.plot(mem, sec, style, marker="o", label=label)
+        for m, s, t in zip(mem, sec, T):
+            b.annotate("T%d" % t, (m, s), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    a.set_xscale("log", base=2)
+    a.set_yscale("log")
+    a.set_xlabel("sequence length T (table: batch = tokens / T; fit search: batch 1)")
+    a.set_ylabel("peak training memory: RSS growth (MiB)")
+    a.set_title("peak training memory vs sequence length")
+    b.set_xscale("log")
+    b.set_yscale("log")
+    b.set_xlabel("peak training memory: RSS growth (MiB)")
+    b.set_ylabel("step time (s, median)")
+    b.set_title("step time vs memory")
+    for ax in (a, b):
+        ax.grid(True, which="both", alpha=0.3)
+    if series:
+        a.legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-o", "--out", default=os.path.join(ROOT, "build", "memory_table"),
+                    help="output directory (default build/memory_table)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=3, help="timed steps after one warm-up")
+    ap.add_argument("--seqs", default="128,512,2048,4096", help="sequence lengths T")
+    ap.add_argument("--tokens", type=int, default=8192, help="B x T of every table row")
+    ap.add_argument("--only", default=",".join(NNCC_MODELS + ["torch", "fit"]),
+                    help="subset of: %s, torch, fit" % ", ".join(NNCC_MODELS))
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke test: B 2, T 32, 1 timed step, fit search up to T 64")
+    ap.add_argument("--fit-gib", type=float, default=8.0)
+    ap.add_argument("--fit-from", type=int, default=SEED_S, help="the fit search's first T")
+    ap.add_argument("--fit-max-seq", type=int, default=262144)
+    ap.add_argument("--mem-limit-gib", type=float, default=16.0,
+                    help="address-space limit of a table worker beyond its imports")
+    args = ap.parse_args()
+    if args.quick:
+        args.seqs, args.tokens, args.reps, args.fit_from, args.fit_max_seq = "32", 64, 1, 32, 64
+    only = set(args.only.split(","))
+    unknown = only - set(NNCC_MODELS + ["torch", "fit"])
+    if unknown:
+        ap.error("--only: unknown %s" % ", ".join(sorted(unknown)))
+
+    import torch
+    os.makedirs(args.out, exist_ok=True)
+    cache = os.path.join(args.out, "models")
+    have_budget = budget_supported()
+    no_budget = "" if have_budget else \
+        "nncc compile has no --memory-budget: min-budget rows not run"
+    head = "%s, %s (%d cores), %d threads, torch %s, %d reps, load average %s%s" % (
+        datetime.date.today().isoformat(), benchrun.cpu_name(), os.cpu_count(), args.threads,
+        torch.__version__, args.reps, " ".join("%.1f" % v for v in os.getloadavg()),
+        ", QUICK" if args.quick else "")
+    print("# nncc memory table: " + head, flush=True)
+    limit = int(args.mem_limit_gib * 2**30)
+
+    rows = []
+    csv_path = os.path.join(args.out, "memory_table.csv")
+
+    def report(r):
+        rows.append(r)
+        write_csv(rows, csv_path)  # after every row: a long run's partial table survives
+        print("%-6s %-24s %-5s %-10s B%-4d T%-6d %9s ms  rss +%8s MiB  arena %8s MiB  %s" % (
+            r["table"], r["model"], r["side"], r["variant"], r["B"], r["T"],
+            r.get("step_ms", "-"), r.get("rss_growth_MiB", "-"), r.get("arena_peak_MiB", "-"),
+            r["note"]), flush=True)
+
+    for T in [int(t) for t in args.seqs.split(",")]:
+        B = max(1, args.tokens // T)
+        for name in NNCC_MODELS:
+            if name not in only:
+                continue
+            for variant, budget in [("default", None)] + ([("min", "min")] if have_budget else []):
+                cfg = dict(side="nncc", B=B, T=T, reps=args.reps, threads=args.threads,
+                           mem_limit=limit)
+                try:
+                    cfg["lib"], note = compile_lib(name, T, B, budget, cache)
+                    res, err = run_worker(cfg, args.threads)
+                except Exception as e:  # a compile error is a row, not the end of the table
+                    note, res, err = "", None, "failed: %s" % str(e).strip().splitlines()[-1][:160]
+                notes = "; ".join(x for x in (note, err, no_budget if variant == "default" else "")
+                                  if x)
+                report(row("table1", name, "nncc", variant, B, T, args.reps, res, notes))
+        if "torch" in only:
+            for variant in TORCH_VARIANTS:
+                cfg = dict(side="torch", variant=variant, B=B, T=T, reps=args.reps,
+                           threads=args.threads, mem_limit=limit)
+                res, err = run_worker(cfg, args.threads)
+                note = "position table S=%d" % T if T > SEED_S else ""
+                report(row("table1", "bert_small", "torch", variant, B, T, args.reps, res,
+                           "; ".join(x for x in (note, err) if x)))
+
+    longest, capped = {}, {}
+    if "fit" in only:
+        fit_limit = int((args.fit_gib + 1) * 2**30)  # room to measure a step just over
+        budget = "min" if have_budget else None
+        for side, model, variant in [("nncc", "reversible_dilated_bert",
+                                      "min" if have_budget else "default"),
+                                     ("torch", "bert_small", "plain")]:
+            T = args.fit_from
+            while T <= args.fit_max_seq:
+                cfg = dict(side=side, variant=variant, B=1, T=T, reps=1, threads=args.threads,
+                           mem_limit=fit_limit)
+                note = ""
+                try:
+                    if side == "nncc":
+                        cfg["lib"], note = compile_lib(model, T, 1, budget, cache)
+                    res, err = run_worker(cfg, args.threads)
+                except Exception as e:
+                    res, err = None, "failed: %s" % str(e).strip().splitlines()[-1][:160]
+                ok = res is not None and res["train"] <= args.fit_gib * 2**30
+                report(row("fit", model, side, variant, 1, T, 1, res,
+                           "; ".join(x for x in (note, err, "training memory %s %.0f GiB" % (
+                               "<=" if ok else ">", args.fit_gib)) if x),
+                           fits="yes" if ok else "no"))
+                if not ok:
+                    break
+                longest[side] = T
+                T *= 2
+            else:
+                capped[side] = True
+
+        def said(side):  # a search that ran into --fit-max-seq found a lower bound
+            t = longest.get(side)
+            return "none" if t is None else (">= %d (capped)" % t if capped.get(side) else str(t))
+        msg = "longest sequence at batch 1 within %g GiB (doubling from %d, up to %d): " \
+              "nncc reversible_dilated_bert %s, torch bert_small %s" % (
+                  args.fit_gib, args.fit_from, args.fit_max_seq,
+                  said("nncc"), said("torch"))
+        if longest.get("nncc") and longest.get("torch"):
+            msg += " (%s%.0fx)" % (">= " if capped.get("nncc") else "",
+                                   longest["nncc"] / longest["torch"])
+        print("# " + msg)
+
+    write_csv(rows, csv_path)
+    png_path = os.path.join(args.out, "memory_table.png")
+    plot(rows, png_path, "nncc vs PyTorch BERT-small training step: " + head)
+    print("# wrote %s and %s" % (csv_path, png_path))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker(json.loads(sys.argv[2]))
+    else:
+        main()
