@@ -52,6 +52,10 @@ const StringMap<std::pair<unsigned, SizeFn>> &sizeFunctions() {
         7, [=](ArrayRef<int64_t> a) {
           return nncc_rnn_reserve_size(i(a[0]), a[1], a[2], a[3], a[4], a[5], a[6]);
         }};
+    t["nncc_ode_grad_workspace_size"] = {
+        7, [=](ArrayRef<int64_t> a) {
+          return nncc_ode_grad_workspace_size(i(a[0]), a[1], a[2], i(a[3]), a[4], a[5], a[6]);
+        }};
     // The generated helper of LaunchEmitter::emitSharedHelpers.
     t["nncc_gen_lsh_buckets"] = {
         2, [](ArrayRef<int64_t> a) { return nncc::kernels::lsh_num_buckets(a[0], a[1]); }};
