@@ -82,8 +82,10 @@ OwningOpRef<ModuleOp> driver::loadModule(MLIRContext &context,
 LogicalResult driver::runPipeline(ModuleOp module, bool grad, bool trainMode,
                                   PipelineStage stop, llvm::StringRef what) {
   // Two runs of the same pipeline, so that a failure to differentiate can
-  // be told from a failure to lower.
-  if (grad) {
+  // be told from a failure to lower. A module that already has
+  // @forward_backward (`--emit nn-grad` output, possibly rewritten by
+  // nncc-opt) is not differentiated again.
+  if (grad && !module.lookupSymbol<func::FuncOp>("forward_backward")) {
     PassManager pm(module.getContext());
     NNCCPipelineOptions options;
     options.grad = true;

@@ -306,8 +306,24 @@ LogicalResult RNNGradOp::inferReturnTypes(MLIRContext *,
                             inferred);
 }
 /// A recurrent gradient's reserve comes from a stack of the same shape.
+/// Its checkpoint_every is the forward's (what the reserve holds).
 template <typename FwdOp, typename GradOp, typename Pred>
 static LogicalResult verifyRecurrentReserve(GradOp op, Pred sameCell) {
+  if (failed(nncc::nn::detail::verifyCheckpointEvery(op)))
+    return failure();
+  if (auto fwd = op.getReserve() ? op.getReserve().template getDefiningOp<FwdOp>()
+                                 : FwdOp()) {
+    std::optional<int64_t> mine = op.getCheckpointEvery(),
+                           theirs = fwd.getCheckpointEvery();
+    if (mine != theirs) {
+      auto show = [](std::optional<int64_t> v) {
+        return v ? std::to_string(*v) : std::string("absent");
+      };
+      return op.emitOpError("'checkpoint_every' (")
+             << show(mine) << ") differs from its reserve's '"
+             << FwdOp::getOperationName() << "' (" << show(theirs) << ")";
+    }
+  }
   return nncc::nn::detail::verifyReserveProducer<FwdOp>(op, [&](FwdOp fwd) {
     return fwd.getHiddenSize() == op.getHiddenSize() &&
            fwd.getNumLayers() == op.getNumLayers() &&

@@ -260,6 +260,10 @@ defvar NN_RecurrentGradDoc = [{
     the forward passes the state. Results: `dx` (type of x), `dh0` (and
     `dc0`) [L*D, B, H] (the adjoint of the zero initial state when `h0` is
     absent), and one gradient per weight, in `_flat_weights` order.
+    `checkpoint_every` (>= 1) must equal the reserve's forward op's: with
+    it, the reserve holds the layer outputs and (LSTM) every
+    `checkpoint_every`-th cell state, and the gates are recomputed one
+    segment of that many steps at a time.
 }];
 
 class NN_RecurrentGradOp<string mnemonic, string fwd, dag stateOperands,
@@ -276,7 +280,8 @@ class NN_RecurrentGradOp<string mnemonic, string fwd, dag stateOperands,
            DefaultValuedAttr<NN_I64Attr, "1">:$num_layers,
            DefaultValuedAttr<BoolAttr, "false">:$bidirectional,
            DefaultValuedAttr<BoolAttr, "true">:$has_bias),
-      extraAttrs);
+      extraAttrs,
+      (ins OptionalAttr<NN_I64Attr>:$checkpoint_every));
   let results = !con((outs NN_FloatTensor:$dx), stateResults,
                      (outs Variadic<NN_FloatTensor>:$dweights));
   let hasVerifier = 1;

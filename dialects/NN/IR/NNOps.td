@@ -498,11 +498,22 @@ defvar NN_RecurrentWeightsDoc = [{
     in_l = D*H for l > 0. Results: `y` [B, T, D*H] and `h_n` [L*D, B, H].
 }];
 
+
+defvar NN_CheckpointDoc = [{
+
+    `checkpoint_every` (optional, >= 1; the same on this op and its gradient
+    op when they share a reserve) asks for BPTT checkpointing: the reserve
+    keeps each layer's output sequence and, for the LSTM, the cell state
+    every `checkpoint_every` steps instead of every step's gates, and the
+    gradient recomputes the gates one segment of that many steps at a time.
+    Without a reserve it has no effect. Absent: every step's gates are kept.
+}];
+
 def NN_RNNOp : NN_ReserveOp<"rnn", [Pure, AttrSizedOperandSegments]> {
   let summary = "multi-layer Elman RNN (torch.nn.RNN)";
   let description = [{
     h_t = nonlinearity(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh) with G = 1.
-  }] # NN_RecurrentWeightsDoc # NN_ReserveDoc # [{
+  }] # NN_RecurrentWeightsDoc # NN_ReserveDoc # NN_CheckpointDoc # [{
     ```mlir
     %y, %hn = nn.rnn %x weights(%wih, %whh, %bih, %bhh) {hidden_size = 16 : i64} : (...) -> (!nn.tensor<[B, T, 16], f32>, !nn.tensor<[1, B, 16], f32>)
     ```
@@ -518,6 +529,8 @@ def NN_RNNOp : NN_ReserveOp<"rnn", [Pure, AttrSizedOperandSegments]> {
     DefaultValuedAttr<BoolAttr, "true">:$has_bias,
     DefaultValuedAttr<NN_NonlinearityAttr,
                       "::nncc::nn::Nonlinearity::tanh">:$nonlinearity
+,
+    OptionalAttr<NN_I64Attr>:$checkpoint_every
   );
   let results = (outs NN_FloatTensor:$y, NN_FloatTensor:$h_n,
                       Optional<NN_ReserveType>:$reserve);
@@ -538,7 +551,7 @@ def NN_LSTMOp : NN_ReserveOp<"lstm", [Pure, AttrSizedOperandSegments]> {
     mask m keeps h and c, h_t = m h_{t-1} + (1 - m) h~_t, c_t likewise; m is
     drawn from Philox(`seed`, step offset + counter of (layer, direction,
     t, b, j)), so the backward regenerates the same masks.
-  }] # NN_RecurrentWeightsDoc # NN_ReserveDoc # [{
+  }] # NN_RecurrentWeightsDoc # NN_ReserveDoc # NN_CheckpointDoc # [{
     ```mlir
     %y, %hn, %cn = nn.lstm %x h0 %h0 c0 %c0 weights(%wih, %whh, %bih, %bhh) {hidden_size = 16 : i64} : (...) -> (...)
     ```
@@ -555,6 +568,8 @@ def NN_LSTMOp : NN_ReserveOp<"lstm", [Pure, AttrSizedOperandSegments]> {
     DefaultValuedAttr<BoolAttr, "true">:$has_bias,
     DefaultValuedAttr<NN_F64Attr, "0.0">:$zoneout,
     DefaultValuedAttr<NN_I64Attr, "0">:$seed
+,
+    OptionalAttr<NN_I64Attr>:$checkpoint_every
   );
   let results = (outs NN_FloatTensor:$y, NN_FloatTensor:$h_n,
                       NN_FloatTensor:$c_n, Optional<NN_ReserveType>:$reserve);
@@ -569,7 +584,7 @@ def NN_GRUOp : NN_ReserveOp<"gru", [Pure, AttrSizedOperandSegments]> {
   let summary = "multi-layer GRU (torch.nn.GRU or Cho et al. 2014)";
   let description = [{
     Gates r, z, n (G = 3); `variant` selects the cell equations.
-  }] # NN_RecurrentWeightsDoc # NN_ReserveDoc # [{
+  }] # NN_RecurrentWeightsDoc # NN_ReserveDoc # NN_CheckpointDoc # [{
     ```mlir
     %y, %hn = nn.gru %x weights(%wih, %whh, %bih, %bhh) {hidden_size = 16 : i64} : (...) -> (...)
     ```
@@ -585,6 +600,8 @@ def NN_GRUOp : NN_ReserveOp<"gru", [Pure, AttrSizedOperandSegments]> {
     DefaultValuedAttr<BoolAttr, "true">:$has_bias,
     DefaultValuedAttr<NN_GRUVariantAttr,
                       "::nncc::nn::GRUVariant::pytorch">:$variant
+,
+    OptionalAttr<NN_I64Attr>:$checkpoint_every
   );
   let results = (outs NN_FloatTensor:$y, NN_FloatTensor:$h_n,
                       Optional<NN_ReserveType>:$reserve);

@@ -46,6 +46,15 @@ mlir::LogicalResult verifyReserveProducer(GradOp op, Pred matches) {
   return mlir::success();
 }
 
+/// Verifies a recurrent op's optional `checkpoint_every`: at least 1.
+template <typename Op> mlir::LogicalResult verifyCheckpointEvery(Op op) {
+  std::optional<int64_t> every = op.getCheckpointEvery();
+  if (every && *every < 1)
+    return op.emitOpError("'checkpoint_every' must be at least 1, got ")
+           << *every;
+  return mlir::success();
+}
+
 /// Reports errors found while inferring result types, as
 /// `'nn.op' op <message>` at the given location (nothing is emitted when the
 /// location is absent), and offers the operand checks most ops share. Every

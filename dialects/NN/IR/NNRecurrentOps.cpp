@@ -5,11 +5,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/NN/IR/BPTTCheckpoint.h"
 #include "dialects/NN/IR/NNOps.h"
 
 #include "dialects/NN/IR/NNOpsCommon.h"
 #include "nncc/Kernels/RecurrentMath.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace nncc::nn;
@@ -148,15 +150,73 @@ LogicalResult LSTMOp::verify() {
   double zoneout = getZoneout();
   if (!(zoneout >= 0.0 && zoneout < 1.0))
     return emitOpError("zoneout must be in [0, 1), got ") << zoneout;
+  if (failed(nncc::nn::detail::verifyCheckpointEvery(*this)))
+    return failure();
   return nncc::nn::detail::verifyReserveUsers<LSTMGradOp>(*this, getReserve());
 }
 
 LogicalResult RNNOp::verify() {
+  if (failed(nncc::nn::detail::verifyCheckpointEvery(*this)))
+    return failure();
   return nncc::nn::detail::verifyReserveUsers<RNNGradOp>(*this, getReserve());
 }
 
 LogicalResult GRUOp::verify() {
+  if (failed(nncc::nn::detail::verifyCheckpointEvery(*this)))
+    return failure();
   return nncc::nn::detail::verifyReserveUsers<GRUGradOp>(*this, getReserve());
+}
+
+//===----------------------------------------------------------------------===//
+// BPTT checkpointing (BPTTCheckpoint.h)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Applies `fn` to `op` as the recurrent forward or gradient op it is.
+template <typename Fn> bool withRecurrentOp(Operation *op, Fn &&fn) {
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case<RNNOp, LSTMOp, GRUOp, RNNGradOp, LSTMGradOp, GRUGradOp>(
+          [&](auto typed) {
+            fn(typed);
+            return true;
+          })
+      .Default([](Operation *) { return false; });
+}
+
+/// The reserve result of a recurrent forward op, or null.
+Value recurrentReserve(Operation *forward) {
+  Value reserve;
+  llvm::TypeSwitch<Operation *>(forward)
+      .Case<RNNOp, LSTMOp, GRUOp>([&](auto op) { reserve = op.getReserve(); });
+  return reserve;
+}
+} // namespace
+
+Operation *nncc::nn::getBPTTReserveGrad(Operation *forward) {
+  Value reserve = recurrentReserve(forward);
+  if (!reserve || !reserve.hasOneUse())
+    return nullptr;
+  Operation *user = *reserve.getUsers().begin();
+  return isa<RNNGradOp, LSTMGradOp, GRUGradOp>(user) ? user : nullptr;
+}
+
+std::optional<int64_t> nncc::nn::getBPTTCheckpoint(Operation *op) {
+  std::optional<int64_t> every;
+  withRecurrentOp(op, [&](auto typed) { every = typed.getCheckpointEvery(); });
+  return every;
+}
+
+LogicalResult nncc::nn::setBPTTCheckpoint(Operation *forward, Operation *grad,
+                                          std::optional<int64_t> every) {
+  if ((every && *every < 1) || !forward || !grad ||
+      getBPTTReserveGrad(forward) != grad)
+    return failure();
+  Builder b(forward->getContext());
+  IntegerAttr attr = every ? b.getI64IntegerAttr(*every) : IntegerAttr();
+  auto set = [&](auto typed) { typed.setCheckpointEveryAttr(attr); };
+  withRecurrentOp(forward, set);
+  withRecurrentOp(grad, set);
+  return success();
 }
 
 LogicalResult GRUOp::inferReturnTypes(MLIRContext *,

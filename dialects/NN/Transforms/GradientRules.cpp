@@ -660,7 +660,8 @@ NN_RULE(RNNOp) {
         gb.getBuilder(), op.getLoc(), gb.get(op.getX()), getOpt(gb, op.getH0()),
         getOpt(gb, op.getLengths()), getAll(gb, op.getWeights()), r[0], r[1],
         keepReserve(gb, op), op.getHiddenSize(), op.getNumLayers(),
-        op.getBidirectional(), op.getHasBias(), op.getNonlinearity());
+        op.getBidirectional(), op.getHasBias(), op.getNonlinearity(),
+        op.getCheckpointEveryAttr());
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());
@@ -681,7 +682,8 @@ NN_RULE(LSTMOp) {
         getOpt(gb, op.getC0()), getOpt(gb, op.getLengths()),
         getAll(gb, op.getWeights()), r[0], r[1], r[2], keepReserve(gb, op),
         op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
-        op.getHasBias(), op.getZoneout(), op.getSeed());
+        op.getHasBias(), op.getZoneout(), op.getSeed(),
+        op.getCheckpointEveryAttr());
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());
@@ -703,7 +705,8 @@ NN_RULE(GRUOp) {
         gb.getBuilder(), op.getLoc(), gb.get(op.getX()), getOpt(gb, op.getH0()),
         getOpt(gb, op.getLengths()), getAll(gb, op.getWeights()), r[0], r[1],
         keepReserve(gb, op), op.getHiddenSize(), op.getNumLayers(),
-        op.getBidirectional(), op.getHasBias(), op.getVariant());
+        op.getBidirectional(), op.getHasBias(), op.getVariant(),
+        op.getCheckpointEveryAttr());
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());

@@ -131,4 +131,27 @@ def NNRematApply : Pass<"nn-remat-apply", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def NNBPTTCheckpoint : Pass<"nn-bptt-checkpoint", "::mlir::ModuleOp"> {
+  let summary = "Checkpoint the BPTT scan of every recurrent reserve pair";
+  let description = [{
+    Sets `checkpoint_every` to `every` on every top-level `nn.rnn`,
+    `nn.lstm` and `nn.gru` whose `reserve` is read by its gradient op, and on
+    that gradient op (`nncc::nn::setBPTTCheckpoint`, BPTTCheckpoint.h): the
+    reserve then keeps each layer's output sequence and (LSTM) the cell
+    state every `every` steps, and the backward recomputes the gates one
+    segment of `every` steps at a time. Recurrent ops without a reserve are
+    left alone. A test and experiment pass for the output of
+    `nncc compile --emit nn-grad`; the memory-budget pass makes the same
+    choice per op.
+
+    Fails when `every` is less than 1.
+  }];
+  let options = [
+    Option<"every", "every", "int64_t", "0",
+           "Steps per recomputed segment (>= 1; sqrt(T) balances the kept "
+           "states against the recomputed segment)">,
+  ];
+  let dependentDialects = ["::nncc::nn::NNDialect"];
+}
+
 #endif // NNCC_DIALECT_NN_TRANSFORMS_PASSES_TD

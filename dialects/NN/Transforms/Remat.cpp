@@ -1,6 +1,7 @@
 //===- Remat.cpp - keep or recompute what the backward pass reads ---------===//
 #include "dialects/NN/Transforms/Remat.h"
 
+#include "dialects/NN/IR/BPTTCheckpoint.h"
 #include "dialects/NN/IR/NNOps.h"
 #include "dialects/NN/IR/NNTypes.h"
 #include "dialects/NN/Transforms/Passes.h"
@@ -10,6 +11,8 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
 
 namespace nncc::nn {
 #define GEN_PASS_DEF_NNREMATAPPLY
@@ -130,9 +133,19 @@ static uint64_t reserveBytes(Operation *forward, const RematCostEnv &env) {
     out += tensorBytes(r, env);
   return llvm::TypeSwitch<Operation *, uint64_t>(forward)
       .Case<AttentionOp>([&](Operation *) { return 4 * out; })
-      .Case<LSTMOp>([&](Operation *) { return 6 * out; })
-      .Case<GRUOp>([&](Operation *) { return 5 * out; })
+      // Checkpointed: the gates (4H, 3H per step) no longer kept.
+      .Case<LSTMOp>([&](Operation *) { return 4 * out; })
+      .Case<GRUOp>([&](Operation *) { return 3 * out; })
       .Default([&](Operation *) { return 2 * out; });
+}
+
+/// The segment length a recomputed recurrent reserve is checkpointed with,
+/// ceil(sqrt(T)) (Chen et al. 2016), or nullopt for other reserves.
+static std::optional<int64_t> bpttSegment(Operation *forward, const RematCostEnv &env) {
+  if (!isa<RNNOp, LSTMOp, GRUOp>(forward))
+    return std::nullopt;
+  double T = dimOf(forward->getOperand(0), 1, env);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(T))));
 }
 
 //===----------------------------------------------------------------------===//
@@ -395,6 +408,13 @@ FailureOr<RematCost> applyRemat(func::FuncOp fn, ArrayRef<int64_t> ids,
     Operation *forward = c.value.getDefiningOp();
     cost.bytes += reserveBytes(forward, env);
     cost.flops += estimateFlops(forward, env);
+    if (std::optional<int64_t> every = bpttSegment(forward, env)) {
+      // Recurrent stacks: without a reserve the backward rebuilds all T
+      // steps of gates at once; checkpointing keeps sqrt(T) segments.
+      if (failed(setBPTTCheckpoint(forward, c.op, *every)))
+        return fn.emitError("cannot checkpoint the BPTT scan of ") << forward->getName();
+      continue;
+    }
     llvm::TypeSwitch<Operation *>(c.op).Case<RNNGradOp, LSTMGradOp, GRUGradOp, AttentionGradOp>(
         [](auto grad) { grad.getReserveMutable().clear(); });
     if (c.value.use_empty())

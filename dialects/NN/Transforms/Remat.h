@@ -10,7 +10,10 @@
 //    arguments, parameters and constants into the backward, right before
 //    its first reader, and dropping the save;
 //  - for a reserve: dropping the gradient op's `reserve` operand (it then
-//    recomputes the forward's internals from the saved input).
+//    recomputes the forward's internals from the saved input); for a
+//    recurrent stack, checkpointing its BPTT scan instead (`checkpoint_every`
+//    = ceil(sqrt(T)): the reserve keeps layer outputs and segment states,
+//    the backward recomputes one segment's gates at a time).
 //
 // The cost model gives each candidate its bytes and the FLOPs of its
 // recomputation for a binding of the dims. Choosing the set under a budget

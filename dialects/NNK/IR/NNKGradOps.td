@@ -125,7 +125,12 @@ def NNK_RecurrentForwardOp : NNK_GradOp<"recurrent_forward", [AttrSizedOperandSe
     every layer's output, then the saved gates of every layer and direction
     (slots: 5 lstm, 4 gru, 3 gru_cho2014, 1 rnn), which `nnk.recurrent_grad
     reserve(...)` reads instead of running the forward again.
-    `nncc_rnn_forward_train_*`.
+    `nncc_rnn_forward_train_*`. With `checkpoint_every` = k (>= 1; BPTT
+    checkpointing, the same on the paired `nnk.recurrent_grad`) the reserve
+    is `[B, T, L·D·H + (lstm ? ⌈L·D·H / k⌉ : 0)]`: every layer's output, then
+    for the LSTM the cell state entering every k-th step of each layer and
+    direction (`nncc_rnn_forward_train_ckpt_*`, which uses
+    `nncc_rnn_reserve_ckpt_size` bytes of it).
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$x,
@@ -143,7 +148,9 @@ def NNK_RecurrentForwardOp : NNK_GradOp<"recurrent_forward", [AttrSizedOperandSe
     DefaultValuedAttr<BoolAttr, "false">:$bidirectional,
     DefaultValuedAttr<BoolAttr, "true">:$has_bias,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$zoneout,
-    DefaultValuedAttr<NNK_I64Attr, "0">:$seed);
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed,
+    OptionalAttr<NNK_I64Attr>:$checkpoint_every);
+  let hasVerifier = 1;
   let assemblyFormat = [{
     `ins` `(` $x `)` (`h0` `(` $h0^ `)`)? (`c0` `(` $c0^ `)`)?
     (`lengths` `(` $lengths^ `)`)? `weights` `(` $weights `)`
@@ -161,7 +168,10 @@ def NNK_RecurrentGradOp : NNK_GradOp<"recurrent_grad", [AttrSizedOperandSegments
     scan (gates kept in the launch's workspace). Then it scans back per
     layer (last first) and direction. Operands as `nn.*_grad`; outs dx,
     dh0 `[L·D, B, H]`, dc0 (lstm), then one gradient per weight in
-    `_flat_weights` order. Absent dy / dh_n / dc_n are zero.
+    `_flat_weights` order. Absent dy / dh_n / dc_n are zero. With
+    `checkpoint_every` = k (needs `reserve`, from an `nnk.recurrent_forward`
+    with the same k) the gates are recomputed one segment of k steps at a
+    time (`nncc_rnn_backward_ckpt_*`; the workspace holds k steps).
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$x,
@@ -183,7 +193,9 @@ def NNK_RecurrentGradOp : NNK_GradOp<"recurrent_grad", [AttrSizedOperandSegments
     DefaultValuedAttr<BoolAttr, "false">:$bidirectional,
     DefaultValuedAttr<BoolAttr, "true">:$has_bias,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$zoneout,
-    DefaultValuedAttr<NNK_I64Attr, "0">:$seed);
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed,
+    OptionalAttr<NNK_I64Attr>:$checkpoint_every);
+  let hasVerifier = 1;
   let assemblyFormat = [{
     `ins` `(` $x `)` (`h0` `(` $h0^ `)`)? (`c0` `(` $c0^ `)`)?
     (`lengths` `(` $lengths^ `)`)? `weights` `(` $weights `)`

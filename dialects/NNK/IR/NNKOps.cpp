@@ -721,5 +721,28 @@ LogicalResult ODERNNOp::verify() {
                     {buf({b, i}), buf({b, h}), buf({b, h})});
 }
 
+/// BPTT checkpointing: checkpoint_every >= 1, on a stack of the kernels'
+/// CPU form (zoneout only on the LSTM, as the nn verifiers already ensure).
+template <typename Op> static LogicalResult verifyCheckpointEvery(Op op) {
+  std::optional<int64_t> every = op.getCheckpointEvery();
+  if (every && *every < 1)
+    return op.emitOpError("'checkpoint_every' must be at least 1, got ")
+           << *every;
+  return success();
+}
+
+LogicalResult RecurrentForwardOp::verify() {
+  return verifyCheckpointEvery(*this);
+}
+
+LogicalResult RecurrentGradOp::verify() {
+  if (failed(verifyCheckpointEvery(*this)))
+    return failure();
+  if (getCheckpointEvery() && !getReserve())
+    return emitOpError("'checkpoint_every' needs the 'reserve' of a "
+                       "checkpointed 'nnk.recurrent_forward'");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/NNK/IR/NNKOps.cpp.inc"

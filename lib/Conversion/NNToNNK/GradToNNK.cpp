@@ -205,7 +205,10 @@ struct RecurrentGradLowering : OpConversionPattern<NNOp> {
         adaptor.getReserve(), adaptor.getDy(), adaptor.getDhN(), dcnOf(adaptor),
         o[0], o[1], lstm ? o[2] : Value(), o.drop_front(nState), cellOf(op),
         op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
-        op.getHasBias(), zoneoutOf(op), seedOf(op));
+        op.getHasBias(), zoneoutOf(op), seedOf(op),
+        /*BPTT checkpointing reads the checkpointed reserve*/
+        !adaptor.getReserve() ? IntegerAttr()
+                              : op.getCheckpointEveryAttr());
     rewriter.replaceOp(op, *outs);
     return success();
   }

@@ -18,9 +18,17 @@ using namespace nncc;
 using namespace nncc::conv;
 
 int64_t conv::reserveWidth(nnk::Cell cell, int64_t hidden, int64_t layers,
-                           int64_t directions) {
+                           int64_t directions,
+                           std::optional<int64_t> checkpointEvery) {
+  const int64_t ldh = layers * directions * hidden;
+  if (checkpointEvery) {
+    // The layer outputs, then (LSTM) L·D·⌊(T-1)/k⌋·B·H checkpointed cell
+    // states, at most B·T·⌈L·D·H/k⌉ (nncc_rnn_reserve_ckpt_size).
+    const int64_t k = *checkpointEvery;
+    return ldh + (cell == nnk::Cell::lstm ? (ldh + k - 1) / k : 0);
+  }
   int64_t slots = kernels::cell_saved_slots(static_cast<int>(cell));
-  return layers * directions * hidden * (1 + slots);
+  return ldh * (1 + slots);
 }
 
 namespace {
@@ -30,7 +38,7 @@ LogicalResult recurrentReserveTypes(NNOp op, SmallVectorImpl<Type> &types) {
   auto xType = cast<nn::TensorType>(op.getX().getType());
   int64_t width =
       reserveWidth(cellOf(op), op.getHiddenSize(), op.getNumLayers(),
-                   op.getBidirectional() ? 2 : 1);
+                   op.getBidirectional() ? 2 : 1, op.getCheckpointEvery());
   types.push_back(nnk::BufferType::get(
       op.getContext(),
       {xType.getDim(0), xType.getDim(1), nncc::Dim::getStatic(width)},
@@ -138,7 +146,8 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
       nnk::RecurrentForwardOp::create(
           rewriter, loc, adaptor.getX(), adaptor.getH0(), c0Of(adaptor),
           adaptor.getLengths(), weights, *y, hN, cN, *reserve, cell, H, L,
-          D == 2, hasBias, zoneoutOf(op), seedOf(op));
+          D == 2, hasBias, zoneoutOf(op), seedOf(op),
+          op.getCheckpointEveryAttr());
       replace(*y, *reserve);
       return success();
     }

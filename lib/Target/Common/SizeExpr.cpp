@@ -52,6 +52,15 @@ const StringMap<std::pair<unsigned, SizeFn>> &sizeFunctions() {
         7, [=](ArrayRef<int64_t> a) {
           return nncc_rnn_reserve_size(i(a[0]), a[1], a[2], a[3], a[4], a[5], a[6]);
         }};
+    t["nncc_rnn_reserve_ckpt_size"] = {
+        8, [=](ArrayRef<int64_t> a) {
+          return nncc_rnn_reserve_ckpt_size(i(a[0]), a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+        }};
+    t["nncc_rnn_backward_ckpt_workspace_size"] = {
+        9, [=](ArrayRef<int64_t> a) {
+          return nncc_rnn_backward_ckpt_workspace_size(i(a[0]), a[1], a[2], a[3], a[4], a[5],
+                                                       a[6], a[7], a[8]);
+        }};
     t["nncc_ode_grad_workspace_size"] = {
         7, [=](ArrayRef<int64_t> a) {
           return nncc_ode_grad_workspace_size(i(a[0]), a[1], a[2], i(a[3]), a[4], a[5], a[6]);

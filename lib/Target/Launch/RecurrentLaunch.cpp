@@ -193,9 +193,15 @@ LogicalResult emitStackForward(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
   e.out() << "{\n";
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\n";
-  KernelCall c{"NNCC_KFN(nncc_rnn_forward_train)", stackInputs(e, o, *s)};
+  // With checkpoint_every: the checkpointed reserve (layer outputs and the
+  // LSTM's cell state every k steps; same workspace).
+  std::optional<int64_t> every = o.getCheckpointEvery();
+  KernelCall c{every ? "NNCC_KFN(nncc_rnn_forward_train_ckpt)" : "NNCC_KFN(nncc_rnn_forward_train)",
+               stackInputs(e, o, *s)};
   c.args.append({e.name(o.getY()), e.nameOrNull(o.getHN()), e.nameOrNull(o.getCN()),
                  e.name(o.getReserve()), ws, zoneoutArgs(o.getZoneout(), o.getSeed())});
+  if (every)
+    c.args.push_back(std::to_string(*every));
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";
@@ -212,12 +218,17 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
   if (failed(s))
     return failure();
   const bool reserved = static_cast<bool>(o.getReserve());
+  // BPTT checkpointing (the verifier ensures a reserve): segments of k steps.
+  std::optional<int64_t> every = o.getCheckpointEvery();
   std::string ws = e.workspace(
-      reserved ? "nncc_rnn_backward_reserved_workspace_size(" + s->cell + ", " + s->B + ", " +
-                     s->T + ", " + s->H + ", " + s->L + ", " + s->D + ", sizeof(real_t))"
-               : "nncc_rnn_backward_workspace_size(" + s->cell + ", " + s->B + ", " + s->T +
-                     ", " + s->I + ", " + s->H + ", " + s->L + ", " + s->D +
-                     ", sizeof(real_t))");
+      every      ? "nncc_rnn_backward_ckpt_workspace_size(" + s->cell + ", " + s->B + ", " + s->T +
+                       ", " + s->I + ", " + s->H + ", " + s->L + ", " + s->D + ", " +
+                       std::to_string(*every) + ", sizeof(real_t))"
+      : reserved ? "nncc_rnn_backward_reserved_workspace_size(" + s->cell + ", " + s->B + ", " +
+                       s->T + ", " + s->H + ", " + s->L + ", " + s->D + ", sizeof(real_t))"
+                 : "nncc_rnn_backward_workspace_size(" + s->cell + ", " + s->B + ", " + s->T +
+                       ", " + s->I + ", " + s->H + ", " + s->L + ", " + s->D +
+                       ", sizeof(real_t))");
   e.out() << "{\n";
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\nreal_t *dw_[] = {"
@@ -234,9 +245,10 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
     return e.nameOrNull(v);
   };
   const bool zoneout = o.getZoneout() > 0 || reserved;
-  KernelCall c{reserved  ? "NNCC_KFN(nncc_rnn_backward_reserved)"
-               : zoneout ? "NNCC_KFN(nncc_rnn_backward_zoneout)"
-                         : "NNCC_KFN(nncc_rnn_backward)",
+  KernelCall c{every      ? "NNCC_KFN(nncc_rnn_backward_ckpt)"
+               : reserved ? "NNCC_KFN(nncc_rnn_backward_reserved)"
+               : zoneout  ? "NNCC_KFN(nncc_rnn_backward_zoneout)"
+                          : "NNCC_KFN(nncc_rnn_backward)",
                stackInputs(e, o, *s)};
   if (reserved)
     c.args.push_back(e.name(o.getReserve()));
@@ -244,6 +256,8 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
                  outOrNull(o.getDx()), outOrNull(o.getDh0()), outOrNull(o.getDc0()), "dw_", ws});
   if (zoneout)
     c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
+  if (every)
+    c.args.push_back(std::to_string(*every));
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";

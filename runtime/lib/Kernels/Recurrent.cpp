@@ -144,7 +144,8 @@ template <int Kind, typename T>
 void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
                    const T *xgAll, const T *whh, const T *bhh, const T *h0,
                    const T *c0, T *out, T *hn, T *cn, const RnnWork<T> &w,
-                   T *saved, const Zoneout &zo = Zoneout()) {
+                   T *saved, const Zoneout &zo = Zoneout(), T *ckc = nullptr,
+                   int64_t every = 0) {
   const int64_t B = s.B, Tn = s.T, H = s.H, D = s.D;
   const int G = cell_gates(Kind);
   const int64_t GH = G * H;
@@ -245,6 +246,13 @@ void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
         out[(b * Tn + t) * D * H + d * H + j] = hnew;
       }
     }
+    // BPTT checkpoint (LSTM): the cell state entering step st + 1 when that
+    // step starts a segment, for the rows still active there.
+    if (Kind == CellLstm && ckc && (st + 1) % every == 0 && st + 1 < maxLen) {
+      T *dst = ckc + ((st + 1) / every - 1) * B * H;
+      for (int64_t k = 0; k < n && w.lens[k] > st + 1; ++k)
+        std::memcpy(dst + w.perm[k] * H, w.c + k * H, sizeof(T) * H);
+    }
   }
 
   // Final states back in batch order.
@@ -304,12 +312,13 @@ int rnnLayer(int cell, int64_t B, int64_t Tn, int64_t H, int64_t D,
              int64_t stateIndex, int reverse, const T *xproj, const T *whh,
              const T *bhh, const T *h0, const T *c0, const int32_t *len32,
              const int64_t *len64, T *y, T *hn, T *cn, void *workspace,
-             T *saved, const Zoneout &zo = Zoneout()) {
+             T *saved, const Zoneout &zo = Zoneout(), T *ckc = nullptr,
+             int64_t every = 0) {
   if (!(zo.p >= 0 && zo.p < 1) || (zo.p > 0 && cell != CellLstm))
     return NNCC_K_EINVAL;
   if (!validCell(cell) || B < 0 || Tn < 0 || H <= 0 || (D != 1 && D != 2) ||
       stateIndex < 0 || !whh || !workspace || !y || (len32 && len64) ||
-      (B * Tn > 0 && !xproj))
+      (B * Tn > 0 && !xproj) || (ckc && every < 1))
     return NNCC_K_EINVAL;
   RnnShape s{B, Tn, 0, H, 1, D, cell};
   Arena arena(workspace);
@@ -327,7 +336,7 @@ int rnnLayer(int cell, int64_t B, int64_t Tn, int64_t H, int64_t D,
   }
 #define NNCC_SCAN(K)                                                           \
   scanDirection<K, T>(s, stateIndex, col, reverse != 0, xproj, whh, bhh, h0,   \
-                      c0, y, hn, cn, w, saved, zo)
+                      c0, y, hn, cn, w, saved, zo, ckc, every)
   switch (cell) {
   case CellRnnTanh:
     NNCC_SCAN(CellRnnTanh);
@@ -464,6 +473,34 @@ int rnnForward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
 }
 
 } // namespace
+
+template <typename T>
+int nncc::kernels::rnnLayerTrain(int cell, int64_t B, int64_t Tn, int64_t H,
+                                 int64_t D, int64_t stateIndex, int reverse,
+                                 const T *xproj, const T *whh, const T *bhh,
+                                 const T *h0, const T *c0,
+                                 const int32_t *lengths, T *y, T *hn, T *cn,
+                                 void *workspace, T *saved, double zoneout,
+                                 uint64_t seed, uint64_t offset, T *ckc,
+                                 int64_t every) {
+  Zoneout zo;
+  zo.p = zoneout;
+  zo.seed = seed;
+  zo.offset = offset;
+  return rnnLayer<T>(cell, B, Tn, H, D, stateIndex, reverse, xproj, whh, bhh,
+                     h0, c0, lengths, nullptr, y, hn, cn, workspace, saved, zo,
+                     ckc, every);
+}
+template int nncc::kernels::rnnLayerTrain<float>(
+    int, int64_t, int64_t, int64_t, int64_t, int64_t, int, const float *,
+    const float *, const float *, const float *, const float *,
+    const int32_t *, float *, float *, float *, void *, float *, double,
+    uint64_t, uint64_t, float *, int64_t);
+template int nncc::kernels::rnnLayerTrain<double>(
+    int, int64_t, int64_t, int64_t, int64_t, int64_t, int, const double *,
+    const double *, const double *, const double *, const double *,
+    const int32_t *, double *, double *, double *, void *, double *, double,
+    uint64_t, uint64_t, double *, int64_t);
 
 extern "C" int64_t nncc_rnn_workspace_size(int cell, int64_t B, int64_t Tn,
                                            int64_t I, int64_t H, int64_t L,

@@ -204,22 +204,42 @@ choRowBackward2(int64_t H, const T *__restrict sv, const T *__restrict hp,
   }
 }
 
-/// Reverse time loop of one layer and direction. Fills w.dxg / w.dhg (gate
-/// adjoints of every valid step; the caller zeroes the others), w.hprev (and
-/// w.rh), and writes dh0/dc0 slot sd.
-template <int Kind, typename T>
-void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
-                  const T *y, const T *h0, const T *c0, const T *dy,
-                  const T *dhn, const T *dcn, T *dh0, T *dc0,
-                  const BwdWork<T> &w, T *dxg, T *dhg,
-                  const Zoneout &zo = Zoneout()) {
-  const int64_t B = s.B, Tn = s.T, H = s.H, DH = s.D * s.H, sd = s.sd;
-  const int G = cell_gates(Kind);
-  const int64_t GH = G * H;
-  const int slots = cell_saved_slots(Kind);
-  const int64_t cofs = s.col * H;
-  const bool reverse = s.reverse;
+/// Where the scan's per-step rows live. Full: the forward's saved gates
+/// [L*D, B, T, slots*H] and [B, T, ...] gate-adjoint buffers, by time index.
+/// Segment (BPTT checkpointing): the scan steps [s0, s0 + K) of sorted row
+/// k, at local step j = st - s0: adjoint rows k*K + j, saved rows
+/// k*(K+1) + j + 1 (row k*(K+1) holds, in its c slot, the cell state
+/// entering the segment).
+struct FullIndex {
+  int64_t Tn, sdB; // T; state slot * B
+  int64_t row(int64_t b, int64_t, int64_t t, int64_t) const {
+    return b * Tn + t;
+  }
+  int64_t saved(int64_t b, int64_t, int64_t t, int64_t) const {
+    return (sdB + b) * Tn + t;
+  }
+  int64_t savedPrev(int64_t b, int64_t, int64_t tp, int64_t) const {
+    return (sdB + b) * Tn + tp;
+  }
+};
+struct SegmentIndex {
+  int64_t K, s0;
+  int64_t row(int64_t, int64_t k, int64_t, int64_t st) const {
+    return k * K + (st - s0);
+  }
+  int64_t saved(int64_t, int64_t k, int64_t, int64_t st) const {
+    return k * (K + 1) + (st - s0) + 1;
+  }
+  int64_t savedPrev(int64_t, int64_t k, int64_t, int64_t st) const {
+    return k * (K + 1) + (st - s0);
+  }
+};
 
+/// The carried state adjoints from dh_n / dc_n (slot sd), in sorted-row order.
+template <int Kind, typename T>
+void scanBackwardBegin(const LayerArgs &s, const T *dhn, const T *dcn,
+                       const BwdWork<T> &w) {
+  const int64_t B = s.B, H = s.H, sd = s.sd;
   for (int64_t k = 0; k < B; ++k) {
     const int64_t b = w.perm[k];
     for (int64_t j = 0; j < H; ++j) {
@@ -229,10 +249,40 @@ void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
     }
   }
   std::memset(w.zero, 0, sizeof(T) * H);
+}
+
+/// dh0 / dc0 slot sd from the carried adjoints after step 0.
+template <int Kind, typename T>
+void scanBackwardEnd(const LayerArgs &s, T *dh0, T *dc0, const BwdWork<T> &w) {
+  const int64_t B = s.B, H = s.H, sd = s.sd;
+  for (int64_t k = 0; k < B; ++k) {
+    const int64_t b = w.perm[k];
+    if (dh0)
+      std::memcpy(dh0 + (sd * B + b) * H, w.dh + k * H, sizeof(T) * H);
+    if (Kind == CellLstm && dc0)
+      std::memcpy(dc0 + (sd * B + b) * H, w.dc + k * H, sizeof(T) * H);
+  }
+}
+
+/// Reverse time loop of one layer and direction over the scan steps
+/// [stBegin, stEnd), last first, carrying w.dh / w.dc. Fills the gate
+/// adjoints dxg / dhg of every valid step (the caller zeroes the others),
+/// w.hprev (and w.rh) at the rows `ix` gives; `saved` holds the gates there.
+template <int Kind, typename T, typename Index>
+void scanBackwardSteps(const LayerArgs &s, const Index &ix, int64_t stBegin,
+                       int64_t stEnd, const T *whh, const T *saved, const T *y,
+                       const T *h0, const T *c0, const T *dy,
+                       const BwdWork<T> &w, T *dxg, T *dhg,
+                       const Zoneout &zo = Zoneout()) {
+  const int64_t B = s.B, Tn = s.T, H = s.H, DH = s.D * s.H, sd = s.sd;
+  const int G = cell_gates(Kind);
+  const int64_t GH = G * H;
+  const int slots = cell_saved_slots(Kind);
+  const int64_t cofs = s.col * H;
+  const bool reverse = s.reverse;
   const bool zoneout = Kind == CellLstm && zo.p > 0;
-  const int64_t maxLen = B > 0 ? w.lens[0] : 0;
   int64_t n = 0;
-  for (int64_t st = maxLen - 1; st >= 0; --st) {
+  for (int64_t st = stEnd - 1; st >= stBegin; --st) {
     while (n < B && w.lens[n] > st)
       ++n;
     const int64_t work = n * H;
@@ -242,18 +292,19 @@ void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
       const int len = w.lens[k];
       const int64_t t = rnn_time_index((int)st, len, reverse);
       const int64_t tp = reverse ? t + 1 : t - 1;
-      const bool hasPrev = reverse ? tp < len : tp >= 0;
+      const bool hasPrev = st > 0;
+      const int64_t r = ix.row(b, k, t, st);
       const T *hp = hasPrev ? y + (b * Tn + tp) * DH + cofs
                             : (h0 ? h0 + (sd * B + b) * H : w.zero);
       const T *cp = Kind != CellLstm ? w.zero
                     : hasPrev
-                        ? saved + ((sd * B + b) * Tn + tp) * slots * H + 4 * H
+                        ? saved + ix.savedPrev(b, k, tp, st) * slots * H + 4 * H
                         : (c0 ? c0 + (sd * B + b) * H : w.zero);
       const T *dyr = dy ? dy + (b * Tn + t) * DH + cofs : w.zero;
-      const T *sv = saved + ((sd * B + b) * Tn + t) * slots * H;
-      T *dxr = dxg + (b * Tn + t) * GH;
+      const T *sv = saved + ix.saved(b, k, t, st) * slots * H;
+      T *dxr = dxg + r * GH;
       T *dst = w.dstep + k * GH;
-      std::memcpy(w.hprev + (b * Tn + t) * H, hp, sizeof(T) * H);
+      std::memcpy(w.hprev + r * H, hp, sizeof(T) * H);
       if (zoneout) {
         for (int64_t j = 0; j < H; ++j) {
           const T dht = w.dh[k * H + j] + dyr[j];
@@ -279,7 +330,7 @@ void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
       } else {
         const bool twoG = Kind == CellGru || Kind == CellGruCho;
         const bool cho = Kind == CellGruCho;
-        T *dhr = twoG ? dhg + (b * Tn + t) * GH : dxr;
+        T *dhr = twoG ? dhg + r * GH : dxr;
         T *nul = nullptr;
         // Rows a kind does not use are null, never dereferenced.
 #pragma GCC diagnostic push
@@ -289,7 +340,7 @@ void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
             Kind == CellLstm ? w.dc + k * H : nul, dxr, dxr + H, dxr + 2 * H,
             Kind == CellLstm ? dxr + 3 * H : nul, twoG ? dhr : nul,
             twoG ? dhr + H : nul, twoG ? dhr + 2 * H : nul, w.direct + k * H,
-            cho ? w.dah + k * H : nul, cho ? w.rh + (b * Tn + t) * H : nul);
+            cho ? w.dah + k * H : nul, cho ? w.rh + r * H : nul);
 #pragma GCC diagnostic pop
         // The step GEMM's operand: this row of dhg (Cho: the z block here,
         // the r block after phase 2).
@@ -307,10 +358,11 @@ void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
       for (int64_t k = 0; k < n; ++k) {
         const int64_t b = w.perm[k];
         const int64_t t = rnn_time_index((int)st, w.lens[k], reverse);
-        T *dhr = dhg + (b * Tn + t) * GH;
-        choRowBackward2<T>(H, saved + ((sd * B + b) * Tn + t) * slots * H,
-                           w.hprev + (b * Tn + t) * H, w.drh + k * H,
-                           dxg + (b * Tn + t) * GH, dhr, w.direct + k * H);
+        const int64_t r = ix.row(b, k, t, st);
+        T *dhr = dhg + r * GH;
+        choRowBackward2<T>(H, saved + ix.saved(b, k, t, st) * slots * H,
+                           w.hprev + r * H, w.drh + k * H, dxg + r * GH, dhr,
+                           w.direct + k * H);
         std::memcpy(w.dstep + k * GH, dhr, sizeof(T) * H);
       }
     }
@@ -321,13 +373,21 @@ void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
     for (int64_t e = 0; e < work; ++e)
       w.dh[e] = w.direct[e] + w.dhTmp[e];
   }
-  for (int64_t k = 0; k < B; ++k) {
-    const int64_t b = w.perm[k];
-    if (dh0)
-      std::memcpy(dh0 + (sd * B + b) * H, w.dh + k * H, sizeof(T) * H);
-    if (Kind == CellLstm && dc0)
-      std::memcpy(dc0 + (sd * B + b) * H, w.dc + k * H, sizeof(T) * H);
-  }
+}
+
+/// The whole reverse scan of one layer and direction over the forward's
+/// saved gates; writes dh0/dc0 slot sd.
+template <int Kind, typename T>
+void scanBackward(const LayerArgs &s, const T *whh, const T *saved,
+                  const T *y, const T *h0, const T *c0, const T *dy,
+                  const T *dhn, const T *dcn, T *dh0, T *dc0,
+                  const BwdWork<T> &w, T *dxg, T *dhg,
+                  const Zoneout &zo = Zoneout()) {
+  scanBackwardBegin<Kind, T>(s, dhn, dcn, w);
+  const int64_t maxLen = s.B > 0 ? w.lens[0] : 0;
+  scanBackwardSteps<Kind, T>(s, FullIndex{s.T, s.sd * s.B}, 0, maxLen, whh,
+                             saved, y, h0, c0, dy, w, dxg, dhg, zo);
+  scanBackwardEnd<Kind, T>(s, dh0, dc0, w);
 }
 
 template <typename T>
@@ -417,6 +477,213 @@ int layerBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
   return NNCC_K_OK;
 }
 
+/// Checkpoints (LSTM cell states) per layer and direction for segments of
+/// `every` steps: one per segment after the first.
+int64_t ckptCount(int64_t Tn, int64_t every) {
+  return every > 0 && Tn > 0 ? (Tn - 1) / every : 0;
+}
+
+/// Workspace of one checkpointed layer backward: the scan state and K-step
+/// gate-adjoint buffers of carveBwd, then the segment's recomputed gates
+/// (K + 1 rows per batch row), its recurrent projection, Cho's
+/// W_hn (r*h), and the gathered layer input (also dx's scratch).
+template <typename T> struct SegWork {
+  BwdWork<T> w;
+  T *saved, *hg, *hrh, *xs;
+};
+
+template <typename T>
+SegWork<T> carveSeg(Arena &a, int cell, int64_t B, int64_t K, int64_t H,
+                    int64_t inSize) {
+  const int64_t GH = cell_gates(cell) * H;
+  SegWork<T> sw;
+  sw.w = carveBwd<T>(a, cell, B, K, H, true);
+  sw.saved = a.take<T>(B * (K + 1) * cell_saved_slots(cell) * H);
+  sw.hg = a.take<T>(B * K * GH);
+  sw.hrh = a.take<T>(cell == CellGruCho ? B * K * H : 0);
+  sw.xs = a.take<T>(B * K * inSize);
+  return sw;
+}
+
+int64_t segWorkspace(int cell, int64_t B, int64_t K, int64_t H,
+                     int64_t inSize, int64_t elem) {
+  Arena a(nullptr);
+  if (elem == 4)
+    carveSeg<float>(a, cell, B, K, H, inSize);
+  else
+    carveSeg<double>(a, cell, B, K, H, inSize);
+  return (int64_t)a.size() + 64;
+}
+
+/// BPTT of one layer and direction with checkpointing (nncc_rnn_backward_ckpt):
+/// the scan steps in segments of K, last segment first. Per segment the
+/// forward gates are recomputed from the kept layer input `in`, output `y`
+/// (h_{t-1}) and, for the LSTM, the cell state entering the segment (ckc
+/// [ckptCount, B, H]; c0 for the first), with the cell math of
+/// RecurrentMath.h and all steps' projections as two GEMMs (only the LSTM's
+/// c recursion is sequential). Then the reverse scan of the segment
+/// (scanBackwardSteps) and the weight gradients as GEMMs over its steps:
+/// accumulates dx, dw_ih, dw_hh, db_ih, db_hh (each may be null).
+template <int Kind, typename T>
+void layerBackwardCkpt(const LayerArgs &s, int64_t K, const T *in,
+                       const T *wih, const T *whh, const T *bih,
+                       const T *bhh, const T *y, const T *h0, const T *c0,
+                       const T *ckc, const T *dy, const T *dhn, const T *dcn,
+                       T *dx, T *dh0, T *dc0, T *dwih, T *dwhh, T *dbih,
+                       T *dbhh, const SegWork<T> &sw, const Zoneout &zo) {
+  const int64_t B = s.B, Tn = s.T, I = s.I, H = s.H, DH = s.D * s.H;
+  const int64_t sd = s.sd, cofs = s.col * H;
+  const int64_t GH = cell_gates(Kind) * H, M = B * K;
+  const int slots = cell_saved_slots(Kind);
+  const bool twoG = Kind == CellGru || Kind == CellGruCho;
+  const bool cho = Kind == CellGruCho;
+  const BwdWork<T> &w = sw.w;
+  T *dxg = w.dxg, *dhg = twoG ? w.dhg : w.dxg;
+  const bool reverse = s.reverse;
+  const bool zoneout = Kind == CellLstm && zo.p > 0;
+  scanBackwardBegin<Kind, T>(s, dhn, dcn, w);
+  const int64_t maxLen = B > 0 ? w.lens[0] : 0;
+  for (int64_t m = (maxLen + K - 1) / K - 1; m >= 0; --m) {
+    const int64_t s0 = m * K, s1 = std::min(s0 + K, maxLen);
+    // Entries (row, step) past a row's length or the last segment's end
+    // stay zero in every buffer the segment's GEMMs read.
+    const bool full = s1 - s0 == K && w.lens[B - 1] >= s1;
+    if (!full) {
+      std::memset(sw.xs, 0, sizeof(T) * M * I);
+      std::memset(w.hprev, 0, sizeof(T) * M * H);
+      if (cho)
+        std::memset(w.rh, 0, sizeof(T) * M * H);
+    }
+    // 1. Gather the segment's inputs and previous states.
+#pragma omp parallel for schedule(static) if (M * (I + H) > 65536)
+    for (int64_t k = 0; k < B; ++k) {
+      const int64_t b = w.perm[k];
+      for (int64_t st = s0; st < s1 && st < w.lens[k]; ++st) {
+        const int64_t t = rnn_time_index((int)st, w.lens[k], reverse);
+        const int64_t tp = reverse ? t + 1 : t - 1, r = k * K + (st - s0);
+        std::memcpy(sw.xs + r * I, in + (b * Tn + t) * I, sizeof(T) * I);
+        const T *hp = st > 0 ? y + (b * Tn + tp) * DH + cofs
+                      : h0  ? h0 + (sd * B + b) * H
+                            : w.zero;
+        std::memcpy(w.hprev + r * H, hp, sizeof(T) * H);
+      }
+    }
+    // 2. Projections of all its steps: xg (in dxg) = x W_ih^T + b_ih,
+    //    hg = h_{t-1} W_hh^T (Cho: the r, z blocks).
+    if (bih) {
+      for (int64_t r = 0; r < M; ++r)
+        std::memcpy(dxg + r * GH, bih, sizeof(T) * GH);
+    }
+    gemm(false, true, M, GH, I, T(1), sw.xs, I, wih, I, bih ? T(1) : T(0),
+         dxg, GH);
+    gemm(false, true, M, cho ? 2 * H : GH, H, T(1), w.hprev, H, whh, H, T(0),
+         sw.hg, GH);
+    // 3. The gates (saved slots) of every step.
+#pragma omp parallel for schedule(static) if (M * H > 8192)
+    for (int64_t k = 0; k < B; ++k) {
+      const int64_t b = w.perm[k];
+      T *svRow = sw.saved + k * (K + 1) * slots * H;
+      if (Kind == CellLstm) {
+        const T *cIn = s0 > 0 ? ckc + ((m - 1) * B + b) * H
+                       : c0   ? c0 + (sd * B + b) * H
+                              : w.zero;
+        std::memcpy(svRow + 4 * H, cIn, sizeof(T) * H);
+      }
+      for (int64_t st = s0; st < s1 && st < w.lens[k]; ++st) {
+        const int64_t r = k * K + (st - s0);
+        const T *xr = dxg + r * GH, *hr = sw.hg + r * GH;
+        const T *hp = w.hprev + r * H;
+        T *sv = svRow + (st - s0 + 1) * slots * H;
+        if (Kind == CellLstm) {
+          const T *cp = sv - slots * H + 4 * H;
+          const int64_t t = rnn_time_index((int)st, w.lens[k], reverse);
+          for (int64_t j = 0; j < H; ++j) {
+            T cn, hn;
+            lstm_unit(xr, hr, bhh, (int)H, (int)j, cp[j], cn, hn, sv);
+            if (zoneout &&
+                zoneout_keep_prev(zo.seed, zo.offset,
+                                  lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
+                                  (float)zo.p))
+              sv[4 * H + j] = cp[j];
+          }
+        } else if (Kind == CellGru) {
+          for (int64_t j = 0; j < H; ++j)
+            gru_unit(xr, hr, bhh, (int)H, (int)j, hp[j], sv);
+        } else if (Kind == CellGruCho) {
+          for (int64_t j = 0; j < H; ++j) {
+            T rg, zg;
+            w.rh[r * H + j] =
+                gru_cho_gates(xr, hr, bhh, (int)H, (int)j, hp[j], rg, zg);
+            sv[j] = rg;
+            sv[H + j] = zg;
+          }
+        } else {
+          for (int64_t j = 0; j < H; ++j)
+            rnn_unit(xr, hr, bhh, (int)j, Kind == CellRnnRelu, sv, (int)H);
+        }
+      }
+    }
+    if (cho) {
+      gemm(false, true, M, H, H, T(1), w.rh, H, whh + 2 * H * H, H, T(0),
+           sw.hrh, H);
+#pragma omp parallel for schedule(static) if (M * H > 8192)
+      for (int64_t k = 0; k < B; ++k) {
+        for (int64_t st = s0; st < s1 && st < w.lens[k]; ++st) {
+          const int64_t r = k * K + (st - s0);
+          T *sv = sw.saved + (k * (K + 1) + st - s0 + 1) * slots * H;
+          for (int64_t j = 0; j < H; ++j)
+            gru_cho_update(dxg + r * GH, sw.hrh[r * H + j], bhh, (int)H,
+                           (int)j, w.hprev[r * H + j], sv[j], sv[H + j], sv);
+        }
+      }
+    }
+    // 4. The reverse scan of the segment into the gate adjoints.
+    if (!full) {
+      std::memset(dxg, 0, sizeof(T) * M * GH);
+      if (twoG)
+        std::memset(dhg, 0, sizeof(T) * M * GH);
+    }
+    scanBackwardSteps<Kind, T>(s, SegmentIndex{K, s0}, s0, s1, whh, sw.saved,
+                               y, h0, c0, dy, w, dxg, dhg, zo);
+    // 5. Weight gradients over the segment's steps; dx through xs.
+    if (dwhh) {
+      if (cho) {
+        gemm(true, false, 2 * H, H, M, T(1), dhg, GH, w.hprev, H, T(1), dwhh,
+             H);
+        gemm(true, false, H, H, M, T(1), dhg + 2 * H, GH, w.rh, H, T(1),
+             dwhh + 2 * H * H, H);
+      } else {
+        gemm(true, false, GH, H, M, T(1), dhg, GH, w.hprev, H, T(1), dwhh, H);
+      }
+    }
+    if (dhg == dxg && dbhh && dbih) {
+      colSumAdd(M, GH, dxg, GH, dbih, dbhh);
+    } else {
+      if (dbhh)
+        colSumAdd(M, GH, dhg, GH, dbhh);
+      if (dbih)
+        colSumAdd(M, GH, dxg, GH, dbih);
+    }
+    if (dwih)
+      gemm(true, false, GH, I, M, T(1), dxg, GH, sw.xs, I, T(1), dwih, I);
+    if (dx) {
+      gemm(false, false, M, I, GH, T(1), dxg, GH, wih, I, T(0), sw.xs, I);
+#pragma omp parallel for schedule(static) if (M * I > 65536)
+      for (int64_t k = 0; k < B; ++k) {
+        const int64_t b = w.perm[k];
+        for (int64_t st = s0; st < s1 && st < w.lens[k]; ++st) {
+          const int64_t t = rnn_time_index((int)st, w.lens[k], reverse);
+          T *dr = dx + (b * Tn + t) * I;
+          const T *sr = sw.xs + (k * K + (st - s0)) * I;
+          for (int64_t e = 0; e < I; ++e)
+            dr[e] += sr[e];
+        }
+      }
+    }
+  }
+  scanBackwardEnd<Kind, T>(s, dh0, dc0, w);
+}
+
 int64_t layerBwdWorkspace(int cell, int64_t B, int64_t Tn, int64_t H,
                           int64_t elem, bool ownDxg) {
   Arena a(nullptr);
@@ -469,44 +736,19 @@ StackWork stackLayout(int cell, int64_t B, int64_t Tn, int64_t H, int64_t L,
   return s;
 }
 
-template <typename T>
-int layerForward(int cell, int64_t B, int64_t Tn, int64_t H, int64_t D,
-                 int64_t si, int rev, const T *xproj, const T *whh,
-                 const T *bhh, const T *h0, const T *c0, const int32_t *len,
-                 T *y, T *hn, T *cn, void *ws, T *saved, const Zoneout &zo);
-template <>
-int layerForward<float>(int cell, int64_t B, int64_t Tn, int64_t H,
-                        int64_t D, int64_t si, int rev, const float *xproj,
-                        const float *whh, const float *bhh, const float *h0,
-                        const float *c0, const int32_t *len, float *y,
-                        float *hn, float *cn, void *ws, float *saved,
-                        const Zoneout &zo) {
-  return nncc_rnn_layer_zoneout_f32(cell, B, Tn, H, D, si, rev, xproj, whh,
-                                    bhh, h0, c0, len, nullptr, y, hn, cn, ws,
-                                    saved, zo.p, zo.seed, zo.offset);
-}
-template <>
-int layerForward<double>(int cell, int64_t B, int64_t Tn, int64_t H,
-                         int64_t D, int64_t si, int rev, const double *xproj,
-                         const double *whh, const double *bhh,
-                         const double *h0, const double *c0,
-                         const int32_t *len, double *y, double *hn,
-                         double *cn, void *ws, double *saved,
-                         const Zoneout &zo) {
-  return nncc_rnn_layer_zoneout_f64(cell, B, Tn, H, D, si, rev, xproj, whh,
-                                    bhh, h0, c0, len, nullptr, y, hn, cn, ws,
-                                    saved, zo.p, zo.seed, zo.offset);
-}
-
 /// The forward of the whole stack: every layer's output into outs
-/// [L, B·T, D·H] and its gates into saved (slot l·D + d); the final states
-/// into hn / cn when given. xg [B·T, G·H] and fws are scratch.
+/// [L, B·T, D·H] and its gates into saved (slot l·D + d; may be null); the
+/// final states into hn / cn when given. xg [B·T, G·H] and fws are scratch.
+/// With ck (LSTM, BPTT checkpointing every `every` steps), slot l·D + d of
+/// ck [L·D, ckptCount, B, H] receives the cell states entering the
+/// segments (rnnLayerTrain).
 template <typename T>
 int stackForward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
                  int64_t L, int64_t D, int hasBias, const T *x,
                  const T *const *weights, const T *h0, const T *c0,
                  const int32_t *lengths, T *outs, T *saved, T *hn, T *cn,
-                 T *xg, void *fws, const Zoneout &zo) {
+                 T *xg, void *fws, const Zoneout &zo, T *ck = nullptr,
+                 int64_t every = 0) {
   const int per = rnn_weights_per_cell(hasBias);
   const int64_t GH = cell_gates(cell) * H, DH = D * H, BT = B * Tn;
   for (int64_t l = 0; l < L; ++l) {
@@ -523,10 +765,12 @@ int stackForward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
            bih ? T(1) : T(0), xg, GH);
       // saved is indexed by state slot: pass the layer's base so that slot
       // l*D+d lands in [l, d].
-      int rc = layerForward<T>(cell, B, Tn, H, D, l * D + d, (int)d, xg,
-                               wp[1], hasBias ? wp[3] : nullptr, h0, c0,
-                               lengths, outs + l * BT * DH, hn, cn, fws, saved,
-                               zo);
+      int rc = rnnLayerTrain<T>(
+          cell, B, Tn, H, D, l * D + d, (int)d, xg, wp[1],
+          hasBias ? wp[3] : nullptr, h0, c0, lengths, outs + l * BT * DH, hn,
+          cn, fws, saved, zo.p, zo.seed, zo.offset,
+          ck ? ck + (l * D + d) * ckptCount(Tn, every) * B * H : nullptr,
+          every);
       if (rc)
         return rc;
     }
@@ -612,13 +856,14 @@ int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
 }
 
 /// The training forward of a stack: stackForward into `reserve`, the last
-/// layer's output copied to y.
+/// layer's output copied to y. every > 0: the checkpointed reserve of
+/// stackBackwardCkpt.
 template <typename T>
 int stackForwardTrain(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
                       int64_t L, int64_t D, int hasBias, const T *x,
                       const T *const *weights, const T *h0, const T *c0,
                       const int32_t *lengths, T *y, T *hn, T *cn, T *reserve,
-                      void *workspace, const Zoneout &zo) {
+                      void *workspace, const Zoneout &zo, int64_t every = 0) {
   if (!stackArgsValid(cell, B, Tn, I, H, L, D, hasBias, x,
                       reinterpret_cast<const void *const *>(weights),
                       lengths) ||
@@ -628,12 +873,121 @@ int stackForwardTrain(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
   Arena a(workspace);
   T *xg = a.take<T>(BT * cell_gates(cell) * H);
   void *fws = a.take<char>(nncc_rnn_layer_workspace_size(cell, B, H, sizeof(T)));
-  T *outs = reserve, *saved = reserve + L * BT * DH;
+  // Checkpointed: the layer outputs, then the LSTM's cell-state
+  // checkpoints; no gates.
+  T *outs = reserve, *rest = reserve + L * BT * DH;
+  T *saved = every > 0 ? nullptr : rest;
+  T *ck = every > 0 && cell == CellLstm ? rest : nullptr;
   int rc = stackForward<T>(cell, B, Tn, I, H, L, D, hasBias, x, weights, h0,
-                           c0, lengths, outs, saved, hn, cn, xg, fws, zo);
+                           c0, lengths, outs, saved, hn, cn, xg, fws, zo, ck,
+                           every);
   if (rc)
     return rc;
   std::memcpy(y, outs + (L - 1) * BT * DH, sizeof(T) * BT * DH);
+  return NNCC_K_OK;
+}
+
+/// Workspace of stackBackwardCkpt: two d(layer input) buffers, then one
+/// checkpointed layer backward's.
+struct CkptWork {
+  int64_t din, bws, total;
+};
+
+CkptWork ckptLayout(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
+                    int64_t L, int64_t D, int64_t every, int64_t elem) {
+  auto up = [](int64_t v) { return (v + 63) & ~int64_t(63); };
+  const int64_t K = std::max<int64_t>(1, std::min(every, Tn));
+  CkptWork c;
+  c.din = 0;
+  c.bws = up(2 * B * Tn * D * H * elem);
+  c.total = c.bws +
+            up(segWorkspace(cell, B, K, H, L > 1 ? std::max(I, D * H) : I,
+                            elem)) +
+            64;
+  return c;
+}
+
+/// BPTT of the whole stack from nncc_rnn_forward_train_ckpt's reserve
+/// (layer outputs, then the LSTM's checkpoints): layerBackwardCkpt per
+/// layer (last first) and direction.
+template <typename T>
+int stackBackwardCkpt(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
+                      int64_t L, int64_t D, int hasBias, const T *x,
+                      const T *const *weights, const T *h0, const T *c0,
+                      const int32_t *lengths, const T *reserve, const T *dy,
+                      const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0,
+                      T *const *dweights, void *workspace, const Zoneout &zo,
+                      int64_t every) {
+  if (!stackArgsValid(cell, B, Tn, I, H, L, D, hasBias, x,
+                      reinterpret_cast<const void *const *>(weights),
+                      lengths) ||
+      !workspace || every < 1 || (B * Tn > 0 && !reserve))
+    return NNCC_K_EINVAL;
+  const int per = rnn_weights_per_cell(hasBias);
+  const int64_t GH = cell_gates(cell) * H, DH = D * H, BT = B * Tn;
+  const int64_t K = std::max<int64_t>(1, std::min(every, Tn));
+  const int64_t nck = ckptCount(Tn, every);
+  const CkptWork lay = ckptLayout(cell, B, Tn, I, H, L, D, every, sizeof(T));
+  char *base = static_cast<char *>(workspace);
+  base += (64 - (reinterpret_cast<uintptr_t>(base) & 63)) & 63;
+  T *din = reinterpret_cast<T *>(base + lay.din);
+  const T *outs = reserve, *ck = reserve + L * BT * DH;
+
+  const int nW = (int)(L * D * per);
+  for (int i = 0; i < nW; ++i) {
+    if (!dweights || !dweights[i])
+      continue;
+    const int64_t l = i / (D * per), kind = i % per;
+    const int64_t inSize = l == 0 ? I : DH;
+    const int64_t n = kind == 0 ? GH * inSize : kind == 1 ? GH * H : GH;
+    std::memset(dweights[i], 0, sizeof(T) * n);
+  }
+  if (dx)
+    std::memset(dx, 0, sizeof(T) * BT * I);
+  for (int64_t l = L - 1; l >= 0; --l) {
+    const T *dyl = l == L - 1 ? dy : din + ((l + 1) % 2) * BT * DH;
+    T *dxl = l == 0 ? dx : din + (l % 2) * BT * DH;
+    const T *in = l == 0 ? x : outs + (l - 1) * BT * DH;
+    const int64_t inSize = l == 0 ? I : DH;
+    if (l > 0)
+      std::memset(dxl, 0, sizeof(T) * BT * DH);
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t sd = l * D + d;
+      const T *const *wp = weights + sd * per;
+      T *const *dwp = dweights ? dweights + sd * per : nullptr;
+      Arena a(base + lay.bws);
+      SegWork<T> sw = carveSeg<T>(a, cell, B, K, H, inSize);
+      if (!sortRows(B, Tn, lengths, sw.w.perm, sw.w.lens))
+        return NNCC_K_EINVAL;
+      LayerArgs s{B, Tn, inSize, H, D, sd, d, d == 1};
+#define NNCC_BWD_CKPT(KIND)                                                    \
+  layerBackwardCkpt<KIND, T>(                                                  \
+      s, K, in, wp[0], wp[1], hasBias ? wp[2] : nullptr,                       \
+      hasBias ? wp[3] : nullptr, outs + l * BT * DH, h0, c0,                   \
+      ck + sd * nck * B * H, dyl, dhn, dcn, dxl, dh0, dc0,                     \
+      dwp ? dwp[0] : nullptr, dwp ? dwp[1] : nullptr,                          \
+      (dwp && hasBias) ? dwp[2] : nullptr,                                     \
+      (dwp && hasBias) ? dwp[3] : nullptr, sw, zo)
+      switch (cell) {
+      case CellRnnTanh:
+        NNCC_BWD_CKPT(CellRnnTanh);
+        break;
+      case CellRnnRelu:
+        NNCC_BWD_CKPT(CellRnnRelu);
+        break;
+      case CellLstm:
+        NNCC_BWD_CKPT(CellLstm);
+        break;
+      case CellGru:
+        NNCC_BWD_CKPT(CellGru);
+        break;
+      default:
+        NNCC_BWD_CKPT(CellGruCho);
+        break;
+      }
+#undef NNCC_BWD_CKPT
+    }
+  }
   return NNCC_K_OK;
 }
 
@@ -793,6 +1147,26 @@ extern "C" int64_t nncc_rnn_backward_reserved_workspace_size(
   return stackLayout(cell, B, Tn, H, L, D, elem, false).total;
 }
 
+extern "C" int64_t nncc_rnn_reserve_ckpt_size(int cell, int64_t B,
+                                              int64_t Tn, int64_t H,
+                                              int64_t L, int64_t D,
+                                              int64_t every, int64_t elem) {
+  if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
+      H <= 0 || L <= 0 || (D != 1 && D != 2) || every < 1)
+    return -1;
+  const int64_t ck = cell == CellLstm ? L * D * ckptCount(Tn, every) * B * H : 0;
+  return (L * B * Tn * D * H + ck) * elem;
+}
+
+extern "C" int64_t nncc_rnn_backward_ckpt_workspace_size(
+    int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
+    int64_t D, int64_t every, int64_t elem) {
+  if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
+      I <= 0 || H <= 0 || L <= 0 || (D != 1 && D != 2) || every < 1)
+    return -1;
+  return ckptLayout(cell, B, Tn, I, H, L, D, every, elem).total;
+}
+
 extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
                                                          int64_t H,
                                                          int64_t elem) {
@@ -858,6 +1232,32 @@ extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
       return NNCC_K_EINVAL;                                                    \
     return stackBackward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,    \
                             reserve, dy, dhn, dcn, dx, dh0, dc0, dw, ws, zo);  \
+  }                                                                            \
+  extern "C" int nncc_rnn_forward_train_ckpt_##S(                              \
+      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
+      const T *c0, const int32_t *len, T *y, T *hn, T *cn, T *reserve,         \
+      void *ws, double zoneout, uint64_t seed, uint64_t offset,                \
+      int64_t every) {                                                         \
+    Zoneout zo;                                                                \
+    if (!makeZoneout(cell, zoneout, seed, offset, zo) || every < 1)            \
+      return NNCC_K_EINVAL;                                                    \
+    return stackForwardTrain<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0,     \
+                                len, y, hn, cn, reserve, ws, zo, every);       \
+  }                                                                            \
+  extern "C" int nncc_rnn_backward_ckpt_##S(                                   \
+      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
+      const T *c0, const int32_t *len, const T *reserve, const T *dy,          \
+      const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw,         \
+      void *ws, double zoneout, uint64_t seed, uint64_t offset,                \
+      int64_t every) {                                                         \
+    Zoneout zo;                                                                \
+    if (!makeZoneout(cell, zoneout, seed, offset, zo))                         \
+      return NNCC_K_EINVAL;                                                    \
+    return stackBackwardCkpt<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0,     \
+                                len, reserve, dy, dhn, dcn, dx, dh0, dc0, dw,  \
+                                ws, zo, every);                                \
   }                                                                            \
   extern "C" int nncc_rnn_cell_backward_##S(                                   \
       int cell, int64_t B, int64_t H, const T *xproj, const T *h, const T *c,  \

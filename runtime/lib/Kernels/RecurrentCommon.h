@@ -54,6 +54,19 @@ inline bool stackArgsValid(int cell, int64_t B, int64_t Tn, int64_t I,
   return true;
 }
 
+/// nncc_rnn_layer_zoneout_S (Recurrent.cpp) for the stack kernels of
+/// RecurrentBackward.cpp. With `ckc` (LSTM, BPTT checkpointing) it also
+/// stores the cell state entering every segment of `every` scan steps after
+/// the first: entry m - 1 of ckc [ceil(T/every) - 1, B, H] (batch order) is
+/// c entering step m * every, written for the rows still running there.
+template <typename T>
+int rnnLayerTrain(int cell, int64_t B, int64_t Tn, int64_t H, int64_t D,
+                  int64_t stateIndex, int reverse, const T *xproj,
+                  const T *whh, const T *bhh, const T *h0, const T *c0,
+                  const int32_t *lengths, T *y, T *hn, T *cn, void *workspace,
+                  T *saved, double zoneout, uint64_t seed, uint64_t offset,
+                  T *ckc, int64_t every);
+
 } // namespace kernels
 } // namespace nncc
 

@@ -246,6 +246,24 @@ int64_t nncc_mha_workspace_size(const nncc_attention_params *p, int64_t B,
       const T *dy, const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,        \
       T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
       uint64_t offset);                                                        \
+  /* BPTT checkpointing: nncc_rnn_forward_train keeping, instead of every   \
+     step's gates, every layer's output [L, B*T, D*H] and (lstm) the cell   \
+     states entering each segment of `every` (>= 1) scan steps after the    \
+     first [L*D, (T-1)/every, B, H] (nncc_rnn_reserve_ckpt_size bytes); the \
+     backward recomputes one segment's gates at a time. */                   \
+  int nncc_rnn_forward_train_ckpt_##S(                                         \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, T *y, T *h_n,          \
+      T *c_n, T *reserve, void *workspace, double zoneout, uint64_t seed,      \
+      uint64_t offset, int64_t every);                                         \
+  int nncc_rnn_backward_ckpt_##S(                                              \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, const T *reserve,      \
+      const T *dy, const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,        \
+      T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
+      uint64_t offset, int64_t every);                                         \
   /* One cell step: gates recomputed. Overwrites dxproj [B,G*H], dh, dc      \
      (lstm); accumulates dw_hh, db_hh (may be NULL). */                       \
   int nncc_rnn_cell_backward_##S(                                              \
@@ -331,6 +349,17 @@ int64_t nncc_rnn_backward_reserved_workspace_size(int cell, int64_t B,
                                                   int64_t T_, int64_t H,
                                                   int64_t L, int64_t D,
                                                   int64_t elem_size);
+/* BPTT checkpointing every `every` steps: bytes of
+   nncc_rnn_forward_train_ckpt's reserve (its workspace is
+   nncc_rnn_forward_train_workspace_size) and of nncc_rnn_backward_ckpt's
+   workspace. */
+int64_t nncc_rnn_reserve_ckpt_size(int cell, int64_t B, int64_t T_, int64_t H,
+                                   int64_t L, int64_t D, int64_t every,
+                                   int64_t elem_size);
+int64_t nncc_rnn_backward_ckpt_workspace_size(int cell, int64_t B, int64_t T_,
+                                              int64_t I, int64_t H, int64_t L,
+                                              int64_t D, int64_t every,
+                                              int64_t elem_size);
 int64_t nncc_rnn_backward_workspace_size(int cell, int64_t B, int64_t T_,
                                          int64_t I, int64_t H, int64_t L,
                                          int64_t D, int64_t elem_size);
