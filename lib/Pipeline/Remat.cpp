@@ -13,6 +13,7 @@
 #include "llvm/Support/Format.h"
 
 #include <cmath>
+#include <optional>
 
 namespace nncc {
 #define GEN_PASS_DEF_NNCCREMAT
@@ -138,6 +139,21 @@ FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
                            "(@forward_backward; nncc compile --grad)");
   SmallVector<int64_t> order = nn::rematOrder(fn, costEnv(options));
   SmallVector<RematPlan> plans;
+  // Few candidates: every subset (the exact optimum for every budget).
+  if (order.size() <= options.exhaustiveLimit) {
+    llvm::sort(order);
+    for (uint32_t mask = 0; mask < (1u << order.size()); ++mask) {
+      SmallVector<int64_t> ids;
+      for (size_t i = 0; i < order.size(); ++i)
+        if (mask >> i & 1)
+          ids.push_back(order[i]);
+      FailureOr<RematPlan> p = evaluateRemat(module, ids, options);
+      if (failed(p))
+        return failure();
+      plans.push_back(*p);
+    }
+    return plans;
+  }
   for (size_t k = 0; k <= order.size(); ++k) {
     FailureOr<RematPlan> p = evaluateRemat(module, ArrayRef<int64_t>(order).take_front(k), options);
     if (failed(p))
@@ -146,9 +162,36 @@ FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
   }
   if (order.size() > options.pruneLimit)
     return plans;
+  // Small graphs: the exact greedy path too, each step adding the candidate
+  // whose plan has the smallest peak (then the fewest FLOPs).
+  {
+    SmallVector<int64_t> chosen;
+    llvm::DenseSet<int64_t> used;
+    while (chosen.size() < order.size()) {
+      std::optional<RematPlan> bestStep;
+      int64_t bestId = -1;
+      for (int64_t id : order) {
+        if (used.contains(id))
+          continue;
+        SmallVector<int64_t> ids(chosen);
+        ids.push_back(id);
+        FailureOr<RematPlan> p = evaluateRemat(module, ids, options);
+        if (failed(p))
+          return failure();
+        if (!bestStep || p->peakBytes < bestStep->peakBytes ||
+            (p->peakBytes == bestStep->peakBytes && p->flops < bestStep->flops)) {
+          bestStep = *p;
+          bestId = id;
+        }
+      }
+      chosen.push_back(bestId);
+      used.insert(bestId);
+      plans.push_back(*bestStep);
+    }
+  }
   // Small graphs: each prefix without the candidates it does not need for
   // its peak (the most expensive to recompute dropped first).
-  size_t prefixes = plans.size();
+  size_t prefixes = order.size() + 1;
   for (size_t k = 1; k < prefixes; ++k) {
     RematPlan best = plans[k];
     SmallVector<int64_t> members(ArrayRef<int64_t>(order).take_front(k));

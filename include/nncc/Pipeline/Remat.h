@@ -4,7 +4,9 @@
 // candidate plans are sets of residuals to recompute (nncc::nn::applyRemat),
 // each judged by the exact memory plan of the lowered training step
 // (nncc::target::planMemory) and by its recomputation FLOPs (the cost
-// model of dialects/NN/Transforms/Remat.h). The plans considered do not
+// model of dialects/NN/Transforms/Remat.h): every subset for at most
+// `exhaustiveLimit` candidates, else the prefixes of the cost model's order
+// (each pruned, for at most `pruneLimit`). The plans considered do not
 // depend on the budget, and the choice is the cheapest one that fits, so a
 // larger budget never recomputes more.
 //
@@ -61,6 +63,8 @@ struct RematPlan {
 struct RematSearchOptions {
   llvm::StringMap<int64_t> dims;
   int64_t realSize = 4;
+  /// Up to this many candidates, every subset is planned (2^n lowerings).
+  size_t exhaustiveLimit = 12;
   /// Up to this many candidates, each prefix is also pruned (candidates
   /// dropped again while the peak stays within the prefix's).
   size_t pruneLimit = 20;
