@@ -781,6 +781,24 @@ int stackForward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
 /// BPTT of the whole stack. With `reserve` (stackForward's outs and saved
 /// back to back) the forward is not run again; without, it is recomputed
 /// into the workspace.
+/// Zeroes a stack backward's outputs that accumulate: every weight
+/// gradient (in _flat_weights order, `per` per layer and direction) and dx.
+template <typename T>
+void zeroStackGradients(T *const *dweights, T *dx, int64_t L, int64_t D, int64_t per,
+                        int64_t I, int64_t DH, int64_t H, int64_t GH, int64_t BT) {
+  const int nW = (int)(L * D * per);
+  for (int i = 0; i < nW; ++i) {
+    if (!dweights || !dweights[i])
+      continue;
+    const int64_t l = i / (D * per), kind = i % per;
+    const int64_t inSize = l == 0 ? I : DH;
+    const int64_t n = kind == 0 ? GH * inSize : kind == 1 ? GH * H : GH;
+    std::memset(dweights[i], 0, sizeof(T) * n);
+  }
+  if (dx)
+    std::memset(dx, 0, sizeof(T) * BT * I);
+}
+
 template <typename T>
 int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
                   int64_t L, int64_t D, int hasBias, const T *x,
@@ -821,17 +839,7 @@ int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
   (void)GH;
 
   // 2. Backward, last layer first.
-  const int nW = (int)(L * D * per);
-  for (int i = 0; i < nW; ++i) {
-    if (!dweights || !dweights[i])
-      continue;
-    const int64_t l = i / (D * per), kind = i % per;
-    const int64_t inSize = l == 0 ? I : DH;
-    const int64_t n = kind == 0 ? GH * inSize : kind == 1 ? GH * H : GH;
-    std::memset(dweights[i], 0, sizeof(T) * n);
-  }
-  if (dx)
-    std::memset(dx, 0, sizeof(T) * BT * I);
+  zeroStackGradients<T>(dweights, dx, L, D, per, I, DH, H, GH, BT);
   for (int64_t l = L - 1; l >= 0; --l) {
     const T *dyl = l == L - 1 ? dy : din + ((l + 1) % 2) * BT * DH;
     T *dxl = l == 0 ? dx : din + (l % 2) * BT * DH;
@@ -933,17 +941,7 @@ int stackBackwardCkpt(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
   T *din = reinterpret_cast<T *>(base + lay.din);
   const T *outs = reserve, *ck = reserve + L * BT * DH;
 
-  const int nW = (int)(L * D * per);
-  for (int i = 0; i < nW; ++i) {
-    if (!dweights || !dweights[i])
-      continue;
-    const int64_t l = i / (D * per), kind = i % per;
-    const int64_t inSize = l == 0 ? I : DH;
-    const int64_t n = kind == 0 ? GH * inSize : kind == 1 ? GH * H : GH;
-    std::memset(dweights[i], 0, sizeof(T) * n);
-  }
-  if (dx)
-    std::memset(dx, 0, sizeof(T) * BT * I);
+  zeroStackGradients<T>(dweights, dx, L, D, per, I, DH, H, GH, BT);
   for (int64_t l = L - 1; l >= 0; --l) {
     const T *dyl = l == L - 1 ? dy : din + ((l + 1) % 2) * BT * DH;
     T *dxl = l == 0 ? dx : din + (l % 2) * BT * DH;
