@@ -21,6 +21,8 @@ config.substitutions.append(("%nncc_src", config.nncc_src_root))
 config.substitutions.append(("%nncc_runtime_include", os.path.join(config.nncc_src_root, "runtime", "include")))
 # Directory of libnncc_kernels.so (kernel parity tests load it with ctypes).
 config.substitutions.append(("%nncc_lib", os.path.join(config.nncc_obj_root, "lib")))
+# The build tree itself (cmake --install of the package test).
+config.substitutions.append(("%nncc_build", config.nncc_obj_root))
 
 # Debian's PyTorch lives under the system interpreter, which may not be the
 # first python3 on PATH.

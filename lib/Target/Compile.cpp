@@ -23,6 +23,23 @@ using namespace mlir;
 
 namespace nncc {
 
+RuntimeLocation runtimeLocation() {
+  // An installed nncc: <prefix>/bin/nncc beside <prefix>/include/nncc and
+  // <prefix>/lib/libnncc_kernels.so. The build tree has no include/nncc
+  // runtime headers under build/, so it falls through to the configured paths.
+  std::string exe = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  if (!exe.empty()) {
+    llvm::SmallString<256> prefix(llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
+    llvm::SmallString<256> include(prefix), lib(prefix);
+    llvm::sys::path::append(include, NNCC_INSTALL_INCLUDE_DIR);
+    llvm::sys::path::append(lib, NNCC_INSTALL_LIB_DIR);
+    if (llvm::sys::fs::exists(include + "/nncc/Runtime/nncc_model.h") &&
+        llvm::sys::fs::exists(lib + "/libnncc_kernels.so"))
+      return {std::string(include), std::string(lib)};
+  }
+  return {NNCC_RUNTIME_INCLUDE_DIR, NNCC_BUILD_LIB_DIR};
+}
+
 namespace {
 
 LogicalResult writeFile(ModuleOp module, const std::string &path,
@@ -123,14 +140,15 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     const char *env = std::getenv("CXX");
     cxx = env && *env ? env : "c++";
   }
-  std::string libDir = NNCC_BUILD_LIB_DIR;
+  RuntimeLocation runtime = runtimeLocation();
+  const std::string &libDir = runtime.libDir;
   std::vector<std::string> objects;
   std::string cudaLib;
   if (withCuda) {
     std::string obj = path(model + ".cu.o");
     if (failed(run(module,
                    {nvcc, "-std=c++17", "-O3", "-arch=" + opts.cudaArch,
-                    "-Xcompiler", "-fPIC,-fvisibility=hidden", "-I", NNCC_RUNTIME_INCLUDE_DIR,
+                    "-Xcompiler", "-fPIC,-fvisibility=hidden", "-I", runtime.includeDir,
                     "-c", out.cuPath, "-o", obj},
                    "compile the CUDA source with nvcc")))
       return failure();
@@ -151,9 +169,9 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     argv.push_back(std::string("-march=") + NNCC_HOST_MARCH);
   if (opts.f64)
     argv.push_back("-DNNCC_PRECISION_F64");
-  argv.insert(argv.end(), {"-I", NNCC_RUNTIME_INCLUDE_DIR, out.cppPath});
+  argv.insert(argv.end(), {"-I", runtime.includeDir, out.cppPath});
   argv.insert(argv.end(), objects.begin(), objects.end());
-  argv.insert(argv.end(), {"-o", out.libraryPath, "-Wl,--exclude-libs,ALL", "-L" + libDir, "-lnncc_model_support",
+  argv.insert(argv.end(), {"-o", out.libraryPath, "-Wl,-soname,lib" + model + ".so", "-Wl,--exclude-libs,ALL", "-L" + libDir, "-lnncc_model_support",
                            "-lnncc_kernels", "-lnncc_runtime", "-Wl,-rpath," + libDir});
   llvm::StringRef blas = NNCC_OPENBLAS_LIBRARY;
   if (!blas.empty()) {
@@ -273,13 +291,14 @@ std::string compilerFingerprint() {
           std::to_string(st.getLastModificationTime().time_since_epoch().count());
   };
   add(llvm::sys::fs::getMainExecutable(nullptr, nullptr));
-  std::string lib = NNCC_BUILD_LIB_DIR;
+  RuntimeLocation runtime = runtimeLocation();
+  const std::string &lib = runtime.libDir;
   for (const char *l : {"libnncc_model_support.a", "libnncc_kernels.so", "libnncc_runtime.so"})
     add(lib + "/" + l);
   std::error_code ec;
   for (const char *sub :
        {"/nncc/Kernels", "/nncc/Runtime", "/nncc/ModelSupport", "/nncc/Kernels/CUDA"})
-    for (llvm::sys::fs::directory_iterator it(std::string(NNCC_RUNTIME_INCLUDE_DIR) + sub, ec),
+    for (llvm::sys::fs::directory_iterator it(runtime.includeDir + sub, ec),
          end;
          !ec && it != end; it.increment(ec))
       add(it->path());

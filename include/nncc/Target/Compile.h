@@ -69,6 +69,14 @@ struct ModelSignature {
 /// default precision).
 mlir::FailureOr<ModelSignature> getSignature(mlir::ModuleOp module);
 
+/// Where the generated code's headers and support libraries are: beside the
+/// executable for an installed nncc (<prefix>/include, <prefix>/lib), else
+/// the build tree nncc was configured in.
+struct RuntimeLocation {
+  std::string includeDir, libDir;
+};
+RuntimeLocation runtimeLocation();
+
 /// A string that changes whenever the generated code may change: the nncc
 /// version and the identity (size, mtime) of the nncc binary, the support
 /// libraries and the headers the generated code includes.
