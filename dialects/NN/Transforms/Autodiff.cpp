@@ -41,7 +41,10 @@ public:
       : GradientBuilder(builder), original(original), func(func),
         module(module) {}
 
-  LogicalResult run(ArrayRef<std::string> wrtInputs);
+  /// `vjp`: the seeds are arguments `cotangent.<result>` (one per float
+  /// result, loss included) instead of 1 for the loss, and every float input
+  /// is differentiated unless `wrtInputs` names some.
+  LogicalResult run(ArrayRef<std::string> wrtInputs, bool vjp);
 
   // GradientBuilder.
   Value get(Value value) override;
@@ -78,7 +81,7 @@ private:
                   Value adjoint);
   void accumulateParameter(ParameterGradients &grads, StringAttr name,
                            Value gradient);
-  void analyseActivity(Value loss, ArrayRef<BlockArgument> wrtArgs);
+  void analyseActivity(ArrayRef<Value> seeded, ArrayRef<BlockArgument> wrtArgs);
   void planResiduals();
   void eraseDeadBackward(Operation *last);
   LogicalResult sweep(ArrayRef<Operation *> ops,
@@ -303,7 +306,8 @@ static void forEachCapture(Operation *op, function_ref<void(Value)> fn) {
   });
 }
 
-void Engine::analyseActivity(Value loss, ArrayRef<BlockArgument> wrtArgs) {
+void Engine::analyseActivity(ArrayRef<Value> seeded,
+                             ArrayRef<BlockArgument> wrtArgs) {
   for (BlockArgument arg : wrtArgs)
     varied.insert(arg);
   for (Operation *op : forwardOrder) {
@@ -319,7 +323,7 @@ void Engine::analyseActivity(Value loss, ArrayRef<BlockArgument> wrtArgs) {
         if (isFloatTensor(result))
           varied.insert(result);
   }
-  useful.insert(loss);
+  useful.insert(seeded.begin(), seeded.end());
   for (Operation *op : llvm::reverse(forwardOrder)) {
     if (!llvm::any_of(op->getResults(),
                       [&](Value r) { return useful.contains(r); }))
@@ -408,29 +412,41 @@ void Engine::eraseDeadBackward(Operation *last) {
   }
 }
 
-LogicalResult Engine::run(ArrayRef<std::string> wrtInputs) {
+LogicalResult Engine::run(ArrayRef<std::string> wrtInputs, bool vjp) {
   Block &body = func.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   SmallVector<Value> forwardResults(ret.getOperands());
+  auto resultName = [&](unsigned i) -> std::string {
+    if (auto name = func.getResultAttrOfType<StringAttr>(i, "nn.name"))
+      return name.getValue().str();
+    return "result" + std::to_string(i);
+  };
 
-  // The loss result and the differentiated inputs.
+  // The loss result (required without vjp) and the differentiated inputs.
   std::optional<unsigned> lossIndex;
   for (unsigned i = 0; i < func.getNumResults(); ++i)
-    if (auto name = func.getResultAttrOfType<StringAttr>(i, "nn.name"))
-      if (name.getValue() == "loss")
-        lossIndex = i;
-  if (!lossIndex)
+    if (resultName(i) == "loss")
+      lossIndex = i;
+  if (!lossIndex && !vjp)
     return original.emitError("function @")
            << original.getSymName()
            << " has no result named 'loss' (nn.name): nncc-autodiff "
-              "differentiates a declared loss";
-  Value loss = forwardResults[*lossIndex];
-  if (!isFloatTensor(loss) || cast<nncc::nn::TensorType>(loss.getType())
-                                      .getRank() != 0)
-    return original.emitError("the loss must be a float scalar, got ")
-           << loss.getType();
+              "differentiates a declared loss (or, with vjp, the outputs)";
+  if (lossIndex) {
+    Value loss = forwardResults[*lossIndex];
+    if (!isFloatTensor(loss) ||
+        cast<nncc::nn::TensorType>(loss.getType()).getRank() != 0)
+      return original.emitError("the loss must be a float scalar, got ")
+             << loss.getType();
+  }
+  SmallVector<std::string> wrtNames(wrtInputs.begin(), wrtInputs.end());
+  if (vjp && wrtNames.empty())
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto attr = func.getArgAttrOfType<StringAttr>(i, "nn.name"))
+        if (isFloatTensor(func.getArgument(i)))
+          wrtNames.push_back(attr.getValue().str());
   SmallVector<BlockArgument> wrtArgs;
-  for (const std::string &name : wrtInputs) {
+  for (const std::string &name : wrtNames) {
     BlockArgument found;
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       if (auto attr = func.getArgAttrOfType<StringAttr>(i, "nn.name"))
@@ -445,22 +461,55 @@ LogicalResult Engine::run(ArrayRef<std::string> wrtInputs) {
     wrtArgs.push_back(found);
   }
 
+  // The seeds: 1 for the loss, or one cotangent argument per float result.
+  SmallVector<std::pair<Value, Value>> seeds;
+  builder.setInsertionPoint(ret);
+  // Where the backward starts: the loss seed, or (vjp) a marker constant
+  // that nothing reads and that goes with the dead code at the end.
+  Type markerType = builder.getF32Type();
+  if (lossIndex)
+    markerType = cast<nncc::nn::TensorType>(
+                     forwardResults[*lossIndex].getType())
+                     .getElementType();
+  Value marker = ConstantOp::create(builder, ret.getLoc(),
+                                    builder.getFloatAttr(markerType, 1.0));
+  boundary = marker.getDefiningOp();
+  if (vjp) {
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      Value result = forwardResults[i];
+      if (!isFloatTensor(result))
+        continue;
+      unsigned index = func.getNumArguments();
+      if (failed(func.insertArgument(
+              index, result.getType(),
+              builder.getDictionaryAttr(builder.getNamedAttr(
+                  "nn.name",
+                  builder.getStringAttr("cotangent." + resultName(i)))),
+              result.getLoc())))
+        return failure();
+      seeds.push_back({result, func.getArgument(index)});
+    }
+  } else {
+    seeds.push_back({forwardResults[*lossIndex], marker});
+  }
+
   for (Operation &op : body.without_terminator()) {
+    if (&op == boundary)
+      break;
     forwardOrder.push_back(&op);
     forwardOps.insert(&op);
   }
-  analyseActivity(loss, wrtArgs);
-
+  SmallVector<Value> seeded;
+  for (auto &[result, seed] : seeds)
+    seeded.push_back(result);
+  analyseActivity(seeded, wrtArgs);
   builder.setInsertionPoint(ret);
-  auto lossType = cast<nncc::nn::TensorType>(loss.getType());
-  Value seed = ConstantOp::create(
-      builder, loss.getLoc(), builder.getFloatAttr(lossType.getElementType(), 1.0));
-  boundary = seed.getDefiningOp();
   planResiduals();
 
   DenseMap<Value, Value> adjoints;
   ParameterGradients parameterGrads;
-  adjoints[loss] = seed;
+  for (auto &[result, seed] : seeds)
+    accumulate(adjoints, result, seed);
   adjointStack.push_back(&adjoints);
   parameterStack.push_back(&parameterGrads);
   if (failed(sweep(forwardOrder, adjoints, /*topLevel=*/true)))
@@ -493,7 +542,7 @@ LogicalResult Engine::run(ArrayRef<std::string> wrtInputs) {
     results.push_back(grad);
     resultAttrs.push_back(named("grad." + param.getSymName()));
   }
-  for (auto [name, arg] : llvm::zip_equal(wrtInputs, wrtArgs)) {
+  for (auto [name, arg] : llvm::zip_equal(wrtNames, wrtArgs)) {
     Value grad = adjoints.lookup(arg);
     if (!grad)
       grad = ZerosOp::create(builder, arg.getLoc(),
@@ -549,7 +598,7 @@ struct NNAutodiffPass
     if (!regularizersActive)
       fb->setAttr("nn.eval_mode", builder.getUnitAttr());
     Engine engine(builder, forward, fb, module);
-    if (failed(engine.run(wrtInputs))) {
+    if (failed(engine.run(wrtInputs, vjp))) {
       fb.erase();
       return signalPassFailure();
     }

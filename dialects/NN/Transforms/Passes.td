@@ -46,14 +46,26 @@ def NNAutodiff : Pass<"nncc-autodiff", "::mlir::ModuleOp"> {
     from their outputs, so a chain of them saves only its last output.
     Parameters that do not reach the loss get zero gradients.
 
+    With `vjp`, the vector-Jacobian product instead: `@forward_backward`
+    takes one more argument per float result, `cotangent.<result>` (loss
+    included), after the inputs; the backward is seeded with them, so the
+    gradients are those of sum_r <cotangent.r, r>, and `grad.<input>` is
+    returned for every float input (or those `wrt-inputs` names). A function
+    without a loss is then differentiated from its outputs alone.
+
     Fails, with an error at the function, when it has no result named
-    `loss`, and at an op that has no gradient rule. See docs/autodiff.md.
+    `loss` (without `vjp`), and at an op that has no gradient rule. See
+    docs/autodiff.md.
   }];
   let options = [
     Option<"functionName", "function", "std::string", "\"forward\"",
            "The function to differentiate">,
     ListOption<"wrtInputs", "wrt-inputs", "std::string",
                "Inputs (argument nn.name) whose gradients are also returned">,
+    Option<"vjp", "vjp", "bool", "false",
+           "Seed the backward with cotangent arguments for every float "
+           "result and differentiate every float input (the vector-Jacobian "
+           "product)">,
     Option<"regularizersActive", "regularizers", "bool", "true",
            "Dropout and zoneout active (training). false: they are the "
            "identity, as in inference, and the gradients are those of the "
