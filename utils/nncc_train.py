@@ -70,13 +70,21 @@ class _ABI4(C.Structure):
     _fields_ = _ABI3._fields_ + [("param_groups", C.POINTER(ParamGroup))]
 
 
+class _ABI5(C.Structure):
+    _fields_ = _ABI4._fields_ + [
+        ("num_cotangents", C.c_int32), ("cotangents", C.POINTER(T._TensorInfo)),
+        ("num_input_grads", C.c_int32), ("input_grads", C.POINTER(T._TensorInfo)),
+        ("set_cotangent", T._set_input_t),
+    ]
+
+
 def nncc_binary():
     return T.NNCC
 
 
-def compile_grad(nn_path, f64=False):
-    """`nncc compile --grad [--f64] nn_path -o DIR`, cached like nncc_testing."""
-    args = ["--grad"] + (["--f64"] if f64 else [])
+def compile_grad(nn_path, f64=False, vjp=False):
+    """`nncc compile --grad [--f64] [--vjp] nn_path -o DIR`, cached like nncc_testing."""
+    args = ["--grad"] + (["--f64"] if f64 else []) + (["--vjp"] if vjp else [])
     return T.compile_model(nn_path, args)
 
 
@@ -84,10 +92,10 @@ class TrainLib(T.Library):
     def __init__(self, so_path):
         self.path = so_path
         self.dll = C.CDLL(so_path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
-        self.dll.nncc_model_get_abi.restype = C.POINTER(_ABI4)
+        self.dll.nncc_model_get_abi.restype = C.POINTER(_ABI5)
         self.abi = self.dll.nncc_model_get_abi().contents
-        if self.abi.abi_version != 4:
-            raise T.NNCCError("ABI version %d, expected 4" % self.abi.abi_version)
+        if self.abi.abi_version != 5:
+            raise T.NNCCError("ABI version %d, expected 5" % self.abi.abi_version)
         dims = [self.abi.dim_names[i].decode() for i in range(self.abi.num_dims)]
 
         def infos(n, arr):
@@ -103,10 +111,12 @@ class TrainLib(T.Library):
         self.inputs = infos(self.abi.num_inputs, self.abi.inputs)
         self.outputs = infos(self.abi.num_outputs, self.abi.outputs)
         self.params = infos(self.abi.num_params, self.abi.params)
+        self.cotangents = infos(self.abi.num_cotangents, self.abi.cotangents)
+        self.input_grads = infos(self.abi.num_input_grads, self.abi.input_grads)
 
     @staticmethod
-    def compile(nn_path, f64=False):
-        return TrainLib(compile_grad(nn_path, f64))
+    def compile(nn_path, f64=False, vjp=False):
+        return TrainLib(compile_grad(nn_path, f64, vjp))
 
     def config(self):
         return self.abi.train_config.contents.copy()
@@ -125,6 +135,20 @@ class TrainContext(T.Context):
 
     def forward_backward(self):
         self._call(self.abi.forward_backward, "forward_backward")
+
+    def forward_train(self):
+        self._call(self.abi.forward_train, "forward_train")
+
+    def backward(self):
+        self._call(self.abi.backward, "backward")
+
+    def set_cotangent(self, name, value):
+        """VJP libraries: the cotangent of output `name` (after forward_train)."""
+        a = T.to_numpy(value)
+        shape = (C.c_int64 * max(1, a.ndim))(*a.shape)
+        self._call(self.abi.set_cotangent, "set_cotangent(%s)" % name,
+                   ("cotangent." + name).encode(), T.DT_CODE[a.dtype], a.ndim, shape,
+                   a.ctypes.data_as(C.c_void_p))
 
     def train_step(self, cfg=None):
         self._call(self.abi.train_step, "train_step",

@@ -79,16 +79,17 @@ OwningOpRef<ModuleOp> driver::loadModule(MLIRContext &context,
   return mlirGen(context, *checked.model, diag);
 }
 
-LogicalResult driver::runPipeline(ModuleOp module, bool grad, bool trainMode,
+LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode,
                                   PipelineStage stop, llvm::StringRef what) {
   // Two runs of the same pipeline, so that a failure to differentiate can
   // be told from a failure to lower. A module that already has
   // @forward_backward (`--emit nn-grad` output, possibly rewritten by
   // nncc-opt) is not differentiated again.
-  if (grad && !module.lookupSymbol<func::FuncOp>("forward_backward")) {
+  if (grad != GradKind::None && !module.lookupSymbol<func::FuncOp>("forward_backward")) {
     PassManager pm(module.getContext());
     NNCCPipelineOptions options;
     options.grad = true;
+    options.vjp = grad == GradKind::VJP;
     options.trainMode = trainMode;
     options.stop = PipelineStage::NN;
     buildNNCCPipeline(pm, options);
@@ -116,13 +117,14 @@ std::string driver::RematRequest::key() const {
   return k;
 }
 
-LogicalResult driver::runPipeline(ModuleOp module, bool trainMode, PipelineStage stop,
-                                  RematRequest &remat, llvm::StringRef what) {
-  if (failed(runPipeline(module, /*grad=*/true, trainMode, PipelineStage::NN, what)))
+LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode,
+                                  PipelineStage stop, RematRequest &remat,
+                                  llvm::StringRef what) {
+  if (failed(runPipeline(module, grad, trainMode, PipelineStage::NN, what)))
     return failure();
   FailureOr<RematPlan> plan = applyMemoryBudget(module, remat.budget, remat.search);
   if (failed(plan))
     return failure();
   remat.chosen = *plan;
-  return runPipeline(module, /*grad=*/false, trainMode, stop, what);
+  return runPipeline(module, GradKind::None, trainMode, stop, what);
 }

@@ -16,6 +16,7 @@ void nncc::buildNNCCPipeline(OpPassManager &pm,
   if (options.grad) {
     nn::NNAutodiffOptions autodiff;
     autodiff.regularizersActive = options.trainMode;
+    autodiff.vjp = options.vjp;
     pm.addPass(nn::createNNAutodiff(autodiff));
   }
   if (options.stop == PipelineStage::NN)

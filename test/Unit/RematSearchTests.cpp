@@ -28,7 +28,7 @@ TEST(RematSearch, WithinTenPercentOfExhaustiveOptimum) {
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   auto module = driver::loadModule(context, sourceMgr, NNCC_REMAT_SMALL_MODEL);
   ASSERT_TRUE(module);
-  ASSERT_TRUE(mlir::succeeded(driver::runPipeline(*module, /*grad=*/true, /*trainMode=*/true,
+  ASSERT_TRUE(mlir::succeeded(driver::runPipeline(*module, driver::GradKind::Loss, /*trainMode=*/true,
                                                   PipelineStage::NN)));
   RematSearchOptions options;
   options.dims["N"] = 32;

@@ -433,6 +433,7 @@ int lowerWithBudget(mlir::OwningOpRef<mlir::ModuleOp> &module, mlir::MLIRContext
   if (!gradMode)
     return fail("--memory-budget applies to the training step: add --grad");
   return lowerWithMemoryBudget(memoryBudget, module, context, sourceMgr, path, sig.dims, dims,
+                               GradKind::Loss,
                                trainMode, precision == Precision::F64, remat);
 }
 
@@ -524,8 +525,8 @@ int execute(const std::string &libPath, bool cuda, RunInputs &in) {
 int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::ModuleOp> &module,
                           mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
                           llvm::StringRef path, const std::vector<std::string> &modelDims,
-                          const std::map<std::string, int64_t> &dims, bool trainMode,
-                          bool f64, RematRequest &remat) {
+                          const std::map<std::string, int64_t> &dims, GradKind grad,
+                          bool trainMode, bool f64, RematRequest &remat) {
   if (!budget.empty()) {
     std::string error;
     mlir::FailureOr<nncc::MemoryBudget> b = nncc::MemoryBudget::parse(budget, error);
@@ -541,8 +542,8 @@ int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::Module
     remat.search.dims[d] = it->second;
   }
   module = loadModule(context, sourceMgr, path);
-  if (!module || mlir::failed(runPipeline(*module, trainMode, nncc::PipelineStage::NNK, remat,
-                                          path)))
+  if (!module || mlir::failed(runPipeline(*module, grad, trainMode, nncc::PipelineStage::NNK,
+                                          remat, path)))
     return 1;
   return 0;
 }
@@ -556,8 +557,8 @@ int runInspect() {
   if (!inspectMemory && (gradMode || trainMode || precision.getNumOccurrences() ||
                          !dimValues.empty()))
     return fail("--grad, --train-mode, --precision and --dim of inspect apply to --memory");
-  if (!module || mlir::failed(runPipeline(*module, gradMode, trainMode,
-                                          nncc::PipelineStage::NNK, inspectInput)))
+  if (!module || mlir::failed(runPipeline(*module, gradMode ? GradKind::Loss : GradKind::None,
+                                          trainMode, nncc::PipelineStage::NNK, inspectInput)))
     return 1;
   mlir::FailureOr<ModelSignature> sig = getSignature(*module);
   if (mlir::failed(sig))
@@ -597,8 +598,8 @@ int runRun() {
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   std::string source;
   auto module = loadModule(context, sourceMgr, runInput, &source);
-  if (!module || mlir::failed(runPipeline(*module, gradMode, trainMode,
-                                          nncc::PipelineStage::NNK, runInput)))
+  if (!module || mlir::failed(runPipeline(*module, gradMode ? GradKind::Loss : GradKind::None,
+                                          trainMode, nncc::PipelineStage::NNK, runInput)))
     return 1;
   mlir::FailureOr<ModelSignature> sig = getSignature(*module);
   if (mlir::failed(sig))

@@ -27,8 +27,9 @@ int runInspect();
 int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::ModuleOp> &module,
                           mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
                           llvm::StringRef path, const std::vector<std::string> &modelDims,
-                          const std::map<std::string, int64_t> &dims, bool trainMode,
-                          bool f64, driver::RematRequest &remat);
+                          const std::map<std::string, int64_t> &dims,
+                          driver::GradKind grad, bool trainMode, bool f64,
+                          driver::RematRequest &remat);
 int runRun();
 int runTrain();
 } // namespace nncc::tool

@@ -337,7 +337,7 @@ int runTrain() {
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   std::string source;
   auto module = loadModule(context, sourceMgr, trainInput, &source);
-  if (!module || mlir::failed(runPipeline(*module, /*grad=*/true, /*trainMode=*/true,
+  if (!module || mlir::failed(runPipeline(*module, GradKind::Loss, /*trainMode=*/true,
                                           nncc::PipelineStage::NNK, trainInput)))
     return 1;
   mlir::FailureOr<ModelSignature> sig = getSignature(*module);
@@ -363,7 +363,8 @@ int runTrain() {
                                                 data.numSamples)
                             : data.tensors[i].shape[k]);
     if (int rc = lowerWithMemoryBudget(trainBudget, module, context, sourceMgr, trainInput,
-                                       sig->dims, dims, /*trainMode=*/true, f64, remat))
+                                       sig->dims, dims, GradKind::Loss, /*trainMode=*/true, f64,
+                                       remat))
       return rc;
   }
   std::string libPath;

@@ -90,6 +90,13 @@ cl::opt<bool> compileGrad(
     cl::desc("Also differentiate (forward_train, backward, train_step): library "
              "builds and --emit nnk|cpp|cuda"),
     cl::sub(compileCmd), cl::cat(nnccCategory));
+cl::opt<bool> compileVJP(
+    "vjp",
+    cl::desc("With --grad (or --emit nn-grad): the backward is the vector-Jacobian "
+             "product: a cotangent for every float output and the loss "
+             "(set_cotangent), gradients for every parameter and every float input "
+             "(grad.<input>); ABI 5"),
+    cl::sub(compileCmd), cl::cat(nnccCategory));
 cl::opt<bool> compileF64("f64", cl::desc("Library build: CPU code in double precision"),
                          cl::sub(compileCmd), cl::cat(nnccCategory));
 
@@ -170,6 +177,11 @@ int runCompile() {
   bool backEnd = build || emitLevel == EmitLevel::NNK ||
                  emitLevel == EmitLevel::CPP || emitLevel == EmitLevel::CUDA;
   bool grad = backEnd ? compileGrad.getValue() : emitLevel == EmitLevel::NNGrad;
+  if (compileVJP && !grad)
+    return nncc::driver::fail("--vjp applies to --grad builds and --emit nn-grad");
+  nncc::driver::GradKind gradKind =
+      !grad ? nncc::driver::GradKind::None
+            : compileVJP ? nncc::driver::GradKind::VJP : nncc::driver::GradKind::Loss;
   if (!compileBudget.empty() || !compileDims.empty()) {
     if (!grad || !backEnd)
       return nncc::driver::fail("--memory-budget and --dim apply to --grad builds and "
@@ -190,11 +202,11 @@ int runCompile() {
     }
     nncc::driver::RematRequest remat;
     if (int rc = nncc::tool::lowerWithMemoryBudget(compileBudget, module, context, sourceMgr,
-                                                   inputFile, modelDims, dims,
+                                                   inputFile, modelDims, dims, gradKind,
                                                    /*trainMode=*/true, compileF64, remat))
       return rc;
   } else if (mlir::failed(nncc::driver::runPipeline(
-                 *module, grad, /*trainMode=*/true,
+                 *module, gradKind, /*trainMode=*/true,
                  backEnd ? nncc::PipelineStage::NNK : nncc::PipelineStage::NN))) {
     return 1;
   }

@@ -52,12 +52,16 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModule(mlir::MLIRContext &context,
                                              llvm::StringRef path,
                                              std::string *source = nullptr);
 
+/// What nncc-autodiff adds: nothing, the loss gradient, or the
+/// vector-Jacobian product (`nncc compile --grad --vjp`).
+enum class GradKind { None, Loss, VJP };
+
 /// Runs the nncc pipeline (buildNNCCPipeline) on a module from loadModule:
-/// nncc-autodiff first when `grad` (after a failure, and when `what` is not
-/// empty, also prints `nncc: error: cannot differentiate model '<what>'`),
-/// then, for stop = nnk, the lowering, unless the module is already at the
-/// nnk stage (a .mlir input).
-mlir::LogicalResult runPipeline(mlir::ModuleOp module, bool grad,
+/// nncc-autodiff first unless `grad` is None (after a failure, and when
+/// `what` is not empty, also prints `nncc: error: cannot differentiate model
+/// '<what>'`), then, for stop = nnk, the lowering, unless the module is
+/// already at the nnk stage (a .mlir input).
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, GradKind grad,
                                 bool trainMode, PipelineStage stop,
                                 llvm::StringRef what = "");
 
@@ -71,10 +75,12 @@ struct RematRequest {
   std::string key() const;
 };
 
-/// runPipeline with grad, and between differentiation and lowering the
-/// rematerialisation for `remat` (nothing when its budget is unlimited).
-mlir::LogicalResult runPipeline(mlir::ModuleOp module, bool trainMode, PipelineStage stop,
-                                RematRequest &remat, llvm::StringRef what = "");
+/// runPipeline with `grad` (Loss or VJP), and between differentiation and
+/// lowering the rematerialisation for `remat` (nothing when its budget is
+/// unlimited).
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, GradKind grad, bool trainMode,
+                                PipelineStage stop, RematRequest &remat,
+                                llvm::StringRef what = "");
 
 } // namespace nncc::driver
 

@@ -3,7 +3,7 @@
 // One pipeline from a verified nn module (the front end's, or a .mlir file)
 // to the nnk module the emitters print:
 //
-//   [nncc-autodiff]                     grad=1: adds @forward_backward
+//   [nncc-autodiff]                     grad=1: adds @forward_backward (vjp=1: the VJP)
 //   -- stop=nn ends here (with grad: the `--emit nn-grad` module) --
 //   nn-insert-training-boundary         (func) nnk.boundary after the residuals
 //   nn-inference-semantics              (func) dropout/zoneout off outside training
@@ -37,6 +37,12 @@ struct NNCCPipelineOptions
                     llvm::cl::desc("Differentiate @forward (nncc-autodiff): "
                                    "add @forward_backward"),
                     llvm::cl::init(false)};
+  Option<bool> vjp{*this, "vjp",
+                   llvm::cl::desc("With grad: the vector-Jacobian product "
+                                  "(cotangent arguments for every float "
+                                  "result, grad.<input> for every float "
+                                  "input) instead of the loss gradient"),
+                   llvm::cl::init(false)};
   Option<bool> trainMode{
       *this, "train-mode",
       llvm::cl::desc("With grad: the loss of training mode (dropout and "

@@ -146,13 +146,19 @@ LogicalResult ModelEmitter::analyzeFunction(func::FuncOp fn, int &index, int &we
                               << "' has an unknown dim `?`: the C ABI needs every "
                                  "dim static or a named symbol";
     if (isTrain) {
-      if (!isOutput) {
+      if (!isOutput && nIn < inputs.size()) {
         names[arg] = "in" + std::to_string(nIn++);
+      } else if (!isOutput) {
+        names[arg] = "cot" + std::to_string(cotangents.size());
+        cotangents.push_back({n, type});
       } else if (nOut < outputs.size()) {
         names[arg] = "out" + std::to_string(nOut++);
-      } else {
+      } else if (grads.size() < params.size()) {
         names[arg] = "g" + std::to_string(grads.size());
         grads.push_back({n, type});
+      } else {
+        names[arg] = "ig" + std::to_string(inputGrads.size());
+        inputGrads.push_back({n, type});
       }
       continue;
     }
@@ -408,7 +414,9 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
     return success();
   };
   if (failed(emitInfos("kInputs", inputs)) || failed(emitInfos("kOutputs", outputs)) ||
-      (train && failed(emitInfos("kGrads", grads))))
+      (train && failed(emitInfos("kGrads", grads))) ||
+      failed(emitInfos("kCotangents", cotangents)) ||
+      failed(emitInfos("kInputGrads", inputGrads)))
     return failure();
 
   for (size_t i = 0; i < params.size(); ++i)
@@ -574,6 +582,12 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
      << "&kTrainConfig, nncc_ms_train_stats, nncc_ms_reset_optimizer, nncc_ms_schedule_lr,\n"
      << "nncc_ms_param_group,\n"
      << (params.empty() ? "NULL" : "kParamGroups") << ",\n";
+  auto table = [](const std::vector<TensorSig> &sigs, const char *name) {
+    return sigs.empty() ? std::string("0, NULL") : std::to_string(sigs.size()) + ", " + name;
+  };
+  os << table(cotangents, "kCotangents") << ", " << table(inputGrads, "kInputGrads") << ", "
+     << (cotangents.empty() ? "NULL" : "nncc_ms_set_cotangent")
+     << ", // ABI 5: cotangents, input gradients, set_cotangent\n";
   os.unindent();
   os << "};\n";
   os << "static const nncc_ms_model_def kDef = {\n";
@@ -621,12 +635,21 @@ LogicalResult ModelEmitter::emitForwardPrologue(raw_indented_ostream &os,
   size_t in = 0, out = 0;
   for (BlockArgument arg : body.getArguments()) {
     bool isOut = fn.getArgAttr(arg.getArgNumber(), "nnk.output") != nullptr;
+    // Inputs, then cotangents; outputs, then grad.<param>, then grad.<input>.
+    auto call = [](const char *fn, size_t i) {
+      return std::string(fn) + "(m, " + std::to_string(i) + ")";
+    };
     std::string init;
-    if (isOut && out >= outputs.size())
-      init = "nncc_ms_grad(m, " + std::to_string(out++ - outputs.size()) + ")";
+    if (!isOut)
+      init = in < inputs.size() ? call("nncc_ms_input", in)
+                                : call("nncc_ms_cotangent", in - inputs.size());
+    else if (out < outputs.size())
+      init = call("nncc_ms_output", out);
+    else if (out < outputs.size() + params.size())
+      init = call("nncc_ms_grad", out - outputs.size());
     else
-      init = isOut ? "nncc_ms_output(m, " + std::to_string(out++) + ")"
-                   : "nncc_ms_input(m, " + std::to_string(in++) + ")";
+      init = call("nncc_ms_input_grad", out - outputs.size() - params.size());
+    (isOut ? out : in)++;
     if (failed(decl(arg, init)))
       return failure();
   }

@@ -65,6 +65,9 @@ public:
   /// Its nnk.boundary (null: everything is forward_train).
   mlir::Operation *boundary = nullptr;
   std::vector<TensorSig> grads; // "grad.<param>" outputs of train
+  // VJP builds (nncc-autodiff vjp): the "cotangent.<output>" arguments of
+  // train after its inputs, and its "grad.<input>" outputs after grads.
+  std::vector<TensorSig> cotangents, inputGrads;
   /// Launch indices: forward [0, trainBegin), forward_train [trainBegin,
   /// boundaryIndex), backward (boundaryIndex, numLaunches).
   int trainBegin = 0, boundaryIndex = 0, numLaunches = 0;

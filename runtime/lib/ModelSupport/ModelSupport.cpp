@@ -72,6 +72,8 @@ struct nncc_model {
   bool paramsDirty = true;     // device copy out of date
   bool outputsValid = false;
   std::vector<Tensor> grads;   // "grad.<param>" (training)
+  // VJP libraries: the backward's seeds and the gradients of float inputs.
+  std::vector<Tensor> cotangents, inputGrads;
   bool trainReady = false;     // residuals of a forward_train in the arena
   bool gradsValid = false;
   // Optimizer state (train_step): moments / momentum buffers per parameter.
@@ -795,8 +797,90 @@ uint64_t nncc_ms_dropout_offset(const nncc_model *m) {
 }
 
 void *nncc_ms_grad(nncc_model *m, int32_t i) { return m->grads[i].host.data; }
+void *nncc_ms_cotangent(nncc_model *m, int32_t i) { return m->cotangents[i].host.data; }
+void *nncc_ms_input_grad(nncc_model *m, int32_t i) { return m->inputGrads[i].host.data; }
+
+nncc_status nncc_ms_set_cotangent(nncc_model *m, const char *name, nncc_dtype dtype,
+                                  int32_t rank, const int64_t *shape, const void *data,
+                                  nncc_error *err) {
+  if (nncc_status s = checkModel(m, "set_cotangent", err))
+    return s;
+  const nncc_model_abi *abi = m->abi;
+  if (!name)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "set_cotangent: name is NULL");
+  int32_t idx = findByName(abi->cotangents, abi->num_cotangents, name);
+  if (idx < 0)
+    return nncc_error_set(err, NNCC_ERROR_NOT_FOUND,
+                          "set_cotangent: model '%s' has no cotangent '%s' (cotangents: %s)",
+                          abi->model_name, name,
+                          abi->num_cotangents
+                              ? nameList(abi->cotangents, abi->num_cotangents).c_str()
+                              : "none: compile with --grad --vjp");
+  const nncc_tensor_info &info = abi->cotangents[idx];
+  if (!m->trainReady)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "set_cotangent '%s': no forward_train since the last forward, "
+                          "input or weight change (the cotangent's shape is its output's "
+                          "for the dims of that forward_train)", name);
+  if (dtype != info.dtype)
+    return nncc_error_set(err, NNCC_ERROR_DTYPE_MISMATCH,
+                          "cotangent '%s': expected element type %s, got %s", name,
+                          nncc_dtype_name(info.dtype), nncc_dtype_name(dtype));
+  Tensor &t = m->cotangents[idx];
+  if (rank != info.rank || (rank > 0 && !shape) ||
+      !std::equal(t.shape.begin(), t.shape.end(), shape))
+    return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
+                          "cotangent '%s': expected shape %s, got %s", name,
+                          shapeString(t.shape.data(), info.rank).c_str(),
+                          rank >= 0 && (shape || rank == 0) ? shapeString(shape, rank).c_str()
+                                                            : "an invalid shape");
+  if (t.bytes && !data)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "cotangent '%s': data is NULL",
+                          name);
+  if (t.bytes)
+    std::memcpy(t.host.data, data, t.bytes);
+  m->gradsValid = false;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
 
 namespace {
+/// Sizes the tables' tensors for the bound dims (zero-filled); false when
+/// one is too large.
+bool sizeTensors(nncc_model *m, const nncc_tensor_info *infos, int32_t n,
+                 std::vector<Tensor> &tensors) {
+  tensors.resize(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    Tensor &t = tensors[i];
+    if (!concreteShape(m->abi, infos[i].dims, infos[i].rank, m->dims, t.shape) ||
+        !byteSize(t.shape.data(), infos[i].rank, nncc_dtype_size(infos[i].dtype), t.bytes) ||
+        !t.host.reserve(t.bytes))
+      return false;
+    std::memset(t.host.data, 0, t.bytes);
+  }
+  return true;
+}
+
+/// VJP libraries, before forward_train: the cotangents at their defaults
+/// (1 for the loss, 0 elsewhere) and room for the input gradients.
+nncc_status prepareVJP(nncc_model *m, nncc_error *e) {
+  const nncc_model_abi *abi = m->abi;
+  if (!abi->num_cotangents)
+    return NNCC_OK;
+  if (!sizeTensors(m, abi->cotangents, abi->num_cotangents, m->cotangents) ||
+      !sizeTensors(m, abi->input_grads, abi->num_input_grads, m->inputGrads))
+    return nncc_error_set(e, NNCC_ERROR_OUT_OF_MEMORY,
+                          "cannot allocate the cotangents and input gradients");
+  int32_t loss = findByName(abi->cotangents, abi->num_cotangents, "cotangent.loss");
+  if (loss >= 0) {
+    if (abi->cotangents[loss].dtype == NNCC_DTYPE_F64)
+      *static_cast<double *>(m->cotangents[loss].host.data) = 1.0;
+    else
+      *static_cast<float *>(m->cotangents[loss].host.data) = 1.0f;
+  }
+  return NNCC_OK;
+}
+
 nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
   ErrorSlot slot(err);
   nncc_error *e = slot.e;
@@ -867,6 +951,8 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
         return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
                               "forward_train: cannot allocate the gradients");
     }
+    if (nncc_status vs = prepareVJP(m, e))
+      return nncc_error_prefix(e, "forward_train: "), vs;
     s = claimRegions(m, m->def->train_begin, m->def->boundary, e);
     if (!s)
       s = m->def->forward_train_cpu(m, e);
@@ -935,6 +1021,25 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
         *shape = m->grads[g].shape.data();
       if (data)
         *data = m->grads[g].host.data;
+      nncc_error_clear(err);
+      return NNCC_OK;
+    }
+  }
+  if (strncmp(name, "grad.", 5) == 0 && abi->num_input_grads > 0) {
+    int32_t g = findByName(abi->input_grads, abi->num_input_grads, name);
+    if (g >= 0) {
+      if (!m->gradsValid)
+        return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                              "get_output '%s': no successful backward since the last "
+                              "forward, input, cotangent or weight change", name);
+      if (dtype)
+        *dtype = abi->input_grads[g].dtype;
+      if (rank)
+        *rank = abi->input_grads[g].rank;
+      if (shape)
+        *shape = m->inputGrads[g].shape.data();
+      if (data)
+        *data = m->inputGrads[g].host.data;
       nncc_error_clear(err);
       return NNCC_OK;
     }

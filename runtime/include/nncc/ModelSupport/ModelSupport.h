@@ -112,6 +112,10 @@ nncc_status nncc_ms_param_group(nncc_model *model, int32_t index,
                                 double *lr_scale, nncc_error *err);
 nncc_status nncc_ms_memory_stats(nncc_model *model, uint64_t *arena_bytes,
                                  uint64_t *peak_bytes, nncc_error *err);
+/* The vector-Jacobian product (ABI 5). */
+nncc_status nncc_ms_set_cotangent(nncc_model *model, const char *name, nncc_dtype dtype,
+                                  int32_t rank, const int64_t *shape, const void *data,
+                                  nncc_error *err);
 
 /* ---- For the generated launch sequences. ---- */
 nncc_target nncc_ms_target(const nncc_model *model);
@@ -129,6 +133,10 @@ void *nncc_ms_output(nncc_model *model, int32_t index);
 uint64_t nncc_ms_dropout_offset(const nncc_model *model);
 /* Gradient buffer of parameter i (CPU; written by backward). */
 void *nncc_ms_grad(nncc_model *model, int32_t index);
+/* VJP libraries (CPU): cotangent i (read by backward) and the gradient of
+ * float input i (written by backward), in the ABI's tables' order. */
+void *nncc_ms_cotangent(nncc_model *model, int32_t index);
+void *nncc_ms_input_grad(nncc_model *model, int32_t index);
 /* Planned arena address of buffer i for the current dims. */
 void *nncc_ms_buffer_ptr(nncc_model *model, int32_t index);
 /* CUDA only: the context's stream (CUstream) and the cuda_setup state. */

@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define NNCC_MODEL_ABI_VERSION 4
+#define NNCC_MODEL_ABI_VERSION 5
 
 typedef struct nncc_model nncc_model; /* one context: weights, arena, streams */
 
@@ -181,6 +181,25 @@ typedef struct nncc_model_abi {
 
   /* ---- ABI 4 ---- */
   const nncc_param_group *param_groups; /* num_params entries, in params order */
+
+  /* ---- ABI 5: the vector-Jacobian product. Libraries compiled with
+   * `nncc compile --grad --vjp` differentiate s = sum_r <cotangent.r, r> over
+   * every float output r (the loss included) instead of the loss alone:
+   * backward writes grad.<param> for every parameter and grad.<input> for
+   * every float input (read both with get_output). forward_train sets every
+   * cotangent to its default (1 for the loss, 0 for the other outputs, so
+   * backward is the loss gradient and train_step trains on the loss);
+   * set_cotangent, between forward_train and backward, replaces one. Other
+   * libraries: 0, NULL, 0, NULL, NULL. ---- */
+  int32_t num_cotangents; /* "cotangent.<output>", in outputs order */
+  const nncc_tensor_info *cotangents;
+  int32_t num_input_grads; /* "grad.<input>", in inputs order */
+  const nncc_tensor_info *input_grads;
+  /* Copies one cotangent in; its shape is its output's for the dims of the
+   * last forward_train (NNCC_ERROR_INVALID_ARGUMENT before one). */
+  nncc_status (*set_cotangent)(nncc_model *model, const char *name, nncc_dtype dtype,
+                               int32_t rank, const int64_t *shape, const void *data,
+                               nncc_error *err);
 } nncc_model_abi;
 
 typedef const nncc_model_abi *(*nncc_model_get_abi_fn)(void);
