@@ -75,7 +75,12 @@ class _ABI5(C.Structure):
         ("num_cotangents", C.c_int32), ("cotangents", C.POINTER(T._TensorInfo)),
         ("num_input_grads", C.c_int32), ("input_grads", C.POINTER(T._TensorInfo)),
         ("set_cotangent", T._set_input_t),
+        ("bind", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int32, C.c_char_p, C.c_int, C.c_int32,
+                             C.POINTER(C.c_int64), C.c_void_p, _PErr)),
     ]
+
+
+BIND_INPUT, BIND_OUTPUT, BIND_PARAM, BIND_GRAD, BIND_COTANGENT = range(5)
 
 
 def nncc_binary():
@@ -141,6 +146,18 @@ class TrainContext(T.Context):
 
     def backward(self):
         self._call(self.abi.backward, "backward")
+
+    def bind(self, kind, name, array):
+        """Binds a C-contiguous numpy array (None: unbinds) as caller-owned
+        memory (ABI 5); the caller keeps the array alive while bound."""
+        if array is None:
+            self._call(self.abi.bind, "bind(%s)" % name, kind, name.encode(), 0, 0, None, None)
+            return
+        if not array.flags["C_CONTIGUOUS"]:
+            raise ValueError("bind(%s): the array must be C-contiguous" % name)
+        shape = (C.c_int64 * max(1, array.ndim))(*array.shape)
+        self._call(self.abi.bind, "bind(%s)" % name, kind, name.encode(), T.DT_CODE[array.dtype],
+                   array.ndim, shape, array.ctypes.data_as(C.c_void_p))
 
     def set_cotangent(self, name, value):
         """VJP libraries: the cotangent of output `name` (after forward_train)."""

@@ -31,6 +31,11 @@ struct HostBuffer {
   uint64_t capacity = 0;
 
   ~HostBuffer() { std::free(data); }
+  void release() {
+    std::free(data);
+    data = nullptr;
+    capacity = 0;
+  }
   bool reserve(uint64_t bytes) {
     if (bytes <= capacity && data)
       return true;
@@ -55,6 +60,11 @@ struct Tensor {
   uint64_t generation = 0; // forward count when it was set
   nncc_CUdeviceptr device = 0;
   uint64_t deviceCapacity = 0;
+  // Caller-owned memory (bind, CPU target): used instead of `host`.
+  void *bound = nullptr;
+  std::vector<int64_t> boundShape; // outputs, gradients, cotangents: checked per run
+
+  void *data() const { return bound ? bound : host.data; }
 };
 
 } // namespace
@@ -68,7 +78,6 @@ struct nncc_model {
   std::vector<int64_t> bound;  // current binding (-1: unbound)
   std::vector<int64_t> dims;   // dims of the running/last forward
   uint64_t generation = 0;     // completed forward calls
-  bool paramsReady = false;
   bool paramsDirty = true;     // device copy out of date
   bool outputsValid = false;
   std::vector<Tensor> grads;   // "grad.<param>" (training)
@@ -501,15 +510,16 @@ nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *er
   for (int32_t i = 0; i < abi->num_params; ++i) {
     if (widen[i]) {
       const float *src = static_cast<const float *>(views[i].data);
-      double *dst = static_cast<double *>(m->params[i].host.data);
+      double *dst = static_cast<double *>(m->params[i].data());
       for (uint64_t k = 0; k < views[i].numel; ++k)
         dst[k] = src[k];
       continue;
     }
-    std::memcpy(m->params[i].host.data, views[i].data, m->params[i].bytes);
+    std::memcpy(m->params[i].data(), views[i].data, m->params[i].bytes);
   }
   nncc_safetensors_close(file);
-  m->paramsReady = true;
+  for (Tensor &p : m->params)
+    p.set = true;
   m->trainReady = m->gradsValid = false;
   m->paramsDirty = true;
   nncc_error_clear(err);
@@ -552,18 +562,18 @@ nncc_status nncc_ms_init_weights(nncc_model *m, uint64_t seed, nncc_error *err) 
       continue;
     case NNCC_MS_INIT_UNIFORM:
       if (f64)
-        nncc_rng_fill_uniform_f64(static_cast<double *>(t.host.data), n, seed, stream, 0,
+        nncc_rng_fill_uniform_f64(static_cast<double *>(t.data()), n, seed, stream, 0,
                                   init.a, init.b);
       else
-        nncc_rng_fill_uniform_f32(static_cast<float *>(t.host.data), n, seed, stream, 0,
+        nncc_rng_fill_uniform_f32(static_cast<float *>(t.data()), n, seed, stream, 0,
                                   static_cast<float>(init.a), static_cast<float>(init.b));
       continue;
     case NNCC_MS_INIT_NORMAL:
       if (f64)
-        nncc_rng_fill_normal_f64(static_cast<double *>(t.host.data), n, seed, stream, 0,
+        nncc_rng_fill_normal_f64(static_cast<double *>(t.data()), n, seed, stream, 0,
                                  init.a, init.b);
       else
-        nncc_rng_fill_normal_f32(static_cast<float *>(t.host.data), n, seed, stream, 0,
+        nncc_rng_fill_normal_f32(static_cast<float *>(t.data()), n, seed, stream, 0,
                                  static_cast<float>(init.a), static_cast<float>(init.b));
       continue;
     case NNCC_MS_INIT_ZEROS:
@@ -578,12 +588,13 @@ nncc_status nncc_ms_init_weights(nncc_model *m, uint64_t seed, nncc_error *err) 
     }
     for (uint64_t k = 0; k < n; ++k) {
       if (f64)
-        static_cast<double *>(t.host.data)[k] = fill;
+        static_cast<double *>(t.data())[k] = fill;
       else
-        static_cast<float *>(t.host.data)[k] = static_cast<float>(fill);
+        static_cast<float *>(t.data())[k] = static_cast<float>(fill);
     }
   }
-  m->paramsReady = true;
+  for (Tensor &p : m->params)
+    p.set = true;
   m->trainReady = m->gradsValid = false;
   m->paramsDirty = true;
   nncc_error_clear(err);
@@ -604,7 +615,7 @@ nncc_status nncc_ms_save_weights(nncc_model *m, const char *path, nncc_error *er
   for (int32_t i = 0; i < m->abi->num_params && !s; ++i) {
     const nncc_tensor_info &info = m->abi->params[i];
     s = nncc_safetensors_writer_add(w, info.name, info.dtype, info.rank, info.dims,
-                                    m->params[i].host.data, m->params[i].bytes, e);
+                                    m->params[i].data(), m->params[i].bytes, e);
   }
   if (!s)
     s = nncc_safetensors_writer_set_metadata(w, "nncc_model", m->abi->model_name, e);
@@ -618,18 +629,19 @@ nncc_status nncc_ms_save_weights(nncc_model *m, const char *path, nncc_error *er
   return s;
 }
 
-nncc_status nncc_ms_set_input(nncc_model *m, const char *name, nncc_dtype dtype,
-                              int32_t rank, const int64_t *shape, const void *data,
-                              nncc_error *err) {
-  if (nncc_status s = checkModel(m, "set_input", err))
-    return s;
+namespace {
+/// set_input (`borrow` false: copies `data`) and bind of an input (`borrow`:
+/// the input reads the caller's memory from now on).
+nncc_status acceptInput(nncc_model *m, const char *what, const char *name, nncc_dtype dtype,
+                        int32_t rank, const int64_t *shape, const void *data, bool borrow,
+                        nncc_error *err) {
   const nncc_model_abi *abi = m->abi;
   if (!name)
-    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "set_input: name is NULL");
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "%s: name is NULL", what);
   int32_t idx = findByName(abi->inputs, abi->num_inputs, name);
   if (idx < 0)
     return nncc_error_set(err, NNCC_ERROR_NOT_FOUND,
-                          "set_input: model '%s' has no input '%s' (inputs: %s)",
+                          "%s: model '%s' has no input '%s' (inputs: %s)", what,
                           abi->model_name, name,
                           nameList(abi->inputs, abi->num_inputs).c_str());
   const nncc_tensor_info &info = abi->inputs[idx];
@@ -704,11 +716,16 @@ nncc_status nncc_ms_set_input(nncc_model *m, const char *name, nncc_dtype dtype,
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "input '%s': data is NULL",
                           name);
   Tensor &t = m->inputs[idx];
-  if (!t.host.reserve(bytes))
-    return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
-                          "input '%s': cannot allocate %" PRIu64 " bytes", name, bytes);
-  if (bytes)
-    std::memcpy(t.host.data, data, bytes);
+  if (borrow) {
+    t.bound = const_cast<void *>(data);
+  } else {
+    t.bound = nullptr;
+    if (!t.host.reserve(bytes))
+      return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                            "input '%s': cannot allocate %" PRIu64 " bytes", name, bytes);
+    if (bytes)
+      std::memcpy(t.data(), data, bytes);
+  }
   t.shape.assign(shape, shape + rank);
   t.bytes = bytes;
   t.set = true;
@@ -734,6 +751,15 @@ nncc_status nncc_ms_set_input(nncc_model *m, const char *name, nncc_dtype dtype,
   m->trainReady = false;
   nncc_error_clear(err);
   return NNCC_OK;
+}
+} // namespace
+
+nncc_status nncc_ms_set_input(nncc_model *m, const char *name, nncc_dtype dtype,
+                              int32_t rank, const int64_t *shape, const void *data,
+                              nncc_error *err) {
+  if (nncc_status s = checkModel(m, "set_input", err))
+    return s;
+  return acceptInput(m, "set_input", name, dtype, rank, shape, data, /*borrow=*/false, err);
 }
 
 namespace {
@@ -796,9 +822,122 @@ uint64_t nncc_ms_dropout_offset(const nncc_model *m) {
   return m ? static_cast<uint64_t>(m->optStep) << 40 : 0;
 }
 
-void *nncc_ms_grad(nncc_model *m, int32_t i) { return m->grads[i].host.data; }
-void *nncc_ms_cotangent(nncc_model *m, int32_t i) { return m->cotangents[i].host.data; }
-void *nncc_ms_input_grad(nncc_model *m, int32_t i) { return m->inputGrads[i].host.data; }
+void *nncc_ms_grad(nncc_model *m, int32_t i) { return m->grads[i].data(); }
+void *nncc_ms_cotangent(nncc_model *m, int32_t i) { return m->cotangents[i].data(); }
+void *nncc_ms_input_grad(nncc_model *m, int32_t i) { return m->inputGrads[i].data(); }
+
+nncc_status nncc_ms_bind(nncc_model *m, int32_t binding, const char *name, nncc_dtype dtype,
+                         int32_t rank, const int64_t *shape, void *data, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "bind", err))
+    return s;
+  const nncc_model_abi *abi = m->abi;
+  if (!name)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "bind: name is NULL");
+  if (m->target != NNCC_TARGET_CPU)
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                          "bind '%s': caller-owned memory is supported on the CPU target "
+                          "only so far (use set_input / get_output on CUDA)", name);
+  uint32_t elem = nncc_dtype_size(dtype);
+  if (data && elem && reinterpret_cast<uintptr_t>(data) % elem != 0)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "bind '%s': the memory is not aligned to its %u-byte elements", name,
+                          elem);
+  if (data && (rank < 0 || (rank > 0 && !shape)))
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "bind '%s': invalid rank %d or NULL shape", name, rank);
+
+  if (binding == NNCC_BIND_INPUT) {
+    if (data)
+      return acceptInput(m, "bind", name, dtype, rank, shape, data, /*borrow=*/true, err);
+    int32_t idx = findByName(abi->inputs, abi->num_inputs, name);
+    if (idx < 0)
+      return nncc_error_set(err, NNCC_ERROR_NOT_FOUND, "bind: model '%s' has no input '%s'",
+                            abi->model_name, name);
+    Tensor &t = m->inputs[idx];
+    if (t.bound) { // unbound: to be set again
+      t.bound = nullptr;
+      t.set = false;
+    }
+    m->trainReady = false;
+    nncc_error_clear(err);
+    return NNCC_OK;
+  }
+
+  // The table and the tensors of the other kinds.
+  const nncc_tensor_info *infos = nullptr;
+  int32_t count = 0;
+  std::vector<Tensor> *tensors = nullptr;
+  const char *kind = "";
+  switch (binding) {
+  case NNCC_BIND_OUTPUT:
+    infos = abi->outputs, count = abi->num_outputs, tensors = &m->outputs, kind = "output";
+    break;
+  case NNCC_BIND_PARAM:
+    infos = abi->params, count = abi->num_params, tensors = &m->params, kind = "parameter";
+    break;
+  case NNCC_BIND_GRAD:
+    kind = "gradient";
+    if (findByName(abi->input_grads, abi->num_input_grads, name) >= 0)
+      infos = abi->input_grads, count = abi->num_input_grads, tensors = &m->inputGrads;
+    else
+      infos = abi->grads, count = abi->num_grads, tensors = &m->grads;
+    break;
+  case NNCC_BIND_COTANGENT:
+    infos = abi->cotangents, count = abi->num_cotangents, tensors = &m->cotangents,
+    kind = "cotangent";
+    break;
+  default:
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "bind '%s': unknown binding kind %d", name, binding);
+  }
+  int32_t idx = infos ? findByName(infos, count, name) : -1;
+  if (idx < 0)
+    return nncc_error_set(err, NNCC_ERROR_NOT_FOUND, "bind: model '%s' has no %s '%s'%s",
+                          abi->model_name, kind, name,
+                          count ? "" : " (none: see nncc compile --grad / --vjp)");
+  const nncc_tensor_info &info = infos[idx];
+  if (data && dtype != info.dtype)
+    return nncc_error_set(err, NNCC_ERROR_DTYPE_MISMATCH,
+                          "bind %s '%s': expected element type %s, got %s", kind, name,
+                          nncc_dtype_name(info.dtype), nncc_dtype_name(dtype));
+  bool shapeOk = !data || rank == info.rank;
+  for (int32_t i = 0; data && shapeOk && i < rank; ++i)
+    shapeOk = shape[i] >= 0 && (info.dims[i] < 0 || info.dims[i] == shape[i]);
+  if (!shapeOk)
+    return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH, "bind %s '%s': expected %s, got %s",
+                          kind, name, dimsString(abi, info).c_str(),
+                          shapeString(shape, rank).c_str());
+  if (tensors->size() < static_cast<size_t>(count))
+    tensors->resize(static_cast<size_t>(count));
+  Tensor &t = (*tensors)[idx];
+
+  if (binding == NNCC_BIND_PARAM) {
+    if (data) {
+      t.bound = data;
+      t.host.release();
+      t.set = true;
+    } else if (t.bound) { // the context takes a copy of the current values
+      if (!t.host.reserve(t.bytes))
+        return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                              "bind parameter '%s': cannot allocate %" PRIu64 " bytes", name,
+                              t.bytes);
+      std::memcpy(t.host.data, t.bound, t.bytes);
+      t.bound = nullptr;
+    }
+    m->paramsDirty = true;
+    m->trainReady = m->gradsValid = false;
+  } else {
+    t.bound = data;
+    if (data)
+      t.boundShape.assign(shape, shape + rank);
+    if (binding == NNCC_BIND_OUTPUT)
+      m->outputsValid = false;
+    else if (binding == NNCC_BIND_GRAD)
+      m->gradsValid = false;
+  }
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
 
 nncc_status nncc_ms_set_cotangent(nncc_model *m, const char *name, nncc_dtype dtype,
                                   int32_t rank, const int64_t *shape, const void *data,
@@ -837,28 +976,54 @@ nncc_status nncc_ms_set_cotangent(nncc_model *m, const char *name, nncc_dtype dt
   if (t.bytes && !data)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "cotangent '%s': data is NULL",
                           name);
+  if (t.bound) { // a copy replaces the caller's memory
+    t.bound = nullptr;
+    if (!t.host.reserve(t.bytes))
+      return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                            "cotangent '%s': cannot allocate %" PRIu64 " bytes", name, t.bytes);
+  }
   if (t.bytes)
-    std::memcpy(t.host.data, data, t.bytes);
+    std::memcpy(t.data(), data, t.bytes);
   m->gradsValid = false;
   nncc_error_clear(err);
   return NNCC_OK;
 }
 
 namespace {
-/// Sizes the tables' tensors for the bound dims (zero-filled); false when
-/// one is too large.
-bool sizeTensors(nncc_model *m, const nncc_tensor_info *infos, int32_t n,
-                 std::vector<Tensor> &tensors) {
+/// Memory for a result of the shape in `t.shape` (`t.bytes`): the context's,
+/// or the caller's bound memory, which must have that shape.
+nncc_status prepareResult(Tensor &t, const char *name, nncc_error *e) {
+  if (t.bound) {
+    if (t.boundShape != t.shape)
+      return nncc_error_set(e, NNCC_ERROR_SHAPE_MISMATCH,
+                            "'%s' is bound to caller memory of shape %s, but this run "
+                            "needs %s",
+                            name, shapeString(t.boundShape.data(), t.boundShape.size()).c_str(),
+                            shapeString(t.shape.data(), t.shape.size()).c_str());
+    return NNCC_OK;
+  }
+  if (!t.host.reserve(t.bytes))
+    return nncc_error_set(e, NNCC_ERROR_OUT_OF_MEMORY, "'%s': cannot allocate %" PRIu64 " bytes",
+                          name, t.bytes);
+  return NNCC_OK;
+}
+
+/// Sizes the tables' tensors for the bound dims (zero-filled unless bound).
+nncc_status sizeTensors(nncc_model *m, const nncc_tensor_info *infos, int32_t n,
+                        std::vector<Tensor> &tensors, nncc_error *e) {
   tensors.resize(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
     Tensor &t = tensors[i];
     if (!concreteShape(m->abi, infos[i].dims, infos[i].rank, m->dims, t.shape) ||
-        !byteSize(t.shape.data(), infos[i].rank, nncc_dtype_size(infos[i].dtype), t.bytes) ||
-        !t.host.reserve(t.bytes))
-      return false;
-    std::memset(t.host.data, 0, t.bytes);
+        !byteSize(t.shape.data(), infos[i].rank, nncc_dtype_size(infos[i].dtype), t.bytes))
+      return nncc_error_set(e, NNCC_ERROR_OUT_OF_MEMORY, "'%s' %s is too large",
+                            infos[i].name, dimsString(m->abi, infos[i]).c_str());
+    if (nncc_status s = prepareResult(t, infos[i].name, e))
+      return s;
+    if (!t.bound) // caller-owned cotangents are the caller's to fill
+      std::memset(t.data(), 0, t.bytes);
   }
-  return true;
+  return NNCC_OK;
 }
 
 /// VJP libraries, before forward_train: the cotangents at their defaults
@@ -867,16 +1032,16 @@ nncc_status prepareVJP(nncc_model *m, nncc_error *e) {
   const nncc_model_abi *abi = m->abi;
   if (!abi->num_cotangents)
     return NNCC_OK;
-  if (!sizeTensors(m, abi->cotangents, abi->num_cotangents, m->cotangents) ||
-      !sizeTensors(m, abi->input_grads, abi->num_input_grads, m->inputGrads))
-    return nncc_error_set(e, NNCC_ERROR_OUT_OF_MEMORY,
-                          "cannot allocate the cotangents and input gradients");
+  if (nncc_status s = sizeTensors(m, abi->cotangents, abi->num_cotangents, m->cotangents, e))
+    return s;
+  if (nncc_status s = sizeTensors(m, abi->input_grads, abi->num_input_grads, m->inputGrads, e))
+    return s;
   int32_t loss = findByName(abi->cotangents, abi->num_cotangents, "cotangent.loss");
-  if (loss >= 0) {
+  if (loss >= 0 && !m->cotangents[loss].bound) {
     if (abi->cotangents[loss].dtype == NNCC_DTYPE_F64)
-      *static_cast<double *>(m->cotangents[loss].host.data) = 1.0;
+      *static_cast<double *>(m->cotangents[loss].data()) = 1.0;
     else
-      *static_cast<float *>(m->cotangents[loss].host.data) = 1.0f;
+      *static_cast<float *>(m->cotangents[loss].data()) = 1.0f;
   }
   return NNCC_OK;
 }
@@ -888,10 +1053,10 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
   m->outputsValid = false;
   m->trainReady = false;
   m->gradsValid = false;
-  if (!m->paramsReady)
+  if (!std::all_of(m->params.begin(), m->params.end(), [](const Tensor &p) { return p.set; }))
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
                           "forward: the parameters of '%s' are not initialised; call "
-                          "load_weights or init_weights first",
+                          "load_weights or init_weights first (or bind every parameter)",
                           abi->model_name);
   // Bind every dim from the inputs (all must be set and agree).
   std::vector<int64_t> dims(static_cast<size_t>(abi->num_dims), -1);
@@ -932,10 +1097,8 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
       return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
                             "forward: output '%s' %s is too large", info.name,
                             dimsString(abi, info).c_str());
-    if (!t.host.reserve(t.bytes))
-      return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
-                            "forward: output '%s': cannot allocate %" PRIu64 " bytes",
-                            info.name, t.bytes);
+    if (nncc_status s = prepareResult(t, info.name, e))
+      return nncc_error_prefix(e, "forward: output "), s;
   }
   if (nncc_status s = plan(m, e))
     return nncc_error_prefix(e, "forward: "), s;
@@ -947,9 +1110,8 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
       Tensor &g = m->grads[i];
       g.bytes = m->params[i].bytes;
       g.shape = m->params[i].shape;
-      if (!g.host.reserve(g.bytes))
-        return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
-                              "forward_train: cannot allocate the gradients");
+      if (nncc_status gs = prepareResult(g, abi->grads[i].name, e))
+        return nncc_error_prefix(e, "forward_train: gradient "), gs;
     }
     if (nncc_status vs = prepareVJP(m, e))
       return nncc_error_prefix(e, "forward_train: "), vs;
@@ -965,7 +1127,7 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
   } else {
     if (m->paramsDirty) {
       for (int32_t i = 0; i < abi->num_params && !s; ++i)
-        s = nncc_cuda_memcpy_htod(m->cuda, m->params[i].device, m->params[i].host.data,
+        s = nncc_cuda_memcpy_htod(m->cuda, m->params[i].device, m->params[i].data(),
                                   m->params[i].bytes, m->stream, e);
       if (!s)
         m->paramsDirty = false;
@@ -974,7 +1136,7 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
       Tensor &t = m->inputs[i];
       s = ensureDevice(m, t, t.bytes, abi->inputs[i].name, e);
       if (!s)
-        s = nncc_cuda_memcpy_htod(m->cuda, t.device, t.host.data, t.bytes, m->stream, e);
+        s = nncc_cuda_memcpy_htod(m->cuda, t.device, t.data(), t.bytes, m->stream, e);
     }
     for (int32_t i = 0; i < abi->num_outputs && !s; ++i)
       s = ensureDevice(m, m->outputs[i], m->outputs[i].bytes, abi->outputs[i].name, e);
@@ -983,7 +1145,7 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
     if (!s)
       s = nncc_stream_synchronize(m->stream, e);
     for (int32_t i = 0; i < abi->num_outputs && !s; ++i)
-      s = nncc_cuda_memcpy_dtoh(m->cuda, m->outputs[i].host.data, m->outputs[i].device,
+      s = nncc_cuda_memcpy_dtoh(m->cuda, m->outputs[i].data(), m->outputs[i].device,
                                 m->outputs[i].bytes, nullptr, e);
   }
   if (s) {
@@ -1020,7 +1182,7 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
       if (shape)
         *shape = m->grads[g].shape.data();
       if (data)
-        *data = m->grads[g].host.data;
+        *data = m->grads[g].data();
       nncc_error_clear(err);
       return NNCC_OK;
     }
@@ -1039,7 +1201,7 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
       if (shape)
         *shape = m->inputGrads[g].shape.data();
       if (data)
-        *data = m->inputGrads[g].host.data;
+        *data = m->inputGrads[g].data();
       nncc_error_clear(err);
       return NNCC_OK;
     }
@@ -1063,7 +1225,7 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
   if (shape)
     *shape = t.shape.data();
   if (data)
-    *data = t.host.data;
+    *data = t.data();
   nncc_error_clear(err);
   return NNCC_OK;
 }
@@ -1087,7 +1249,7 @@ int64_t nncc_ms_bound_dim(const nncc_model *m, int32_t i) {
 }
 
 static void *tensorData(nncc_model *m, Tensor &t) {
-  return m->target == NNCC_TARGET_CUDA ? reinterpret_cast<void *>(t.device) : t.host.data;
+  return m->target == NNCC_TARGET_CUDA ? reinterpret_cast<void *>(t.device) : t.data();
 }
 void *nncc_ms_input(nncc_model *m, int32_t i) { return tensorData(m, m->inputs[i]); }
 void *nncc_ms_param(nncc_model *m, int32_t i) { return tensorData(m, m->params[i]); }
@@ -1260,8 +1422,8 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
   double sq = 0.0;
   for (int32_t i = 0; i < n; ++i) {
     int64_t numel = int64_t(m->params[i].bytes / (f64 ? 8 : 4));
-    sq += f64 ? nncc_sum_squares_f64(numel, static_cast<const double *>(m->grads[i].host.data))
-              : nncc_sum_squares_f32(numel, static_cast<const float *>(m->grads[i].host.data));
+    sq += f64 ? nncc_sum_squares_f64(numel, static_cast<const double *>(m->grads[i].data()))
+              : nncc_sum_squares_f32(numel, static_cast<const float *>(m->grads[i].data()));
   }
   double norm = std::sqrt(sq);
   double scale = 1.0;
@@ -1296,7 +1458,7 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
     double wd = paramDecays(abi, i) ? c->weight_decay : 0.0;
     double lri = lr * paramLrScale(abi, i, c->layer_decay);
     int64_t numel = int64_t(bytes / (f64 ? 8 : 4));
-    void *p = m->params[i].host.data, *g = m->grads[i].host.data;
+    void *p = m->params[i].data(), *g = m->grads[i].data();
     void *bm = needM ? m->optM[i].data : nullptr, *bv = adam ? m->optV[i].data : nullptr;
     int rc;
     if (adam) {

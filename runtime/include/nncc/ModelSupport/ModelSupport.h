@@ -112,7 +112,9 @@ nncc_status nncc_ms_param_group(nncc_model *model, int32_t index,
                                 double *lr_scale, nncc_error *err);
 nncc_status nncc_ms_memory_stats(nncc_model *model, uint64_t *arena_bytes,
                                  uint64_t *peak_bytes, nncc_error *err);
-/* The vector-Jacobian product (ABI 5). */
+/* ABI 5: the vector-Jacobian product and caller-owned memory. */
+nncc_status nncc_ms_bind(nncc_model *model, int32_t binding, const char *name, nncc_dtype dtype,
+                         int32_t rank, const int64_t *shape, void *data, nncc_error *err);
 nncc_status nncc_ms_set_cotangent(nncc_model *model, const char *name, nncc_dtype dtype,
                                   int32_t rank, const int64_t *shape, const void *data,
                                   nncc_error *err);

@@ -46,6 +46,15 @@ typedef struct nncc_tensor_info {
 
 typedef enum nncc_target { NNCC_TARGET_CPU = 0, NNCC_TARGET_CUDA = 1 } nncc_target;
 
+/* What nncc_model_abi::bind binds (ABI 5). */
+typedef enum nncc_binding {
+  NNCC_BIND_INPUT = 0,
+  NNCC_BIND_OUTPUT = 1,
+  NNCC_BIND_PARAM = 2,
+  NNCC_BIND_GRAD = 3,      /* "grad.<param>" or "grad.<input>" */
+  NNCC_BIND_COTANGENT = 4  /* "cotangent.<output>" */
+} nncc_binding;
+
 /* ---- Training configuration (ABI 3): the model's `train { ... }` clause
  * (module attribute nn.train) with defaults filled; see docs/training.md. ---- */
 typedef enum nncc_optimizer_kind {
@@ -200,6 +209,26 @@ typedef struct nncc_model_abi {
   nncc_status (*set_cotangent)(nncc_model *model, const char *name, nncc_dtype dtype,
                                int32_t rank, const int64_t *shape, const void *data,
                                nncc_error *err);
+
+  /* ABI 5: zero-copy. Binds caller-owned memory to a tensor (`binding`, an
+   * nncc_binding) in place of the context's copy; `data` NULL unbinds.
+   * CPU target only so far (host pointers): NNCC_ERROR_UNSUPPORTED on CUDA.
+   *  - NNCC_BIND_INPUT: like set_input (same checks, binds the dims) but
+   *    read in place by every later run until unbound or set_input replaces
+   *    it; unbinding unsets the input.
+   *  - NNCC_BIND_PARAM: the parameter lives in the caller's memory from now
+   *    on: load_weights / init_weights write into it, train_step updates it
+   *    in place, and binding counts as initialising it. Unbinding takes a
+   *    copy of the current values.
+   *  - NNCC_BIND_OUTPUT, NNCC_BIND_GRAD (grad.<param> and grad.<input>),
+   *    NNCC_BIND_COTANGENT: written (read, for cotangents) in place. `shape`
+   *    is checked against each run's shape (symbolic dims included) and a
+   *    mismatch fails that run; get_output returns the bound memory. A bound
+   *    cotangent is never reset by forward_train.
+   * The memory must stay valid while bound, be aligned to its element size,
+   * and not overlap another bound tensor. */
+  nncc_status (*bind)(nncc_model *model, int32_t binding, const char *name, nncc_dtype dtype,
+                      int32_t rank, const int64_t *shape, void *data, nncc_error *err);
 } nncc_model_abi;
 
 typedef const nncc_model_abi *(*nncc_model_get_abi_fn)(void);
