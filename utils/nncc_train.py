@@ -77,6 +77,7 @@ class _ABI5(C.Structure):
         ("set_cotangent", T._set_input_t),
         ("bind", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int32, C.c_char_p, C.c_int, C.c_int32,
                              C.POINTER(C.c_int64), C.c_void_p, _PErr)),
+        ("set_step", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int64, _PErr)),
     ]
 
 

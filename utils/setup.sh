@@ -8,6 +8,7 @@ packages=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   nlohmann-json3-dev libgtest-dev
   python3 python3-torch python3-numpy python3-matplotlib libopenblas0-pthread libopenblas-dev
+  python3-venv python3-pip python3-setuptools python3-wheel
 )
 
 missing=()

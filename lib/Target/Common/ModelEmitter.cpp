@@ -588,7 +588,7 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
   os << table(cotangents, "kCotangents") << ", " << table(inputGrads, "kInputGrads") << ", "
      << (cotangents.empty() ? "NULL" : "nncc_ms_set_cotangent")
      << ", // ABI 5: cotangents, input gradients, set_cotangent\n"
-     << "nncc_ms_bind,\n";
+     << "nncc_ms_bind, nncc_ms_set_step,\n";
   os.unindent();
   os << "};\n";
   os << "static const nncc_ms_model_def kDef = {\n";

@@ -1391,6 +1391,18 @@ extern "C" nncc_status nncc_ms_reset_optimizer(nncc_model *m, nncc_error *err) {
   return NNCC_OK;
 }
 
+extern "C" nncc_status nncc_ms_set_step(nncc_model *m, int64_t step, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "set_step", err))
+    return s;
+  if (step < 0)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "set_step: the step must be >= 0, got %" PRId64, step);
+  m->optStep = step;
+  m->trainReady = m->gradsValid = false; // residuals of other masks
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
 extern "C" nncc_status nncc_ms_train_stats(nncc_model *m, nncc_train_stats *out,
                                            nncc_error *err) {
   if (nncc_status s = checkModel(m, "train_stats", err))

@@ -106,6 +106,7 @@ nncc_status nncc_ms_forward_backward(nncc_model *model, nncc_error *err);
 nncc_status nncc_ms_train_step(nncc_model *model, const void *config, nncc_error *err);
 nncc_status nncc_ms_train_stats(nncc_model *model, nncc_train_stats *out, nncc_error *err);
 nncc_status nncc_ms_reset_optimizer(nncc_model *model, nncc_error *err);
+nncc_status nncc_ms_set_step(nncc_model *model, int64_t step, nncc_error *err);
 double nncc_ms_schedule_lr(const nncc_train_config *config, int64_t t);
 nncc_status nncc_ms_param_group(nncc_model *model, int32_t index,
                                 const nncc_train_config *config, int32_t *decay,

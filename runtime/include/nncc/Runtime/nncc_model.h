@@ -229,6 +229,11 @@ typedef struct nncc_model_abi {
    * and not overlap another bound tensor. */
   nncc_status (*bind)(nncc_model *model, int32_t binding, const char *name, nncc_dtype dtype,
                       int32_t rank, const int64_t *shape, void *data, nncc_error *err);
+  /* ABI 5: sets the step counter: the dropout/zoneout masks of
+   * forward_train (drawn from (step << 40) + counter) and Adam's t (the next
+   * train_step is step + 1). A framework that runs its own optimizer sets a
+   * new step before each training forward to draw fresh masks. */
+  nncc_status (*set_step)(nncc_model *model, int64_t step, nncc_error *err);
 } nncc_model_abi;
 
 typedef const nncc_model_abi *(*nncc_model_get_abi_fn)(void);

@@ -1,0 +1,77 @@
+"""ctypes mirror of nncc_model.h (ABI 5): the table every generated
+lib<model>.so returns from nncc_model_get_abi()."""
+import ctypes as C
+
+ABI_VERSION = 5
+
+STATUS_NAMES = {
+    0: "OK", 1: "INVALID_ARGUMENT", 2: "SHAPE_MISMATCH", 3: "DTYPE_MISMATCH", 4: "NOT_FOUND",
+    5: "CORRUPT_FILE", 6: "IO", 7: "OUT_OF_MEMORY", 8: "UNSUPPORTED", 9: "CUDA_UNAVAILABLE",
+    10: "CUDA", 11: "INTERNAL",
+}
+
+# nncc_dtype codes and numpy type names.
+DTYPES = {1: "float64", 2: "float32", 3: "float16", 5: "int64", 6: "int32", 7: "int16",
+          8: "int8", 9: "uint8", 10: "bool"}
+DTYPE_CODES = {v: k for k, v in DTYPES.items()}
+
+BIND_INPUT, BIND_OUTPUT, BIND_PARAM, BIND_GRAD, BIND_COTANGENT = range(5)
+TARGET_CPU, TARGET_CUDA = 0, 1
+
+
+class Error_(C.Structure):
+    _fields_ = [("status", C.c_int), ("message", C.c_char * 1024)]
+
+
+class TensorInfo(C.Structure):
+    _fields_ = [("name", C.c_char_p), ("dtype", C.c_int), ("rank", C.c_int32),
+                ("dims", C.POINTER(C.c_int64))]
+
+
+class TrainStats(C.Structure):
+    _fields_ = [("step", C.c_int64), ("lr", C.c_double), ("grad_norm", C.c_double),
+                ("clip_scale", C.c_double)]
+
+
+PErr = C.POINTER(Error_)
+_model_err = C.CFUNCTYPE(C.c_int, C.c_void_p, PErr)
+_set_tensor = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, C.c_int, C.c_int32,
+                          C.POINTER(C.c_int64), C.c_void_p, PErr)
+
+
+class ABI(C.Structure):
+    _fields_ = [
+        ("abi_version", C.c_uint32), ("model_name", C.c_char_p), ("precision", C.c_char_p),
+        ("num_dims", C.c_int32), ("dim_names", C.POINTER(C.c_char_p)),
+        ("num_inputs", C.c_int32), ("inputs", C.POINTER(TensorInfo)),
+        ("num_outputs", C.c_int32), ("outputs", C.POINTER(TensorInfo)),
+        ("num_params", C.c_int32), ("params", C.POINTER(TensorInfo)),
+        ("create", C.CFUNCTYPE(C.c_int, C.c_int, C.POINTER(C.c_void_p), PErr)),
+        ("destroy", C.CFUNCTYPE(None, C.c_void_p)),
+        ("load_weights", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, PErr)),
+        ("init_weights", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_uint64, PErr)),
+        ("save_weights", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, PErr)),
+        ("set_input", _set_tensor),
+        ("forward", _model_err),
+        ("get_output", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, C.POINTER(C.c_int),
+                                   C.POINTER(C.c_int32), C.POINTER(C.POINTER(C.c_int64)),
+                                   C.POINTER(C.c_void_p), PErr)),
+        ("memory_stats", C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_uint64),
+                                     C.POINTER(C.c_uint64), PErr)),
+        ("forward_train", _model_err), ("backward", _model_err),
+        ("forward_backward", _model_err),
+        ("num_grads", C.c_int32), ("grads", C.POINTER(TensorInfo)),
+        ("train_step", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, PErr)),
+        ("train_config", C.c_void_p),
+        ("train_stats", C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(TrainStats), PErr)),
+        ("reset_optimizer", _model_err),
+        ("schedule_lr", C.c_void_p),
+        ("param_group", C.c_void_p),
+        ("param_groups", C.c_void_p),
+        ("num_cotangents", C.c_int32), ("cotangents", C.POINTER(TensorInfo)),
+        ("num_input_grads", C.c_int32), ("input_grads", C.POINTER(TensorInfo)),
+        ("set_cotangent", _set_tensor),
+        ("bind", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int32, C.c_char_p, C.c_int, C.c_int32,
+                             C.POINTER(C.c_int64), C.c_void_p, PErr)),
+        ("set_step", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int64, PErr)),
+    ]
