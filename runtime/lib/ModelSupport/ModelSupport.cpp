@@ -11,6 +11,7 @@
 #include "nncc/Kernels/Kernels.h"
 
 #include <algorithm>
+#include <tuple>
 #include <cctype>
 #include <cmath>
 #include <cinttypes>
@@ -1168,40 +1169,26 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
   if (!name)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "get_output: name is NULL");
   const nncc_model_abi *abi = m->abi;
-  if (strncmp(name, "grad.", 5) == 0 && abi->num_grads > 0) {
-    int32_t g = findByName(abi->grads, abi->num_grads, name);
-    if (g >= 0) {
-      if (!m->gradsValid)
-        return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
-                              "get_output '%s': no successful backward since the last "
-                              "forward, input or weight change", name);
-      if (dtype)
-        *dtype = abi->grads[g].dtype;
-      if (rank)
-        *rank = abi->grads[g].rank;
-      if (shape)
-        *shape = m->grads[g].shape.data();
-      if (data)
-        *data = m->grads[g].data();
-      nncc_error_clear(err);
-      return NNCC_OK;
-    }
-  }
-  if (strncmp(name, "grad.", 5) == 0 && abi->num_input_grads > 0) {
-    int32_t g = findByName(abi->input_grads, abi->num_input_grads, name);
-    if (g >= 0) {
+  // grad.<param> and grad.<input>: valid after a successful backward.
+  if (strncmp(name, "grad.", 5) == 0) {
+    for (auto [infos, count, tensors] :
+         {std::tuple(abi->grads, abi->num_grads, &m->grads),
+          std::tuple(abi->input_grads, abi->num_input_grads, &m->inputGrads)}) {
+      int32_t g = count > 0 ? findByName(infos, count, name) : -1;
+      if (g < 0)
+        continue;
       if (!m->gradsValid)
         return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
                               "get_output '%s': no successful backward since the last "
                               "forward, input, cotangent or weight change", name);
       if (dtype)
-        *dtype = abi->input_grads[g].dtype;
+        *dtype = infos[g].dtype;
       if (rank)
-        *rank = abi->input_grads[g].rank;
+        *rank = infos[g].rank;
       if (shape)
-        *shape = m->inputGrads[g].shape.data();
+        *shape = (*tensors)[g].shape.data();
       if (data)
-        *data = m->inputGrads[g].data();
+        *data = (*tensors)[g].data();
       nncc_error_clear(err);
       return NNCC_OK;
     }
