@@ -1,4 +1,4 @@
-"""ctypes access to the training half of a generated library (ABI 3).
+"""ctypes access to the training half of a generated library (ABI 5).
 
     lib = TrainLib.compile("models/deep_mlp.nn", f64=False)   # nncc compile --grad
     m = lib.context(seed=0)
@@ -16,72 +16,14 @@ import subprocess
 
 import numpy as np
 
-from nncc_testing import library as T  # safetensors I/O, the C ABI's ctypes types
-
-
-class TrainConfig(C.Structure):
-    _fields_ = [("optimizer", C.c_int32), ("lr", C.c_double), ("beta1", C.c_double),
-                ("beta2", C.c_double), ("eps", C.c_double), ("weight_decay", C.c_double),
-                ("momentum", C.c_double), ("nesterov", C.c_int32), ("clip", C.c_double),
-                ("layer_decay", C.c_double), ("schedule", C.c_int32), ("warmup", C.c_int64),
-                ("warmup_fraction", C.c_double), ("total", C.c_int64), ("cycles", C.c_double),
-                ("step_size", C.c_int64), ("gamma", C.c_double), ("epochs", C.c_int64),
-                ("batch", C.c_int64), ("seed", C.c_int64)]
-
-    def copy(self):
-        c = TrainConfig()
-        C.pointer(c)[0] = self
-        return c
-
+from nncc_testing import library as T  # safetensors I/O, compiling, contexts
+# The C ABI's ctypes types: python/nncc (put on sys.path by nncc_testing).
+from nncc import _abi
+from nncc._abi import (BIND_COTANGENT, BIND_GRAD, BIND_INPUT, BIND_OUTPUT,  # noqa: F401
+                       BIND_PARAM, ParamGroup, TrainConfig, TrainStats)
 
 SGD, ADAM, ADAMW = 0, 1, 2
 CONSTANT, WARMUP_COSINE, COSINE, LINEAR, STEP = range(5)
-
-
-class TrainStats(C.Structure):
-    _fields_ = [("step", C.c_int64), ("lr", C.c_double), ("grad_norm", C.c_double),
-                ("clip_scale", C.c_double)]
-
-
-_PErr = C.POINTER(T._Error)
-_f_model_err = C.CFUNCTYPE(C.c_int, C.c_void_p, _PErr)
-
-
-class _ABI3(C.Structure):
-    _fields_ = T._ABI._fields_ + [
-        ("forward_train", _f_model_err), ("backward", _f_model_err),
-        ("forward_backward", _f_model_err), ("num_grads", C.c_int32),
-        ("grads", C.POINTER(T._TensorInfo)),
-        ("train_step", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, _PErr)),
-        ("train_config", C.POINTER(TrainConfig)),
-        ("train_stats", C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(TrainStats), _PErr)),
-        ("reset_optimizer", _f_model_err),
-        ("schedule_lr", C.CFUNCTYPE(C.c_double, C.POINTER(TrainConfig), C.c_int64)),
-        ("param_group", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int32, C.POINTER(TrainConfig),
-                                    C.POINTER(C.c_int32), C.POINTER(C.c_double), _PErr)),
-    ]
-
-
-class ParamGroup(C.Structure):
-    _fields_ = [("decay", C.c_int32), ("lr_depth", C.c_int32)]
-
-
-class _ABI4(C.Structure):
-    _fields_ = _ABI3._fields_ + [("param_groups", C.POINTER(ParamGroup))]
-
-
-class _ABI5(C.Structure):
-    _fields_ = _ABI4._fields_ + [
-        ("num_cotangents", C.c_int32), ("cotangents", C.POINTER(T._TensorInfo)),
-        ("num_input_grads", C.c_int32), ("input_grads", C.POINTER(T._TensorInfo)),
-        ("set_cotangent", T._set_input_t),
-        ("bind", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int32, C.c_char_p, C.c_int, C.c_int32,
-                             C.POINTER(C.c_int64), C.c_void_p, _PErr)),
-        ("set_step", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int64, _PErr)),
-    ]
-
-
-BIND_INPUT, BIND_OUTPUT, BIND_PARAM, BIND_GRAD, BIND_COTANGENT = range(5)
 
 
 def nncc_binary():
@@ -98,7 +40,7 @@ class TrainLib(T.Library):
     def __init__(self, so_path):
         self.path = so_path
         self.dll = C.CDLL(so_path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
-        self.dll.nncc_model_get_abi.restype = C.POINTER(_ABI5)
+        self.dll.nncc_model_get_abi.restype = C.POINTER(_abi.ABI)
         self.abi = self.dll.nncc_model_get_abi().contents
         if self.abi.abi_version != 5:
             raise T.NNCCError("ABI version %d, expected 5" % self.abi.abi_version)

@@ -28,14 +28,33 @@ class TensorInfo(C.Structure):
                 ("dims", C.POINTER(C.c_int64))]
 
 
+class TrainConfig(C.Structure):
+    _fields_ = [("optimizer", C.c_int32), ("lr", C.c_double), ("beta1", C.c_double),
+                ("beta2", C.c_double), ("eps", C.c_double), ("weight_decay", C.c_double),
+                ("momentum", C.c_double), ("nesterov", C.c_int32), ("clip", C.c_double),
+                ("layer_decay", C.c_double), ("schedule", C.c_int32), ("warmup", C.c_int64),
+                ("warmup_fraction", C.c_double), ("total", C.c_int64), ("cycles", C.c_double),
+                ("step_size", C.c_int64), ("gamma", C.c_double), ("epochs", C.c_int64),
+                ("batch", C.c_int64), ("seed", C.c_int64)]
+
+    def copy(self):
+        c = TrainConfig()
+        C.pointer(c)[0] = self
+        return c
+
+
+class ParamGroup(C.Structure):
+    _fields_ = [("decay", C.c_int32), ("lr_depth", C.c_int32)]
+
+
 class TrainStats(C.Structure):
     _fields_ = [("step", C.c_int64), ("lr", C.c_double), ("grad_norm", C.c_double),
                 ("clip_scale", C.c_double)]
 
 
 PErr = C.POINTER(Error_)
-_model_err = C.CFUNCTYPE(C.c_int, C.c_void_p, PErr)
-_set_tensor = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, C.c_int, C.c_int32,
+ModelFn = C.CFUNCTYPE(C.c_int, C.c_void_p, PErr)
+SetTensorFn = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, C.c_int, C.c_int32,
                           C.POINTER(C.c_int64), C.c_void_p, PErr)
 
 
@@ -51,26 +70,27 @@ class ABI(C.Structure):
         ("load_weights", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, PErr)),
         ("init_weights", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_uint64, PErr)),
         ("save_weights", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, PErr)),
-        ("set_input", _set_tensor),
-        ("forward", _model_err),
+        ("set_input", SetTensorFn),
+        ("forward", ModelFn),
         ("get_output", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, C.POINTER(C.c_int),
                                    C.POINTER(C.c_int32), C.POINTER(C.POINTER(C.c_int64)),
                                    C.POINTER(C.c_void_p), PErr)),
         ("memory_stats", C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_uint64),
                                      C.POINTER(C.c_uint64), PErr)),
-        ("forward_train", _model_err), ("backward", _model_err),
-        ("forward_backward", _model_err),
+        ("forward_train", ModelFn), ("backward", ModelFn),
+        ("forward_backward", ModelFn),
         ("num_grads", C.c_int32), ("grads", C.POINTER(TensorInfo)),
         ("train_step", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, PErr)),
-        ("train_config", C.c_void_p),
+        ("train_config", C.POINTER(TrainConfig)),
         ("train_stats", C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(TrainStats), PErr)),
-        ("reset_optimizer", _model_err),
-        ("schedule_lr", C.c_void_p),
-        ("param_group", C.c_void_p),
-        ("param_groups", C.c_void_p),
+        ("reset_optimizer", ModelFn),
+        ("schedule_lr", C.CFUNCTYPE(C.c_double, C.POINTER(TrainConfig), C.c_int64)),
+        ("param_group", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int32, C.POINTER(TrainConfig),
+                                    C.POINTER(C.c_int32), C.POINTER(C.c_double), PErr)),
+        ("param_groups", C.POINTER(ParamGroup)),
         ("num_cotangents", C.c_int32), ("cotangents", C.POINTER(TensorInfo)),
         ("num_input_grads", C.c_int32), ("input_grads", C.POINTER(TensorInfo)),
-        ("set_cotangent", _set_tensor),
+        ("set_cotangent", SetTensorFn),
         ("bind", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int32, C.c_char_p, C.c_int, C.c_int32,
                              C.POINTER(C.c_int64), C.c_void_p, PErr)),
         ("set_step", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int64, PErr)),

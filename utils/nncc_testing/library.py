@@ -35,6 +35,9 @@ import numpy as np
 
 from .safetensors import NP_TO_ST, ST_DTYPES, load_safetensors, save_safetensors, to_numpy  # noqa: F401
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from nncc import _abi  # noqa: E402
+
 # --------------------------------------------------------------------------
 # the metric
 # --------------------------------------------------------------------------
@@ -190,41 +193,8 @@ DT = {1: np.float64, 2: np.float32, 3: np.float16, 5: np.int64, 6: np.int32,
 DT_CODE = {np.dtype(v): k for k, v in DT.items()}
 
 
-class _Error(C.Structure):
-    _fields_ = [("status", C.c_int), ("message", C.c_char * 1024)]
-
-
-class _TensorInfo(C.Structure):
-    _fields_ = [("name", C.c_char_p), ("dtype", C.c_int), ("rank", C.c_int32),
-                ("dims", C.POINTER(C.c_int64))]
-
-
-_PErr = C.POINTER(_Error)
-_create_t = C.CFUNCTYPE(C.c_int, C.c_int, C.POINTER(C.c_void_p), _PErr)
-_destroy_t = C.CFUNCTYPE(None, C.c_void_p)
-_path_t = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, _PErr)
-_init_t = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_uint64, _PErr)
-_set_input_t = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, C.c_int, C.c_int32,
-                           C.POINTER(C.c_int64), C.c_void_p, _PErr)
-_forward_t = C.CFUNCTYPE(C.c_int, C.c_void_p, _PErr)
-_get_output_t = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, C.POINTER(C.c_int),
-                            C.POINTER(C.c_int32), C.POINTER(C.POINTER(C.c_int64)),
-                            C.POINTER(C.c_void_p), _PErr)
-_mem_t = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_uint64), C.POINTER(C.c_uint64), _PErr)
-
-
-class _ABI(C.Structure):
-    _fields_ = [("abi_version", C.c_uint32), ("model_name", C.c_char_p),
-                ("precision", C.c_char_p),
-                ("num_dims", C.c_int32), ("dim_names", C.POINTER(C.c_char_p)),
-                ("num_inputs", C.c_int32), ("inputs", C.POINTER(_TensorInfo)),
-                ("num_outputs", C.c_int32), ("outputs", C.POINTER(_TensorInfo)),
-                ("num_params", C.c_int32), ("params", C.POINTER(_TensorInfo)),
-                ("create", _create_t), ("destroy", _destroy_t),
-                ("load_weights", _path_t), ("init_weights", _init_t),
-                ("save_weights", _path_t), ("set_input", _set_input_t),
-                ("forward", _forward_t), ("get_output", _get_output_t),
-                ("memory_stats", _mem_t)]
+# The ctypes mirror of nncc_model.h is the Python package's (python/nncc/_abi.py).
+_Error, _TensorInfo, _ABI, _set_input_t = _abi.Error_, _abi.TensorInfo, _abi.ABI, _abi.SetTensorFn
 
 
 class Library:
