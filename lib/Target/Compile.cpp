@@ -57,8 +57,9 @@ LogicalResult writeFile(ModuleOp module, const std::string &path,
 }
 
 /// Runs argv[0] (searched in PATH when not absolute); on failure reports
-/// the command line and its output.
-LogicalResult run(ModuleOp module, llvm::ArrayRef<std::string> argv, llvm::StringRef what) {
+/// the command line and its output. `output` receives stdout and stderr.
+LogicalResult run(ModuleOp module, llvm::ArrayRef<std::string> argv, llvm::StringRef what,
+                  std::string *captured = nullptr) {
   std::string program = argv[0];
   if (!llvm::sys::path::is_absolute(program)) {
     auto found = llvm::sys::findProgramByName(program);
@@ -78,6 +79,8 @@ LogicalResult run(ModuleOp module, llvm::ArrayRef<std::string> argv, llvm::Strin
   if (auto buf = llvm::MemoryBuffer::getFile(log))
     output = (*buf)->getBuffer().str();
   llvm::sys::fs::remove(log);
+  if (captured)
+    *captured = output;
   if (rc == 0)
     return success();
   std::string cmd;
@@ -89,6 +92,72 @@ LogicalResult run(ModuleOp module, llvm::ArrayRef<std::string> argv, llvm::Strin
                             << (errMsg.empty() ? "" : ", " + errMsg) << "):\n  " << cmd
                             << "\n"
                             << output;
+}
+
+/// The shared libraries `library` loads that a machine with only a driver
+/// may lack, as (soname, resolved path): what `ldd` resolves, except the C
+/// and C++ runtimes and the CUDA libraries (the driver's, the toolkit's).
+FailureOr<std::vector<std::pair<std::string, std::string>>>
+bundledDependencies(ModuleOp module, const std::string &library) {
+  std::string listing;
+  if (failed(run(module, {"ldd", library}, "list the libraries of " + library, &listing)))
+    return failure();
+  static const char *system[] = {"linux-vdso", "ld-linux", "libc.so",  "libm.so",
+                                 "libdl.so",   "libpthread.so", "librt.so", "libstdc++.so",
+                                 "libgcc_s.so", "libcuda.so", "libcublas", "libcudart"};
+  std::vector<std::pair<std::string, std::string>> deps;
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(listing).split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    auto [name, rest] = line.trim().split(" => ");
+    if (rest.empty() || llvm::any_of(system, [&](const char *s) { return name.starts_with(s); }))
+      continue;
+    if (rest.starts_with("not found"))
+      return module.emitError() << "cannot bundle lib" << target::modelIdentifier(module)
+                                << ".so: " << name << " is not found on this machine";
+    deps.push_back({name.str(), rest.split(" (").first.str()});
+  }
+  return deps;
+}
+
+/// `nncc compile --bundle`: makes the output directory self-contained. It
+/// copies in what lib<model>.so loads beyond the C/C++ runtime and CUDA (the
+/// nncc runtime and kernel libraries, OpenBLAS and its Fortran runtime,
+/// OpenMP), relinks the library with RUNPATH $ORIGIN and those libraries as
+/// direct dependencies (`relink`), and adds nncc-runner and the ABI headers.
+LogicalResult makeBundle(ModuleOp module, const CompileArtifacts &out,
+                         const RuntimeLocation &runtime,
+                         llvm::function_ref<LogicalResult(const std::vector<std::string> &)> relink) {
+  std::string dir = llvm::sys::path::parent_path(out.libraryPath).str();
+  FailureOr<std::vector<std::pair<std::string, std::string>>> deps =
+      bundledDependencies(module, out.libraryPath);
+  if (failed(deps))
+    return failure();
+  auto copy = [&](const std::string &from, const std::string &to) -> LogicalResult {
+    if (std::error_code ec = llvm::sys::fs::copy_file(from, to))
+      return module.emitError() << "cannot bundle '" << from << "' as '" << to
+                                << "': " << ec.message();
+    llvm::sys::fs::setPermissions(to, llvm::sys::fs::perms(0755));
+    return success();
+  };
+  std::vector<std::string> preload;
+  for (auto &[soname, resolved] : *deps) {
+    if (failed(copy(resolved, dir + "/" + soname)))
+      return failure();
+    preload.push_back(soname);
+  }
+  if (failed(relink(preload)))
+    return failure();
+  std::string bin = llvm::sys::path::parent_path(runtime.libDir).str() + "/bin/nncc-runner";
+  if (failed(copy(bin, dir + "/nncc-runner")))
+    return failure();
+  std::string headers = dir + "/include/nncc/Runtime";
+  if (std::error_code ec = llvm::sys::fs::create_directories(headers))
+    return module.emitError() << "cannot create '" << headers << "': " << ec.message();
+  for (const char *h : {"nncc_model.h", "nncc_runtime.h"})
+    if (failed(copy(runtime.includeDir + "/nncc/Runtime/" + h, headers + "/" + h)))
+      return failure();
+  return success();
 }
 
 } // namespace
@@ -160,33 +229,55 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     out.builtCuda = true;
   }
   out.libraryPath = path("lib" + model + ".so");
-  // -fno-trapping-math: generated loops call the kernels' branch-free exp and
-  // tanh; it lets them vectorise and changes no result (docs/kernels.md).
-  std::vector<std::string> argv = {cxx,        "-std=c++17", "-O3", "-fno-trapping-math",
-                                   "-fPIC",    "-shared",    "-fopenmp",
-                                   "-fvisibility=hidden"};
-  if (llvm::StringRef(NNCC_HOST_MARCH).size())
-    argv.push_back(std::string("-march=") + NNCC_HOST_MARCH);
-  if (opts.f64)
-    argv.push_back("-DNNCC_PRECISION_F64");
-  argv.insert(argv.end(), {"-I", runtime.includeDir, out.cppPath});
-  argv.insert(argv.end(), objects.begin(), objects.end());
-  argv.insert(argv.end(), {"-o", out.libraryPath, "-Wl,-soname,lib" + model + ".so", "-Wl,--exclude-libs,ALL", "-L" + libDir, "-lnncc_model_support",
-                           "-lnncc_kernels", "-lnncc_runtime", "-Wl,-rpath," + libDir});
-  llvm::StringRef blas = NNCC_OPENBLAS_LIBRARY;
-  if (!blas.empty()) {
-    argv.push_back(blas.str());
-    argv.push_back("-Wl,-rpath," + llvm::sys::path::parent_path(blas).str());
-  }
-  if (withCuda) {
-    // cudart statically (it loads libcuda itself when first used, so the
-    // library loads on machines without a driver); cuBLAS dynamically.
-    argv.insert(argv.end(), {"-L" + cudaLib, "-lcublas", "-lcudart_static", "-ldl", "-lrt",
-                             "-lpthread", "-Wl,-rpath," + cudaLib});
-  }
-  if (failed(run(module, argv, "build lib" + model + ".so")))
+  // The link. `rpaths`: where the runtime libraries are found when the
+  // library loads (the build's or install's lib/, or $ORIGIN in a bundle);
+  // `preload`: libraries of the bundle recorded as direct dependencies, so
+  // that the loader finds them beside lib<model>.so (through its RUNPATH)
+  // before the runtime libraries ask for them.
+  auto link = [&](const std::vector<std::string> &searchDirs,
+                  const std::vector<std::string> &rpaths,
+                  const std::vector<std::string> &preload) {
+    // -fno-trapping-math: generated loops call the kernels' branch-free exp
+    // and tanh; it lets them vectorise and changes no result (docs/kernels.md).
+    std::vector<std::string> argv = {cxx,     "-std=c++17", "-O3",    "-fno-trapping-math",
+                                     "-fPIC", "-shared",    "-fopenmp", "-fvisibility=hidden"};
+    if (llvm::StringRef(NNCC_HOST_MARCH).size())
+      argv.push_back(std::string("-march=") + NNCC_HOST_MARCH);
+    if (opts.f64)
+      argv.push_back("-DNNCC_PRECISION_F64");
+    argv.insert(argv.end(), {"-I", runtime.includeDir, out.cppPath});
+    argv.insert(argv.end(), objects.begin(), objects.end());
+    argv.insert(argv.end(), {"-o", out.libraryPath, "-Wl,-soname,lib" + model + ".so",
+                             "-Wl,--exclude-libs,ALL"});
+    for (const std::string &dir : searchDirs)
+      argv.push_back("-L" + dir);
+    argv.insert(argv.end(), {"-lnncc_model_support", "-lnncc_kernels", "-lnncc_runtime"});
+    for (const std::string &dir : rpaths)
+      argv.push_back("-Wl,-rpath," + dir);
+    llvm::StringRef blas = NNCC_OPENBLAS_LIBRARY;
+    if (!blas.empty() && preload.empty()) {
+      argv.push_back(blas.str());
+      argv.push_back("-Wl,-rpath," + llvm::sys::path::parent_path(blas).str());
+    }
+    if (!preload.empty()) {
+      argv.push_back("-Wl,--no-as-needed");
+      for (const std::string &soname : preload)
+        argv.push_back("-l:" + soname);
+      argv.push_back("-Wl,--as-needed");
+    }
+    if (withCuda) {
+      // cudart statically (it loads libcuda itself when first used, so the
+      // library loads on machines without a driver); cuBLAS dynamically.
+      argv.insert(argv.end(), {"-L" + cudaLib, "-lcublas", "-lcudart_static", "-ldl", "-lrt",
+                               "-lpthread", "-Wl,-rpath," + cudaLib});
+    }
+    return run(module, argv, "build lib" + model + ".so");
+  };
+  if (failed(link({libDir}, {libDir}, {})))
     return failure();
-  return success();
+  return opts.bundle ? makeBundle(module, out, runtime, [&](const std::vector<std::string> &preload) {
+    return link({opts.outputDir, libDir}, {"$ORIGIN"}, preload);
+  }) : success();
 }
 
 namespace {

@@ -97,6 +97,13 @@ cl::opt<bool> compileVJP(
              "(set_cotangent), gradients for every parameter and every float input "
              "(grad.<input>); ABI 5"),
     cl::sub(compileCmd), cl::cat(nnccCategory));
+cl::opt<bool> compileBundle(
+    "bundle",
+    cl::desc("Library build: make -o DIR a self-contained deploy bundle: lib<model>.so "
+             "relinked to find its libraries beside it, the nncc runtime and kernel "
+             "libraries, OpenBLAS and the other libraries they load (not the C/C++ runtime "
+             "or CUDA), nncc-runner and the ABI headers (docs/runtime.md)"),
+    cl::sub(compileCmd), cl::cat(nnccCategory));
 cl::opt<bool> compileF64("f64", cl::desc("Library build: CPU code in double precision"),
                          cl::sub(compileCmd), cl::cat(nnccCategory));
 
@@ -148,6 +155,7 @@ int emitAST(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr) {
 int buildLibrary(mlir::ModuleOp module) {
   nncc::CompileOptions opts;
   opts.f64 = compileF64;
+  opts.bundle = compileBundle;
   opts.outputDir = outputFile;
   opts.target = compileTarget;
   opts.cudaArch = cudaArch;
@@ -174,6 +182,8 @@ int runCompile() {
     return 1;
   // Back-end stages lower to nnk (with --grad: differentiated first).
   bool build = emitLevel.getNumOccurrences() == 0 && outputFile != "-";
+  if (compileBundle && !build)
+    return nncc::driver::fail("--bundle applies to library builds (-o DIR, no --emit)");
   bool backEnd = build || emitLevel == EmitLevel::NNK ||
                  emitLevel == EmitLevel::CPP || emitLevel == EmitLevel::CUDA;
   bool grad = backEnd ? compileGrad.getValue() : emitLevel == EmitLevel::NNGrad;

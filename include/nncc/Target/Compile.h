@@ -20,6 +20,7 @@ struct CompileOptions {
   std::string nvcc;                   // empty: the one found at configure time
   bool build = true;                  // false: write the sources only
   bool f64 = false;                   // -DNNCC_PRECISION_F64: real_t = double
+  bool bundle = false;                // a self-contained directory (nncc-runner, libraries)
 };
 
 struct CompileArtifacts {
