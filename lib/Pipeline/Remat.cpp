@@ -2,6 +2,8 @@
 #include "nncc/Pipeline/Remat.h"
 
 #include "dialects/NN/IR/NNDialect.h"
+#include "dialects/NN/IR/NNOps.h"
+#include "dialects/NN/IR/NNTypes.h"
 #include "dialects/NN/Transforms/Remat.h"
 #include "nncc/Pipeline/Passes.h"
 #include "nncc/Pipeline/Pipeline.h"
@@ -97,6 +99,8 @@ static nn::RematCostEnv costEnv(const RematSearchOptions &options) {
   for (const auto &d : options.dims)
     env.dims[d.getKey()] = d.getValue();
   env.realSize = options.realSize;
+  for (auto [id, snapshots] : options.bpttSnapshots)
+    env.bpttSnapshots[id] = snapshots;
   return env;
 }
 
@@ -127,7 +131,63 @@ FailureOr<RematPlan> evaluateRemat(ModuleOp module, ArrayRef<int64_t> ids,
   out.peakBytes = plan->peakBytes;
   out.arenaBytes = plan->arenaBytes;
   out.flops = cost->flops;
+  for (auto [id, snapshots] : options.bpttSnapshots)
+    if (llvm::is_contained(out.recompute, id))
+      out.bpttSnapshots.push_back({id, snapshots});
   return out;
+}
+
+/// The binomial (Revolve) variants of the plans that checkpoint a recurrent
+/// reserve: for each plan on the (peak, FLOPs) Pareto front, every recurrent
+/// reserve it recomputes reversed with s snapshots instead of sqrt(T)
+/// segments, s in {2, ceil(log2 T), ceil(sqrt T)}. Budget-independent.
+static LogicalResult appendBinomialVariants(ModuleOp module, SmallVector<RematPlan> &plans,
+                                            const RematSearchOptions &options) {
+  func::FuncOp fn = trainingFunction(module);
+  llvm::DenseMap<int64_t, int64_t> steps; // recurrent reserve id -> T
+  for (const nn::RematCandidate &c : nn::collectRematCandidates(fn)) {
+    Operation *fwd = c.value.getDefiningOp();
+    if (c.kind != nn::RematKind::Reserve || !fwd || !isa<nn::RNNOp, nn::LSTMOp, nn::GRUOp>(fwd))
+      continue;
+    nncc::Dim t = cast<nn::TensorType>(fwd->getOperand(0).getType()).getDim(1);
+    int64_t T = t.isStatic()     ? t.getSize()
+                : t.isSymbolic() ? options.dims.lookup(t.getSymbol().getValue())
+                                 : 0;
+    if (T > 1)
+      steps[c.id] = T;
+  }
+  if (steps.empty())
+    return success();
+  SmallVector<RematPlan> front;
+  for (const RematPlan &p : plans) {
+    if (!llvm::any_of(p.recompute, [&](int64_t id) { return steps.contains(id); }))
+      continue;
+    bool dominated = llvm::any_of(plans, [&](const RematPlan &q) {
+      return q.peakBytes <= p.peakBytes && q.flops <= p.flops &&
+             (q.peakBytes < p.peakBytes || q.flops < p.flops);
+    });
+    if (!dominated)
+      front.push_back(p);
+  }
+  for (const RematPlan &p : front)
+    for (int kind = 0; kind < 3; ++kind) {
+      RematSearchOptions variant = options;
+      for (int64_t id : p.recompute) {
+        auto it = steps.find(id);
+        if (it == steps.end())
+          continue;
+        const int64_t T = it->second;
+        const int64_t s = kind == 0   ? 2
+                          : kind == 1 ? static_cast<int64_t>(std::ceil(std::log2(double(T))))
+                                      : static_cast<int64_t>(std::ceil(std::sqrt(double(T))));
+        variant.bpttSnapshots.push_back({id, std::max<int64_t>(1, s)});
+      }
+      FailureOr<RematPlan> v = evaluateRemat(module, p.recompute, variant);
+      if (failed(v))
+        return failure();
+      plans.push_back(*v);
+    }
+  return success();
 }
 
 FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
@@ -225,7 +285,7 @@ FailureOr<RematPlan> chooseRemat(ModuleOp module, const MemoryBudget &budget,
       return keepAll;
   }
   FailureOr<SmallVector<RematPlan>> plans = rematPlans(module, options);
-  if (failed(plans))
+  if (failed(plans) || failed(appendBinomialVariants(module, *plans, options)))
     return failure();
   const RematPlan *smallest = &plans->front();
   for (const RematPlan &p : *plans)
@@ -258,6 +318,7 @@ FailureOr<RematPlan> chooseRemat(ModuleOp module, const MemoryBudget &budget,
 
 static std::vector<RematReportEntry> report(func::FuncOp fn, ArrayRef<int64_t> ids,
                                             const nn::RematCostEnv &env) {
+  auto recurrent = [](Operation *op) { return op && isa<nn::RNNOp, nn::LSTMOp, nn::GRUOp>(op); };
   std::vector<RematReportEntry> out;
   for (const nn::RematEntry &e : nn::describeRemat(fn, ids, env)) {
     RematReportEntry r;
@@ -272,6 +333,10 @@ static std::vector<RematReportEntry> report(func::FuncOp fn, ArrayRef<int64_t> i
     r.loc = e.producer ? LocationAttr(e.producer->getLoc()) : LocationAttr();
     r.bytes = e.bytes;
     r.flops = e.flops;
+    if (e.kind == nn::RematKind::Reserve && r.decision == "recomputed" && recurrent(e.producer))
+      r.schedule = env.bpttSnapshots.contains(e.id)
+                       ? "binomial:" + std::to_string(env.bpttSnapshots.lookup(e.id))
+                       : "sqrt_t";
     out.push_back(std::move(r));
   }
   return out;
@@ -288,9 +353,11 @@ FailureOr<RematPlan> applyMemoryBudget(ModuleOp module, const MemoryBudget &budg
   FailureOr<RematPlan> plan = chooseRemat(module, budget, options);
   if (failed(plan))
     return failure();
-  plan->report = report(fn, plan->recompute, costEnv(options));
+  RematSearchOptions chosen = options;
+  chosen.bpttSnapshots = plan->bpttSnapshots;
+  plan->report = report(fn, plan->recompute, costEnv(chosen));
   if (!plan->recompute.empty() &&
-      failed(nn::applyRemat(trainingFunction(module), plan->recompute, costEnv(options))))
+      failed(nn::applyRemat(trainingFunction(module), plan->recompute, costEnv(chosen))))
     return failure();
   return plan;
 }

@@ -1,10 +1,22 @@
 // RUN: nncc-opt %s --nn-bptt-checkpoint=every=8 | FileCheck %s
 // RUN: not nncc-opt %s --nn-bptt-checkpoint 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not nncc-opt %s --nn-bptt-checkpoint="every=2 snapshots=3" 2>&1 | FileCheck %s --check-prefix=BOTH
+// RUN: nncc-opt %s --nn-bptt-checkpoint=snapshots=3 | FileCheck %s --check-prefix=SNAP
 
 // nn-bptt-checkpoint sets checkpoint_every on both ops of every recurrent
 // reserve pair, and leaves a stack without a reserve alone.
 
-// ZERO: nn-bptt-checkpoint: 'every' must be at least 1, got 0
+// ZERO: nn-bptt-checkpoint: exactly one of 'every' and 'snapshots' must be at least 1, got 0 and 0
+// BOTH: nn-bptt-checkpoint: exactly one of 'every' and 'snapshots' must be at least 1, got 2 and 3
+
+// With snapshots (the binomial schedule): checkpoint_snapshots instead.
+// SNAP-LABEL: func.func @pairs
+// SNAP: %{{.*}}, %{{.*}}, %{{.*}}, %[[R:.*]] = nn.lstm {{.*}}checkpoint_snapshots = 3 : i64
+// SNAP: nn.lstm_grad {{.*}} reserve %[[R]] {{{.*}}checkpoint_snapshots = 3 : i64
+// SNAP: %{{.*}}, %{{.*}}, %[[G:.*]] = nn.gru {{.*}}checkpoint_snapshots = 3 : i64
+// SNAP: nn.gru_grad {{.*}} reserve %[[G]] {{{.*}}checkpoint_snapshots = 3 : i64
+// SNAP-NOT: checkpoint_every
+// SNAP: return
 
 // CHECK-LABEL: func.func @pairs
 // CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[R:.*]] = nn.lstm {{.*}}checkpoint_every = 8 : i64

@@ -93,6 +93,8 @@ llvm::json::Object rematJSON(const driver::RematRequest &remat) {
                          {"flops", e.flops}};
     if (e.id >= 0)
       o["id"] = e.id;
+    if (!e.schedule.empty())
+      o["schedule"] = e.schedule;
     if (e.decision == "kept") {
       keptBytes += e.bytes;
       kept.push_back(std::move(o));

@@ -306,23 +306,30 @@ LogicalResult RNNGradOp::inferReturnTypes(MLIRContext *,
                             inferred);
 }
 /// A recurrent gradient's reserve comes from a stack of the same shape.
-/// Its checkpoint_every is the forward's (what the reserve holds).
+/// Its checkpoint_every / checkpoint_snapshots are the forward's (what the
+/// reserve holds).
 template <typename FwdOp, typename GradOp, typename Pred>
 static LogicalResult verifyRecurrentReserve(GradOp op, Pred sameCell) {
   if (failed(nncc::nn::detail::verifyCheckpointEvery(op)))
     return failure();
   if (auto fwd = op.getReserve() ? op.getReserve().template getDefiningOp<FwdOp>()
                                  : FwdOp()) {
-    std::optional<int64_t> mine = op.getCheckpointEvery(),
-                           theirs = fwd.getCheckpointEvery();
-    if (mine != theirs) {
-      auto show = [](std::optional<int64_t> v) {
-        return v ? std::to_string(*v) : std::string("absent");
-      };
-      return op.emitOpError("'checkpoint_every' (")
-             << show(mine) << ") differs from its reserve's '"
+    auto show = [](std::optional<int64_t> v) {
+      return v ? std::to_string(*v) : std::string("absent");
+    };
+    auto same = [&](const char *name, std::optional<int64_t> mine,
+                    std::optional<int64_t> theirs) -> LogicalResult {
+      if (mine == theirs)
+        return success();
+      return op.emitOpError("'")
+             << name << "' (" << show(mine) << ") differs from its reserve's '"
              << FwdOp::getOperationName() << "' (" << show(theirs) << ")";
-    }
+    };
+    if (failed(same("checkpoint_every", op.getCheckpointEvery(),
+                    fwd.getCheckpointEvery())) ||
+        failed(same("checkpoint_snapshots", op.getCheckpointSnapshots(),
+                    fwd.getCheckpointSnapshots())))
+      return failure();
   }
   return nncc::nn::detail::verifyReserveProducer<FwdOp>(op, [&](FwdOp fwd) {
     return fwd.getHiddenSize() == op.getHiddenSize() &&

@@ -263,7 +263,10 @@ defvar NN_RecurrentGradDoc = [{
     `checkpoint_every` (>= 1) must equal the reserve's forward op's: with
     it, the reserve holds the layer outputs and (LSTM) every
     `checkpoint_every`-th cell state, and the gates are recomputed one
-    segment of that many steps at a time.
+    segment of that many steps at a time. `checkpoint_snapshots` (>= 1)
+    likewise must equal the forward's: the reserve holds the layer outputs
+    only and the gradient reverses the scan step by step by the binomial
+    schedule with at most that many cell-state snapshots.
 }];
 
 class NN_RecurrentGradOp<string mnemonic, string fwd, dag stateOperands,
@@ -281,7 +284,8 @@ class NN_RecurrentGradOp<string mnemonic, string fwd, dag stateOperands,
            DefaultValuedAttr<BoolAttr, "false">:$bidirectional,
            DefaultValuedAttr<BoolAttr, "true">:$has_bias),
       extraAttrs,
-      (ins OptionalAttr<NN_I64Attr>:$checkpoint_every));
+      (ins OptionalAttr<NN_I64Attr>:$checkpoint_every,
+           OptionalAttr<NN_I64Attr>:$checkpoint_snapshots));
   let results = !con((outs NN_FloatTensor:$dx), stateResults,
                      (outs Variadic<NN_FloatTensor>:$dweights));
   let hasVerifier = 1;

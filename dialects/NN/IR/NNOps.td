@@ -507,6 +507,14 @@ defvar NN_CheckpointDoc = [{
     every `checkpoint_every` steps instead of every step's gates, and the
     gradient recomputes the gates one segment of that many steps at a time.
     Without a reserve it has no effect. Absent: every step's gates are kept.
+
+    `checkpoint_snapshots` (optional, >= 1; exclusive with
+    `checkpoint_every`, the same on this op and its gradient op) asks for
+    the binomial (Griewank-Walther Revolve) schedule instead: the reserve
+    keeps only each layer's output sequence, and the gradient reverses each
+    layer's scan one step at a time, keeping at most that many LSTM cell
+    states and recomputing the forward steps between them by the binomial
+    schedule (T <= C(s + 1 + r, s + 1) steps with r recomputation sweeps).
 }];
 
 def NN_RNNOp : NN_ReserveOp<"rnn", [Pure, AttrSizedOperandSegments]> {
@@ -530,7 +538,8 @@ def NN_RNNOp : NN_ReserveOp<"rnn", [Pure, AttrSizedOperandSegments]> {
     DefaultValuedAttr<NN_NonlinearityAttr,
                       "::nncc::nn::Nonlinearity::tanh">:$nonlinearity
 ,
-    OptionalAttr<NN_I64Attr>:$checkpoint_every
+    OptionalAttr<NN_I64Attr>:$checkpoint_every,
+    OptionalAttr<NN_I64Attr>:$checkpoint_snapshots
   );
   let results = (outs NN_FloatTensor:$y, NN_FloatTensor:$h_n,
                       Optional<NN_ReserveType>:$reserve);
@@ -569,7 +578,8 @@ def NN_LSTMOp : NN_ReserveOp<"lstm", [Pure, AttrSizedOperandSegments]> {
     DefaultValuedAttr<NN_F64Attr, "0.0">:$zoneout,
     DefaultValuedAttr<NN_I64Attr, "0">:$seed
 ,
-    OptionalAttr<NN_I64Attr>:$checkpoint_every
+    OptionalAttr<NN_I64Attr>:$checkpoint_every,
+    OptionalAttr<NN_I64Attr>:$checkpoint_snapshots
   );
   let results = (outs NN_FloatTensor:$y, NN_FloatTensor:$h_n,
                       NN_FloatTensor:$c_n, Optional<NN_ReserveType>:$reserve);
@@ -601,7 +611,8 @@ def NN_GRUOp : NN_ReserveOp<"gru", [Pure, AttrSizedOperandSegments]> {
     DefaultValuedAttr<NN_GRUVariantAttr,
                       "::nncc::nn::GRUVariant::pytorch">:$variant
 ,
-    OptionalAttr<NN_I64Attr>:$checkpoint_every
+    OptionalAttr<NN_I64Attr>:$checkpoint_every,
+    OptionalAttr<NN_I64Attr>:$checkpoint_snapshots
   );
   let results = (outs NN_FloatTensor:$y, NN_FloatTensor:$h_n,
                       Optional<NN_ReserveType>:$reserve);

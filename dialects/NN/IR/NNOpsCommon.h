@@ -46,12 +46,20 @@ mlir::LogicalResult verifyReserveProducer(GradOp op, Pred matches) {
   return mlir::success();
 }
 
-/// Verifies a recurrent op's optional `checkpoint_every`: at least 1.
+/// Verifies a recurrent op's optional `checkpoint_every` and
+/// `checkpoint_snapshots`: each at least 1, not both.
 template <typename Op> mlir::LogicalResult verifyCheckpointEvery(Op op) {
   std::optional<int64_t> every = op.getCheckpointEvery();
   if (every && *every < 1)
     return op.emitOpError("'checkpoint_every' must be at least 1, got ")
            << *every;
+  std::optional<int64_t> snapshots = op.getCheckpointSnapshots();
+  if (snapshots && *snapshots < 1)
+    return op.emitOpError("'checkpoint_snapshots' must be at least 1, got ")
+           << *snapshots;
+  if (every && snapshots)
+    return op.emitOpError("'checkpoint_every' and 'checkpoint_snapshots' "
+                          "are exclusive");
   return mlir::success();
 }
 

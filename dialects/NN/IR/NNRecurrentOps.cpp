@@ -213,7 +213,33 @@ LogicalResult nncc::nn::setBPTTCheckpoint(Operation *forward, Operation *grad,
     return failure();
   Builder b(forward->getContext());
   IntegerAttr attr = every ? b.getI64IntegerAttr(*every) : IntegerAttr();
-  auto set = [&](auto typed) { typed.setCheckpointEveryAttr(attr); };
+  auto set = [&](auto typed) {
+    typed.setCheckpointEveryAttr(attr);
+    typed.setCheckpointSnapshotsAttr(IntegerAttr());
+  };
+  withRecurrentOp(forward, set);
+  withRecurrentOp(grad, set);
+  return success();
+}
+
+std::optional<int64_t> nncc::nn::getBPTTSnapshots(Operation *op) {
+  std::optional<int64_t> snapshots;
+  withRecurrentOp(op,
+                  [&](auto typed) { snapshots = typed.getCheckpointSnapshots(); });
+  return snapshots;
+}
+
+LogicalResult nncc::nn::setBPTTSnapshots(Operation *forward, Operation *grad,
+                                         std::optional<int64_t> snapshots) {
+  if ((snapshots && *snapshots < 1) || !forward || !grad ||
+      getBPTTReserveGrad(forward) != grad)
+    return failure();
+  Builder b(forward->getContext());
+  IntegerAttr attr = snapshots ? b.getI64IntegerAttr(*snapshots) : IntegerAttr();
+  auto set = [&](auto typed) {
+    typed.setCheckpointSnapshotsAttr(attr);
+    typed.setCheckpointEveryAttr(IntegerAttr());
+  };
   withRecurrentOp(forward, set);
   withRecurrentOp(grad, set);
   return success();

@@ -1,6 +1,7 @@
 //===- BPTTCheckpoint.cpp - nn-bptt-checkpoint ----------------------------===//
 //
-// Sets checkpoint_every on every recurrent reserve pair of the module.
+// Sets checkpoint_every (or checkpoint_snapshots) on every recurrent
+// reserve pair of the module.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/NN/IR/BPTTCheckpoint.h"
@@ -20,16 +21,22 @@ struct NNBPTTCheckpointPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (every < 1) {
-      getOperation().emitError("nn-bptt-checkpoint: 'every' must be at "
-                               "least 1, got ")
-          << static_cast<int64_t>(every);
+    if ((every < 1) == (snapshots < 1)) {
+      getOperation().emitError("nn-bptt-checkpoint: exactly one of 'every' "
+                               "and 'snapshots' must be at least 1, got ")
+          << static_cast<int64_t>(every) << " and "
+          << static_cast<int64_t>(snapshots);
       return signalPassFailure();
     }
     getOperation().walk([&](Operation *op) {
       if (!isa<nncc::nn::RNNOp, nncc::nn::LSTMOp, nncc::nn::GRUOp>(op))
         return;
-      if (Operation *grad = nncc::nn::getBPTTReserveGrad(op))
+      Operation *grad = nncc::nn::getBPTTReserveGrad(op);
+      if (!grad)
+        return;
+      if (snapshots >= 1)
+        (void)nncc::nn::setBPTTSnapshots(op, grad, snapshots.getValue());
+      else
         (void)nncc::nn::setBPTTCheckpoint(op, grad, every.getValue());
     });
   }

@@ -661,7 +661,7 @@ NN_RULE(RNNOp) {
         getOpt(gb, op.getLengths()), getAll(gb, op.getWeights()), r[0], r[1],
         keepReserve(gb, op), op.getHiddenSize(), op.getNumLayers(),
         op.getBidirectional(), op.getHasBias(), op.getNonlinearity(),
-        op.getCheckpointEveryAttr());
+        op.getCheckpointEveryAttr(), op.getCheckpointSnapshotsAttr());
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());
@@ -683,7 +683,7 @@ NN_RULE(LSTMOp) {
         getAll(gb, op.getWeights()), r[0], r[1], r[2], keepReserve(gb, op),
         op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
         op.getHasBias(), op.getZoneout(), op.getSeed(),
-        op.getCheckpointEveryAttr());
+        op.getCheckpointEveryAttr(), op.getCheckpointSnapshotsAttr());
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());
@@ -706,7 +706,7 @@ NN_RULE(GRUOp) {
         getOpt(gb, op.getLengths()), getAll(gb, op.getWeights()), r[0], r[1],
         keepReserve(gb, op), op.getHiddenSize(), op.getNumLayers(),
         op.getBidirectional(), op.getHasBias(), op.getVariant(),
-        op.getCheckpointEveryAttr());
+        op.getCheckpointEveryAttr(), op.getCheckpointSnapshotsAttr());
     out.push_back(grad.getDx());
     if (op.getH0())
       out.push_back(grad.getDh0());

@@ -156,12 +156,19 @@ def NNBPTTCheckpoint : Pass<"nn-bptt-checkpoint", "::mlir::ModuleOp"> {
     `nncc compile --emit nn-grad`; the memory-budget pass makes the same
     choice per op.
 
-    Fails when `every` is less than 1.
+    With `snapshots` = s instead, sets `checkpoint_snapshots` (the
+    binomial / Revolve schedule, `nncc::nn::setBPTTSnapshots`): the reserve
+    keeps the layer outputs only and the backward reverses each scan step
+    by step with at most s cell-state snapshots.
+
+    Fails unless exactly one of `every` and `snapshots` is at least 1.
   }];
   let options = [
     Option<"every", "every", "int64_t", "0",
            "Steps per recomputed segment (>= 1; sqrt(T) balances the kept "
            "states against the recomputed segment)">,
+    Option<"snapshots", "snapshots", "int64_t", "0",
+           "Cell-state snapshots of the binomial schedule (>= 1)">,
   ];
   let dependentDialects = ["::nncc::nn::NNDialect"];
 }

@@ -5,6 +5,7 @@
 #include "dialects/NN/IR/NNOps.h"
 #include "dialects/NN/IR/NNTypes.h"
 #include "dialects/NN/Transforms/Passes.h"
+#include "nncc/Kernels/Revolve.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -148,6 +149,21 @@ static std::optional<int64_t> bpttSegment(Operation *forward, const RematCostEnv
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(T))));
 }
 
+/// FLOPs of recomputing a recurrent reserve: one forward of its gates, and
+/// under the binomial schedule (env.bpttSnapshots) also the forward steps
+/// that rebuild the LSTM's cell states (revolve_forward_steps per layer and
+/// direction; GRU / RNN states are the kept layer outputs).
+static double reserveFlops(Operation *forward, int64_t id, const RematCostEnv &env) {
+  double flops = estimateFlops(forward, env);
+  auto it = env.bpttSnapshots.find(id);
+  if (it == env.bpttSnapshots.end() || !isa<LSTMOp>(forward))
+    return flops;
+  double T = dimOf(forward->getOperand(0), 1, env);
+  if (T < 1)
+    return flops;
+  return flops * (1 + kernels::revolve_forward_steps(static_cast<int64_t>(T), it->second) / T);
+}
+
 //===----------------------------------------------------------------------===//
 // Candidates
 //===----------------------------------------------------------------------===//
@@ -283,7 +299,7 @@ SmallVector<RematEntry> describeRemat(func::FuncOp fn, ArrayRef<int64_t> ids,
       e.flops = recompute ? state.chainFlops(c.value, seen) : 0;
     } else {
       e.bytes = reserveBytes(e.producer, env);
-      e.flops = recompute ? estimateFlops(e.producer, env) : 0;
+      e.flops = recompute ? reserveFlops(e.producer, c.id, env) : 0;
     }
     out.push_back(e);
   }
@@ -407,11 +423,15 @@ FailureOr<RematCost> applyRemat(func::FuncOp fn, ArrayRef<int64_t> ids,
     // A reserve: the gradient op recomputes its forward's internals.
     Operation *forward = c.value.getDefiningOp();
     cost.bytes += reserveBytes(forward, env);
-    cost.flops += estimateFlops(forward, env);
+    cost.flops += reserveFlops(forward, c.id, env);
     if (std::optional<int64_t> every = bpttSegment(forward, env)) {
       // Recurrent stacks: without a reserve the backward rebuilds all T
-      // steps of gates at once; checkpointing keeps sqrt(T) segments.
-      if (failed(setBPTTCheckpoint(forward, c.op, *every)))
+      // steps of gates at once; checkpointing keeps sqrt(T) segments, the
+      // binomial schedule a few cell states.
+      auto snapshots = env.bpttSnapshots.find(c.id);
+      if (snapshots != env.bpttSnapshots.end()
+              ? failed(setBPTTSnapshots(forward, c.op, snapshots->second))
+              : failed(setBPTTCheckpoint(forward, c.op, *every)))
         return fn.emitError("cannot checkpoint the BPTT scan of ") << forward->getName();
       continue;
     }

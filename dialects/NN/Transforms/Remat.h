@@ -13,7 +13,9 @@
 //    recomputes the forward's internals from the saved input); for a
 //    recurrent stack, checkpointing its BPTT scan instead (`checkpoint_every`
 //    = ceil(sqrt(T)): the reserve keeps layer outputs and segment states,
-//    the backward recomputes one segment's gates at a time).
+//    the backward recomputes one segment's gates at a time), or, when the
+//    cost environment names its id in `bpttSnapshots`, reversing it by the
+//    binomial (Revolve) schedule with that many cell-state snapshots.
 //
 // The cost model gives each candidate its bytes and the FLOPs of its
 // recomputation for a binding of the dims. Choosing the set under a budget
@@ -26,6 +28,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -51,6 +54,9 @@ llvm::SmallVector<RematCandidate> collectRematCandidates(mlir::func::FuncOp fn);
 struct RematCostEnv {
   llvm::StringMap<int64_t> dims;
   int64_t realSize = 4;
+  /// Recomputed recurrent reserves (candidate id) reversed by the binomial
+  /// schedule with that many snapshots instead of sqrt(T) checkpointing.
+  llvm::DenseMap<int64_t, int64_t> bpttSnapshots;
 };
 
 /// Bytes of a tensor value in `env` (0 when a dim is unbound).

@@ -130,7 +130,10 @@ def NNK_RecurrentForwardOp : NNK_GradOp<"recurrent_forward", [AttrSizedOperandSe
     is `[B, T, L·D·H + (lstm ? ⌈L·D·H / k⌉ : 0)]`: every layer's output, then
     for the LSTM the cell state entering every k-th step of each layer and
     direction (`nncc_rnn_forward_train_ckpt_*`, which uses
-    `nncc_rnn_reserve_ckpt_size` bytes of it).
+    `nncc_rnn_reserve_ckpt_size` bytes of it). With `checkpoint_snapshots`
+    = s instead (>= 1; the binomial schedule) the reserve is
+    `[B, T, L·D·H]`, every layer's output only
+    (`nncc_rnn_forward_train_revolve_*`).
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$x,
@@ -149,7 +152,8 @@ def NNK_RecurrentForwardOp : NNK_GradOp<"recurrent_forward", [AttrSizedOperandSe
     DefaultValuedAttr<BoolAttr, "true">:$has_bias,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$zoneout,
     DefaultValuedAttr<NNK_I64Attr, "0">:$seed,
-    OptionalAttr<NNK_I64Attr>:$checkpoint_every);
+    OptionalAttr<NNK_I64Attr>:$checkpoint_every,
+    OptionalAttr<NNK_I64Attr>:$checkpoint_snapshots);
   let hasVerifier = 1;
   let assemblyFormat = [{
     `ins` `(` $x `)` (`h0` `(` $h0^ `)`)? (`c0` `(` $c0^ `)`)?
@@ -171,7 +175,11 @@ def NNK_RecurrentGradOp : NNK_GradOp<"recurrent_grad", [AttrSizedOperandSegments
     `_flat_weights` order. Absent dy / dh_n / dc_n are zero. With
     `checkpoint_every` = k (needs `reserve`, from an `nnk.recurrent_forward`
     with the same k) the gates are recomputed one segment of k steps at a
-    time (`nncc_rnn_backward_ckpt_*`; the workspace holds k steps).
+    time (`nncc_rnn_backward_ckpt_*`; the workspace holds k steps). With
+    `checkpoint_snapshots` = s (needs `reserve`, from an
+    `nnk.recurrent_forward` with the same s) each layer's scan is reversed
+    one step at a time by the binomial (Revolve) schedule, keeping at most
+    s LSTM cell states in the workspace (`nncc_rnn_backward_revolve_*`).
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$x,
@@ -194,7 +202,8 @@ def NNK_RecurrentGradOp : NNK_GradOp<"recurrent_grad", [AttrSizedOperandSegments
     DefaultValuedAttr<BoolAttr, "true">:$has_bias,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$zoneout,
     DefaultValuedAttr<NNK_I64Attr, "0">:$seed,
-    OptionalAttr<NNK_I64Attr>:$checkpoint_every);
+    OptionalAttr<NNK_I64Attr>:$checkpoint_every,
+    OptionalAttr<NNK_I64Attr>:$checkpoint_snapshots);
   let hasVerifier = 1;
   let assemblyFormat = [{
     `ins` `(` $x `)` (`h0` `(` $h0^ `)`)? (`c0` `(` $c0^ `)`)?

@@ -721,13 +721,20 @@ LogicalResult ODERNNOp::verify() {
                     {buf({b, i}), buf({b, h}), buf({b, h})});
 }
 
-/// BPTT checkpointing: checkpoint_every >= 1, on a stack of the kernels'
+/// BPTT checkpointing: checkpoint_every or checkpoint_snapshots >= 1, on a stack of the kernels'
 /// CPU form (zoneout only on the LSTM, as the nn verifiers already ensure).
 template <typename Op> static LogicalResult verifyCheckpointEvery(Op op) {
   std::optional<int64_t> every = op.getCheckpointEvery();
   if (every && *every < 1)
     return op.emitOpError("'checkpoint_every' must be at least 1, got ")
            << *every;
+  std::optional<int64_t> snapshots = op.getCheckpointSnapshots();
+  if (snapshots && *snapshots < 1)
+    return op.emitOpError("'checkpoint_snapshots' must be at least 1, got ")
+           << *snapshots;
+  if (every && snapshots)
+    return op.emitOpError(
+        "'checkpoint_every' and 'checkpoint_snapshots' are exclusive");
   return success();
 }
 
@@ -740,6 +747,9 @@ LogicalResult RecurrentGradOp::verify() {
     return failure();
   if (getCheckpointEvery() && !getReserve())
     return emitOpError("'checkpoint_every' needs the 'reserve' of a "
+                       "checkpointed 'nnk.recurrent_forward'");
+  if (getCheckpointSnapshots() && !getReserve())
+    return emitOpError("'checkpoint_snapshots' needs the 'reserve' of a "
                        "checkpointed 'nnk.recurrent_forward'");
   return success();
 }

@@ -49,6 +49,8 @@ struct RematReportEntry {
   mlir::LocationAttr loc;
   uint64_t bytes = 0;
   double flops = 0;
+  std::string schedule;      // recomputed recurrent reserves: "sqrt_t" or
+                             // "binomial:<snapshots>"
 };
 
 /// One candidate plan, evaluated exactly.
@@ -57,6 +59,9 @@ struct RematPlan {
   uint64_t peakBytes = 0;               // planned arena high-water mark
   uint64_t arenaBytes = 0;
   double flops = 0;                     // recomputation FLOPs
+  /// Recomputed recurrent reserves reversed by the binomial schedule:
+  /// (candidate id, snapshots); the others are checkpointed every sqrt(T).
+  llvm::SmallVector<std::pair<int64_t, int64_t>> bpttSnapshots;
   std::vector<RematReportEntry> report; // filled by applyMemoryBudget
 };
 
@@ -68,6 +73,9 @@ struct RematSearchOptions {
   /// Up to this many candidates, each prefix is also pruned (candidates
   /// dropped again while the peak stays within the prefix's).
   size_t pruneLimit = 20;
+  /// Recurrent reserves (candidate id) to reverse by the binomial schedule
+  /// with that many snapshots when recomputed (evaluateRemat).
+  llvm::SmallVector<std::pair<int64_t, int64_t>> bpttSnapshots;
 };
 
 /// The plan of `module` (nn, with @forward_backward) recomputing `ids`.

@@ -77,10 +77,12 @@ inline mlir::Value usedReserveOf(mlir::Value reserve) {
 /// output, then each layer and direction's saved gates
 /// (nncc_rnn_reserve_size / (B·T·elem)); with BPTT checkpointing every k
 /// steps, the outputs and, for the LSTM, room for the cell states every k
-/// steps: L·D·H + ⌈L·D·H / k⌉ (≥ nncc_rnn_reserve_ckpt_size / (B·T·elem)).
+/// steps: L·D·H + ⌈L·D·H / k⌉ (≥ nncc_rnn_reserve_ckpt_size / (B·T·elem));
+/// with the binomial schedule (`revolve`), the outputs only: L·D·H.
 int64_t reserveWidth(nnk::Cell cell, int64_t hidden, int64_t layers,
                      int64_t directions,
-                     std::optional<int64_t> checkpointEvery = std::nullopt);
+                     std::optional<int64_t> checkpointEvery = std::nullopt,
+                     bool revolve = false);
 
 /// A GEMM with its fused epilogue: start (nn.linear or nn.attention),
 /// optional bias add (linear without bias, + [N]), optional activation,

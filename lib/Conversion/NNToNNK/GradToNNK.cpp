@@ -207,8 +207,9 @@ struct RecurrentGradLowering : OpConversionPattern<NNOp> {
         op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
         op.getHasBias(), zoneoutOf(op), seedOf(op),
         /*BPTT checkpointing reads the checkpointed reserve*/
+        !adaptor.getReserve() ? IntegerAttr() : op.getCheckpointEveryAttr(),
         !adaptor.getReserve() ? IntegerAttr()
-                              : op.getCheckpointEveryAttr());
+                              : op.getCheckpointSnapshotsAttr());
     rewriter.replaceOp(op, *outs);
     return success();
   }

@@ -19,8 +19,11 @@ using namespace nncc::conv;
 
 int64_t conv::reserveWidth(nnk::Cell cell, int64_t hidden, int64_t layers,
                            int64_t directions,
-                           std::optional<int64_t> checkpointEvery) {
+                           std::optional<int64_t> checkpointEvery,
+                           bool revolve) {
   const int64_t ldh = layers * directions * hidden;
+  if (revolve) // the binomial schedule: the layer outputs only
+    return ldh;
   if (checkpointEvery) {
     // The layer outputs, then (LSTM) L·D·⌊(T-1)/k⌋·B·H checkpointed cell
     // states, at most B·T·⌈L·D·H/k⌉ (nncc_rnn_reserve_ckpt_size).
@@ -38,7 +41,8 @@ LogicalResult recurrentReserveTypes(NNOp op, SmallVectorImpl<Type> &types) {
   auto xType = cast<nn::TensorType>(op.getX().getType());
   int64_t width =
       reserveWidth(cellOf(op), op.getHiddenSize(), op.getNumLayers(),
-                   op.getBidirectional() ? 2 : 1, op.getCheckpointEvery());
+                   op.getBidirectional() ? 2 : 1, op.getCheckpointEvery(),
+                   op.getCheckpointSnapshots().has_value());
   types.push_back(nnk::BufferType::get(
       op.getContext(),
       {xType.getDim(0), xType.getDim(1), nncc::Dim::getStatic(width)},
@@ -147,7 +151,7 @@ struct RecurrentLayerLowering : OpConversionPattern<NNOp> {
           rewriter, loc, adaptor.getX(), adaptor.getH0(), c0Of(adaptor),
           adaptor.getLengths(), weights, *y, hN, cN, *reserve, cell, H, L,
           D == 2, hasBias, zoneoutOf(op), seedOf(op),
-          op.getCheckpointEveryAttr());
+          op.getCheckpointEveryAttr(), op.getCheckpointSnapshotsAttr());
       replace(*y, *reserve);
       return success();
     }

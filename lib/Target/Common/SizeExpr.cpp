@@ -61,6 +61,11 @@ const StringMap<std::pair<unsigned, SizeFn>> &sizeFunctions() {
           return nncc_rnn_backward_ckpt_workspace_size(i(a[0]), a[1], a[2], a[3], a[4], a[5],
                                                        a[6], a[7], a[8]);
         }};
+    t["nncc_rnn_backward_revolve_workspace_size"] = {
+        9, [=](ArrayRef<int64_t> a) {
+          return nncc_rnn_backward_revolve_workspace_size(i(a[0]), a[1], a[2], a[3], a[4], a[5],
+                                                          a[6], a[7], a[8]);
+        }};
     t["nncc_ode_grad_workspace_size"] = {
         7, [=](ArrayRef<int64_t> a) {
           return nncc_ode_grad_workspace_size(i(a[0]), a[1], a[2], i(a[3]), a[4], a[5], a[6]);

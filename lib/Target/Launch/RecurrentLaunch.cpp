@@ -195,8 +195,12 @@ LogicalResult emitStackForward(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\n";
   // With checkpoint_every: the checkpointed reserve (layer outputs and the
   // LSTM's cell state every k steps; same workspace).
+  // With checkpoint_snapshots (the binomial schedule): the layer outputs
+  // only.
   std::optional<int64_t> every = o.getCheckpointEvery();
-  KernelCall c{every ? "NNCC_KFN(nncc_rnn_forward_train_ckpt)" : "NNCC_KFN(nncc_rnn_forward_train)",
+  KernelCall c{every                       ? "NNCC_KFN(nncc_rnn_forward_train_ckpt)"
+               : o.getCheckpointSnapshots() ? "NNCC_KFN(nncc_rnn_forward_train_revolve)"
+                                            : "NNCC_KFN(nncc_rnn_forward_train)",
                stackInputs(e, o, *s)};
   c.args.append({e.name(o.getY()), e.nameOrNull(o.getHN()), e.nameOrNull(o.getCN()),
                  e.name(o.getReserve()), ws, zoneoutArgs(o.getZoneout(), o.getSeed())});
@@ -219,11 +223,17 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
     return failure();
   const bool reserved = static_cast<bool>(o.getReserve());
   // BPTT checkpointing (the verifier ensures a reserve): segments of k steps.
+  // The binomial schedule: one step at a time, at most `snapshots` cell
+  // states.
   std::optional<int64_t> every = o.getCheckpointEvery();
+  std::optional<int64_t> snapshots = o.getCheckpointSnapshots();
   std::string ws = e.workspace(
       every      ? "nncc_rnn_backward_ckpt_workspace_size(" + s->cell + ", " + s->B + ", " + s->T +
                        ", " + s->I + ", " + s->H + ", " + s->L + ", " + s->D + ", " +
                        std::to_string(*every) + ", sizeof(real_t))"
+      : snapshots ? "nncc_rnn_backward_revolve_workspace_size(" + s->cell + ", " + s->B + ", " +
+                        s->T + ", " + s->I + ", " + s->H + ", " + s->L + ", " + s->D + ", " +
+                        std::to_string(*snapshots) + ", sizeof(real_t))"
       : reserved ? "nncc_rnn_backward_reserved_workspace_size(" + s->cell + ", " + s->B + ", " +
                        s->T + ", " + s->H + ", " + s->L + ", " + s->D + ", sizeof(real_t))"
                  : "nncc_rnn_backward_workspace_size(" + s->cell + ", " + s->B + ", " + s->T +
@@ -245,7 +255,8 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
     return e.nameOrNull(v);
   };
   const bool zoneout = o.getZoneout() > 0 || reserved;
-  KernelCall c{every      ? "NNCC_KFN(nncc_rnn_backward_ckpt)"
+  KernelCall c{every       ? "NNCC_KFN(nncc_rnn_backward_ckpt)"
+               : snapshots ? "NNCC_KFN(nncc_rnn_backward_revolve)"
                : reserved ? "NNCC_KFN(nncc_rnn_backward_reserved)"
                : zoneout  ? "NNCC_KFN(nncc_rnn_backward_zoneout)"
                           : "NNCC_KFN(nncc_rnn_backward)",
@@ -258,6 +269,8 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
     c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
   if (every)
     c.args.push_back(std::to_string(*every));
+  if (snapshots)
+    c.args.append({std::to_string(*snapshots), "NULL"});
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";

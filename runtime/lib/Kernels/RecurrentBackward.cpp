@@ -21,6 +21,7 @@
 #include "nncc/Kernels/BackwardMath.h"
 #include "nncc/Kernels/Philox.h"
 #include "nncc/Kernels/RecurrentMath.h"
+#include "nncc/Kernels/Revolve.h"
 
 #include <algorithm>
 #include <cstring>
@@ -515,6 +516,28 @@ int64_t segWorkspace(int cell, int64_t B, int64_t K, int64_t H,
   return (int64_t)a.size() + 64;
 }
 
+/// The binomial schedule's LSTM cell states (nncc_rnn_backward_revolve):
+/// `snapshots` slots [snapshots, B, H] and the working state `cur` [B, H],
+/// rows in the scan's sorted order, and the cursor's positions.
+template <typename T> struct RevolveWork {
+  int64_t snapshots = 0;
+  T *snaps = nullptr, *cur = nullptr;
+  int64_t *pos = nullptr;
+};
+
+template <typename T>
+RevolveWork<T> carveRevolve(Arena &a, int cell, int64_t B, int64_t H,
+                            int64_t snapshots) {
+  RevolveWork<T> rv;
+  if (cell != CellLstm) // h_t is a layer output: no state to keep
+    return rv;
+  rv.snapshots = snapshots;
+  rv.snaps = a.take<T>(snapshots * B * H);
+  rv.cur = a.take<T>(B * H);
+  rv.pos = a.take<int64_t>(snapshots + 1);
+  return rv;
+}
+
 /// BPTT of one layer and direction with checkpointing (nncc_rnn_backward_ckpt):
 /// the scan steps in segments of K, last segment first. Per segment the
 /// forward gates are recomputed from the kept layer input `in`, output `y`
@@ -524,13 +547,19 @@ int64_t segWorkspace(int cell, int64_t B, int64_t K, int64_t H,
 /// c recursion is sequential). Then the reverse scan of the segment
 /// (scanBackwardSteps) and the weight gradients as GEMMs over its steps:
 /// accumulates dx, dw_ih, dw_hh, db_ih, db_hh (each may be null).
+/// With `rv` (the binomial schedule, K = 1; LSTM: rv->cur set) the cell
+/// state entering each step comes from a RevolveCursor instead of ckc: it
+/// advances the c recursion from the nearest snapshot (the same gates and
+/// zoneout masks as the forward), storing snapshots on the way.
 template <int Kind, typename T>
 void layerBackwardCkpt(const LayerArgs &s, int64_t K, const T *in,
                        const T *wih, const T *whh, const T *bih,
                        const T *bhh, const T *y, const T *h0, const T *c0,
                        const T *ckc, const T *dy, const T *dhn, const T *dcn,
                        T *dx, T *dh0, T *dc0, T *dwih, T *dwhh, T *dbih,
-                       T *dbhh, const SegWork<T> &sw, const Zoneout &zo) {
+                       T *dbhh, const SegWork<T> &sw, const Zoneout &zo,
+                       const RevolveWork<T> *rv = nullptr,
+                       int64_t *advanced = nullptr) {
   const int64_t B = s.B, Tn = s.T, I = s.I, H = s.H, DH = s.D * s.H;
   const int64_t sd = s.sd, cofs = s.col * H;
   const int64_t GH = cell_gates(Kind) * H, M = B * K;
@@ -543,8 +572,78 @@ void layerBackwardCkpt(const LayerArgs &s, int64_t K, const T *in,
   const bool zoneout = Kind == CellLstm && zo.p > 0;
   scanBackwardBegin<Kind, T>(s, dhn, dcn, w);
   const int64_t maxLen = B > 0 ? w.lens[0] : 0;
+  // The binomial schedule's state operations on rv->cur (sorted rows).
+  // advance(st) recomputes step st's gates for the rows active there with
+  // the segment's buffers (free between segments) and keeps c only.
+  const bool revolve = Kind == CellLstm && rv && rv->cur;
+  struct RevolveOps {
+    const LayerArgs &s;
+    const RevolveWork<T> &rv;
+    const SegWork<T> &sw;
+    const T *in, *wih, *whh, *bih, *bhh, *y, *h0, *c0;
+    const Zoneout &zo;
+    void reset() {
+      const int64_t B = s.B, H = s.H;
+      for (int64_t k = 0; k < B; ++k) {
+        const T *src = c0 ? c0 + (s.sd * B + sw.w.perm[k]) * H : sw.w.zero;
+        std::memcpy(rv.cur + k * H, src, sizeof(T) * H);
+      }
+    }
+    void load(int64_t slot) {
+      std::memcpy(rv.cur, rv.snaps + slot * s.B * s.H, sizeof(T) * s.B * s.H);
+    }
+    void store(int64_t slot) {
+      std::memcpy(rv.snaps + slot * s.B * s.H, rv.cur, sizeof(T) * s.B * s.H);
+    }
+    void advance(int64_t st) {
+      const int64_t B = s.B, Tn = s.T, I = s.I, H = s.H, DH = s.D * s.H;
+      const int64_t GH = 4 * H, cofs = s.col * H;
+      const BwdWork<T> &w = sw.w;
+      int64_t n = 0;
+      while (n < B && w.lens[n] > st)
+        ++n;
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t b = w.perm[k];
+        const int64_t t = rnn_time_index((int)st, w.lens[k], s.reverse);
+        const int64_t tp = s.reverse ? t + 1 : t - 1;
+        std::memcpy(sw.xs + k * I, in + (b * Tn + t) * I, sizeof(T) * I);
+        const T *hp = st > 0 ? y + (b * Tn + tp) * DH + cofs
+                      : h0  ? h0 + (s.sd * B + b) * H
+                            : w.zero;
+        std::memcpy(w.hprev + k * H, hp, sizeof(T) * H);
+        if (bih)
+          std::memcpy(w.dxg + k * GH, bih, sizeof(T) * GH);
+      }
+      gemm(false, true, n, GH, I, T(1), sw.xs, I, wih, I, bih ? T(1) : T(0),
+           w.dxg, GH);
+      gemm(false, true, n, GH, H, T(1), w.hprev, H, whh, H, T(0), sw.hg, GH);
+#pragma omp parallel for schedule(static) if (n * H > 8192)
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t b = w.perm[k];
+        const int64_t t = rnn_time_index((int)st, w.lens[k], s.reverse);
+        T *c = rv.cur + k * H;
+        for (int64_t j = 0; j < H; ++j) {
+          T cn, hn;
+          lstm_unit(w.dxg + k * GH, sw.hg + k * GH, bhh, (int)H, (int)j, c[j],
+                    cn, hn, (T *)nullptr);
+          if (!(zo.p > 0 &&
+                zoneout_keep_prev(zo.seed, zo.offset,
+                                  lstm_zoneout_counter(s.sd, t, b, j, B, Tn, H),
+                                  (float)zo.p)))
+            c[j] = cn;
+        }
+      }
+    }
+  };
+  RevolveWork<T> noRv;
+  int64_t noPos = 0;
+  RevolveOps ops{s,  revolve ? *rv : noRv, sw, in, wih, whh, bih, bhh,
+                 y,  h0,                    c0, zo};
+  RevolveCursor cursor(revolve ? rv->snapshots : 0, revolve ? rv->pos : &noPos);
   for (int64_t m = (maxLen + K - 1) / K - 1; m >= 0; --m) {
     const int64_t s0 = m * K, s1 = std::min(s0 + K, maxLen);
+    if (revolve)
+      cursor.seek(s0, ops);
     // Entries (row, step) past a row's length or the last segment's end
     // stay zero in every buffer the segment's GEMMs read.
     const bool full = s1 - s0 == K && w.lens[B - 1] >= s1;
@@ -584,7 +683,8 @@ void layerBackwardCkpt(const LayerArgs &s, int64_t K, const T *in,
       const int64_t b = w.perm[k];
       T *svRow = sw.saved + k * (K + 1) * slots * H;
       if (Kind == CellLstm) {
-        const T *cIn = s0 > 0 ? ckc + ((m - 1) * B + b) * H
+        const T *cIn = revolve ? rv->cur + k * H
+                       : s0 > 0 ? ckc + ((m - 1) * B + b) * H
                        : c0   ? c0 + (sd * B + b) * H
                               : w.zero;
         std::memcpy(svRow + 4 * H, cIn, sizeof(T) * H);
@@ -682,6 +782,8 @@ void layerBackwardCkpt(const LayerArgs &s, int64_t K, const T *in,
     }
   }
   scanBackwardEnd<Kind, T>(s, dh0, dc0, w);
+  if (advanced)
+    *advanced += cursor.advanced();
 }
 
 int64_t layerBwdWorkspace(int cell, int64_t B, int64_t Tn, int64_t H,
@@ -865,7 +967,8 @@ int stackBackward(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
 
 /// The training forward of a stack: stackForward into `reserve`, the last
 /// layer's output copied to y. every > 0: the checkpointed reserve of
-/// stackBackwardCkpt.
+/// stackBackwardCkpt; every < 0: the layer outputs only (the binomial
+/// schedule's reserve).
 template <typename T>
 int stackForwardTrain(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
                       int64_t L, int64_t D, int hasBias, const T *x,
@@ -884,11 +987,11 @@ int stackForwardTrain(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
   // Checkpointed: the layer outputs, then the LSTM's cell-state
   // checkpoints; no gates.
   T *outs = reserve, *rest = reserve + L * BT * DH;
-  T *saved = every > 0 ? nullptr : rest;
+  T *saved = every != 0 ? nullptr : rest;
   T *ck = every > 0 && cell == CellLstm ? rest : nullptr;
   int rc = stackForward<T>(cell, B, Tn, I, H, L, D, hasBias, x, weights, h0,
                            c0, lengths, outs, saved, hn, cn, xg, fws, zo, ck,
-                           every);
+                           every > 0 ? every : 0);
   if (rc)
     return rc;
   std::memcpy(y, outs + (L - 1) * BT * DH, sizeof(T) * BT * DH);
@@ -896,28 +999,47 @@ int stackForwardTrain(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
 }
 
 /// Workspace of stackBackwardCkpt: two d(layer input) buffers, then one
-/// checkpointed layer backward's.
+/// checkpointed layer backward's (with `snapshots` > 0, the binomial
+/// schedule: one-step segments, then the LSTM's snapshots).
 struct CkptWork {
   int64_t din, bws, total;
 };
 
+int64_t revolveWorkspace(int cell, int64_t B, int64_t H, int64_t snapshots,
+                         int64_t elem) {
+  Arena a(nullptr);
+  if (elem == 4)
+    carveRevolve<float>(a, cell, B, H, snapshots);
+  else
+    carveRevolve<double>(a, cell, B, H, snapshots);
+  return (int64_t)a.size() + 64;
+}
+
 CkptWork ckptLayout(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
-                    int64_t L, int64_t D, int64_t every, int64_t elem) {
+                    int64_t L, int64_t D, int64_t every, int64_t elem,
+                    int64_t snapshots = 0) {
   auto up = [](int64_t v) { return (v + 63) & ~int64_t(63); };
-  const int64_t K = std::max<int64_t>(1, std::min(every, Tn));
+  const int64_t K =
+      snapshots > 0 ? 1 : std::max<int64_t>(1, std::min(every, Tn));
   CkptWork c;
   c.din = 0;
   c.bws = up(2 * B * Tn * D * H * elem);
   c.total = c.bws +
             up(segWorkspace(cell, B, K, H, L > 1 ? std::max(I, D * H) : I,
                             elem)) +
+            (snapshots > 0 ? up(revolveWorkspace(cell, B, H, snapshots, elem))
+                           : 0) +
             64;
   return c;
 }
 
 /// BPTT of the whole stack from nncc_rnn_forward_train_ckpt's reserve
 /// (layer outputs, then the LSTM's checkpoints): layerBackwardCkpt per
-/// layer (last first) and direction.
+/// layer (last first) and direction. With `snapshots` > 0 instead of
+/// `every` (the binomial schedule; the reserve holds the layer outputs
+/// only): one-step segments whose LSTM cell states a RevolveCursor serves
+/// from at most `snapshots` snapshots; `advanced` (optional) accumulates
+/// the forward steps it recomputed for them.
 template <typename T>
 int stackBackwardCkpt(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
                       int64_t L, int64_t D, int hasBias, const T *x,
@@ -925,17 +1047,21 @@ int stackBackwardCkpt(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
                       const int32_t *lengths, const T *reserve, const T *dy,
                       const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0,
                       T *const *dweights, void *workspace, const Zoneout &zo,
-                      int64_t every) {
+                      int64_t every, int64_t snapshots = 0,
+                      int64_t *advanced = nullptr) {
   if (!stackArgsValid(cell, B, Tn, I, H, L, D, hasBias, x,
                       reinterpret_cast<const void *const *>(weights),
                       lengths) ||
-      !workspace || every < 1 || (B * Tn > 0 && !reserve))
+      !workspace || (every < 1) == (snapshots < 1) ||
+      (B * Tn > 0 && !reserve))
     return NNCC_K_EINVAL;
   const int per = rnn_weights_per_cell(hasBias);
   const int64_t GH = cell_gates(cell) * H, DH = D * H, BT = B * Tn;
-  const int64_t K = std::max<int64_t>(1, std::min(every, Tn));
-  const int64_t nck = ckptCount(Tn, every);
-  const CkptWork lay = ckptLayout(cell, B, Tn, I, H, L, D, every, sizeof(T));
+  const int64_t K =
+      snapshots > 0 ? 1 : std::max<int64_t>(1, std::min(every, Tn));
+  const int64_t nck = snapshots > 0 ? 0 : ckptCount(Tn, every);
+  const CkptWork lay =
+      ckptLayout(cell, B, Tn, I, H, L, D, every, sizeof(T), snapshots);
   char *base = static_cast<char *>(workspace);
   base += (64 - (reinterpret_cast<uintptr_t>(base) & 63)) & 63;
   T *din = reinterpret_cast<T *>(base + lay.din);
@@ -955,6 +1081,15 @@ int stackBackwardCkpt(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
       T *const *dwp = dweights ? dweights + sd * per : nullptr;
       Arena a(base + lay.bws);
       SegWork<T> sw = carveSeg<T>(a, cell, B, K, H, inSize);
+      // After the segment's largest carve (inSize <= max(I, D·H)).
+      Arena ar(base + lay.bws +
+               ((segWorkspace(cell, B, K, H, L > 1 ? std::max(I, DH) : I,
+                              sizeof(T)) +
+                 63) &
+                ~int64_t(63)));
+      RevolveWork<T> rv = snapshots > 0
+                              ? carveRevolve<T>(ar, cell, B, H, snapshots)
+                              : RevolveWork<T>();
       if (!sortRows(B, Tn, lengths, sw.w.perm, sw.w.lens))
         return NNCC_K_EINVAL;
       LayerArgs s{B, Tn, inSize, H, D, sd, d, d == 1};
@@ -965,7 +1100,7 @@ int stackBackwardCkpt(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
       ck + sd * nck * B * H, dyl, dhn, dcn, dxl, dh0, dc0,                     \
       dwp ? dwp[0] : nullptr, dwp ? dwp[1] : nullptr,                          \
       (dwp && hasBias) ? dwp[2] : nullptr,                                     \
-      (dwp && hasBias) ? dwp[3] : nullptr, sw, zo)
+      (dwp && hasBias) ? dwp[3] : nullptr, sw, zo, &rv, advanced)
       switch (cell) {
       case CellRnnTanh:
         NNCC_BWD_CKPT(CellRnnTanh);
@@ -1165,6 +1300,24 @@ extern "C" int64_t nncc_rnn_backward_ckpt_workspace_size(
   return ckptLayout(cell, B, Tn, I, H, L, D, every, elem).total;
 }
 
+extern "C" int64_t nncc_rnn_backward_revolve_workspace_size(
+    int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
+    int64_t D, int64_t snapshots, int64_t elem) {
+  if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
+      I <= 0 || H <= 0 || L <= 0 || (D != 1 && D != 2) || snapshots < 1)
+    return -1;
+  return ckptLayout(cell, B, Tn, I, H, L, D, 0, elem, snapshots).total;
+}
+
+extern "C" int64_t nncc_rnn_revolve_forward_steps(int cell, int64_t Tn,
+                                                  int64_t L, int64_t D,
+                                                  int64_t snapshots) {
+  if (!validCell(cell) || Tn < 0 || L <= 0 || (D != 1 && D != 2) ||
+      snapshots < 1)
+    return -1;
+  return cell == CellLstm ? L * D * revolve_forward_steps(Tn, snapshots) : 0;
+}
+
 extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
                                                          int64_t H,
                                                          int64_t elem) {
@@ -1256,6 +1409,33 @@ extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
     return stackBackwardCkpt<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0,     \
                                 len, reserve, dy, dhn, dcn, dx, dh0, dc0, dw,  \
                                 ws, zo, every);                                \
+  }                                                                            \
+  extern "C" int nncc_rnn_forward_train_revolve_##S(                           \
+      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
+      const T *c0, const int32_t *len, T *y, T *hn, T *cn, T *reserve,         \
+      void *ws, double zoneout, uint64_t seed, uint64_t offset) {              \
+    Zoneout zo;                                                                \
+    if (!makeZoneout(cell, zoneout, seed, offset, zo))                         \
+      return NNCC_K_EINVAL;                                                    \
+    return stackForwardTrain<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0,     \
+                                len, y, hn, cn, reserve, ws, zo, -1);          \
+  }                                                                            \
+  extern "C" int nncc_rnn_backward_revolve_##S(                                \
+      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
+      const T *c0, const int32_t *len, const T *reserve, const T *dy,          \
+      const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw,         \
+      void *ws, double zoneout, uint64_t seed, uint64_t offset,                \
+      int64_t snapshots, int64_t *recomputed_steps) {                          \
+    Zoneout zo;                                                                \
+    if (!makeZoneout(cell, zoneout, seed, offset, zo) || snapshots < 1)        \
+      return NNCC_K_EINVAL;                                                    \
+    if (recomputed_steps)                                                      \
+      *recomputed_steps = 0;                                                   \
+    return stackBackwardCkpt<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0,     \
+                                len, reserve, dy, dhn, dcn, dx, dh0, dc0, dw,  \
+                                ws, zo, 0, snapshots, recomputed_steps);       \
   }                                                                            \
   extern "C" int nncc_rnn_cell_backward_##S(                                   \
       int cell, int64_t B, int64_t H, const T *xproj, const T *h, const T *c,  \

@@ -417,3 +417,27 @@ func.func @recurrent_forward_ckpt_zero(%x: !nnk.buffer<[2, 5, 3], f32>, %wih: !n
   nnk.recurrent_forward ins(%x) weights(%wih, %whh) outs(%y) reserve(%r) {cell = #nnk<cell gru>, hidden_size = 4 : i64, has_bias = false, checkpoint_every = 0 : i64} : !nnk.buffer<[2, 5, 3], f32>, !nnk.buffer<[12, 3], f32>, !nnk.buffer<[12, 4], f32>, !nnk.buffer<[2, 5, 4], f32>, !nnk.buffer<[2, 5, 4], f32>
   return
 }
+
+// -----
+
+func.func @recurrent_grad_snapshots_without_reserve(%x: !nnk.buffer<[2, 5, 3], f32>, %wih: !nnk.buffer<[12, 3], f32>, %whh: !nnk.buffer<[12, 4], f32>, %dx: !nnk.buffer<[2, 5, 3], f32>, %dh0: !nnk.buffer<[1, 2, 4], f32>, %dwih: !nnk.buffer<[12, 3], f32>, %dwhh: !nnk.buffer<[12, 4], f32>) {
+  // expected-error @+1 {{'nnk.recurrent_grad' op 'checkpoint_snapshots' needs the 'reserve' of a checkpointed 'nnk.recurrent_forward'}}
+  nnk.recurrent_grad ins(%x) weights(%wih, %whh) outs(%dx, %dh0) dweights(%dwih, %dwhh) {cell = #nnk<cell gru>, hidden_size = 4 : i64, has_bias = false, checkpoint_snapshots = 2 : i64} : !nnk.buffer<[2, 5, 3], f32>, !nnk.buffer<[12, 3], f32>, !nnk.buffer<[12, 4], f32>, !nnk.buffer<[2, 5, 3], f32>, !nnk.buffer<[1, 2, 4], f32>, !nnk.buffer<[12, 3], f32>, !nnk.buffer<[12, 4], f32>
+  return
+}
+
+// -----
+
+func.func @recurrent_forward_snapshots_zero(%x: !nnk.buffer<[2, 5, 3], f32>, %wih: !nnk.buffer<[12, 3], f32>, %whh: !nnk.buffer<[12, 4], f32>, %y: !nnk.buffer<[2, 5, 4], f32>, %r: !nnk.buffer<[2, 5, 4], f32>) {
+  // expected-error @+1 {{'nnk.recurrent_forward' op 'checkpoint_snapshots' must be at least 1, got 0}}
+  nnk.recurrent_forward ins(%x) weights(%wih, %whh) outs(%y) reserve(%r) {cell = #nnk<cell gru>, hidden_size = 4 : i64, has_bias = false, checkpoint_snapshots = 0 : i64} : !nnk.buffer<[2, 5, 3], f32>, !nnk.buffer<[12, 3], f32>, !nnk.buffer<[12, 4], f32>, !nnk.buffer<[2, 5, 4], f32>, !nnk.buffer<[2, 5, 4], f32>
+  return
+}
+
+// -----
+
+func.func @recurrent_forward_snapshots_and_every(%x: !nnk.buffer<[2, 5, 3], f32>, %wih: !nnk.buffer<[12, 3], f32>, %whh: !nnk.buffer<[12, 4], f32>, %y: !nnk.buffer<[2, 5, 4], f32>, %r: !nnk.buffer<[2, 5, 4], f32>) {
+  // expected-error @+1 {{'nnk.recurrent_forward' op 'checkpoint_every' and 'checkpoint_snapshots' are exclusive}}
+  nnk.recurrent_forward ins(%x) weights(%wih, %whh) outs(%y) reserve(%r) {cell = #nnk<cell gru>, hidden_size = 4 : i64, has_bias = false, checkpoint_every = 2 : i64, checkpoint_snapshots = 2 : i64} : !nnk.buffer<[2, 5, 3], f32>, !nnk.buffer<[12, 3], f32>, !nnk.buffer<[12, 4], f32>, !nnk.buffer<[2, 5, 4], f32>, !nnk.buffer<[2, 5, 4], f32>
+  return
+}

@@ -264,6 +264,26 @@ int64_t nncc_mha_workspace_size(const nncc_attention_params *p, int64_t B,
       const T *dy, const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,        \
       T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
       uint64_t offset, int64_t every);                                         \
+  /* The binomial (Revolve) schedule: nncc_rnn_forward_train keeping only    \
+     every layer's output [L, B*T, D*H] (L*B*T*D*H elements); the backward   \
+     reverses each scan one step at a time, the LSTM's cell states served   \
+     by the schedule from at most `snapshots` (>= 1) snapshots in its       \
+     workspace (nncc/Kernels/Revolve.h). recomputed_steps (may be NULL)     \
+     receives the forward steps it advanced for them                         \
+     (nncc_rnn_revolve_forward_steps for full-length rows). */               \
+  int nncc_rnn_forward_train_revolve_##S(                                      \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, T *y, T *h_n,          \
+      T *c_n, T *reserve, void *workspace, double zoneout, uint64_t seed,      \
+      uint64_t offset);                                                        \
+  int nncc_rnn_backward_revolve_##S(                                           \
+      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
+      int64_t D, int has_bias, const T *x, const T *const *weights,            \
+      const T *h0, const T *c0, const int32_t *lengths, const T *reserve,      \
+      const T *dy, const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,        \
+      T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
+      uint64_t offset, int64_t snapshots, int64_t *recomputed_steps);          \
   /* One cell step: gates recomputed. Overwrites dxproj [B,G*H], dh, dc      \
      (lstm); accumulates dw_hh, db_hh (may be NULL). */                       \
   int nncc_rnn_cell_backward_##S(                                              \
@@ -360,6 +380,18 @@ int64_t nncc_rnn_backward_ckpt_workspace_size(int cell, int64_t B, int64_t T_,
                                               int64_t I, int64_t H, int64_t L,
                                               int64_t D, int64_t every,
                                               int64_t elem_size);
+/* The binomial schedule with `snapshots` cell-state snapshots: bytes of
+   nncc_rnn_backward_revolve's workspace (the forward's workspace is
+   nncc_rnn_forward_train_workspace_size), and the forward steps it
+   recomputes to rebuild the cell states, over all layers and directions
+   (0 for GRU / RNN, whose state h_t is a layer output). */
+int64_t nncc_rnn_backward_revolve_workspace_size(int cell, int64_t B,
+                                                 int64_t T_, int64_t I,
+                                                 int64_t H, int64_t L,
+                                                 int64_t D, int64_t snapshots,
+                                                 int64_t elem_size);
+int64_t nncc_rnn_revolve_forward_steps(int cell, int64_t T_, int64_t L,
+                                       int64_t D, int64_t snapshots);
 int64_t nncc_rnn_backward_workspace_size(int cell, int64_t B, int64_t T_,
                                          int64_t I, int64_t H, int64_t L,
                                          int64_t D, int64_t elem_size);
