@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <optional>
+#include <queue>
 
 namespace nncc {
 #define GEN_PASS_DEF_NNCCREMAT
@@ -190,24 +191,60 @@ static LogicalResult appendBinomialVariants(ModuleOp module, SmallVector<RematPl
   return success();
 }
 
-FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
-                                             const RematSearchOptions &options) {
-  func::FuncOp fn = trainingFunction(module);
-  if (!fn)
-    return mlir::emitError(module.getLoc(),
-                           "the memory budget applies to a differentiated module "
-                           "(@forward_backward; nncc compile --grad)");
-  SmallVector<int64_t> order = nn::rematOrder(fn, costEnv(options));
+namespace {
+/// Exact plans of subsets of the candidates, each evaluated once. A
+/// subset is a string of '0'/'1' over the candidate ids in increasing order;
+/// walks over subsets use bit masks (at most 64 candidates).
+struct PlanCache {
+  ModuleOp module;
+  const RematSearchOptions &options;
+  SmallVector<int64_t> ids; // sorted
+  llvm::StringMap<RematPlan> plans;
+
+  PlanCache(ModuleOp module, const RematSearchOptions &options, ArrayRef<int64_t> order)
+      : module(module), options(options), ids(order) {
+    llvm::sort(ids);
+  }
+  SmallVector<int64_t> members(uint64_t mask) const {
+    SmallVector<int64_t> out;
+    for (size_t i = 0; i < ids.size() && i < 64; ++i)
+      if (mask >> i & 1)
+        out.push_back(ids[i]);
+    return out;
+  }
+  FailureOr<RematPlan> get(ArrayRef<int64_t> subset) {
+    std::string key(ids.size(), '0');
+    for (int64_t id : subset)
+      key[llvm::lower_bound(ids, id) - ids.begin()] = '1';
+    auto it = plans.find(key);
+    if (it != plans.end())
+      return it->second;
+    FailureOr<RematPlan> p = evaluateRemat(module, subset, options);
+    if (succeeded(p))
+      plans[key] = *p;
+    return p;
+  }
+  FailureOr<RematPlan> get(uint64_t mask) { return get(members(mask)); }
+};
+} // namespace
+
+/// The recomputation FLOPs of `ids` (what applyRemat returns), without the
+/// rewrite and the lowering.
+static double rematFlops(func::FuncOp fn, ArrayRef<int64_t> ids, const nn::RematCostEnv &env) {
+  double flops = 0;
+  for (const nn::RematEntry &e : nn::describeRemat(fn, ids, env))
+    if (e.decision == nn::RematEntry::Decision::Recomputed)
+      flops += e.flops;
+  return flops;
+}
+
+static FailureOr<SmallVector<RematPlan>> rematPlans(PlanCache &cache, ArrayRef<int64_t> order,
+                                                    const RematSearchOptions &options) {
   SmallVector<RematPlan> plans;
   // Few candidates: every subset (the exact optimum for every budget).
   if (order.size() <= options.exhaustiveLimit) {
-    llvm::sort(order);
-    for (uint32_t mask = 0; mask < (1u << order.size()); ++mask) {
-      SmallVector<int64_t> ids;
-      for (size_t i = 0; i < order.size(); ++i)
-        if (mask >> i & 1)
-          ids.push_back(order[i]);
-      FailureOr<RematPlan> p = evaluateRemat(module, ids, options);
+    for (uint64_t mask = 0; mask < (uint64_t{1} << order.size()); ++mask) {
+      FailureOr<RematPlan> p = cache.get(mask);
       if (failed(p))
         return failure();
       plans.push_back(*p);
@@ -215,7 +252,7 @@ FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
     return plans;
   }
   for (size_t k = 0; k <= order.size(); ++k) {
-    FailureOr<RematPlan> p = evaluateRemat(module, ArrayRef<int64_t>(order).take_front(k), options);
+    FailureOr<RematPlan> p = cache.get(order.take_front(k));
     if (failed(p))
       return failure();
     plans.push_back(*p);
@@ -235,7 +272,7 @@ FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
           continue;
         SmallVector<int64_t> ids(chosen);
         ids.push_back(id);
-        FailureOr<RematPlan> p = evaluateRemat(module, ids, options);
+        FailureOr<RematPlan> p = cache.get(ids);
         if (failed(p))
           return failure();
         if (!bestStep || p->peakBytes < bestStep->peakBytes ||
@@ -254,15 +291,14 @@ FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
   size_t prefixes = order.size() + 1;
   for (size_t k = 1; k < prefixes; ++k) {
     RematPlan best = plans[k];
-    SmallVector<int64_t> members(ArrayRef<int64_t>(order).take_front(k));
-    for (int64_t id : llvm::reverse(members)) {
+    for (int64_t id : llvm::reverse(order.take_front(k))) {
       SmallVector<int64_t> without;
       for (int64_t m : best.recompute)
         if (m != id)
           without.push_back(m);
       if (without.size() == best.recompute.size())
         continue;
-      FailureOr<RematPlan> p = evaluateRemat(module, without, options);
+      FailureOr<RematPlan> p = cache.get(without);
       if (failed(p))
         return failure();
       if (p->peakBytes <= plans[k].peakBytes && p->flops <= best.flops)
@@ -272,6 +308,60 @@ FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
       plans.push_back(best);
   }
   return plans;
+}
+
+FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
+                                             const RematSearchOptions &options) {
+  func::FuncOp fn = trainingFunction(module);
+  if (!fn)
+    return mlir::emitError(module.getLoc(),
+                           "the memory budget applies to a differentiated module "
+                           "(@forward_backward; nncc compile --grad)");
+  SmallVector<int64_t> order = nn::rematOrder(fn, costEnv(options));
+  PlanCache cache(module, options, order);
+  return rematPlans(cache, order, options);
+}
+
+/// Better for a budget: fewer FLOPs, then a smaller peak.
+static bool cheaper(const RematPlan &a, const RematPlan &b) {
+  return a.flops < b.flops || (a.flops == b.flops && a.peakBytes < b.peakBytes);
+}
+
+/// Improves `best` (the cheapest plan of `plans` within `budget`) with the
+/// subsets of the candidates taken in order of increasing FLOPs, stopping
+/// at the first one costing more than `best` or after `limit` subsets.
+/// The FLOPs of a set never fall when a candidate is added (the chains of
+/// the others only grow), so a best-first walk of the tree in which a set's
+/// parent is the set without its last candidate visits every subset in
+/// order of (FLOPs, mask): the first `limit` are the same for every budget.
+static LogicalResult costOrderWalk(PlanCache &cache, func::FuncOp fn, uint64_t budget,
+                                   size_t limit, const nn::RematCostEnv &env, RematPlan &best) {
+  using Entry = std::pair<double, uint64_t>; // (FLOPs, mask)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  queue.push({0.0, 0});
+  size_t n = cache.ids.size();
+  size_t visited = 0;
+  while (!queue.empty()) {
+    auto [flops, mask] = queue.top();
+    // Stop when every remaining subset costs more than `best`.
+    if (flops > best.flops || visited == limit)
+      return success();
+    queue.pop();
+    ++visited;
+    FailureOr<RematPlan> p = cache.get(mask);
+    if (failed(p))
+      return failure();
+    if (p->peakBytes <= budget && cheaper(*p, best))
+      best = *p;
+    size_t next = mask ? 64 - llvm::countl_zero(mask) : 0;
+    for (size_t j = next; j < n; ++j) {
+      uint64_t child = mask | uint64_t{1} << j;
+      // Kept at least the parent's, so the order holds even if the
+      // estimate were not monotone.
+      queue.push({std::max(flops, rematFlops(fn, cache.members(child), env)), child});
+    }
+  }
+  return success();
 }
 
 FailureOr<RematPlan> chooseRemat(ModuleOp module, const MemoryBudget &budget,
@@ -284,7 +374,14 @@ FailureOr<RematPlan> chooseRemat(ModuleOp module, const MemoryBudget &budget,
     if (failed(keepAll) || keepAll->peakBytes <= budget.bytes)
       return keepAll;
   }
-  FailureOr<SmallVector<RematPlan>> plans = rematPlans(module, options);
+  func::FuncOp fn = trainingFunction(module);
+  if (!fn)
+    return mlir::emitError(module.getLoc(),
+                           "the memory budget applies to a differentiated module "
+                           "(@forward_backward; nncc compile --grad)");
+  SmallVector<int64_t> order = nn::rematOrder(fn, costEnv(options));
+  PlanCache cache(module, options, order);
+  FailureOr<SmallVector<RematPlan>> plans = rematPlans(cache, order, options);
   if (failed(plans) || failed(appendBinomialVariants(module, *plans, options)))
     return failure();
   const RematPlan *smallest = &plans->front();
@@ -292,17 +389,15 @@ FailureOr<RematPlan> chooseRemat(ModuleOp module, const MemoryBudget &budget,
     if (p.peakBytes < smallest->peakBytes ||
         (p.peakBytes == smallest->peakBytes && p.flops < smallest->flops))
       smallest = &p;
-  if (budget.kind == MemoryBudget::Kind::Min)
+  // `min` is the budget of the smallest plan considered.
+  uint64_t bytes = budget.kind == MemoryBudget::Kind::Min ? smallest->peakBytes : budget.bytes;
+  if (budget.kind == MemoryBudget::Kind::Min && order.size() <= options.exhaustiveLimit)
     return *smallest;
-  const RematPlan *best = nullptr;
-  for (const RematPlan &p : *plans) {
-    if (p.peakBytes > budget.bytes)
-      continue;
-    if (!best || p.flops < best->flops ||
-        (p.flops == best->flops && p.peakBytes < best->peakBytes))
-      best = &p;
-  }
-  if (!best) {
+  const RematPlan *fits = nullptr;
+  for (const RematPlan &p : *plans)
+    if (p.peakBytes <= bytes && (!fits || cheaper(p, *fits)))
+      fits = &p;
+  if (!fits) {
     std::string dims;
     for (const auto &d : options.dims)
       dims += (dims.empty() ? "" : ", ") + d.getKey().str() + "=" + std::to_string(d.getValue());
@@ -313,7 +408,14 @@ FailureOr<RematPlan> chooseRemat(ModuleOp module, const MemoryBudget &budget,
                               << formatBytes(smallest->peakBytes) << ") for " << dims
                               << "; give at least that, or --memory-budget min";
   }
-  return *best;
+  RematPlan best = *fits;
+  // Up to `pruneLimit` candidates: the subsets cheaper than the heuristic's
+  // choice, in order of FLOPs; the first that fits is the exact optimum.
+  if (order.size() > options.exhaustiveLimit && order.size() <= options.pruneLimit) {
+    if (failed(costOrderWalk(cache, fn, bytes, options.costOrderLimit, costEnv(options), best)))
+      return failure();
+  }
+  return best;
 }
 
 static std::vector<RematReportEntry> report(func::FuncOp fn, ArrayRef<int64_t> ids,

@@ -4,11 +4,13 @@
 // candidate plans are sets of residuals to recompute (nncc::nn::applyRemat),
 // each judged by the exact memory plan of the lowered training step
 // (nncc::target::planMemory) and by its recomputation FLOPs (the cost
-// model of dialects/NN/Transforms/Remat.h): every subset for at most
-// `exhaustiveLimit` candidates, else the prefixes of the cost model's order
-// (each pruned, for at most `pruneLimit`). The plans considered do not
-// depend on the budget, and the choice is the cheapest one that fits, so a
-// larger budget never recomputes more.
+// model of dialects/NN/Transforms/Remat.h), each set planned at most once
+// per search: every subset for at most `exhaustiveLimit` candidates, else
+// the prefixes of the cost model's order (plus, for at most `pruneLimit`,
+// the greedy path and pruned prefixes, and the first `costOrderLimit`
+// subsets in order of FLOPs). The plans considered do not depend on the
+// budget, and the choice is the cheapest one that fits, so a larger budget
+// never recomputes more.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_PIPELINE_REMAT_H
@@ -76,6 +78,9 @@ struct RematSearchOptions {
   /// Recurrent reserves (candidate id) to reverse by the binomial schedule
   /// with that many snapshots when recomputed (evaluateRemat).
   llvm::SmallVector<std::pair<int64_t, int64_t>> bpttSnapshots;
+  /// Above `exhaustiveLimit` and up to `pruneLimit` candidates, at most this
+  /// many subsets are planned in order of FLOPs (chooseRemat).
+  size_t costOrderLimit = 8192;
 };
 
 /// The plan of `module` (nn, with @forward_backward) recomputing `ids`.
