@@ -80,7 +80,8 @@ OwningOpRef<ModuleOp> driver::loadModule(MLIRContext &context,
 }
 
 LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode,
-                                  PipelineStage stop, llvm::StringRef what) {
+                                  PipelineStage stop, llvm::StringRef what,
+                                  bool fuseLossHeads) {
   // Two runs of the same pipeline, so that a failure to differentiate can
   // be told from a failure to lower. A module that already has
   // @forward_backward (`--emit nn-grad` output, possibly rewritten by
@@ -90,6 +91,7 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
     NNCCPipelineOptions options;
     options.grad = true;
     options.vjp = grad == GradKind::VJP;
+    options.fuseLossHeads = fuseLossHeads;
     options.trainMode = trainMode;
     options.stop = PipelineStage::NN;
     buildNNCCPipeline(pm, options);
@@ -109,18 +111,22 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
 }
 
 std::string driver::RematRequest::key() const {
-  if (budget.kind == MemoryBudget::Kind::Unlimited || chosen.recompute.empty())
+  if (budget.kind == MemoryBudget::Kind::Unlimited)
     return "";
-  std::string k;
+  // A budget also fuses the loss heads (nn.linear_cross_entropy).
+  std::string ids;
   for (int64_t id : chosen.recompute)
-    k += (k.empty() ? "" : ",") + std::to_string(id);
-  return k;
+    ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  return "fused-heads;" + ids;
 }
 
 LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode,
                                   PipelineStage stop, RematRequest &remat,
                                   llvm::StringRef what) {
-  if (failed(runPipeline(module, grad, trainMode, PipelineStage::NN, what)))
+  // A budget fuses the loss heads (no [..., V] logits gradient in the
+  // arena); without one, the training step keeps everything as written.
+  bool fuse = remat.budget.kind != MemoryBudget::Kind::Unlimited;
+  if (failed(runPipeline(module, grad, trainMode, PipelineStage::NN, what, fuse)))
     return failure();
   FailureOr<RematPlan> plan = applyMemoryBudget(module, remat.budget, remat.search);
   if (failed(plan))

@@ -17,6 +17,7 @@ void nncc::buildNNCCPipeline(OpPassManager &pm,
     nn::NNAutodiffOptions autodiff;
     autodiff.regularizersActive = options.trainMode;
     autodiff.vjp = options.vjp;
+    autodiff.fuseLossHeads = options.fuseLossHeads;
     pm.addPass(nn::createNNAutodiff(autodiff));
   }
   if (options.stop == PipelineStage::NN)

@@ -709,6 +709,45 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult LinearCrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<nncc::nn::TensorType> x =
+      diag.tensorOfMinRank(adaptor.getX(), "x [..., K]", 2);
+  FailureOr<nncc::nn::TensorType> weight =
+      diag.tensorOfRank(adaptor.getWeight(), "weight", 2);
+  FailureOr<nncc::nn::TensorType> target =
+      diag.tensor(adaptor.getTarget(), "target");
+  if (failed(x) || failed(weight) || failed(target) ||
+      failed(diag.expectElementType(*weight, x->getElementType(), "weight")) ||
+      failed(diag.expectIndex(*target, "target")))
+    return failure();
+  Dim classes = weight->getDim(0);
+  if (failed(diag.expectShape(*weight, {classes, x->getDims().back()},
+                              "weight [V, K] with K = the last dim of x")) ||
+      failed(diag.expectShape(*target, x->getDims().drop_back(),
+                              "target (the shape of x without K)")))
+    return failure();
+  if (Value biasValue = adaptor.getBias()) {
+    FailureOr<nncc::nn::TensorType> bias = diag.tensor(biasValue, "bias");
+    if (failed(bias) ||
+        failed(diag.expectElementType(*bias, x->getElementType(), "bias")) ||
+        failed(diag.expectShape(*bias, {classes}, "bias [V]")))
+      return failure();
+  }
+  inferred.push_back(getScalarType(x->getElementType()));
+  inferred.push_back(*x);
+  inferred.push_back(*weight);
+  inferred.push_back(x->withDims({classes}));
+  if (adaptor.getWithLogits()) {
+    SmallVector<Dim> dims(x->getDims().drop_back());
+    dims.push_back(classes);
+    inferred.push_back(x->withDims(dims));
+  }
+  return success();
+}
+
 LogicalResult BCEWithLogitsOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {

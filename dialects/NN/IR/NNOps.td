@@ -904,6 +904,41 @@ def NN_CrossEntropyOp : NN_Op<"cross_entropy", [Pure]> {
   let assemblyFormat = NN_FunctionalFormat;
 }
 
+def NN_LinearCrossEntropyOp : NN_Op<"linear_cross_entropy", [Pure]> {
+  let summary = "fused language-model head: linear map, softmax cross-entropy and its gradients";
+  let description = [{
+    The loss of `nn.cross_entropy(nn.linear(x, weight, bias), target)`
+    (`ignore_index`, mean over the counted positions) together with its
+    gradients for a unit loss adjoint: `dx` (type of `x` [..., K]),
+    `dweight` [V, K] and `dbias` [V] (also when `bias` is absent). The
+    [..., V] logits and their gradient are never materialised: the kernel
+    computes them a bounded chunk of rows at a time (one GEMM for the
+    chunk's logits, one each for its dx rows and its dweight update). With
+    `with_logits` the op also writes the logits (a training function that
+    returns them) as the optional last result.
+
+    Formed by nncc-autodiff (`fuse-loss-heads`) in @forward_backward, where
+    a linear's result feeds only a cross_entropy (and the return); its
+    gradient rule scales `dx`, `dweight` and `dbias` by the loss adjoint.
+
+    ```mlir
+    %l, %dx, %dw, %db = nn.linear_cross_entropy %x, %w, %t bias %b : (!nn.tensor<[B, T, 32], f32>, !nn.tensor<[100, 32], f32>, !nn.tensor<[B, T], i32>, !nn.tensor<[100], f32>) -> (!nn.tensor<[], f32>, !nn.tensor<[B, T, 32], f32>, !nn.tensor<[100, 32], f32>, !nn.tensor<[100], f32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$weight,
+                       NN_IndexTensor:$target,
+                       Optional<NN_FloatTensor>:$bias,
+                       DefaultValuedAttr<NN_I64Attr, "-100">:$ignore_index,
+                       UnitAttr:$with_logits);
+  let results = (outs NN_FloatTensor:$loss, NN_FloatTensor:$dx,
+                      NN_FloatTensor:$dweight, NN_FloatTensor:$dbias,
+                      Optional<NN_FloatTensor>:$logits);
+  let assemblyFormat = [{
+    $x `,` $weight `,` $target (`bias` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def NN_BCEWithLogitsOp : NN_Op<"bce_with_logits", [Pure]> {
   let summary = "binary cross-entropy on logits";
   let description = [{

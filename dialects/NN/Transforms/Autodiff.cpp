@@ -32,6 +32,42 @@ bool isFloatTensor(Value v) {
   return type && isa<FloatType>(type.getElementType());
 }
 
+/// Fuses each nn.linear whose result is read only by one nn.cross_entropy
+/// (and possibly by the return) into nn.linear_cross_entropy, which also
+/// writes the logits when the function returns them.
+void fuseLinearCrossEntropy(func::FuncOp fn) {
+  SmallVector<CrossEntropyOp> losses;
+  fn.walk([&](CrossEntropyOp op) { losses.push_back(op); });
+  for (CrossEntropyOp ce : losses) {
+    auto linear = ce.getLogits().getDefiningOp<LinearOp>();
+    if (!linear || linear->getBlock() != ce->getBlock() ||
+        cast<nncc::nn::TensorType>(linear.getX().getType()).getRank() < 2)
+      continue;
+    bool returned = false, other = false;
+    for (OpOperand &use : linear.getResult().getUses()) {
+      if (use.getOwner() == ce.getOperation())
+        continue;
+      if (isa<func::ReturnOp>(use.getOwner()))
+        returned = true;
+      else
+        other = true;
+    }
+    if (other || !llvm::hasSingleElement(llvm::make_filter_range(
+                     linear.getResult().getUsers(),
+                     [](Operation *u) { return isa<CrossEntropyOp>(u); })))
+      continue;
+    OpBuilder b(ce);
+    auto fused = LinearCrossEntropyOp::create(
+        b, ce.getLoc(), linear.getX(), linear.getWeight(), ce.getTarget(),
+        linear.getBias(), ce.getIgnoreIndex(), returned);
+    ce.getResult().replaceAllUsesWith(fused.getLoss());
+    ce.erase();
+    if (returned)
+      linear.getResult().replaceAllUsesWith(fused.getLogits());
+    linear.erase();
+  }
+}
+
 /// The reverse-mode engine for one function: implements the services the
 /// rules get (GradientBuilder) and the reverse sweeps.
 class Engine : public GradientBuilder {
@@ -597,6 +633,8 @@ struct NNAutodiffPass
     fb->setAttr("nn.training", builder.getUnitAttr());
     if (!regularizersActive)
       fb->setAttr("nn.eval_mode", builder.getUnitAttr());
+    if (fuseLossHeads && !vjp)
+      fuseLinearCrossEntropy(fb);
     Engine engine(builder, forward, fb, module);
     if (failed(engine.run(wrtInputs, vjp))) {
       fb.erase();

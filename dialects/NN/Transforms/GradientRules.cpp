@@ -598,6 +598,31 @@ NN_RULE(CrossEntropyOp) {
   }
 };
 
+NN_RULE(LinearCrossEntropyOp) {
+  // The op already computed the gradients for a unit loss adjoint; the
+  // backward scales them by the loss adjoint (the logits are not read).
+  static void saved(LinearCrossEntropyOp op, SmallVectorImpl<Value> &s) {
+    s.push_back(op.getDx());
+    s.push_back(op.getDweight());
+    if (op.getBias())
+      s.push_back(op.getDbias());
+  }
+  NN_BUILD(LinearCrossEntropyOp) {
+    OpBuilder &b = gb.getBuilder();
+    Location loc = op.getLoc();
+    auto scaled = [&](Value operand, Value unit) {
+      return gb.needsAdjoint(operand) ? mul(b, loc, gb.get(unit), r[0])
+                                      : Value();
+    };
+    out.push_back(scaled(op.getX(), op.getDx()));
+    out.push_back(scaled(op.getWeight(), op.getDweight()));
+    out.push_back(Value());
+    if (op.getBias())
+      out.push_back(scaled(op.getBias(), op.getDbias()));
+    return success();
+  }
+};
+
 NN_RULE(BCEWithLogitsOp) {
   static void saved(BCEWithLogitsOp op, SmallVectorImpl<Value> &s) {
     s.push_back(op.getLogits());
@@ -1038,6 +1063,7 @@ void nncc::nn::registerNNGradientInterfaces(DialectRegistry &registry) {
            SinusoidalPositionOp, LearnedPositionOp, MatmulOp, LinearOp,
            EmbeddingOp, LayerNormOp, ConcatOp, SplitOp, SliceOp, TransposeOp,
            ReduceSumOp, ReduceMeanOp, MSEOp, CrossEntropyOp, BCEWithLogitsOp,
+           LinearCrossEntropyOp,
            RNNOp, LSTMOp, GRUOp, RNNCellOp, LSTMCellOp, GRUCellOp,
            AttentionOp, ReversibleOp, ODESolveOp, ODERNNOp>(ctx);
   });

@@ -53,6 +53,11 @@ def NNAutodiff : Pass<"nncc-autodiff", "::mlir::ModuleOp"> {
     returned for every float input (or those `wrt-inputs` names). A function
     without a loss is then differentiated from its outputs alone.
 
+    With `fuse-loss-heads` (and without `vjp`), before differentiating,
+    every `nn.linear` of `@forward_backward` whose result is read only by
+    one `nn.cross_entropy` (and possibly returned) is fused with it into
+    `nn.linear_cross_entropy` (docs/memory.md, "Fused loss heads").
+
     Fails, with an error at the function, when it has no result named
     `loss` (without `vjp`), and at an op that has no gradient rule. See
     docs/autodiff.md.
@@ -70,6 +75,11 @@ def NNAutodiff : Pass<"nncc-autodiff", "::mlir::ModuleOp"> {
            "Dropout and zoneout active (training). false: they are the "
            "identity, as in inference, and the gradients are those of the "
            "inference-mode loss (marks the function nn.eval_mode)">,
+    Option<"fuseLossHeads", "fuse-loss-heads", "bool", "false",
+           "Without vjp: in @forward_backward, an nn.linear whose result "
+           "feeds only an nn.cross_entropy (and the return) becomes one "
+           "nn.linear_cross_entropy, so the training step never holds the "
+           "[..., V] logits' gradient in the arena">,
   ];
   let dependentDialects = ["::nncc::nn::NNDialect",
                            "::mlir::func::FuncDialect"];

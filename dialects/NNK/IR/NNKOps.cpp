@@ -631,6 +631,35 @@ LogicalResult LossOp::verify() {
   return success();
 }
 
+LogicalResult LinearCrossEntropyOp::verify() {
+  if (failed(expectSameElementType(*this, {getX(), getWeight(), getBias(),
+                                           getLoss(), getDx(), getDweight(),
+                                           getDbias(), getLogits()})) ||
+      failed(expectRank(*this, getWeight(), 2, "weight")) ||
+      failed(expectRank(*this, getLoss(), 0, "loss")))
+    return failure();
+  BufferType x = bufferOf(getX()), w = bufferOf(getWeight());
+  if (x.getRank() < 2)
+    return emitOpError("x must have rank >= 2");
+  if (!x.getDims().back().isCompatibleWith(w.getDim(1)))
+    return emitOpError("x's last dim ")
+           << x.getDims().back().str() << " must equal the weight's in-features "
+           << w.getDim(1).str();
+  Dim classes = w.getDim(0);
+  SmallVector<Dim> logitDims(x.getDims().drop_back());
+  logitDims.push_back(classes);
+  if (failed(expectDims(*this, getTarget(), x.getDims().drop_back(),
+                        "target")) ||
+      failed(expectDims(*this, getDx(), x.getDims(), "dx")) ||
+      failed(expectDims(*this, getDweight(), w.getDims(), "dweight")) ||
+      failed(expectDims(*this, getDbias(), {classes}, "dbias")) ||
+      (getBias() && failed(expectDims(*this, getBias(), {classes}, "bias"))) ||
+      (getLogits() &&
+       failed(expectDims(*this, getLogits(), logitDims, "logits"))))
+    return failure();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ODE
 //===----------------------------------------------------------------------===//

@@ -592,6 +592,38 @@ def NNK_LossOp : NNK_Op<"loss"> {
   }];
 }
 
+def NNK_LinearCrossEntropyOp : NNK_Op<"linear_cross_entropy",
+                                      [AttrSizedOperandSegments]> {
+  let summary = "chunked linear + softmax cross-entropy with its unit-adjoint gradients";
+  let description = [{
+    x `[..., K]` (N rows), weight `[V, K]`, target i32/i64 `[...]`, bias
+    `[V]`; writes loss `[]` (mean over the targets != `ignore_index`),
+    dx `[..., K]`, dweight `[V, K]`, dbias `[V]` (the gradients for a unit
+    loss adjoint) and, when present, the logits `[..., V]`. The kernel
+    (`nncc_linear_cross_entropy_*`) walks the rows in chunks of
+    `nncc_linear_ce_chunk_rows(N, V)`: per chunk one GEMM for the logits
+    into a workspace of chunk × V values, the softmax gradient in place,
+    then one GEMM for the chunk's dx rows and one accumulating dweight.
+  }];
+  let arguments = (ins
+    NNK_In<NNK_FloatBuffer>:$x,
+    NNK_In<NNK_FloatBuffer>:$weight,
+    NNK_In<NNK_IndexBuffer>:$target,
+    NNK_In<Optional<NNK_FloatBuffer>>:$bias,
+    NNK_Out<NNK_FloatBuffer>:$loss,
+    NNK_Out<NNK_FloatBuffer>:$dx,
+    NNK_Out<NNK_FloatBuffer>:$dweight,
+    NNK_Out<NNK_FloatBuffer>:$dbias,
+    NNK_Out<Optional<NNK_FloatBuffer>>:$logits,
+    DefaultValuedAttr<NNK_I64Attr, "-100">:$ignore_index
+  );
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $weight `,` $target `)` (`bias` `(` $bias^ `)`)?
+    `outs` `(` $loss `,` $dx `,` $dweight `,` $dbias `)`
+    (`logits` `(` $logits^ `)`)? attr-dict `:` qualified(type(operands))
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // ODE solvers (host-side loops of launches)
 //===----------------------------------------------------------------------===//

@@ -63,7 +63,8 @@ enum class GradKind { None, Loss, VJP };
 /// already at the nnk stage (a .mlir input).
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, GradKind grad,
                                 bool trainMode, PipelineStage stop,
-                                llvm::StringRef what = "");
+                                llvm::StringRef what = "",
+                                bool fuseLossHeads = false);
 
 /// A memory budget for the training step (`--memory-budget`), for the
 /// binding `dims`; `chosen` receives what nncc-remat decided.
@@ -71,7 +72,8 @@ struct RematRequest {
   MemoryBudget budget;
   RematSearchOptions search;
   RematPlan chosen;
-  /// The chosen candidate ids, for the compile cache key ("" when none).
+  /// The compile cache key: "" without a budget, else the fused loss heads
+  /// and the chosen candidate ids.
   std::string key() const;
 };
 

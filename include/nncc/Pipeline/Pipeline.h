@@ -3,7 +3,8 @@
 // One pipeline from a verified nn module (the front end's, or a .mlir file)
 // to the nnk module the emitters print:
 //
-//   [nncc-autodiff]                     grad=1: adds @forward_backward (vjp=1: the VJP)
+//   [nncc-autodiff]                     grad=1: adds @forward_backward (vjp=1: the VJP;
+//                                       fuse-loss-heads=1: nn.linear_cross_entropy)
 //   -- stop=nn ends here (with grad: the `--emit nn-grad` module) --
 //   nn-insert-training-boundary         (func) nnk.boundary after the residuals
 //   nn-inference-semantics              (func) dropout/zoneout off outside training
@@ -43,6 +44,13 @@ struct NNCCPipelineOptions
                                   "result, grad.<input> for every float "
                                   "input) instead of the loss gradient"),
                    llvm::cl::init(false)};
+  Option<bool> fuseLossHeads{
+      *this, "fuse-loss-heads",
+      llvm::cl::desc("With grad (not vjp): fuse a linear that feeds only a "
+                     "cross_entropy into nn.linear_cross_entropy in "
+                     "@forward_backward (chunked; no [..., V] logits "
+                     "gradient in the arena)"),
+      llvm::cl::init(false)};
   Option<bool> trainMode{
       *this, "train-mode",
       llvm::cl::desc("With grad: the loss of training mode (dropout and "

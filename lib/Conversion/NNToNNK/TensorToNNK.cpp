@@ -62,6 +62,30 @@ struct SplitLowering : OpConversionPattern<nn::SplitOp> {
   }
 };
 
+/// nn.linear_cross_entropy: one nnk.linear_cross_entropy writing one fresh
+/// buffer per result.
+struct LinearCrossEntropyLowering
+    : OpConversionPattern<nn::LinearCrossEntropyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::LinearCrossEntropyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> outs;
+    for (Value result : op.getResults()) {
+      FailureOr<Value> out = allocBuffer(rewriter, op, result.getType());
+      if (failed(out))
+        return failure();
+      outs.push_back(*out);
+    }
+    nnk::LinearCrossEntropyOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), adaptor.getWeight(),
+        adaptor.getTarget(), adaptor.getBias(), outs[0], outs[1], outs[2],
+        outs[3], outs.size() > 4 ? outs[4] : Value(), op.getIgnoreIndex());
+    rewriter.replaceOp(op, outs);
+    return success();
+  }
+};
+
 /// nn.reduce_{sum,mean} -> nnk.reduce over sorted, normalised axes (all
 /// axes when none are given).
 template <typename ReduceOpTy, nnk::ReduceKind kind>
@@ -89,6 +113,7 @@ void addReduce(const TypeConverter &converter, RewritePatternSet &patterns) {
 void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
                                        RewritePatternSet &patterns) {
   patterns.add<SplitLowering>(converter, patterns.getContext());
+  patterns.add<LinearCrossEntropyLowering>(converter, patterns.getContext());
   addSimple<nn::SoftmaxOp>(
       converter, patterns,
       [](ConversionPatternRewriter &rewriter, nn::SoftmaxOp op,

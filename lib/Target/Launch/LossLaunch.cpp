@@ -123,6 +123,26 @@ LogicalResult emitLossGrad(LaunchEmitter &e, nnk::LossGradOp o) {
   return success();
 }
 
+/// The fused loss head: rows in chunks, the chunk's logits in a workspace
+/// of nncc_linear_ce_workspace_size bytes (LossHead.cpp).
+LogicalResult emitLinearCrossEntropy(LaunchEmitter &e, nnk::LinearCrossEntropyOp o) {
+  if (e.isCuda())
+    return e.cpuOnlyBackward();
+  auto N = e.numel(o.getTarget());
+  auto K = e.dim(o.getX(), -1);
+  auto V = e.dim(o.getWeight(), 0);
+  if (failed(N) || failed(K) || failed(V))
+    return failure();
+  std::string target = int64Targets(e, o.getTarget(), *N);
+  std::string ws =
+      e.workspace("nncc_linear_ce_workspace_size(" + *N + ", " + *V + ", sizeof(real_t))");
+  e.call({"NNCC_KFN(nncc_linear_cross_entropy)",
+          {*N, *K, *V, e.name(o.getX()), e.name(o.getWeight()), e.nameOrNull(o.getBias()),
+           target, std::to_string(o.getIgnoreIndex()), e.name(o.getLoss()), e.name(o.getDx()),
+           e.name(o.getDweight()), e.name(o.getDbias()), e.nameOrNull(o.getLogits()), ws}});
+  return success();
+}
+
 /// The seed and step offset of a dropout-style mask: every training step
 /// draws a new one (the CPU's nncc_ms_dropout_offset), the backward the same.
 SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t seed) {
@@ -169,6 +189,7 @@ LogicalResult emitZoneout(LaunchEmitter &e, nnk::ZoneoutOp o) {
 void attachLossLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::LossOp, emitLoss>(ctx);
   attachLaunch<nnk::LossGradOp, emitLossGrad>(ctx);
+  attachLaunch<nnk::LinearCrossEntropyOp, emitLinearCrossEntropy>(ctx);
   attachLaunch<nnk::DropoutOp, emitDropout>(ctx);
   attachLaunch<nnk::ZoneoutOp, emitZoneout>(ctx);
 }

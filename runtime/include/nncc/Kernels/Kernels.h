@@ -357,6 +357,23 @@ int64_t nncc_mha_workspace_size(const nncc_attention_params *p, int64_t B,
 NNCC_DECLARE_BACKWARD_KERNELS(f32, float)
 NNCC_DECLARE_BACKWARD_KERNELS(f64, double)
 
+/* Fused language-model head (nnk.linear_cross_entropy, LossHead.cpp): the
+   mean over targets != ignore_index of cross_entropy(x w^T + b) into *loss,
+   and its gradients for a unit loss adjoint: dx [N, K], dw [V, K], db [V];
+   b may be NULL (db is still written); logits [N, V] are written when not
+   NULL. Rows go in chunks of nncc_linear_ce_chunk_rows(N, V); the chunk's
+   logits live in the workspace of nncc_linear_ce_workspace_size(N, V,
+   elem_size) bytes. */
+int64_t nncc_linear_ce_chunk_rows(int64_t N, int64_t V);
+int64_t nncc_linear_ce_workspace_size(int64_t N, int64_t V, int64_t elem_size);
+#define NNCC_DECLARE_LOSS_HEAD_KERNELS(S, T)                                    \
+  int nncc_linear_cross_entropy_##S(                                           \
+      int64_t N, int64_t K, int64_t V, const T *x, const T *w, const T *b,     \
+      const int64_t *target, int64_t ignore_index, T *loss, T *dx, T *dw,      \
+      T *db, T *logits, void *workspace);
+NNCC_DECLARE_LOSS_HEAD_KERNELS(f32, float)
+NNCC_DECLARE_LOSS_HEAD_KERNELS(f64, double)
+
 int64_t nncc_rnn_layer_backward_workspace_size(int cell, int64_t B, int64_t T_,
                                                int64_t H, int64_t elem_size);
 /* Bytes of nncc_rnn_forward_train's reserve; its workspace; the workspace

@@ -71,6 +71,26 @@ NNCC_HD A cross_entropy_row(const T *logits, int64_t C, int64_t t) {
   return mx + nlog(s) - A(logits[t]);
 }
 
+/// In place, one row of C logits (target t in [0, C)) becomes the row of
+/// the cross-entropy's logits gradient, (softmax - onehot(t)) * s; returns
+/// the row's negative log-likelihood. The fused loss head's per-row step.
+template <typename T, typename A>
+NNCC_HD A cross_entropy_grad_row_inplace(T *row, int64_t C, int64_t t, A s) {
+  A mx = A(row[0]);
+  for (int64_t c = 1; c < C; ++c)
+    mx = A(row[c]) > mx ? A(row[c]) : mx;
+  const A zt = A(row[t]);
+  A sum = A(0);
+  for (int64_t c = 0; c < C; ++c) {
+    A e = nexp(A(row[c]) - mx);
+    row[c] = T(e);
+    sum += e;
+  }
+  for (int64_t c = 0; c < C; ++c)
+    row[c] = T((A(row[c]) / sum - (c == t ? A(1) : A(0))) * s);
+  return mx + nlog(sum) - zt;
+}
+
 } // namespace kernels
 } // namespace nncc
 

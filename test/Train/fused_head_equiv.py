@@ -1,0 +1,53 @@
+"""The fused loss head (nn.linear_cross_entropy, which a memory budget
+turns on) trains like the unfused form: `nncc train` of the same model on the
+same data from the same seed, without a budget (keep everything, unfused) and
+with `--memory-budget BUDGET`; the per-step losses and gradient norms agree
+to `tol` (relative), over several steps of Adam with clipping.
+
+    fused_head_equiv.py NNCC MODEL.nn WORKDIR BUDGET TOL [--dim ...] [--precision f64]
+"""
+import argparse
+import csv
+import os
+import subprocess
+import sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("nncc")
+ap.add_argument("model")
+ap.add_argument("work")
+ap.add_argument("budget")
+ap.add_argument("tol", type=float)
+ap.add_argument("--dim", action="append", default=[])
+ap.add_argument("--precision", default="f32")
+a = ap.parse_args()
+os.makedirs(a.work, exist_ok=True)
+data = os.path.join(a.work, "data.safetensors")
+dims = sum((["--dim", d] for d in a.dim), [])
+p = subprocess.run([a.nncc, "run", a.model, "--random-inputs", "--inputs-only",
+                    "--save-inputs", data] + dims, capture_output=True, text=True)
+if p.returncode:
+    sys.exit("data: " + p.stderr)
+
+
+def train(tag, extra):
+    log = os.path.join(a.work, tag + ".csv")
+    p = subprocess.run([a.nncc, "train", a.model, "--data", data, "--batch", "2",
+                        "--epochs", "3", "--no-shuffle", "--seed", "4", "--quiet",
+                        "--precision", a.precision, "--log", log, "-o",
+                        os.path.join(a.work, tag + ".safetensors")] + extra,
+                       capture_output=True, text=True)
+    if p.returncode:
+        sys.exit("FAIL: nncc train %s: %s" % (tag, p.stderr))
+    return [(float(r["loss"]), float(r["grad_norm"])) for r in csv.DictReader(open(log))]
+
+
+keep = train("keep", [])
+fused = train("fused", ["--memory-budget", a.budget])
+assert len(keep) == len(fused) >= 6, (len(keep), len(fused))
+worst = max(abs(x - y) / max(1e-30, abs(x)) for k, f in zip(keep, fused) for x, y in zip(k, f))
+ok = worst <= a.tol
+print("%s: %s %s budget %s: %d steps, losses %.6g..%.6g, worst relative difference %.2e "
+      "(tol %.0e)" % ("PASS" if ok else "FAIL", os.path.basename(a.model), a.precision,
+                      a.budget, len(keep), keep[0][0], keep[-1][0], worst, a.tol))
+sys.exit(0 if ok else 1)
