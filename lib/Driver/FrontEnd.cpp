@@ -9,6 +9,7 @@
 
 #include "dialects/NNK/IR/NNKDialect.h"
 #include "dialects/NN/IR/NNDialect.h"
+#include "dialects/NN/IR/NNOps.h"
 #include "dialects/NN/Transforms/GradientRules.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -113,24 +114,85 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
 std::string driver::RematRequest::key() const {
   if (budget.kind == MemoryBudget::Kind::Unlimited)
     return "";
-  // A budget also fuses the loss heads (nn.linear_cross_entropy).
   std::string ids;
   for (int64_t id : chosen.recompute)
     ids += (ids.empty() ? "" : ",") + std::to_string(id);
-  return "fused-heads;" + ids;
+  for (auto [id, snapshots] : chosen.bpttSnapshots)
+    ids += ";binomial:" + std::to_string(id) + "=" + std::to_string(snapshots);
+  return (fusedHeads ? "fused-heads;" : "heads-as-written;") + ids;
 }
 
 LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode,
                                   PipelineStage stop, RematRequest &remat,
                                   llvm::StringRef what) {
-  // A budget fuses the loss heads (no [..., V] logits gradient in the
-  // arena); without one, the training step keeps everything as written.
-  bool fuse = remat.budget.kind != MemoryBudget::Kind::Unlimited;
-  if (failed(runPipeline(module, grad, trainMode, PipelineStage::NN, what, fuse)))
+  remat.fusedHeads = false;
+  if (remat.budget.kind == MemoryBudget::Kind::Unlimited) {
+    // Everything kept, as written: only the report.
+    if (failed(runPipeline(module, grad, trainMode, PipelineStage::NN, what)))
+      return failure();
+    FailureOr<RematPlan> plan = applyMemoryBudget(module, remat.budget, remat.search);
+    if (failed(plan))
+      return failure();
+    remat.chosen = *plan;
+    return runPipeline(module, GradKind::None, trainMode, stop, what);
+  }
+  OwningOpRef<ModuleOp> fused(cast<ModuleOp>(module->clone()));
+  if (failed(runPipeline(module, grad, trainMode, PipelineStage::NN, what)))
     return failure();
-  FailureOr<RematPlan> plan = applyMemoryBudget(module, remat.budget, remat.search);
+  // Under a budget the loss heads may be fused (nn.linear_cross_entropy: no
+  // [..., V] logits or their gradient in the arena, but the head's weight
+  // gradient is held from the forward to the backward, which costs more
+  // than it saves on small batches). Both forms are planned; the better one
+  // for the budget wins: `min` the smaller peak, a size the fewer FLOPs.
+  // Each form's plans do not depend on the budget, so neither does their
+  // union, and a larger budget still never recomputes more.
+  bool tryFused = grad != GradKind::VJP &&
+                  succeeded(runPipeline(*fused, grad, trainMode, PipelineStage::NN, "",
+                                        /*fuseLossHeads=*/true));
+  if (tryFused) {
+    bool any = false;
+    fused->walk([&](nn::LinearCrossEntropyOp) { any = true; });
+    tryFused = any;
+  }
+  FailureOr<RematPlan> plan = failure();
+  if (!tryFused) {
+    plan = chooseRemat(module, remat.budget, remat.search);
+  } else {
+    auto quietly = [&](ModuleOp m, const MemoryBudget &b) {
+      ScopedDiagnosticHandler quiet(module.getContext(), [](Diagnostic &) { return success(); });
+      return chooseRemat(m, b, remat.search);
+    };
+    FailureOr<RematPlan> asWritten = quietly(module, remat.budget);
+    FailureOr<RematPlan> withFused = quietly(*fused, remat.budget);
+    if (failed(asWritten) && failed(withFused)) {
+      // Infeasible for both: the error names the smaller of their minima.
+      MemoryBudget min;
+      min.kind = MemoryBudget::Kind::Min;
+      FailureOr<RematPlan> minWritten = quietly(module, min), minFused = quietly(*fused, min);
+      bool fusedSmaller = succeeded(minFused) &&
+                          (failed(minWritten) || minFused->peakBytes < minWritten->peakBytes);
+      (void)chooseRemat(fusedSmaller ? *fused : module, remat.budget, remat.search);
+      return failure();
+    }
+    auto better = [&](const RematPlan &a, const RematPlan &b) {
+      if (remat.budget.kind == MemoryBudget::Kind::Min)
+        return a.peakBytes < b.peakBytes || (a.peakBytes == b.peakBytes && a.flops < b.flops);
+      return a.flops < b.flops || (a.flops == b.flops && a.peakBytes < b.peakBytes);
+    };
+    remat.fusedHeads = succeeded(withFused) &&
+                       (failed(asWritten) || better(*withFused, *asWritten));
+    if (remat.fusedHeads) {
+      module.getBodyRegion().takeBody(fused->getBodyRegion());
+      plan = withFused;
+    } else {
+      plan = asWritten;
+    }
+  }
   if (failed(plan))
     return failure();
-  remat.chosen = *plan;
+  FailureOr<RematPlan> applied = applyRematPlan(module, *plan, remat.search);
+  if (failed(applied))
+    return failure();
+  remat.chosen = *applied;
   return runPipeline(module, GradKind::None, trainMode, stop, what);
 }

@@ -455,11 +455,20 @@ FailureOr<RematPlan> applyMemoryBudget(ModuleOp module, const MemoryBudget &budg
   FailureOr<RematPlan> plan = chooseRemat(module, budget, options);
   if (failed(plan))
     return failure();
+  return applyRematPlan(module, *plan, options);
+}
+
+FailureOr<RematPlan> applyRematPlan(ModuleOp module, RematPlan plan,
+                                    const RematSearchOptions &options) {
+  func::FuncOp fn = trainingFunction(module);
+  if (!fn)
+    return mlir::emitError(module.getLoc(),
+                           "the memory budget applies to a differentiated module "
+                           "(@forward_backward; nncc compile --grad)");
   RematSearchOptions chosen = options;
-  chosen.bpttSnapshots = plan->bpttSnapshots;
-  plan->report = report(fn, plan->recompute, costEnv(chosen));
-  if (!plan->recompute.empty() &&
-      failed(nn::applyRemat(trainingFunction(module), plan->recompute, costEnv(chosen))))
+  chosen.bpttSnapshots = plan.bpttSnapshots;
+  plan.report = report(fn, plan.recompute, costEnv(chosen));
+  if (!plan.recompute.empty() && failed(nn::applyRemat(fn, plan.recompute, costEnv(chosen))))
     return failure();
   return plan;
 }

@@ -30,7 +30,7 @@
 // NNK-GRAD: nnk.boundary
 
 // PASSES-NN: builtin.module(
-// PASSES-NN-NEXT: nncc-autodiff{function=forward regularizers=true
+// PASSES-NN-NEXT: nncc-autodiff{function=forward fuse-loss-heads=false regularizers=true vjp=false
 // PASSES-NN-NEXT: )
 // PASSES: builtin.module(
 // PASSES-NEXT: func.func(

@@ -72,8 +72,11 @@ struct RematRequest {
   MemoryBudget budget;
   RematSearchOptions search;
   RematPlan chosen;
-  /// The compile cache key: "" without a budget, else the fused loss heads
-  /// and the chosen candidate ids.
+  /// Whether the loss heads were fused (nn.linear_cross_entropy) for the
+  /// chosen plan.
+  bool fusedHeads = false;
+  /// The compile cache key: "" without a budget, else the form of the loss
+  /// heads and the chosen candidate ids.
   std::string key() const;
 };
 

@@ -102,6 +102,11 @@ mlir::FailureOr<RematPlan> chooseRemat(mlir::ModuleOp module, const MemoryBudget
 mlir::FailureOr<RematPlan> applyMemoryBudget(mlir::ModuleOp module, const MemoryBudget &budget,
                                              const RematSearchOptions &options);
 
+/// The rewrite of @forward_backward for a plan chooseRemat returned (on
+/// this module or an equal one), with the report filled in.
+mlir::FailureOr<RematPlan> applyRematPlan(mlir::ModuleOp module, RematPlan plan,
+                                          const RematSearchOptions &options);
+
 } // namespace nncc
 
 #endif // NNCC_PIPELINE_REMAT_H
