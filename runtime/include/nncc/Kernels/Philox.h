@@ -46,6 +46,47 @@ NNCC_HD bool dropout_keep(uint64_t seed, uint64_t offset, uint64_t i,
   return philox_uniform(seed, offset, i) >= p;
 }
 
+/// Blocks kMaskBatch at a time: out[4*i + w] = word w of
+/// philox_mask_block(seed, offset, first + i) for i < kMaskBatch, i.e. the
+/// bits of elements [4*first, 4*first + 4*kMaskBatch). The same rounds as
+/// nncc_philox_bijection, lane by lane over the batch so that the host
+/// compiler vectorises the 32x32->64-bit products (CPU kernels only).
+constexpr int kMaskBatch = 16;
+inline void philox_mask_blocks(uint64_t seed, uint64_t offset, uint64_t first,
+                               uint32_t *out) {
+  uint32_t c0[kMaskBatch], c1[kMaskBatch], c2[kMaskBatch], c3[kMaskBatch];
+  for (int i = 0; i < kMaskBatch; ++i) {
+    const uint64_t block = offset + first + (uint64_t)i;
+    c0[i] = (uint32_t)block;
+    c1[i] = (uint32_t)(block >> 32);
+    c2[i] = (uint32_t)kMaskStream;
+    c3[i] = (uint32_t)(kMaskStream >> 32);
+  }
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 += NNCC_PHILOX_W0;
+      k1 += NNCC_PHILOX_W1;
+    }
+    for (int i = 0; i < kMaskBatch; ++i) {
+      const uint64_t p0 = (uint64_t)NNCC_PHILOX_M0 * c0[i];
+      const uint64_t p1 = (uint64_t)NNCC_PHILOX_M1 * c2[i];
+      const uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[i] ^ k0;
+      const uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3[i] ^ k1;
+      c1[i] = (uint32_t)p1;
+      c3[i] = (uint32_t)p0;
+      c0[i] = n0;
+      c2[i] = n2;
+    }
+  }
+  for (int i = 0; i < kMaskBatch; ++i) {
+    out[4 * i + 0] = c0[i];
+    out[4 * i + 1] = c1[i];
+    out[4 * i + 2] = c2[i];
+    out[4 * i + 3] = c3[i];
+  }
+}
+
 /// Zoneout decision for element i: the previous state is kept iff u < p
 /// (probability p); the same draw as dropout_keep, negated.
 NNCC_HD bool zoneout_keep_prev(uint64_t seed, uint64_t offset, uint64_t i,
