@@ -233,6 +233,15 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
     GlobalTokens globals;
     if (int rc = globalTokens(p, Tn, ws, globals))
       return rc;
+    if (useDenseForDilated(p, Tn)) {
+      DenseAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, k, v, out, lse, kpm, causal, scale,
+                              drop};
+      a.dilated = &globals;
+      a.window = p->window;
+      a.dilation = p->dilation;
+      denseAttentionForward<T>(a);
+      return NNCC_K_OK;
+    }
     dilatedAttention<T>(g, scale, causal, p->window, p->dilation, globals, q,
                         k, v, out, kpm, drop, lse);
   } else {

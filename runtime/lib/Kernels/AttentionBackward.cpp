@@ -344,6 +344,15 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   GlobalTokens globals;
   if (int rc = globalTokens(p, Tn, ws, globals))
     return rc;
+  if (useDenseForDilated(p, Tn)) {
+    DenseAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, k, v, out, nullptr,
+                            kpm, p->causal != 0, scale, drop, savedLse};
+    a.dilated = &globals;
+    a.window = p->window;
+    a.dilation = p->dilation;
+    denseAttentionBackward<T>(a, dout, dq, dk, dv, ldg);
+    return NNCC_K_OK;
+  }
   dilatedBackward<T>(g, p, scale, globals, q, k, v, dout, dq, dk, dv, kpm,
                      drop, out, savedLse);
   return NNCC_K_OK;

@@ -105,7 +105,20 @@ template <typename Real> struct DenseAttentionArgs {
   Real scale;
   AttentionDropout<Real> drop;
   const Real *savedLse = nullptr; // backward only: the forward's lse
+  // Dilated attention run densely (useDenseForDilated): the admissible keys
+  // of for_each_dilated_key as a mask on the dense tiles.
+  const GlobalTokens *dilated = nullptr;
+  int window = 0, dilation = 1;
 };
+
+/// Whether dilated attention over T positions runs on the dense tile kernel
+/// with a mask instead of per-query key lists: when the band covers a
+/// quarter of the sequence or more, the dense BLAS tiles do the T keys of a
+/// query faster than the scalar list loop does its window + 1 (the list
+/// path is several times slower per key). Same keys, same dropout counters.
+inline bool useDenseForDilated(const nncc_attention_params *p, int64_t T) {
+  return p->kind == NNCC_ATTN_DILATED && T <= 4 * ((int64_t)p->window + 1);
+}
 
 /// out = softmax(scale q kᵀ, masked) v per head, with attention dropout.
 template <typename T> void denseAttentionForward(const DenseAttentionArgs<T> &a);

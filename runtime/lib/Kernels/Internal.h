@@ -56,17 +56,19 @@ struct SerialBlasScope {
 /// thread: splitting it would cost more than it saves.
 constexpr double kParallelGemmMacs = 1 << 18;
 
-/// Row-major GEMM through OpenBLAS: C = alpha op(A) op(B) + beta C.
-/// Outside an OpenMP region the product is split into one panel of C per
-/// OpenMP thread (the longer of M and N), each a single-threaded OpenBLAS
-/// call: OpenBLAS's own pthreads never wake, so they cannot fight the
+/// Row-major GEMM through OpenBLAS: C = alpha op(A) op(B) + beta C, then
+/// after(lo, hi, byRows) on each finished panel of C (rows [lo, hi) when
+/// byRows, else columns [lo, hi)) while it is still in cache.
+/// Outside an OpenMP region the product is split into panels of C along the
+/// longer of M and N, each a single-threaded OpenBLAS call on an OpenMP
+/// thread: OpenBLAS's own pthreads never wake, so they cannot fight the
 /// OpenMP threads (which spin after every parallel region) for the cores.
 /// Inside a region (tile kernels) it is one call on the calling thread;
 /// the caller holds a SerialBlasScope there.
-template <typename T>
-inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,
-                 const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,
-                 int64_t ldc) {
+template <typename T, typename After>
+inline void gemmPanels(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,
+                       const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,
+                       int64_t ldc, const After &after) {
   if (M <= 0 || N <= 0)
     return;
   const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -77,6 +79,7 @@ inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,
       SerialBlasScope serial;
       blasGemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     }
+    after(int64_t(0), M, true);
     return;
   }
   SerialBlasScope serial;
@@ -98,7 +101,17 @@ inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,
     else
       blasGemm(ta, tb, M, hi - lo, K, alpha, A, lda, tb ? B + lo * ldb : B + lo, ldb,
                beta, C + lo, ldc);
+    after(lo, hi, splitM);
   }
+}
+
+/// gemmPanels with nothing after the product.
+template <typename T>
+inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,
+                 const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,
+                 int64_t ldc) {
+  gemmPanels(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+             [](int64_t, int64_t, bool) {});
 }
 
 /// Bump allocator over a caller-provided workspace (64-byte aligned pieces).
