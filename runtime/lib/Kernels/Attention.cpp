@@ -41,10 +41,7 @@ void attendList(const T *qr, const int32_t *keys, int nk, const T *kbase,
   T tmax = neg_big<T>();
   for (int jj = 0; jj < nk; ++jj) {
     const T *kr = kbase + keys[jj] * ldk;
-    T s = T(0);
-    for (int64_t d = 0; d < dh; ++d)
-      s += qr[d] * kr[d];
-    s *= scale;
+    const T s = laneDot(qr, kr, dh) * scale;
     scores[jj] = s;
     tmax = s > tmax ? s : tmax;
   }
