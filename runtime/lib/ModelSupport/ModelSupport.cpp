@@ -1031,7 +1031,8 @@ void writeProfile() {
   });
   std::fprintf(f, "# nncc profile: seconds\tcalls\tlaunch (total %.6f s)\n", total);
   for (const ProfileEntry *e : order)
-    std::fprintf(f, "%.6f\t%" PRIu64 "\t%s\n", e->seconds, e->calls, e->launch.c_str());
+    if (e->calls) // launches whose every call was skipped are left out
+      std::fprintf(f, "%.6f\t%" PRIu64 "\t%s\n", e->seconds, e->calls, e->launch.c_str());
   if (f != stderr)
     std::fclose(f);
 }
