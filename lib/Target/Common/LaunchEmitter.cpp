@@ -24,11 +24,20 @@ LogicalResult LaunchEmitter::emitLaunch(raw_indented_ostream &os, Operation *lau
                                << launch->getName()
                                << "': it is not an nnk compute op (no kernel launch)";
   os << "// " << launchComment(launch) << "\n";
+  // The opt-in per-launch timer (NNCC_PROFILE, docs/runtime.md) around each
+  // top-level launch of a library's functions; a region's launches are part
+  // of their op's time.
+  const bool timed = profileLaunches && !current.op;
+  std::string t0 = "prof_t" + std::to_string(launchIndex.lookup(launch));
+  if (timed)
+    os << "const double " << t0 << " = nncc_ms_prof_begin();\n";
   // Regions (ODE dynamics, cells) print their own launches from inside.
   Current saved = current;
   current = {&os, launch};
   LogicalResult result = iface.emitLaunch(*this);
   current = saved;
+  if (timed)
+    os << "nncc_ms_prof_end(" << t0 << ", " << cString(launchComment(launch)) << ");\n";
   return result;
 }
 

@@ -121,6 +121,8 @@ public:
 
 protected:
   Target target;
+  /// Wrap each top-level launch in the NNCC_PROFILE timer (CPU libraries).
+  bool profileLaunches = false;
   int numLocals = 0;
   int numKernels = 0;
   std::string generatedKernels;                       // CUDA __global__ functions

@@ -134,6 +134,7 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
   if (failed(analyze()))
     return failure();
   // Print the launch sequence first: it adds workspace buffers to the plan.
+  profileLaunches = true;
   std::string fwd;
   {
     llvm::raw_string_ostream fs(fwd);

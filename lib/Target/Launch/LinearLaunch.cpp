@@ -63,6 +63,15 @@ LogicalResult emitMatmul(LaunchEmitter &e, nnk::MatmulOp o) {
                        "not supported by the emitters yet");
   std::string strideA = ta.getRank() == 2 ? "0" : *M + " * " + *K;
   std::string strideB = tb.getRank() == 2 ? "0" : *K + " * " + *N;
+  if (!e.isCuda() && ta.getRank() == rc && tb.getRank() == 2 && rc > 2) {
+    // A shared right operand (the dx = dy W of a linear's backward): the
+    // batch folds into M, one GEMM of batch * M rows instead of `batch`
+    // small ones that each re-pack W.
+    e.call({"NNCC_KFN(nncc_gemm)",
+            {"0", "0", "(" + *batch + ") * " + *M, *N, *K, "(real_t)1", e.name(o.getLhs()), *K,
+             e.name(o.getRhs()), *N, "(real_t)0", e.name(o.getOut()), *N}});
+    return success();
+  }
   if (!e.isCuda()) {
     e.out() << "for (int64_t bi = 0; bi < " << *batch << "; ++bi)\n";
     e.out().indent();

@@ -41,10 +41,7 @@ void attendList(const T *qr, const int32_t *keys, int nk, const T *kbase,
   T tmax = neg_big<T>();
   for (int jj = 0; jj < nk; ++jj) {
     const T *kr = kbase + keys[jj] * ldk;
-    T s = T(0);
-    for (int64_t d = 0; d < dh; ++d)
-      s += qr[d] * kr[d];
-    s *= scale;
+    const T s = laneDot(qr, kr, dh) * scale;
     scores[jj] = s;
     tmax = s > tmax ? s : tmax;
   }
@@ -233,6 +230,15 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
     GlobalTokens globals;
     if (int rc = globalTokens(p, Tn, ws, globals))
       return rc;
+    if (useDenseForDilated(p, Tn)) {
+      DenseAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, k, v, out, lse, kpm, causal, scale,
+                              drop};
+      a.dilated = &globals;
+      a.window = p->window;
+      a.dilation = p->dilation;
+      denseAttentionForward<T>(a);
+      return NNCC_K_OK;
+    }
     dilatedAttention<T>(g, scale, causal, p->window, p->dilation, globals, q,
                         k, v, out, kpm, drop, lse);
   } else {

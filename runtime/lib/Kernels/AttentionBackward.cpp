@@ -50,10 +50,7 @@ T listForward(const T *qr, const int32_t *keys, int nk, const T *kb,
     o[d] = T(0);
   for (int jj = 0; jj < nk; ++jj) {
     const T *kr = kb + keys[jj] * ldk;
-    T s = T(0);
-    for (int64_t d = 0; d < dh; ++d)
-      s += qr[d] * kr[d];
-    s *= scale;
+    const T s = laneDot(qr, kr, dh) * scale;
     T p;
     T alpha = sm.push(s, p);
     p *= drop.mult(rowCounter + (uint64_t)keys[jj]);
@@ -77,29 +74,27 @@ void listBackward(const T *qr, const T *dor, const int32_t *keys, int nk,
   for (int jj = 0; jj < nk; ++jj) {
     const T *kr = kb + keys[jj] * ldk;
     const T *vr = vb + keys[jj] * ldv;
-    T s = T(0), dp = T(0);
-    for (int64_t d = 0; d < dh; ++d) {
-      s += qr[d] * kr[d];
-      dp += dor[d] * vr[d];
-    }
+    T s, dp;
+    laneDot2(qr, kr, dor, vr, dh, s, dp);
     const T p = nexp(s * scale - lse);
     const T c = drop.mult(rowCounter + (uint64_t)keys[jj]);
     const T ds = softmax_score_grad(p, c * dp, Dq) * scale;
     T *dkr = dkb + keys[jj] * lddk;
     T *dvr = dvb + keys[jj] * lddv;
-    for (int64_t d = 0; d < dh; ++d) {
+    // Three loops of two streams each (one fused loop over six pointers is
+    // past the vectoriser's alias-check budget and stays scalar).
+    const T cp = c * p;
+    for (int64_t d = 0; d < dh; ++d)
       dqr[d] += ds * kr[d];
+    for (int64_t d = 0; d < dh; ++d)
       dkr[d] += ds * qr[d];
-      dvr[d] += c * p * dor[d];
-    }
+    for (int64_t d = 0; d < dh; ++d)
+      dvr[d] += cp * dor[d];
   }
 }
 
 template <typename T> T dot(const T *a, const T *b, int64_t n) {
-  T s = T(0);
-  for (int64_t i = 0; i < n; ++i)
-    s += a[i] * b[i];
-  return s;
+  return laneDot(a, b, n);
 }
 
 /// Dilated: per (b,h), per query, key list then two passes.
@@ -344,6 +339,15 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   GlobalTokens globals;
   if (int rc = globalTokens(p, Tn, ws, globals))
     return rc;
+  if (useDenseForDilated(p, Tn)) {
+    DenseAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, k, v, out, nullptr,
+                            kpm, p->causal != 0, scale, drop, savedLse};
+    a.dilated = &globals;
+    a.window = p->window;
+    a.dilation = p->dilation;
+    denseAttentionBackward<T>(a, dout, dq, dk, dv, ldg);
+    return NNCC_K_OK;
+  }
   dilatedBackward<T>(g, p, scale, globals, q, k, v, dout, dq, dk, dv, kpm,
                      drop, out, savedLse);
   return NNCC_K_OK;

@@ -11,6 +11,59 @@
 namespace nncc {
 namespace kernels {
 
+/// 32-byte vectors of T (GCC/Clang vector extensions: one AVX register,
+/// or two SSE ones on a baseline build).
+template <typename T> struct Lanes {
+  typedef T V __attribute__((vector_size(32)));
+  static constexpr int N = int(32 / sizeof(T));
+  static V load(const T *p) {
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+  }
+  static T sum(V v) {
+    T s = T(0);
+    for (int l = 0; l < N; ++l)
+      s += v[l];
+    return s;
+  }
+};
+
+/// sum_d a[d] b[d] in SIMD-lane partial sums, added in a fixed order at the
+/// end: one running sum (which strict IEEE order forbids reassociating)
+/// stays scalar. The key-list kernels (dilated at long T, LSH) spend their
+/// time in these dots.
+template <typename T> inline T laneDot(const T *a, const T *b, int64_t n) {
+  using L = Lanes<T>;
+  typename L::V acc = {};
+  int64_t d = 0;
+  for (; d + L::N <= n; d += L::N)
+    acc += L::load(a + d) * L::load(b + d);
+  T s = L::sum(acc);
+  for (; d < n; ++d)
+    s += a[d] * b[d];
+  return s;
+}
+
+/// The two dots a.b and c.e in one pass (listBackward's s and dp).
+template <typename T>
+inline void laneDot2(const T *a, const T *b, const T *c, const T *e, int64_t n, T &ab,
+                     T &ce) {
+  using L = Lanes<T>;
+  typename L::V x = {}, y = {};
+  int64_t d = 0;
+  for (; d + L::N <= n; d += L::N) {
+    x += L::load(a + d) * L::load(b + d);
+    y += L::load(c + d) * L::load(e + d);
+  }
+  ab = L::sum(x);
+  ce = L::sum(y);
+  for (; d < n; ++d) {
+    ab += a[d] * b[d];
+    ce += c[d] * e[d];
+  }
+}
+
 /// Whether `p` describes a valid attention of its kind for head size `dh`.
 inline bool attentionParamsValid(const nncc_attention_params *p, int64_t dh) {
   if (!p || dh <= 0 || !(p->dropout >= 0.0 && p->dropout < 1.0))
@@ -105,7 +158,20 @@ template <typename Real> struct DenseAttentionArgs {
   Real scale;
   AttentionDropout<Real> drop;
   const Real *savedLse = nullptr; // backward only: the forward's lse
+  // Dilated attention run densely (useDenseForDilated): the admissible keys
+  // of for_each_dilated_key as a mask on the dense tiles.
+  const GlobalTokens *dilated = nullptr;
+  int window = 0, dilation = 1;
 };
+
+/// Whether dilated attention over T positions runs on the dense tile kernel
+/// with a mask instead of per-query key lists: when the band covers a
+/// quarter of the sequence or more, the dense BLAS tiles do the T keys of a
+/// query faster than the scalar list loop does its window + 1 (the list
+/// path is several times slower per key). Same keys, same dropout counters.
+inline bool useDenseForDilated(const nncc_attention_params *p, int64_t T) {
+  return p->kind == NNCC_ATTN_DILATED && T <= 4 * ((int64_t)p->window + 1);
+}
 
 /// out = softmax(scale q kᵀ, masked) v per head, with attention dropout.
 template <typename T> void denseAttentionForward(const DenseAttentionArgs<T> &a);

@@ -16,30 +16,87 @@ int gemmImpl(int ta, int tb, int64_t M, int64_t N, int64_t K, T alpha,
   return NNCC_K_OK;
 }
 
+/// The fused epilogue act(y + bias) + residual on rows [r0, r1) x columns
+/// [c0, c1) of y[., N]; one instantiation per activation and operand set so
+/// that the inner loop is branch-free and vectorises.
+template <typename T, int Act, bool HasBias, bool HasRes>
+void epilogueBlock(T *y, int64_t N, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                   const T *bias, const T *residual, T alpha) {
+  for (int64_t i = r0; i < r1; ++i) {
+    T *row = y + i * N;
+    const T *res = HasRes ? residual + i * N : nullptr;
+    for (int64_t j = c0; j < c1; ++j) {
+      T v = row[j];
+      if constexpr (HasBias)
+        v += bias[j];
+      v = activate(Act, v, alpha);
+      if constexpr (HasRes)
+        v += res[j];
+      row[j] = v;
+    }
+  }
+}
+
+template <typename T, int Act>
+void epilogueAct(T *y, int64_t N, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                 const T *bias, const T *residual, T alpha) {
+  if (bias && residual)
+    epilogueBlock<T, Act, true, true>(y, N, r0, r1, c0, c1, bias, residual, alpha);
+  else if (bias)
+    epilogueBlock<T, Act, true, false>(y, N, r0, r1, c0, c1, bias, residual, alpha);
+  else if (residual)
+    epilogueBlock<T, Act, false, true>(y, N, r0, r1, c0, c1, bias, residual, alpha);
+  else
+    epilogueBlock<T, Act, false, false>(y, N, r0, r1, c0, c1, bias, residual, alpha);
+}
+
+template <typename T>
+void epilogue(int act, T *y, int64_t N, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+              const T *bias, const T *residual, T alpha) {
+  switch (act) {
+  case ActRelu:
+    return epilogueAct<T, ActRelu>(y, N, r0, r1, c0, c1, bias, residual, alpha);
+  case ActLeakyRelu:
+    return epilogueAct<T, ActLeakyRelu>(y, N, r0, r1, c0, c1, bias, residual, alpha);
+  case ActGeluErf:
+    return epilogueAct<T, ActGeluErf>(y, N, r0, r1, c0, c1, bias, residual, alpha);
+  case ActGeluTanh:
+    return epilogueAct<T, ActGeluTanh>(y, N, r0, r1, c0, c1, bias, residual, alpha);
+  case ActTanh:
+    return epilogueAct<T, ActTanh>(y, N, r0, r1, c0, c1, bias, residual, alpha);
+  case ActSigmoid:
+    return epilogueAct<T, ActSigmoid>(y, N, r0, r1, c0, c1, bias, residual, alpha);
+  default:
+    return epilogueAct<T, ActNone>(y, N, r0, r1, c0, c1, bias, residual, alpha);
+  }
+}
+
 template <typename T>
 int linearImpl(int64_t M, int64_t N, int64_t K, const T *x, const T *w,
                const T *bias, const T *residual, int act, double alpha, T *y) {
   if (M < 0 || N < 0 || K < 0 || !y || (K > 0 && (!x || !w)) || act < 0 ||
       act > ActSigmoid)
     return NNCC_K_EINVAL;
+  const bool hasEpilogue = bias || act != ActNone || residual;
+  const T a = T(alpha);
   if (K == 0) {
     for (int64_t i = 0; i < M * N; ++i)
       y[i] = T(0);
-  } else {
-    gemm(false, true, M, N, K, T(1), x, K, w, K, T(0), y, N);
-  }
-  // Epilogue in one pass over y: bias, activation, residual.
-  if (!bias && act == ActNone && !residual)
+    if (hasEpilogue)
+      epilogue<T>(act, y, N, 0, M, 0, N, bias, residual, a);
     return NNCC_K_OK;
-  T a = T(alpha);
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < M; ++i) {
-    T *row = y + i * N;
-    const T *res = residual ? residual + i * N : nullptr;
-    for (int64_t j = 0; j < N; ++j)
-      row[j] = linear_epilogue(row[j], bias, (int)j, act, a,
-                               res ? res + j : nullptr);
   }
+  // The epilogue runs on each panel of y as soon as its GEMM is done, while
+  // the panel is still in cache (one pass over y, no second parallel loop).
+  gemmPanels(false, true, M, N, K, T(1), x, K, w, K, T(0), y, N,
+             [&](int64_t lo, int64_t hi, bool byRows) {
+               if (!hasEpilogue)
+                 return;
+               if (byRows)
+                 epilogue<T>(act, y, N, lo, hi, 0, N, bias, residual, a);
+               else
+                 epilogue<T>(act, y, N, 0, M, lo, hi, bias, residual, a);
+             });
   return NNCC_K_OK;
 }
 

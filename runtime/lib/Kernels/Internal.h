@@ -5,30 +5,26 @@
 #include "nncc/Kernels/Common.h"
 #include "nncc/Kernels/Kernels.h"
 
+#include <algorithm>
 #include <cblas.h>
+#include <omp.h>
 #include <cstddef>
 #include <cstdint>
 
 namespace nncc {
 namespace kernels {
 
-/// Row-major GEMM through OpenBLAS: C = alpha op(A) op(B) + beta C.
-/// Call from the master thread, or inside an OpenMP region while a
-/// SerialBlasScope is alive.
-inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
-                 const float *A, int64_t lda, const float *B, int64_t ldb,
-                 float beta, float *C, int64_t ldc) {
-  if (M <= 0 || N <= 0)
-    return;
+/// One OpenBLAS call: C = alpha op(A) op(B) + beta C (row-major).
+inline void blasGemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                     const float *A, int64_t lda, const float *B, int64_t ldb,
+                     float beta, float *C, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
               tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A,
               (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
-inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
-                 double alpha, const double *A, int64_t lda, const double *B,
-                 int64_t ldb, double beta, double *C, int64_t ldc) {
-  if (M <= 0 || N <= 0)
-    return;
+inline void blasGemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                     double alpha, const double *A, int64_t lda, const double *B,
+                     int64_t ldb, double beta, double *C, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
               tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A,
               (int)lda, B, (int)ldb, beta, C, (int)ldc);
@@ -55,6 +51,68 @@ struct SerialBlasScope {
   SerialBlasScope(const SerialBlasScope &) = delete;
   SerialBlasScope &operator=(const SerialBlasScope &) = delete;
 };
+
+/// Below this many multiply-adds a GEMM runs as one call on the calling
+/// thread: splitting it would cost more than it saves.
+constexpr double kParallelGemmMacs = 1 << 18;
+
+/// Row-major GEMM through OpenBLAS: C = alpha op(A) op(B) + beta C, then
+/// after(lo, hi, byRows) on each finished panel of C (rows [lo, hi) when
+/// byRows, else columns [lo, hi)) while it is still in cache.
+/// Outside an OpenMP region the product is split into panels of C along the
+/// longer of M and N, each a single-threaded OpenBLAS call on an OpenMP
+/// thread: OpenBLAS's own pthreads never wake, so they cannot fight the
+/// OpenMP threads (which spin after every parallel region) for the cores.
+/// Inside a region (tile kernels) it is one call on the calling thread;
+/// the caller holds a SerialBlasScope there.
+template <typename T, typename After>
+inline void gemmPanels(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,
+                       const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,
+                       int64_t ldc, const After &after) {
+  if (M <= 0 || N <= 0)
+    return;
+  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (nt < 2 || (double)M * (double)N * (double)K < kParallelGemmMacs) {
+    if (omp_in_parallel()) {
+      blasGemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    } else {
+      SerialBlasScope serial;
+      blasGemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    }
+    after(int64_t(0), M, true);
+    return;
+  }
+  SerialBlasScope serial;
+  const bool splitM = M >= N;
+  const int64_t extent = splitM ? M : N;
+  // Panels of whole SIMD tiles (multiples of 16), about four per thread and
+  // handed out dynamically, so that a thread the OS descheduled on a busy
+  // machine does not hold up the others; each panel re-packs only op(B) or
+  // op(A) of its own rows, a 1/panel-rows share of its work.
+  const int64_t panels = std::max<int64_t>(1, std::min<int64_t>(4 * nt, extent / 64));
+  const int64_t step = ((extent + panels - 1) / panels + 15) / 16 * 16;
+  const int64_t count = (extent + step - 1) / step;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (int64_t p = 0; p < count; ++p) {
+    const int64_t lo = p * step, hi = std::min(extent, lo + step);
+    if (splitM)
+      blasGemm(ta, tb, hi - lo, N, K, alpha, ta ? A + lo : A + lo * lda, lda, B, ldb,
+               beta, C + lo * ldc, ldc);
+    else
+      blasGemm(ta, tb, M, hi - lo, K, alpha, A, lda, tb ? B + lo * ldb : B + lo, ldb,
+               beta, C + lo, ldc);
+    after(lo, hi, splitM);
+  }
+}
+
+/// gemmPanels with nothing after the product.
+template <typename T>
+inline void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha,
+                 const T *A, int64_t lda, const T *B, int64_t ldb, T beta, T *C,
+                 int64_t ldc) {
+  gemmPanels(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+             [](int64_t, int64_t, bool) {});
+}
 
 /// Bump allocator over a caller-provided workspace (64-byte aligned pieces).
 struct Arena {

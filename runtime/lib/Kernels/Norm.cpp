@@ -95,12 +95,21 @@ int dropout(int64_t n, double p, uint64_t seed, uint64_t offset, const T *x,
     return NNCC_K_EINVAL;
   const float pf = (float)p;
   const T scale = T(1) / (T(1) - T(p));
+  // dropout_keep element by element, a batch of Philox blocks at a time
+  // (one block serves four elements).
+  constexpr int64_t kChunk = 4 * kMaskBatch;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    bool keep = dropout_keep(seed, offset, (uint64_t)i, pf);
-    y[i] = keep ? x[i] * scale : T(0);
-    if (mask)
-      mask[i] = keep;
+  for (int64_t c = 0; c < chunks; ++c) {
+    uint32_t bits[kChunk];
+    philox_mask_blocks(seed, offset, (uint64_t)c * kMaskBatch, bits);
+    const int64_t i0 = c * kChunk, m = std::min<int64_t>(kChunk, n - i0);
+    for (int64_t j = 0; j < m; ++j) {
+      const bool keep = nncc_rng_u32_to_unit_float(bits[j]) >= pf;
+      y[i0 + j] = keep ? x[i0 + j] * scale : T(0);
+      if (mask)
+        mask[i0 + j] = keep;
+    }
   }
   return NNCC_K_OK;
 }

@@ -13,12 +13,15 @@
 #include <algorithm>
 #include <tuple>
 #include <cctype>
+#include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 using nncc::kernels::merge_reduce_dims;
@@ -1247,6 +1250,87 @@ void *nncc_ms_cuda_stream(nncc_model *m) {
 }
 void *nncc_ms_cuda_state(nncc_model *m) { return m->cudaState; }
 
+//===--- NNCC_PROFILE: per-launch wall time ---------------------------------===//
+namespace {
+struct ProfileEntry {
+  std::string launch;
+  uint64_t calls = 0, skipped = 0;
+  double seconds = 0;
+};
+struct Profile {
+  std::string path;               // "" = stderr
+  uint64_t skip = 0;              // NNCC_PROFILE_SKIP: untimed first calls
+  std::vector<ProfileEntry> entries;
+  std::unordered_map<std::string, size_t> index;
+};
+// -1: not read yet, 0: off, 1: on. Launches run on the caller's thread.
+int gProfileState = -1;
+Profile *gProfile = nullptr;
+
+void writeProfile() {
+  Profile *p = gProfile;
+  if (!p)
+    return;
+  FILE *f = p->path.empty() ? stderr : std::fopen(p->path.c_str(), "a");
+  if (!f)
+    return;
+  std::vector<const ProfileEntry *> order;
+  double total = 0;
+  for (const ProfileEntry &e : p->entries) {
+    order.push_back(&e);
+    total += e.seconds;
+  }
+  std::stable_sort(order.begin(), order.end(), [](const ProfileEntry *a, const ProfileEntry *b) {
+    return a->seconds > b->seconds;
+  });
+  std::fprintf(f, "# nncc profile: seconds\tcalls\tlaunch (total %.6f s)\n", total);
+  for (const ProfileEntry *e : order)
+    if (e->calls) // launches whose every call was skipped are left out
+      std::fprintf(f, "%.6f\t%" PRIu64 "\t%s\n", e->seconds, e->calls, e->launch.c_str());
+  if (f != stderr)
+    std::fclose(f);
+}
+
+bool profileOn() {
+  if (gProfileState < 0) {
+    const char *env = std::getenv("NNCC_PROFILE");
+    gProfileState = env && *env && std::strcmp(env, "0") != 0;
+    if (gProfileState) {
+      gProfile = new Profile();
+      if (std::strcmp(env, "1") != 0 && std::strcmp(env, "-") != 0)
+        gProfile->path = env;
+      if (const char *skip = std::getenv("NNCC_PROFILE_SKIP"))
+        gProfile->skip = std::strtoull(skip, nullptr, 10);
+      std::atexit(writeProfile);
+    }
+  }
+  return gProfileState == 1;
+}
+
+double profileNow() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+} // namespace
+
+double nncc_ms_prof_begin(void) { return profileOn() ? profileNow() : 0.0; }
+
+void nncc_ms_prof_end(double t0, const char *launch) {
+  if (gProfileState != 1)
+    return;
+  const double dt = profileNow() - t0;
+  auto [it, fresh] = gProfile->index.try_emplace(launch, gProfile->entries.size());
+  if (fresh)
+    gProfile->entries.push_back({launch, 0, 0});
+  ProfileEntry &e = gProfile->entries[it->second];
+  if (e.skipped < gProfile->skip) {
+    e.skipped += 1;
+    return;
+  }
+  e.calls += 1;
+  e.seconds += dt;
+}
+
 nncc_status nncc_ms_kernel_status(int rc, const char *launch, nncc_error *err) {
   switch (rc) {
   case 0:
@@ -1414,6 +1498,7 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
                           "train_step: unknown optimizer %d", c->optimizer);
   if (nncc_status s = nncc_ms_forward_backward(m, err))
     return s;
+  const double profT0 = nncc_ms_prof_begin();
   const bool f64 = strcmp(abi->precision, "f64") == 0;
   const int32_t n = abi->num_params;
   // Global norm (double accumulation), clipping factor as torch's
@@ -1483,6 +1568,7 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
   m->stats.lr = lr;
   m->stats.grad_norm = norm;
   m->stats.clip_scale = scale;
+  nncc_ms_prof_end(profT0, "train_step: gradient norm + optimizer update (all parameters)");
   nncc_error_clear(err);
   return NNCC_OK;
 }

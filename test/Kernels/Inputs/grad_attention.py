@@ -140,6 +140,9 @@ for dtype in (np.float64, np.float32):
     dilated_case(dtype, 2, 30, 16, 2, 4, 2, [0], 0, 0)
     dilated_case(dtype, 2, 30, 16, 2, 6, 3, [0, 17, 17, 29, 99], 0, 1)
     dilated_case(dtype, 2, 30, 16, 2, 5, 1, [3], 1, 0)
+    # T <= 4 (window + 1): the dense tile kernel with the dilated mask.
+    dilated_case(dtype, 2, 30, 16, 2, 8, 2, [0, 17], 0, 1)
+    dilated_case(dtype, 2, 24, 16, 2, 6, 1, [3], 1, 0)
     lsh_case(dtype, 2, 23, 16, 2, 3, 4, 5, 0, 1, 0)
     lsh_case(dtype, 2, 20, 16, 2, 2, 8, 8, 1, 0, 0)
     lsh_case(dtype, 1, 17, 8, 1, 4, 6, 4, 0, 0, 1)
@@ -173,6 +176,9 @@ for dtype in (np.float64, np.float32):
                                        dropout_offset=1 << 40), dtype, 2, 70, 16, 2, 3, None)
     saved_case("dilated global", params("dilated", window=4, dilation=2, globals_=[0, 9],
                                         dropout=0.2, dropout_seed=3), dtype, 2, 40, 16, 2, 3, None)
+    saved_case("dilated dense-tiled", params("dilated", window=10, dilation=2, globals_=[0, 9],
+                                             dropout=0.2, dropout_seed=3),
+               dtype, 2, 40, 16, 2, 3, None)
     saved_case("lsh", params("lsh", rot=np.ascontiguousarray(Rs, dtype), n_hashes=3,
                              n_buckets=4, chunk=5, dropout=0.25, dropout_seed=9),
                dtype, 2, 23, 16, 2, 2, None)

@@ -37,11 +37,28 @@ module {
   // CUDA-LABEL: // launches of @matmul
   func.func @matmul(%a: !nnk.buffer<[4, 8, 16], f32>, %c: !nnk.buffer<[16, 2], f32>,
                     %d: !nnk.buffer<[4, 8, 2], f32> {nnk.output}) {
-    // A batch of [8, 16] x [16, 2]; the right operand is shared (stride 0).
-    // CPU: for (int64_t bi = 0; bi < (int64_t)4; ++bi)
-    // CPU-NEXT: NNCC_KFN(nncc_gemm)(0, 0, 8LL, 2LL, 16LL, (real_t)1, in0 + bi * 8LL * 16LL, 16LL, in1 + bi * 0, 2LL, (real_t)0, out0 + bi * 8LL * 2LL, 2LL)
+    // A batch of [8, 16] x [16, 2]; the right operand is shared (stride 0):
+    // on the CPU the batch folds into M, one GEMM of 4 * 8 rows.
+    // CPU-NOT: for (int64_t bi
+    // CPU: NNCC_KFN(nncc_gemm)(0, 0, ((int64_t)4) * 8LL, 2LL, 16LL, (real_t)1, in0, 16LL, in1, 2LL, (real_t)0, out0, 2LL)
     // CUDA: NNCC_CUBLAS_GEMM_BATCHED(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)2LL, (int)8LL, (int)16LL, &one, in1, (int)2LL, (long long)0, in0, (int)16LL, (long long)8LL * 16LL, &zero, out0, (int)2LL, (long long)8LL * 2LL, (int)(int64_t)4)
     nnk.matmul ins(%a, %c) outs(%d) : !nnk.buffer<[4, 8, 16], f32>, !nnk.buffer<[16, 2], f32>, !nnk.buffer<[4, 8, 2], f32>
+    return
+  }
+}
+
+// -----
+
+module {
+  // CPU-LABEL: // launches of @matmul_batched
+  // CUDA-LABEL: // launches of @matmul_batched
+  func.func @matmul_batched(%a: !nnk.buffer<[4, 8, 16], f32>, %c: !nnk.buffer<[4, 16, 2], f32>,
+                            %d: !nnk.buffer<[4, 8, 2], f32> {nnk.output}) {
+    // Both operands batched: one GEMM per batch element.
+    // CPU: for (int64_t bi = 0; bi < (int64_t)4; ++bi)
+    // CPU-NEXT: NNCC_KFN(nncc_gemm)(0, 0, 8LL, 2LL, 16LL, (real_t)1, in0 + bi * 8LL * 16LL, 16LL, in1 + bi * 16LL * 2LL, 2LL, (real_t)0, out0 + bi * 8LL * 2LL, 2LL)
+    // CUDA: NNCC_CUBLAS_GEMM_BATCHED(blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)2LL, (int)8LL, (int)16LL, &one, in1, (int)2LL, (long long)16LL * 2LL, in0, (int)16LL, (long long)8LL * 16LL, &zero, out0, (int)2LL, (long long)8LL * 2LL, (int)(int64_t)4)
+    nnk.matmul ins(%a, %c) outs(%d) : !nnk.buffer<[4, 8, 16], f32>, !nnk.buffer<[4, 16, 2], f32>, !nnk.buffer<[4, 8, 2], f32>
     return
   }
 }

@@ -18,6 +18,10 @@
 #include "nncc/Kernels/Common.h"
 #include "nncc/Runtime/Philox.h"
 
+#if defined(__AVX2__) && !defined(__CUDACC__)
+#include <immintrin.h>
+#endif
+
 namespace nncc {
 namespace kernels {
 
@@ -44,6 +48,74 @@ NNCC_HD float philox_uniform(uint64_t seed, uint64_t offset, uint64_t i) {
 NNCC_HD bool dropout_keep(uint64_t seed, uint64_t offset, uint64_t i,
                           float p) {
   return philox_uniform(seed, offset, i) >= p;
+}
+
+/// Blocks kMaskBatch at a time: out[4*i + w] = word w of
+/// philox_mask_block(seed, offset, first + i) for i < kMaskBatch, i.e. the
+/// bits of elements [4*first, 4*first + 4*kMaskBatch). The same rounds as
+/// nncc_philox_bijection, eight blocks per AVX2 vector where the host has it
+/// (the compiler does not vectorise the scalar form); CPU kernels only.
+constexpr int kMaskBatch = 16;
+#if defined(__AVX2__) && !defined(__CUDACC__)
+/// High 32 bits of the eight products a[i] * m[i] (m the same in each lane).
+inline __m256i philox_mulhi8(__m256i a, __m256i m) {
+  const __m256i even = _mm256_mul_epu32(a, m);
+  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
+  return _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+}
+#endif
+inline void philox_mask_blocks(uint64_t seed, uint64_t offset, uint64_t first,
+                               uint32_t *out) {
+  alignas(32) uint32_t c0[kMaskBatch], c1[kMaskBatch], c2[kMaskBatch], c3[kMaskBatch];
+  for (int i = 0; i < kMaskBatch; ++i) {
+    const uint64_t block = offset + first + (uint64_t)i;
+    c0[i] = (uint32_t)block;
+    c1[i] = (uint32_t)(block >> 32);
+    c2[i] = (uint32_t)kMaskStream;
+    c3[i] = (uint32_t)(kMaskStream >> 32);
+  }
+#if defined(__AVX2__) && !defined(__CUDACC__)
+  const __m256i m0 = _mm256_set1_epi32((int)NNCC_PHILOX_M0);
+  const __m256i m1 = _mm256_set1_epi32((int)NNCC_PHILOX_M1);
+  for (int v = 0; v < kMaskBatch; v += 8) {
+    __m256i x0 = _mm256_load_si256((const __m256i *)(c0 + v));
+    __m256i x1 = _mm256_load_si256((const __m256i *)(c1 + v));
+    __m256i x2 = _mm256_load_si256((const __m256i *)(c2 + v));
+    __m256i x3 = _mm256_load_si256((const __m256i *)(c3 + v));
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int round = 0; round < 10; ++round) {
+      if (round > 0) {
+        k0 += NNCC_PHILOX_W0;
+        k1 += NNCC_PHILOX_W1;
+      }
+      const __m256i hi0 = philox_mulhi8(x0, m0), hi1 = philox_mulhi8(x2, m1);
+      const __m256i lo0 = _mm256_mullo_epi32(x0, m0), lo1 = _mm256_mullo_epi32(x2, m1);
+      x0 = _mm256_xor_si256(_mm256_xor_si256(hi1, x1), _mm256_set1_epi32((int)k0));
+      x2 = _mm256_xor_si256(_mm256_xor_si256(hi0, x3), _mm256_set1_epi32((int)k1));
+      x1 = lo1;
+      x3 = lo0;
+    }
+    _mm256_store_si256((__m256i *)(c0 + v), x0);
+    _mm256_store_si256((__m256i *)(c1 + v), x1);
+    _mm256_store_si256((__m256i *)(c2 + v), x2);
+    _mm256_store_si256((__m256i *)(c3 + v), x3);
+  }
+#else
+  for (int i = 0; i < kMaskBatch; ++i) {
+    nncc_philox_u32x4 ctr = {{c0[i], c1[i], c2[i], c3[i]}};
+    ctr = nncc_philox_bijection(ctr, (uint32_t)seed, (uint32_t)(seed >> 32));
+    c0[i] = ctr.x[0];
+    c1[i] = ctr.x[1];
+    c2[i] = ctr.x[2];
+    c3[i] = ctr.x[3];
+  }
+#endif
+  for (int i = 0; i < kMaskBatch; ++i) {
+    out[4 * i + 0] = c0[i];
+    out[4 * i + 1] = c1[i];
+    out[4 * i + 2] = c2[i];
+    out[4 * i + 3] = c3[i];
+  }
 }
 
 /// Zoneout decision for element i: the previous state is kept iff u < p

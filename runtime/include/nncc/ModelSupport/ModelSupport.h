@@ -145,6 +145,15 @@ void *nncc_ms_buffer_ptr(nncc_model *model, int32_t index);
 /* CUDA only: the context's stream (CUstream) and the cuda_setup state. */
 void *nncc_ms_cuda_stream(nncc_model *model);
 void *nncc_ms_cuda_state(nncc_model *model);
+/* Opt-in per-launch timer of the generated CPU code (docs/runtime.md):
+ * with NNCC_PROFILE set (a file to append to, or "1" / "-" for stderr)
+ * nncc_ms_prof_begin returns the time and nncc_ms_prof_end adds the elapsed
+ * seconds to `launch`'s entry (after NNCC_PROFILE_SKIP untimed first calls
+ * of each launch); the table is written at process exit. Unset,
+ * begin returns 0 after one load of a cached flag and end returns at once. */
+double nncc_ms_prof_begin(void);
+void nncc_ms_prof_end(double t0, const char *launch);
+
 /* Turns a libnncc_kernels return code into a status naming the launch. */
 nncc_status nncc_ms_kernel_status(int rc, const char *launch, nncc_error *err);
 
