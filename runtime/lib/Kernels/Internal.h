@@ -52,16 +52,19 @@ struct SerialBlasScope {
   SerialBlasScope &operator=(const SerialBlasScope &) = delete;
 };
 
-/// Below this many multiply-adds a GEMM runs as one call on the calling
-/// thread: splitting it would cost more than it saves.
-constexpr double kParallelGemmMacs = 1 << 18;
+/// GEMMs with fewer multiply-adds, or with fewer than kPanelMinRows rows or
+/// columns (a recurrent step's batch rows), stay one single-threaded
+/// OpenBLAS call: panels of those would cost an OpenMP region per time step
+/// for too little work each.
+constexpr double kParallelGemmMacs = 1 << 22;
+constexpr int64_t kPanelMinRows = 64;
 
 /// Row-major GEMM through OpenBLAS: C = alpha op(A) op(B) + beta C, then
 /// after(lo, hi, byRows) on each finished panel of C (rows [lo, hi) when
 /// byRows, else columns [lo, hi)) while it is still in cache.
-/// Outside an OpenMP region the product is split into panels of C along the
-/// longer of M and N, each a single-threaded OpenBLAS call on an OpenMP
-/// thread: OpenBLAS's own pthreads never wake, so they cannot fight the
+/// Outside an OpenMP region a large product is split into panels of C along
+/// the longer of M and N, each a single-threaded OpenBLAS call on an OpenMP
+/// thread: OpenBLAS's own pthreads stay asleep, so they cannot fight the
 /// OpenMP threads (which spin after every parallel region) for the cores.
 /// Inside a region (tile kernels) it is one call on the calling thread;
 /// the caller holds a SerialBlasScope there.
@@ -72,10 +75,13 @@ inline void gemmPanels(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alph
   if (M <= 0 || N <= 0)
     return;
   const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (nt < 2 || (double)M * (double)N * (double)K < kParallelGemmMacs) {
+  if (nt < 2 || std::min(M, N) < kPanelMinRows ||
+      (double)M * (double)N * (double)K < kParallelGemmMacs) {
     if (omp_in_parallel()) {
       blasGemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     } else {
+      // Single-threaded as well: one call that wakes OpenBLAS's threads
+      // leaves them spinning against the OpenMP threads for a long while.
       SerialBlasScope serial;
       blasGemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     }
