@@ -95,6 +95,15 @@ static func::FuncOp trainingFunction(ModuleOp module) {
   return module.lookupSymbol<func::FuncOp>("forward_backward");
 }
 
+/// trainingFunction, or an error at the module when it has none.
+static FailureOr<func::FuncOp> requireTrainingFunction(ModuleOp module) {
+  if (func::FuncOp fn = trainingFunction(module))
+    return fn;
+  return mlir::emitError(module.getLoc(),
+                         "the memory budget applies to a differentiated module "
+                         "(@forward_backward; nncc compile --grad)");
+}
+
 static nn::RematCostEnv costEnv(const RematSearchOptions &options) {
   nn::RematCostEnv env;
   for (const auto &d : options.dims)
@@ -108,11 +117,10 @@ static nn::RematCostEnv costEnv(const RematSearchOptions &options) {
 FailureOr<RematPlan> evaluateRemat(ModuleOp module, ArrayRef<int64_t> ids,
                                    const RematSearchOptions &options) {
   OwningOpRef<ModuleOp> clone(cast<ModuleOp>(module->clone()));
-  func::FuncOp fn = trainingFunction(*clone);
-  if (!fn)
-    return mlir::emitError(module.getLoc(),
-                           "the memory budget applies to a differentiated module "
-                           "(@forward_backward; nncc compile --grad)");
+  FailureOr<func::FuncOp> required = requireTrainingFunction(*clone);
+  if (failed(required))
+    return failure();
+  func::FuncOp fn = *required;
   FailureOr<nn::RematCost> cost = nn::applyRemat(fn, ids, costEnv(options));
   if (failed(cost))
     return failure();
@@ -312,11 +320,10 @@ static FailureOr<SmallVector<RematPlan>> rematPlans(PlanCache &cache, ArrayRef<i
 
 FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
                                              const RematSearchOptions &options) {
-  func::FuncOp fn = trainingFunction(module);
-  if (!fn)
-    return mlir::emitError(module.getLoc(),
-                           "the memory budget applies to a differentiated module "
-                           "(@forward_backward; nncc compile --grad)");
+  FailureOr<func::FuncOp> required = requireTrainingFunction(module);
+  if (failed(required))
+    return failure();
+  func::FuncOp fn = *required;
   SmallVector<int64_t> order = nn::rematOrder(fn, costEnv(options));
   PlanCache cache(module, options, order);
   return rematPlans(cache, order, options);
@@ -374,11 +381,10 @@ FailureOr<RematPlan> chooseRemat(ModuleOp module, const MemoryBudget &budget,
     if (failed(keepAll) || keepAll->peakBytes <= budget.bytes)
       return keepAll;
   }
-  func::FuncOp fn = trainingFunction(module);
-  if (!fn)
-    return mlir::emitError(module.getLoc(),
-                           "the memory budget applies to a differentiated module "
-                           "(@forward_backward; nncc compile --grad)");
+  FailureOr<func::FuncOp> required = requireTrainingFunction(module);
+  if (failed(required))
+    return failure();
+  func::FuncOp fn = *required;
   SmallVector<int64_t> order = nn::rematOrder(fn, costEnv(options));
   PlanCache cache(module, options, order);
   FailureOr<SmallVector<RematPlan>> plans = rematPlans(cache, order, options);
@@ -460,11 +466,10 @@ FailureOr<RematPlan> applyMemoryBudget(ModuleOp module, const MemoryBudget &budg
 
 FailureOr<RematPlan> applyRematPlan(ModuleOp module, RematPlan plan,
                                     const RematSearchOptions &options) {
-  func::FuncOp fn = trainingFunction(module);
-  if (!fn)
-    return mlir::emitError(module.getLoc(),
-                           "the memory budget applies to a differentiated module "
-                           "(@forward_backward; nncc compile --grad)");
+  FailureOr<func::FuncOp> required = requireTrainingFunction(module);
+  if (failed(required))
+    return failure();
+  func::FuncOp fn = *required;
   RematSearchOptions chosen = options;
   chosen.bpttSnapshots = plan.bpttSnapshots;
   plan.report = report(fn, plan.recompute, costEnv(chosen));
