@@ -206,11 +206,12 @@ namespace {
 struct PlanCache {
   ModuleOp module;
   const RematSearchOptions &options;
-  SmallVector<int64_t> ids; // sorted
+  SmallVector<int64_t> order; // the candidates in nn::rematOrder's order
+  SmallVector<int64_t> ids;   // sorted
   llvm::StringMap<RematPlan> plans;
 
-  PlanCache(ModuleOp module, const RematSearchOptions &options, ArrayRef<int64_t> order)
-      : module(module), options(options), ids(order) {
+  PlanCache(ModuleOp module, const RematSearchOptions &options, SmallVector<int64_t> order)
+      : module(module), options(options), order(std::move(order)), ids(this->order) {
     llvm::sort(ids);
   }
   SmallVector<int64_t> members(uint64_t mask) const {
@@ -320,13 +321,11 @@ static FailureOr<SmallVector<RematPlan>> rematPlans(PlanCache &cache, ArrayRef<i
 
 FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
                                              const RematSearchOptions &options) {
-  FailureOr<func::FuncOp> required = requireTrainingFunction(module);
-  if (failed(required))
+  FailureOr<func::FuncOp> fn = requireTrainingFunction(module);
+  if (failed(fn))
     return failure();
-  func::FuncOp fn = *required;
-  SmallVector<int64_t> order = nn::rematOrder(fn, costEnv(options));
-  PlanCache cache(module, options, order);
-  return rematPlans(cache, order, options);
+  PlanCache cache(module, options, nn::rematOrder(*fn, costEnv(options)));
+  return rematPlans(cache, cache.order, options);
 }
 
 /// Better for a budget: fewer FLOPs, then a smaller peak.
@@ -385,8 +384,8 @@ FailureOr<RematPlan> chooseRemat(ModuleOp module, const MemoryBudget &budget,
   if (failed(required))
     return failure();
   func::FuncOp fn = *required;
-  SmallVector<int64_t> order = nn::rematOrder(fn, costEnv(options));
-  PlanCache cache(module, options, order);
+  PlanCache cache(module, options, nn::rematOrder(fn, costEnv(options)));
+  ArrayRef<int64_t> order = cache.order;
   FailureOr<SmallVector<RematPlan>> plans = rematPlans(cache, order, options);
   if (failed(plans) || failed(appendBinomialVariants(module, *plans, options)))
     return failure();

@@ -42,6 +42,18 @@ void addSimple(const TypeConverter &converter, RewritePatternSet &patterns,
 
 int64_t rankOf(Value v) { return cast<nn::TensorType>(v.getType()).getRank(); }
 
+/// One fresh buffer per result of `op`, in order.
+static LogicalResult allocResultBuffers(ConversionPatternRewriter &rewriter, Operation *op,
+                                        SmallVectorImpl<Value> &outs) {
+  for (Value result : op->getResults()) {
+    FailureOr<Value> out = allocBuffer(rewriter, op, result.getType());
+    if (failed(out))
+      return failure();
+    outs.push_back(*out);
+  }
+  return success();
+}
+
 /// nn.split: one nnk.split writing one fresh buffer per result.
 struct SplitLowering : OpConversionPattern<nn::SplitOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -49,12 +61,8 @@ struct SplitLowering : OpConversionPattern<nn::SplitOp> {
   matchAndRewrite(nn::SplitOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     SmallVector<Value> outs;
-    for (Value result : op.getResults()) {
-      FailureOr<Value> out = allocBuffer(rewriter, op, result.getType());
-      if (failed(out))
-        return failure();
-      outs.push_back(*out);
-    }
+    if (failed(allocResultBuffers(rewriter, op, outs)))
+      return failure();
     int64_t axis = *nn::normalizeAxis(op.getAxis(), rankOf(op.getX()));
     nnk::SplitOp::create(rewriter, op.getLoc(), adaptor.getX(), outs, axis);
     rewriter.replaceOp(op, outs);
@@ -71,12 +79,8 @@ struct LinearCrossEntropyLowering
   matchAndRewrite(nn::LinearCrossEntropyOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     SmallVector<Value> outs;
-    for (Value result : op.getResults()) {
-      FailureOr<Value> out = allocBuffer(rewriter, op, result.getType());
-      if (failed(out))
-        return failure();
-      outs.push_back(*out);
-    }
+    if (failed(allocResultBuffers(rewriter, op, outs)))
+      return failure();
     nnk::LinearCrossEntropyOp::create(
         rewriter, op.getLoc(), adaptor.getX(), adaptor.getWeight(),
         adaptor.getTarget(), adaptor.getBias(), outs[0], outs[1], outs[2],
