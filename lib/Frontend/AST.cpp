@@ -16,6 +16,12 @@ const char *nncc::frontend::binOpSpelling(BinOp op) {
   case BinOp::Div: return "/";
   case BinOp::Mod: return "%";
   case BinOp::MatMul: return "@";
+  case BinOp::Eq: return "==";
+  case BinOp::Ne: return "!=";
+  case BinOp::Lt: return "<";
+  case BinOp::Le: return "<=";
+  case BinOp::Gt: return ">";
+  case BinOp::Ge: return ">=";
   }
   return "?";
 }

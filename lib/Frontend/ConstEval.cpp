@@ -171,6 +171,23 @@ private:
     return false;
   }
 
+  /// Ints compare exactly; a float on either side compares as doubles.
+  static bool compare(BinOp op, const CValue &l, const CValue &r) {
+    auto rel = [&](auto x, auto y) {
+      switch (op) {
+      case BinOp::Eq: return x == y;
+      case BinOp::Ne: return x != y;
+      case BinOp::Lt: return x < y;
+      case BinOp::Le: return x <= y;
+      case BinOp::Gt: return x > y;
+      default: return x >= y;
+      }
+    };
+    if (l.kind == CValue::Int && r.kind == CValue::Int)
+      return rel(l.i, r.i);
+    return rel(l.asDouble(), r.asDouble());
+  }
+
   std::optional<CValue> evalBinary(const BinaryExpr &b, unsigned depth) {
     const char *op = binOpSpelling(b.op);
     auto l = eval(*b.lhs, depth + 1);
@@ -187,6 +204,8 @@ private:
     if (!checkNumber(*l, op, b.getLoc()) || !checkNumber(*r, op, b.getLoc()))
       return std::nullopt;
     SrcLoc loc = b.getLoc();
+    if (isComparison(b.op))
+      return CValue::makeBool(compare(b.op, *l, *r), loc);
     auto overflow = [&]() -> std::optional<CValue> {
       diag.error(loc, "integer overflow in constant expression: " + l->str() +
                           " " + op + " " + r->str());
@@ -222,7 +241,7 @@ private:
         if (x % y == 0)
           return CValue::makeInt(x / y, loc);
         return CValue::makeFloat(double(x) / double(y), loc);
-      case BinOp::MatMul:
+      default:
         break;
       }
       return std::nullopt;
@@ -243,7 +262,7 @@ private:
       diag.error(loc, "'%' needs integer operands, got " + l->describe() +
                           " and " + r->describe());
       return std::nullopt;
-    case BinOp::MatMul:
+    default:
       return std::nullopt;
     }
     if (!std::isfinite(res)) {

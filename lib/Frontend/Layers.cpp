@@ -545,6 +545,42 @@ Result lowerZoneout(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                       l);
 }
 
+/// where(cond, a, b): numbers among a and b take the other's element type.
+Result lowerWhere(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                  SrcLoc l) {
+  mlir::Value cond = tensorArg(g, a[0], {}, l, "where");
+  if (!cond)
+    return std::nullopt;
+  if (a[1].kind != FVal::Tensor && a[2].kind != FVal::Tensor) {
+    g.diag.error(l, "where needs a tensor for a or b (numbers take the other's "
+                    "element type)");
+    return std::nullopt;
+  }
+  mlir::Type like = a[1].kind == FVal::Tensor ? a[1].value.getType()
+                                              : a[2].value.getType();
+  mlir::Value x = tensorArg(g, a[1], like, l, "where");
+  mlir::Value y = x ? tensorArg(g, a[2], like, l, "where") : mlir::Value();
+  if (!y)
+    return std::nullopt;
+  return tensorResult(g.op1("nn.select", l, {cond, x, y}), l);
+}
+
+Result lowerCast(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                 SrcLoc l) {
+  mlir::Value x = tensorArg(g, a[0], {}, l, "cast");
+  if (!x)
+    return std::nullopt;
+  llvm::StringRef name = a[1].c.name;
+  mlir::Builder &b = g.builder;
+  mlir::Type to = name == "f64"   ? mlir::Type(b.getF64Type())
+                  : name == "i32" ? mlir::Type(b.getI32Type())
+                  : name == "i64" ? mlir::Type(b.getI64Type())
+                  : name == "i1"  ? mlir::Type(b.getI1Type())
+                                  : mlir::Type(b.getF32Type());
+  return tensorResult(
+      g.op1("nn.cast", l, {x}, {g.attr("to", mlir::TypeAttr::get(to))}), l);
+}
+
 Result lowerConcat(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal> vars,
                    SrcLoc l) {
   llvm::SmallVector<mlir::Value> ops;
@@ -862,6 +898,8 @@ FuncLowerFn nncc::frontend::lookupFuncLowering(llvm::StringRef name) {
       {"softmax", lowerSoftmax},
       {"dropout", lowerDropout},
       {"zoneout", lowerZoneout},
+      {"where", lowerWhere},
+      {"cast", lowerCast},
       {"concat", lowerConcat},
       {"split", lowerSplit},
       {"transpose", lowerTranspose},

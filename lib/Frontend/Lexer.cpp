@@ -45,6 +45,12 @@ const char *nncc::frontend::tokSpelling(Tok k) {
   case Tok::Slash: return "'/'";
   case Tok::Percent: return "'%'";
   case Tok::At: return "'@'";
+  case Tok::EqEq: return "'=='";
+  case Tok::NotEq: return "'!='";
+  case Tok::Less: return "'<'";
+  case Tok::LessEq: return "'<='";
+  case Tok::Greater: return "'>'";
+  case Tok::GreaterEq: return "'>='";
   }
   return "token";
 }
@@ -217,8 +223,21 @@ Token Lexer::next() {
   }
   if (isDigit(c))
     return lexNumber(start, l);
+  // Two-character comparison operators.
+  char c2 = pos + 1 < buf.size() ? buf[pos + 1] : '\0';
+  if (c2 == '=' && (c == '=' || c == '!' || c == '<' || c == '>')) {
+    advance();
+    advance();
+    return make(c == '=' ? Tok::EqEq
+                : c == '!' ? Tok::NotEq
+                : c == '<' ? Tok::LessEq
+                           : Tok::GreaterEq,
+                start, l);
+  }
   Tok k;
   switch (c) {
+  case '<': k = Tok::Less; break;
+  case '>': k = Tok::Greater; break;
   case '(': k = Tok::LParen; break;
   case ')': k = Tok::RParen; break;
   case '[': k = Tok::LBracket; break;

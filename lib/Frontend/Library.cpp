@@ -142,6 +142,11 @@ const std::vector<FuncSpec> &funcTable() {
        {tensor("new"), tensor("prev"), optF("p", PK::Prob, 0.1)},
        ResultKind::Tensor},
       {"sinusoidal_position", {tensor("x")}, ResultKind::Tensor},
+      {"where", {tensor("cond"), tensor("a"), tensor("b")}, ResultKind::Tensor},
+      {"cast",
+       {tensor("x"),
+        {"dtype", PK::Enum, true, std::nullopt, {"f32", "f64", "i32", "i64", "i1"}}},
+       ResultKind::Tensor},
       {"concat", {optI("axis", PK::Int, 0)}, ResultKind::Tensor, true},
       {"split",
        {tensor("x"), req("parts", PK::IntOrList), optI("axis", PK::Int, -1)},
@@ -320,6 +325,11 @@ bool nncc::frontend::checkValue(llvm::StringRef what, const ParamSpec &p,
                             v.describe());
     return false;
   };
+  // A float constant with an integral value (`D * 0.25` = 64.0) is an int.
+  if ((p.kind == PK::Int || p.kind == PK::PosInt || p.kind == PK::NonNegInt) &&
+      v.kind == CValue::Float && std::isfinite(v.f) && v.f == std::trunc(v.f) &&
+      std::fabs(v.f) <= double(int64_t(1) << 53))
+    v = CValue::makeInt(int64_t(v.f), v.loc);
   switch (p.kind) {
   case PK::Int:
     return isInt(v) ? true : fail("an integer");

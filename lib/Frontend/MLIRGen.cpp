@@ -477,6 +477,24 @@ std::optional<FVal> ForwardGen::evalBinary(const BinaryExpr &b) {
   mlir::Value y = gen.asTensor(*r, like, b.getLoc(), op);
   if (!y)
     return std::nullopt;
+  if (isComparison(b.op)) {
+    nn::ComparePredicate predicate = nn::ComparePredicate::eq;
+    switch (b.op) {
+    case BinOp::Ne: predicate = nn::ComparePredicate::ne; break;
+    case BinOp::Lt: predicate = nn::ComparePredicate::lt; break;
+    case BinOp::Le: predicate = nn::ComparePredicate::le; break;
+    case BinOp::Gt: predicate = nn::ComparePredicate::gt; break;
+    case BinOp::Ge: predicate = nn::ComparePredicate::ge; break;
+    default: break;
+    }
+    mlir::Value res = gen.op1(
+        "nn.compare", b.getLoc(), {x, y},
+        {gen.attr("predicate",
+                  nn::ComparePredicateAttr::get(&gen.ctx, predicate))});
+    if (!res)
+      return std::nullopt;
+    return FVal::tensor(res, b.getLoc());
+  }
   const char *opName = "nn.add";
   switch (b.op) {
   case BinOp::Add: opName = "nn.add"; break;
@@ -484,7 +502,7 @@ std::optional<FVal> ForwardGen::evalBinary(const BinaryExpr &b) {
   case BinOp::Mul: opName = "nn.mul"; break;
   case BinOp::Div: opName = "nn.div"; break;
   case BinOp::MatMul: opName = "nn.matmul"; break;
-  case BinOp::Mod: break;
+  default: break;
   }
   mlir::Value res = gen.op1(opName, b.getLoc(), {x, y});
   if (!res)

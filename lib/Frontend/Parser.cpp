@@ -458,7 +458,38 @@ ExprPtr Parser::parseExpr() {
     failed = true;
     return nullptr;
   }
-  return parseAdditive();
+  return parseComparison();
+}
+
+/// `a OP b` with OP one of == != < <= > >=; comparisons do not chain.
+ExprPtr Parser::parseComparison() {
+  ExprPtr lhs = parseAdditive();
+  auto comparison = [&]() -> std::optional<BinOp> {
+    switch (cur().kind) {
+    case Tok::EqEq: return BinOp::Eq;
+    case Tok::NotEq: return BinOp::Ne;
+    case Tok::Less: return BinOp::Lt;
+    case Tok::LessEq: return BinOp::Le;
+    case Tok::Greater: return BinOp::Gt;
+    case Tok::GreaterEq: return BinOp::Ge;
+    default: return std::nullopt;
+    }
+  };
+  std::optional<BinOp> op = comparison();
+  if (!lhs || !op)
+    return lhs;
+  SrcLoc l = cur().loc;
+  consume();
+  ExprPtr rhs = parseAdditive();
+  if (!rhs)
+    return nullptr;
+  if (comparison()) {
+    if (!failed)
+      diag.error(cur().loc, "comparisons cannot be chained; use parentheses");
+    failed = true;
+    return nullptr;
+  }
+  return std::make_unique<BinaryExpr>(l, *op, std::move(lhs), std::move(rhs));
 }
 
 ExprPtr Parser::parseAdditive() {

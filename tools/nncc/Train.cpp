@@ -65,7 +65,8 @@ cl::opt<int64_t> seedOpt("seed",
                          cl::desc("Seed of the weight init and of the shuffling (default: "
                                   "the train clause, else 0)"),
                          cl::init(-1), cl::sub(trainCmd), cl::cat(runCategory));
-cl::opt<std::string> logFile("log", cl::desc("CSV log: epoch,step,lr,loss,grad_norm per step"),
+cl::opt<std::string> logFile("log", cl::desc("CSV log: epoch,step,lr,loss,grad_norm per step, "
+                                             "then the model's other scalar outputs"),
                              cl::value_desc("L.csv"), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<std::string> outWeights("o",
                                 cl::desc("Where to save the trained weights (default: "
@@ -255,17 +256,44 @@ int setBatch(const ModelHandle &h, TrainData &data, const std::vector<int64_t> &
   return 0;
 }
 
-void progressBar(int64_t epoch, int64_t epochs, int64_t b, int64_t steps, double loss) {
+/// The model's scalar float outputs other than the loss (an ELECTRA model's
+/// generator and discriminator losses): reported beside the loss.
+std::vector<std::string> scalarMetrics(const ModelSignature &sig) {
+  std::vector<std::string> names;
+  for (const TensorSignature &o : sig.outputs)
+    if (o.name != "loss" && o.dims.empty() && (o.dtype == "F32" || o.dtype == "F64"))
+      names.push_back(o.name);
+  return names;
+}
+
+void progressBar(int64_t epoch, int64_t epochs, int64_t b, int64_t steps, double loss,
+                 const std::vector<std::string> &metrics, const std::vector<double> &values) {
   int width = 30, done = (int)((b + 1) * width / steps);
   std::string s(done, '#');
   s.resize(width, ' ');
   fprintf(stderr, "\repoch %lld/%lld [%s] %lld/%lld loss %.5g", (long long)epoch,
           (long long)epochs, s.c_str(), (long long)(b + 1), (long long)steps, loss);
+  for (size_t k = 0; k < metrics.size(); ++k)
+    fprintf(stderr, "  %s %.5g", metrics[k].c_str(), values[k]);
   fflush(stderr);
 }
 
+/// The first element of output `name` after a step, as a double.
+int readScalar(const ModelHandle &h, const std::string &name, double &value) {
+  nncc_error err;
+  nncc_dtype dt;
+  int32_t rank;
+  const int64_t *shape;
+  const void *data;
+  if (h.abi->get_output(h.model, name.c_str(), &dt, &rank, &shape, &data, &err) != NNCC_OK)
+    return fail(err.message);
+  value = elementAsDouble(dt, data, 0);
+  return 0;
+}
+
 /// The epochs: shuffled batches through train_step, logged.
-int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data, FILE *log) {
+int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
+              const std::vector<std::string> &metrics, FILE *log) {
   const int64_t N = data.numSamples;
   const int64_t B = std::min<int64_t>(cfg.batch, N);
   const int64_t stepsPerEpoch = (N + B - 1) / B;
@@ -281,6 +309,7 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data, FIL
       std::shuffle(perm.begin(), perm.end(), rng);
     double lossSum = 0.0;
     int64_t lossCount = 0;
+    std::vector<double> values(metrics.size()), sums(metrics.size(), 0.0);
     auto t0 = std::chrono::steady_clock::now();
     for (int64_t b = 0; b < stepsPerEpoch; ++b) {
       int64_t lo = b * B, n = std::min(N, lo + B) - lo;
@@ -290,22 +319,27 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data, FIL
         return fail(llvm::Twine("train_step ") + std::to_string(step + 1) + ": " +
                     err.message);
       ++step;
-      nncc_dtype dt;
-      int32_t rank;
-      const int64_t *shape;
-      const void *ld;
-      if (h.abi->get_output(h.model, "loss", &dt, &rank, &shape, &ld, &err) != NNCC_OK)
-        return fail(err.message);
-      double loss = elementAsDouble(dt, ld, 0);
+      double loss;
+      if (int rc = readScalar(h, "loss", loss))
+        return rc;
+      for (size_t k = 0; k < metrics.size(); ++k) {
+        if (int rc = readScalar(h, metrics[k], values[k]))
+          return rc;
+        sums[k] += values[k];
+      }
       nncc_train_stats st;
       h.abi->train_stats(h.model, &st, nullptr);
       lossSum += loss;
       ++lossCount;
-      if (log)
-        fprintf(log, "%lld,%lld,%.9g,%.9g,%.9g\n", (long long)epoch, (long long)step, st.lr,
+      if (log) {
+        fprintf(log, "%lld,%lld,%.9g,%.9g,%.9g", (long long)epoch, (long long)step, st.lr,
                 loss, st.grad_norm);
+        for (double v : values)
+          fprintf(log, ",%.9g", v);
+        fprintf(log, "\n");
+      }
       if (bar)
-        progressBar(epoch, cfg.epochs, b, stepsPerEpoch, loss);
+        progressBar(epoch, cfg.epochs, b, stepsPerEpoch, loss, metrics, values);
       if (maxSteps > 0 && step >= maxSteps) {
         stop = true;
         break;
@@ -315,11 +349,14 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data, FIL
       fprintf(stderr, "\n");
     double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!trainQuiet)
-      llvm::outs() << llvm::format("epoch %lld/%lld  loss %.6g  (%lld steps, %.2f s)\n",
-                                   (long long)epoch, (long long)cfg.epochs,
-                                   lossSum / std::max<int64_t>(1, lossCount),
-                                   (long long)lossCount, secs);
+    if (!trainQuiet) {
+      const double count = double(std::max<int64_t>(1, lossCount));
+      llvm::outs() << llvm::format("epoch %lld/%lld  loss %.6g", (long long)epoch,
+                                   (long long)cfg.epochs, lossSum / count);
+      for (size_t k = 0; k < metrics.size(); ++k)
+        llvm::outs() << "  " << metrics[k] << llvm::format(" %.6g", sums[k] / count);
+      llvm::outs() << llvm::format("  (%lld steps, %.2f s)\n", (long long)lossCount, secs);
+    }
   }
   return 0;
 }
@@ -385,12 +422,16 @@ int runTrain() {
   if (int rc = h.initWeights(initWeights, (uint64_t)cfg.seed))
     return rc;
 
+  const std::vector<std::string> metrics = scalarMetrics(*sig);
   FILE *log = nullptr;
   if (!logFile.empty()) {
     log = fopen(logFile.c_str(), "w");
     if (!log)
       return fail("cannot write '" + logFile + "': " + strerror(errno));
-    fprintf(log, "epoch,step,lr,loss,grad_norm\n");
+    fprintf(log, "epoch,step,lr,loss,grad_norm");
+    for (const std::string &m : metrics)
+      fprintf(log, ",%s", m.c_str());
+    fprintf(log, "\n");
   }
   llvm::scope_exit closeLog([&] {
     if (log)
@@ -405,7 +446,7 @@ int runTrain() {
                      : cfg.optimizer == NNCC_OPTIM_ADAM ? "adam"
                                                         : "adamw")
                  << " lr " << llvm::format("%g", cfg.lr) << "\n";
-  if (int rc = trainLoop(h, cfg, data, log))
+  if (int rc = trainLoop(h, cfg, data, metrics, log))
     return rc;
   std::string out = outWeights.empty() ? sig->model + ".safetensors" : std::string(outWeights);
   nncc_error err;

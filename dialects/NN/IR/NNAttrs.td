@@ -46,6 +46,28 @@ def NN_NonlinearityAttr : EnumAttr<NN_Dialect, NN_Nonlinearity,
   let assemblyFormat = "$value";
 }
 
+def NN_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "elementwise comparison", [
+    I32EnumAttrCase<"eq", 0>,
+    I32EnumAttrCase<"ne", 1>,
+    I32EnumAttrCase<"lt", 2>,
+    I32EnumAttrCase<"le", 3>,
+    I32EnumAttrCase<"gt", 4>,
+    I32EnumAttrCase<"ge", 5>]> {
+  let cppNamespace = "::nncc::nn";
+  let genSpecializedAttr = 0;
+}
+def NN_ComparePredicateAttr : EnumAttr<NN_Dialect, NN_ComparePredicate,
+                                       "cmp"> {
+  let summary = "the relation nn.compare tests (eq, ne, lt, le, gt, ge)";
+  let description = [{
+    `lhs == rhs`, `!=`, `<`, `<=`, `>`, `>=` in the `.nn` language. Floats
+    compare as IEEE ordered relations (a NaN is unequal to everything, `ne`
+    included: `ne` is true for NaN). Written `#nn<cmp ne>`.
+  }];
+  let assemblyFormat = "$value";
+}
+
 // The conversion maps it onto nnk's solver enum (#nnk<ode_method>, whose
 // values are the kernel library's NNCC_ODE_* codes).
 def NN_ODEMethod : I32EnumAttr<"ODEMethod", "ODE integration scheme", [

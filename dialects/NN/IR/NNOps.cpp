@@ -219,8 +219,21 @@ LogicalResult YieldOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
 NN_DEFINE_BINARY_INFER(AddOp)
 NN_DEFINE_BINARY_INFER(SubOp)
 NN_DEFINE_BINARY_INFER(MulOp)
-NN_DEFINE_BINARY_INFER(DivOp)
 #undef NN_DEFINE_BINARY_INFER
+
+LogicalResult DivOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  if (failed(inferBroadcast(diag, adaptor.getLhs(), adaptor.getRhs(), inferred)))
+    return failure();
+  Type element = cast<nncc::nn::TensorType>(inferred[0]).getElementType();
+  if (!isa<FloatType>(element))
+    return diag.error("division needs float operands, got ", element,
+                      " (cast them to a float type first)");
+  return success();
+}
 
 #define NN_DEFINE_UNARY_INFER(OP)                                              \
   LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
@@ -241,6 +254,66 @@ NN_DEFINE_UNARY_INFER(GeluOp)
 NN_DEFINE_UNARY_INFER(SoftmaxOp)
 NN_DEFINE_UNARY_INFER(DropoutOp)
 #undef NN_DEFINE_UNARY_INFER
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  SmallVector<Type, 1> broadcast;
+  if (failed(inferBroadcast(InferDiagnostics(loc, getOperationName()),
+                            adaptor.getLhs(), adaptor.getRhs(), broadcast)))
+    return failure();
+  inferred.push_back(cast<nncc::nn::TensorType>(broadcast[0])
+                         .withElementType(IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<nncc::nn::TensorType> cond = diag.tensor(adaptor.getCond(), "cond");
+  if (failed(cond))
+    return failure();
+  if (!cond->getElementType().isInteger(1))
+    return diag.error("expected cond to have element type i1, got ",
+                      cond->getElementType());
+  FailureOr<nncc::nn::TensorType> a = diag.tensor(adaptor.getA(), "a");
+  FailureOr<nncc::nn::TensorType> b = diag.tensor(adaptor.getB(), "b");
+  if (failed(a) || failed(b) ||
+      failed(diag.expectElementType(*b, a->getElementType(), "b")))
+    return failure();
+  std::optional<SmallVector<Dim>> values =
+      broadcastShapes(a->getDims(), b->getDims());
+  if (!values)
+    return diag.error("a of shape ", formatShape(a->getDims()), " and b of shape ",
+                      formatShape(b->getDims()), " are not broadcastable");
+  std::optional<SmallVector<Dim>> shape =
+      broadcastShapes(cond->getDims(), *values);
+  if (!shape)
+    return diag.error("cond of shape ", formatShape(cond->getDims()),
+                      " does not broadcast with values of shape ",
+                      formatShape(*values));
+  inferred.push_back(a->withDims(*shape));
+  return success();
+}
+
+LogicalResult CastOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<nncc::nn::TensorType> x = diag.tensor(adaptor.getX(), "x");
+  if (failed(x))
+    return failure();
+  Type to = adaptor.getTo();
+  if (!to || !(to.isF32() || to.isF64() || to.isSignlessInteger(32) ||
+               to.isSignlessInteger(64) || to.isSignlessInteger(1)))
+    return diag.error("can only cast to f32, f64, i32, i64 or i1, got ", to);
+  inferred.push_back(x->withElementType(to));
+  return success();
+}
 
 LogicalResult SoftmaxOp::verify() {
   if (!normalizeAxis(getAxis(), getX().getType().getRank()))

@@ -203,6 +203,58 @@ def NN_SubOp : NN_BinaryOp<"sub", "difference">;
 def NN_MulOp : NN_BinaryOp<"mul", "product">;
 def NN_DivOp : NN_BinaryOp<"div", "quotient">;
 
+def NN_CompareOp : NN_Op<"compare", [Pure]> {
+  let summary = "elementwise comparison into an i1 tensor, NumPy broadcasting";
+  let description = [{
+    `predicate`(`lhs`, `rhs`) per element: `lhs` and `rhs` have the same
+    element type (integer or float) and broadcastable shapes; the result is
+    an i1 tensor of the broadcast shape. It has no gradient.
+
+    ```mlir
+    %c = nn.compare %x, %y {predicate = #nn<cmp ne>} : (!nn.tensor<[B, T], i32>, !nn.tensor<[B, T], i32>) -> !nn.tensor<[B, T], i1>
+    ```
+  }];
+  let arguments = (ins NN_TensorType:$lhs, NN_TensorType:$rhs,
+                       NN_ComparePredicateAttr:$predicate);
+  let results = (outs NN_BoolTensor:$result);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
+def NN_SelectOp : NN_Op<"select", [Pure]> {
+  let summary = "elementwise choice cond ? a : b, NumPy broadcasting";
+  let description = [{
+    Per element, `a` where the i1 `cond` is true and `b` where it is false.
+    `a` and `b` have the same element type, which is the result's; the three
+    shapes broadcast to the result's. The gradient of a float select routes
+    the result's adjoint to `a` where `cond` holds and to `b` elsewhere.
+
+    ```mlir
+    %t = nn.select %mask, %tokens, %ignore : (!nn.tensor<[B, T], i1>, !nn.tensor<[B, T], i32>, !nn.tensor<[], i32>) -> !nn.tensor<[B, T], i32>
+    ```
+  }];
+  let arguments = (ins NN_BoolTensor:$cond, NN_TensorType:$a,
+                       NN_TensorType:$b);
+  let results = (outs NN_TensorType:$result);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
+def NN_CastOp : NN_Op<"cast", [Pure]> {
+  let summary = "elementwise conversion to another element type";
+  let description = [{
+    Converts `x` to the element type `to` (f32, f64, i32, i64 or i1); the
+    shape is kept. i1 becomes 0 or 1; a float or integer becomes i1 as
+    `x != 0`; a float becomes an integer by truncation toward zero. Only
+    float-to-float casts carry a gradient (the adjoint cast back).
+
+    ```mlir
+    %f = nn.cast %mask {to = f32} : (!nn.tensor<[B, T], i1>) -> !nn.tensor<[B, T], f32>
+    ```
+  }];
+  let arguments = (ins NN_TensorType:$x, TypeAttr:$to);
+  let results = (outs NN_TensorType:$result);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
 class NN_UnaryOp<string mnemonic, string noun,
                  dag extraArguments = (ins), list<Trait> traits = []>
     : NN_Op<mnemonic, !listconcat([Pure], traits)> {

@@ -232,6 +232,54 @@ NN_RULE(DivOp) {
   }
 };
 
+/// Comparisons are piecewise constant: no adjoint for either side.
+NN_RULE(CompareOp) {
+  NN_SAVES_NOTHING
+  NN_BUILD(CompareOp) { return out.append(2, Value()), success(); }
+};
+
+/// d a = select(cond, dy, 0), d b = select(cond, 0, dy), each summed back
+/// over the dims its broadcast expanded.
+NN_RULE(SelectOp) {
+  static void saved(SelectOp op, SmallVectorImpl<Value> &s) {
+    s.push_back(op.getCond());
+  }
+  NN_BUILD(SelectOp) {
+    OpBuilder &b = gb.getBuilder();
+    Location loc = op.getLoc();
+    out.push_back(Value());
+    if (!isFloatTensor(op.getA()))
+      return out.append(2, Value()), success();
+    Value cond = gb.get(op.getCond());
+    Value zero = scalar(b, loc, 0.0, tensorType(r[0]).getElementType());
+    out.push_back(gb.needsAdjoint(op.getA())
+                      ? unbroadcast(b, loc, SelectOp::create(b, loc, cond, r[0], zero),
+                                    op.getA().getType())
+                      : Value());
+    out.push_back(gb.needsAdjoint(op.getB())
+                      ? unbroadcast(b, loc, SelectOp::create(b, loc, cond, zero, r[0]),
+                                    op.getB().getType())
+                      : Value());
+    return success();
+  }
+};
+
+/// Float-to-float casts pass the adjoint back in the operand's type; casts
+/// from or to integers have none.
+NN_RULE(CastOp) {
+  NN_SAVES_NOTHING
+  NN_BUILD(CastOp) {
+    if (!isFloatTensor(op.getX()) || !isFloatTensor(op.getResult()))
+      return out.push_back(Value()), success();
+    Type back = tensorType(op.getX()).getElementType();
+    out.push_back(back == tensorType(r[0]).getElementType()
+                      ? r[0]
+                      : CastOp::create(gb.getBuilder(), op.getLoc(), r[0],
+                                       TypeAttr::get(back)).getResult());
+    return success();
+  }
+};
+
 NN_RULE(NegOp) {
   NN_SAVES_NOTHING
   NN_BUILD(NegOp) {
@@ -1058,7 +1106,7 @@ template <typename... OpTys> void attach(MLIRContext *ctx) {
 
 void nncc::nn::registerNNGradientInterfaces(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, NNDialect *) {
-    attach<AddOp, SubOp, MulOp, DivOp, NegOp, TanhOp, SigmoidOp, ExpOp, LogOp,
+    attach<AddOp, SubOp, MulOp, DivOp, CompareOp, SelectOp, CastOp, NegOp, TanhOp, SigmoidOp, ExpOp, LogOp,
            ReluOp, LeakyReluOp, GeluOp, SoftmaxOp, DropoutOp, ZoneoutOp,
            SinusoidalPositionOp, LearnedPositionOp, MatmulOp, LinearOp,
            EmbeddingOp, LayerNormOp, ConcatOp, SplitOp, SliceOp, TransposeOp,

@@ -94,7 +94,8 @@ struct IndexExpr : Expr {
   static bool classof(const Expr *e) { return e->getKind() == Index; }
 };
 
-enum class BinOp { Add, Sub, Mul, Div, Mod, MatMul };
+enum class BinOp { Add, Sub, Mul, Div, Mod, MatMul, Eq, Ne, Lt, Le, Gt, Ge };
+inline bool isComparison(BinOp op) { return op >= BinOp::Eq; }
 const char *binOpSpelling(BinOp op);
 
 struct BinaryExpr : Expr {

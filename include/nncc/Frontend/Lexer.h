@@ -49,6 +49,12 @@ enum class Tok {
   Slash,
   Percent,
   At,
+  EqEq,
+  NotEq,
+  Less,
+  LessEq,
+  Greater,
+  GreaterEq,
 };
 
 /// Printable spelling of a token kind, for diagnostics ("'('", "identifier").

@@ -55,6 +55,7 @@ private:
   bool parseStmt(std::vector<StmtPtr> &out);
 
   ExprPtr parseExpr();
+  ExprPtr parseComparison();
   ExprPtr parseAdditive();
   ExprPtr parseMultiplicative();
   ExprPtr parseUnary();

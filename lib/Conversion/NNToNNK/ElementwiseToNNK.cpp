@@ -105,13 +105,20 @@ private:
     inputs.push_back({key, buffer});
   }
 
-  Value scalar(Value v, Type type) {
+  /// The scalar of a member's result, an input, or an inlined constant (in
+  /// its own element type).
+  Value scalar(Value v) {
     auto it = scalars.find(v);
     if (it != scalars.end())
       return it->second;
     auto constant = cast<nn::ConstantOp>(v.getDefiningOp());
-    double value = cast<FloatAttr>(constant.getValue()).getValueAsDouble();
-    Value c = createScalarConstant(rewriter, root->getLoc(), type, value);
+    Attribute attr = constant.getValue();
+    double value = isa<FloatAttr>(attr)
+                       ? cast<FloatAttr>(attr).getValueAsDouble()
+                       : double(cast<IntegerAttr>(attr).getValue().getSExtValue());
+    Value c = createScalarConstant(rewriter, root->getLoc(),
+                                   cast<nn::TensorType>(v.getType()).getElementType(),
+                                   value);
     scalars[v] = c;
     return c;
   }
@@ -123,7 +130,24 @@ private:
   Value emitScalar(Operation *op) {
     Location loc = op->getLoc();
     Type type = cast<nn::TensorType>(op->getResult(0).getType()).getElementType();
-    auto arg = [&](unsigned i) { return scalar(op->getOperand(i), type); };
+    auto arg = [&](unsigned i) { return scalar(op->getOperand(i)); };
+    if (auto cmp = dyn_cast<nn::CompareOp>(op))
+      return emitCompare(loc, cmp.getPredicate(), arg(0), arg(1));
+    if (isa<nn::SelectOp>(op))
+      return arith::SelectOp::create(rewriter, loc, arg(0), arg(1), arg(2));
+    if (isa<nn::CastOp>(op))
+      return emitCast(loc, arg(0), type);
+    if (isa<IntegerType>(type)) {
+      if (isa<nn::AddOp>(op))
+        return arith::AddIOp::create(rewriter, loc, arg(0), arg(1));
+      if (isa<nn::SubOp>(op))
+        return arith::SubIOp::create(rewriter, loc, arg(0), arg(1));
+      if (isa<nn::MulOp>(op))
+        return arith::MulIOp::create(rewriter, loc, arg(0), arg(1));
+      if (isa<nn::NegOp>(op))
+        return arith::SubIOp::create(rewriter, loc, cst(type, 0.0), arg(0));
+      return {};
+    }
     if (isa<nn::AddOp, nn::LearnedPositionOp>(op))
       return arith::AddFOp::create(rewriter, loc, arg(0), arg(1));
     if (isa<nn::SubOp>(op))
@@ -180,6 +204,67 @@ private:
       return arith::MulFOp::create(rewriter, loc, half, onePlus);
     }
     return {};
+  }
+
+  /// Integers compare signed; floats as ordered relations, but `ne` is
+  /// unordered (true for NaN), as in C and PyTorch.
+  Value emitCompare(Location loc, nn::ComparePredicate predicate, Value lhs,
+                    Value rhs) {
+    using P = nn::ComparePredicate;
+    if (isa<FloatType>(lhs.getType())) {
+      using F = arith::CmpFPredicate;
+      F f = F::OEQ;
+      switch (predicate) {
+      case P::eq: f = F::OEQ; break;
+      case P::ne: f = F::UNE; break;
+      case P::lt: f = F::OLT; break;
+      case P::le: f = F::OLE; break;
+      case P::gt: f = F::OGT; break;
+      case P::ge: f = F::OGE; break;
+      }
+      return arith::CmpFOp::create(rewriter, loc, f, lhs, rhs);
+    }
+    using I = arith::CmpIPredicate;
+    I i = I::eq;
+    switch (predicate) {
+    case P::eq: i = I::eq; break;
+    case P::ne: i = I::ne; break;
+    case P::lt: i = I::slt; break;
+    case P::le: i = I::sle; break;
+    case P::gt: i = I::sgt; break;
+    case P::ge: i = I::sge; break;
+    }
+    return arith::CmpIOp::create(rewriter, loc, i, lhs, rhs);
+  }
+
+  /// nn.cast's scalar form (see its description for the rules).
+  Value emitCast(Location loc, Value x, Type to) {
+    Type from = x.getType();
+    if (from == to)
+      return x;
+    if (to.isInteger(1)) {
+      if (isa<FloatType>(from))
+        return arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::UNE, x,
+                                     createScalarConstant(rewriter, loc, from, 0.0));
+      return arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne, x,
+                                   createScalarConstant(rewriter, loc, from, 0.0));
+    }
+    bool fromFloat = isa<FloatType>(from), toFloat = isa<FloatType>(to);
+    if (fromFloat && toFloat)
+      return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+                 ? arith::ExtFOp::create(rewriter, loc, to, x).getResult()
+                 : arith::TruncFOp::create(rewriter, loc, to, x).getResult();
+    if (fromFloat)
+      return arith::FPToSIOp::create(rewriter, loc, to, x);
+    if (toFloat)
+      return from.isInteger(1)
+                 ? arith::UIToFPOp::create(rewriter, loc, to, x).getResult()
+                 : arith::SIToFPOp::create(rewriter, loc, to, x).getResult();
+    if (from.isInteger(1))
+      return arith::ExtUIOp::create(rewriter, loc, to, x);
+    return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+               ? arith::ExtSIOp::create(rewriter, loc, to, x).getResult()
+               : arith::TruncIOp::create(rewriter, loc, to, x).getResult();
   }
 
   ConversionPatternRewriter &rewriter;

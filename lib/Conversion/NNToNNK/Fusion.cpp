@@ -177,6 +177,16 @@ bool conv::isLayerNormResidualAdd(Operation *op) {
 }
 
 static bool isElementwiseKind(Operation *op) {
+  // Comparisons, selects and casts have integer or i1 operands or results;
+  // integer add, sub, mul and neg are elementwise too.
+  if (isa<nn::CompareOp, nn::SelectOp, nn::CastOp>(op))
+    return true;
+  if (isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::NegOp>(op)) {
+    auto type = dyn_cast<nn::TensorType>(op->getResult(0).getType());
+    if (type && type.getElementType().isSignlessInteger() &&
+        !type.getElementType().isInteger(1))
+      return true;
+  }
   if (!isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::NegOp, nn::ReluOp,
            nn::TanhOp, nn::SigmoidOp, nn::ExpOp, nn::LogOp, nn::LeakyReluOp,
            nn::GeluOp, nn::LearnedPositionOp>(op))
@@ -207,7 +217,7 @@ bool conv::isElementwiseMember(Operation *op) {
 
 bool conv::isInlinedConstant(Operation *op) {
   auto constant = dyn_cast<nn::ConstantOp>(op);
-  if (!constant || !isa<FloatAttr>(constant.getValue()))
+  if (!constant || !isa<FloatAttr, IntegerAttr>(constant.getValue()))
     return false;
   SmallVector<Operation *> users = realUsers(constant.getResult());
   if (users.empty())
@@ -269,6 +279,9 @@ FailureOr<Value> conv::emitGemm(ConversionPatternRewriter &rewriter,
 
 Value conv::createScalarConstant(OpBuilder &builder, Location loc, Type type,
                                  double value) {
+  if (auto intType = dyn_cast<IntegerType>(type))
+    return arith::ConstantOp::create(
+        builder, loc, type, builder.getIntegerAttr(intType, int64_t(value)));
   auto floatType = cast<FloatType>(type);
   llvm::APFloat narrowed(value);
   bool losesInfo = false;

@@ -719,8 +719,19 @@ LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
       os << "const " << type << " " << n << " = " << expr << ";\n";
       v[inner.getResult(0)] = n;
     };
+    // Scalars are real_t, bool (i1), int32_t or int64_t.
+    auto scalarType = [&](Type t) -> std::string {
+      if (t.isInteger(1))
+        return "bool";
+      if (t.isInteger(32))
+        return "int32_t";
+      if (t.isInteger(64))
+        return "int64_t";
+      return "real_t";
+    };
+    auto result = [&] { return scalarType(inner.getResult(0).getType()); };
     auto bin = [&](const char *o) {
-      def("real_t", "(" + operand(0) + " " + o + " " + operand(1) + ")");
+      def(result(), "(" + operand(0) + " " + o + " " + operand(1) + ")");
     };
     auto call = [&](const char *f, unsigned n) {
       std::string e = std::string(f) + "(";
@@ -740,17 +751,21 @@ LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
         continue;
       }
       if (auto ia = dyn_cast<IntegerAttr>(c.getValue())) {
-        def(ia.getType().isInteger(1) ? "bool" : "int64_t",
-            std::to_string(ia.getValue().getSExtValue()));
+        def(scalarType(ia.getType()),
+            ia.getType().isInteger(1)
+                ? std::string(ia.getValue().isZero() ? "false" : "true")
+                : "(" + scalarType(ia.getType()) + ")" +
+                      std::to_string(ia.getValue().getSExtValue()) +
+                      (ia.getType().isInteger(64) ? "LL" : ""));
         continue;
       }
       return c.emitError("unsupported constant in an elementwise body");
     }
-    if (isa<arith::AddFOp>(inner))
+    if (isa<arith::AddFOp, arith::AddIOp>(inner))
       bin("+");
-    else if (isa<arith::SubFOp>(inner))
+    else if (isa<arith::SubFOp, arith::SubIOp>(inner))
       bin("-");
-    else if (isa<arith::MulFOp>(inner))
+    else if (isa<arith::MulFOp, arith::MulIOp>(inner))
       bin("*");
     else if (isa<arith::DivFOp>(inner))
       bin("/");
@@ -767,7 +782,26 @@ LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
     else if (isa<arith::ExtFOp, arith::TruncFOp>(inner))
       def("real_t", "(real_t)" + operand(0));
     else if (isa<arith::SelectOp>(inner))
-      def("real_t", "(" + operand(0) + " ? " + operand(1) + " : " + operand(2) + ")");
+      def(result(), "(" + operand(0) + " ? " + operand(1) + " : " + operand(2) + ")");
+    else if (isa<arith::SIToFPOp, arith::UIToFPOp, arith::FPToSIOp, arith::ExtSIOp,
+                 arith::ExtUIOp, arith::TruncIOp>(inner))
+      def(result(), "(" + result() + ")" + operand(0));
+    else if (auto cmp = dyn_cast<arith::CmpIOp>(inner)) {
+      using P = arith::CmpIPredicate;
+      const char *o = nullptr;
+      switch (cmp.getPredicate()) {
+      case P::eq: o = "=="; break;
+      case P::ne: o = "!="; break;
+      case P::slt: o = "<"; break;
+      case P::sle: o = "<="; break;
+      case P::sgt: o = ">"; break;
+      case P::sge: o = ">="; break;
+      default:
+        return cmp.emitError("unsigned integer comparisons are not supported by "
+                             "the emitters");
+      }
+      def("bool", "(" + operand(0) + " " + o + " " + operand(1) + ")");
+    }
     else if (auto cmp = dyn_cast<arith::CmpFOp>(inner)) {
       std::string a = operand(0), b = operand(1), e;
       using P = arith::CmpFPredicate;

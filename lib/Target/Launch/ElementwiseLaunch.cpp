@@ -64,7 +64,10 @@ LogicalResult emitElementwise(LaunchEmitter &e, nnk::ElementwiseOp o) {
     params += ", const " + *ct + " *__restrict__ in" + std::to_string(k);
     args += ", " + e.name(in);
   }
-  params += ", real_t *__restrict__ out";
+  auto outType = e.cType(e.bufferType(out).getElementType());
+  if (failed(outType))
+    return failure();
+  params += ", " + *outType + " *__restrict__ out";
   args += ", " + e.name(out);
   auto loads = loadInputs(e, o, out, [](unsigned k) { return "in" + std::to_string(k); });
   if (failed(loads))
