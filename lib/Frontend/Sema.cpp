@@ -5,6 +5,8 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cmath>
+
 using namespace nncc::frontend;
 
 const CValue *LayerInstance::arg(llvm::StringRef name) const {
@@ -284,6 +286,10 @@ bool Sema::analyzeDecls(
         if (!n)
           return false;
         const char *kw = l.parallel ? "parallel" : "repeat";
+        // An integral float (`N * G_size` = 3.0) counts as an integer.
+        if (n->kind == CValue::Float && n->f == std::trunc(n->f) &&
+            std::fabs(n->f) <= kMaxRepeat)
+          *n = CValue::makeInt(int64_t(n->f), n->loc);
         if (n->kind == CValue::Enum) {
           diag.error(n->loc, "use of undeclared constant '" + n->name + "'");
           return false;
