@@ -171,6 +171,57 @@ Result lowerLayerNorm(Gen &g, const LayerInstance &inst,
                       l);
 }
 
+/// Two positive sizes from the list argument `name` of bert_embeddings.
+std::optional<std::pair<int64_t, int64_t>>
+axialPair(Gen &g, const LayerInstance &inst, llvm::StringRef name) {
+  const CValue *v = inst.arg(name);
+  if (!v || v->kind != CValue::List || v->elems.size() != 2 ||
+      v->elems[0].i < 1 || v->elems[1].i < 1) {
+    g.diag.error(inst.loc, "position: axial needs " + name +
+                               ": [a, b], two positive sizes");
+    return std::nullopt;
+  }
+  return std::make_pair(v->elems[0].i, v->elems[1].i);
+}
+
+/// bert_embeddings' position term: a learned table `position_embeddings`
+/// [max_len, d] (BERT), the fixed sinusoidal encoding (eqs. 48-49 of the
+/// seed thesis), or axial embeddings (Reformer, §5.3.2) with Hugging Face's
+/// names and shapes: position_embeddings.weights.0 [n1, 1, d1] and
+/// .weights.1 [1, n2, d2] for axial_shape [n1, n2], axial_dims [d1, d2].
+mlir::Value addPosition(Gen &g, const LayerInstance &inst,
+                        llvm::StringRef position, mlir::Value s, int64_t d,
+                        SrcLoc l) {
+  bool axialArgs = inst.arg("axial_shape") || inst.arg("axial_dims");
+  if (position != "axial" && axialArgs) {
+    g.diag.error(inst.loc, "axial_shape and axial_dims apply only to "
+                           "position: axial");
+    return {};
+  }
+  LayerInstance table = sub(inst, "position_embeddings");
+  if (position == "sinusoidal")
+    return g.op1("nn.sinusoidal_position", l, {s});
+  if (position == "learned")
+    return g.op1("nn.learned_position", l,
+                 {s, g.param(table, "weight", {inst.intArg("max_len"), d},
+                             normal(g, 0.02), l, Gen::ParamRole::Embedding)});
+  auto shape = axialPair(g, inst, "axial_shape");
+  auto dims = shape ? axialPair(g, inst, "axial_dims") : std::nullopt;
+  if (!dims)
+    return {};
+  if (dims->first + dims->second != d) {
+    g.diag.error(inst.loc, "axial_dims [" + llvm::Twine(dims->first) + ", " +
+                               llvm::Twine(dims->second) + "] must add up to dim " +
+                               llvm::Twine(d));
+    return {};
+  }
+  mlir::Value rows = g.param(table, "weights.0", {shape->first, 1, dims->first},
+                             normal(g, 1.0), l, Gen::ParamRole::Embedding);
+  mlir::Value cols = g.param(table, "weights.1", {1, shape->second, dims->second},
+                             normal(g, 1.0), l, Gen::ParamRole::Embedding);
+  return g.op1("nn.axial_position", l, {s, rows, cols});
+}
+
 /// BERT embeddings with Hugging Face names and initializers (N(0, 0.02)).
 Result lowerBertEmbeddings(Gen &g, const LayerInstance &inst,
                            llvm::ArrayRef<FVal> a, SrcLoc l) {
@@ -181,9 +232,7 @@ Result lowerBertEmbeddings(Gen &g, const LayerInstance &inst,
   mlir::Value types = g.param(sub(inst, "token_type_embeddings"), "weight",
                               {inst.intArg("type_vocab"), d}, normal(g, 0.02),
                               l, Gen::ParamRole::Embedding);
-  mlir::Value pos = g.param(sub(inst, "position_embeddings"), "weight",
-                            {inst.intArg("max_len"), d}, normal(g, 0.02), l,
-                            Gen::ParamRole::Embedding);
+  std::string position = inst.enumArg("position", "learned");
   mlir::Value e = g.op1("nn.embedding", l, {a[0].value, words});
   if (!e)
     return std::nullopt;
@@ -193,7 +242,7 @@ Result lowerBertEmbeddings(Gen &g, const LayerInstance &inst,
   mlir::Value s = g.op1("nn.add", l, {e, t});
   if (!s)
     return std::nullopt;
-  s = g.op1("nn.learned_position", l, {s, pos});
+  s = addPosition(g, inst, position, s, d, l);
   if (!s)
     return std::nullopt;
   s = layerNormOp(g, sub(inst, "LayerNorm"), s, d, inst.floatArg("eps", 1e-12),
@@ -486,7 +535,8 @@ Result lowerUnary(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
 }
 constexpr char kRelu[] = "nn.relu", kTanh[] = "nn.tanh",
                kSigmoid[] = "nn.sigmoid", kExp[] = "nn.exp", kLog[] = "nn.log",
-               kSinPos[] = "nn.sinusoidal_position";
+               kSinPos[] = "nn.sinusoidal_position",
+               kStopGradient[] = "nn.stop_gradient";
 
 Result lowerLeakyRelu(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                       SrcLoc l) {
@@ -563,6 +613,42 @@ Result lowerWhere(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
   if (!y)
     return std::nullopt;
   return tensorResult(g.op1("nn.select", l, {cond, x, y}), l);
+}
+
+/// mask_tokens(tokens, p:, mask_id:) -> (masked, mask), Algorithm 2 steps
+/// 1-3 of the seed thesis.
+Result lowerMaskTokens(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                       SrcLoc l) {
+  mlir::Value tokens = tensorArg(g, a[0], {}, l, "mask_tokens");
+  if (!tokens)
+    return std::nullopt;
+  mlir::Operation *op = g.create(
+      "nn.mask_tokens", l, {tokens},
+      {g.attrF64("p", a[1].c.asDouble()), g.attrI64("mask_id", a[2].c.i),
+       g.attrI64("seed", g.nextSeed())},
+      2);
+  if (!op)
+    return std::nullopt;
+  return FVal::tuple({FVal::tensor(op->getResult(0), l),
+                      FVal::tensor(op->getResult(1), l)},
+                     l);
+}
+
+/// sample(logits[, rows]): Gumbel-max draws, i32.
+Result lowerSample(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                   SrcLoc l) {
+  mlir::Value logits = tensorArg(g, a[0], {}, l, "sample");
+  if (!logits)
+    return std::nullopt;
+  llvm::SmallVector<mlir::Value> operands = {logits};
+  if (!a[1].isNone()) {
+    mlir::Value rows = tensorArg(g, a[1], {}, l, "sample");
+    if (!rows)
+      return std::nullopt;
+    operands.push_back(rows);
+  }
+  return tensorResult(
+      g.op1("nn.sample", l, operands, {g.attrI64("seed", g.nextSeed())}), l);
 }
 
 Result lowerCast(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
@@ -899,6 +985,9 @@ FuncLowerFn nncc::frontend::lookupFuncLowering(llvm::StringRef name) {
       {"dropout", lowerDropout},
       {"zoneout", lowerZoneout},
       {"where", lowerWhere},
+      {"mask_tokens", lowerMaskTokens},
+      {"sample", lowerSample},
+      {"stop_gradient", lowerUnary<kStopGradient>},
       {"cast", lowerCast},
       {"concat", lowerConcat},
       {"split", lowerSplit},

@@ -200,6 +200,28 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult AxialPositionGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<NNTensor> dy = diag.tensorOfRank(adaptor.getDy(), "dy [B, T, E]", 3);
+  if (failed(dy))
+    return failure();
+  ArrayRef<int64_t> shape = adaptor.getShape();
+  int64_t d1 = adaptor.getD1();
+  Dim embed = dy->getDim(2);
+  if (shape.size() != 2 || shape[0] < 1 || shape[1] < 1)
+    return diag.error("shape must be two positive sizes [n1, n2]");
+  if (!embed.isStatic() || d1 < 1 || d1 >= embed.getSize())
+    return diag.error("d1 = ", d1, " must lie in [1, E) for a static E, got E = ",
+                      embed.str());
+  inferred.push_back(dy->withDims({Dim::getStatic(shape[0]), Dim::getStatic(1),
+                                   Dim::getStatic(d1)}));
+  inferred.push_back(dy->withDims({Dim::getStatic(1), Dim::getStatic(shape[1]),
+                                   Dim::getStatic(embed.getSize() - d1)}));
+  return success();
+}
+
 LogicalResult LayerNormGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {

@@ -164,6 +164,24 @@ def NN_EmbeddingGradOp : NN_Op<"embedding_grad", [Pure]> {
   let assemblyFormat = NN_FunctionalFormat;
 }
 
+def NN_AxialPositionGradOp : NN_Op<"axial_position_grad", [Pure]> {
+  let summary = "parameter adjoints of nn.axial_position";
+  let description = [{
+    For `dy` [B, T, d1 + d2] and an (n1, n2) = `shape` grid: `drows`
+    [n1, 1, d1], row i the sum of dy[b, t, :d1] over b and t < T with
+    t / n2 = i, and `dcols` [1, n2, d2], row j the sum of dy[b, t, d1:] over
+    t % n2 = j.
+
+    ```mlir
+    %dr, %dc = nn.axial_position_grad %dy {shape = array<i64: 8, 16>, d1 = 16 : i64} : (!nn.tensor<[B, T, 64], f32>) -> (!nn.tensor<[8, 1, 16], f32>, !nn.tensor<[1, 16, 48], f32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$dy, DenseI64ArrayAttr:$shape,
+                       NN_I64Attr:$d1);
+  let results = (outs NN_FloatTensor:$drows, NN_FloatTensor:$dcols);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
 def NN_LayerNormGradOp : NN_Op<"layer_norm_grad", [Pure]> {
   let summary = "adjoint of nn.layer_norm for x and weight";
   let description = [{

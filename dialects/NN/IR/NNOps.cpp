@@ -467,6 +467,93 @@ LogicalResult ZoneoutOp::verify() {
   return verifyProbability(*this, getP(), "p");
 }
 
+LogicalResult MaskTokensOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<nncc::nn::TensorType> tokens =
+      diag.tensorOfMinRank(adaptor.getTokens(), "tokens [..., n]", 1);
+  if (failed(tokens) || failed(diag.expectIndex(*tokens, "tokens")))
+    return failure();
+  inferred.push_back(*tokens);
+  inferred.push_back(tokens->withElementType(IntegerType::get(ctx, 1)));
+  return success();
+}
+
+LogicalResult MaskTokensOp::verify() {
+  return verifyProbability(*this, getP(), "p");
+}
+
+LogicalResult SampleOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<nncc::nn::TensorType> logits =
+      diag.tensorOfMinRank(adaptor.getLogits(), "logits [..., V]", 1);
+  if (failed(logits))
+    return failure();
+  ArrayRef<Dim> rowsShape = logits->getDims().drop_back();
+  if (adaptor.getRows()) {
+    FailureOr<nncc::nn::TensorType> rows =
+        diag.tensor(adaptor.getRows(), "rows");
+    if (failed(rows) ||
+        failed(diag.expectShape(*rows, rowsShape, "rows (logits without V)")))
+      return failure();
+  }
+  inferred.push_back(logits->withDims(rowsShape).withElementType(
+      IntegerType::get(ctx, 32)));
+  return success();
+}
+
+LogicalResult StopGradientOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<nncc::nn::TensorType> x = diag.tensor(adaptor.getX(), "x");
+  if (failed(x))
+    return failure();
+  inferred.push_back(*x);
+  return success();
+}
+
+LogicalResult AxialPositionOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<nncc::nn::TensorType> x =
+      diag.tensorOfRank(adaptor.getX(), "x [B, T, E]", 3);
+  FailureOr<nncc::nn::TensorType> rows =
+      diag.tensorOfRank(adaptor.getRows(), "rows [n1, 1, d1]", 3);
+  FailureOr<nncc::nn::TensorType> cols =
+      diag.tensorOfRank(adaptor.getCols(), "cols [1, n2, d2]", 3);
+  if (failed(x) || failed(rows) || failed(cols) ||
+      failed(diag.expectElementType(*rows, x->getElementType(), "rows")) ||
+      failed(diag.expectElementType(*cols, x->getElementType(), "cols")))
+    return failure();
+  auto isStatic = [](nncc::nn::TensorType t) {
+    return llvm::all_of(t.getDims(), [](Dim d) { return d.isStatic(); });
+  };
+  if (!isStatic(*rows) || !isStatic(*cols))
+    return diag.error("the axial tables must have static shapes, got ", *rows,
+                      " and ", *cols);
+  if (rows->getDim(1).getSize() != 1 || cols->getDim(0).getSize() != 1)
+    return diag.error("expected rows [n1, 1, d1] and cols [1, n2, d2], got ",
+                      *rows, " and ", *cols);
+  int64_t n1 = rows->getDim(0).getSize(), n2 = cols->getDim(1).getSize();
+  int64_t width = rows->getDim(2).getSize() + cols->getDim(2).getSize();
+  Dim embed = x->getDim(2), time = x->getDim(1);
+  if (embed.isStatic() && embed.getSize() != width)
+    return diag.error("embedding size ", embed.getSize(),
+                      " is not d1 + d2 = ", width, " of the axial tables");
+  if (time.isStatic() && time.getSize() > n1 * n2)
+    return diag.error("sequence length ", time.getSize(), " exceeds the ",
+                      n1 * n2, " positions of the ", n1, " x ", n2,
+                      " axial grid");
+  inferred.push_back(*x);
+  return success();
+}
+
 LogicalResult SinusoidalPositionOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {

@@ -386,6 +386,65 @@ def NN_DropoutOp : NN_Op<"dropout", [Pure]> {
   let hasVerifier = 1;
 }
 
+def NN_MaskTokensOp : NN_Op<"mask_tokens", [Pure]> {
+  let summary = "masks floor(p * n) random positions of each row of tokens";
+  let description = [{
+    Token masking of ELECTRA / BERT pretraining (seed thesis §4.4.4,
+    Algorithm 2, steps 1-3): in each row (the last dim, n tokens) of
+    `tokens`, floor(`p` * n) positions chosen uniformly without replacement
+    are replaced by `mask_id` in `masked`; `mask` is true exactly there. The
+    choice is a function of `seed` and the training step (Philox, like
+    dropout), so a backward pass or a reference can reproduce it; it is made
+    in inference as well. No gradient flows through either result.
+
+    ```mlir
+    %masked, %mask = nn.mask_tokens %tokens {p = 1.5e-01 : f64, mask_id = 103 : i64, seed = 3 : i64} : (!nn.tensor<[B, T], i32>) -> (!nn.tensor<[B, T], i32>, !nn.tensor<[B, T], i1>)
+    ```
+  }];
+  let arguments = (ins NN_IndexTensor:$tokens, NN_F64Attr:$p,
+                       NN_I64Attr:$mask_id,
+                       DefaultValuedAttr<NN_I64Attr, "0">:$seed);
+  let results = (outs NN_IndexTensor:$masked, NN_BoolTensor:$mask);
+  let assemblyFormat = NN_FunctionalFormat;
+  let hasVerifier = 1;
+}
+
+def NN_SampleOp : NN_Op<"sample", [Pure]> {
+  let summary = "draws a class from softmax(logits) by the Gumbel-max trick";
+  let description = [{
+    For each row of `logits` [..., V], the index argmax_v (logits[v] + g_v)
+    with independent Gumbel noise g_v (seeded Philox, a function of `seed`
+    and the training step): a sample from softmax(logits) (ELECTRA's
+    generator sample, seed thesis Algorithm 2 step 5). The result [...] is
+    i32 and carries no gradient. With the optional `rows` mask [...] only the
+    rows where it is true are drawn; the others hold 0.
+
+    ```mlir
+    %s = nn.sample %logits {seed = 4 : i64} : (!nn.tensor<[B, T, 1000], f32>) -> !nn.tensor<[B, T], i32>
+    %t = nn.sample %logits, %mask {seed = 5 : i64} : (!nn.tensor<[B, T, 1000], f32>, !nn.tensor<[B, T], i1>) -> !nn.tensor<[B, T], i32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, Optional<NN_BoolTensor>:$rows,
+                       DefaultValuedAttr<NN_I64Attr, "0">:$seed);
+  let results = (outs NN_IndexTensor:$result);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
+def NN_StopGradientOp : NN_Op<"stop_gradient", [Pure]> {
+  let summary = "the identity, through which no gradient flows";
+  let description = [{
+    Returns `x` unchanged; `nncc-autodiff` gives `x` no adjoint from this
+    use (JAX's `lax.stop_gradient`, PyTorch's `detach`).
+
+    ```mlir
+    %y = nn.stop_gradient %x : (!nn.tensor<[B, 4], f32>) -> !nn.tensor<[B, 4], f32>
+    ```
+  }];
+  let arguments = (ins NN_TensorType:$x);
+  let results = (outs NN_TensorType:$result);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
 def NN_ZoneoutOp : NN_Op<"zoneout", [Pure]> {
   let summary = "zoneout regularisation of a recurrent state";
   let description = [{
@@ -434,6 +493,25 @@ def NN_LearnedPositionOp : NN_Op<"learned_position", [Pure]> {
     ```
   }];
   let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$table);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
+def NN_AxialPositionOp : NN_Op<"axial_position", [Pure]> {
+  let summary = "adds an axial position embedding (Reformer, Kitaev et al.)";
+  let description = [{
+    `x` [B, T, E] plus the embedding of position t on an (n1, n2) grid:
+    the concatenation of `rows[t / n2]` (d1 values) and `cols[t % n2]`
+    (d2 values), E = d1 + d2, T <= n1 * n2 (seed thesis §5.3.2). `rows` is
+    [n1, 1, d1] and `cols` [1, n2, d2], as Hugging Face's
+    `ReformerAxialPositionEmbeddings` stores them; both must be static.
+
+    ```mlir
+    %y = nn.axial_position %x, %rows, %cols : (!nn.tensor<[B, T, 64], f32>, !nn.tensor<[8, 1, 16], f32>, !nn.tensor<[1, 16, 48], f32>) -> !nn.tensor<[B, T, 64], f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$rows,
+                       NN_FloatTensor:$cols);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = NN_FunctionalFormat;
 }

@@ -418,6 +418,42 @@ NN_RULE(SinusoidalPositionOp) {
   }
 };
 
+/// dx = dy; the tables' adjoints sum dy over the positions reading each row.
+NN_RULE(AxialPositionOp) {
+  NN_SAVES_NOTHING
+  NN_BUILD(AxialPositionOp) {
+    out.push_back(r[0]);
+    if (!gb.needsAdjoint(op.getRows()) && !gb.needsAdjoint(op.getCols()))
+      return out.append(2, Value()), success();
+    auto rows = tensorType(op.getRows()), cols = tensorType(op.getCols());
+    auto grad = AxialPositionGradOp::create(
+        gb.getBuilder(), op.getLoc(), r[0],
+        ArrayRef<int64_t>{rows.getDim(0).getSize(), cols.getDim(1).getSize()},
+        rows.getDim(2).getSize());
+    out.push_back(grad.getDrows());
+    out.push_back(grad.getDcols());
+    return success();
+  }
+};
+
+/// Token masking, sampling and stop_gradient pass no adjoint to any operand.
+NN_RULE(MaskTokensOp) {
+  NN_SAVES_NOTHING
+  NN_BUILD(MaskTokensOp) { return out.push_back(Value()), success(); }
+};
+
+NN_RULE(SampleOp) {
+  NN_SAVES_NOTHING
+  NN_BUILD(SampleOp) {
+    return out.append(op->getNumOperands(), Value()), success();
+  }
+};
+
+NN_RULE(StopGradientOp) {
+  NN_SAVES_NOTHING
+  NN_BUILD(StopGradientOp) { return out.push_back(Value()), success(); }
+};
+
 NN_RULE(LearnedPositionOp) {
   NN_SAVES_NOTHING
   NN_BUILD(LearnedPositionOp) {
@@ -1108,7 +1144,8 @@ void nncc::nn::registerNNGradientInterfaces(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, NNDialect *) {
     attach<AddOp, SubOp, MulOp, DivOp, CompareOp, SelectOp, CastOp, NegOp, TanhOp, SigmoidOp, ExpOp, LogOp,
            ReluOp, LeakyReluOp, GeluOp, SoftmaxOp, DropoutOp, ZoneoutOp,
-           SinusoidalPositionOp, LearnedPositionOp, MatmulOp, LinearOp,
+           SinusoidalPositionOp, LearnedPositionOp, AxialPositionOp,
+           MaskTokensOp, SampleOp, StopGradientOp, MatmulOp, LinearOp,
            EmbeddingOp, LayerNormOp, ConcatOp, SplitOp, SliceOp, TransposeOp,
            ReduceSumOp, ReduceMeanOp, MSEOp, CrossEntropyOp, BCEWithLogitsOp,
            LinearCrossEntropyOp,

@@ -334,6 +334,66 @@ LogicalResult SinusoidalPositionOp::verify() {
   return expectDims(*this, getOut(), bufferOf(getX()).getDims(), "out");
 }
 
+/// Every dim is a number (the axial tables are parameters).
+static bool isStaticBuffer(BufferType type) {
+  return llvm::all_of(type.getDims(), [](Dim d) { return d.isStatic(); });
+}
+
+LogicalResult AxialPositionOp::verify() {
+  if (failed(expectSameElementType(*this, {getX(), getRows(), getCols(), getOut()})) ||
+      failed(expectRank(*this, getX(), 3, "x")) ||
+      failed(expectRank(*this, getRows(), 3, "rows")) ||
+      failed(expectRank(*this, getCols(), 3, "cols")))
+    return failure();
+  BufferType rows = bufferOf(getRows()), cols = bufferOf(getCols());
+  if (!isStaticBuffer(rows) || !isStaticBuffer(cols) ||
+      rows.getDim(1).getSize() != 1 || cols.getDim(0).getSize() != 1)
+    return emitOpError("expected static rows [n1, 1, d1] and cols [1, n2, d2]");
+  Dim e = bufferOf(getX()).getDim(2);
+  if (e.isStatic() && e.getSize() != rows.getDim(2).getSize() + cols.getDim(2).getSize())
+    return emitOpError("x's last dim must be d1 + d2");
+  return expectDims(*this, getOut(), bufferOf(getX()).getDims(), "out");
+}
+
+LogicalResult AxialPositionGradOp::verify() {
+  if (failed(expectSameElementType(*this, {getDy(), getDrows(), getDcols()})) ||
+      failed(expectRank(*this, getDy(), 3, "dy")) ||
+      failed(expectRank(*this, getDrows(), 3, "drows")) ||
+      failed(expectRank(*this, getDcols(), 3, "dcols")))
+    return failure();
+  BufferType rows = bufferOf(getDrows()), cols = bufferOf(getDcols());
+  if (!isStaticBuffer(rows) || !isStaticBuffer(cols) ||
+      rows.getDim(1).getSize() != 1 || cols.getDim(0).getSize() != 1)
+    return emitOpError("expected static drows [n1, 1, d1] and dcols [1, n2, d2]");
+  return success();
+}
+
+LogicalResult MaskTokensOp::verify() {
+  if (failed(expectSameElementType(*this, {getTokens(), getMasked()})))
+    return failure();
+  if (!(getP() >= 0 && getP() < 1))
+    return emitOpError("p must be in [0, 1), got ") << getP();
+  ArrayRef<Dim> dims = bufferOf(getTokens()).getDims();
+  if (dims.empty())
+    return emitOpError("tokens must have rank >= 1");
+  if (failed(expectDims(*this, getMasked(), dims, "masked")))
+    return failure();
+  return expectDims(*this, getMask(), dims, "mask");
+}
+
+LogicalResult SampleOp::verify() {
+  ArrayRef<Dim> dims = bufferOf(getLogits()).getDims();
+  if (dims.empty())
+    return emitOpError("logits must have rank >= 1");
+  if (!bufferOf(getOut()).getElementType().isInteger(32))
+    return emitOpError("out must hold i32");
+  if (failed(expectDims(*this, getOut(), dims.drop_back(), "out")))
+    return failure();
+  if (getRows() && failed(expectDims(*this, getRows(), dims.drop_back(), "rows")))
+    return failure();
+  return success();
+}
+
 LogicalResult DropoutOp::verify() {
   if (failed(expectSameElementType(*this, {getX(), getOut()})))
     return failure();

@@ -151,6 +151,17 @@ struct DropoutLowering : OpConversionPattern<nn::DropoutOp> {
   }
 };
 
+/// nn.stop_gradient only matters to autodiff: its buffer is its operand's.
+struct StopGradientLowering : OpConversionPattern<nn::StopGradientOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::StopGradientOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getX());
+    return success();
+  }
+};
+
 /// Training zoneout: out = mask ? prev : new with the counter-based mask
 /// (the backward's nn.zoneout ops of the adjoint carry the same seed, so the
 /// same mask routes it).
@@ -478,6 +489,38 @@ void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
                CellGradLowering<nn::GRUCellGradOp>, ODESolveGradLowering,
                ODERNNGradLowering>(converter, ctx);
   using RW = ConversionPatternRewriter;
+  // Pretraining's token ops (active in inference too) and axial positions.
+  patterns.add<StopGradientLowering>(converter, ctx);
+  addGrad<nn::MaskTokensOp>(
+      converter, patterns,
+      [](RW &r, nn::MaskTokensOp op, nn::MaskTokensOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::MaskTokensOp::create(r, op.getLoc(), a.getTokens(), o[0], o[1],
+                                  op.getP(), op.getMaskId(), op.getSeed());
+        return success();
+      });
+  addGrad<nn::SampleOp>(converter, patterns,
+                        [](RW &r, nn::SampleOp op, nn::SampleOp::Adaptor a,
+                           ArrayRef<Value> o) -> LogicalResult {
+                          nnk::SampleOp::create(r, op.getLoc(), a.getLogits(),
+                                                a.getRows(), o[0], op.getSeed());
+                          return success();
+                        });
+  addGrad<nn::AxialPositionOp>(
+      converter, patterns,
+      [](RW &r, nn::AxialPositionOp op, nn::AxialPositionOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::AxialPositionOp::create(r, op.getLoc(), a.getX(), a.getRows(),
+                                     a.getCols(), o[0]);
+        return success();
+      });
+  addGrad<nn::AxialPositionGradOp>(
+      converter, patterns,
+      [](RW &r, nn::AxialPositionGradOp op, nn::AxialPositionGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::AxialPositionGradOp::create(r, op.getLoc(), a.getDy(), o[0], o[1]);
+        return success();
+      });
   addGrad<nn::ZerosOp>(converter, patterns,
                        [](RW &r, nn::ZerosOp op, nn::ZerosOp::Adaptor,
                           ArrayRef<Value> o) -> LogicalResult {

@@ -132,6 +132,7 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
      << "#include \"nncc/Kernels/CUDA/LshAttention.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Recurrent.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Data.cuh\"\n"
+     << "#include \"nncc/Kernels/CUDA/Tokens.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Ode.cuh\"\n"
      << "#include <cublas_v2.h>\n#include <cuda_runtime.h>\n#include <math.h>\n"
      << "#include <algorithm>\n\n";

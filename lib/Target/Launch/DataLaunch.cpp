@@ -298,6 +298,46 @@ LogicalResult emitSinusoidalPosition(LaunchEmitter &e, nnk::SinusoidalPositionOp
   return success();
 }
 
+/// The grid of an axial table pair: n1, n2, d1, d2 (static).
+SmallVector<std::string> axialGrid(Value rows, Value cols) {
+  auto r = LaunchEmitter::bufferType(rows), c = LaunchEmitter::bufferType(cols);
+  return {std::to_string(r.getDim(0).getSize()), std::to_string(c.getDim(1).getSize()),
+          std::to_string(r.getDim(2).getSize()), std::to_string(c.getDim(2).getSize())};
+}
+
+LogicalResult emitAxialPosition(LaunchEmitter &e, nnk::AxialPositionOp o) {
+  auto B = e.dim(o.getX(), 0), T = e.dim(o.getX(), 1);
+  if (failed(B) || failed(T))
+    return failure();
+  SmallVector<std::string> g = axialGrid(o.getRows(), o.getCols());
+  if (!e.isCuda()) {
+    e.call({"NNCC_KFN(nncc_axial_position)",
+            {*B, *T, g[0], g[1], g[2], g[3], e.name(o.getX()), e.name(o.getRows()),
+             e.name(o.getCols()), e.name(o.getOut())}});
+    return success();
+  }
+  e.call({"launch_axial_position<real_t>",
+          {*B, *T, g[1], g[2], g[3], e.name(o.getX()), e.name(o.getRows()),
+           e.name(o.getCols()), e.name(o.getOut()), "stream"}});
+  return success();
+}
+
+LogicalResult emitAxialPositionGrad(LaunchEmitter &e, nnk::AxialPositionGradOp o) {
+  auto B = e.dim(o.getDy(), 0), T = e.dim(o.getDy(), 1);
+  if (failed(B) || failed(T))
+    return failure();
+  SmallVector<std::string> g = axialGrid(o.getDrows(), o.getDcols());
+  SmallVector<std::string> args = {*B, *T, g[0], g[1], g[2], g[3], e.name(o.getDy()),
+                                   e.name(o.getDrows()), e.name(o.getDcols())};
+  if (!e.isCuda()) {
+    e.call({"NNCC_KFN(nncc_axial_position_backward)", args});
+    return success();
+  }
+  args.push_back("stream");
+  e.call({"launch_axial_position_backward<real_t>", args});
+  return success();
+}
+
 } // namespace
 
 void attachDataLaunches(MLIRContext &ctx) {
@@ -314,6 +354,8 @@ void attachDataLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::EmbeddingOp, emitEmbedding>(ctx);
   attachLaunch<nnk::EmbeddingGradOp, emitEmbeddingGrad>(ctx);
   attachLaunch<nnk::SinusoidalPositionOp, emitSinusoidalPosition>(ctx);
+  attachLaunch<nnk::AxialPositionOp, emitAxialPosition>(ctx);
+  attachLaunch<nnk::AxialPositionGradOp, emitAxialPositionGrad>(ctx);
 }
 
 } // namespace nncc::target

@@ -1,4 +1,4 @@
-//===- LossLaunch.cpp - launches of losses, dropout and zoneout -----------===//
+//===- LossLaunch.cpp - losses, dropout, zoneout, token masking, sampling -===//
 #include "../Common/LaunchEmitter.h"
 
 using namespace mlir;
@@ -145,9 +145,13 @@ LogicalResult emitLinearCrossEntropy(LaunchEmitter &e, nnk::LinearCrossEntropyOp
 
 /// The seed and step offset of a dropout-style mask: every training step
 /// draws a new one (the CPU's nncc_ms_dropout_offset), the backward the same.
+SmallVector<std::string> seedAndOffset(LaunchEmitter &e, int64_t seed) {
+  return {std::to_string(seed) + "ULL", e.isCuda() ? "0" : "nncc_ms_dropout_offset(m)"};
+}
 SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t seed) {
-  return {(e.isCuda() ? "(float)" : "") + fmtDouble(p), std::to_string(seed) + "ULL",
-          e.isCuda() ? "0" : "nncc_ms_dropout_offset(m)"};
+  SmallVector<std::string> args = {(e.isCuda() ? "(float)" : "") + fmtDouble(p)};
+  args.append(seedAndOffset(e, seed));
+  return args;
 }
 
 LogicalResult emitDropout(LaunchEmitter &e, nnk::DropoutOp o) {
@@ -184,6 +188,45 @@ LogicalResult emitZoneout(LaunchEmitter &e, nnk::ZoneoutOp o) {
   return success();
 }
 
+/// Token masking: rows of the last dim; i32 or i64 tokens.
+LogicalResult emitMaskTokens(LaunchEmitter &e, nnk::MaskTokensOp o) {
+  auto rows = e.numel(o.getTokens(), 0, LaunchEmitter::bufferType(o.getTokens()).getRank() - 1);
+  auto n = e.dim(o.getTokens(), -1);
+  if (failed(rows) || failed(n))
+    return failure();
+  bool i32 = LaunchEmitter::bufferType(o.getTokens()).getElementType().isInteger(32);
+  SmallVector<std::string> args = {*rows, *n, fmtDouble(o.getP()),
+                                   std::to_string(o.getMaskId()) + "LL"};
+  args.append(seedAndOffset(e, o.getSeed()));
+  args.append({e.name(o.getTokens()), e.name(o.getMasked()), e.name(o.getMask())});
+  if (!e.isCuda()) {
+    e.call({i32 ? "nncc_mask_tokens_i32" : "nncc_mask_tokens_i64", args});
+    return success();
+  }
+  args.push_back("stream");
+  e.call({i32 ? "launch_mask_tokens<int32_t>" : "launch_mask_tokens<int64_t>", args});
+  return success();
+}
+
+/// Gumbel-max sampling: one draw per row of the last dim.
+LogicalResult emitSample(LaunchEmitter &e, nnk::SampleOp o) {
+  auto rows = e.numel(o.getOut());
+  auto V = e.dim(o.getLogits(), -1);
+  if (failed(rows) || failed(V))
+    return failure();
+  SmallVector<std::string> args = {*rows, *V};
+  args.append(seedAndOffset(e, o.getSeed()));
+  args.append({e.name(o.getLogits()), e.nameOr(o.getRows(), "const uint8_t *"),
+               e.name(o.getOut())});
+  if (!e.isCuda()) {
+    e.call({"NNCC_KFN(nncc_sample)", args});
+    return success();
+  }
+  args.push_back("stream");
+  e.call({"launch_sample<real_t>", args});
+  return success();
+}
+
 } // namespace
 
 void attachLossLaunches(MLIRContext &ctx) {
@@ -192,6 +235,8 @@ void attachLossLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::LinearCrossEntropyOp, emitLinearCrossEntropy>(ctx);
   attachLaunch<nnk::DropoutOp, emitDropout>(ctx);
   attachLaunch<nnk::ZoneoutOp, emitZoneout>(ctx);
+  attachLaunch<nnk::MaskTokensOp, emitMaskTokens>(ctx);
+  attachLaunch<nnk::SampleOp, emitSample>(ctx);
 }
 
 } // namespace nncc::target

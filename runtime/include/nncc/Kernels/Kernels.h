@@ -452,6 +452,36 @@ int64_t nncc_ode_grad_workspace_size(int method, int64_t steps,
 NNCC_DECLARE_OPTIM_KERNELS(f32, float)
 NNCC_DECLARE_OPTIM_KERNELS(f64, double)
 
+/* ---- Token kernels (runtime/lib/Kernels/Tokens.cpp; math in TokenMath.h) ----
+ * mask_tokens: rows of n tokens; the floor(p*n) positions of each row with
+ * the smallest Philox keys (seed, offset) become mask_id in `masked` (the
+ * rest copies `tokens`) and 1 in `mask` (else 0); requires 0 <= p < 1.
+ * sample: out[r] = argmax_v (logits[r,v] + Gumbel noise (seed, offset, r*V+v)),
+ * a draw from softmax(logits[r]); rows with rows_mask[r] == 0 (when given)
+ * are not drawn and get 0.
+ * axial_position: y[b,t,:] = x[b,t,:] + [w0[t / n2] (d1), w1[t % n2] (d2)],
+ * t < n1*n2 (w0 [n1,1,d1], w1 [1,n2,d2] as Hugging Face's Reformer);
+ * axial_position_backward: dw0, dw1 = the sums of dy over the batch and the
+ * grid positions that read each row (overwritten). ---- */
+int nncc_mask_tokens_i32(int64_t rows, int64_t n, double p, int64_t mask_id,
+                         uint64_t seed, uint64_t offset, const int32_t *tokens,
+                         int32_t *masked, uint8_t *mask);
+int nncc_mask_tokens_i64(int64_t rows, int64_t n, double p, int64_t mask_id,
+                         uint64_t seed, uint64_t offset, const int64_t *tokens,
+                         int64_t *masked, uint8_t *mask);
+#define NNCC_DECLARE_TOKEN_KERNELS(S, T)                                        \
+  int nncc_sample_##S(int64_t rows, int64_t V, uint64_t seed, uint64_t offset,  \
+                      const T *logits, const uint8_t *rows_mask, int32_t *out); \
+  int nncc_axial_position_##S(int64_t B, int64_t T_, int64_t n1, int64_t n2,    \
+                              int64_t d1, int64_t d2, const T *x, const T *w0,  \
+                              const T *w1, T *y);                               \
+  int nncc_axial_position_backward_##S(int64_t B, int64_t T_, int64_t n1,       \
+                                       int64_t n2, int64_t d1, int64_t d2,      \
+                                       const T *dy, T *dw0, T *dw1);
+
+NNCC_DECLARE_TOKEN_KERNELS(f32, float)
+NNCC_DECLARE_TOKEN_KERNELS(f64, double)
+
 /* Raw Philox-4x32-10 block: out = philox(ctr, key). */
 void nncc_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
                         uint32_t out[4]);

@@ -1,0 +1,185 @@
+//===- Tokens.cpp - Token masking, Gumbel-max sampling, axial positions ---===//
+//
+// CPU twins of CUDA/Tokens.cuh; the element math (keys, noise, axial rows) is
+// TokenMath.h, so both pick the same positions and samples.
+//
+//===----------------------------------------------------------------------===//
+#include "Internal.h"
+#include "nncc/Kernels/TokenMath.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+using namespace nncc::kernels;
+
+namespace {
+
+template <typename I>
+int maskTokens(int64_t rows, int64_t n, double p, int64_t maskId,
+               uint64_t seed, uint64_t offset, const I *tokens, I *masked,
+               uint8_t *mask) {
+  if (rows < 0 || n < 0 || !(p >= 0 && p < 1) ||
+      (rows * n > 0 && (!tokens || !masked || !mask)))
+    return NNCC_K_EINVAL;
+  const int64_t k = masked_per_row(p, n);
+#pragma omp parallel
+  {
+    std::vector<uint32_t> keys(n);
+    std::vector<int64_t> order(n);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const I *in = tokens + r * n;
+      I *out = masked + r * n;
+      uint8_t *m = mask + r * n;
+      std::memcpy(out, in, sizeof(I) * n);
+      std::memset(m, 0, n);
+      if (k == 0)
+        continue;
+      for (int64_t t = 0; t < n; ++t) {
+        keys[t] = mask_key(seed, offset, r, n, t);
+        order[t] = t;
+      }
+      auto less = [&](int64_t a, int64_t b) {
+        return mask_key_less(keys[a], a, keys[b], b);
+      };
+      std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), less);
+      for (int64_t i = 0; i < k; ++i) {
+        out[order[i]] = (I)maskId;
+        m[order[i]] = 1;
+      }
+    }
+  }
+  return NNCC_K_OK;
+}
+
+template <typename T>
+int sample(int64_t rows, int64_t V, uint64_t seed, uint64_t offset,
+           const T *logits, const uint8_t *rowsMask, int32_t *out) {
+  if (rows < 0 || V <= 0 || V > INT32_MAX || (rows > 0 && (!logits || !out)))
+    return NNCC_K_EINVAL;
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int64_t r = 0; r < rows; ++r) {
+    out[r] = 0;
+    if (rowsMask && !rowsMask[r])
+      continue;
+    const T *l = logits + r * V;
+    double best = -INFINITY;
+    int64_t arg = 0;
+    // Element r*V + v is word (r*V + v) % 4 of block (r*V + v) / 4: one
+    // Philox block serves four classes.
+    const uint64_t first = (uint64_t)(r * V), last = first + (uint64_t)V;
+    for (uint64_t blk = first >> 2; blk <= (last - 1) >> 2; ++blk) {
+      const nncc_philox_u32x4 bits = philox_mask_block(seed, offset, blk);
+      for (int w = 0; w < 4; ++w) {
+        const uint64_t i = (blk << 2) + (uint64_t)w;
+        if (i < first || i >= last)
+          continue;
+        const double score = (double)l[i - first] + gumbel_from_bits(bits.x[w]);
+        if (score > best) {
+          best = score;
+          arg = (int64_t)(i - first);
+        }
+      }
+    }
+    out[r] = (int32_t)arg;
+  }
+  return NNCC_K_OK;
+}
+
+template <typename T>
+int axialPosition(int64_t B, int64_t Tn, int64_t n1, int64_t n2, int64_t d1,
+                  int64_t d2, const T *x, const T *w0, const T *w1, T *y) {
+  if (B < 0 || Tn < 0 || n1 <= 0 || n2 <= 0 || d1 <= 0 || d2 <= 0 ||
+      Tn > n1 * n2 || (B * Tn > 0 && (!x || !w0 || !w1 || !y)))
+    return NNCC_K_EINVAL;
+  const int64_t E = d1 + d2;
+#pragma omp parallel for schedule(static)
+  for (int64_t bt = 0; bt < B * Tn; ++bt) {
+    const int64_t t = bt % Tn;
+    const T *row0 = w0 + (t / n2) * d1, *row1 = w1 + (t % n2) * d2;
+    const T *xr = x + bt * E;
+    T *yr = y + bt * E;
+    for (int64_t e = 0; e < d1; ++e)
+      yr[e] = xr[e] + row0[e];
+    for (int64_t e = 0; e < d2; ++e)
+      yr[d1 + e] = xr[d1 + e] + row1[e];
+  }
+  return NNCC_K_OK;
+}
+
+/// dw0[i] = sum over b and the positions t < T with t / n2 == i of
+/// dy[b, t, :d1]; dw1[j] likewise over t % n2 == j and dy[b, t, d1:]. Each
+/// output row is owned by one thread and summed in a fixed order.
+template <typename T>
+int axialPositionBackward(int64_t B, int64_t Tn, int64_t n1, int64_t n2,
+                          int64_t d1, int64_t d2, const T *dy, T *dw0,
+                          T *dw1) {
+  if (B < 0 || Tn < 0 || n1 <= 0 || n2 <= 0 || d1 <= 0 || d2 <= 0 ||
+      Tn > n1 * n2 || !dw0 || !dw1 || (B * Tn > 0 && !dy))
+    return NNCC_K_EINVAL;
+  const int64_t E = d1 + d2;
+#pragma omp parallel
+  {
+    std::vector<double> acc(std::max(d1, d2));
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < n1 + n2; ++row) {
+      const bool first = row < n1;
+      const int64_t d = first ? d1 : d2, col0 = first ? 0 : d1;
+      std::fill(acc.begin(), acc.begin() + d, 0.0);
+      // Positions reading this row: t = row*n2 + j (first) or i*n2 + row-n1.
+      const int64_t count = first ? n2 : n1;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t c = 0; c < count; ++c) {
+          const int64_t t = first ? row * n2 + c : c * n2 + (row - n1);
+          if (t >= Tn)
+            continue;
+          const T *g = dy + (b * Tn + t) * E + col0;
+          for (int64_t e = 0; e < d; ++e)
+            acc[e] += (double)g[e];
+        }
+      T *dst = first ? dw0 + row * d1 : dw1 + (row - n1) * d2;
+      for (int64_t e = 0; e < d; ++e)
+        dst[e] = (T)acc[e];
+    }
+  }
+  return NNCC_K_OK;
+}
+
+} // namespace
+
+extern "C" int nncc_mask_tokens_i32(int64_t rows, int64_t n, double p,
+                                    int64_t maskId, uint64_t seed,
+                                    uint64_t offset, const int32_t *tokens,
+                                    int32_t *masked, uint8_t *mask) {
+  return maskTokens<int32_t>(rows, n, p, maskId, seed, offset, tokens, masked,
+                             mask);
+}
+extern "C" int nncc_mask_tokens_i64(int64_t rows, int64_t n, double p,
+                                    int64_t maskId, uint64_t seed,
+                                    uint64_t offset, const int64_t *tokens,
+                                    int64_t *masked, uint8_t *mask) {
+  return maskTokens<int64_t>(rows, n, p, maskId, seed, offset, tokens, masked,
+                             mask);
+}
+
+#define NNCC_DEFINE_TOKENS(S, T)                                               \
+  extern "C" int nncc_sample_##S(int64_t rows, int64_t V, uint64_t seed,       \
+                                 uint64_t off, const T *logits,                \
+                                 const uint8_t *rowsMask, int32_t *out) {      \
+    return sample<T>(rows, V, seed, off, logits, rowsMask, out);               \
+  }                                                                            \
+  extern "C" int nncc_axial_position_##S(int64_t B, int64_t Tn, int64_t n1,    \
+                                         int64_t n2, int64_t d1, int64_t d2,   \
+                                         const T *x, const T *w0,              \
+                                         const T *w1, T *y) {                  \
+    return axialPosition<T>(B, Tn, n1, n2, d1, d2, x, w0, w1, y);              \
+  }                                                                            \
+  extern "C" int nncc_axial_position_backward_##S(                            \
+      int64_t B, int64_t Tn, int64_t n1, int64_t n2, int64_t d1, int64_t d2,   \
+      const T *dy, T *dw0, T *dw1) {                                           \
+    return axialPositionBackward<T>(B, Tn, n1, n2, d1, d2, dy, dw0, dw1);      \
+  }
+
+NNCC_DEFINE_TOKENS(f32, float)
+NNCC_DEFINE_TOKENS(f64, double)
