@@ -1,0 +1,106 @@
+"""The three ELECTRA models (models/electra_*.nn) at full size on tiny inputs,
+Algorithm 2 of the seed thesis rerun in PyTorch against nncc's outputs.
+
+One `nncc run --grad` (inference mode: dropout off; masking and sampling are
+part of the model and active) reports the masked sequence, the mask, the
+corrupted sequence, the discriminator logits, both losses, the total and the
+gradient of every parameter. Checked:
+  steps 1-3: each row has exactly floor(0.15 T) masked positions; `masked` is
+     the input with [MASK] (103) there and nothing else changed;
+  step 5: `corrupted` equals the input outside the mask, holds token ids;
+  steps 4, 6-9, given that mask and corrupted sequence: the generator and
+     discriminator of utils/nncc_testing/electra.py (same state_dict) give
+     the same discriminator logits, generator loss (mean cross-entropy over
+     the masked positions), discriminator loss (BCE against corrupted !=
+     input) and total L_gen + 50 L_disc; and torch.autograd gives the same
+     gradient for every parameter, generator and discriminator, the shared
+     embeddings included.
+Metric: max|nncc - torch| / max(1, max|torch|) <= 1e-4 (fp32, the torch side
+in float64 on the same fp32 weights)."""
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+from common import ROOT, nt
+
+from nncc_testing.electra import Electra
+
+torch.manual_seed(5)
+
+
+def grad_run(path, weights, inputs):
+    with tempfile.TemporaryDirectory() as d:
+        wp, ip, op = (os.path.join(d, n) for n in ("w.st", "in.st", "out.st"))
+        nt.save_safetensors(wp, weights)
+        nt.save_safetensors(ip, inputs)
+        cmd = [nt.NNCC, "run", path, "--grad", "--weights", wp, "--inputs", ip, "-o", op,
+               "--target", "cpu", "--quiet"]
+        env = dict(os.environ)
+        env.setdefault("NNCC_CACHE_DIR", nt.cache_dir())
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            raise RuntimeError(" ".join(cmd) + "\n" + p.stdout + p.stderr)
+        return nt.load_safetensors(op)
+
+
+def expect(ok, what):
+    print("%s %s" % ("PASS" if ok else "FAIL", what))
+    if not ok:
+        nt.FAILED.append(what)
+
+
+def electra(name, B=2, T=12):
+    V = 30522
+    ref = Electra(name).eval()
+    nt.randomize_(ref, seed=11)
+    with torch.no_grad():  # O(1) logits from the vocabulary projection and the head
+        ref.gen_head.out.weight.mul_(4.0)
+        ref.disc.weight.mul_(4.0)
+    weights = nt.state_dict(ref)
+    tokens = torch.randint(1000, V, (B, T), dtype=torch.int32)
+    segments = torch.randint(0, 2, (B, T), dtype=torch.int32)
+    out = grad_run(os.path.join(ROOT, "models", name + ".nn"), weights,
+                   {"tokens": nt.to_numpy(tokens), "segments": nt.to_numpy(segments)})
+
+    tok = nt.to_numpy(tokens)
+    mask, masked, corrupted = out["mask"].astype(bool), out["masked"], out["corrupted"]
+    counts = mask.sum(1)
+    expect((counts == math.floor(0.15 * T)).all(),
+           "%s steps 1-2: floor(0.15 T) = %d masked per row (got %s)"
+           % (name, math.floor(0.15 * T), counts.tolist()))
+    expect(np.array_equal(masked, np.where(mask, 103, tok)),
+           "%s step 3: masked = input with [MASK] at the mask only" % name)
+    expect(np.array_equal(corrupted[~mask], tok[~mask]) and
+           ((corrupted >= 0) & (corrupted < V)).all(),
+           "%s step 5: corrupted = input outside the mask, token ids inside" % name)
+
+    ref.double()
+    r = ref.losses(tokens, segments, torch.from_numpy(mask), torch.from_numpy(corrupted))
+    nt.check("%s discriminator logits (step 6)" % name, out["disc_logits"], r["disc_logits"])
+    nt.check("%s generator loss (step 7)" % name, out["gen_loss"], r["gen_loss"])
+    nt.check("%s discriminator loss (step 8)" % name, out["disc_loss"], r["disc_loss"])
+    nt.check("%s total L_gen + 50 L_disc (step 9)" % name, out["loss"], r["loss"])
+    r["loss"].backward()
+    worst, grads = 0.0, 0
+    for k, p in ref.named_parameters():
+        g = out.get("grad." + k)
+        if g is None:
+            expect(False, "%s: no grad.%s" % (name, k))
+            continue
+        want = p.grad.detach().numpy()
+        err = np.abs(g - want).max() / max(1.0, np.abs(want).max())
+        worst = max(worst, err)
+        grads += 1
+        if err > 1e-4:
+            expect(False, "%s grad.%s err=%.3e" % (name, k, err))
+    expect(worst <= 1e-4, "%s gradients of all %d parameters vs torch.autograd (worst %.3e)"
+           % (name, grads, worst))
+
+
+if __name__ == "__main__":
+    nt.run_cases({n: (lambda n=n: electra(n)) for n in
+                  ("electra_bert", "electra_reversible_dilated_bert", "electra_reformer")})
