@@ -9,6 +9,7 @@
 #include "nncc/Kernels/CUDA/LshAttention.cuh"
 #include "nncc/Kernels/CUDA/Ode.cuh"
 #include "nncc/Kernels/CUDA/Recurrent.cuh"
+#include "nncc/Kernels/CUDA/Tokens.cuh"
 
 using namespace nncc::kernels;
 using namespace nncc::kernels::cuda;
@@ -76,4 +77,20 @@ void instantiateCopies(cudaStream_t s) {
   launch_copy_nd<int32_t>(c, nullptr, nullptr, s);
   launch_copy_nd<int64_t>(c, nullptr, nullptr, s);
   launch_copy_nd<uint8_t>(c, nullptr, nullptr, s);
+}
+
+/// Token masking (i32 and i64 tokens), Gumbel-max sampling and axial
+/// positions (Tokens.cuh), fp32 and fp64.
+template <typename T> void instantiateTokens(cudaStream_t s) {
+  T *p = nullptr;
+  launch_sample<T>(8, 100, 1, 0, p, nullptr, nullptr, s);
+  launch_axial_position<T>(2, 16, 4, 8, 24, p, p, p, p, s);
+  launch_axial_position_backward<T>(2, 16, 4, 4, 8, 24, p, p, p, s);
+}
+template void instantiateTokens<float>(cudaStream_t);
+template void instantiateTokens<double>(cudaStream_t);
+
+void instantiateMaskTokens(cudaStream_t s) {
+  launch_mask_tokens<int32_t>(2, 16, 0.15, 103, 1, 0, nullptr, nullptr, nullptr, s);
+  launch_mask_tokens<int64_t>(2, 16, 0.15, 103, 1, 0, nullptr, nullptr, nullptr, s);
 }
