@@ -15,9 +15,7 @@ Metric per tensor (loss and every grad.<param>):
 Usage: autograd_families.py NNCC [case ...]   (default: all cases)
 """
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import torch
@@ -43,25 +41,6 @@ FAILED = []
 
 def rand(*shape, scale=1.0):
     return (torch.randn(*shape) * scale).float()
-
-
-def grad_run(nn, weights, inputs, precision=None):
-    """`nncc run nn --grad`: {name: ndarray} (outputs, loss, grad.<param>)."""
-    with tempfile.TemporaryDirectory() as d:
-        wp, ip, op = (os.path.join(d, n) for n in ("w.st", "in.st", "out.st"))
-        nt.save_safetensors(wp, {k: nt.to_numpy(v) for k, v in weights.items()})
-        nt.save_safetensors(ip, {k: nt.to_numpy(v) for k, v in inputs.items()})
-        cmd = [nt.NNCC, "run", nn, "--grad", "--weights", wp, "--inputs", ip, "-o", op,
-               "--target", "cpu", "--quiet"]
-        if precision:
-            cmd += ["--precision", precision]
-        env = dict(os.environ)
-        env.setdefault("NNCC_CACHE_DIR", nt.cache_dir())
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if p.returncode != 0:
-            raise RuntimeError("%s failed (%d):\n%s%s" % (" ".join(cmd), p.returncode,
-                                                         p.stdout, p.stderr))
-        return nt.load_safetensors(op)
 
 
 class Ref:
@@ -146,7 +125,7 @@ def mlp():
     fc2 = r.add("fc2", nt.randomize_(torch.nn.Linear(H, O, bias=False)))
     x = rand(N, D, scale=2.0)
     t = {k: rand(N, O) for k in ("ta", "tb", "tc", "td", "te")}
-    out = grad_run(os.path.join(GMODELS, "mlp_act.nn"), r.weights, dict(x=x, **t))
+    out = nt.grad_run(os.path.join(GMODELS, "mlp_act.nn"), r.weights, dict(x=x, **t))
     xd = d(x)
     h = fc1(xd)
     loss = (mse(leaky(xd), t["ta"]) + mse(gel(xd), t["tb"]) + mse(tan(xd), t["tc"])
@@ -162,7 +141,7 @@ def residual_mlp():
     hidden = [r.add("hidden.%d.fc" % k, nt.randomize_(torch.nn.Linear(W, W))) for k in range(L)]
     head = r.add("head", nt.randomize_(torch.nn.Linear(W, D)))
     x, y = rand(N, D), rand(N, D)
-    out = grad_run(os.path.join(PMODELS, "residual_mlp.nn"), r.weights, {"x": x, "y": y})
+    out = nt.grad_run(os.path.join(PMODELS, "residual_mlp.nn"), r.weights, {"x": x, "y": y})
     h = F.leaky_relu(stem(d(x)), 0.3)
     for lin in hidden:
         h = h + F.leaky_relu(lin(h), 0.3)
@@ -177,7 +156,7 @@ def elman():
                                                 bidirectional=True), scale=0.6))
     x, h0 = rand(B, T, I), rand(2, B, H)
     t1, t2, t3 = rand(B, T, H), rand(B, T, 2 * H), rand(2, B, H)
-    out = grad_run(os.path.join(GMODELS, "elman.nn"), r.weights,
+    out = nt.grad_run(os.path.join(GMODELS, "elman.nn"), r.weights,
                    {"x": x, "h0": h0, "t1": t1, "t2": t2, "t3": t3})
     yt, ht = rt(d(x), d(h0))
     yr, _ = rr(d(x))
@@ -191,7 +170,7 @@ def lstm2():
     m = r.add("r", nt.randomize_(torch.nn.LSTM(I, H, 2, batch_first=True)))
     x, h0, c0 = rand(B, T, I), rand(2, B, H), rand(2, B, H)
     ty, tc = rand(B, T, H), rand(2, B, H)
-    out = grad_run(os.path.join(GMODELS, "lstm2.nn"), r.weights,
+    out = nt.grad_run(os.path.join(GMODELS, "lstm2.nn"), r.weights,
                    {"x": x, "h0": h0, "c0": c0, "ty": ty, "tc": tc})
     y, (hn, cn) = m(d(x), (d(h0), d(c0)))
     compare("LSTM 2 layers (h0, c0)", out, mse(y, ty) + mse(cn, tc), r)
@@ -209,7 +188,7 @@ def bilstm_len():
     r = Ref()
     m = r.add("r", nt.randomize_(torch.nn.LSTM(I, H, 2, batch_first=True, bidirectional=True)))
     x, ty, th = rand(B, T, I), rand(B, T, 2 * H), rand(4, B, H)
-    out = grad_run(os.path.join(GMODELS, "bilstm_len.nn"), r.weights,
+    out = nt.grad_run(os.path.join(GMODELS, "bilstm_len.nn"), r.weights,
                    {"x": x, "lengths": torch.tensor(LENGTHS, dtype=torch.int32), "ty": ty, "th": th})
     y, (hn, _) = packed(m, d(x), LENGTHS)
     compare("bi-LSTM 2 layers, lengths %s" % LENGTHS, out, mse(y, ty) + mse(hn, th), r)
@@ -220,7 +199,7 @@ def gru_pt():
     r = Ref()
     m = r.add("r", nt.randomize_(torch.nn.GRU(I, H, 2, batch_first=True, bidirectional=True)))
     x, h0, ty, th = rand(B, T, I), rand(4, B, H), rand(B, T, 2 * H), rand(4, B, H)
-    out = grad_run(os.path.join(GMODELS, "gru_pt.nn"), r.weights,
+    out = nt.grad_run(os.path.join(GMODELS, "gru_pt.nn"), r.weights,
                    {"x": x, "lengths": torch.tensor(LENGTHS, dtype=torch.int32), "h0": h0,
                     "ty": ty, "th": th})
     y, hn = packed(m, d(x), LENGTHS, d(h0))
@@ -235,7 +214,7 @@ def gru_cho():
     m1 = r.add("r1", nt.randomize_(torch.nn.GRU(I, H, 1, batch_first=True)))
     x, h0 = rand(B, T, I), rand(4, B, H)
     ty, th, ty1 = rand(B, T, 2 * H), rand(4, B, H), rand(B, T, H)
-    out = grad_run(os.path.join(GMODELS, "gru_cho.nn"), r.weights,
+    out = nt.grad_run(os.path.join(GMODELS, "gru_cho.nn"), r.weights,
                    {"x": x, "lengths": torch.tensor(LENGTHS, dtype=torch.int32), "h0": h0,
                     "ty": ty, "th": th, "ty1": ty1})
     p, p1 = dict(m.named_parameters()), dict(m1.named_parameters())
@@ -264,7 +243,7 @@ def encoder():
     enc2 = r.add("enc2", nt.randomize_(torch.nn.TransformerEncoderLayer(
         D, 2, FF, dropout=0.1, activation="relu", batch_first=True, norm_first=False)).eval())
     x, pad, ty, ty2 = rand(B, T, D), pad_mask(B, T), rand(B, T, D), rand(B, T, D)
-    out = grad_run(os.path.join(GMODELS, "encoder_dense.nn"), r.weights,
+    out = nt.grad_run(os.path.join(GMODELS, "encoder_dense.nn"), r.weights,
                    {"x": x, "pad": pad, "ty": ty, "ty2": ty2})
     y = enc(d(x), src_key_padding_mask=pad)
     y2 = enc2(d(x))
@@ -280,7 +259,7 @@ def dilated():
     mc = r.add("c", nt.randomize_(torch.nn.MultiheadAttention(D, 2, batch_first=True)))
     x, pad = rand(B, T, D), pad_mask(B, T)
     t = {k: rand(B, T, D) for k in ("ta", "tb", "tc")}
-    out = grad_run(os.path.join(GMODELS, "attn_dilated.nn"), r.weights, dict(x=x, pad=pad, **t))
+    out = nt.grad_run(os.path.join(GMODELS, "attn_dilated.nn"), r.weights, dict(x=x, pad=pad, **t))
     xd = d(x)
     mha = lambda m, allowed, kp=None: m(xd, xd, xd, need_weights=False, attn_mask=~allowed,
                                         key_padding_mask=kp)[0]
@@ -303,7 +282,7 @@ def lsh():
                      r.leaf(p + ".out_proj.bias", rand(D, scale=0.1))]
         R, R2 = rand(3, D // A, nb // 2), rand(2, D // A, max(1, nb // 4))
         x, pad, ty, tyc = rand(B, T, D), pad_mask(B, T), rand(B, T, D), rand(B, T, D)
-        out = grad_run(os.path.join(GMODELS, "attn_lsh.nn"), r.weights,
+        out = nt.grad_run(os.path.join(GMODELS, "attn_lsh.nn"), r.weights,
                        {"x": x, "rot": R, "rot2": R2, "pad": pad, "ty": ty, "tyc": tyc})
         y = lsh_attention_layer(d(x), *ws["a"], A, d(R), 4)
         yc = lsh_attention_layer(d(x), *ws["c"], A, d(R2), 3, pad=pad, causal=True)
@@ -324,7 +303,7 @@ def reversible():
             r.add("blocks.%d.%s" % (k, p), m)
         blocks.append(mods)
     x, ty = rand(B, T, 2 * D), rand(B, T, 2 * D)
-    out = grad_run(os.path.join(GMODELS, "reversible.nn"), r.weights, {"x": x, "ty": ty})
+    out = nt.grad_run(os.path.join(GMODELS, "reversible.nn"), r.weights, {"x": x, "ty": ty})
     x1, x2 = d(x).split(D, -1)
     for fn, fa, gn, gu, gd in blocks:
         h = fn(x2)
@@ -345,7 +324,7 @@ def neural_ode():
         "g.fc2", nt.randomize_(torch.nn.Linear(W, H)))
     x = rand(B, Fi)
     t = {k: rand(B, H) for k in ("te", "tr", "tt")}
-    out = grad_run(os.path.join(GMODELS, "neural_ode.nn"), r.weights, dict(x=x, **t))
+    out = nt.grad_run(os.path.join(GMODELS, "neural_ode.nn"), r.weights, dict(x=x, **t))
     f = lambda tm, z: f2(torch.tanh(f1(z)))
     g = lambda tm, z: g2(torch.tanh(g1(z))) - tm * z
     h0 = torch.tanh(enc(d(x)))
@@ -365,7 +344,7 @@ def ode_rnn():
     x = rand(B, T, Fi)
     times = torch.cumsum(torch.rand(B, T) * 0.8 + 0.05, 1)
     ths, tp = rand(B, T, H), rand(B, 1)
-    out = grad_run(os.path.join(GMODELS, "ode_rnn.nn"), r.weights,
+    out = nt.grad_run(os.path.join(GMODELS, "ode_rnn.nn"), r.weights,
                    {"x": x, "times": times, "ths": ths, "tp": tp})
     f = lambda tm, z: f2(torch.tanh(f1(z)))
     xd, td = d(x), d(times)
@@ -391,7 +370,7 @@ def ode_rnn_t():
     x = rand(B, T, Fi)
     times = torch.cumsum(torch.rand(B, T) * 0.8 + 0.05, 1) + torch.arange(B)[:, None]
     the, thr = rand(B, T, H), rand(B, T, H)
-    out = grad_run(os.path.join(GMODELS, "ode_rnn_t.nn"), r.weights,
+    out = nt.grad_run(os.path.join(GMODELS, "ode_rnn_t.nn"), r.weights,
                    {"x": x, "times": times, "the": the, "thr": thr})
     f = lambda tm, z: f2(torch.tanh(f1(z))) - tm * z
     xd, td = d(x), d(times)
@@ -418,7 +397,7 @@ def ce():
     target = torch.randint(0, V, (B, T), dtype=torch.int32)
     target[0, 2:5] = -100
     target[2, -1] = -100
-    out = grad_run(os.path.join(PMODELS, "ce_loss.nn"), r.weights,
+    out = nt.grad_run(os.path.join(PMODELS, "ce_loss.nn"), r.weights,
                    {"tokens": tokens, "target": target})
     logits = head(torch.tanh(emb(tokens.long())))
     compare("embedding + cross-entropy (ignore_index -100)", out,
@@ -434,7 +413,7 @@ def bce():
     for name, extra in (("bce_loss", {}), ("bce_posw", {"pw": pw})):
         r = Ref()
         head = r.add("head", nt.randomize_(torch.nn.Linear(D, C), scale=1.5))
-        out = grad_run(os.path.join(PMODELS, name + ".nn"), r.weights,
+        out = nt.grad_run(os.path.join(PMODELS, name + ".nn"), r.weights,
                        dict(x=x, labels=labels, **extra))
         kw = {"pos_weight": d(pw)} if extra else {}
         compare("BCE multi-label%s" % (" + pos_weight" if extra else ""), out,

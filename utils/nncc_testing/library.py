@@ -26,6 +26,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -357,6 +358,35 @@ class Model:
                 raise NNCCError("%s failed (%d):\n%s%s" % (" ".join(cmd), p.returncode,
                                                           p.stdout, p.stderr))
             return load_safetensors(op)
+
+
+def op_seeds(nn_path, op_name):
+    """The `seed` attributes of the `op_name` ops (e.g. "nn.sample") of a
+    model's nn module, in program order: what a reference needs to redraw
+    nncc's masks and samples (nncc_testing.refs)."""
+    ir = subprocess.run([NNCC, "compile", nn_path, "--emit", "nn", "-o", "-"],
+                        capture_output=True, text=True, check=True).stdout
+    return [int(m) for m in re.findall(re.escape(op_name) + r" .*?seed = (\d+)", ir)]
+
+
+def grad_run(nn_path, weights, inputs, precision=None):
+    """`nncc run M.nn --grad` on the CPU (weights and inputs: arrays or torch
+    tensors by name): {name: ndarray} with the outputs, `loss` and
+    grad.<param> of every parameter."""
+    with tempfile.TemporaryDirectory() as d:
+        wp, ip, op = (os.path.join(d, n) for n in ("w.st", "in.st", "out.st"))
+        save_safetensors(wp, {k: to_numpy(v) for k, v in weights.items()})
+        save_safetensors(ip, {k: to_numpy(v) for k, v in inputs.items()})
+        cmd = [NNCC, "run", nn_path, "--grad", "--weights", wp, "--inputs", ip, "-o", op,
+               "--target", "cpu", "--quiet"]
+        if precision:
+            cmd += ["--precision", precision]
+        env = dict(os.environ)
+        env.setdefault("NNCC_CACHE_DIR", cache_dir())
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            raise NNCCError(" ".join(cmd) + "\n" + p.stdout + p.stderr)
+        return load_safetensors(op)
 
 
 def state_dict(module, prefix=""):

@@ -1,8 +1,9 @@
 """PyTorch references shared by the kernel, parity and gradient tests, each
 written once: attention (masked dense, dilated/Longformer, Reformer LSH
 with the kernel's hashes, sort and chunks, a whole LSH attention layer),
-the attention-dropout mask computed independently from Philox-4x32-10
-(runtime/include/nncc/Kernels/AttentionMath.h), Cho et al.'s GRU, nncc's
+the attention-dropout mask, token-masking positions and Gumbel noise
+computed independently from Philox-4x32-10 (nncc/Kernels/AttentionMath.h,
+TokenMath.h), Cho et al.'s GRU, nncc's
 mlp layer and fixed-step ODE solvers."""
 import numpy as np
 import torch
@@ -48,6 +49,45 @@ def lsh_dropout(seed, offset, p, B, H, R, T):
     ((((b*H + h)*R + r)*T + t)*T + u))."""
     m = dropout_multipliers(seed, offset, np.arange(B * H * R * T * T), p)
     return torch.from_numpy(m.reshape(B, H, R, T, T).transpose(2, 0, 1, 3, 4).copy())
+
+
+# --- token masking and Gumbel-max sampling (independent numpy Philox) --------
+def mask_stream_bits(seed, offset, count):
+    """Elements [0, count) of the kernels' mask stream (seed, offset): word
+    i % 4 of Philox block offset + i / 4, stream 0, key = seed
+    (runtime/include/nncc/Kernels/Philox.h)."""
+    i = np.arange(count, dtype=np.uint64)
+    words = _philox_words(np.uint64(offset) + (i >> np.uint64(2)), seed)
+    return np.take_along_axis(words, (i & np.uint64(3)).astype(np.int64)[None], 0)[0]
+
+
+def mask_positions(rows, n, p, seed, offset=0):
+    """nn.mask_tokens' choice: per row of n, the floor(p n) positions with the
+    smallest (key, position), key = bits(seed, offset, row*n + t)."""
+    k = int(np.floor(p * n + 1e-9))
+    keys = mask_stream_bits(seed, offset, rows * n).reshape(rows, n)
+    mask = np.zeros((rows, n), bool)
+    for r in range(rows):
+        mask[r, np.lexsort((np.arange(n), keys[r]))[:k]] = True
+    return mask
+
+
+def gumbel_noise(rows, V, seed, offset=0):
+    """nn.sample's noise [rows, V]: -log(-log(u)), u = ((bits >> 8) + 1/2) 2^-24."""
+    b = mask_stream_bits(seed, offset, rows * V).reshape(rows, V)
+    u = ((b >> np.uint64(8)).astype(np.float64) + 0.5) / 2.0 ** 24
+    return -np.log(-np.log(u))
+
+
+def gumbel_sample(logits, seed, offset=0, rows_mask=None):
+    """nn.sample: argmax (first maximum) of logits [rows, V] + gumbel_noise;
+    0 where rows_mask is False."""
+    rows, V = logits.shape
+    out = (np.asarray(logits, np.float64) + gumbel_noise(rows, V, seed, offset)).argmax(1)
+    out = out.astype(np.int32)
+    if rows_mask is not None:
+        out[~np.asarray(rows_mask, bool)] = 0
+    return out
 
 
 # --- torch references -------------------------------------------------------

@@ -8,6 +8,9 @@ gradient of every parameter. Checked:
   steps 1-3: each row has exactly floor(0.15 T) masked positions; `masked` is
      the input with [MASK] (103) there and nothing else changed;
   step 5: `corrupted` equals the input outside the mask, holds token ids;
+  steps 2 and 5 redrawn: the mask is the one an independent numpy Philox
+     draws with the module's nn.mask_tokens seed, and the corrupted tokens are
+     argmax(torch generator logits + that Philox's Gumbel noise);
   steps 4, 6-9, given that mask and corrupted sequence: the generator and
      discriminator of utils/nncc_testing/electra.py (same state_dict) give
      the same discriminator logits, generator loss (mean cross-entropy over
@@ -19,32 +22,16 @@ Metric: max|nncc - torch| / max(1, max|torch|) <= 1e-4 (fp32, the torch side
 in float64 on the same fp32 weights)."""
 import math
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import torch
 from common import ROOT, nt
 
 from nncc_testing.electra import Electra
+from nncc_testing.refs import gumbel_sample, mask_positions
 
 torch.manual_seed(5)
-
-
-def grad_run(path, weights, inputs):
-    with tempfile.TemporaryDirectory() as d:
-        wp, ip, op = (os.path.join(d, n) for n in ("w.st", "in.st", "out.st"))
-        nt.save_safetensors(wp, weights)
-        nt.save_safetensors(ip, inputs)
-        cmd = [nt.NNCC, "run", path, "--grad", "--weights", wp, "--inputs", ip, "-o", op,
-               "--target", "cpu", "--quiet"]
-        env = dict(os.environ)
-        env.setdefault("NNCC_CACHE_DIR", nt.cache_dir())
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if p.returncode != 0:
-            raise RuntimeError(" ".join(cmd) + "\n" + p.stdout + p.stderr)
-        return nt.load_safetensors(op)
 
 
 def expect(ok, what):
@@ -63,7 +50,7 @@ def electra(name, B=2, T=12):
     weights = nt.state_dict(ref)
     tokens = torch.randint(1000, V, (B, T), dtype=torch.int32)
     segments = torch.randint(0, 2, (B, T), dtype=torch.int32)
-    out = grad_run(os.path.join(ROOT, "models", name + ".nn"), weights,
+    out = nt.grad_run(os.path.join(ROOT, "models", name + ".nn"), weights,
                    {"tokens": nt.to_numpy(tokens), "segments": nt.to_numpy(segments)})
 
     tok = nt.to_numpy(tokens)
@@ -78,8 +65,18 @@ def electra(name, B=2, T=12):
            ((corrupted >= 0) & (corrupted < V)).all(),
            "%s step 5: corrupted = input outside the mask, token ids inside" % name)
 
+    # Steps 2 and 5 redrawn from an independent Philox with the module's seeds.
+    path = os.path.join(ROOT, "models", name + ".nn")
+    (mask_seed,), (sample_seed,) = nt.op_seeds(path, "nn.mask_tokens"), nt.op_seeds(path, "nn.sample")
+    expect(np.array_equal(mask, mask_positions(B, T, 0.15, mask_seed)),
+           "%s step 2: the positions the reference's Philox draws" % name)
     ref.double()
     r = ref.losses(tokens, segments, torch.from_numpy(mask), torch.from_numpy(corrupted))
+    drawn = gumbel_sample(r["gen_logits"].detach().reshape(B * T, V).numpy(), sample_seed,
+                          0, mask.reshape(-1)).reshape(B, T)
+    expect(np.array_equal(corrupted[mask], drawn[mask]),
+           "%s step 5: corrupted = argmax(generator logits + the reference's Gumbel noise)"
+           % name)
     nt.check("%s discriminator logits (step 6)" % name, out["disc_logits"], r["disc_logits"])
     nt.check("%s generator loss (step 7)" % name, out["gen_loss"], r["gen_loss"])
     nt.check("%s discriminator loss (step 8)" % name, out["disc_loss"], r["disc_loss"])

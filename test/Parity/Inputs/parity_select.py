@@ -3,8 +3,6 @@ every output of the forward, then the loss and every grad.<param> of
 `nncc run --grad` against torch.autograd (float64 reference on the same fp32
 weights and inputs). Metric: max|nncc - torch| / max(1, max|torch|) <= 1e-4."""
 import os
-import subprocess
-import tempfile
 
 import numpy as np
 import torch
@@ -35,21 +33,6 @@ def reference(p, tokens, other, keep, x):
     return out
 
 
-def grad_run(path, weights, inputs):
-    with tempfile.TemporaryDirectory() as d:
-        wp, ip, op = (os.path.join(d, n) for n in ("w.st", "in.st", "out.st"))
-        nt.save_safetensors(wp, weights)
-        nt.save_safetensors(ip, inputs)
-        cmd = [nt.NNCC, "run", path, "--grad", "--weights", wp, "--inputs", ip, "-o", op,
-               "--target", "cpu", "--quiet"]
-        env = dict(os.environ)
-        env.setdefault("NNCC_CACHE_DIR", nt.cache_dir())
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if p.returncode != 0:
-            raise RuntimeError(p.stdout + p.stderr)
-        return nt.load_safetensors(op)
-
-
 def select_ops():
     torch.manual_seed(3)
     fc, head = torch.nn.Linear(D, 2), torch.nn.Linear(D, V)
@@ -77,7 +60,7 @@ def select_ops():
         else:
             nt.check("select_ops %s" % k, got, want)
     ref["loss"].backward()
-    g = grad_run(m.nn, weights, {k: nt.to_numpy(v) for k, v in inputs.items()})
+    g = nt.grad_run(m.nn, weights, {k: nt.to_numpy(v) for k, v in inputs.items()})
     nt.check("select_ops loss (--grad)", g["loss"], ref["loss"].detach())
     for k, p in params.items():
         nt.check("select_ops grad.%s" % k, g["grad." + k], p.grad)
