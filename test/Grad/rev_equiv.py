@@ -24,7 +24,6 @@ import torch
 import torch.nn.functional as F
 
 import nncc_testing as nt
-from autograd_families import grad_run  # test/Grad, the script's directory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -68,8 +67,8 @@ def main(work, act="gelu"):
         blocks.append(mods)
     x, ty = torch.randn(B, T, 2 * D), torch.randn(B, T, 2 * D)
     inputs = {"x": x, "ty": ty}
-    rev = grad_run(os.path.join(M, "rev_encoder%s.nn" % sfx), w, inputs, precision="f64")
-    plain = grad_run(os.path.join(M, "plain_encoder%s.nn" % sfx), w, inputs, precision="f64")
+    rev = nt.grad_run(os.path.join(M, "rev_encoder%s.nn" % sfx), w, inputs, precision="f64")
+    plain = nt.grad_run(os.path.join(M, "plain_encoder%s.nn" % sfx), w, inputs, precision="f64")
     ref = torch_ref(blocks, x, ty, {"gelu": F.gelu, "relu": F.relu}[act])
     for name, got in (("reversible", rev), ("plain", plain)):
         e, k = max((nt.err(got[k], ref[k]), k) for k in ref)

@@ -11,40 +11,18 @@ import numpy as np
 import torch
 
 from nncc_testing.ckernels import SUFFIX, check, expect, finish, i64, load, ptr
-from nncc_testing.refs import _philox_words
+from nncc_testing.refs import gumbel_sample, mask_positions
 
 lib = load(sys.argv[1])
 rng = np.random.default_rng(4)
 U64 = C.c_uint64
 
 
-def bits(seed, offset, count):
-    """Element i of the kernels' mask stream (seed, offset): word i % 4 of
-    Philox block offset + i / 4, stream 0 (nncc/Kernels/Philox.h)."""
-    i = np.arange(count, dtype=np.uint64)
-    words = _philox_words(np.uint64(offset) + (i >> np.uint64(2)), seed)
-    return np.take_along_axis(words, (i & np.uint64(3)).astype(np.int64)[None], 0)[0]
-
-
-def ref_mask(rows, n, p, seed, offset):
-    k = int(math.floor(p * n + 1e-9))
-    keys = bits(seed, offset, rows * n).reshape(rows, n)
-    mask = np.zeros((rows, n), bool)
-    for r in range(rows):
-        order = np.lexsort((np.arange(n), keys[r]))  # by key, then position
-        mask[r, order[:k]] = True
-    return mask
+ref_mask = mask_positions
 
 
 def ref_sample(logits, seed, offset, rows_mask=None):
-    rows, V = logits.shape
-    b = bits(seed, offset, rows * V).reshape(rows, V)
-    u = ((b >> np.uint64(8)).astype(np.float64) + 0.5) / 2.0 ** 24
-    score = logits.astype(np.float64) + -np.log(-np.log(u))
-    out = score.argmax(1).astype(np.int32)  # first maximum
-    if rows_mask is not None:
-        out[~rows_mask] = 0
-    return out
+    return gumbel_sample(logits, seed, offset, rows_mask)
 
 
 # --- mask_tokens -------------------------------------------------------------
