@@ -60,7 +60,7 @@ class Embeddings(torch.nn.Module):
             self.position_embeddings = torch.nn.Embedding(S, D)
         elif position == "axial":
             n2 = 16
-            self.position_embeddings = Axial((max(1, S // n2), n2), (D // 4, 3 * D // 4))
+            self.position_embeddings = Axial((-(-S // n2), n2), (D // 4, 3 * D // 4))
         self.LayerNorm = torch.nn.LayerNorm(D, eps=1e-12)
         self.dropout = torch.nn.Dropout(0.1)
         for e in (self.word_embeddings, self.token_type_embeddings):
