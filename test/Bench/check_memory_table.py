@@ -38,9 +38,10 @@ if expect(all(c in cols for c in need), "columns: missing %s" % [c for c in need
     print("columns ok")
 
 t1 = {(r["model"], r["side"], r["variant"]): r for r in rows if r["table"] == "table1"}
-want = [(m, "nncc", v) for m in ("bert_small", "reformer_lsh", "reversible_dilated_bert")
-        for v in (("default", "min") if budget else ("default",))]
-want += [("bert_small", "torch", "plain"), ("bert_small", "torch", "checkpoint")]
+NNCC_MODELS = ("bert_small", "reformer_lsh", "reversible_dilated_bert", "electra_bert",
+               "electra_reformer", "electra_reversible_dilated_bert")
+want = [(m, "nncc", v) for m in NNCC_MODELS for v in (("default", "min") if budget else ("default",))]
+want += [(m, "torch", v) for m in ("bert_small", "electra_bert") for v in ("plain", "checkpoint")]
 expect(sorted(t1) == sorted(want), "table1 rows %s, expected %s" % (sorted(t1), sorted(want)))
 for key in want:
     r = t1.get(key)
@@ -58,12 +59,13 @@ for key in want:
             expect("no --memory-budget" in r["note"], "%s: note says min rows not run" % (key,))
     else:
         expect(r["arena_peak_MiB"] == "", "%s: torch has no arena" % (key,))
-plain = t1.get(("bert_small", "torch", "plain"))
-if plain:
-    expect(num(plain, "time_vs_torch") == 1.0 and num(plain, "rss_vs_torch") == 1.0,
-           "torch plain ratios are 1")
+for family in ("bert_small", "electra_bert"):
+    plain = t1.get((family, "torch", "plain"))
+    if plain:
+        expect(num(plain, "time_vs_torch") == 1.0 and num(plain, "rss_vs_torch") == 1.0,
+               "torch plain ratios of %s are 1" % family)
 if budget:
-    for m in ("bert_small", "reformer_lsh", "reversible_dilated_bert"):
+    for m in NNCC_MODELS:
         d, mn = t1.get((m, "nncc", "default")), t1.get((m, "nncc", "min"))
         if d and mn:
             expect(num(mn, "arena_peak_MiB") <= num(d, "arena_peak_MiB"),

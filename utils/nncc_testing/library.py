@@ -78,6 +78,16 @@ def check(name, got, ref, tol=TOL["f32"]):
     return ok
 
 
+def check_exact_or_close(name, got, ref, tol=TOL["f32"]):
+    """Integer and boolean references must match exactly, dtype included;
+    float ones within `tol` (check())."""
+    want = to_numpy(ref)
+    if want.dtype.kind in "biu":
+        ok = got.dtype == want.dtype and np.array_equal(got, want)
+        return expect("%s (exact, %s)" % (name, got.dtype), ok)
+    return check(name, got, ref, tol)
+
+
 def expect(name, cond, detail=""):
     print("%s %s%s" % ("PASS" if cond else "FAIL", name, (" " + detail) if detail else ""))
     if not cond:
