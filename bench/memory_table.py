@@ -2,7 +2,10 @@
 """The seed thesis's Table 1 (peak training memory and step time of BERT-sized
 encoders), reproduced and extended: nncc's bert_small, reformer_lsh and
 reversible_dilated_bert vs PyTorch's plain BERT-small and the same with
-per-layer torch.utils.checkpoint, same machine, same run, same thread count.
+per-layer torch.utils.checkpoint, same machine, same run, same thread count;
+and the thesis's own rows, the three encoders pretrained inside ELECTRA
+(models/electra_*.nn: generator + discriminator, Algorithm 2) vs PyTorch's
+ELECTRA BERT-small (utils/nncc_testing/electra.py), plain and checkpointed.
 
     /usr/bin/python3 bench/memory_table.py [-o DIR] [--threads N] [--reps R]
         [--seqs 128,512,2048,4096] [--tokens 8192] [--only a,b,...] [--quick]
@@ -21,7 +24,11 @@ torch: BERT-small as models/bert_small.nn (BERT embeddings with dropout 0.1,
 0.1, a linear discriminator, BCE-with-logits, AdamW(5e-4, 0.01)), train mode,
 plain and with each encoder layer under torch.utils.checkpoint. The models'
 learned position table has S = 128 rows; for T > 128 the bench compiles a
-copy with S = T (torch likewise) and says so in the note column.
+copy with S = T (torch likewise; the Reformer's axial grid becomes T/16 x 16)
+and says so in the note column. ELECTRA rows (model electra_*) are compared
+with torch's ELECTRA BERT-small (model electra_bert, side torch): its
+generator samples only at the masked positions, as ELECTRA implementations
+do; the ratio columns of an ELECTRA row are against that torch row.
 
 Rows ("fit"): the goal line of issue #9: doubling T from 128 at batch 1, the
 longest sequence whose training step (two steps: the optimizer state exists
@@ -59,7 +66,9 @@ _spec = importlib.util.spec_from_file_location("nncc_bench_run", os.path.join(HE
 benchrun = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(benchrun)
 
-NNCC_MODELS = ["bert_small", "reformer_lsh", "reversible_dilated_bert"]
+NNCC_MODELS = ["bert_small", "reformer_lsh", "reversible_dilated_bert",
+               "electra_bert", "electra_reformer", "electra_reversible_dilated_bert"]
+TORCH_MODELS = ["bert_small", "electra_bert"]
 TORCH_VARIANTS = ["plain", "checkpoint"]
 SEED_S = 128            # the models' position-table rows (const S = 128)
 V, D, A, FF, N = 30522, 256, 4, 1024, 12  # BERT-small (models/bert_small.nn)
@@ -79,12 +88,19 @@ def vm_size():
     return 0
 
 
-def make_inputs(B, T, seed=0):
+def is_electra(model):
+    return model.startswith("electra_")
+
+
+def make_inputs(model, B, T, seed=0):
+    """ELECTRA models corrupt their input themselves: no `replaced` labels."""
     import numpy as np
     r = np.random.default_rng(seed)
-    return {"tokens": r.integers(0, V, (B, T), dtype=np.int32),
-            "segments": r.integers(0, 2, (B, T), dtype=np.int32),
-            "replaced": (r.random((B, T, 1)) < 0.15).astype(np.float32)}
+    inputs = {"tokens": r.integers(0, V, (B, T), dtype=np.int32),
+              "segments": r.integers(0, 2, (B, T), dtype=np.int32)}
+    if not is_electra(model):
+        inputs["replaced"] = (r.random((B, T, 1)) < 0.15).astype(np.float32)
+    return inputs
 
 
 def timed_steps(step, reps):
@@ -105,7 +121,7 @@ def timed_steps(step, reps):
 def worker(cfg):
     B, T, reps, threads = cfg["B"], cfg["T"], cfg["reps"], cfg["threads"]
     import numpy as np
-    inputs = make_inputs(B, T)
+    inputs = make_inputs(cfg["model"], B, T)
     if cfg["side"] == "torch":
         import torch
         torch.set_num_threads(threads)
@@ -127,7 +143,12 @@ def worker(cfg):
         res["loss"] = float(np.asarray(ctx.output("loss")).reshape(-1)[0])
     else:
         torch.manual_seed(1)
-        m = build_torch(max(SEED_S, T), cfg["variant"] == "checkpoint")
+        if is_electra(cfg["model"]):
+            from nncc_testing.electra import Electra
+            m = Electra(cfg["model"], S=max(SEED_S, T))
+            m.checkpoint = cfg["variant"] == "checkpoint"
+        else:
+            m = build_torch(max(SEED_S, T), cfg["variant"] == "checkpoint")
         m.train()
         x = {k: torch.from_numpy(v) for k, v in inputs.items()}
         opt = torch.optim.AdamW(m.parameters(), lr=5e-4, weight_decay=0.01)
@@ -135,7 +156,7 @@ def worker(cfg):
 
         def step():
             opt.zero_grad(set_to_none=True)
-            loss = m(x["tokens"], x["segments"], x["replaced"])
+            loss = m(*(x[k] for k in ("tokens", "segments", "replaced") if k in x))
             loss.backward()
             opt.step()
             last[0] = loss.detach()
@@ -209,21 +230,29 @@ def budget_supported():
 
 
 def model_source(name, T, cache):
-    """models/<name>.nn, or a copy with a position table of T rows."""
+    """models/<name>.nn, or for T > 128 a copy whose learned position table
+    (S = 128) has T rows or whose axial grid (axial_shape: [8, 16]) has
+    T / 16 x 16 positions; sinusoidal encodings need no change."""
     src = os.path.join(ROOT, "models", name + ".nn")
     if T <= SEED_S:
         return src, ""
     text = open(src).read()
     new, n = re.subn(r"\bS = %d\b" % SEED_S, "S = %d" % T, text)
-    if n != 1:
-        raise RuntimeError("%s: no unique 'S = %d' to widen" % (src, SEED_S))
+    new, m = re.subn(r"axial_shape: \[8, 16\]", "axial_shape: [%d, 16]" % -(-T // 16), new)
+    if n + m == 0:
+        if "position: sinusoidal" in text:
+            return src, ""
+        raise RuntimeError("%s: no 'S = %d' or axial grid to widen" % (src, SEED_S))
+    if n + m != 1:
+        raise RuntimeError("%s: more than one position table to widen" % src)
     d = os.path.join(cache, "S%d" % T)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, name + ".nn")
     if not os.path.exists(path) or open(path).read() != new:
         with open(path, "w") as f:
             f.write(new)
-    return path, "position table S=%d (models/%s.nn: %d)" % (T, name, SEED_S)
+    what = "position table S=%d" % T if n else "axial grid %d x 16" % -(-T // 16)
+    return path, "%s (models/%s.nn: %s)" % (what, name, "S=128" if n else "8 x 16")
 
 
 def compile_lib(name, T, B, budget, cache):
@@ -254,10 +283,11 @@ def row(table, model, side, variant, B, T, reps, res, note, fits=""):
 
 
 def add_ratios(rows):
-    ref = {(r["B"], r["T"]): r.get("_res") for r in rows
+    """Against torch's plain row of the same family (ELECTRA or not), B and T."""
+    ref = {(is_electra(r["model"]), r["B"], r["T"]): r.get("_res") for r in rows
            if r["table"] == "table1" and r["side"] == "torch" and r["variant"] == "plain"}
     for r in rows:
-        res, t = r.get("_res"), ref.get((r["B"], r["T"]))
+        res, t = r.get("_res"), ref.get((is_electra(r["model"]), r["B"], r["T"]))
         if r["table"] != "table1" or not res or not t:
             continue
         r["time_vs_torch"] = "%.3f" % (statistics.median(res["times"]) /
@@ -327,7 +357,8 @@ def main():
     ap.add_argument("--seqs", default="128,512,2048,4096", help="sequence lengths T")
     ap.add_argument("--tokens", type=int, default=8192, help="B x T of every table row")
     ap.add_argument("--only", default=",".join(NNCC_MODELS + ["torch", "fit"]),
-                    help="subset of: %s, torch, fit" % ", ".join(NNCC_MODELS))
+                    help="subset of: %s, torch, fit (torch: the torch rows of the "
+                         "families named)" % ", ".join(NNCC_MODELS))
     ap.add_argument("--quick", action="store_true",
                     help="smoke test: B 2, T 32, 1 timed step, fit search up to T 64")
     ap.add_argument("--fit-gib", type=float, default=8.0)
@@ -373,8 +404,8 @@ def main():
             if name not in only:
                 continue
             for variant, budget in [("default", None)] + ([("min", "min")] if have_budget else []):
-                cfg = dict(side="nncc", B=B, T=T, reps=args.reps, threads=args.threads,
-                           mem_limit=limit)
+                cfg = dict(side="nncc", model=name, B=B, T=T, reps=args.reps,
+                           threads=args.threads, mem_limit=limit)
                 try:
                     cfg["lib"], note = compile_lib(name, T, B, budget, cache)
                     res, err = run_worker(cfg, args.threads)
@@ -384,13 +415,17 @@ def main():
                                   if x)
                 report(row("table1", name, "nncc", variant, B, T, args.reps, res, notes))
         if "torch" in only:
-            for variant in TORCH_VARIANTS:
-                cfg = dict(side="torch", variant=variant, B=B, T=T, reps=args.reps,
-                           threads=args.threads, mem_limit=limit)
-                res, err = run_worker(cfg, args.threads)
-                note = "position table S=%d" % T if T > SEED_S else ""
-                report(row("table1", "bert_small", "torch", variant, B, T, args.reps, res,
-                           "; ".join(x for x in (note, err) if x)))
+            for model in TORCH_MODELS:
+                if not any(is_electra(m) == is_electra(model) for m in only & set(NNCC_MODELS)) \
+                        and not (only <= {"torch", "fit"}):
+                    continue  # no nncc row of this family to compare with
+                for variant in TORCH_VARIANTS:
+                    cfg = dict(side="torch", model=model, variant=variant, B=B, T=T,
+                               reps=args.reps, threads=args.threads, mem_limit=limit)
+                    res, err = run_worker(cfg, args.threads)
+                    note = "position table S=%d" % T if T > SEED_S else ""
+                    report(row("table1", model, "torch", variant, B, T, args.reps, res,
+                               "; ".join(x for x in (note, err) if x)))
 
     longest, capped = {}, {}
     if "fit" in only:
@@ -401,8 +436,8 @@ def main():
                                      ("torch", "bert_small", "plain")]:
             T = args.fit_from
             while T <= args.fit_max_seq:
-                cfg = dict(side=side, variant=variant, B=1, T=T, reps=1, threads=args.threads,
-                           mem_limit=fit_limit)
+                cfg = dict(side=side, model=model, variant=variant, B=1, T=T, reps=1,
+                           threads=args.threads, mem_limit=fit_limit)
                 note = ""
                 try:
                     if side == "nncc":
