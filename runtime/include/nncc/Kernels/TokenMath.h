@@ -1,8 +1,11 @@
 //===- TokenMath.h - Token masking, Gumbel-max sampling, axial positions -*- C++ -*-===//
 //
 // Element math shared by the CPU kernels (runtime/lib/Kernels/Tokens.cpp) and
-// the CUDA kernels (CUDA/Tokens.cuh), so both choose the same positions and
-// the same samples. Randomness is the kernels' mask stream (Philox.h):
+// the CUDA kernels (CUDA/Tokens.cuh), so both choose the same positions
+// (integer keys: bit-identical) and the same samples (the noise is computed
+// in double by each side's libm, so two classes whose scores agree to the
+// last bits could resolve differently). Randomness is the kernels' mask
+// stream (Philox.h):
 //
 //   mask_tokens: position t of row r has the key philox_bits(seed, offset,
 //     r*n + t); the row's k = floor(p*n) positions with the smallest
