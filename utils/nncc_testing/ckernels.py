@@ -43,7 +43,8 @@ def load(libdir):
     lib = C.CDLL(os.path.join(libdir, "libnncc_kernels.so"))
     for name in ("nncc_rnn_workspace_size", "nncc_rnn_saved_size",
                  "nncc_attention_workspace_size", "nncc_mha_workspace_size",
-                 "nncc_mha_backward_workspace_size", "nncc_attention_backward_workspace_size"):
+                 "nncc_mha_backward_workspace_size", "nncc_attention_backward_workspace_size",
+                 "nncc_linear_sample_workspace_size", "nncc_linear_ce_workspace_size"):
         getattr(lib, name).restype = C.c_int64
     lib.nncc_rnn_workspace_size.argtypes = [C.c_int] + [C.c_int64] * 7
     lib.nncc_rnn_saved_size.argtypes = [C.c_int] + [C.c_int64] * 5

@@ -379,7 +379,7 @@ def op_seeds(nn_path, op_name):
     return [int(m) for m in re.findall(re.escape(op_name) + r" .*?seed = (\d+)", ir)]
 
 
-def grad_run(nn_path, weights, inputs, precision=None):
+def grad_run(nn_path, weights, inputs, precision=None, extra_args=()):
     """`nncc run M.nn --grad` on the CPU (weights and inputs: arrays or torch
     tensors by name): {name: ndarray} with the outputs, `loss` and
     grad.<param> of every parameter."""
@@ -391,6 +391,7 @@ def grad_run(nn_path, weights, inputs, precision=None):
                "--target", "cpu", "--quiet"]
         if precision:
             cmd += ["--precision", precision]
+        cmd += list(extra_args)
         env = dict(os.environ)
         env.setdefault("NNCC_CACHE_DIR", cache_dir())
         p = subprocess.run(cmd, capture_output=True, text=True, env=env)

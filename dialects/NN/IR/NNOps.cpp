@@ -869,6 +869,40 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult LinearSampleOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<nncc::nn::TensorType> x =
+      diag.tensorOfMinRank(adaptor.getX(), "x [..., K]", 2);
+  FailureOr<nncc::nn::TensorType> weight =
+      diag.tensorOfRank(adaptor.getWeight(), "weight", 2);
+  if (failed(x) || failed(weight) ||
+      failed(diag.expectElementType(*weight, x->getElementType(), "weight")))
+    return failure();
+  Dim classes = weight->getDim(0);
+  ArrayRef<Dim> rowsShape = x->getDims().drop_back();
+  if (failed(diag.expectShape(*weight, {classes, x->getDims().back()},
+                              "weight [V, K] with K = the last dim of x")))
+    return failure();
+  if (Value biasValue = adaptor.getBias()) {
+    FailureOr<nncc::nn::TensorType> bias = diag.tensor(biasValue, "bias");
+    if (failed(bias) ||
+        failed(diag.expectElementType(*bias, x->getElementType(), "bias")) ||
+        failed(diag.expectShape(*bias, {classes}, "bias [V]")))
+      return failure();
+  }
+  if (Value rowsValue = adaptor.getRows()) {
+    FailureOr<nncc::nn::TensorType> rows = diag.tensor(rowsValue, "rows");
+    if (failed(rows) ||
+        failed(diag.expectShape(*rows, rowsShape, "rows (x without K)")))
+      return failure();
+  }
+  inferred.push_back(
+      x->withDims(rowsShape).withElementType(IntegerType::get(ctx, 32)));
+  return success();
+}
+
 LogicalResult LinearCrossEntropyOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {

@@ -1069,6 +1069,35 @@ def NN_LinearCrossEntropyOp : NN_Op<"linear_cross_entropy", [Pure]> {
   }];
 }
 
+def NN_LinearSampleOp : NN_Op<"linear_sample", [Pure, AttrSizedOperandSegments]> {
+  let summary = "fused sampling head: Gumbel-max draws from a linear map's logits";
+  let description = [{
+    `nn.sample(nn.linear(x, weight, bias), rows)` with the same `seed` and
+    the same draws, without the [..., V] logits: the kernel computes the
+    logits of the drawn rows only (those where `rows` is true, all without
+    it), a bounded chunk of rows at a time. x [..., K], weight [V, K], bias
+    [V]; the result is i32 [...] (0 in rows not drawn) and carries no
+    gradient.
+
+    Formed by nncc-autodiff (`fuse-loss-heads`) in @forward_backward, where
+    a linear's result feeds one cross_entropy, which becomes
+    `nn.linear_cross_entropy`, and samples (ELECTRA's generator).
+
+    ```mlir
+    %s = nn.linear_sample %x, %w bias %b rows %m {seed = 4 : i64} : (!nn.tensor<[B, T, 32], f32>, !nn.tensor<[100, 32], f32>, !nn.tensor<[100], f32>, !nn.tensor<[B, T], i1>) -> !nn.tensor<[B, T], i32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_FloatTensor:$weight,
+                       Optional<NN_FloatTensor>:$bias,
+                       Optional<NN_BoolTensor>:$rows,
+                       DefaultValuedAttr<NN_I64Attr, "0">:$seed);
+  let results = (outs NN_IndexTensor:$result);
+  let assemblyFormat = [{
+    $x `,` $weight (`bias` $bias^)? (`rows` $rows^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def NN_BCEWithLogitsOp : NN_Op<"bce_with_logits", [Pure]> {
   let summary = "binary cross-entropy on logits";
   let description = [{

@@ -32,9 +32,10 @@ bool isFloatTensor(Value v) {
   return type && isa<FloatType>(type.getElementType());
 }
 
-/// Fuses each nn.linear whose result is read only by one nn.cross_entropy
-/// (and possibly by the return) into nn.linear_cross_entropy, which also
-/// writes the logits when the function returns them.
+/// Fuses each nn.linear whose result is read only by one nn.cross_entropy,
+/// possibly by nn.sample ops and by the return, into nn.linear_cross_entropy,
+/// which also writes the logits when the function returns them, and one
+/// nn.linear_sample per sample (ELECTRA's generator head).
 void fuseLinearCrossEntropy(func::FuncOp fn) {
   SmallVector<CrossEntropyOp> losses;
   fn.walk([&](CrossEntropyOp op) { losses.push_back(op); });
@@ -44,11 +45,15 @@ void fuseLinearCrossEntropy(func::FuncOp fn) {
         cast<nncc::nn::TensorType>(linear.getX().getType()).getRank() < 2)
       continue;
     bool returned = false, other = false;
+    SmallVector<SampleOp> samples;
     for (OpOperand &use : linear.getResult().getUses()) {
       if (use.getOwner() == ce.getOperation())
         continue;
       if (isa<func::ReturnOp>(use.getOwner()))
         returned = true;
+      else if (auto sample = dyn_cast<SampleOp>(use.getOwner());
+               sample && sample->getBlock() == ce->getBlock())
+        samples.push_back(sample);
       else
         other = true;
     }
@@ -62,6 +67,14 @@ void fuseLinearCrossEntropy(func::FuncOp fn) {
         linear.getBias(), ce.getIgnoreIndex(), returned);
     ce.getResult().replaceAllUsesWith(fused.getLoss());
     ce.erase();
+    for (SampleOp sample : samples) {
+      b.setInsertionPoint(sample);
+      auto drawn = LinearSampleOp::create(b, sample.getLoc(), linear.getX(),
+                                          linear.getWeight(), linear.getBias(),
+                                          sample.getRows(), sample.getSeed());
+      sample.getResult().replaceAllUsesWith(drawn.getResult());
+      sample.erase();
+    }
     if (returned)
       linear.getResult().replaceAllUsesWith(fused.getLogits());
     linear.erase();

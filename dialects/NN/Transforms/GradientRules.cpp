@@ -449,6 +449,13 @@ NN_RULE(SampleOp) {
   }
 };
 
+NN_RULE(LinearSampleOp) {
+  NN_SAVES_NOTHING
+  NN_BUILD(LinearSampleOp) {
+    return out.append(op->getNumOperands(), Value()), success();
+  }
+};
+
 NN_RULE(StopGradientOp) {
   NN_SAVES_NOTHING
   NN_BUILD(StopGradientOp) { return out.push_back(Value()), success(); }
@@ -1145,7 +1152,7 @@ void nncc::nn::registerNNGradientInterfaces(DialectRegistry &registry) {
     attach<AddOp, SubOp, MulOp, DivOp, CompareOp, SelectOp, CastOp, NegOp, TanhOp, SigmoidOp, ExpOp, LogOp,
            ReluOp, LeakyReluOp, GeluOp, SoftmaxOp, DropoutOp, ZoneoutOp,
            SinusoidalPositionOp, LearnedPositionOp, AxialPositionOp,
-           MaskTokensOp, SampleOp, StopGradientOp, MatmulOp, LinearOp,
+           MaskTokensOp, SampleOp, LinearSampleOp, StopGradientOp, MatmulOp, LinearOp,
            EmbeddingOp, LayerNormOp, ConcatOp, SplitOp, SliceOp, TransposeOp,
            ReduceSumOp, ReduceMeanOp, MSEOp, CrossEntropyOp, BCEWithLogitsOp,
            LinearCrossEntropyOp,

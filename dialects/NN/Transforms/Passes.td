@@ -56,7 +56,8 @@ def NNAutodiff : Pass<"nncc-autodiff", "::mlir::ModuleOp"> {
     With `fuse-loss-heads` (and without `vjp`), before differentiating,
     every `nn.linear` of `@forward_backward` whose result is read only by
     one `nn.cross_entropy` (and possibly returned) is fused with it into
-    `nn.linear_cross_entropy` (docs/memory.md, "Fused loss heads").
+    `nn.linear_cross_entropy`, and the `nn.sample` ops that also read it
+    into `nn.linear_sample` (docs/memory.md, "Fused loss heads").
 
     Fails, with an error at the function, when it has no result named
     `loss` (without `vjp`), and at an op that has no gradient rule. See

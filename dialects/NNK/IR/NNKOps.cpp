@@ -339,6 +339,24 @@ static bool isStaticBuffer(BufferType type) {
   return llvm::all_of(type.getDims(), [](Dim d) { return d.isStatic(); });
 }
 
+LogicalResult LinearSampleOp::verify() {
+  BufferType x = bufferOf(getX()), weight = bufferOf(getWeight());
+  if (x.getRank() < 2 || weight.getRank() != 2)
+    return emitOpError("expected x [..., K] and weight [V, K]");
+  if (failed(expectSameElementType(*this, {getX(), getWeight()})))
+    return failure();
+  if (!bufferOf(getOut()).getElementType().isInteger(32))
+    return emitOpError("out must hold i32");
+  ArrayRef<Dim> rows = x.getDims().drop_back();
+  if (failed(expectDims(*this, getOut(), rows, "out")))
+    return failure();
+  if (getRows() && failed(expectDims(*this, getRows(), rows, "rows")))
+    return failure();
+  if (getBias() && failed(expectDims(*this, getBias(), {weight.getDim(0)}, "bias")))
+    return failure();
+  return success();
+}
+
 LogicalResult AxialPositionOp::verify() {
   if (failed(expectSameElementType(*this, {getX(), getRows(), getCols(), getOut()})) ||
       failed(expectRank(*this, getX(), 3, "x")) ||

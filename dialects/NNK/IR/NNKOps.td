@@ -662,6 +662,30 @@ def NNK_LossOp : NNK_Op<"loss"> {
   }];
 }
 
+def NNK_LinearSampleOp : NNK_Op<"linear_sample", [AttrSizedOperandSegments]> {
+  let summary = "chunked linear + Gumbel-max sampling of the drawn rows";
+  let description = [{
+    x `[..., K]` (N rows), weight `[V, K]`, bias `[V]`, rows i1 `[...]`,
+    out i32 `[...]`: `nnk.sample` of the logits x weight^T + bias with the
+    same `seed` and noise, computed for the drawn rows only, in chunks of
+    `nncc_linear_ce_chunk_rows(N, V)` rows through a workspace of
+    `nncc_linear_sample_workspace_size(N, K, V, elem)` bytes
+    (`nncc_linear_sample_*`). CPU only (training functions).
+  }];
+  let arguments = (ins
+    NNK_In<NNK_FloatBuffer>:$x,
+    NNK_In<NNK_FloatBuffer>:$weight,
+    NNK_In<Optional<NNK_FloatBuffer>>:$bias,
+    NNK_In<Optional<NNK_BoolBuffer>>:$rows,
+    NNK_Out<NNK_IndexBuffer>:$out,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed
+  );
+  let assemblyFormat = [{
+    `ins` `(` $x `,` $weight (`,` `bias` $bias^)? (`,` `rows` $rows^)? `)`
+    `outs` `(` $out `)` attr-dict `:` qualified(type(operands))
+  }];
+}
+
 def NNK_LinearCrossEntropyOp : NNK_Op<"linear_cross_entropy",
                                       [AttrSizedOperandSegments]> {
   let summary = "chunked linear + softmax cross-entropy with its unit-adjoint gradients";

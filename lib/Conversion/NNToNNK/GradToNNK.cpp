@@ -506,6 +506,14 @@ void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
                                                 a.getRows(), o[0], op.getSeed());
                           return success();
                         });
+  addGrad<nn::LinearSampleOp>(
+      converter, patterns,
+      [](RW &r, nn::LinearSampleOp op, nn::LinearSampleOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::LinearSampleOp::create(r, op.getLoc(), a.getX(), a.getWeight(),
+                                    a.getBias(), a.getRows(), o[0], op.getSeed());
+        return success();
+      });
   addGrad<nn::AxialPositionOp>(
       converter, patterns,
       [](RW &r, nn::AxialPositionOp op, nn::AxialPositionOp::Adaptor a,

@@ -227,6 +227,25 @@ LogicalResult emitSample(LaunchEmitter &e, nnk::SampleOp o) {
   return success();
 }
 
+/// The fused sampling head (training functions, CPU).
+LogicalResult emitLinearSample(LaunchEmitter &e, nnk::LinearSampleOp o) {
+  if (e.isCuda())
+    return e.cpuOnlyBackward();
+  auto N = e.numel(o.getOut());
+  auto K = e.dim(o.getX(), -1);
+  auto V = e.dim(o.getWeight(), 0);
+  if (failed(N) || failed(K) || failed(V))
+    return failure();
+  std::string ws = e.workspace("nncc_linear_sample_workspace_size(" + *N + ", " + *K +
+                               ", " + *V + ", sizeof(real_t))");
+  SmallVector<std::string> args = {*N, *K, *V};
+  args.append(seedAndOffset(e, o.getSeed()));
+  args.append({e.name(o.getX()), e.name(o.getWeight()), e.nameOrNull(o.getBias()),
+               e.nameOrNull(o.getRows()), ws, e.name(o.getOut())});
+  e.call({"NNCC_KFN(nncc_linear_sample)", args});
+  return success();
+}
+
 } // namespace
 
 void attachLossLaunches(MLIRContext &ctx) {
@@ -237,6 +256,7 @@ void attachLossLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::ZoneoutOp, emitZoneout>(ctx);
   attachLaunch<nnk::MaskTokensOp, emitMaskTokens>(ctx);
   attachLaunch<nnk::SampleOp, emitSample>(ctx);
+  attachLaunch<nnk::LinearSampleOp, emitLinearSample>(ctx);
 }
 
 } // namespace nncc::target

@@ -53,36 +53,74 @@ int maskTokens(int64_t rows, int64_t n, double p, int64_t maskId,
   return NNCC_K_OK;
 }
 
+/// The Gumbel-max draw of row r (V logits at l): element r*V + v of the
+/// stream is word (r*V + v) % 4 of block (r*V + v) / 4, so one Philox block
+/// serves four classes.
+template <typename T>
+int32_t sampleRow(const T *l, int64_t V, uint64_t seed, uint64_t offset,
+                  int64_t r) {
+  double best = -INFINITY;
+  int64_t arg = 0;
+  const uint64_t first = (uint64_t)(r * V), last = first + (uint64_t)V;
+  for (uint64_t blk = first >> 2; blk <= (last - 1) >> 2; ++blk) {
+    const nncc_philox_u32x4 bits = philox_mask_block(seed, offset, blk);
+    for (int w = 0; w < 4; ++w) {
+      const uint64_t i = (blk << 2) + (uint64_t)w;
+      if (i < first || i >= last)
+        continue;
+      const double score = (double)l[i - first] + gumbel_from_bits(bits.x[w]);
+      if (score > best) {
+        best = score;
+        arg = (int64_t)(i - first);
+      }
+    }
+  }
+  return (int32_t)arg;
+}
+
 template <typename T>
 int sample(int64_t rows, int64_t V, uint64_t seed, uint64_t offset,
            const T *logits, const uint8_t *rowsMask, int32_t *out) {
   if (rows < 0 || V <= 0 || V > INT32_MAX || (rows > 0 && (!logits || !out)))
     return NNCC_K_EINVAL;
 #pragma omp parallel for schedule(dynamic, 4)
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < rows; ++r)
+    out[r] = rowsMask && !rowsMask[r] ? 0
+                                      : sampleRow(logits + r * V, V, seed, offset, r);
+  return NNCC_K_OK;
+}
+
+/// sample(x w^T + b, rows) without the [N, V] logits: the drawn rows in
+/// chunks of nncc_linear_ce_chunk_rows(N, V), each gathered, multiplied
+/// (one GEMM into the workspace) and sampled with the noise of its row.
+template <typename T>
+int linearSample(int64_t N, int64_t K, int64_t V, uint64_t seed,
+                 uint64_t offset, const T *x, const T *w, const T *b,
+                 const uint8_t *rowsMask, void *workspace, int32_t *out) {
+  if (N < 0 || K <= 0 || V <= 0 || V > INT32_MAX ||
+      (N > 0 && (!x || !w || !out || !workspace)))
+    return NNCC_K_EINVAL;
+  std::vector<int64_t> drawn;
+  for (int64_t r = 0; r < N; ++r) {
     out[r] = 0;
-    if (rowsMask && !rowsMask[r])
-      continue;
-    const T *l = logits + r * V;
-    double best = -INFINITY;
-    int64_t arg = 0;
-    // Element r*V + v is word (r*V + v) % 4 of block (r*V + v) / 4: one
-    // Philox block serves four classes.
-    const uint64_t first = (uint64_t)(r * V), last = first + (uint64_t)V;
-    for (uint64_t blk = first >> 2; blk <= (last - 1) >> 2; ++blk) {
-      const nncc_philox_u32x4 bits = philox_mask_block(seed, offset, blk);
-      for (int w = 0; w < 4; ++w) {
-        const uint64_t i = (blk << 2) + (uint64_t)w;
-        if (i < first || i >= last)
-          continue;
-        const double score = (double)l[i - first] + gumbel_from_bits(bits.x[w]);
-        if (score > best) {
-          best = score;
-          arg = (int64_t)(i - first);
-        }
-      }
+    if (!rowsMask || rowsMask[r])
+      drawn.push_back(r);
+  }
+  const int64_t chunk = nncc_linear_ce_chunk_rows(N, V);
+  T *xs = static_cast<T *>(workspace), *logits = xs + chunk * K;
+  for (size_t c0 = 0; c0 < drawn.size(); c0 += (size_t)chunk) {
+    const int64_t n = std::min<int64_t>(chunk, (int64_t)(drawn.size() - c0));
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(xs + i * K, x + drawn[c0 + i] * K, sizeof(T) * K);
+    blasGemm(false, true, n, V, K, T(1), xs, K, w, K, T(0), logits, V);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t i = 0; i < n; ++i) {
+      T *l = logits + i * V;
+      if (b)
+        for (int64_t v = 0; v < V; ++v)
+          l[v] += b[v];
+      out[drawn[c0 + i]] = sampleRow(l, V, seed, offset, drawn[c0 + i]);
     }
-    out[r] = (int32_t)arg;
   }
   return NNCC_K_OK;
 }
@@ -148,6 +186,14 @@ int axialPositionBackward(int64_t B, int64_t Tn, int64_t n1, int64_t n2,
 
 } // namespace
 
+extern "C" int64_t nncc_linear_sample_workspace_size(int64_t N, int64_t K,
+                                                     int64_t V,
+                                                     int64_t elem_size) {
+  return nncc_linear_ce_chunk_rows(N, V) * (std::max<int64_t>(K, 0) +
+                                            std::max<int64_t>(V, 0)) *
+         elem_size;
+}
+
 extern "C" int nncc_mask_tokens_i32(int64_t rows, int64_t n, double p,
                                     int64_t maskId, uint64_t seed,
                                     uint64_t offset, const int32_t *tokens,
@@ -168,6 +214,12 @@ extern "C" int nncc_mask_tokens_i64(int64_t rows, int64_t n, double p,
                                  uint64_t off, const T *logits,                \
                                  const uint8_t *rowsMask, int32_t *out) {      \
     return sample<T>(rows, V, seed, off, logits, rowsMask, out);               \
+  }                                                                            \
+  extern "C" int nncc_linear_sample_##S(                                       \
+      int64_t N, int64_t K, int64_t V, uint64_t seed, uint64_t off,            \
+      const T *x, const T *w, const T *b, const uint8_t *rowsMask, void *ws,   \
+      int32_t *out) {                                                          \
+    return linearSample<T>(N, K, V, seed, off, x, w, b, rowsMask, ws, out);    \
   }                                                                            \
   extern "C" int nncc_axial_position_##S(int64_t B, int64_t Tn, int64_t n1,    \
                                          int64_t n2, int64_t d1, int64_t d2,   \

@@ -1,7 +1,7 @@
 // RUN: nncc-opt %s -split-input-file -verify-diagnostics
 
 // One case per error of the verifiers and type inference of nn.mask_tokens,
-// nn.sample, nn.axial_position and nn.axial_position_grad.
+// nn.sample, nn.linear_sample, nn.axial_position and nn.axial_position_grad.
 
 func.func @mask_float_tokens(%x: !nn.tensor<[B, T], f32>) {
   // expected-error @+1 {{operand #0 must be nn tensor of i32 or i64 values}}
@@ -77,5 +77,23 @@ func.func @axial_grad_d1(%dy: !nn.tensor<[B, T, 64], f32>) {
   // expected-error @+2 {{'nn.axial_position_grad' op d1 = 64 must lie in [1, E) for a static E, got E = 64}}
   // expected-error @+1 {{failed to infer returned types}}
   %a, %b = nn.axial_position_grad %dy {shape = array<i64: 8, 16>, d1 = 64 : i64} : (!nn.tensor<[B, T, 64], f32>) -> (!nn.tensor<[8, 1, 64], f32>, !nn.tensor<[1, 16, 0], f32>)
+  return
+}
+
+// -----
+
+func.func @linear_sample_width(%h: !nn.tensor<[B, T, 32], f32>, %w: !nn.tensor<[100, 16], f32>) {
+  // expected-error @+2 {{'nn.linear_sample' op expected weight [V, K] with K = the last dim of x of shape [100, 32], got [100, 16]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %s = nn.linear_sample %h, %w : (!nn.tensor<[B, T, 32], f32>, !nn.tensor<[100, 16], f32>) -> !nn.tensor<[B, T], i32>
+  return
+}
+
+// -----
+
+func.func @linear_sample_rows(%h: !nn.tensor<[B, T, 32], f32>, %w: !nn.tensor<[100, 32], f32>, %m: !nn.tensor<[T], i1>) {
+  // expected-error @+2 {{'nn.linear_sample' op expected rows (x without K) of shape [B, T], got [T]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %s = nn.linear_sample %h, %w rows %m : (!nn.tensor<[B, T, 32], f32>, !nn.tensor<[100, 32], f32>, !nn.tensor<[T], i1>) -> !nn.tensor<[B, T], i32>
   return
 }

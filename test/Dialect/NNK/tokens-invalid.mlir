@@ -1,6 +1,6 @@
 // RUN: nncc-opt %s -split-input-file -verify-diagnostics
 
-// One case per verifier error of nnk.mask_tokens, nnk.sample,
+// One case per verifier error of nnk.mask_tokens, nnk.sample, nnk.linear_sample,
 // nnk.axial_position and nnk.axial_position_grad.
 
 func.func @mask_rate(%x: !nnk.buffer<[4, 8], i32>, %m: !nnk.buffer<[4, 8], i1>) {
@@ -62,5 +62,13 @@ func.func @axial_width(%x: !nnk.buffer<[B, T, 9], f32>, %r: !nnk.buffer<[4, 1, 3
 func.func @axial_grad_layout(%dy: !nnk.buffer<[B, T, 8], f32>, %r: !nnk.buffer<[4, 1, 3], f32>, %c: !nnk.buffer<[2, 4, 5], f32>) {
   // expected-error @+1 {{expected static drows [n1, 1, d1] and dcols [1, n2, d2]}}
   nnk.axial_position_grad ins(%dy) outs(%r, %c) : !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[4, 1, 3], f32>, !nnk.buffer<[2, 4, 5], f32>
+  return
+}
+
+// -----
+
+func.func @linear_sample_out(%x: !nnk.buffer<[4, 8], f32>, %w: !nnk.buffer<[10, 8], f32>, %o: !nnk.buffer<[4], i64>) {
+  // expected-error @+1 {{out must hold i32}}
+  nnk.linear_sample ins(%x, %w) outs(%o) : !nnk.buffer<[4, 8], f32>, !nnk.buffer<[10, 8], f32>, !nnk.buffer<[4], i64>
   return
 }

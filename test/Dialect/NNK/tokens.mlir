@@ -23,5 +23,11 @@ func.func @tokens(%x: !nnk.buffer<[B, T], i32>, %logits: !nnk.buffer<[B, T, 100]
   nnk.axial_position ins(%h, %rows, %cols) outs(%y) : !nnk.buffer<[B, T, 64], f32>, !nnk.buffer<[8, 1, 16], f32>, !nnk.buffer<[1, 16, 48], f32>, !nnk.buffer<[B, T, 64], f32>
   // CHECK: nnk.axial_position_grad ins(%{{.*}}) outs(%{{.*}}, %{{.*}}) : !nnk.buffer<[B, T, 64], f32>, !nnk.buffer<[8, 1, 16], f32>, !nnk.buffer<[1, 16, 48], f32>
   nnk.axial_position_grad ins(%y) outs(%dr, %dc) : !nnk.buffer<[B, T, 64], f32>, !nnk.buffer<[8, 1, 16], f32>, !nnk.buffer<[1, 16, 48], f32>
+  %w = nnk.alloc : !nnk.buffer<[100, 64], f32>
+  %bias = nnk.alloc : !nnk.buffer<[100], f32>
+  // CHECK: nnk.linear_sample ins(%{{.*}}, %{{.*}}, bias %{{.*}}, rows %{{.*}}) outs(%{{.*}}) {seed = 6 : i64} : !nnk.buffer<[B, T, 64], f32>, !nnk.buffer<[100, 64], f32>, !nnk.buffer<[100], f32>, !nnk.buffer<[B, T], i1>, !nnk.buffer<[B, T], i32>
+  nnk.linear_sample ins(%h, %w, bias %bias, rows %mask) outs(%s) {seed = 6 : i64} : !nnk.buffer<[B, T, 64], f32>, !nnk.buffer<[100, 64], f32>, !nnk.buffer<[100], f32>, !nnk.buffer<[B, T], i1>, !nnk.buffer<[B, T], i32>
+  // CHECK: nnk.linear_sample ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) : !nnk.buffer<[B, T, 64], f32>, !nnk.buffer<[100, 64], f32>, !nnk.buffer<[B, T], i32>
+  nnk.linear_sample ins(%h, %w) outs(%s) : !nnk.buffer<[B, T, 64], f32>, !nnk.buffer<[100, 64], f32>, !nnk.buffer<[B, T], i32>
   return
 }

@@ -70,6 +70,29 @@ for dtype in (np.float32, np.float64):
         expect("sample %s rows=%d V=%d with a row mask: same draws, 0 elsewhere"
                % (SUFFIX[dtype], rows, V),
                np.array_equal(out2, ref_sample(logits, seed, offset, rows_mask)))
+# The fused head: linear_sample(x, w, b, rows) = sample(x w^T + b, rows), the
+# same draws without the [N, V] logits (workspace of the drawn rows' chunk).
+for dtype in (np.float32, np.float64):
+    for N, K, V, use_b, use_rows in ((300, 16, 5000, True, True), (7, 8, 13, False, False),
+                                     (300, 32, 30522, True, False)):  # 5 chunks of 68 rows
+        x = rng.standard_normal((N, K)).astype(dtype)
+        w = rng.standard_normal((V, K)).astype(dtype)
+        b = rng.standard_normal(V).astype(dtype)
+        rows_mask = rng.random(N) < 0.3
+        logits = x.astype(np.float64) @ w.astype(np.float64).T + (b if use_b else 0)
+        want = ref_sample(logits.astype(dtype), 5, 1 << 40, rows_mask if use_rows else None)
+        ws = np.zeros(lib.nncc_linear_sample_workspace_size(*i64(N, K, V, np.dtype(dtype).itemsize)),
+                      np.uint8)
+        out = np.full(N, -1, np.int32)
+        rc = getattr(lib, "nncc_linear_sample_" + SUFFIX[dtype])(
+            *i64(N, K, V), U64(5), U64(1 << 40), ptr(x), ptr(w), ptr(b) if use_b else None,
+            ptr(rows_mask.astype(np.uint8)) if use_rows else None, ptr(ws), ptr(out))
+        # The GEMM's rounding may differ from numpy's in the last bits: allow a
+        # flip only where the two best scores are that close.
+        same = out == want
+        expect("linear_sample %s N=%d K=%d V=%d bias=%d rows=%d: the draws of sample(x w^T + b) "
+               "(%d of %d rows equal)" % (SUFFIX[dtype], N, K, V, use_b, use_rows, same.sum(), N),
+               rc == 0 and same.mean() >= (1.0 if dtype == np.float64 else 0.99))
 # Gumbel-max draws from softmax: 40000 rows of the same logits.
 probs = torch.softmax(torch.tensor([1.0, 0.0, -1.0, 2.0, 0.5]), 0).numpy()
 logits = np.tile(np.log(probs).astype(np.float32), (40000, 1))

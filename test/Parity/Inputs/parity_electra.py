@@ -20,8 +20,10 @@ gradient of every parameter. Checked:
      embeddings included.
 Metric: max|nncc - torch| / max(1, max|torch|) <= 1e-4 (fp32, the torch side
 in float64 on the same fp32 weights)."""
+import json
 import math
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -40,7 +42,9 @@ def expect(ok, what):
         nt.FAILED.append(what)
 
 
-def electra(name, B=2, T=12):
+def electra(name, B=2, T=12, budget=None):
+    """budget: also compile under --memory-budget (for B, T) and require the
+    fused heads (nn.linear_cross_entropy and nn.linear_sample) in the plan."""
     V = 30522
     ref = Electra(name).eval()
     nt.randomize_(ref, seed=11)
@@ -50,8 +54,16 @@ def electra(name, B=2, T=12):
     weights = nt.state_dict(ref)
     tokens = torch.randint(1000, V, (B, T), dtype=torch.int32)
     segments = torch.randint(0, 2, (B, T), dtype=torch.int32)
-    out = nt.grad_run(os.path.join(ROOT, "models", name + ".nn"), weights,
-                   {"tokens": nt.to_numpy(tokens), "segments": nt.to_numpy(segments)})
+    path = os.path.join(ROOT, "models", name + ".nn")
+    extra = []
+    if budget:
+        extra = ["--memory-budget", budget, "--dim", "B=%d" % B, "--dim", "T=%d" % T]
+        plan = json.loads(subprocess.run([nt.NNCC, "inspect", path, "--memory", "--grad"] + extra,
+                                         capture_output=True, text=True, check=True).stdout)
+        expect(plan["remat"].get("fused_loss_heads") is True,
+               "%s at --memory-budget %s, B %d, T %d: the fused generator head" % (name, budget, B, T))
+    out = nt.grad_run(path, weights, {"tokens": nt.to_numpy(tokens), "segments": nt.to_numpy(segments)},
+                      extra_args=extra)
 
     tok = nt.to_numpy(tokens)
     mask, masked, corrupted = out["mask"].astype(bool), out["masked"], out["corrupted"]
@@ -66,7 +78,6 @@ def electra(name, B=2, T=12):
            "%s step 5: corrupted = input outside the mask, token ids inside" % name)
 
     # Steps 2 and 5 redrawn from an independent Philox with the module's seeds.
-    path = os.path.join(ROOT, "models", name + ".nn")
     (mask_seed,), (sample_seed,) = nt.op_seeds(path, "nn.mask_tokens"), nt.op_seeds(path, "nn.sample")
     expect(np.array_equal(mask, mask_positions(B, T, 0.15, mask_seed)),
            "%s step 2: the positions the reference's Philox draws" % name)
@@ -99,5 +110,9 @@ def electra(name, B=2, T=12):
 
 
 if __name__ == "__main__":
-    nt.run_cases({n: (lambda n=n: electra(n)) for n in
-                  ("electra_bert", "electra_reversible_dilated_bert", "electra_reformer")})
+    cases = {n: (lambda n=n: electra(n)) for n in
+             ("electra_bert", "electra_reversible_dilated_bert", "electra_reformer")}
+    # Under a budget the generator head is fused (no [B, T, V] logits): the
+    # same samples, losses and gradients.
+    cases["electra_bert_fused_heads"] = lambda: electra("electra_bert", B=16, T=32, budget="min")
+    nt.run_cases(cases)

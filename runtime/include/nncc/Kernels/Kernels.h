@@ -463,6 +463,12 @@ NNCC_DECLARE_OPTIM_KERNELS(f64, double)
  * t < n1*n2 (w0 [n1,1,d1], w1 [1,n2,d2] as Hugging Face's Reformer);
  * axial_position_backward: dw0, dw1 = the sums of dy over the batch and the
  * grid positions that read each row (overwritten). ---- */
+/* linear_sample: sample(x w^T + b, rows_mask) for x [N, K], w [V, K], b [V] or
+ * NULL, without the [N, V] logits: the drawn rows in chunks of
+ * nncc_linear_ce_chunk_rows(N, V) through a workspace of
+ * nncc_linear_sample_workspace_size(N, K, V, elem_size) bytes. */
+int64_t nncc_linear_sample_workspace_size(int64_t N, int64_t K, int64_t V,
+                                          int64_t elem_size);
 int nncc_mask_tokens_i32(int64_t rows, int64_t n, double p, int64_t mask_id,
                          uint64_t seed, uint64_t offset, const int32_t *tokens,
                          int32_t *masked, uint8_t *mask);
@@ -472,6 +478,10 @@ int nncc_mask_tokens_i64(int64_t rows, int64_t n, double p, int64_t mask_id,
 #define NNCC_DECLARE_TOKEN_KERNELS(S, T)                                        \
   int nncc_sample_##S(int64_t rows, int64_t V, uint64_t seed, uint64_t offset,  \
                       const T *logits, const uint8_t *rows_mask, int32_t *out); \
+  int nncc_linear_sample_##S(int64_t N, int64_t K, int64_t V, uint64_t seed,    \
+                             uint64_t offset, const T *x, const T *w,          \
+                             const T *b, const uint8_t *rows_mask,             \
+                             void *workspace, int32_t *out);                   \
   int nncc_axial_position_##S(int64_t B, int64_t T_, int64_t n1, int64_t n2,    \
                               int64_t d1, int64_t d2, const T *x, const T *w0,  \
                               const T *w1, T *y);                               \
