@@ -5,13 +5,16 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/mman.h>
+
 using namespace nncc::rt;
 
 struct nncc_arena {
   nncc_device_kind kind = NNCC_DEVICE_CPU;
   nncc_cuda_context *ctx = nullptr;
   uint64_t capacity = 0;
-  void *host = nullptr;          // CPU
+  void *host = nullptr;          // CPU: anonymous pages of hostBytes
+  size_t hostBytes = 0;
   nncc_CUdeviceptr device = 0;   // CUDA
   uint64_t bump = 0;             // next free offset for nncc_arena_alloc
   uint64_t highWater = 0;
@@ -52,16 +55,24 @@ nncc_status nncc_arena_create_cpu(uint64_t capacity, nncc_arena **out, nncc_erro
   auto *a = new nncc_arena();
   a->capacity = capacity;
   if (capacity) {
+    // Anonymous pages: page-aligned (>= NNCC_ARENA_ALIGNMENT) and zero, and
+    // only the pages a function touches become resident, so a region that
+    // only another function uses (the inference forward's logits beside a
+    // fused training head) costs no memory in the training step.
     uint64_t rounded = (capacity + NNCC_ARENA_ALIGNMENT - 1) / NNCC_ARENA_ALIGNMENT *
                        NNCC_ARENA_ALIGNMENT;
-    if (rounded < capacity || rounded > SIZE_MAX ||
-        !(a->host = std::aligned_alloc(NNCC_ARENA_ALIGNMENT, static_cast<size_t>(rounded)))) {
+    void *pages = rounded < capacity || rounded > SIZE_MAX
+                      ? MAP_FAILED
+                      : mmap(nullptr, static_cast<size_t>(rounded), PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pages == MAP_FAILED) {
       delete a;
       return fail(err, NNCC_ERROR_OUT_OF_MEMORY,
                   "arena: cannot allocate %llu bytes of host memory",
                   (unsigned long long)capacity);
     }
-    std::memset(a->host, 0, static_cast<size_t>(rounded));
+    a->host = pages;
+    a->hostBytes = static_cast<size_t>(rounded);
   }
   *out = a;
   return ok(err);
@@ -98,8 +109,10 @@ nncc_status nncc_arena_create_cuda(nncc_cuda_context *ctx, uint64_t capacity,
 void nncc_arena_destroy(nncc_arena *arena) {
   if (!arena)
     return;
-  if (arena->kind == NNCC_DEVICE_CPU)
-    std::free(arena->host);
+  if (arena->kind == NNCC_DEVICE_CPU) {
+    if (arena->host)
+      munmap(arena->host, arena->hostBytes);
+  }
   else if (arena->device)
     nncc_cuda_free(arena->ctx, arena->device, nullptr);
   delete arena;
