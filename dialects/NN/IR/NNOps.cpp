@@ -367,32 +367,47 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// The operands of a linear map: x (at least `minRank` dims, [..., K]),
+/// weight [V, K] and, when present, bias [V], of one element type; returns
+/// x's type and V. The `what`s name them in the errors.
+static FailureOr<std::pair<nncc::nn::TensorType, Dim>>
+inferLinearOperands(InferDiagnostics &diag, Value xValue, Value weightValue,
+                    Value biasValue, int64_t minRank, StringRef xWhat,
+                    StringRef weightWhat, StringRef biasWhat) {
+  FailureOr<nncc::nn::TensorType> x =
+      diag.tensorOfMinRank(xValue, xWhat, minRank);
+  FailureOr<nncc::nn::TensorType> weight =
+      diag.tensorOfRank(weightValue, "weight", 2);
+  if (failed(x) || failed(weight) ||
+      failed(diag.expectElementType(*weight, x->getElementType(), "weight")))
+    return failure();
+  Dim out = weight->getDim(0);
+  if (failed(diag.expectShape(*weight, {out, x->getDims().back()}, weightWhat)))
+    return failure();
+  if (biasValue) {
+    FailureOr<nncc::nn::TensorType> bias = diag.tensor(biasValue, "bias");
+    if (failed(bias) ||
+        failed(diag.expectElementType(*bias, x->getElementType(), "bias")) ||
+        failed(diag.expectShape(*bias, {out}, biasWhat)))
+      return failure();
+  }
+  return std::make_pair(*x, out);
+}
+
 LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
   InferDiagnostics diag(loc, getOperationName());
-  FailureOr<nncc::nn::TensorType> x =
-      diag.tensorOfMinRank(adaptor.getX(), "x", 1);
-  FailureOr<nncc::nn::TensorType> weight =
-      diag.tensorOfRank(adaptor.getWeight(), "weight", 2);
-  if (failed(x) || failed(weight) ||
-      failed(diag.expectElementType(*weight, x->getElementType(), "weight")))
+  auto operands = inferLinearOperands(
+      diag, adaptor.getX(), adaptor.getWeight(), adaptor.getBias(), 1, "x",
+      "weight [out, in] with in = the last dim of x", "bias");
+  if (failed(operands))
     return failure();
-  Dim out = weight->getDim(0);
-  if (failed(diag.expectShape(*weight, {out, x->getDims().back()},
-                              "weight [out, in] with in = the last dim of x")))
-    return failure();
-  if (Value biasValue = adaptor.getBias()) {
-    FailureOr<nncc::nn::TensorType> bias = diag.tensor(biasValue, "bias");
-    if (failed(bias) ||
-        failed(diag.expectElementType(*bias, x->getElementType(), "bias")) ||
-        failed(diag.expectShape(*bias, {out}, "bias")))
-      return failure();
-  }
-  SmallVector<Dim> dims(x->getDims().drop_back());
+  auto [x, out] = *operands;
+  SmallVector<Dim> dims(x.getDims().drop_back());
   dims.push_back(out);
-  inferred.push_back(x->withDims(dims));
+  inferred.push_back(x.withDims(dims));
   return success();
 }
 
@@ -873,25 +888,13 @@ LogicalResult LinearSampleOp::inferReturnTypes(
     MLIRContext *ctx, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
   InferDiagnostics diag(loc, getOperationName());
-  FailureOr<nncc::nn::TensorType> x =
-      diag.tensorOfMinRank(adaptor.getX(), "x [..., K]", 2);
-  FailureOr<nncc::nn::TensorType> weight =
-      diag.tensorOfRank(adaptor.getWeight(), "weight", 2);
-  if (failed(x) || failed(weight) ||
-      failed(diag.expectElementType(*weight, x->getElementType(), "weight")))
+  auto operands = inferLinearOperands(
+      diag, adaptor.getX(), adaptor.getWeight(), adaptor.getBias(), 2,
+      "x [..., K]", "weight [V, K] with K = the last dim of x", "bias [V]");
+  if (failed(operands))
     return failure();
-  Dim classes = weight->getDim(0);
-  ArrayRef<Dim> rowsShape = x->getDims().drop_back();
-  if (failed(diag.expectShape(*weight, {classes, x->getDims().back()},
-                              "weight [V, K] with K = the last dim of x")))
-    return failure();
-  if (Value biasValue = adaptor.getBias()) {
-    FailureOr<nncc::nn::TensorType> bias = diag.tensor(biasValue, "bias");
-    if (failed(bias) ||
-        failed(diag.expectElementType(*bias, x->getElementType(), "bias")) ||
-        failed(diag.expectShape(*bias, {classes}, "bias [V]")))
-      return failure();
-  }
+  nncc::nn::TensorType x = operands->first;
+  ArrayRef<Dim> rowsShape = x.getDims().drop_back();
   if (Value rowsValue = adaptor.getRows()) {
     FailureOr<nncc::nn::TensorType> rows = diag.tensor(rowsValue, "rows");
     if (failed(rows) ||
@@ -899,7 +902,7 @@ LogicalResult LinearSampleOp::inferReturnTypes(
       return failure();
   }
   inferred.push_back(
-      x->withDims(rowsShape).withElementType(IntegerType::get(ctx, 32)));
+      x.withDims(rowsShape).withElementType(IntegerType::get(ctx, 32)));
   return success();
 }
 
@@ -907,37 +910,26 @@ LogicalResult LinearCrossEntropyOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
   InferDiagnostics diag(loc, getOperationName());
-  FailureOr<nncc::nn::TensorType> x =
-      diag.tensorOfMinRank(adaptor.getX(), "x [..., K]", 2);
-  FailureOr<nncc::nn::TensorType> weight =
-      diag.tensorOfRank(adaptor.getWeight(), "weight", 2);
+  auto operands = inferLinearOperands(
+      diag, adaptor.getX(), adaptor.getWeight(), adaptor.getBias(), 2,
+      "x [..., K]", "weight [V, K] with K = the last dim of x", "bias [V]");
+  if (failed(operands))
+    return failure();
+  auto [x, classes] = *operands;
   FailureOr<nncc::nn::TensorType> target =
       diag.tensor(adaptor.getTarget(), "target");
-  if (failed(x) || failed(weight) || failed(target) ||
-      failed(diag.expectElementType(*weight, x->getElementType(), "weight")) ||
-      failed(diag.expectIndex(*target, "target")))
-    return failure();
-  Dim classes = weight->getDim(0);
-  if (failed(diag.expectShape(*weight, {classes, x->getDims().back()},
-                              "weight [V, K] with K = the last dim of x")) ||
-      failed(diag.expectShape(*target, x->getDims().drop_back(),
+  if (failed(target) || failed(diag.expectIndex(*target, "target")) ||
+      failed(diag.expectShape(*target, x.getDims().drop_back(),
                               "target (the shape of x without K)")))
     return failure();
-  if (Value biasValue = adaptor.getBias()) {
-    FailureOr<nncc::nn::TensorType> bias = diag.tensor(biasValue, "bias");
-    if (failed(bias) ||
-        failed(diag.expectElementType(*bias, x->getElementType(), "bias")) ||
-        failed(diag.expectShape(*bias, {classes}, "bias [V]")))
-      return failure();
-  }
-  inferred.push_back(getScalarType(x->getElementType()));
-  inferred.push_back(*x);
-  inferred.push_back(*weight);
-  inferred.push_back(x->withDims({classes}));
+  inferred.push_back(getScalarType(x.getElementType()));
+  inferred.push_back(x);
+  inferred.push_back(x.withDims({classes, x.getDims().back()}));
+  inferred.push_back(x.withDims({classes}));
   if (adaptor.getWithLogits()) {
-    SmallVector<Dim> dims(x->getDims().drop_back());
+    SmallVector<Dim> dims(x.getDims().drop_back());
     dims.push_back(classes);
-    inferred.push_back(x->withDims(dims));
+    inferred.push_back(x.withDims(dims));
   }
   return success();
 }
