@@ -546,10 +546,7 @@ LogicalResult AxialPositionOp::inferReturnTypes(
       failed(diag.expectElementType(*rows, x->getElementType(), "rows")) ||
       failed(diag.expectElementType(*cols, x->getElementType(), "cols")))
     return failure();
-  auto isStatic = [](nncc::nn::TensorType t) {
-    return llvm::all_of(t.getDims(), [](Dim d) { return d.isStatic(); });
-  };
-  if (!isStatic(*rows) || !isStatic(*cols))
+  if (!isStaticShape(rows->getDims()) || !isStaticShape(cols->getDims()))
     return diag.error("the axial tables must have static shapes, got ", *rows,
                       " and ", *cols);
   if (rows->getDim(1).getSize() != 1 || cols->getDim(0).getSize() != 1)

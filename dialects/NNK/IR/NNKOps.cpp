@@ -334,11 +334,6 @@ LogicalResult SinusoidalPositionOp::verify() {
   return expectDims(*this, getOut(), bufferOf(getX()).getDims(), "out");
 }
 
-/// Every dim is a number (the axial tables are parameters).
-static bool isStaticBuffer(BufferType type) {
-  return llvm::all_of(type.getDims(), [](Dim d) { return d.isStatic(); });
-}
-
 LogicalResult LinearSampleOp::verify() {
   BufferType x = bufferOf(getX()), weight = bufferOf(getWeight());
   if (x.getRank() < 2 || weight.getRank() != 2)
@@ -357,33 +352,36 @@ LogicalResult LinearSampleOp::verify() {
   return success();
 }
 
-LogicalResult AxialPositionOp::verify() {
-  if (failed(expectSameElementType(*this, {getX(), getRows(), getCols(), getOut()})) ||
-      failed(expectRank(*this, getX(), 3, "x")) ||
-      failed(expectRank(*this, getRows(), 3, "rows")) ||
-      failed(expectRank(*this, getCols(), 3, "cols")))
+/// The axial ops' shared layout: `x` [B, T, d1 + d2], `rows` [n1, 1, d1]
+/// and `cols` [1, n2, d2], all of one element type, the tables static.
+static LogicalResult verifyAxialLayout(Operation *op, Value x, Value rows,
+                                       Value cols, StringRef xName,
+                                       StringRef rowsName, StringRef colsName) {
+  if (failed(expectSameElementType(op, {x, rows, cols})) ||
+      failed(expectRank(op, x, 3, xName)) ||
+      failed(expectRank(op, rows, 3, rowsName)) ||
+      failed(expectRank(op, cols, 3, colsName)))
     return failure();
-  BufferType rows = bufferOf(getRows()), cols = bufferOf(getCols());
-  if (!isStaticBuffer(rows) || !isStaticBuffer(cols) ||
-      rows.getDim(1).getSize() != 1 || cols.getDim(0).getSize() != 1)
-    return emitOpError("expected static rows [n1, 1, d1] and cols [1, n2, d2]");
-  Dim e = bufferOf(getX()).getDim(2);
-  if (e.isStatic() && e.getSize() != rows.getDim(2).getSize() + cols.getDim(2).getSize())
-    return emitOpError("x's last dim must be d1 + d2");
+  BufferType r = bufferOf(rows), c = bufferOf(cols);
+  if (!isStaticShape(r.getDims()) || !isStaticShape(c.getDims()) ||
+      r.getDim(1).getSize() != 1 || c.getDim(0).getSize() != 1)
+    return op->emitOpError() << "expected static " << rowsName << " [n1, 1, d1] and "
+                             << colsName << " [1, n2, d2]";
+  Dim e = bufferOf(x).getDim(2);
+  if (e.isStatic() && e.getSize() != r.getDim(2).getSize() + c.getDim(2).getSize())
+    return op->emitOpError() << xName << "'s last dim must be d1 + d2";
+  return success();
+}
+
+LogicalResult AxialPositionOp::verify() {
+  if (failed(verifyAxialLayout(*this, getX(), getRows(), getCols(), "x", "rows", "cols")) ||
+      failed(expectSameElementType(*this, {getX(), getOut()})))
+    return failure();
   return expectDims(*this, getOut(), bufferOf(getX()).getDims(), "out");
 }
 
 LogicalResult AxialPositionGradOp::verify() {
-  if (failed(expectSameElementType(*this, {getDy(), getDrows(), getDcols()})) ||
-      failed(expectRank(*this, getDy(), 3, "dy")) ||
-      failed(expectRank(*this, getDrows(), 3, "drows")) ||
-      failed(expectRank(*this, getDcols(), 3, "dcols")))
-    return failure();
-  BufferType rows = bufferOf(getDrows()), cols = bufferOf(getDcols());
-  if (!isStaticBuffer(rows) || !isStaticBuffer(cols) ||
-      rows.getDim(1).getSize() != 1 || cols.getDim(0).getSize() != 1)
-    return emitOpError("expected static drows [n1, 1, d1] and dcols [1, n2, d2]");
-  return success();
+  return verifyAxialLayout(*this, getDy(), getDrows(), getDcols(), "dy", "drows", "dcols");
 }
 
 LogicalResult MaskTokensOp::verify() {

@@ -104,6 +104,11 @@ std::optional<Dim> broadcastDims(Dim lhs, Dim rhs);
 std::optional<llvm::SmallVector<Dim>> broadcastShapes(llvm::ArrayRef<Dim> lhs,
                                                       llvm::ArrayRef<Dim> rhs);
 
+/// True when every dim is a number (no symbol, no `?`).
+inline bool isStaticShape(llvm::ArrayRef<Dim> shape) {
+  return llvm::all_of(shape, [](Dim d) { return d.isStatic(); });
+}
+
 /// Maps `axis` in [-rank, rank) to [0, rank); std::nullopt when out of
 /// range.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
