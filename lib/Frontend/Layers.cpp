@@ -33,6 +33,16 @@ Result tensorResult(mlir::Value v, SrcLoc l) {
   return FVal::tensor(v, l);
 }
 
+/// The results of `op` as a tuple of tensors (multi-result ops).
+Result tupleResult(mlir::Operation *op, SrcLoc l) {
+  if (!op)
+    return std::nullopt;
+  std::vector<FVal> outs;
+  for (mlir::Value r : op->getResults())
+    outs.push_back(FVal::tensor(r, l));
+  return FVal::tuple(outs, l);
+}
+
 /// A sub-layer path (e.g. "self_attn") for parameters of composite layers.
 LayerInstance sub(const LayerInstance &inst, llvm::StringRef name) {
   LayerInstance s;
@@ -365,9 +375,7 @@ Result lowerCell(Gen &g, const LayerInstance &inst, llvm::ArrayRef<FVal> a,
   if (!op)
     return std::nullopt;
   if (kind == "lstm_cell")
-    return FVal::tuple({FVal::tensor(op->getResult(0), l),
-                        FVal::tensor(op->getResult(1), l)},
-                       l);
+    return tupleResult(op, l);
   return FVal::tensor(op->getResult(0), l);
 }
 
@@ -627,11 +635,7 @@ Result lowerMaskTokens(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
       {g.attrF64("p", a[1].c.asDouble()), g.attrI64("mask_id", a[2].c.i),
        g.attrI64("seed", g.nextSeed())},
       2);
-  if (!op)
-    return std::nullopt;
-  return FVal::tuple({FVal::tensor(op->getResult(0), l),
-                      FVal::tensor(op->getResult(1), l)},
-                     l);
+  return tupleResult(op, l);
 }
 
 /// sample(logits[, rows]): Gumbel-max draws, i32.
@@ -717,12 +721,7 @@ Result lowerSplit(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
       g.create("nn.split", l, {x},
                {g.attrI64("axis", axis), g.attrI64s("sizes", sizes)},
                unsigned(sizes.size()));
-  if (!op)
-    return std::nullopt;
-  std::vector<FVal> outs;
-  for (mlir::Value r : op->getResults())
-    outs.push_back(FVal::tensor(r, l));
-  return FVal::tuple(outs, l);
+  return tupleResult(op, l);
 }
 
 Result lowerTranspose(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
