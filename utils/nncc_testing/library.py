@@ -370,6 +370,17 @@ class Model:
             return load_safetensors(op)
 
 
+def check_grads(name, nn_path, weights, inputs, loss, params):
+    """`nncc run --grad` against torch.autograd: back-propagates the torch
+    `loss` (a float64 graph over the leaf tensors `params`, by parameter
+    name) and checks nncc's loss and every grad.<param>."""
+    loss.backward()
+    g = grad_run(nn_path, weights, inputs)
+    check("%s loss (--grad)" % name, g["loss"], loss.detach())
+    for k, p in params.items():
+        check("%s grad.%s" % (name, k), g["grad." + k], p.grad)
+
+
 def op_seeds(nn_path, op_name):
     """The `seed` attributes of the `op_name` ops (e.g. "nn.sample") of a
     model's nn module, in program order: what a reference needs to redraw

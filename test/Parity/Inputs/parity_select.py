@@ -52,11 +52,7 @@ def select_ops():
     ref = reference(params, tokens, other, keep, x.double())
     for k in ("replaced", "same", "target", "big", "z", "wide", "count", "gen", "loss"):
         nt.check_exact_or_close("select_ops %s" % k, out[k], ref[k].detach())
-    ref["loss"].backward()
-    g = nt.grad_run(m.nn, weights, {k: nt.to_numpy(v) for k, v in inputs.items()})
-    nt.check("select_ops loss (--grad)", g["loss"], ref["loss"].detach())
-    for k, p in params.items():
-        nt.check("select_ops grad.%s" % k, g["grad." + k], p.grad)
+    nt.check_grads("select_ops", m.nn, weights, inputs, ref["loss"], params)
 
 
 if __name__ == "__main__":
