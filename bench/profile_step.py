@@ -3,8 +3,10 @@
 
     /usr/bin/python3 bench/profile_step.py MODEL [-B 16] [-T 128] [--reps 2]
         [--threads 2] [--by launch|class] [--top 20]
+        [--memory-budget X]
 
-Compiles models/MODEL.nn (or a path) with --grad, runs one untimed warm-up
+Compiles models/MODEL.nn (or a path) with --grad (and --memory-budget X for
+the -B/-T binding when given), runs one untimed warm-up
 train_step and --reps timed ones in a child process with NNCC_PROFILE set
 (docs/runtime.md: the generated code's opt-in per-launch timer,
 NNCC_PROFILE_SKIP=1 leaves the warm-up out), and prints seconds per step by
@@ -37,8 +39,12 @@ for name, dt, shape in lib.inputs:
     else:
         inputs[name] = (r.random(shape) < 0.15).astype(np.float32)
 ctx.set_inputs(inputs)
-for _ in range(1 + %(reps)d):
+import time
+ctx.train_step()
+t0 = time.perf_counter()
+for _ in range(%(reps)d):
     ctx.train_step()
+print("wall %%.6f" %% ((time.perf_counter() - t0) / %(reps)d))
 """
 
 
@@ -51,18 +57,24 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--by", choices=["class", "launch"], default="class")
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--memory-budget", help="compile under this budget for the -B/-T binding")
     a = ap.parse_args()
     sys.path.insert(0, os.path.join(ROOT, "utils"))
     import nncc_testing as nt
     src = a.model if a.model.endswith(".nn") else os.path.join(ROOT, "models", a.model + ".nn")
-    so = nt.compile_model(src, ["--grad"])
+    flags = ["--grad"]
+    if a.memory_budget:
+        flags += ["--memory-budget", a.memory_budget, "--dim", "B=%d" % a.B, "--dim", "T=%d" % a.T]
+    so = nt.compile_model(src, flags)
     with tempfile.TemporaryDirectory() as d:
         prof = os.path.join(d, "profile.tsv")
         env = dict(os.environ, NNCC_PROFILE=prof, NNCC_PROFILE_SKIP="1",
                    OMP_NUM_THREADS=str(a.threads), OPENBLAS_NUM_THREADS=str(a.threads))
         code = CHILD % dict(utils=os.path.join(ROOT, "utils"), so=so, reps=a.reps,
                             dims={"B": a.B, "T": a.T})
-        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        wall = float(out.split("wall ")[-1])
         rows = [l.rstrip("\n").split("\t") for l in open(prof) if not l.startswith("#")]
     groups = collections.defaultdict(lambda: [0.0, 0])
     for sec, calls, launch in rows:
@@ -74,8 +86,9 @@ def main():
         groups[key][0] += float(sec) / a.reps
         groups[key][1] += int(calls) // a.reps
     total = sum(v[0] for v in groups.values())
-    print("%s B%d T%d, %d thread(s): %.3f s per step in launches" %
-          (os.path.basename(src), a.B, a.T, a.threads, total))
+    print("%s B%d T%d, %d thread(s)%s: %.3f s per step (wall), %.3f s in launches" %
+          (os.path.basename(src), a.B, a.T, a.threads,
+           ", budget " + a.memory_budget if a.memory_budget else "", wall, total))
     print("| %s | s/step | share | calls/step |\n|---|---|---|---|" % a.by)
     for k, (sec, calls) in sorted(groups.items(), key=lambda kv: -kv[1][0])[:a.top]:
         print("| %s | %.4f | %.1f%% | %d |" % (k, sec, 100 * sec / total, calls))

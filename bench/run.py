@@ -28,6 +28,9 @@ One warm-up, then R timed repetitions: min / median / max; ratio = torch
 median / nncc median (> 1: nncc faster); GFLOP/s from the nominal FLOP count;
 memory: the worker process's peak RSS (VmHWM: imports, weights, inputs and
 runs) and its growth over the RSS just before the first forward, plus nncc's arena size and high-water mark (memory_stats).
+NNCC_BENCH_WORKER_PREFIX (a command and its arguments) runs the nncc worker
+under it: `perf record -g -o F` for a profile, `env LD_PRELOAD=...` to time
+another build's kernel library against the same generated code.
 Installs nothing. Needs Debian's python3-torch and libopenblas0-pthread
 (without it Debian's torch falls back to the reference BLAS).
 """
@@ -228,7 +231,8 @@ def build_torch(kind, s):
 def run_worker(side, kind, cfg, threads):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
                MKL_NUM_THREADS=str(threads), PYTHONPATH=os.path.join(ROOT, "utils"))
-    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", side, kind,
+    pre = os.environ.get("NNCC_BENCH_WORKER_PREFIX", "").split() if side == "nncc" else []
+    p = subprocess.run(pre + [sys.executable, os.path.abspath(__file__), "--worker", side, kind,
                         json.dumps(cfg)], capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError("%s %s worker failed:\n%s%s" % (side, kind, p.stdout, p.stderr))
