@@ -113,10 +113,10 @@ public:
   int indexCheckCode();
   /// A located error at the op: it has no launch on this target, `why`.
   mlir::LogicalResult unsupported(llvm::StringRef why);
-  /// The error of a backward op on CUDA.
+  /// The error of a training op without a CUDA kernel (the model then
+  /// trains on the CPU target only; its CUDA forward is unaffected).
   mlir::LogicalResult cpuOnlyBackward() {
-    return unsupported("has no CUDA kernel yet: backward ops run on the CPU only "
-                       "(compile with --target cpu)");
+    return unsupported("has no CUDA kernel yet, so this model trains on the CPU target only");
   }
 
 protected:

@@ -564,6 +564,16 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
     os << "extern \"C\" nncc_status nncc_" << modelName
        << "_cuda_setup(nncc_model *m, void **state, nncc_error *err);\n";
     os << "extern \"C\" void nncc_" << modelName << "_cuda_teardown(void *state);\n";
+    if (train) {
+      for (const char *fn : {"forward_train_cuda", "backward_cuda"})
+        os << "extern \"C\" nncc_status nncc_" << modelName << "_" << fn
+           << "(nncc_model *m, nncc_error *err);\n";
+      os << "extern \"C\" const char *nncc_" << modelName << "_cuda_train_unsupported(void);\n";
+      os << "extern \"C\" nncc_status nncc_" << modelName
+         << "_grad_sum_squares_cuda(nncc_model *m, double *out, nncc_error *err);\n";
+      os << "extern \"C\" nncc_status nncc_" << modelName
+         << "_update_cuda(nncc_model *m, const nncc_ms_cuda_update *u, nncc_error *err);\n";
+    }
   }
   os << "static nncc_status create(nncc_target target, nncc_model **out, nncc_error *err);\n";
   os << "static const nncc_model_abi kAbi = {\n";
@@ -604,6 +614,14 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
   os << (train ? "forward_train_cpu, backward_cpu,\n" : "NULL, NULL,\n");
   os << trainBegin << ", " << boundaryIndex << ", " << numLaunches
      << ", // launches: forward [0, train_begin), forward_train, backward\n";
+  if (withCuda && train) {
+    std::string p = "nncc_" + modelName + "_";
+    os << p << "forward_train_cuda, " << p << "backward_cuda, " << p
+       << "cuda_train_unsupported,\n"
+       << p << "grad_sum_squares_cuda, " << p << "update_cuda,\n";
+  } else {
+    os << "NULL, NULL, NULL, NULL, NULL, // no CUDA training\n";
+  }
   os.unindent();
   os << "};\n";
   os << "static nncc_status create(nncc_target target, nncc_model **out, nncc_error *err) {\n"
@@ -613,6 +631,29 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
   os << "extern \"C\" NNCC_MODEL_EXPORT const nncc_model_abi *nncc_" << modelName
      << "_get_abi(void) {\n  return &kAbi;\n}\n\n";
   return success();
+}
+
+std::pair<std::vector<Operation *>, std::vector<Operation *>>
+ModelEmitter::trainHalves() const {
+  func::FuncOp fn = train;
+  Block &tb = fn.getBody().front();
+  auto isOutputCopy = [&](Operation &op) {
+    auto copy = dyn_cast<nnk::CopyOp>(op);
+    if (!copy)
+      return false;
+    auto arg = dyn_cast<BlockArgument>(copy.getOut());
+    return arg && arg.getOwner() == &tb && llvm::StringRef(name(arg)).starts_with("out");
+  };
+  std::vector<Operation *> fwd, bwd;
+  bool after = false;
+  for (Operation &op : tb.without_terminator()) {
+    if (&op == boundary) {
+      after = true;
+      continue;
+    }
+    (!after || isOutputCopy(op) ? fwd : bwd).push_back(&op);
+  }
+  return {fwd, bwd};
 }
 
 LogicalResult ModelEmitter::emitForwardPrologue(raw_indented_ostream &os,

@@ -68,6 +68,9 @@ public:
   // VJP builds (nncc-autodiff vjp): the "cotangent.<output>" arguments of
   // train after its inputs, and its "grad.<input>" outputs after grads.
   std::vector<TensorSig> cotangents, inputGrads;
+  /// The top-level ops of forward_train (before the boundary, plus the
+  /// copies into the model's outputs) and of backward (the rest).
+  std::pair<std::vector<mlir::Operation *>, std::vector<mlir::Operation *>> trainHalves() const;
   /// Launch indices: forward [0, trainBegin), forward_train [trainBegin,
   /// boundaryIndex), backward (boundaryIndex, numLaunches).
   int trainBegin = 0, boundaryIndex = 0, numLaunches = 0;

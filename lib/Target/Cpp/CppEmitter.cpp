@@ -150,33 +150,16 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
     f.unindent();
     f << "}\n";
     if (train) {
-      // forward_train: the ops before the boundary (and the copies into
-      // the model's outputs); backward: the rest.
-      Block &tb = train.getBody().front();
-      auto isOutputCopy = [&](Operation &op) {
-        auto copy = dyn_cast<nnk::CopyOp>(op);
-        if (!copy)
-          return false;
-        auto arg = dyn_cast<BlockArgument>(copy.getOut());
-        return arg && arg.getOwner() == &tb &&
-               llvm::StringRef(name(arg)).starts_with("out");
-      };
+      auto [fwdTrain, bwd] = trainHalves();
       for (int half = 0; half < 2; ++half) {
         f << (half == 0 ? "static nncc_status forward_train_cpu(nncc_model *m, nncc_error *err) {\n"
                         : "static nncc_status backward_cpu(nncc_model *m, nncc_error *err) {\n");
         f.indent();
         if (failed(emitForwardPrologue(f, train)))
           return failure();
-        bool after = false;
-        for (Operation &op : tb.without_terminator()) {
-          if (&op == boundary) {
-            after = true;
-            continue;
-          }
-          bool inHalf = half == 0 ? (!after || isOutputCopy(op)) : (after && !isOutputCopy(op));
-          if (inHalf && failed(emitLaunch(f, &op)))
+        for (Operation *op : half == 0 ? fwdTrain : bwd)
+          if (failed(emitLaunch(f, op)))
             return failure();
-        }
         f << "return NNCC_OK;\n";
         f.unindent();
         f << "}\n";

@@ -51,7 +51,6 @@ public:
 
 private:
   std::string scratchCur = "0";           // bytes taken by the current launch
-  std::vector<std::string> scratchNeeds;  // per top-level launch
   /// Emits the ops of a region (nnk.ode_solve / ode_rnn bodies) with the
   /// given names for its block arguments: inner weights become parameter
   /// pointers, inner allocs scratch.
@@ -60,68 +59,187 @@ private:
   LogicalResult emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp op);
   LogicalResult emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp op);
   LogicalResult emitOdeSteps(raw_indented_ostream &os, Operation *op, nnk::ODEMethod method);
+  /// One extern "C" launch sequence nncc_<model>_<fnName> over `ops` of `fn`.
+  LogicalResult emitSequence(raw_indented_ostream &f, StringRef fnName, func::FuncOp fn,
+                             ArrayRef<Operation *> ops);
+  /// forward_train / backward on CUDA and the optimizer functions.
+  LogicalResult emitTraining(raw_indented_ostream &f);
 };
 
-LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
-  if (failed(analyze()))
-    return failure();
-  // The launch sequence first: it decides the scratch and the index checks.
+LogicalResult CudaEmitter::emitSequence(raw_indented_ostream &f, StringRef fnName,
+                                        func::FuncOp fn, ArrayRef<Operation *> ops) {
+  // The launches first: they decide the scratch and the index checks.
   std::string body;
+  std::vector<std::string> scratchNeeds;
+  size_t checksBefore = indexChecks.size();
   {
     llvm::raw_string_ostream bs(body);
     raw_indented_ostream b(bs);
     b.indent();
-    for (Operation &op : forward.getBody().front().without_terminator()) {
+    for (Operation *op : ops) {
       scratchCur = "0";
-      if (failed(emitLaunch(b, &op)))
+      if (failed(emitLaunch(b, op)))
         return failure();
       if (scratchCur != "0")
         scratchNeeds.push_back(scratchCur);
     }
   }
-  std::string fwd;
-  {
-    llvm::raw_string_ostream fs(fwd);
-    raw_indented_ostream f(fs);
-    f << "extern \"C\" nncc_status nncc_" << modelName
-      << "_forward_cuda(nncc_model *m, nncc_error *err) {\n";
-    f.indent();
-    f << "cudaStream_t stream = (cudaStream_t)nncc_ms_cuda_stream(m);\n";
-    f << "NNCCCudaState *st = (NNCCCudaState *)nncc_ms_cuda_state(m);\n";
-    f << "if (!st)\n"
-         "  return nncc_error_set(err, NNCC_ERROR_INTERNAL, \"CUDA state missing (cuda_setup not run)\");\n";
-    f << "cublasHandle_t blas = st->blas; (void)blas;\n";
-    f << "NNCC_CUBLAS_CHECK(cublasSetStream(blas, stream), \"cublasSetStream\");\n";
-    f << "const real_t one = 1, zero = 0; (void)one; (void)zero;\n";
-    if (failed(emitForwardPrologue(f)))
-      return failure();
+  f << "extern \"C\" nncc_status nncc_" << modelName << "_" << fnName
+    << "(nncc_model *m, nncc_error *err) {\n";
+  f.indent();
+  f << "cudaStream_t stream = (cudaStream_t)nncc_ms_cuda_stream(m);\n";
+  f << "NNCCCudaState *st = (NNCCCudaState *)nncc_ms_cuda_state(m);\n";
+  f << "if (!st)\n"
+       "  return nncc_error_set(err, NNCC_ERROR_INTERNAL, \"CUDA state missing (cuda_setup not run)\");\n";
+  f << "cublasHandle_t blas = st->blas; (void)blas;\n";
+  f << "NNCC_CUBLAS_CHECK(cublasSetStream(blas, stream), \"cublasSetStream\");\n";
+  f << "const real_t one = 1, zero = 0; (void)one; (void)zero;\n";
+  if (failed(emitForwardPrologue(f, fn)))
+    return failure();
+  if (!scratchNeeds.empty()) {
     f << "// Kernel scratch: the most any single launch needs for these dims.\n";
     f << "uint64_t scratch_bytes = 0;\n";
     for (const std::string &need : scratchNeeds)
       f << "scratch_bytes = std::max<uint64_t>(scratch_bytes, (uint64_t)(" << need << "));\n";
     f << "NNCC_CUDA_CHECK(nncc_gen_ensure_scratch(st, scratch_bytes, stream), "
          "\"allocating the CUDA kernel scratch\");\n";
-    f << "char *nncc_scratch = (char *)st->scratch; (void)nncc_scratch;\n";
-    f << "NNCC_CUDA_CHECK(cudaMemsetAsync(st->flag, 0, sizeof(int), stream), "
-         "\"clearing the index-check flag\");\n";
-    f.unindent();
-    f << body;
-    f.indent();
-    if (!indexChecks.empty()) {
-      f << "// Index checks of the launches above (embedding, cross-entropy targets).\n";
-      f << "int flag = 0;\n";
-      f << "NNCC_CUDA_CHECK(cudaMemcpyAsync(&flag, st->flag, sizeof(int), "
-           "cudaMemcpyDeviceToHost, stream), \"reading the index-check flag\");\n";
-      f << "NNCC_CUDA_CHECK(cudaStreamSynchronize(stream), \"synchronizing the stream\");\n";
-      f << "switch (flag) {\n";
-      for (auto &[code, what] : indexChecks)
-        f << "case " << code << ":\n  return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "
-          << "\"%s: an index input is out of range\", " << cString(what) << ");\n";
-      f << "default:\n  break;\n}\n";
-    }
-    f << "return NNCC_OK;\n";
-    f.unindent();
-    f << "}\n";
+    f << "char *nncc_scratch = (char *)st->scratch;\n";
+  }
+  f << "NNCC_CUDA_CHECK(cudaMemsetAsync(st->flag, 0, sizeof(int), stream), "
+       "\"clearing the index-check flag\");\n";
+  f.unindent();
+  f << body;
+  f.indent();
+  if (indexChecks.size() > checksBefore) {
+    f << "// Index checks of the launches above (embedding, cross-entropy targets).\n";
+    f << "int flag = 0;\n";
+    f << "NNCC_CUDA_CHECK(cudaMemcpyAsync(&flag, st->flag, sizeof(int), "
+         "cudaMemcpyDeviceToHost, stream), \"reading the index-check flag\");\n";
+    f << "NNCC_CUDA_CHECK(cudaStreamSynchronize(stream), \"synchronizing the stream\");\n";
+    f << "switch (flag) {\n";
+    for (size_t i = checksBefore; i < indexChecks.size(); ++i)
+      f << "case " << indexChecks[i].first
+        << ":\n  return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "
+        << "\"%s: an index input is out of range\", " << cString(indexChecks[i].second)
+        << ");\n";
+    f << "default:\n  break;\n}\n";
+  }
+  f << "return NNCC_OK;\n";
+  f.unindent();
+  f << "}\n";
+  return success();
+}
+
+LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
+  // Emitted as a unit: the first launch without a CUDA kernel makes the
+  // whole training path unavailable (the reason goes into the library, the
+  // kernels it had generated are dropped), the forward stays.
+  std::string text, kernelsBefore = generatedKernels;
+  int kernelsCount = numKernels;
+  size_t checksBefore = indexChecks.size();
+  std::string why;
+  LogicalResult ok = success();
+  {
+    ScopedDiagnosticHandler capture(module.getContext(), [&](Diagnostic &d) {
+      if (why.empty() && d.getSeverity() == DiagnosticSeverity::Error) {
+        std::string loc = locString(d.getLocation());
+        why = (loc.empty() ? "" : loc + ": ") + d.str();
+      }
+      return success();
+    });
+    llvm::raw_string_ostream ts(text);
+    raw_indented_ostream t(ts);
+    auto [fwd, bwd] = trainHalves();
+    ok = success(succeeded(emitSequence(t, "forward_train_cuda", train, fwd)) &&
+                 succeeded(emitSequence(t, "backward_cuda", train, bwd)));
+  }
+  f << "// CUDA training: forward_train and backward (the CPU pair's split), the\n"
+       "// global gradient norm and the optimizer update over every parameter.\n";
+  if (failed(ok)) {
+    generatedKernels = kernelsBefore;
+    numKernels = kernelsCount;
+    indexChecks.resize(checksBefore);
+    f << "extern \"C\" const char *nncc_" << modelName << "_cuda_train_unsupported(void) {\n"
+      << "  return " << cString(why.empty() ? "a launch has no CUDA kernel" : why) << ";\n}\n";
+    f << "extern \"C\" nncc_status nncc_" << modelName
+      << "_forward_train_cuda(nncc_model *m, nncc_error *err) {\n  (void)m;\n"
+      << "  return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED, \"%s\", nncc_" << modelName
+      << "_cuda_train_unsupported());\n}\n";
+    f << "extern \"C\" nncc_status nncc_" << modelName
+      << "_backward_cuda(nncc_model *m, nncc_error *err) {\n"
+      << "  return nncc_" << modelName << "_forward_train_cuda(m, err);\n}\n";
+  } else {
+    f << "extern \"C\" const char *nncc_" << modelName
+      << "_cuda_train_unsupported(void) {\n  return NULL;\n}\n";
+    f << text;
+  }
+  // The optimizer: parameters have static shapes.
+  f << "static const int64_t kParamNumel[] = {";
+  for (size_t i = 0; i < params.size(); ++i) {
+    int64_t n = 1;
+    for (auto d : params[i].type.getDims())
+      n *= d.getSize();
+    f << (i ? ", " : "") << n;
+  }
+  f << (params.empty() ? "0" : "") << "};\n";
+  f << "extern \"C\" nncc_status nncc_" << modelName
+    << "_grad_sum_squares_cuda(nncc_model *m, double *out, nncc_error *err) {\n";
+  f.indent();
+  f << "cudaStream_t stream = (cudaStream_t)nncc_ms_cuda_stream(m);\n"
+       "NNCCCudaState *st = (NNCCCudaState *)nncc_ms_cuda_state(m);\n"
+       "const int32_t n = " << params.size() << ";\n"
+       "// Per-CTA partials of every parameter, then one ordered sum.\n"
+       "const uint64_t bytes = (uint64_t)n * kSumSquaresBlocks * sizeof(double) + sizeof(double);\n"
+       "NNCC_CUDA_CHECK(nncc_gen_ensure_scratch(st, bytes, stream), \"allocating the norm scratch\");\n"
+       "double *partials = (double *)st->scratch, *total = partials + (uint64_t)n * kSumSquaresBlocks;\n"
+       "for (int32_t i = 0; i < n; ++i)\n"
+       "  NNCC_CUDA_CHECK((launch_sum_squares_partials<real_t>(kParamNumel[i], (const real_t *)nncc_ms_grad(m, i), "
+       "partials + (uint64_t)i * kSumSquaresBlocks, stream)), \"the gradient norm\");\n"
+       "NNCC_CUDA_CHECK(launch_sum_partials((int64_t)n * kSumSquaresBlocks, partials, total, stream), "
+       "\"the gradient norm\");\n"
+       "NNCC_CUDA_CHECK(cudaMemcpyAsync(out, total, sizeof(double), cudaMemcpyDeviceToHost, stream), "
+       "\"reading the gradient norm\");\n"
+       "NNCC_CUDA_CHECK(cudaStreamSynchronize(stream), \"synchronizing the stream\");\n"
+       "return NNCC_OK;\n";
+  f.unindent();
+  f << "}\n";
+  f << "extern \"C\" nncc_status nncc_" << modelName
+    << "_update_cuda(nncc_model *m, const nncc_ms_cuda_update *u, nncc_error *err) {\n";
+  f.indent();
+  f << "cudaStream_t stream = (cudaStream_t)nncc_ms_cuda_stream(m);\n"
+       "for (int32_t i = 0; i < " << params.size() << "; ++i) {\n"
+       "  real_t *p = (real_t *)nncc_ms_param(m, i);\n"
+       "  const real_t *g = (const real_t *)nncc_ms_grad(m, i);\n"
+       "  if (u->optimizer == NNCC_OPTIM_SGD)\n"
+       "    NNCC_CUDA_CHECK((launch_sgd_step<real_t>(kParamNumel[i], p, g, (real_t *)u->state1[i], "
+       "u->grad_scale, u->lr[i], u->momentum, u->weight_decay[i], u->nesterov, u->first, stream)), "
+       "\"the SGD update\");\n"
+       "  else\n"
+       "    NNCC_CUDA_CHECK((launch_adam_step<real_t>(kParamNumel[i], p, g, (real_t *)u->state1[i], "
+       "(real_t *)u->state2[i], u->grad_scale, u->lr[i], u->beta1, u->beta2, u->eps, "
+       "u->weight_decay[i], u->optimizer == NNCC_OPTIM_ADAMW, u->step, stream)), "
+       "\"the Adam update\");\n"
+       "}\n"
+       "return NNCC_OK;\n";
+  f.unindent();
+  f << "}\n";
+  return success();
+}
+
+LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
+  if (failed(analyze()))
+    return failure();
+  std::string fwd;
+  {
+    llvm::raw_string_ostream fs(fwd);
+    raw_indented_ostream f(fs);
+    SmallVector<Operation *> ops;
+    for (Operation &op : forward.getBody().front().without_terminator())
+      ops.push_back(&op);
+    if (failed(emitSequence(f, "forward_cuda", forward, ops)))
+      return failure();
+    if (train && failed(emitTraining(f)))
+      return failure();
   }
   os << "// Generated by nncc from model '" << modelName
      << "': the CUDA launch sequence. Do not edit.\n"
@@ -134,6 +252,8 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
      << "#include \"nncc/Kernels/CUDA/Data.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Tokens.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Ode.cuh\"\n"
+     << "#include \"nncc/Kernels/CUDA/Optim.cuh\"\n"
+     << "#include \"nncc/Kernels/CUDA/Backward.cuh\"\n"
      << "#include <cublas_v2.h>\n#include <cuda_runtime.h>\n#include <math.h>\n"
      << "#include <algorithm>\n\n";
   os << "#ifdef NNCC_PRECISION_F64\n"

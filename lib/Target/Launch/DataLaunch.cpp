@@ -113,12 +113,14 @@ LogicalResult emitSlice(LaunchEmitter &e, nnk::SliceOp o) {
 }
 
 LogicalResult emitSliceGrad(LaunchEmitter &e, nnk::SliceGradOp o) {
-  if (e.isCuda())
-    return e.cpuOnlyBackward();
   auto n = e.numel(o.getOut());
   if (failed(n))
     return failure();
-  e.out() << "memset(" << e.name(o.getOut()) << ", 0, " << *n << " * sizeof(real_t));\n";
+  if (e.isCuda())
+    e.out() << e.checked("cudaMemsetAsync(" + e.name(o.getOut()) + ", 0, " + *n +
+                         " * sizeof(real_t), stream)");
+  else
+    e.out() << "memset(" << e.name(o.getOut()) << ", 0, " << *n << " * sizeof(real_t));\n";
   return emitSliceCopy(e, o.getOut(), o.getDy(), o.getStarts(), o.getSteps(), o.getSqueeze(),
                        /*intoWhole=*/true);
 }
@@ -211,8 +213,6 @@ LogicalResult emitReduce(LaunchEmitter &e, nnk::ReduceOp o) {
 }
 
 LogicalResult emitReduceToShape(LaunchEmitter &e, nnk::ReduceToShapeOp o) {
-  if (e.isCuda())
-    return e.cpuOnlyBackward();
   auto tx = e.bufferType(o.getX()), ty = e.bufferType(o.getOut());
   int64_t r = tx.getRank(), ry = ty.getRank();
   if (r == 0) {
@@ -232,14 +232,28 @@ LogicalResult emitReduceToShape(LaunchEmitter &e, nnk::ReduceToShapeOp o) {
 }
 
 LogicalResult emitBroadcastAxes(LaunchEmitter &e, nnk::BroadcastAxesOp o) {
-  if (e.isCuda())
-    return e.cpuOnlyBackward();
   auto shape = e.shape(o.getOut());
   if (failed(shape))
     return failure();
   uint32_t mask = 0;
   for (int64_t a : o.getAxes())
     mask |= 1u << a;
+  if (e.isCuda()) {
+    if (shape->size() > 16)
+      return e.op()->emitError("the CUDA nnk.broadcast_axes serves rank <= 16");
+    e.out() << "{\n";
+    e.out().indent();
+    e.out() << "ReduceNd r{};\n";
+    e.out() << "r.rank = " << shape->size() << ";\n";
+    e.out() << "r.mask = " << mask << "u;\n";
+    for (size_t d = 0; d < shape->size(); ++d)
+      e.out() << "r.shape[" << d << "] = " << (*shape)[d] << ";\n";
+    e.out() << e.checked("launch_broadcast_axes<real_t>(r, " + LaunchEmitter::flag(o.getMean()) + ", " +
+                         e.name(o.getDy()) + ", " + e.name(o.getOut()) + ", stream)");
+    e.out().unindent();
+    e.out() << "}\n";
+    return success();
+  }
   e.out() << "{\n  const int64_t shape[] = {"
           << (shape->empty() ? std::string("1") : llvm::join(*shape, ", "))
           << "};\n  nncc::grad::broadcast_axes<real_t>(" << shape->size() << ", shape, " << mask
@@ -267,12 +281,19 @@ LogicalResult emitEmbedding(LaunchEmitter &e, nnk::EmbeddingOp o) {
 }
 
 LogicalResult emitEmbeddingGrad(LaunchEmitter &e, nnk::EmbeddingGradOp o) {
-  if (e.isCuda())
-    return e.cpuOnlyBackward();
   auto n = e.numel(o.getIndices());
   auto V = e.dim(o.getOut(), 0), E = e.dim(o.getOut(), 1);
   if (failed(n) || failed(V) || failed(E))
     return failure();
+  if (e.isCuda()) {
+    auto index = e.cType(e.bufferType(o.getIndices()).getElementType());
+    if (failed(index))
+      return failure();
+    e.call({"launch_embedding_backward<real_t, " + *index + ">",
+            {*n, *V, *E, e.name(o.getIndices()), e.name(o.getDy()), "-1", e.name(o.getOut()),
+             "stream"}});
+    return success();
+  }
   bool i32 = e.bufferType(o.getIndices()).getElementType().isInteger(32);
   e.call({i32 ? "NNCC_KFN(nncc_embedding_backward_i32)" : "NNCC_KFN(nncc_embedding_backward)",
           {*n, *V, *E, e.name(o.getIndices()), e.name(o.getDy()), "-1", e.name(o.getOut())}});

@@ -92,13 +92,20 @@ LogicalResult emitMatmul(LaunchEmitter &e, nnk::MatmulOp o) {
 }
 
 LogicalResult emitLinearWeightGrad(LaunchEmitter &e, nnk::LinearWeightGradOp o) {
-  if (e.isCuda())
-    return e.cpuOnlyBackward();
   auto rows = e.numel(o.getDy(), 0, e.bufferType(o.getDy()).getRank() - 1);
   auto N = e.dim(o.getDy(), -1), K = e.dim(o.getX(), -1);
   if (failed(rows) || failed(N) || failed(K))
     return failure();
-  // dW[N, K] = dy^T x.
+  // dW[N, K] = dy^T x. Column-major, that is dW^T [K, N] = x^T dy: x as
+  // stored is x^T (K x rows), dy as stored is dy^T (N x rows), transposed.
+  if (e.isCuda()) {
+    e.out() << "NNCC_CUBLAS_CHECK(NNCC_CUBLAS_GEMM(blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)" << *K
+            << ", (int)" << *N << ", (int)" << *rows << ", &one, " << e.name(o.getX())
+            << ", (int)" << *K << ", " << e.name(o.getDy()) << ", (int)" << *N << ", &zero, "
+            << e.name(o.getOut()) << ", (int)" << *K << "), "
+            << cString(e.launchComment(e.op())) << ");\n";
+    return success();
+  }
   e.call({"NNCC_KFN(nncc_gemm)",
           {"1", "0", *N, *K, *rows, "(real_t)1", e.name(o.getDy()), *N, e.name(o.getX()), *K,
            "(real_t)0", e.name(o.getOut()), *K}});

@@ -98,13 +98,35 @@ LogicalResult emitLoss(LaunchEmitter &e, nnk::LossOp o) {
 }
 
 LogicalResult emitLossGrad(LaunchEmitter &e, nnk::LossGradOp o) {
-  if (e.isCuda())
-    return e.cpuOnlyBackward();
   FailureOr<LossShape> s = lossShape(e, o.getKind(), o.getInput(), o.getTarget());
   if (failed(s))
     return failure();
   std::string input = e.name(o.getInput()), target = e.name(o.getTarget()),
               dloss = e.name(o.getDloss()), out = e.name(o.getOut());
+  if (e.isCuda()) {
+    // The targets are read as they are (i32 or i64), as by the forward.
+    switch (o.getKind()) {
+    case nnk::LossKind::mse:
+      e.call({"launch_mse_loss_backward<real_t>", {s->count, input, target, dloss, out, "stream"}});
+      break;
+    case nnk::LossKind::cross_entropy: {
+      auto index = e.cType(e.bufferType(o.getTarget()).getElementType());
+      if (failed(index))
+        return failure();
+      std::string ws = e.workspace("cross_entropy_backward_scratch_bytes()");
+      e.call({"launch_cross_entropy_backward<real_t, " + *index + ">",
+              {s->count, s->classes, input, target, std::to_string(o.getIgnoreIndex()), dloss,
+               out, ws, "stream"}});
+      break;
+    }
+    case nnk::LossKind::bce_with_logits:
+      e.call({"launch_bce_with_logits_backward<real_t>",
+              {s->count, s->classes, input, target, e.nameOr(o.getPosWeight(), "const real_t *"),
+               dloss, out, "stream"}});
+      break;
+    }
+    return success();
+  }
   switch (o.getKind()) {
   case nnk::LossKind::mse:
     e.call({"NNCC_KFN(nncc_mse_loss_backward)", {s->count, input, target, dloss, out, "NULL"}});

@@ -27,12 +27,19 @@ LogicalResult emitLayerNorm(LaunchEmitter &e, nnk::LayerNormOp o) {
 }
 
 LogicalResult emitLayerNormGrad(LaunchEmitter &e, nnk::LayerNormGradOp o) {
-  if (e.isCuda())
-    return e.cpuOnlyBackward();
   auto rows = e.numel(o.getX(), 0, e.bufferType(o.getX()).getRank() - 1);
   auto n = e.dim(o.getX(), -1);
   if (failed(rows) || failed(n))
     return failure();
+  if (e.isCuda()) {
+    std::string ws = e.workspace("layer_norm_backward_scratch_bytes(" + *rows + ")");
+    e.call({"launch_layer_norm_backward<real_t>",
+            {*rows, *n, e.name(o.getX()), "(const real_t *)NULL",
+             e.nameOr(o.getWeight(), "const real_t *"), fmtDouble(o.getEps()), e.name(o.getDy()),
+             "(const real_t *)NULL", e.name(o.getDx()), e.nameOr(o.getDweight(), "real_t *"),
+             "(real_t *)NULL", ws, "stream"}});
+    return success();
+  }
   e.call({"NNCC_KFN(nncc_layer_norm_backward)",
           {*rows, *n, e.name(o.getX()), "NULL", e.nameOrNull(o.getWeight()), "NULL", "NULL",
            fmtDouble(o.getEps()), e.name(o.getDy()), "NULL", e.name(o.getDx()),

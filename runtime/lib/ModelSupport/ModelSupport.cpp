@@ -64,6 +64,7 @@ struct Tensor {
   uint64_t generation = 0; // forward count when it was set
   nncc_CUdeviceptr device = 0;
   uint64_t deviceCapacity = 0;
+  bool hostStale = false; // CUDA: the device copy is newer (gradients)
   // Caller-owned memory (bind, CPU target): used instead of `host`.
   void *bound = nullptr;
   std::vector<int64_t> boundShape; // outputs, gradients, cotangents: checked per run
@@ -83,6 +84,7 @@ struct nncc_model {
   std::vector<int64_t> dims;   // dims of the running/last forward
   uint64_t generation = 0;     // completed forward calls
   bool paramsDirty = true;     // device copy out of date
+  bool paramsHostStale = false; // CUDA: a train_step updated the device copy
   bool outputsValid = false;
   std::vector<Tensor> grads;   // "grad.<param>" (training)
   // VJP libraries: the backward's seeds and the gradients of float inputs.
@@ -91,6 +93,7 @@ struct nncc_model {
   bool gradsValid = false;
   // Optimizer state (train_step): moments / momentum buffers per parameter.
   std::vector<HostBuffer> optM, optV;
+  std::vector<Tensor> cudaOptM, cudaOptV; // the same, on the device (CUDA)
   int64_t optStep = 0;
   nncc_train_stats stats{};
 
@@ -221,11 +224,94 @@ nncc_status ensureDevice(nncc_model *m, Tensor &t, uint64_t bytes, const char *w
   return NNCC_OK;
 }
 
+/// CUDA: copies the parameters back to the host after train_step updated
+/// them on the device (before anything reads or partly rewrites them there).
+nncc_status syncParamsToHost(nncc_model *m, nncc_error *err) {
+  if (m->target != NNCC_TARGET_CUDA || !m->paramsHostStale)
+    return NNCC_OK;
+  for (int32_t i = 0; i < m->abi->num_params; ++i) {
+    Tensor &p = m->params[i];
+    if (nncc_status s = nncc_cuda_memcpy_dtoh(m->cuda, p.data(), p.device, p.bytes, nullptr, err))
+      return nncc_error_prefix(err, "copying parameter '%s' to the host: ",
+                               m->abi->params[i].name),
+             s;
+  }
+  m->paramsHostStale = false;
+  return NNCC_OK;
+}
+
+/// CUDA: the host copy of a device result (a gradient), when it is stale.
+nncc_status syncToHost(nncc_model *m, Tensor &t, const char *name, nncc_error *err) {
+  if (!t.hostStale)
+    return NNCC_OK;
+  if (nncc_status s = nncc_cuda_memcpy_dtoh(m->cuda, t.data(), t.device, t.bytes, nullptr, err))
+    return nncc_error_prefix(err, "copying '%s' to the host: ", name), s;
+  t.hostStale = false;
+  return NNCC_OK;
+}
+
+/// CUDA, before a launch sequence: the parameters (when the host copy
+/// changed) and the inputs to the device, room for the outputs.
+nncc_status prepareDevice(nncc_model *m, nncc_error *e) {
+  const nncc_model_abi *abi = m->abi;
+  if (m->paramsDirty) {
+    for (int32_t i = 0; i < abi->num_params; ++i)
+      if (nncc_status s = nncc_cuda_memcpy_htod(m->cuda, m->params[i].device,
+                                                m->params[i].data(), m->params[i].bytes,
+                                                m->stream, e))
+        return s;
+    m->paramsDirty = false;
+  }
+  for (int32_t i = 0; i < abi->num_inputs; ++i) {
+    Tensor &t = m->inputs[i];
+    if (nncc_status s = ensureDevice(m, t, t.bytes, abi->inputs[i].name, e))
+      return s;
+    if (nncc_status s = nncc_cuda_memcpy_htod(m->cuda, t.device, t.data(), t.bytes, m->stream, e))
+      return s;
+  }
+  for (int32_t i = 0; i < abi->num_outputs; ++i)
+    if (nncc_status s = ensureDevice(m, m->outputs[i], m->outputs[i].bytes,
+                                     abi->outputs[i].name, e))
+      return s;
+  return NNCC_OK;
+}
+
+/// CUDA: device memory for the tensors of a table (gradients, cotangents),
+/// and with `upload` their host values copied there.
+nncc_status deviceTensors(nncc_model *m, std::vector<Tensor> &ts, const nncc_tensor_info *infos,
+                          bool upload, nncc_error *e) {
+  for (size_t i = 0; i < ts.size(); ++i) {
+    Tensor &t = ts[i];
+    if (nncc_status s = ensureDevice(m, t, t.bytes, infos[i].name, e))
+      return s;
+    t.hostStale = false;
+    if (upload && t.bytes)
+      if (nncc_status s = nncc_cuda_memcpy_htod(m->cuda, t.device, t.data(), t.bytes,
+                                                m->stream, e))
+        return s;
+  }
+  return NNCC_OK;
+}
+
+/// CUDA, after a launch sequence: waits for it, then copies the outputs to
+/// the host.
+nncc_status finishDevice(nncc_model *m, nncc_error *e) {
+  if (nncc_status s = nncc_stream_synchronize(m->stream, e))
+    return s;
+  for (int32_t i = 0; i < m->abi->num_outputs; ++i)
+    if (nncc_status s = nncc_cuda_memcpy_dtoh(m->cuda, m->outputs[i].data(),
+                                              m->outputs[i].device, m->outputs[i].bytes,
+                                              nullptr, e))
+      return s;
+  return NNCC_OK;
+}
+
 void releaseCuda(nncc_model *m) {
   if (m->cudaState && m->def->cuda_teardown)
     m->def->cuda_teardown(m->cudaState);
   m->cudaState = nullptr;
-  for (auto *group : {&m->inputs, &m->params, &m->outputs})
+  for (auto *group : {&m->inputs, &m->params, &m->outputs, &m->grads, &m->cotangents,
+                      &m->inputGrads, &m->cudaOptM, &m->cudaOptV})
     for (Tensor &t : *group)
       if (t.device) {
         nncc_cuda_free(m->cuda, t.device, nullptr);
@@ -484,6 +570,9 @@ nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *er
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "load_weights: path is NULL");
   ErrorSlot slot(err);
   nncc_error *e = slot.e;
+  // A failed load keeps the current values, which may live on the device.
+  if (nncc_status s = syncParamsToHost(m, e))
+    return nncc_error_prefix(e, "load_weights: "), s;
   nncc_safetensors *file = nullptr;
   if (nncc_status s = nncc_safetensors_open(path, &file, e)) {
     nncc_error_prefix(e, "loading weights from '%s': ", path);
@@ -533,6 +622,9 @@ nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *er
 nncc_status nncc_ms_init_weights(nncc_model *m, uint64_t seed, nncc_error *err) {
   if (nncc_status s = checkModel(m, "init_weights", err))
     return s;
+  // Parameters without an initialiser keep their values.
+  if (nncc_status s = syncParamsToHost(m, err))
+    return nncc_error_prefix(err, "init_weights: "), s;
   const nncc_model_abi *abi = m->abi;
   for (int32_t i = 0; i < abi->num_params; ++i) {
     const nncc_tensor_info &info = abi->params[i];
@@ -612,6 +704,8 @@ nncc_status nncc_ms_save_weights(nncc_model *m, const char *path, nncc_error *er
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "save_weights: path is NULL");
   ErrorSlot slot(err);
   nncc_error *e = slot.e;
+  if (nncc_status s = syncParamsToHost(m, e))
+    return nncc_error_prefix(e, "save_weights: "), s;
   nncc_safetensors_writer *w = nullptr;
   if (nncc_status s = nncc_safetensors_writer_create(&w, e))
     return s;
@@ -784,9 +878,17 @@ nncc_status nncc_ms_forward_train(nncc_model *m, nncc_error *err) {
     return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
                           "forward_train: '%s' was compiled without gradients (nncc "
                           "compile --grad)", m->abi->model_name);
-  if (m->target != NNCC_TARGET_CPU)
-    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
-                          "forward_train: training runs on the CPU target only so far");
+  if (m->target == NNCC_TARGET_CUDA) {
+    const char *why = !m->def->forward_train_cuda
+                          ? "the library was compiled without CUDA training code"
+                      : m->def->cuda_train_unsupported ? m->def->cuda_train_unsupported()
+                                                       : nullptr;
+    if (why)
+      return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                            "forward_train: '%s' cannot train on CUDA: %s; train it with "
+                            "NNCC_TARGET_CPU",
+                            m->abi->model_name, why);
+  }
   return runModel(m, RunKind::Train, err);
 }
 
@@ -804,8 +906,20 @@ nncc_status nncc_ms_backward(nncc_model *m, nncc_error *err) {
   ErrorSlot slot(err);
   m->gradsValid = false;
   nncc_status s = claimRegions(m, m->def->boundary + 1, m->def->num_launches, slot.e);
-  if (!s)
+  if (!s && m->target == NNCC_TARGET_CUDA) {
+    // Cotangents were set on the host after forward_train; the gradients
+    // stay on the device until something reads them (get_output).
+    s = deviceTensors(m, m->cotangents, m->abi->cotangents, /*upload=*/true, slot.e);
+    if (!s)
+      s = m->def->backward_cuda(m, slot.e);
+    if (!s)
+      s = nncc_stream_synchronize(m->stream, slot.e);
+    for (auto *group : {&m->grads, &m->inputGrads})
+      for (Tensor &t : *group)
+        t.hostStale = !s;
+  } else if (!s) {
     s = m->def->backward_cpu(m, slot.e);
+  }
   if (s) {
     m->trainReady = false;
     nncc_error_prefix(slot.e, "backward of '%s': ", m->abi->model_name);
@@ -826,9 +940,12 @@ uint64_t nncc_ms_dropout_offset(const nncc_model *m) {
   return m ? static_cast<uint64_t>(m->optStep) << 40 : 0;
 }
 
-void *nncc_ms_grad(nncc_model *m, int32_t i) { return m->grads[i].data(); }
-void *nncc_ms_cotangent(nncc_model *m, int32_t i) { return m->cotangents[i].data(); }
-void *nncc_ms_input_grad(nncc_model *m, int32_t i) { return m->inputGrads[i].data(); }
+static void *tensorData(nncc_model *m, Tensor &t) {
+  return m->target == NNCC_TARGET_CUDA ? reinterpret_cast<void *>(t.device) : t.data();
+}
+void *nncc_ms_grad(nncc_model *m, int32_t i) { return tensorData(m, m->grads[i]); }
+void *nncc_ms_cotangent(nncc_model *m, int32_t i) { return tensorData(m, m->cotangents[i]); }
+void *nncc_ms_input_grad(nncc_model *m, int32_t i) { return tensorData(m, m->inputGrads[i]); }
 
 nncc_status nncc_ms_bind(nncc_model *m, int32_t binding, const char *name, nncc_dtype dtype,
                          int32_t rank, const int64_t *shape, void *data, nncc_error *err) {
@@ -1120,8 +1237,19 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
     if (nncc_status vs = prepareVJP(m, e))
       return nncc_error_prefix(e, "forward_train: "), vs;
     s = claimRegions(m, m->def->train_begin, m->def->boundary, e);
-    if (!s)
+    if (!s && m->target == NNCC_TARGET_CUDA) {
+      s = prepareDevice(m, e);
+      if (!s)
+        s = deviceTensors(m, m->grads, abi->grads, /*upload=*/false, e);
+      if (!s)
+        s = deviceTensors(m, m->inputGrads, abi->input_grads, /*upload=*/false, e);
+      if (!s)
+        s = m->def->forward_train_cuda(m, e);
+      if (!s)
+        s = finishDevice(m, e);
+    } else if (!s) {
       s = m->def->forward_train_cpu(m, e);
+    }
   } else if ((s = claimRegions(m, 0, m->def->train_begin, e))) {
     // An arena region beyond the capacity: the plan is broken.
   } else if (m->target == NNCC_TARGET_CPU) {
@@ -1129,28 +1257,11 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
             ? m->def->forward_cpu(m, e)
             : nncc_error_set(e, NNCC_ERROR_UNSUPPORTED, "no CPU code in this library");
   } else {
-    if (m->paramsDirty) {
-      for (int32_t i = 0; i < abi->num_params && !s; ++i)
-        s = nncc_cuda_memcpy_htod(m->cuda, m->params[i].device, m->params[i].data(),
-                                  m->params[i].bytes, m->stream, e);
-      if (!s)
-        m->paramsDirty = false;
-    }
-    for (int32_t i = 0; i < abi->num_inputs && !s; ++i) {
-      Tensor &t = m->inputs[i];
-      s = ensureDevice(m, t, t.bytes, abi->inputs[i].name, e);
-      if (!s)
-        s = nncc_cuda_memcpy_htod(m->cuda, t.device, t.data(), t.bytes, m->stream, e);
-    }
-    for (int32_t i = 0; i < abi->num_outputs && !s; ++i)
-      s = ensureDevice(m, m->outputs[i], m->outputs[i].bytes, abi->outputs[i].name, e);
+    s = prepareDevice(m, e);
     if (!s)
       s = m->def->forward_cuda(m, e);
     if (!s)
-      s = nncc_stream_synchronize(m->stream, e);
-    for (int32_t i = 0; i < abi->num_outputs && !s; ++i)
-      s = nncc_cuda_memcpy_dtoh(m->cuda, m->outputs[i].data(), m->outputs[i].device,
-                                m->outputs[i].bytes, nullptr, e);
+      s = finishDevice(m, e);
   }
   if (s) {
     nncc_error_prefix(e, "forward of '%s': ", abi->model_name);
@@ -1184,6 +1295,8 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
         return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
                               "get_output '%s': no successful backward since the last "
                               "forward, input, cotangent or weight change", name);
+      if (nncc_status s = syncToHost(m, (*tensors)[g], name, err))
+        return nncc_error_prefix(err, "get_output: "), s;
       if (dtype)
         *dtype = infos[g].dtype;
       if (rank)
@@ -1238,9 +1351,6 @@ int64_t nncc_ms_bound_dim(const nncc_model *m, int32_t i) {
   return m && i >= 0 && i < static_cast<int32_t>(m->bound.size()) ? m->bound[i] : -1;
 }
 
-static void *tensorData(nncc_model *m, Tensor &t) {
-  return m->target == NNCC_TARGET_CUDA ? reinterpret_cast<void *>(t.device) : t.data();
-}
 void *nncc_ms_input(nncc_model *m, int32_t i) { return tensorData(m, m->inputs[i]); }
 void *nncc_ms_param(nncc_model *m, int32_t i) { return tensorData(m, m->params[i]); }
 void *nncc_ms_output(nncc_model *m, int32_t i) { return tensorData(m, m->outputs[i]); }
@@ -1456,6 +1566,12 @@ extern "C" nncc_status nncc_ms_reset_optimizer(nncc_model *m, nncc_error *err) {
     return s;
   m->optM.clear();
   m->optV.clear();
+  for (auto *group : {&m->cudaOptM, &m->cudaOptV}) {
+    for (Tensor &t : *group)
+      if (t.device)
+        nncc_cuda_free(m->cuda, t.device, nullptr);
+    group->clear();
+  }
   m->optStep = 0;
   m->stats = nncc_train_stats{};
   nncc_error_clear(err);
@@ -1484,6 +1600,59 @@ extern "C" nncc_status nncc_ms_train_stats(nncc_model *m, nncc_train_stats *out,
   return NNCC_OK;
 }
 
+namespace {
+/// train_step's update on the device: the optimizer state (zeroed device
+/// buffers, allocated on first use) and the generated update_cuda.
+nncc_status cudaUpdate(nncc_model *m, const nncc_train_config *c, bool adam, bool needM,
+                       bool first, int64_t step, double scale, const std::vector<double> &lrs,
+                       const std::vector<double> &wds, nncc_error *err) {
+  const nncc_model_abi *abi = m->abi;
+  const int32_t n = abi->num_params;
+  std::vector<void *> s1(size_t(n), nullptr), s2(size_t(n), nullptr);
+  HostBuffer zeros;
+  for (int32_t i = 0; i < n; ++i) {
+    uint64_t bytes = m->params[i].bytes;
+    for (auto [need, group, out] : {std::tuple(needM, &m->cudaOptM, &s1),
+                                    std::tuple(adam, &m->cudaOptV, &s2)}) {
+      if (!need)
+        continue;
+      Tensor &t = (*group)[i];
+      if (!t.device) {
+        if (!zeros.reserve(bytes))
+          return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                                "train_step: cannot allocate the optimizer state");
+        t.bytes = bytes;
+        if (nncc_status s = ensureDevice(m, t, bytes, abi->params[i].name, err))
+          return nncc_error_prefix(err, "train_step: optimizer state: "), s;
+        if (nncc_status s = nncc_cuda_memcpy_htod(m->cuda, t.device, zeros.data, bytes,
+                                                  m->stream, err))
+          return nncc_error_prefix(err, "train_step: optimizer state: "), s;
+      }
+      (*out)[i] = reinterpret_cast<void *>(t.device);
+    }
+  }
+  nncc_ms_cuda_update u{};
+  u.optimizer = c->optimizer;
+  u.step = step;
+  u.first = first ? 1 : 0;
+  u.grad_scale = scale;
+  u.beta1 = c->beta1;
+  u.beta2 = c->beta2;
+  u.eps = c->eps;
+  u.momentum = c->momentum;
+  u.nesterov = c->nesterov;
+  u.lr = lrs.data();
+  u.weight_decay = wds.data();
+  u.state1 = s1.data();
+  u.state2 = s2.data();
+  if (nncc_status s = m->def->update_cuda(m, &u, err))
+    return nncc_error_prefix(err, "train_step: the optimizer update: "), s;
+  if (nncc_status s = nncc_stream_synchronize(m->stream, err))
+    return nncc_error_prefix(err, "train_step: the optimizer update: "), s;
+  return NNCC_OK;
+}
+} // namespace
+
 extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
                                           nncc_error *err) {
   if (nncc_status s = checkModel(m, "train_step", err))
@@ -1496,18 +1665,29 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
   if (c->optimizer < NNCC_OPTIM_SGD || c->optimizer > NNCC_OPTIM_ADAMW)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
                           "train_step: unknown optimizer %d", c->optimizer);
+  if (m->target == NNCC_TARGET_CUDA && m->def->forward_train_cuda &&
+      (!m->def->grad_sum_squares_cuda || !m->def->update_cuda))
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                          "train_step: '%s' has no CUDA optimizer update",
+                          abi->model_name);
   if (nncc_status s = nncc_ms_forward_backward(m, err))
     return s;
   const double profT0 = nncc_ms_prof_begin();
   const bool f64 = strcmp(abi->precision, "f64") == 0;
   const int32_t n = abi->num_params;
+  const bool cuda = m->target == NNCC_TARGET_CUDA;
   // Global norm (double accumulation), clipping factor as torch's
   // clip_grad_norm_: max_norm / (norm + 1e-6) when below 1.
   double sq = 0.0;
-  for (int32_t i = 0; i < n; ++i) {
-    int64_t numel = int64_t(m->params[i].bytes / (f64 ? 8 : 4));
-    sq += f64 ? nncc_sum_squares_f64(numel, static_cast<const double *>(m->grads[i].data()))
-              : nncc_sum_squares_f32(numel, static_cast<const float *>(m->grads[i].data()));
+  if (cuda) {
+    if (nncc_status s = m->def->grad_sum_squares_cuda(m, &sq, err))
+      return nncc_error_prefix(err, "train_step: the gradient norm: "), s;
+  } else {
+    for (int32_t i = 0; i < n; ++i) {
+      int64_t numel = int64_t(m->params[i].bytes / (f64 ? 8 : 4));
+      sq += f64 ? nncc_sum_squares_f64(numel, static_cast<const double *>(m->grads[i].data()))
+                : nncc_sum_squares_f32(numel, static_cast<const float *>(m->grads[i].data()));
+    }
   }
   double norm = std::sqrt(sq);
   double scale = 1.0;
@@ -1523,15 +1703,28 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
                           norm);
   bool adam = c->optimizer != NNCC_OPTIM_SGD;
   bool needM = adam || c->momentum != 0.0;
-  if (m->optM.size() != size_t(n)) {
-    m->optM = std::vector<HostBuffer>(size_t(n));
-    m->optV = std::vector<HostBuffer>(size_t(n));
+  if ((cuda ? m->cudaOptM.size() : m->optM.size()) != size_t(n)) {
+    m->optM = std::vector<HostBuffer>(cuda ? 0 : size_t(n));
+    m->optV = std::vector<HostBuffer>(cuda ? 0 : size_t(n));
+    m->cudaOptM = std::vector<Tensor>(cuda ? size_t(n) : 0);
+    m->cudaOptV = std::vector<Tensor>(cuda ? size_t(n) : 0);
     m->optStep = 0;
   }
   bool first = m->optStep == 0;
   int64_t step = ++m->optStep;
   double lr = nncc_ms_schedule_lr(c, step - 1);
+  std::vector<double> lrs(static_cast<size_t>(n)), wds(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
+    wds[i] = paramDecays(abi, i) ? c->weight_decay : 0.0;
+    lrs[i] = lr * paramLrScale(abi, i, c->layer_decay);
+  }
+  if (cuda) {
+    if (nncc_status s = cudaUpdate(m, c, adam, needM, first, step, scale, lrs, wds, err))
+      return s;
+    m->paramsDirty = false;     // the device copy is the newer one now
+    m->paramsHostStale = true;
+  }
+  for (int32_t i = 0; i < n && !cuda; ++i) {
     uint64_t bytes = m->params[i].bytes;
     if (needM && !m->optM[i].reserve(bytes))
       return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
@@ -1539,8 +1732,7 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
     if (adam && !m->optV[i].reserve(bytes))
       return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
                             "train_step: cannot allocate the optimizer state");
-    double wd = paramDecays(abi, i) ? c->weight_decay : 0.0;
-    double lri = lr * paramLrScale(abi, i, c->layer_decay);
+    double wd = wds[i], lri = lrs[i];
     int64_t numel = int64_t(bytes / (f64 ? 8 : 4));
     void *p = m->params[i].data(), *g = m->grads[i].data();
     void *bm = needM ? m->optM[i].data : nullptr, *bv = adam ? m->optV[i].data : nullptr;
@@ -1562,7 +1754,8 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
     if (nncc_status s = nncc_ms_kernel_status(rc, abi->params[i].name, err))
       return s;
   }
-  m->paramsDirty = true;
+  if (!cuda)
+    m->paramsDirty = true;
   m->trainReady = false; // the weights changed; grads stay readable
   m->stats.step = step;
   m->stats.lr = lr;

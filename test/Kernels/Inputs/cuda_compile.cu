@@ -3,11 +3,13 @@
 // (lib/Target/Launch, lib/Target/Cuda), with the template arguments the
 // emitters print, so that nvcc has to compile all of them (cuda-compile.test).
 #include "nncc/Kernels/CUDA/Attention.cuh"
+#include "nncc/Kernels/CUDA/Backward.cuh"
 #include "nncc/Kernels/CUDA/Data.cuh"
 #include "nncc/Kernels/CUDA/Elementwise.cuh"
 #include "nncc/Kernels/CUDA/LayerNorm.cuh"
 #include "nncc/Kernels/CUDA/LshAttention.cuh"
 #include "nncc/Kernels/CUDA/Ode.cuh"
+#include "nncc/Kernels/CUDA/Optim.cuh"
 #include "nncc/Kernels/CUDA/Recurrent.cuh"
 #include "nncc/Kernels/CUDA/Tokens.cuh"
 
@@ -94,3 +96,28 @@ void instantiateMaskTokens(cudaStream_t s) {
   launch_mask_tokens<int32_t>(2, 16, 0.15, 103, 1, 0, nullptr, nullptr, nullptr, s);
   launch_mask_tokens<int64_t>(2, 16, 0.15, 103, 1, 0, nullptr, nullptr, nullptr, s);
 }
+
+/// The training side of Backward.cuh and Optim.cuh (emitted by the
+/// backward launches and the CUDA train_step functions).
+template <typename T, typename I> void instantiateBackward(cudaStream_t s) {
+  T *p = nullptr;
+  const I *idx = nullptr;
+  launch_cross_entropy_backward<T, I>(16, 10, p, idx, -100, p, p, nullptr, s);
+  launch_embedding_backward<T, I>(16, 100, 8, idx, p, -1, p, s);
+}
+template <typename T> void instantiateTraining(cudaStream_t s) {
+  T *p = nullptr;
+  instantiateBackward<T, int32_t>(s);
+  instantiateBackward<T, int64_t>(s);
+  launch_mse_loss_backward<T>(16, p, p, p, p, s);
+  launch_bce_with_logits_backward<T>(4, 4, p, p, p, p, p, s);
+  launch_layer_norm_backward<T>(16, 256, p, p, p, 1e-5, p, p, p, p, p, nullptr, s);
+  ReduceNd r{};
+  launch_broadcast_axes<T>(r, 1, p, p, s);
+  launch_sum_squares_partials<T>(1024, p, nullptr, s);
+  launch_sgd_step<T>(1024, p, p, p, 0.5, 1e-3, 0.9, 0.01, 1, 0, s);
+  launch_adam_step<T>(1024, p, p, p, p, 1.0, 1e-3, 0.9, 0.999, 1e-8, 0.01, 1, 3, s);
+}
+template void instantiateTraining<float>(cudaStream_t);
+template void instantiateTraining<double>(cudaStream_t);
+void instantiateNormSum(cudaStream_t s) { launch_sum_partials(512, nullptr, nullptr, s); }

@@ -2,8 +2,8 @@
 // RUN: nncc-translate --nnk-to-cuda --split-input-file --verify-diagnostics %s | FileCheck %s --check-prefix=CUDA
 
 // The GEMM family: libnncc_kernels' nncc_linear / nncc_gemm on the CPU,
-// cuBLAS (+ the epilogue kernel when there is one) on CUDA; the backward
-// ops are CPU-only (a located error on CUDA).
+// cuBLAS (+ the epilogue kernel when there is one) on CUDA, the weight
+// gradient too (dW^T = x^T dy, column-major).
 
 module attributes {nn.dims = ["B"]} {
   nn.parameter @w : !nn.tensor<[64, 32], f32>
@@ -67,11 +67,12 @@ module {
 
 module {
   // CPU-LABEL: // launches of @weight_grad
+  // CUDA-LABEL: // launches of @weight_grad
   func.func @weight_grad(%dy: !nnk.buffer<[6, 4], f32>, %x: !nnk.buffer<[6, 3], f32>,
                          %dw: !nnk.buffer<[4, 3], f32> {nnk.output}) {
     // dW = dy^T x.
     // CPU: NNCC_KFN(nncc_gemm)(1, 0, 4LL, 3LL, (int64_t)6, (real_t)1, in0, 4LL, in1, 3LL, (real_t)0, out0, 3LL)
-    // expected-error @+1 {{'nnk.linear_weight_grad' op has no CUDA kernel yet: backward ops run on the CPU only}}
+    // CUDA: NNCC_CUBLAS_GEMM(blas, CUBLAS_OP_N, CUBLAS_OP_T, (int)3LL, (int)4LL, (int)(int64_t)6, &one, in1, (int)3LL, in0, (int)4LL, &zero, out0, (int)3LL)
     nnk.linear_weight_grad ins(%dy, %x) outs(%dw) : !nnk.buffer<[6, 4], f32>, !nnk.buffer<[6, 3], f32>, !nnk.buffer<[4, 3], f32>
     return
   }

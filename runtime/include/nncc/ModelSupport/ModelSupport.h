@@ -57,6 +57,25 @@ typedef struct nncc_ms_buffer {
 
 typedef struct nncc_ms_model_def nncc_ms_model_def;
 
+/* One optimizer step on the device (train_step on CUDA): what the model
+ * support decided on the host (schedule, clipping, parameter groups), for
+ * the generated update over every parameter. Per-parameter arrays have
+ * abi->num_params entries; the state buffers are device memory, zeroed
+ * when allocated, NULL where the optimizer keeps none. */
+typedef struct nncc_ms_cuda_update {
+  int32_t optimizer;           /* nncc_optimizer_kind */
+  int64_t step;                /* 1-based; Adam's bias corrections */
+  int32_t first;               /* SGD: the momentum buffers are uninitialised */
+  double grad_scale;           /* the clipping factor, 1 without clipping */
+  double beta1, beta2, eps;    /* Adam / AdamW */
+  double momentum;             /* SGD */
+  int32_t nesterov;            /* SGD */
+  const double *lr;            /* per parameter: schedule x layer decay */
+  const double *weight_decay;  /* per parameter: 0 outside the decay group */
+  void *const *state1;         /* Adam m / SGD momentum */
+  void *const *state2;         /* Adam v */
+} nncc_ms_cuda_update;
+
 struct nncc_ms_model_def {
   const nncc_model_abi *abi;        /* names, dims, signature */
   const nncc_ms_init *param_inits;  /* abi->num_params entries (may be NULL) */
@@ -83,6 +102,21 @@ struct nncc_ms_model_def {
    * its range, which raises the arena's high-water mark (memory_stats'
    * peak_bytes): the planned peak of `nncc inspect --memory`. */
   int32_t train_begin, boundary, num_launches;
+  /* Training on CUDA (NULL: compiled without it). The two halves as the
+   * CPU pair, on the device: inputs, parameters, outputs, gradients and
+   * cotangents are device memory (nncc_ms_param / nncc_ms_grad / ...).
+   * cuda_train_unsupported returns NULL, or why the model cannot train on
+   * CUDA (the first launch without a CUDA kernel); then the halves fail
+   * with that reason. */
+  nncc_status (*forward_train_cuda)(nncc_model *model, nncc_error *err);
+  nncc_status (*backward_cuda)(nncc_model *model, nncc_error *err);
+  const char *(*cuda_train_unsupported)(void);
+  /* Sum of the squared gradients of every parameter, in double, in a fixed
+   * order (the global norm of clipping), and the optimizer update on the
+   * device. */
+  nncc_status (*grad_sum_squares_cuda)(nncc_model *model, double *out, nncc_error *err);
+  nncc_status (*update_cuda)(nncc_model *model, const nncc_ms_cuda_update *update,
+                             nncc_error *err);
 };
 
 /* ---- The ABI entry points (point nncc_model_abi's members at these). ---- */
@@ -134,10 +168,12 @@ void *nncc_ms_output(nncc_model *model, int32_t index);
  * backward of one step (and repeated forward_backward calls without a step)
  * use the same ones. */
 uint64_t nncc_ms_dropout_offset(const nncc_model *model);
-/* Gradient buffer of parameter i (CPU; written by backward). */
+/* Gradient buffer of parameter i (written by backward): host memory on
+ * the CPU, device memory on CUDA, like nncc_ms_param. */
 void *nncc_ms_grad(nncc_model *model, int32_t index);
-/* VJP libraries (CPU): cotangent i (read by backward) and the gradient of
- * float input i (written by backward), in the ABI's tables' order. */
+/* VJP libraries: cotangent i (read by backward) and the gradient of float
+ * input i (written by backward), in the ABI's tables' order; device memory
+ * on CUDA. */
 void *nncc_ms_cotangent(nncc_model *model, int32_t index);
 void *nncc_ms_input_grad(nncc_model *model, int32_t index);
 /* Planned arena address of buffer i for the current dims. */

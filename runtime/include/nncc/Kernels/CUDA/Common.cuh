@@ -28,13 +28,39 @@ template <typename T> __device__ T block_sum(T v, T *scratch) {
   if (lane == 0)
     scratch[warp] = v;
   __syncthreads();
-  T r = lane < nwarps ? scratch[lane] : T(0);
-  if (warp == 0)
+  // Only warp 0 reads the partials: thread 0 overwrites scratch[0] below,
+  // after its warp's reads (warp_sum synchronises the warp) and while the
+  // other warps wait at the barrier. (Every warp reading them raced with
+  // that write: racecheck's hazard in layer_norm_kernel.)
+  if (warp == 0) {
+    T r = lane < nwarps ? scratch[lane] : T(0);
     r = warp_sum(r);
-  if (threadIdx.x == 0)
-    scratch[0] = r;
+    if (lane == 0)
+      scratch[0] = r;
+  }
   __syncthreads();
   return scratch[0];
+}
+
+/// Maximum over the block; every thread gets the result. `scratch` holds
+/// >= 32 values of T in shared memory. Contains __syncthreads(): call
+/// uniformly.
+template <typename T> __device__ T block_max(T v, T *scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int nwarps = (blockDim.x + 31) >> 5;
+  for (int o = 16; o > 0; o >>= 1) {
+    T other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = other > v ? other : v;
+  }
+  __syncthreads();
+  if (lane == 0)
+    scratch[warp] = v;
+  __syncthreads();
+  T r = scratch[0];
+  for (int w = 1; w < nwarps; ++w)
+    r = scratch[w] > r ? scratch[w] : r;
+  __syncthreads();
+  return r;
 }
 
 inline unsigned grid_for(int64_t n, int block, unsigned cap = 65535u * 8u) {

@@ -1,0 +1,305 @@
+//===- Backward.cuh - CUDA twins of the small backward kernels --*- CUDA -*-===//
+//
+// The backward of the losses, layer norm, embeddings and broadcasts: the
+// CUDA side of runtime/lib/Kernels/MiscBackward.cpp and GradKernels.h's
+// broadcast_axes, with the same formulas (BackwardMath.h, NormMath.h) and
+// double accumulation. Every sum over rows runs in a fixed order, so the
+// results do not depend on scheduling. The loss adjoint `g` is a device
+// scalar. Compiled with nvcc; not yet run on a GPU.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_KERNELS_CUDA_BACKWARD_CUH
+#define NNCC_KERNELS_CUDA_BACKWARD_CUH
+
+#include "nncc/Kernels/BackwardMath.h"
+#include "nncc/Kernels/CUDA/Common.cuh"
+#include "nncc/Kernels/CUDA/Data.cuh"
+
+namespace nncc {
+namespace kernels {
+namespace cuda {
+
+constexpr int kBackwardThreads = 256;
+
+//===----------------------------------------------------------------------===//
+// Losses (mean reductions; dloss a device scalar, NULL = 1)
+//===----------------------------------------------------------------------===//
+
+template <typename T>
+__global__ void mse_backward_kernel(int64_t n, const T *a, const T *b, const T *g, T *da) {
+  const double s = 2.0 * (g ? (double)g[0] : 1.0) / (double)n;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    da[i] = (T)(((double)a[i] - (double)b[i]) * s);
+}
+
+template <typename T>
+__global__ void bce_backward_kernel(int64_t N, int64_t C, const T *x, const T *y, const T *pw,
+                                    const T *g, T *dx) {
+  const double s = (g ? (double)g[0] : 1.0) / (double)(N * C);
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < N * C;
+       i += (int64_t)gridDim.x * blockDim.x)
+    dx[i] = (T)(bce_logits_grad_elem<double>((double)x[i], (double)y[i],
+                                             pw ? (double)pw[i % C] : 1.0) *
+                s);
+}
+
+/// count[0] = the targets that are not `ignore` (one CTA, fixed order).
+template <typename I>
+__global__ void count_targets_kernel(int64_t N, const I *tgt, int64_t ignore, double *count) {
+  __shared__ double scratch[32];
+  double c = 0;
+  for (int64_t i = threadIdx.x; i < N; i += blockDim.x)
+    c += (int64_t)tgt[i] != ignore ? 1.0 : 0.0;
+  c = block_sum(c, scratch);
+  if (threadIdx.x == 0)
+    count[0] = c;
+}
+
+/// One CTA per row: (softmax - onehot(t)) * g / count; ignored rows 0 (NaN
+/// when every row is ignored: 0/0, as PyTorch and the CPU). A target out of
+/// range (the forward's index check reports it) leaves its row at 0.
+template <typename T, typename I>
+__global__ void cross_entropy_backward_kernel(int64_t N, int64_t C, const T *logits,
+                                              const I *tgt, int64_t ignore, const T *g,
+                                              const double *count, T *dl) {
+  __shared__ double scratch[32];
+  const double cnt = count[0];
+  const double s = (g ? (double)g[0] : 1.0) / cnt;
+  for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    const T *lr = logits + r * C;
+    T *dr = dl + r * C;
+    const int64_t t = (int64_t)tgt[r];
+    if (t == ignore || t < 0 || t >= C) {
+      const T fill = (T)(t == ignore && cnt == 0 ? s : 0.0);
+      for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+        dr[c] = fill;
+      continue;
+    }
+    double mx = -INFINITY;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+      mx = fmax(mx, (double)lr[c]);
+    mx = block_max(mx, scratch);
+    double sum = 0;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+      sum += exp((double)lr[c] - mx);
+    sum = block_sum(sum, scratch);
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
+      dr[c] = (T)((exp((double)lr[c] - mx) / sum - (c == t ? 1.0 : 0.0)) * s);
+  }
+}
+
+template <typename T>
+cudaError_t launch_mse_loss_backward(int64_t n, const T *a, const T *b, const T *g, T *da,
+                                     cudaStream_t stream) {
+  if (n <= 0)
+    return cudaErrorInvalidValue;
+  mse_backward_kernel<T><<<grid_for(n, kBackwardThreads), kBackwardThreads, 0, stream>>>(
+      n, a, b, g, da);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_bce_with_logits_backward(int64_t N, int64_t C, const T *x, const T *y,
+                                            const T *pw, const T *g, T *dx,
+                                            cudaStream_t stream) {
+  if (N <= 0 || C <= 0)
+    return cudaErrorInvalidValue;
+  bce_backward_kernel<T><<<grid_for(N * C, kBackwardThreads), kBackwardThreads, 0, stream>>>(
+      N, C, x, y, pw, g, dx);
+  return cudaGetLastError();
+}
+
+/// `scratch`: cross_entropy_backward_scratch_bytes() of device memory.
+inline uint64_t cross_entropy_backward_scratch_bytes() { return sizeof(double); }
+
+template <typename T, typename I>
+cudaError_t launch_cross_entropy_backward(int64_t N, int64_t C, const T *logits, const I *tgt,
+                                          int64_t ignore, const T *g, T *dl, char *scratch,
+                                          cudaStream_t stream) {
+  if (N <= 0 || C <= 0)
+    return cudaErrorInvalidValue;
+  double *count = reinterpret_cast<double *>(scratch);
+  count_targets_kernel<I><<<1, kBackwardThreads, 0, stream>>>(N, tgt, ignore, count);
+  cross_entropy_backward_kernel<T, I>
+      <<<grid_for(N, 1, 65535u * 4u), kBackwardThreads, 0, stream>>>(N, C, logits, tgt, ignore,
+                                                                     g, count, dl);
+  return cudaGetLastError();
+}
+
+//===----------------------------------------------------------------------===//
+// Layer norm: y = LN(x + res) * gamma (+ beta); dx (= dres), dgamma, dbeta
+//===----------------------------------------------------------------------===//
+
+/// One CTA per row: the row's mean and rstd (kept in `stats` for the
+/// column pass) and dx = rstd (g - mean(g) - xhat mean(g xhat)) (+ dsum).
+template <typename T>
+__global__ void layer_norm_backward_rows_kernel(int64_t rows, int64_t N, const T *x,
+                                                const T *res, const T *gamma, double eps,
+                                                const T *dy, const T *dsum, T *dx,
+                                                double *stats) {
+  __shared__ double scratch[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T *xr = x + r * N, *rr = res ? res + r * N : nullptr, *dyr = dy + r * N;
+    auto sAt = [&](int64_t j) { return (double)xr[j] + (rr ? (double)rr[j] : 0.0); };
+    double s = 0;
+    for (int64_t j = threadIdx.x; j < N; j += blockDim.x)
+      s += sAt(j);
+    const double mean = block_sum(s, scratch) / (double)N;
+    double v = 0;
+    for (int64_t j = threadIdx.x; j < N; j += blockDim.x) {
+      const double d = sAt(j) - mean;
+      v += d * d;
+    }
+    const double rstd = 1.0 / sqrt(block_sum(v, scratch) / (double)N + eps);
+    double sg = 0, sgx = 0;
+    for (int64_t j = threadIdx.x; j < N; j += blockDim.x) {
+      const double gj = (double)dyr[j] * (gamma ? (double)gamma[j] : 1.0);
+      sg += gj;
+      sgx += gj * (sAt(j) - mean) * rstd;
+    }
+    sg = block_sum(sg, scratch) / (double)N;
+    sgx = block_sum(sgx, scratch) / (double)N;
+    for (int64_t j = threadIdx.x; j < N; j += blockDim.x) {
+      const double xh = (sAt(j) - mean) * rstd;
+      const double gj = (double)dyr[j] * (gamma ? (double)gamma[j] : 1.0);
+      double val = rstd * (gj - sg - xh * sgx);
+      if (dsum)
+        val += (double)dsum[r * N + j];
+      dx[r * N + j] = (T)val;
+    }
+    if (stats && threadIdx.x == 0) {
+      stats[2 * r] = mean;
+      stats[2 * r + 1] = rstd;
+    }
+    __syncthreads();
+  }
+}
+
+/// One thread per column, the rows in order: dgamma = sum dy xhat, dbeta =
+/// sum dy.
+template <typename T>
+__global__ void layer_norm_backward_cols_kernel(int64_t rows, int64_t N, const T *x,
+                                                const T *res, const T *dy,
+                                                const double *stats, T *dgamma, T *dbeta) {
+  for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < N;
+       j += (int64_t)gridDim.x * blockDim.x) {
+    double sgam = 0, sbet = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const double s = (double)x[r * N + j] + (res ? (double)res[r * N + j] : 0.0);
+      const double d = (double)dy[r * N + j];
+      sgam += d * (s - stats[2 * r]) * stats[2 * r + 1];
+      sbet += d;
+    }
+    if (dgamma)
+      dgamma[j] = (T)sgam;
+    if (dbeta)
+      dbeta[j] = (T)sbet;
+  }
+}
+
+/// Scratch for launch_layer_norm_backward: the rows' statistics.
+inline uint64_t layer_norm_backward_scratch_bytes(int64_t rows) {
+  return (uint64_t)(rows > 0 ? rows : 1) * 2 * sizeof(double);
+}
+
+template <typename T>
+cudaError_t launch_layer_norm_backward(int64_t rows, int64_t N, const T *x, const T *res,
+                                       const T *gamma, double eps, const T *dy, const T *dsum,
+                                       T *dx, T *dgamma, T *dbeta, char *scratch,
+                                       cudaStream_t stream) {
+  if (rows < 0 || N <= 0 || !(eps >= 0))
+    return cudaErrorInvalidValue;
+  if (rows == 0)
+    return cudaSuccess;
+  double *stats = (dgamma || dbeta) ? reinterpret_cast<double *>(scratch) : nullptr;
+  layer_norm_backward_rows_kernel<T><<<grid_for(rows, 1, 65535u * 4u), kBackwardThreads, 0,
+                                       stream>>>(rows, N, x, res, gamma, eps, dy, dsum, dx,
+                                                 stats);
+  if (stats)
+    layer_norm_backward_cols_kernel<T>
+        <<<grid_for(N, kBackwardThreads), kBackwardThreads, 0, stream>>>(rows, N, x, res, dy,
+                                                                        stats, dgamma, dbeta);
+  return cudaGetLastError();
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding: dtable = scatter-add of dy rows by index
+//===----------------------------------------------------------------------===//
+
+/// One thread per column, the indices in order (the CPU's order, no
+/// atomics). Padding and out-of-range indices add nothing.
+template <typename T, typename I>
+__global__ void embedding_backward_kernel(int64_t n, int64_t V, int64_t E, const I *idx,
+                                          const T *dy, int64_t paddingIdx, T *dtable) {
+  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < E;
+       c += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t v = (int64_t)idx[i];
+      if (v == paddingIdx || v < 0 || v >= V)
+        continue;
+      dtable[v * E + c] += dy[i * E + c];
+    }
+}
+
+template <typename T, typename I>
+cudaError_t launch_embedding_backward(int64_t n, int64_t V, int64_t E, const I *idx,
+                                      const T *dy, int64_t paddingIdx, T *dtable,
+                                      cudaStream_t stream) {
+  if (n < 0 || V <= 0 || E <= 0)
+    return cudaErrorInvalidValue;
+  cudaError_t e = cudaMemsetAsync(dtable, 0, sizeof(T) * (size_t)V * (size_t)E, stream);
+  if (e != cudaSuccess || n == 0)
+    return e;
+  embedding_backward_kernel<T, I><<<grid_for(E, 64), 64, 0, stream>>>(n, V, E, idx, dy,
+                                                                      paddingIdx, dtable);
+  return cudaGetLastError();
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcast along axes (the gradient of a reduction)
+//===----------------------------------------------------------------------===//
+
+/// out[shape] = dy[shape without the masked dims] (x kept / total on mean).
+template <typename T>
+__global__ void broadcast_axes_kernel(ReduceNd r, int64_t n, double scale, const T *dy,
+                                      T *out) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t rest = i, j = 0, jstride = 1;
+    for (int d = r.rank - 1; d >= 0; --d) {
+      const int64_t k = rest % r.shape[d];
+      rest /= r.shape[d];
+      if (!(r.mask >> d & 1u)) {
+        j += k * jstride;
+        jstride *= r.shape[d];
+      }
+    }
+    out[i] = (T)((double)dy[j] * scale);
+  }
+}
+
+template <typename T>
+cudaError_t launch_broadcast_axes(const ReduceNd &r, int mean, const T *dy, T *out,
+                                  cudaStream_t stream) {
+  if (r.rank < 0 || r.rank > kMaxCopyRank)
+    return cudaErrorInvalidValue;
+  int64_t n = 1, m = 1;
+  for (int d = 0; d < r.rank; ++d) {
+    n *= r.shape[d];
+    if (!(r.mask >> d & 1u))
+      m *= r.shape[d];
+  }
+  if (n <= 0)
+    return cudaSuccess;
+  const double scale = mean && m ? (double)m / (double)n : 1.0;
+  broadcast_axes_kernel<T><<<grid_for(n, kBackwardThreads), kBackwardThreads, 0, stream>>>(
+      r, n, scale, dy, out);
+  return cudaGetLastError();
+}
+
+} // namespace cuda
+} // namespace kernels
+} // namespace nncc
+
+#endif
