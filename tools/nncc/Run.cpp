@@ -616,8 +616,8 @@ int runRun() {
       return fail("--inputs-only needs --save-inputs F");
     return writeInputs(in.tensors);
   }
-  if ((gradMode || precision == Precision::F64) && cuda)
-    return fail("--grad and --precision f64 run on the CPU target only");
+  if (precision == Precision::F64 && cuda)
+    return fail("--precision f64 runs on the CPU target only");
   if (precision == Precision::F64)
     for (HostTensor &t : in.tensors)
       t.widenToF64();

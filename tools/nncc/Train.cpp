@@ -3,6 +3,7 @@
 //   nncc train M.nn --data D.safetensors [--epochs N] [--batch B] [--lr X]
 //        [--seed S] [--log L.csv] [-o W.safetensors] [--weights init.safetensors]
 //        [--precision f32|f64] [--max-steps K] [--progress] [--quiet]
+//        [--target cpu|cuda] [--memory-budget SIZE|min]
 //
 // Compiles the model with gradients (cached, as `nncc run --grad`), loads the
 // data file (one tensor per model input, leading dim = samples), and runs
@@ -20,6 +21,7 @@
 #include "nncc/Driver/Support.h"
 #include "dialects/NN/IR/NNAttrs.h"
 #include "nncc/Runtime/nncc_model.h"
+#include "nncc/Runtime/nncc_runtime.h"
 #include "nncc/Target/Compile.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -98,6 +100,14 @@ cl::opt<std::string> trainBudget(
     cl::value_desc("SIZE|min"), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<bool> trainQuiet("quiet", cl::desc("No per-epoch lines on stdout"), cl::sub(trainCmd),
                          cl::cat(runCategory));
+enum class TTarget { CPU, CUDA };
+cl::opt<TTarget> trainTarget(
+    "target", cl::desc("Where to train"), cl::init(TTarget::CPU),
+    cl::values(clEnumValN(TTarget::CPU, "cpu", "the CPU"),
+               clEnumValN(TTarget::CUDA, "cuda",
+                          "a CUDA GPU (models whose every training launch has a CUDA "
+                          "kernel; docs/cuda.md)")),
+    cl::sub(trainCmd), cl::cat(runCategory));
 
 /// One model input: all samples, in the dtype the library takes.
 struct DataTensor {
@@ -404,15 +414,25 @@ int runTrain() {
                                        remat))
       return rc;
   }
+  const bool cuda = trainTarget == TTarget::CUDA;
+  if (cuda && f64)
+    return fail("--precision f64 trains on the CPU target only");
+  if (cuda) {
+    const nncc_cuda_driver *drv = nullptr;
+    nncc_error err;
+    if (nncc_cuda_driver_get(&drv, &err) != NNCC_OK)
+      return fail("--target cuda: " + llvm::Twine(err.message));
+  }
   std::string libPath;
   CacheKeyOptions key;
   key.remat = remat.key();
   key.grad = true;
   key.f64 = f64;
+  key.cuda = cuda;
   if (!compileCached(*module, source, key, libPath))
     return 1;
   ModelHandle h;
-  if (int rc = h.load(libPath, NNCC_TARGET_CPU))
+  if (int rc = h.load(libPath, cuda ? NNCC_TARGET_CUDA : NNCC_TARGET_CPU))
     return rc;
   if (!h.abi->train_step)
     return fail("model '" + sig->model + "' was compiled without train_step");

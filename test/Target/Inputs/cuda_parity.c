@@ -1,8 +1,14 @@
-/* cuda_parity LIB [B T]: runs the model of LIB (built with --target all) on
- * the CPU and on CUDA with the same weights (init_weights(seed 7)) and the
- * same inputs, and compares every float output: max |cuda - cpu| /
- * max(|cpu|, 1e-3) must be <= 1e-4 (fp32). Prints one line per output and
- * "PARITY OK" or "PARITY FAIL"; exit status 0 only when everything matched.
+/* cuda_parity LIB [B T [train [cpu|cpu-perturbed]]]: runs the model of LIB (built with --target
+ * all) on the CPU and on CUDA with the same weights (init_weights(seed 7))
+ * and the same inputs, and compares every float output: max |cuda - cpu| /
+ * max(|cpu|, 1e-3) must be <= 1e-4 (fp32). With `train` (a library built
+ * with --grad) also the training step: forward_train + backward (every
+ * output and every grad.<param>), then one train_step of the model's own
+ * configuration on each side and a forward with the updated weights.
+ * Prints one line per compared tensor and "PARITY OK" or "PARITY FAIL";
+ * exit status 0 only when everything matched. A fifth argument `cpu` runs
+ * the second context on the CPU too, `cpu-perturbed` with other weights
+ * (init seed 8): the harness's own checks, on machines without a GPU.
  *
  * Inputs are synthetic but valid: floats uniform in [-1, 1) (an input named
  * "times" is increasing per row), integer inputs are small non-negative ids
@@ -36,12 +42,69 @@ static int fail(const char *what, const nncc_error *e) {
   return 1;
 }
 
+/* Compares one named float tensor of both contexts (get_output). */
+static int compareOne(const nncc_model_abi *abi, nncc_model *m[2], const char *phase,
+                      const char *name) {
+  nncc_error e;
+  nncc_dtype dt[2];
+  int32_t rank[2];
+  const int64_t *shape[2];
+  const void *data[2];
+  for (int k = 0; k < 2; ++k)
+    if (abi->get_output(m[k], name, &dt[k], &rank[k], &shape[k], &data[k], &e)) {
+      fprintf(stderr, "get_output %s (%s): %s\n", name, k ? "cuda" : "cpu", e.message);
+      return 0;
+    }
+  int64_t n = 1;
+  for (int32_t d = 0; d < rank[0]; ++d)
+    n *= shape[0][d];
+  double maxAbs = 0, maxDiff = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    double a, b;
+    if (dt[0] == NNCC_DTYPE_F64) {
+      a = ((const double *)data[0])[j];
+      b = ((const double *)data[1])[j];
+    } else if (dt[0] == NNCC_DTYPE_F32) {
+      a = ((const float *)data[0])[j];
+      b = ((const float *)data[1])[j];
+    } else {
+      return 1;
+    }
+    if (fabs(a) > maxAbs)
+      maxAbs = fabs(a);
+    double diff = fabs(a - b);
+    if (!(diff <= maxDiff)) /* NaN counts as a mismatch */
+      maxDiff = isnan(diff) ? INFINITY : diff;
+  }
+  double rel = maxDiff / (maxAbs > 1e-3 ? maxAbs : 1e-3);
+  int good = rel <= 1e-4;
+  printf("%s %s: %lld values, max |cpu| %.6g, max |cuda - cpu| %.3g, relative %.3g %s\n",
+         phase, name, (long long)n, maxAbs, maxDiff, rel, good ? "ok" : "MISMATCH");
+  return good;
+}
+
+/* Every output, and with `grads` every grad.<param>. */
+static int compareAll(const nncc_model_abi *abi, nncc_model *m[2], const char *phase,
+                      int grads) {
+  int ok = 1;
+  for (int32_t i = 0; i < abi->num_outputs; ++i)
+    ok &= compareOne(abi, m, phase, abi->outputs[i].name);
+  for (int32_t i = 0; grads && i < abi->num_grads; ++i)
+    ok &= compareOne(abi, m, phase, abi->grads[i].name);
+  return ok;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s LIB [B T]\n", argv[0]);
+    fprintf(stderr, "usage: %s LIB [B T [train [cpu|cpu-perturbed]]]\n", argv[0]);
     return 2;
   }
   const int64_t dimB = argc > 2 ? atoll(argv[2]) : 3, dimT = argc > 3 ? atoll(argv[3]) : 16;
+  const int train = argc > 4 && strcmp(argv[4], "train") == 0;
+  const int perturbed = argc > 5 && strcmp(argv[5], "cpu-perturbed") == 0;
+  const nncc_target second =
+      argc > 5 && (perturbed || strcmp(argv[5], "cpu") == 0) ? NNCC_TARGET_CPU
+                                                              : NNCC_TARGET_CUDA;
   void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     fprintf(stderr, "dlopen: %s\n", dlerror());
@@ -56,9 +119,9 @@ int main(int argc, char **argv) {
   nncc_error e;
   nncc_model *m[2] = {NULL, NULL};
   for (int k = 0; k < 2; ++k) {
-    if (abi->create(k ? NNCC_TARGET_CUDA : NNCC_TARGET_CPU, &m[k], &e))
+    if (abi->create(k ? second : NNCC_TARGET_CPU, &m[k], &e))
       return fail(k ? "create (cuda)" : "create (cpu)", &e);
-    if (abi->init_weights(m[k], 7, &e))
+    if (abi->init_weights(m[k], k && perturbed ? 8 : 7, &e))
       return fail("init_weights", &e);
   }
   for (int32_t i = 0; i < abi->num_inputs; ++i) {
@@ -115,42 +178,24 @@ int main(int argc, char **argv) {
   for (int k = 0; k < 2; ++k)
     if (abi->forward(m[k], &e))
       return fail(k ? "forward (cuda)" : "forward (cpu)", &e);
-  int ok = 1;
-  for (int32_t i = 0; i < abi->num_outputs; ++i) {
-    const char *name = abi->outputs[i].name;
-    nncc_dtype dt[2];
-    int32_t rank[2];
-    const int64_t *shape[2];
-    const void *data[2];
+  int ok = compareAll(abi, m, "forward", 0);
+  if (train && ok) {
     for (int k = 0; k < 2; ++k)
-      if (abi->get_output(m[k], name, &dt[k], &rank[k], &shape[k], &data[k], &e))
-        return fail("get_output", &e);
-    int64_t n = 1;
-    for (int32_t d = 0; d < rank[0]; ++d)
-      n *= shape[0][d];
-    double maxAbs = 0, maxDiff = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      double a, b;
-      if (dt[0] == NNCC_DTYPE_F64) {
-        a = ((const double *)data[0])[j];
-        b = ((const double *)data[1])[j];
-      } else if (dt[0] == NNCC_DTYPE_F32) {
-        a = ((const float *)data[0])[j];
-        b = ((const float *)data[1])[j];
-      } else {
-        continue;
-      }
-      if (fabs(a) > maxAbs)
-        maxAbs = fabs(a);
-      double diff = fabs(a - b);
-      if (!(diff <= maxDiff)) /* NaN counts as a mismatch */
-        maxDiff = isnan(diff) ? INFINITY : diff;
-    }
-    double rel = maxDiff / (maxAbs > 1e-3 ? maxAbs : 1e-3);
-    int good = rel <= 1e-4;
-    ok &= good;
-    printf("output %s: %lld values, max |cpu| %.6g, max |cuda - cpu| %.3g, relative %.3g %s\n",
-           name, (long long)n, maxAbs, maxDiff, rel, good ? "ok" : "MISMATCH");
+      if (abi->forward_backward(m[k], &e))
+        return fail(k ? "forward_train + backward (cuda)" : "forward_train + backward (cpu)", &e);
+    ok &= compareAll(abi, m, "training", 1);
+    nncc_train_stats st[2];
+    for (int k = 0; k < 2; ++k)
+      if (abi->train_step(m[k], NULL, &e) || abi->train_stats(m[k], &st[k], &e))
+        return fail(k ? "train_step (cuda)" : "train_step (cpu)", &e);
+    double rel = fabs(st[1].grad_norm - st[0].grad_norm) / (st[0].grad_norm > 1e-3 ? st[0].grad_norm : 1e-3);
+    printf("train_step: gradient norm cpu %.6g cuda %.6g, relative %.3g %s\n", st[0].grad_norm,
+           st[1].grad_norm, rel, rel <= 1e-4 ? "ok" : "MISMATCH");
+    ok &= rel <= 1e-4;
+    for (int k = 0; k < 2; ++k)
+      if (abi->forward(m[k], &e))
+        return fail(k ? "forward after train_step (cuda)" : "forward after train_step (cpu)", &e);
+    ok &= compareAll(abi, m, "after train_step", 0);
   }
   for (int k = 0; k < 2; ++k)
     abi->destroy(m[k]);
