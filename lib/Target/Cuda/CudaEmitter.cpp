@@ -249,6 +249,7 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
      << "#include \"nncc/Kernels/CUDA/Attention.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/LshAttention.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Recurrent.cuh\"\n"
+     << "#include \"nncc/Kernels/CUDA/RecurrentBackward.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Data.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Tokens.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Ode.cuh\"\n"

@@ -21,6 +21,28 @@ std::string zoneoutArgs(double rate, int64_t seed) {
   return fmtDouble(rate) + ", " + std::to_string(seed) + "ULL, nncc_ms_dropout_offset(m)";
 }
 
+/// The C++ type of an optional lengths buffer (the CUDA launchers'
+/// template argument): int32_t or int64_t; int32_t when absent.
+FailureOr<std::string> lengthTypeOf(LaunchEmitter &e, Value lengths) {
+  if (!lengths)
+    return std::string("int32_t");
+  return e.cType(e.bufferType(lengths).getElementType());
+}
+
+/// The CUDA recurrent training kernels have neither LSTM zoneout masks nor
+/// the binomial (Revolve) schedule.
+template <typename StackOp>
+LogicalResult cudaStackSupported(LaunchEmitter &e, StackOp o) {
+  if (o.getZoneout() > 0)
+    return e.unsupported("LSTM zoneout (training mode) is CPU-only: the CUDA recurrent "
+                         "training kernels have no zoneout masks (compile with --target cpu)");
+  if (o.getCheckpointSnapshots())
+    return e.unsupported("binomial (Revolve) BPTT checkpointing (checkpoint_snapshots) is "
+                         "CPU-only: the CUDA recurrent kernels support checkpoint_every or no "
+                         "checkpointing (compile with --target cpu)");
+  return success();
+}
+
 LogicalResult emitScan(LaunchEmitter &e, nnk::RecurrentScanOp o) {
   auto B = e.dim(o.getXproj(), 0), T = e.dim(o.getXproj(), 1);
   if (failed(B) || failed(T))
@@ -51,13 +73,10 @@ LogicalResult emitScan(LaunchEmitter &e, nnk::RecurrentScanOp o) {
   if (o.getZoneout() > 0)
     return e.unsupported("LSTM zoneout (training mode) is CPU-only: the CUDA recurrent kernel "
                          "has no zoneout masks");
-  std::string lengthType = "int32_t";
-  if (o.getLengths()) {
-    auto it = e.cType(e.bufferType(o.getLengths()).getElementType());
-    if (failed(it))
-      return failure();
-    lengthType = *it;
-  }
+  FailureOr<std::string> lengthTypeOr = lengthTypeOf(e, o.getLengths());
+  if (failed(lengthTypeOr))
+    return failure();
+  std::string lengthType = *lengthTypeOr;
   // The states of all layers and directions are stacked: this one's slice.
   std::string slice =
       " + (int64_t)" + std::to_string(o.getStateIndex()) + " * " + *B + " * " + hs;
@@ -105,13 +124,39 @@ LogicalResult emitCell(LaunchEmitter &e, nnk::RecurrentCellOp o) {
   return success();
 }
 
+LogicalResult emitCellGradCuda(LaunchEmitter &e, nnk::RecurrentCellGradOp o,
+                               const std::string &B, const std::string &H,
+                               const std::string &nWhh) {
+  std::string cell = cellCode(o.getCell());
+  std::string ws = e.workspace("rnn_cell_backward_scratch_bytes(" + cell + ", " + B + ", " + H +
+                               ", sizeof(real_t))");
+  // The launcher accumulates dw_hh / db_hh (as the CPU kernel): zero them first.
+  e.out() << e.checked("cudaMemsetAsync(" + e.name(o.getDwHh()) + ", 0, " + nWhh +
+                       " * sizeof(real_t), stream)");
+  if (Value db = o.getDbHh()) {
+    auto nb = e.numel(db);
+    if (failed(nb))
+      return failure();
+    e.out() << e.checked("cudaMemsetAsync(" + e.name(db) + ", 0, " + *nb +
+                         " * sizeof(real_t), stream)");
+  }
+  e.call({"launch_rnn_cell_backward<real_t, " + cell + ">",
+          {"blas", B, H, e.name(o.getXproj()), e.name(o.getH()),
+           e.nameOr(o.getC(), "const real_t *"), e.name(o.getWHh()),
+           e.nameOr(o.getBHh(), "const real_t *"), e.nameOr(o.getDhOut(), "const real_t *"),
+           e.nameOr(o.getDcOut(), "const real_t *"), e.name(o.getDxproj()), e.name(o.getDh()),
+           e.nameOr(o.getDc(), "real_t *"), e.name(o.getDwHh()),
+           e.nameOr(o.getDbHh(), "real_t *"), ws, "stream"}});
+  return success();
+}
+
 LogicalResult emitCellGrad(LaunchEmitter &e, nnk::RecurrentCellGradOp o) {
-  if (e.isCuda())
-    return e.cpuOnlyBackward();
   auto B = e.dim(o.getH(), 0), H = e.dim(o.getH(), 1);
   auto nWhh = e.numel(o.getWHh());
   if (failed(B) || failed(H) || failed(nWhh))
     return failure();
+  if (e.isCuda())
+    return emitCellGradCuda(e, o, *B, *H, *nWhh);
   std::string cell = cellCode(o.getCell());
   std::string ws = e.workspace("nncc_rnn_cell_backward_workspace_size(" + cell + ", " + *B +
                                ", " + *H + ", sizeof(real_t))");
@@ -135,9 +180,12 @@ LogicalResult emitCellGrad(LaunchEmitter &e, nnk::RecurrentCellGradOp o) {
 /// (cell, B, T, I, H, L, D, has_bias).
 struct Stack {
   std::string cell, B, T, I, H, L, D;
+  /// The CPU kernels' leading arguments: the cell code, then the sizes.
   SmallVector<std::string> leading() const {
     return {cell, B, T, I, H, L, D};
   }
+  /// The CUDA launchers' (the cell is their template argument).
+  SmallVector<std::string> sizes() const { return {B, T, I, H, L, D}; }
 };
 
 template <typename StackOp>
@@ -180,9 +228,42 @@ SmallVector<std::string> stackInputs(LaunchEmitter &e, StackOp o, const Stack &s
   return args;
 }
 
+/// CUDA (RecurrentBackward.cuh): the stack's training forward with the
+/// plain or the checkpointed reserve; lengths i32 or i64 read on the device.
+LogicalResult emitStackForwardCuda(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
+  if (failed(cudaStackSupported(e, o)))
+    return failure();
+  FailureOr<Stack> s = stackOf(e, o);
+  FailureOr<std::string> lengthType = lengthTypeOf(e, o.getLengths());
+  if (failed(s) || failed(lengthType))
+    return failure();
+  std::string ws = e.workspace("rnn_forward_train_scratch_bytes(" + s->cell + ", " + s->B +
+                               ", " + s->T + ", " + s->H + ", sizeof(real_t))");
+  std::optional<int64_t> every = o.getCheckpointEvery();
+  e.out() << "{\n";
+  e.out().indent();
+  e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\n";
+  KernelCall c{std::string(every ? "launch_rnn_forward_train_ckpt" : "launch_rnn_forward_train") +
+                   "<real_t, " + *lengthType + ", " + s->cell + ">",
+               {"blas"}};
+  c.args.append(s->sizes());
+  c.args.append({LaunchEmitter::flag(o.getHasBias()), e.name(o.getX()), "w_",
+                 e.nameOr(o.getH0(), "const real_t *"), e.nameOr(o.getC0(), "const real_t *"),
+                 e.nameOr(o.getLengths(), "const " + *lengthType + " *"), e.name(o.getY()),
+                 e.nameOr(o.getHN(), "real_t *"), e.nameOr(o.getCN(), "real_t *"),
+                 e.name(o.getReserve())});
+  if (every)
+    c.args.push_back(std::to_string(*every));
+  c.args.append({ws, "stream"});
+  e.call(c);
+  e.out().unindent();
+  e.out() << "}\n";
+  return success();
+}
+
 LogicalResult emitStackForward(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
   if (e.isCuda())
-    return e.cpuOnlyBackward();
+    return emitStackForwardCuda(e, o);
   // libnncc_kernels' training forward of the stack: y, h_n, c_n and the
   // reserve the backward reads.
   FailureOr<Stack> s = stackOf(e, o);
@@ -212,9 +293,70 @@ LogicalResult emitStackForward(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
   return success();
 }
 
+/// An out buffer no other op reads (a temporary: dx of a model input, dh0 /
+/// dc0 of an initial state that is not a parameter) is passed as NULL, which
+/// the kernels skip: for dx, the [B*T, G*H] x [G*H, I] GEMM of layer 0, a
+/// fifth of an LSTM backward.
+std::string gradOutOrNull(LaunchEmitter &e, nnk::RecurrentGradOp o, Value v,
+                          StringRef nullExpr) {
+  Operation *self = o.getOperation();
+  if (!v || (v.getDefiningOp<nnk::AllocOp>() &&
+             llvm::all_of(v.getUsers(), [&](Operation *u) { return u == self; })))
+    return nullExpr.str();
+  return e.name(v);
+}
+
+/// CUDA (RecurrentBackward.cuh): BPTT of the stack from the plain reserve,
+/// from the checkpointed one, or with the forward recomputed into scratch.
+LogicalResult emitStackGradCuda(LaunchEmitter &e, nnk::RecurrentGradOp o) {
+  if (failed(cudaStackSupported(e, o)))
+    return failure();
+  FailureOr<Stack> s = stackOf(e, o);
+  FailureOr<std::string> lengthType = lengthTypeOf(e, o.getLengths());
+  if (failed(s) || failed(lengthType))
+    return failure();
+  const bool reserved = static_cast<bool>(o.getReserve());
+  std::optional<int64_t> every = o.getCheckpointEvery();
+  std::string sizes = s->cell + ", " + s->B + ", " + s->T + ", ";
+  std::string ws = e.workspace(
+      every      ? "rnn_backward_ckpt_scratch_bytes(" + sizes + s->I + ", " + s->H + ", " +
+                       s->L + ", " + s->D + ", " + std::to_string(*every) + ", sizeof(real_t))"
+      : reserved ? "rnn_backward_reserved_scratch_bytes(" + sizes + s->H + ", " + s->L + ", " +
+                       s->D + ", sizeof(real_t))"
+                 : "rnn_backward_scratch_bytes(" + sizes + s->H + ", " + s->L + ", " + s->D +
+                       ", sizeof(real_t))");
+  e.out() << "{\n";
+  e.out().indent();
+  e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\nreal_t *dw_[] = {"
+          << e.commaNames(o.getDweights()) << "};\n";
+  KernelCall c{std::string(every      ? "launch_rnn_backward_ckpt"
+                           : reserved ? "launch_rnn_backward_reserved"
+                                      : "launch_rnn_backward") +
+                   "<real_t, " + *lengthType + ", " + s->cell + ">",
+               {"blas"}};
+  c.args.append(s->sizes());
+  c.args.append({LaunchEmitter::flag(o.getHasBias()), e.name(o.getX()), "w_",
+                 e.nameOr(o.getH0(), "const real_t *"), e.nameOr(o.getC0(), "const real_t *"),
+                 e.nameOr(o.getLengths(), "const " + *lengthType + " *")});
+  if (reserved)
+    c.args.push_back(e.name(o.getReserve()));
+  c.args.append({e.nameOr(o.getDy(), "const real_t *"), e.nameOr(o.getDhN(), "const real_t *"),
+                 e.nameOr(o.getDcN(), "const real_t *"),
+                 gradOutOrNull(e, o, o.getDx(), "(real_t *)NULL"),
+                 gradOutOrNull(e, o, o.getDh0(), "(real_t *)NULL"),
+                 gradOutOrNull(e, o, o.getDc0(), "(real_t *)NULL"), "dw_"});
+  if (every)
+    c.args.push_back(std::to_string(*every));
+  c.args.append({ws, "stream"});
+  e.call(c);
+  e.out().unindent();
+  e.out() << "}\n";
+  return success();
+}
+
 LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
   if (e.isCuda())
-    return e.cpuOnlyBackward();
+    return emitStackGradCuda(e, o);
   // libnncc_kernels' stack BPTT: from the forward's reserve, or re-running
   // the forward into its workspace; overwrites dx, dh0, dc0 (each may be
   // NULL) and every weight gradient.
@@ -243,17 +385,8 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\nreal_t *dw_[] = {"
           << e.commaNames(o.getDweights()) << "};\n";
-  // An out buffer no other op reads (a temporary: dx of a model input, dh0 /
-  // dc0 of an initial state that is not a parameter) is passed as NULL,
-  // which the kernel skips: for dx, the [B*T, G*H] x [G*H, I] GEMM of layer
-  // 0, a fifth of an LSTM backward.
-  Operation *self = o.getOperation();
-  auto outOrNull = [&](Value v) -> std::string {
-    if (v && v.getDefiningOp<nnk::AllocOp>() &&
-        llvm::all_of(v.getUsers(), [&](Operation *u) { return u == self; }))
-      return "NULL";
-    return e.nameOrNull(v);
-  };
+  // Outputs no other op reads are passed as NULL (gradOutOrNull).
+  auto outOrNull = [&](Value v) { return gradOutOrNull(e, o, v, "NULL"); };
   const bool zoneout = o.getZoneout() > 0 || reserved;
   KernelCall c{every       ? "NNCC_KFN(nncc_rnn_backward_ckpt)"
                : snapshots ? "NNCC_KFN(nncc_rnn_backward_revolve)"

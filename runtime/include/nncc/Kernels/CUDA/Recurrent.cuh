@@ -76,6 +76,11 @@ __device__ __forceinline__ int rnn_len(const L *lengths, int b, int Tn) {
 /// after each row's last valid step; h0 when len_b = 0).
 /// h0/c0/hn/cn point at this (layer, direction)'s [B, H] slice (may be
 /// null), wt = W_hh^T [H, G*H] in global memory.
+/// Training (RecurrentBackward.cuh): `saved` receives the gates at
+/// saved + (b*T + t)*saved_stride_bt (RecurrentMath.h slots), and, for the
+/// LSTM with BPTT checkpointing, `ckc` [*, B, H] the cell state entering
+/// scan step m*every (m >= 1) at entry m-1, for the rows still running there
+/// (the CPU's rnnLayerTrain). Both null in inference.
 template <typename T, typename L, int Kind, bool WeightsInSmem>
 __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
                                 int64_t ld_out, int col_off, int rows,
@@ -84,7 +89,7 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
                                 const T *__restrict__ wt,
                                 const T *__restrict__ bhh, const T *h0,
                                 const T *c0, T *out, T *hn, T *cn, T *saved,
-                                int64_t saved_stride_bt) {
+                                int64_t saved_stride_bt, T *ckc, int every) {
   extern __shared__ unsigned char nncc_rnn_smem[];
   const int G = cell_gates(Kind), GH = G * H;
   T *sh = reinterpret_cast<T *>(nncc_rnn_smem);
@@ -151,6 +156,8 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
         T cnew;
         lstm_unit(xr, hr, bhh, H, j, sc[i], cnew, hnew, sv);
         sc[i] = cnew;
+        if (ckc && s + 1 < len && (s + 1) % every == 0)
+          ckc[((int64_t)(s + 1) / every - 1) * B * H + (int64_t)b * H + j] = cnew;
       } else if (Kind == CellGru) {
         hnew = gru_unit(xr, hr, bhh, H, j, hp, sv);
       } else {
@@ -223,19 +230,22 @@ inline bool rnn_scan_config(int B, int H, int sms, int optin, int &rows,
   return smem <= (size_t)optin;
 }
 
-/// Host launcher of one layer and direction (nnk.recurrent_scan): the
-/// W_hh^T transpose into `wt_scratch` ([G*H, H] elements), then ONE
-/// persistent launch. Every CUDA call is checked; the first error returns.
+/// launch_rnn_scan plus the LSTM's BPTT checkpoints `ckc` every `every`
+/// scan steps (see rnn_scan_kernel; ckc null: none, every ignored).
 template <typename T, typename L, int Kind>
-inline cudaError_t launch_rnn_scan(int B, int Tn, int H, int reverse,
-                                   int64_t ld_out, int col_off,
-                                   const L *lengths, const T *xg,
-                                   const T *whh, const T *bhh, const T *h0,
-                                   const T *c0, T *out, T *hn, T *cn,
-                                   T *saved, int64_t saved_stride_bt,
-                                   T *wt_scratch, cudaStream_t stream) {
+inline cudaError_t launch_rnn_scan_ckpt(int B, int Tn, int H, int reverse,
+                                        int64_t ld_out, int col_off,
+                                        const L *lengths, const T *xg,
+                                        const T *whh, const T *bhh,
+                                        const T *h0, const T *c0, T *out,
+                                        T *hn, T *cn, T *saved,
+                                        int64_t saved_stride_bt, T *ckc,
+                                        int every, T *wt_scratch,
+                                        cudaStream_t stream) {
   if (B <= 0 || H <= 0)
     return cudaSuccess;
+  if (ckc && (Kind != CellLstm || every < 1))
+    return cudaErrorInvalidValue;
   const int GH = cell_gates(Kind) * H;
   cudaError_t e;
   int dev = 0, optin = 48 * 1024, sms = 1;
@@ -263,8 +273,24 @@ inline cudaError_t launch_rnn_scan(int B, int Tn, int H, int reverse,
     return e;
   k<<<grid, 256, smem, stream>>>(B, Tn, H, reverse, ld_out, col_off, rows, lengths,
                                  xg, wt_scratch, bhh, h0, c0, out, hn, cn, saved,
-                                 saved_stride_bt);
+                                 saved_stride_bt, ckc, every);
   return cudaGetLastError();
+}
+
+/// Host launcher of one layer and direction (nnk.recurrent_scan): the
+/// W_hh^T transpose into `wt_scratch` ([G*H, H] elements), then ONE
+/// persistent launch. Every CUDA call is checked; the first error returns.
+template <typename T, typename L, int Kind>
+inline cudaError_t launch_rnn_scan(int B, int Tn, int H, int reverse,
+                                   int64_t ld_out, int col_off,
+                                   const L *lengths, const T *xg,
+                                   const T *whh, const T *bhh, const T *h0,
+                                   const T *c0, T *out, T *hn, T *cn,
+                                   T *saved, int64_t saved_stride_bt,
+                                   T *wt_scratch, cudaStream_t stream) {
+  return launch_rnn_scan_ckpt<T, L, Kind>(
+      B, Tn, H, reverse, ld_out, col_off, lengths, xg, whh, bhh, h0, c0, out,
+      hn, cn, saved, saved_stride_bt, (T *)nullptr, 0, wt_scratch, stream);
 }
 
 } // namespace cuda

@@ -1,0 +1,1463 @@
+//===- RecurrentBackward.cuh - Recurrent training on CUDA ------*- CUDA -*-===//
+//
+// CUDA twins of the CPU recurrent training kernels
+// (runtime/lib/Kernels/RecurrentBackward.cpp, docs/kernels.md "Recurrent
+// BPTT"), with the same operands, layouts, reserve and length semantics:
+//
+//   launch_rnn_forward_train       nncc_rnn_forward_train   (plain reserve)
+//   launch_rnn_forward_train_ckpt  nncc_rnn_forward_train_ckpt
+//   launch_rnn_backward_reserved   nncc_rnn_backward_reserved
+//   launch_rnn_backward            nncc_rnn_backward (forward recomputed)
+//   launch_rnn_backward_ckpt       nncc_rnn_backward_ckpt
+//   launch_rnn_cell_backward       nncc_rnn_cell_backward
+//
+// No zoneout and no binomial (Revolve) schedule: those stay CPU-only.
+//
+// STATUS: compiled with nvcc (sm_90, -Werror all-warnings), NEVER RUN on a
+// GPU yet. test/Kernels/cuda-recurrent-backward.test only compiles them.
+//
+// Shape of the work, per layer and direction (as the CPU):
+//   forward: xg = X W_ih^T + b_ih (cuBLAS) and the persistent scan kernel of
+//     Recurrent.cuh, which also writes the gates into the reserve;
+//   backward: ONE persistent reverse-scan launch (rnn_scan_backward_kernel:
+//     per step the unit derivatives of BackwardMath.h for the CTA's active
+//     rows, then dh_prev = direct + dhg W_hh, Cho's GRU one more product for
+//     r*h), then dW_hh, dW_ih and dx as cuBLAS GEMMs over all steps and the
+//     bias gradients as deterministic column sums (one thread per column,
+//     rows in order).
+//
+// Conventions: row-major operands (cuBLAS sees them transposed), the cuBLAS
+// handle in CUBLAS_POINTER_MODE_HOST (its default; the generated code's own
+// GEMMs assume it too); its stream is set to `stream`. Launchers return the
+// first cudaError_t; a failing cuBLAS call maps to a cudaError_t by
+// rnn_blas_error (ALLOC_FAILED -> cudaErrorMemoryAllocation, INVALID_VALUE
+// -> cudaErrorInvalidValue, NOT_SUPPORTED / ARCH_MISMATCH ->
+// cudaErrorNotSupported, NOT_INITIALIZED -> cudaErrorInitializationError,
+// EXECUTION_FAILED -> cudaErrorLaunchFailure, others -> cudaErrorUnknown).
+// Bad arguments (the CPU's NNCC_K_EINVAL) return cudaErrorInvalidValue.
+// Lengths (i32 or i64 on the device) are clamped to [0, T] as in the
+// inference kernel (the CPU rejects lengths outside [0, T]). Weight tables
+// are HOST arrays of device pointers in PyTorch _flat_weights order.
+// Scratch: a `char *` of device memory of the matching *_scratch_bytes().
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_KERNELS_CUDA_RECURRENTBACKWARD_CUH
+#define NNCC_KERNELS_CUDA_RECURRENTBACKWARD_CUH
+
+#include "nncc/Kernels/BackwardMath.h"
+#include "nncc/Kernels/CUDA/Common.cuh"
+#include "nncc/Kernels/CUDA/Recurrent.cuh"
+#include "nncc/Kernels/RecurrentMath.h"
+
+#include <cublas_v2.h>
+#include <limits.h>
+
+namespace nncc {
+namespace kernels {
+namespace cuda {
+
+//===----------------------------------------------------------------------===//
+// Host helpers: cuBLAS, scratch carving, launch configuration
+//===----------------------------------------------------------------------===//
+
+/// The cudaError_t a failing cuBLAS status is reported as (see the header).
+inline cudaError_t rnn_blas_error(cublasStatus_t s) {
+  switch (s) {
+  case CUBLAS_STATUS_SUCCESS:
+    return cudaSuccess;
+  case CUBLAS_STATUS_ALLOC_FAILED:
+    return cudaErrorMemoryAllocation;
+  case CUBLAS_STATUS_INVALID_VALUE:
+    return cudaErrorInvalidValue;
+  case CUBLAS_STATUS_NOT_SUPPORTED:
+  case CUBLAS_STATUS_ARCH_MISMATCH:
+    return cudaErrorNotSupported;
+  case CUBLAS_STATUS_NOT_INITIALIZED:
+    return cudaErrorInitializationError;
+  case CUBLAS_STATUS_EXECUTION_FAILED:
+    return cudaErrorLaunchFailure;
+  default:
+    return cudaErrorUnknown;
+  }
+}
+
+inline cublasStatus_t rnn_cublas_gemm(cublasHandle_t h, cublasOperation_t a,
+                                      cublasOperation_t b, int m, int n, int k,
+                                      const float *alpha, const float *A,
+                                      int lda, const float *B, int ldb,
+                                      const float *beta, float *C, int ldc) {
+  return cublasSgemm(h, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+inline cublasStatus_t rnn_cublas_gemm(cublasHandle_t h, cublasOperation_t a,
+                                      cublasOperation_t b, int m, int n, int k,
+                                      const double *alpha, const double *A,
+                                      int lda, const double *B, int ldb,
+                                      const double *beta, double *C, int ldc) {
+  return cublasDgemm(h, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/// Row-major C[M, N] = alpha op(A) op(B) + beta C, the CPU kernels' gemm():
+/// cuBLAS computes the column-major C^T = op(B)^T op(A)^T. Empty products
+/// with beta = 1 are no-ops (every such use accumulates).
+template <typename T>
+inline cudaError_t rnn_gemm(cublasHandle_t blas, bool ta, bool tb, int64_t M,
+                            int64_t N, int64_t K, T alpha, const T *A,
+                            int64_t lda, const T *B, int64_t ldb, T beta, T *C,
+                            int64_t ldc) {
+  if (M == 0 || N == 0 || (K == 0 && beta == T(1)))
+    return cudaSuccess;
+  if (M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX ||
+      ldb > INT_MAX || ldc > INT_MAX)
+    return cudaErrorInvalidValue;
+  return rnn_blas_error(rnn_cublas_gemm(
+      blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+      (int)N, (int)M, (int)K, &alpha, B, (int)ldb, A, (int)lda, &beta, C,
+      (int)ldc));
+}
+
+/// Carves the launchers' device scratch: pieces aligned to 256 bytes from a
+/// base aligned up to 256. With a null base it only counts (the
+/// *_scratch_bytes functions), so sizes and layouts cannot diverge.
+class RnnScratch {
+public:
+  explicit RnnScratch(char *base) : base_(base) {
+    if (base_)
+      base_ += (256 - (reinterpret_cast<uintptr_t>(base_) & 255)) & 255;
+  }
+  char *take(int64_t bytes) {
+    const uint64_t at = off_;
+    off_ += ((uint64_t)(bytes > 0 ? bytes : 0) + 255) & ~(uint64_t)255;
+    return base_ ? base_ + at : nullptr;
+  }
+  template <typename U> U *take(int64_t n, int64_t elem) {
+    return reinterpret_cast<U *>(take(n * elem));
+  }
+  /// Bytes the pieces need, plus the base's alignment slack.
+  uint64_t bytes() const { return off_ + 256; }
+
+private:
+  char *base_;
+  uint64_t off_ = 0;
+};
+
+/// SM count and opt-in shared memory per block of the current device.
+inline cudaError_t rnn_device_limits(int &sms, int &optin) {
+  int dev = 0;
+  cudaError_t e;
+  sms = 1;
+  optin = 48 * 1024;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess)
+    return e;
+  if ((e = cudaDeviceGetAttribute(
+           &optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) !=
+      cudaSuccess)
+    return e;
+  return cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+}
+
+/// Whether the stack sizes fit the kernels' int indexing of B, T, H, I.
+inline bool rnn_stack_dims_ok(int64_t B, int64_t Tn, int64_t I, int64_t H,
+                              int64_t L, int64_t D) {
+  return B >= 0 && Tn >= 0 && I > 0 && H > 0 && L > 0 && (D == 1 || D == 2) &&
+         B <= INT_MAX && Tn <= INT_MAX && I <= INT_MAX &&
+         H * 4 <= INT_MAX && B * Tn <= INT_MAX;
+}
+
+inline bool rnn_cell_ok(int cell) {
+  return cell >= CellRnnTanh && cell <= CellGruCho;
+}
+
+//===----------------------------------------------------------------------===//
+// Small kernels
+//===----------------------------------------------------------------------===//
+
+/// out[r, :] = bias for rows r < rows (the CPU's bias pre-fill of a GEMM
+/// with beta = 1).
+template <typename T>
+__global__ void rnn_bias_rows_kernel(int64_t rows, int64_t n,
+                                     const T *__restrict__ bias,
+                                     T *__restrict__ out) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+       i < rows * n; i += (int64_t)gridDim.x * blockDim.x)
+    out[i] = bias[i % n];
+}
+
+/// out[j] += sum_r a[r*lda + j] (and out2[j] += the same sum when given):
+/// one thread per column, rows summed in order from 0 (deterministic, the
+/// CPU's colSumAdd order).
+template <typename T>
+__global__ void rnn_col_sum_add_kernel(int64_t rows, int64_t n,
+                                       const T *__restrict__ a, int64_t lda,
+                                       T *out, T *out2) {
+  for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < n;
+       j += (int64_t)gridDim.x * blockDim.x) {
+    T s = T(0);
+    for (int64_t r = 0; r < rows; ++r)
+      s += a[r * lda + j];
+    if (out)
+      out[j] += s;
+    if (out2)
+      out2[j] += s;
+  }
+}
+
+template <typename T>
+inline cudaError_t rnn_col_sum_add(int64_t rows, int64_t n, const T *a,
+                                   int64_t lda, T *out, T *out2,
+                                   cudaStream_t stream) {
+  if ((!out && !out2) || n <= 0 || rows <= 0)
+    return cudaSuccess;
+  rnn_col_sum_add_kernel<T><<<grid_for(n, 128), 128, 0, stream>>>(
+      rows, n, a, lda, out, out2);
+  return cudaGetLastError();
+}
+
+/// The bias adjoints of a layer and direction: RNN / LSTM both biases are
+/// the column sums of dxg (= dhg); GRU / Cho db_hh from dhg, db_ih from dxg.
+template <typename T>
+inline cudaError_t rnn_bias_grads(int64_t rows, int64_t GH, const T *dxg,
+                                  const T *dhg, T *dbih, T *dbhh,
+                                  cudaStream_t stream) {
+  if (dhg == dxg)
+    return rnn_col_sum_add<T>(rows, GH, dxg, GH, dbih, dbhh, stream);
+  cudaError_t e = rnn_col_sum_add<T>(rows, GH, dhg, GH, dbhh, (T *)nullptr,
+                                     stream);
+  if (e != cudaSuccess)
+    return e;
+  return rnn_col_sum_add<T>(rows, GH, dxg, GH, dbih, (T *)nullptr, stream);
+}
+
+//===----------------------------------------------------------------------===//
+// The reverse scan
+//===----------------------------------------------------------------------===//
+
+/// Shared memory of one CTA of rnn_scan_backward_kernel: the carried dh,
+/// dc (LSTM), the direct path, the step operand dstep [rows, G*H], Cho's
+/// dah, and W_hh [G*H, H] when it fits.
+template <typename T, int Kind>
+__host__ __device__ inline size_t rnn_bwd_smem_bytes(int rows, int H,
+                                                     bool weights_in_smem) {
+  const int G = cell_gates(Kind);
+  size_t n = (size_t)rows * H * (2 + (Kind == CellLstm ? 1 : 0) +
+                                 (Kind == CellGruCho ? 1 : 0)) +
+             (size_t)rows * G * H;
+  if (weights_in_smem)
+    n += (size_t)G * H * H;
+  return n * sizeof(T);
+}
+
+/// rows per CTA and W_hh placement, as rnn_scan_config.
+template <typename T, int Kind>
+inline bool rnn_scan_backward_config(int B, int H, int sms, int optin,
+                                     int &rows, bool &inSmem, size_t &smem) {
+  rows = (B + 2 * sms - 1) / (2 * (sms > 0 ? sms : 1));
+  rows = rows < 1 ? 1 : (rows > 8 ? 8 : rows);
+  inSmem = rnn_bwd_smem_bytes<T, Kind>(rows, H, true) <= (size_t)optin;
+  smem = rnn_bwd_smem_bytes<T, Kind>(rows, H, inSmem);
+  while (smem > (size_t)optin && rows > 1) {
+    rows /= 2;
+    smem = rnn_bwd_smem_bytes<T, Kind>(rows, H, inSmem);
+  }
+  return smem <= (size_t)optin;
+}
+
+/// Reverse time loop of one layer and direction (the CPU's
+/// scanBackwardSteps between scanBackwardBegin and scanBackwardEnd), scan
+/// steps [s_begin, s_end) last first; CTA x owns batch rows
+/// [x*rows, x*rows + rows), a row takes part at step s while s < len_b and
+/// then works on t = rnn_time_index(s, len_b, reverse).
+///
+/// Row indexing (the CPU's FullIndex / SegmentIndex):
+///   full (Segmented = false; s_begin = 0, s_end = T): adjoint rows
+///     b*T + t of dxg / dhg / hprev / rh, gates `saved` [B, T, slots*H];
+///   segment (BPTT checkpointing, scan steps [s_begin, s_begin + K)):
+///     adjoint rows b*K + (s - s_begin), gates [B, K+1, slots*H] at row
+///     b*(K+1) + (s - s_begin) + 1 (row b*(K+1) holds in its c slot the
+///     cell state entering the segment).
+/// h_{t-1} is read from the layer output y [B, T, D*H] (columns
+/// [col*H, col*H + H)) for s > 0, else h0 / zeros; the LSTM's c_{t-1} from
+/// the previous step's saved c slot for s > 0, else c0 / zeros.
+/// The carried adjoints start from dh_in / dc_in ([B, H]; null = 0) and end
+/// in dh_out / dc_out (null: not stored); in place is fine (each CTA reads
+/// its own rows before the loop and writes them after).
+/// Writes the gate adjoints of every valid (row, step) -- dxg (input
+/// projection) and, GRU / Cho, dhg (recurrent product; otherwise dhg is
+/// dxg) -- and hprev (h_{t-1}), Cho rh (r*h_{t-1}); the other rows of
+/// these buffers (steps past a length or past s_end) are zeroed, so the
+/// weight-gradient GEMMs over all rows read zeros there.
+template <typename T, typename Len, int Kind, bool WeightsInSmem,
+          bool Segmented>
+__global__ void rnn_scan_backward_kernel(
+    int B, int Tn, int H, int reverse, int D, int col, int rows,
+    const Len *__restrict__ lengths, int s_begin, int s_end, int K,
+    const T *__restrict__ whh, const T *__restrict__ saved,
+    const T *__restrict__ y, const T *__restrict__ h0,
+    const T *__restrict__ c0, const T *__restrict__ dy, const T *dh_in,
+    const T *dc_in, T *dh_out, T *dc_out, T *__restrict__ dxg,
+    T *__restrict__ dhg, T *__restrict__ hprev, T *__restrict__ rh) {
+  extern __shared__ __align__(16) unsigned char nncc_rnn_bwd_smem[];
+  const int G = cell_gates(Kind), GH = G * H;
+  const int slots = cell_saved_slots(Kind);
+  const bool twoG = Kind == CellGru || Kind == CellGruCho;
+  const int64_t DH = (int64_t)D * H, cofs = (int64_t)col * H;
+  T *sdh = reinterpret_cast<T *>(nncc_rnn_bwd_smem);
+  T *sdc = sdh + rows * H;
+  T *sdir = sdc + (Kind == CellLstm ? rows * H : 0);
+  T *sdst = sdir + rows * H;
+  T *sdah = sdst + rows * GH;
+  T *sw = sdah + (Kind == CellGruCho ? rows * H : 0);
+  const T *W = WeightsInSmem ? sw : whh;
+
+  const int b0 = blockIdx.x * rows;
+  const int nr = min(rows, B - b0);
+  if (nr <= 0)
+    return;
+  if (WeightsInSmem)
+    for (int64_t i = threadIdx.x; i < (int64_t)GH * H; i += blockDim.x)
+      sw[i] = whh[i];
+  int maxLen = 0;
+  for (int r = 0; r < nr; ++r)
+    maxLen = max(maxLen, rnn_len(lengths, b0 + r, Tn));
+  // Rows the scan does not write read zero in the GEMMs that follow.
+  const int nsteps = Segmented ? K : Tn;
+  const int64_t nrows = (int64_t)nr * nsteps;
+  for (int64_t i = threadIdx.x; i < nrows * (GH + H); i += blockDim.x) {
+    const int64_t rq = i / (GH + H), o = i % (GH + H);
+    const int r = (int)(rq / nsteps), q = (int)(rq % nsteps), b = b0 + r;
+    const int len = rnn_len(lengths, b, Tn);
+    const bool valid = Segmented ? (s_begin + q < s_end && s_begin + q < len)
+                                 : q < len;
+    if (valid)
+      continue;
+    const int64_t row = (int64_t)b * nsteps + q;
+    if (o < GH) {
+      dxg[row * GH + o] = T(0);
+      if (twoG)
+        dhg[row * GH + o] = T(0);
+    } else {
+      hprev[row * H + (o - GH)] = T(0);
+      if (Kind == CellGruCho)
+        rh[row * H + (o - GH)] = T(0);
+    }
+  }
+  for (int i = threadIdx.x; i < nr * H; i += blockDim.x) {
+    const int64_t g = (int64_t)b0 * H + i;
+    sdh[i] = dh_in ? dh_in[g] : T(0);
+    if (Kind == CellLstm)
+      sdc[i] = dc_in ? dc_in[g] : T(0);
+  }
+  __syncthreads();
+
+  const int Gc = Kind == CellGruCho ? 2 * H : GH; // dstep columns times W_hh
+  const int sTop = min(s_end, maxLen);
+  for (int s = sTop - 1; s >= s_begin; --s) {
+    // Unit derivatives (BackwardMath.h), thread per (row, unit).
+    for (int i = threadIdx.x; i < nr * H; i += blockDim.x) {
+      const int r = i / H, j = i % H, b = b0 + r;
+      const int len = rnn_len(lengths, b, Tn);
+      if (s >= len)
+        continue;
+      const int t = rnn_time_index(s, len, reverse != 0);
+      const int tp = reverse ? t + 1 : t - 1;
+      const int64_t row = Segmented ? (int64_t)b * K + (s - s_begin)
+                                    : (int64_t)b * Tn + t;
+      const int64_t srow = Segmented
+                               ? (int64_t)b * (K + 1) + (s - s_begin) + 1
+                               : (int64_t)b * Tn + t;
+      const int64_t sprev = Segmented ? srow - 1 : (int64_t)b * Tn + tp;
+      const T *sv = saved + srow * slots * H;
+      const T hp = s > 0 ? y[((int64_t)b * Tn + tp) * DH + cofs + j]
+                         : (h0 ? h0[(int64_t)b * H + j] : T(0));
+      const T dht =
+          sdh[i] + (dy ? dy[((int64_t)b * Tn + t) * DH + cofs + j] : T(0));
+      T *dxr = dxg + row * GH;
+      T *dsr = sdst + r * GH;
+      hprev[row * H + j] = hp;
+      if (Kind == CellLstm) {
+        const T cp = s > 0 ? saved[sprev * slots * H + 4 * H + j]
+                           : (c0 ? c0[(int64_t)b * H + j] : T(0));
+        T dc = sdc[i], di, df, dg, dout;
+        lstm_unit_grads(sv, H, j, cp, dht, dc, di, df, dg, dout);
+        sdc[i] = dc;
+        dxr[j] = dsr[j] = di;
+        dxr[H + j] = dsr[H + j] = df;
+        dxr[2 * H + j] = dsr[2 * H + j] = dg;
+        dxr[3 * H + j] = dsr[3 * H + j] = dout;
+        sdir[i] = T(0);
+      } else if (Kind == CellGru) {
+        T dar, daz, dan, dhn;
+        sdir[i] = gru_unit_grads(sv, H, j, hp, dht, dar, daz, dan, dhn);
+        T *dhr = dhg + row * GH;
+        dxr[j] = dhr[j] = dsr[j] = dar;
+        dxr[H + j] = dhr[H + j] = dsr[H + j] = daz;
+        dxr[2 * H + j] = dan;
+        dhr[2 * H + j] = dsr[2 * H + j] = dhn;
+      } else if (Kind == CellGruCho) {
+        T daz, dah;
+        sdir[i] = gru_cho_grads1(sv, H, j, hp, dht, daz, dah);
+        T *dhr = dhg + row * GH;
+        dxr[H + j] = dhr[H + j] = dsr[H + j] = daz;
+        dxr[2 * H + j] = dhr[2 * H + j] = dah;
+        sdah[i] = dah;
+        rh[row * H + j] = sv[j] * hp;
+      } else {
+        const T da = rnn_unit_backward(sv[j], Kind == CellRnnRelu, dht);
+        dxr[j] = dsr[j] = da;
+        sdir[i] = T(0);
+      }
+    }
+    __syncthreads();
+    if (Kind == CellGruCho) {
+      // Phase 2: drh = dah . W_hh[2H:3H], then the r gate. The thread of
+      // (row, unit) is the one that wrote that unit's hprev above.
+      for (int i = threadIdx.x; i < nr * H; i += blockDim.x) {
+        const int r = i / H, k = i % H, b = b0 + r;
+        const int len = rnn_len(lengths, b, Tn);
+        if (s >= len)
+          continue;
+        const int t = rnn_time_index(s, len, reverse != 0);
+        const int64_t row = Segmented ? (int64_t)b * K + (s - s_begin)
+                                      : (int64_t)b * Tn + t;
+        const int64_t srow = Segmented
+                                 ? (int64_t)b * (K + 1) + (s - s_begin) + 1
+                                 : (int64_t)b * Tn + t;
+        const T *dah = sdah + r * H;
+        T drh = T(0);
+        for (int o = 0; o < H; ++o)
+          drh += dah[o] * W[(int64_t)(2 * H + o) * H + k];
+        T dar;
+        sdir[i] += gru_cho_grads2(saved + srow * slots * H, k,
+                                  hprev[row * H + k], drh, dar);
+        dxg[row * GH + k] = dhg[row * GH + k] = sdst[r * GH + k] = dar;
+      }
+      __syncthreads();
+    }
+    // dh_prev = direct + dstep . W_hh (Cho: only the r, z blocks).
+    for (int i = threadIdx.x; i < nr * H; i += blockDim.x) {
+      const int r = i / H, k = i % H;
+      if (s >= rnn_len(lengths, b0 + r, Tn))
+        continue;
+      const T *ds = sdst + r * GH;
+      T acc = T(0);
+      for (int o = 0; o < Gc; ++o)
+        acc += ds[o] * W[(int64_t)o * H + k];
+      sdh[i] = sdir[i] + acc;
+    }
+    __syncthreads();
+  }
+  for (int i = threadIdx.x; i < nr * H; i += blockDim.x) {
+    const int64_t g = (int64_t)b0 * H + i;
+    if (dh_out)
+      dh_out[g] = sdh[i];
+    if (Kind == CellLstm && dc_out)
+      dc_out[g] = sdc[i];
+  }
+}
+
+/// Buffers of one layer and direction's backward: gate adjoints dxg and
+/// (GRU / Cho) dhg [rows, G*H], hprev and (Cho) rh [rows, H].
+template <typename T> struct RnnBwdBuffers {
+  T *dxg, *dhg, *hprev, *rh;
+};
+
+/// Carves RnnBwdBuffers for `rows` adjoint rows (B*T, or B*K per segment).
+inline void rnn_carve_bwd_buffers(RnnScratch &a, int cell, int64_t rows,
+                                  int64_t H, int64_t elem, char **dxg,
+                                  char **dhg, char **hprev, char **rh) {
+  const int64_t GH = cell_gates(cell) * H;
+  const bool twoG = cell == CellGru || cell == CellGruCho;
+  *dxg = a.take(rows * GH * elem);
+  *dhg = a.take(twoG ? rows * GH * elem : 0);
+  *hprev = a.take(rows * H * elem);
+  *rh = a.take(cell == CellGruCho ? rows * H * elem : 0);
+}
+
+template <typename T>
+inline RnnBwdBuffers<T> rnn_bwd_buffers(RnnScratch &a, int cell, int64_t rows,
+                                        int64_t H) {
+  char *p[4];
+  rnn_carve_bwd_buffers(a, cell, rows, H, sizeof(T), &p[0], &p[1], &p[2],
+                        &p[3]);
+  const bool twoG = cell == CellGru || cell == CellGruCho;
+  RnnBwdBuffers<T> w;
+  w.dxg = reinterpret_cast<T *>(p[0]);
+  w.dhg = twoG ? reinterpret_cast<T *>(p[1]) : w.dxg;
+  w.hprev = reinterpret_cast<T *>(p[2]);
+  w.rh = reinterpret_cast<T *>(p[3]);
+  return w;
+}
+
+/// One reverse-scan launch (see rnn_scan_backward_kernel).
+template <typename T, typename Len, int Kind, bool Segmented>
+inline cudaError_t launch_rnn_scan_backward(
+    int B, int Tn, int H, int reverse, int D, int col, const Len *lengths,
+    int s_begin, int s_end, int K, const T *whh, const T *saved, const T *y,
+    const T *h0, const T *c0, const T *dy, const T *dh_in, const T *dc_in,
+    T *dh_out, T *dc_out, const RnnBwdBuffers<T> &w, cudaStream_t stream) {
+  if (B <= 0)
+    return cudaSuccess;
+  int sms, optin, rows;
+  bool inSmem;
+  size_t smem;
+  cudaError_t e = rnn_device_limits(sms, optin);
+  if (e != cudaSuccess)
+    return e;
+  if (!rnn_scan_backward_config<T, Kind>(B, H, sms, optin, rows, inSmem, smem))
+    return cudaErrorInvalidConfiguration;
+  auto k = inSmem ? rnn_scan_backward_kernel<T, Len, Kind, true, Segmented>
+                  : rnn_scan_backward_kernel<T, Len, Kind, false, Segmented>;
+  if ((e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smem)) != cudaSuccess)
+    return e;
+  const unsigned grid = (unsigned)((B + rows - 1) / rows);
+  // RNN / LSTM: dhg is dxg, which the kernel does not touch through dhg.
+  const bool twoG = Kind == CellGru || Kind == CellGruCho;
+  k<<<grid, 256, smem, stream>>>(B, Tn, H, reverse, D, col, rows, lengths,
+                                 s_begin, s_end, K, whh, saved, y, h0, c0, dy,
+                                 dh_in, dc_in, dh_out, dc_out, w.dxg,
+                                 twoG ? w.dhg : nullptr, w.hprev, w.rh);
+  return cudaGetLastError();
+}
+
+/// Weight gradients of one layer and direction over `rows` adjoint rows
+/// (all accumulate; each may be null): dW_hh += dhg^T hprev (Cho: rows
+/// 2H:3H use rh), db_ih / db_hh, dW_ih += dxg^T in, dx += dxg W_ih (dx with
+/// leading dimension inSize; the caller passes null when it scatters).
+template <typename T, int Kind>
+inline cudaError_t rnn_layer_weight_grads(cublasHandle_t blas, int64_t rows,
+                                          int64_t inSize, int64_t H,
+                                          const RnnBwdBuffers<T> &w,
+                                          const T *in, const T *wih, T *dx,
+                                          T *dwih, T *dwhh, T *dbih, T *dbhh,
+                                          cudaStream_t stream) {
+  const int64_t GH = cell_gates(Kind) * H;
+  cudaError_t e;
+  if (dwhh) {
+    if (Kind == CellGruCho) {
+      if ((e = rnn_gemm<T>(blas, true, false, 2 * H, H, rows, T(1), w.dhg, GH,
+                           w.hprev, H, T(1), dwhh, H)) != cudaSuccess)
+        return e;
+      if ((e = rnn_gemm<T>(blas, true, false, H, H, rows, T(1), w.dhg + 2 * H,
+                           GH, w.rh, H, T(1), dwhh + 2 * H * H, H)) !=
+          cudaSuccess)
+        return e;
+    } else if ((e = rnn_gemm<T>(blas, true, false, GH, H, rows, T(1), w.dhg,
+                                GH, w.hprev, H, T(1), dwhh, H)) != cudaSuccess)
+      return e;
+  }
+  if ((e = rnn_bias_grads<T>(rows, GH, w.dxg, w.dhg, dbih, dbhh, stream)) !=
+      cudaSuccess)
+    return e;
+  if (dwih && (e = rnn_gemm<T>(blas, true, false, GH, inSize, rows, T(1),
+                               w.dxg, GH, in, inSize, T(1), dwih, inSize)) !=
+                  cudaSuccess)
+    return e;
+  if (dx && (e = rnn_gemm<T>(blas, false, false, rows, inSize, GH, T(1), w.dxg,
+                             GH, wih, inSize, T(1), dx, inSize)) != cudaSuccess)
+    return e;
+  return cudaSuccess;
+}
+
+//===----------------------------------------------------------------------===//
+// Stack forward (training)
+//===----------------------------------------------------------------------===//
+
+/// Scratch of the stack forward: the input projection [B*T, G*H] and
+/// W_hh^T [G*H, H] of one layer and direction.
+inline void rnn_forward_carve(RnnScratch &a, int cell, int64_t B, int64_t Tn,
+                              int64_t H, int64_t elem, char **xg, char **wt) {
+  const int64_t GH = cell_gates(cell) * H;
+  *xg = a.take(B * Tn * GH * elem);
+  *wt = a.take(GH * H * elem);
+}
+
+/// Device scratch bytes of launch_rnn_forward_train(_ckpt).
+inline uint64_t rnn_forward_train_scratch_bytes(int cell, int64_t B,
+                                                int64_t Tn, int64_t H,
+                                                int64_t elem) {
+  RnnScratch a(nullptr);
+  char *xg, *wt;
+  rnn_forward_carve(a, cell, B, Tn, H, elem, &xg, &wt);
+  return a.bytes();
+}
+
+/// LSTM checkpoints per layer and direction (the CPU's ckptCount).
+inline int64_t rnn_ckpt_count(int64_t Tn, int64_t every) {
+  return every > 0 && Tn > 0 ? (Tn - 1) / every : 0;
+}
+
+/// The stack's forward (the CPU's stackForward): per layer and direction
+/// xg = in W_ih^T + b_ih and one persistent scan writing outs [L, B*T, D*H]
+/// (zeros past each length), the gates into saved (slot l*D+d of
+/// [L*D, B, T, slots*H]; may be null), the final states (may be null) and,
+/// with ck (LSTM, every >= 1), the cell-state checkpoints
+/// [L*D, rnn_ckpt_count(T, every), B, H].
+template <typename T, typename Len, int Kind>
+inline cudaError_t rnn_stack_forward(cublasHandle_t blas, int64_t B,
+                                     int64_t Tn, int64_t I, int64_t H,
+                                     int64_t L, int64_t D, int has_bias,
+                                     const T *x, const T *const *weights,
+                                     const T *h0, const T *c0,
+                                     const Len *lengths, T *outs, T *saved,
+                                     T *hn, T *cn, T *ck, int64_t every,
+                                     char *scratch, cudaStream_t stream) {
+  const int per = rnn_weights_per_cell(has_bias != 0);
+  const int slots = cell_saved_slots(Kind);
+  const int64_t GH = cell_gates(Kind) * H, DH = D * H, BT = B * Tn;
+  const int64_t nck = rnn_ckpt_count(Tn, every);
+  RnnScratch a(scratch);
+  char *xgp, *wtp;
+  rnn_forward_carve(a, Kind, B, Tn, H, sizeof(T), &xgp, &wtp);
+  T *xg = reinterpret_cast<T *>(xgp), *wt = reinterpret_cast<T *>(wtp);
+  cudaError_t e;
+  for (int64_t l = 0; l < L; ++l) {
+    const T *in = l == 0 ? x : outs + (l - 1) * BT * DH;
+    const int64_t inSize = l == 0 ? I : DH;
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t sd = l * D + d;
+      const T *const *wp = weights + sd * per;
+      const T *bih = has_bias ? wp[2] : nullptr;
+      const T *bhh = has_bias ? wp[3] : nullptr;
+      if (bih && BT > 0) {
+        rnn_bias_rows_kernel<T><<<grid_for(BT * GH, 256), 256, 0, stream>>>(
+            BT, GH, bih, xg);
+        if ((e = cudaGetLastError()) != cudaSuccess)
+          return e;
+      }
+      if ((e = rnn_gemm<T>(blas, false, true, BT, GH, inSize, T(1), in,
+                           inSize, wp[0], inSize, bih ? T(1) : T(0), xg,
+                           GH)) != cudaSuccess)
+        return e;
+      const int64_t st = sd * B * H;
+      if ((e = launch_rnn_scan_ckpt<T, Len, Kind>(
+               (int)B, (int)Tn, (int)H, (int)d, DH, (int)(d * H), lengths, xg,
+               wp[1], bhh, h0 ? h0 + st : nullptr, c0 ? c0 + st : nullptr,
+               outs + l * BT * DH, hn ? hn + st : nullptr,
+               cn ? cn + st : nullptr,
+               saved ? saved + sd * BT * slots * H : nullptr,
+               (int64_t)slots * H,
+               ck && Kind == CellLstm ? ck + sd * nck * B * H : nullptr,
+               (int)(every > INT_MAX ? INT_MAX : every), wt, stream)) !=
+          cudaSuccess)
+        return e;
+    }
+  }
+  return cudaSuccess;
+}
+
+template <typename T, typename Len>
+inline bool rnn_stack_args_ok(int cell, int64_t B, int64_t Tn, int64_t I,
+                              int64_t H, int64_t L, int64_t D, int has_bias,
+                              const T *x, const T *const *weights) {
+  if (!rnn_cell_ok(cell) || !rnn_stack_dims_ok(B, Tn, I, H, L, D) ||
+      !weights || (B * Tn > 0 && !x))
+    return false;
+  const int per = rnn_weights_per_cell(has_bias != 0);
+  for (int64_t i = 0; i < L * D * per; ++i)
+    if (!weights[i])
+      return false;
+  return true;
+}
+
+template <typename T, typename Len, int Kind>
+inline cudaError_t rnn_forward_train_impl(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
+    int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
+    const T *h0, const T *c0, const Len *lengths, T *y, T *hn, T *cn,
+    T *reserve, int64_t every, char *scratch, cudaStream_t stream) {
+  if (!rnn_stack_args_ok<T, Len>(Kind, B, Tn, I, H, L, D, has_bias, x,
+                                 weights) ||
+      !scratch || !y || (B * Tn > 0 && !reserve))
+    return cudaErrorInvalidValue;
+  cudaError_t e = rnn_blas_error(cublasSetStream(blas, stream));
+  if (e != cudaSuccess)
+    return e;
+  const int64_t BT = B * Tn, DH = D * H;
+  // The reserve: every layer's output [L, B*T, D*H], then the gates of
+  // every layer and direction [L*D, B, T, slots*H] (checkpointed: the
+  // LSTM's cell states [L*D, ckpt count, B, H] instead of the gates).
+  T *outs = reserve, *rest = reserve ? reserve + L * BT * DH : nullptr;
+  if ((e = rnn_stack_forward<T, Len, Kind>(
+           blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths,
+           outs, every > 0 ? nullptr : rest, hn, cn,
+           every > 0 && Kind == CellLstm ? rest : nullptr, every, scratch,
+           stream)) != cudaSuccess)
+    return e;
+  if (BT * DH == 0)
+    return cudaSuccess;
+  return cudaMemcpyAsync(y, outs + (L - 1) * BT * DH, sizeof(T) * BT * DH,
+                         cudaMemcpyDeviceToDevice, stream);
+}
+
+/// nncc_rnn_forward_train without zoneout: y [B, T, D*H], h_n / c_n
+/// [L*D, B, H] (may be null) and the reserve (nncc_rnn_reserve_size bytes:
+/// layer outputs [L, B*T, D*H], then gates [L*D, B, T, slots*H]; entries
+/// past a length are not written, as on the CPU).
+template <typename T, typename Len, int Kind>
+inline cudaError_t launch_rnn_forward_train(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
+    int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
+    const T *h0, const T *c0, const Len *lengths, T *y, T *hn, T *cn,
+    T *reserve, char *scratch, cudaStream_t stream) {
+  return rnn_forward_train_impl<T, Len, Kind>(blas, B, Tn, I, H, L, D,
+                                              has_bias, x, weights, h0, c0,
+                                              lengths, y, hn, cn, reserve, 0,
+                                              scratch, stream);
+}
+
+/// nncc_rnn_forward_train_ckpt without zoneout: the reserve holds the layer
+/// outputs and, for the LSTM, the cell state entering every segment of
+/// `every` scan steps after the first (nncc_rnn_reserve_ckpt_size bytes).
+/// Scratch: rnn_forward_train_scratch_bytes.
+template <typename T, typename Len, int Kind>
+inline cudaError_t launch_rnn_forward_train_ckpt(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
+    int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
+    const T *h0, const T *c0, const Len *lengths, T *y, T *hn, T *cn,
+    T *reserve, int64_t every, char *scratch, cudaStream_t stream) {
+  if (every < 1)
+    return cudaErrorInvalidValue;
+  return rnn_forward_train_impl<T, Len, Kind>(blas, B, Tn, I, H, L, D,
+                                              has_bias, x, weights, h0, c0,
+                                              lengths, y, hn, cn, reserve,
+                                              every, scratch, stream);
+}
+
+//===----------------------------------------------------------------------===//
+// Stack backward from the full reserve (and with the forward recomputed)
+//===----------------------------------------------------------------------===//
+
+/// Zeroes what the layer backwards accumulate into (the CPU's
+/// zeroStackGradients): every weight gradient and dx.
+template <typename T>
+inline cudaError_t rnn_zero_stack_grads(T *const *dweights, T *dx, int64_t L,
+                                        int64_t D, int per, int64_t I,
+                                        int64_t DH, int64_t H, int64_t GH,
+                                        int64_t BT, cudaStream_t stream) {
+  cudaError_t e;
+  for (int64_t i = 0; dweights && i < L * D * per; ++i) {
+    if (!dweights[i])
+      continue;
+    const int64_t l = i / (D * per), kind = i % per;
+    const int64_t inSize = l == 0 ? I : DH;
+    const int64_t n = kind == 0 ? GH * inSize : kind == 1 ? GH * H : GH;
+    if ((e = cudaMemsetAsync(dweights[i], 0, sizeof(T) * n, stream)) !=
+        cudaSuccess)
+      return e;
+  }
+  if (dx && BT > 0)
+    return cudaMemsetAsync(dx, 0, sizeof(T) * BT * I, stream);
+  return cudaSuccess;
+}
+
+/// Scratch of the reserved backward: the two layer-input adjoints
+/// [2, B*T, D*H], then one layer's buffers (rnn_bwd_buffers, B*T rows).
+inline uint64_t rnn_backward_reserved_scratch_bytes(int cell, int64_t B,
+                                                    int64_t Tn, int64_t H,
+                                                    int64_t L, int64_t D,
+                                                    int64_t elem) {
+  (void)L;
+  RnnScratch a(nullptr);
+  a.take(2 * B * Tn * D * H * elem);
+  char *p[4];
+  rnn_carve_bwd_buffers(a, cell, B * Tn, H, elem, &p[0], &p[1], &p[2], &p[3]);
+  return a.bytes();
+}
+
+template <typename T, typename Len, int Kind>
+inline cudaError_t rnn_backward_reserved_impl(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
+    int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
+    const T *h0, const T *c0, const Len *lengths, const T *reserve,
+    const T *dy, const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0,
+    T *const *dweights, char *scratch, cudaStream_t stream) {
+  const int per = rnn_weights_per_cell(has_bias != 0);
+  const int slots = cell_saved_slots(Kind);
+  const int64_t GH = cell_gates(Kind) * H, DH = D * H, BT = B * Tn;
+  cudaError_t e;
+  RnnScratch a(scratch);
+  T *din = a.take<T>(2 * BT * DH, sizeof(T));
+  const RnnBwdBuffers<T> w = rnn_bwd_buffers<T>(a, Kind, BT, H);
+  const T *outs = reserve, *saved = reserve ? reserve + L * BT * DH : nullptr;
+  if ((e = rnn_zero_stack_grads<T>(dweights, dx, L, D, per, I, DH, H, GH, BT,
+                                   stream)) != cudaSuccess)
+    return e;
+  for (int64_t l = L - 1; l >= 0; --l) {
+    const T *dyl = l == L - 1 ? dy : din + ((l + 1) % 2) * BT * DH;
+    T *dxl = l == 0 ? dx : din + (l % 2) * BT * DH;
+    const T *in = l == 0 ? x : outs + (l - 1) * BT * DH;
+    const int64_t inSize = l == 0 ? I : DH;
+    if (l > 0 && BT > 0 &&
+        (e = cudaMemsetAsync(dxl, 0, sizeof(T) * BT * DH, stream)) !=
+            cudaSuccess)
+      return e;
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t sd = l * D + d, st = sd * B * H;
+      const T *const *wp = weights + sd * per;
+      T *const *dwp = dweights ? dweights + sd * per : nullptr;
+      if ((e = launch_rnn_scan_backward<T, Len, Kind, false>(
+               (int)B, (int)Tn, (int)H, (int)d, (int)D, (int)d, lengths, 0,
+               (int)Tn, 1, wp[1], saved ? saved + sd * BT * slots * H : nullptr,
+               outs ? outs + l * BT * DH : nullptr, h0 ? h0 + st : nullptr,
+               c0 ? c0 + st : nullptr, dyl, dhn ? dhn + st : nullptr,
+               dcn ? dcn + st : nullptr, dh0 ? dh0 + st : nullptr,
+               dc0 ? dc0 + st : nullptr, w, stream)) != cudaSuccess)
+        return e;
+      if ((e = rnn_layer_weight_grads<T, Kind>(
+               blas, BT, inSize, H, w, in, wp[0], dxl, dwp ? dwp[0] : nullptr,
+               dwp ? dwp[1] : nullptr, (dwp && has_bias) ? dwp[2] : nullptr,
+               (dwp && has_bias) ? dwp[3] : nullptr, stream)) != cudaSuccess)
+        return e;
+    }
+  }
+  return cudaSuccess;
+}
+
+/// nncc_rnn_backward_reserved without zoneout: BPTT of the whole stack from
+/// launch_rnn_forward_train's reserve, last layer first. Overwrites dx
+/// [B, T, I], dh0 / dc0 [L*D, B, H] (each may be null) and every weight
+/// gradient of `dweights` (a host array in _flat_weights order; it or any
+/// entry may be null). Absent dy / dh_n / dc_n are zero.
+/// Scratch: rnn_backward_reserved_scratch_bytes.
+template <typename T, typename Len, int Kind>
+inline cudaError_t launch_rnn_backward_reserved(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
+    int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
+    const T *h0, const T *c0, const Len *lengths, const T *reserve,
+    const T *dy, const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0,
+    T *const *dweights, char *scratch, cudaStream_t stream) {
+  if (!rnn_stack_args_ok<T, Len>(Kind, B, Tn, I, H, L, D, has_bias, x,
+                                 weights) ||
+      !scratch || (B * Tn > 0 && !reserve))
+    return cudaErrorInvalidValue;
+  cudaError_t e = rnn_blas_error(cublasSetStream(blas, stream));
+  if (e != cudaSuccess)
+    return e;
+  return rnn_backward_reserved_impl<T, Len, Kind>(
+      blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths, reserve,
+      dy, dhn, dcn, dx, dh0, dc0, dweights, scratch, stream);
+}
+
+/// Scratch of launch_rnn_backward: a reserve (nncc_rnn_reserve_size), the
+/// forward's scratch, then the reserved backward's.
+inline uint64_t rnn_backward_scratch_bytes(int cell, int64_t B, int64_t Tn,
+                                           int64_t H, int64_t L, int64_t D,
+                                           int64_t elem) {
+  RnnScratch a(nullptr);
+  a.take(L * B * Tn * D * H * (1 + cell_saved_slots(cell)) * elem);
+  a.take((int64_t)rnn_forward_train_scratch_bytes(cell, B, Tn, H, elem));
+  a.take((int64_t)rnn_backward_reserved_scratch_bytes(cell, B, Tn, H, L, D,
+                                                      elem));
+  return a.bytes();
+}
+
+/// nncc_rnn_backward without zoneout (no reserve edge): the stack's forward
+/// is run again into the scratch (layer outputs and gates), then the
+/// reserved backward. Same outputs as launch_rnn_backward_reserved.
+/// Scratch: rnn_backward_scratch_bytes.
+template <typename T, typename Len, int Kind>
+inline cudaError_t launch_rnn_backward(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
+    int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
+    const T *h0, const T *c0, const Len *lengths, const T *dy, const T *dhn,
+    const T *dcn, T *dx, T *dh0, T *dc0, T *const *dweights, char *scratch,
+    cudaStream_t stream) {
+  if (!rnn_stack_args_ok<T, Len>(Kind, B, Tn, I, H, L, D, has_bias, x,
+                                 weights) ||
+      !scratch)
+    return cudaErrorInvalidValue;
+  cudaError_t e = rnn_blas_error(cublasSetStream(blas, stream));
+  if (e != cudaSuccess)
+    return e;
+  const int64_t BT = B * Tn, DH = D * H;
+  RnnScratch a(scratch);
+  T *reserve = a.take<T>(L * BT * DH * (1 + cell_saved_slots(Kind)),
+                         sizeof(T));
+  char *fws = a.take(
+      (int64_t)rnn_forward_train_scratch_bytes(Kind, B, Tn, H, sizeof(T)));
+  char *bws = a.take((int64_t)rnn_backward_reserved_scratch_bytes(
+      Kind, B, Tn, H, L, D, sizeof(T)));
+  if ((e = rnn_stack_forward<T, Len, Kind>(
+           blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths,
+           reserve, reserve + L * BT * DH, nullptr, nullptr, nullptr, 0, fws,
+           stream)) != cudaSuccess)
+    return e;
+  return rnn_backward_reserved_impl<T, Len, Kind>(
+      blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths, reserve,
+      dy, dhn, dcn, dx, dh0, dc0, dweights, bws, stream);
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpointed stack backward (BPTT checkpointing every k scan steps)
+//===----------------------------------------------------------------------===//
+
+/// Segment gather (the CPU's layerBackwardCkpt step 1): rows r = b*K + q of
+/// xs [B*K, inSize] and hprev [B*K, H] hold scan step s0 + q of row b when
+/// it is valid (< s1 and < len_b), else zeros; Cho's rh rows are zeroed
+/// (the gate kernel writes the valid ones).
+template <typename T, typename Len>
+__global__ void rnn_ckpt_gather_kernel(int B, int Tn, int H, int K, int s0,
+                                       int s1, int reverse, int64_t inSize,
+                                       int64_t DH, int64_t cofs,
+                                       const Len *__restrict__ lengths,
+                                       const T *__restrict__ in,
+                                       const T *__restrict__ y,
+                                       const T *__restrict__ h0,
+                                       T *__restrict__ xs,
+                                       T *__restrict__ hprev,
+                                       T *__restrict__ rh) {
+  const int64_t width = inSize + H, n = (int64_t)B * K * width;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = i / width, e = i % width;
+    const int b = (int)(r / K), q = (int)(r % K), s = s0 + q;
+    const int len = rnn_len(lengths, b, Tn);
+    const bool valid = s < s1 && s < len;
+    const int t = valid ? rnn_time_index(s, len, reverse != 0) : 0;
+    if (e < inSize) {
+      xs[r * inSize + e] = valid ? in[((int64_t)b * Tn + t) * inSize + e] : T(0);
+      continue;
+    }
+    const int64_t j = e - inSize;
+    const int tp = reverse ? t + 1 : t - 1;
+    T hp = T(0);
+    if (valid)
+      hp = s > 0 ? y[((int64_t)b * Tn + tp) * DH + cofs + j]
+                 : (h0 ? h0[(int64_t)b * H + j] : T(0));
+    hprev[r * H + j] = hp;
+    if (rh)
+      rh[r * H + j] = T(0);
+  }
+}
+
+/// Segment gate recomputation (step 3), thread per (row b, unit j), the
+/// segment's steps in order (the LSTM's c recursion): gates into seg
+/// [B, K+1, slots*H] at row b*(K+1) + q + 1; for the LSTM row b*(K+1)'s c
+/// slot first gets the cell state entering the segment (ckc [B, H] for
+/// s0 > 0, else c0 / zeros). Cho: r, z and rh = r*h_{t-1} only (h~ after
+/// the second product, rnn_ckpt_cho_update_kernel).
+template <typename T, typename Len, int Kind>
+__global__ void rnn_ckpt_gates_kernel(int B, int Tn, int H, int K, int s0,
+                                      int s1, const Len *__restrict__ lengths,
+                                      const T *__restrict__ xg,
+                                      const T *__restrict__ hg,
+                                      const T *__restrict__ bhh,
+                                      const T *__restrict__ ckc,
+                                      const T *__restrict__ c0,
+                                      const T *__restrict__ hprev, T *seg,
+                                      T *__restrict__ rh) {
+  const int GH = cell_gates(Kind) * H, slots = cell_saved_slots(Kind);
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+       i < (int64_t)B * H; i += (int64_t)gridDim.x * blockDim.x) {
+    const int b = (int)(i / H), j = (int)(i % H);
+    const int len = rnn_len(lengths, b, Tn);
+    T *svRow = seg + (int64_t)b * (K + 1) * slots * H;
+    if (Kind == CellLstm && s0 < len)
+      svRow[4 * H + j] = s0 > 0 ? ckc[(int64_t)b * H + j]
+                                : (c0 ? c0[(int64_t)b * H + j] : T(0));
+    const int send = min(s1, len);
+    for (int s = s0; s < send; ++s) {
+      const int64_t r = (int64_t)b * K + (s - s0);
+      const T *xr = xg + r * GH, *hr = hg + r * GH;
+      T *sv = svRow + (int64_t)(s - s0 + 1) * slots * H;
+      if (Kind == CellLstm) {
+        T cn, hn;
+        lstm_unit(xr, hr, bhh, H, j, (sv - slots * H)[4 * H + j], cn, hn, sv);
+      } else if (Kind == CellGru) {
+        gru_unit(xr, hr, bhh, H, j, hprev[r * H + j], sv);
+      } else if (Kind == CellGruCho) {
+        T rg, zg;
+        rh[r * H + j] = gru_cho_gates(xr, hr, bhh, H, j, hprev[r * H + j], rg, zg);
+        sv[j] = rg;
+        sv[H + j] = zg;
+      } else {
+        rnn_unit(xr, hr, bhh, j, Kind == CellRnnRelu, sv, H);
+      }
+    }
+  }
+}
+
+/// Cho's GRU in a segment: h~ from hrh = (r*h) W_hh[2H:3H]^T, all slots.
+template <typename T, typename Len>
+__global__ void rnn_ckpt_cho_update_kernel(int B, int Tn, int H, int K, int s0,
+                                           int s1,
+                                           const Len *__restrict__ lengths,
+                                           const T *__restrict__ xg,
+                                           const T *__restrict__ hrh,
+                                           const T *__restrict__ bhh,
+                                           const T *__restrict__ hprev,
+                                           T *seg) {
+  const int GH = 3 * H, slots = 3;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+       i < (int64_t)B * K * H; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = i / H;
+    const int j = (int)(i % H), b = (int)(r / K), q = (int)(r % K);
+    const int s = s0 + q;
+    if (s >= s1 || s >= rnn_len(lengths, b, Tn))
+      continue;
+    T *sv = seg + ((int64_t)b * (K + 1) + q + 1) * slots * H;
+    gru_cho_update(xg + r * GH, hrh[r * H + j], bhh, H, j, hprev[r * H + j],
+                   sv[j], sv[H + j], sv);
+  }
+}
+
+/// dx rows of a segment (step 5): dx[b, t] += src[b*K + q] for its valid
+/// steps.
+template <typename T, typename Len>
+__global__ void rnn_ckpt_scatter_dx_kernel(int B, int Tn, int K, int s0,
+                                           int s1, int reverse, int64_t inSize,
+                                           const Len *__restrict__ lengths,
+                                           const T *__restrict__ src,
+                                           T *__restrict__ dx) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+       i < (int64_t)B * K * inSize; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = i / inSize, e = i % inSize;
+    const int b = (int)(r / K), q = (int)(r % K), s = s0 + q;
+    const int len = rnn_len(lengths, b, Tn);
+    if (s >= s1 || s >= len)
+      continue;
+    const int t = rnn_time_index(s, len, reverse != 0);
+    dx[((int64_t)b * Tn + t) * inSize + e] += src[i];
+  }
+}
+
+/// Segment length K of the checkpointed backward (the CPU's
+/// max(1, min(every, T))).
+inline int64_t rnn_ckpt_segment(int64_t Tn, int64_t every) {
+  const int64_t k = every < Tn ? every : Tn;
+  return k < 1 ? 1 : k;
+}
+
+/// Layout of launch_rnn_backward_ckpt's scratch: the two layer-input
+/// adjoints [2, B*T, D*H], the carried dh / dc [B, H], then the segment's
+/// buffers (B*K adjoint rows), gates [B, K+1, slots*H], recurrent
+/// projection hg [B*K, G*H], Cho's hrh [B*K, H] and the gathered input xs
+/// [B*K, max layer input] (also dx's segment rows).
+struct RnnCkptLayout {
+  char *din, *dh, *dc, *dxg, *dhg, *hprev, *rh, *seg, *hg, *hrh, *xs;
+};
+
+inline RnnCkptLayout rnn_ckpt_carve(RnnScratch &a, int cell, int64_t B,
+                                    int64_t Tn, int64_t I, int64_t H,
+                                    int64_t L, int64_t D, int64_t every,
+                                    int64_t elem) {
+  const int64_t K = rnn_ckpt_segment(Tn, every), M = B * K;
+  const int64_t GH = cell_gates(cell) * H, DH = D * H;
+  const int64_t inMax = L > 1 && DH > I ? DH : I;
+  RnnCkptLayout c;
+  c.din = a.take(2 * B * Tn * DH * elem);
+  c.dh = a.take(B * H * elem);
+  c.dc = a.take(cell == CellLstm ? B * H * elem : 0);
+  rnn_carve_bwd_buffers(a, cell, M, H, elem, &c.dxg, &c.dhg, &c.hprev, &c.rh);
+  c.seg = a.take(B * (K + 1) * cell_saved_slots(cell) * H * elem);
+  c.hg = a.take(M * GH * elem);
+  c.hrh = a.take(cell == CellGruCho ? M * H * elem : 0);
+  c.xs = a.take(M * inMax * elem);
+  return c;
+}
+
+/// Device scratch bytes of launch_rnn_backward_ckpt.
+inline uint64_t rnn_backward_ckpt_scratch_bytes(int cell, int64_t B,
+                                                int64_t Tn, int64_t I,
+                                                int64_t H, int64_t L,
+                                                int64_t D, int64_t every,
+                                                int64_t elem) {
+  RnnScratch a(nullptr);
+  rnn_ckpt_carve(a, cell, B, Tn, I, H, L, D, every, elem);
+  return a.bytes();
+}
+
+/// One layer and direction of the checkpointed backward (the CPU's
+/// layerBackwardCkpt without zoneout / revolve): segments of K scan steps,
+/// last first. Segments cover [0, T) (the host does not know the longest
+/// length; a segment past every length does no work).
+template <typename T, typename Len, int Kind>
+inline cudaError_t rnn_layer_backward_ckpt(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t inSize, int64_t H,
+    int64_t D, int64_t d, int64_t K, const Len *lengths, const T *in,
+    const T *wih, const T *whh, const T *bih, const T *bhh, const T *y,
+    const T *h0, const T *c0, const T *ckc, const T *dy, const T *dhn,
+    const T *dcn, T *dx, T *dh0, T *dc0, T *dwih, T *dwhh, T *dbih, T *dbhh,
+    const RnnCkptLayout &c, cudaStream_t stream) {
+  const int64_t GH = cell_gates(Kind) * H, DH = D * H, M = B * K;
+  const bool cho = Kind == CellGruCho;
+  const int Bi = (int)B, Ti = (int)Tn, Hi = (int)H, Ki = (int)K, rev = (int)d;
+  RnnBwdBuffers<T> w;
+  w.dxg = reinterpret_cast<T *>(c.dxg);
+  w.dhg = (Kind == CellGru || cho) ? reinterpret_cast<T *>(c.dhg) : w.dxg;
+  w.hprev = reinterpret_cast<T *>(c.hprev);
+  w.rh = reinterpret_cast<T *>(c.rh);
+  T *seg = reinterpret_cast<T *>(c.seg), *hg = reinterpret_cast<T *>(c.hg);
+  T *hrh = reinterpret_cast<T *>(c.hrh), *xs = reinterpret_cast<T *>(c.xs);
+  T *dhs = reinterpret_cast<T *>(c.dh), *dcs = reinterpret_cast<T *>(c.dc);
+  const int64_t nseg = (Tn + K - 1) / K;
+  cudaError_t e;
+  for (int64_t m = nseg - 1; m >= 0; --m) {
+    const int s0 = (int)(m * K), s1 = (int)(m * K + K < Tn ? m * K + K : Tn);
+    // 1. Gather the segment's inputs and previous states.
+    rnn_ckpt_gather_kernel<T, Len>
+        <<<grid_for(M * (inSize + H), 256), 256, 0, stream>>>(
+            Bi, Ti, Hi, Ki, s0, s1, rev, inSize, DH, d * H, lengths, in, y,
+            h0, xs, w.hprev, cho ? w.rh : nullptr);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+      return e;
+    // 2. xg (in dxg) = xs W_ih^T + b_ih, hg = hprev W_hh^T (Cho: r, z).
+    if (bih) {
+      rnn_bias_rows_kernel<T><<<grid_for(M * GH, 256), 256, 0, stream>>>(
+          M, GH, bih, w.dxg);
+      if ((e = cudaGetLastError()) != cudaSuccess)
+        return e;
+    }
+    if ((e = rnn_gemm<T>(blas, false, true, M, GH, inSize, T(1), xs, inSize,
+                         wih, inSize, bih ? T(1) : T(0), w.dxg, GH)) !=
+        cudaSuccess)
+      return e;
+    if ((e = rnn_gemm<T>(blas, false, true, M, cho ? 2 * H : GH, H, T(1),
+                         w.hprev, H, whh, H, T(0), hg, GH)) != cudaSuccess)
+      return e;
+    // 3. The gates of every step of the segment.
+    rnn_ckpt_gates_kernel<T, Len, Kind>
+        <<<grid_for(B * H, 128), 128, 0, stream>>>(
+            Bi, Ti, Hi, Ki, s0, s1, lengths, w.dxg, hg, bhh,
+            s0 > 0 && ckc ? ckc + (m - 1) * B * H : nullptr, c0, w.hprev, seg,
+            cho ? w.rh : nullptr);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+      return e;
+    if (cho) {
+      if ((e = rnn_gemm<T>(blas, false, true, M, H, H, T(1), w.rh, H,
+                           whh + 2 * H * H, H, T(0), hrh, H)) != cudaSuccess)
+        return e;
+      rnn_ckpt_cho_update_kernel<T, Len>
+          <<<grid_for(M * H, 256), 256, 0, stream>>>(
+              Bi, Ti, Hi, Ki, s0, s1, lengths, w.dxg, hrh, bhh, w.hprev, seg);
+      if ((e = cudaGetLastError()) != cudaSuccess)
+        return e;
+    }
+    // 4. The reverse scan of the segment (dh / dc carried in scratch).
+    const bool first = m == nseg - 1, last = m == 0;
+    if ((e = launch_rnn_scan_backward<T, Len, Kind, true>(
+             Bi, Ti, Hi, rev, (int)D, rev, lengths, s0, s1, Ki, whh, seg, y,
+             h0, c0, dy, first ? dhn : dhs, first ? dcn : dcs,
+             last ? dh0 : dhs, last ? dc0 : dcs, w, stream)) != cudaSuccess)
+      return e;
+    // 5. Weight gradients over the segment's rows; dx through xs.
+    if ((e = rnn_layer_weight_grads<T, Kind>(blas, M, inSize, H, w, xs, wih,
+                                             nullptr, dwih, dwhh, dbih, dbhh,
+                                             stream)) != cudaSuccess)
+      return e;
+    if (dx) {
+      if ((e = rnn_gemm<T>(blas, false, false, M, inSize, GH, T(1), w.dxg, GH,
+                           wih, inSize, T(0), xs, inSize)) != cudaSuccess)
+        return e;
+      rnn_ckpt_scatter_dx_kernel<T, Len>
+          <<<grid_for(M * inSize, 256), 256, 0, stream>>>(
+              Bi, Ti, Ki, s0, s1, rev, inSize, lengths, xs, dx);
+      if ((e = cudaGetLastError()) != cudaSuccess)
+        return e;
+    }
+  }
+  if (nseg == 0) {
+    // T = 0: the adjoints pass straight through.
+    for (int pass = 0; pass < (Kind == CellLstm ? 2 : 1); ++pass) {
+      T *dst = pass ? dc0 : dh0;
+      const T *src = pass ? dcn : dhn;
+      if (!dst || B == 0)
+        continue;
+      e = src ? cudaMemcpyAsync(dst, src, sizeof(T) * B * H,
+                                cudaMemcpyDeviceToDevice, stream)
+              : cudaMemsetAsync(dst, 0, sizeof(T) * B * H, stream);
+      if (e != cudaSuccess)
+        return e;
+    }
+  }
+  return cudaSuccess;
+}
+
+/// nncc_rnn_backward_ckpt without zoneout: BPTT of the stack from
+/// launch_rnn_forward_train_ckpt's reserve (layer outputs, then the LSTM's
+/// checkpoints), recomputing each segment's gates. Outputs as
+/// launch_rnn_backward_reserved. Scratch: rnn_backward_ckpt_scratch_bytes.
+template <typename T, typename Len, int Kind>
+inline cudaError_t launch_rnn_backward_ckpt(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
+    int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
+    const T *h0, const T *c0, const Len *lengths, const T *reserve,
+    const T *dy, const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0,
+    T *const *dweights, int64_t every, char *scratch, cudaStream_t stream) {
+  if (!rnn_stack_args_ok<T, Len>(Kind, B, Tn, I, H, L, D, has_bias, x,
+                                 weights) ||
+      !scratch || every < 1 || (B * Tn > 0 && !reserve))
+    return cudaErrorInvalidValue;
+  cudaError_t e = rnn_blas_error(cublasSetStream(blas, stream));
+  if (e != cudaSuccess)
+    return e;
+  const int per = rnn_weights_per_cell(has_bias != 0);
+  const int64_t GH = cell_gates(Kind) * H, DH = D * H, BT = B * Tn;
+  const int64_t K = rnn_ckpt_segment(Tn, every), nck = rnn_ckpt_count(Tn, every);
+  if (B * K * (I > DH ? I : DH) > INT_MAX || B * K * GH > INT_MAX)
+    return cudaErrorInvalidValue;
+  RnnScratch a(scratch);
+  const RnnCkptLayout c = rnn_ckpt_carve(a, Kind, B, Tn, I, H, L, D, every,
+                                         sizeof(T));
+  T *din = reinterpret_cast<T *>(c.din);
+  const T *outs = reserve, *ck = reserve ? reserve + L * BT * DH : nullptr;
+  if ((e = rnn_zero_stack_grads<T>(dweights, dx, L, D, per, I, DH, H, GH, BT,
+                                   stream)) != cudaSuccess)
+    return e;
+  for (int64_t l = L - 1; l >= 0; --l) {
+    const T *dyl = l == L - 1 ? dy : din + ((l + 1) % 2) * BT * DH;
+    T *dxl = l == 0 ? dx : din + (l % 2) * BT * DH;
+    const T *in = l == 0 ? x : outs + (l - 1) * BT * DH;
+    const int64_t inSize = l == 0 ? I : DH;
+    if (l > 0 && BT > 0 &&
+        (e = cudaMemsetAsync(dxl, 0, sizeof(T) * BT * DH, stream)) !=
+            cudaSuccess)
+      return e;
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t sd = l * D + d, st = sd * B * H;
+      const T *const *wp = weights + sd * per;
+      T *const *dwp = dweights ? dweights + sd * per : nullptr;
+      if ((e = rnn_layer_backward_ckpt<T, Len, Kind>(
+               blas, B, Tn, inSize, H, D, d, K, lengths, in, wp[0], wp[1],
+               has_bias ? wp[2] : nullptr, has_bias ? wp[3] : nullptr,
+               outs ? outs + l * BT * DH : nullptr, h0 ? h0 + st : nullptr,
+               c0 ? c0 + st : nullptr,
+               Kind == CellLstm && ck ? ck + sd * nck * B * H : nullptr, dyl,
+               dhn ? dhn + st : nullptr, dcn ? dcn + st : nullptr, dxl,
+               dh0 ? dh0 + st : nullptr, dc0 ? dc0 + st : nullptr,
+               dwp ? dwp[0] : nullptr, dwp ? dwp[1] : nullptr,
+               (dwp && has_bias) ? dwp[2] : nullptr,
+               (dwp && has_bias) ? dwp[3] : nullptr, c, stream)) !=
+          cudaSuccess)
+        return e;
+    }
+  }
+  return cudaSuccess;
+}
+
+//===----------------------------------------------------------------------===//
+// One cell step (nnk.recurrent_cell_grad)
+//===----------------------------------------------------------------------===//
+
+/// Forward gates of one step (the CPU's cellBackward first loop), thread
+/// per (b, j): saved slots into sv [B, slots*H]; Cho: r, z into slots 0, 1
+/// and rh = r*h (h~ after the second product).
+template <typename T, int Kind>
+__global__ void rnn_cell_gates_kernel(int B, int H, const T *__restrict__ xproj,
+                                      const T *__restrict__ h,
+                                      const T *__restrict__ c,
+                                      const T *__restrict__ hg,
+                                      const T *__restrict__ bhh, T *sv,
+                                      T *__restrict__ rh) {
+  const int GH = cell_gates(Kind) * H, slots = cell_saved_slots(Kind);
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+       e < (int64_t)B * H; e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t b = e / H;
+    const int j = (int)(e % H);
+    const T *xr = xproj + b * GH, *hr = hg + b * GH;
+    T *s = sv + b * slots * H;
+    if (Kind == CellLstm) {
+      T cn, hn;
+      lstm_unit(xr, hr, bhh, H, j, c ? c[e] : T(0), cn, hn, s);
+    } else if (Kind == CellGru) {
+      gru_unit(xr, hr, bhh, H, j, h[e], s);
+    } else if (Kind == CellGruCho) {
+      T r, z;
+      rh[e] = gru_cho_gates(xr, hr, bhh, H, j, h[e], r, z);
+      s[j] = r;
+      s[H + j] = z;
+    } else {
+      rnn_unit(xr, hr, bhh, j, Kind == CellRnnRelu, s, H);
+    }
+  }
+}
+
+/// Cho: h~ from hrh, all three slots.
+template <typename T>
+__global__ void rnn_cell_cho_update_kernel(int B, int H,
+                                           const T *__restrict__ xproj,
+                                           const T *__restrict__ h,
+                                           const T *__restrict__ hrh,
+                                           const T *__restrict__ bhh, T *sv) {
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+       e < (int64_t)B * H; e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t b = e / H;
+    const int j = (int)(e % H);
+    T *s = sv + b * 3 * H;
+    gru_cho_update(xproj + b * 3 * H, hrh[e], bhh, H, j, h[e], s[j], s[H + j],
+                   s);
+  }
+}
+
+/// Unit derivatives of one step (the CPU's second loop): dxproj, dhg, the
+/// direct path, dc (LSTM); Cho: dah into `dah`.
+template <typename T, int Kind>
+__global__ void rnn_cell_backward1_kernel(
+    int B, int H, const T *__restrict__ sv, const T *__restrict__ h,
+    const T *__restrict__ c, const T *__restrict__ dh_out,
+    const T *__restrict__ dc_out, T *__restrict__ dxproj, T *__restrict__ dhg,
+    T *__restrict__ direct, T *__restrict__ dc, T *__restrict__ dah) {
+  const int GH = cell_gates(Kind) * H, slots = cell_saved_slots(Kind);
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+       e < (int64_t)B * H; e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t b = e / H;
+    const int j = (int)(e % H);
+    const T *s = sv + b * slots * H;
+    T *dxr = dxproj + b * GH, *dhr = dhg + b * GH;
+    const T d = dh_out ? dh_out[e] : T(0);
+    if (Kind == CellLstm) {
+      T dcv = dc_out ? dc_out[e] : T(0);
+      lstm_unit_backward(s, H, j, c ? c[e] : T(0), d, dcv, dxr);
+      dc[e] = dcv;
+      for (int gi = 0; gi < 4; ++gi)
+        dhr[gi * H + j] = dxr[gi * H + j];
+      direct[e] = T(0);
+    } else if (Kind == CellGru) {
+      direct[e] = gru_unit_backward(s, H, j, h[e], d, dxr, dhr);
+    } else if (Kind == CellGruCho) {
+      T a;
+      direct[e] = gru_cho_backward1(s, H, j, h[e], d, dxr, dhr, a);
+      dah[e] = a;
+    } else {
+      const T da = rnn_unit_backward(s[j], Kind == CellRnnRelu, d);
+      dxr[j] = da;
+      dhr[j] = da;
+      direct[e] = T(0);
+    }
+  }
+}
+
+/// Cho phase 2 of one step: the r gate from drh = dah W_hh[2H:3H].
+template <typename T>
+__global__ void rnn_cell_cho_backward2_kernel(int B, int H,
+                                              const T *__restrict__ sv,
+                                              const T *__restrict__ h,
+                                              const T *__restrict__ drh,
+                                              T *__restrict__ dxproj,
+                                              T *__restrict__ dhg,
+                                              T *__restrict__ direct) {
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+       e < (int64_t)B * H; e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t b = e / H;
+    const int j = (int)(e % H);
+    direct[e] += gru_cho_backward2(sv + b * 3 * H, H, j, h[e], drh[e],
+                                   dxproj + b * 3 * H, dhg + b * 3 * H);
+  }
+}
+
+/// Scratch of launch_rnn_cell_backward: hg [B, G*H], saved [B, slots*H],
+/// rh, hrh (Cho) [B, H], dhg [B, G*H], direct [B, H], dah and drh (Cho).
+inline void rnn_cell_backward_carve(RnnScratch &a, int cell, int64_t B,
+                                    int64_t H, int64_t elem, char **p) {
+  const int64_t GH = cell_gates(cell) * H;
+  const bool cho = cell == CellGruCho;
+  p[0] = a.take(B * GH * elem);
+  p[1] = a.take(B * cell_saved_slots(cell) * H * elem);
+  p[2] = a.take(cho ? B * H * elem : 0);
+  p[3] = a.take(cho ? B * H * elem : 0);
+  p[4] = a.take(B * GH * elem);
+  p[5] = a.take(B * H * elem);
+  p[6] = a.take(cho ? B * H * elem : 0);
+  p[7] = a.take(cho ? B * H * elem : 0);
+}
+
+/// Device scratch bytes of launch_rnn_cell_backward.
+inline uint64_t rnn_cell_backward_scratch_bytes(int cell, int64_t B,
+                                                int64_t H, int64_t elem) {
+  RnnScratch a(nullptr);
+  char *p[8];
+  rnn_cell_backward_carve(a, cell, B, H, elem, p);
+  return a.bytes();
+}
+
+/// nncc_rnn_cell_backward: the backward of one step of a cell for B rows,
+/// gates recomputed from xproj [B, G*H] (= x W_ih^T + b_ih), h and c
+/// (LSTM; null = 0). dh_out / dc_out may be null (zero). Overwrites dxproj
+/// [B, G*H], dh [B, H] and dc (LSTM, required); ACCUMULATES dw_hh += and
+/// db_hh += (each may be null; the caller zeroes them, as on the CPU).
+/// Scratch: rnn_cell_backward_scratch_bytes.
+template <typename T, int Kind>
+inline cudaError_t launch_rnn_cell_backward(
+    cublasHandle_t blas, int64_t B, int64_t H, const T *xproj, const T *h,
+    const T *c, const T *whh, const T *bhh, const T *dh_out, const T *dc_out,
+    T *dxproj, T *dh, T *dc, T *dwhh, T *dbhh, char *scratch,
+    cudaStream_t stream) {
+  if (B < 0 || H <= 0 || B > INT_MAX || H * 4 > INT_MAX || !whh || !scratch ||
+      (B > 0 && (!xproj || !h || !dxproj || !dh)) ||
+      (Kind == CellLstm && B > 0 && !dc))
+    return cudaErrorInvalidValue;
+  if (B == 0)
+    return cudaSuccess;
+  cudaError_t e = rnn_blas_error(cublasSetStream(blas, stream));
+  if (e != cudaSuccess)
+    return e;
+  const int64_t GH = cell_gates(Kind) * H, Gc = Kind == CellGruCho ? 2 * H : GH;
+  const bool cho = Kind == CellGruCho;
+  RnnScratch a(scratch);
+  char *p[8];
+  rnn_cell_backward_carve(a, Kind, B, H, sizeof(T), p);
+  T *hg = reinterpret_cast<T *>(p[0]), *sv = reinterpret_cast<T *>(p[1]);
+  T *rh = reinterpret_cast<T *>(p[2]), *hrh = reinterpret_cast<T *>(p[3]);
+  T *dhg = reinterpret_cast<T *>(p[4]), *direct = reinterpret_cast<T *>(p[5]);
+  T *dah = reinterpret_cast<T *>(p[6]), *drh = reinterpret_cast<T *>(p[7]);
+  const unsigned grid = grid_for(B * H, 256);
+  // Forward gates.
+  if ((e = rnn_gemm<T>(blas, false, true, B, Gc, H, T(1), h, H, whh, H, T(0),
+                       hg, GH)) != cudaSuccess)
+    return e;
+  rnn_cell_gates_kernel<T, Kind><<<grid, 256, 0, stream>>>(
+      (int)B, (int)H, xproj, h, c, hg, bhh, sv, rh);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  if (cho) {
+    if ((e = rnn_gemm<T>(blas, false, true, B, H, H, T(1), rh, H,
+                         whh + 2 * H * H, H, T(0), hrh, H)) != cudaSuccess)
+      return e;
+    rnn_cell_cho_update_kernel<T><<<grid, 256, 0, stream>>>((int)B, (int)H,
+                                                             xproj, h, hrh,
+                                                             bhh, sv);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+      return e;
+  }
+  // Unit derivatives.
+  rnn_cell_backward1_kernel<T, Kind><<<grid, 256, 0, stream>>>(
+      (int)B, (int)H, sv, h, c, dh_out, dc_out, dxproj, dhg, direct, dc, dah);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  if (cho) {
+    if ((e = rnn_gemm<T>(blas, false, false, B, H, H, T(1), dah, H,
+                         whh + 2 * H * H, H, T(0), drh, H)) != cudaSuccess)
+      return e;
+    rnn_cell_cho_backward2_kernel<T><<<grid, 256, 0, stream>>>(
+        (int)B, (int)H, sv, h, drh, dxproj, dhg, direct);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+      return e;
+  }
+  // Weight gradients (accumulated), then dh = direct + dhg W_hh.
+  if (dwhh) {
+    if (cho) {
+      if ((e = rnn_gemm<T>(blas, true, false, 2 * H, H, B, T(1), dhg, GH, h, H,
+                           T(1), dwhh, H)) != cudaSuccess)
+        return e;
+      if ((e = rnn_gemm<T>(blas, true, false, H, H, B, T(1), dhg + 2 * H, GH,
+                           rh, H, T(1), dwhh + 2 * H * H, H)) != cudaSuccess)
+        return e;
+    } else if ((e = rnn_gemm<T>(blas, true, false, GH, H, B, T(1), dhg, GH, h,
+                                H, T(1), dwhh, H)) != cudaSuccess)
+      return e;
+  }
+  if ((e = rnn_col_sum_add<T>(B, GH, dhg, GH, dbhh, (T *)nullptr, stream)) !=
+      cudaSuccess)
+    return e;
+  if ((e = cudaMemcpyAsync(dh, direct, sizeof(T) * B * H,
+                           cudaMemcpyDeviceToDevice, stream)) != cudaSuccess)
+    return e;
+  return rnn_gemm<T>(blas, false, false, B, H, Gc, T(1), dhg, GH, whh, H, T(1),
+                     dh, H);
+}
+
+} // namespace cuda
+} // namespace kernels
+} // namespace nncc
+
+#endif // NNCC_KERNELS_CUDA_RECURRENTBACKWARD_CUH

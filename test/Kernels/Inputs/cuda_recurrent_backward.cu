@@ -1,0 +1,65 @@
+// Instantiates, for fp32 and fp64, every cell kind and both length index
+// types, each launcher of runtime/include/nncc/Kernels/CUDA/RecurrentBackward.cuh
+// with the template arguments lib/Target/Launch/RecurrentLaunch.cpp prints
+// (<real_t, length type, cell code>), so that nvcc compiles all of them
+// (cuda-recurrent-backward.test). Nothing here runs.
+#include "nncc/Kernels/CUDA/RecurrentBackward.cuh"
+
+using namespace nncc::kernels;
+using namespace nncc::kernels::cuda;
+
+template <typename T, typename L, int Kind>
+void instantiateStack(cublasHandle_t blas, cudaStream_t s) {
+  T *p = nullptr;
+  const T *w[8] = {};
+  T *dw[8] = {};
+  const L *len = nullptr;
+  char *ws = nullptr;
+  launch_rnn_forward_train<T, L, Kind>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p, p, p,
+                                       p, ws, s);
+  launch_rnn_forward_train_ckpt<T, L, Kind>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p,
+                                            p, p, p, 3, ws, s);
+  launch_rnn_backward_reserved<T, L, Kind>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p, p,
+                                           p, p, p, p, p, dw, ws, s);
+  launch_rnn_backward<T, L, Kind>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p, p, p, p, p,
+                                  p, dw, ws, s);
+  launch_rnn_backward_ckpt<T, L, Kind>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p, p, p,
+                                       p, p, p, p, dw, 3, ws, s);
+}
+
+template <typename T, int Kind> void instantiateCell(cublasHandle_t blas, cudaStream_t s) {
+  T *p = nullptr;
+  launch_rnn_cell_backward<T, Kind>(blas, 4, 32, p, p, p, p, p, p, p, p, p, p, p, p, nullptr,
+                                    s);
+}
+
+template <typename T, typename L> void instantiateCells(cublasHandle_t blas, cudaStream_t s) {
+  instantiateStack<T, L, CellRnnTanh>(blas, s);
+  instantiateStack<T, L, CellRnnRelu>(blas, s);
+  instantiateStack<T, L, CellLstm>(blas, s);
+  instantiateStack<T, L, CellGru>(blas, s);
+  instantiateStack<T, L, CellGruCho>(blas, s);
+}
+
+template <typename T> void instantiate(cublasHandle_t blas, cudaStream_t s) {
+  instantiateCells<T, int32_t>(blas, s);
+  instantiateCells<T, int64_t>(blas, s);
+  instantiateCell<T, CellRnnTanh>(blas, s);
+  instantiateCell<T, CellRnnRelu>(blas, s);
+  instantiateCell<T, CellLstm>(blas, s);
+  instantiateCell<T, CellGru>(blas, s);
+  instantiateCell<T, CellGruCho>(blas, s);
+}
+
+template void instantiate<float>(cublasHandle_t, cudaStream_t);
+template void instantiate<double>(cublasHandle_t, cudaStream_t);
+
+/// The scratch-size functions the generated code's scratch expression calls.
+uint64_t scratchSizes(int cell, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L,
+                      int64_t D, int64_t elem) {
+  return rnn_forward_train_scratch_bytes(cell, B, T, H, elem) +
+         rnn_backward_reserved_scratch_bytes(cell, B, T, H, L, D, elem) +
+         rnn_backward_scratch_bytes(cell, B, T, H, L, D, elem) +
+         rnn_backward_ckpt_scratch_bytes(cell, B, T, I, H, L, D, 3, elem) +
+         rnn_cell_backward_scratch_bytes(cell, B, H, elem);
+}
