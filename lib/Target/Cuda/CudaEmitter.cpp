@@ -255,6 +255,7 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
      << "#include \"nncc/Kernels/CUDA/Ode.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Optim.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Backward.cuh\"\n"
+     << "#include \"nncc/Kernels/CUDA/LossHead.cuh\"\n"
      << "#include <cublas_v2.h>\n#include <cuda_runtime.h>\n#include <math.h>\n"
      << "#include <algorithm>\n\n";
   os << "#ifdef NNCC_PRECISION_F64\n"

@@ -148,13 +148,27 @@ LogicalResult emitLossGrad(LaunchEmitter &e, nnk::LossGradOp o) {
 /// The fused loss head: rows in chunks, the chunk's logits in a workspace
 /// of nncc_linear_ce_workspace_size bytes (LossHead.cpp).
 LogicalResult emitLinearCrossEntropy(LaunchEmitter &e, nnk::LinearCrossEntropyOp o) {
-  if (e.isCuda())
-    return e.cpuOnlyBackward();
   auto N = e.numel(o.getTarget());
   auto K = e.dim(o.getX(), -1);
   auto V = e.dim(o.getWeight(), 0);
   if (failed(N) || failed(K) || failed(V))
     return failure();
+  if (e.isCuda()) {
+    // LossHead.cuh: the targets as they are, an out-of-range one to the
+    // index-check flag.
+    auto index = e.cType(e.bufferType(o.getTarget()).getElementType());
+    if (failed(index))
+      return failure();
+    std::string ws = e.workspace("linear_cross_entropy_scratch_bytes(" + *N + ", " + *V +
+                                 ", sizeof(real_t))");
+    e.call({"launch_linear_cross_entropy<real_t, " + *index + ">",
+            {"blas", *N, *K, *V, e.name(o.getX()), e.name(o.getWeight()),
+             e.nameOr(o.getBias(), "const real_t *"), e.name(o.getTarget()),
+             std::to_string(o.getIgnoreIndex()), e.name(o.getLoss()), e.name(o.getDx()),
+             e.name(o.getDweight()), e.name(o.getDbias()), e.nameOr(o.getLogits(), "real_t *"),
+             "st->flag", std::to_string(e.indexCheckCode()), ws, "stream"}});
+    return success();
+  }
   std::string target = int64Targets(e, o.getTarget(), *N);
   std::string ws =
       e.workspace("nncc_linear_ce_workspace_size(" + *N + ", " + *V + ", sizeof(real_t))");
@@ -166,9 +180,10 @@ LogicalResult emitLinearCrossEntropy(LaunchEmitter &e, nnk::LinearCrossEntropyOp
 }
 
 /// The seed and step offset of a dropout-style mask: every training step
-/// draws a new one (the CPU's nncc_ms_dropout_offset), the backward the same.
-SmallVector<std::string> seedAndOffset(LaunchEmitter &e, int64_t seed) {
-  return {std::to_string(seed) + "ULL", e.isCuda() ? "0" : "nncc_ms_dropout_offset(m)"};
+/// draws a new one (nncc_ms_dropout_offset), the backward the same, on both
+/// targets alike (the same masks on the CPU and on CUDA at every step).
+SmallVector<std::string> seedAndOffset(LaunchEmitter &, int64_t seed) {
+  return {std::to_string(seed) + "ULL", "nncc_ms_dropout_offset(m)"};
 }
 SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t seed) {
   SmallVector<std::string> args = {(e.isCuda() ? "(float)" : "") + fmtDouble(p)};
@@ -249,15 +264,23 @@ LogicalResult emitSample(LaunchEmitter &e, nnk::SampleOp o) {
   return success();
 }
 
-/// The fused sampling head (training functions, CPU).
+/// The fused sampling head (training functions).
 LogicalResult emitLinearSample(LaunchEmitter &e, nnk::LinearSampleOp o) {
-  if (e.isCuda())
-    return e.cpuOnlyBackward();
   auto N = e.numel(o.getOut());
   auto K = e.dim(o.getX(), -1);
   auto V = e.dim(o.getWeight(), 0);
   if (failed(N) || failed(K) || failed(V))
     return failure();
+  if (e.isCuda()) {
+    std::string ws = e.workspace("linear_sample_scratch_bytes(" + *N + ", " + *V +
+                                 ", sizeof(real_t))");
+    SmallVector<std::string> args = {"blas", *N, *K, *V};
+    args.append(seedAndOffset(e, o.getSeed()));
+    args.append({e.name(o.getX()), e.name(o.getWeight()), e.nameOr(o.getBias(), "const real_t *"),
+                 e.nameOr(o.getRows(), "const uint8_t *"), ws, e.name(o.getOut()), "stream"});
+    e.call({"launch_linear_sample<real_t>", args});
+    return success();
+  }
   std::string ws = e.workspace("nncc_linear_sample_workspace_size(" + *N + ", " + *K +
                                ", " + *V + ", sizeof(real_t))");
   SmallVector<std::string> args = {*N, *K, *V};

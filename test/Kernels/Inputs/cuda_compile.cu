@@ -7,6 +7,7 @@
 #include "nncc/Kernels/CUDA/Data.cuh"
 #include "nncc/Kernels/CUDA/Elementwise.cuh"
 #include "nncc/Kernels/CUDA/LayerNorm.cuh"
+#include "nncc/Kernels/CUDA/LossHead.cuh"
 #include "nncc/Kernels/CUDA/LshAttention.cuh"
 #include "nncc/Kernels/CUDA/Ode.cuh"
 #include "nncc/Kernels/CUDA/Optim.cuh"
@@ -86,6 +87,7 @@ void instantiateCopies(cudaStream_t s) {
 template <typename T> void instantiateTokens(cudaStream_t s) {
   T *p = nullptr;
   launch_sample<T>(8, 100, 1, 0, p, nullptr, nullptr, s);
+  launch_linear_sample<T>(nullptr, 8, 16, 100, 1, 0, p, p, p, nullptr, nullptr, nullptr, s);
   launch_axial_position<T>(2, 16, 4, 8, 24, p, p, p, p, s);
   launch_axial_position_backward<T>(2, 16, 4, 4, 8, 24, p, p, p, s);
 }
@@ -104,6 +106,8 @@ template <typename T, typename I> void instantiateBackward(cudaStream_t s) {
   const I *idx = nullptr;
   launch_cross_entropy_backward<T, I>(16, 10, p, idx, -100, p, p, nullptr, s);
   launch_embedding_backward<T, I>(16, 100, 8, idx, p, -1, p, s);
+  launch_linear_cross_entropy<T, I>(nullptr, 16, 8, 100, p, p, p, idx, -100, p, p, p, p, p,
+                                    nullptr, 1, nullptr, s);
 }
 template <typename T> void instantiateTraining(cudaStream_t s) {
   T *p = nullptr;

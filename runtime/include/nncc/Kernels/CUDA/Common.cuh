@@ -63,6 +63,14 @@ template <typename T> __device__ T block_max(T v, T *scratch) {
   return r;
 }
 
+/// z[i, c] += b[c] over m rows of V (the bias of a launcher's own GEMM).
+template <typename T>
+__global__ void add_bias_rows_kernel(int64_t m, int64_t V, const T *b, T *z) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m * V;
+       i += (int64_t)gridDim.x * blockDim.x)
+    z[i] += b[i % V];
+}
+
 inline unsigned grid_for(int64_t n, int block, unsigned cap = 65535u * 8u) {
   int64_t g = (n + block - 1) / block;
   if (g < 1)

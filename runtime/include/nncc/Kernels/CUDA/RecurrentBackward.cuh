@@ -30,10 +30,7 @@
 // handle in CUBLAS_POINTER_MODE_HOST (its default; the generated code's own
 // GEMMs assume it too); its stream is set to `stream`. Launchers return the
 // first cudaError_t; a failing cuBLAS call maps to a cudaError_t by
-// rnn_blas_error (ALLOC_FAILED -> cudaErrorMemoryAllocation, INVALID_VALUE
-// -> cudaErrorInvalidValue, NOT_SUPPORTED / ARCH_MISMATCH ->
-// cudaErrorNotSupported, NOT_INITIALIZED -> cudaErrorInitializationError,
-// EXECUTION_FAILED -> cudaErrorLaunchFailure, others -> cudaErrorUnknown).
+// cublas_error (Blas.cuh).
 // Bad arguments (the CPU's NNCC_K_EINVAL) return cudaErrorInvalidValue.
 // Lengths (i32 or i64 on the device) are clamped to [0, T] as in the
 // inference kernel (the CPU rejects lengths outside [0, T]). Weight tables
@@ -45,6 +42,7 @@
 #define NNCC_KERNELS_CUDA_RECURRENTBACKWARD_CUH
 
 #include "nncc/Kernels/BackwardMath.h"
+#include "nncc/Kernels/CUDA/Blas.cuh"
 #include "nncc/Kernels/CUDA/Common.cuh"
 #include "nncc/Kernels/CUDA/Recurrent.cuh"
 #include "nncc/Kernels/RecurrentMath.h"
@@ -59,61 +57,6 @@ namespace cuda {
 //===----------------------------------------------------------------------===//
 // Host helpers: cuBLAS, scratch carving, launch configuration
 //===----------------------------------------------------------------------===//
-
-/// The cudaError_t a failing cuBLAS status is reported as (see the header).
-inline cudaError_t rnn_blas_error(cublasStatus_t s) {
-  switch (s) {
-  case CUBLAS_STATUS_SUCCESS:
-    return cudaSuccess;
-  case CUBLAS_STATUS_ALLOC_FAILED:
-    return cudaErrorMemoryAllocation;
-  case CUBLAS_STATUS_INVALID_VALUE:
-    return cudaErrorInvalidValue;
-  case CUBLAS_STATUS_NOT_SUPPORTED:
-  case CUBLAS_STATUS_ARCH_MISMATCH:
-    return cudaErrorNotSupported;
-  case CUBLAS_STATUS_NOT_INITIALIZED:
-    return cudaErrorInitializationError;
-  case CUBLAS_STATUS_EXECUTION_FAILED:
-    return cudaErrorLaunchFailure;
-  default:
-    return cudaErrorUnknown;
-  }
-}
-
-inline cublasStatus_t rnn_cublas_gemm(cublasHandle_t h, cublasOperation_t a,
-                                      cublasOperation_t b, int m, int n, int k,
-                                      const float *alpha, const float *A,
-                                      int lda, const float *B, int ldb,
-                                      const float *beta, float *C, int ldc) {
-  return cublasSgemm(h, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-inline cublasStatus_t rnn_cublas_gemm(cublasHandle_t h, cublasOperation_t a,
-                                      cublasOperation_t b, int m, int n, int k,
-                                      const double *alpha, const double *A,
-                                      int lda, const double *B, int ldb,
-                                      const double *beta, double *C, int ldc) {
-  return cublasDgemm(h, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
-/// Row-major C[M, N] = alpha op(A) op(B) + beta C, the CPU kernels' gemm():
-/// cuBLAS computes the column-major C^T = op(B)^T op(A)^T. Empty products
-/// with beta = 1 are no-ops (every such use accumulates).
-template <typename T>
-inline cudaError_t rnn_gemm(cublasHandle_t blas, bool ta, bool tb, int64_t M,
-                            int64_t N, int64_t K, T alpha, const T *A,
-                            int64_t lda, const T *B, int64_t ldb, T beta, T *C,
-                            int64_t ldc) {
-  if (M == 0 || N == 0 || (K == 0 && beta == T(1)))
-    return cudaSuccess;
-  if (M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX ||
-      ldb > INT_MAX || ldc > INT_MAX)
-    return cudaErrorInvalidValue;
-  return rnn_blas_error(rnn_cublas_gemm(
-      blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-      (int)N, (int)M, (int)K, &alpha, B, (int)ldb, A, (int)lda, &beta, C,
-      (int)ldc));
-}
 
 /// Carves the launchers' device scratch: pieces aligned to 256 bytes from a
 /// base aligned up to 256. With a null base it only counts (the
@@ -534,25 +477,25 @@ inline cudaError_t rnn_layer_weight_grads(cublasHandle_t blas, int64_t rows,
   cudaError_t e;
   if (dwhh) {
     if (Kind == CellGruCho) {
-      if ((e = rnn_gemm<T>(blas, true, false, 2 * H, H, rows, T(1), w.dhg, GH,
+      if ((e = gemm_rowmajor<T>(blas, true, false, 2 * H, H, rows, T(1), w.dhg, GH,
                            w.hprev, H, T(1), dwhh, H)) != cudaSuccess)
         return e;
-      if ((e = rnn_gemm<T>(blas, true, false, H, H, rows, T(1), w.dhg + 2 * H,
+      if ((e = gemm_rowmajor<T>(blas, true, false, H, H, rows, T(1), w.dhg + 2 * H,
                            GH, w.rh, H, T(1), dwhh + 2 * H * H, H)) !=
           cudaSuccess)
         return e;
-    } else if ((e = rnn_gemm<T>(blas, true, false, GH, H, rows, T(1), w.dhg,
+    } else if ((e = gemm_rowmajor<T>(blas, true, false, GH, H, rows, T(1), w.dhg,
                                 GH, w.hprev, H, T(1), dwhh, H)) != cudaSuccess)
       return e;
   }
   if ((e = rnn_bias_grads<T>(rows, GH, w.dxg, w.dhg, dbih, dbhh, stream)) !=
       cudaSuccess)
     return e;
-  if (dwih && (e = rnn_gemm<T>(blas, true, false, GH, inSize, rows, T(1),
+  if (dwih && (e = gemm_rowmajor<T>(blas, true, false, GH, inSize, rows, T(1),
                                w.dxg, GH, in, inSize, T(1), dwih, inSize)) !=
                   cudaSuccess)
     return e;
-  if (dx && (e = rnn_gemm<T>(blas, false, false, rows, inSize, GH, T(1), w.dxg,
+  if (dx && (e = gemm_rowmajor<T>(blas, false, false, rows, inSize, GH, T(1), w.dxg,
                              GH, wih, inSize, T(1), dx, inSize)) != cudaSuccess)
     return e;
   return cudaSuccess;
@@ -624,7 +567,7 @@ inline cudaError_t rnn_stack_forward(cublasHandle_t blas, int64_t B,
         if ((e = cudaGetLastError()) != cudaSuccess)
           return e;
       }
-      if ((e = rnn_gemm<T>(blas, false, true, BT, GH, inSize, T(1), in,
+      if ((e = gemm_rowmajor<T>(blas, false, true, BT, GH, inSize, T(1), in,
                            inSize, wp[0], inSize, bih ? T(1) : T(0), xg,
                            GH)) != cudaSuccess)
         return e;
@@ -669,7 +612,7 @@ inline cudaError_t rnn_forward_train_impl(
                                  weights) ||
       !scratch || !y || (B * Tn > 0 && !reserve))
     return cudaErrorInvalidValue;
-  cudaError_t e = rnn_blas_error(cublasSetStream(blas, stream));
+  cudaError_t e = cublas_error(cublasSetStream(blas, stream));
   if (e != cudaSuccess)
     return e;
   const int64_t BT = B * Tn, DH = D * H;
@@ -830,7 +773,7 @@ inline cudaError_t launch_rnn_backward_reserved(
                                  weights) ||
       !scratch || (B * Tn > 0 && !reserve))
     return cudaErrorInvalidValue;
-  cudaError_t e = rnn_blas_error(cublasSetStream(blas, stream));
+  cudaError_t e = cublas_error(cublasSetStream(blas, stream));
   if (e != cudaSuccess)
     return e;
   return rnn_backward_reserved_impl<T, Len, Kind>(
@@ -866,7 +809,7 @@ inline cudaError_t launch_rnn_backward(
                                  weights) ||
       !scratch)
     return cudaErrorInvalidValue;
-  cudaError_t e = rnn_blas_error(cublasSetStream(blas, stream));
+  cudaError_t e = cublas_error(cublasSetStream(blas, stream));
   if (e != cudaSuccess)
     return e;
   const int64_t BT = B * Tn, DH = D * H;
@@ -1108,11 +1051,11 @@ inline cudaError_t rnn_layer_backward_ckpt(
       if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     }
-    if ((e = rnn_gemm<T>(blas, false, true, M, GH, inSize, T(1), xs, inSize,
+    if ((e = gemm_rowmajor<T>(blas, false, true, M, GH, inSize, T(1), xs, inSize,
                          wih, inSize, bih ? T(1) : T(0), w.dxg, GH)) !=
         cudaSuccess)
       return e;
-    if ((e = rnn_gemm<T>(blas, false, true, M, cho ? 2 * H : GH, H, T(1),
+    if ((e = gemm_rowmajor<T>(blas, false, true, M, cho ? 2 * H : GH, H, T(1),
                          w.hprev, H, whh, H, T(0), hg, GH)) != cudaSuccess)
       return e;
     // 3. The gates of every step of the segment.
@@ -1124,7 +1067,7 @@ inline cudaError_t rnn_layer_backward_ckpt(
     if ((e = cudaGetLastError()) != cudaSuccess)
       return e;
     if (cho) {
-      if ((e = rnn_gemm<T>(blas, false, true, M, H, H, T(1), w.rh, H,
+      if ((e = gemm_rowmajor<T>(blas, false, true, M, H, H, T(1), w.rh, H,
                            whh + 2 * H * H, H, T(0), hrh, H)) != cudaSuccess)
         return e;
       rnn_ckpt_cho_update_kernel<T, Len>
@@ -1146,7 +1089,7 @@ inline cudaError_t rnn_layer_backward_ckpt(
                                              stream)) != cudaSuccess)
       return e;
     if (dx) {
-      if ((e = rnn_gemm<T>(blas, false, false, M, inSize, GH, T(1), w.dxg, GH,
+      if ((e = gemm_rowmajor<T>(blas, false, false, M, inSize, GH, T(1), w.dxg, GH,
                            wih, inSize, T(0), xs, inSize)) != cudaSuccess)
         return e;
       rnn_ckpt_scatter_dx_kernel<T, Len>
@@ -1188,7 +1131,7 @@ inline cudaError_t launch_rnn_backward_ckpt(
                                  weights) ||
       !scratch || every < 1 || (B * Tn > 0 && !reserve))
     return cudaErrorInvalidValue;
-  cudaError_t e = rnn_blas_error(cublasSetStream(blas, stream));
+  cudaError_t e = cublas_error(cublasSetStream(blas, stream));
   if (e != cudaSuccess)
     return e;
   const int per = rnn_weights_per_cell(has_bias != 0);
@@ -1388,7 +1331,7 @@ inline cudaError_t launch_rnn_cell_backward(
     return cudaErrorInvalidValue;
   if (B == 0)
     return cudaSuccess;
-  cudaError_t e = rnn_blas_error(cublasSetStream(blas, stream));
+  cudaError_t e = cublas_error(cublasSetStream(blas, stream));
   if (e != cudaSuccess)
     return e;
   const int64_t GH = cell_gates(Kind) * H, Gc = Kind == CellGruCho ? 2 * H : GH;
@@ -1402,7 +1345,7 @@ inline cudaError_t launch_rnn_cell_backward(
   T *dah = reinterpret_cast<T *>(p[6]), *drh = reinterpret_cast<T *>(p[7]);
   const unsigned grid = grid_for(B * H, 256);
   // Forward gates.
-  if ((e = rnn_gemm<T>(blas, false, true, B, Gc, H, T(1), h, H, whh, H, T(0),
+  if ((e = gemm_rowmajor<T>(blas, false, true, B, Gc, H, T(1), h, H, whh, H, T(0),
                        hg, GH)) != cudaSuccess)
     return e;
   rnn_cell_gates_kernel<T, Kind><<<grid, 256, 0, stream>>>(
@@ -1410,7 +1353,7 @@ inline cudaError_t launch_rnn_cell_backward(
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
   if (cho) {
-    if ((e = rnn_gemm<T>(blas, false, true, B, H, H, T(1), rh, H,
+    if ((e = gemm_rowmajor<T>(blas, false, true, B, H, H, T(1), rh, H,
                          whh + 2 * H * H, H, T(0), hrh, H)) != cudaSuccess)
       return e;
     rnn_cell_cho_update_kernel<T><<<grid, 256, 0, stream>>>((int)B, (int)H,
@@ -1425,7 +1368,7 @@ inline cudaError_t launch_rnn_cell_backward(
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
   if (cho) {
-    if ((e = rnn_gemm<T>(blas, false, false, B, H, H, T(1), dah, H,
+    if ((e = gemm_rowmajor<T>(blas, false, false, B, H, H, T(1), dah, H,
                          whh + 2 * H * H, H, T(0), drh, H)) != cudaSuccess)
       return e;
     rnn_cell_cho_backward2_kernel<T><<<grid, 256, 0, stream>>>(
@@ -1436,13 +1379,13 @@ inline cudaError_t launch_rnn_cell_backward(
   // Weight gradients (accumulated), then dh = direct + dhg W_hh.
   if (dwhh) {
     if (cho) {
-      if ((e = rnn_gemm<T>(blas, true, false, 2 * H, H, B, T(1), dhg, GH, h, H,
+      if ((e = gemm_rowmajor<T>(blas, true, false, 2 * H, H, B, T(1), dhg, GH, h, H,
                            T(1), dwhh, H)) != cudaSuccess)
         return e;
-      if ((e = rnn_gemm<T>(blas, true, false, H, H, B, T(1), dhg + 2 * H, GH,
+      if ((e = gemm_rowmajor<T>(blas, true, false, H, H, B, T(1), dhg + 2 * H, GH,
                            rh, H, T(1), dwhh + 2 * H * H, H)) != cudaSuccess)
         return e;
-    } else if ((e = rnn_gemm<T>(blas, true, false, GH, H, B, T(1), dhg, GH, h,
+    } else if ((e = gemm_rowmajor<T>(blas, true, false, GH, H, B, T(1), dhg, GH, h,
                                 H, T(1), dwhh, H)) != cudaSuccess)
       return e;
   }
@@ -1452,7 +1395,7 @@ inline cudaError_t launch_rnn_cell_backward(
   if ((e = cudaMemcpyAsync(dh, direct, sizeof(T) * B * H,
                            cudaMemcpyDeviceToDevice, stream)) != cudaSuccess)
     return e;
-  return rnn_gemm<T>(blas, false, false, B, H, Gc, T(1), dhg, GH, whh, H, T(1),
+  return gemm_rowmajor<T>(blas, false, false, B, H, Gc, T(1), dhg, GH, whh, H, T(1),
                      dh, H);
 }
 

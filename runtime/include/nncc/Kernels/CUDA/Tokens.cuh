@@ -17,7 +17,9 @@
 #ifndef NNCC_KERNELS_CUDA_TOKENS_CUH
 #define NNCC_KERNELS_CUDA_TOKENS_CUH
 
+#include "nncc/Kernels/CUDA/Blas.cuh"
 #include "nncc/Kernels/CUDA/Common.cuh"
+#include "nncc/Kernels/Kernels.h"
 #include "nncc/Kernels/TokenMath.h"
 
 namespace nncc {
@@ -67,12 +69,15 @@ inline cudaError_t launch_mask_tokens(int64_t rows, int64_t n, double p,
 }
 
 template <typename T>
-__global__ void sample_kernel(int64_t V, uint64_t seed, uint64_t offset,
+__global__ void sample_kernel(int64_t row0, int64_t V, uint64_t seed, uint64_t offset,
                               const T *logits, const uint8_t *rows_mask,
                               int32_t *out) {
   __shared__ double best_score[32];
   __shared__ int64_t best_index[32];
-  const int64_t r = blockIdx.x;
+  // `logits` holds the rows from row0 on; the noise, mask and output use
+  // the global row.
+  const int64_t r = row0 + blockIdx.x;
+  logits -= row0 * V;
   if (rows_mask && !rows_mask[r]) {
     if (threadIdx.x == 0)
       out[r] = 0;
@@ -119,8 +124,45 @@ inline cudaError_t launch_sample(int64_t rows, int64_t V, uint64_t seed,
                                  cudaStream_t stream = 0) {
   if (rows <= 0)
     return cudaSuccess;
-  sample_kernel<T><<<(unsigned)rows, 256, 0, stream>>>(V, seed, offset, logits,
+  sample_kernel<T><<<(unsigned)rows, 256, 0, stream>>>(0, V, seed, offset, logits,
                                                         rows_mask, out);
+  return cudaGetLastError();
+}
+
+/// Scratch of launch_linear_sample: one chunk of logits.
+inline uint64_t linear_sample_scratch_bytes(int64_t N, int64_t V, uint64_t elem) {
+  return (uint64_t)nncc_linear_ce_chunk_rows(N, V) * (uint64_t)(V > 0 ? V : 1) * elem;
+}
+
+/// nnk.linear_sample, the twin of nncc_linear_sample: samples of
+/// x w^T + b without the [N, V] logits, a chunk of
+/// nncc_linear_ce_chunk_rows(N, V) rows at a time, with the same noise as
+/// launch_sample. Unlike the CPU kernel, which gathers the drawn rows first,
+/// every row's logits are computed (the mask is on the device) and only the
+/// drawn ones are sampled; the results are the same.
+template <typename T>
+cudaError_t launch_linear_sample(cublasHandle_t blas, int64_t N, int64_t K, int64_t V,
+                                 uint64_t seed, uint64_t offset, const T *x, const T *w,
+                                 const T *b, const uint8_t *rows_mask, char *scratch,
+                                 int32_t *out, cudaStream_t stream) {
+  if (N < 0 || K <= 0 || V <= 0 || V > INT32_MAX)
+    return cudaErrorInvalidValue;
+  if (N == 0)
+    return cudaSuccess;
+  cudaError_t e = cublas_error(cublasSetStream(blas, stream));
+  if (e != cudaSuccess)
+    return e;
+  const int64_t R = nncc_linear_ce_chunk_rows(N, V);
+  T *z = reinterpret_cast<T *>(scratch);
+  for (int64_t r0 = 0; r0 < N; r0 += R) {
+    const int64_t m = R < N - r0 ? R : N - r0;
+    if ((e = gemm_rowmajor<T>(blas, false, true, m, V, K, T(1), x + r0 * K, K, w, K, T(0), z,
+                              V)))
+      return e;
+    if (b)
+      add_bias_rows_kernel<T><<<grid_for(m * V, 256), 256, 0, stream>>>(m, V, b, z);
+    sample_kernel<T><<<(unsigned)m, 256, 0, stream>>>(r0, V, seed, offset, z, rows_mask, out);
+  }
   return cudaGetLastError();
 }
 
