@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Prepares one folder for the GPU machine (no LLVM, no network there): every
+# model compiled with gradients for both targets, the runtime and kernel
+# libraries they link, OpenBLAS (xz), the parity harness, and run.sh, which
+# on the GPU checks CPU against CUDA for each model's forward and training
+# step and runs compute-sanitizer (memcheck, racecheck, synccheck) over a
+# training step of the models named in SANITIZE.
+#
+#   bash utils/device_prep.sh OUT [model ...]     # default: every models/*.nn
+#   # then, with the tool library's device runner:
+#   #   run(command="bash OUT/run.sh", carry=["OUT"])
+#
+# OUT must be an ignored path of the repository (e.g. build-device) for the
+# runner to carry it (64 MiB at most: the script prints the size).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="${1:?usage: device_prep.sh OUT [model ...]}"
+shift
+NNCC="$ROOT/build/bin/nncc"
+[ -x "$NNCC" ] || { echo "device_prep: build nncc first (cmake --build build)" >&2; exit 1; }
+command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
+  { echo "device_prep: nvcc not found (utils/setup.sh installs the CUDA toolkit)" >&2; exit 1; }
+export PATH="$PATH:/usr/local/cuda/bin"
+
+MODELS=("$@")
+if [ ${#MODELS[@]} -eq 0 ]; then
+  for f in "$ROOT"/models/*.nn; do MODELS+=("$(basename "$f" .nn)"); done
+fi
+rm -rf "$OUT"
+mkdir -p "$OUT/lib" "$OUT/models" "$OUT/bin"
+
+# The libraries the model libraries link (the CUDA ones exist there).
+cp -L "$ROOT/build/lib/libnncc_kernels.so" "$ROOT/build/lib/libnncc_runtime.so.0" "$OUT/lib/"
+for l in libgfortran.so.5 libquadmath.so.0 libgomp.so.1; do
+  cp -L "$(ldconfig -p | awk -v l="$l" '$1 == l { print $NF; exit }')" "$OUT/lib/"
+done
+xz -T2 -c "$(ldconfig -p | awk '$1 == "libopenblas.so.0" { print $NF; exit }')" \
+  > "$OUT/lib/libopenblas.so.0.xz"
+
+cc -std=c99 -O2 -I"$ROOT/runtime/include" "$ROOT/test/Target/Inputs/cuda_parity.c" \
+  -L"$ROOT/build/lib" -lnncc_runtime -Wl,-rpath,'$ORIGIN/../lib' -ldl -lm \
+  -o "$OUT/bin/cuda_parity"
+
+for m in "${MODELS[@]}"; do
+  echo "device_prep: $m" >&2
+  "$NNCC" compile "$ROOT/models/$m.nn" --grad --target all -o "$OUT/models/$m" >/dev/null
+  # Keep the library and the CUDA source (for reading errors there).
+  find "$OUT/models/$m" -type f ! -name "lib$m.so" ! -name "$m.cu" -delete
+  # Does this model train on CUDA? (the reason otherwise, from the library)
+  reason=$(grep -A1 "_cuda_train_unsupported(void) {" "$OUT/models/$m/$m.cu" | tail -1 |
+           sed -e 's/^ *return //' -e 's/;$//')
+  echo "$m $reason" >> "$OUT/models/train-support.txt"
+  xz -T2 "$OUT/models/$m/lib$m.so"
+done
+
+cat > "$OUT/run.sh" <<'EOS'
+#!/usr/bin/env bash
+# On the GPU machine: CPU against CUDA for every prepared model (forward,
+# and the training step where the model trains on CUDA), then
+# compute-sanitizer over the training step of $SANITIZE (default: the first
+# two that train on CUDA). Prints a summary; exit status 1 if anything failed.
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+WORK="${TMPDIR:-/tmp}/nncc-device"
+rm -rf "$WORK" && mkdir -p "$WORK/lib"
+cp "$HERE"/lib/*.so* "$WORK/lib/" && xz -d "$WORK/lib/libopenblas.so.0.xz"
+CUBLAS_DIR=$(dirname "$(ldconfig -p | awk '$1 == "libcublas.so.13" { print $NF; exit }')" 2>/dev/null || true)
+[ -n "$CUBLAS_DIR" ] || CUBLAS_DIR=$(dirname "$(find / -name 'libcublas.so.13' 2>/dev/null | head -1)")
+export LD_LIBRARY_PATH="$WORK/lib:$CUBLAS_DIR:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+fails=0
+trainers=()
+while read -r m reason; do
+  mkdir -p "$WORK/$m"
+  xz -dc "$HERE/models/$m/lib$m.so.xz" > "$WORK/$m/lib$m.so"
+  lib="$WORK/$m/lib$m.so"
+  echo "=== $m: forward"
+  if ! "$HERE/bin/cuda_parity" "$lib" 3 16 > "$WORK/$m/forward.txt" 2>&1; then fails=$((fails + 1)); fi
+  tail -n 20 "$WORK/$m/forward.txt"
+  if [ "$reason" = "NULL" ]; then
+    trainers+=("$m")
+    echo "=== $m: training step"
+    if ! "$HERE/bin/cuda_parity" "$lib" 3 16 train > "$WORK/$m/train.txt" 2>&1; then fails=$((fails + 1)); fi
+    tail -n 40 "$WORK/$m/train.txt"
+  else
+    echo "=== $m: trains on the CPU only: $reason"
+  fi
+done < "$HERE/models/train-support.txt"
+SANITIZE="${SANITIZE:-${trainers[*]:0:2}}"
+for m in $SANITIZE; do
+  for tool in memcheck racecheck synccheck; do
+    echo "=== compute-sanitizer --tool $tool: $m training step"
+    compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$HERE/bin/cuda_parity" "$WORK/$m/lib$m.so" 2 8 train > "$WORK/$m/$tool.txt" 2>&1
+    rc=$?
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Race reported|Invalid|hazard" "$WORK/$m/$tool.txt" | head -n 12
+    [ $rc -eq 0 ] || fails=$((fails + 1))
+  done
+done
+echo "=== $fails failure(s)"
+[ $fails -eq 0 ]
+EOS
+chmod +x "$OUT/run.sh"
+du -sh "$OUT" >&2
