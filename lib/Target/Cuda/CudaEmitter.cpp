@@ -247,6 +247,7 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
      << "#include \"nncc/Kernels/CUDA/Elementwise.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/LayerNorm.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Attention.cuh\"\n"
+     << "#include \"nncc/Kernels/CUDA/AttentionBackward.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/LshAttention.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Recurrent.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/RecurrentBackward.cuh\"\n"

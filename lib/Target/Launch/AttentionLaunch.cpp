@@ -3,7 +3,9 @@
 // nnk.flash_attention (dense), nnk.banded_attention (dilated sliding window
 // + global tokens), nnk.lsh_attention and their backward nnk.attention_grad.
 // The CPU twin takes one parameter block (nncc_attention_params) for every
-// kind, forward and backward; CUDA has one launcher per kind (forward only).
+// kind, forward and backward; CUDA has one launcher per kind: inference and
+// training forwards (Attention.cuh, LshAttention.cuh) and backwards
+// (AttentionBackward.cuh).
 //
 //===----------------------------------------------------------------------===//
 #include "../Common/LaunchEmitter.h"
@@ -168,38 +170,112 @@ PackedQKV unpack(const std::string &base, const std::string &E, AttentionKind ki
 // CUDA: one launcher per kind
 //===----------------------------------------------------------------------===//
 
-LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const AttentionConfig &c,
-                                Value qkv, Value mask, Value out, Value lse) {
-  if (c.dropout > 0)
-    return e.unsupported("attention dropout (training mode) is CPU-only: the CUDA "
-                         "attention kernels have no dropout masks");
-  if (lse)
-    return e.unsupported("a kept log-sum-exp (training mode) is CPU-only: the CUDA "
-                         "attention kernels do not write it");
-  nncc::Dim width = e.bufferType(out).getDim(2);
-  auto B = e.dim(qkv, 0), T = e.dim(qkv, 1), ld = e.dim(qkv, 2), E = e.dim(out, 2);
-  if (failed(B) || failed(T) || failed(ld) || failed(E))
-    return failure();
-  // Head size: static when the model width is, else a run-time value;
-  // static 32/64/128 instantiate only their kernel.
+/// Head size, launcher template argument and score scale of a CUDA call.
+struct CudaHead {
+  std::string dh;         // C++ expression
+  std::string dhTemplate; // "32" / "64" / "128" (only that kernel built) or "0"
+  std::string scale;      // initialiser of the local `scale`
+};
+
+/// From the core width `E` (a [B, T, E] buffer `core`, expression E):
+/// static when the model width is, else a run-time value.
+FailureOr<CudaHead> cudaHead(LaunchEmitter &e, Operation *op, const AttentionConfig &c,
+                             Value core, const std::string &E) {
+  nncc::Dim width = e.bufferType(core).getDim(2);
   int64_t staticDh = width.isStatic() ? width.getSize() / c.heads : -1;
-  std::string dh = staticDh > 0 ? std::to_string(staticDh)
-                                : "(" + *E + " / " + std::to_string(c.heads) + ")";
   if (staticDh > 256)
     return op->emitError("the CUDA attention kernels serve head sizes up to 256, got ")
            << staticDh;
+  CudaHead h;
+  h.dh = staticDh > 0 ? std::to_string(staticDh)
+                      : "(" + E + " / " + std::to_string(c.heads) + ")";
   bool specialised = staticDh == 32 || staticDh == 64 || staticDh == 128;
-  std::string dhTemplate = specialised ? std::to_string(staticDh) : "0";
-  std::string scale = c.scale != 0 ? "(real_t)" + fmtDouble(c.scale)
-                                   : "(real_t)1 / sqrt((real_t)" + dh + ")";
+  h.dhTemplate = specialised ? std::to_string(staticDh) : "0";
+  h.scale = c.scale != 0 ? "(real_t)" + fmtDouble(c.scale) : "(real_t)1 / sqrt((real_t)" + h.dh + ")";
+  return h;
+}
+
+/// The launcher arguments of attention dropout: rate, Philox key (the op's
+/// seed) and step offset, the values the CPU puts in nncc_attention_params
+/// (the offset only matters, and is only read, when the rate is > 0).
+SmallVector<std::string> cudaDropoutArgs(const AttentionConfig &c) {
+  return {fmtDouble(c.dropout), std::to_string(c.seed) + "ULL",
+          c.dropout > 0 ? "nncc_ms_dropout_offset(m)" : "0ULL"};
+}
+
+/// Checks of the dilated kind's global positions; prints the static table.
+LogicalResult cudaGlobals(LaunchEmitter &e, Operation *op, const AttentionConfig &c,
+                          std::string &table) {
+  for (int64_t g : c.global)
+    if (g < 0)
+      return op->emitError("negative global position ") << g;
+  if (c.global.size() > 64)
+    return op->emitError("the CUDA banded attention serves up to 64 global positions");
+  if (!c.global.empty())
+    e.out() << "static const int32_t kGlobal[] = {" << globalList(c.global) << "};\n";
+  table = c.global.empty() ? "(const int32_t *)NULL" : "kGlobal";
+  return success();
+}
+
+/// Prints `nbuckets` and the LSH rotations (the op's, or drawn on the
+/// device from the op's seed: the CPU's values); returns the rotations'
+/// pointer expression.
+FailureOr<std::string> cudaLshRotations(LaunchEmitter &e, Operation *op,
+                                        const AttentionConfig &c, const std::string &T,
+                                        const std::string &dh) {
+  if (c.hashes > 32)
+    return op->emitError("the CUDA LSH attention serves up to 32 hash rounds");
+  if (c.rotations) {
+    auto half = e.dim(c.rotations, 2);
+    if (failed(half))
+      return failure();
+    e.out() << "const int64_t nbuckets = 2 * " << *half << ";\n";
+    return e.name(c.rotations);
+  }
+  e.out() << "const int64_t nbuckets = nncc_gen_lsh_buckets(" << T << ", " << c.chunk << ");\n";
+  std::string count = drawnRotationCount(c, T, dh);
+  e.out() << "real_t *rot = (real_t *)" << e.workspace(count + " * sizeof(real_t)") << ";\n";
+  e.out() << "const int64_t nrot = " << count << ";\n";
+  e.out() << "// N(0, 1) rotations from Philox(seed " << c.seed << "), the CPU's values.\n";
+  e.out() << "lsh_rotations_kernel<real_t><<<grid_for(nrot, 256), 256, 0, stream>>>(nrot, "
+          << c.seed << "ULL, rot);\n";
+  e.out() << e.checked("cudaGetLastError()");
+  return std::string("rot");
+}
+
+/// Forward cores. Inference (no dropout, no kept log-sum-exp) calls the
+/// inference launchers; a training forward the *_train ones, which add the
+/// dropout and write `lse` [B, H, T] for nnk.attention_grad.
+LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const AttentionConfig &c,
+                                Value qkv, Value mask, Value out, Value lse) {
+  auto B = e.dim(qkv, 0), T = e.dim(qkv, 1), ld = e.dim(qkv, 2), E = e.dim(out, 2);
+  if (failed(B) || failed(T) || failed(ld) || failed(E))
+    return failure();
+  FailureOr<CudaHead> head = cudaHead(e, op, c, out, *E);
+  if (failed(head))
+    return failure();
+  const std::string &dh = head->dh, &dhTemplate = head->dhTemplate;
+  bool specialised = dhTemplate != "0";
+  bool train = c.dropout > 0 || lse;
   std::string maskArg = e.nameOr(mask, "const uint8_t *"), causal = LaunchEmitter::flag(c.causal);
   std::string heads = std::to_string(c.heads);
+  std::string lseArg = e.nameOr(lse, "real_t *");
+  SmallVector<std::string> drop = cudaDropoutArgs(c);
   PackedQKV p = unpack(e.name(qkv), *E, c.kind, "const real_t *");
   e.out() << "{\n";
   e.out().indent();
-  e.out() << "const real_t scale = " << scale << ";\n";
+  e.out() << "const real_t scale = " << head->scale << ";\n";
   switch (c.kind) {
   case AttentionKind::dense: {
+    if (train) {
+      SmallVector<std::string> args = {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads, p.q,
+                                       p.k, p.v, *ld, e.name(out), *E, maskArg, causal, "scale",
+                                       lseArg};
+      args.append(drop);
+      args.push_back("stream");
+      e.call({"launch_flash_attention_train<real_t, " + dhTemplate + ">", args});
+      break;
+    }
     SmallVector<std::string> args = {"(int)" + *B, "(int)" + *T, heads, p.q, p.k, p.v, *ld,
                                      e.name(out), *E, maskArg, causal, "scale",
                                      "(real_t *)NULL", "stream"};
@@ -212,50 +288,130 @@ LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const Attention
     break;
   }
   case AttentionKind::dilated: {
-    for (int64_t g : c.global)
-      if (g < 0)
-        return op->emitError("negative global position ") << g;
-    if (c.global.size() > 64)
-      return op->emitError("the CUDA banded attention serves up to 64 global positions");
+    std::string table;
+    if (failed(cudaGlobals(e, op, c, table)))
+      return failure();
     std::string ws = e.workspace("dilated_attention_scratch_bytes(" + *T + ", " +
                                  std::to_string(c.global.size()) + ")");
-    if (!c.global.empty())
-      e.out() << "static const int32_t kGlobal[] = {" << globalList(c.global) << "};\n";
-    e.call({"launch_dilated_attention_dyn<real_t, " + dhTemplate + ">",
-            {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads, p.q, p.k, p.v, *ld, e.name(out),
-             *E, maskArg, causal, "scale", std::to_string(c.window), std::to_string(c.dilation),
-             c.global.empty() ? "(const int32_t *)NULL" : "kGlobal",
-             std::to_string(c.global.size()), ws, "stream"}});
+    SmallVector<std::string> args = {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads, p.q, p.k,
+                                     p.v, *ld, e.name(out), *E, maskArg, causal, "scale",
+                                     std::to_string(c.window), std::to_string(c.dilation), table,
+                                     std::to_string(c.global.size())};
+    if (train) {
+      args.push_back(lseArg);
+      args.append(drop);
+      args.append({ws, "stream"});
+      e.call({"launch_dilated_attention_train<real_t, " + dhTemplate + ">", args});
+    } else {
+      args.append({ws, "stream"});
+      e.call({"launch_dilated_attention_dyn<real_t, " + dhTemplate + ">", args});
+    }
     break;
   }
   case AttentionKind::lsh: {
-    if (c.hashes > 32)
-      return op->emitError("the CUDA LSH attention serves up to 32 hash rounds");
-    std::string rot;
-    if (c.rotations) {
-      auto half = e.dim(c.rotations, 2);
-      if (failed(half))
-        return failure();
-      e.out() << "const int64_t nbuckets = 2 * " << *half << ";\n";
-      rot = e.name(c.rotations);
-    } else {
-      e.out() << "const int64_t nbuckets = nncc_gen_lsh_buckets(" << *T << ", " << c.chunk
-              << ");\n";
-      std::string count = drawnRotationCount(c, *T, dh);
-      e.out() << "real_t *rot = (real_t *)" << e.workspace(count + " * sizeof(real_t)") << ";\n";
-      e.out() << "const int64_t nrot = " << count << ";\n";
-      e.out() << "// N(0, 1) rotations from Philox(seed " << c.seed << "), the CPU's values.\n";
-      e.out() << "lsh_rotations_kernel<real_t><<<grid_for(nrot, 256), 256, 0, stream>>>(nrot, "
-              << c.seed << "ULL, rot);\n";
-      e.out() << e.checked("cudaGetLastError()");
-      rot = "rot";
-    }
+    FailureOr<std::string> rot = cudaLshRotations(e, op, c, *T, dh);
+    if (failed(rot))
+      return failure();
     std::string ws = e.workspace("lsh_attention_scratch_bytes(" + *B + ", " + *T + ", " + heads +
                                  ", " + dh + ", " + std::to_string(c.hashes) + ", sizeof(real_t))");
-    e.call({"launch_lsh_attention<real_t, " + dhTemplate + ">",
-            {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads, std::to_string(c.hashes),
-             "(int)nbuckets", std::to_string(c.chunk), causal, "scale", "0", p.q, p.v, *ld, rot,
-             e.name(out), *E, maskArg, ws, "stream"}});
+    SmallVector<std::string> args = {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads,
+                                     std::to_string(c.hashes), "(int)nbuckets",
+                                     std::to_string(c.chunk), causal, "scale", "0", p.q, p.v, *ld,
+                                     *rot, e.name(out), *E, maskArg};
+    if (train) {
+      args.push_back(lseArg);
+      args.append(drop);
+      args.append({ws, "stream"});
+      e.call({"launch_lsh_attention_train<real_t, " + dhTemplate + ">", args});
+    } else {
+      args.append({ws, "stream"});
+      e.call({"launch_lsh_attention<real_t, " + dhTemplate + ">", args});
+    }
+    break;
+  }
+  }
+  e.out().unindent();
+  e.out() << "}\n";
+  return success();
+}
+
+/// nnk.attention_grad: one backward launcher per kind
+/// (AttentionBackward.cuh), reading the forward's kept output and
+/// log-sum-exp (`saved`) or recomputing them (into `core` when given).
+LogicalResult emitCudaAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o,
+                                    const AttentionConfig &c) {
+  Operation *op = o.getOperation();
+  Value qkv = o.getQkv(), dout = o.getDout();
+  auto B = e.dim(qkv, 0), T = e.dim(qkv, 1), ld = e.dim(qkv, 2), E = e.dim(dout, 2);
+  if (failed(B) || failed(T) || failed(ld) || failed(E))
+    return failure();
+  FailureOr<CudaHead> head = cudaHead(e, op, c, dout, *E);
+  if (failed(head))
+    return failure();
+  const std::string &dh = head->dh;
+  std::string launcherArgs = "<real_t, " + head->dhTemplate + ">";
+  std::string maskArg = e.nameOr(o.getMask(), "const uint8_t *"),
+              causal = LaunchEmitter::flag(c.causal);
+  std::string heads = std::to_string(c.heads);
+  bool saved = static_cast<bool>(o.getSavedOut());
+  std::string recompute = saved ? "0" : "1";
+  // The forward's kept output and log-sum-exp, or where the recomputed
+  // output goes (the out-projection's weight gradient reads it).
+  SmallVector<std::string> fwd =
+      saved ? SmallVector<std::string>{e.name(o.getSavedOut()), e.name(o.getSavedLse()),
+                                       "(real_t *)NULL"}
+            : SmallVector<std::string>{"(const real_t *)NULL", "(const real_t *)NULL",
+                                       e.nameOr(o.getCore(), "real_t *")};
+  SmallVector<std::string> drop = cudaDropoutArgs(c);
+  PackedQKV x = unpack(e.name(qkv), *E, c.kind, "const real_t *");
+  PackedQKV dx = unpack(e.name(o.getDqkv()), *E, c.kind, "real_t *");
+  e.out() << "{\n";
+  e.out().indent();
+  e.out() << "const real_t scale = " << head->scale << ";\n";
+  SmallVector<std::string> args = {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads};
+  switch (c.kind) {
+  case AttentionKind::dense: {
+    std::string ws = e.workspace("flash_attention_backward_workspace_bytes(" + *B + ", " + *T +
+                                 ", " + heads + ", " + dh + ", sizeof(real_t), " + recompute +
+                                 ")");
+    args.append({x.q, x.k, x.v, *ld, e.name(dout), *E, dx.q, dx.k, dx.v, *ld, maskArg, causal,
+                 "scale"});
+    args.append(drop);
+    args.append(fwd);
+    args.append({ws, "stream"});
+    e.call({"launch_flash_attention_backward" + launcherArgs, args});
+    break;
+  }
+  case AttentionKind::dilated: {
+    std::string table;
+    if (failed(cudaGlobals(e, op, c, table)))
+      return failure();
+    std::string ng = std::to_string(c.global.size());
+    std::string ws = e.workspace("dilated_attention_backward_workspace_bytes(" + *B + ", " + *T +
+                                 ", " + heads + ", " + dh + ", " + ng + ", sizeof(real_t), " +
+                                 recompute + ")");
+    args.append({x.q, x.k, x.v, *ld, e.name(dout), *E, dx.q, dx.k, dx.v, *ld, maskArg, causal,
+                 "scale", std::to_string(c.window), std::to_string(c.dilation), table, ng});
+    args.append(drop);
+    args.append(fwd);
+    args.append({ws, "stream"});
+    e.call({"launch_dilated_attention_backward" + launcherArgs, args});
+    break;
+  }
+  case AttentionKind::lsh: {
+    FailureOr<std::string> rot = cudaLshRotations(e, op, c, *T, dh);
+    if (failed(rot))
+      return failure();
+    std::string ws = e.workspace("lsh_attention_backward_workspace_bytes(" + *B + ", " + *T +
+                                 ", " + heads + ", " + dh + ", " + std::to_string(c.hashes) +
+                                 ", sizeof(real_t), " + recompute + ")");
+    // The shared QK's gradient (query and key path) into dx.q, dv into dx.v.
+    args.append({std::to_string(c.hashes), "(int)nbuckets", std::to_string(c.chunk), causal,
+                 "scale", "0", x.q, x.v, *ld, *rot, e.name(dout), *E, dx.q, dx.v, *ld, maskArg});
+    args.append(drop);
+    args.append(fwd);
+    args.append({ws, "stream"});
+    e.call({"launch_lsh_attention_backward" + launcherArgs, args});
     break;
   }
   }
@@ -310,9 +466,9 @@ LogicalResult emitAttention(LaunchEmitter &e, AttentionOp o) {
 }
 
 LogicalResult emitAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o) {
-  if (e.isCuda())
-    return e.cpuOnlyBackward();
   AttentionConfig c = configOf(o.getOperation());
+  if (e.isCuda())
+    return emitCudaAttentionGrad(e, o, c);
   return emitCpuAttention(
       e, c, o.getQkv(), o.getDout(),
       [&](const CpuAttentionCall &s) {

@@ -34,12 +34,12 @@ FailureOr<std::string> lengthTypeOf(LaunchEmitter &e, Value lengths) {
 template <typename StackOp>
 LogicalResult cudaStackSupported(LaunchEmitter &e, StackOp o) {
   if (o.getZoneout() > 0)
-    return e.unsupported("LSTM zoneout (training mode) is CPU-only: the CUDA recurrent "
-                         "training kernels have no zoneout masks (compile with --target cpu)");
+    return e.unsupported("with LSTM zoneout (training mode) has no CUDA kernel yet, so this "
+                         "model trains on the CPU target only");
   if (o.getCheckpointSnapshots())
-    return e.unsupported("binomial (Revolve) BPTT checkpointing (checkpoint_snapshots) is "
-                         "CPU-only: the CUDA recurrent kernels support checkpoint_every or no "
-                         "checkpointing (compile with --target cpu)");
+    return e.unsupported("with the binomial BPTT schedule (checkpoint_snapshots) has no CUDA "
+                         "kernel yet (checkpoint_every has), so this model trains on the CPU "
+                         "target only");
   return success();
 }
 

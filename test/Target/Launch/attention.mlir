@@ -1,5 +1,5 @@
 // RUN: nncc-translate --nnk-to-cpp --split-input-file %s | FileCheck %s --check-prefix=CPU
-// RUN: nncc-translate --nnk-to-cuda --split-input-file --verify-diagnostics %s | FileCheck %s --check-prefix=CUDA
+// RUN: nncc-translate --nnk-to-cuda --split-input-file %s | FileCheck %s --check-prefix=CUDA
 
 // The attention cores: one nncc_attention_params block on the CPU (forward
 // and backward alike), one launcher per kind on CUDA.
@@ -35,18 +35,20 @@ module attributes {nn.dims = ["B", "T"]} {
 
 module attributes {nn.dims = ["B", "T"]} {
   // CPU-LABEL: // launches of @training
+  // CUDA-LABEL: // launches of @training
   func.func @training(%qkv: !nnk.buffer<[B, T, 24], f32>, %dout: !nnk.buffer<[B, T, 8], f32>,
                       %o: !nnk.buffer<[B, T, 8], f32> {nnk.output}, %lse: !nnk.buffer<[B, 2, T], f32> {nnk.output},
                       %dqkv: !nnk.buffer<[B, T, 24], f32> {nnk.output}) {
     // Training forward: dropout from the op's seed at the step's offset, and
-    // the log-sum-exp kept for the backward. Neither runs on CUDA.
+    // the log-sum-exp kept for the backward (the _train launchers on CUDA).
     // CPU: p.dropout = 0.10000000000000001; p.dropout_seed = 7ULL; p.dropout_offset = nncc_ms_dropout_offset(m);
     // CPU: NNCC_KFN(nncc_attention)(&p, {{.*}}, out0, 8LL, NULL, nncc_ms_buffer_ptr(m, 0), NULL, out1)
-    // expected-error @+1 {{'nnk.flash_attention' op attention dropout (training mode) is CPU-only}}
+    // CUDA: launch_flash_attention_train<real_t, 0>((int)4, (int)d_B, (int)d_T, 2, in0, in0 + 8LL, in0 + 2 * 8LL, 24LL, out0, 8LL, (const uint8_t *)NULL, 0, scale, out1, 0.10000000000000001, 7ULL, nncc_ms_dropout_offset(m), stream)
     nnk.flash_attention ins(%qkv) outs(%o) lse(%lse) {dropout = 0.1 : f64, num_heads = 2 : i64, seed = 7 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, 2, T], f32>
     // The backward of the dilated core from the kept output and lse.
     // CPU: p.kind = NNCC_ATTN_DILATED; p.window = 4; p.dilation = 1;
     // CPU: NNCC_KFN(nncc_attention_backward)(&p, d_B, d_T, 2, (8LL / 2), in0, in0 + 8LL, in0 + 2 * 8LL, 24LL, in1, 8LL, out2, out2 + 8LL, out2 + 2 * 8LL, 24LL, NULL, nncc_ms_buffer_ptr(m, 1), out0, out1)
+    // CUDA: launch_dilated_attention_backward<real_t, 0>((int)4, (int)d_B, (int)d_T, 2, in0, in0 + 8LL, in0 + 2 * 8LL, 24LL, in1, 8LL, out2, out2 + 8LL, out2 + 2 * 8LL, 24LL, (const uint8_t *)NULL, 0, scale, 4, 1, (const int32_t *)NULL, 0, 0.0, 0ULL, 0ULL, out0, out1, (real_t *)NULL, (nncc_scratch + (0)), stream)
     nnk.attention_grad ins(%qkv, %dout) saved(%o, %lse) outs(%dqkv) {kind = #nnk<attention dilated>, num_heads = 2 : i64, window = 4 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, 2, T], f32>, !nnk.buffer<[B, T, 24], f32>
     return
   }

@@ -4,6 +4,9 @@
 // ld_in, head h at columns [h*dh, (h+1)*dh); key_padding_mask != 0 = ignore;
 // rows without admissible keys give zeros. Every score passes through
 // OnlineSoftmax (push_tile / push), the very code the CPU kernels run.
+// Training forwards (the *_train launchers) add attention dropout (the CPU's
+// Philox counters, AttentionMath.h) and the log-sum-exp the backward
+// (AttentionBackward.cuh) reads; compiled with nvcc, not yet run on a GPU.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_ATTENTION_CUH
@@ -15,6 +18,23 @@
 namespace nncc {
 namespace kernels {
 namespace cuda {
+
+/// The attention dropout of a call with rate `p` (0 = off), exactly as the
+/// CPU builds it from nncc_attention_params (attentionDropoutOf).
+template <typename T>
+inline AttentionDropout<T> attention_dropout_of(double p, uint64_t seed, uint64_t offset) {
+  AttentionDropout<T> d;
+  if (p > 0.0) {
+    d.p = (float)p;
+    d.keep_scale = T(1) / (T(1) - T(p));
+    d.seed = seed;
+    d.offset = offset;
+  }
+  return d;
+}
+
+/// Whether `p` is a rate the kernels serve ([0, 1), as the CPU checks).
+inline bool attention_dropout_valid(double p) { return p >= 0.0 && p < 1.0; }
 
 /// Key rows per shared-memory tile for a head size: the K and V tiles of
 /// BK x DH values stay within 32 KiB of static shared memory (32 rows for
@@ -29,14 +49,17 @@ template <typename T, int DH> constexpr int attn_tile_keys() {
 /// one query row per thread, K/V tiles of BK rows staged in shared memory,
 /// online softmax over tiles: the T x T matrix is never formed.
 /// Exact = true: the head size is DH (fully unrolled); Exact = false: the
-/// head size is the run-time `dh_rt` <= DH (generic fallback).
+/// head size is the run-time `dh_rt` <= DH (generic fallback). `drop`: the
+/// weights after the softmax statistics times their dropout multipliers
+/// (counter ((b*H + h)*T + i)*T + j), as the CPU's dense tiles.
 template <typename T, int DH, int BQ = 64, int BK = 32, bool Exact = true>
 __global__ void __launch_bounds__(BQ)
     flash_attention_fwd_kernel(int Tn, const T *__restrict__ q,
                                const T *__restrict__ k,
                                const T *__restrict__ v, int64_t ld_in, T *out,
                                int64_t ld_out, const uint8_t *kpm, int causal,
-                               T scale, T *lse, int dh_rt = DH) {
+                               T scale, T *lse, int dh_rt = DH,
+                               AttentionDropout<T> drop = AttentionDropout<T>()) {
   __shared__ T Ks[BK][DH];
   __shared__ T Vs[BK][DH];
   const int dh = Exact ? DH : dh_rt;
@@ -89,6 +112,14 @@ __global__ void __launch_bounds__(BQ)
 #pragma unroll
         for (int d = 0; d < DH; ++d)
           acc[d] *= alpha;
+        if (drop.on()) {
+          T mult[BK];
+          const int64_t first = (((int64_t)b * H + h) * Tn + i) * (int64_t)Tn + k0;
+          attention_dropout_row(drop.seed, drop.offset, (uint64_t)first, nk, drop.p,
+                                drop.keep_scale, mult);
+          for (int jj = 0; jj < nk; ++jj)
+            s[jj] *= mult[jj];
+        }
 #pragma unroll 2
         for (int jj = 0; jj < BK; ++jj) {
 #pragma unroll
@@ -116,20 +147,24 @@ __global__ void __launch_bounds__(BQ)
 /// Banded dilated sliding-window attention with global tokens, O(T*w).
 /// One thread per (b, h, query); is_global [T] flags, globals [n_global]
 /// sorted unique positions (< T). grid = (ceil(T/blockDim), H, B).
-/// Exact / dh_rt as for flash_attention_fwd_kernel.
+/// Exact / dh_rt as for flash_attention_fwd_kernel; `lse` (optional)
+/// [B, H, T]; `drop` as the CPU's dilated key lists (counter
+/// ((b*H + h)*T + i)*T + j).
 template <typename T, int DH, bool Exact = true>
 __global__ void dilated_attention_fwd_kernel(
     int Tn, const T *__restrict__ q, const T *__restrict__ k,
     const T *__restrict__ v, int64_t ld_in, T *out, int64_t ld_out,
     const uint8_t *kpm, int causal, T scale, int window, int dilation,
     const uint8_t *is_global, const int32_t *globals, int n_global,
-    int dh_rt = DH) {
+    int dh_rt = DH, T *lse = nullptr, AttentionDropout<T> drop = AttentionDropout<T>()) {
   const int dh = Exact ? DH : dh_rt;
   const int b = blockIdx.z, h = blockIdx.y;
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= Tn)
     return;
   const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const uint64_t rowCounter =
+      (uint64_t)((((int64_t)b * gridDim.y + h) * Tn + i) * (int64_t)Tn);
   const T *kb = k + (int64_t)b * Tn * ld_in + h * dh;
   const T *vb = v + (int64_t)b * Tn * ld_in + h * dh;
   T qr[DH], acc[DH];
@@ -151,6 +186,7 @@ __global__ void dilated_attention_fwd_kernel(
     }
     T p;
     const T alpha = sm.push(sc, p);
+    p *= drop.mult(rowCounter + (uint64_t)j);
     const T *vr = vb + (int64_t)j * ld_in;
 #pragma unroll
     for (int d = 0; d < DH; ++d) {
@@ -166,6 +202,8 @@ __global__ void dilated_attention_fwd_kernel(
   for (int d = 0; d < DH; ++d)
     if (d < dh)
       out[((int64_t)b * Tn + i) * ld_out + h * dh + d] = acc[d] * inv;
+  if (lse)
+    lse[((int64_t)b * gridDim.y + h) * Tn + i] = sm.lse();
 }
 
 template <typename T, int DH>
@@ -185,6 +223,52 @@ inline cudaError_t launch_flash_attention(int B, int Tn, int H, const T *q,
 /// Largest head size served (generic kernels beyond 32/64/128).
 constexpr int kMaxHeadDim = 256;
 
+/// The flash forward kernel for head size dh with dropout `drop` (off:
+/// inference): DHS = 32/64/128 builds only that kernel (dh must match);
+/// DHS = 0 dispatches at run time, exact kernels for dh = 32, 64, 128 and
+/// the generic one for any other dh <= kMaxHeadDim.
+template <typename T, int DHS = 0>
+inline cudaError_t flash_attention_forward(int dh, int B, int Tn, int H, const T *q,
+                                           const T *k, const T *v, int64_t ld_in, T *out,
+                                           int64_t ld_out, const uint8_t *kpm, int causal,
+                                           T scale, T *lse, const AttentionDropout<T> &drop,
+                                           cudaStream_t stream) {
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  constexpr int BQ = 64;
+  dim3 grid((Tn + BQ - 1) / BQ, H, B);
+  if constexpr (DHS != 0) {
+    if (dh != DHS)
+      return cudaErrorInvalidValue;
+    flash_attention_fwd_kernel<T, DHS, BQ, attn_tile_keys<T, DHS>()><<<grid, BQ, 0, stream>>>(
+        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, DHS, drop);
+  } else {
+    switch (dh) {
+    case 32:
+      flash_attention_fwd_kernel<T, 32, BQ, attn_tile_keys<T, 32>()><<<grid, BQ, 0, stream>>>(
+          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, 32, drop);
+      break;
+    case 64:
+      flash_attention_fwd_kernel<T, 64, BQ, attn_tile_keys<T, 64>()><<<grid, BQ, 0, stream>>>(
+          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, 64, drop);
+      break;
+    case 128:
+      flash_attention_fwd_kernel<T, 128, BQ, attn_tile_keys<T, 128>()>
+          <<<grid, BQ, 0, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse,
+                                    128, drop);
+      break;
+    default:
+      if (dh <= 0 || dh > kMaxHeadDim)
+        return cudaErrorInvalidValue;
+      flash_attention_fwd_kernel<T, kMaxHeadDim, BQ, attn_tile_keys<T, kMaxHeadDim>(), false>
+          <<<grid, BQ, 0, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse,
+                                    dh, drop);
+      break;
+    }
+  }
+  return cudaGetLastError();
+}
+
 /// Flash attention with the head size known at run time only: exact
 /// kernels for dh = 32, 64, 128, a generic one (loops bounded by the
 /// run-time dh, smaller key tiles) for any other dh <= kMaxHeadDim.
@@ -194,29 +278,25 @@ inline cudaError_t launch_flash_attention_dyn(int dh, int B, int Tn, int H,
                                               int64_t ld_in, T *out, int64_t ld_out,
                                               const uint8_t *kpm, int causal, T scale,
                                               T *lse, cudaStream_t stream = 0) {
-  if (B <= 0 || Tn <= 0)
-    return cudaSuccess;
-  switch (dh) {
-  case 32:
-    return launch_flash_attention<T, 32>(B, Tn, H, q, k, v, ld_in, out, ld_out, kpm,
-                                         causal, scale, lse, stream);
-  case 64:
-    return launch_flash_attention<T, 64>(B, Tn, H, q, k, v, ld_in, out, ld_out, kpm,
-                                         causal, scale, lse, stream);
-  case 128:
-    return launch_flash_attention<T, 128>(B, Tn, H, q, k, v, ld_in, out, ld_out, kpm,
-                                          causal, scale, lse, stream);
-  default:
-    break;
-  }
-  if (dh <= 0 || dh > kMaxHeadDim)
+  return flash_attention_forward<T, 0>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm, causal,
+                                       scale, lse, AttentionDropout<T>(), stream);
+}
+
+/// Training forward of nnk.flash_attention: attention dropout with rate
+/// `dropout` (0 = off), Philox key `seed`, step offset `offset`, and the
+/// log-sum-exp [B, H, T] into `lse` (may be NULL). DHS as for
+/// flash_attention_forward.
+template <typename T, int DHS = 0>
+inline cudaError_t launch_flash_attention_train(int dh, int B, int Tn, int H, const T *q,
+                                                const T *k, const T *v, int64_t ld_in, T *out,
+                                                int64_t ld_out, const uint8_t *kpm, int causal,
+                                                T scale, T *lse, double dropout, uint64_t seed,
+                                                uint64_t offset, cudaStream_t stream = 0) {
+  if (!attention_dropout_valid(dropout))
     return cudaErrorInvalidValue;
-  constexpr int BQ = 64;
-  dim3 grid((Tn + BQ - 1) / BQ, H, B);
-  flash_attention_fwd_kernel<T, kMaxHeadDim, BQ, attn_tile_keys<T, kMaxHeadDim>(), false>
-      <<<grid, BQ, 0, stream>>>(
-      Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh);
-  return cudaGetLastError();
+  return flash_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm, causal,
+                                         scale, lse,
+                                         attention_dropout_of<T>(dropout, seed, offset), stream);
 }
 
 /// is_global[t] = 1 for t in globals (sorted, unique, < T), else 0.
@@ -235,20 +315,20 @@ inline int64_t dilated_attention_scratch_bytes(int64_t Tn, int64_t n_global) {
   return ((Tn + 255) / 256) * 256 + 4 * (n_global > 0 ? n_global : 1);
 }
 
-/// Banded dilated attention with run-time head size (DHS = 32/64/128: the
-/// caller knows the head size statically and only that kernel is built;
-/// DHS = 0: run-time dispatch) and the global
-/// positions given on the host (`host_globals`, any order, duplicates and
-/// positions >= T are dropped as the CPU twin does; negative positions are
-/// the caller's error). `scratch`: dilated_attention_scratch_bytes(T, n).
-template <typename T, int DHS = 0>
-inline cudaError_t launch_dilated_attention_dyn(
-    int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
-    T *out, int64_t ld_out, const uint8_t *kpm, int causal, T scale, int window,
-    int dilation, const int32_t *host_globals, int n_host_globals, void *scratch,
-    cudaStream_t stream = 0) {
-  if (B <= 0 || Tn <= 0)
-    return cudaSuccess;
+/// The global-token tables of dilated attention on the device.
+struct DilatedGlobals {
+  const uint8_t *is_global = nullptr; // [T] flags
+  const int32_t *list = nullptr;      // sorted distinct positions < T
+  int n = 0;
+};
+
+/// Builds the tables in `scratch` (dilated_attention_scratch_bytes(T, n))
+/// from the host positions `host_globals` (any order; duplicates and
+/// positions >= T dropped as the CPU twin does; negative positions are the
+/// caller's error): an H2D copy and one flag kernel, stream-ordered.
+inline cudaError_t dilated_upload_globals(int Tn, const int32_t *host_globals,
+                                          int n_host_globals, void *scratch, DilatedGlobals &g,
+                                          cudaStream_t stream) {
   uint8_t *isG = static_cast<uint8_t *>(scratch);
   int32_t *gl = reinterpret_cast<int32_t *>(isG + ((Tn + 255) / 256) * 256);
   // Sorted unique positions < T (insertion sort: the list is a handful).
@@ -280,40 +360,105 @@ inline cudaError_t launch_dilated_attention_dyn(
   dilated_mark_globals_kernel<<<grid_for(Tn, 256), 256, 0, stream>>>(Tn, gl, ng, isG);
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
+  g.is_global = isG;
+  g.list = gl;
+  g.n = ng;
+  return cudaSuccess;
+}
+
+/// The dilated forward kernel for head size dh (DHS as for
+/// flash_attention_forward) over uploaded global tables; `lse` may be NULL.
+template <typename T, int DHS = 0>
+inline cudaError_t dilated_attention_forward(int dh, int B, int Tn, int H, const T *q,
+                                             const T *k, const T *v, int64_t ld_in, T *out,
+                                             int64_t ld_out, const uint8_t *kpm, int causal,
+                                             T scale, int window, int dilation,
+                                             const DilatedGlobals &g, T *lse,
+                                             const AttentionDropout<T> &drop,
+                                             cudaStream_t stream) {
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
   dim3 grid((Tn + 127) / 128, H, B);
   if constexpr (DHS != 0) {
     if (dh != DHS)
       return cudaErrorInvalidValue;
     dilated_attention_fwd_kernel<T, DHS><<<grid, 128, 0, stream>>>(
-        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, isG, gl,
-        ng);
+        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
+        g.list, g.n, DHS, lse, drop);
   } else {
-  switch (dh) {
-  case 32:
-    dilated_attention_fwd_kernel<T, 32><<<grid, 128, 0, stream>>>(
-        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, isG, gl,
-        ng);
-    break;
-  case 64:
-    dilated_attention_fwd_kernel<T, 64><<<grid, 128, 0, stream>>>(
-        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, isG, gl,
-        ng);
-    break;
-  case 128:
-    dilated_attention_fwd_kernel<T, 128><<<grid, 128, 0, stream>>>(
-        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, isG, gl,
-        ng);
-    break;
-  default:
-    if (dh <= 0 || dh > kMaxHeadDim)
-      return cudaErrorInvalidValue;
-    dilated_attention_fwd_kernel<T, kMaxHeadDim, false><<<grid, 128, 0, stream>>>(
-        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, isG, gl,
-        ng, dh);
-    break;
-  }
+    switch (dh) {
+    case 32:
+      dilated_attention_fwd_kernel<T, 32><<<grid, 128, 0, stream>>>(
+          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
+          g.list, g.n, 32, lse, drop);
+      break;
+    case 64:
+      dilated_attention_fwd_kernel<T, 64><<<grid, 128, 0, stream>>>(
+          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
+          g.list, g.n, 64, lse, drop);
+      break;
+    case 128:
+      dilated_attention_fwd_kernel<T, 128><<<grid, 128, 0, stream>>>(
+          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
+          g.list, g.n, 128, lse, drop);
+      break;
+    default:
+      if (dh <= 0 || dh > kMaxHeadDim)
+        return cudaErrorInvalidValue;
+      dilated_attention_fwd_kernel<T, kMaxHeadDim, false><<<grid, 128, 0, stream>>>(
+          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
+          g.list, g.n, dh, lse, drop);
+      break;
+    }
   }
   return cudaGetLastError();
+}
+
+/// Banded dilated attention with run-time head size (DHS = 32/64/128: the
+/// caller knows the head size statically and only that kernel is built;
+/// DHS = 0: run-time dispatch) and the global
+/// positions given on the host (`host_globals`, any order, duplicates and
+/// positions >= T are dropped as the CPU twin does; negative positions are
+/// the caller's error). `scratch`: dilated_attention_scratch_bytes(T, n).
+template <typename T, int DHS = 0>
+inline cudaError_t launch_dilated_attention_dyn(
+    int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
+    T *out, int64_t ld_out, const uint8_t *kpm, int causal, T scale, int window,
+    int dilation, const int32_t *host_globals, int n_host_globals, void *scratch,
+    cudaStream_t stream = 0) {
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  DilatedGlobals g;
+  cudaError_t e = dilated_upload_globals(Tn, host_globals, n_host_globals, scratch, g, stream);
+  if (e != cudaSuccess)
+    return e;
+  return dilated_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm,
+                                           causal, scale, window, dilation, g, (T *)nullptr,
+                                           AttentionDropout<T>(), stream);
+}
+
+/// Training forward of nnk.banded_attention: launch_dilated_attention_dyn
+/// plus attention dropout (rate, seed, step offset as
+/// launch_flash_attention_train) and the log-sum-exp [B, H, T] into `lse`
+/// (may be NULL). `scratch`: dilated_attention_scratch_bytes(T, n).
+template <typename T, int DHS = 0>
+inline cudaError_t launch_dilated_attention_train(
+    int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in, T *out,
+    int64_t ld_out, const uint8_t *kpm, int causal, T scale, int window, int dilation,
+    const int32_t *host_globals, int n_host_globals, T *lse, double dropout, uint64_t seed,
+    uint64_t offset, void *scratch, cudaStream_t stream = 0) {
+  if (!attention_dropout_valid(dropout) || window < 1 || dilation < 1)
+    return cudaErrorInvalidValue;
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  DilatedGlobals g;
+  cudaError_t e = dilated_upload_globals(Tn, host_globals, n_host_globals, scratch, g, stream);
+  if (e != cudaSuccess)
+    return e;
+  return dilated_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm,
+                                           causal, scale, window, dilation, g, lse,
+                                           attention_dropout_of<T>(dropout, seed, offset),
+                                           stream);
 }
 
 } // namespace cuda

@@ -24,6 +24,9 @@
 // code the CPU twin runs; only the thread mapping differs. Rotations can be
 // drawn on the device from Philox (lsh_rotations_kernel): the same values
 // as the CPU's nncc_rng_fill_normal (bit-identical for f32).
+// launch_lsh_attention_train adds attention dropout (per hash round, the
+// CPU's counters) and the combined log-sum-exp the backward reads
+// (AttentionBackward.cuh); compiled with nvcc, not yet run on a GPU.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_LSHATTENTION_CUH
@@ -64,11 +67,12 @@ __global__ void lsh_rotations_kernel(int64_t n, uint64_t seed, T *rot) {
   }
 }
 
-/// kn[b, h, t, :] = qk[b, t, h*dh : (h+1)*dh] / |.| (0 for a zero row).
+/// kn[b, h, t, :] = qk[b, t, h*dh : (h+1)*dh] / |.| (0 for a zero row);
+/// inv_norm[b, h, t] = 1/|.| (0 for a zero row) when given (the backward).
 template <typename T>
 __global__ void lsh_normalize_keys_kernel(int B, int Tn, int H, int dh,
                                           const T *__restrict__ qk, int64_t ld_in,
-                                          T *__restrict__ kn) {
+                                          T *__restrict__ kn, T *inv_norm = nullptr) {
   const int64_t rows = (int64_t)B * H * Tn;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -80,6 +84,8 @@ __global__ void lsh_normalize_keys_kernel(int B, int Tn, int H, int dh,
     const T inv = ss > T(0) ? T(1) / nsqrt(ss) : T(0);
     for (int d = 0; d < dh; ++d)
       kn[i * dh + d] = x[d] * inv;
+    if (inv_norm)
+      inv_norm[i] = inv;
   }
 }
 
@@ -150,14 +156,15 @@ static __global__ void lsh_sort_kernel(int Tn, int nbuckets, const int32_t *buck
 /// block = BQ threads, each thread one query (sorted position) at a time;
 /// keys of sorted positions [lo, hi) staged in tiles of BK rows.
 /// Outputs per round, indexed by the original position t:
-/// o [B, H, R, T, dh] (normalised), lse [B, H, R, T].
+/// o [B, H, R, T, dh] (normalised), lse [B, H, R, T]. `drop`: weights times
+/// their multipliers (counter ((((b*H + h)*R + r)*T + t)*T + u)).
 template <typename T, int DH, int BQ, int BK, bool Exact>
 __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
     int Tn, int H, int rounds, int chunk, int causal, int same_bucket, T scale,
     const T *__restrict__ qk, const T *__restrict__ v, int64_t ld_in,
     const T *__restrict__ kn, const int32_t *__restrict__ buckets,
     const int32_t *__restrict__ order, const uint8_t *kpm, T *o_r, T *lse_r,
-    int dh_rt) {
+    int dh_rt, AttentionDropout<T> drop) {
   __shared__ T Ks[BK][DH];
   __shared__ T Vs[BK][DH];
   __shared__ int32_t Kpos[BK];
@@ -225,6 +232,12 @@ __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
 #pragma unroll
         for (int d = 0; d < DH; ++d)
           acc[d] *= alpha;
+        if (drop.on()) {
+          const uint64_t row = (uint64_t)((task * Tn + t) * (int64_t)Tn);
+          for (int jj = 0; jj < BK; ++jj)
+            if (s[jj] > T(0)) // masked keys have weight 0 already
+              s[jj] *= drop.mult(row + (uint64_t)Kpos[jj]);
+        }
         for (int jj = 0; jj < BK; ++jj) {
 #pragma unroll
           for (int d = 0; d < DH; ++d) {
@@ -251,12 +264,17 @@ __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
 
 /// out[b, t, h*dh + d] = sum_r w_r o_r[b, h, r, t, d], w = softmax of the
 /// rounds' log-sum-exps (lse_round_weights); a query that no round offers
-/// another key attends to itself alone (lsh_self_only), if not padded.
+/// another key attends to itself alone (lsh_self_only), if not padded: out
+/// = (mean of its rounds' dropout multipliers) v, lse = lsh_self_lse. `lse`
+/// (optional) [B, H, T]: the combined log-sum-exp (logsumexp_rounds), as
+/// the CPU forward writes it.
 template <typename T>
 __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
                                    const T *__restrict__ o_r, const T *__restrict__ lse_r,
                                    const T *__restrict__ v, int64_t ld_in,
-                                   const uint8_t *kpm, T *out, int64_t ld_out) {
+                                   const uint8_t *kpm, T *out, int64_t ld_out,
+                                   const T *__restrict__ qk, const T *__restrict__ kn,
+                                   T scale, T *lse, AttentionDropout<T> drop) {
   const int64_t n = (int64_t)B * Tn * H;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -266,16 +284,28 @@ __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
     for (int r = 0; r < rounds; ++r)
       l[r] = lse_r[(task0 + r) * Tn + t];
     T *orow = out + (b * Tn + t) * ld_out + h * dh;
-    if (lsh_self_only(l, rounds)) {
-      // Self is never in the future: only padding can mask it.
-      const bool self = key_admissible((int)t, (int)t, false,
-                                       kpm ? kpm + b * Tn : nullptr);
+    // Self is never in the future: only padding can mask it. A padded
+    // query with no other key falls through to all-zero round weights.
+    if (lsh_self_only(l, rounds) &&
+        key_admissible((int)t, (int)t, false, kpm ? kpm + b * Tn : nullptr)) {
       const T *vr = v + (b * Tn + t) * ld_in + h * dh;
-      for (int d = 0; d < dh; ++d)
-        orow[d] = self ? vr[d] : T(0);
+      const T *x = qk + (b * Tn + t) * ld_in + h * dh;
+      const T *kr = kn + ((b * H + h) * Tn + t) * dh;
+      T mult = T(0), s = T(0);
+      for (int r = 0; r < rounds; ++r)
+        mult += drop.mult((uint64_t)(((task0 + r) * Tn + t) * Tn + t));
+      mult /= T(rounds);
+      for (int d = 0; d < dh; ++d) {
+        orow[d] = mult * vr[d];
+        s += x[d] * kr[d];
+      }
+      if (lse)
+        lse[(b * H + h) * Tn + t] = lsh_self_lse(s * scale, rounds);
       continue;
     }
     lse_round_weights(l, rounds, w);
+    if (lse)
+      lse[(b * H + h) * Tn + t] = logsumexp_rounds(l, rounds);
     for (int d = 0; d < dh; ++d) {
       T s = T(0);
       for (int r = 0; r < rounds; ++r)
@@ -290,26 +320,24 @@ inline void lsh_launch_chunks(dim3 grid, cudaStream_t stream, int Tn, int H, int
                               int chunk, int causal, int same_bucket, T scale, const T *qk,
                               const T *v, int64_t ld_in, const T *kn, const int32_t *bk,
                               const int32_t *ord, const uint8_t *kpm, T *o_r, T *lse_r,
-                              int dh) {
+                              int dh, const AttentionDropout<T> &drop) {
   constexpr int BK = attn_tile_keys<T, DH>();
   lsh_chunk_attention_kernel<T, DH, 64, BK, Exact><<<grid, 64, 0, stream>>>(
       Tn, H, rounds, chunk, causal, same_bucket, scale, qk, v, ld_in, kn, bk, ord, kpm,
-      o_r, lse_r, dh);
+      o_r, lse_r, dh, drop);
 }
 
-/// nnk.lsh_attention on the GPU. qk/v: rows of stride ld_in (shared QK at
-/// head columns of qk, values of v); rot [rounds, dh, nbuckets/2] on the
-/// device; scratch: lsh_attention_scratch_bytes(). Returns the first CUDA
-/// error, or cudaErrorInvalidValue for arguments the kernels do not serve
-/// (dh > kMaxHeadDim, rounds > kLshMaxRounds, odd nbuckets, chunk < 1).
-/// DHS = 32/64/128: only that head size's kernel is built (dh must match).
+/// The five launches of LSH attention (see the top of this file) with
+/// dropout `drop` (off: inference) and the combined log-sum-exp into `lse`
+/// (may be NULL). Arguments as launch_lsh_attention.
 template <typename T, int DHS = 0>
-inline cudaError_t launch_lsh_attention(int dh, int B, int Tn, int H, int rounds,
-                                        int nbuckets, int chunk, int causal, T scale,
-                                        int same_bucket, const T *qk, const T *v,
-                                        int64_t ld_in, const T *rot, T *out, int64_t ld_out,
-                                        const uint8_t *kpm, void *scratch,
-                                        cudaStream_t stream = 0) {
+inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int rounds,
+                                         int nbuckets, int chunk, int causal, T scale,
+                                         int same_bucket, const T *qk, const T *v,
+                                         int64_t ld_in, const T *rot, T *out, int64_t ld_out,
+                                         const uint8_t *kpm, T *lse,
+                                         const AttentionDropout<T> &drop, void *scratch,
+                                         cudaStream_t stream) {
   if (dh <= 0 || dh > kMaxHeadDim || rounds < 1 || rounds > kLshMaxRounds || nbuckets < 2 ||
       nbuckets % 2 || chunk < 1)
     return cudaErrorInvalidValue;
@@ -350,34 +378,73 @@ inline cudaError_t launch_lsh_attention(int dh, int B, int Tn, int H, int rounds
     if (dh != DHS)
       return cudaErrorInvalidValue;
     lsh_launch_chunks<T, DHS, true>(grid, stream, Tn, H, rounds, chunk, causal, same_bucket,
-                                    scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh);
+                                    scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh,
+                                    drop);
   } else {
   switch (dh) {
   case 32:
     lsh_launch_chunks<T, 32, true>(grid, stream, Tn, H, rounds, chunk, causal, same_bucket,
-                                   scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh);
+                                   scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh, drop);
     break;
   case 64:
     lsh_launch_chunks<T, 64, true>(grid, stream, Tn, H, rounds, chunk, causal, same_bucket,
-                                   scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh);
+                                   scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh, drop);
     break;
   case 128:
     lsh_launch_chunks<T, 128, true>(grid, stream, Tn, H, rounds, chunk, causal,
                                     same_bucket, scale, qk, v, ld_in, kn, bk, ord, kpm, o_r,
-                                    lse_r, dh);
+                                    lse_r, dh, drop);
     break;
   default:
     lsh_launch_chunks<T, kMaxHeadDim, false>(grid, stream, Tn, H, rounds, chunk, causal,
                                      same_bucket, scale, qk, v, ld_in, kn, bk, ord, kpm,
-                                     o_r, lse_r, dh);
+                                     o_r, lse_r, dh, drop);
     break;
   }
   }
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
   lsh_combine_kernel<T><<<grid_for((int64_t)B * Tn * H, 256), 256, 0, stream>>>(
-      B, Tn, H, dh, rounds, o_r, lse_r, v, ld_in, kpm, out, ld_out);
+      B, Tn, H, dh, rounds, o_r, lse_r, v, ld_in, kpm, out, ld_out, qk, kn, scale, lse, drop);
   return cudaGetLastError();
+}
+
+/// nnk.lsh_attention on the GPU. qk/v: rows of stride ld_in (shared QK at
+/// head columns of qk, values of v); rot [rounds, dh, nbuckets/2] on the
+/// device; scratch: lsh_attention_scratch_bytes(). Returns the first CUDA
+/// error, or cudaErrorInvalidValue for arguments the kernels do not serve
+/// (dh > kMaxHeadDim, rounds > kLshMaxRounds, odd nbuckets, chunk < 1).
+/// DHS = 32/64/128: only that head size's kernel is built (dh must match).
+template <typename T, int DHS = 0>
+inline cudaError_t launch_lsh_attention(int dh, int B, int Tn, int H, int rounds,
+                                        int nbuckets, int chunk, int causal, T scale,
+                                        int same_bucket, const T *qk, const T *v,
+                                        int64_t ld_in, const T *rot, T *out, int64_t ld_out,
+                                        const uint8_t *kpm, void *scratch,
+                                        cudaStream_t stream = 0) {
+  return lsh_attention_forward<T, DHS>(dh, B, Tn, H, rounds, nbuckets, chunk, causal, scale,
+                                       same_bucket, qk, v, ld_in, rot, out, ld_out, kpm,
+                                       (T *)nullptr, AttentionDropout<T>(), scratch, stream);
+}
+
+/// Training forward of nnk.lsh_attention: launch_lsh_attention plus
+/// attention dropout per hash round (rate, seed, step offset as
+/// launch_flash_attention_train) and the combined log-sum-exp [B, H, T]
+/// into `lse` (may be NULL). Same scratch.
+template <typename T, int DHS = 0>
+inline cudaError_t launch_lsh_attention_train(int dh, int B, int Tn, int H, int rounds,
+                                              int nbuckets, int chunk, int causal, T scale,
+                                              int same_bucket, const T *qk, const T *v,
+                                              int64_t ld_in, const T *rot, T *out,
+                                              int64_t ld_out, const uint8_t *kpm, T *lse,
+                                              double dropout, uint64_t seed, uint64_t offset,
+                                              void *scratch, cudaStream_t stream = 0) {
+  if (!attention_dropout_valid(dropout))
+    return cudaErrorInvalidValue;
+  return lsh_attention_forward<T, DHS>(dh, B, Tn, H, rounds, nbuckets, chunk, causal, scale,
+                                       same_bucket, qk, v, ld_in, rot, out, ld_out, kpm, lse,
+                                       attention_dropout_of<T>(dropout, seed, offset), scratch,
+                                       stream);
 }
 
 } // namespace cuda

@@ -1,0 +1,973 @@
+//===- AttentionBackward.cuh - Backward of dense / dilated / LSH attention -*- CUDA -*-===//
+//
+// CUDA twins of nncc_attention_backward_* (runtime/lib/Kernels/
+// AttentionBackward.cpp, DenseAttention.cpp; docs/kernels.md "Backward"),
+// for nnk.attention_grad. Same operands, layouts, masks, dropout counters
+// and scaling as the CPU. With c the dropout multiplier (1 without dropout),
+// p = exp(scale q.k - lse), D_i = dO_i . O_i:
+//   dv_j += c p dO_i,  ds = scale softmax_score_grad(p, c dO_i.v_j, D_i),
+//   dq_i += ds k_j,    dk_j += ds q_i.
+//
+// Saved / recomputed forward (as the CPU): with `saved_lse` (the training
+// forward's log-sum-exp [B, H, T]) `saved_out` is the forward's output and
+// nothing of the forward runs again; without, the training forward
+// (Attention.cuh / LshAttention.cuh, same dropout) runs first into the
+// scratch (its output into `core` when given, for the out-projection's
+// weight gradient) and the backward then reads it.
+//
+// Deterministic, no atomics: each output row has one owner thread that
+// gathers its terms in a fixed order.
+//   dense:   D per row; a dK/dV kernel (one thread per key, query tiles of
+//            Q, dO, lse, D staged in shared memory, causal blocks skipped)
+//            and a dQ kernel (one thread per query, K/V tiles as in the
+//            forward); p recomputed in both (FlashAttention-2 style,
+//            from the kept log-sum-exp, no T x T buffer).
+//   dilated: a dQ kernel over each query's keys (for_each_dilated_key) and
+//            a dK/dV kernel over each key's queries (for_each_dilated_query,
+//            the exact mirror): O(T (w + |G|)) work, O(T) scratch.
+//   LSH:     keys normalised, buckets and the stable sort recomputed (the
+//            forward's kernels), each position's rank per round, the
+//            self-only flags (Reformer's self mask); a key kernel (per key
+//            u: its queries are the sorted positions of its own and the
+//            next chunk; dV and the key-path gradient through k^ =
+//            qk/|qk|, unit_norm_grad) then a query kernel (per query: its
+//            keys in every round, plus the key path of its own row into
+//            dqk). Terms are added in the CPU's order (rounds, then sorted
+//            positions). O(R T) scratch.
+//
+// Status: compiled with nvcc (sm_90, -Werror all-warnings) for fp32 and
+// fp64; NOT yet run on a GPU.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_KERNELS_CUDA_ATTENTIONBACKWARD_CUH
+#define NNCC_KERNELS_CUDA_ATTENTIONBACKWARD_CUH
+
+#include "nncc/Kernels/AttentionMath.h"
+#include "nncc/Kernels/BackwardMath.h"
+#include "nncc/Kernels/CUDA/Attention.cuh"
+#include "nncc/Kernels/CUDA/LshAttention.cuh"
+
+#include <type_traits>
+
+namespace nncc {
+namespace kernels {
+namespace cuda {
+
+//===----------------------------------------------------------------------===//
+// Shared pieces
+//===----------------------------------------------------------------------===//
+
+/// Byte offsets of a workspace carved in 256-byte aligned pieces; with a
+/// null base it only counts (the *_workspace_bytes functions), so the size
+/// and the layout come from the same code.
+struct AttnScratch {
+  char *base = nullptr;
+  int64_t used = 0;
+  char *take(int64_t bytes) {
+    char *p = base ? base + used : nullptr;
+    used += lsh_align(bytes > 0 ? bytes : 0);
+    return p;
+  }
+};
+
+/// Runs f(std::integral_constant<int, DH>, std::bool_constant<Exact>) for
+/// head size dh: DHS = 32/64/128 builds only that kernel (dh must match);
+/// DHS = 0: exact kernels for 32, 64, 128, the generic one (loops bounded
+/// by the run-time dh) for any other dh <= kMaxHeadDim. f returns the
+/// launch's cudaError_t.
+template <int DHS, typename F> inline cudaError_t attention_dispatch_dh(int dh, F &&f) {
+  if constexpr (DHS != 0) {
+    if (dh != DHS)
+      return cudaErrorInvalidValue;
+    return f(std::integral_constant<int, DHS>(), std::true_type());
+  } else {
+    switch (dh) {
+    case 32:
+      return f(std::integral_constant<int, 32>(), std::true_type());
+    case 64:
+      return f(std::integral_constant<int, 64>(), std::true_type());
+    case 128:
+      return f(std::integral_constant<int, 128>(), std::true_type());
+    default:
+      if (dh <= 0 || dh > kMaxHeadDim)
+        return cudaErrorInvalidValue;
+      return f(std::integral_constant<int, kMaxHeadDim>(), std::false_type());
+    }
+  }
+}
+
+/// sum_d a[d] b[d] over the head size (a in registers).
+template <typename T, int DH, bool Exact>
+__device__ __forceinline__ T attn_row_dot(const T (&a)[DH], const T *b, int dh) {
+  T s = T(0);
+#pragma unroll
+  for (int d = 0; d < DH; ++d) {
+    if (!Exact && d >= dh)
+      break;
+    s += a[d] * b[d];
+  }
+  return s;
+}
+
+/// acc[d] += w b[d] over the head size.
+template <typename T, int DH, bool Exact>
+__device__ __forceinline__ void attn_row_axpy(T (&acc)[DH], T w, const T *b, int dh) {
+#pragma unroll
+  for (int d = 0; d < DH; ++d) {
+    if (!Exact && d >= dh)
+      break;
+    acc[d] += w * b[d];
+  }
+}
+
+/// Loads a head row into registers (zeros past dh).
+template <typename T, int DH>
+__device__ __forceinline__ void attn_row_load(T (&r)[DH], const T *src, int dh, bool valid) {
+#pragma unroll
+  for (int d = 0; d < DH; ++d)
+    r[d] = valid && d < dh ? src[d] : T(0);
+}
+
+/// The score adjoint of one (query, key) pair, as listBackward forms it:
+/// s = q.k and dp = dO.v unscaled; p = exp(scale s - lse); returns ds
+/// (scale included) and sets cp = c p, the weight of dO in dv.
+template <typename T>
+__device__ __forceinline__ T attn_pair_grad(T s, T dp, T scale, T lse, T Dq, T c, T &cp) {
+  const T p = nexp(s * scale - lse);
+  cp = c * p;
+  return softmax_score_grad(p, c * dp, Dq) * scale;
+}
+
+/// D[b, h, t] = dO_t . O_t over head h (one thread per row).
+template <typename T>
+__global__ void attention_bwd_rowdot_kernel(int B, int Tn, int H, int dh,
+                                            const T *__restrict__ dout, int64_t ld_dout,
+                                            const T *__restrict__ out, int64_t ld_out,
+                                            T *__restrict__ D) {
+  const int64_t n = (int64_t)B * H * Tn;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t t = i % Tn, h = (i / Tn) % H, b = i / ((int64_t)Tn * H);
+    const T *a = dout + (b * Tn + t) * ld_dout + h * dh;
+    const T *o = out + (b * Tn + t) * ld_out + h * dh;
+    T s = T(0);
+    for (int d = 0; d < dh; ++d)
+      s += a[d] * o[d];
+    D[i] = s;
+  }
+}
+
+template <typename T>
+inline cudaError_t attention_bwd_rowdot(int B, int Tn, int H, int dh, const T *dout,
+                                        int64_t ld_dout, const T *out, int64_t ld_out, T *D,
+                                        cudaStream_t stream) {
+  attention_bwd_rowdot_kernel<T><<<grid_for((int64_t)B * H * Tn, 256), 256, 0, stream>>>(
+      B, Tn, H, dh, dout, ld_dout, out, ld_out, D);
+  return cudaGetLastError();
+}
+
+/// Where the backward reads the forward's output and log-sum-exp: the saved
+/// ones, or the recomputation's (into `core` when given, else scratch).
+template <typename T> struct AttnForwardRefs {
+  const T *out = nullptr;
+  int64_t ld_out = 0;
+  const T *lse = nullptr;
+};
+
+//===----------------------------------------------------------------------===//
+// Dense (flash) attention
+//===----------------------------------------------------------------------===//
+
+/// dK, dV of the keys j0 + threadIdx.x (one thread per key; grid =
+/// (ceil(T/BKV), H, B)). Query tiles of BQ rows of Q and dO, with their lse
+/// and D, staged in shared memory; under `causal` the queries before j0
+/// (which see none of these keys) are skipped. Rows with no admissible key
+/// (lse = neg_big) contribute nothing. Overwrites dk, dv rows.
+template <typename T, int DH, int BKV, int BQ, bool Exact>
+__global__ void __launch_bounds__(BKV) flash_attention_bwd_dkdv_kernel(
+    int Tn, const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+    int64_t ld_in, const T *__restrict__ dout, int64_t ld_dout, const T *__restrict__ lse,
+    const T *__restrict__ Dq, T *dk, T *dv, int64_t ld_grad, const uint8_t *kpm, int causal,
+    T scale, AttentionDropout<T> drop, int dh_rt) {
+  __shared__ T Qs[BQ][DH];
+  __shared__ T dOs[BQ][DH];
+  __shared__ T Ls[BQ];
+  __shared__ T Ds[BQ];
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int j0 = blockIdx.x * BKV;
+  const int j = j0 + threadIdx.x;
+  const bool valid = j < Tn;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const int64_t bh = (int64_t)b * H + h;
+
+  T kr[DH], vr[DH], dka[DH], dva[DH];
+  attn_row_load(kr, k + ((int64_t)b * Tn + j) * ld_in + h * dh, dh, valid);
+  attn_row_load(vr, v + ((int64_t)b * Tn + j) * ld_in + h * dh, dh, valid);
+#pragma unroll
+  for (int d = 0; d < DH; ++d) {
+    dka[d] = T(0);
+    dva[d] = T(0);
+  }
+  const int iStart = causal ? j0 : 0;
+  for (int i0 = iStart; i0 < Tn; i0 += BQ) {
+    const int nq = min(BQ, Tn - i0);
+    for (int e = threadIdx.x; e < BQ * DH; e += BKV) {
+      const int ii = e / DH, d = e % DH;
+      const bool in = ii < nq && d < dh;
+      const int64_t row = ((int64_t)b * Tn + i0 + ii);
+      Qs[ii][d] = in ? q[row * ld_in + h * dh + d] : T(0);
+      dOs[ii][d] = in ? dout[row * ld_dout + h * dh + d] : T(0);
+    }
+    for (int ii = threadIdx.x; ii < BQ; ii += BKV) {
+      Ls[ii] = ii < nq ? lse[bh * Tn + i0 + ii] : neg_big<T>();
+      Ds[ii] = ii < nq ? Dq[bh * Tn + i0 + ii] : T(0);
+    }
+    __syncthreads();
+    if (valid) {
+      for (int ii = 0; ii < nq; ++ii) {
+        const int i = i0 + ii;
+        const T L = Ls[ii];
+        if (!(L > neg_big<T>()) || !key_admissible(i, j, causal != 0, kpmRow))
+          continue;
+        const T s = attn_row_dot<T, DH, Exact>(kr, Qs[ii], dh);
+        const T dp = attn_row_dot<T, DH, Exact>(vr, dOs[ii], dh);
+        const T c = drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j));
+        T cp;
+        const T ds = attn_pair_grad(s, dp, scale, L, Ds[ii], c, cp);
+        attn_row_axpy<T, DH, Exact>(dva, cp, dOs[ii], dh);
+        attn_row_axpy<T, DH, Exact>(dka, ds, Qs[ii], dh);
+      }
+    }
+    __syncthreads();
+  }
+  if (valid) {
+    T *dkr = dk + ((int64_t)b * Tn + j) * ld_grad + h * dh;
+    T *dvr = dv + ((int64_t)b * Tn + j) * ld_grad + h * dh;
+#pragma unroll
+    for (int d = 0; d < DH; ++d)
+      if (d < dh) {
+        dkr[d] = dka[d];
+        dvr[d] = dva[d];
+      }
+  }
+}
+
+/// dQ of the queries q0 + threadIdx.x (one thread per query; grid =
+/// (ceil(T/BQ), H, B)), K/V tiles of BK rows in shared memory as in the
+/// forward, causal tiles past the diagonal skipped. Overwrites dq rows.
+template <typename T, int DH, int BQ, int BK, bool Exact>
+__global__ void __launch_bounds__(BQ) flash_attention_bwd_dq_kernel(
+    int Tn, const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+    int64_t ld_in, const T *__restrict__ dout, int64_t ld_dout, const T *__restrict__ lse,
+    const T *__restrict__ Dq, T *dq, int64_t ld_grad, const uint8_t *kpm, int causal, T scale,
+    AttentionDropout<T> drop, int dh_rt) {
+  __shared__ T Ks[BK][DH];
+  __shared__ T Vs[BK][DH];
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int q0 = blockIdx.x * BQ;
+  const int i = q0 + threadIdx.x;
+  const bool valid = i < Tn;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const int64_t bh = (int64_t)b * H + h;
+  const T L = valid ? lse[bh * Tn + i] : neg_big<T>();
+  const T Di = valid ? Dq[bh * Tn + i] : T(0);
+  const bool live = valid && L > neg_big<T>();
+
+  T qr[DH], dor[DH], acc[DH];
+  attn_row_load(qr, q + ((int64_t)b * Tn + i) * ld_in + h * dh, dh, live);
+  attn_row_load(dor, dout + ((int64_t)b * Tn + i) * ld_dout + h * dh, dh, live);
+#pragma unroll
+  for (int d = 0; d < DH; ++d)
+    acc[d] = T(0);
+  const int kEnd = causal ? min(Tn, q0 + BQ) : Tn;
+  for (int k0 = 0; k0 < kEnd; k0 += BK) {
+    const int nk = min(BK, kEnd - k0);
+    for (int e = threadIdx.x; e < BK * DH; e += BQ) {
+      const int jj = e / DH, d = e % DH;
+      const bool in = jj < nk && d < dh;
+      const int64_t row = ((int64_t)b * Tn + k0 + jj) * ld_in + h * dh + d;
+      Ks[jj][d] = in ? k[row] : T(0);
+      Vs[jj][d] = in ? v[row] : T(0);
+    }
+    __syncthreads();
+    if (live) {
+      for (int jj = 0; jj < nk; ++jj) {
+        const int j = k0 + jj;
+        if (!key_admissible(i, j, causal != 0, kpmRow))
+          continue;
+        const T s = attn_row_dot<T, DH, Exact>(qr, Ks[jj], dh);
+        const T dp = attn_row_dot<T, DH, Exact>(dor, Vs[jj], dh);
+        const T c = drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j));
+        T cp;
+        const T ds = attn_pair_grad(s, dp, scale, L, Di, c, cp);
+        attn_row_axpy<T, DH, Exact>(acc, ds, Ks[jj], dh);
+      }
+    }
+    __syncthreads();
+  }
+  if (valid) {
+    T *dqr = dq + ((int64_t)b * Tn + i) * ld_grad + h * dh;
+#pragma unroll
+    for (int d = 0; d < DH; ++d)
+      if (d < dh)
+        dqr[d] = acc[d];
+  }
+}
+
+/// Workspace layout of launch_flash_attention_backward (bytes from its
+/// scratch): D, and when recomputing (no saved lse) the lse and the output.
+struct FlashBackwardLayout {
+  char *D = nullptr, *lse = nullptr, *out = nullptr;
+  int64_t bytes = 0;
+};
+inline FlashBackwardLayout flash_attention_backward_layout(char *base, int64_t B, int64_t Tn,
+                                                           int64_t H, int64_t dh, int64_t elem,
+                                                           bool recompute) {
+  AttnScratch a{base};
+  FlashBackwardLayout l;
+  l.D = a.take(B * H * Tn * elem);
+  if (recompute) {
+    l.lse = a.take(B * H * Tn * elem);
+    l.out = a.take(B * Tn * H * dh * elem);
+  }
+  l.bytes = a.used;
+  return l;
+}
+
+/// Device scratch (bytes) of launch_flash_attention_backward; `recompute`
+/// = no saved log-sum-exp is passed.
+inline int64_t flash_attention_backward_workspace_bytes(int64_t B, int64_t Tn, int64_t H,
+                                                        int64_t dh, int64_t elem,
+                                                        int recompute) {
+  return flash_attention_backward_layout(nullptr, B, Tn, H, dh, elem, recompute != 0).bytes;
+}
+
+/// The forward the backward reads (the saved one, or the training forward
+/// run again into the scratch / `core`), per kind below.
+template <typename T>
+inline bool attention_backward_refs(const T *saved_out, const T *saved_lse, T *core,
+                                    int64_t ld_dout, T *scratch_out, int64_t ld_scratch,
+                                    T *scratch_lse, AttnForwardRefs<T> &r, T *&fwd_out,
+                                    int64_t &fwd_ld, T *&fwd_lse) {
+  if (saved_lse) {
+    if (!saved_out)
+      return false;
+    r.out = saved_out;
+    r.ld_out = ld_dout;
+    r.lse = saved_lse;
+    fwd_out = nullptr;
+    fwd_lse = nullptr;
+    return true;
+  }
+  fwd_out = core ? core : scratch_out;
+  fwd_ld = core ? ld_dout : ld_scratch;
+  fwd_lse = scratch_lse;
+  r.out = fwd_out;
+  r.ld_out = fwd_ld;
+  r.lse = fwd_lse;
+  return true;
+}
+
+/// nnk.attention_grad, kind dense (nncc_attention_backward with
+/// NNCC_ATTN_DENSE). q, k, v: rows of stride ld_in (head h at columns
+/// [h*dh, (h+1)*dh)); dout rows of stride ld_dout; overwrites dq, dk, dv
+/// (row stride ld_grad). Dropout: rate, Philox seed and step offset of the
+/// forward. saved_out / saved_lse: the training forward's output (row
+/// stride ld_dout) and log-sum-exp [B, H, T] (both or neither); without
+/// them the forward runs again and `core` (optional, stride ld_dout)
+/// receives its output. scratch: flash_attention_backward_workspace_bytes(
+/// B, T, H, dh, sizeof(T), saved_lse == NULL). DHS as flash_attention_forward.
+template <typename T, int DHS = 0>
+inline cudaError_t launch_flash_attention_backward(
+    int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
+    const T *dout, int64_t ld_dout, T *dq, T *dk, T *dv, int64_t ld_grad, const uint8_t *kpm,
+    int causal, T scale, double dropout, uint64_t seed, uint64_t offset, const T *saved_out,
+    const T *saved_lse, T *core, char *scratch, cudaStream_t stream = 0) {
+  if (!attention_dropout_valid(dropout) || dh <= 0 || dh > kMaxHeadDim)
+    return cudaErrorInvalidValue;
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  const AttentionDropout<T> drop = attention_dropout_of<T>(dropout, seed, offset);
+  const FlashBackwardLayout l =
+      flash_attention_backward_layout(scratch, B, Tn, H, dh, sizeof(T), saved_lse == nullptr);
+  AttnForwardRefs<T> r;
+  T *fwdOut, *fwdLse;
+  int64_t fwdLd = 0;
+  if (!attention_backward_refs<T>(saved_out, saved_lse, core, ld_dout,
+                                  reinterpret_cast<T *>(l.out), (int64_t)H * dh,
+                                  reinterpret_cast<T *>(l.lse), r, fwdOut, fwdLd, fwdLse))
+    return cudaErrorInvalidValue;
+  cudaError_t e;
+  if (fwdLse &&
+      (e = flash_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, fwdOut, fwdLd, kpm,
+                                           causal, scale, fwdLse, drop, stream)) != cudaSuccess)
+    return e;
+  T *D = reinterpret_cast<T *>(l.D);
+  if ((e = attention_bwd_rowdot<T>(B, Tn, H, dh, dout, ld_dout, r.out, r.ld_out, D, stream)) !=
+      cudaSuccess)
+    return e;
+  const T *lse = r.lse;
+  return attention_dispatch_dh<DHS>(dh, [&](auto dhc, auto exact) -> cudaError_t {
+    constexpr int DH = decltype(dhc)::value;
+    constexpr bool Exact = decltype(exact)::value;
+    constexpr int BT = attn_tile_keys<T, DH>();
+    constexpr int NT = 64; // threads: keys (dK/dV) or queries (dQ) per CTA
+    dim3 grid((Tn + NT - 1) / NT, H, B);
+    flash_attention_bwd_dkdv_kernel<T, DH, NT, BT, Exact><<<grid, NT, 0, stream>>>(
+        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, drop,
+        dh);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+      return err;
+    flash_attention_bwd_dq_kernel<T, DH, NT, BT, Exact><<<grid, NT, 0, stream>>>(
+        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, ld_grad, kpm, causal, scale, drop, dh);
+    return cudaGetLastError();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Dilated sliding window + global tokens
+//===----------------------------------------------------------------------===//
+
+/// The queries i whose key list (for_each_dilated_key) holds key j, each
+/// once: the mirror of that function (the band is symmetric; a global key
+/// is seen by every query, a global query sees every key; causal keeps
+/// i >= j; a padded key is in no list, padding never masks a query).
+template <typename Visit>
+__device__ __forceinline__ void for_each_dilated_query(int j, int Tn, int window, int dilation,
+                                                       const uint8_t *is_global,
+                                                       const int32_t *globals, int n_global,
+                                                       bool causal, const uint8_t *kpm_row,
+                                                       Visit &&visit) {
+  if (kpm_row && kpm_row[j])
+    return;
+  const int iStart = causal ? j : 0;
+  if (is_global[j]) {
+    for (int i = iStart; i < Tn; ++i)
+      visit(i);
+    return;
+  }
+  const int half = window / 2;
+  for (int o = -half; o <= half; ++o) {
+    const int i = j + o * dilation;
+    if (i >= iStart && i < Tn)
+      visit(i);
+  }
+  for (int g = 0; g < n_global; ++g) {
+    const int i = globals[g];
+    if (i >= iStart && !dilated_band(i, j, window, dilation))
+      visit(i);
+  }
+}
+
+/// dQ of query i (one thread per (b, h, i); grid = (ceil(T/128), H, B)):
+/// its keys in the forward's order. Overwrites dq rows.
+template <typename T, int DH, bool Exact>
+__global__ void dilated_attention_bwd_dq_kernel(
+    int Tn, const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+    int64_t ld_in, const T *__restrict__ dout, int64_t ld_dout, const T *__restrict__ lse,
+    const T *__restrict__ Dq, T *dq, int64_t ld_grad, const uint8_t *kpm, int causal, T scale,
+    int window, int dilation, const uint8_t *is_global, const int32_t *globals, int n_global,
+    AttentionDropout<T> drop, int dh_rt) {
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= Tn)
+    return;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const int64_t bh = (int64_t)b * H + h;
+  const T L = lse[bh * Tn + i], Di = Dq[bh * Tn + i];
+  const bool live = L > neg_big<T>();
+  const T *kb = k + (int64_t)b * Tn * ld_in + h * dh;
+  const T *vb = v + (int64_t)b * Tn * ld_in + h * dh;
+  const uint64_t rowCounter = (uint64_t)((bh * Tn + i) * (int64_t)Tn);
+  T qr[DH], dor[DH], acc[DH];
+  attn_row_load(qr, q + ((int64_t)b * Tn + i) * ld_in + h * dh, dh, live);
+  attn_row_load(dor, dout + ((int64_t)b * Tn + i) * ld_dout + h * dh, dh, live);
+#pragma unroll
+  for (int d = 0; d < DH; ++d)
+    acc[d] = T(0);
+  if (live)
+    for_each_dilated_key(i, Tn, window, dilation, is_global, globals, n_global, causal != 0,
+                         kpmRow, [&](int j) {
+                           const T *kr = kb + (int64_t)j * ld_in;
+                           const T s = attn_row_dot<T, DH, Exact>(qr, kr, dh);
+                           const T *vr = vb + (int64_t)j * ld_in;
+                           const T dp = attn_row_dot<T, DH, Exact>(dor, vr, dh);
+                           T cp;
+                           const T ds = attn_pair_grad(s, dp, scale, L, Di,
+                                                       drop.mult(rowCounter + (uint64_t)j), cp);
+                           attn_row_axpy<T, DH, Exact>(acc, ds, kr, dh);
+                         });
+  T *dqr = dq + ((int64_t)b * Tn + i) * ld_grad + h * dh;
+#pragma unroll
+  for (int d = 0; d < DH; ++d)
+    if (d < dh)
+      dqr[d] = acc[d];
+}
+
+/// dK, dV of key j (one thread per (b, h, j); grid = (ceil(T/128), H, B)):
+/// the queries that attend it (for_each_dilated_query). Overwrites dk, dv.
+template <typename T, int DH, bool Exact>
+__global__ void dilated_attention_bwd_dkdv_kernel(
+    int Tn, const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+    int64_t ld_in, const T *__restrict__ dout, int64_t ld_dout, const T *__restrict__ lse,
+    const T *__restrict__ Dq, T *dk, T *dv, int64_t ld_grad, const uint8_t *kpm, int causal,
+    T scale, int window, int dilation, const uint8_t *is_global, const int32_t *globals,
+    int n_global, AttentionDropout<T> drop, int dh_rt) {
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= Tn)
+    return;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const int64_t bh = (int64_t)b * H + h;
+  const T *qb = q + (int64_t)b * Tn * ld_in + h * dh;
+  const T *dob = dout + (int64_t)b * Tn * ld_dout + h * dh;
+  T kr[DH], vr[DH], dka[DH], dva[DH];
+  attn_row_load(kr, k + ((int64_t)b * Tn + j) * ld_in + h * dh, dh, true);
+  attn_row_load(vr, v + ((int64_t)b * Tn + j) * ld_in + h * dh, dh, true);
+#pragma unroll
+  for (int d = 0; d < DH; ++d) {
+    dka[d] = T(0);
+    dva[d] = T(0);
+  }
+  for_each_dilated_query(j, Tn, window, dilation, is_global, globals, n_global, causal != 0,
+                         kpmRow, [&](int i) {
+                           const T L = lse[bh * Tn + i];
+                           if (!(L > neg_big<T>()))
+                             return;
+                           const T *qr = qb + (int64_t)i * ld_in;
+                           const T *dor = dob + (int64_t)i * ld_dout;
+                           const T s = attn_row_dot<T, DH, Exact>(kr, qr, dh);
+                           const T dp = attn_row_dot<T, DH, Exact>(vr, dor, dh);
+                           const T c = drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j));
+                           T cp;
+                           const T ds = attn_pair_grad(s, dp, scale, L, Dq[bh * Tn + i], c, cp);
+                           attn_row_axpy<T, DH, Exact>(dva, cp, dor, dh);
+                           attn_row_axpy<T, DH, Exact>(dka, ds, qr, dh);
+                         });
+  T *dkr = dk + ((int64_t)b * Tn + j) * ld_grad + h * dh;
+  T *dvr = dv + ((int64_t)b * Tn + j) * ld_grad + h * dh;
+#pragma unroll
+  for (int d = 0; d < DH; ++d)
+    if (d < dh) {
+      dkr[d] = dka[d];
+      dvr[d] = dva[d];
+    }
+}
+
+/// Workspace layout of launch_dilated_attention_backward: the global-token
+/// tables (as launch_dilated_attention_dyn), D, and when recomputing the
+/// lse and the output.
+struct DilatedBackwardLayout {
+  char *globals = nullptr, *D = nullptr, *lse = nullptr, *out = nullptr;
+  int64_t bytes = 0;
+};
+inline DilatedBackwardLayout dilated_attention_backward_layout(char *base, int64_t B,
+                                                               int64_t Tn, int64_t H,
+                                                               int64_t dh, int64_t n_global,
+                                                               int64_t elem, bool recompute) {
+  AttnScratch a{base};
+  DilatedBackwardLayout l;
+  l.globals = a.take(dilated_attention_scratch_bytes(Tn, n_global));
+  l.D = a.take(B * H * Tn * elem);
+  if (recompute) {
+    l.lse = a.take(B * H * Tn * elem);
+    l.out = a.take(B * Tn * H * dh * elem);
+  }
+  l.bytes = a.used;
+  return l;
+}
+
+/// Device scratch (bytes) of launch_dilated_attention_backward; n_global =
+/// the number of host global positions passed.
+inline int64_t dilated_attention_backward_workspace_bytes(int64_t B, int64_t Tn, int64_t H,
+                                                          int64_t dh, int64_t n_global,
+                                                          int64_t elem, int recompute) {
+  return dilated_attention_backward_layout(nullptr, B, Tn, H, dh, n_global, elem,
+                                           recompute != 0)
+      .bytes;
+}
+
+/// nnk.attention_grad, kind dilated (nncc_attention_backward with
+/// NNCC_ATTN_DILATED): operands as launch_flash_attention_backward, window,
+/// dilation and host global positions as launch_dilated_attention_dyn (at
+/// most 64 distinct ones < T). The CPU runs T <= 4 (w + 1) on its dense
+/// tiles with the dilated mask (useDenseForDilated): the same keys and
+/// counters, so the key lists here give the same gradients up to rounding.
+/// scratch: dilated_attention_backward_workspace_bytes(B, T, H, dh,
+/// n_host_globals, sizeof(T), saved_lse == NULL).
+template <typename T, int DHS = 0>
+inline cudaError_t launch_dilated_attention_backward(
+    int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
+    const T *dout, int64_t ld_dout, T *dq, T *dk, T *dv, int64_t ld_grad, const uint8_t *kpm,
+    int causal, T scale, int window, int dilation, const int32_t *host_globals,
+    int n_host_globals, double dropout, uint64_t seed, uint64_t offset, const T *saved_out,
+    const T *saved_lse, T *core, char *scratch, cudaStream_t stream = 0) {
+  if (!attention_dropout_valid(dropout) || dh <= 0 || dh > kMaxHeadDim || window < 1 ||
+      dilation < 1 || n_host_globals < 0)
+    return cudaErrorInvalidValue;
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  const AttentionDropout<T> drop = attention_dropout_of<T>(dropout, seed, offset);
+  const DilatedBackwardLayout l = dilated_attention_backward_layout(
+      scratch, B, Tn, H, dh, n_host_globals, sizeof(T), saved_lse == nullptr);
+  AttnForwardRefs<T> r;
+  T *fwdOut, *fwdLse;
+  int64_t fwdLd = 0;
+  if (!attention_backward_refs<T>(saved_out, saved_lse, core, ld_dout,
+                                  reinterpret_cast<T *>(l.out), (int64_t)H * dh,
+                                  reinterpret_cast<T *>(l.lse), r, fwdOut, fwdLd, fwdLse))
+    return cudaErrorInvalidValue;
+  DilatedGlobals g;
+  cudaError_t e = dilated_upload_globals(Tn, host_globals, n_host_globals, l.globals, g, stream);
+  if (e != cudaSuccess)
+    return e;
+  if (fwdLse && (e = dilated_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, fwdOut,
+                                                       fwdLd, kpm, causal, scale, window,
+                                                       dilation, g, fwdLse, drop, stream)) !=
+                    cudaSuccess)
+    return e;
+  T *D = reinterpret_cast<T *>(l.D);
+  if ((e = attention_bwd_rowdot<T>(B, Tn, H, dh, dout, ld_dout, r.out, r.ld_out, D, stream)) !=
+      cudaSuccess)
+    return e;
+  const T *lse = r.lse;
+  return attention_dispatch_dh<DHS>(dh, [&](auto dhc, auto exact) -> cudaError_t {
+    constexpr int DH = decltype(dhc)::value;
+    constexpr bool Exact = decltype(exact)::value;
+    dim3 grid((Tn + 127) / 128, H, B);
+    dilated_attention_bwd_dkdv_kernel<T, DH, Exact><<<grid, 128, 0, stream>>>(
+        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, window,
+        dilation, g.is_global, g.list, g.n, drop, dh);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+      return err;
+    dilated_attention_bwd_dq_kernel<T, DH, Exact><<<grid, 128, 0, stream>>>(
+        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, ld_grad, kpm, causal, scale, window,
+        dilation, g.is_global, g.list, g.n, drop, dh);
+    return cudaGetLastError();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// LSH (Reformer)
+//===----------------------------------------------------------------------===//
+
+/// rank[task, order[task, p]] = p: each position's place in its round's
+/// sorted order (task = (b*H + h)*R + r).
+static __global__ void lsh_rank_kernel(int64_t n, int Tn, const int32_t *__restrict__ order,
+                                       int32_t *__restrict__ rank) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t task = i / Tn;
+    rank[task * Tn + order[i]] = (int32_t)(i % Tn);
+  }
+}
+
+/// Sorted positions [lo, hi) of the keys of the query at sorted position
+/// pos: its own chunk and the previous one (none before chunk 0).
+__device__ __forceinline__ void lsh_key_window(int pos, int chunk, int Tn, int &lo, int &hi) {
+  const int64_t c = pos / chunk;
+  lo = c > 0 ? (int)((c - 1) * chunk) : 0;
+  hi = (int)((c + 1) * chunk < (int64_t)Tn ? (c + 1) * chunk : (int64_t)Tn);
+}
+
+/// Whether key u (u != t) is one of query t's other keys in a round
+/// (buckets bk of that round), as the CPU's keyList.
+__device__ __forceinline__ bool lsh_other_key(int t, int u, bool causal,
+                                              const uint8_t *kpm_row, bool same_bucket,
+                                              const int32_t *bk) {
+  return u != t && key_admissible(t, u, causal, kpm_row) && (!same_bucket || bk[u] == bk[t]);
+}
+
+/// self_only[b, h, t]: no round offers t another admissible key and t is
+/// not padded (lsh_self_only + the CPU backward's selfOnly): then t's key
+/// list is itself, in every round.
+static __global__ void lsh_self_only_kernel(int B, int Tn, int H, int rounds, int chunk,
+                                            int causal, int same_bucket,
+                                            const int32_t *__restrict__ buckets,
+                                            const int32_t *__restrict__ order,
+                                            const int32_t *__restrict__ rank,
+                                            const uint8_t *kpm, uint8_t *self_only) {
+  const int64_t n = (int64_t)B * H * Tn;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int t = (int)(i % Tn);
+    const int64_t bh = i / Tn, b = bh / H;
+    const uint8_t *kpmRow = kpm ? kpm + b * Tn : nullptr;
+    bool other = false;
+    for (int r = 0; r < rounds && !other; ++r) {
+      const int64_t task = bh * rounds + r;
+      const int32_t *ord = order + task * Tn, *bk = buckets + task * Tn;
+      int lo, hi;
+      lsh_key_window(rank[task * Tn + t], chunk, Tn, lo, hi);
+      for (int pp = lo; pp < hi && !other; ++pp)
+        other = lsh_other_key(t, ord[pp], causal != 0, kpmRow, same_bucket != 0, bk);
+    }
+    self_only[i] = !other && key_admissible(t, t, causal != 0, kpmRow);
+  }
+}
+
+/// Key path of key u (one thread per (b, h, u); grid = (ceil(T/128), H,
+/// B)): in every round its queries are the sorted positions of its own and
+/// the next chunk that list it (itself only when self-only). Overwrites
+/// dv rows; gkey[b, h, u] = the gradient through k^ = qk/|qk|
+/// (unit_norm_grad), which the query kernel adds to dqk.
+template <typename T, int DH, bool Exact>
+__global__ void lsh_attention_bwd_key_kernel(
+    int Tn, int H, int rounds, int chunk, int causal, int same_bucket, T scale,
+    const T *__restrict__ qk, const T *__restrict__ v, int64_t ld_in,
+    const T *__restrict__ dout, int64_t ld_dout, const T *__restrict__ kn,
+    const T *__restrict__ inv_norm, const int32_t *__restrict__ buckets,
+    const int32_t *__restrict__ order, const int32_t *__restrict__ rank,
+    const uint8_t *__restrict__ self_only, const T *__restrict__ lse,
+    const T *__restrict__ Dq, const uint8_t *kpm, T *dv, int64_t ld_grad, T *gkey,
+    AttentionDropout<T> drop, int dh_rt) {
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y;
+  const int u = blockIdx.x * blockDim.x + threadIdx.x;
+  if (u >= Tn)
+    return;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const int64_t bh = (int64_t)b * H + h;
+  const T *qb = qk + (int64_t)b * Tn * ld_in + h * dh;
+  const T *dob = dout + (int64_t)b * Tn * ld_dout + h * dh;
+  const bool selfU = self_only[bh * Tn + u] != 0;
+  T kr[DH], vr[DH], dka[DH], dva[DH];
+  attn_row_load(kr, kn + (bh * Tn + u) * dh, dh, true);
+  attn_row_load(vr, v + ((int64_t)b * Tn + u) * ld_in + h * dh, dh, true);
+#pragma unroll
+  for (int d = 0; d < DH; ++d) {
+    dka[d] = T(0);
+    dva[d] = T(0);
+  }
+  for (int r = 0; r < rounds; ++r) {
+    const int64_t task = bh * rounds + r;
+    const int32_t *ord = order + task * Tn, *bk = buckets + task * Tn;
+    const int64_t cu = rank[task * Tn + u] / chunk;
+    const int p0 = (int)(cu * chunk);
+    const int p1 = (int)((cu + 2) * chunk < (int64_t)Tn ? (cu + 2) * chunk : (int64_t)Tn);
+    for (int pp = p0; pp < p1; ++pp) {
+      const int t = ord[pp];
+      if (t == u ? !selfU : !lsh_other_key(t, u, causal != 0, kpmRow, same_bucket != 0, bk))
+        continue;
+      const T L = lse[bh * Tn + t];
+      if (!(L > neg_big<T>()))
+        continue;
+      const T *qr = qb + (int64_t)t * ld_in;
+      const T *dor = dob + (int64_t)t * ld_dout;
+      const T s = attn_row_dot<T, DH, Exact>(kr, qr, dh);
+      const T dp = attn_row_dot<T, DH, Exact>(vr, dor, dh);
+      const T c = drop.mult((uint64_t)((task * Tn + t) * (int64_t)Tn + u));
+      T cp;
+      const T ds = attn_pair_grad(s, dp, scale, L, Dq[bh * Tn + t], c, cp);
+      attn_row_axpy<T, DH, Exact>(dka, ds, qr, dh);
+      attn_row_axpy<T, DH, Exact>(dva, cp, dor, dh);
+    }
+  }
+  T *dvr = dv + ((int64_t)b * Tn + u) * ld_grad + h * dh;
+  T *g = gkey + (bh * Tn + u) * dh;
+  const T kd = attn_row_dot<T, DH, Exact>(kr, dka, dh);
+  const T inv = inv_norm[bh * Tn + u];
+#pragma unroll
+  for (int d = 0; d < DH; ++d)
+    if (d < dh) {
+      dvr[d] = dva[d];
+      g[d] = unit_norm_grad(kr[d], dka[d], kd, inv);
+    }
+}
+
+/// Query path of query t (one thread per (b, h, t)): its keys k^_u in every
+/// round (self only when self-only), then its own key path gkey[t].
+/// Overwrites dqk rows.
+template <typename T, int DH, bool Exact>
+__global__ void lsh_attention_bwd_query_kernel(
+    int Tn, int H, int rounds, int chunk, int causal, int same_bucket, T scale,
+    const T *__restrict__ qk, const T *__restrict__ v, int64_t ld_in,
+    const T *__restrict__ dout, int64_t ld_dout, const T *__restrict__ kn,
+    const int32_t *__restrict__ buckets, const int32_t *__restrict__ order,
+    const int32_t *__restrict__ rank, const uint8_t *__restrict__ self_only,
+    const T *__restrict__ lse, const T *__restrict__ Dq, const uint8_t *kpm,
+    const T *__restrict__ gkey, T *dqk, int64_t ld_grad, AttentionDropout<T> drop,
+    int dh_rt) {
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y;
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= Tn)
+    return;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const int64_t bh = (int64_t)b * H + h;
+  const T L = lse[bh * Tn + t], Di = Dq[bh * Tn + t];
+  const bool live = L > neg_big<T>();
+  const bool selfT = self_only[bh * Tn + t] != 0;
+  const T *vb = v + (int64_t)b * Tn * ld_in + h * dh;
+  const T *knb = kn + bh * Tn * dh;
+  T qr[DH], dor[DH], acc[DH];
+  attn_row_load(qr, qk + ((int64_t)b * Tn + t) * ld_in + h * dh, dh, live);
+  attn_row_load(dor, dout + ((int64_t)b * Tn + t) * ld_dout + h * dh, dh, live);
+#pragma unroll
+  for (int d = 0; d < DH; ++d)
+    acc[d] = T(0);
+  for (int r = 0; r < rounds && live; ++r) {
+    const int64_t task = bh * rounds + r;
+    const int32_t *ord = order + task * Tn, *bk = buckets + task * Tn;
+    int lo, hi;
+    lsh_key_window(rank[task * Tn + t], chunk, Tn, lo, hi);
+    for (int pp = lo; pp < hi; ++pp) {
+      const int u = ord[pp];
+      if (u == t ? !selfT : !lsh_other_key(t, u, causal != 0, kpmRow, same_bucket != 0, bk))
+        continue;
+      const T *kr = knb + (int64_t)u * dh;
+      const T s = attn_row_dot<T, DH, Exact>(qr, kr, dh);
+      const T dp = attn_row_dot<T, DH, Exact>(dor, vb + (int64_t)u * ld_in, dh);
+      const T c = drop.mult((uint64_t)((task * Tn + t) * (int64_t)Tn + u));
+      T cp;
+      const T ds = attn_pair_grad(s, dp, scale, L, Di, c, cp);
+      attn_row_axpy<T, DH, Exact>(acc, ds, kr, dh);
+    }
+  }
+  T *dr = dqk + ((int64_t)b * Tn + t) * ld_grad + h * dh;
+  const T *g = gkey + (bh * Tn + t) * dh;
+#pragma unroll
+  for (int d = 0; d < DH; ++d)
+    if (d < dh)
+      dr[d] = acc[d] + g[d];
+}
+
+/// Workspace layout of launch_lsh_attention_backward.
+struct LshBackwardLayout {
+  char *kn = nullptr, *inv_norm = nullptr, *buckets = nullptr, *order = nullptr,
+       *rank = nullptr, *self_only = nullptr, *D = nullptr, *gkey = nullptr, *lse = nullptr,
+       *out = nullptr, *fwd = nullptr;
+  int64_t bytes = 0;
+};
+inline LshBackwardLayout lsh_attention_backward_layout(char *base, int64_t B, int64_t Tn,
+                                                       int64_t H, int64_t dh, int64_t rounds,
+                                                       int64_t elem, bool recompute) {
+  AttnScratch a{base};
+  LshBackwardLayout l;
+  const int64_t bht = B * H * Tn, bhrt = bht * rounds;
+  l.kn = a.take(bht * dh * elem);
+  l.inv_norm = a.take(bht * elem);
+  l.buckets = a.take(bhrt * 4);
+  l.order = a.take(bhrt * 4);
+  l.rank = a.take(bhrt * 4);
+  l.self_only = a.take(bht);
+  l.D = a.take(bht * elem);
+  l.gkey = a.take(bht * dh * elem);
+  if (recompute) {
+    l.lse = a.take(bht * elem);
+    l.out = a.take(B * Tn * H * dh * elem);
+    l.fwd = a.take(lsh_attention_scratch_bytes(B, Tn, H, dh, rounds, elem));
+  }
+  l.bytes = a.used;
+  return l;
+}
+
+/// Device scratch (bytes) of launch_lsh_attention_backward.
+inline int64_t lsh_attention_backward_workspace_bytes(int64_t B, int64_t Tn, int64_t H,
+                                                      int64_t dh, int64_t rounds,
+                                                      int64_t elem, int recompute) {
+  return lsh_attention_backward_layout(nullptr, B, Tn, H, dh, rounds, elem, recompute != 0)
+      .bytes;
+}
+
+/// nnk.attention_grad, kind lsh (nncc_attention_backward with
+/// NNCC_ATTN_LSH): qk (shared query-key) and v rows of stride ld_in; rot
+/// [rounds, dh, nbuckets/2] on the device (the forward's); overwrites dqk
+/// (query and key path) and dv (row stride ld_grad). Buckets and sort
+/// order are recomputed (constants: no gradient through the argmax).
+/// saved_out / saved_lse / core, dropout as launch_flash_attention_backward
+/// (the saved lse is the combined one of launch_lsh_attention_train).
+/// scratch: lsh_attention_backward_workspace_bytes(B, T, H, dh, rounds,
+/// sizeof(T), saved_lse == NULL).
+template <typename T, int DHS = 0>
+inline cudaError_t launch_lsh_attention_backward(
+    int dh, int B, int Tn, int H, int rounds, int nbuckets, int chunk, int causal, T scale,
+    int same_bucket, const T *qk, const T *v, int64_t ld_in, const T *rot, const T *dout,
+    int64_t ld_dout, T *dqk, T *dv, int64_t ld_grad, const uint8_t *kpm, double dropout,
+    uint64_t seed, uint64_t offset, const T *saved_out, const T *saved_lse, T *core,
+    char *scratch, cudaStream_t stream = 0) {
+  if (!attention_dropout_valid(dropout) || dh <= 0 || dh > kMaxHeadDim || rounds < 1 ||
+      rounds > kLshMaxRounds || nbuckets < 2 || nbuckets % 2 || chunk < 1)
+    return cudaErrorInvalidValue;
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  const AttentionDropout<T> drop = attention_dropout_of<T>(dropout, seed, offset);
+  const LshBackwardLayout l = lsh_attention_backward_layout(scratch, B, Tn, H, dh, rounds,
+                                                            sizeof(T), saved_lse == nullptr);
+  AttnForwardRefs<T> r;
+  T *fwdOut, *fwdLse;
+  int64_t fwdLd = 0;
+  if (!attention_backward_refs<T>(saved_out, saved_lse, core, ld_dout,
+                                  reinterpret_cast<T *>(l.out), (int64_t)H * dh,
+                                  reinterpret_cast<T *>(l.lse), r, fwdOut, fwdLd, fwdLse))
+    return cudaErrorInvalidValue;
+  cudaError_t e;
+  if (fwdLse && (e = lsh_attention_forward<T, DHS>(dh, B, Tn, H, rounds, nbuckets, chunk,
+                                                   causal, scale, same_bucket, qk, v, ld_in,
+                                                   rot, fwdOut, fwdLd, kpm, fwdLse, drop,
+                                                   l.fwd, stream)) != cudaSuccess)
+    return e;
+  T *kn = reinterpret_cast<T *>(l.kn), *invn = reinterpret_cast<T *>(l.inv_norm);
+  int32_t *bk = reinterpret_cast<int32_t *>(l.buckets);
+  int32_t *ord = reinterpret_cast<int32_t *>(l.order);
+  int32_t *rank = reinterpret_cast<int32_t *>(l.rank);
+  uint8_t *selfOnly = reinterpret_cast<uint8_t *>(l.self_only);
+  T *D = reinterpret_cast<T *>(l.D), *gkey = reinterpret_cast<T *>(l.gkey);
+  const int64_t bht = (int64_t)B * H * Tn, bhrt = bht * rounds;
+  // Keys, buckets and the sorted order of every round: the forward's kernels.
+  lsh_normalize_keys_kernel<T><<<grid_for(bht, 256), 256, 0, stream>>>(B, Tn, H, dh, qk, ld_in,
+                                                                       kn, invn);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  lsh_bucket_kernel<T><<<grid_for(bhrt, 256), 256, 0, stream>>>(B, Tn, H, dh, rounds,
+                                                                nbuckets / 2, qk, ld_in, rot, bk);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  const size_t sortSmem = sizeof(int32_t) * (size_t)nbuckets;
+  if (sortSmem > 48 * 1024 &&
+      (e = cudaFuncSetAttribute(lsh_sort_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)sortSmem)) != cudaSuccess)
+    return e;
+  lsh_sort_kernel<<<(unsigned)((int64_t)B * H * rounds), 32, sortSmem, stream>>>(Tn, nbuckets,
+                                                                                 bk, ord);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  lsh_rank_kernel<<<grid_for(bhrt, 256), 256, 0, stream>>>(bhrt, Tn, ord, rank);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  lsh_self_only_kernel<<<grid_for(bht, 256), 256, 0, stream>>>(
+      B, Tn, H, rounds, chunk, causal, same_bucket, bk, ord, rank, kpm, selfOnly);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  if ((e = attention_bwd_rowdot<T>(B, Tn, H, dh, dout, ld_dout, r.out, r.ld_out, D, stream)) !=
+      cudaSuccess)
+    return e;
+  const T *lse = r.lse;
+  return attention_dispatch_dh<DHS>(dh, [&](auto dhc, auto exact) -> cudaError_t {
+    constexpr int DH = decltype(dhc)::value;
+    constexpr bool Exact = decltype(exact)::value;
+    dim3 grid((Tn + 127) / 128, H, B);
+    lsh_attention_bwd_key_kernel<T, DH, Exact><<<grid, 128, 0, stream>>>(
+        Tn, H, rounds, chunk, causal, same_bucket, scale, qk, v, ld_in, dout, ld_dout, kn, invn,
+        bk, ord, rank, selfOnly, lse, D, kpm, dv, ld_grad, gkey, drop, dh);
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+      return err;
+    lsh_attention_bwd_query_kernel<T, DH, Exact><<<grid, 128, 0, stream>>>(
+        Tn, H, rounds, chunk, causal, same_bucket, scale, qk, v, ld_in, dout, ld_dout, kn, bk,
+        ord, rank, selfOnly, lse, D, kpm, gkey, dqk, ld_grad, drop, dh);
+    return cudaGetLastError();
+  });
+}
+
+} // namespace cuda
+} // namespace kernels
+} // namespace nncc
+
+#endif // NNCC_KERNELS_CUDA_ATTENTIONBACKWARD_CUH
