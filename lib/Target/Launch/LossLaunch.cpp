@@ -186,7 +186,7 @@ SmallVector<std::string> seedAndOffset(LaunchEmitter &, int64_t seed) {
   return {std::to_string(seed) + "ULL", "nncc_ms_dropout_offset(m)"};
 }
 SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t seed) {
-  SmallVector<std::string> args = {(e.isCuda() ? "(float)" : "") + fmtDouble(p)};
+  SmallVector<std::string> args = {fmtDouble(p)};
   args.append(seedAndOffset(e, seed));
   return args;
 }

@@ -31,15 +31,16 @@ __global__ void linear_epilogue_kernel(int64_t M, int64_t N, T *y,
   }
 }
 
-/// Same bits as the CPU twin: keep_i = philox_uniform(seed, offset, i) >= p.
+/// Same bits as the CPU twin: keep_i = philox_uniform(seed, offset, i) >= p
+/// (compared in float), and the same scale 1 / (1 - p) in T.
 template <typename T>
-__global__ void dropout_kernel(int64_t n, float p, uint64_t seed,
+__global__ void dropout_kernel(int64_t n, double p, uint64_t seed,
                                uint64_t offset, const T *x, T *y,
                                uint8_t *mask) {
   const T scale = T(1) / (T(1) - T(p));
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
-    bool keep = dropout_keep(seed, offset, (uint64_t)i, p);
+    bool keep = dropout_keep(seed, offset, (uint64_t)i, (float)p);
     y[i] = keep ? x[i] * scale : T(0);
     if (mask)
       mask[i] = keep;
@@ -78,7 +79,7 @@ inline cudaError_t launch_linear_epilogue(int64_t M, int64_t N, T *y,
 }
 
 template <typename T>
-inline cudaError_t launch_dropout(int64_t n, float p, uint64_t seed,
+inline cudaError_t launch_dropout(int64_t n, double p, uint64_t seed,
                                   uint64_t offset, const T *x, T *y,
                                   uint8_t *mask, cudaStream_t stream = 0) {
   dropout_kernel<T><<<grid_for(n, 256), 256, 0, stream>>>(n, p, seed, offset,

@@ -1,0 +1,939 @@
+//===- cuda_runtime.h - host emulation of the CUDA runtime ------*- C++ -*-===//
+//
+// Test-only. Lets runtime/include/nncc/Kernels/CUDA/*.cuh, after
+// rewrite_cuda.py (launches -> ::emu::launch, __shared__ -> static + a NaN
+// fill), compile with the host C++ compiler and run on the CPU.
+//
+// Execution model:
+//  - a launch runs synchronously; its CTAs run one after another (x fastest,
+//    then y, then z); streams are ignored;
+//  - a CTA's threads are user-space fibers on ONE OS thread (own stacks, a
+//    small x86-64 context switch, ucontext elsewhere); a fiber runs until it
+//    blocks in __syncthreads / a warp primitive or returns. The order in
+//    which the runnable fibers resume after each barrier is a deterministic
+//    pseudo-random permutation (EMU_SCHEDULE=forward|reverse|random,
+//    EMU_SEED), so code that depends on the order of threads between
+//    barriers tends to give different answers than the CPU twin;
+//  - __syncthreads: exact barrier over the CTA's live threads (a thread that
+//    exited while others wait is reported); warp primitives (__syncwarp,
+//    __shfl*_sync, __ballot_sync, __any/__all_sync, __match_any_sync):
+//    exact per-warp exchange over the lanes named in the mask (lane =
+//    threadIdx.x % 32); a lane outside its own mask, masks that disagree,
+//    or a shuffle from a lane not taking part are reported;
+//  - deadlocks (no fiber runnable, some not finished) are reported;
+//  - __shared__ arrays are function statics (CTAs never overlap), filled
+//    with 0xff bytes (NaN for float/double) the first time a CTA reaches the
+//    declaration; dynamic (extern) shared memory is a per-launch buffer of
+//    exactly the launch's size, ending at a PROT_NONE page, 0xff-filled
+//    before every CTA; the top EMU_STACK_POISON bytes of each fiber stack
+//    (default 4096) are 0xff-filled before every CTA;
+//  - device memory is host memory; atomics are plain read-modify-writes
+//    (fibers switch only at barriers, so they are atomic);
+//  - blocks must be 1-D (blockDim.y = blockDim.z = 1: reported otherwise);
+//    grids may be 3-D.
+// Reports go to stderr, count in ::emu::g.problems, and (EMU_FATAL, default
+// 1) abort the program.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NNCC_TEST_EMU_CUDA_RUNTIME_H
+#define NNCC_TEST_EMU_CUDA_RUNTIME_H
+
+// Device code paths of the shared math headers (nexp = expf etc.).
+#ifndef __CUDA_ARCH__
+#define __CUDA_ARCH__ 900
+#endif
+#ifndef __CUDACC__
+#define __CUDACC__ 1
+#endif
+
+#include <algorithm>
+#include <cstdarg>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+#include <sys/mman.h>
+#include <unistd.h>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+// Empty: a fiber may read, after a barrier, memory another fiber wrote
+// through its own copy of the pointer; restrict would let the host compiler
+// keep stale values across the barrier.
+#define __restrict__
+#define __align__(n) alignas(n)
+#define __launch_bounds__(...)
+#define __constant__ static
+// Any __shared__ the rewriter did not turn into static + fill.
+#define __shared__ static
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+typedef dim3 uint3;
+
+typedef struct emu_stream *cudaStream_t;
+typedef struct emu_event *cudaEvent_t;
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInitializationError = 3,
+  cudaErrorLaunchFailure = 4,
+  cudaErrorLaunchOutOfResources = 7,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDeviceFunction = 98,
+  cudaErrorNoDevice = 100,
+  cudaErrorNotSupported = 801,
+  cudaErrorUnknown = 999,
+};
+typedef cudaError_t cudaError;
+enum cudaDeviceAttr {
+  cudaDevAttrMaxThreadsPerBlock = 1,
+  cudaDevAttrMaxSharedMemoryPerBlock = 8,
+  cudaDevAttrWarpSize = 10,
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+};
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+  cudaFuncAttributePreferredSharedMemoryCarveout = 9,
+};
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4,
+};
+
+extern "C" void emu_ctx_switch(void **save_sp, void *to_sp);
+
+namespace emu {
+
+inline constexpr unsigned kWarp = 32;
+inline constexpr size_t kStaticSmemLimit = 48 * 1024;
+
+struct Fiber {
+  unsigned tid = 0;
+  enum State { Runnable, AtBlockBarrier, AtWarp, Done } state = Runnable;
+  void *sp = nullptr;
+  char *stack_lo = nullptr, *stack_hi = nullptr;
+#if !defined(__x86_64__)
+  ucontext_t uc;
+#endif
+  // Warp request / answer.
+  int op = 0;
+  unsigned mask = 0;
+  uint64_t value = 0;
+  int arg = 0, width = 32;
+  uint64_t result = 0;
+  const void *site = nullptr;
+};
+
+struct Global {
+  // Device model.
+  int sms = 132;
+  int optin = 227 * 1024;
+  // Configuration.
+  int schedule = 2; // 0 forward, 1 reverse, 2 random
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  size_t stack_bytes = 256 * 1024, stack_poison = 4096;
+  bool fatal = true;
+  bool configured = false;
+  // Statistics.
+  long launches = 0, ctas = 0, problems = 0;
+  // Runtime state.
+  cudaError_t last_error = cudaSuccess;
+  std::map<const void *, int> max_dyn_smem;
+  // Current launch / CTA.
+  const char *kernel = "";
+  dim3 grid, block;
+  std::vector<Fiber> fibers;
+  std::vector<char *> stacks; // stack_lo of each allocated stack
+  Fiber *cur = nullptr;
+  void *sched_sp = nullptr;
+#if !defined(__x86_64__)
+  ucontext_t sched_uc;
+#endif
+  unsigned live = 0, at_block = 0;
+  const void *block_site = nullptr;
+  std::vector<unsigned> runq;
+  std::vector<unsigned> warp_waiting; // per warp: mask of lanes waiting
+  uint64_t cta_gen = 1;
+  std::unordered_map<const void *, uint64_t> shared_gen;
+  size_t static_smem = 0;
+  unsigned char *dyn = nullptr;
+  size_t dyn_bytes = 0;
+  unsigned char *dyn_map = nullptr;
+  size_t dyn_map_bytes = 0;
+  void (*body)(void *) = nullptr;
+  void *body_arg = nullptr;
+};
+inline Global g;
+
+} // namespace emu
+
+// Kernel-visible built-ins: set by the scheduler before each fiber resumes.
+inline dim3 threadIdx, blockIdx, blockDim, gridDim;
+inline constexpr int warpSize = 32;
+
+namespace emu {
+
+inline void configure() {
+  if (g.configured)
+    return;
+  g.configured = true;
+  if (const char *s = getenv("EMU_SCHEDULE"))
+    g.schedule = !strcmp(s, "forward") ? 0 : !strcmp(s, "reverse") ? 1 : 2;
+  if (const char *s = getenv("EMU_SEED"))
+    g.seed = strtoull(s, nullptr, 0) | 1;
+  if (const char *s = getenv("EMU_STACK_POISON"))
+    g.stack_poison = strtoull(s, nullptr, 0);
+  if (const char *s = getenv("EMU_FATAL"))
+    g.fatal = atoi(s) != 0;
+}
+
+[[gnu::format(printf, 1, 2)]] inline void problem(const char *fmt, ...) {
+  ++g.problems;
+  fprintf(stderr, "EMU ERROR in %s block (%u,%u,%u) thread %d: ", g.kernel, blockIdx.x,
+          blockIdx.y, blockIdx.z, g.cur ? (int)g.cur->tid : -1);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  if (g.fatal)
+    abort();
+}
+
+inline uint64_t next_random() {
+  uint64_t x = g.seed;
+  x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+  g.seed = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+
+/// Appends the released threads to the run queue in the schedule's order.
+inline void release(std::vector<unsigned> &ids) {
+  if (g.schedule == 1)
+    std::reverse(ids.begin(), ids.end());
+  else if (g.schedule == 2)
+    for (size_t i = ids.size(); i > 1; --i)
+      std::swap(ids[i - 1], ids[next_random() % i]);
+  for (unsigned t : ids) {
+    g.fibers[t].state = Fiber::Runnable;
+    g.runq.push_back(t);
+  }
+}
+
+/// Back to the scheduler (the fiber's state says why).
+inline void yield_to_scheduler() {
+  Fiber *f = g.cur;
+#if defined(__x86_64__)
+  emu_ctx_switch(&f->sp, g.sched_sp);
+#else
+  swapcontext(&f->uc, &g.sched_uc);
+#endif
+  asm volatile("" ::: "memory");
+}
+
+inline void check_block_barrier() {
+  if (g.at_block == 0 || g.at_block != g.live)
+    return;
+  std::vector<unsigned> ids;
+  for (auto &f : g.fibers)
+    if (f.state == Fiber::AtBlockBarrier)
+      ids.push_back(f.tid);
+  g.at_block = 0;
+  g.block_site = nullptr;
+  release(ids);
+}
+
+[[gnu::noinline]] inline void syncthreads(const void *site) {
+  Fiber *f = g.cur;
+  if (g.at_block == 0)
+    g.block_site = site;
+  else if (site != g.block_site)
+    problem("threads of the CTA wait at different __syncthreads (divergent barrier)");
+  if (g.live != g.block.x)
+    problem("__syncthreads after %u of the CTA's %u threads exited (divergent barrier)",
+            g.block.x - g.live, g.block.x);
+  f->state = Fiber::AtBlockBarrier;
+  ++g.at_block;
+  check_block_barrier();
+  yield_to_scheduler();
+}
+
+enum WarpOp { OpSync = 1, OpShflIdx, OpShflUp, OpShflDown, OpShflXor, OpBallot, OpAny, OpAll, OpMatchAny };
+
+inline unsigned existing_lanes(unsigned w) {
+  const unsigned n = g.block.x - w * kWarp;
+  return n >= 32 ? 0xffffffffu : ((1u << n) - 1u);
+}
+
+/// The lanes of warp `w` waiting with mask `m` form a complete group:
+/// compute every lane's answer and release them.
+inline void complete_warp_group(unsigned w, unsigned m) {
+  Fiber *lane0 = &g.fibers[w * kWarp];
+  const unsigned live = m & existing_lanes(w);
+  std::vector<unsigned> ids;
+  unsigned ballot = 0;
+  for (unsigned l = 0; l < 32; ++l)
+    if (live >> l & 1)
+      ballot |= (lane0[l].value != 0) << l;
+  for (unsigned l = 0; l < 32; ++l) {
+    if (!(live >> l & 1))
+      continue;
+    Fiber &f = lane0[l];
+    const int width = f.width;
+    if (width <= 0 || width > 32 || (width & (width - 1)))
+      problem("shuffle width %d is not a power of two <= 32", width);
+    const unsigned base = l & ~(unsigned)(width - 1), inseg = l & (width - 1);
+    int src = -1; // -1: own value
+    switch (f.op) {
+    case OpShflIdx:
+      src = (int)(base + ((unsigned)f.arg & (width - 1)));
+      break;
+    case OpShflUp:
+      src = (int)inseg - f.arg >= 0 ? (int)(l - f.arg) : -1;
+      break;
+    case OpShflDown:
+      src = (int)inseg + f.arg < width ? (int)(l + f.arg) : -1;
+      break;
+    case OpShflXor: {
+      const unsigned s = inseg ^ (unsigned)f.arg;
+      src = s < (unsigned)width ? (int)(base + s) : -1;
+      break;
+    }
+    default:
+      break;
+    }
+    switch (f.op) {
+    case OpSync:
+      f.result = 0;
+      break;
+    case OpShflIdx:
+    case OpShflUp:
+    case OpShflDown:
+    case OpShflXor:
+      if (src < 0)
+        f.result = f.value;
+      else if (!(live >> src & 1)) {
+        problem("lane %u shuffles from lane %d, which is not in the mask 0x%08x", l, src, m);
+        f.result = ~0ull;
+      } else
+        f.result = lane0[src].value;
+      break;
+    case OpBallot:
+      f.result = ballot;
+      break;
+    case OpAny:
+      f.result = ballot != 0;
+      break;
+    case OpAll:
+      f.result = ballot == live;
+      break;
+    case OpMatchAny: {
+      unsigned r = 0;
+      for (unsigned k = 0; k < 32; ++k)
+        if ((live >> k & 1) && lane0[k].value == f.value)
+          r |= 1u << k;
+      f.result = r;
+      break;
+    }
+    }
+    ids.push_back(w * kWarp + l);
+  }
+  g.warp_waiting[w] &= ~live;
+  release(ids);
+}
+
+inline void check_warp(unsigned w) {
+  // Groups: lanes waiting with the same mask, all of whose live lanes wait.
+  unsigned waiting = g.warp_waiting[w], seen = 0;
+  for (unsigned l = 0; l < 32; ++l) {
+    if (!(waiting >> l & 1) || (seen >> l & 1))
+      continue;
+    const unsigned m = g.fibers[w * kWarp + l].mask;
+    const unsigned need = m & existing_lanes(w);
+    seen |= need;
+    if ((waiting & need) == need)
+      complete_warp_group(w, m);
+  }
+}
+
+[[gnu::noinline]] inline uint64_t warp_op(int op, unsigned mask, uint64_t value, int arg,
+                                           int width, const void *site) {
+  Fiber *f = g.cur;
+  const unsigned lane = f->tid % kWarp, w = f->tid / kWarp;
+  if (!(mask >> lane & 1))
+    problem("lane %u calls a warp primitive with mask 0x%08x that does not name it", lane, mask);
+  const unsigned need = mask & existing_lanes(w);
+  // Lanes already waiting in this group must agree on the mask and the op.
+  for (unsigned l = 0; l < 32; ++l) {
+    if (!(g.warp_waiting[w] >> l & 1) || !(need >> l & 1))
+      continue;
+    Fiber &o = g.fibers[w * kWarp + l];
+    if (o.mask != mask)
+      problem("warp masks disagree: lane %u 0x%08x, lane %u 0x%08x", lane, mask, l, o.mask);
+    if (o.op != op || o.site != site)
+      problem("lanes %u and %u meet at different warp primitives (divergence)", lane, l);
+  }
+  for (unsigned l = 0; l < 32; ++l)
+    if ((need >> l & 1) && g.fibers[w * kWarp + l].state == Fiber::Done)
+      problem("warp mask 0x%08x names lane %u, which has exited", mask, l);
+  f->op = op, f->mask = mask, f->value = value, f->arg = arg, f->width = width, f->site = site;
+  f->state = Fiber::AtWarp;
+  g.warp_waiting[w] |= 1u << lane;
+  check_warp(w);
+  yield_to_scheduler();
+  return f->result;
+}
+
+template <typename T> inline uint64_t to_bits(T v) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp value of at most 8 bytes");
+  uint64_t b = 0;
+  memcpy(&b, &v, sizeof(T));
+  return b;
+}
+template <typename T> inline T from_bits(uint64_t b) {
+  T v;
+  memcpy(&v, &b, sizeof(T));
+  return v;
+}
+
+// ---- fibers -----------------------------------------------------------------
+
+[[noreturn]] inline void fiber_main() {
+  Fiber *f = g.cur;
+  g.body(g.body_arg);
+  f = g.cur;
+  f->state = Fiber::Done;
+  --g.live;
+  const unsigned w = f->tid / kWarp;
+  for (unsigned l = 0; l < 32; ++l)
+    if ((g.warp_waiting[w] >> l & 1) && (g.fibers[w * kWarp + l].mask >> (f->tid % kWarp) & 1))
+      problem("thread exits while lane %u waits for it at a warp primitive", l);
+  if (g.at_block) {
+    problem("thread exits while %u others wait at __syncthreads", g.at_block);
+    check_block_barrier();
+  }
+  yield_to_scheduler();
+  __builtin_unreachable();
+}
+
+extern "C" inline void emu_fiber_entry() { fiber_main(); }
+#if !defined(__x86_64__)
+extern "C" inline void emu_fiber_entry_uc() { fiber_main(); }
+#endif
+
+inline void prepare_stacks(unsigned n) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  while (g.stacks.size() < n) {
+    const size_t total = g.stack_bytes + page;
+    char *p = (char *)mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                           -1, 0);
+    if (p == MAP_FAILED) {
+      perror("emu: mmap stack");
+      abort();
+    }
+    mprotect(p, page, PROT_NONE); // guard below the stack
+    g.stacks.push_back(p + page);
+  }
+}
+
+inline void start_fiber(Fiber &f, char *lo) {
+  f.stack_lo = lo;
+  f.stack_hi = lo + g.stack_bytes;
+  const size_t poison = std::min(g.stack_poison, g.stack_bytes);
+  memset(f.stack_hi - poison, 0xff, poison);
+#if defined(__x86_64__)
+  uint64_t *sp = (uint64_t *)(((uintptr_t)f.stack_hi - 64) & ~(uintptr_t)15);
+  *--sp = 0;                                 // fake return address of the entry
+  *--sp = (uint64_t)(uintptr_t)&emu_fiber_entry;
+  for (int i = 0; i < 6; ++i)
+    *--sp = 0;                               // rbp rbx r12..r15
+  uint32_t mx, cw = 0;
+  asm volatile("stmxcsr %0" : "=m"(mx));
+  asm volatile("fnstcw %0" : "=m"(cw));
+  *--sp = (uint64_t)mx | ((uint64_t)cw << 32);
+  f.sp = sp;
+#else
+  getcontext(&f.uc);
+  f.uc.uc_stack.ss_sp = f.stack_lo;
+  f.uc.uc_stack.ss_size = g.stack_bytes;
+  f.uc.uc_link = nullptr;
+  makecontext(&f.uc, (void (*)())emu_fiber_entry_uc, 0);
+#endif
+}
+
+inline void resume(Fiber &f) {
+  g.cur = &f;
+  threadIdx = dim3(f.tid, 0, 0);
+#if defined(__x86_64__)
+  emu_ctx_switch(&g.sched_sp, f.sp);
+#else
+  swapcontext(&g.sched_uc, &f.uc);
+#endif
+  g.cur = nullptr;
+}
+
+/// Runs one CTA: blockDim.x fibers calling body(arg).
+inline void run_cta(void (*body)(void *), void *arg) {
+  const unsigned n = g.block.x;
+  ++g.ctas;
+  ++g.cta_gen;
+  g.static_smem = 0;
+  if (g.dyn_bytes)
+    memset(g.dyn, 0xff, g.dyn_bytes);
+  g.body = body;
+  g.body_arg = arg;
+  prepare_stacks(n);
+  g.fibers.assign(n, Fiber());
+  g.warp_waiting.assign((n + kWarp - 1) / kWarp, 0);
+  g.live = n;
+  g.at_block = 0;
+  g.runq.clear();
+  std::vector<unsigned> ids;
+  for (unsigned t = 0; t < n; ++t) {
+    g.fibers[t].tid = t;
+    start_fiber(g.fibers[t], g.stacks[t]);
+    ids.push_back(t);
+  }
+  release(ids);
+  size_t head = 0;
+  for (;;) {
+    if (head == g.runq.size()) {
+      g.runq.clear();
+      head = 0;
+      if (g.live == 0)
+        break;
+      // Nothing runnable, some threads not done: deadlock.
+      unsigned atw = 0;
+      for (auto &f : g.fibers)
+        atw += f.state == Fiber::AtWarp;
+      g.fatal = true;
+      problem("deadlock: %u live threads, %u at __syncthreads, %u at warp primitives", g.live,
+              g.at_block, atw);
+    }
+    Fiber &f = g.fibers[g.runq[head++]];
+    if (f.state != Fiber::Runnable)
+      continue;
+    resume(f);
+  }
+  if (g.static_smem > kStaticSmemLimit)
+    problem("static shared memory %zu bytes > 48 KiB", g.static_smem);
+  if (g.static_smem + g.dyn_bytes > (size_t)g.optin)
+    problem("shared memory %zu static + %zu dynamic > the opt-in limit %d", g.static_smem,
+            g.dyn_bytes, g.optin);
+}
+
+/// The dynamic shared memory buffer of this launch: exactly `bytes` long,
+/// ending at a PROT_NONE page (reads past the end fault).
+inline void set_dynamic_smem(size_t bytes) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t need = (bytes + 127) / 128 * 128;
+  const size_t total = (need + page - 1) / page * page + page;
+  if (total > g.dyn_map_bytes) {
+    if (g.dyn_map)
+      munmap(g.dyn_map, g.dyn_map_bytes);
+    g.dyn_map = (unsigned char *)mmap(nullptr, total, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (g.dyn_map == MAP_FAILED) {
+      perror("emu: mmap smem");
+      abort();
+    }
+    g.dyn_map_bytes = total;
+  }
+  mprotect(g.dyn_map, g.dyn_map_bytes, PROT_READ | PROT_WRITE);
+  unsigned char *end = g.dyn_map + g.dyn_map_bytes - page;
+  mprotect(end, page, PROT_NONE);
+  g.dyn = end - need; // 128-byte aligned; the last need - bytes are slack
+  g.dyn_bytes = bytes;
+}
+
+/// `extern __shared__ T name[]` (rewritten): the launch's dynamic buffer.
+inline void *dynamic_smem() { return g.dyn; }
+
+/// `__shared__ T name[...]` (rewritten to static + this call): 0xff-fill the
+/// array the first time a CTA reaches its declaration.
+inline void shared_array(const void *p, size_t bytes) {
+  uint64_t &gen = g.shared_gen[p];
+  if (gen == g.cta_gen)
+    return;
+  gen = g.cta_gen;
+  memset(const_cast<void *>(p), 0xff, bytes);
+  g.static_smem += bytes;
+}
+
+inline const char *kernel_name(const void *f) {
+  (void)f;
+  return "kernel";
+}
+
+template <typename K> struct Launch;
+template <typename... P> struct Launch<void (*)(P...)> {
+  void (*k)(P...);
+  dim3 grid, block;
+  size_t smem;
+  const char *name;
+  void operator()(P... p) const {
+    configure();
+    ++g.launches;
+    auto bad = [&](cudaError_t e) {
+      if (g.last_error == cudaSuccess)
+        g.last_error = e;
+    };
+    if (block.x == 0 || block.x > 1024 || block.y == 0 || block.z == 0 ||
+        (uint64_t)block.x * block.y * block.z > 1024 || grid.x == 0 || grid.y == 0 ||
+        grid.z == 0 || grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535)
+      return bad(cudaErrorInvalidConfiguration);
+    if (block.y != 1 || block.z != 1) {
+      fprintf(stderr, "EMU: %s: multi-dimensional blocks (%u,%u,%u) are not emulated\n", name,
+              block.x, block.y, block.z);
+      abort();
+    }
+    auto it = g.max_dyn_smem.find((const void *)k);
+    const size_t allowed = it != g.max_dyn_smem.end() ? (size_t)it->second : kStaticSmemLimit;
+    if (smem > allowed)
+      return bad(cudaErrorInvalidValue);
+    std::tuple<P...> args(p...);
+    struct Ctx {
+      void (*k)(P...);
+      std::tuple<P...> *args;
+    } ctx{k, &args};
+    auto body = [](void *c) {
+      Ctx *x = (Ctx *)c;
+      std::apply(x->k, *x->args); // each thread gets its own copies
+    };
+    g.kernel = name;
+    g.grid = grid;
+    g.block = block;
+    blockDim = block;
+    gridDim = grid;
+    set_dynamic_smem(smem);
+    for (unsigned z = 0; z < grid.z; ++z)
+      for (unsigned y = 0; y < grid.y; ++y)
+        for (unsigned x = 0; x < grid.x; ++x) {
+          blockIdx = dim3(x, y, z);
+          run_cta(body, &ctx);
+        }
+    g.kernel = "";
+  }
+};
+
+/// `k<<<grid, block, smem, stream>>>(args)` is rewritten to
+/// `::emu::launch(k, grid, block, smem, stream, "k")(args)`.
+template <typename... P>
+Launch<void (*)(P...)> launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem = 0,
+                              cudaStream_t = nullptr, const char *name = "kernel") {
+  return Launch<void (*)(P...)>{k, grid, block, smem, name};
+}
+
+} // namespace emu
+
+#if defined(__x86_64__)
+// emu_ctx_switch(void **save_sp, void *to_sp): saves the callee-saved
+// registers, MXCSR and the x87 control word on the current stack, stores the
+// stack pointer in *save_sp and continues on to_sp. Weak: every test
+// program's translation units may define it.
+asm(R"(
+  .text
+  .weak emu_ctx_switch
+  .type emu_ctx_switch, @function
+emu_ctx_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size emu_ctx_switch, .-emu_ctx_switch
+)");
+#endif
+
+// ---- device built-ins -------------------------------------------------------
+
+#define EMU_SITE __builtin_return_address(0)
+[[gnu::noinline]] inline void __syncthreads() { emu::syncthreads(EMU_SITE); }
+[[gnu::noinline]] inline int __syncthreads_count(int p) {
+  (void)p;
+  fprintf(stderr, "EMU: __syncthreads_count is not emulated\n");
+  abort();
+}
+[[gnu::noinline]] inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  emu::warp_op(emu::OpSync, mask, 0, 0, 32, EMU_SITE);
+}
+template <typename T> [[gnu::noinline]] T __shfl_sync(unsigned m, T v, int src, int w = 32) {
+  return emu::from_bits<T>(emu::warp_op(emu::OpShflIdx, m, emu::to_bits(v), src, w, EMU_SITE));
+}
+template <typename T> [[gnu::noinline]] T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) {
+  return emu::from_bits<T>(emu::warp_op(emu::OpShflUp, m, emu::to_bits(v), (int)d, w, EMU_SITE));
+}
+template <typename T>
+[[gnu::noinline]] T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) {
+  return emu::from_bits<T>(emu::warp_op(emu::OpShflDown, m, emu::to_bits(v), (int)d, w, EMU_SITE));
+}
+template <typename T> [[gnu::noinline]] T __shfl_xor_sync(unsigned m, T v, int x, int w = 32) {
+  return emu::from_bits<T>(emu::warp_op(emu::OpShflXor, m, emu::to_bits(v), x, w, EMU_SITE));
+}
+[[gnu::noinline]] inline unsigned __ballot_sync(unsigned m, int p) {
+  return (unsigned)emu::warp_op(emu::OpBallot, m, p != 0, 0, 32, EMU_SITE);
+}
+[[gnu::noinline]] inline int __any_sync(unsigned m, int p) {
+  return (int)emu::warp_op(emu::OpAny, m, p != 0, 0, 32, EMU_SITE);
+}
+[[gnu::noinline]] inline int __all_sync(unsigned m, int p) {
+  return (int)emu::warp_op(emu::OpAll, m, p != 0, 0, 32, EMU_SITE);
+}
+template <typename T> [[gnu::noinline]] unsigned __match_any_sync(unsigned m, T v) {
+  return (unsigned)emu::warp_op(emu::OpMatchAny, m, emu::to_bits(v), 0, 32, EMU_SITE);
+}
+inline unsigned __activemask() { return 0xffffffffu; }
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
+inline unsigned __brev(unsigned x) {
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i)
+    r |= ((x >> i) & 1u) << (31 - i);
+  return r;
+}
+template <typename T> inline T __ldg(const T *p) { return *p; }
+
+// Math: the host libm stands in for the device's (not bit-identical for
+// float: the device's expf/tanhf/... differ in the last bits, and nvcc
+// contracts a*b+c into FMAs by default).
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __log2f(float x) { return log2f(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __tanf(float x) { return tanf(x); }
+inline float __powf(float a, float b) { return powf(a, b); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __saturatef(float x) { return x < 0.f ? 0.f : x > 1.f ? 1.f : x; }
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float a) { return sqrtf(a); }
+inline float __frcp_rn(float a) { return 1.0f / a; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
+inline double __ddiv_rn(double a, double b) { return a / b; }
+inline double __dsqrt_rn(double a) { return sqrt(a); }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+inline float rsqrt(float x) { return 1.0f / sqrtf(x); }
+inline float exp10f(float x) { return powf(10.f, x); }
+inline int __float_as_int(float x) { return emu::from_bits<int>(emu::to_bits(x)); }
+inline float __int_as_float(int x) { return emu::from_bits<float>(emu::to_bits(x)); }
+inline unsigned __float_as_uint(float x) { return emu::from_bits<unsigned>(emu::to_bits(x)); }
+inline float __uint_as_float(unsigned x) { return emu::from_bits<float>(emu::to_bits(x)); }
+inline long long __double_as_longlong(double x) { return (long long)emu::to_bits(x); }
+inline double __longlong_as_double(long long x) { return emu::from_bits<double>((uint64_t)x); }
+inline int __float2int_rn(float x) { return (int)nearbyintf(x); }
+inline int __float2int_rz(float x) { return (int)x; }
+inline int __double2int_rn(double x) { return (int)nearbyint(x); }
+inline float __int2float_rn(int x) { return (float)x; }
+inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((uint64_t)a * b) >> 32); }
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+
+// CUDA's min/max overloads (math_functions.hpp).
+#define EMU_MINMAX(T)                                                                      \
+  inline T min(T a, T b) { return a < b ? a : b; }                                          \
+  inline T max(T a, T b) { return a > b ? a : b; }
+EMU_MINMAX(int)
+EMU_MINMAX(unsigned)
+EMU_MINMAX(long)
+EMU_MINMAX(unsigned long)
+EMU_MINMAX(long long)
+EMU_MINMAX(unsigned long long)
+#undef EMU_MINMAX
+inline float min(float a, float b) { return fminf(a, b); }
+inline float max(float a, float b) { return fmaxf(a, b); }
+inline double min(double a, double b) { return fmin(a, b); }
+inline double max(double a, double b) { return fmax(a, b); }
+
+// Atomics: fibers switch only at barriers, so a plain read-modify-write is
+// atomic.
+#define EMU_ATOMIC_ADD(T)                                                                  \
+  inline T atomicAdd(T *p, T v) {                                                           \
+    T o = *p;                                                                               \
+    *p = o + v;                                                                             \
+    return o;                                                                               \
+  }                                                                                         \
+  inline T atomicExch(T *p, T v) {                                                          \
+    T o = *p;                                                                               \
+    *p = v;                                                                                 \
+    return o;                                                                               \
+  }
+EMU_ATOMIC_ADD(int)
+EMU_ATOMIC_ADD(unsigned)
+EMU_ATOMIC_ADD(unsigned long long)
+EMU_ATOMIC_ADD(float)
+EMU_ATOMIC_ADD(double)
+#undef EMU_ATOMIC_ADD
+#define EMU_ATOMIC_INT(T)                                                                  \
+  inline T atomicCAS(T *p, T c, T v) {                                                      \
+    T o = *p;                                                                               \
+    if (o == c)                                                                             \
+      *p = v;                                                                               \
+    return o;                                                                               \
+  }                                                                                         \
+  inline T atomicMax(T *p, T v) {                                                           \
+    T o = *p;                                                                               \
+    if (v > o)                                                                              \
+      *p = v;                                                                               \
+    return o;                                                                               \
+  }                                                                                         \
+  inline T atomicMin(T *p, T v) {                                                           \
+    T o = *p;                                                                               \
+    if (v < o)                                                                              \
+      *p = v;                                                                               \
+    return o;                                                                               \
+  }                                                                                         \
+  inline T atomicSub(T *p, T v) {                                                           \
+    T o = *p;                                                                               \
+    *p = o - v;                                                                             \
+    return o;                                                                               \
+  }                                                                                         \
+  inline T atomicOr(T *p, T v) {                                                            \
+    T o = *p;                                                                               \
+    *p = o | v;                                                                             \
+    return o;                                                                               \
+  }                                                                                         \
+  inline T atomicAnd(T *p, T v) {                                                           \
+    T o = *p;                                                                               \
+    *p = o & v;                                                                             \
+    return o;                                                                               \
+  }
+EMU_ATOMIC_INT(int)
+EMU_ATOMIC_INT(unsigned)
+EMU_ATOMIC_INT(unsigned long long)
+#undef EMU_ATOMIC_INT
+
+// ---- runtime API ------------------------------------------------------------
+
+inline cudaError_t cudaGetLastError() {
+  cudaError_t e = emu::g.last_error;
+  emu::g.last_error = cudaSuccess;
+  return e;
+}
+inline cudaError_t cudaPeekAtLastError() { return emu::g.last_error; }
+inline const char *cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+  case cudaSuccess: return "no error";
+  case cudaErrorInvalidValue: return "invalid argument";
+  case cudaErrorMemoryAllocation: return "out of memory";
+  case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+  default: return "emulated CUDA error";
+  }
+}
+inline const char *cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+  case cudaSuccess: return "cudaSuccess";
+  case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+  case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+  case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+  default: return "cudaErrorUnknown";
+  }
+}
+inline cudaError_t cudaGetDevice(int *d) {
+  *d = 0;
+  return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+inline cudaError_t cudaGetDeviceCount(int *n) {
+  *n = 1;
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int) {
+  switch (a) {
+  case cudaDevAttrMultiProcessorCount: *v = emu::g.sms; break;
+  case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = emu::g.optin; break;
+  case cudaDevAttrMaxSharedMemoryPerBlock: *v = (int)emu::kStaticSmemLimit; break;
+  case cudaDevAttrMaxThreadsPerBlock: *v = 1024; break;
+  case cudaDevAttrWarpSize: *v = 32; break;
+  default: return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
+template <typename F> cudaError_t cudaFuncSetAttribute(F *f, cudaFuncAttribute a, int v) {
+  if (a == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    if (v < 0 || v > emu::g.optin)
+      return cudaErrorInvalidValue;
+    emu::g.max_dyn_smem[(const void *)f] = v;
+  }
+  return cudaSuccess;
+}
+inline cudaError_t cudaMalloc(void **p, size_t n) {
+  *p = malloc(n ? n : 1);
+  if (!*p)
+    return cudaErrorMemoryAllocation;
+  memset(*p, 0xff, n); // device memory starts as garbage
+  return cudaSuccess;
+}
+template <typename T> cudaError_t cudaMalloc(T **p, size_t n) { return cudaMalloc((void **)p, n); }
+inline cudaError_t cudaFree(void *p) {
+  free(p);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t = nullptr) {
+  memset(p, v, n);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemset(void *p, int v, size_t n) { return cudaMemsetAsync(p, v, n); }
+inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind,
+                                   cudaStream_t = nullptr) {
+  memmove(d, s, n);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind k) {
+  return cudaMemcpyAsync(d, s, n, k);
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+
+#endif

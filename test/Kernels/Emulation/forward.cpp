@@ -1,0 +1,225 @@
+// CUDA-emulation parity of forward kernels with a CPU twin: layer norm
+// (LayerNorm.cuh), dropout / zoneout masks (Elementwise.cuh), reduce and the
+// losses (Data.cuh), dense flash attention (Attention.cuh) at small shapes.
+#include "nncc/Kernels/CUDA/Attention.cuh"
+#include "nncc/Kernels/CUDA/Data.cuh"
+#include "nncc/Kernels/CUDA/Elementwise.cuh"
+#include "nncc/Kernels/CUDA/LayerNorm.cuh"
+#include "nncc/Kernels/Kernels.h"
+
+#include "emu_test.h"
+
+using namespace nncc::kernels::cuda;
+using namespace emutest;
+
+#define CPU2(name)                                                                         \
+  template <typename T, typename... A> int cpu_##name(A... a) {                             \
+    if constexpr (std::is_same_v<T, double>)                                                \
+      return nncc_##name##_f64(a...);                                                       \
+    else                                                                                    \
+      return nncc_##name##_f32(a...);                                                       \
+  }
+CPU2(layer_norm)
+CPU2(dropout)
+CPU2(zoneout)
+CPU2(mse_loss)
+CPU2(cross_entropy)
+CPU2(bce_with_logits)
+CPU2(attention)
+
+template <typename T> void layerNorm(Group &G) {
+  for (auto [rows, N] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {4, 300}, {2, 7000}})
+    for (int var = 0; var < 3; ++var) {
+      const bool res = var >= 1, affine = var >= 1, outs = var == 2;
+      auto x = rnd<T>(rows * N, 2.0), r = rnd<T>(rows * N), gamma = rnd<T>(N, 1.0),
+           beta = rnd<T>(N);
+      auto yC = nanv<T>(rows * N), yG = nanv<T>(rows * N), sC = nanv<T>(rows * N),
+           sG = nanv<T>(rows * N), mC = nanv<T>(rows), mG = nanv<T>(rows), rC = nanv<T>(rows),
+           rG = nanv<T>(rows);
+      G.ok("cpu ln", cpu_layer_norm<T>(rows, N, x.data(), res ? r.data() : nullptr,
+                                       affine ? gamma.data() : nullptr,
+                                       affine ? beta.data() : nullptr, 1e-5, yC.data(),
+                                       outs ? sC.data() : nullptr, outs ? mC.data() : nullptr,
+                                       outs ? rC.data() : nullptr));
+      G.ok("cuda ln", launch_layer_norm<T>(rows, N, x.data(), res ? r.data() : nullptr,
+                                           affine ? gamma.data() : nullptr,
+                                           affine ? beta.data() : nullptr, (T)1e-5, yG.data(),
+                                           outs ? sG.data() : nullptr, outs ? mG.data() : nullptr,
+                                           outs ? rG.data() : nullptr, nullptr));
+      const std::string tag = "ln " + std::to_string(rows) + "x" + std::to_string(N);
+      G.cmp(tag + " y", yC, yG, 1e-3);
+      if (outs) {
+        G.cmp(tag + " sum", sC, sG);
+        G.cmp(tag + " mean", mC, mG, 1e-3);
+        G.cmp(tag + " rstd", rC, rG);
+      }
+    }
+}
+
+template <typename T> void dropout(Group &G) {
+  for (int64_t n : {1, 1000, 5000})
+    for (double p : {0.0, 0.1, 0.5, 0.9}) {
+      auto x = rnd<T>(n), prev = rnd<T>(n);
+      auto yC = nanv<T>(n), yG = nanv<T>(n);
+      std::vector<uint8_t> mC(n, 7), mG(n, 7);
+      G.ok("cpu dropout", cpu_dropout<T>(n, p, (uint64_t)1234, (uint64_t)n * 3, x.data(),
+                                         yC.data(), mC.data()));
+      G.ok("cuda dropout", launch_dropout<T>(n, p, 1234, (uint64_t)n * 3, x.data(),
+                                             yG.data(), mG.data(), nullptr));
+      const std::string tag = "dropout n" + std::to_string(n) + " p" + std::to_string(p);
+      G.cmp(tag + " mask", mC, mG);
+      // p is a double on both sides: the same scale 1 / (1 - p), bit for bit.
+      G.cmp(tag + " y", yC.data(), yG.data(), n, 1e-30, 0.0);
+      auto zC = nanv<T>(n), zG = nanv<T>(n);
+      G.ok("cpu zoneout", cpu_zoneout<T>(n, p, (uint64_t)99, (uint64_t)5, x.data(), prev.data(),
+                                         zC.data()));
+      G.ok("cuda zoneout", launch_zoneout<T>(n, (float)p, 99, 5, x.data(), prev.data(), zG.data(),
+                                             nullptr));
+      G.cmp("zoneout n" + std::to_string(n), zC, zG);
+    }
+}
+
+/// Reference reduce: sum (or mean) over the masked axes, double.
+template <typename T>
+std::vector<T> reduceRef(const std::vector<int64_t> &shape, uint32_t mask, int mean,
+                         const std::vector<T> &x) {
+  const int rank = (int)shape.size();
+  int64_t nout = 1, nred = 1;
+  for (int d = 0; d < rank; ++d) (mask >> d & 1 ? nred : nout) *= shape[d];
+  std::vector<double> acc(nout, 0.0);
+  std::vector<int64_t> idx(rank, 0);
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t rest = (int64_t)i, o = 0;
+    for (int d = rank - 1; d >= 0; --d) idx[d] = rest % shape[d], rest /= shape[d];
+    for (int d = 0; d < rank; ++d)
+      if (!(mask >> d & 1)) o = o * shape[d] + idx[d];
+    acc[o] += (double)x[i];
+  }
+  std::vector<T> y(nout);
+  for (int64_t o = 0; o < nout; ++o) y[o] = (T)(mean ? acc[o] / (double)nred : acc[o]);
+  return y;
+}
+
+template <typename T> void reduce(Group &G) {
+  const std::vector<std::vector<int64_t>> shapes = {{6}, {3, 5}, {2, 3, 40}, {2, 1, 3, 5}};
+  for (auto &shape : shapes) {
+    const int rank = (int)shape.size();
+    int64_t n = 1;
+    for (auto s : shape) n *= s;
+    for (uint32_t mask = 0; mask < (1u << rank); ++mask)
+      for (int mean = 0; mean < 2; ++mean) {
+        auto x = rnd<T>(n);
+        auto yC = reduceRef<T>(shape, mask, mean, x);
+        auto yG = nanv<T>(yC.size());
+        ReduceNd r{};
+        r.rank = rank;
+        r.mask = mask;
+        for (int d = 0; d < rank; ++d) r.shape[d] = shape[d];
+        G.ok("cuda reduce", launch_reduce<T>(r, mean, x.data(), yG.data(), nullptr));
+        G.cmp("reduce rank" + std::to_string(rank) + " mask" + std::to_string(mask), yC, yG,
+              1e-3);
+      }
+  }
+}
+
+template <typename T> void losses(Group &G) {
+  auto scratch = garbage(loss_scratch_bytes());
+  for (int64_t n : {1, 300, 70000}) {
+    auto a = rnd<T>(n), b = rnd<T>(n);
+    T oC = NAN, oG = NAN;
+    G.ok("cpu mse", cpu_mse_loss<T>(n, a.data(), b.data(), &oC));
+    G.ok("cuda mse", launch_mse_loss<T>(n, a.data(), b.data(), &oG, scratch.data(), nullptr));
+    G.cmp("mse n" + std::to_string(n), &oC, &oG, 1);
+  }
+  for (auto [N, C] : {std::pair<int64_t, int64_t>{1, 1}, {7, 5}, {300, 3}, {40, 300}})
+    for (int64_t ignore : {-100L, 1L}) {
+      auto logits = rnd<T>(N * C, 4.0);
+      std::vector<int64_t> t64(N);
+      std::vector<int32_t> t32(N);
+      for (int64_t i = 0; i < N; ++i) t32[i] = (int32_t)(t64[i] = (i * 7 + 2) % C);
+      if (N > 2) t64[1] = t32[1] = (int32_t)ignore;
+      T oC = NAN, oG = NAN, oG32 = NAN;
+      int flag = 0;
+      G.ok("cpu ce", cpu_cross_entropy<T>(N, C, logits.data(), t64.data(), ignore, &oC));
+      G.ok("cuda ce", launch_cross_entropy<T, int64_t>(N, C, logits.data(), t64.data(), ignore,
+                                                       &oG, scratch.data(), &flag, 5, nullptr));
+      G.ok("cuda ce i32", launch_cross_entropy<T, int32_t>(N, C, logits.data(), t32.data(),
+                                                           ignore, &oG32, scratch.data(), &flag, 5,
+                                                           nullptr));
+      G.ok("ce flag", flag);
+      G.cmp("ce N" + std::to_string(N), &oC, &oG, 1);
+      G.cmp("ce i32 N" + std::to_string(N), &oC, &oG32, 1);
+    }
+  {
+    // An out-of-range target raises the flag with the launch's code.
+    std::vector<int32_t> t = {0, 9, 1};
+    auto logits = rnd<T>(3 * 4);
+    T o = NAN;
+    int flag = 0;
+    launch_cross_entropy<T, int32_t>(3, 4, logits.data(), t.data(), -100, &o, scratch.data(),
+                                     &flag, 17, nullptr);
+    G.ok("ce out-of-range flag != 17", flag - 17);
+  }
+  for (auto [N, C] : {std::pair<int64_t, int64_t>{1, 1}, {7, 5}, {300, 300}})
+    for (int withPw = 0; withPw < 2; ++withPw) {
+      auto x = rnd<T>(N * C, 3.0), y = rnd<T>(N * C), pw = rnd<T>(C);
+      for (auto &v : y) v += (T)0.5;
+      for (auto &v : pw) v += (T)1;
+      T oC = NAN, oG = NAN;
+      G.ok("cpu bce", cpu_bce_with_logits<T>(N, C, x.data(), y.data(),
+                                             withPw ? pw.data() : nullptr, &oC));
+      G.ok("cuda bce", launch_bce_with_logits<T>(N, C, x.data(), y.data(),
+                                                 withPw ? pw.data() : nullptr, &oG,
+                                                 scratch.data(), nullptr));
+      G.cmp("bce N" + std::to_string(N), &oC, &oG, 1);
+    }
+}
+
+template <typename T> void attention(Group &G) {
+  for (int dh : {32, 20})
+    for (int var = 0; var < 4; ++var) {
+      const int B = 2, Tn = 70, H = 2;
+      const bool causal = var & 1, withKpm = var & 2;
+      const double drop = var == 3 ? 0.2 : 0.0;
+      const int64_t ld = (int64_t)H * dh;
+      auto q = rnd<T>((size_t)B * Tn * ld, 1.0), k = rnd<T>((size_t)B * Tn * ld, 1.0),
+           v = rnd<T>((size_t)B * Tn * ld, 1.0);
+      std::vector<uint8_t> kpm((size_t)B * Tn, 0);
+      for (int t = 60; t < Tn; ++t) kpm[(size_t)1 * Tn + t] = 1;
+      nncc_attention_params p{};
+      p.kind = NNCC_ATTN_DENSE;
+      p.causal = causal;
+      p.dropout = drop;
+      p.dropout_seed = 77;
+      p.dropout_offset = 3;
+      auto oC = nanv<T>(q.size()), oG = nanv<T>(q.size()), lC = nanv<T>((size_t)B * H * Tn),
+           lG = nanv<T>((size_t)B * H * Tn);
+      std::vector<char> ws(nncc_attention_workspace_size(&p, B, Tn, H, dh, sizeof(T)) + 64);
+      G.ok("cpu attention", cpu_attention<T>(&p, (int64_t)B, (int64_t)Tn, (int64_t)H, (int64_t)dh,
+                                             q.data(), k.data(), v.data(), ld, oC.data(), ld,
+                                             withKpm ? kpm.data() : nullptr, (void *)ws.data(),
+                                             (int32_t *)nullptr, lC.data()));
+      G.ok("cuda attention",
+           launch_flash_attention_train<T>(dh, B, Tn, H, q.data(), k.data(), v.data(), ld,
+                                           oG.data(), ld, withKpm ? kpm.data() : nullptr, causal,
+                                           (T)(1.0 / std::sqrt((double)dh)), lG.data(), drop, 77,
+                                           3, nullptr));
+      const std::string tag = "flash dh" + std::to_string(dh) + " v" + std::to_string(var);
+      G.cmp(tag + " out", oC, oG, 1e-2);
+      G.cmp(tag + " lse", lC, lG, 1);
+    }
+}
+
+int main() {
+  { Group G("layer_norm f64", 1e-13); layerNorm<double>(G); }
+  { Group G("layer_norm f32", 2e-5); layerNorm<float>(G); }
+  { Group G("dropout/zoneout f64", 0); dropout<double>(G); }
+  { Group G("dropout/zoneout f32", 0); dropout<float>(G); }
+  { Group G("reduce f64", 1e-14); reduce<double>(G); }
+  { Group G("reduce f32", 1e-6); reduce<float>(G); }
+  { Group G("losses f64", 1e-13); losses<double>(G); }
+  { Group G("losses f32", 1e-6); losses<float>(G); }
+  { Group G("flash attention f64", 1e-13); attention<double>(G); }
+  { Group G("flash attention f32", 2e-5); attention<float>(G); }
+  return finish();
+}
