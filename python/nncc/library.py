@@ -121,6 +121,7 @@ class Context:
 
     def __init__(self, lib, target="cpu"):
         self.lib, self.abi = lib, lib.abi
+        self.target = target
         self.h = C.c_void_p()
         code = {"cpu": _abi.TARGET_CPU, "cuda": _abi.TARGET_CUDA}.get(target)
         if code is None:
@@ -183,6 +184,13 @@ class Context:
 
     def set_step(self, step):
         self._call(self.abi.set_step, "set_step", step)
+
+    def set_cuda_stream(self, stream):
+        """CUDA contexts: run on the CUstream `stream` (an int handle, e.g.
+        torch.cuda.current_stream().cuda_stream; None or 0: the context's
+        own)."""
+        self._call(self.abi.set_cuda_stream, "set_cuda_stream",
+                   C.c_void_p(stream) if stream else None)
 
     def _need_grad(self, what):
         if not self.lib.has_grad:

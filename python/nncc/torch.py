@@ -6,7 +6,10 @@ the generated kernels through a torch.autograd.Function whose backward is the
 library's vector-Jacobian product, so the module composes with other torch
 layers, any torch optimizer and DistributedDataParallel. Inputs, parameters,
 outputs and gradients are handed to the library without copies (ABI 5 bind).
-CPU tensors only so far."""
+The module runs where its parameters are: on the CPU, or after .cuda() /
+.to("cuda") on the GPU, with CUDA tensors bound in place and the work on
+PyTorch's current stream (ABI 6; the library must be compiled for CUDA,
+target="cuda" or "all", and with a model that trains on CUDA)."""
 import os
 
 import torch
@@ -38,7 +41,7 @@ class _Held:
 
     def release(self):
         if self.context is not None:
-            self.module._free.append(self.context)
+            self.module._release(self.context)
             self.context = None
 
     def __del__(self):
@@ -50,18 +53,21 @@ class _Apply(torch.autograd.Function):
     def forward(ctx, module, needs_grad, *tensors):
         lib = module._lib
         n = len(lib.inputs)
-        held = _Held(module, module._context())
+        device = module._device()
+        held = _Held(module, module._context(device))
         c = held.context
+        if device.type == "cuda":
+            c.set_cuda_stream(torch.cuda.current_stream(device).cuda_stream)
         converted, dims = [], {}
         for spec, t in zip(lib.inputs, tensors[:n]):
-            t = t.detach().to(_TORCH_DTYPES[spec.dtype]).contiguous()
+            t = t.detach().to(device=device, dtype=_TORCH_DTYPES[spec.dtype]).contiguous()
             converted.append(t)
             c.bind(_abi.BIND_INPUT, spec.name, t.data_ptr(), spec.dtype, tuple(t.shape))
             dims.update({d: s for d, s in zip(spec.shape, t.shape) if isinstance(d, str)})
         module._bind_params(c, tensors[n:])
         outputs = []
         for spec in lib.outputs:
-            o = torch.empty(spec.concrete(dims), dtype=_TORCH_DTYPES[spec.dtype])
+            o = torch.empty(spec.concrete(dims), dtype=_TORCH_DTYPES[spec.dtype], device=device)
             c.bind(_abi.BIND_OUTPUT, spec.name, o.data_ptr(), spec.dtype, tuple(o.shape))
             outputs.append(o)
         training = module.training
@@ -73,7 +79,8 @@ class _Apply(torch.autograd.Function):
             c.forward()
         if not (training and needs_grad):
             held.release()
-        ctx.nncc = (module, held, converted, dims, training, [t.dtype for t in tensors[:n]])
+        ctx.nncc = (module, held, converted, dims, training,
+                    [(t.dtype, t.device) for t in tensors[:n]], device)
         for spec, o in zip(lib.outputs, outputs):
             if spec.dtype not in _FLOAT:
                 ctx.mark_non_differentiable(o)
@@ -81,7 +88,7 @@ class _Apply(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        module, held, converted, dims, training, in_dtypes = ctx.nncc
+        module, held, converted, dims, training, in_types, device = ctx.nncc
         lib = module._lib
         if not training:
             raise Error("UNSUPPORTED", "backward through an eval-mode forward of '%s': the "
@@ -92,33 +99,37 @@ class _Apply(torch.autograd.Function):
             raise Error("INVALID_ARGUMENT", "backward of '%s' ran twice through the same "
                         "forward (retain_graph is not supported)" % lib.name)
         try:
+            if device.type == "cuda":
+                c.set_cuda_stream(torch.cuda.current_stream(device).cuda_stream)
             by_name = {spec.name: g for spec, g in zip(lib.outputs, grad_outputs)}
             keep = []
             for spec in lib.cotangents:
                 out = spec.name[len("cotangent."):]
                 g = by_name.get(out)
                 shape = spec.concrete(dims)
-                g = torch.zeros(shape, dtype=_TORCH_DTYPES[spec.dtype]) if g is None else \
-                    g.detach().to(_TORCH_DTYPES[spec.dtype]).contiguous()
+                g = torch.zeros(shape, dtype=_TORCH_DTYPES[spec.dtype], device=device) \
+                    if g is None else \
+                    g.detach().to(device=device, dtype=_TORCH_DTYPES[spec.dtype]).contiguous()
                 keep.append(g)
                 c.bind(_abi.BIND_COTANGENT, spec.name, g.data_ptr(), spec.dtype, tuple(g.shape))
             param_grads = []
             for spec in lib.params:
-                g = torch.empty(spec.shape, dtype=_TORCH_DTYPES[spec.dtype])
+                g = torch.empty(spec.shape, dtype=_TORCH_DTYPES[spec.dtype], device=device)
                 c.bind(_abi.BIND_GRAD, "grad." + spec.name, g.data_ptr(), spec.dtype, spec.shape)
                 param_grads.append(g)
             input_grads = {}
             for spec in lib.input_grads:
-                g = torch.empty(spec.concrete(dims), dtype=_TORCH_DTYPES[spec.dtype])
+                g = torch.empty(spec.concrete(dims), dtype=_TORCH_DTYPES[spec.dtype],
+                                device=device)
                 c.bind(_abi.BIND_GRAD, spec.name, g.data_ptr(), spec.dtype, tuple(g.shape))
                 input_grads[spec.name[len("grad."):]] = g
             c.backward()
         finally:
             held.release()
         grads = []
-        for spec, dtype, need in zip(lib.inputs, in_dtypes, ctx.needs_input_grad[2:]):
+        for spec, (dtype, dev), need in zip(lib.inputs, in_types, ctx.needs_input_grad[2:]):
             g = input_grads.get(spec.name)
-            grads.append(g.to(dtype) if g is not None and need else None)
+            grads.append(g.to(device=dev, dtype=dtype) if g is not None and need else None)
         return (None, None, *grads, *param_grads)
 
 
@@ -144,7 +155,7 @@ class Module(torch.nn.Module):
                         "nncc.compile(path, grad=True, vjp=True) (nncc compile --grad --vjp)"
                         % lib.name)
         self._lib = lib
-        self._free = []
+        self._free = {}  # device type -> contexts
         self._step = 0
         for spec in lib.params:
             *path, leaf = spec.name.split(".")
@@ -155,7 +166,7 @@ class Module(torch.nn.Module):
                 owner = owner._modules[part]
             owner.register_parameter(leaf, torch.nn.Parameter(
                 torch.empty(spec.shape, dtype=_TORCH_DTYPES[spec.dtype])))
-        held = _Held(self, self._context())
+        held = _Held(self, self._context(torch.device("cpu")))
         with torch.no_grad():
             self._bind_params(held.context, self._parameter_list())
             if weights is not None:
@@ -171,15 +182,31 @@ class Module(torch.nn.Module):
     def _parameter_list(self):
         return [self.get_parameter(spec.name) for spec in self._lib.params]
 
-    def _context(self):
-        return self._free.pop() if self._free else self._lib.context("cpu")
+    def _device(self):
+        """Where the module runs: its parameters' device (all on one)."""
+        devices = {p.device for p in self._parameter_list()}
+        if len(devices) > 1:
+            raise Error("INVALID_ARGUMENT", "the parameters of %s are on several devices (%s)"
+                        % (self._lib.name, ", ".join(sorted(map(str, devices)))))
+        device = devices.pop() if devices else torch.device("cpu")
+        if device.type not in ("cpu", "cuda"):
+            raise Error("UNSUPPORTED", "nncc.torch runs on the CPU or CUDA, not on %s" % device)
+        return device
+
+    def _context(self, device):
+        pool = self._free.setdefault(device.type, [])
+        return pool.pop() if pool else self._lib.context(device.type)
+
+    def _release(self, context):
+        self._free.setdefault(context.target, []).append(context)
 
     def _bind_params(self, context, params):
         for spec, p in zip(self._lib.params, params):
-            if p.device.type != "cpu" or p.dtype != _TORCH_DTYPES[spec.dtype] or \
+            if p.device.type != context.target or p.dtype != _TORCH_DTYPES[spec.dtype] or \
                     not p.is_contiguous():
-                raise Error("UNSUPPORTED", "parameter '%s' must stay a contiguous %s CPU "
-                            "tensor, got %s on %s" % (spec.name, spec.dtype, p.dtype, p.device))
+                raise Error("UNSUPPORTED", "parameter '%s' must stay a contiguous %s tensor "
+                            "on the module's device (%s), got %s on %s"
+                            % (spec.name, spec.dtype, context.target, p.dtype, p.device))
             context.bind(_abi.BIND_PARAM, spec.name, p.data_ptr(), spec.dtype, spec.shape)
 
     def forward(self, *args, **kwargs):
@@ -201,10 +228,11 @@ class Module(torch.nn.Module):
             raise Error("INVALID_ARGUMENT", "%s: missing inputs %s" % (
                 self._lib.name, ", ".join(missing)))
         tensors = [torch.as_tensor(values[n]) for n in names]
+        device = self._device()
         for n, t in zip(names, tensors):
-            if t.device.type != "cpu":
-                raise Error("UNSUPPORTED", "input '%s' is on %s: nncc.torch runs on the CPU "
-                            "so far" % (n, t.device))
+            if t.device.type not in ("cpu", device.type):
+                raise Error("UNSUPPORTED", "input '%s' is on %s, the module on %s"
+                            % (n, t.device, device))
         params = self._parameter_list()
         needs_grad = torch.is_grad_enabled() and any(
             t.requires_grad for t in tensors + params)
@@ -214,7 +242,7 @@ class Module(torch.nn.Module):
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_lib"] = self._lib.path
-        state["_free"] = []
+        state["_free"] = {}
         return state
 
     def __setstate__(self, state):

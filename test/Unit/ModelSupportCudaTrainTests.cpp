@@ -159,7 +159,8 @@ const nncc_model_abi kAbi = {
     nncc_ms_save_weights, nncc_ms_set_input, nncc_ms_forward, nncc_ms_get_output,
     nncc_ms_memory_stats, nncc_ms_forward_train, nncc_ms_backward, nncc_ms_forward_backward,
     3, kGrads, nncc_ms_train_step, &kTrain, nncc_ms_train_stats, nncc_ms_reset_optimizer,
-    nncc_ms_schedule_lr, nncc_ms_param_group, kGroups,
+    nncc_ms_schedule_lr, nncc_ms_param_group, kGroups, 0, nullptr, 0, nullptr, nullptr,
+    nncc_ms_bind, nncc_ms_set_step, nncc_ms_set_cuda_stream,
 };
 // Launch ranges: forward [0, 1), forward_train [1, 2), backward (2, 3).
 const nncc_ms_model_def kTrainDef = {
@@ -319,6 +320,86 @@ TEST_F(CudaFakeTrain, InitWeightsKeepsTheTrainedValueOfAnUninitialisedParameter)
   ASSERT_EQ(kAbi.init_weights(m, 7, &err), NNCC_OK) << err.message;
   EXPECT_EQ(saved("scale"), trained);
   EXPECT_EQ(saved("fc.weight"), std::vector<float>(12, 0.25f));
+}
+
+// CUDA binding (ABI 6): "device" memory the caller owns is used in place;
+// under the fake driver device pointers are host pointers, so the test can
+// look into them.
+TEST_F(CudaFakeTrain, BoundDeviceMemoryIsUsedInPlace) {
+  std::vector<float> w(12, 0.5f), x(8), y(6, -7.0f), dw(12, -7.0f);
+  for (int i = 0; i < 8; ++i)
+    x[i] = float(i);
+  const int64_t wShape[] = {3, 4}, xShape[] = {2, 4}, yShape[] = {2, 3};
+  ASSERT_EQ(kAbi.bind(m, NNCC_BIND_PARAM, "fc.weight", NNCC_DTYPE_F32, 2, wShape, w.data(), &err),
+            NNCC_OK)
+      << err.message;
+  ASSERT_EQ(kAbi.bind(m, NNCC_BIND_INPUT, "x", NNCC_DTYPE_F32, 2, xShape, x.data(), &err),
+            NNCC_OK)
+      << err.message;
+  ASSERT_EQ(kAbi.bind(m, NNCC_BIND_OUTPUT, "y", NNCC_DTYPE_F32, 2, yShape, y.data(), &err),
+            NNCC_OK)
+      << err.message;
+  ASSERT_EQ(kAbi.bind(m, NNCC_BIND_GRAD, "grad.fc.weight", NNCC_DTYPE_F32, 2, wShape, dw.data(),
+                      &err),
+            NNCC_OK)
+      << err.message;
+  // The generated code sees the caller's pointers.
+  EXPECT_EQ(nncc_ms_param(m, 0), static_cast<void *>(w.data()));
+  EXPECT_EQ(nncc_ms_input(m, 0), static_cast<void *>(x.data()));
+  ASSERT_EQ(kAbi.forward_backward(m, &err), NNCC_OK) << err.message;
+  // y = x w^T + b (b = 0): row 0 sums 0..3 = 6 -> 3; row 1 sums 4..7 = 22 -> 11.
+  EXPECT_FLOAT_EQ(y[0], 3.0f);
+  EXPECT_FLOAT_EQ(y[5], 11.0f);
+  const void *got = nullptr;
+  ASSERT_EQ(kAbi.get_output(m, "y", nullptr, nullptr, nullptr, &got, &err), NNCC_OK);
+  EXPECT_EQ(got, static_cast<const void *>(y.data())) << "get_output returns the bound memory";
+  ASSERT_EQ(kAbi.get_output(m, "grad.fc.weight", nullptr, nullptr, nullptr, &got, &err),
+            NNCC_OK);
+  EXPECT_EQ(got, static_cast<const void *>(dw.data()));
+  EXPECT_FLOAT_EQ(dw[0], 3.0f * 0.0f + 11.0f * 4.0f); // y^T x, column 0
+  // train_step updates the bound parameter in place; save_weights reads it.
+  ASSERT_EQ(kAbi.train_step(m, nullptr, &err), NNCC_OK) << err.message;
+  EXPECT_NE(w[0], 0.5f);
+  EXPECT_FLOAT_EQ(saved("fc.weight")[0], w[0]);
+  // load_weights / init_weights write into the caller's memory.
+  ASSERT_EQ(kAbi.init_weights(m, 3, &err), NNCC_OK) << err.message;
+  EXPECT_EQ(w, std::vector<float>(12, 0.25f));
+  // Unbinding takes a copy of the current values; the caller's memory is
+  // no longer written.
+  w.assign(12, 2.0f);
+  ASSERT_EQ(kAbi.bind(m, NNCC_BIND_PARAM, "fc.weight", NNCC_DTYPE_F32, 0, nullptr, nullptr, &err),
+            NNCC_OK)
+      << err.message;
+  EXPECT_NE(nncc_ms_param(m, 0), static_cast<void *>(w.data()));
+  EXPECT_EQ(saved("fc.weight"), std::vector<float>(12, 2.0f));
+  ASSERT_EQ(kAbi.init_weights(m, 3, &err), NNCC_OK);
+  EXPECT_EQ(w, std::vector<float>(12, 2.0f));
+  // A set_input replaces a bound input.
+  std::vector<float> x2(8, 1.0f);
+  ASSERT_EQ(kAbi.set_input(m, "x", NNCC_DTYPE_F32, 2, xShape, x2.data(), &err), NNCC_OK);
+  EXPECT_NE(nncc_ms_input(m, 0), static_cast<void *>(x2.data()));
+  ASSERT_EQ(kAbi.forward(m, &err), NNCC_OK) << err.message;
+  EXPECT_FLOAT_EQ(y[0], 1.0f) << "x = 1 everywhere, w = 0.25 (init_weights above): 4 * 0.25";
+}
+
+TEST_F(CudaFakeTrain, RunsOnTheCallersStream) {
+  void *own = nncc_ms_cuda_stream(m);
+  ASSERT_NE(own, nullptr);
+  alignas(16) static char callerStream[16]; // a CUstream handle to the fake driver
+  ASSERT_EQ(kAbi.set_cuda_stream(m, callerStream, &err), NNCC_OK) << err.message;
+  EXPECT_EQ(nncc_ms_cuda_stream(m), static_cast<void *>(callerStream));
+  ASSERT_EQ(kAbi.train_step(m, nullptr, &err), NNCC_OK) << err.message;
+  ASSERT_EQ(kAbi.set_cuda_stream(m, nullptr, &err), NNCC_OK) << err.message;
+  EXPECT_EQ(nncc_ms_cuda_stream(m), own) << "NULL: back to the context's own stream";
+}
+
+TEST(CudaFakeTrainCpu, CallersStreamIsForCudaContexts) {
+  nncc_model *m = nullptr;
+  nncc_error err;
+  ASSERT_EQ(nncc_ms_create(&kTrainDef, NNCC_TARGET_CPU, &m, &err), NNCC_OK) << err.message;
+  EXPECT_STATUS_MSG(kAbi.set_cuda_stream(m, nullptr, &err), err, NNCC_ERROR_UNSUPPORTED,
+                    "set_cuda_stream: 'toy' runs on the CPU target");
+  nncc_ms_destroy(m);
 }
 
 TEST(CudaFakeTrainUnsupported, SaysWhichLaunchHasNoKernel) {

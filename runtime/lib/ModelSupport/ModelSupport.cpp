@@ -65,6 +65,8 @@ struct Tensor {
   nncc_CUdeviceptr device = 0;
   uint64_t deviceCapacity = 0;
   bool hostStale = false; // CUDA: the device copy is newer (gradients)
+  // CUDA bind: `device` is the caller's memory (never freed or resized).
+  bool deviceBound = false;
   // Caller-owned memory (bind, CPU target): used instead of `host`.
   void *bound = nullptr;
   std::vector<int64_t> boundShape; // outputs, gradients, cotangents: checked per run
@@ -106,7 +108,9 @@ struct nncc_model {
   nncc_arena *arena = nullptr;
 
   nncc_cuda_context *cuda = nullptr;
-  nncc_stream *stream = nullptr;
+  nncc_stream *stream = nullptr;     // where the model's work runs: one of
+  nncc_stream *ownStream = nullptr;  //   the context's own stream, or
+  nncc_stream *callerStream = nullptr; // the caller's (set_cuda_stream)
   void *cudaState = nullptr;
 };
 
@@ -210,7 +214,7 @@ nncc_status checkModel(nncc_model *model, const char *what, nncc_error *err) {
 
 nncc_status ensureDevice(nncc_model *m, Tensor &t, uint64_t bytes, const char *what,
                          nncc_error *err) {
-  if (t.device && t.deviceCapacity >= bytes)
+  if (t.deviceBound || (t.device && t.deviceCapacity >= bytes))
     return NNCC_OK;
   if (t.device) {
     nncc_cuda_free(m->cuda, t.device, nullptr);
@@ -224,13 +228,28 @@ nncc_status ensureDevice(nncc_model *m, Tensor &t, uint64_t bytes, const char *w
   return NNCC_OK;
 }
 
+/// CUDA bind: `data` (a device pointer, or NULL to unbind) becomes the
+/// tensor's device copy in place of the context's own.
+void bindDevice(nncc_model *m, Tensor &t, void *data) {
+  if (t.device && !t.deviceBound)
+    nncc_cuda_free(m->cuda, t.device, nullptr);
+  t.bound = nullptr;
+  t.device = reinterpret_cast<nncc_CUdeviceptr>(data);
+  t.deviceCapacity = 0;
+  t.deviceBound = data != nullptr;
+  t.hostStale = false;
+}
+
 /// CUDA: copies the parameters back to the host after train_step updated
 /// them on the device (before anything reads or partly rewrites them there).
 nncc_status syncParamsToHost(nncc_model *m, nncc_error *err) {
-  if (m->target != NNCC_TARGET_CUDA || !m->paramsHostStale)
+  if (m->target != NNCC_TARGET_CUDA)
     return NNCC_OK;
   for (int32_t i = 0; i < m->abi->num_params; ++i) {
     Tensor &p = m->params[i];
+    // Bound parameters are the caller's to change at any time: always read.
+    if (!m->paramsHostStale && !p.deviceBound)
+      continue;
     if (nncc_status s = nncc_cuda_memcpy_dtoh(m->cuda, p.data(), p.device, p.bytes, nullptr, err))
       return nncc_error_prefix(err, "copying parameter '%s' to the host: ",
                                m->abi->params[i].name),
@@ -240,9 +259,24 @@ nncc_status syncParamsToHost(nncc_model *m, nncc_error *err) {
   return NNCC_OK;
 }
 
+/// CUDA: parameters bound to the caller's device memory receive the values
+/// load_weights / init_weights just wrote to their host staging copy.
+nncc_status pushBoundParams(nncc_model *m, nncc_error *err) {
+  if (m->target != NNCC_TARGET_CUDA)
+    return NNCC_OK;
+  for (int32_t i = 0; i < m->abi->num_params; ++i) {
+    Tensor &p = m->params[i];
+    if (p.deviceBound)
+      if (nncc_status s = nncc_cuda_memcpy_htod(m->cuda, p.device, p.data(), p.bytes, nullptr,
+                                                err))
+        return nncc_error_prefix(err, "parameter '%s': ", m->abi->params[i].name), s;
+  }
+  return NNCC_OK;
+}
+
 /// CUDA: the host copy of a device result (a gradient), when it is stale.
 nncc_status syncToHost(nncc_model *m, Tensor &t, const char *name, nncc_error *err) {
-  if (!t.hostStale)
+  if (!t.hostStale || t.deviceBound)
     return NNCC_OK;
   if (nncc_status s = nncc_cuda_memcpy_dtoh(m->cuda, t.data(), t.device, t.bytes, nullptr, err))
     return nncc_error_prefix(err, "copying '%s' to the host: ", name), s;
@@ -256,14 +290,17 @@ nncc_status prepareDevice(nncc_model *m, nncc_error *e) {
   const nncc_model_abi *abi = m->abi;
   if (m->paramsDirty) {
     for (int32_t i = 0; i < abi->num_params; ++i)
-      if (nncc_status s = nncc_cuda_memcpy_htod(m->cuda, m->params[i].device,
-                                                m->params[i].data(), m->params[i].bytes,
-                                                m->stream, e))
-        return s;
+      if (!m->params[i].deviceBound)
+        if (nncc_status s = nncc_cuda_memcpy_htod(m->cuda, m->params[i].device,
+                                                  m->params[i].data(), m->params[i].bytes,
+                                                  m->stream, e))
+          return s;
     m->paramsDirty = false;
   }
   for (int32_t i = 0; i < abi->num_inputs; ++i) {
     Tensor &t = m->inputs[i];
+    if (t.deviceBound)
+      continue;
     if (nncc_status s = ensureDevice(m, t, t.bytes, abi->inputs[i].name, e))
       return s;
     if (nncc_status s = nncc_cuda_memcpy_htod(m->cuda, t.device, t.data(), t.bytes, m->stream, e))
@@ -282,6 +319,8 @@ nncc_status deviceTensors(nncc_model *m, std::vector<Tensor> &ts, const nncc_ten
                           bool upload, nncc_error *e) {
   for (size_t i = 0; i < ts.size(); ++i) {
     Tensor &t = ts[i];
+    if (t.deviceBound)
+      continue;
     if (nncc_status s = ensureDevice(m, t, t.bytes, infos[i].name, e))
       return s;
     t.hostStale = false;
@@ -299,7 +338,9 @@ nncc_status finishDevice(nncc_model *m, nncc_error *e) {
   if (nncc_status s = nncc_stream_synchronize(m->stream, e))
     return s;
   for (int32_t i = 0; i < m->abi->num_outputs; ++i)
-    if (nncc_status s = nncc_cuda_memcpy_dtoh(m->cuda, m->outputs[i].data(),
+    if (m->outputs[i].deviceBound) {
+      // the caller's device memory holds it
+    } else if (nncc_status s = nncc_cuda_memcpy_dtoh(m->cuda, m->outputs[i].data(),
                                               m->outputs[i].device, m->outputs[i].bytes,
                                               nullptr, e))
       return s;
@@ -312,18 +353,19 @@ void releaseCuda(nncc_model *m) {
   m->cudaState = nullptr;
   for (auto *group : {&m->inputs, &m->params, &m->outputs, &m->grads, &m->cotangents,
                       &m->inputGrads, &m->cudaOptM, &m->cudaOptV})
-    for (Tensor &t : *group)
-      if (t.device) {
+    for (Tensor &t : *group) {
+      if (t.device && !t.deviceBound)
         nncc_cuda_free(m->cuda, t.device, nullptr);
-        t.device = 0;
-      }
+      t.device = 0;
+      t.deviceBound = false;
+    }
   if (m->arena) {
     nncc_arena_destroy(m->arena);
     m->arena = nullptr;
   }
-  if (m->stream)
-    nncc_stream_destroy(m->stream);
-  m->stream = nullptr;
+  nncc_stream_destroy(m->callerStream);
+  nncc_stream_destroy(m->ownStream);
+  m->stream = m->ownStream = m->callerStream = nullptr;
   if (m->cuda)
     nncc_cuda_context_destroy(m->cuda);
   m->cuda = nullptr;
@@ -349,8 +391,9 @@ nncc_status setupCuda(nncc_model *m, nncc_error *err) {
                           model);
   if (nncc_status s = nncc_cuda_context_create(0, &m->cuda, err))
     return nncc_error_prefix(err, "creating the CUDA context: "), s;
-  if (nncc_status s = nncc_stream_create_cuda(m->cuda, &m->stream, err))
+  if (nncc_status s = nncc_stream_create_cuda(m->cuda, &m->ownStream, err))
     return nncc_error_prefix(err, "creating the CUDA stream: "), s;
+  m->stream = m->ownStream;
   for (int32_t i = 0; i < m->abi->num_params; ++i)
     if (nncc_status s = ensureDevice(m, m->params[i], m->params[i].bytes,
                                      m->abi->params[i].name, err))
@@ -615,6 +658,8 @@ nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *er
     p.set = true;
   m->trainReady = m->gradsValid = false;
   m->paramsDirty = true;
+  if (nncc_status s = pushBoundParams(m, e))
+    return nncc_error_prefix(e, "loading weights from '%s': ", path), s;
   nncc_error_clear(err);
   return NNCC_OK;
 }
@@ -693,6 +738,8 @@ nncc_status nncc_ms_init_weights(nncc_model *m, uint64_t seed, nncc_error *err) 
     p.set = true;
   m->trainReady = m->gradsValid = false;
   m->paramsDirty = true;
+  if (nncc_status s = pushBoundParams(m, err))
+    return nncc_error_prefix(err, "init_weights: "), s;
   nncc_error_clear(err);
   return NNCC_OK;
 }
@@ -817,6 +864,8 @@ nncc_status acceptInput(nncc_model *m, const char *what, const char *name, nncc_
   if (borrow) {
     t.bound = const_cast<void *>(data);
   } else {
+    if (t.deviceBound) // a copy replaces a CUDA binding
+      bindDevice(m, t, nullptr);
     t.bound = nullptr;
     if (!t.host.reserve(bytes))
       return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
@@ -954,10 +1003,9 @@ nncc_status nncc_ms_bind(nncc_model *m, int32_t binding, const char *name, nncc_
   const nncc_model_abi *abi = m->abi;
   if (!name)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "bind: name is NULL");
-  if (m->target != NNCC_TARGET_CPU)
-    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
-                          "bind '%s': caller-owned memory is supported on the CPU target "
-                          "only so far (use set_input / get_output on CUDA)", name);
+  // On CUDA the memory is device memory of the context's device (e.g. a
+  // framework's CUDA tensor), used in place of the context's device copy.
+  const bool cuda = m->target == NNCC_TARGET_CUDA;
   uint32_t elem = nncc_dtype_size(dtype);
   if (data && elem && reinterpret_cast<uintptr_t>(data) % elem != 0)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
@@ -968,15 +1016,21 @@ nncc_status nncc_ms_bind(nncc_model *m, int32_t binding, const char *name, nncc_
                           "bind '%s': invalid rank %d or NULL shape", name, rank);
 
   if (binding == NNCC_BIND_INPUT) {
-    if (data)
-      return acceptInput(m, "bind", name, dtype, rank, shape, data, /*borrow=*/true, err);
+    if (data) {
+      nncc_status s = acceptInput(m, "bind", name, dtype, rank, shape, data, /*borrow=*/true, err);
+      int32_t idx = findByName(abi->inputs, abi->num_inputs, name);
+      if (s == NNCC_OK && cuda) // the borrowed pointer is a device pointer
+        bindDevice(m, m->inputs[idx], data);
+      return s;
+    }
     int32_t idx = findByName(abi->inputs, abi->num_inputs, name);
     if (idx < 0)
       return nncc_error_set(err, NNCC_ERROR_NOT_FOUND, "bind: model '%s' has no input '%s'",
                             abi->model_name, name);
     Tensor &t = m->inputs[idx];
-    if (t.bound) { // unbound: to be set again
+    if (t.bound || t.deviceBound) { // unbound: to be set again
       t.bound = nullptr;
+      bindDevice(m, t, nullptr);
       t.set = false;
     }
     m->trainReady = false;
@@ -1032,7 +1086,22 @@ nncc_status nncc_ms_bind(nncc_model *m, int32_t binding, const char *name, nncc_
     tensors->resize(static_cast<size_t>(count));
   Tensor &t = (*tensors)[idx];
 
-  if (binding == NNCC_BIND_PARAM) {
+  if (binding == NNCC_BIND_PARAM && cuda) {
+    // The host copy stays: load_weights / init_weights stage values there.
+    if (data) {
+      bindDevice(m, t, data);
+      t.set = true;
+    } else if (t.deviceBound) { // the context takes a copy of the current values
+      if (nncc_status s = nncc_cuda_memcpy_dtoh(m->cuda, t.data(), t.device, t.bytes, nullptr,
+                                                err))
+        return nncc_error_prefix(err, "bind parameter '%s': ", name), s;
+      bindDevice(m, t, nullptr);
+      if (nncc_status s = ensureDevice(m, t, t.bytes, name, err))
+        return s;
+    }
+    m->paramsDirty = true;
+    m->trainReady = m->gradsValid = false;
+  } else if (binding == NNCC_BIND_PARAM) {
     if (data) {
       t.bound = data;
       t.host.release();
@@ -1048,7 +1117,10 @@ nncc_status nncc_ms_bind(nncc_model *m, int32_t binding, const char *name, nncc_
     m->paramsDirty = true;
     m->trainReady = m->gradsValid = false;
   } else {
-    t.bound = data;
+    if (cuda)
+      bindDevice(m, t, data);
+    else
+      t.bound = data;
     if (data)
       t.boundShape.assign(shape, shape + rank);
     if (binding == NNCC_BIND_OUTPUT)
@@ -1097,8 +1169,10 @@ nncc_status nncc_ms_set_cotangent(nncc_model *m, const char *name, nncc_dtype dt
   if (t.bytes && !data)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "cotangent '%s': data is NULL",
                           name);
-  if (t.bound) { // a copy replaces the caller's memory
+  if (t.bound || t.deviceBound) { // a copy replaces the caller's memory
     t.bound = nullptr;
+    t.deviceBound = false;
+    t.device = 0;
     if (!t.host.reserve(t.bytes))
       return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
                             "cotangent '%s': cannot allocate %" PRIu64 " bytes", name, t.bytes);
@@ -1114,7 +1188,7 @@ namespace {
 /// Memory for a result of the shape in `t.shape` (`t.bytes`): the context's,
 /// or the caller's bound memory, which must have that shape.
 nncc_status prepareResult(Tensor &t, const char *name, nncc_error *e) {
-  if (t.bound) {
+  if (t.bound || t.deviceBound) {
     if (t.boundShape != t.shape)
       return nncc_error_set(e, NNCC_ERROR_SHAPE_MISMATCH,
                             "'%s' is bound to caller memory of shape %s, but this run "
@@ -1141,7 +1215,7 @@ nncc_status sizeTensors(nncc_model *m, const nncc_tensor_info *infos, int32_t n,
                             infos[i].name, dimsString(m->abi, infos[i]).c_str());
     if (nncc_status s = prepareResult(t, infos[i].name, e))
       return s;
-    if (!t.bound) // caller-owned cotangents are the caller's to fill
+    if (!t.bound && !t.deviceBound) // caller-owned cotangents are the caller's to fill
       std::memset(t.data(), 0, t.bytes);
   }
   return NNCC_OK;
@@ -1158,7 +1232,7 @@ nncc_status prepareVJP(nncc_model *m, nncc_error *e) {
   if (nncc_status s = sizeTensors(m, abi->input_grads, abi->num_input_grads, m->inputGrads, e))
     return s;
   int32_t loss = findByName(abi->cotangents, abi->num_cotangents, "cotangent.loss");
-  if (loss >= 0 && !m->cotangents[loss].bound) {
+  if (loss >= 0 && !m->cotangents[loss].bound && !m->cotangents[loss].deviceBound) {
     if (abi->cotangents[loss].dtype == NNCC_DTYPE_F64)
       *static_cast<double *>(m->cotangents[loss].data()) = 1.0;
     else
@@ -1275,6 +1349,14 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
 }
 } // namespace
 
+namespace {
+/// What get_output hands out: the host copy, or the caller's bound memory
+/// (a device pointer for a CUDA binding).
+const void *resultData(const nncc_model *, const Tensor &t) {
+  return t.deviceBound ? reinterpret_cast<const void *>(t.device) : t.data();
+}
+} // namespace
+
 nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtype,
                                int32_t *rank, const int64_t **shape, const void **data,
                                nncc_error *err) {
@@ -1304,7 +1386,7 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
       if (shape)
         *shape = (*tensors)[g].shape.data();
       if (data)
-        *data = (*tensors)[g].data();
+        *data = resultData(m, (*tensors)[g]);
       nncc_error_clear(err);
       return NNCC_OK;
     }
@@ -1328,7 +1410,28 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
   if (shape)
     *shape = t.shape.data();
   if (data)
-    *data = t.data();
+    *data = resultData(m, t);
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+nncc_status nncc_ms_set_cuda_stream(nncc_model *m, void *stream, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "set_cuda_stream", err))
+    return s;
+  if (m->target != NNCC_TARGET_CUDA)
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                          "set_cuda_stream: '%s' runs on the CPU target", m->abi->model_name);
+  // The work queued so far finishes first, on the stream it was queued on.
+  if (nncc_status s = nncc_stream_synchronize(m->stream, err))
+    return nncc_error_prefix(err, "set_cuda_stream: "), s;
+  nncc_stream *wrapped = nullptr;
+  if (stream)
+    if (nncc_status s = nncc_stream_wrap_cuda(m->cuda, static_cast<nncc_CUstream>(stream),
+                                              &wrapped, err))
+      return nncc_error_prefix(err, "set_cuda_stream: "), s;
+  nncc_stream_destroy(m->callerStream);
+  m->callerStream = wrapped;
+  m->stream = wrapped ? wrapped : m->ownStream;
   nncc_error_clear(err);
   return NNCC_OK;
 }

@@ -59,6 +59,7 @@ struct nncc_stream {
   nncc_device_kind kind = NNCC_DEVICE_CPU;
   nncc_cuda_context *ctx = nullptr; // CUDA streams only
   nncc_CUstream handle = nullptr;   // CUDA streams only
+  bool owned = true;                // false: the caller's (nncc_stream_wrap_cuda)
   nncc_error sticky{};              // CPU streams: first failure
 };
 

@@ -34,10 +34,26 @@ nncc_status nncc_stream_create_cuda(nncc_cuda_context *ctx, nncc_stream **out,
   return ok(err);
 }
 
+nncc_status nncc_stream_wrap_cuda(nncc_cuda_context *ctx, nncc_CUstream handle,
+                                  nncc_stream **out, nncc_error *err) {
+  if (!out)
+    return fail(err, NNCC_ERROR_INVALID_ARGUMENT, "nncc_stream_wrap_cuda: out is NULL");
+  *out = nullptr;
+  if (!ctx)
+    return fail(err, NNCC_ERROR_INVALID_ARGUMENT, "nncc_stream_wrap_cuda: ctx is NULL");
+  auto *stream = new nncc_stream();
+  stream->kind = NNCC_DEVICE_CUDA;
+  stream->ctx = ctx;
+  stream->handle = handle;
+  stream->owned = false;
+  *out = stream;
+  return ok(err);
+}
+
 void nncc_stream_destroy(nncc_stream *stream) {
   if (!stream)
     return;
-  if (stream->kind == NNCC_DEVICE_CUDA &&
+  if (stream->kind == NNCC_DEVICE_CUDA && stream->owned &&
       nncc_cuda_context_make_current(stream->ctx, nullptr) == NNCC_OK)
     stream->ctx->driver->cuStreamDestroy(stream->handle);
   delete stream;

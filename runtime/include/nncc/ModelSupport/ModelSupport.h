@@ -153,6 +153,8 @@ nncc_status nncc_ms_bind(nncc_model *model, int32_t binding, const char *name, n
 nncc_status nncc_ms_set_cotangent(nncc_model *model, const char *name, nncc_dtype dtype,
                                   int32_t rank, const int64_t *shape, const void *data,
                                   nncc_error *err);
+/* ABI 6: the caller's CUDA stream. */
+nncc_status nncc_ms_set_cuda_stream(nncc_model *model, void *stream, nncc_error *err);
 
 /* ---- For the generated launch sequences. ---- */
 nncc_target nncc_ms_target(const nncc_model *model);

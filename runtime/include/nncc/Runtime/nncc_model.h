@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define NNCC_MODEL_ABI_VERSION 5
+#define NNCC_MODEL_ABI_VERSION 6
 
 typedef struct nncc_model nncc_model; /* one context: weights, arena, streams */
 
@@ -212,7 +212,10 @@ typedef struct nncc_model_abi {
 
   /* ABI 5: zero-copy. Binds caller-owned memory to a tensor (`binding`, an
    * nncc_binding) in place of the context's copy; `data` NULL unbinds.
-   * CPU target only so far (host pointers): NNCC_ERROR_UNSUPPORTED on CUDA.
+   * Host memory on a CPU context; on a CUDA context (ABI 6) device memory of
+   * the context's device (a CUdeviceptr cast to void *, e.g. a framework's
+   * CUDA tensor): it is used in place of the context's device copy, and
+   * get_output returns that device pointer.
    *  - NNCC_BIND_INPUT: like set_input (same checks, binds the dims) but
    *    read in place by every later run until unbound or set_input replaces
    *    it; unbinding unsets the input.
@@ -234,6 +237,14 @@ typedef struct nncc_model_abi {
    * train_step is step + 1). A framework that runs its own optimizer sets a
    * new step before each training forward to draw fresh masks. */
   nncc_status (*set_step)(nncc_model *model, int64_t step, nncc_error *err);
+
+  /* ABI 6: CUDA contexts only. Runs the context's work (launches, copies,
+   * waits) on the caller's CUstream from now on (e.g. PyTorch's
+   * torch.cuda.current_stream().cuda_stream), so it is ordered with the
+   * caller's own work; NULL returns to the context's own stream. Work queued
+   * before is finished first. The caller keeps the stream alive while it is
+   * set. NNCC_ERROR_UNSUPPORTED on a CPU context. */
+  nncc_status (*set_cuda_stream)(nncc_model *model, void *stream, nncc_error *err);
 } nncc_model_abi;
 
 typedef const nncc_model_abi *(*nncc_model_get_abi_fn)(void);

@@ -316,6 +316,10 @@ NNCC_RT_API nncc_status nncc_stream_create_cpu(nncc_stream **out, nncc_error *er
 /* CUDA stream (cuStreamCreate) in ctx. */
 NNCC_RT_API nncc_status nncc_stream_create_cuda(nncc_cuda_context *ctx, nncc_stream **out,
                                                 nncc_error *err);
+/* A CUDA stream of ctx that the caller owns (NULL: the legacy default
+ * stream): used, never destroyed. */
+NNCC_RT_API nncc_status nncc_stream_wrap_cuda(nncc_cuda_context *ctx, nncc_CUstream handle,
+                                              nncc_stream **out, nncc_error *err);
 NNCC_RT_API void nncc_stream_destroy(nncc_stream *stream);
 NNCC_RT_API nncc_device_kind nncc_stream_device(const nncc_stream *stream);
 /* The CUstream (NULL for CPU streams). */
