@@ -587,13 +587,17 @@ inline const char *kernel_name(const void *f) {
   return "kernel";
 }
 
-template <typename K> struct Launch;
-template <typename... P> struct Launch<void (*)(P...)> {
+/// One launch: `call(args...)` runs the kernel (by name, so parameters with
+/// default arguments may be left out at the launch); `k` is the kernel's
+/// address (its cudaFuncSetAttribute entry).
+template <typename K, typename Call> struct Launch;
+template <typename... P, typename Call> struct Launch<void (*)(P...), Call> {
   void (*k)(P...);
   dim3 grid, block;
   size_t smem;
   const char *name;
-  void operator()(P... p) const {
+  Call call;
+  template <typename... A> void operator()(A... p) const {
     configure();
     ++g.launches;
     auto bad = [&](cudaError_t e) {
@@ -613,14 +617,14 @@ template <typename... P> struct Launch<void (*)(P...)> {
     const size_t allowed = it != g.max_dyn_smem.end() ? (size_t)it->second : kStaticSmemLimit;
     if (smem > allowed)
       return bad(cudaErrorInvalidValue);
-    std::tuple<P...> args(p...);
+    std::tuple<A...> args(p...);
     struct Ctx {
-      void (*k)(P...);
-      std::tuple<P...> *args;
-    } ctx{k, &args};
+      const Call *call;
+      std::tuple<A...> *args;
+    } ctx{&call, &args};
     auto body = [](void *c) {
       Ctx *x = (Ctx *)c;
-      std::apply(x->k, *x->args); // each thread gets its own copies
+      std::apply(*x->call, *x->args); // each thread gets its own copies
     };
     g.kernel = name;
     g.grid = grid;
@@ -639,11 +643,12 @@ template <typename... P> struct Launch<void (*)(P...)> {
 };
 
 /// `k<<<grid, block, smem, stream>>>(args)` is rewritten to
-/// `::emu::launch(k, grid, block, smem, stream, "k")(args)`.
-template <typename... P>
-Launch<void (*)(P...)> launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem = 0,
-                              cudaStream_t = nullptr, const char *name = "kernel") {
-  return Launch<void (*)(P...)>{k, grid, block, smem, name};
+/// `::emu::launch(k, grid, block, smem, stream, "k",
+///                [&](auto... a) { k(a...); })(args)`.
+template <typename... P, typename Call>
+Launch<void (*)(P...), Call> launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem,
+                                    cudaStream_t, const char *name, Call call) {
+  return Launch<void (*)(P...), Call>{k, grid, block, smem, name, call};
 }
 
 } // namespace emu

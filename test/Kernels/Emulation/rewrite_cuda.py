@@ -8,7 +8,9 @@ Copies RUNTIME_INCLUDE/nncc/Kernels/CUDA/*.cuh to OUT_DIR/nncc/Kernels/CUDA/
 string literals, and keeping every line where it was:
 
   kernel<<<grid, block[, smem[, stream]]>>>(args)
-      -> ::emu::launch(kernel, grid, block, smem, stream, "kernel")(args)
+      -> ::emu::launch(kernel, grid, block, smem, stream, "kernel",
+                       [&](auto... a) { kernel(a...); })(args)
+         (the kernel is called by name, so default arguments apply)
   extern __shared__ [__align__(N)] T name[];
       -> T *name = (T *)::emu::dynamic_smem();
   __shared__ [__align__(N)] T a[..][..], b[..];
@@ -149,8 +151,13 @@ def rewrite(src, fname):
             raise RewriteError("%s:%d: launch configuration with %d arguments" %
                                (fname, line_of(src, i), nargs))
         cfg += ", 0" * (nargs < 3) + ", nullptr" * (nargs < 4)
-        name = " ".join(kernel.split()).replace("\\", "\\\\").replace('"', '\\"')
-        text = "::emu::launch(%s, %s, \"%s\")%s" % (kernel, cfg, name, "\n" * dropped_nl)
+        flat = " ".join(kernel.split())
+        name = flat.replace("\\", "\\\\").replace('"', '\\"')
+        # The kernel is called by name inside a generic lambda (one line, so
+        # the lines stay where they were): a launch may leave out parameters
+        # that have default arguments.
+        text = "::emu::launch(%s, %s, \"%s\", [&](auto... emu_a) { %s(emu_a...); })%s" % (
+            kernel, cfg, name, flat, "\n" * dropped_nl)
         edits.append((k, j + 3, text))
 
     # __shared__ declarations.
