@@ -4,7 +4,8 @@
 # libraries they link, OpenBLAS (xz), the parity harness, and run.sh, which
 # on the GPU checks CPU against CUDA for each model's forward and training
 # step and runs compute-sanitizer (memcheck, racecheck, synccheck) over a
-# training step of the models named in SANITIZE.
+# training step of the models named in SANITIZE, then nncc.torch on CUDA
+# (utils/device_torch_check.py: CPU vs CUDA module, AdamW, one-rank NCCL DDP).
 #
 #   bash utils/device_prep.sh OUT [model ...]     # default: every models/*.nn
 #   # then, with the tool library's device runner:
@@ -53,6 +54,12 @@ for m in "${MODELS[@]}"; do
   xz -T2 "$OUT/models/$m/lib$m.so"
 done
 
+# nncc.torch on the GPU: the GRU forecaster with the VJP, for both targets.
+mkdir -p "$OUT/torch"
+"$NNCC" compile "$ROOT/models/gru_forecaster.nn" --grad --vjp --target all -o "$OUT/torch/build" >/dev/null
+xz -T2 -c "$OUT/torch/build/libgru_forecaster.so" > "$OUT/torch/libgru_forecaster.so.xz"
+rm -rf "$OUT/torch/build"
+
 cat > "$OUT/run.sh" <<'EOS'
 #!/usr/bin/env bash
 # On the GPU machine: CPU against CUDA for every prepared model (forward,
@@ -97,6 +104,11 @@ for m in $SANITIZE; do
     [ $rc -eq 0 ] || fails=$((fails + 1))
   done
 done
+if python3 -c 'import torch' 2>/dev/null; then
+  echo "=== nncc.torch on CUDA (utils/device_torch_check.py)"
+  xz -dc "$HERE/torch/libgru_forecaster.so.xz" > "$WORK/libgru_forecaster.so"
+  python3 "$HERE/../utils/device_torch_check.py" "$WORK/libgru_forecaster.so" || fails=$((fails + 1))
+fi
 echo "=== $fails failure(s)"
 [ $fails -eq 0 ]
 EOS
