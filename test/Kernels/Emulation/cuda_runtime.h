@@ -55,6 +55,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <source_location>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
@@ -690,39 +691,50 @@ emu_ctx_switch:
 
 // ---- device built-ins -------------------------------------------------------
 
-#define EMU_SITE __builtin_return_address(0)
-[[gnu::noinline]] inline void __syncthreads() { emu::syncthreads(EMU_SITE); }
+// A barrier's or warp primitive's site is its source location (the rewritten
+// headers keep the original file and lines), not its return address: the
+// host compiler may duplicate one call into several (tail duplication of a
+// branch), and lanes at the same source call must still meet.
+namespace emu {
+inline const void *site_of(const std::source_location &l) {
+  static std::map<std::tuple<const char *, unsigned, unsigned>, char> sites;
+  return &sites[{l.file_name(), (unsigned)l.line(), (unsigned)l.column()}];
+}
+} // namespace emu
+#define EMU_LOC std::source_location emu_loc = std::source_location::current()
+#define EMU_SITE ::emu::site_of(emu_loc)
+[[gnu::noinline]] inline void __syncthreads(EMU_LOC) { emu::syncthreads(EMU_SITE); }
 [[gnu::noinline]] inline int __syncthreads_count(int p) {
   (void)p;
   fprintf(stderr, "EMU: __syncthreads_count is not emulated\n");
   abort();
 }
-[[gnu::noinline]] inline void __syncwarp(unsigned mask = 0xffffffffu) {
+[[gnu::noinline]] inline void __syncwarp(unsigned mask = 0xffffffffu, EMU_LOC) {
   emu::warp_op(emu::OpSync, mask, 0, 0, 32, EMU_SITE);
 }
-template <typename T> [[gnu::noinline]] T __shfl_sync(unsigned m, T v, int src, int w = 32) {
+template <typename T> [[gnu::noinline]] T __shfl_sync(unsigned m, T v, int src, int w = 32, EMU_LOC) {
   return emu::from_bits<T>(emu::warp_op(emu::OpShflIdx, m, emu::to_bits(v), src, w, EMU_SITE));
 }
-template <typename T> [[gnu::noinline]] T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) {
+template <typename T> [[gnu::noinline]] T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32, EMU_LOC) {
   return emu::from_bits<T>(emu::warp_op(emu::OpShflUp, m, emu::to_bits(v), (int)d, w, EMU_SITE));
 }
 template <typename T>
-[[gnu::noinline]] T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) {
+[[gnu::noinline]] T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32, EMU_LOC) {
   return emu::from_bits<T>(emu::warp_op(emu::OpShflDown, m, emu::to_bits(v), (int)d, w, EMU_SITE));
 }
-template <typename T> [[gnu::noinline]] T __shfl_xor_sync(unsigned m, T v, int x, int w = 32) {
+template <typename T> [[gnu::noinline]] T __shfl_xor_sync(unsigned m, T v, int x, int w = 32, EMU_LOC) {
   return emu::from_bits<T>(emu::warp_op(emu::OpShflXor, m, emu::to_bits(v), x, w, EMU_SITE));
 }
-[[gnu::noinline]] inline unsigned __ballot_sync(unsigned m, int p) {
+[[gnu::noinline]] inline unsigned __ballot_sync(unsigned m, int p, EMU_LOC) {
   return (unsigned)emu::warp_op(emu::OpBallot, m, p != 0, 0, 32, EMU_SITE);
 }
-[[gnu::noinline]] inline int __any_sync(unsigned m, int p) {
+[[gnu::noinline]] inline int __any_sync(unsigned m, int p, EMU_LOC) {
   return (int)emu::warp_op(emu::OpAny, m, p != 0, 0, 32, EMU_SITE);
 }
-[[gnu::noinline]] inline int __all_sync(unsigned m, int p) {
+[[gnu::noinline]] inline int __all_sync(unsigned m, int p, EMU_LOC) {
   return (int)emu::warp_op(emu::OpAll, m, p != 0, 0, 32, EMU_SITE);
 }
-template <typename T> [[gnu::noinline]] unsigned __match_any_sync(unsigned m, T v) {
+template <typename T> [[gnu::noinline]] unsigned __match_any_sync(unsigned m, T v, EMU_LOC) {
   return (unsigned)emu::warp_op(emu::OpMatchAny, m, emu::to_bits(v), 0, 32, EMU_SITE);
 }
 inline unsigned __activemask() { return 0xffffffffu; }

@@ -1,0 +1,221 @@
+// CUDA-emulation parity of attention training: the training forwards
+// (launch_{flash,dilated,lsh}_attention_train of Attention.cuh /
+// LshAttention.cuh: output and log-sum-exp, dropout) and their backwards
+// (AttentionBackward.cuh: launch_{flash,dilated,lsh}_attention_backward from
+// the saved output and lse, and recomputing the forward with and without
+// `core`) against nncc_attention_* / nncc_attention_backward_* of
+// libnncc_kernels.so, with the parameters lib/Target/Launch/AttentionLaunch.cpp
+// gives each side. Cases from a throwaway launcher harness (dense causal /
+// padded / dh 24 / DHS 32; dilated window, dilation, global tokens with
+// duplicates and one >= T, the CPU's dense-tile mode; LSH rounds, chunks,
+// chunk 1 (self-only queries), same-bucket, given rotations), each with and
+// without dropout.
+#include "nncc/Kernels/CUDA/AttentionBackward.cuh"
+#include "nncc/Kernels/Kernels.h"
+
+#include "emu_test.h"
+
+using namespace nncc::kernels::cuda;
+using namespace emutest;
+
+#define CPU2(name)                                                                         \
+  template <typename T, typename... A> int cpu_##name(A... a) {                             \
+    if constexpr (std::is_same_v<T, double>)                                                \
+      return nncc_##name##_f64(a...);                                                       \
+    else                                                                                    \
+      return nncc_##name##_f32(a...);                                                       \
+  }
+CPU2(attention)
+CPU2(attention_backward)
+
+struct Case {
+  const char *name;
+  int kind, B, Tn, H, dh;
+  bool causal, pad;
+  double scale = 0; // 0: 1/sqrt(dh) on both sides
+  int window = 0, dilation = 1;
+  std::vector<int32_t> globals;
+  int hashes = 0, buckets = 0, chunk = 0, same = 0;
+};
+
+template <typename T> std::vector<T> normal(size_t n) {
+  std::normal_distribution<double> nd(0, 1);
+  std::vector<T> v(n);
+  for (auto &x : v) x = (T)nd(rng);
+  return v;
+}
+
+template <typename T, int DHS> void run(Group &G, const Case &c, double dropout) {
+  const int B = c.B, Tn = c.Tn, H = c.H, dh = c.dh, E = H * dh;
+  const bool lsh = c.kind == NNCC_ATTN_LSH;
+  // Packed rows as the generated code passes them: [q | k | v] (LSH: [qk | v]).
+  const int P = lsh ? 2 : 3, ld = P * E;
+  const uint64_t seed = 123, offset = 9;
+  auto qkv = normal<T>((size_t)B * Tn * ld), dout = normal<T>((size_t)B * Tn * E);
+  std::vector<uint8_t> kpm((size_t)B * Tn, 0);
+  if (c.pad)
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < Tn; ++t) kpm[(size_t)b * Tn + t] = (t >= Tn - 4 - 3 * b) || (t % 9 == 2);
+  const uint8_t *kp = c.pad ? kpm.data() : nullptr;
+  std::vector<T> rot;
+  if (lsh) rot = normal<T>((size_t)c.hashes * dh * (c.buckets / 2));
+  const int ng = (int)c.globals.size();
+
+  nncc_attention_params p;
+  memset(&p, 0, sizeof(p));
+  p.kind = c.kind;
+  p.causal = c.causal;
+  p.scale = c.scale;
+  p.window = c.window;
+  p.dilation = c.dilation;
+  p.global_pos = ng ? c.globals.data() : nullptr;
+  p.n_global = ng;
+  p.rotations = lsh ? rot.data() : nullptr;
+  p.n_hashes = c.hashes;
+  p.n_buckets = c.buckets;
+  p.chunk = c.chunk;
+  p.same_bucket_only = c.same;
+  p.dropout = dropout;
+  p.dropout_seed = seed;
+  p.dropout_offset = offset;
+  const T scale = c.scale != 0 ? (T)c.scale : T(1) / std::sqrt(T(dh));
+
+  const T *q = qkv.data(), *k = lsh ? qkv.data() : qkv.data() + E, *v = qkv.data() + (P - 1) * E;
+  const int64_t wsBytes =
+      std::max(nncc_attention_backward_workspace_size(&p, B, Tn, H, dh, sizeof(T)),
+               nncc_attention_workspace_size(&p, B, Tn, H, dh, sizeof(T)));
+  auto wsC = garbage(wsBytes);
+  // CPU: training forward, backward from it, backward recomputing it.
+  auto outC = nanv<T>((size_t)B * Tn * E), lseC = nanv<T>((size_t)B * H * Tn),
+       outC2 = nanv<T>(outC.size());
+  auto dC = nanv<T>(qkv.size()), dC2 = nanv<T>(qkv.size());
+  G.ok("cpu attention", cpu_attention<T>(&p, (int64_t)B, (int64_t)Tn, (int64_t)H, (int64_t)dh, q,
+                                         k, v, (int64_t)ld, outC.data(), (int64_t)E, kp,
+                                         (void *)wsC.data(), (int32_t *)nullptr, lseC.data()));
+  for (int rec = 0; rec < 2; ++rec) {
+    T *d = rec ? dC2.data() : dC.data();
+    G.ok("cpu attention_backward",
+         cpu_attention_backward<T>(&p, (int64_t)B, (int64_t)Tn, (int64_t)H, (int64_t)dh, q, k, v,
+                                   (int64_t)ld, dout.data(), (int64_t)E, d, lsh ? nullptr : d + E,
+                                   d + (P - 1) * E, (int64_t)ld, kp, (void *)wsC.data(),
+                                   rec ? outC2.data() : outC.data(),
+                                   rec ? (const T *)nullptr : lseC.data()));
+  }
+
+  // CUDA training forward.
+  const std::string tag = std::string(c.name) + " drop" + std::to_string(dropout).substr(0, 4);
+  auto out = nanv<T>(outC.size()), lse = nanv<T>(lseC.size());
+  if (c.kind == NNCC_ATTN_DENSE) {
+    G.ok(tag + " fwd", launch_flash_attention_train<T, DHS>(dh, B, Tn, H, q, k, v, ld, out.data(),
+                                                            E, kp, c.causal, scale, lse.data(),
+                                                            dropout, seed, offset, nullptr));
+  } else if (c.kind == NNCC_ATTN_DILATED) {
+    auto ws = garbage(dilated_attention_scratch_bytes(Tn, ng));
+    G.ok(tag + " fwd", launch_dilated_attention_train<T, DHS>(
+                           dh, B, Tn, H, q, k, v, ld, out.data(), E, kp, c.causal, scale,
+                           c.window, c.dilation, ng ? c.globals.data() : nullptr, ng, lse.data(),
+                           dropout, seed, offset, ws.data(), nullptr));
+  } else {
+    auto ws = garbage(lsh_attention_scratch_bytes(B, Tn, H, dh, c.hashes, sizeof(T)));
+    G.ok(tag + " fwd", launch_lsh_attention_train<T, DHS>(
+                           dh, B, Tn, H, c.hashes, c.buckets, c.chunk, c.causal, scale, c.same, q,
+                           v, ld, rot.data(), out.data(), E, kp, lse.data(), dropout, seed,
+                           offset, ws.data(), nullptr));
+  }
+  G.cmp(tag + " out", outC, out);
+  G.cmp(tag + " lse", lseC, lse);
+
+  // CUDA backward: 0 from the saved output and lse, 1 recomputing into
+  // `core`, 2 recomputing into the scratch (saved_lse NULL).
+  for (int mode = 0; mode < 3; ++mode) {
+    const bool recompute = mode > 0;
+    auto d = nanv<T>(qkv.size()), core = nanv<T>(outC.size());
+    const T *so = recompute ? nullptr : out.data(), *sl = recompute ? nullptr : lse.data();
+    T *co = mode == 1 ? core.data() : nullptr;
+    int64_t bytes;
+    if (c.kind == NNCC_ATTN_DENSE)
+      bytes = flash_attention_backward_workspace_bytes(B, Tn, H, dh, sizeof(T), recompute);
+    else if (c.kind == NNCC_ATTN_DILATED)
+      bytes = dilated_attention_backward_workspace_bytes(B, Tn, H, dh, ng, sizeof(T), recompute);
+    else
+      bytes = lsh_attention_backward_workspace_bytes(B, Tn, H, dh, c.hashes, sizeof(T),
+                                                     recompute);
+    auto ws = garbage(bytes);
+    int rc;
+    if (c.kind == NNCC_ATTN_DENSE)
+      rc = launch_flash_attention_backward<T, DHS>(
+          dh, B, Tn, H, q, k, v, ld, dout.data(), E, d.data(), d.data() + E, d.data() + 2 * E, ld,
+          kp, c.causal, scale, dropout, seed, offset, so, sl, co, ws.data(), nullptr);
+    else if (c.kind == NNCC_ATTN_DILATED)
+      rc = launch_dilated_attention_backward<T, DHS>(
+          dh, B, Tn, H, q, k, v, ld, dout.data(), E, d.data(), d.data() + E, d.data() + 2 * E, ld,
+          kp, c.causal, scale, c.window, c.dilation, ng ? c.globals.data() : nullptr, ng,
+          dropout, seed, offset, so, sl, co, ws.data(), nullptr);
+    else
+      rc = launch_lsh_attention_backward<T, DHS>(
+          dh, B, Tn, H, c.hashes, c.buckets, c.chunk, c.causal, scale, c.same, q, v, ld,
+          rot.data(), dout.data(), E, d.data(), d.data() + E, ld, kp, dropout, seed, offset, so,
+          sl, co, ws.data(), nullptr);
+    static const char *modes[] = {" d(saved)", " d(recompute+core)", " d(recompute)"};
+    G.ok(tag + modes[mode] + " launch", rc);
+    G.cmp(tag + modes[mode], recompute ? dC2 : dC, d);
+    if (mode == 1) G.cmp(tag + " core", outC2, core);
+  }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> cs;
+  cs.push_back({"dense", NNCC_ATTN_DENSE, 1, 33, 2, 32, false, false});
+  cs.push_back({"dense causal pad", NNCC_ATTN_DENSE, 2, 70, 2, 32, true, true});
+  cs.push_back({"dense pad dh24 scale0.3", NNCC_ATTN_DENSE, 2, 37, 2, 24, false, true, 0.3});
+  Case d{"dilated w6 d2 globals", NNCC_ATTN_DILATED, 2, 70, 2, 32, false, true};
+  d.window = 6, d.dilation = 2, d.globals = {3, 0, 3, 90, 41};
+  cs.push_back(d);
+  d.name = "dilated causal dh24", d.causal = true, d.dh = 24;
+  cs.push_back(d);
+  {
+    Case e{"dilated dense-tile mode dh24", NNCC_ATTN_DILATED, 2, 70, 2, 24, false, true};
+    e.window = 20, e.dilation = 1, e.globals = {3, 0, 3, 90, 41};
+    cs.push_back(e);
+    e.name = "dilated no globals w3 d3", e.window = 3, e.dilation = 3, e.globals = {};
+    e.dh = 32;
+    cs.push_back(e);
+  }
+  Case l{"lsh causal pad", NNCC_ATTN_LSH, 2, 61, 2, 32, true, true};
+  l.hashes = 3, l.buckets = 4, l.chunk = 8;
+  cs.push_back(l);
+  l.name = "lsh chunk1 pad dh24", l.chunk = 1, l.dh = 24, l.causal = false;
+  cs.push_back(l);
+  l.name = "lsh same-bucket pad", l.chunk = 6, l.same = 1, l.buckets = 8, l.hashes = 2;
+  cs.push_back(l);
+  {
+    Case m{"lsh no pad", NNCC_ATTN_LSH, 1, 40, 2, 32, false, false};
+    m.hashes = 2, m.buckets = 4, m.chunk = 5;
+    cs.push_back(m);
+    m.name = "lsh chunk1 causal", m.chunk = 1, m.causal = true;
+    cs.push_back(m);
+  }
+  return cs;
+}
+
+template <typename T> void attention(Group &G, int kind) {
+  for (double dr : {0.0, 0.2})
+    for (const Case &c : cases()) {
+      if (c.kind != kind) continue;
+      run<T, 0>(G, c, dr);
+      // The launchers built for one head size only (DHS = 32).
+      if (c.dh == 32 && (c.Tn == 33 || c.Tn == 40)) run<T, 32>(G, c, dr);
+    }
+}
+
+int main() {
+  // f64: the same terms in the same order up to the block-wise online
+  // softmax and the CPU's tiles: rounding only (worst seen 1.7e-15).
+  for (auto [kind, name] : {std::pair<int, const char *>{NNCC_ATTN_DENSE, "dense"},
+                            {NNCC_ATTN_DILATED, "dilated"},
+                            {NNCC_ATTN_LSH, "lsh"}}) {
+    { Group G(std::string(name) + " attention train/backward f64", 1e-13); attention<double>(G, kind); }
+    { Group G(std::string(name) + " attention train/backward f32", 1e-5); attention<float>(G, kind); }
+  }
+  return finish();
+}

@@ -1,0 +1,114 @@
+// CUDA-emulation parity: runtime/include/nncc/Kernels/CUDA/LossHead.cuh
+// (launch_linear_cross_entropy: the fused, chunked linear + cross-entropy
+// loss and its dx, dw, db) against nncc_linear_cross_entropy_* of
+// libnncc_kernels.so (int64 targets; the CUDA launcher also with int32),
+// with and without bias and the logits output, ignore_index, one chunk and
+// several (nncc_linear_ce_chunk_rows(N, V) < N: a vocabulary of 2^19 + 3
+// gives 3-row chunks, 2^20 + 1 one-row chunks), and the out-of-range flag.
+#include "nncc/Kernels/CUDA/LossHead.cuh"
+#include "nncc/Kernels/Kernels.h"
+
+#include "emu_test.h"
+
+using namespace nncc::kernels::cuda;
+using namespace emutest;
+
+template <typename T, typename... A> int cpu_linear_cross_entropy(A... a) {
+  if constexpr (std::is_same_v<T, double>)
+    return nncc_linear_cross_entropy_f64(a...);
+  else
+    return nncc_linear_cross_entropy_f32(a...);
+}
+
+struct Shape {
+  int64_t N, K, V;
+};
+
+template <typename T, typename I>
+void one(Group &G, cublasHandle_t blas, Shape s, int64_t ignore, bool bias, bool wantLogits,
+         int ignorePattern) {
+  const auto [N, K, V] = s;
+  auto x = rnd<T>(N * K, 1.0), w = rnd<T>(V * K, 1.0), b = rnd<T>(V, 1.0);
+  std::vector<int64_t> t64(N);
+  std::vector<I> tI(N);
+  for (int64_t i = 0; i < N; ++i) {
+    t64[i] = (i * 7919 + 3) % V;
+    if (ignorePattern == 1 && i % 3 == 1) t64[i] = ignore; // some rows ignored
+    if (ignorePattern == 2) t64[i] = ignore;                // every row ignored
+    tI[i] = (I)t64[i];
+  }
+  const T *bp = bias ? b.data() : nullptr;
+  T lossC = NAN, lossG = NAN;
+  auto dxC = nanv<T>(N * K), dxG = nanv<T>(N * K), dwC = nanv<T>(V * K), dwG = nanv<T>(V * K),
+       dbC = nanv<T>(V), dbG = nanv<T>(V), lC = nanv<T>(wantLogits ? N * V : 0),
+       lG = nanv<T>(wantLogits ? N * V : 0);
+  auto wsC = garbage(nncc_linear_ce_workspace_size(N, V, sizeof(T)));
+  auto wsG = garbage(linear_cross_entropy_scratch_bytes(N, V, sizeof(T)));
+  int flag = 0;
+  G.ok("cpu linear_ce", cpu_linear_cross_entropy<T>(N, K, V, x.data(), w.data(), bp, t64.data(),
+                                                    ignore, &lossC, dxC.data(), dwC.data(),
+                                                    dbC.data(), wantLogits ? lC.data() : nullptr,
+                                                    (void *)wsC.data()));
+  G.ok("cuda linear_ce", launch_linear_cross_entropy<T, I>(
+                             blas, N, K, V, x.data(), w.data(), bp, tI.data(), ignore, &lossG,
+                             dxG.data(), dwG.data(), dbG.data(), wantLogits ? lG.data() : nullptr,
+                             &flag, 5, wsG.data(), nullptr));
+  G.ok("linear_ce flag", flag);
+  const std::string tag = "N" + std::to_string(N) + " K" + std::to_string(K) + " V" +
+                          std::to_string(V) + " chunk" +
+                          std::to_string(nncc_linear_ce_chunk_rows(N, V)) + " ign" +
+                          std::to_string(ignorePattern) + (bias ? " bias" : "");
+  G.cmp(tag + " loss", &lossC, &lossG, 1);
+  G.cmp(tag + " dx", dxC, dxG);
+  G.cmp(tag + " dw", dwC, dwG);
+  G.cmp(tag + " db", dbC, dbG);
+  if (wantLogits) G.cmp(tag + " logits", lC, lG);
+}
+
+template <typename T, typename I> void lossHead(Group &G, bool big) {
+  cublasHandle_t blas;
+  cublasCreate(&blas);
+  for (Shape s : {Shape{1, 1, 1}, Shape{7, 5, 13}, Shape{37, 9, 300}})
+    for (int64_t ignore : {-100L, 2L})
+      for (int var = 0; var < 4; ++var)
+        one<T, I>(G, blas, s, ignore, var & 1, var & 2, s.N > 1 ? 1 : 0);
+  // Every row ignored: loss 0/0 = NaN, gradients from 1/0 rows (as the CPU).
+  one<T, I>(G, blas, Shape{5, 3, 11}, -100, true, false, 2);
+  if (big) {
+    // Several chunks: rows 3 + 3 + 1, and one row per chunk.
+    one<T, I>(G, blas, Shape{7, 3, (1 << 19) + 3}, -100, true, true, 1);
+    one<T, I>(G, blas, Shape{3, 2, (1 << 20) + 1}, 1, false, false, 1);
+  }
+  {
+    // An out-of-range target raises the flag with the launch's code (the
+    // CPU rejects the call).
+    const int64_t N = 3, K = 2, V = 4;
+    std::vector<I> t = {0, 9, 1};
+    std::vector<int64_t> t64(t.begin(), t.end());
+    auto x = rnd<T>(N * K), w = rnd<T>(V * K);
+    auto dx = nanv<T>(N * K), dw = nanv<T>(V * K), db = nanv<T>(V);
+    auto ws = garbage(linear_cross_entropy_scratch_bytes(N, V, sizeof(T)));
+    auto wsC = garbage(nncc_linear_ce_workspace_size(N, V, sizeof(T)));
+    T loss = NAN;
+    int flag = 0;
+    launch_linear_cross_entropy<T, I>(blas, N, K, V, x.data(), w.data(), (const T *)nullptr,
+                                      t.data(), -100, &loss, dx.data(), dw.data(), db.data(),
+                                      (T *)nullptr, &flag, 17, ws.data(), nullptr);
+    G.ok("linear_ce out-of-range flag != 17", flag - 17);
+    G.ok("cpu linear_ce out-of-range != NNCC_K_ERANGE",
+         cpu_linear_cross_entropy<T>(N, K, V, x.data(), w.data(), (const T *)nullptr, t64.data(),
+                                     (int64_t)-100, &loss, dx.data(), dw.data(), db.data(),
+                                     (T *)nullptr, (void *)wsC.data()) != NNCC_K_ERANGE);
+  }
+  cublasDestroy(blas);
+}
+
+int main() {
+  // f64 1e-13: the GEMMs differ in summation order only (the emulated cuBLAS
+  // sums in long double, the CPU's gemm in double); dx of the 2^20-column
+  // rows sums 10^6 products and differs by up to 2e-14 of its largest entry.
+  { Group G("linear_cross_entropy i64 f64", 1e-13); lossHead<double, int64_t>(G, true); }
+  { Group G("linear_cross_entropy i32 f64", 1e-13); lossHead<double, int32_t>(G, true); }
+  { Group G("linear_cross_entropy i32 f32", 1e-5); lossHead<float, int32_t>(G, false); }
+  return finish();
+}
