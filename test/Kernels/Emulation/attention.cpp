@@ -18,13 +18,6 @@
 using namespace nncc::kernels::cuda;
 using namespace emutest;
 
-#define CPU2(name)                                                                         \
-  template <typename T, typename... A> int cpu_##name(A... a) {                             \
-    if constexpr (std::is_same_v<T, double>)                                                \
-      return nncc_##name##_f64(a...);                                                       \
-    else                                                                                    \
-      return nncc_##name##_f32(a...);                                                       \
-  }
 CPU2(attention)
 CPU2(attention_backward)
 

@@ -10,14 +10,6 @@
 using namespace nncc::kernels::cuda;
 using namespace emutest;
 
-// The CPU kernels by type.
-#define CPU2(name)                                                                         \
-  template <typename T, typename... A> int cpu_##name(A... a) {                             \
-    if constexpr (std::is_same_v<T, double>)                                                \
-      return nncc_##name##_f64(a...);                                                       \
-    else                                                                                    \
-      return nncc_##name##_f32(a...);                                                       \
-  }
 CPU2(mse_loss_backward)
 CPU2(bce_with_logits_backward)
 CPU2(cross_entropy_backward)

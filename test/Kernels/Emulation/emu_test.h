@@ -18,7 +18,18 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+/// CPU2(name) defines cpu_<name><T>(args...), the libnncc_kernels kernel
+/// nncc_<name>_f64 or _f32 for the element type T.
+#define CPU2(name)                                                             \
+  template <typename T, typename... A> int cpu_##name(A... a) {                \
+    if constexpr (std::is_same_v<T, double>)                                   \
+      return nncc_##name##_f64(a...);                                          \
+    else                                                                       \
+      return nncc_##name##_f32(a...);                                          \
+  }
 
 namespace emutest {
 

@@ -138,6 +138,32 @@ __device__ __forceinline__ T attn_pair_grad(T s, T dp, T scale, T lse, T Dq, T c
   return softmax_score_grad(p, c * dp, Dq) * scale;
 }
 
+/// A key's share of one (query, key) pair: dv += c p dO_q and dk += ds q
+/// (the key's k, v and both accumulators in registers).
+template <typename T, int DH, bool Exact>
+__device__ __forceinline__ void attn_key_pair(const T (&kr)[DH], const T (&vr)[DH], const T *qr,
+                                              const T *dor, T lse, T Dq, T scale, T c, int dh,
+                                              T (&dka)[DH], T (&dva)[DH]) {
+  const T s = attn_row_dot<T, DH, Exact>(kr, qr, dh);
+  const T dp = attn_row_dot<T, DH, Exact>(vr, dor, dh);
+  T cp;
+  const T ds = attn_pair_grad(s, dp, scale, lse, Dq, c, cp);
+  attn_row_axpy<T, DH, Exact>(dva, cp, dor, dh);
+  attn_row_axpy<T, DH, Exact>(dka, ds, qr, dh);
+}
+
+/// A query's share of one (query, key) pair: dq += ds k (the query's q, dO
+/// and the accumulator in registers).
+template <typename T, int DH, bool Exact>
+__device__ __forceinline__ void attn_query_pair(const T (&qr)[DH], const T (&dor)[DH],
+                                                const T *kr, const T *vr, T lse, T Dq, T scale,
+                                                T c, int dh, T (&acc)[DH]) {
+  const T s = attn_row_dot<T, DH, Exact>(qr, kr, dh);
+  const T dp = attn_row_dot<T, DH, Exact>(dor, vr, dh);
+  T cp;
+  attn_row_axpy<T, DH, Exact>(acc, attn_pair_grad(s, dp, scale, lse, Dq, c, cp), kr, dh);
+}
+
 /// D[b, h, t] = dO_t . O_t over head h (one thread per row).
 template <typename T>
 __global__ void attention_bwd_rowdot_kernel(int B, int Tn, int H, int dh,
@@ -230,13 +256,9 @@ __global__ void __launch_bounds__(BKV) flash_attention_bwd_dkdv_kernel(
         const T L = Ls[ii];
         if (!(L > neg_big<T>()) || !key_admissible(i, j, causal != 0, kpmRow))
           continue;
-        const T s = attn_row_dot<T, DH, Exact>(kr, Qs[ii], dh);
-        const T dp = attn_row_dot<T, DH, Exact>(vr, dOs[ii], dh);
-        const T c = drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j));
-        T cp;
-        const T ds = attn_pair_grad(s, dp, scale, L, Ds[ii], c, cp);
-        attn_row_axpy<T, DH, Exact>(dva, cp, dOs[ii], dh);
-        attn_row_axpy<T, DH, Exact>(dka, ds, Qs[ii], dh);
+        attn_key_pair<T, DH, Exact>(kr, vr, Qs[ii], dOs[ii], L, Ds[ii], scale,
+                                    drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j)), dh,
+                                    dka, dva);
       }
     }
     __syncthreads();
@@ -297,12 +319,9 @@ __global__ void __launch_bounds__(BQ) flash_attention_bwd_dq_kernel(
         const int j = k0 + jj;
         if (!key_admissible(i, j, causal != 0, kpmRow))
           continue;
-        const T s = attn_row_dot<T, DH, Exact>(qr, Ks[jj], dh);
-        const T dp = attn_row_dot<T, DH, Exact>(dor, Vs[jj], dh);
-        const T c = drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j));
-        T cp;
-        const T ds = attn_pair_grad(s, dp, scale, L, Di, c, cp);
-        attn_row_axpy<T, DH, Exact>(acc, ds, Ks[jj], dh);
+        attn_query_pair<T, DH, Exact>(qr, dor, Ks[jj], Vs[jj], L, Di, scale,
+                                      drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j)),
+                                      dh, acc);
       }
     }
     __syncthreads();
@@ -492,14 +511,9 @@ __global__ void dilated_attention_bwd_dq_kernel(
   if (live)
     for_each_dilated_key(i, Tn, window, dilation, is_global, globals, n_global, causal != 0,
                          kpmRow, [&](int j) {
-                           const T *kr = kb + (int64_t)j * ld_in;
-                           const T s = attn_row_dot<T, DH, Exact>(qr, kr, dh);
-                           const T *vr = vb + (int64_t)j * ld_in;
-                           const T dp = attn_row_dot<T, DH, Exact>(dor, vr, dh);
-                           T cp;
-                           const T ds = attn_pair_grad(s, dp, scale, L, Di,
-                                                       drop.mult(rowCounter + (uint64_t)j), cp);
-                           attn_row_axpy<T, DH, Exact>(acc, ds, kr, dh);
+                           attn_query_pair<T, DH, Exact>(
+                               qr, dor, kb + (int64_t)j * ld_in, vb + (int64_t)j * ld_in, L,
+                               Di, scale, drop.mult(rowCounter + (uint64_t)j), dh, acc);
                          });
   T *dqr = dq + ((int64_t)b * Tn + i) * ld_grad + h * dh;
 #pragma unroll
@@ -539,15 +553,11 @@ __global__ void dilated_attention_bwd_dkdv_kernel(
                            const T L = lse[bh * Tn + i];
                            if (!(L > neg_big<T>()))
                              return;
-                           const T *qr = qb + (int64_t)i * ld_in;
-                           const T *dor = dob + (int64_t)i * ld_dout;
-                           const T s = attn_row_dot<T, DH, Exact>(kr, qr, dh);
-                           const T dp = attn_row_dot<T, DH, Exact>(vr, dor, dh);
-                           const T c = drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j));
-                           T cp;
-                           const T ds = attn_pair_grad(s, dp, scale, L, Dq[bh * Tn + i], c, cp);
-                           attn_row_axpy<T, DH, Exact>(dva, cp, dor, dh);
-                           attn_row_axpy<T, DH, Exact>(dka, ds, qr, dh);
+                           attn_key_pair<T, DH, Exact>(
+                               kr, vr, qb + (int64_t)i * ld_in, dob + (int64_t)i * ld_dout, L,
+                               Dq[bh * Tn + i], scale,
+                               drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j)), dh, dka,
+                               dva);
                          });
   T *dkr = dk + ((int64_t)b * Tn + j) * ld_grad + h * dh;
   T *dvr = dv + ((int64_t)b * Tn + j) * ld_grad + h * dh;
@@ -758,15 +768,10 @@ __global__ void lsh_attention_bwd_key_kernel(
       const T L = lse[bh * Tn + t];
       if (!(L > neg_big<T>()))
         continue;
-      const T *qr = qb + (int64_t)t * ld_in;
-      const T *dor = dob + (int64_t)t * ld_dout;
-      const T s = attn_row_dot<T, DH, Exact>(kr, qr, dh);
-      const T dp = attn_row_dot<T, DH, Exact>(vr, dor, dh);
-      const T c = drop.mult((uint64_t)((task * Tn + t) * (int64_t)Tn + u));
-      T cp;
-      const T ds = attn_pair_grad(s, dp, scale, L, Dq[bh * Tn + t], c, cp);
-      attn_row_axpy<T, DH, Exact>(dka, ds, qr, dh);
-      attn_row_axpy<T, DH, Exact>(dva, cp, dor, dh);
+      attn_key_pair<T, DH, Exact>(kr, vr, qb + (int64_t)t * ld_in, dob + (int64_t)t * ld_dout, L,
+                                  Dq[bh * Tn + t], scale,
+                                  drop.mult((uint64_t)((task * Tn + t) * (int64_t)Tn + u)), dh,
+                                  dka, dva);
     }
   }
   T *dvr = dv + ((int64_t)b * Tn + u) * ld_grad + h * dh;
@@ -821,13 +826,10 @@ __global__ void lsh_attention_bwd_query_kernel(
       const int u = ord[pp];
       if (u == t ? !selfT : !lsh_other_key(t, u, causal != 0, kpmRow, same_bucket != 0, bk))
         continue;
-      const T *kr = knb + (int64_t)u * dh;
-      const T s = attn_row_dot<T, DH, Exact>(qr, kr, dh);
-      const T dp = attn_row_dot<T, DH, Exact>(dor, vb + (int64_t)u * ld_in, dh);
-      const T c = drop.mult((uint64_t)((task * Tn + t) * (int64_t)Tn + u));
-      T cp;
-      const T ds = attn_pair_grad(s, dp, scale, L, Di, c, cp);
-      attn_row_axpy<T, DH, Exact>(acc, ds, kr, dh);
+      attn_query_pair<T, DH, Exact>(qr, dor, knb + (int64_t)u * dh, vb + (int64_t)u * ld_in, L,
+                                    Di, scale,
+                                    drop.mult((uint64_t)((task * Tn + t) * (int64_t)Tn + u)),
+                                    dh, acc);
     }
   }
   T *dr = dqk + ((int64_t)b * Tn + t) * ld_grad + h * dh;
