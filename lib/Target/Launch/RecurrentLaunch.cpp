@@ -29,13 +29,10 @@ FailureOr<std::string> lengthTypeOf(LaunchEmitter &e, Value lengths) {
   return e.cType(e.bufferType(lengths).getElementType());
 }
 
-/// The CUDA recurrent training kernels have neither LSTM zoneout masks nor
-/// the binomial (Revolve) schedule.
+/// The CUDA recurrent training kernels have no binomial (Revolve) schedule.
+/// (LSTM zoneout is the launchers' trailing rate, seed and offset.)
 template <typename StackOp>
 LogicalResult cudaStackSupported(LaunchEmitter &e, StackOp o) {
-  if (o.getZoneout() > 0)
-    return e.unsupported("with LSTM zoneout (training mode) has no CUDA kernel yet, so this "
-                         "model trains on the CPU target only");
   if (o.getCheckpointSnapshots())
     return e.unsupported("with the binomial BPTT schedule (checkpoint_snapshots) has no CUDA "
                          "kernel yet (checkpoint_every has), so this model trains on the CPU "
@@ -70,9 +67,6 @@ LogicalResult emitScan(LaunchEmitter &e, nnk::RecurrentScanOp o) {
     e.call(c);
     return success();
   }
-  if (o.getZoneout() > 0)
-    return e.unsupported("LSTM zoneout (training mode) is CPU-only: the CUDA recurrent kernel "
-                         "has no zoneout masks");
   FailureOr<std::string> lengthTypeOr = lengthTypeOf(e, o.getLengths());
   if (failed(lengthTypeOr))
     return failure();
@@ -87,14 +81,18 @@ LogicalResult emitScan(LaunchEmitter &e, nnk::RecurrentScanOp o) {
       e.workspace(std::to_string(nnk::getGateCount(o.getCell()) * H * H) + " * sizeof(real_t)");
   e.out() << "// one persistent launch: layer/direction " << o.getStateIndex()
           << (o.getReverse() ? ", reverse" : "") << "\n";
-  e.call({"launch_rnn_scan<real_t, " + lengthType + ", " + cell + ">",
-          {"(int)" + *B, "(int)" + *T, hs, LaunchEmitter::flag(o.getReverse()),
-           std::to_string(o.getNumDirections() * H), o.getReverse() ? hs : "0",
-           e.nameOr(o.getLengths(), "const int32_t *"), e.name(o.getXproj()),
-           e.name(o.getWHh()), e.nameOr(o.getBHh(), "const real_t *"),
-           state(o.getH0(), "const real_t *"), state(o.getC0(), "const real_t *"),
-           e.name(o.getY()), state(o.getHN(), "real_t *"), state(o.getCN(), "real_t *"),
-           "(real_t *)NULL", "0", "(real_t *)" + transposed, "stream"}});
+  KernelCall c{"launch_rnn_scan<real_t, " + lengthType + ", " + cell + ">",
+               {"(int)" + *B, "(int)" + *T, hs, LaunchEmitter::flag(o.getReverse()),
+                std::to_string(o.getNumDirections() * H), o.getReverse() ? hs : "0",
+                e.nameOr(o.getLengths(), "const int32_t *"), e.name(o.getXproj()),
+                e.name(o.getWHh()), e.nameOr(o.getBHh(), "const real_t *"),
+                state(o.getH0(), "const real_t *"), state(o.getC0(), "const real_t *"),
+                e.name(o.getY()), state(o.getHN(), "real_t *"), state(o.getCN(), "real_t *"),
+                "(real_t *)NULL", "0", "(real_t *)" + transposed, "stream"}};
+  // LSTM zoneout (training): the CPU's masks, counter slot = state index.
+  if (o.getZoneout() > 0)
+    c.args.append({zoneoutArgs(o.getZoneout(), o.getSeed()), std::to_string(o.getStateIndex())});
+  e.call(c);
   return success();
 }
 
@@ -229,7 +227,8 @@ SmallVector<std::string> stackInputs(LaunchEmitter &e, StackOp o, const Stack &s
 }
 
 /// CUDA (RecurrentBackward.cuh): the stack's training forward with the
-/// plain or the checkpointed reserve; lengths i32 or i64 read on the device.
+/// plain or the checkpointed reserve; lengths i32 or i64 read on the device;
+/// LSTM zoneout masks as the CPU's.
 LogicalResult emitStackForwardCuda(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
   if (failed(cudaStackSupported(e, o)))
     return failure();
@@ -255,6 +254,10 @@ LogicalResult emitStackForwardCuda(LaunchEmitter &e, nnk::RecurrentForwardOp o) 
   if (every)
     c.args.push_back(std::to_string(*every));
   c.args.append({ws, "stream"});
+  // LSTM zoneout (training): rate, seed, offset after the stream, as the
+  // CPU branch passes them (the same masks on both targets).
+  if (o.getZoneout() > 0)
+    c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";
@@ -307,7 +310,8 @@ std::string gradOutOrNull(LaunchEmitter &e, nnk::RecurrentGradOp o, Value v,
 }
 
 /// CUDA (RecurrentBackward.cuh): BPTT of the stack from the plain reserve,
-/// from the checkpointed one, or with the forward recomputed into scratch.
+/// from the checkpointed one, or with the forward recomputed into scratch;
+/// LSTM zoneout regenerates the forward's masks (same rate, seed, offset).
 LogicalResult emitStackGradCuda(LaunchEmitter &e, nnk::RecurrentGradOp o) {
   if (failed(cudaStackSupported(e, o)))
     return failure();
@@ -348,6 +352,8 @@ LogicalResult emitStackGradCuda(LaunchEmitter &e, nnk::RecurrentGradOp o) {
   if (every)
     c.args.push_back(std::to_string(*every));
   c.args.append({ws, "stream"});
+  if (o.getZoneout() > 0)
+    c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";

@@ -2,7 +2,9 @@
 // types, each launcher of runtime/include/nncc/Kernels/CUDA/RecurrentBackward.cuh
 // with the template arguments lib/Target/Launch/RecurrentLaunch.cpp prints
 // (<real_t, length type, cell code>), so that nvcc compiles all of them
-// (cuda-recurrent-backward.test). Nothing here runs.
+// (cuda-recurrent-backward.test), and the LSTM zoneout forms (the trailing
+// rate, seed, offset the emitter appends; launch_rnn_scan's also the state
+// slot). Nothing here runs.
 #include "nncc/Kernels/CUDA/RecurrentBackward.cuh"
 
 using namespace nncc::kernels;
@@ -27,6 +29,29 @@ void instantiateStack(cublasHandle_t blas, cudaStream_t s) {
                                        p, p, p, p, dw, 3, ws, s);
 }
 
+/// LSTM zoneout (training): every stack launcher with the trailing rate,
+/// seed and offset, and the one-layer scan with its state slot.
+template <typename T, typename L> void instantiateZoneout(cublasHandle_t blas, cudaStream_t s) {
+  T *p = nullptr;
+  const T *w[8] = {};
+  T *dw[8] = {};
+  const L *len = nullptr;
+  char *ws = nullptr;
+  const uint64_t seed = 1234ULL, off = 77ULL;
+  launch_rnn_forward_train<T, L, CellLstm>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p, p,
+                                           p, p, ws, s, 0.25, seed, off);
+  launch_rnn_forward_train_ckpt<T, L, CellLstm>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p,
+                                                p, p, p, 3, ws, s, 0.25, seed, off);
+  launch_rnn_backward_reserved<T, L, CellLstm>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p,
+                                               p, p, p, p, p, p, dw, ws, s, 0.25, seed, off);
+  launch_rnn_backward<T, L, CellLstm>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p, p, p, p,
+                                      p, p, dw, ws, s, 0.25, seed, off);
+  launch_rnn_backward_ckpt<T, L, CellLstm>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p, p,
+                                           p, p, p, p, p, dw, 3, ws, s, 0.25, seed, off);
+  launch_rnn_scan<T, L, CellLstm>(4, 8, 32, 1, 64, 32, len, p, p, p, p, p, p, p, p, p, 0, p, s,
+                                  0.25, seed, off, 3);
+}
+
 template <typename T, int Kind> void instantiateCell(cublasHandle_t blas, cudaStream_t s) {
   T *p = nullptr;
   launch_rnn_cell_backward<T, Kind>(blas, 4, 32, p, p, p, p, p, p, p, p, p, p, p, p, nullptr,
@@ -44,6 +69,8 @@ template <typename T, typename L> void instantiateCells(cublasHandle_t blas, cud
 template <typename T> void instantiate(cublasHandle_t blas, cudaStream_t s) {
   instantiateCells<T, int32_t>(blas, s);
   instantiateCells<T, int64_t>(blas, s);
+  instantiateZoneout<T, int32_t>(blas, s);
+  instantiateZoneout<T, int64_t>(blas, s);
   instantiateCell<T, CellRnnTanh>(blas, s);
   instantiateCell<T, CellRnnRelu>(blas, s);
   instantiateCell<T, CellLstm>(blas, s);

@@ -18,7 +18,10 @@
 #define NNCC_KERNELS_CUDA_RECURRENT_CUH
 
 #include "nncc/Kernels/CUDA/Common.cuh"
+#include "nncc/Kernels/Philox.h"
 #include "nncc/Kernels/RecurrentMath.h"
+
+#include <limits.h>
 
 namespace nncc {
 namespace kernels {
@@ -81,6 +84,10 @@ __device__ __forceinline__ int rnn_len(const L *lengths, int b, int Tn) {
 /// LSTM with BPTT checkpointing, `ckc` [*, B, H] the cell state entering
 /// scan step m*every (m >= 1) at entry m-1, for the rows still running there
 /// (the CPU's rnnLayerTrain). Both null in inference.
+/// LSTM zoneout (training; zo_p = 0: off): unit j of row b at time t keeps
+/// the previous h and c iff zoneout_keep_prev(zo_seed, zo_offset,
+/// lstm_zoneout_counter(sd, t, b, j, B, T, H), zo_p) (Philox.h, the CPU's
+/// mask bit for bit); the saved c slot and the checkpoints hold the kept c.
 template <typename T, typename L, int Kind, bool WeightsInSmem>
 __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
                                 int64_t ld_out, int col_off, int rows,
@@ -89,7 +96,9 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
                                 const T *__restrict__ wt,
                                 const T *__restrict__ bhh, const T *h0,
                                 const T *c0, T *out, T *hn, T *cn, T *saved,
-                                int64_t saved_stride_bt, T *ckc, int every) {
+                                int64_t saved_stride_bt, T *ckc, int every,
+                                float zo_p, uint64_t zo_seed,
+                                uint64_t zo_offset, int sd) {
   extern __shared__ unsigned char nncc_rnn_smem[];
   const int G = cell_gates(Kind), GH = G * H;
   T *sh = reinterpret_cast<T *>(nncc_rnn_smem);
@@ -155,6 +164,17 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
       if (Kind == CellLstm) {
         T cnew;
         lstm_unit(xr, hr, bhh, H, j, sc[i], cnew, hnew, sv);
+        if (zo_p > 0.0f &&
+            zoneout_keep_prev(zo_seed, zo_offset,
+                              lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
+                              zo_p)) {
+          // Zoned-out unit: h and c stay; the saved c slot holds the kept
+          // c (the next step's c_prev, as on the CPU).
+          cnew = sc[i];
+          hnew = hp;
+          if (sv)
+            sv[4 * H + j] = cnew;
+        }
         sc[i] = cnew;
         if (ckc && s + 1 < len && (s + 1) % every == 0)
           ckc[((int64_t)(s + 1) / every - 1) * B * H + (int64_t)b * H + j] = cnew;
@@ -230,8 +250,16 @@ inline bool rnn_scan_config(int B, int H, int sms, int optin, int &rows,
   return smem <= (size_t)optin;
 }
 
+/// Whether an LSTM zoneout rate is valid for the cell: p in [0, 1), and
+/// p > 0 only for the LSTM (the CPU's NNCC_K_EINVAL otherwise).
+inline bool rnn_zoneout_ok(int cell, double p) {
+  return p >= 0 && p < 1 && (p == 0 || cell == CellLstm);
+}
+
 /// launch_rnn_scan plus the LSTM's BPTT checkpoints `ckc` every `every`
-/// scan steps (see rnn_scan_kernel; ckc null: none, every ignored).
+/// scan steps (see rnn_scan_kernel; ckc null: none, every ignored) and LSTM
+/// zoneout (rate `zoneout`, 0: off; `seed`, `offset` and the state slot
+/// `state_index` = l*D + d of the mask counter, as nncc_rnn_layer_zoneout).
 template <typename T, typename L, int Kind>
 inline cudaError_t launch_rnn_scan_ckpt(int B, int Tn, int H, int reverse,
                                         int64_t ld_out, int col_off,
@@ -241,7 +269,13 @@ inline cudaError_t launch_rnn_scan_ckpt(int B, int Tn, int H, int reverse,
                                         T *hn, T *cn, T *saved,
                                         int64_t saved_stride_bt, T *ckc,
                                         int every, T *wt_scratch,
-                                        cudaStream_t stream) {
+                                        cudaStream_t stream,
+                                        double zoneout = 0, uint64_t seed = 0,
+                                        uint64_t offset = 0,
+                                        int64_t state_index = 0) {
+  if (!rnn_zoneout_ok(Kind, zoneout) || state_index < 0 ||
+      state_index > INT_MAX)
+    return cudaErrorInvalidValue;
   if (B <= 0 || H <= 0)
     return cudaSuccess;
   if (ckc && (Kind != CellLstm || every < 1))
@@ -273,13 +307,16 @@ inline cudaError_t launch_rnn_scan_ckpt(int B, int Tn, int H, int reverse,
     return e;
   k<<<grid, 256, smem, stream>>>(B, Tn, H, reverse, ld_out, col_off, rows, lengths,
                                  xg, wt_scratch, bhh, h0, c0, out, hn, cn, saved,
-                                 saved_stride_bt, ckc, every);
+                                 saved_stride_bt, ckc, every, (float)zoneout,
+                                 seed, offset, (int)state_index);
   return cudaGetLastError();
 }
 
 /// Host launcher of one layer and direction (nnk.recurrent_scan): the
 /// W_hh^T transpose into `wt_scratch` ([G*H, H] elements), then ONE
 /// persistent launch. Every CUDA call is checked; the first error returns.
+/// LSTM zoneout in training (nncc_rnn_layer_zoneout): rate `zoneout` (0:
+/// off), `seed`, `offset` and the mask counter's state slot `state_index`.
 template <typename T, typename L, int Kind>
 inline cudaError_t launch_rnn_scan(int B, int Tn, int H, int reverse,
                                    int64_t ld_out, int col_off,
@@ -287,10 +324,14 @@ inline cudaError_t launch_rnn_scan(int B, int Tn, int H, int reverse,
                                    const T *whh, const T *bhh, const T *h0,
                                    const T *c0, T *out, T *hn, T *cn,
                                    T *saved, int64_t saved_stride_bt,
-                                   T *wt_scratch, cudaStream_t stream) {
+                                   T *wt_scratch, cudaStream_t stream,
+                                   double zoneout = 0, uint64_t seed = 0,
+                                   uint64_t offset = 0,
+                                   int64_t state_index = 0) {
   return launch_rnn_scan_ckpt<T, L, Kind>(
       B, Tn, H, reverse, ld_out, col_off, lengths, xg, whh, bhh, h0, c0, out,
-      hn, cn, saved, saved_stride_bt, (T *)nullptr, 0, wt_scratch, stream);
+      hn, cn, saved, saved_stride_bt, (T *)nullptr, 0, wt_scratch, stream,
+      zoneout, seed, offset, state_index);
 }
 
 } // namespace cuda

@@ -11,7 +11,12 @@
 //   launch_rnn_backward_ckpt       nncc_rnn_backward_ckpt
 //   launch_rnn_cell_backward       nncc_rnn_cell_backward
 //
-// No zoneout and no binomial (Revolve) schedule: those stay CPU-only.
+// LSTM zoneout (training) is an optional trailing argument of the stack
+// launchers (rate, seed, offset; the CPU's nncc_rnn_*_zoneout / the zoneout
+// arguments of the reserve and checkpoint kernels): the same Philox masks
+// (Philox.h zoneout_keep_prev with lstm_zoneout_counter), the same reserve
+// (the saved c slot holds the kept c). No binomial (Revolve) schedule: that
+// stays CPU-only.
 //
 // STATUS: compiled with nvcc (sm_90, -Werror all-warnings), NEVER RUN on a
 // GPU yet. test/Kernels/cuda-recurrent-backward.test only compiles them.
@@ -109,6 +114,12 @@ inline bool rnn_stack_dims_ok(int64_t B, int64_t Tn, int64_t I, int64_t H,
 inline bool rnn_cell_ok(int cell) {
   return cell >= CellRnnTanh && cell <= CellGruCho;
 }
+
+/// LSTM zoneout of a training call (the CPU's Zoneout; p = 0: off).
+struct RnnZoneout {
+  double p = 0;
+  uint64_t seed = 0, offset = 0;
+};
 
 //===----------------------------------------------------------------------===//
 // Small kernels
@@ -228,6 +239,9 @@ inline bool rnn_scan_backward_config(int B, int H, int sms, int optin,
 /// dxg) -- and hprev (h_{t-1}), Cho rh (r*h_{t-1}); the other rows of
 /// these buffers (steps past a length or past s_end) are zeroed, so the
 /// weight-gradient GEMMs over all rows read zeros there.
+/// LSTM zoneout (zo_p > 0; sd = the state slot l*D + d of the mask counter):
+/// the forward's masks regenerated; at a zoned-out unit dh and dc pass
+/// through and the gate adjoints are zero (the CPU's scanBackwardSteps).
 template <typename T, typename Len, int Kind, bool WeightsInSmem,
           bool Segmented>
 __global__ void rnn_scan_backward_kernel(
@@ -237,7 +251,8 @@ __global__ void rnn_scan_backward_kernel(
     const T *__restrict__ y, const T *__restrict__ h0,
     const T *__restrict__ c0, const T *__restrict__ dy, const T *dh_in,
     const T *dc_in, T *dh_out, T *dc_out, T *__restrict__ dxg,
-    T *__restrict__ dhg, T *__restrict__ hprev, T *__restrict__ rh) {
+    T *__restrict__ dhg, T *__restrict__ hprev, T *__restrict__ rh,
+    float zo_p, uint64_t zo_seed, uint64_t zo_offset, int sd) {
   extern __shared__ __align__(16) unsigned char nncc_rnn_bwd_smem[];
   const int G = cell_gates(Kind), GH = G * H;
   const int slots = cell_saved_slots(Kind);
@@ -316,7 +331,16 @@ __global__ void rnn_scan_backward_kernel(
       T *dxr = dxg + row * GH;
       T *dsr = sdst + r * GH;
       hprev[row * H + j] = hp;
-      if (Kind == CellLstm) {
+      if (Kind == CellLstm && zo_p > 0.0f &&
+          zoneout_keep_prev(zo_seed, zo_offset,
+                            lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
+                            zo_p)) {
+        // Zoned-out unit (h_t = h_{t-1}, c_t = c_{t-1}): dh and dc pass to
+        // step t-1 unchanged, the gates of this step get no adjoint.
+        for (int gi = 0; gi < 4; ++gi)
+          dxr[gi * H + j] = dsr[gi * H + j] = T(0);
+        sdir[i] = dht;
+      } else if (Kind == CellLstm) {
         const T cp = s > 0 ? saved[sprev * slots * H + 4 * H + j]
                            : (c0 ? c0[(int64_t)b * H + j] : T(0));
         T dc = sdc[i], di, df, dg, dout;
@@ -436,7 +460,8 @@ inline cudaError_t launch_rnn_scan_backward(
     int B, int Tn, int H, int reverse, int D, int col, const Len *lengths,
     int s_begin, int s_end, int K, const T *whh, const T *saved, const T *y,
     const T *h0, const T *c0, const T *dy, const T *dh_in, const T *dc_in,
-    T *dh_out, T *dc_out, const RnnBwdBuffers<T> &w, cudaStream_t stream) {
+    T *dh_out, T *dc_out, const RnnBwdBuffers<T> &w, cudaStream_t stream,
+    const RnnZoneout &zo = RnnZoneout(), int sd = 0) {
   if (B <= 0)
     return cudaSuccess;
   int sms, optin, rows;
@@ -458,7 +483,9 @@ inline cudaError_t launch_rnn_scan_backward(
   k<<<grid, 256, smem, stream>>>(B, Tn, H, reverse, D, col, rows, lengths,
                                  s_begin, s_end, K, whh, saved, y, h0, c0, dy,
                                  dh_in, dc_in, dh_out, dc_out, w.dxg,
-                                 twoG ? w.dhg : nullptr, w.hprev, w.rh);
+                                 twoG ? w.dhg : nullptr, w.hprev, w.rh,
+                                 Kind == CellLstm ? (float)zo.p : 0.0f,
+                                 zo.seed, zo.offset, sd);
   return cudaGetLastError();
 }
 
@@ -534,7 +561,7 @@ inline int64_t rnn_ckpt_count(int64_t Tn, int64_t every) {
 /// (zeros past each length), the gates into saved (slot l*D+d of
 /// [L*D, B, T, slots*H]; may be null), the final states (may be null) and,
 /// with ck (LSTM, every >= 1), the cell-state checkpoints
-/// [L*D, rnn_ckpt_count(T, every), B, H].
+/// [L*D, rnn_ckpt_count(T, every), B, H]; LSTM zoneout masks `zo`.
 template <typename T, typename Len, int Kind>
 inline cudaError_t rnn_stack_forward(cublasHandle_t blas, int64_t B,
                                      int64_t Tn, int64_t I, int64_t H,
@@ -543,7 +570,8 @@ inline cudaError_t rnn_stack_forward(cublasHandle_t blas, int64_t B,
                                      const T *h0, const T *c0,
                                      const Len *lengths, T *outs, T *saved,
                                      T *hn, T *cn, T *ck, int64_t every,
-                                     char *scratch, cudaStream_t stream) {
+                                     char *scratch, cudaStream_t stream,
+                                     const RnnZoneout &zo = RnnZoneout()) {
   const int per = rnn_weights_per_cell(has_bias != 0);
   const int slots = cell_saved_slots(Kind);
   const int64_t GH = cell_gates(Kind) * H, DH = D * H, BT = B * Tn;
@@ -580,7 +608,8 @@ inline cudaError_t rnn_stack_forward(cublasHandle_t blas, int64_t B,
                saved ? saved + sd * BT * slots * H : nullptr,
                (int64_t)slots * H,
                ck && Kind == CellLstm ? ck + sd * nck * B * H : nullptr,
-               (int)(every > INT_MAX ? INT_MAX : every), wt, stream)) !=
+               (int)(every > INT_MAX ? INT_MAX : every), wt, stream,
+               Kind == CellLstm ? zo.p : 0.0, zo.seed, zo.offset, sd)) !=
           cudaSuccess)
         return e;
     }
@@ -607,10 +636,12 @@ inline cudaError_t rnn_forward_train_impl(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
     const T *h0, const T *c0, const Len *lengths, T *y, T *hn, T *cn,
-    T *reserve, int64_t every, char *scratch, cudaStream_t stream) {
+    T *reserve, int64_t every, char *scratch, cudaStream_t stream,
+    const RnnZoneout &zo) {
   if (!rnn_stack_args_ok<T, Len>(Kind, B, Tn, I, H, L, D, has_bias, x,
                                  weights) ||
-      !scratch || !y || (B * Tn > 0 && !reserve))
+      !rnn_zoneout_ok(Kind, zo.p) || !scratch || !y ||
+      (B * Tn > 0 && !reserve))
     return cudaErrorInvalidValue;
   cudaError_t e = cublas_error(cublasSetStream(blas, stream));
   if (e != cudaSuccess)
@@ -624,7 +655,7 @@ inline cudaError_t rnn_forward_train_impl(
            blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths,
            outs, every > 0 ? nullptr : rest, hn, cn,
            every > 0 && Kind == CellLstm ? rest : nullptr, every, scratch,
-           stream)) != cudaSuccess)
+           stream, zo)) != cudaSuccess)
     return e;
   if (BT * DH == 0)
     return cudaSuccess;
@@ -632,38 +663,52 @@ inline cudaError_t rnn_forward_train_impl(
                          cudaMemcpyDeviceToDevice, stream);
 }
 
-/// nncc_rnn_forward_train without zoneout: y [B, T, D*H], h_n / c_n
-/// [L*D, B, H] (may be null) and the reserve (nncc_rnn_reserve_size bytes:
-/// layer outputs [L, B*T, D*H], then gates [L*D, B, T, slots*H]; entries
-/// past a length are not written, as on the CPU).
+/// nncc_rnn_forward_train: y [B, T, D*H], h_n / c_n [L*D, B, H] (may be
+/// null) and the reserve (nncc_rnn_reserve_size bytes: layer outputs
+/// [L, B*T, D*H], then gates [L*D, B, T, slots*H]; entries past a length
+/// are not written, as on the CPU). LSTM zoneout in training: rate
+/// `zoneout` in [0, 1) (0: off; > 0 only for the LSTM, else
+/// cudaErrorInvalidValue), the op's `seed` and the step's `offset`
+/// (nncc_ms_dropout_offset): the CPU's masks, the kept c in the c slot.
 template <typename T, typename Len, int Kind>
 inline cudaError_t launch_rnn_forward_train(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
     const T *h0, const T *c0, const Len *lengths, T *y, T *hn, T *cn,
-    T *reserve, char *scratch, cudaStream_t stream) {
+    T *reserve, char *scratch, cudaStream_t stream, double zoneout = 0,
+    uint64_t seed = 0, uint64_t offset = 0) {
+  RnnZoneout zo;
+  zo.p = zoneout;
+  zo.seed = seed;
+  zo.offset = offset;
   return rnn_forward_train_impl<T, Len, Kind>(blas, B, Tn, I, H, L, D,
                                               has_bias, x, weights, h0, c0,
                                               lengths, y, hn, cn, reserve, 0,
-                                              scratch, stream);
+                                              scratch, stream, zo);
 }
 
-/// nncc_rnn_forward_train_ckpt without zoneout: the reserve holds the layer
-/// outputs and, for the LSTM, the cell state entering every segment of
-/// `every` scan steps after the first (nncc_rnn_reserve_ckpt_size bytes).
-/// Scratch: rnn_forward_train_scratch_bytes.
+/// nncc_rnn_forward_train_ckpt: the reserve holds the layer outputs and,
+/// for the LSTM, the cell state entering every segment of `every` scan
+/// steps after the first (nncc_rnn_reserve_ckpt_size bytes; with zoneout
+/// the kept c). Scratch: rnn_forward_train_scratch_bytes. Zoneout as
+/// launch_rnn_forward_train.
 template <typename T, typename Len, int Kind>
 inline cudaError_t launch_rnn_forward_train_ckpt(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
     const T *h0, const T *c0, const Len *lengths, T *y, T *hn, T *cn,
-    T *reserve, int64_t every, char *scratch, cudaStream_t stream) {
+    T *reserve, int64_t every, char *scratch, cudaStream_t stream,
+    double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
   if (every < 1)
     return cudaErrorInvalidValue;
+  RnnZoneout zo;
+  zo.p = zoneout;
+  zo.seed = seed;
+  zo.offset = offset;
   return rnn_forward_train_impl<T, Len, Kind>(blas, B, Tn, I, H, L, D,
                                               has_bias, x, weights, h0, c0,
                                               lengths, y, hn, cn, reserve,
-                                              every, scratch, stream);
+                                              every, scratch, stream, zo);
 }
 
 //===----------------------------------------------------------------------===//
@@ -713,7 +758,8 @@ inline cudaError_t rnn_backward_reserved_impl(
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
     const T *h0, const T *c0, const Len *lengths, const T *reserve,
     const T *dy, const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0,
-    T *const *dweights, char *scratch, cudaStream_t stream) {
+    T *const *dweights, char *scratch, cudaStream_t stream,
+    const RnnZoneout &zo) {
   const int per = rnn_weights_per_cell(has_bias != 0);
   const int slots = cell_saved_slots(Kind);
   const int64_t GH = cell_gates(Kind) * H, DH = D * H, BT = B * Tn;
@@ -744,7 +790,8 @@ inline cudaError_t rnn_backward_reserved_impl(
                outs ? outs + l * BT * DH : nullptr, h0 ? h0 + st : nullptr,
                c0 ? c0 + st : nullptr, dyl, dhn ? dhn + st : nullptr,
                dcn ? dcn + st : nullptr, dh0 ? dh0 + st : nullptr,
-               dc0 ? dc0 + st : nullptr, w, stream)) != cudaSuccess)
+               dc0 ? dc0 + st : nullptr, w, stream, zo, (int)sd)) !=
+          cudaSuccess)
         return e;
       if ((e = rnn_layer_weight_grads<T, Kind>(
                blas, BT, inSize, H, w, in, wp[0], dxl, dwp ? dwp[0] : nullptr,
@@ -756,11 +803,13 @@ inline cudaError_t rnn_backward_reserved_impl(
   return cudaSuccess;
 }
 
-/// nncc_rnn_backward_reserved without zoneout: BPTT of the whole stack from
+/// nncc_rnn_backward_reserved: BPTT of the whole stack from
 /// launch_rnn_forward_train's reserve, last layer first. Overwrites dx
 /// [B, T, I], dh0 / dc0 [L*D, B, H] (each may be null) and every weight
 /// gradient of `dweights` (a host array in _flat_weights order; it or any
-/// entry may be null). Absent dy / dh_n / dc_n are zero.
+/// entry may be null). Absent dy / dh_n / dc_n are zero. LSTM zoneout: the
+/// forward's rate, seed and offset (masks regenerated; at a zoned-out unit
+/// dh and dc pass to step t-1, the gates get no adjoint).
 /// Scratch: rnn_backward_reserved_scratch_bytes.
 template <typename T, typename Len, int Kind>
 inline cudaError_t launch_rnn_backward_reserved(
@@ -768,17 +817,22 @@ inline cudaError_t launch_rnn_backward_reserved(
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
     const T *h0, const T *c0, const Len *lengths, const T *reserve,
     const T *dy, const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0,
-    T *const *dweights, char *scratch, cudaStream_t stream) {
+    T *const *dweights, char *scratch, cudaStream_t stream,
+    double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
   if (!rnn_stack_args_ok<T, Len>(Kind, B, Tn, I, H, L, D, has_bias, x,
                                  weights) ||
-      !scratch || (B * Tn > 0 && !reserve))
+      !rnn_zoneout_ok(Kind, zoneout) || !scratch || (B * Tn > 0 && !reserve))
     return cudaErrorInvalidValue;
   cudaError_t e = cublas_error(cublasSetStream(blas, stream));
   if (e != cudaSuccess)
     return e;
+  RnnZoneout zo;
+  zo.p = zoneout;
+  zo.seed = seed;
+  zo.offset = offset;
   return rnn_backward_reserved_impl<T, Len, Kind>(
       blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths, reserve,
-      dy, dhn, dcn, dx, dh0, dc0, dweights, scratch, stream);
+      dy, dhn, dcn, dx, dh0, dc0, dweights, scratch, stream, zo);
 }
 
 /// Scratch of launch_rnn_backward: a reserve (nncc_rnn_reserve_size), the
@@ -794,21 +848,26 @@ inline uint64_t rnn_backward_scratch_bytes(int cell, int64_t B, int64_t Tn,
   return a.bytes();
 }
 
-/// nncc_rnn_backward without zoneout (no reserve edge): the stack's forward
-/// is run again into the scratch (layer outputs and gates), then the
-/// reserved backward. Same outputs as launch_rnn_backward_reserved.
-/// Scratch: rnn_backward_scratch_bytes.
+/// nncc_rnn_backward / nncc_rnn_backward_zoneout (no reserve edge): the
+/// stack's forward is run again into the scratch (layer outputs and gates,
+/// the same zoneout masks), then the reserved backward. Same outputs as
+/// launch_rnn_backward_reserved. Scratch: rnn_backward_scratch_bytes.
 template <typename T, typename Len, int Kind>
 inline cudaError_t launch_rnn_backward(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
     const T *h0, const T *c0, const Len *lengths, const T *dy, const T *dhn,
     const T *dcn, T *dx, T *dh0, T *dc0, T *const *dweights, char *scratch,
-    cudaStream_t stream) {
+    cudaStream_t stream, double zoneout = 0, uint64_t seed = 0,
+    uint64_t offset = 0) {
   if (!rnn_stack_args_ok<T, Len>(Kind, B, Tn, I, H, L, D, has_bias, x,
                                  weights) ||
-      !scratch)
+      !rnn_zoneout_ok(Kind, zoneout) || !scratch)
     return cudaErrorInvalidValue;
+  RnnZoneout zo;
+  zo.p = zoneout;
+  zo.seed = seed;
+  zo.offset = offset;
   cudaError_t e = cublas_error(cublasSetStream(blas, stream));
   if (e != cudaSuccess)
     return e;
@@ -823,11 +882,11 @@ inline cudaError_t launch_rnn_backward(
   if ((e = rnn_stack_forward<T, Len, Kind>(
            blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths,
            reserve, reserve + L * BT * DH, nullptr, nullptr, nullptr, 0, fws,
-           stream)) != cudaSuccess)
+           stream, zo)) != cudaSuccess)
     return e;
   return rnn_backward_reserved_impl<T, Len, Kind>(
       blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths, reserve,
-      dy, dhn, dcn, dx, dh0, dc0, dweights, bws, stream);
+      dy, dhn, dcn, dx, dh0, dc0, dweights, bws, stream, zo);
 }
 
 //===----------------------------------------------------------------------===//
@@ -878,10 +937,14 @@ __global__ void rnn_ckpt_gather_kernel(int B, int Tn, int H, int K, int s0,
 /// [B, K+1, slots*H] at row b*(K+1) + q + 1; for the LSTM row b*(K+1)'s c
 /// slot first gets the cell state entering the segment (ckc [B, H] for
 /// s0 > 0, else c0 / zeros). Cho: r, z and rh = r*h_{t-1} only (h~ after
-/// the second product, rnn_ckpt_cho_update_kernel).
+/// the second product, rnn_ckpt_cho_update_kernel). LSTM zoneout (zo_p >
+/// 0, state slot sd): a zoned-out unit's c slot gets the kept c_{t-1}, as
+/// the forward wrote it.
 template <typename T, typename Len, int Kind>
 __global__ void rnn_ckpt_gates_kernel(int B, int Tn, int H, int K, int s0,
-                                      int s1, const Len *__restrict__ lengths,
+                                      int s1, int reverse, float zo_p,
+                                      uint64_t zo_seed, uint64_t zo_offset,
+                                      int sd, const Len *__restrict__ lengths,
                                       const T *__restrict__ xg,
                                       const T *__restrict__ hg,
                                       const T *__restrict__ bhh,
@@ -905,7 +968,15 @@ __global__ void rnn_ckpt_gates_kernel(int B, int Tn, int H, int K, int s0,
       T *sv = svRow + (int64_t)(s - s0 + 1) * slots * H;
       if (Kind == CellLstm) {
         T cn, hn;
-        lstm_unit(xr, hr, bhh, H, j, (sv - slots * H)[4 * H + j], cn, hn, sv);
+        const T cp = (sv - slots * H)[4 * H + j];
+        lstm_unit(xr, hr, bhh, H, j, cp, cn, hn, sv);
+        if (zo_p > 0.0f &&
+            zoneout_keep_prev(
+                zo_seed, zo_offset,
+                lstm_zoneout_counter(sd, rnn_time_index(s, len, reverse != 0),
+                                     b, j, B, Tn, H),
+                zo_p))
+          sv[4 * H + j] = cp;
       } else if (Kind == CellGru) {
         gru_unit(xr, hr, bhh, H, j, hprev[r * H + j], sv);
       } else if (Kind == CellGruCho) {
@@ -1011,7 +1082,7 @@ inline uint64_t rnn_backward_ckpt_scratch_bytes(int cell, int64_t B,
 }
 
 /// One layer and direction of the checkpointed backward (the CPU's
-/// layerBackwardCkpt without zoneout / revolve): segments of K scan steps,
+/// layerBackwardCkpt without revolve): segments of K scan steps,
 /// last first. Segments cover [0, T) (the host does not know the longest
 /// length; a segment past every length does no work).
 template <typename T, typename Len, int Kind>
@@ -1021,7 +1092,9 @@ inline cudaError_t rnn_layer_backward_ckpt(
     const T *wih, const T *whh, const T *bih, const T *bhh, const T *y,
     const T *h0, const T *c0, const T *ckc, const T *dy, const T *dhn,
     const T *dcn, T *dx, T *dh0, T *dc0, T *dwih, T *dwhh, T *dbih, T *dbhh,
-    const RnnCkptLayout &c, cudaStream_t stream) {
+    const RnnCkptLayout &c, cudaStream_t stream,
+    const RnnZoneout &zo = RnnZoneout(), int sd = 0) {
+  const float zp = Kind == CellLstm ? (float)zo.p : 0.0f;
   const int64_t GH = cell_gates(Kind) * H, DH = D * H, M = B * K;
   const bool cho = Kind == CellGruCho;
   const int Bi = (int)B, Ti = (int)Tn, Hi = (int)H, Ki = (int)K, rev = (int)d;
@@ -1061,7 +1134,8 @@ inline cudaError_t rnn_layer_backward_ckpt(
     // 3. The gates of every step of the segment.
     rnn_ckpt_gates_kernel<T, Len, Kind>
         <<<grid_for(B * H, 128), 128, 0, stream>>>(
-            Bi, Ti, Hi, Ki, s0, s1, lengths, w.dxg, hg, bhh,
+            Bi, Ti, Hi, Ki, s0, s1, rev, zp, zo.seed, zo.offset, sd, lengths,
+            w.dxg, hg, bhh,
             s0 > 0 && ckc ? ckc + (m - 1) * B * H : nullptr, c0, w.hprev, seg,
             cho ? w.rh : nullptr);
     if ((e = cudaGetLastError()) != cudaSuccess)
@@ -1081,7 +1155,8 @@ inline cudaError_t rnn_layer_backward_ckpt(
     if ((e = launch_rnn_scan_backward<T, Len, Kind, true>(
              Bi, Ti, Hi, rev, (int)D, rev, lengths, s0, s1, Ki, whh, seg, y,
              h0, c0, dy, first ? dhn : dhs, first ? dcn : dcs,
-             last ? dh0 : dhs, last ? dc0 : dcs, w, stream)) != cudaSuccess)
+             last ? dh0 : dhs, last ? dc0 : dcs, w, stream, zo, sd)) !=
+        cudaSuccess)
       return e;
     // 5. Weight gradients over the segment's rows; dx through xs.
     if ((e = rnn_layer_weight_grads<T, Kind>(blas, M, inSize, H, w, xs, wih,
@@ -1116,9 +1191,10 @@ inline cudaError_t rnn_layer_backward_ckpt(
   return cudaSuccess;
 }
 
-/// nncc_rnn_backward_ckpt without zoneout: BPTT of the stack from
+/// nncc_rnn_backward_ckpt: BPTT of the stack from
 /// launch_rnn_forward_train_ckpt's reserve (layer outputs, then the LSTM's
-/// checkpoints), recomputing each segment's gates. Outputs as
+/// checkpoints), recomputing each segment's gates (zoneout masks
+/// regenerated). Outputs and zoneout arguments as
 /// launch_rnn_backward_reserved. Scratch: rnn_backward_ckpt_scratch_bytes.
 template <typename T, typename Len, int Kind>
 inline cudaError_t launch_rnn_backward_ckpt(
@@ -1126,11 +1202,17 @@ inline cudaError_t launch_rnn_backward_ckpt(
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
     const T *h0, const T *c0, const Len *lengths, const T *reserve,
     const T *dy, const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0,
-    T *const *dweights, int64_t every, char *scratch, cudaStream_t stream) {
+    T *const *dweights, int64_t every, char *scratch, cudaStream_t stream,
+    double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
   if (!rnn_stack_args_ok<T, Len>(Kind, B, Tn, I, H, L, D, has_bias, x,
                                  weights) ||
-      !scratch || every < 1 || (B * Tn > 0 && !reserve))
+      !rnn_zoneout_ok(Kind, zoneout) || !scratch || every < 1 ||
+      (B * Tn > 0 && !reserve))
     return cudaErrorInvalidValue;
+  RnnZoneout zo;
+  zo.p = zoneout;
+  zo.seed = seed;
+  zo.offset = offset;
   cudaError_t e = cublas_error(cublasSetStream(blas, stream));
   if (e != cudaSuccess)
     return e;
@@ -1170,7 +1252,7 @@ inline cudaError_t launch_rnn_backward_ckpt(
                dh0 ? dh0 + st : nullptr, dc0 ? dc0 + st : nullptr,
                dwp ? dwp[0] : nullptr, dwp ? dwp[1] : nullptr,
                (dwp && has_bias) ? dwp[2] : nullptr,
-               (dwp && has_bias) ? dwp[3] : nullptr, c, stream)) !=
+               (dwp && has_bias) ? dwp[3] : nullptr, c, stream, zo, (int)sd)) !=
           cudaSuccess)
         return e;
     }
