@@ -4,8 +4,9 @@
 # libraries they link, OpenBLAS (xz), the parity harness, and run.sh, which
 # on the GPU checks CPU against CUDA for each model's forward and training
 # step and runs compute-sanitizer (memcheck, racecheck, synccheck) over a
-# training step of the models named in SANITIZE, then nncc.torch on CUDA
-# (utils/device_torch_check.py: CPU vs CUDA module, AdamW, one-rank NCCL DDP).
+# training step of the models named in SANITIZE, nncc.torch on CUDA
+# (utils/device_torch_check.py: CPU vs CUDA module, AdamW, one-rank NCCL DDP)
+# and bench/gpu.py (nncc against PyTorch on the same GPU).
 #
 #   bash utils/device_prep.sh OUT [model ...]     # default: every models/*.nn
 #   # then, with the tool library's device runner:
@@ -60,6 +61,11 @@ mkdir -p "$OUT/torch"
 xz -T2 -c "$OUT/torch/build/libgru_forecaster.so" > "$OUT/torch/libgru_forecaster.so.xz"
 rm -rf "$OUT/torch/build"
 
+# The GPU benchmark against PyTorch (bench/gpu.py): libraries, weights, inputs.
+/usr/bin/python3 "$ROOT/bench/gpu.py" --prepare "$OUT/bench" >/dev/null
+find "$OUT/bench" -name '*.so' -exec xz -T2 {} \;
+find "$OUT/bench" \( -name '*.cpp' -o -name '*.cu' -o -name '*.o' -o -name '*.h' \) -delete
+
 cat > "$OUT/run.sh" <<'EOS'
 #!/usr/bin/env bash
 # On the GPU machine: CPU against CUDA for every prepared model (forward,
@@ -108,6 +114,13 @@ if python3 -c 'import torch' 2>/dev/null; then
   echo "=== nncc.torch on CUDA (utils/device_torch_check.py)"
   xz -dc "$HERE/torch/libgru_forecaster.so.xz" > "$WORK/libgru_forecaster.so"
   python3 "$HERE/../utils/device_torch_check.py" "$WORK/libgru_forecaster.so" || fails=$((fails + 1))
+fi
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  echo "=== bench/gpu.py: nncc against PyTorch on this GPU"
+  rm -rf "$WORK/bench" && cp -r "$HERE/bench" "$WORK/bench"
+  find "$WORK/bench" -name '*.so.xz' -exec xz -d {} \;
+  python3 "$HERE/../bench/gpu.py" --run "$WORK/bench" --markdown --json "$WORK/bench.json" ||
+    fails=$((fails + 1))
 fi
 echo "=== $fails failure(s)"
 [ $fails -eq 0 ]

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""nncc's generated CUDA libraries against PyTorch on the same GPU, same run.
+
+    # here (LLVM, nncc, nvcc): libraries, weights and inputs into DIR
+    /usr/bin/python3 bench/gpu.py --prepare DIR [--only lstm,...]
+    # on the GPU machine (PyTorch 2.x with CUDA; no compiler needed):
+    python3 bench/gpu.py --run DIR [--reps 20] [--json F] [--markdown]
+
+Cases (issue 10's table): LSTM forward B32 T128 H256, B8 and B1 T256 H512
+(vs cuDNN), GRU forward B32 T128 H256, a post-LN encoder layer B8 T512 d256
+(vs nn.TransformerEncoderLayer), dense attention B1 T4096 E256 4 heads (vs
+SDPA through nn.MultiheadAttention), dilated w64 d2 + global [0] (vs SDPA
+with the equivalent mask, and FlexAttention with the band as a block mask
+where available), and the LSTM / GRU training steps (forward, backward,
+Adam) at B32 T128 H256. fp32, TF32 off on both sides (nncc's cuBLAS uses
+TF32 only with NNCC_CUDA_ALLOW_TF32=1). nncc reads its inputs and writes
+its outputs in place in torch CUDA tensors (ABI 6 bind) on torch's current
+stream, so both sides are timed the same way: CUDA events around the call,
+after warm-up, median of --reps. Outputs are compared (relative error).
+Ratio = torch median / nncc median (> 1: nncc faster); TFLOP/s from the
+nominal FLOP count (bench/run.py's).
+
+Written without a GPU: it has not run yet (docs/cuda.md)."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, HERE)
+
+CASES = {
+    # name: (model file, torch kind, shape)
+    "lstm_b32": ("lstm.nn", "lstm", dict(B=32, T=128, E=256, H=256)),
+    "lstm_b8_h512": ("lstm_h512.nn", "lstm", dict(B=8, T=256, E=512, H=512)),
+    "lstm_b1_h512": ("lstm_h512.nn", "lstm", dict(B=1, T=256, E=512, H=512)),
+    "gru_b32": ("gru.nn", "gru", dict(B=32, T=128, E=256, H=256)),
+    "encoder": ("encoder.nn", "encoder", dict(B=8, T=512, D=256, A=4, FF=1024)),
+    "attn_dense": ("attn_dense.nn", "attn_dense", dict(B=1, T=4096, D=256, A=4, W=64, DIL=2)),
+    "attn_dilated": ("attn_dilated.nn", "attn_masked",
+                     dict(B=1, T=4096, D=256, A=4, W=64, DIL=2)),
+    "lstm_train": ("lstm_train.nn", "lstm_train", dict(B=32, T=128, E=256, H=256)),
+    "gru_train": ("gru_train.nn", "gru_train", dict(B=32, T=128, E=256, H=256)),
+}
+PREFIX = {"lstm": "r.", "gru": "r.", "encoder": "enc."}
+# The H512 LSTM is bench/models/lstm.nn with E = H = 512.
+LSTM_H512 = open(os.path.join(HERE, "models", "lstm.nn")).read().replace("256", "512")
+
+
+def prepare(d, only):
+    import run as cpu_bench  # bench/run.py: torch twins and FLOP counts
+    os.makedirs(d, exist_ok=True)
+    nncc = os.path.join(ROOT, "build", "bin", "nncc")
+    for name in only:
+        nn_file, kind, s = CASES[name]
+        cd = os.path.join(d, name)
+        os.makedirs(cd, exist_ok=True)
+        src = os.path.join(HERE, "models", nn_file)
+        if nn_file == "lstm_h512.nn":
+            src = os.path.join(cd, "lstm_h512.nn")
+            with open(src, "w") as f:
+                f.write(LSTM_H512)
+        train = kind.endswith("_train")
+        subprocess.run([nncc, "compile", src, "--target", "all", "-o", os.path.join(cd, "lib")]
+                       + (["--grad"] if train else []), check=True, stdout=subprocess.DEVNULL)
+        # Weights and inputs are drawn on the GPU machine (run_case): the
+        # folder stays small enough to carry.
+        with open(os.path.join(cd, "case.json"), "w") as f:
+            json.dump(dict(name=name, kind=kind, shape=s,
+                           flops=cpu_bench.flops(kind.replace("attn_masked", "attn_dilated")
+                                                 if kind == "attn_masked" else kind, s)), f)
+        print("prepared", name, file=sys.stderr)
+
+
+def cuda_time(fn, reps):
+    import torch
+    fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        ts.append(a.elapsed_time(b))
+    return ts
+
+
+def rel_err(a, b):
+    a, b = a.detach().double().cpu(), b.detach().double().cpu()
+    return ((a - b).abs().max() / max(a.abs().max().item(), 1e-3)).item()
+
+
+def run_case(cd, reps):
+    import torch
+    import nncc.library as nl
+    import run as cpu_bench
+    import nncc_testing as nt
+    from nncc import _abi
+    case = json.load(open(os.path.join(cd, "case.json")))
+    kind, s = case["kind"], case["shape"]
+    train = kind.endswith("_train")
+    dev = torch.device("cuda")
+    # The same weights on both sides (torch's default init, seed 0; the
+    # attention modules randomized as bench/run.py does) and inputs.
+    torch.manual_seed(0)
+    m = cpu_bench.build_torch(kind.replace("attn_masked", "attn_dense"), s)
+    if kind.startswith("attn"):
+        nt.randomize_(m)
+    prefix = PREFIX.get(kind.replace("_train", ""), "a.")
+    weights = os.path.join(cd, "nncc.safetensors")
+    nt.save_safetensors(weights, {prefix + k: nt.to_numpy(v) for k, v in m.state_dict().items()})
+    dims = (s["B"], s["T"], s.get("E", s.get("D")))
+    ins = {"x": torch.randn(*dims)}
+    if train:
+        ins["target"] = torch.randn(*dims[:2], s.get("H", s.get("D")))
+    ins = {k: v.to(dev) for k, v in ins.items()}
+    lib_dir = os.path.join(cd, "lib")
+    lib = nl.Library(os.path.join(lib_dir, [f for f in os.listdir(lib_dir)
+                                            if f.startswith("lib") and f.endswith(".so")][0]))
+    ctx = lib.context("cuda")
+    ctx.load_weights(weights)
+    ctx.set_cuda_stream(torch.cuda.current_stream().cuda_stream)
+    for spec in lib.inputs:
+        t = ins[spec.name].contiguous()
+        ctx.bind(_abi.BIND_INPUT, spec.name, t.data_ptr(), spec.dtype, tuple(t.shape))
+    dims = {d: v for spec in lib.inputs for d, v in zip(spec.shape, ins[spec.name].shape)
+            if isinstance(d, str)}
+    outs = {}
+    for spec in lib.outputs:
+        o = torch.empty(spec.concrete(dims), dtype=getattr(torch, spec.dtype), device=dev)
+        ctx.bind(_abi.BIND_OUTPUT, spec.name, o.data_ptr(), spec.dtype, tuple(o.shape))
+        outs[spec.name] = o
+    tn = cuda_time(ctx.train_step if train else ctx.forward, reps)
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    m = m.to(dev)
+    x = ins["x"]
+    results = []
+    if train:
+        m.train()
+        opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.mse_loss(m(x)[0], ins["target"])
+            loss.backward()
+            opt.step()
+        results.append(("torch", cuda_time(step, reps), None))
+    else:
+        m.eval()
+        mask = None
+        if kind == "attn_masked":
+            i = torch.arange(s["T"], device=dev)[:, None]
+            j = torch.arange(s["T"], device=dev)[None, :]
+            band = ((i - j).abs() <= (s["W"] // 2) * s["DIL"]) & ((i - j) % s["DIL"] == 0)
+            mask = ~(band | (i == 0) | (j == 0))
+
+        def fwd():
+            with torch.no_grad():
+                if kind.startswith("attn"):
+                    return m(x, x, x, need_weights=False, attn_mask=mask)[0]
+                return m(x) if kind == "encoder" else m(x)[0]
+        y = fwd()
+        results.append(("torch (SDPA + mask)" if mask is not None else "torch",
+                        cuda_time(fwd, reps), rel_err(y, outs["y"])))
+        if kind == "attn_masked":
+            flex = flex_dilated(m, x, s)
+            if flex is not None:
+                yf = flex()
+                results.append(("torch FlexAttention", cuda_time(flex, reps), rel_err(yf, outs["y"])))
+    rows = []
+    for side, tt, err in results:
+        mn, mt = statistics.median(tn), statistics.median(tt)
+        rows.append(dict(case=case["name"], vs=side, nncc_ms=mn, torch_ms=mt, ratio=mt / mn,
+                         nncc_tflops=case["flops"] / mn / 1e9, torch_tflops=case["flops"] / mt / 1e9,
+                         err=err))
+    return rows
+
+
+def flex_dilated(mha, x, s):
+    """The dilated band + global [0] through FlexAttention with a block
+    mask (PyTorch >= 2.5), on the module's own projections; None if absent."""
+    import torch
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    except ImportError:
+        return None
+    T, A, D = s["T"], s["A"], s["D"]
+    half, dil = (s["W"] // 2) * s["DIL"], s["DIL"]
+
+    def allowed(b, h, q, k):
+        d = q - k
+        return (((d <= half) & (d >= -half) & (d % dil == 0)) | (q == 0) | (k == 0))
+    bm = create_block_mask(allowed, None, None, T, T, device=x.device)
+    flex = torch.compile(flex_attention)
+    w, bias = mha.in_proj_weight, mha.in_proj_bias
+
+    def run():
+        with torch.no_grad():
+            qkv = torch.nn.functional.linear(x, w, bias)
+            q, k, v = (t.view(1, T, A, D // A).transpose(1, 2) for t in qkv.chunk(3, dim=-1))
+            o = flex(q, k, v, block_mask=bm).transpose(1, 2).reshape(1, T, D)
+            return mha.out_proj(o)
+    return run
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prepare", metavar="DIR")
+    g.add_argument("--run", metavar="DIR")
+    ap.add_argument("--only", default=",".join(CASES))
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--json")
+    ap.add_argument("--markdown", action="store_true")
+    a = ap.parse_args()
+    only = a.only.split(",")
+    if a.prepare:
+        prepare(a.prepare, only)
+        return 0
+    import torch
+    if not torch.cuda.is_available():
+        print("bench/gpu.py --run: no CUDA device for torch", file=sys.stderr)
+        return 1
+    print("# %s, torch %s" % (torch.cuda.get_device_name(), torch.__version__))
+    rows = []
+    for name in only:
+        cd = os.path.join(a.run, name)
+        if not os.path.isdir(cd):
+            continue
+        for r in run_case(cd, a.reps):
+            rows.append(r)
+            print("%-14s vs %-20s nncc %8.3f ms  torch %8.3f ms  ratio %5.2fx  TFLOP/s %.2f / %.2f"
+                  "  err %s" % (r["case"], r["vs"], r["nncc_ms"], r["torch_ms"], r["ratio"],
+                                r["nncc_tflops"], r["torch_tflops"],
+                                "-" if r["err"] is None else "%.2g" % r["err"]), flush=True)
+    if a.markdown:
+        print("| case | vs | nncc ms | torch ms | torch/nncc | TFLOP/s nncc / torch | err |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            print("| %s | %s | %.3f | %.3f | %.2f× | %.2f / %.2f | %s |" % (
+                r["case"], r["vs"], r["nncc_ms"], r["torch_ms"], r["ratio"], r["nncc_tflops"],
+                r["torch_tflops"], "-" if r["err"] is None else "%.2g" % r["err"]))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
