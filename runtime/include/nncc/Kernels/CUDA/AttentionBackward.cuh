@@ -335,17 +335,21 @@ __global__ void __launch_bounds__(BQ) flash_attention_bwd_dq_kernel(
   }
 }
 
-/// Workspace layout of launch_flash_attention_backward (bytes from its
-/// scratch): D, and when recomputing (no saved lse) the lse and the output.
-struct FlashBackwardLayout {
-  char *D = nullptr, *lse = nullptr, *out = nullptr;
+/// Workspace layout of the dense and dilated backwards (bytes from their
+/// scratch): the dilated kernels' global-token tables (globals_bytes, as
+/// launch_dilated_attention_dyn; none for dense), D, and when recomputing
+/// (no saved lse) the lse and the output.
+struct AttnBackwardLayout {
+  char *globals = nullptr, *D = nullptr, *lse = nullptr, *out = nullptr;
   int64_t bytes = 0;
 };
-inline FlashBackwardLayout flash_attention_backward_layout(char *base, int64_t B, int64_t Tn,
-                                                           int64_t H, int64_t dh, int64_t elem,
-                                                           bool recompute) {
+inline AttnBackwardLayout attention_backward_layout(char *base, int64_t B, int64_t Tn,
+                                                    int64_t H, int64_t dh, int64_t elem,
+                                                    bool recompute, int64_t globals_bytes) {
   AttnScratch a{base};
-  FlashBackwardLayout l;
+  AttnBackwardLayout l;
+  if (globals_bytes > 0)
+    l.globals = a.take(globals_bytes);
   l.D = a.take(B * H * Tn * elem);
   if (recompute) {
     l.lse = a.take(B * H * Tn * elem);
@@ -360,7 +364,7 @@ inline FlashBackwardLayout flash_attention_backward_layout(char *base, int64_t B
 inline int64_t flash_attention_backward_workspace_bytes(int64_t B, int64_t Tn, int64_t H,
                                                         int64_t dh, int64_t elem,
                                                         int recompute) {
-  return flash_attention_backward_layout(nullptr, B, Tn, H, dh, elem, recompute != 0).bytes;
+  return attention_backward_layout(nullptr, B, Tn, H, dh, elem, recompute != 0, 0).bytes;
 }
 
 /// The forward the backward reads (the saved one, or the training forward
@@ -409,8 +413,8 @@ inline cudaError_t launch_flash_attention_backward(
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
   const AttentionDropout<T> drop = attention_dropout_of<T>(dropout, seed, offset);
-  const FlashBackwardLayout l =
-      flash_attention_backward_layout(scratch, B, Tn, H, dh, sizeof(T), saved_lse == nullptr);
+  const AttnBackwardLayout l =
+      attention_backward_layout(scratch, B, Tn, H, dh, sizeof(T), saved_lse == nullptr, 0);
   AttnForwardRefs<T> r;
   T *fwdOut, *fwdLse;
   int64_t fwdLd = 0;
@@ -569,36 +573,13 @@ __global__ void dilated_attention_bwd_dkdv_kernel(
     }
 }
 
-/// Workspace layout of launch_dilated_attention_backward: the global-token
-/// tables (as launch_dilated_attention_dyn), D, and when recomputing the
-/// lse and the output.
-struct DilatedBackwardLayout {
-  char *globals = nullptr, *D = nullptr, *lse = nullptr, *out = nullptr;
-  int64_t bytes = 0;
-};
-inline DilatedBackwardLayout dilated_attention_backward_layout(char *base, int64_t B,
-                                                               int64_t Tn, int64_t H,
-                                                               int64_t dh, int64_t n_global,
-                                                               int64_t elem, bool recompute) {
-  AttnScratch a{base};
-  DilatedBackwardLayout l;
-  l.globals = a.take(dilated_attention_scratch_bytes(Tn, n_global));
-  l.D = a.take(B * H * Tn * elem);
-  if (recompute) {
-    l.lse = a.take(B * H * Tn * elem);
-    l.out = a.take(B * Tn * H * dh * elem);
-  }
-  l.bytes = a.used;
-  return l;
-}
-
 /// Device scratch (bytes) of launch_dilated_attention_backward; n_global =
 /// the number of host global positions passed.
 inline int64_t dilated_attention_backward_workspace_bytes(int64_t B, int64_t Tn, int64_t H,
                                                           int64_t dh, int64_t n_global,
                                                           int64_t elem, int recompute) {
-  return dilated_attention_backward_layout(nullptr, B, Tn, H, dh, n_global, elem,
-                                           recompute != 0)
+  return attention_backward_layout(nullptr, B, Tn, H, dh, elem, recompute != 0,
+                                   dilated_attention_scratch_bytes(Tn, n_global))
       .bytes;
 }
 
@@ -623,8 +604,9 @@ inline cudaError_t launch_dilated_attention_backward(
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
   const AttentionDropout<T> drop = attention_dropout_of<T>(dropout, seed, offset);
-  const DilatedBackwardLayout l = dilated_attention_backward_layout(
-      scratch, B, Tn, H, dh, n_host_globals, sizeof(T), saved_lse == nullptr);
+  const AttnBackwardLayout l =
+      attention_backward_layout(scratch, B, Tn, H, dh, sizeof(T), saved_lse == nullptr,
+                                dilated_attention_scratch_bytes(Tn, n_host_globals));
   AttnForwardRefs<T> r;
   T *fwdOut, *fwdLse;
   int64_t fwdLd = 0;
