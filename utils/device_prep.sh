@@ -77,9 +77,11 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 WORK="${TMPDIR:-/tmp}/nncc-device"
 rm -rf "$WORK" && mkdir -p "$WORK/lib"
 cp "$HERE"/lib/*.so* "$WORK/lib/" && xz -d "$WORK/lib/libopenblas.so.0.xz"
-CUBLAS_DIR=$(dirname "$(ldconfig -p | awk '$1 == "libcublas.so.13" { print $NF; exit }')" 2>/dev/null || true)
-[ -n "$CUBLAS_DIR" ] || CUBLAS_DIR=$(dirname "$(find / -name 'libcublas.so.13' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH="$WORK/lib:$CUBLAS_DIR:${LD_LIBRARY_PATH:-}"
+CUBLAS=$(ldconfig -p | awk '$1 == "libcublas.so.13" { print $NF; exit }')
+[ -n "$CUBLAS" ] ||
+  CUBLAS=$(find / \( -path /proc -o -path /sys \) -prune -o -name 'libcublas.so.13' -print 2>/dev/null | head -1)
+[ -n "$CUBLAS" ] || { echo "run.sh: libcublas.so.13 not found" >&2; exit 1; }
+export LD_LIBRARY_PATH="$WORK/lib:$(dirname "$CUBLAS"):${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 fails=0
 trainers=()
