@@ -226,6 +226,19 @@ SmallVector<std::string> stackInputs(LaunchEmitter &e, StackOp o, const Stack &s
   return args;
 }
 
+/// The CUDA stack launchers' trailing arguments: the checkpoint segment
+/// (checkpoint_every), scratch and stream, then for LSTM zoneout its rate,
+/// seed and step offset, as the CPU branch passes them (the same masks).
+template <typename StackOp>
+void appendStackTail(KernelCall &c, StackOp o, std::optional<int64_t> every,
+                     const std::string &ws) {
+  if (every)
+    c.args.push_back(std::to_string(*every));
+  c.args.append({ws, "stream"});
+  if (o.getZoneout() > 0)
+    c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
+}
+
 /// CUDA (RecurrentBackward.cuh): the stack's training forward with the
 /// plain or the checkpointed reserve; lengths i32 or i64 read on the device;
 /// LSTM zoneout masks as the CPU's.
@@ -251,13 +264,7 @@ LogicalResult emitStackForwardCuda(LaunchEmitter &e, nnk::RecurrentForwardOp o) 
                  e.nameOr(o.getLengths(), "const " + *lengthType + " *"), e.name(o.getY()),
                  e.nameOr(o.getHN(), "real_t *"), e.nameOr(o.getCN(), "real_t *"),
                  e.name(o.getReserve())});
-  if (every)
-    c.args.push_back(std::to_string(*every));
-  c.args.append({ws, "stream"});
-  // LSTM zoneout (training): rate, seed, offset after the stream, as the
-  // CPU branch passes them (the same masks on both targets).
-  if (o.getZoneout() > 0)
-    c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
+  appendStackTail(c, o, every, ws);
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";
@@ -349,11 +356,7 @@ LogicalResult emitStackGradCuda(LaunchEmitter &e, nnk::RecurrentGradOp o) {
                  gradOutOrNull(e, o, o.getDx(), "(real_t *)NULL"),
                  gradOutOrNull(e, o, o.getDh0(), "(real_t *)NULL"),
                  gradOutOrNull(e, o, o.getDc0(), "(real_t *)NULL"), "dw_"});
-  if (every)
-    c.args.push_back(std::to_string(*every));
-  c.args.append({ws, "stream"});
-  if (o.getZoneout() > 0)
-    c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
+  appendStackTail(c, o, every, ws);
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";

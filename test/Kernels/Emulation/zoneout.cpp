@@ -20,6 +20,7 @@
 #include "nncc/Kernels/Philox.h"
 
 #include "emu_test.h"
+#include "rnn_stack.h"
 
 #include <cstring>
 #include <string>
@@ -90,28 +91,13 @@ void stackCase(double p, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, 
                     " hb" + std::to_string(hb) + " len" + std::to_string(withLen) + "/" +
                     std::to_string(sizeof(Len)) + " st" + std::to_string(states) + " k" +
                     std::to_string(every);
-  std::vector<std::vector<R>> W;
-  for (int64_t l = 0; l < L; ++l)
-    for (int64_t d = 0; d < D; ++d) {
-      const int64_t in = l == 0 ? I : DH;
-      W.push_back(rnd(GH * in));
-      W.push_back(rnd(GH * H));
-      if (hb) { W.push_back(rnd(GH)); W.push_back(rnd(GH)); }
-    }
-  std::vector<const R *> w;
-  for (auto &v : W) w.push_back(v.data());
-  auto x = rnd(BT * I + 1, 1.0); x.resize(BT * I);
-  auto h0 = rnd(L * D * B * H), c0 = rnd(L * D * B * H);
-  std::vector<int32_t> len32(B);
-  std::vector<Len> lenE(B);
-  for (int64_t b = 0; b < B; ++b) {
-    len32[b] = withLen ? (int32_t)((b * 5 + 3) % (T + 1)) : (int32_t)T;
-    if (withLen && b == 0) len32[b] = (int32_t)T;
-    lenE[b] = (Len)len32[b];
-  }
-  const int32_t *lc = withLen ? len32.data() : nullptr;
-  const Len *lg = withLen ? lenE.data() : nullptr;
-  const R *h0p = states ? h0.data() : nullptr, *c0p = states ? c0.data() : nullptr;
+  emutest::RnnStack<Len> S(B, T, I, H, L, D, 4, hb, withLen);
+  auto &W = S.W;
+  auto &w = S.w;
+  auto &x = S.x;
+  const int32_t *lc = S.lc();
+  const Len *lg = S.lg();
+  const R *h0p = states ? S.h0.data() : nullptr, *c0p = states ? S.c0.data() : nullptr;
   // Forward.
   int64_t resBytes = every ? nncc_rnn_reserve_ckpt_size(cell, B, T, H, L, D, every, 8)
                            : nncc_rnn_reserve_size(cell, B, T, H, L, D, 8);
