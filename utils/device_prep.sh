@@ -68,63 +68,93 @@ find "$OUT/bench" \( -name '*.cpp' -o -name '*.cu' -o -name '*.o' -o -name '*.h'
 
 cat > "$OUT/run.sh" <<'EOS'
 #!/usr/bin/env bash
-# On the GPU machine: CPU against CUDA for every prepared model (forward,
-# and the training step where the model trains on CUDA), then
-# compute-sanitizer over the training step of $SANITIZE (default: the first
-# two that train on CUDA). Prints a summary; exit status 1 if anything failed.
+# On the GPU machine, in order of value per second (one device call must
+# hold it all): CPU against CUDA for every prepared model (forward, and the
+# training step where the model trains on CUDA), bench/gpu.py (nncc against
+# PyTorch on the same GPU), nncc.torch on CUDA, then compute-sanitizer over
+# the training step of $SANITIZE (default: the first two that train on
+# CUDA). Each stage is skipped, saying so, once less than its share of
+# RUN_BUDGET_S (default 480 s) is left. Logs and bench.json go to $OUT
+# (the device runner's folder that comes back) when set. Exit status 1 if
+# anything failed.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 WORK="${TMPDIR:-/tmp}/nncc-device"
-rm -rf "$WORK" && mkdir -p "$WORK/lib"
+LOGS="${OUT:-$WORK/logs}"
+BUDGET="${RUN_BUDGET_S:-480}"
+T0=$SECONDS
+left() { echo $((BUDGET - (SECONDS - T0))); }
+rm -rf "$WORK" && mkdir -p "$WORK/lib" "$LOGS"
 cp "$HERE"/lib/*.so* "$WORK/lib/" && xz -d "$WORK/lib/libopenblas.so.0.xz"
 CUBLAS=$(ldconfig -p | awk '$1 == "libcublas.so.13" { print $NF; exit }')
 [ -n "$CUBLAS" ] ||
   CUBLAS=$(find / \( -path /proc -o -path /sys \) -prune -o -name 'libcublas.so.13' -print 2>/dev/null | head -1)
 [ -n "$CUBLAS" ] || { echo "run.sh: libcublas.so.13 not found" >&2; exit 1; }
 export LD_LIBRARY_PATH="$WORK/lib:$(dirname "$CUBLAS"):${LD_LIBRARY_PATH:-}"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$LOGS/gpu.txt" || true
+date -u | tee -a "$LOGS/gpu.txt"
 fails=0
 trainers=()
+# run_logged NAME SECONDS CMD...: CMD under a timeout, output in $LOGS/NAME.
+run_logged() {
+  local name=$1 limit=$2
+  shift 2
+  timeout "$limit" "$@" > "$LOGS/$name" 2>&1
+  local rc=$?
+  [ $rc -eq 124 ] && echo "run.sh: $name timed out after $limit s" | tee -a "$LOGS/$name"
+  return $rc
+}
 while read -r m reason; do
   mkdir -p "$WORK/$m"
   xz -dc "$HERE/models/$m/lib$m.so.xz" > "$WORK/$m/lib$m.so"
   lib="$WORK/$m/lib$m.so"
   echo "=== $m: forward"
-  if ! "$HERE/bin/cuda_parity" "$lib" 3 16 > "$WORK/$m/forward.txt" 2>&1; then fails=$((fails + 1)); fi
-  tail -n 20 "$WORK/$m/forward.txt"
+  run_logged "$m.forward.txt" 60 "$HERE/bin/cuda_parity" "$lib" 3 16 || fails=$((fails + 1))
+  tail -n 8 "$LOGS/$m.forward.txt"
   if [ "$reason" = "NULL" ]; then
     trainers+=("$m")
     echo "=== $m: training step"
-    if ! "$HERE/bin/cuda_parity" "$lib" 3 16 train > "$WORK/$m/train.txt" 2>&1; then fails=$((fails + 1)); fi
-    tail -n 40 "$WORK/$m/train.txt"
+    run_logged "$m.train.txt" 90 "$HERE/bin/cuda_parity" "$lib" 3 16 train || fails=$((fails + 1))
+    grep -E "FAIL|worst|error|mismatch" "$LOGS/$m.train.txt" | head -n 8
+    tail -n 3 "$LOGS/$m.train.txt"
   else
     echo "=== $m: trains on the CPU only: $reason"
   fi
 done < "$HERE/models/train-support.txt"
-SANITIZE="${SANITIZE:-${trainers[*]:0:2}}"
-for m in $SANITIZE; do
-  for tool in memcheck racecheck synccheck; do
-    echo "=== compute-sanitizer --tool $tool: $m training step"
-    compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$HERE/bin/cuda_parity" "$WORK/$m/lib$m.so" 2 8 train > "$WORK/$m/$tool.txt" 2>&1
-    rc=$?
-    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Race reported|Invalid|hazard" "$WORK/$m/$tool.txt" | head -n 12
-    [ $rc -eq 0 ] || fails=$((fails + 1))
-  done
-done
-if python3 -c 'import torch' 2>/dev/null; then
-  echo "=== nncc.torch on CUDA (utils/device_torch_check.py)"
-  xz -dc "$HERE/torch/libgru_forecaster.so.xz" > "$WORK/libgru_forecaster.so"
-  python3 "$HERE/../utils/device_torch_check.py" "$WORK/libgru_forecaster.so" || fails=$((fails + 1))
-fi
-if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+echo "=== parity done at $((SECONDS - T0)) s"
+if [ "$(left)" -gt 120 ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   echo "=== bench/gpu.py: nncc against PyTorch on this GPU"
   rm -rf "$WORK/bench" && cp -r "$HERE/bench" "$WORK/bench"
   find "$WORK/bench" -name '*.so.xz' -exec xz -d {} \;
-  python3 "$HERE/../bench/gpu.py" --run "$WORK/bench" --markdown --json "$WORK/bench.json" ||
-    fails=$((fails + 1))
+  run_logged bench.txt $(( $(left) - 60 )) python3 "$HERE/../bench/gpu.py" --run "$WORK/bench" \
+    --markdown --json "$LOGS/bench.json" || fails=$((fails + 1))
+  cat "$LOGS/bench.txt"
+else
+  echo "=== bench/gpu.py skipped ($(left) s left, or no CUDA torch)"
 fi
-echo "=== $fails failure(s)"
+if [ "$(left)" -gt 60 ] && python3 -c 'import torch' 2>/dev/null; then
+  echo "=== nncc.torch on CUDA (utils/device_torch_check.py)"
+  xz -dc "$HERE/torch/libgru_forecaster.so.xz" > "$WORK/libgru_forecaster.so"
+  run_logged torch.txt 60 python3 "$HERE/../utils/device_torch_check.py" \
+    "$WORK/libgru_forecaster.so" || fails=$((fails + 1))
+  tail -n 20 "$LOGS/torch.txt"
+fi
+SANITIZE="${SANITIZE:-${trainers[*]:0:2}}"
+for m in $SANITIZE; do
+  for tool in memcheck racecheck synccheck; do
+    if [ "$(left)" -lt 45 ]; then
+      echo "=== compute-sanitizer --tool $tool: $m skipped ($(left) s left)"
+      continue
+    fi
+    echo "=== compute-sanitizer --tool $tool: $m training step"
+    run_logged "$m.$tool.txt" $(( $(left) - 15 )) compute-sanitizer --tool "$tool" \
+      --error-exitcode 9 "$HERE/bin/cuda_parity" "$WORK/$m/lib$m.so" 2 8 train
+    rc=$?
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Race reported|Invalid|hazard" "$LOGS/$m.$tool.txt" | head -n 12
+    [ $rc -eq 0 ] || fails=$((fails + 1))
+  done
+done
+echo "=== $fails failure(s) in $((SECONDS - T0)) s"
 [ $fails -eq 0 ]
 EOS
 chmod +x "$OUT/run.sh"
