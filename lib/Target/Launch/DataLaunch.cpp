@@ -289,8 +289,9 @@ LogicalResult emitEmbeddingGrad(LaunchEmitter &e, nnk::EmbeddingGradOp o) {
     auto index = e.cType(e.bufferType(o.getIndices()).getElementType());
     if (failed(index))
       return failure();
+    std::string ws = e.workspace("embedding_backward_scratch_bytes(" + *n + ", " + *V + ")");
     e.call({"launch_embedding_backward<real_t, " + *index + ">",
-            {*n, *V, *E, e.name(o.getIndices()), e.name(o.getDy()), "-1", e.name(o.getOut()),
+            {*n, *V, *E, e.name(o.getIndices()), e.name(o.getDy()), "-1", e.name(o.getOut()), ws,
              "stream"}});
     return success();
   }

@@ -53,9 +53,10 @@ module attributes {nn.dims = ["B"]} {
                         %dp: !nnk.buffer<[5, 8], f32> {nnk.output},
                         %db: !nnk.buffer<[8], f32> {nnk.output},
                         %dx: !nnk.buffer<[B, 3, 8], f32> {nnk.output}) {
-    // Scatter-add in index order per column (no atomics), the table zeroed first.
+    // Scatter-add in index order per column (no atomics), the table zeroed first;
+    // on CUDA the positions are radix-sorted by id in a planned device scratch.
     // CPU: NNCC_KFN(nncc_embedding_backward)({{.*}}, 10LL, 8LL, in0, in1, -1, out0)
-    // CUDA: launch_embedding_backward<real_t, int64_t>({{.*}}, 10LL, 8LL, in0, in1, -1, out0, stream)
+    // CUDA: launch_embedding_backward<real_t, int64_t>({{.*}}, 10LL, 8LL, in0, in1, -1, out0, (nncc_scratch + (0)), stream)
     nnk.embedding_grad ins(%ids, %dy) outs(%dt) : !nnk.buffer<[B, 3], i64>, !nnk.buffer<[B, 3, 8], f32>, !nnk.buffer<[10, 8], f32>
     // The rows of a position table a slice read: zeros, then the slice's rows.
     // CPU: memset(out1, 0, (int64_t)40 * sizeof(real_t));
