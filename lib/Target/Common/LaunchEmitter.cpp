@@ -49,9 +49,11 @@ LogicalResult LaunchEmitter::emitLaunchListing(llvm::raw_ostream &os) {
       if (!fn)
         continue;
       listing << "// launches of @" << fn.getSymName() << "\n";
-      for (Operation &launch : fn.getBody().front().without_terminator())
+      for (Operation &launch : fn.getBody().front().without_terminator()) {
+        beginTopLevelLaunch();
         if (failed(emitLaunch(listing, &launch)))
           return failure();
+      }
     }
     if (!generatedKernels.empty())
       listing << "// generated kernels\n" << generatedKernels;

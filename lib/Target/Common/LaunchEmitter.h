@@ -99,6 +99,8 @@ public:
   /// Workspace of `bytes` (a C++ expression) for the current launch; returns
   /// a pointer expression (an arena slot on the CPU, kernel scratch on CUDA).
   virtual std::string workspace(const std::string &bytes) = 0;
+  /// A new top-level launch starts: workspace handed out so far is free.
+  virtual void beginTopLevelLaunch() {}
   /// Prints a strided copy (at most 16 dims on CUDA).
   virtual mlir::LogicalResult copyNd(const StridedCopy &c) = 0;
   /// Copies one element (`*dst = *src`).

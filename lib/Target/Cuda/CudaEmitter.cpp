@@ -42,6 +42,7 @@ public:
     scratchCur += " + nncc_gen_align((uint64_t)(" + bytes + "))";
     return at;
   }
+  void beginTopLevelLaunch() override { scratchCur = "0"; }
   LogicalResult copyNd(const StridedCopy &c) override;
   void copyOne(const std::string &dst, const std::string &src) override {
     out() << checked("cudaMemcpyAsync(" + dst + ", " + src + ", sizeof(*" + dst +
@@ -77,7 +78,7 @@ LogicalResult CudaEmitter::emitSequence(raw_indented_ostream &f, StringRef fnNam
     raw_indented_ostream b(bs);
     b.indent();
     for (Operation *op : ops) {
-      scratchCur = "0";
+      beginTopLevelLaunch();
       if (failed(emitLaunch(b, op)))
         return failure();
       if (scratchCur != "0")

@@ -32,7 +32,7 @@ LogicalResult emitLayerNormGrad(LaunchEmitter &e, nnk::LayerNormGradOp o) {
   if (failed(rows) || failed(n))
     return failure();
   if (e.isCuda()) {
-    std::string ws = e.workspace("layer_norm_backward_scratch_bytes(" + *rows + ")");
+    std::string ws = e.workspace("layer_norm_backward_scratch_bytes(" + *rows + ", " + *n + ")");
     e.call({"launch_layer_norm_backward<real_t>",
             {*rows, *n, e.name(o.getX()), "(const real_t *)NULL",
              e.nameOr(o.getWeight(), "const real_t *"), fmtDouble(o.getEps()), e.name(o.getDy()),

@@ -74,7 +74,7 @@ template <typename T, typename I> void crossEntropy(Group &G) {
 }
 
 template <typename T> void layerNorm(Group &G) {
-  for (auto [rows, N] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {5, 300}, {2, 1000}})
+  for (auto [rows, N] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {5, 300}, {2, 1000}, {300, 5}})
     for (int var = 0; var < 4; ++var) {
       const bool res = var & 1, gam = var & 2, dsum = var == 3, grads = var != 1;
       auto x = rnd<T>(rows * N, 2.0), r = rnd<T>(rows * N), gamma = rnd<T>(N, 1.0),
@@ -82,7 +82,7 @@ template <typename T> void layerNorm(Group &G) {
       const double eps = 1e-5;
       auto dxC = nanv<T>(rows * N), dxG = nanv<T>(rows * N), dgC = nanv<T>(N), dgG = nanv<T>(N),
            dbC = nanv<T>(N), dbG = nanv<T>(N);
-      auto scratch = garbage(layer_norm_backward_scratch_bytes(rows));
+      auto scratch = garbage(layer_norm_backward_scratch_bytes(rows, N));
       G.ok("cpu ln", cpu_layer_norm_backward<T>(
                          rows, N, x.data(), res ? r.data() : nullptr, gam ? gamma.data() : nullptr,
                          (const T *)nullptr, (const T *)nullptr, eps, dy.data(),

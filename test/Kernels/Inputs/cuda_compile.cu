@@ -62,7 +62,7 @@ template <typename T> void instantiate(cudaStream_t s) {
   CopyNd c{};
   launch_copy_nd<T>(c, p, p, s);
   ReduceNd r{};
-  launch_reduce<T>(r, 1, p, p, s);
+  launch_reduce<T>(r, 1, p, p, (void *)p, s);
   launch_mse_loss<T>(16, p, p, p, nullptr, s);
   launch_bce_with_logits<T>(4, 4, p, p, p, p, nullptr, s);
   OdeCombine oc{};

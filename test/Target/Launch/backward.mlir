@@ -66,7 +66,7 @@ module attributes {nn.dims = ["B"]} {
     // A bias gradient: the leading dims summed (nnk.reduce's kernel).
     // CPU: NNCC_MS_REDUCE(3, shape, 3u, 0, in1, out2);
     // CUDA: r.mask = 3u;
-    // CUDA: launch_reduce<real_t>(r, 0, in1, out2, stream)
+    // CUDA: launch_reduce<real_t>(r, 0, in1, out2, (nncc_scratch + (0)), stream)
     nnk.reduce_to_shape ins(%dy) outs(%db) : !nnk.buffer<[B, 3, 8], f32>, !nnk.buffer<[8], f32>
     // The adjoint of a mean over axis 1.
     // CPU: nncc::grad::broadcast_axes<real_t>(3, shape, 2u, 1, in3, out3);

@@ -59,7 +59,7 @@ module {
     // CPU: const int64_t shape[] = {2LL, 3LL, 4LL};
     // CPU-NEXT: NNCC_MS_REDUCE(3, shape, 6u, 1, in0, out0);
     // CUDA: r.mask = 6u;
-    // CUDA: launch_reduce<real_t>(r, 1, in0, out0, stream)
+    // CUDA: launch_reduce<real_t>(r, 1, in0, out0, (nncc_scratch + (0)), stream)
     nnk.reduce ins(%x) outs(%s) {kind = #nnk<reduce mean>, axes = array<i64: 1, 2>, keepdim = false} : !nnk.buffer<[2, 3, 4], f32>, !nnk.buffer<[2], f32>
     return
   }

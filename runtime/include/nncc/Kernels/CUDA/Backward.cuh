@@ -176,33 +176,41 @@ __global__ void layer_norm_backward_rows_kernel(int64_t rows, int64_t N, const T
   }
 }
 
-/// One thread per column, the rows in order: dgamma = sum dy xhat, dbeta =
-/// sum dy.
-template <typename T>
-__global__ void layer_norm_backward_cols_kernel(int64_t rows, int64_t N, const T *x,
-                                                const T *res, const T *dy,
-                                                const double *stats, T *dgamma, T *dbeta) {
-  for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < N;
-       j += (int64_t)gridDim.x * blockDim.x) {
-    double sgam = 0, sbet = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const double s = (double)x[r * N + j] + (res ? (double)res[r * N + j] : 0.0);
-      const double d = (double)dy[r * N + j];
-      sgam += d * (s - stats[2 * r]) * stats[2 * r + 1];
-      sbet += d;
-    }
-    if (dgamma)
-      dgamma[j] = (T)sgam;
-    if (dbeta)
-      dbeta[j] = (T)sbet;
+/// Row r's terms of column j: dgamma += dy xhat, dbeta += dy.
+template <typename T> struct LayerNormParamTerms {
+  int64_t N;
+  const T *x, *res, *dy;
+  const double *stats;
+  __device__ void operator()(int64_t r, int64_t j, double acc[2]) const {
+    const double s = (double)x[r * N + j] + (res ? (double)res[r * N + j] : 0.0);
+    const double d = (double)dy[r * N + j];
+    acc[0] += d * (s - stats[2 * r]) * stats[2 * r + 1];
+    acc[1] += d;
   }
+};
+
+template <typename T> struct LayerNormParamStore {
+  T *dgamma, *dbeta;
+  __device__ void operator()(int64_t j, const double sums[2]) const {
+    if (dgamma)
+      dgamma[j] = (T)sums[0];
+    if (dbeta)
+      dbeta[j] = (T)sums[1];
+  }
+};
+
+/// Scratch for launch_layer_norm_backward: the rows' statistics, then the
+/// column-sum partials of dgamma / dbeta.
+inline uint64_t layer_norm_stats_bytes(int64_t rows) {
+  return ((uint64_t)(rows > 0 ? rows : 1) * 2 * sizeof(double) + 255) / 256 * 256;
+}
+inline uint64_t layer_norm_backward_scratch_bytes(int64_t rows, int64_t N) {
+  return layer_norm_stats_bytes(rows) + col_sum_scratch_bytes(rows, N, 2);
 }
 
-/// Scratch for launch_layer_norm_backward: the rows' statistics.
-inline uint64_t layer_norm_backward_scratch_bytes(int64_t rows) {
-  return (uint64_t)(rows > 0 ? rows : 1) * 2 * sizeof(double);
-}
-
+/// dx per row (one CTA per row); dgamma / dbeta as deterministic column
+/// sums over the rows (launch_col_sums). `scratch`:
+/// layer_norm_backward_scratch_bytes(rows, N) bytes.
 template <typename T>
 cudaError_t launch_layer_norm_backward(int64_t rows, int64_t N, const T *x, const T *res,
                                        const T *gamma, double eps, const T *dy, const T *dsum,
@@ -216,11 +224,12 @@ cudaError_t launch_layer_norm_backward(int64_t rows, int64_t N, const T *x, cons
   layer_norm_backward_rows_kernel<T><<<grid_for(rows, 1, 65535u * 4u), kBackwardThreads, 0,
                                        stream>>>(rows, N, x, res, gamma, eps, dy, dsum, dx,
                                                  stats);
-  if (stats)
-    layer_norm_backward_cols_kernel<T>
-        <<<grid_for(N, kBackwardThreads), kBackwardThreads, 0, stream>>>(rows, N, x, res, dy,
-                                                                        stats, dgamma, dbeta);
-  return cudaGetLastError();
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess || !stats)
+    return e;
+  return launch_col_sums<2>(rows, N, LayerNormParamTerms<T>{N, x, res, dy, stats},
+                            LayerNormParamStore<T>{dgamma, dbeta},
+                            scratch + layer_norm_stats_bytes(rows), stream);
 }
 
 //===----------------------------------------------------------------------===//

@@ -78,6 +78,95 @@ inline unsigned grid_for(int64_t n, int block, unsigned cap = 65535u * 8u) {
   return (unsigned)(g > (int64_t)cap ? cap : g);
 }
 
+//===----------------------------------------------------------------------===//
+// Deterministic column sums in two passes
+//===----------------------------------------------------------------------===//
+//
+// sum over r of f(r, j) for every column j of a [rows, cols] problem (bias
+// and layer-norm parameter gradients, reductions over leading dims). One
+// thread per column walking every row leaves most of the GPU idle when
+// cols is small (256 columns: one CTA). Here the rows are cut into slices
+// of kColSliceRows -- a split that depends on the shape only, so results
+// are the same on every run and every GPU: pass 1, one thread per (slice,
+// column), sums its slice in row order into double partials; pass 2 adds
+// the slices in order and hands the NS sums to `g`. One slice: one pass.
+//
+// F: `__device__ void operator()(int64_t r, int64_t j, double acc[NS]) const`
+//    adds row r's terms of column j; G: `__device__ void operator()(int64_t
+//    j, const double sums[NS]) const` stores them.
+
+constexpr int64_t kColSliceRows = 128;
+
+inline int64_t col_sum_slices(int64_t rows) {
+  return rows > kColSliceRows ? (rows + kColSliceRows - 1) / kColSliceRows : 1;
+}
+
+/// Device scratch of launch_col_sums (0 when one pass does).
+inline uint64_t col_sum_scratch_bytes(int64_t rows, int64_t cols, int NS) {
+  const int64_t slices = col_sum_slices(rows);
+  return slices > 1 ? (uint64_t)slices * (uint64_t)(cols > 0 ? cols : 0) * NS * sizeof(double)
+                    : 0;
+}
+
+template <int NS, typename F>
+__global__ void col_sum_slices_kernel(int64_t rows, int64_t cols, int64_t slices, F f,
+                                      double *partial) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < slices * cols;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t sl = i / cols, j = i % cols;
+    const int64_t r1 = (sl + 1) * kColSliceRows < rows ? (sl + 1) * kColSliceRows : rows;
+    double acc[NS];
+    for (int q = 0; q < NS; ++q)
+      acc[q] = 0;
+    for (int64_t r = sl * kColSliceRows; r < r1; ++r)
+      f(r, j, acc);
+    for (int q = 0; q < NS; ++q)
+      partial[((int64_t)q * slices + sl) * cols + j] = acc[q];
+  }
+}
+
+template <int NS, typename F, typename G>
+__global__ void col_sum_finish_kernel(int64_t rows, int64_t cols, int64_t slices, F f,
+                                      const double *partial, G g) {
+  for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < cols;
+       j += (int64_t)gridDim.x * blockDim.x) {
+    double acc[NS];
+    for (int q = 0; q < NS; ++q)
+      acc[q] = 0;
+    if (!partial) // one slice: the rows directly
+      for (int64_t r = 0; r < rows; ++r)
+        f(r, j, acc);
+    else
+      for (int64_t sl = 0; sl < slices; ++sl)
+        for (int q = 0; q < NS; ++q)
+          acc[q] += partial[((int64_t)q * slices + sl) * cols + j];
+    g(j, acc);
+  }
+}
+
+/// The column sums of f over rows, stored by g; `scratch` holds
+/// col_sum_scratch_bytes(rows, cols, NS) bytes of device memory.
+template <int NS, typename F, typename G>
+inline cudaError_t launch_col_sums(int64_t rows, int64_t cols, F f, G g, void *scratch,
+                                   cudaStream_t stream) {
+  if (rows < 0 || cols < 0)
+    return cudaErrorInvalidValue;
+  if (cols == 0)
+    return cudaSuccess;
+  const int64_t slices = col_sum_slices(rows);
+  double *partial = nullptr;
+  if (slices > 1) {
+    if (!scratch)
+      return cudaErrorInvalidValue;
+    partial = static_cast<double *>(scratch);
+    col_sum_slices_kernel<NS, F><<<grid_for(slices * cols, 256), 256, 0, stream>>>(
+        rows, cols, slices, f, partial);
+  }
+  col_sum_finish_kernel<NS, F, G><<<grid_for(cols, 256), 256, 0, stream>>>(rows, cols, slices,
+                                                                           f, partial, g);
+  return cudaGetLastError();
+}
+
 } // namespace cuda
 } // namespace kernels
 } // namespace nncc

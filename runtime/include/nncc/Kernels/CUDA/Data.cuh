@@ -67,36 +67,43 @@ inline cudaError_t launch_copy_nd(const CopyNd &c, E *dst, const E *src,
 }
 
 /// x [shape], reduce the dims whose bit is set in `mask`; y holds the kept
-/// dims in order. One thread per output element, double accumulation in
-/// row-major order of the reduced index (the CPU twin's order up to the
-/// interleaving of kept dims).
+/// dims in order. Double accumulation in row-major order of the reduced
+/// index within each slice of launch_col_sums (Common.cuh), the slices in
+/// order: deterministic, and parallel over the reduced extent too.
 struct ReduceNd {
   int32_t rank;
   uint32_t mask;
   int64_t shape[kMaxCopyRank];
 };
 
-template <typename T>
-__global__ void reduce_kernel(ReduceNd r, int64_t nout, int64_t nred, int mean,
-                              const T *__restrict__ x, T *__restrict__ y) {
+/// Element k of the reduced index, output o: x[base(o) + offset(k)].
+template <typename T> struct ReduceTerms {
+  ReduceNd r;
   int64_t stride[kMaxCopyRank];
-  int64_t s = 1;
-  for (int d = r.rank - 1; d >= 0; --d) {
-    stride[d] = s;
-    s *= r.shape[d];
+  const T *x;
+  __device__ void operator()(int64_t k, int64_t o, double acc[1]) const {
+    acc[0] += (double)x[masked_offset(o, r.rank, r.shape, stride, r.mask, 0u) +
+                        masked_offset(k, r.rank, r.shape, stride, r.mask, 1u)];
   }
-  for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < nout;
-       o += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t base = masked_offset(o, r.rank, r.shape, stride, r.mask, 0u);
-    double acc = 0;
-    for (int64_t k = 0; k < nred; ++k)
-      acc += (double)x[base + masked_offset(k, r.rank, r.shape, stride, r.mask, 1u)];
-    y[o] = (T)(mean ? (nred ? acc / (double)nred : 0.0 / 0.0) : acc);
+};
+
+template <typename T> struct ReduceStore {
+  T *y;
+  int mean;
+  int64_t nred;
+  __device__ void operator()(int64_t o, const double sums[1]) const {
+    y[o] = (T)(mean ? (nred ? sums[0] / (double)nred : 0.0 / 0.0) : sums[0]);
   }
+};
+
+/// Device scratch of launch_reduce: nout outputs of nred elements each.
+inline uint64_t reduce_scratch_bytes(int64_t nout, int64_t nred) {
+  return col_sum_scratch_bytes(nred, nout, 1);
 }
 
+/// `scratch`: reduce_scratch_bytes(nout, nred) bytes of device memory.
 template <typename T>
-inline cudaError_t launch_reduce(const ReduceNd &r, int mean, const T *x, T *y,
+inline cudaError_t launch_reduce(const ReduceNd &r, int mean, const T *x, T *y, void *scratch,
                                  cudaStream_t stream) {
   if (r.rank < 0 || r.rank > kMaxCopyRank)
     return cudaErrorInvalidValue;
@@ -105,11 +112,16 @@ inline cudaError_t launch_reduce(const ReduceNd &r, int mean, const T *x, T *y,
     (r.mask >> d & 1u ? nred : nout) *= r.shape[d];
   if (nout <= 0)
     return cudaSuccess;
-  // Fewer, larger dims (the CPU twin's merge): the same summation order.
-  ReduceNd m{};
-  m.rank = merge_reduce_dims(r.rank, r.shape, r.mask, m.shape, &m.mask);
-  reduce_kernel<T><<<grid_for(nout, 256), 256, 0, stream>>>(m, nout, nred, mean, x, y);
-  return cudaGetLastError();
+  // Fewer, larger dims (the CPU twin's merge): the same element order.
+  ReduceTerms<T> f{};
+  f.r.rank = merge_reduce_dims(r.rank, r.shape, r.mask, f.r.shape, &f.r.mask);
+  f.x = x;
+  int64_t s = 1;
+  for (int d = f.r.rank - 1; d >= 0; --d) {
+    f.stride[d] = s;
+    s *= f.r.shape[d];
+  }
+  return launch_col_sums<1>(nred, nout, f, ReduceStore<T>{y, mean, nred}, scratch, stream);
 }
 
 /// Records `code` in *flag unless an earlier launch already did.
