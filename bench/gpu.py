@@ -11,8 +11,10 @@ Cases (issue 10's table): LSTM forward B32 T128 H256, B8 and B1 T256 H512
 (vs nn.TransformerEncoderLayer), dense attention B1 T4096 E256 4 heads (vs
 SDPA through nn.MultiheadAttention), dilated w64 d2 + global [0] (vs SDPA
 with the equivalent mask, and FlexAttention with the band as a block mask
-where available), and the LSTM / GRU training steps (forward, backward,
-Adam) at B32 T128 H256. fp32, TF32 off on both sides (nncc's cuBLAS uses
+where available), the LSTM / GRU training steps (forward, backward, Adam)
+at B32 T128 H256, and the seed's BERT-small training step (models/
+bert_small.nn, B64 T128, AdamW, dropout 0.1; against bench/memory_table.py's
+torch twin, each side with its own initial weights: time only). fp32, TF32 off on both sides (nncc's cuBLAS uses
 TF32 only with NNCC_CUDA_ALLOW_TF32=1). nncc reads its inputs and writes
 its outputs in place in torch CUDA tensors (ABI 6 bind) on torch's current
 stream, so both sides are timed the same way: CUDA events around the call,
@@ -45,6 +47,7 @@ CASES = {
                      dict(B=1, T=4096, D=256, A=4, W=64, DIL=2)),
     "lstm_train": ("lstm_train.nn", "lstm_train", dict(B=32, T=128, E=256, H=256)),
     "gru_train": ("gru_train.nn", "gru_train", dict(B=32, T=128, E=256, H=256)),
+    "bert_train": ("models/bert_small.nn", "bert_train", dict(B=64, T=128)),
 }
 PREFIX = {"lstm": "r.", "gru": "r.", "encoder": "enc."}
 # The H512 LSTM is bench/models/lstm.nn with E = H = 512.
@@ -59,7 +62,7 @@ def prepare(d, only):
         nn_file, kind, s = CASES[name]
         cd = os.path.join(d, name)
         os.makedirs(cd, exist_ok=True)
-        src = os.path.join(HERE, "models", nn_file)
+        src = os.path.join(ROOT, nn_file) if "/" in nn_file else os.path.join(HERE, "models", nn_file)
         if nn_file == "lstm_h512.nn":
             src = os.path.join(cd, "lstm_h512.nn")
             with open(src, "w") as f:
@@ -69,11 +72,24 @@ def prepare(d, only):
                        + (["--grad"] if train else []), check=True, stdout=subprocess.DEVNULL)
         # Weights and inputs are drawn on the GPU machine (run_case): the
         # folder stays small enough to carry.
+        if kind == "bert_train":
+            flops = bert_train_flops(s)
+        else:
+            flops = cpu_bench.flops(kind.replace("attn_masked", "attn_dilated")
+                                    if kind == "attn_masked" else kind, s)
         with open(os.path.join(cd, "case.json"), "w") as f:
-            json.dump(dict(name=name, kind=kind, shape=s,
-                           flops=cpu_bench.flops(kind.replace("attn_masked", "attn_dilated")
-                                                 if kind == "attn_masked" else kind, s)), f)
+            json.dump(dict(name=name, kind=kind, shape=s, flops=flops), f)
         print("prepared", name, file=sys.stderr)
+
+
+def bert_train_flops(s):
+    """Nominal FLOPs of a BERT-small training step: 3x the forward's GEMMs
+    and attention products (12 layers of d 256, FFN 1024; embeddings and the
+    head left out)."""
+    import memory_table as mt
+    tokens, d, ff, T = s["B"] * s["T"], mt.D, mt.FF, s["T"]
+    per_token = mt.N * (8 * d * d + 4 * d * ff + 4 * T * d)
+    return 3 * tokens * per_token
 
 
 def cuda_time(fn, reps):
@@ -96,14 +112,66 @@ def rel_err(a, b):
     return ((a - b).abs().max() / max(a.abs().max().item(), 1e-3)).item()
 
 
-def run_case(cd, reps):
+def open_cuda_context(cd):
     import torch
     import nncc.library as nl
+    lib_dir = os.path.join(cd, "lib")
+    lib = nl.Library(os.path.join(lib_dir, [f for f in os.listdir(lib_dir)
+                                            if f.startswith("lib") and f.endswith(".so")][0]))
+    ctx = lib.context("cuda")
+    ctx.set_cuda_stream(torch.cuda.current_stream().cuda_stream)
+    return lib, ctx
+
+
+def result_rows(case, tn, results):
+    rows = []
+    for side, tt, err in results:
+        mn, mt = statistics.median(tn), statistics.median(tt)
+        rows.append(dict(case=case["name"], vs=side, nncc_ms=mn, torch_ms=mt, ratio=mt / mn,
+                         nncc_tflops=case["flops"] / mn / 1e9, torch_tflops=case["flops"] / mt / 1e9,
+                         err=err))
+    return rows
+
+
+def run_bert_train(cd, case, reps, nncc_only):
+    """The seed's BERT-small training step on both sides (own weights)."""
+    import torch
+    import memory_table as mt
+    from nncc import _abi
+    s, dev = case["shape"], torch.device("cuda")
+    ins = {k: torch.from_numpy(v).to(dev)
+           for k, v in mt.make_inputs("bert_small", s["B"], s["T"]).items()}
+    lib, ctx = open_cuda_context(cd)
+    ctx.init_weights(1)
+    for spec in lib.inputs:
+        t = ins[spec.name].contiguous()
+        ctx.bind(_abi.BIND_INPUT, spec.name, t.data_ptr(), spec.dtype, tuple(t.shape))
+    tn = cuda_time(ctx.train_step, reps)
+    if nncc_only:
+        return []
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(1)
+    m = mt.build_torch(mt.SEED_S, False).to(dev)
+    m.train()
+    opt = torch.optim.AdamW(m.parameters(), lr=5e-4, weight_decay=0.01)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        m(ins["tokens"], ins["segments"], ins["replaced"]).backward()
+        opt.step()
+    return result_rows(case, tn, [("torch", cuda_time(step, reps), None)])
+
+
+def run_case(cd, reps, nncc_only=False):
+    import torch
     import run as cpu_bench
     import nncc_testing as nt
     from nncc import _abi
     case = json.load(open(os.path.join(cd, "case.json")))
     kind, s = case["kind"], case["shape"]
+    if kind == "bert_train":
+        return run_bert_train(cd, case, reps, nncc_only)
     train = kind.endswith("_train")
     dev = torch.device("cuda")
     # The same weights on both sides (torch's default init, seed 0; the
@@ -120,12 +188,8 @@ def run_case(cd, reps):
     if train:
         ins["target"] = torch.randn(*dims[:2], s.get("H", s.get("D")))
     ins = {k: v.to(dev) for k, v in ins.items()}
-    lib_dir = os.path.join(cd, "lib")
-    lib = nl.Library(os.path.join(lib_dir, [f for f in os.listdir(lib_dir)
-                                            if f.startswith("lib") and f.endswith(".so")][0]))
-    ctx = lib.context("cuda")
+    lib, ctx = open_cuda_context(cd)
     ctx.load_weights(weights)
-    ctx.set_cuda_stream(torch.cuda.current_stream().cuda_stream)
     for spec in lib.inputs:
         t = ins[spec.name].contiguous()
         ctx.bind(_abi.BIND_INPUT, spec.name, t.data_ptr(), spec.dtype, tuple(t.shape))
@@ -137,6 +201,8 @@ def run_case(cd, reps):
         ctx.bind(_abi.BIND_OUTPUT, spec.name, o.data_ptr(), spec.dtype, tuple(o.shape))
         outs[spec.name] = o
     tn = cuda_time(ctx.train_step if train else ctx.forward, reps)
+    if nncc_only:
+        return []
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -175,13 +241,7 @@ def run_case(cd, reps):
             if flex is not None:
                 yf = flex()
                 results.append(("torch FlexAttention", cuda_time(flex, reps), rel_err(yf, outs["y"])))
-    rows = []
-    for side, tt, err in results:
-        mn, mt = statistics.median(tn), statistics.median(tt)
-        rows.append(dict(case=case["name"], vs=side, nncc_ms=mn, torch_ms=mt, ratio=mt / mn,
-                         nncc_tflops=case["flops"] / mn / 1e9, torch_tflops=case["flops"] / mt / 1e9,
-                         err=err))
-    return rows
+    return result_rows(case, tn, results)
 
 
 def flex_dilated(mha, x, s):
@@ -220,6 +280,8 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--nncc-only", action="store_true",
+                    help="time nncc alone (with NNCC_PROFILE set: the per-launch table)")
     a = ap.parse_args()
     only = a.only.split(",")
     if a.prepare:
@@ -235,7 +297,7 @@ def main():
         cd = os.path.join(a.run, name)
         if not os.path.isdir(cd):
             continue
-        for r in run_case(cd, a.reps):
+        for r in run_case(cd, a.reps, a.nncc_only):
             rows.append(r)
             print("%-14s vs %-20s nncc %8.3f ms  torch %8.3f ms  ratio %5.2fx  TFLOP/s %.2f / %.2f"
                   "  err %s" % (r["case"], r["vs"], r["nncc_ms"], r["torch_ms"], r["ratio"],

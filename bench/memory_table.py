@@ -195,7 +195,7 @@ def build_torch(S, checkpoint):
         def forward(self, tok, seg, replaced):
             T = tok.shape[1]
             h = self.dropout(self.LayerNorm(self.word_embeddings(tok.long()) +
-                                            self.position_embeddings(torch.arange(T))[None] +
+                                            self.position_embeddings(torch.arange(T, device=tok.device))[None] +
                                             self.token_type_embeddings(seg.long())))
             for layer in self.encoder:
                 h = ckpt(layer, h) if checkpoint else layer(h)

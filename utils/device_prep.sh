@@ -71,7 +71,8 @@ cat > "$OUT/run.sh" <<'EOS'
 # On the GPU machine, in order of value per second (one device call must
 # hold it all): CPU against CUDA for every prepared model (forward, and the
 # training step where the model trains on CUDA), bench/gpu.py (nncc against
-# PyTorch on the same GPU), nncc.torch on CUDA, then compute-sanitizer over
+# PyTorch on the same GPU) and nncc's per-launch device times there
+# (NNCC_PROFILE), nncc.torch on CUDA, then compute-sanitizer over
 # the training step of $SANITIZE (default: the first two that train on
 # CUDA). Each stage is skipped, saying so, once less than its share of
 # RUN_BUDGET_S (default 480 s) is left. Logs and bench.json go to $OUT
@@ -129,6 +130,12 @@ if [ "$(left)" -gt 120 ] && python3 -c 'import torch; assert torch.cuda.is_avail
   run_logged bench.txt $(( $(left) - 60 )) python3 "$HERE/../bench/gpu.py" --run "$WORK/bench" \
     --markdown --json "$LOGS/bench.json" || fails=$((fails + 1))
   cat "$LOGS/bench.txt"
+  if [ "$(left)" -gt 150 ]; then
+    echo "=== per-launch device time of nncc's cases (NNCC_PROFILE, slowest first)"
+    NNCC_PROFILE="$LOGS/profile.tsv" NNCC_PROFILE_SKIP=1 run_logged profile.txt 90 \
+      python3 "$HERE/../bench/gpu.py" --run "$WORK/bench" --nncc-only --reps 3 || fails=$((fails + 1))
+    grep -v '^#' "$LOGS/profile.tsv" 2>/dev/null | sort -t$'\t' -k1,1 -g -r | head -n 40
+  fi
 else
   echo "=== bench/gpu.py skipped ($(left) s left, or no CUDA torch)"
 fi

@@ -30,15 +30,23 @@ LogicalResult LaunchEmitter::emitLaunch(raw_indented_ostream &os, Operation *lau
   const bool timed = profileLaunches && !current.op;
   std::string t0 = "prof_t" + std::to_string(launchIndex.lookup(launch));
   if (timed)
-    os << "const double " << t0 << " = nncc_ms_prof_begin();\n";
+    os << profileBegin(t0);
   // Regions (ODE dynamics, cells) print their own launches from inside.
   Current saved = current;
   current = {&os, launch};
   LogicalResult result = iface.emitLaunch(*this);
   current = saved;
   if (timed)
-    os << "nncc_ms_prof_end(" << t0 << ", " << cString(launchComment(launch)) << ");\n";
+    os << profileEnd(t0, launchComment(launch));
   return result;
+}
+
+std::string LaunchEmitter::profileBegin(const std::string &t0) {
+  return "const double " + t0 + " = nncc_ms_prof_begin();\n";
+}
+
+std::string LaunchEmitter::profileEnd(const std::string &t0, const std::string &launch) {
+  return "nncc_ms_prof_end(" + t0 + ", " + cString(launch) + ");\n";
 }
 
 LogicalResult LaunchEmitter::emitLaunchListing(llvm::raw_ostream &os) {

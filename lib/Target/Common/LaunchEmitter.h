@@ -101,6 +101,11 @@ public:
   virtual std::string workspace(const std::string &bytes) = 0;
   /// A new top-level launch starts: workspace handed out so far is free.
   virtual void beginTopLevelLaunch() {}
+  /// The per-launch timer's statements (NNCC_PROFILE, docs/runtime.md)
+  /// before and after a launch; `t0` names the value the first defines.
+  /// Default: host time (nncc_ms_prof_begin / _end).
+  virtual std::string profileBegin(const std::string &t0);
+  virtual std::string profileEnd(const std::string &t0, const std::string &launch);
   /// Prints a strided copy (at most 16 dims on CUDA).
   virtual mlir::LogicalResult copyNd(const StridedCopy &c) = 0;
   /// Copies one element (`*dst = *src`).

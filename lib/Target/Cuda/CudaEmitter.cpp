@@ -43,6 +43,13 @@ public:
     return at;
   }
   void beginTopLevelLaunch() override { scratchCur = "0"; }
+  /// Device time between two CUDA events around the launch.
+  std::string profileBegin(const std::string &t0) override {
+    return "const double " + t0 + " = nncc_gen_prof_begin(st, stream);\n";
+  }
+  std::string profileEnd(const std::string &t0, const std::string &launch) override {
+    return "nncc_gen_prof_end(st, " + t0 + ", " + cString(launch) + ", stream);\n";
+  }
   LogicalResult copyNd(const StridedCopy &c) override;
   void copyOne(const std::string &dst, const std::string &src) override {
     out() << checked("cudaMemcpyAsync(" + dst + ", " + src + ", sizeof(*" + dst +
@@ -230,6 +237,7 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
 LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
   if (failed(analyze()))
     return failure();
+  profileLaunches = true;
   std::string fwd;
   {
     llvm::raw_string_ostream fs(fwd);
@@ -320,7 +328,26 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "  void *scratch = nullptr;   // kernel scratch (grown on demand)\n"
         "  uint64_t scratch_bytes = 0;\n"
         "  int *flag = nullptr;       // first failing index check (0 = none)\n"
+        "  cudaEvent_t prof_a = nullptr, prof_b = nullptr; // NNCC_PROFILE only\n"
         "};\n";
+  os << "// The opt-in per-launch timer (NNCC_PROFILE, docs/runtime.md) on the\n"
+        "// device: CUDA events around each top-level launch, the host waiting for\n"
+        "// the second, so launches do not overlap while it is on. A launch whose\n"
+        "// events fail is left out of the table.\n"
+        "static double nncc_gen_prof_begin(NNCCCudaState *st, cudaStream_t stream) {\n"
+        "  if (nncc_ms_prof_begin() == 0.0)\n    return 0.0;\n"
+        "  if ((!st->prof_a && cudaEventCreate(&st->prof_a) != cudaSuccess) ||\n"
+        "      (!st->prof_b && cudaEventCreate(&st->prof_b) != cudaSuccess))\n"
+        "    return 0.0;\n"
+        "  return cudaEventRecord(st->prof_a, stream) == cudaSuccess ? 1.0 : 0.0;\n}\n"
+        "static void nncc_gen_prof_end(NNCCCudaState *st, double on, const char *launch,\n"
+        "                              cudaStream_t stream) {\n"
+        "  float ms = 0;\n"
+        "  if (on == 0.0 || cudaEventRecord(st->prof_b, stream) != cudaSuccess ||\n"
+        "      cudaEventSynchronize(st->prof_b) != cudaSuccess ||\n"
+        "      cudaEventElapsedTime(&ms, st->prof_a, st->prof_b) != cudaSuccess)\n"
+        "    return;\n"
+        "  nncc_ms_prof_add(ms * 1e-3, launch);\n}\n";
   os << "static cudaError_t nncc_gen_ensure_scratch(NNCCCudaState *st, uint64_t bytes,\n"
         "                                           cudaStream_t stream) {\n"
         "  if (bytes <= st->scratch_bytes)\n    return cudaSuccess;\n"
@@ -373,6 +400,8 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
      << "  if (s->scratch)\n    (void)cudaFree(s->scratch);\n"
      << "  if (s->flag)\n    (void)cudaFree(s->flag);\n"
      << "  if (s->blas)\n    (void)cublasDestroy(s->blas);\n"
+     << "  if (s->prof_a)\n    (void)cudaEventDestroy(s->prof_a);\n"
+     << "  if (s->prof_b)\n    (void)cudaEventDestroy(s->prof_b);\n"
      << "  delete s;\n}\n\n";
   os << fwd;
   return success();

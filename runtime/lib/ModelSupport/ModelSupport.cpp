@@ -1529,9 +1529,13 @@ double profileNow() {
 double nncc_ms_prof_begin(void) { return profileOn() ? profileNow() : 0.0; }
 
 void nncc_ms_prof_end(double t0, const char *launch) {
+  if (gProfileState == 1)
+    nncc_ms_prof_add(profileNow() - t0, launch);
+}
+
+void nncc_ms_prof_add(double dt, const char *launch) {
   if (gProfileState != 1)
     return;
-  const double dt = profileNow() - t0;
   auto [it, fresh] = gProfile->index.try_emplace(launch, gProfile->entries.size());
   if (fresh)
     gProfile->entries.push_back({launch, 0, 0});

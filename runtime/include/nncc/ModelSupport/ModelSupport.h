@@ -191,6 +191,9 @@ void *nncc_ms_cuda_state(nncc_model *model);
  * begin returns 0 after one load of a cached flag and end returns at once. */
 double nncc_ms_prof_begin(void);
 void nncc_ms_prof_end(double t0, const char *launch);
+/* The same entry, for a duration measured elsewhere (the generated CUDA
+ * code's event timer). */
+void nncc_ms_prof_add(double seconds, const char *launch);
 
 /* Turns a libnncc_kernels return code into a status naming the launch. */
 nncc_status nncc_ms_kernel_status(int rc, const char *launch, nncc_error *err);
