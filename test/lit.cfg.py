@@ -42,6 +42,13 @@ tools = [
 ]
 llvm_config.add_tool_substitutions(tools, [config.nncc_tools_dir])
 
+# test/Runtime/FakeCudaDriver.c (built with the unit tests): a CUDA driver
+# whose device memory is host memory.
+fake_cuda = os.path.join(config.nncc_obj_root, "lib", "libnncc_fake_cuda.so")
+if os.path.exists(fake_cuda):
+    config.available_features.add("fake-cuda")
+config.substitutions.append(("%nncc_fake_cuda", fake_cuda))
+
 # A GPU is present only where a CUDA driver answers; nvcc alone compiles.
 if config.nncc_have_nvcc:
     config.available_features.add("nvcc")

@@ -176,7 +176,12 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     return std::string(p);
   };
 
-  std::string nvcc = opts.nvcc.empty() ? std::string(NNCC_NVCC_PATH) : opts.nvcc;
+  // The CUDA compiler: the caller's, else $NNCC_NVCC, else configure's.
+  std::string nvcc = opts.nvcc;
+  if (const char *env = std::getenv("NNCC_NVCC"); nvcc.empty() && env && *env)
+    nvcc = env;
+  if (nvcc.empty())
+    nvcc = NNCC_NVCC_PATH;
   if (!nvcc.empty() && !llvm::sys::fs::can_execute(nvcc))
     nvcc.clear();
   bool wantCuda = opts.target != CompileTarget::CPU;
