@@ -27,7 +27,7 @@ static emutest::Group *cur = nullptr;
 template <typename R, typename Len, int Kind>
 void layerCase(int64_t B, int64_t T, int64_t H, int64_t D, int dir, bool withLen, bool states,
                bool bias, bool save, double zo) {
-  const int G = cell_gates(Kind), NS = rnn_saved_slots(Kind);
+  const int G = cell_gates(Kind), NS = cell_saved_slots(Kind);
   const int64_t GH = G * H, DH = D * H, sd = 1 + dir; // state slot l*D + d of a 2-layer stack
   const int64_t S = 2 * D + 1;                        // state slots allocated
   const bool reverse = dir == 1;

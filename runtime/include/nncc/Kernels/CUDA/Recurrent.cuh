@@ -305,11 +305,6 @@ template <> struct RnnVec<double> {
   }
 };
 
-/// Saved gate slots per (b, t) of each cell (RecurrentMath.h).
-__host__ __device__ constexpr int rnn_saved_slots(int kind) {
-  return kind == CellLstm ? 5 : kind == CellGru ? 4 : kind == CellGruCho ? 3 : 1;
-}
-
 /// Shared-memory shape of one CTA of rnn_grid_kernel for units-per-CTA us:
 /// hp = H padded to the vector length; rp = rows of the weight slice and of
 /// each batch row's products (G*us, padded so that every warp item's
@@ -331,14 +326,15 @@ __host__ __device__ inline RnnGridShape rnn_grid_shape(int H, int us) {
 }
 
 /// Dynamic shared memory of one CTA: the weight slice [rp, hp], the staged
-/// h (or r*h) [B, hp], the products [B, rp], the units' h and (LSTM) c
-/// [B, us].
+/// h (or r*h) [B, hp], the products and the step's xg [B, rp] each, the
+/// units' h and (LSTM) c [B, us], the clamped lengths [B] (int).
 template <typename T, int Kind>
 __host__ __device__ inline size_t rnn_grid_smem_bytes(int B, int H, int us) {
   const RnnGridShape s = rnn_grid_shape<T, Kind>(H, us);
-  return ((size_t)s.rp * s.hp + (size_t)B * s.hp + (size_t)B * s.rp +
+  return ((size_t)s.rp * s.hp + (size_t)B * s.hp + 2 * (size_t)B * s.rp +
           (size_t)B * us * (Kind == CellLstm ? 2 : 1)) *
-         sizeof(T);
+             sizeof(T) +
+         (size_t)B * sizeof(int);
 }
 
 /// prod[b*rp + r] = W_slice[r, :] . hs[b, :] for rows r in [lo, hi), all B
@@ -395,28 +391,24 @@ __device__ __forceinline__ void rnn_grid_product(const T *sw, const T *hs, T *pr
   }
 }
 
-/// Stages rows b with s < len_b of a [B, *] source into hs [B, hp]: h_{s-1}
-/// from the layer output y at the row's previous time index (h0 or zeros
-/// at s = 0), or Cho's r*h from `rh` [B, H]. Written by other CTAs in this
-/// launch: read through L2 (__ldcg), never the non-coherent path.
-template <typename T, typename L>
-__device__ __forceinline__ void rnn_grid_stage(int s, int B, int Tn, int H, int hp, int reverse,
-                                               int64_t ld_out, int col_off, const L *lengths,
-                                               const T *h0, const T *out, const T *rh, T *hs) {
-  for (int i = threadIdx.x; i < B * H; i += blockDim.x) {
-    const int b = i / H, k = i % H;
-    const int len = rnn_len(lengths, b, Tn);
-    if (s >= len)
-      continue;
-    T v;
-    if (rh)
-      v = __ldcg(rh + i);
-    else if (s == 0)
-      v = h0 ? h0[i] : T(0);
-    else
-      v = __ldcg(out + ((int64_t)b * Tn + rnn_time_index(s - 1, len, reverse != 0)) * ld_out +
-                 col_off + k);
-    hs[b * hp + k] = v;
+/// For i in [0, n) with ok(i): st(i, ld(i)), loads issued K at a time
+/// before their stores, so a thread waits for one round trip to L2 per K
+/// elements instead of one per element.
+template <int K, typename T, typename Ok, typename Ld, typename St>
+__device__ __forceinline__ void rnn_grid_gather(int n, Ok ok, Ld ld, St st) {
+  for (int i0 = threadIdx.x; i0 < n; i0 += K * blockDim.x) {
+    T v[K];
+    bool a[K];
+#pragma unroll
+    for (int q = 0; q < K; ++q) {
+      const int i = i0 + q * blockDim.x;
+      a[q] = i < n && ok(i);
+      v[q] = a[q] ? ld(i) : T(0);
+    }
+#pragma unroll
+    for (int q = 0; q < K; ++q)
+      if (a[q])
+        st(i0 + q * blockDim.x, v[q]);
   }
 }
 
@@ -426,6 +418,8 @@ __device__ __forceinline__ void rnn_grid_stage(int s, int B, int Tn, int H, int 
 /// transpose), us = ceil(H / gridDim.x) and rh_x a [B, H] buffer for Cho's
 /// r*h (null otherwise). Every CTA runs the same max-length loop, so all
 /// reach the same grid.sync() calls: one per step, two for Cho's GRU.
+/// Values written by other CTAs in this launch (y, rh_x) are read through
+/// L2 (__ldcg), never through the non-coherent path.
 template <typename T, typename L, int Kind>
 __global__ void __launch_bounds__(kRnnGridThreads)
     rnn_grid_kernel(int B, int Tn, int H, int reverse, int64_t ld_out, int col_off, int us,
@@ -437,17 +431,21 @@ __global__ void __launch_bounds__(kRnnGridThreads)
   namespace cg = cooperative_groups;
   extern __shared__ __align__(16) unsigned char nncc_rnn_grid_smem[];
   cg::grid_group grid = cg::this_grid();
-  const int G = cell_gates(Kind), GH = G * H;
+  constexpr int G = cell_gates(Kind), NS = cell_saved_slots(Kind);
+  const int GH = G * H;
   const RnnGridShape sh = rnn_grid_shape<T, Kind>(H, us);
   const int hp = sh.hp, rp = sh.rp;
   T *sw = reinterpret_cast<T *>(nncc_rnn_grid_smem); // [rp, hp] weight slice
   T *shs = sw + (int64_t)rp * hp;                     // [B, hp] staged h or r*h
   T *shg = shs + (int64_t)B * hp;                     // [B, rp] products
-  T *sho = shg + (int64_t)B * rp;                     // [B, us] own units' h
+  T *sxg = shg + (int64_t)B * rp;                     // [B, rp] this step's xg
+  T *sho = sxg + (int64_t)B * rp;                     // [B, us] own units' h
   T *sc = sho + (int64_t)B * us;                      // [B, us] own units' c (LSTM)
+  int *slen = reinterpret_cast<int *>(sc + (Kind == CellLstm ? (int64_t)B * us : 0)); // [B]
 
   const int nc = gridDim.x, c = blockIdx.x;
   const int j0 = (int)((int64_t)c * H / nc), u = (int)((int64_t)(c + 1) * H / nc) - j0;
+  const int Gu = G * u;
   // The weight slice, zero rows past u and zero columns past H.
   for (int64_t i = threadIdx.x; i < (int64_t)rp * hp; i += blockDim.x) {
     const int r = (int)(i / hp), k = (int)(i % hp), g = r / us, jj = r % us;
@@ -461,41 +459,64 @@ __global__ void __launch_bounds__(kRnnGridThreads)
     if (Kind == CellLstm)
       sc[b * us + i % u] = c0 ? c0[(int64_t)b * H + j] : T(0);
   }
+  for (int b = threadIdx.x; b < B; b += blockDim.x)
+    slen[b] = rnn_len(lengths, b, Tn);
   int maxLen = 0;
   for (int b = 0; b < B; ++b)
     maxLen = max(maxLen, rnn_len(lengths, b, Tn));
   __syncthreads();
 
-  constexpr int NS = rnn_saved_slots(Kind);
-  const int Ga = Kind == CellGruCho ? 2 : G; // gates of the first product
+  constexpr int Ga = Kind == CellGruCho ? 2 : G; // gates of the first product
   for (int s = 0; s < maxLen; ++s) {
-    rnn_grid_stage<T, L>(s, B, Tn, H, hp, reverse, ld_out, col_off, lengths, h0, out, nullptr,
-                         shs);
+    // h_{s-1} of the active rows (from y, where its owners wrote it the
+    // step before; h0 or zeros at s = 0) and this step's xg of the own
+    // units, in one batch of loads.
+    rnn_grid_gather<8, T>(
+        B * H + B * Gu, [&](int i) { return s < slen[i < B * H ? i / H : (i - B * H) / Gu]; },
+        [&](int i) -> T {
+          if (i < B * H) {
+            const int b = i / H;
+            if (s == 0)
+              return h0 ? h0[i] : T(0);
+            const int tp = rnn_time_index(s - 1, slen[b], reverse != 0);
+            return __ldcg(out + ((int64_t)b * Tn + tp) * ld_out + col_off + i % H);
+          }
+          const int b = (i - B * H) / Gu, r = (i - B * H) % Gu, g = r / u;
+          const int t = rnn_time_index(s, slen[b], reverse != 0);
+          return xg[((int64_t)b * Tn + t) * GH + g * H + j0 + r % u];
+        },
+        [&](int i, T v) {
+          if (i < B * H)
+            shs[(i / H) * hp + i % H] = v;
+          else {
+            const int b = (i - B * H) / Gu, r = (i - B * H) % Gu;
+            sxg[b * rp + (r / u) * us + r % u] = v;
+          }
+        });
     __syncthreads();
     rnn_grid_product(sw, shs, shg, B, hp, rp, 0, Ga * us);
     __syncthreads();
     // Gate math of the own units: the unit's G gate values gathered into
-    // registers, then RecurrentMath.h's functions at gate stride 1.
+    // registers, then RecurrentMath.h's functions at gate stride 1 (bias
+    // zeros without b_hh, as bias_at; the saved slots always in registers).
     for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
       const int b = i / u, jj = i % u, j = j0 + jj;
-      const int len = rnn_len(lengths, b, Tn);
+      const int len = slen[b];
       if (s >= len)
         continue;
       const int t = rnn_time_index(s, len, reverse != 0);
-      const T *xr = xg + ((int64_t)b * Tn + t) * GH;
       T *sv = saved ? saved + ((int64_t)b * Tn + t) * saved_stride_bt : nullptr;
-      T xl[4], hl[4], bl[4], sl[NS];
+      T xl[G], hl[G], bl[G], sl[NS];
+#pragma unroll
       for (int g = 0; g < G; ++g) {
-        xl[g] = xr[g * H + j];
+        xl[g] = sxg[b * rp + g * us + jj];
         hl[g] = g < Ga ? shg[b * rp + g * us + jj] : T(0);
         bl[g] = bias_at(bhh, g * H + j);
       }
-      const T *bp = bhh ? bl : nullptr;
-      T *sp = sv ? sl : nullptr;
       const T hprev = sho[b * us + jj];
       if (Kind == CellGruCho) {
         T rg, zg;
-        rh_x[(int64_t)b * H + j] = gru_cho_gates(xl, hl, bp, 1, 0, hprev, rg, zg);
+        rh_x[(int64_t)b * H + j] = gru_cho_gates(xl, hl, bl, 1, 0, hprev, rg, zg);
         shg[b * rp + jj] = rg; // own slots, read above by this thread only
         shg[b * rp + us + jj] = zg;
         continue;
@@ -504,7 +525,7 @@ __global__ void __launch_bounds__(kRnnGridThreads)
       if (Kind == CellLstm) {
         const T cprev = sc[b * us + jj];
         T cnew;
-        lstm_unit(xl, hl, bp, 1, 0, cprev, cnew, hnew, sp);
+        lstm_unit(xl, hl, bl, 1, 0, cprev, cnew, hnew, sl);
         if (zo_p > 0.0f &&
             zoneout_keep_prev(zo_seed, zo_offset, lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
                               zo_p)) {
@@ -516,11 +537,12 @@ __global__ void __launch_bounds__(kRnnGridThreads)
         if (ckc && s + 1 < len && (s + 1) % every == 0)
           ckc[((int64_t)(s + 1) / every - 1) * B * H + (int64_t)b * H + j] = cnew;
       } else if (Kind == CellGru) {
-        hnew = gru_unit(xl, hl, bp, 1, 0, hprev, sp);
+        hnew = gru_unit(xl, hl, bl, 1, 0, hprev, sl);
       } else {
-        hnew = rnn_unit(xl, hl, bp, 0, Kind == CellRnnRelu, sp, 1);
+        hnew = rnn_unit(xl, hl, bl, 0, Kind == CellRnnRelu, sl, 1);
       }
       if (sv)
+#pragma unroll
         for (int q = 0; q < NS; ++q)
           sv[(int64_t)q * H + j] = sl[q];
       sho[b * us + jj] = hnew;
@@ -528,28 +550,29 @@ __global__ void __launch_bounds__(kRnnGridThreads)
     }
     if (Kind == CellGruCho) {
       grid.sync(); // every unit's r*h is in rh_x
-      rnn_grid_stage<T, L>(s, B, Tn, H, hp, reverse, ld_out, col_off, lengths, h0, out, rh_x,
-                           shs);
+      rnn_grid_gather<8, T>(
+          B * H, [&](int i) { return s < slen[i / H]; }, [&](int i) { return __ldcg(rh_x + i); },
+          [&](int i, T v) { shs[(i / H) * hp + i % H] = v; });
       __syncthreads();
       rnn_grid_product(sw, shs, shg, B, hp, rp, 2 * us, 3 * us);
       __syncthreads();
       for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
         const int b = i / u, jj = i % u, j = j0 + jj;
-        const int len = rnn_len(lengths, b, Tn);
+        const int len = slen[b];
         if (s >= len)
           continue;
         const int t = rnn_time_index(s, len, reverse != 0);
-        const T *xr = xg + ((int64_t)b * Tn + t) * GH;
         T *sv = saved ? saved + ((int64_t)b * Tn + t) * saved_stride_bt : nullptr;
         T xl[3], bl[3], sl[NS];
+#pragma unroll
         for (int g = 0; g < 3; ++g) {
-          xl[g] = xr[g * H + j];
+          xl[g] = sxg[b * rp + g * us + jj];
           bl[g] = bias_at(bhh, g * H + j);
         }
-        const T hnew = gru_cho_update(xl, shg[b * rp + 2 * us + jj], bhh ? bl : nullptr, 1, 0,
-                                      sho[b * us + jj], shg[b * rp + jj],
-                                      shg[b * rp + us + jj], sv ? sl : nullptr);
+        const T hnew = gru_cho_update(xl, shg[b * rp + 2 * us + jj], bl, 1, 0, sho[b * us + jj],
+                                      shg[b * rp + jj], shg[b * rp + us + jj], sl);
         if (sv)
+#pragma unroll
           for (int q = 0; q < NS; ++q)
             sv[(int64_t)q * H + j] = sl[q];
         sho[b * us + jj] = hnew;
@@ -565,7 +588,7 @@ __global__ void __launch_bounds__(kRnnGridThreads)
   // Zeros past each length in the own columns, then the final state.
   for (int64_t i = threadIdx.x; i < (int64_t)B * Tn * u; i += blockDim.x) {
     const int b = (int)(i / ((int64_t)Tn * u)), t = (int)((i / u) % Tn), j = j0 + (int)(i % u);
-    if (t >= rnn_len(lengths, b, Tn))
+    if (t >= slen[b])
       out[((int64_t)b * Tn + t) * ld_out + col_off + j] = T(0);
   }
   for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
