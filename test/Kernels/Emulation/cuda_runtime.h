@@ -26,7 +26,14 @@
 //    which the runnable fibers resume after each barrier is a deterministic
 //    pseudo-random permutation (EMU_SCHEDULE=forward|reverse|random,
 //    EMU_SEED), so code that depends on the order of threads between
-//    barriers tends to give different answers than the CPU twin;
+//    barriers tends to give different answers than the CPU twin; with
+//    random (the default) threads a barrier or warp primitive releases are
+//    also interleaved with the threads already runnable (other warps, other
+//    CTAs of a cooperative launch) instead of queued behind them. A
+//    cooperative launch queues its threads CTA by CTA (random CTA order) at
+//    the start and after each grid.sync(), and one in two (at random) runs
+//    the threads each barrier or warp primitive releases next, so that a
+//    CTA runs ahead of the others up to its next grid.sync();
 //  - __syncthreads: exact barrier over the CTA's live threads (a thread that
 //    exited while others wait is reported), per CTA also in a cooperative
 //    launch; warp primitives (__syncwarp,
@@ -213,9 +220,11 @@ struct Global {
 #endif
   std::vector<Cta> cta; // the CTAs running now (one, or the whole grid)
   bool cooperative = false;
+  bool run_ahead = false; // this cooperative launch: released threads run next
   unsigned grid_threads = 0, grid_live = 0, at_grid = 0;
   const void *grid_site = nullptr;
   std::vector<unsigned> runq;
+  size_t runq_head = 0; // next entry of runq to resume
   uint64_t cta_gen = 1;
   std::unordered_map<const void *, uint64_t> shared_gen;
   size_t static_smem = 0;
@@ -271,16 +280,54 @@ inline uint64_t next_random() {
   return x * 0x2545F4914F6CDD1Dull;
 }
 
-/// Appends the released threads to the run queue in the schedule's order.
-inline void release(std::vector<unsigned> &ids) {
+inline void shuffle(std::vector<unsigned> &ids) {
   if (g.schedule == 1)
     std::reverse(ids.begin(), ids.end());
   else if (g.schedule == 2)
     for (size_t i = ids.size(); i > 1; --i)
       std::swap(ids[i - 1], ids[next_random() % i]);
+}
+
+/// Appends the released threads to the run queue in the schedule's order.
+inline void release(std::vector<unsigned> &ids) {
+  shuffle(ids);
+  if (g.schedule == 2 && g.cooperative && g.run_ahead) {
+    // Cooperative launch in run-ahead mode: the released threads run next,
+    // so that a CTA runs through its barriers ahead of the others.
+    for (unsigned t : ids)
+      g.fibers[t].state = Fiber::Runnable;
+    g.runq.insert(g.runq.begin() + (ptrdiff_t)g.runq_head, ids.begin(), ids.end());
+    return;
+  }
   for (unsigned t : ids) {
     g.fibers[t].state = Fiber::Runnable;
     g.runq.push_back(t);
+    // random: the released thread may also run before threads that were
+    // runnable already (other warps, other CTAs of a cooperative launch).
+    if (g.schedule == 2) {
+      const size_t n = g.runq.size() - g.runq_head;
+      std::swap(g.runq.back(), g.runq[g.runq_head + next_random() % n]);
+    }
+  }
+}
+
+/// Queues a cooperative launch's threads CTA by CTA, the CTAs in the
+/// schedule's order and each CTA's threads too: CTAs run ahead of or behind
+/// each other, as on a GPU (at the start and after every grid.sync()).
+inline void release_by_cta(std::vector<unsigned> &ids) {
+  std::vector<std::vector<unsigned>> per(g.cta.size());
+  for (unsigned t : ids)
+    per[g.fibers[t].cta].push_back(t);
+  std::vector<unsigned> order(per.size());
+  for (unsigned c = 0; c < order.size(); ++c)
+    order[c] = c;
+  shuffle(order);
+  for (unsigned c : order) {
+    shuffle(per[c]);
+    for (unsigned t : per[c]) {
+      g.fibers[t].state = Fiber::Runnable;
+      g.runq.push_back(t);
+    }
   }
 }
 
@@ -332,7 +379,7 @@ inline void check_grid_barrier() {
       ids.push_back(i);
   g.at_grid = 0;
   g.grid_site = nullptr;
-  release(ids);
+  release_by_cta(ids);
 }
 
 /// cooperative_groups::grid_group::sync(): every thread of the grid.
@@ -619,6 +666,7 @@ inline void run_ctas(const std::vector<dim3> &idx, void (*body)(void *), void *a
   g.fibers.assign((size_t)n * nc, Fiber());
   g.cta.assign(nc, Cta());
   g.runq.clear();
+  g.runq_head = 0;
   g.grid_threads = g.grid_live = n * nc;
   g.at_grid = 0;
   g.grid_site = nullptr;
@@ -638,12 +686,14 @@ inline void run_ctas(const std::vector<dim3> &idx, void (*body)(void *), void *a
       ids.push_back(C.base + t);
     }
   }
-  release(ids);
-  size_t head = 0;
+  if (g.cooperative)
+    release_by_cta(ids);
+  else
+    release(ids);
   for (;;) {
-    if (head == g.runq.size()) {
+    if (g.runq_head == g.runq.size()) {
       g.runq.clear();
-      head = 0;
+      g.runq_head = 0;
       if (g.grid_live == 0)
         break;
       // Nothing runnable, some threads not done: deadlock.
@@ -655,7 +705,7 @@ inline void run_ctas(const std::vector<dim3> &idx, void (*body)(void *), void *a
               "primitives",
               g.grid_live, atb, g.at_grid, atw);
     }
-    Fiber &f = g.fibers[g.runq[head++]];
+    Fiber &f = g.fibers[g.runq[g.runq_head++]];
     if (f.state != Fiber::Runnable)
       continue;
     resume(f);
@@ -799,6 +849,7 @@ cudaError_t launch_cooperative(void (*k)(P...), dim3 grid, dim3 block, void **ar
       for (unsigned x = 0; x < grid.x; ++x)
         idx.push_back(dim3(x, y, z));
   ++g.coop_launches;
+  g.run_ahead = g.schedule == 2 && (next_random() & 1);
   run_ctas(idx, body, &ctx);
   g.cooperative = false;
   g.kernel = "";
