@@ -160,6 +160,31 @@ template <typename R> void errorCases(const char *name, double tol) {
   setenv("NNCC_CUDA_RNN", "grid", 1);
 }
 
+/// One step in place (a recurrent cell whose output buffer is its input
+/// h): y aliases h0 and h_n, which every CTA reads in full.
+template <typename R, int Kind> void inPlace(emutest::Group &Gr) {
+  const int B = 3, H = 9, G = cell_gates(Kind);
+  auto xg = emutest::rnd<R>(B * G * H, 1.0), whh = emutest::rnd<R>(G * H * H),
+       h0 = emutest::rnd<R>(B * H), c0 = emutest::rnd<R>(B * H);
+  std::vector<R> yC = emutest::nanv<R>(B * H), cC = yC, cG = yC, h = h0;
+  std::vector<char> ws(nncc_rnn_layer_workspace_size(Kind, B, H, sizeof(R)) + 64);
+  const R *c0p = Kind == CellLstm ? c0.data() : nullptr;
+  std::string tag = "in place cell" + std::to_string(Kind);
+  if (!Gr.ok(tag + " cpu", cpu_rnn_layer_zoneout<R>(Kind, B, 1, H, 1, 0, 0, xg.data(), whh.data(),
+                                                    nullptr, h0.data(), c0p, nullptr, nullptr,
+                                                    yC.data(), nullptr, cC.data(),
+                                                    (void *)ws.data(), nullptr, 0.0, 0, 0)))
+    return;
+  std::vector<R> scratch = emutest::nanv<R>(G * H * H);
+  Gr.ok(tag, launch_rnn_scan_ckpt<R, int32_t, Kind>(
+                 B, 1, H, 0, H, 0, nullptr, xg.data(), whh.data(), nullptr, h.data(), c0p,
+                 h.data(), h.data(), cG.data(), nullptr, 0, (R *)nullptr, 0, scratch.data(),
+                 nullptr));
+  Gr.cmp(tag + " y", yC.data(), h.data(), h.size());
+  if (Kind == CellLstm)
+    Gr.cmp(tag + " cn", cC.data(), cG.data(), cC.size());
+}
+
 template <typename R> void allKinds(const char *name, double tol) {
   const std::string sfx = std::string(" ") + name + " sms " + std::to_string(emu::g.sms);
   { emutest::Group G("grid rnn_tanh" + sfx, tol); cur = &G; allFor<R, CellRnnTanh>(); }
@@ -167,6 +192,13 @@ template <typename R> void allKinds(const char *name, double tol) {
   { emutest::Group G("grid lstm" + sfx, tol); cur = &G; allFor<R, CellLstm>(); }
   { emutest::Group G("grid gru" + sfx, tol); cur = &G; allFor<R, CellGru>(); }
   { emutest::Group G("grid gru_cho" + sfx, tol); cur = &G; allFor<R, CellGruCho>(); }
+  {
+    emutest::Group G("grid in place" + sfx, tol);
+    inPlace<R, CellRnnTanh>(G);
+    inPlace<R, CellLstm>(G);
+    inPlace<R, CellGru>(G);
+    inPlace<R, CellGruCho>(G);
+  }
 }
 
 int main(int argc, char **argv) {

@@ -417,7 +417,8 @@ __device__ __forceinline__ void rnn_grid_gather(int n, Ok ok, Ld ld, St st) {
 /// Arguments as rnn_scan_kernel, with whh = W_hh [G*H, H] itself (no
 /// transpose), us = ceil(H / gridDim.x) and rh_x a [B, H] buffer for Cho's
 /// r*h (null otherwise). Every CTA runs the same max-length loop, so all
-/// reach the same grid.sync() calls: one per step, two for Cho's GRU.
+/// reach the same grid.sync() calls: one per step, two for Cho's GRU, one
+/// more at the first step (h0 may alias y or h_n).
 /// Values written by other CTAs in this launch (y, rh_x) are read through
 /// L2 (__ldcg), never through the non-coherent path.
 template <typename T, typename L, int Kind>
@@ -493,6 +494,10 @@ __global__ void __launch_bounds__(kRnnGridThreads)
             sxg[b * rp + (r / u) * us + r % u] = v;
           }
         });
+    // h0 may be y's or h_n's own buffer (a cell step in place): every CTA
+    // has read all of it before any writes there.
+    if (s == 0)
+      grid.sync();
     __syncthreads();
     rnn_grid_product(sw, shs, shg, B, hp, rp, 0, Ga * us);
     __syncthreads();
