@@ -614,6 +614,39 @@ constexpr int kRnnGridMaxBatch = 64;
 /// fits one CTA's shared memory and a grid barrier per step does not pay).
 constexpr int kRnnGridMinHidden = 64;
 
+/// The shape of a grid kernel `k` (kRnnGridThreads threads per CTA) that
+/// splits H hidden units over nc = min(H, SMs) CTAs of us = ceil(H / nc)
+/// units needing bytes(us) of dynamic shared memory (the attribute is set):
+/// cudaErrorNotSupported without cooperative launches,
+/// cudaErrorCooperativeLaunchTooLarge when the slices do not fit shared
+/// memory or not all CTAs are co-resident.
+template <typename K, typename Bytes>
+inline cudaError_t rnn_grid_fit(K k, int H, int &nc, int &us, size_t &smem, Bytes bytes) {
+  cudaError_t e;
+  int dev = 0, coop = 0, sms = 1, optin = 48 * 1024;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
+      (e = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev)) != cudaSuccess ||
+      (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
+      (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) !=
+          cudaSuccess)
+    return e;
+  if (!coop)
+    return cudaErrorNotSupported;
+  nc = H < sms ? H : sms;
+  us = (H + nc - 1) / nc;
+  smem = bytes(us);
+  if (smem > (size_t)optin)
+    return cudaErrorCooperativeLaunchTooLarge;
+  if ((e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
+      cudaSuccess)
+    return e;
+  int perSm = 0;
+  if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, k, kRnnGridThreads, smem)) !=
+      cudaSuccess)
+    return e;
+  return (int64_t)perSm * sms < nc ? cudaErrorCooperativeLaunchTooLarge : cudaSuccess;
+}
+
 /// Launch shape of rnn_grid_kernel for B rows of hidden size H: nc =
 /// min(H, SMs) CTAs of kRnnGridThreads threads, us = ceil(H / nc) units
 /// each, `smem` bytes of dynamic shared memory (the attribute is set). It
@@ -624,30 +657,10 @@ constexpr int kRnnGridMinHidden = 64;
 /// cudaErrorCooperativeLaunchTooLarge (the slices do not fit on chip).
 template <typename T, typename L, int Kind>
 inline cudaError_t rnn_grid_config(int B, int H, int &nc, int &us, size_t &smem) {
-  cudaError_t e;
-  int dev = 0, coop = 0, sms = 1, optin = 48 * 1024;
-  if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
-      (e = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev)) != cudaSuccess ||
-      (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-      (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) !=
-          cudaSuccess)
-    return e;
-  if (!coop || (Kind == CellGruCho && (int64_t)B > 3 * (int64_t)H))
+  if (Kind == CellGruCho && (int64_t)B > 3 * (int64_t)H)
     return cudaErrorNotSupported;
-  nc = H < sms ? H : sms;
-  us = (H + nc - 1) / nc;
-  smem = rnn_grid_smem_bytes<T, Kind>(B, H, us);
-  if (smem > (size_t)optin)
-    return cudaErrorCooperativeLaunchTooLarge;
-  auto k = rnn_grid_kernel<T, L, Kind>;
-  if ((e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
-      cudaSuccess)
-    return e;
-  int perSm = 0;
-  if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, k, kRnnGridThreads, smem)) !=
-      cudaSuccess)
-    return e;
-  return (int64_t)perSm * sms < nc ? cudaErrorCooperativeLaunchTooLarge : cudaSuccess;
+  return rnn_grid_fit(rnn_grid_kernel<T, L, Kind>, H, nc, us, smem,
+                      [&](int u) { return rnn_grid_smem_bytes<T, Kind>(B, H, u); });
 }
 
 /// The cooperative launch of rnn_grid_kernel in the shape of
@@ -680,6 +693,20 @@ inline RnnKernelChoice rnn_kernel_choice() {
   if (!strcmp(v, "grid"))
     return RnnKernelGrid;
   return RnnKernelBad;
+}
+
+/// Whether to try a grid kernel for B rows of hidden size H under `c`
+/// (auto: small batches, H from kRnnGridMinHidden).
+inline bool rnn_try_grid(RnnKernelChoice c, int B, int H) {
+  return c == RnnKernelGrid ||
+         (c == RnnKernelAuto && B <= kRnnGridMaxBatch && H >= kRnnGridMinHidden);
+}
+
+/// After a grid kernel's shape check failed with `e`: whether to run the
+/// scan kernel (auto, and the grid kernel cannot run) or return e.
+inline bool rnn_fall_back(RnnKernelChoice c, cudaError_t e) {
+  return c == RnnKernelAuto &&
+         (e == cudaErrorNotSupported || e == cudaErrorCooperativeLaunchTooLarge);
 }
 
 /// launch_rnn_scan plus the LSTM's BPTT checkpoints `ckc` every `every`
@@ -717,8 +744,7 @@ inline cudaError_t launch_rnn_scan_ckpt(int B, int Tn, int H, int reverse,
   const RnnKernelChoice choice = rnn_kernel_choice();
   if (choice == RnnKernelBad)
     return cudaErrorInvalidValue;
-  if (choice == RnnKernelGrid ||
-      (choice == RnnKernelAuto && B <= kRnnGridMaxBatch && H >= kRnnGridMinHidden)) {
+  if (rnn_try_grid(choice, B, H)) {
     int nc = 0, us = 0;
     size_t gsmem = 0;
     e = rnn_grid_config<T, L, Kind>(B, H, nc, us, gsmem);
@@ -727,8 +753,7 @@ inline cudaError_t launch_rnn_scan_ckpt(int B, int Tn, int H, int reverse,
                                          lengths, xg, whh, bhh, h0, c0, out, hn, cn, saved,
                                          saved_stride_bt, ckc, every, wt_scratch, stream,
                                          (float)zoneout, seed, offset, (int)state_index);
-    if (choice == RnnKernelGrid ||
-        (e != cudaErrorNotSupported && e != cudaErrorCooperativeLaunchTooLarge))
+    if (!rnn_fall_back(choice, e))
       return e;
   }
   int dev = 0, optin = 48 * 1024, sms = 1;
