@@ -20,7 +20,11 @@ its outputs in place in torch CUDA tensors (ABI 6 bind) on torch's current
 stream, so both sides are timed the same way: CUDA events around the call,
 after warm-up, median of --reps. Outputs are compared (relative error).
 Ratio = torch median / nncc median (> 1: nncc faster); TFLOP/s from the
-nominal FLOP count (bench/run.py's).
+nominal FLOP count (bench/run.py's). The recurrent cases time nncc three
+ways: as built ("nncc", NNCC_CUDA_RNN=auto), and with the kernel forced
+("nncc grid": the cooperative-grid persistent kernel, "nncc scan": the
+per-batch-row scan kernel; docs/cuda.md); a forced kernel that cannot run
+for the shape is reported and skipped.
 
 Written without a GPU: it has not run yet (docs/cuda.md)."""
 import argparse
@@ -123,13 +127,17 @@ def open_cuda_context(cd):
     return lib, ctx
 
 
-def result_rows(case, tn, results):
+def result_rows(case, timed, results):
+    """timed: nncc's (label, times, outputs or None); results: torch's
+    (side, times, output y or None). One row per pair."""
     rows = []
-    for side, tt, err in results:
-        mn, mt = statistics.median(tn), statistics.median(tt)
-        rows.append(dict(case=case["name"], vs=side, nncc_ms=mn, torch_ms=mt, ratio=mt / mn,
-                         nncc_tflops=case["flops"] / mn / 1e9, torch_tflops=case["flops"] / mt / 1e9,
-                         err=err))
+    for label, tn, o in timed:
+        for side, tt, yt in results:
+            mn, mt = statistics.median(tn), statistics.median(tt)
+            rows.append(dict(case=case["name"], nncc=label, vs=side, nncc_ms=mn, torch_ms=mt,
+                             ratio=mt / mn, nncc_tflops=case["flops"] / mn / 1e9,
+                             torch_tflops=case["flops"] / mt / 1e9,
+                             err=None if yt is None or o is None else rel_err(yt, o["y"])))
     return rows
 
 
@@ -160,7 +168,7 @@ def run_bert_train(cd, case, reps, nncc_only):
         opt.zero_grad(set_to_none=True)
         m(ins["tokens"], ins["segments"], ins["replaced"]).backward()
         opt.step()
-    return result_rows(case, tn, [("torch", cuda_time(step, reps), None)])
+    return result_rows(case, [("nncc", tn, None)], [("torch", cuda_time(step, reps), None)])
 
 
 def run_case(cd, reps, nncc_only=False):
@@ -200,7 +208,26 @@ def run_case(cd, reps, nncc_only=False):
         o = torch.empty(spec.concrete(dims), dtype=getattr(torch, spec.dtype), device=dev)
         ctx.bind(_abi.BIND_OUTPUT, spec.name, o.data_ptr(), spec.dtype, tuple(o.shape))
         outs[spec.name] = o
-    tn = cuda_time(ctx.train_step if train else ctx.forward, reps)
+    # nncc, and for the recurrent cases each recurrent kernel forced
+    # (NNCC_CUDA_RNN is read at every launch); each variant's outputs kept.
+    variants = [("nncc", None)]
+    if kind.replace("_train", "") in ("lstm", "gru") and not nncc_only:
+        variants += [("nncc grid", "grid"), ("nncc scan", "scan")]
+    timed = []
+    for label, choice in variants:
+        old = os.environ.get("NNCC_CUDA_RNN")
+        if choice:
+            os.environ["NNCC_CUDA_RNN"] = choice
+        try:
+            t = cuda_time(ctx.train_step if train else ctx.forward, reps)
+            timed.append((label, t, {k: v.clone() for k, v in outs.items()}))
+        except Exception as e:  # e.g. the grid kernel does not fit this shape
+            print("%s, %s: %s" % (case["name"], label, e), file=sys.stderr)
+        finally:
+            if old is None:
+                os.environ.pop("NNCC_CUDA_RNN", None)
+            else:
+                os.environ["NNCC_CUDA_RNN"] = old
     if nncc_only:
         return []
 
@@ -235,13 +262,13 @@ def run_case(cd, reps, nncc_only=False):
                 return m(x) if kind == "encoder" else m(x)[0]
         y = fwd()
         results.append(("torch (SDPA + mask)" if mask is not None else "torch",
-                        cuda_time(fwd, reps), rel_err(y, outs["y"])))
+                        cuda_time(fwd, reps), y))
         if kind == "attn_masked":
             flex = flex_dilated(m, x, s)
             if flex is not None:
                 yf = flex()
-                results.append(("torch FlexAttention", cuda_time(flex, reps), rel_err(yf, outs["y"])))
-    return result_rows(case, tn, results)
+                results.append(("torch FlexAttention", cuda_time(flex, reps), yf))
+    return result_rows(case, timed, results)
 
 
 def flex_dilated(mha, x, s):
@@ -299,17 +326,19 @@ def main():
             continue
         for r in run_case(cd, a.reps, a.nncc_only):
             rows.append(r)
-            print("%-14s vs %-20s nncc %8.3f ms  torch %8.3f ms  ratio %5.2fx  TFLOP/s %.2f / %.2f"
-                  "  err %s" % (r["case"], r["vs"], r["nncc_ms"], r["torch_ms"], r["ratio"],
-                                r["nncc_tflops"], r["torch_tflops"],
-                                "-" if r["err"] is None else "%.2g" % r["err"]), flush=True)
+            print("%-14s %-9s vs %-20s nncc %8.3f ms  torch %8.3f ms  ratio %5.2fx  "
+                  "TFLOP/s %.2f / %.2f  err %s" % (
+                      r["case"], r["nncc"], r["vs"], r["nncc_ms"], r["torch_ms"], r["ratio"],
+                      r["nncc_tflops"], r["torch_tflops"],
+                      "-" if r["err"] is None else "%.2g" % r["err"]), flush=True)
     if a.markdown:
-        print("| case | vs | nncc ms | torch ms | torch/nncc | TFLOP/s nncc / torch | err |")
-        print("|---|---|---|---|---|---|---|")
+        print("| case | nncc | vs | nncc ms | torch ms | torch/nncc | TFLOP/s nncc / torch | err |")
+        print("|---|---|---|---|---|---|---|---|")
         for r in rows:
-            print("| %s | %s | %.3f | %.3f | %.2f× | %.2f / %.2f | %s |" % (
-                r["case"], r["vs"], r["nncc_ms"], r["torch_ms"], r["ratio"], r["nncc_tflops"],
-                r["torch_tflops"], "-" if r["err"] is None else "%.2g" % r["err"]))
+            print("| %s | %s | %s | %.3f | %.3f | %.2f× | %.2f / %.2f | %s |" % (
+                r["case"], r["nncc"], r["vs"], r["nncc_ms"], r["torch_ms"], r["ratio"],
+                r["nncc_tflops"], r["torch_tflops"],
+                "-" if r["err"] is None else "%.2g" % r["err"]))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

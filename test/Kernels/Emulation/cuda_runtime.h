@@ -7,23 +7,45 @@
 // Execution model:
 //  - a launch runs synchronously; its CTAs run one after another (x fastest,
 //    then y, then z); streams are ignored;
+//  - a cooperative launch (cudaLaunchCooperativeKernel) runs ALL its CTAs
+//    at once: every thread of the grid is a fiber, each CTA with its own
+//    blockIdx and its own dynamic shared-memory buffer; grid.sync()
+//    (cooperative_groups.h here) is an exact barrier over every thread of
+//    the grid, checked like __syncthreads (divergent sites, threads that
+//    exited, deadlocks). The launch fails with
+//    cudaErrorCooperativeLaunchTooLarge unless the grid is co-resident
+//    (cudaOccupancyMaxActiveBlocksPerMultiprocessor x the SM count). Static
+//    __shared__ in a cooperative kernel is reported (not emulated: use
+//    dynamic shared memory);
+//  - device model: EMU_SMS (default 132) SMs, emu::g.sms for the tests;
+//    228 KiB of shared memory and 2048 threads per SM, 1 KiB reserved per
+//    CTA; cooperative launch supported unless emu::g.coop = 0;
 //  - a CTA's threads are user-space fibers on ONE OS thread (own stacks, a
 //    small x86-64 context switch, ucontext elsewhere); a fiber runs until it
 //    blocks in __syncthreads / a warp primitive or returns. The order in
 //    which the runnable fibers resume after each barrier is a deterministic
 //    pseudo-random permutation (EMU_SCHEDULE=forward|reverse|random,
 //    EMU_SEED), so code that depends on the order of threads between
-//    barriers tends to give different answers than the CPU twin;
+//    barriers tends to give different answers than the CPU twin; with
+//    random (the default) threads a barrier or warp primitive releases are
+//    also interleaved with the threads already runnable (other warps, other
+//    CTAs of a cooperative launch) instead of queued behind them. A
+//    cooperative launch queues its threads CTA by CTA (random CTA order) at
+//    the start and after each grid.sync(), and one in two (at random) runs
+//    the threads each barrier or warp primitive releases next, so that a
+//    CTA runs ahead of the others up to its next grid.sync();
 //  - __syncthreads: exact barrier over the CTA's live threads (a thread that
-//    exited while others wait is reported); warp primitives (__syncwarp,
+//    exited while others wait is reported), per CTA also in a cooperative
+//    launch; warp primitives (__syncwarp,
 //    __shfl*_sync, __ballot_sync, __any/__all_sync, __match_any_sync):
 //    exact per-warp exchange over the lanes named in the mask (lane =
 //    threadIdx.x % 32); a lane outside its own mask, masks that disagree,
 //    or a shuffle from a lane not taking part are reported;
 //  - deadlocks (no fiber runnable, some not finished) are reported;
-//  - __shared__ arrays are function statics (CTAs never overlap), filled
+//  - __shared__ arrays are function statics (CTAs of an ordinary launch
+//    never overlap), filled
 //    with 0xff bytes (NaN for float/double) the first time a CTA reaches the
-//    declaration; dynamic (extern) shared memory is a per-launch buffer of
+//    declaration; dynamic (extern) shared memory is a per-CTA buffer of
 //    exactly the launch's size, ending at a PROT_NONE page, 0xff-filled
 //    before every CTA; the top EMU_STACK_POISON bytes of each fiber stack
 //    (default 4096) are 0xff-filled before every CTA;
@@ -100,6 +122,7 @@ enum cudaError_t {
   cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidDeviceFunction = 98,
   cudaErrorNoDevice = 100,
+  cudaErrorCooperativeLaunchTooLarge = 720,
   cudaErrorNotSupported = 801,
   cudaErrorUnknown = 999,
 };
@@ -109,6 +132,9 @@ enum cudaDeviceAttr {
   cudaDevAttrMaxSharedMemoryPerBlock = 8,
   cudaDevAttrWarpSize = 10,
   cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrMaxThreadsPerMultiProcessor = 39,
+  cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81,
+  cudaDevAttrCooperativeLaunch = 95,
   cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
 };
 enum cudaFuncAttribute {
@@ -131,8 +157,9 @@ inline constexpr unsigned kWarp = 32;
 inline constexpr size_t kStaticSmemLimit = 48 * 1024;
 
 struct Fiber {
-  unsigned tid = 0;
-  enum State { Runnable, AtBlockBarrier, AtWarp, Done } state = Runnable;
+  unsigned tid = 0; // threadIdx.x
+  unsigned cta = 0; // index of its CTA in Global::cta
+  enum State { Runnable, AtBlockBarrier, AtGridBarrier, AtWarp, Done } state = Runnable;
   void *sp = nullptr;
   char *stack_lo = nullptr, *stack_hi = nullptr;
 #if !defined(__x86_64__)
@@ -147,10 +174,29 @@ struct Fiber {
   const void *site = nullptr;
 };
 
+/// One running CTA: its threads are fibers [base, base + blockDim.x).
+struct Cta {
+  dim3 idx;
+  unsigned base = 0;
+  unsigned live = 0, at_block = 0;
+  const void *block_site = nullptr;
+  std::vector<unsigned> warp_waiting; // per warp: mask of lanes waiting
+  unsigned char *dyn = nullptr;       // its dynamic shared memory
+};
+
+/// A dynamic shared-memory buffer ending at a PROT_NONE page.
+struct DynBuf {
+  unsigned char *map = nullptr;
+  size_t bytes = 0;
+};
+
 struct Global {
   // Device model.
   int sms = 132;
   int optin = 227 * 1024;
+  int smem_per_sm = 228 * 1024;
+  int threads_per_sm = 2048;
+  int coop = 1; // cudaDevAttrCooperativeLaunch
   // Configuration.
   int schedule = 2; // 0 forward, 1 reverse, 2 random
   uint64_t seed = 0x9e3779b97f4a7c15ull;
@@ -158,7 +204,7 @@ struct Global {
   bool fatal = true;
   bool configured = false;
   // Statistics.
-  long launches = 0, ctas = 0, problems = 0;
+  long launches = 0, coop_launches = 0, ctas = 0, problems = 0;
   // Runtime state.
   cudaError_t last_error = cudaSuccess;
   std::map<const void *, int> max_dyn_smem;
@@ -172,17 +218,19 @@ struct Global {
 #if !defined(__x86_64__)
   ucontext_t sched_uc;
 #endif
-  unsigned live = 0, at_block = 0;
-  const void *block_site = nullptr;
+  std::vector<Cta> cta; // the CTAs running now (one, or the whole grid)
+  bool cooperative = false;
+  bool run_ahead = false; // this cooperative launch: released threads run next
+  unsigned grid_threads = 0, grid_live = 0, at_grid = 0;
+  const void *grid_site = nullptr;
   std::vector<unsigned> runq;
-  std::vector<unsigned> warp_waiting; // per warp: mask of lanes waiting
+  size_t runq_head = 0; // next entry of runq to resume
   uint64_t cta_gen = 1;
   std::unordered_map<const void *, uint64_t> shared_gen;
   size_t static_smem = 0;
-  unsigned char *dyn = nullptr;
+  unsigned char *dyn = nullptr; // the running fiber's CTA's buffer
   size_t dyn_bytes = 0;
-  unsigned char *dyn_map = nullptr;
-  size_t dyn_map_bytes = 0;
+  std::vector<DynBuf> dyn_pool;
   void (*body)(void *) = nullptr;
   void *body_arg = nullptr;
 };
@@ -208,6 +256,8 @@ inline void configure() {
     g.stack_poison = strtoull(s, nullptr, 0);
   if (const char *s = getenv("EMU_FATAL"))
     g.fatal = atoi(s) != 0;
+  if (const char *s = getenv("EMU_SMS"))
+    g.sms = std::max(1, atoi(s));
 }
 
 [[gnu::format(printf, 1, 2)]] inline void problem(const char *fmt, ...) {
@@ -230,16 +280,54 @@ inline uint64_t next_random() {
   return x * 0x2545F4914F6CDD1Dull;
 }
 
-/// Appends the released threads to the run queue in the schedule's order.
-inline void release(std::vector<unsigned> &ids) {
+inline void shuffle(std::vector<unsigned> &ids) {
   if (g.schedule == 1)
     std::reverse(ids.begin(), ids.end());
   else if (g.schedule == 2)
     for (size_t i = ids.size(); i > 1; --i)
       std::swap(ids[i - 1], ids[next_random() % i]);
+}
+
+/// Appends the released threads to the run queue in the schedule's order.
+inline void release(std::vector<unsigned> &ids) {
+  shuffle(ids);
+  if (g.schedule == 2 && g.cooperative && g.run_ahead) {
+    // Cooperative launch in run-ahead mode: the released threads run next,
+    // so that a CTA runs through its barriers ahead of the others.
+    for (unsigned t : ids)
+      g.fibers[t].state = Fiber::Runnable;
+    g.runq.insert(g.runq.begin() + (ptrdiff_t)g.runq_head, ids.begin(), ids.end());
+    return;
+  }
   for (unsigned t : ids) {
     g.fibers[t].state = Fiber::Runnable;
     g.runq.push_back(t);
+    // random: the released thread may also run before threads that were
+    // runnable already (other warps, other CTAs of a cooperative launch).
+    if (g.schedule == 2) {
+      const size_t n = g.runq.size() - g.runq_head;
+      std::swap(g.runq.back(), g.runq[g.runq_head + next_random() % n]);
+    }
+  }
+}
+
+/// Queues a cooperative launch's threads CTA by CTA, the CTAs in the
+/// schedule's order and each CTA's threads too: CTAs run ahead of or behind
+/// each other, as on a GPU (at the start and after every grid.sync()).
+inline void release_by_cta(std::vector<unsigned> &ids) {
+  std::vector<std::vector<unsigned>> per(g.cta.size());
+  for (unsigned t : ids)
+    per[g.fibers[t].cta].push_back(t);
+  std::vector<unsigned> order(per.size());
+  for (unsigned c = 0; c < order.size(); ++c)
+    order[c] = c;
+  shuffle(order);
+  for (unsigned c : order) {
+    shuffle(per[c]);
+    for (unsigned t : per[c]) {
+      g.fibers[t].state = Fiber::Runnable;
+      g.runq.push_back(t);
+    }
   }
 }
 
@@ -254,30 +342,61 @@ inline void yield_to_scheduler() {
   asm volatile("" ::: "memory");
 }
 
-inline void check_block_barrier() {
-  if (g.at_block == 0 || g.at_block != g.live)
+inline void check_block_barrier(Cta &c) {
+  if (c.at_block == 0 || c.at_block != c.live)
     return;
   std::vector<unsigned> ids;
-  for (auto &f : g.fibers)
-    if (f.state == Fiber::AtBlockBarrier)
-      ids.push_back(f.tid);
-  g.at_block = 0;
-  g.block_site = nullptr;
+  for (unsigned t = 0; t < g.block.x; ++t)
+    if (g.fibers[c.base + t].state == Fiber::AtBlockBarrier)
+      ids.push_back(c.base + t);
+  c.at_block = 0;
+  c.block_site = nullptr;
   release(ids);
 }
 
 [[gnu::noinline]] inline void syncthreads(const void *site) {
   Fiber *f = g.cur;
-  if (g.at_block == 0)
-    g.block_site = site;
-  else if (site != g.block_site)
+  Cta &c = g.cta[f->cta];
+  if (c.at_block == 0)
+    c.block_site = site;
+  else if (site != c.block_site)
     problem("threads of the CTA wait at different __syncthreads (divergent barrier)");
-  if (g.live != g.block.x)
+  if (c.live != g.block.x)
     problem("__syncthreads after %u of the CTA's %u threads exited (divergent barrier)",
-            g.block.x - g.live, g.block.x);
+            g.block.x - c.live, g.block.x);
   f->state = Fiber::AtBlockBarrier;
-  ++g.at_block;
-  check_block_barrier();
+  ++c.at_block;
+  check_block_barrier(c);
+  yield_to_scheduler();
+}
+
+inline void check_grid_barrier() {
+  if (g.at_grid == 0 || g.at_grid != g.grid_live)
+    return;
+  std::vector<unsigned> ids;
+  for (unsigned i = 0; i < g.fibers.size(); ++i)
+    if (g.fibers[i].state == Fiber::AtGridBarrier)
+      ids.push_back(i);
+  g.at_grid = 0;
+  g.grid_site = nullptr;
+  release_by_cta(ids);
+}
+
+/// cooperative_groups::grid_group::sync(): every thread of the grid.
+[[gnu::noinline]] inline void grid_sync(const void *site) {
+  Fiber *f = g.cur;
+  if (!g.cooperative)
+    problem("grid.sync() in a launch that is not cooperative (cudaLaunchCooperativeKernel)");
+  if (g.at_grid == 0)
+    g.grid_site = site;
+  else if (site != g.grid_site)
+    problem("threads of the grid wait at different grid.sync() (divergent barrier)");
+  if (g.grid_live != g.grid_threads)
+    problem("grid.sync() after %u of the grid's %u threads exited (divergent barrier)",
+            g.grid_threads - g.grid_live, g.grid_threads);
+  f->state = Fiber::AtGridBarrier;
+  ++g.at_grid;
+  check_grid_barrier();
   yield_to_scheduler();
 }
 
@@ -290,8 +409,8 @@ inline unsigned existing_lanes(unsigned w) {
 
 /// The lanes of warp `w` waiting with mask `m` form a complete group:
 /// compute every lane's answer and release them.
-inline void complete_warp_group(unsigned w, unsigned m) {
-  Fiber *lane0 = &g.fibers[w * kWarp];
+inline void complete_warp_group(Cta &c, unsigned w, unsigned m) {
+  Fiber *lane0 = &g.fibers[c.base + w * kWarp];
   const unsigned live = m & existing_lanes(w);
   std::vector<unsigned> ids;
   unsigned ballot = 0;
@@ -359,50 +478,52 @@ inline void complete_warp_group(unsigned w, unsigned m) {
       break;
     }
     }
-    ids.push_back(w * kWarp + l);
+    ids.push_back(c.base + w * kWarp + l);
   }
-  g.warp_waiting[w] &= ~live;
+  c.warp_waiting[w] &= ~live;
   release(ids);
 }
 
-inline void check_warp(unsigned w) {
+inline void check_warp(Cta &c, unsigned w) {
   // Groups: lanes waiting with the same mask, all of whose live lanes wait.
-  unsigned waiting = g.warp_waiting[w], seen = 0;
+  unsigned waiting = c.warp_waiting[w], seen = 0;
   for (unsigned l = 0; l < 32; ++l) {
     if (!(waiting >> l & 1) || (seen >> l & 1))
       continue;
-    const unsigned m = g.fibers[w * kWarp + l].mask;
+    const unsigned m = g.fibers[c.base + w * kWarp + l].mask;
     const unsigned need = m & existing_lanes(w);
     seen |= need;
     if ((waiting & need) == need)
-      complete_warp_group(w, m);
+      complete_warp_group(c, w, m);
   }
 }
 
 [[gnu::noinline]] inline uint64_t warp_op(int op, unsigned mask, uint64_t value, int arg,
                                            int width, const void *site) {
   Fiber *f = g.cur;
+  Cta &c = g.cta[f->cta];
   const unsigned lane = f->tid % kWarp, w = f->tid / kWarp;
+  Fiber *lane0 = &g.fibers[c.base + w * kWarp];
   if (!(mask >> lane & 1))
     problem("lane %u calls a warp primitive with mask 0x%08x that does not name it", lane, mask);
   const unsigned need = mask & existing_lanes(w);
   // Lanes already waiting in this group must agree on the mask and the op.
   for (unsigned l = 0; l < 32; ++l) {
-    if (!(g.warp_waiting[w] >> l & 1) || !(need >> l & 1))
+    if (!(c.warp_waiting[w] >> l & 1) || !(need >> l & 1))
       continue;
-    Fiber &o = g.fibers[w * kWarp + l];
+    Fiber &o = lane0[l];
     if (o.mask != mask)
       problem("warp masks disagree: lane %u 0x%08x, lane %u 0x%08x", lane, mask, l, o.mask);
     if (o.op != op || o.site != site)
       problem("lanes %u and %u meet at different warp primitives (divergence)", lane, l);
   }
   for (unsigned l = 0; l < 32; ++l)
-    if ((need >> l & 1) && g.fibers[w * kWarp + l].state == Fiber::Done)
+    if ((need >> l & 1) && lane0[l].state == Fiber::Done)
       problem("warp mask 0x%08x names lane %u, which has exited", mask, l);
   f->op = op, f->mask = mask, f->value = value, f->arg = arg, f->width = width, f->site = site;
   f->state = Fiber::AtWarp;
-  g.warp_waiting[w] |= 1u << lane;
-  check_warp(w);
+  c.warp_waiting[w] |= 1u << lane;
+  check_warp(c, w);
   yield_to_scheduler();
   return f->result;
 }
@@ -425,15 +546,22 @@ template <typename T> inline T from_bits(uint64_t b) {
   Fiber *f = g.cur;
   g.body(g.body_arg);
   f = g.cur;
+  Cta &c = g.cta[f->cta];
   f->state = Fiber::Done;
-  --g.live;
+  --c.live;
+  --g.grid_live;
   const unsigned w = f->tid / kWarp;
   for (unsigned l = 0; l < 32; ++l)
-    if ((g.warp_waiting[w] >> l & 1) && (g.fibers[w * kWarp + l].mask >> (f->tid % kWarp) & 1))
+    if ((c.warp_waiting[w] >> l & 1) &&
+        (g.fibers[c.base + w * kWarp + l].mask >> (f->tid % kWarp) & 1))
       problem("thread exits while lane %u waits for it at a warp primitive", l);
-  if (g.at_block) {
-    problem("thread exits while %u others wait at __syncthreads", g.at_block);
-    check_block_barrier();
+  if (c.at_block) {
+    problem("thread exits while %u others wait at __syncthreads", c.at_block);
+    check_block_barrier(c);
+  }
+  if (g.at_grid) {
+    problem("thread exits while %u others wait at grid.sync()", g.at_grid);
+    check_grid_barrier();
   }
   yield_to_scheduler();
   __builtin_unreachable();
@@ -487,6 +615,8 @@ inline void start_fiber(Fiber &f, char *lo) {
 inline void resume(Fiber &f) {
   g.cur = &f;
   threadIdx = dim3(f.tid, 0, 0);
+  blockIdx = g.cta[f.cta].idx;
+  g.dyn = g.cta[f.cta].dyn;
 #if defined(__x86_64__)
   emu_ctx_switch(&g.sched_sp, f.sp);
 #else
@@ -495,45 +625,87 @@ inline void resume(Fiber &f) {
   g.cur = nullptr;
 }
 
-/// Runs one CTA: blockDim.x fibers calling body(arg).
-inline void run_cta(void (*body)(void *), void *arg) {
-  const unsigned n = g.block.x;
-  ++g.ctas;
+/// The dynamic shared memory buffer of running CTA i: exactly `bytes` long,
+/// ending at a PROT_NONE page (reads past the end fault).
+inline unsigned char *dynamic_buffer(size_t i, size_t bytes) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t need = (bytes + 127) / 128 * 128;
+  const size_t total = (need + page - 1) / page * page + page;
+  if (g.dyn_pool.size() <= i)
+    g.dyn_pool.resize(i + 1);
+  DynBuf &d = g.dyn_pool[i];
+  if (total > d.bytes) {
+    if (d.map)
+      munmap(d.map, d.bytes);
+    d.map = (unsigned char *)mmap(nullptr, total, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (d.map == MAP_FAILED) {
+      perror("emu: mmap smem");
+      abort();
+    }
+    d.bytes = total;
+  }
+  mprotect(d.map, d.bytes, PROT_READ | PROT_WRITE);
+  unsigned char *end = d.map + d.bytes - page;
+  mprotect(end, page, PROT_NONE);
+  unsigned char *p = end - need; // 128-byte aligned; the last need - bytes are slack
+  memset(p, 0xff, bytes);
+  return p;
+}
+
+/// Runs the CTAs `idx` together (one for an ordinary launch, the whole grid
+/// for a cooperative one): blockDim.x fibers each, calling body(arg).
+inline void run_ctas(const std::vector<dim3> &idx, void (*body)(void *), void *arg) {
+  const unsigned n = g.block.x, nc = (unsigned)idx.size();
+  g.ctas += nc;
   ++g.cta_gen;
   g.static_smem = 0;
-  if (g.dyn_bytes)
-    memset(g.dyn, 0xff, g.dyn_bytes);
   g.body = body;
   g.body_arg = arg;
-  prepare_stacks(n);
-  g.fibers.assign(n, Fiber());
-  g.warp_waiting.assign((n + kWarp - 1) / kWarp, 0);
-  g.live = n;
-  g.at_block = 0;
+  prepare_stacks(n * nc);
+  g.fibers.assign((size_t)n * nc, Fiber());
+  g.cta.assign(nc, Cta());
   g.runq.clear();
+  g.runq_head = 0;
+  g.grid_threads = g.grid_live = n * nc;
+  g.at_grid = 0;
+  g.grid_site = nullptr;
   std::vector<unsigned> ids;
-  for (unsigned t = 0; t < n; ++t) {
-    g.fibers[t].tid = t;
-    start_fiber(g.fibers[t], g.stacks[t]);
-    ids.push_back(t);
+  for (unsigned c = 0; c < nc; ++c) {
+    Cta &C = g.cta[c];
+    C.idx = idx[c];
+    C.base = c * n;
+    C.live = n;
+    C.warp_waiting.assign((n + kWarp - 1) / kWarp, 0);
+    C.dyn = dynamic_buffer(c, g.dyn_bytes);
+    for (unsigned t = 0; t < n; ++t) {
+      Fiber &f = g.fibers[C.base + t];
+      f.tid = t;
+      f.cta = c;
+      start_fiber(f, g.stacks[C.base + t]);
+      ids.push_back(C.base + t);
+    }
   }
-  release(ids);
-  size_t head = 0;
+  if (g.cooperative)
+    release_by_cta(ids);
+  else
+    release(ids);
   for (;;) {
-    if (head == g.runq.size()) {
+    if (g.runq_head == g.runq.size()) {
       g.runq.clear();
-      head = 0;
-      if (g.live == 0)
+      g.runq_head = 0;
+      if (g.grid_live == 0)
         break;
       // Nothing runnable, some threads not done: deadlock.
-      unsigned atw = 0;
+      unsigned atw = 0, atb = 0;
       for (auto &f : g.fibers)
-        atw += f.state == Fiber::AtWarp;
+        atw += f.state == Fiber::AtWarp, atb += f.state == Fiber::AtBlockBarrier;
       g.fatal = true;
-      problem("deadlock: %u live threads, %u at __syncthreads, %u at warp primitives", g.live,
-              g.at_block, atw);
+      problem("deadlock: %u live threads, %u at __syncthreads, %u at grid.sync(), %u at warp "
+              "primitives",
+              g.grid_live, atb, g.at_grid, atw);
     }
-    Fiber &f = g.fibers[g.runq[head++]];
+    Fiber &f = g.fibers[g.runq[g.runq_head++]];
     if (f.state != Fiber::Runnable)
       continue;
     resume(f);
@@ -545,28 +717,14 @@ inline void run_cta(void (*body)(void *), void *arg) {
             g.dyn_bytes, g.optin);
 }
 
-/// The dynamic shared memory buffer of this launch: exactly `bytes` long,
-/// ending at a PROT_NONE page (reads past the end fault).
-inline void set_dynamic_smem(size_t bytes) {
-  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  const size_t need = (bytes + 127) / 128 * 128;
-  const size_t total = (need + page - 1) / page * page + page;
-  if (total > g.dyn_map_bytes) {
-    if (g.dyn_map)
-      munmap(g.dyn_map, g.dyn_map_bytes);
-    g.dyn_map = (unsigned char *)mmap(nullptr, total, PROT_READ | PROT_WRITE,
-                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (g.dyn_map == MAP_FAILED) {
-      perror("emu: mmap smem");
-      abort();
-    }
-    g.dyn_map_bytes = total;
-  }
-  mprotect(g.dyn_map, g.dyn_map_bytes, PROT_READ | PROT_WRITE);
-  unsigned char *end = g.dyn_map + g.dyn_map_bytes - page;
-  mprotect(end, page, PROT_NONE);
-  g.dyn = end - need; // 128-byte aligned; the last need - bytes are slack
-  g.dyn_bytes = bytes;
+/// CTAs of `block` threads with `dyn` bytes of dynamic shared memory that
+/// one SM holds at once (the device model of the header comment).
+inline int blocks_per_sm(int block, size_t dyn) {
+  if (block <= 0 || block > 1024 || dyn > (size_t)g.optin)
+    return 0;
+  const int by_threads = g.threads_per_sm / ((block + kWarp - 1) / kWarp * kWarp);
+  const int by_smem = (int)((size_t)g.smem_per_sm / (dyn + 1024));
+  return std::min(std::min(by_threads, by_smem), 32);
 }
 
 /// `extern __shared__ T name[]` (rewritten): the launch's dynamic buffer.
@@ -575,6 +733,9 @@ inline void *dynamic_smem() { return g.dyn; }
 /// `__shared__ T name[...]` (rewritten to static + this call): 0xff-fill the
 /// array the first time a CTA reaches its declaration.
 inline void shared_array(const void *p, size_t bytes) {
+  if (g.cooperative)
+    problem("static __shared__ in a cooperative kernel is not emulated (use dynamic shared "
+            "memory)");
   uint64_t &gen = g.shared_gen[p];
   if (gen == g.cta_gen)
     return;
@@ -630,18 +791,70 @@ template <typename... P, typename Call> struct Launch<void (*)(P...), Call> {
     g.kernel = name;
     g.grid = grid;
     g.block = block;
+    g.cooperative = false;
+    g.dyn_bytes = smem;
     blockDim = block;
     gridDim = grid;
-    set_dynamic_smem(smem);
     for (unsigned z = 0; z < grid.z; ++z)
       for (unsigned y = 0; y < grid.y; ++y)
-        for (unsigned x = 0; x < grid.x; ++x) {
-          blockIdx = dim3(x, y, z);
-          run_cta(body, &ctx);
-        }
+        for (unsigned x = 0; x < grid.x; ++x)
+          run_ctas({dim3(x, y, z)}, body, &ctx);
     g.kernel = "";
   }
 };
+
+/// cudaLaunchCooperativeKernel: every CTA of the grid at once (run_ctas),
+/// after the checks of the CUDA runtime (configuration, dynamic shared
+/// memory, cooperative support, co-residency).
+template <typename... P>
+cudaError_t launch_cooperative(void (*k)(P...), dim3 grid, dim3 block, void **args,
+                               size_t smem) {
+  configure();
+  ++g.launches;
+  if (block.x == 0 || block.x > 1024 || block.y != 1 || block.z != 1 || grid.x == 0 ||
+      grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535)
+    return cudaErrorInvalidConfiguration;
+  if (!g.coop)
+    return cudaErrorNotSupported;
+  auto it = g.max_dyn_smem.find((const void *)k);
+  const size_t allowed = it != g.max_dyn_smem.end() ? (size_t)it->second : kStaticSmemLimit;
+  if (smem > allowed)
+    return cudaErrorInvalidValue;
+  const uint64_t ctas = (uint64_t)grid.x * grid.y * grid.z;
+  if (ctas > (uint64_t)g.sms * blocks_per_sm((int)block.x, smem))
+    return cudaErrorCooperativeLaunchTooLarge;
+  // The arguments, copied out of args[] as the runtime does; each thread
+  // then gets its own copies (by-value parameters).
+  std::tuple<std::decay_t<P>...> a = [&]<size_t... I>(std::index_sequence<I...>) {
+    return std::tuple<std::decay_t<P>...>(*(std::decay_t<P> *)args[I]...);
+  }(std::index_sequence_for<P...>{});
+  struct Ctx {
+    void (*k)(P...);
+    std::tuple<std::decay_t<P>...> *a;
+  } ctx{k, &a};
+  auto body = [](void *c) {
+    Ctx *x = (Ctx *)c;
+    std::apply(x->k, *x->a);
+  };
+  g.kernel = "cooperative kernel";
+  g.grid = grid;
+  g.block = block;
+  g.cooperative = true;
+  g.dyn_bytes = smem;
+  blockDim = block;
+  gridDim = grid;
+  std::vector<dim3> idx;
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x)
+        idx.push_back(dim3(x, y, z));
+  ++g.coop_launches;
+  g.run_ahead = g.schedule == 2 && (next_random() & 1);
+  run_ctas(idx, body, &ctx);
+  g.cooperative = false;
+  g.kernel = "";
+  return cudaSuccess;
+}
 
 /// `k<<<grid, block, smem, stream>>>(args)` is rewritten to
 /// `::emu::launch(k, grid, block, smem, stream, "k",
@@ -754,6 +967,15 @@ inline unsigned __brev(unsigned x) {
   return r;
 }
 template <typename T> inline T __ldg(const T *p) { return *p; }
+template <typename T> inline T __ldcg(const T *p) { return *p; }
+
+// 16-byte vector types (the subset the kernels use).
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(16) double2 {
+  double x, y;
+};
 
 // Math: the host libm stands in for the device's (not bit-identical for
 // float: the device's expf/tanhf/... differ in the last bits, and nvcc
@@ -885,6 +1107,9 @@ inline const char *cudaGetErrorString(cudaError_t e) {
   case cudaErrorInvalidValue: return "invalid argument";
   case cudaErrorMemoryAllocation: return "out of memory";
   case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+  case cudaErrorCooperativeLaunchTooLarge:
+    return "too many blocks in cooperative launch";
+  case cudaErrorNotSupported: return "operation not supported";
   default: return "emulated CUDA error";
   }
 }
@@ -894,6 +1119,8 @@ inline const char *cudaGetErrorName(cudaError_t e) {
   case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
   case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
   case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+  case cudaErrorCooperativeLaunchTooLarge: return "cudaErrorCooperativeLaunchTooLarge";
+  case cudaErrorNotSupported: return "cudaErrorNotSupported";
   default: return "cudaErrorUnknown";
   }
 }
@@ -907,15 +1134,30 @@ inline cudaError_t cudaGetDeviceCount(int *n) {
   return cudaSuccess;
 }
 inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int) {
+  emu::configure();
   switch (a) {
   case cudaDevAttrMultiProcessorCount: *v = emu::g.sms; break;
   case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = emu::g.optin; break;
   case cudaDevAttrMaxSharedMemoryPerBlock: *v = (int)emu::kStaticSmemLimit; break;
   case cudaDevAttrMaxThreadsPerBlock: *v = 1024; break;
   case cudaDevAttrWarpSize: *v = 32; break;
+  case cudaDevAttrMaxThreadsPerMultiProcessor: *v = emu::g.threads_per_sm; break;
+  case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *v = emu::g.smem_per_sm; break;
+  case cudaDevAttrCooperativeLaunch: *v = emu::g.coop; break;
   default: return cudaErrorInvalidValue;
   }
   return cudaSuccess;
+}
+template <typename F>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, F *, int block, size_t dyn) {
+  emu::configure();
+  *n = emu::blocks_per_sm(block, dyn);
+  return cudaSuccess;
+}
+template <typename... P>
+cudaError_t cudaLaunchCooperativeKernel(void (*k)(P...), dim3 grid, dim3 block, void **args,
+                                        size_t smem = 0, cudaStream_t = nullptr) {
+  return emu::launch_cooperative(k, grid, block, args, smem);
 }
 template <typename F> cudaError_t cudaFuncSetAttribute(F *f, cudaFuncAttribute a, int v) {
   if (a == cudaFuncAttributeMaxDynamicSharedMemorySize) {

@@ -133,8 +133,8 @@ inline int finish() {
   fflush(stdout);
   const double s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  fprintf(stderr, "emulation: %ld launches, %ld CTAs, %ld problems, %.1f s\n", emu::g.launches,
-          emu::g.ctas, emu::g.problems, s);
+  fprintf(stderr, "emulation: %ld launches (%ld cooperative), %ld CTAs, %ld problems, %.1f s\n",
+          emu::g.launches, emu::g.coop_launches, emu::g.ctas, emu::g.problems, s);
   if (total_fails || emu::g.problems) {
     printf("EMULATION FAILED\n");
     return 1;

@@ -17,7 +17,9 @@
 using namespace nncc::kernels;
 using namespace nncc::kernels::cuda;
 
-/// Every cell kind, with lengths of type L (recurrent_scan / recurrent_layer).
+/// Every cell kind, with lengths of type L (recurrent_scan / recurrent_layer);
+/// launch_rnn_scan instantiates both recurrent kernels (rnn_scan_kernel and
+/// the cooperative-grid rnn_grid_kernel with its launcher).
 template <typename T, typename L> void instantiateRecurrent(cudaStream_t s) {
   T *p = nullptr;
   const L *len = nullptr;

@@ -43,11 +43,11 @@ enum CellKind : int {
 /// (PyTorch's _flat_weights order): w_ih, w_hh, and b_ih, b_hh with biases.
 NNCC_HD int rnn_weights_per_cell(bool hasBias) { return hasBias ? 4 : 2; }
 
-NNCC_HD int cell_gates(int kind) {
+NNCC_HD constexpr int cell_gates(int kind) {
   return kind == CellLstm ? 4 : (kind == CellGru || kind == CellGruCho) ? 3 : 1;
 }
 
-NNCC_HD int cell_saved_slots(int kind) {
+NNCC_HD constexpr int cell_saved_slots(int kind) {
   switch (kind) {
   case CellLstm:
     return 5;

@@ -1,12 +1,16 @@
-//===- Recurrent.cuh - Persistent recurrent layer kernel --------*- CUDA -*-===//
+//===- Recurrent.cuh - Persistent recurrent layer kernels -------*- CUDA -*-===//
 //
 // One launch per layer and direction. The input projection of all time
 // steps, xg = X W_ih^T + b_ih [B, T, G*H], is ONE cuBLAS GEMM done by the
-// caller before the launch. Then each CTA owns a slice of `rows` batch rows
-// and loops over time inside the kernel (persistent): per step it forms the
-// recurrent product W_hh h for its rows (W_hh held in shared memory when it
-// fits, otherwise streamed from L2), __syncthreads, and applies the gate
-// math of RecurrentMath.h -- the same functions as the CPU twin.
+// caller before the launch. Two persistent kernels then loop over time:
+//  - rnn_scan_kernel: each CTA owns a slice of `rows` batch rows: per step
+//    it forms the recurrent product W_hh h for its rows (W_hh held in shared
+//    memory when it fits, otherwise streamed from L2), __syncthreads, and
+//    applies the gate math of RecurrentMath.h -- the CPU twin's functions;
+//  - rnn_grid_kernel (one cooperative launch): each CTA owns a slice of the
+//    hidden units with W_hh's rows of them resident in shared memory, all
+//    batch rows, and a grid-wide barrier per step (see its section).
+// launch_rnn_scan_ckpt picks one (NNCC_CUDA_RNN=auto|scan|grid).
 //
 // Variable lengths: row b is active while s < len_b; the reverse direction
 // processes t = len_b-1-s. The kernel zeroes its own output columns past
@@ -21,7 +25,10 @@
 #include "nncc/Kernels/Philox.h"
 #include "nncc/Kernels/RecurrentMath.h"
 
+#include <cooperative_groups.h>
 #include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 
 namespace nncc {
 namespace kernels {
@@ -256,10 +263,461 @@ inline bool rnn_zoneout_ok(int cell, double p) {
   return p >= 0 && p < 1 && (p == 0 || cell == CellLstm);
 }
 
+// ---------------------------------------------------------------------------
+// The cooperative-grid persistent kernel (Diamos et al. 2016, Persistent
+// RNNs): the recurrent weights stay on chip for the whole sequence, split
+// across the CTAs of one cooperative launch.
+//
+// CTA c of nc owns the hidden units [j0, j0 + u), j0 = c*H/nc (u = 1..us,
+// us = ceil(H/nc)), with ALL G gates of them, so the gate math stays local.
+// Its W_hh rows (G*u of [G*H, H], local row g*us + jj = W_hh row
+// g*H + j0 + jj) live in shared memory for the whole launch. Per step s it
+// stages h_{s-1} of the active rows (read back from the layer output y,
+// where every CTA wrote its units the step before; h0 at s = 0) into shared
+// memory, forms its G*u x B products warp-cooperatively with 16-byte loads,
+// applies RecurrentMath.h's gate math to its units, writes them to y, and
+// meets the other CTAs at grid.sync(). c (LSTM) and the units' own h stay in
+// the CTA. Cho's GRU multiplies W_hh[2H:3H] by r*h, which needs all units:
+// r*h goes through a [B, H] global buffer and a second grid.sync().
+// ---------------------------------------------------------------------------
+
+/// Threads per CTA of rnn_grid_kernel; output rows x batch rows of one warp
+/// item of its products (register tile).
+constexpr int kRnnGridThreads = 256;
+constexpr int kRnnGridRows = 4;
+constexpr int kRnnGridBatch = 4;
+
+/// 16-byte vector of T for the products (shared-memory rows are padded to
+/// a multiple of its length with zeros).
+template <typename T> struct RnnVec;
+template <> struct RnnVec<float> {
+  typedef float4 type;
+  static constexpr int n = 4;
+  static __device__ __forceinline__ float dot(const float4 &a, const float4 &b) {
+    return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+  }
+};
+template <> struct RnnVec<double> {
+  typedef double2 type;
+  static constexpr int n = 2;
+  static __device__ __forceinline__ double dot(const double2 &a, const double2 &b) {
+    return a.x * b.x + a.y * b.y;
+  }
+};
+
+/// Shared-memory shape of one CTA of rnn_grid_kernel for units-per-CTA us:
+/// hp = H padded to the vector length; rp = rows of the weight slice and of
+/// each batch row's products (G*us, padded so that every warp item's
+/// kRnnGridRows rows exist: Cho's second product starts at row 2*us).
+struct RnnGridShape {
+  int hp, rp;
+};
+template <typename T, int Kind>
+__host__ __device__ inline RnnGridShape rnn_grid_shape(int H, int us) {
+  const int V = RnnVec<T>::n, RO = kRnnGridRows, G = cell_gates(Kind);
+  RnnGridShape s;
+  s.hp = (H + V - 1) / V * V;
+  s.rp = (G * us + RO - 1) / RO * RO;
+  if (Kind == CellGruCho) {
+    const int second = 2 * us + (us + RO - 1) / RO * RO;
+    s.rp = s.rp > second ? s.rp : second;
+  }
+  return s;
+}
+
+/// Dynamic shared memory of one CTA: the weight slice [rp, hp], the staged
+/// h (or r*h) [B, hp], the products and the step's xg [B, rp] each, the
+/// units' h and (LSTM) c [B, us], the clamped lengths [B] (int).
+template <typename T, int Kind>
+__host__ __device__ inline size_t rnn_grid_smem_bytes(int B, int H, int us) {
+  const RnnGridShape s = rnn_grid_shape<T, Kind>(H, us);
+  return ((size_t)s.rp * s.hp + (size_t)B * s.hp + 2 * (size_t)B * s.rp +
+          (size_t)B * us * (Kind == CellLstm ? 2 : 1)) *
+             sizeof(T) +
+         (size_t)B * sizeof(int);
+}
+
+/// prod[b*rp + r] = W_slice[r, :] . hs[b, :] for rows r in [lo, hi), all B
+/// batch rows. One warp item = kRnnGridRows rows x kRnnGridBatch batch rows
+/// held in registers; lanes stride over the vectors of a row (consecutive
+/// lanes, consecutive 16 bytes: conflict-free), then a butterfly reduction.
+/// Rows past hi inside an item exist (rp padding) and are not stored.
+template <typename T>
+__device__ __forceinline__ void rnn_grid_product(const T *sw, const T *hs, T *prod, int B,
+                                                 int hp, int rp, int lo, int hi) {
+  typedef RnnVec<T> Vec;
+  typedef typename Vec::type V;
+  constexpr int RO = kRnnGridRows, RB = kRnnGridBatch;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int groups = (hi - lo + RO - 1) / RO, chunks = (B + RB - 1) / RB;
+  const int nv = hp / Vec::n;
+  for (int item = warp; item < groups * chunks; item += nwarps) {
+    const int r0 = lo + (item % groups) * RO, b0 = (item / groups) * RB;
+    const int nb = min(RB, B - b0);
+    const V *w = reinterpret_cast<const V *>(sw + (int64_t)r0 * hp);
+    const V *h = reinterpret_cast<const V *>(hs + (int64_t)b0 * hp);
+    T acc[RO][RB];
+#pragma unroll
+    for (int o = 0; o < RO; ++o)
+#pragma unroll
+      for (int b = 0; b < RB; ++b)
+        acc[o][b] = T(0);
+    for (int q = lane; q < nv; q += 32) {
+      V wv[RO];
+#pragma unroll
+      for (int o = 0; o < RO; ++o)
+        wv[o] = w[o * nv + q];
+#pragma unroll
+      for (int b = 0; b < RB; ++b) {
+        if (b < nb) {
+          const V hv = h[b * nv + q];
+#pragma unroll
+          for (int o = 0; o < RO; ++o)
+            acc[o][b] += Vec::dot(wv[o], hv);
+        }
+      }
+    }
+#pragma unroll
+    for (int o = 0; o < RO; ++o)
+#pragma unroll
+      for (int b = 0; b < RB; ++b) {
+        T v = acc[o][b];
+#pragma unroll
+        for (int m = 16; m > 0; m >>= 1)
+          v += __shfl_xor_sync(0xffffffffu, v, m);
+        if (lane == 0 && r0 + o < hi && b < nb)
+          prod[(b0 + b) * rp + r0 + o] = v;
+      }
+  }
+}
+
+/// For i in [0, n) with ok(i): st(i, ld(i)), loads issued K at a time
+/// before their stores, so a thread waits for one round trip to L2 per K
+/// elements instead of one per element.
+template <int K, typename T, typename Ok, typename Ld, typename St>
+__device__ __forceinline__ void rnn_grid_gather(int n, Ok ok, Ld ld, St st) {
+  for (int i0 = threadIdx.x; i0 < n; i0 += K * blockDim.x) {
+    T v[K];
+    bool a[K];
+#pragma unroll
+    for (int q = 0; q < K; ++q) {
+      const int i = i0 + q * blockDim.x;
+      a[q] = i < n && ok(i);
+      v[q] = a[q] ? ld(i) : T(0);
+    }
+#pragma unroll
+    for (int q = 0; q < K; ++q)
+      if (a[q])
+        st(i0 + q * blockDim.x, v[q]);
+  }
+}
+
+/// The persistent multi-CTA kernel: ONE cooperative launch of nc CTAs runs
+/// one layer and direction over all time steps (see the section comment).
+/// Arguments as rnn_scan_kernel, with whh = W_hh [G*H, H] itself (no
+/// transpose), us = ceil(H / gridDim.x) and rh_x a [B, H] buffer for Cho's
+/// r*h (null otherwise). Every CTA runs the same max-length loop, so all
+/// reach the same grid.sync() calls: one per step, two for Cho's GRU, one
+/// more at the first step (h0 may alias y or h_n).
+/// Values written by other CTAs in this launch (y, rh_x) are read through
+/// L2 (__ldcg), never through the non-coherent path.
+template <typename T, typename L, int Kind>
+__global__ void __launch_bounds__(kRnnGridThreads)
+    rnn_grid_kernel(int B, int Tn, int H, int reverse, int64_t ld_out, int col_off, int us,
+                    const L *__restrict__ lengths, const T *__restrict__ xg,
+                    const T *__restrict__ whh, const T *__restrict__ bhh, const T *h0,
+                    const T *c0, T *out, T *hn, T *cn, T *saved, int64_t saved_stride_bt,
+                    T *ckc, int every, float zo_p, uint64_t zo_seed, uint64_t zo_offset, int sd,
+                    T *rh_x) {
+  namespace cg = cooperative_groups;
+  extern __shared__ __align__(16) unsigned char nncc_rnn_grid_smem[];
+  cg::grid_group grid = cg::this_grid();
+  constexpr int G = cell_gates(Kind), NS = cell_saved_slots(Kind);
+  const int GH = G * H;
+  const RnnGridShape sh = rnn_grid_shape<T, Kind>(H, us);
+  const int hp = sh.hp, rp = sh.rp;
+  T *sw = reinterpret_cast<T *>(nncc_rnn_grid_smem); // [rp, hp] weight slice
+  T *shs = sw + (int64_t)rp * hp;                     // [B, hp] staged h or r*h
+  T *shg = shs + (int64_t)B * hp;                     // [B, rp] products
+  T *sxg = shg + (int64_t)B * rp;                     // [B, rp] this step's xg
+  T *sho = sxg + (int64_t)B * rp;                     // [B, us] own units' h
+  T *sc = sho + (int64_t)B * us;                      // [B, us] own units' c (LSTM)
+  int *slen = reinterpret_cast<int *>(sc + (Kind == CellLstm ? (int64_t)B * us : 0)); // [B]
+
+  const int nc = gridDim.x, c = blockIdx.x;
+  const int j0 = (int)((int64_t)c * H / nc), u = (int)((int64_t)(c + 1) * H / nc) - j0;
+  const int Gu = G * u;
+  // The weight slice, zero rows past u and zero columns past H.
+  for (int64_t i = threadIdx.x; i < (int64_t)rp * hp; i += blockDim.x) {
+    const int r = (int)(i / hp), k = (int)(i % hp), g = r / us, jj = r % us;
+    sw[i] = g < G && jj < u && k < H ? whh[((int64_t)g * H + j0 + jj) * H + k] : T(0);
+  }
+  for (int i = threadIdx.x; i < B * (hp - H); i += blockDim.x)
+    shs[(i / (hp - H)) * hp + H + i % (hp - H)] = T(0);
+  for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
+    const int b = i / u, j = j0 + i % u;
+    sho[b * us + i % u] = h0 ? h0[(int64_t)b * H + j] : T(0);
+    if (Kind == CellLstm)
+      sc[b * us + i % u] = c0 ? c0[(int64_t)b * H + j] : T(0);
+  }
+  for (int b = threadIdx.x; b < B; b += blockDim.x)
+    slen[b] = rnn_len(lengths, b, Tn);
+  int maxLen = 0;
+  for (int b = 0; b < B; ++b)
+    maxLen = max(maxLen, rnn_len(lengths, b, Tn));
+  __syncthreads();
+
+  constexpr int Ga = Kind == CellGruCho ? 2 : G; // gates of the first product
+  for (int s = 0; s < maxLen; ++s) {
+    // h_{s-1} of the active rows (from y, where its owners wrote it the
+    // step before; h0 or zeros at s = 0) and this step's xg of the own
+    // units, in one batch of loads.
+    rnn_grid_gather<8, T>(
+        B * H + B * Gu, [&](int i) { return s < slen[i < B * H ? i / H : (i - B * H) / Gu]; },
+        [&](int i) -> T {
+          if (i < B * H) {
+            const int b = i / H;
+            if (s == 0)
+              return h0 ? h0[i] : T(0);
+            const int tp = rnn_time_index(s - 1, slen[b], reverse != 0);
+            return __ldcg(out + ((int64_t)b * Tn + tp) * ld_out + col_off + i % H);
+          }
+          const int b = (i - B * H) / Gu, r = (i - B * H) % Gu, g = r / u;
+          const int t = rnn_time_index(s, slen[b], reverse != 0);
+          return xg[((int64_t)b * Tn + t) * GH + g * H + j0 + r % u];
+        },
+        [&](int i, T v) {
+          if (i < B * H)
+            shs[(i / H) * hp + i % H] = v;
+          else {
+            const int b = (i - B * H) / Gu, r = (i - B * H) % Gu;
+            sxg[b * rp + (r / u) * us + r % u] = v;
+          }
+        });
+    // h0 may be y's or h_n's own buffer (a cell step in place): every CTA
+    // has read all of it before any writes there.
+    if (s == 0)
+      grid.sync();
+    __syncthreads();
+    rnn_grid_product(sw, shs, shg, B, hp, rp, 0, Ga * us);
+    __syncthreads();
+    // Gate math of the own units: the unit's G gate values gathered into
+    // registers, then RecurrentMath.h's functions at gate stride 1 (bias
+    // zeros without b_hh, as bias_at; the saved slots always in registers).
+    for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
+      const int b = i / u, jj = i % u, j = j0 + jj;
+      const int len = slen[b];
+      if (s >= len)
+        continue;
+      const int t = rnn_time_index(s, len, reverse != 0);
+      T *sv = saved ? saved + ((int64_t)b * Tn + t) * saved_stride_bt : nullptr;
+      T xl[G], hl[G], bl[G], sl[NS];
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        xl[g] = sxg[b * rp + g * us + jj];
+        hl[g] = g < Ga ? shg[b * rp + g * us + jj] : T(0);
+        bl[g] = bias_at(bhh, g * H + j);
+      }
+      const T hprev = sho[b * us + jj];
+      if (Kind == CellGruCho) {
+        T rg, zg;
+        rh_x[(int64_t)b * H + j] = gru_cho_gates(xl, hl, bl, 1, 0, hprev, rg, zg);
+        shg[b * rp + jj] = rg; // own slots, read above by this thread only
+        shg[b * rp + us + jj] = zg;
+        continue;
+      }
+      T hnew;
+      if (Kind == CellLstm) {
+        const T cprev = sc[b * us + jj];
+        T cnew;
+        lstm_unit(xl, hl, bl, 1, 0, cprev, cnew, hnew, sl);
+        if (zo_p > 0.0f &&
+            zoneout_keep_prev(zo_seed, zo_offset, lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
+                              zo_p)) {
+          cnew = cprev; // zoned out: h and c stay, the saved c slot the kept c
+          hnew = hprev;
+          sl[NS - 1] = cnew;
+        }
+        sc[b * us + jj] = cnew;
+        if (ckc && s + 1 < len && (s + 1) % every == 0)
+          ckc[((int64_t)(s + 1) / every - 1) * B * H + (int64_t)b * H + j] = cnew;
+      } else if (Kind == CellGru) {
+        hnew = gru_unit(xl, hl, bl, 1, 0, hprev, sl);
+      } else {
+        hnew = rnn_unit(xl, hl, bl, 0, Kind == CellRnnRelu, sl, 1);
+      }
+      if (sv)
+#pragma unroll
+        for (int q = 0; q < NS; ++q)
+          sv[(int64_t)q * H + j] = sl[q];
+      sho[b * us + jj] = hnew;
+      out[((int64_t)b * Tn + t) * ld_out + col_off + j] = hnew;
+    }
+    if (Kind == CellGruCho) {
+      grid.sync(); // every unit's r*h is in rh_x
+      rnn_grid_gather<8, T>(
+          B * H, [&](int i) { return s < slen[i / H]; }, [&](int i) { return __ldcg(rh_x + i); },
+          [&](int i, T v) { shs[(i / H) * hp + i % H] = v; });
+      __syncthreads();
+      rnn_grid_product(sw, shs, shg, B, hp, rp, 2 * us, 3 * us);
+      __syncthreads();
+      for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
+        const int b = i / u, jj = i % u, j = j0 + jj;
+        const int len = slen[b];
+        if (s >= len)
+          continue;
+        const int t = rnn_time_index(s, len, reverse != 0);
+        T *sv = saved ? saved + ((int64_t)b * Tn + t) * saved_stride_bt : nullptr;
+        T xl[3], bl[3], sl[NS];
+#pragma unroll
+        for (int g = 0; g < 3; ++g) {
+          xl[g] = sxg[b * rp + g * us + jj];
+          bl[g] = bias_at(bhh, g * H + j);
+        }
+        const T hnew = gru_cho_update(xl, shg[b * rp + 2 * us + jj], bl, 1, 0, sho[b * us + jj],
+                                      shg[b * rp + jj], shg[b * rp + us + jj], sl);
+        if (sv)
+#pragma unroll
+          for (int q = 0; q < NS; ++q)
+            sv[(int64_t)q * H + j] = sl[q];
+        sho[b * us + jj] = hnew;
+        out[((int64_t)b * Tn + t) * ld_out + col_off + j] = hnew;
+      }
+    }
+    // Step s + 1 reads every unit's h_s from y (after the last step nothing
+    // is read across CTAs any more).
+    if (s + 1 < maxLen)
+      grid.sync();
+  }
+  __syncthreads();
+  // Zeros past each length in the own columns, then the final state.
+  for (int64_t i = threadIdx.x; i < (int64_t)B * Tn * u; i += blockDim.x) {
+    const int b = (int)(i / ((int64_t)Tn * u)), t = (int)((i / u) % Tn), j = j0 + (int)(i % u);
+    if (t >= slen[b])
+      out[((int64_t)b * Tn + t) * ld_out + col_off + j] = T(0);
+  }
+  for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
+    const int64_t b = i / u, jj = i % u;
+    if (hn)
+      hn[b * H + j0 + jj] = sho[b * us + jj];
+    if (Kind == CellLstm && cn)
+      cn[b * H + j0 + jj] = sc[b * us + jj];
+  }
+}
+
+/// Batch rows up to which NNCC_CUDA_RNN=auto prefers the grid kernel (see
+/// docs/cuda.md: per step it costs a grid barrier plus B*H staged and
+/// B*G*H*H/nc products per CTA; the scan kernel's CTAs each form G*H*H
+/// products per row and stream W_hh from L2 once H outgrows shared memory).
+constexpr int kRnnGridMaxBatch = 64;
+/// Hidden size from which auto prefers it (below, W_hh^T of the scan kernel
+/// fits one CTA's shared memory and a grid barrier per step does not pay).
+constexpr int kRnnGridMinHidden = 64;
+
+/// The shape of a grid kernel `k` (kRnnGridThreads threads per CTA) that
+/// splits H hidden units over nc = min(H, SMs) CTAs of us = ceil(H / nc)
+/// units needing bytes(us) of dynamic shared memory (the attribute is set):
+/// cudaErrorNotSupported without cooperative launches,
+/// cudaErrorCooperativeLaunchTooLarge when the slices do not fit shared
+/// memory or not all CTAs are co-resident.
+template <typename K, typename Bytes>
+inline cudaError_t rnn_grid_fit(K k, int H, int &nc, int &us, size_t &smem, Bytes bytes) {
+  cudaError_t e;
+  int dev = 0, coop = 0, sms = 1, optin = 48 * 1024;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
+      (e = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev)) != cudaSuccess ||
+      (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
+      (e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) !=
+          cudaSuccess)
+    return e;
+  if (!coop)
+    return cudaErrorNotSupported;
+  nc = H < sms ? H : sms;
+  us = (H + nc - 1) / nc;
+  smem = bytes(us);
+  if (smem > (size_t)optin)
+    return cudaErrorCooperativeLaunchTooLarge;
+  if ((e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)) !=
+      cudaSuccess)
+    return e;
+  int perSm = 0;
+  if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, k, kRnnGridThreads, smem)) !=
+      cudaSuccess)
+    return e;
+  return (int64_t)perSm * sms < nc ? cudaErrorCooperativeLaunchTooLarge : cudaSuccess;
+}
+
+/// Launch shape of rnn_grid_kernel for B rows of hidden size H: nc =
+/// min(H, SMs) CTAs of kRnnGridThreads threads, us = ceil(H / nc) units
+/// each, `smem` bytes of dynamic shared memory (the attribute is set). It
+/// can run when the device supports cooperative launches, the slices fit
+/// shared memory with all CTAs co-resident, and (Cho's GRU) r*h [B, H] fits
+/// the caller's [G*H, H] scratch. Otherwise: cudaErrorNotSupported (no
+/// cooperative launch, or the exchange buffer does not fit) or
+/// cudaErrorCooperativeLaunchTooLarge (the slices do not fit on chip).
+template <typename T, typename L, int Kind>
+inline cudaError_t rnn_grid_config(int B, int H, int &nc, int &us, size_t &smem) {
+  if (Kind == CellGruCho && (int64_t)B > 3 * (int64_t)H)
+    return cudaErrorNotSupported;
+  return rnn_grid_fit(rnn_grid_kernel<T, L, Kind>, H, nc, us, smem,
+                      [&](int u) { return rnn_grid_smem_bytes<T, Kind>(B, H, u); });
+}
+
+/// The cooperative launch of rnn_grid_kernel in the shape of
+/// rnn_grid_config (which must have succeeded). `scratch` holds Cho's r*h.
+template <typename T, typename L, int Kind>
+inline cudaError_t launch_rnn_grid(int nc, int us, size_t smem, int B, int Tn, int H,
+                                   int reverse, int64_t ld_out, int col_off, const L *lengths,
+                                   const T *xg, const T *whh, const T *bhh, const T *h0,
+                                   const T *c0, T *out, T *hn, T *cn, T *saved,
+                                   int64_t saved_stride_bt, T *ckc, int every, T *scratch,
+                                   cudaStream_t stream, float zo_p, uint64_t seed,
+                                   uint64_t offset, int sd) {
+  T *rh = Kind == CellGruCho ? scratch : nullptr;
+  void *args[] = {&B,   &Tn,    &H,    &reverse, &ld_out, &col_off, &us,
+                  &lengths, &xg, &whh,  &bhh,     &h0,     &c0,      &out,
+                  &hn,  &cn,    &saved, &saved_stride_bt, &ckc, &every, &zo_p,
+                  &seed, &offset, &sd, &rh};
+  return cudaLaunchCooperativeKernel(rnn_grid_kernel<T, L, Kind>, dim3((unsigned)nc),
+                                     dim3(kRnnGridThreads), args, smem, stream);
+}
+
+/// NNCC_CUDA_RNN: which recurrent kernel launch_rnn_scan_ckpt runs.
+enum RnnKernelChoice { RnnKernelAuto, RnnKernelScan, RnnKernelGrid, RnnKernelBad };
+inline RnnKernelChoice rnn_kernel_choice() {
+  const char *v = getenv("NNCC_CUDA_RNN");
+  if (!v || !*v || !strcmp(v, "auto"))
+    return RnnKernelAuto;
+  if (!strcmp(v, "scan"))
+    return RnnKernelScan;
+  if (!strcmp(v, "grid"))
+    return RnnKernelGrid;
+  return RnnKernelBad;
+}
+
+/// Whether to try a grid kernel for B rows of hidden size H under `c`
+/// (auto: small batches, H from kRnnGridMinHidden).
+inline bool rnn_try_grid(RnnKernelChoice c, int B, int H) {
+  return c == RnnKernelGrid ||
+         (c == RnnKernelAuto && B <= kRnnGridMaxBatch && H >= kRnnGridMinHidden);
+}
+
+/// After a grid kernel's shape check failed with `e`: whether to run the
+/// scan kernel (auto, and the grid kernel cannot run) or return e.
+inline bool rnn_fall_back(RnnKernelChoice c, cudaError_t e) {
+  return c == RnnKernelAuto &&
+         (e == cudaErrorNotSupported || e == cudaErrorCooperativeLaunchTooLarge);
+}
+
 /// launch_rnn_scan plus the LSTM's BPTT checkpoints `ckc` every `every`
 /// scan steps (see rnn_scan_kernel; ckc null: none, every ignored) and LSTM
 /// zoneout (rate `zoneout`, 0: off; `seed`, `offset` and the state slot
 /// `state_index` = l*D + d of the mask counter, as nncc_rnn_layer_zoneout).
+/// The kernel: NNCC_CUDA_RNN=grid runs rnn_grid_kernel or returns why it
+/// cannot (rnn_grid_config's error); =scan runs rnn_scan_kernel; auto (or
+/// unset) runs the grid kernel for B <= kRnnGridMaxBatch and
+/// H >= kRnnGridMinHidden when it can run, else the scan kernel; any other
+/// value: cudaErrorInvalidValue. Both serve every argument.
 template <typename T, typename L, int Kind>
 inline cudaError_t launch_rnn_scan_ckpt(int B, int Tn, int H, int reverse,
                                         int64_t ld_out, int col_off,
@@ -282,6 +740,22 @@ inline cudaError_t launch_rnn_scan_ckpt(int B, int Tn, int H, int reverse,
     return cudaErrorInvalidValue;
   const int GH = cell_gates(Kind) * H;
   cudaError_t e;
+  // The grid kernel when forced, or (auto) for small batches when it fits.
+  const RnnKernelChoice choice = rnn_kernel_choice();
+  if (choice == RnnKernelBad)
+    return cudaErrorInvalidValue;
+  if (rnn_try_grid(choice, B, H)) {
+    int nc = 0, us = 0;
+    size_t gsmem = 0;
+    e = rnn_grid_config<T, L, Kind>(B, H, nc, us, gsmem);
+    if (e == cudaSuccess)
+      return launch_rnn_grid<T, L, Kind>(nc, us, gsmem, B, Tn, H, reverse, ld_out, col_off,
+                                         lengths, xg, whh, bhh, h0, c0, out, hn, cn, saved,
+                                         saved_stride_bt, ckc, every, wt_scratch, stream,
+                                         (float)zoneout, seed, offset, (int)state_index);
+    if (!rnn_fall_back(choice, e))
+      return e;
+  }
   int dev = 0, optin = 48 * 1024, sms = 1;
   if ((e = cudaGetDevice(&dev)) != cudaSuccess)
     return e;

@@ -27,9 +27,11 @@
 //   backward: ONE persistent reverse-scan launch (rnn_scan_backward_kernel:
 //     per step the unit derivatives of BackwardMath.h for the CTA's active
 //     rows, then dh_prev = direct + dhg W_hh, Cho's GRU one more product for
-//     r*h), then dW_hh, dW_ih and dx as cuBLAS GEMMs over all steps and the
-//     bias gradients as deterministic column sums (one thread per column,
-//     rows in order).
+//     r*h; or, chosen as the forward's kernel is (NNCC_CUDA_RNN), the
+//     cooperative rnn_grid_backward_kernel over hidden-unit slices with
+//     W_hh's columns resident per CTA), then dW_hh, dW_ih and dx as cuBLAS
+//     GEMMs over all steps and the bias gradients as deterministic column
+//     sums (one thread per column, rows in order).
 //
 // Conventions: row-major operands (cuBLAS sees them transposed), the cuBLAS
 // handle in CUBLAS_POINTER_MODE_HOST (its default; the generated code's own
@@ -421,6 +423,239 @@ __global__ void rnn_scan_backward_kernel(
   }
 }
 
+/// Shared memory of one CTA of rnn_grid_backward_kernel for us units per
+/// CTA: W_hh's columns of the own units transposed, [rp, Gcp] (rows
+/// jj < u: W_hh[o, j0 + jj] for the o < Gc gate rows of the dh product,
+/// Gc = G*H, Cho 2H) and, Cho, [rp, Hp] (W_hh[2H + o, j0 + jj]); the staged
+/// gate adjoints [B, max(Gcp, Hp)]; the products [B, rp]; dh, the direct
+/// dh and (LSTM) dc of the own units [B, us]; the clamped lengths [B].
+/// rp = us rounded up to the warp item's rows, Gcp / Hp padded to the
+/// vector length.
+template <typename T, int Kind>
+__host__ __device__ inline size_t rnn_grid_bwd_smem_bytes(int B, int H, int us) {
+  const int V = RnnVec<T>::n, RO = kRnnGridRows;
+  const int Gc = Kind == CellGruCho ? 2 * H : cell_gates(Kind) * H;
+  const int64_t Gcp = (Gc + V - 1) / V * V, Hp = (H + V - 1) / V * V;
+  const int64_t rp = (us + RO - 1) / RO * RO;
+  const int64_t wide = Gcp > Hp ? Gcp : Hp;
+  const int64_t n = rp * Gcp + (Kind == CellGruCho ? rp * Hp : 0) + B * wide + B * rp +
+                    (int64_t)B * us * (Kind == CellLstm ? 3 : 2);
+  return (size_t)n * sizeof(T) + (size_t)B * sizeof(int);
+}
+
+/// The reverse time loop of rnn_scan_backward_kernel (same arguments, rows
+/// and results) as ONE cooperative launch over the hidden units, the
+/// decomposition of Recurrent.cuh's rnn_grid_kernel: CTA c owns the units
+/// [c*H/nc, (c+1)*H/nc) of every batch row and keeps W_hh's columns of
+/// them in shared memory for the whole launch (dh_prev[k] = sum_o
+/// dstep[o] W_hh[o, k] needs column k). Per step: the unit derivatives of
+/// the own units (BackwardMath.h), whose gate adjoints go to dxg / dhg as
+/// in the scan kernel; grid.sync(); every unit's adjoints of the step
+/// staged from there (__ldcg); dh_prev of the own units as warp products.
+/// Cho's GRU first exchanges dah the same way for drh = dah W_hh[2H:3H]
+/// and its r gate: two grid barriers per step, one otherwise. dh and dc
+/// stay in the CTA between steps; dh_in / dh_out may alias (own units).
+template <typename T, typename Len, int Kind, bool Segmented>
+__global__ void __launch_bounds__(kRnnGridThreads) rnn_grid_backward_kernel(
+    int B, int Tn, int H, int reverse, int D, int col, int us,
+    const Len *__restrict__ lengths, int s_begin, int s_end, int K,
+    const T *__restrict__ whh, const T *__restrict__ saved,
+    const T *__restrict__ y, const T *__restrict__ h0,
+    const T *__restrict__ c0, const T *__restrict__ dy, const T *dh_in,
+    const T *dc_in, T *dh_out, T *dc_out, T *dxg, T *dhg, T *hprev, T *rh,
+    float zo_p, uint64_t zo_seed, uint64_t zo_offset, int sd) {
+  namespace cg = cooperative_groups;
+  extern __shared__ __align__(16) unsigned char nncc_rnn_grid_bwd_smem[];
+  cg::grid_group grid = cg::this_grid();
+  constexpr int G = cell_gates(Kind), slots = cell_saved_slots(Kind);
+  constexpr bool twoG = Kind == CellGru || Kind == CellGruCho;
+  constexpr int V = RnnVec<T>::n, RO = kRnnGridRows;
+  const int GH = G * H, Gc = Kind == CellGruCho ? 2 * H : GH;
+  const int Gcp = (Gc + V - 1) / V * V, Hp = (H + V - 1) / V * V;
+  const int rp = (us + RO - 1) / RO * RO, wide = Gcp > Hp ? Gcp : Hp;
+  const int64_t DH = (int64_t)D * H, cofs = (int64_t)col * H;
+  T *swa = reinterpret_cast<T *>(nncc_rnn_grid_bwd_smem); // [rp, Gcp]
+  T *swb = swa + (int64_t)rp * Gcp;                       // [rp, Hp] (Cho)
+  T *sst = swb + (Kind == CellGruCho ? (int64_t)rp * Hp : 0); // [B, wide] staged
+  T *sprod = sst + (int64_t)B * wide;                     // [B, rp]
+  T *sdh = sprod + (int64_t)B * rp;                       // [B, us]
+  T *sdir = sdh + (int64_t)B * us;                        // [B, us]
+  T *sdc = sdir + (int64_t)B * us;                        // [B, us] (LSTM)
+  int *slen = reinterpret_cast<int *>(sdc + (Kind == CellLstm ? (int64_t)B * us : 0));
+  // The step's gate adjoints as the next product reads them (dstep).
+  const T *ex = twoG ? dhg : dxg;
+
+  const int nc = gridDim.x, c = blockIdx.x;
+  const int j0 = (int)((int64_t)c * H / nc), u = (int)((int64_t)(c + 1) * H / nc) - j0;
+  for (int64_t i = threadIdx.x; i < (int64_t)rp * Gcp; i += blockDim.x) {
+    const int jj = (int)(i / Gcp), o = (int)(i % Gcp);
+    swa[i] = jj < u && o < Gc ? whh[(int64_t)o * H + j0 + jj] : T(0);
+  }
+  if (Kind == CellGruCho)
+    for (int64_t i = threadIdx.x; i < (int64_t)rp * Hp; i += blockDim.x) {
+      const int jj = (int)(i / Hp), o = (int)(i % Hp);
+      swb[i] = jj < u && o < H ? whh[(int64_t)(2 * H + o) * H + j0 + jj] : T(0);
+    }
+  for (int b = threadIdx.x; b < B; b += blockDim.x)
+    slen[b] = rnn_len(lengths, b, Tn);
+  int maxLen = 0;
+  for (int b = 0; b < B; ++b)
+    maxLen = max(maxLen, rnn_len(lengths, b, Tn));
+  // Rows the scan does not write read zero in the GEMMs that follow (the
+  // own units' columns).
+  const int nsteps = Segmented ? K : Tn;
+  for (int64_t i = threadIdx.x; i < (int64_t)B * nsteps * (G + 1) * u; i += blockDim.x) {
+    const int64_t rq = i / ((G + 1) * u);
+    const int o = (int)(i % ((G + 1) * u)), g = o / u, j = j0 + o % u;
+    const int b = (int)(rq / nsteps), q = (int)(rq % nsteps);
+    const int len = rnn_len(lengths, b, Tn);
+    const bool valid = Segmented ? (s_begin + q < s_end && s_begin + q < len) : q < len;
+    if (valid)
+      continue;
+    const int64_t row = (int64_t)b * nsteps + q;
+    if (g < G) {
+      dxg[row * GH + g * H + j] = T(0);
+      if (twoG)
+        dhg[row * GH + g * H + j] = T(0);
+    } else {
+      hprev[row * H + j] = T(0);
+      if (Kind == CellGruCho)
+        rh[row * H + j] = T(0);
+    }
+  }
+  for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
+    const int b = i / u, jj = i % u;
+    const int64_t gi = (int64_t)b * H + j0 + jj;
+    sdh[b * us + jj] = dh_in ? dh_in[gi] : T(0);
+    if (Kind == CellLstm)
+      sdc[b * us + jj] = dc_in ? dc_in[gi] : T(0);
+  }
+  __syncthreads();
+
+  // Adjoint row of (b, s) and its gates' row in `saved`.
+  auto adjRow = [&](int b, int s, int t) {
+    return Segmented ? (int64_t)b * K + (s - s_begin) : (int64_t)b * Tn + t;
+  };
+  auto savedRow = [&](int b, int s, int t) {
+    return Segmented ? (int64_t)b * (K + 1) + (s - s_begin) + 1 : (int64_t)b * Tn + t;
+  };
+  // Stages columns [c0s, c0s + n) of each active row's adjoints into sst
+  // (row stride `stride`, zeros up to it).
+  auto stage = [&](int s, int c0s, int n, int stride) {
+    rnn_grid_gather<8, T>(
+        B * stride, [&](int i) { return s < slen[i / stride]; },
+        [&](int i) -> T {
+          const int b = i / stride, o = i % stride;
+          if (o >= n)
+            return T(0);
+          const int t = rnn_time_index(s, slen[b], reverse != 0);
+          return __ldcg(ex + adjRow(b, s, t) * GH + c0s + o);
+        },
+        [&](int i, T v) { sst[i] = v; });
+  };
+
+  const int sTop = min(s_end, maxLen);
+  for (int s = sTop - 1; s >= s_begin; --s) {
+    // Unit derivatives of the own units (as rnn_scan_backward_kernel).
+    for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
+      const int b = i / u, jj = i % u, j = j0 + jj;
+      const int len = slen[b];
+      if (s >= len)
+        continue;
+      const int t = rnn_time_index(s, len, reverse != 0);
+      const int tp = reverse ? t + 1 : t - 1;
+      const int64_t row = adjRow(b, s, t), srow = savedRow(b, s, t);
+      const int64_t sprev = Segmented ? srow - 1 : (int64_t)b * Tn + tp;
+      const T *sv = saved + srow * slots * H;
+      const T hp = s > 0 ? y[((int64_t)b * Tn + tp) * DH + cofs + j]
+                         : (h0 ? h0[(int64_t)b * H + j] : T(0));
+      const T dht = sdh[b * us + jj] + (dy ? dy[((int64_t)b * Tn + t) * DH + cofs + j] : T(0));
+      T *dxr = dxg + row * GH;
+      hprev[row * H + j] = hp;
+      T direct = T(0);
+      if (Kind == CellLstm && zo_p > 0.0f &&
+          zoneout_keep_prev(zo_seed, zo_offset, lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
+                            zo_p)) {
+        // Zoned-out unit: dh and dc pass to step t-1, the gates get none.
+#pragma unroll
+        for (int gi = 0; gi < 4; ++gi)
+          dxr[gi * H + j] = T(0);
+        direct = dht;
+      } else if (Kind == CellLstm) {
+        const T cp = s > 0 ? saved[sprev * slots * H + 4 * H + j]
+                           : (c0 ? c0[(int64_t)b * H + j] : T(0));
+        T dc = sdc[b * us + jj], di, df, dg, dout;
+        lstm_unit_grads(sv, H, j, cp, dht, dc, di, df, dg, dout);
+        sdc[b * us + jj] = dc;
+        dxr[j] = di;
+        dxr[H + j] = df;
+        dxr[2 * H + j] = dg;
+        dxr[3 * H + j] = dout;
+      } else if (Kind == CellGru) {
+        T dar, daz, dan, dhn;
+        direct = gru_unit_grads(sv, H, j, hp, dht, dar, daz, dan, dhn);
+        T *dhr = dhg + row * GH;
+        dxr[j] = dhr[j] = dar;
+        dxr[H + j] = dhr[H + j] = daz;
+        dxr[2 * H + j] = dan;
+        dhr[2 * H + j] = dhn;
+      } else if (Kind == CellGruCho) {
+        T daz, dah;
+        direct = gru_cho_grads1(sv, H, j, hp, dht, daz, dah);
+        T *dhr = dhg + row * GH;
+        dxr[H + j] = dhr[H + j] = daz;
+        dxr[2 * H + j] = dhr[2 * H + j] = dah;
+        rh[row * H + j] = sv[j] * hp;
+      } else {
+        dxr[j] = rnn_unit_backward(sv[j], Kind == CellRnnRelu, dht);
+      }
+      sdir[b * us + jj] = direct;
+    }
+    if (Kind == CellGruCho) {
+      // drh = dah . W_hh[2H:3H] over every unit's dah, then the r gate
+      // (the thread of (row, unit) wrote that unit's hprev above).
+      grid.sync();
+      stage(s, 2 * H, H, Hp);
+      __syncthreads();
+      rnn_grid_product(swb, sst, sprod, B, Hp, rp, 0, us);
+      __syncthreads();
+      for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
+        const int b = i / u, jj = i % u, j = j0 + jj;
+        const int len = slen[b];
+        if (s >= len)
+          continue;
+        const int t = rnn_time_index(s, len, reverse != 0);
+        const int64_t row = adjRow(b, s, t), srow = savedRow(b, s, t);
+        T dar;
+        sdir[b * us + jj] += gru_cho_grads2(saved + srow * slots * H, j, hprev[row * H + j],
+                                            sprod[b * rp + jj], dar);
+        dxg[row * GH + j] = dhg[row * GH + j] = dar;
+      }
+    }
+    // dh_prev = direct + dstep . W_hh over every unit's dstep (Cho: the r,
+    // z blocks).
+    grid.sync();
+    stage(s, 0, Gc, Gcp);
+    __syncthreads();
+    rnn_grid_product(swa, sst, sprod, B, Gcp, rp, 0, us);
+    __syncthreads();
+    for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
+      const int b = i / u, jj = i % u;
+      if (s < slen[b])
+        sdh[b * us + jj] = sdir[b * us + jj] + sprod[b * rp + jj];
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
+    const int b = i / u, jj = i % u;
+    const int64_t gi = (int64_t)b * H + j0 + jj;
+    if (dh_out)
+      dh_out[gi] = sdh[b * us + jj];
+    if (Kind == CellLstm && dc_out)
+      dc_out[gi] = sdc[b * us + jj];
+  }
+}
+
 /// Buffers of one layer and direction's backward: gate adjoints dxg and
 /// (GRU / Cho) dhg [rows, G*H], hprev and (Cho) rh [rows, H].
 template <typename T> struct RnnBwdBuffers {
@@ -454,7 +689,9 @@ inline RnnBwdBuffers<T> rnn_bwd_buffers(RnnScratch &a, int cell, int64_t rows,
   return w;
 }
 
-/// One reverse-scan launch (see rnn_scan_backward_kernel).
+/// One reverse-scan launch: rnn_grid_backward_kernel or
+/// rnn_scan_backward_kernel, chosen as launch_rnn_scan_ckpt chooses
+/// (NNCC_CUDA_RNN=auto|scan|grid, the same shape checks and errors).
 template <typename T, typename Len, int Kind, bool Segmented>
 inline cudaError_t launch_rnn_scan_backward(
     int B, int Tn, int H, int reverse, int D, int col, const Len *lengths,
@@ -464,11 +701,36 @@ inline cudaError_t launch_rnn_scan_backward(
     const RnnZoneout &zo = RnnZoneout(), int sd = 0) {
   if (B <= 0)
     return cudaSuccess;
+  const bool twoG = Kind == CellGru || Kind == CellGruCho;
+  cudaError_t e;
+  // The grid kernel as launch_rnn_scan_ckpt chooses it (NNCC_CUDA_RNN).
+  const RnnKernelChoice choice = rnn_kernel_choice();
+  if (choice == RnnKernelBad)
+    return cudaErrorInvalidValue;
+  if (rnn_try_grid(choice, B, H)) {
+    auto gk = rnn_grid_backward_kernel<T, Len, Kind, Segmented>;
+    int nc = 0, us = 0;
+    size_t gsmem = 0;
+    e = rnn_grid_fit(gk, H, nc, us, gsmem,
+                     [&](int n) { return rnn_grid_bwd_smem_bytes<T, Kind>(B, H, n); });
+    if (e == cudaSuccess) {
+      float zp = Kind == CellLstm ? (float)zo.p : 0.0f;
+      uint64_t zs = zo.seed, zf = zo.offset;
+      T *dxg = w.dxg, *dhg = twoG ? w.dhg : nullptr, *hprev = w.hprev, *rh = w.rh;
+      void *args[] = {&B,     &Tn,    &H,      &reverse, &D,      &col,    &us,    &lengths,
+                      &s_begin, &s_end, &K,    &whh,     &saved,  &y,      &h0,    &c0,
+                      &dy,    &dh_in, &dc_in,  &dh_out,  &dc_out, &dxg,    &dhg,   &hprev,
+                      &rh,    &zp,    &zs,     &zf,      &sd};
+      return cudaLaunchCooperativeKernel(gk, dim3((unsigned)nc), dim3(kRnnGridThreads), args,
+                                         gsmem, stream);
+    }
+    if (!rnn_fall_back(choice, e))
+      return e;
+  }
   int sms, optin, rows;
   bool inSmem;
   size_t smem;
-  cudaError_t e = rnn_device_limits(sms, optin);
-  if (e != cudaSuccess)
+  if ((e = rnn_device_limits(sms, optin)) != cudaSuccess)
     return e;
   if (!rnn_scan_backward_config<T, Kind>(B, H, sms, optin, rows, inSmem, smem))
     return cudaErrorInvalidConfiguration;
@@ -479,7 +741,6 @@ inline cudaError_t launch_rnn_scan_backward(
     return e;
   const unsigned grid = (unsigned)((B + rows - 1) / rows);
   // RNN / LSTM: dhg is dxg, which the kernel does not touch through dhg.
-  const bool twoG = Kind == CellGru || Kind == CellGruCho;
   k<<<grid, 256, smem, stream>>>(B, Tn, H, reverse, D, col, rows, lengths,
                                  s_begin, s_end, K, whh, saved, y, h0, c0, dy,
                                  dh_in, dc_in, dh_out, dc_out, w.dxg,
