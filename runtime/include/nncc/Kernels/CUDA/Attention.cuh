@@ -15,6 +15,8 @@
 #include "nncc/Kernels/AttentionMath.h"
 #include "nncc/Kernels/CUDA/Common.cuh"
 
+#include <type_traits>
+
 namespace nncc {
 namespace kernels {
 namespace cuda {
@@ -206,6 +208,504 @@ __global__ void dilated_attention_fwd_kernel(
     lse[((int64_t)b * gridDim.y + h) * Tn + i] = sm.lse();
 }
 
+/// The global-token tables of dilated attention on the device.
+struct DilatedGlobals {
+  const uint8_t *is_global = nullptr; // [T] flags
+  const int32_t *list = nullptr;      // sorted distinct positions < T
+  int n = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// CTA-tiled forward (dense and banded dilated), head sizes up to 128.
+//
+// A CTA of 128 threads (4 warps) owns BQ = 64 query rows; warp w the rows
+// [16w, 16w + 16). Lane = 8 r + c: the thread's score micro-tile is rows
+// 16w + r + 4m (m < 4) x keys c + 8n (n < BK/8) of the current key tile, its
+// output micro-tile the same rows x columns 8 VW g + VW c + e (VW = 16 bytes
+// of T: 4 floats / 2 doubles). Q (scaled) stays in shared memory for the
+// whole CTA; per key tile K and V are staged in shared memory, the scores
+// go through the online softmax in registers (row max over the 8 lanes of a
+// row by xor shuffles; the row sum stays per lane until the end), and the
+// weights P through shared memory into P.V. Every shared-memory read of the
+// two inner products is one 16-byte load per lane, conflict-free (rows are
+// padded by VW elements). A head size below the kernel's DH is zero-padded
+// in shared memory (the padding adds exact zeros).
+//===----------------------------------------------------------------------===//
+
+/// Which queries and keys a tile CTA serves (attention_tile_fwd_kernel).
+enum AttnTileMode : int {
+  /// Queries [64 x, 64 x + 64), keys 0..T-1 (causal: up to the last query).
+  kAttnTileDense = 0,
+  /// Queries of one residue class modulo the dilation (i = r + d u for 64
+  /// consecutive u): their band keys are the same class over one contiguous
+  /// range of u, staged once; then the global tokens outside each query's
+  /// band. Global queries are skipped (attention_global_rows_kernel).
+  kAttnTileBand = 1,
+};
+
+/// Tile shape of attention_tile_fwd_kernel for element type T and head
+/// size DH (32, 64 or 128).
+template <typename T, int DH> struct AttnTile {
+  static_assert(DH == 32 || DH == 64 || DH == 128, "tile kernel head sizes");
+  static constexpr int VW = 16 / (int)sizeof(T); // elements per 16-byte load
+  static constexpr int BQ = 64, NT = 128;
+  static constexpr int BK = DH * (int)sizeof(T) >= 512 ? 32 : 64;
+  static constexpr int TM = 4, TN = BK / 8, TG = DH / (8 * VW);
+  static constexpr int LDQ = DH + VW, LDP = BK + VW; // padded row strides
+  static constexpr size_t smem_bytes =
+      sizeof(T) * (size_t)(BQ * LDQ + BK * LDQ + BK * DH + BQ * LDP) + sizeof(int) * BK;
+  static_assert(DH % (8 * VW) == 0, "whole 16-byte column groups per lane");
+};
+
+/// 16 bytes of T, loaded and stored as one vector access.
+template <typename T> struct alignas(16) AttnVec {
+  T e[16 / sizeof(T)];
+};
+
+template <typename T> __device__ __forceinline__ AttnVec<T> attn_ld16(const T *p) {
+  return *reinterpret_cast<const AttnVec<T> *>(p);
+}
+
+/// Stage `R` rows of a head into shared memory (row stride LD): row rr comes
+/// from src + row(rr) * ld_in (row(rr) < 0: zeros), columns >= dh are zero;
+/// times `mul`. `vec`: 16-byte global loads are aligned (launcher-checked).
+template <typename T, int DH, int R, int LD, int NT, typename RowOf>
+__device__ __forceinline__ void attn_stage_rows(T *dst, const T *src, int64_t ld_in, int dh,
+                                                bool vec, T mul, RowOf rowOf) {
+  constexpr int VW = 16 / (int)sizeof(T), CPR = DH / VW; // 16-byte chunks per row
+  for (int e = threadIdx.x; e < R * CPR; e += NT) {
+    const int rr = e / CPR, d0 = (e % CPR) * VW;
+    const int row = rowOf(rr);
+    AttnVec<T> x;
+    if (row >= 0 && vec && d0 < dh) {
+      x = attn_ld16(src + (int64_t)row * ld_in + d0);
+    } else {
+#pragma unroll
+      for (int u = 0; u < VW; ++u)
+        x.e[u] = row >= 0 && d0 + u < dh ? src[(int64_t)row * ld_in + d0 + u] : T(0);
+    }
+#pragma unroll
+    for (int u = 0; u < VW; ++u)
+      x.e[u] *= mul;
+    *reinterpret_cast<AttnVec<T> *>(dst + rr * LD + d0) = x;
+  }
+}
+
+/// The tiled forward (see above). grid: dense (ceil(T/64), H, B); band
+/// (dilation * ceil(ceil(T/dilation)/64), H, B). Dynamic shared memory
+/// AttnTile<T, DH>::smem_bytes. Exact: dh == DH, else dh_rt < DH (padded).
+/// `vec`: q, k, v rows allow aligned 16-byte loads. Dropout multiplies the
+/// weights after the softmax statistics (counter ((b H + h) T + i) T + j),
+/// as the CPU does; `lse` (optional) [B, H, T].
+template <typename T, int DH, int Mode, bool Exact>
+__global__ void __launch_bounds__(128)
+    attention_tile_fwd_kernel(int Tn, const T *__restrict__ q, const T *__restrict__ k,
+                              const T *__restrict__ v, int64_t ld_in, T *out, int64_t ld_out,
+                              const uint8_t *kpm, int causal, T scale, T *lse, int dh_rt,
+                              int vec, int window, int dilation, const uint8_t *is_global,
+                              const int32_t *globals, int n_global, AttentionDropout<T> drop) {
+  using C = AttnTile<T, DH>;
+  constexpr int BQ = C::BQ, BK = C::BK, NT = C::NT, VW = C::VW;
+  constexpr int TM = C::TM, TN = C::TN, TG = C::TG, LDQ = C::LDQ, LDP = C::LDP;
+  extern __shared__ __align__(16) unsigned char nncc_attn_tile_smem[];
+  T *Qs = reinterpret_cast<T *>(nncc_attn_tile_smem); // [BQ][LDQ]
+  T *Ks = Qs + BQ * LDQ;                                // [BK][LDQ]
+  T *Vs = Ks + BK * LDQ;                                // [BK][DH]
+  T *Ps = Vs + BK * DH;                                 // [BQ][LDP]
+  int *kadm = reinterpret_cast<int *>(Ps + BQ * LDP);   // [BK] key or -1
+
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int r = lane >> 3, c = lane & 7;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+
+  // This CTA's queries: i(t) = qbase + qstep t, t < nq.
+  int qbase, qstep = 1, cls = 0, u0 = 0;
+  const int reach = (window / 2) * dilation; // band: |i - j| <= reach
+  if (Mode == kAttnTileDense) {
+    qbase = blockIdx.x * BQ;
+  } else {
+    const int perClass = ((Tn + dilation - 1) / dilation + BQ - 1) / BQ;
+    cls = blockIdx.x / perClass;
+    u0 = (blockIdx.x % perClass) * BQ;
+    qbase = cls + dilation * u0;
+    qstep = dilation;
+  }
+  if (qbase >= Tn) // a short residue class: nothing here (CTA-uniform)
+    return;
+  const int nq = min(BQ, (Tn - 1 - qbase) / qstep + 1);
+
+  // Key tiles. Dense: keys [0, kEnd). Band: class positions [ulo, uhi] (the
+  // union of the queries' bands), then the global tokens.
+  int kEnd = 0, ulo = 0, nBand = 0;
+  if (Mode == kAttnTileDense) {
+    kEnd = causal ? min(Tn, qbase + nq) : Tn;
+  } else {
+    const int half = window / 2;
+    const int clsLen = (Tn - 1 - cls) / dilation + 1;
+    ulo = max(0, u0 - half);
+    int uhi = min(clsLen - 1, u0 + nq - 1 + (causal ? 0 : half));
+    nBand = uhi - ulo + 1;
+  }
+  const int bandTiles = Mode == kAttnTileDense ? (kEnd + BK - 1) / BK : (nBand + BK - 1) / BK;
+  const int nTiles = bandTiles + (Mode == kAttnTileBand ? (n_global + BK - 1) / BK : 0);
+  auto keyOf = [&](int tile, int jj) -> int {
+    if (Mode == kAttnTileDense) {
+      const int j = tile * BK + jj;
+      return j < kEnd ? j : -1;
+    }
+    if (tile < bandTiles) {
+      const int u = tile * BK + jj;
+      return u < nBand ? cls + dilation * (ulo + u) : -1;
+    }
+    const int g = (tile - bandTiles) * BK + jj;
+    return g < n_global ? globals[g] : -1;
+  };
+
+  const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  attn_stage_rows<T, DH, BQ, LDQ, NT>(Qs, q + headOff, ld_in, dh, vec != 0, scale, [&](int t) {
+    return t < nq ? qbase + qstep * t : -1;
+  });
+
+  int qi[TM];
+  T mrow[TM], lrow[TM], acc[TM][TG * VW];
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    qi[m] = qbase + qstep * (warp * 16 + r + 4 * m);
+    mrow[m] = neg_big<T>();
+    lrow[m] = T(0);
+#pragma unroll
+    for (int x = 0; x < TG * VW; ++x)
+      acc[m][x] = T(0);
+  }
+
+  for (int tile = 0; tile < nTiles; ++tile) {
+    const bool globalTile = Mode == kAttnTileBand && tile >= bandTiles;
+    auto rowOf = [&](int jj) { return keyOf(tile, jj); };
+    attn_stage_rows<T, DH, BK, LDQ, NT>(Ks, k + headOff, ld_in, dh, vec != 0, T(1), rowOf);
+    attn_stage_rows<T, DH, BK, DH, NT>(Vs, v + headOff, ld_in, dh, vec != 0, T(1), rowOf);
+    for (int jj = threadIdx.x; jj < BK; jj += NT) {
+      const int j = keyOf(tile, jj);
+      kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
+    }
+    __syncthreads();
+
+    // S = (scale Q) K^T on the micro-tile.
+    T s[TM][TN];
+#pragma unroll
+    for (int m = 0; m < TM; ++m)
+#pragma unroll
+      for (int n = 0; n < TN; ++n)
+        s[m][n] = T(0);
+#pragma unroll 4
+    for (int d0 = 0; d0 < DH; d0 += VW) {
+      if (!Exact && d0 >= dh)
+        break;
+      AttnVec<T> qv[TM];
+#pragma unroll
+      for (int m = 0; m < TM; ++m)
+        qv[m] = attn_ld16(Qs + (warp * 16 + r + 4 * m) * LDQ + d0);
+#pragma unroll
+      for (int n = 0; n < TN; ++n) {
+        const AttnVec<T> kv = attn_ld16(Ks + (c + 8 * n) * LDQ + d0);
+#pragma unroll
+        for (int m = 0; m < TM; ++m)
+#pragma unroll
+          for (int u = 0; u < VW; ++u)
+            s[m][n] += qv[m].e[u] * kv.e[u];
+      }
+    }
+
+    // Masks, online softmax, weights into Ps.
+#pragma unroll
+    for (int m = 0; m < TM; ++m) {
+      const int i = qi[m];
+      T tmax = neg_big<T>();
+#pragma unroll
+      for (int n = 0; n < TN; ++n) {
+        const int j = kadm[c + 8 * n];
+        bool ok = j >= 0 && !(causal && j > i);
+        if (Mode == kAttnTileBand)
+          ok = ok && (globalTile ? !dilated_band(i, j, window, dilation)
+                                 : (i - j <= reach && j - i <= reach));
+        s[m][n] = ok ? s[m][n] : neg_big<T>();
+        tmax = s[m][n] > tmax ? s[m][n] : tmax;
+      }
+#pragma unroll
+      for (int x = 1; x < 8; x <<= 1) {
+        const T o = __shfl_xor_sync(0xffffffffu, tmax, x);
+        tmax = o > tmax ? o : tmax;
+      }
+      const T mnew = tmax > mrow[m] ? tmax : mrow[m];
+      const T alpha = nexp(mrow[m] - mnew);
+      T sum = T(0);
+#pragma unroll
+      for (int n = 0; n < TN; ++n) {
+        const T p = s[m][n] <= neg_big<T>() ? T(0) : nexp(s[m][n] - mnew);
+        sum += p;
+        Ps[(warp * 16 + r + 4 * m) * LDP + c + 8 * n] = p;
+      }
+      lrow[m] = lrow[m] * alpha + sum;
+      mrow[m] = mnew;
+#pragma unroll
+      for (int x = 0; x < TG * VW; ++x)
+        acc[m][x] *= alpha;
+    }
+    __syncthreads();
+
+    if (drop.on()) {
+      // Two threads per query row, BK/2 consecutive weights each.
+      constexpr int SEG = BK / 2;
+      const int t = threadIdx.x >> 1, jj0 = (threadIdx.x & 1) * SEG;
+      const int i = qbase + qstep * t;
+      T *pr = Ps + t * LDP + jj0;
+      const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
+      if (t < nq) {
+        if (Mode == kAttnTileDense) {
+          T mult[SEG];
+          attention_dropout_row(drop.seed, drop.offset, rowCounter + (uint64_t)(tile * BK + jj0),
+                                SEG, drop.p, drop.keep_scale, mult);
+#pragma unroll
+          for (int x = 0; x < SEG; ++x)
+            pr[x] *= mult[x];
+        } else {
+          for (int x = 0; x < SEG; ++x)
+            if (pr[x] != T(0))
+              pr[x] *= drop.mult(rowCounter + (uint64_t)kadm[jj0 + x]);
+        }
+      }
+      __syncthreads();
+    }
+
+    // O += P V on the micro-tile.
+#pragma unroll 2
+    for (int j0 = 0; j0 < BK; j0 += VW) {
+      AttnVec<T> pv[TM];
+#pragma unroll
+      for (int m = 0; m < TM; ++m)
+        pv[m] = attn_ld16(Ps + (warp * 16 + r + 4 * m) * LDP + j0);
+#pragma unroll
+      for (int u = 0; u < VW; ++u)
+#pragma unroll
+        for (int g = 0; g < TG; ++g) {
+          const AttnVec<T> vv = attn_ld16(Vs + (j0 + u) * DH + g * 8 * VW + c * VW);
+#pragma unroll
+          for (int m = 0; m < TM; ++m)
+#pragma unroll
+            for (int e = 0; e < VW; ++e)
+              acc[m][g * VW + e] += pv[m].e[u] * vv.e[e];
+        }
+    }
+    __syncthreads(); // before the next tile overwrites Ks, Vs, Ps, kadm
+  }
+
+  // Row sums over the 8 lanes of a row; 1/l (0 for an empty row); stores.
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    T l = lrow[m];
+#pragma unroll
+    for (int x = 1; x < 8; x <<= 1)
+      l += __shfl_xor_sync(0xffffffffu, l, x);
+    const int t = warp * 16 + r + 4 * m, i = qi[m];
+    if (t >= nq || (Mode == kAttnTileBand && is_global[i]))
+      continue;
+    const T inv = l > T(0) ? T(1) / l : T(0);
+    T *orow = out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
+#pragma unroll
+    for (int g = 0; g < TG; ++g)
+#pragma unroll
+      for (int e = 0; e < VW; ++e) {
+        const int col = g * 8 * VW + c * VW + e;
+        if (Exact || col < dh)
+          orow[col] = acc[m][g * VW + e] * inv;
+      }
+    if (lse && c == 0)
+      lse[((int64_t)b * H + h) * Tn + i] = l > T(0) ? mrow[m] + nlog(l) : neg_big<T>();
+  }
+}
+
+/// The rows of the global queries of dilated attention (every admissible
+/// key). grid = (n_global, H, B), block = 256: each thread runs the online
+/// softmax over keys tid, tid + 256, ..., then the block merges the 256
+/// partial states (max, rescale, sums by shuffles and shared memory).
+/// Exact / dh_rt as attention_tile_fwd_kernel (DH = 32, 64, 128).
+template <typename T, int DH, bool Exact>
+__global__ void __launch_bounds__(256)
+    attention_global_rows_kernel(int Tn, const T *__restrict__ q, const T *__restrict__ k,
+                                 const T *__restrict__ v, int64_t ld_in, T *out, int64_t ld_out,
+                                 const uint8_t *kpm, int causal, T scale, T *lse, int dh_rt,
+                                 const int32_t *globals, AttentionDropout<T> drop) {
+  constexpr int NT = 256, NW = NT / 32;
+  __shared__ T qs[DH];
+  __shared__ T red[NW][DH + 1];
+  __shared__ T wstat[NW];
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int i = globals[blockIdx.x];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  for (int d = threadIdx.x; d < DH; d += NT)
+    qs[d] = d < dh ? q[headOff + (int64_t)i * ld_in + d] * scale : T(0);
+  __syncthreads();
+  const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
+  T acc[DH];
+#pragma unroll
+  for (int d = 0; d < DH; ++d)
+    acc[d] = T(0);
+  OnlineSoftmax<T> sm;
+  sm.init();
+  for (int j = threadIdx.x; j < Tn; j += NT) {
+    if (!key_admissible(i, j, causal != 0, kpmRow))
+      continue;
+    const T *kr = k + headOff + (int64_t)j * ld_in;
+    const T *vr = v + headOff + (int64_t)j * ld_in;
+    T sc = T(0);
+#pragma unroll
+    for (int d = 0; d < DH; ++d) {
+      if (!Exact && d >= dh)
+        break;
+      sc += qs[d] * kr[d];
+    }
+    T p;
+    const T alpha = sm.push(sc, p);
+    p *= drop.mult(rowCounter + (uint64_t)j);
+#pragma unroll
+    for (int d = 0; d < DH; ++d) {
+      if (!Exact && d >= dh)
+        break;
+      acc[d] = acc[d] * alpha + p * vr[d];
+    }
+  }
+  // Block max of the running maxima, then every state rescaled to it.
+  T mx = sm.m;
+#pragma unroll
+  for (int x = 16; x > 0; x >>= 1) {
+    const T o = __shfl_xor_sync(0xffffffffu, mx, x);
+    mx = o > mx ? o : mx;
+  }
+  if (lane == 0)
+    wstat[warp] = mx;
+  __syncthreads();
+  mx = wstat[0];
+#pragma unroll
+  for (int w = 1; w < NW; ++w)
+    mx = wstat[w] > mx ? wstat[w] : mx;
+  __syncthreads(); // wstat is reused for the sums
+  const T f = sm.l > T(0) ? nexp(sm.m - mx) : T(0);
+  T l = sm.l * f;
+#pragma unroll
+  for (int x = 16; x > 0; x >>= 1)
+    l += __shfl_xor_sync(0xffffffffu, l, x);
+  if (lane == 0)
+    wstat[warp] = l;
+#pragma unroll
+  for (int d = 0; d < DH; ++d) {
+    T a = acc[d] * f;
+#pragma unroll
+    for (int x = 16; x > 0; x >>= 1)
+      a += __shfl_xor_sync(0xffffffffu, a, x);
+    if (lane == 0)
+      red[warp][d] = a;
+  }
+  __syncthreads();
+  T L = T(0);
+#pragma unroll
+  for (int w = 0; w < NW; ++w)
+    L += wstat[w];
+  const T inv = L > T(0) ? T(1) / L : T(0);
+  T *orow = out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
+  for (int d = threadIdx.x; d < dh; d += NT) {
+    T a = T(0);
+#pragma unroll
+    for (int w = 0; w < NW; ++w)
+      a += red[w][d];
+    orow[d] = a * inv;
+  }
+  if (lse && threadIdx.x == 0)
+    lse[((int64_t)b * H + h) * Tn + i] = L > T(0) ? mx + nlog(L) : neg_big<T>();
+}
+
+/// Whether q, k, v rows of a head allow aligned 16-byte loads.
+template <typename T>
+inline bool attn_vec_loads(const T *q, const T *k, const T *v, int64_t ld_in, int dh) {
+  constexpr int VW = 16 / (int)sizeof(T);
+  auto al = [](const T *p) { return ((uintptr_t)p & 15u) == 0; };
+  return al(q) && al(k) && al(v) && ld_in % VW == 0 && dh % VW == 0;
+}
+
+/// Launch attention_tile_fwd_kernel<T, DH, Mode, Exact> on `grid`.
+template <typename T, int DH, int Mode, bool Exact>
+inline cudaError_t attn_tile_launch(dim3 grid, int Tn, const T *q, const T *k, const T *v,
+                                    int64_t ld_in, T *out, int64_t ld_out, const uint8_t *kpm,
+                                    int causal, T scale, T *lse, int dh, int window,
+                                    int dilation, const DilatedGlobals &g,
+                                    const AttentionDropout<T> &drop, cudaStream_t stream) {
+  auto kern = attention_tile_fwd_kernel<T, DH, Mode, Exact>;
+  constexpr size_t smem = AttnTile<T, DH>::smem_bytes;
+  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)smem);
+  if (e != cudaSuccess)
+    return e;
+  kern<<<grid, AttnTile<T, DH>::NT, smem, stream>>>(
+      Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh,
+      attn_vec_loads(q, k, v, ld_in, dh) ? 1 : 0, window, dilation, g.is_global, g.list, g.n,
+      drop);
+  return cudaGetLastError();
+}
+
+/// The tile kernel for head size dh <= 128 (DHS as flash_attention_forward;
+/// dh 32/64/128 exact, others padded to the next of them) and, for band
+/// mode with global tokens, the global-query rows.
+template <typename T, int DHS, int Mode>
+inline cudaError_t attn_tile_forward(int dh, dim3 grid, int Tn, const T *q, const T *k,
+                                     const T *v, int64_t ld_in, T *out, int64_t ld_out,
+                                     const uint8_t *kpm, int causal, T scale, T *lse,
+                                     int window, int dilation, const DilatedGlobals &g,
+                                     const AttentionDropout<T> &drop, cudaStream_t stream) {
+  auto run = [&](auto dhTag, auto exactTag) -> cudaError_t {
+    constexpr int DH = decltype(dhTag)::value;
+    constexpr bool Exact = decltype(exactTag)::value;
+    cudaError_t e = attn_tile_launch<T, DH, Mode, Exact>(grid, Tn, q, k, v, ld_in, out, ld_out,
+                                                         kpm, causal, scale, lse, dh, window,
+                                                         dilation, g, drop, stream);
+    if constexpr (Mode == kAttnTileBand) {
+      if (e != cudaSuccess || g.n == 0)
+        return e;
+      attention_global_rows_kernel<T, DH, Exact><<<dim3(g.n, grid.y, grid.z), 256, 0, stream>>>(
+          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh, g.list, drop);
+      return cudaGetLastError();
+    }
+    return e;
+  };
+  using std::integral_constant;
+  if constexpr (DHS == 32 || DHS == 64 || DHS == 128) {
+    return run(integral_constant<int, DHS>(), integral_constant<bool, true>());
+  } else {
+    switch (dh) {
+    case 32: return run(integral_constant<int, 32>(), integral_constant<bool, true>());
+    case 64: return run(integral_constant<int, 64>(), integral_constant<bool, true>());
+    case 128: return run(integral_constant<int, 128>(), integral_constant<bool, true>());
+    default: break;
+    }
+    if (dh > 0 && dh < 32)
+      return run(integral_constant<int, 32>(), integral_constant<bool, false>());
+    if (dh > 32 && dh < 64)
+      return run(integral_constant<int, 64>(), integral_constant<bool, false>());
+    if (dh > 64 && dh < 128)
+      return run(integral_constant<int, 128>(), integral_constant<bool, false>());
+    return cudaErrorInvalidValue;
+  }
+}
+
+/// Largest head size served (the tile kernels up to 128, the one-query-per-
+/// thread kernels beyond).
+constexpr int kMaxHeadDim = 256;
+/// Largest head size of the tile kernels.
+constexpr int kMaxTileHeadDim = 128;
+
+/// Flash attention forward with the head size DH known statically.
 template <typename T, int DH>
 inline cudaError_t launch_flash_attention(int B, int Tn, int H, const T *q,
                                           const T *k, const T *v,
@@ -213,20 +713,27 @@ inline cudaError_t launch_flash_attention(int B, int Tn, int H, const T *q,
                                           int64_t ld_out, const uint8_t *kpm,
                                           int causal, T scale, T *lse,
                                           cudaStream_t stream = 0) {
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
   constexpr int BQ = 64;
   dim3 grid((Tn + BQ - 1) / BQ, H, B);
-  flash_attention_fwd_kernel<T, DH, BQ, attn_tile_keys<T, DH>()><<<grid, BQ, 0, stream>>>(
-      Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse);
-  return cudaGetLastError();
+  if constexpr (DH <= kMaxTileHeadDim) {
+    return attn_tile_forward<T, DH, kAttnTileDense>(DH, grid, Tn, q, k, v, ld_in, out, ld_out,
+                                                    kpm, causal, scale, lse, 0, 1,
+                                                    DilatedGlobals(), AttentionDropout<T>(),
+                                                    stream);
+  } else {
+    flash_attention_fwd_kernel<T, DH, BQ, attn_tile_keys<T, DH>()><<<grid, BQ, 0, stream>>>(
+        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse);
+    return cudaGetLastError();
+  }
 }
 
-/// Largest head size served (generic kernels beyond 32/64/128).
-constexpr int kMaxHeadDim = 256;
-
-/// The flash forward kernel for head size dh with dropout `drop` (off:
+/// The flash forward for head size dh with dropout `drop` (off:
 /// inference): DHS = 32/64/128 builds only that kernel (dh must match);
-/// DHS = 0 dispatches at run time, exact kernels for dh = 32, 64, 128 and
-/// the generic one for any other dh <= kMaxHeadDim.
+/// DHS = 0 dispatches at run time: the tile kernel (exact for dh = 32, 64,
+/// 128, zero-padded to the next of them below 128), the one-query-per-thread
+/// kernel for 128 < dh <= kMaxHeadDim.
 template <typename T, int DHS = 0>
 inline cudaError_t flash_attention_forward(int dh, int B, int Tn, int H, const T *q,
                                            const T *k, const T *v, int64_t ld_in, T *out,
@@ -235,38 +742,23 @@ inline cudaError_t flash_attention_forward(int dh, int B, int Tn, int H, const T
                                            cudaStream_t stream) {
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
+  if (DHS != 0 && dh != DHS)
+    return cudaErrorInvalidValue;
+  if (dh <= 0 || dh > kMaxHeadDim)
+    return cudaErrorInvalidValue;
   constexpr int BQ = 64;
   dim3 grid((Tn + BQ - 1) / BQ, H, B);
-  if constexpr (DHS != 0) {
-    if (dh != DHS)
-      return cudaErrorInvalidValue;
-    flash_attention_fwd_kernel<T, DHS, BQ, attn_tile_keys<T, DHS>()><<<grid, BQ, 0, stream>>>(
-        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, DHS, drop);
-  } else {
-    switch (dh) {
-    case 32:
-      flash_attention_fwd_kernel<T, 32, BQ, attn_tile_keys<T, 32>()><<<grid, BQ, 0, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, 32, drop);
-      break;
-    case 64:
-      flash_attention_fwd_kernel<T, 64, BQ, attn_tile_keys<T, 64>()><<<grid, BQ, 0, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, 64, drop);
-      break;
-    case 128:
-      flash_attention_fwd_kernel<T, 128, BQ, attn_tile_keys<T, 128>()>
-          <<<grid, BQ, 0, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse,
-                                    128, drop);
-      break;
-    default:
-      if (dh <= 0 || dh > kMaxHeadDim)
-        return cudaErrorInvalidValue;
-      flash_attention_fwd_kernel<T, kMaxHeadDim, BQ, attn_tile_keys<T, kMaxHeadDim>(), false>
-          <<<grid, BQ, 0, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse,
-                                    dh, drop);
-      break;
-    }
+  if (dh <= kMaxTileHeadDim)
+    return attn_tile_forward<T, DHS, kAttnTileDense>(dh, grid, Tn, q, k, v, ld_in, out, ld_out,
+                                                     kpm, causal, scale, lse, 0, 1,
+                                                     DilatedGlobals(), drop, stream);
+  if constexpr (DHS == 0) {
+    flash_attention_fwd_kernel<T, kMaxHeadDim, BQ, attn_tile_keys<T, kMaxHeadDim>(), false>
+        <<<grid, BQ, 0, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh,
+                                  drop);
+    return cudaGetLastError();
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
 }
 
 /// Flash attention with the head size known at run time only: exact
@@ -315,13 +807,6 @@ inline int64_t dilated_attention_scratch_bytes(int64_t Tn, int64_t n_global) {
   return ((Tn + 255) / 256) * 256 + 4 * (n_global > 0 ? n_global : 1);
 }
 
-/// The global-token tables of dilated attention on the device.
-struct DilatedGlobals {
-  const uint8_t *is_global = nullptr; // [T] flags
-  const int32_t *list = nullptr;      // sorted distinct positions < T
-  int n = 0;
-};
-
 /// Builds the tables in `scratch` (dilated_attention_scratch_bytes(T, n))
 /// from the host positions `host_globals` (any order; duplicates and
 /// positions >= T dropped as the CPU twin does; negative positions are the
@@ -366,8 +851,10 @@ inline cudaError_t dilated_upload_globals(int Tn, const int32_t *host_globals,
   return cudaSuccess;
 }
 
-/// The dilated forward kernel for head size dh (DHS as for
-/// flash_attention_forward) over uploaded global tables; `lse` may be NULL.
+/// The dilated forward for head size dh (DHS as for flash_attention_forward)
+/// over uploaded global tables; `lse` may be NULL. dh <= 128: the band tile
+/// kernel plus, with global tokens, attention_global_rows_kernel; larger
+/// heads: the one-query-per-thread kernel.
 template <typename T, int DHS = 0>
 inline cudaError_t dilated_attention_forward(int dh, int B, int Tn, int H, const T *q,
                                              const T *k, const T *v, int64_t ld_in, T *out,
@@ -378,40 +865,24 @@ inline cudaError_t dilated_attention_forward(int dh, int B, int Tn, int H, const
                                              cudaStream_t stream) {
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
-  dim3 grid((Tn + 127) / 128, H, B);
-  if constexpr (DHS != 0) {
-    if (dh != DHS)
-      return cudaErrorInvalidValue;
-    dilated_attention_fwd_kernel<T, DHS><<<grid, 128, 0, stream>>>(
-        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
-        g.list, g.n, DHS, lse, drop);
-  } else {
-    switch (dh) {
-    case 32:
-      dilated_attention_fwd_kernel<T, 32><<<grid, 128, 0, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
-          g.list, g.n, 32, lse, drop);
-      break;
-    case 64:
-      dilated_attention_fwd_kernel<T, 64><<<grid, 128, 0, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
-          g.list, g.n, 64, lse, drop);
-      break;
-    case 128:
-      dilated_attention_fwd_kernel<T, 128><<<grid, 128, 0, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
-          g.list, g.n, 128, lse, drop);
-      break;
-    default:
-      if (dh <= 0 || dh > kMaxHeadDim)
-        return cudaErrorInvalidValue;
-      dilated_attention_fwd_kernel<T, kMaxHeadDim, false><<<grid, 128, 0, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
-          g.list, g.n, dh, lse, drop);
-      break;
-    }
+  if ((DHS != 0 && dh != DHS) || dh <= 0 || dh > kMaxHeadDim || dilation < 1)
+    return cudaErrorInvalidValue;
+  if (dh <= kMaxTileHeadDim) {
+    constexpr int BQ = AttnTile<T, 32>::BQ;
+    const int perClass = ((Tn + dilation - 1) / dilation + BQ - 1) / BQ;
+    dim3 grid(dilation * perClass, H, B);
+    return attn_tile_forward<T, DHS, kAttnTileBand>(dh, grid, Tn, q, k, v, ld_in, out, ld_out,
+                                                    kpm, causal, scale, lse, window, dilation,
+                                                    g, drop, stream);
   }
-  return cudaGetLastError();
+  if constexpr (DHS == 0) {
+    dim3 grid((Tn + 127) / 128, H, B);
+    dilated_attention_fwd_kernel<T, kMaxHeadDim, false><<<grid, 128, 0, stream>>>(
+        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
+        g.list, g.n, dh, lse, drop);
+    return cudaGetLastError();
+  }
+  return cudaErrorInvalidValue;
 }
 
 /// Banded dilated attention with run-time head size (DHS = 32/64/128: the
