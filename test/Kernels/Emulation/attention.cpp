@@ -198,7 +198,8 @@ std::vector<Case> cases() {
 /// unaligned rows: scalar loads), the one-query-per-thread kernels beyond 128
 /// (dh 136), several query and key tiles with partial last tiles, and band
 /// CTAs of every residue class (short classes, bands clipped at both ends,
-/// global tokens inside and outside the bands, global queries).
+/// global tokens inside and outside the bands, global queries over more
+/// than one key tile).
 template <typename T> void forward(Group &G) {
   std::vector<Case> cs;
   cs.push_back({"dense dh64 causal pad", NNCC_ATTN_DENSE, 2, 150, 2, 64, true, true});
@@ -223,6 +224,11 @@ template <typename T> void forward(Group &G) {
     d.name = "dilated dh24 w4 d5 pad", d.Tn = 90, d.dh = 24, d.window = 4, d.dilation = 5;
     d.pad = true, d.B = 2, d.H = 2, d.globals = {89, 2};
     cs.push_back(d);
+    // Global queries over more than one 256-key tile of their pass.
+    d.name = "dilated dh32 w4 d3 T300 causal", d.Tn = 300, d.dh = 32, d.window = 4;
+    d.dilation = 3, d.pad = true, d.causal = true, d.B = 1, d.H = 1, d.globals = {299, 0, 130};
+    cs.push_back(d);
+    d.causal = false;
     d.name = "dilated dh136 w4 d2", d.Tn = 40, d.dh = 136, d.window = 4, d.dilation = 2;
     d.pad = false, d.B = 1, d.H = 1, d.globals = {0};
     cs.push_back(d);

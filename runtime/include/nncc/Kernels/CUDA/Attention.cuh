@@ -463,12 +463,20 @@ __global__ void __launch_bounds__(128)
       const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
       if (t < nq) {
         if (Mode == kAttnTileDense) {
-          T mult[SEG];
-          attention_dropout_row(drop.seed, drop.offset, rowCounter + (uint64_t)(tile * BK + jj0),
-                                SEG, drop.p, drop.keep_scale, mult);
+          // Consecutive counters: one Philox block per four weights (the
+          // draws of attention_dropout_row, without a local array).
+          const uint64_t first = rowCounter + (uint64_t)(tile * BK + jj0);
+          const uint64_t key = drop.seed ^ kAttentionDropoutSalt;
+          nncc_philox_u32x4 blk = philox_mask_block(key, drop.offset, first >> 2);
 #pragma unroll
-          for (int x = 0; x < SEG; ++x)
-            pr[x] *= mult[x];
+          for (int x = 0; x < SEG; ++x) {
+            const uint64_t cnt = first + (uint64_t)x;
+            const int w = (int)(cnt & 3);
+            if (x > 0 && w == 0)
+              blk = philox_mask_block(key, drop.offset, cnt >> 2);
+            const uint32_t bits = w == 0 ? blk.x[0] : w == 1 ? blk.x[1] : w == 2 ? blk.x[2] : blk.x[3];
+            pr[x] *= nncc_rng_u32_to_unit_float(bits) >= drop.p ? drop.keep_scale : T(0);
+          }
         } else {
           for (int x = 0; x < SEG; ++x)
             if (pr[x] != T(0))
@@ -526,105 +534,100 @@ __global__ void __launch_bounds__(128)
 }
 
 /// The rows of the global queries of dilated attention (every admissible
-/// key). grid = (n_global, H, B), block = 256: each thread runs the online
-/// softmax over keys tid, tid + 256, ..., then the block merges the 256
-/// partial states (max, rescale, sums by shuffles and shared memory).
-/// Exact / dh_rt as attention_tile_fwd_kernel (DH = 32, 64, 128).
+/// key). grid = (n_global, H, B), block = 256, keys in tiles of 256: thread
+/// t scores key j0 + t, the block reduces the tile max (the online softmax
+/// state is block-uniform), and in P.V thread t owns column t % DH and every
+/// (256 / DH)-th key of the tile, so V rows are read coalesced. Exact /
+/// dh_rt as attention_tile_fwd_kernel (DH = 32, 64, 128).
 template <typename T, int DH, bool Exact>
 __global__ void __launch_bounds__(256)
     attention_global_rows_kernel(int Tn, const T *__restrict__ q, const T *__restrict__ k,
                                  const T *__restrict__ v, int64_t ld_in, T *out, int64_t ld_out,
                                  const uint8_t *kpm, int causal, T scale, T *lse, int dh_rt,
                                  const int32_t *globals, AttentionDropout<T> drop) {
-  constexpr int NT = 256, NW = NT / 32;
+  constexpr int NT = 256, NW = NT / 32, NKG = NT / DH;
+  static_assert(NT % DH == 0, "whole key groups");
   __shared__ T qs[DH];
-  __shared__ T red[NW][DH + 1];
-  __shared__ T wstat[NW];
+  __shared__ T ps[NT]; // the tile's weights; at the end the NKG partial outputs
+  __shared__ T red[NW];
   const int dh = Exact ? DH : dh_rt;
   const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
   const int i = globals[blockIdx.x];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int d = threadIdx.x % DH, kg = threadIdx.x / DH;
   const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
   const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
-  for (int d = threadIdx.x; d < DH; d += NT)
-    qs[d] = d < dh ? q[headOff + (int64_t)i * ld_in + d] * scale : T(0);
-  __syncthreads();
   const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
-  T acc[DH];
-#pragma unroll
-  for (int d = 0; d < DH; ++d)
-    acc[d] = T(0);
-  OnlineSoftmax<T> sm;
-  sm.init();
-  for (int j = threadIdx.x; j < Tn; j += NT) {
-    if (!key_admissible(i, j, causal != 0, kpmRow))
-      continue;
-    const T *kr = k + headOff + (int64_t)j * ld_in;
-    const T *vr = v + headOff + (int64_t)j * ld_in;
-    T sc = T(0);
-#pragma unroll
-    for (int d = 0; d < DH; ++d) {
-      if (!Exact && d >= dh)
-        break;
-      sc += qs[d] * kr[d];
-    }
-    T p;
-    const T alpha = sm.push(sc, p);
-    p *= drop.mult(rowCounter + (uint64_t)j);
-#pragma unroll
-    for (int d = 0; d < DH; ++d) {
-      if (!Exact && d >= dh)
-        break;
-      acc[d] = acc[d] * alpha + p * vr[d];
-    }
-  }
-  // Block max of the running maxima, then every state rescaled to it.
-  T mx = sm.m;
-#pragma unroll
-  for (int x = 16; x > 0; x >>= 1) {
-    const T o = __shfl_xor_sync(0xffffffffu, mx, x);
-    mx = o > mx ? o : mx;
-  }
-  if (lane == 0)
-    wstat[warp] = mx;
+  for (int x = threadIdx.x; x < DH; x += NT)
+    qs[x] = x < dh ? q[headOff + (int64_t)i * ld_in + x] * scale : T(0);
   __syncthreads();
-  mx = wstat[0];
+
+  T m = neg_big<T>(), lpart = T(0), acc = T(0);
+  for (int j0 = 0; j0 < Tn; j0 += NT) {
+    const int j = j0 + threadIdx.x;
+    T s = neg_big<T>();
+    if (j < Tn && key_admissible(i, j, causal != 0, kpmRow)) {
+      const T *kr = k + headOff + (int64_t)j * ld_in;
+      s = T(0);
+#pragma unroll 8
+      for (int x = 0; x < DH; ++x) {
+        if (!Exact && x >= dh)
+          break;
+        s += qs[x] * kr[x];
+      }
+    }
+    T tmax = s;
 #pragma unroll
-  for (int w = 1; w < NW; ++w)
-    mx = wstat[w] > mx ? wstat[w] : mx;
-  __syncthreads(); // wstat is reused for the sums
-  const T f = sm.l > T(0) ? nexp(sm.m - mx) : T(0);
-  T l = sm.l * f;
+    for (int x = 16; x > 0; x >>= 1) {
+      const T o = __shfl_xor_sync(0xffffffffu, tmax, x);
+      tmax = o > tmax ? o : tmax;
+    }
+    if (lane == 0)
+      red[warp] = tmax;
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < NW; ++w)
+      tmax = red[w] > tmax ? red[w] : tmax;
+    const T mnew = tmax > m ? tmax : m;
+    const T alpha = nexp(m - mnew);
+    const T p = s <= neg_big<T>() ? T(0) : nexp(s - mnew);
+    lpart = lpart * alpha + p;
+    ps[threadIdx.x] = p != T(0) ? p * drop.mult(rowCounter + (uint64_t)j) : T(0);
+    m = mnew;
+    __syncthreads();
+    acc *= alpha;
+    if (d < dh) {
+      const int nk = min(NT, Tn - j0);
+      for (int jj = kg; jj < nk; jj += NKG) {
+        const T pj = ps[jj];
+        if (pj != T(0))
+          acc += pj * v[headOff + (int64_t)(j0 + jj) * ld_in + d];
+      }
+    }
+    __syncthreads(); // ps and red are rewritten by the next tile
+  }
+  T l = lpart;
 #pragma unroll
   for (int x = 16; x > 0; x >>= 1)
     l += __shfl_xor_sync(0xffffffffu, l, x);
   if (lane == 0)
-    wstat[warp] = l;
-#pragma unroll
-  for (int d = 0; d < DH; ++d) {
-    T a = acc[d] * f;
-#pragma unroll
-    for (int x = 16; x > 0; x >>= 1)
-      a += __shfl_xor_sync(0xffffffffu, a, x);
-    if (lane == 0)
-      red[warp][d] = a;
-  }
+    red[warp] = l;
+  ps[threadIdx.x] = acc;
   __syncthreads();
   T L = T(0);
 #pragma unroll
   for (int w = 0; w < NW; ++w)
-    L += wstat[w];
+    L += red[w];
   const T inv = L > T(0) ? T(1) / L : T(0);
-  T *orow = out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
-  for (int d = threadIdx.x; d < dh; d += NT) {
+  if (threadIdx.x < dh) {
     T a = T(0);
 #pragma unroll
-    for (int w = 0; w < NW; ++w)
-      a += red[w][d];
-    orow[d] = a * inv;
+    for (int g = 0; g < NKG; ++g)
+      a += ps[g * DH + threadIdx.x];
+    out[((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh + threadIdx.x] = a * inv;
   }
   if (lse && threadIdx.x == 0)
-    lse[((int64_t)b * H + h) * Tn + i] = L > T(0) ? mx + nlog(L) : neg_big<T>();
+    lse[((int64_t)b * H + h) * Tn + i] = L > T(0) ? m + nlog(L) : neg_big<T>();
 }
 
 /// Whether q, k, v rows of a head allow aligned 16-byte loads.
