@@ -2,8 +2,11 @@
 //
 // Same conventions as the CPU twins (AttentionMath.h): q/k/v rows of stride
 // ld_in, head h at columns [h*dh, (h+1)*dh); key_padding_mask != 0 = ignore;
-// rows without admissible keys give zeros. Every score passes through
-// OnlineSoftmax (push_tile / push), the very code the CPU kernels run.
+// rows without admissible keys give zeros. Head sizes up to 128 run the
+// CTA-tiled kernel (attention_tile_fwd_kernel: 64 queries per CTA, K/V tiles
+// in shared memory, register micro-tiles, the online softmax of
+// OnlineSoftmax done per tile with warp shuffles); larger heads the
+// one-query-per-thread kernels, which run OnlineSoftmax itself.
 // Training forwards (the *_train launchers) add attention dropout (the CPU's
 // Philox counters, AttentionMath.h) and the log-sum-exp the backward
 // (AttentionBackward.cuh) reads; compiled with nvcc, not yet run on a GPU.
