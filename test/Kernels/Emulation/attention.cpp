@@ -199,8 +199,10 @@ std::vector<Case> cases() {
 /// (dh 136), several query and key tiles with partial last tiles, and band
 /// CTAs of every residue class (short classes, bands clipped at both ends,
 /// global tokens inside and outside the bands, global queries over more
-/// than one key tile).
-template <typename T> void forward(Group &G) {
+/// than one key tile). tf32: fp32 with NNCC_CUDA_ALLOW_TF32=1 (the TF32
+/// tensor-core kernel, compared at TF32 accuracy; it must also differ from
+/// the FP32 kernel's output, so the TF32 path is known to have run).
+template <typename T> void forward(Group &G, bool tf32 = false) {
   std::vector<Case> cs;
   cs.push_back({"dense dh64 causal pad", NNCC_ATTN_DENSE, 2, 150, 2, 64, true, true});
   cs.push_back({"dense dh128", NNCC_ATTN_DENSE, 1, 100, 1, 128, false, false});
@@ -235,6 +237,8 @@ template <typename T> void forward(Group &G) {
   }
   for (const Case &c : cs)
     for (double dropout : {0.0, 0.2}) {
+      if (tf32 && c.dh > 128) // the one-query-per-thread kernels have no TF32 form
+        continue;
       const int B = c.B, Tn = c.Tn, H = c.H, dh = c.dh, E = H * dh, ld = 3 * E;
       const uint64_t seed = 5, offset = 11;
       auto qkv = normal<T>((size_t)B * Tn * ld);
@@ -266,36 +270,49 @@ template <typename T> void forward(Group &G) {
                                              (int64_t)E, kp, (void *)wsC.data(),
                                              (int32_t *)nullptr, lseC.data()));
       const std::string tag = std::string(c.name) + (dropout > 0 ? " train drop0.2" : "");
-      auto out = nanv<T>(outC.size()), lse = nanv<T>(lseC.size());
       const int32_t *gl = ng ? c.globals.data() : nullptr;
       auto ws = garbage(dilated_attention_scratch_bytes(Tn, ng));
-      int rc;
-      if (dropout > 0 && c.kind == NNCC_ATTN_DENSE)
-        rc = launch_flash_attention_train<T>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
-                                             c.causal, scale, lse.data(), dropout, seed, offset,
-                                             nullptr);
-      else if (dropout > 0)
-        rc = launch_dilated_attention_train<T>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
+      auto launch = [&](std::vector<T> &out, std::vector<T> &lse) -> int {
+        if (dropout > 0 && c.kind == NNCC_ATTN_DENSE)
+          return launch_flash_attention_train<T>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
+                                                 c.causal, scale, lse.data(), dropout, seed,
+                                                 offset, nullptr);
+        if (dropout > 0)
+          return launch_dilated_attention_train<T>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
+                                                   c.causal, scale, c.window, c.dilation, gl, ng,
+                                                   lse.data(), dropout, seed, offset, ws.data(),
+                                                   nullptr);
+        if (c.kind == NNCC_ATTN_DENSE && dh == 64)
+          return launch_flash_attention<T, 64>(B, Tn, H, q, k, v, ld, out.data(), E, kp,
+                                               c.causal, scale, lse.data(), nullptr);
+        if (c.kind == NNCC_ATTN_DENSE && dh == 128)
+          return launch_flash_attention<T, 128>(B, Tn, H, q, k, v, ld, out.data(), E, kp,
+                                                c.causal, scale, lse.data(), nullptr);
+        if (c.kind == NNCC_ATTN_DENSE)
+          return launch_flash_attention_dyn<T>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
+                                               c.causal, scale, lse.data(), nullptr);
+        if (dh == 64)
+          return launch_dilated_attention_dyn<T, 64>(dh, B, Tn, H, q, k, v, ld, out.data(), E,
+                                                     kp, c.causal, scale, c.window, c.dilation,
+                                                     gl, ng, ws.data(), nullptr);
+        return launch_dilated_attention_dyn<T>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
                                                c.causal, scale, c.window, c.dilation, gl, ng,
-                                               lse.data(), dropout, seed, offset, ws.data(),
-                                               nullptr);
-      else if (c.kind == NNCC_ATTN_DENSE && dh == 64)
-        rc = launch_flash_attention<T, 64>(B, Tn, H, q, k, v, ld, out.data(), E, kp, c.causal,
-                                           scale, lse.data(), nullptr);
-      else if (c.kind == NNCC_ATTN_DENSE && dh == 128)
-        rc = launch_flash_attention<T, 128>(B, Tn, H, q, k, v, ld, out.data(), E, kp, c.causal,
-                                            scale, lse.data(), nullptr);
-      else if (c.kind == NNCC_ATTN_DENSE)
-        rc = launch_flash_attention_dyn<T>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
-                                           c.causal, scale, lse.data(), nullptr);
-      else if (dh == 64)
-        rc = launch_dilated_attention_dyn<T, 64>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
-                                                 c.causal, scale, c.window, c.dilation, gl, ng,
-                                                 ws.data(), nullptr);
-      else
-        rc = launch_dilated_attention_dyn<T>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
-                                             c.causal, scale, c.window, c.dilation, gl, ng,
-                                             ws.data(), nullptr);
+                                               ws.data(), nullptr);
+      };
+      auto out = nanv<T>(outC.size()), lse = nanv<T>(lseC.size());
+      if (tf32) setenv("NNCC_CUDA_ALLOW_TF32", "1", 1);
+      const int rc = launch(out, lse);
+      if (tf32) {
+        unsetenv("NNCC_CUDA_ALLOW_TF32");
+        auto out32 = nanv<T>(outC.size()), lse32 = nanv<T>(lseC.size());
+        G.ok(tag + " fp32 launch", launch(out32, lse32));
+        double md = 0, mx = 1e-30;
+        for (size_t x = 0; x < out.size(); ++x) {
+          md = std::max(md, std::fabs((double)out[x] - out32[x]));
+          mx = std::max(mx, std::fabs((double)out32[x]));
+        }
+        G.ok(tag + " differs from the FP32 kernel (TF32 ran)", md / mx > 1e-5 ? 0 : 1);
+      }
       G.ok(tag + " launch", rc);
       G.cmp(tag + " out", outC, out);
       // The inference launchers of dilated attention keep no lse.
@@ -319,6 +336,8 @@ int main() {
   // softmax and the CPU's tiles: rounding only (worst seen 1.7e-15).
   { Group G("attention forward f64", 1e-13); forward<double>(G); }
   { Group G("attention forward f32", 1e-5); forward<float>(G); }
+  // TF32 inputs (10-bit mantissas) against the fp32 CPU kernel.
+  { Group G("attention forward tf32", 2e-3); forward<float>(G, true); }
   for (auto [kind, name] : {std::pair<int, const char *>{NNCC_ATTN_DENSE, "dense"},
                             {NNCC_ATTN_DILATED, "dilated"},
                             {NNCC_ATTN_LSH, "lsh"}}) {

@@ -18,6 +18,8 @@
 #include "nncc/Kernels/AttentionMath.h"
 #include "nncc/Kernels/CUDA/Common.cuh"
 
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace nncc {
@@ -269,10 +271,56 @@ template <typename T> __device__ __forceinline__ AttnVec<T> attn_ld16(const T *p
   return *reinterpret_cast<const AttnVec<T> *>(p);
 }
 
+/// fp32 -> tf32 (round to nearest, ties away from zero, as cvt.rna), kept
+/// as fp32 bits with the low 13 mantissa bits zero.
+__device__ __forceinline__ uint32_t attn_to_tf32(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+#else
+  uint32_t u = __float_as_uint(x);
+  if ((u & 0x7f800000u) != 0x7f800000u) // finite: add half an ulp of tf32
+    u += 0x1000u;
+  return u & 0xffffe000u;
+#endif
+}
+
+/// d += A B for one m16n8k8 TF32 tensor-core tile, fp32 accumulation, in
+/// PTX's fragment layout (g = lane / 4, t = lane % 4): a = A[g][t],
+/// A[g+8][t], A[g][t+4], A[g+8][t+4]; b = B[t][g], B[t+4][g]; d = D[g][2t],
+/// D[g][2t+1], D[g+8][2t], D[g+8][2t+1]. Without the instruction (sm < 80,
+/// the host emulation) the same product by warp shuffles.
+__device__ __forceinline__ void attn_mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                              uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk) {
+    const bool hi = kk >= 4;
+    const int kl = kk & 3;
+    const float aLo = __uint_as_float(__shfl_sync(0xffffffffu, hi ? a[2] : a[0], g * 4 + kl));
+    const float aHi = __uint_as_float(__shfl_sync(0xffffffffu, hi ? a[3] : a[1], g * 4 + kl));
+    const float bE = __uint_as_float(__shfl_sync(0xffffffffu, hi ? b1 : b0, 8 * t + kl));
+    const float bO = __uint_as_float(__shfl_sync(0xffffffffu, hi ? b1 : b0, 8 * t + 4 + kl));
+    d[0] += aLo * bE;
+    d[1] += aLo * bO;
+    d[2] += aHi * bE;
+    d[3] += aHi * bO;
+  }
+#endif
+}
+
 /// Stage `R` rows of a head into shared memory (row stride LD): row rr comes
 /// from src + row(rr) * ld_in (row(rr) < 0: zeros), columns >= dh are zero;
-/// times `mul`. `vec`: 16-byte global loads are aligned (launcher-checked).
-template <typename T, int DH, int R, int LD, int NT, typename RowOf>
+/// times `mul`, rounded to tf32 when Tf32. `vec`: 16-byte global loads are
+/// aligned (launcher-checked).
+template <typename T, int DH, int R, int LD, int NT, bool Tf32 = false, typename RowOf>
 __device__ __forceinline__ void attn_stage_rows(T *dst, const T *src, int64_t ld_in, int dh,
                                                 bool vec, T mul, RowOf rowOf) {
   constexpr int VW = 16 / (int)sizeof(T), CPR = DH / VW; // 16-byte chunks per row
@@ -288,9 +336,117 @@ __device__ __forceinline__ void attn_stage_rows(T *dst, const T *src, int64_t ld
         x.e[u] = row >= 0 && d0 + u < dh ? src[(int64_t)row * ld_in + d0 + u] : T(0);
     }
 #pragma unroll
-    for (int u = 0; u < VW; ++u)
+    for (int u = 0; u < VW; ++u) {
       x.e[u] *= mul;
+      if constexpr (Tf32)
+        x.e[u] = __uint_as_float(attn_to_tf32(x.e[u]));
+    }
     *reinterpret_cast<AttnVec<T> *>(dst + rr * LD + d0) = x;
+  }
+}
+
+/// The queries and key tiles of one tile CTA (the kernels' common schedule).
+template <int Mode, int BQ, int BK> struct AttnTileSchedule {
+  int qbase, qstep = 1, nq;     // queries i(t) = qbase + qstep t, t < nq
+  int cls = 0, kEnd = 0;        // band: residue class; dense: keys [0, kEnd)
+  int ulo = 0, nBand = 0;       // band: class positions [ulo, ulo + nBand)
+  int bandTiles, nTiles, reach; // key tiles (band, then globals); band reach
+  int window, dilation, causal;
+  const int32_t *globals;
+  int nGlobal;
+
+  /// False when the CTA has no query (a short residue class).
+  __device__ bool init(int Tn, int causal_, int window_, int dilation_, const int32_t *globals_,
+                       int n_global) {
+    causal = causal_, window = window_, dilation = dilation_;
+    globals = globals_, nGlobal = n_global;
+    reach = (window / 2) * dilation;
+    int u0 = 0;
+    if (Mode == kAttnTileDense) {
+      qbase = blockIdx.x * BQ;
+    } else {
+      const int perClass = ((Tn + dilation - 1) / dilation + BQ - 1) / BQ;
+      cls = blockIdx.x / perClass;
+      u0 = (blockIdx.x % perClass) * BQ;
+      qbase = cls + dilation * u0;
+      qstep = dilation;
+    }
+    if (qbase >= Tn)
+      return false;
+    nq = min(BQ, (Tn - 1 - qbase) / qstep + 1);
+    if (Mode == kAttnTileDense) {
+      kEnd = causal ? min(Tn, qbase + nq) : Tn;
+      bandTiles = (kEnd + BK - 1) / BK;
+      nTiles = bandTiles;
+    } else {
+      const int half = window / 2;
+      const int clsLen = (Tn - 1 - cls) / dilation + 1;
+      ulo = max(0, u0 - half);
+      const int uhi = min(clsLen - 1, u0 + nq - 1 + (causal ? 0 : half));
+      nBand = uhi - ulo + 1;
+      bandTiles = nBand > 0 ? (nBand + BK - 1) / BK : 0;
+      nTiles = bandTiles + (nGlobal + BK - 1) / BK;
+    }
+    return true;
+  }
+  __device__ int query(int t) const { return qbase + qstep * t; }
+  __device__ bool globalTile(int tile) const { return Mode == kAttnTileBand && tile >= bandTiles; }
+  /// Key jj of `tile`, or -1 past the end.
+  __device__ int key(int tile, int jj) const {
+    if (Mode == kAttnTileDense) {
+      const int j = tile * BK + jj;
+      return j < kEnd ? j : -1;
+    }
+    if (tile < bandTiles) {
+      const int u = tile * BK + jj;
+      return u < nBand ? cls + dilation * (ulo + u) : -1;
+    }
+    const int gi = (tile - bandTiles) * BK + jj;
+    return gi < nGlobal ? globals[gi] : -1;
+  }
+  /// Whether query i attends key j (j from the staged admissibility: -1 =
+  /// out of range or padded) in `tile`.
+  __device__ bool admits(int i, int j, bool gTile) const {
+    bool ok = j >= 0 && !(causal && j > i);
+    if (Mode == kAttnTileBand)
+      ok = ok && (gTile ? !dilated_band(i, j, window, dilation) : (i - j <= reach && j - i <= reach));
+    return ok;
+  }
+};
+
+/// Dropout on the weights a warp wrote to Ps (after the statistics): two
+/// threads per query row, BK/2 consecutive weights each (the rows of warp w
+/// are 16w..16w+15, so only the warp's own rows are touched). Dense keys
+/// are consecutive: one Philox block serves four counters.
+template <typename T, int Mode, int BQ, int BK, int LDP>
+__device__ __forceinline__ void attn_tile_dropout(T *Ps, const int *kadm,
+                                                  const AttnTileSchedule<Mode, BQ, BK> &S,
+                                                  int tile, int b, int h, int H, int Tn,
+                                                  const AttentionDropout<T> &drop) {
+  constexpr int SEG = BK / 2;
+  const int t = threadIdx.x >> 1, jj0 = (threadIdx.x & 1) * SEG;
+  if (t >= S.nq)
+    return;
+  const int i = S.query(t);
+  T *pr = Ps + t * LDP + jj0;
+  const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
+  if (Mode == kAttnTileDense) {
+    const uint64_t first = rowCounter + (uint64_t)(tile * BK + jj0);
+    const uint64_t key = drop.seed ^ kAttentionDropoutSalt;
+    nncc_philox_u32x4 blk = philox_mask_block(key, drop.offset, first >> 2);
+#pragma unroll
+    for (int x = 0; x < SEG; ++x) {
+      const uint64_t cnt = first + (uint64_t)x;
+      const int w = (int)(cnt & 3);
+      if (x > 0 && w == 0)
+        blk = philox_mask_block(key, drop.offset, cnt >> 2);
+      const uint32_t bits = w == 0 ? blk.x[0] : w == 1 ? blk.x[1] : w == 2 ? blk.x[2] : blk.x[3];
+      pr[x] *= nncc_rng_u32_to_unit_float(bits) >= drop.p ? drop.keep_scale : T(0);
+    }
+  } else {
+    for (int x = 0; x < SEG; ++x)
+      if (pr[x] != T(0))
+        pr[x] *= drop.mult(rowCounter + (uint64_t)kadm[jj0 + x]);
   }
 }
 
@@ -322,60 +478,19 @@ __global__ void __launch_bounds__(128)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int r = lane >> 3, c = lane & 7;
   const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
-
-  // This CTA's queries: i(t) = qbase + qstep t, t < nq.
-  int qbase, qstep = 1, cls = 0, u0 = 0;
-  const int reach = (window / 2) * dilation; // band: |i - j| <= reach
-  if (Mode == kAttnTileDense) {
-    qbase = blockIdx.x * BQ;
-  } else {
-    const int perClass = ((Tn + dilation - 1) / dilation + BQ - 1) / BQ;
-    cls = blockIdx.x / perClass;
-    u0 = (blockIdx.x % perClass) * BQ;
-    qbase = cls + dilation * u0;
-    qstep = dilation;
-  }
-  if (qbase >= Tn) // a short residue class: nothing here (CTA-uniform)
+  AttnTileSchedule<Mode, BQ, BK> S;
+  if (!S.init(Tn, causal, window, dilation, globals, n_global)) // CTA-uniform
     return;
-  const int nq = min(BQ, (Tn - 1 - qbase) / qstep + 1);
-
-  // Key tiles. Dense: keys [0, kEnd). Band: class positions [ulo, uhi] (the
-  // union of the queries' bands), then the global tokens.
-  int kEnd = 0, ulo = 0, nBand = 0;
-  if (Mode == kAttnTileDense) {
-    kEnd = causal ? min(Tn, qbase + nq) : Tn;
-  } else {
-    const int half = window / 2;
-    const int clsLen = (Tn - 1 - cls) / dilation + 1;
-    ulo = max(0, u0 - half);
-    int uhi = min(clsLen - 1, u0 + nq - 1 + (causal ? 0 : half));
-    nBand = uhi - ulo + 1;
-  }
-  const int bandTiles = Mode == kAttnTileDense ? (kEnd + BK - 1) / BK : (nBand + BK - 1) / BK;
-  const int nTiles = bandTiles + (Mode == kAttnTileBand ? (n_global + BK - 1) / BK : 0);
-  auto keyOf = [&](int tile, int jj) -> int {
-    if (Mode == kAttnTileDense) {
-      const int j = tile * BK + jj;
-      return j < kEnd ? j : -1;
-    }
-    if (tile < bandTiles) {
-      const int u = tile * BK + jj;
-      return u < nBand ? cls + dilation * (ulo + u) : -1;
-    }
-    const int g = (tile - bandTiles) * BK + jj;
-    return g < n_global ? globals[g] : -1;
-  };
 
   const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
-  attn_stage_rows<T, DH, BQ, LDQ, NT>(Qs, q + headOff, ld_in, dh, vec != 0, scale, [&](int t) {
-    return t < nq ? qbase + qstep * t : -1;
-  });
+  attn_stage_rows<T, DH, BQ, LDQ, NT>(Qs, q + headOff, ld_in, dh, vec != 0, scale,
+                                      [&](int t) { return t < S.nq ? S.query(t) : -1; });
 
   int qi[TM];
   T mrow[TM], lrow[TM], acc[TM][TG * VW];
 #pragma unroll
   for (int m = 0; m < TM; ++m) {
-    qi[m] = qbase + qstep * (warp * 16 + r + 4 * m);
+    qi[m] = S.query(warp * 16 + r + 4 * m);
     mrow[m] = neg_big<T>();
     lrow[m] = T(0);
 #pragma unroll
@@ -383,13 +498,13 @@ __global__ void __launch_bounds__(128)
       acc[m][x] = T(0);
   }
 
-  for (int tile = 0; tile < nTiles; ++tile) {
-    const bool globalTile = Mode == kAttnTileBand && tile >= bandTiles;
-    auto rowOf = [&](int jj) { return keyOf(tile, jj); };
+  for (int tile = 0; tile < S.nTiles; ++tile) {
+    const bool gTile = S.globalTile(tile);
+    auto rowOf = [&](int jj) { return S.key(tile, jj); };
     attn_stage_rows<T, DH, BK, LDQ, NT>(Ks, k + headOff, ld_in, dh, vec != 0, T(1), rowOf);
     attn_stage_rows<T, DH, BK, DH, NT>(Vs, v + headOff, ld_in, dh, vec != 0, T(1), rowOf);
     for (int jj = threadIdx.x; jj < BK; jj += NT) {
-      const int j = keyOf(tile, jj);
+      const int j = S.key(tile, jj);
       kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
     }
     __syncthreads();
@@ -420,19 +535,13 @@ __global__ void __launch_bounds__(128)
       }
     }
 
-    // Masks, online softmax, weights into Ps.
+    // Masks, online softmax, weights into the warp's own rows of Ps.
 #pragma unroll
     for (int m = 0; m < TM; ++m) {
-      const int i = qi[m];
       T tmax = neg_big<T>();
 #pragma unroll
       for (int n = 0; n < TN; ++n) {
-        const int j = kadm[c + 8 * n];
-        bool ok = j >= 0 && !(causal && j > i);
-        if (Mode == kAttnTileBand)
-          ok = ok && (globalTile ? !dilated_band(i, j, window, dilation)
-                                 : (i - j <= reach && j - i <= reach));
-        s[m][n] = ok ? s[m][n] : neg_big<T>();
+        s[m][n] = S.admits(qi[m], kadm[c + 8 * n], gTile) ? s[m][n] : neg_big<T>();
         tmax = s[m][n] > tmax ? s[m][n] : tmax;
       }
 #pragma unroll
@@ -455,38 +564,10 @@ __global__ void __launch_bounds__(128)
       for (int x = 0; x < TG * VW; ++x)
         acc[m][x] *= alpha;
     }
-    __syncthreads();
-
+    __syncwarp(); // Ps rows are private to their warp
     if (drop.on()) {
-      // Two threads per query row, BK/2 consecutive weights each.
-      constexpr int SEG = BK / 2;
-      const int t = threadIdx.x >> 1, jj0 = (threadIdx.x & 1) * SEG;
-      const int i = qbase + qstep * t;
-      T *pr = Ps + t * LDP + jj0;
-      const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
-      if (t < nq) {
-        if (Mode == kAttnTileDense) {
-          // Consecutive counters: one Philox block per four weights (the
-          // draws of attention_dropout_row, without a local array).
-          const uint64_t first = rowCounter + (uint64_t)(tile * BK + jj0);
-          const uint64_t key = drop.seed ^ kAttentionDropoutSalt;
-          nncc_philox_u32x4 blk = philox_mask_block(key, drop.offset, first >> 2);
-#pragma unroll
-          for (int x = 0; x < SEG; ++x) {
-            const uint64_t cnt = first + (uint64_t)x;
-            const int w = (int)(cnt & 3);
-            if (x > 0 && w == 0)
-              blk = philox_mask_block(key, drop.offset, cnt >> 2);
-            const uint32_t bits = w == 0 ? blk.x[0] : w == 1 ? blk.x[1] : w == 2 ? blk.x[2] : blk.x[3];
-            pr[x] *= nncc_rng_u32_to_unit_float(bits) >= drop.p ? drop.keep_scale : T(0);
-          }
-        } else {
-          for (int x = 0; x < SEG; ++x)
-            if (pr[x] != T(0))
-              pr[x] *= drop.mult(rowCounter + (uint64_t)kadm[jj0 + x]);
-        }
-      }
-      __syncthreads();
+      attn_tile_dropout<T, Mode, BQ, BK, LDP>(Ps, kadm, S, tile, b, h, H, Tn, drop);
+      __syncwarp();
     }
 
     // O += P V on the micro-tile.
@@ -508,7 +589,7 @@ __global__ void __launch_bounds__(128)
               acc[m][g * VW + e] += pv[m].e[u] * vv.e[e];
         }
     }
-    __syncthreads(); // before the next tile overwrites Ks, Vs, Ps, kadm
+    __syncthreads(); // before the next tile overwrites Ks, Vs, kadm
   }
 
   // Row sums over the 8 lanes of a row; 1/l (0 for an empty row); stores.
@@ -519,7 +600,7 @@ __global__ void __launch_bounds__(128)
     for (int x = 1; x < 8; x <<= 1)
       l += __shfl_xor_sync(0xffffffffu, l, x);
     const int t = warp * 16 + r + 4 * m, i = qi[m];
-    if (t >= nq || (Mode == kAttnTileBand && is_global[i]))
+    if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
       continue;
     const T inv = l > T(0) ? T(1) / l : T(0);
     T *orow = out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
@@ -533,6 +614,190 @@ __global__ void __launch_bounds__(128)
       }
     if (lse && c == 0)
       lse[((int64_t)b * H + h) * Tn + i] = l > T(0) ? mrow[m] + nlog(l) : neg_big<T>();
+  }
+}
+
+/// Tile shape of the TF32 kernel: AttnTile<float, DH>'s, V rows padded to
+/// DH + 8 so the B fragments of P.V (V[t][g], t = lane % 4 rows apart) fall
+/// into distinct banks.
+template <int DH> struct AttnTileTf32 {
+  using C = AttnTile<float, DH>;
+  static constexpr int LDV = DH + 8;
+  static constexpr size_t smem_bytes =
+      sizeof(float) * (size_t)(C::BQ * C::LDQ + C::BK * C::LDQ + C::BK * LDV + C::BQ * C::LDP) +
+      sizeof(int) * C::BK;
+};
+
+/// attention_tile_fwd_kernel on TF32 tensor cores (fp32 only; chosen at
+/// launch when NNCC_CUDA_ALLOW_TF32 allows it). Same CTA, schedule, masks,
+/// dropout and outputs; warp w's 16 query rows are one m16 tile: QK^T as
+/// BK/8 x DH/8 and P.V as DH/8 x BK/8 m16n8k8 mma with Q's fragments held in
+/// registers for the whole CTA, K, V (and P when loaded as fragments)
+/// rounded to TF32, fp32 accumulation and softmax. A thread owns rows
+/// g, g + 8 (g = lane / 4) and columns 8n + 2t, 8n + 2t + 1 (t = lane % 4) of
+/// S and O, so row statistics reduce over 4 lanes.
+template <int DH, int Mode, bool Exact>
+__global__ void __launch_bounds__(128)
+    attention_tile_tf32_kernel(int Tn, const float *__restrict__ q, const float *__restrict__ k,
+                               const float *__restrict__ v, int64_t ld_in, float *out,
+                               int64_t ld_out, const uint8_t *kpm, int causal, float scale,
+                               float *lse, int dh_rt, int vec, int window, int dilation,
+                               const uint8_t *is_global, const int32_t *globals, int n_global,
+                               AttentionDropout<float> drop) {
+  using C = AttnTile<float, DH>;
+  constexpr int BQ = C::BQ, BK = C::BK, NT = C::NT, LDQ = C::LDQ, LDP = C::LDP;
+  constexpr int LDV = AttnTileTf32<DH>::LDV, NS = BK / 8, KD = DH / 8;
+  extern __shared__ __align__(16) unsigned char nncc_attn_tf32_smem[];
+  float *Qs = reinterpret_cast<float *>(nncc_attn_tf32_smem); // [BQ][LDQ]
+  float *Ks = Qs + BQ * LDQ;                                   // [BK][LDQ]
+  float *Vs = Ks + BK * LDQ;                                   // [BK][LDV]
+  float *Ps = Vs + BK * LDV;                                   // [BQ][LDP]
+  int *kadm = reinterpret_cast<int *>(Ps + BQ * LDP);          // [BK] key or -1
+
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int row0 = warp * 16 + g; // and row0 + 8
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  AttnTileSchedule<Mode, BQ, BK> S;
+  if (!S.init(Tn, causal, window, dilation, globals, n_global)) // CTA-uniform
+    return;
+
+  const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  attn_stage_rows<float, DH, BQ, LDQ, NT, true>(
+      Qs, q + headOff, ld_in, dh, vec != 0, scale,
+      [&](int t) { return t < S.nq ? S.query(t) : -1; });
+  __syncthreads();
+  uint32_t qa[KD][4]; // Q's A fragments, all of the head
+#pragma unroll
+  for (int kd = 0; kd < KD; ++kd) {
+    const float *q0 = Qs + row0 * LDQ + 8 * kd + t4;
+    qa[kd][0] = __float_as_uint(q0[0]);
+    qa[kd][1] = __float_as_uint(q0[8 * LDQ]);
+    qa[kd][2] = __float_as_uint(q0[4]);
+    qa[kd][3] = __float_as_uint(q0[8 * LDQ + 4]);
+  }
+  const int qi[2] = {S.query(row0), S.query(row0 + 8)};
+  float mrow[2] = {neg_big<float>(), neg_big<float>()}, lrow[2] = {0.f, 0.f};
+  float oacc[KD][4];
+#pragma unroll
+  for (int n = 0; n < KD; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      oacc[n][e] = 0.f;
+
+  for (int tile = 0; tile < S.nTiles; ++tile) {
+    const bool gTile = S.globalTile(tile);
+    auto rowOf = [&](int jj) { return S.key(tile, jj); };
+    attn_stage_rows<float, DH, BK, LDQ, NT, true>(Ks, k + headOff, ld_in, dh, vec != 0, 1.f,
+                                                  rowOf);
+    attn_stage_rows<float, DH, BK, LDV, NT, true>(Vs, v + headOff, ld_in, dh, vec != 0, 1.f,
+                                                  rowOf);
+    for (int jj = threadIdx.x; jj < BK; jj += NT) {
+      const int j = S.key(tile, jj);
+      kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
+    }
+    __syncthreads();
+
+    float sacc[NS][4];
+#pragma unroll
+    for (int n = 0; n < NS; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        sacc[n][e] = 0.f;
+#pragma unroll
+    for (int kd = 0; kd < KD; ++kd) {
+      if (!Exact && 8 * kd >= dh)
+        break;
+#pragma unroll
+      for (int n = 0; n < NS; ++n) {
+        const float *k0 = Ks + (8 * n + g) * LDQ + 8 * kd + t4;
+        attn_mma_tf32(sacc[n], qa[kd], __float_as_uint(k0[0]), __float_as_uint(k0[4]));
+      }
+    }
+
+    // Masks, online softmax (rows row0 and row0 + 8), weights into Ps.
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      float tmax = neg_big<float>();
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float &sv = sacc[n][2 * hr + e];
+          sv = S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile) ? sv : neg_big<float>();
+          tmax = sv > tmax ? sv : tmax;
+        }
+#pragma unroll
+      for (int x = 1; x < 4; x <<= 1) {
+        const float o = __shfl_xor_sync(0xffffffffu, tmax, x);
+        tmax = o > tmax ? o : tmax;
+      }
+      const float mnew = tmax > mrow[hr] ? tmax : mrow[hr];
+      const float alpha = nexp(mrow[hr] - mnew);
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float sv = sacc[n][2 * hr + e];
+          const float p = sv <= neg_big<float>() ? 0.f : nexp(sv - mnew);
+          sum += p;
+          Ps[(row0 + 8 * hr) * LDP + 8 * n + 2 * t4 + e] = p;
+        }
+      lrow[hr] = lrow[hr] * alpha + sum;
+      mrow[hr] = mnew;
+#pragma unroll
+      for (int n = 0; n < KD; ++n) {
+        oacc[n][2 * hr] *= alpha;
+        oacc[n][2 * hr + 1] *= alpha;
+      }
+    }
+    __syncwarp(); // Ps rows are private to their warp
+    if (drop.on()) {
+      attn_tile_dropout<float, Mode, BQ, BK, LDP>(Ps, kadm, S, tile, b, h, H, Tn, drop);
+      __syncwarp();
+    }
+
+    // O += P V: P's A fragments from Ps (rounded here, after dropout).
+#pragma unroll
+    for (int ks = 0; ks < NS; ++ks) {
+      const float *p0 = Ps + row0 * LDP + 8 * ks + t4;
+      const uint32_t pa[4] = {attn_to_tf32(p0[0]), attn_to_tf32(p0[8 * LDP]),
+                              attn_to_tf32(p0[4]), attn_to_tf32(p0[8 * LDP + 4])};
+#pragma unroll
+      for (int n = 0; n < KD; ++n) {
+        if (!Exact && 8 * n >= dh)
+          break;
+        const float *v0 = Vs + (8 * ks + t4) * LDV + 8 * n + g;
+        attn_mma_tf32(oacc[n], pa, __float_as_uint(v0[0]), __float_as_uint(v0[4 * LDV]));
+      }
+    }
+    __syncthreads(); // before the next tile overwrites Ks, Vs, kadm
+  }
+
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    float l = lrow[hr];
+#pragma unroll
+    for (int x = 1; x < 4; x <<= 1)
+      l += __shfl_xor_sync(0xffffffffu, l, x);
+    const int t = row0 + 8 * hr, i = qi[hr];
+    if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
+      continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    float *orow = out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
+#pragma unroll
+    for (int n = 0; n < KD; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = 8 * n + 2 * t4 + e;
+        if (Exact || col < dh)
+          orow[col] = oacc[n][2 * hr + e] * inv;
+      }
+    if (lse && t4 == 0)
+      lse[((int64_t)b * H + h) * Tn + i] = l > 0.f ? mrow[hr] + nlog(l) : neg_big<float>();
   }
 }
 
@@ -641,23 +906,44 @@ inline bool attn_vec_loads(const T *q, const T *k, const T *v, int64_t ld_in, in
   return al(q) && al(k) && al(v) && ld_in % VW == 0 && dh % VW == 0;
 }
 
-/// Launch attention_tile_fwd_kernel<T, DH, Mode, Exact> on `grid`.
+/// Whether the user allows TF32 tensor cores (NNCC_CUDA_ALLOW_TF32 set and
+/// not "0", read at each launch; off by default, as PyTorch's allow_tf32).
+inline bool attention_tf32_allowed() {
+  const char *e = getenv("NNCC_CUDA_ALLOW_TF32");
+  return e && *e && strcmp(e, "0") != 0;
+}
+
+/// Launch the tile kernel <T, DH, Mode, Exact> on `grid`: the TF32 one for
+/// fp32 when attention_tf32_allowed(), else attention_tile_fwd_kernel.
 template <typename T, int DH, int Mode, bool Exact>
 inline cudaError_t attn_tile_launch(dim3 grid, int Tn, const T *q, const T *k, const T *v,
                                     int64_t ld_in, T *out, int64_t ld_out, const uint8_t *kpm,
                                     int causal, T scale, T *lse, int dh, int window,
                                     int dilation, const DilatedGlobals &g,
                                     const AttentionDropout<T> &drop, cudaStream_t stream) {
+  const int vec = attn_vec_loads(q, k, v, ld_in, dh) ? 1 : 0;
+  cudaError_t e;
+  if constexpr (std::is_same_v<T, float>) {
+    if (attention_tf32_allowed()) {
+      auto kern = attention_tile_tf32_kernel<DH, Mode, Exact>;
+      constexpr size_t smem = AttnTileTf32<DH>::smem_bytes;
+      if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem)) != cudaSuccess)
+        return e;
+      kern<<<grid, AttnTile<T, DH>::NT, smem, stream>>>(
+          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh, vec, window, dilation,
+          g.is_global, g.list, g.n, drop);
+      return cudaGetLastError();
+    }
+  }
   auto kern = attention_tile_fwd_kernel<T, DH, Mode, Exact>;
   constexpr size_t smem = AttnTile<T, DH>::smem_bytes;
-  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)smem);
-  if (e != cudaSuccess)
+  if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smem)) != cudaSuccess)
     return e;
-  kern<<<grid, AttnTile<T, DH>::NT, smem, stream>>>(
-      Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh,
-      attn_vec_loads(q, k, v, ld_in, dh) ? 1 : 0, window, dilation, g.is_global, g.list, g.n,
-      drop);
+  kern<<<grid, AttnTile<T, DH>::NT, smem, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm,
+                                                    causal, scale, lse, dh, vec, window,
+                                                    dilation, g.is_global, g.list, g.n, drop);
   return cudaGetLastError();
 }
 
