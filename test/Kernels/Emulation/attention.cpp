@@ -230,7 +230,10 @@ template <typename T> void forward(Group &G, bool tf32 = false) {
     d.name = "dilated dh32 w4 d3 T300 causal", d.Tn = 300, d.dh = 32, d.window = 4;
     d.dilation = 3, d.pad = true, d.causal = true, d.B = 1, d.H = 1, d.globals = {299, 0, 130};
     cs.push_back(d);
-    d.causal = false;
+    // Dilation beyond T: one query per residue class, bands of one key.
+    d.name = "dilated dh32 w4 d30 T20", d.Tn = 20, d.dilation = 30, d.causal = false;
+    d.globals = {3};
+    cs.push_back(d);
     d.name = "dilated dh136 w4 d2", d.Tn = 40, d.dh = 136, d.window = 4, d.dilation = 2;
     d.pad = false, d.B = 1, d.H = 1, d.globals = {0};
     cs.push_back(d);

@@ -18,6 +18,7 @@
 #include "nncc/Kernels/AttentionMath.h"
 #include "nncc/Kernels/CUDA/Common.cuh"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -451,7 +452,7 @@ __device__ __forceinline__ void attn_tile_dropout(T *Ps, const int *kadm,
 }
 
 /// The tiled forward (see above). grid: dense (ceil(T/64), H, B); band
-/// (dilation * ceil(ceil(T/dilation)/64), H, B). Dynamic shared memory
+/// (min(dilation, T) * ceil(ceil(T/dilation)/64), H, B). Dynamic shared memory
 /// AttnTile<T, DH>::smem_bytes. Exact: dh == DH, else dh_rt < DH (padded).
 /// `vec`: q, k, v rows allow aligned 16-byte loads. Dropout multiplies the
 /// weights after the softmax statistics (counter ((b H + h) T + i) T + j),
@@ -1162,7 +1163,7 @@ inline cudaError_t dilated_attention_forward(int dh, int B, int Tn, int H, const
   if (dh <= kMaxTileHeadDim) {
     constexpr int BQ = AttnTile<T, 32>::BQ;
     const int perClass = ((Tn + dilation - 1) / dilation + BQ - 1) / BQ;
-    dim3 grid(dilation * perClass, H, B);
+    dim3 grid(std::min(dilation, Tn) * perClass, H, B); // classes r >= T are empty
     return attn_tile_forward<T, DHS, kAttnTileBand>(dh, grid, Tn, q, k, v, ld_in, out, ld_out,
                                                     kpm, causal, scale, lse, window, dilation,
                                                     g, drop, stream);
