@@ -53,7 +53,8 @@ template <typename T, int DH> constexpr int attn_tile_keys() {
              : ((16384 / (DH * (int)sizeof(T))) < 8 ? 8 : 16384 / (DH * (int)sizeof(T)));
 }
 
-/// Flash attention forward. grid = (ceil(T/BQ), H, B), block = BQ threads;
+/// Flash attention forward, one query per thread (the launchers use it for
+/// head sizes above 128). grid = (ceil(T/BQ), H, B), block = BQ threads;
 /// one query row per thread, K/V tiles of BK rows staged in shared memory,
 /// online softmax over tiles: the T x T matrix is never formed.
 /// Exact = true: the head size is DH (fully unrolled); Exact = false: the
@@ -152,7 +153,8 @@ __global__ void __launch_bounds__(BQ)
   }
 }
 
-/// Banded dilated sliding-window attention with global tokens, O(T*w).
+/// Banded dilated sliding-window attention with global tokens, O(T*w), one
+/// query per thread (the launchers use it for head sizes above 128).
 /// One thread per (b, h, query); is_global [T] flags, globals [n_global]
 /// sorted unique positions (< T). grid = (ceil(T/blockDim), H, B).
 /// Exact / dh_rt as for flash_attention_fwd_kernel; `lse` (optional)
