@@ -191,6 +191,139 @@ std::vector<Case> cases() {
   return cs;
 }
 
+/// The forward paths alone at larger shapes: the inference launchers
+/// (launch_flash_attention<T, dh> / _dyn, launch_dilated_attention_dyn<T,
+/// dh|0>) and the training ones with dropout (out and lse), on the tile
+/// kernels' head sizes (32/64/128 exact; 15, 24, 40 zero-padded, 15 with
+/// unaligned rows: scalar loads), the one-query-per-thread kernels beyond 128
+/// (dh 136), several query and key tiles with partial last tiles, and band
+/// CTAs of every residue class (short classes, bands clipped at both ends,
+/// global tokens inside and outside the bands, global queries over more
+/// than one key tile). tf32: fp32 with NNCC_CUDA_ALLOW_TF32=1 (the TF32
+/// tensor-core kernel, compared at TF32 accuracy; it must also differ from
+/// the FP32 kernel's output, so the TF32 path is known to have run).
+template <typename T> void forward(Group &G, bool tf32 = false) {
+  std::vector<Case> cs;
+  cs.push_back({"dense dh64 causal pad", NNCC_ATTN_DENSE, 2, 150, 2, 64, true, true});
+  cs.push_back({"dense dh128", NNCC_ATTN_DENSE, 1, 100, 1, 128, false, false});
+  cs.push_back({"dense dh32 T64", NNCC_ATTN_DENSE, 1, 64, 2, 32, true, false});
+  cs.push_back({"dense dh15 causal pad", NNCC_ATTN_DENSE, 2, 97, 2, 15, true, true});
+  cs.push_back({"dense dh40 pad scale0.3", NNCC_ATTN_DENSE, 1, 70, 2, 40, false, true, 0.3});
+  cs.push_back({"dense dh136", NNCC_ATTN_DENSE, 1, 40, 1, 136, true, false});
+  {
+    Case d{"dilated dh64 w8 d2 pad", NNCC_ATTN_DILATED, 2, 200, 2, 64, false, true};
+    d.window = 8, d.dilation = 2, d.globals = {0, 151, 150};
+    cs.push_back(d);
+    d.name = "dilated dh64 w64 d2 g0 (bench shape)", d.window = 64, d.globals = {0};
+    d.pad = false, d.B = 1, d.H = 1;
+    cs.push_back(d);
+    d.name = "dilated dh32 w6 d3 causal pad", d.Tn = 150, d.dh = 32, d.window = 6;
+    d.dilation = 3, d.causal = true, d.pad = true, d.B = 2, d.globals = {77, 5};
+    cs.push_back(d);
+    d.name = "dilated dh128 w10 d1", d.Tn = 130, d.dh = 128, d.window = 10, d.dilation = 1;
+    d.causal = false, d.pad = false, d.B = 1, d.globals = {};
+    cs.push_back(d);
+    d.name = "dilated dh24 w4 d5 pad", d.Tn = 90, d.dh = 24, d.window = 4, d.dilation = 5;
+    d.pad = true, d.B = 2, d.H = 2, d.globals = {89, 2};
+    cs.push_back(d);
+    // Global queries over more than one 256-key tile of their pass.
+    d.name = "dilated dh32 w4 d3 T300 causal", d.Tn = 300, d.dh = 32, d.window = 4;
+    d.dilation = 3, d.pad = true, d.causal = true, d.B = 1, d.H = 1, d.globals = {299, 0, 130};
+    cs.push_back(d);
+    // Dilation beyond T: one query per residue class, bands of one key.
+    d.name = "dilated dh32 w4 d30 T20", d.Tn = 20, d.dilation = 30, d.causal = false;
+    d.globals = {3};
+    cs.push_back(d);
+    d.name = "dilated dh136 w4 d2", d.Tn = 40, d.dh = 136, d.window = 4, d.dilation = 2;
+    d.pad = false, d.B = 1, d.H = 1, d.globals = {0};
+    cs.push_back(d);
+  }
+  for (const Case &c : cs)
+    for (double dropout : {0.0, 0.2}) {
+      if (tf32 && c.dh > 128) // the one-query-per-thread kernels have no TF32 form
+        continue;
+      const int B = c.B, Tn = c.Tn, H = c.H, dh = c.dh, E = H * dh, ld = 3 * E;
+      const uint64_t seed = 5, offset = 11;
+      auto qkv = normal<T>((size_t)B * Tn * ld);
+      std::vector<uint8_t> kpm((size_t)B * Tn, 0);
+      if (c.pad)
+        for (int b = 0; b < B; ++b)
+          for (int t = 0; t < Tn; ++t)
+            kpm[(size_t)b * Tn + t] = (t >= Tn - 5 - 7 * b) || (t % 11 == 4);
+      const uint8_t *kp = c.pad ? kpm.data() : nullptr;
+      const int ng = (int)c.globals.size();
+      nncc_attention_params p;
+      memset(&p, 0, sizeof(p));
+      p.kind = c.kind;
+      p.causal = c.causal;
+      p.scale = c.scale;
+      p.window = c.window;
+      p.dilation = c.dilation;
+      p.global_pos = ng ? c.globals.data() : nullptr;
+      p.n_global = ng;
+      p.dropout = dropout;
+      p.dropout_seed = seed;
+      p.dropout_offset = offset;
+      const T scale = c.scale != 0 ? (T)c.scale : T(1) / std::sqrt(T(dh));
+      const T *q = qkv.data(), *k = q + E, *v = q + 2 * E;
+      auto wsC = garbage(nncc_attention_workspace_size(&p, B, Tn, H, dh, sizeof(T)));
+      auto outC = nanv<T>((size_t)B * Tn * E), lseC = nanv<T>((size_t)B * H * Tn);
+      G.ok("cpu attention", cpu_attention<T>(&p, (int64_t)B, (int64_t)Tn, (int64_t)H,
+                                             (int64_t)dh, q, k, v, (int64_t)ld, outC.data(),
+                                             (int64_t)E, kp, (void *)wsC.data(),
+                                             (int32_t *)nullptr, lseC.data()));
+      const std::string tag = std::string(c.name) + (dropout > 0 ? " train drop0.2" : "");
+      const int32_t *gl = ng ? c.globals.data() : nullptr;
+      auto ws = garbage(dilated_attention_scratch_bytes(Tn, ng));
+      auto launch = [&](std::vector<T> &out, std::vector<T> &lse) -> int {
+        if (dropout > 0 && c.kind == NNCC_ATTN_DENSE)
+          return launch_flash_attention_train<T>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
+                                                 c.causal, scale, lse.data(), dropout, seed,
+                                                 offset, nullptr);
+        if (dropout > 0)
+          return launch_dilated_attention_train<T>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
+                                                   c.causal, scale, c.window, c.dilation, gl, ng,
+                                                   lse.data(), dropout, seed, offset, ws.data(),
+                                                   nullptr);
+        if (c.kind == NNCC_ATTN_DENSE && dh == 64)
+          return launch_flash_attention<T, 64>(B, Tn, H, q, k, v, ld, out.data(), E, kp,
+                                               c.causal, scale, lse.data(), nullptr);
+        if (c.kind == NNCC_ATTN_DENSE && dh == 128)
+          return launch_flash_attention<T, 128>(B, Tn, H, q, k, v, ld, out.data(), E, kp,
+                                                c.causal, scale, lse.data(), nullptr);
+        if (c.kind == NNCC_ATTN_DENSE)
+          return launch_flash_attention_dyn<T>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
+                                               c.causal, scale, lse.data(), nullptr);
+        if (dh == 64)
+          return launch_dilated_attention_dyn<T, 64>(dh, B, Tn, H, q, k, v, ld, out.data(), E,
+                                                     kp, c.causal, scale, c.window, c.dilation,
+                                                     gl, ng, ws.data(), nullptr);
+        return launch_dilated_attention_dyn<T>(dh, B, Tn, H, q, k, v, ld, out.data(), E, kp,
+                                               c.causal, scale, c.window, c.dilation, gl, ng,
+                                               ws.data(), nullptr);
+      };
+      auto out = nanv<T>(outC.size()), lse = nanv<T>(lseC.size());
+      if (tf32) setenv("NNCC_CUDA_ALLOW_TF32", "1", 1);
+      const int rc = launch(out, lse);
+      if (tf32) {
+        unsetenv("NNCC_CUDA_ALLOW_TF32");
+        auto out32 = nanv<T>(outC.size()), lse32 = nanv<T>(lseC.size());
+        G.ok(tag + " fp32 launch", launch(out32, lse32));
+        double md = 0, mx = 1e-30;
+        for (size_t x = 0; x < out.size(); ++x) {
+          md = std::max(md, std::fabs((double)out[x] - out32[x]));
+          mx = std::max(mx, std::fabs((double)out32[x]));
+        }
+        G.ok(tag + " differs from the FP32 kernel (TF32 ran)", md / mx > 1e-5 ? 0 : 1);
+      }
+      G.ok(tag + " launch", rc);
+      G.cmp(tag + " out", outC, out);
+      // The inference launchers of dilated attention keep no lse.
+      if (dropout > 0 || c.kind == NNCC_ATTN_DENSE)
+        G.cmp(tag + " lse", lseC, lse);
+    }
+}
+
 template <typename T> void attention(Group &G, int kind) {
   for (double dr : {0.0, 0.2})
     for (const Case &c : cases()) {
@@ -204,6 +337,10 @@ template <typename T> void attention(Group &G, int kind) {
 int main() {
   // f64: the same terms in the same order up to the block-wise online
   // softmax and the CPU's tiles: rounding only (worst seen 1.7e-15).
+  { Group G("attention forward f64", 1e-13); forward<double>(G); }
+  { Group G("attention forward f32", 1e-5); forward<float>(G); }
+  // TF32 inputs (10-bit mantissas) against the fp32 CPU kernel.
+  { Group G("attention forward tf32", 2e-3); forward<float>(G, true); }
   for (auto [kind, name] : {std::pair<int, const char *>{NNCC_ATTN_DENSE, "dense"},
                             {NNCC_ATTN_DILATED, "dilated"},
                             {NNCC_ATTN_LSH, "lsh"}}) {

@@ -60,6 +60,10 @@
 #ifndef NNCC_TEST_EMU_CUDA_RUNTIME_H
 #define NNCC_TEST_EMU_CUDA_RUNTIME_H
 
+// Kernels that use inline PTX (tensor-core mma) take their portable path
+// (the same operation written with warp shuffles) under the emulation.
+#define NNCC_CUDA_EMULATION 1
+
 // Device code paths of the shared math headers (nexp = expf etc.).
 #ifndef __CUDA_ARCH__
 #define __CUDA_ARCH__ 900

@@ -2,8 +2,11 @@
 //
 // Same conventions as the CPU twins (AttentionMath.h): q/k/v rows of stride
 // ld_in, head h at columns [h*dh, (h+1)*dh); key_padding_mask != 0 = ignore;
-// rows without admissible keys give zeros. Every score passes through
-// OnlineSoftmax (push_tile / push), the very code the CPU kernels run.
+// rows without admissible keys give zeros. Head sizes up to 128 run the
+// CTA-tiled kernel (attention_tile_fwd_kernel: 64 queries per CTA, K/V tiles
+// in shared memory, register micro-tiles, the online softmax of
+// OnlineSoftmax done per tile with warp shuffles); larger heads the
+// one-query-per-thread kernels, which run OnlineSoftmax itself.
 // Training forwards (the *_train launchers) add attention dropout (the CPU's
 // Philox counters, AttentionMath.h) and the log-sum-exp the backward
 // (AttentionBackward.cuh) reads; compiled with nvcc, not yet run on a GPU.
@@ -14,6 +17,11 @@
 
 #include "nncc/Kernels/AttentionMath.h"
 #include "nncc/Kernels/CUDA/Common.cuh"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
 
 namespace nncc {
 namespace kernels {
@@ -45,7 +53,8 @@ template <typename T, int DH> constexpr int attn_tile_keys() {
              : ((16384 / (DH * (int)sizeof(T))) < 8 ? 8 : 16384 / (DH * (int)sizeof(T)));
 }
 
-/// Flash attention forward. grid = (ceil(T/BQ), H, B), block = BQ threads;
+/// Flash attention forward, one query per thread (the launchers use it for
+/// head sizes above 128). grid = (ceil(T/BQ), H, B), block = BQ threads;
 /// one query row per thread, K/V tiles of BK rows staged in shared memory,
 /// online softmax over tiles: the T x T matrix is never formed.
 /// Exact = true: the head size is DH (fully unrolled); Exact = false: the
@@ -144,7 +153,8 @@ __global__ void __launch_bounds__(BQ)
   }
 }
 
-/// Banded dilated sliding-window attention with global tokens, O(T*w).
+/// Banded dilated sliding-window attention with global tokens, O(T*w), one
+/// query per thread (the launchers use it for head sizes above 128).
 /// One thread per (b, h, query); is_global [T] flags, globals [n_global]
 /// sorted unique positions (< T). grid = (ceil(T/blockDim), H, B).
 /// Exact / dh_rt as for flash_attention_fwd_kernel; `lse` (optional)
@@ -206,6 +216,791 @@ __global__ void dilated_attention_fwd_kernel(
     lse[((int64_t)b * gridDim.y + h) * Tn + i] = sm.lse();
 }
 
+/// The global-token tables of dilated attention on the device.
+struct DilatedGlobals {
+  const uint8_t *is_global = nullptr; // [T] flags
+  const int32_t *list = nullptr;      // sorted distinct positions < T
+  int n = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// CTA-tiled forward (dense and banded dilated), head sizes up to 128.
+//
+// A CTA of 128 threads (4 warps) owns BQ = 64 query rows; warp w the rows
+// [16w, 16w + 16). Lane = 8 r + c: the thread's score micro-tile is rows
+// 16w + r + 4m (m < 4) x keys c + 8n (n < BK/8) of the current key tile, its
+// output micro-tile the same rows x columns 8 VW g + VW c + e (VW = 16 bytes
+// of T: 4 floats / 2 doubles). Q (scaled) stays in shared memory for the
+// whole CTA; per key tile K and V are staged in shared memory, the scores
+// go through the online softmax in registers (row max over the 8 lanes of a
+// row by xor shuffles; the row sum stays per lane until the end), and the
+// weights P through shared memory into P.V. Every shared-memory read of the
+// two inner products is one 16-byte load per lane, conflict-free (rows are
+// padded by VW elements). A head size below the kernel's DH is zero-padded
+// in shared memory (the padding adds exact zeros).
+//===----------------------------------------------------------------------===//
+
+/// Which queries and keys a tile CTA serves (attention_tile_fwd_kernel).
+enum AttnTileMode : int {
+  /// Queries [64 x, 64 x + 64), keys 0..T-1 (causal: up to the last query).
+  kAttnTileDense = 0,
+  /// Queries of one residue class modulo the dilation (i = r + d u for 64
+  /// consecutive u): their band keys are the same class over one contiguous
+  /// range of u, staged once; then the global tokens outside each query's
+  /// band. Global queries are skipped (attention_global_rows_kernel).
+  kAttnTileBand = 1,
+};
+
+/// Tile shape of attention_tile_fwd_kernel for element type T and head
+/// size DH (32, 64 or 128).
+template <typename T, int DH> struct AttnTile {
+  static_assert(DH == 32 || DH == 64 || DH == 128, "tile kernel head sizes");
+  static constexpr int VW = 16 / (int)sizeof(T); // elements per 16-byte load
+  static constexpr int BQ = 64, NT = 128;
+  static constexpr int BK = DH * (int)sizeof(T) >= 512 ? 32 : 64;
+  static constexpr int TM = 4, TN = BK / 8, TG = DH / (8 * VW);
+  static constexpr int LDQ = DH + VW, LDP = BK + VW; // padded row strides
+  static constexpr size_t smem_bytes =
+      sizeof(T) * (size_t)(BQ * LDQ + BK * LDQ + BK * DH + BQ * LDP) + sizeof(int) * BK;
+  static_assert(DH % (8 * VW) == 0, "whole 16-byte column groups per lane");
+};
+
+/// 16 bytes of T, loaded and stored as one vector access.
+template <typename T> struct alignas(16) AttnVec {
+  T e[16 / sizeof(T)];
+};
+
+template <typename T> __device__ __forceinline__ AttnVec<T> attn_ld16(const T *p) {
+  return *reinterpret_cast<const AttnVec<T> *>(p);
+}
+
+/// fp32 -> tf32 (round to nearest, ties away from zero, as cvt.rna), kept
+/// as fp32 bits with the low 13 mantissa bits zero.
+__device__ __forceinline__ uint32_t attn_to_tf32(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+#else
+  uint32_t u = __float_as_uint(x);
+  if ((u & 0x7f800000u) != 0x7f800000u) // finite: add half an ulp of tf32
+    u += 0x1000u;
+  return u & 0xffffe000u;
+#endif
+}
+
+/// d += A B for one m16n8k8 TF32 tensor-core tile, fp32 accumulation, in
+/// PTX's fragment layout (g = lane / 4, t = lane % 4): a = A[g][t],
+/// A[g+8][t], A[g][t+4], A[g+8][t+4]; b = B[t][g], B[t+4][g]; d = D[g][2t],
+/// D[g][2t+1], D[g+8][2t], D[g+8][2t+1]. Without the instruction (sm < 80,
+/// the host emulation) the same product by warp shuffles.
+__device__ __forceinline__ void attn_mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                              uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk) {
+    const bool hi = kk >= 4;
+    const int kl = kk & 3;
+    const float aLo = __uint_as_float(__shfl_sync(0xffffffffu, hi ? a[2] : a[0], g * 4 + kl));
+    const float aHi = __uint_as_float(__shfl_sync(0xffffffffu, hi ? a[3] : a[1], g * 4 + kl));
+    const float bE = __uint_as_float(__shfl_sync(0xffffffffu, hi ? b1 : b0, 8 * t + kl));
+    const float bO = __uint_as_float(__shfl_sync(0xffffffffu, hi ? b1 : b0, 8 * t + 4 + kl));
+    d[0] += aLo * bE;
+    d[1] += aLo * bO;
+    d[2] += aHi * bE;
+    d[3] += aHi * bO;
+  }
+#endif
+}
+
+/// Stage `R` rows of a head into shared memory (row stride LD): row rr comes
+/// from src + row(rr) * ld_in (row(rr) < 0: zeros), columns >= dh are zero;
+/// times `mul`, rounded to tf32 when Tf32. `vec`: 16-byte global loads are
+/// aligned (launcher-checked).
+template <typename T, int DH, int R, int LD, int NT, bool Tf32 = false, typename RowOf>
+__device__ __forceinline__ void attn_stage_rows(T *dst, const T *src, int64_t ld_in, int dh,
+                                                bool vec, T mul, RowOf rowOf) {
+  constexpr int VW = 16 / (int)sizeof(T), CPR = DH / VW; // 16-byte chunks per row
+  for (int e = threadIdx.x; e < R * CPR; e += NT) {
+    const int rr = e / CPR, d0 = (e % CPR) * VW;
+    const int row = rowOf(rr);
+    AttnVec<T> x;
+    if (row >= 0 && vec && d0 < dh) {
+      x = attn_ld16(src + (int64_t)row * ld_in + d0);
+    } else {
+#pragma unroll
+      for (int u = 0; u < VW; ++u)
+        x.e[u] = row >= 0 && d0 + u < dh ? src[(int64_t)row * ld_in + d0 + u] : T(0);
+    }
+#pragma unroll
+    for (int u = 0; u < VW; ++u) {
+      x.e[u] *= mul;
+      if constexpr (Tf32)
+        x.e[u] = __uint_as_float(attn_to_tf32(x.e[u]));
+    }
+    *reinterpret_cast<AttnVec<T> *>(dst + rr * LD + d0) = x;
+  }
+}
+
+/// The queries and key tiles of one tile CTA (the kernels' common schedule).
+template <int Mode, int BQ, int BK> struct AttnTileSchedule {
+  int qbase, qstep = 1, nq;     // queries i(t) = qbase + qstep t, t < nq
+  int cls = 0, kEnd = 0;        // band: residue class; dense: keys [0, kEnd)
+  int ulo = 0, nBand = 0;       // band: class positions [ulo, ulo + nBand)
+  int bandTiles, nTiles, reach; // key tiles (band, then globals); band reach
+  int window, dilation, causal;
+  const int32_t *globals;
+  int nGlobal;
+
+  /// False when the CTA has no query (a short residue class).
+  __device__ bool init(int Tn, int causal_, int window_, int dilation_, const int32_t *globals_,
+                       int n_global) {
+    causal = causal_, window = window_, dilation = dilation_;
+    globals = globals_, nGlobal = n_global;
+    reach = (window / 2) * dilation;
+    int u0 = 0;
+    if (Mode == kAttnTileDense) {
+      qbase = blockIdx.x * BQ;
+    } else {
+      const int perClass = ((Tn + dilation - 1) / dilation + BQ - 1) / BQ;
+      cls = blockIdx.x / perClass;
+      u0 = (blockIdx.x % perClass) * BQ;
+      qbase = cls + dilation * u0;
+      qstep = dilation;
+    }
+    if (qbase >= Tn)
+      return false;
+    nq = min(BQ, (Tn - 1 - qbase) / qstep + 1);
+    if (Mode == kAttnTileDense) {
+      kEnd = causal ? min(Tn, qbase + nq) : Tn;
+      bandTiles = (kEnd + BK - 1) / BK;
+      nTiles = bandTiles;
+    } else {
+      const int half = window / 2;
+      const int clsLen = (Tn - 1 - cls) / dilation + 1;
+      ulo = max(0, u0 - half);
+      const int uhi = min(clsLen - 1, u0 + nq - 1 + (causal ? 0 : half));
+      nBand = uhi - ulo + 1;
+      bandTiles = nBand > 0 ? (nBand + BK - 1) / BK : 0;
+      nTiles = bandTiles + (nGlobal + BK - 1) / BK;
+    }
+    return true;
+  }
+  __device__ int query(int t) const { return qbase + qstep * t; }
+  __device__ bool globalTile(int tile) const { return Mode == kAttnTileBand && tile >= bandTiles; }
+  /// Key jj of `tile`, or -1 past the end.
+  __device__ int key(int tile, int jj) const {
+    if (Mode == kAttnTileDense) {
+      const int j = tile * BK + jj;
+      return j < kEnd ? j : -1;
+    }
+    if (tile < bandTiles) {
+      const int u = tile * BK + jj;
+      return u < nBand ? cls + dilation * (ulo + u) : -1;
+    }
+    const int gi = (tile - bandTiles) * BK + jj;
+    return gi < nGlobal ? globals[gi] : -1;
+  }
+  /// Whether query i attends key j (j from the staged admissibility: -1 =
+  /// out of range or padded) in `tile`.
+  __device__ bool admits(int i, int j, bool gTile) const {
+    bool ok = j >= 0 && !(causal && j > i);
+    if (Mode == kAttnTileBand)
+      ok = ok && (gTile ? !dilated_band(i, j, window, dilation) : (i - j <= reach && j - i <= reach));
+    return ok;
+  }
+};
+
+/// Dropout on the weights a warp wrote to Ps (after the statistics): two
+/// threads per query row, BK/2 consecutive weights each (the rows of warp w
+/// are 16w..16w+15, so only the warp's own rows are touched). Dense keys
+/// are consecutive: one Philox block serves four counters.
+template <typename T, int Mode, int BQ, int BK, int LDP>
+__device__ __forceinline__ void attn_tile_dropout(T *Ps, const int *kadm,
+                                                  const AttnTileSchedule<Mode, BQ, BK> &S,
+                                                  int tile, int b, int h, int H, int Tn,
+                                                  const AttentionDropout<T> &drop) {
+  constexpr int SEG = BK / 2;
+  const int t = threadIdx.x >> 1, jj0 = (threadIdx.x & 1) * SEG;
+  if (t >= S.nq)
+    return;
+  const int i = S.query(t);
+  T *pr = Ps + t * LDP + jj0;
+  const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
+  if (Mode == kAttnTileDense) {
+    const uint64_t first = rowCounter + (uint64_t)(tile * BK + jj0);
+    const uint64_t key = drop.seed ^ kAttentionDropoutSalt;
+    nncc_philox_u32x4 blk = philox_mask_block(key, drop.offset, first >> 2);
+#pragma unroll
+    for (int x = 0; x < SEG; ++x) {
+      const uint64_t cnt = first + (uint64_t)x;
+      const int w = (int)(cnt & 3);
+      if (x > 0 && w == 0)
+        blk = philox_mask_block(key, drop.offset, cnt >> 2);
+      const uint32_t bits = w == 0 ? blk.x[0] : w == 1 ? blk.x[1] : w == 2 ? blk.x[2] : blk.x[3];
+      pr[x] *= nncc_rng_u32_to_unit_float(bits) >= drop.p ? drop.keep_scale : T(0);
+    }
+  } else {
+    for (int x = 0; x < SEG; ++x)
+      if (pr[x] != T(0))
+        pr[x] *= drop.mult(rowCounter + (uint64_t)kadm[jj0 + x]);
+  }
+}
+
+/// The tiled forward (see above). grid: dense (ceil(T/64), H, B); band
+/// (min(dilation, T) * ceil(ceil(T/dilation)/64), H, B). Dynamic shared memory
+/// AttnTile<T, DH>::smem_bytes. Exact: dh == DH, else dh_rt < DH (padded).
+/// `vec`: q, k, v rows allow aligned 16-byte loads. Dropout multiplies the
+/// weights after the softmax statistics (counter ((b H + h) T + i) T + j),
+/// as the CPU does; `lse` (optional) [B, H, T].
+template <typename T, int DH, int Mode, bool Exact>
+__global__ void __launch_bounds__(128)
+    attention_tile_fwd_kernel(int Tn, const T *__restrict__ q, const T *__restrict__ k,
+                              const T *__restrict__ v, int64_t ld_in, T *out, int64_t ld_out,
+                              const uint8_t *kpm, int causal, T scale, T *lse, int dh_rt,
+                              int vec, int window, int dilation, const uint8_t *is_global,
+                              const int32_t *globals, int n_global, AttentionDropout<T> drop) {
+  using C = AttnTile<T, DH>;
+  constexpr int BQ = C::BQ, BK = C::BK, NT = C::NT, VW = C::VW;
+  constexpr int TM = C::TM, TN = C::TN, TG = C::TG, LDQ = C::LDQ, LDP = C::LDP;
+  extern __shared__ __align__(16) unsigned char nncc_attn_tile_smem[];
+  T *Qs = reinterpret_cast<T *>(nncc_attn_tile_smem); // [BQ][LDQ]
+  T *Ks = Qs + BQ * LDQ;                                // [BK][LDQ]
+  T *Vs = Ks + BK * LDQ;                                // [BK][DH]
+  T *Ps = Vs + BK * DH;                                 // [BQ][LDP]
+  int *kadm = reinterpret_cast<int *>(Ps + BQ * LDP);   // [BK] key or -1
+
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int r = lane >> 3, c = lane & 7;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  AttnTileSchedule<Mode, BQ, BK> S;
+  if (!S.init(Tn, causal, window, dilation, globals, n_global)) // CTA-uniform
+    return;
+
+  const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  attn_stage_rows<T, DH, BQ, LDQ, NT>(Qs, q + headOff, ld_in, dh, vec != 0, scale,
+                                      [&](int t) { return t < S.nq ? S.query(t) : -1; });
+
+  int qi[TM];
+  T mrow[TM], lrow[TM], acc[TM][TG * VW];
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    qi[m] = S.query(warp * 16 + r + 4 * m);
+    mrow[m] = neg_big<T>();
+    lrow[m] = T(0);
+#pragma unroll
+    for (int x = 0; x < TG * VW; ++x)
+      acc[m][x] = T(0);
+  }
+
+  for (int tile = 0; tile < S.nTiles; ++tile) {
+    const bool gTile = S.globalTile(tile);
+    auto rowOf = [&](int jj) { return S.key(tile, jj); };
+    attn_stage_rows<T, DH, BK, LDQ, NT>(Ks, k + headOff, ld_in, dh, vec != 0, T(1), rowOf);
+    attn_stage_rows<T, DH, BK, DH, NT>(Vs, v + headOff, ld_in, dh, vec != 0, T(1), rowOf);
+    for (int jj = threadIdx.x; jj < BK; jj += NT) {
+      const int j = S.key(tile, jj);
+      kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
+    }
+    __syncthreads();
+
+    // S = (scale Q) K^T on the micro-tile.
+    T s[TM][TN];
+#pragma unroll
+    for (int m = 0; m < TM; ++m)
+#pragma unroll
+      for (int n = 0; n < TN; ++n)
+        s[m][n] = T(0);
+#pragma unroll 4
+    for (int d0 = 0; d0 < DH; d0 += VW) {
+      if (!Exact && d0 >= dh)
+        break;
+      AttnVec<T> qv[TM];
+#pragma unroll
+      for (int m = 0; m < TM; ++m)
+        qv[m] = attn_ld16(Qs + (warp * 16 + r + 4 * m) * LDQ + d0);
+#pragma unroll
+      for (int n = 0; n < TN; ++n) {
+        const AttnVec<T> kv = attn_ld16(Ks + (c + 8 * n) * LDQ + d0);
+#pragma unroll
+        for (int m = 0; m < TM; ++m)
+#pragma unroll
+          for (int u = 0; u < VW; ++u)
+            s[m][n] += qv[m].e[u] * kv.e[u];
+      }
+    }
+
+    // Masks, online softmax, weights into the warp's own rows of Ps.
+#pragma unroll
+    for (int m = 0; m < TM; ++m) {
+      T tmax = neg_big<T>();
+#pragma unroll
+      for (int n = 0; n < TN; ++n) {
+        s[m][n] = S.admits(qi[m], kadm[c + 8 * n], gTile) ? s[m][n] : neg_big<T>();
+        tmax = s[m][n] > tmax ? s[m][n] : tmax;
+      }
+#pragma unroll
+      for (int x = 1; x < 8; x <<= 1) {
+        const T o = __shfl_xor_sync(0xffffffffu, tmax, x);
+        tmax = o > tmax ? o : tmax;
+      }
+      const T mnew = tmax > mrow[m] ? tmax : mrow[m];
+      const T alpha = nexp(mrow[m] - mnew);
+      T sum = T(0);
+#pragma unroll
+      for (int n = 0; n < TN; ++n) {
+        const T p = s[m][n] <= neg_big<T>() ? T(0) : nexp(s[m][n] - mnew);
+        sum += p;
+        Ps[(warp * 16 + r + 4 * m) * LDP + c + 8 * n] = p;
+      }
+      lrow[m] = lrow[m] * alpha + sum;
+      mrow[m] = mnew;
+#pragma unroll
+      for (int x = 0; x < TG * VW; ++x)
+        acc[m][x] *= alpha;
+    }
+    __syncwarp(); // Ps rows are private to their warp
+    if (drop.on()) {
+      attn_tile_dropout<T, Mode, BQ, BK, LDP>(Ps, kadm, S, tile, b, h, H, Tn, drop);
+      __syncwarp();
+    }
+
+    // O += P V on the micro-tile.
+#pragma unroll 2
+    for (int j0 = 0; j0 < BK; j0 += VW) {
+      AttnVec<T> pv[TM];
+#pragma unroll
+      for (int m = 0; m < TM; ++m)
+        pv[m] = attn_ld16(Ps + (warp * 16 + r + 4 * m) * LDP + j0);
+#pragma unroll
+      for (int u = 0; u < VW; ++u)
+#pragma unroll
+        for (int g = 0; g < TG; ++g) {
+          const AttnVec<T> vv = attn_ld16(Vs + (j0 + u) * DH + g * 8 * VW + c * VW);
+#pragma unroll
+          for (int m = 0; m < TM; ++m)
+#pragma unroll
+            for (int e = 0; e < VW; ++e)
+              acc[m][g * VW + e] += pv[m].e[u] * vv.e[e];
+        }
+    }
+    __syncthreads(); // before the next tile overwrites Ks, Vs, kadm
+  }
+
+  // Row sums over the 8 lanes of a row; 1/l (0 for an empty row); stores.
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    T l = lrow[m];
+#pragma unroll
+    for (int x = 1; x < 8; x <<= 1)
+      l += __shfl_xor_sync(0xffffffffu, l, x);
+    const int t = warp * 16 + r + 4 * m, i = qi[m];
+    if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
+      continue;
+    const T inv = l > T(0) ? T(1) / l : T(0);
+    T *orow = out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
+#pragma unroll
+    for (int g = 0; g < TG; ++g)
+#pragma unroll
+      for (int e = 0; e < VW; ++e) {
+        const int col = g * 8 * VW + c * VW + e;
+        if (Exact || col < dh)
+          orow[col] = acc[m][g * VW + e] * inv;
+      }
+    if (lse && c == 0)
+      lse[((int64_t)b * H + h) * Tn + i] = l > T(0) ? mrow[m] + nlog(l) : neg_big<T>();
+  }
+}
+
+/// Tile shape of the TF32 kernel: AttnTile<float, DH>'s, V rows padded to
+/// DH + 8 so the B fragments of P.V (V[t][g], t = lane % 4 rows apart) fall
+/// into distinct banks.
+template <int DH> struct AttnTileTf32 {
+  using C = AttnTile<float, DH>;
+  static constexpr int LDV = DH + 8;
+  static constexpr size_t smem_bytes =
+      sizeof(float) * (size_t)(C::BQ * C::LDQ + C::BK * C::LDQ + C::BK * LDV + C::BQ * C::LDP) +
+      sizeof(int) * C::BK;
+};
+
+/// attention_tile_fwd_kernel on TF32 tensor cores (fp32 only; chosen at
+/// launch when NNCC_CUDA_ALLOW_TF32 allows it). Same CTA, schedule, masks,
+/// dropout and outputs; warp w's 16 query rows are one m16 tile: QK^T as
+/// BK/8 x DH/8 and P.V as DH/8 x BK/8 m16n8k8 mma with Q's fragments held in
+/// registers for the whole CTA, K, V (and P when loaded as fragments)
+/// rounded to TF32, fp32 accumulation and softmax. A thread owns rows
+/// g, g + 8 (g = lane / 4) and columns 8n + 2t, 8n + 2t + 1 (t = lane % 4) of
+/// S and O, so row statistics reduce over 4 lanes.
+template <int DH, int Mode, bool Exact>
+__global__ void __launch_bounds__(128)
+    attention_tile_tf32_kernel(int Tn, const float *__restrict__ q, const float *__restrict__ k,
+                               const float *__restrict__ v, int64_t ld_in, float *out,
+                               int64_t ld_out, const uint8_t *kpm, int causal, float scale,
+                               float *lse, int dh_rt, int vec, int window, int dilation,
+                               const uint8_t *is_global, const int32_t *globals, int n_global,
+                               AttentionDropout<float> drop) {
+  using C = AttnTile<float, DH>;
+  constexpr int BQ = C::BQ, BK = C::BK, NT = C::NT, LDQ = C::LDQ, LDP = C::LDP;
+  constexpr int LDV = AttnTileTf32<DH>::LDV, NS = BK / 8, KD = DH / 8;
+  extern __shared__ __align__(16) unsigned char nncc_attn_tf32_smem[];
+  float *Qs = reinterpret_cast<float *>(nncc_attn_tf32_smem); // [BQ][LDQ]
+  float *Ks = Qs + BQ * LDQ;                                   // [BK][LDQ]
+  float *Vs = Ks + BK * LDQ;                                   // [BK][LDV]
+  float *Ps = Vs + BK * LDV;                                   // [BQ][LDP]
+  int *kadm = reinterpret_cast<int *>(Ps + BQ * LDP);          // [BK] key or -1
+
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int row0 = warp * 16 + g; // and row0 + 8
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  AttnTileSchedule<Mode, BQ, BK> S;
+  if (!S.init(Tn, causal, window, dilation, globals, n_global)) // CTA-uniform
+    return;
+
+  const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  attn_stage_rows<float, DH, BQ, LDQ, NT, true>(
+      Qs, q + headOff, ld_in, dh, vec != 0, scale,
+      [&](int t) { return t < S.nq ? S.query(t) : -1; });
+  __syncthreads();
+  uint32_t qa[KD][4]; // Q's A fragments, all of the head
+#pragma unroll
+  for (int kd = 0; kd < KD; ++kd) {
+    const float *q0 = Qs + row0 * LDQ + 8 * kd + t4;
+    qa[kd][0] = __float_as_uint(q0[0]);
+    qa[kd][1] = __float_as_uint(q0[8 * LDQ]);
+    qa[kd][2] = __float_as_uint(q0[4]);
+    qa[kd][3] = __float_as_uint(q0[8 * LDQ + 4]);
+  }
+  const int qi[2] = {S.query(row0), S.query(row0 + 8)};
+  float mrow[2] = {neg_big<float>(), neg_big<float>()}, lrow[2] = {0.f, 0.f};
+  float oacc[KD][4];
+#pragma unroll
+  for (int n = 0; n < KD; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      oacc[n][e] = 0.f;
+
+  for (int tile = 0; tile < S.nTiles; ++tile) {
+    const bool gTile = S.globalTile(tile);
+    auto rowOf = [&](int jj) { return S.key(tile, jj); };
+    attn_stage_rows<float, DH, BK, LDQ, NT, true>(Ks, k + headOff, ld_in, dh, vec != 0, 1.f,
+                                                  rowOf);
+    attn_stage_rows<float, DH, BK, LDV, NT, true>(Vs, v + headOff, ld_in, dh, vec != 0, 1.f,
+                                                  rowOf);
+    for (int jj = threadIdx.x; jj < BK; jj += NT) {
+      const int j = S.key(tile, jj);
+      kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
+    }
+    __syncthreads();
+
+    float sacc[NS][4];
+#pragma unroll
+    for (int n = 0; n < NS; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        sacc[n][e] = 0.f;
+#pragma unroll
+    for (int kd = 0; kd < KD; ++kd) {
+      if (!Exact && 8 * kd >= dh)
+        break;
+#pragma unroll
+      for (int n = 0; n < NS; ++n) {
+        const float *k0 = Ks + (8 * n + g) * LDQ + 8 * kd + t4;
+        attn_mma_tf32(sacc[n], qa[kd], __float_as_uint(k0[0]), __float_as_uint(k0[4]));
+      }
+    }
+
+    // Masks, online softmax (rows row0 and row0 + 8), weights into Ps.
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      float tmax = neg_big<float>();
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float &sv = sacc[n][2 * hr + e];
+          sv = S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile) ? sv : neg_big<float>();
+          tmax = sv > tmax ? sv : tmax;
+        }
+#pragma unroll
+      for (int x = 1; x < 4; x <<= 1) {
+        const float o = __shfl_xor_sync(0xffffffffu, tmax, x);
+        tmax = o > tmax ? o : tmax;
+      }
+      const float mnew = tmax > mrow[hr] ? tmax : mrow[hr];
+      const float alpha = nexp(mrow[hr] - mnew);
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float sv = sacc[n][2 * hr + e];
+          const float p = sv <= neg_big<float>() ? 0.f : nexp(sv - mnew);
+          sum += p;
+          Ps[(row0 + 8 * hr) * LDP + 8 * n + 2 * t4 + e] = p;
+        }
+      lrow[hr] = lrow[hr] * alpha + sum;
+      mrow[hr] = mnew;
+#pragma unroll
+      for (int n = 0; n < KD; ++n) {
+        oacc[n][2 * hr] *= alpha;
+        oacc[n][2 * hr + 1] *= alpha;
+      }
+    }
+    __syncwarp(); // Ps rows are private to their warp
+    if (drop.on()) {
+      attn_tile_dropout<float, Mode, BQ, BK, LDP>(Ps, kadm, S, tile, b, h, H, Tn, drop);
+      __syncwarp();
+    }
+
+    // O += P V: P's A fragments from Ps (rounded here, after dropout).
+#pragma unroll
+    for (int ks = 0; ks < NS; ++ks) {
+      const float *p0 = Ps + row0 * LDP + 8 * ks + t4;
+      const uint32_t pa[4] = {attn_to_tf32(p0[0]), attn_to_tf32(p0[8 * LDP]),
+                              attn_to_tf32(p0[4]), attn_to_tf32(p0[8 * LDP + 4])};
+#pragma unroll
+      for (int n = 0; n < KD; ++n) {
+        if (!Exact && 8 * n >= dh)
+          break;
+        const float *v0 = Vs + (8 * ks + t4) * LDV + 8 * n + g;
+        attn_mma_tf32(oacc[n], pa, __float_as_uint(v0[0]), __float_as_uint(v0[4 * LDV]));
+      }
+    }
+    __syncthreads(); // before the next tile overwrites Ks, Vs, kadm
+  }
+
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    float l = lrow[hr];
+#pragma unroll
+    for (int x = 1; x < 4; x <<= 1)
+      l += __shfl_xor_sync(0xffffffffu, l, x);
+    const int t = row0 + 8 * hr, i = qi[hr];
+    if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
+      continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    float *orow = out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
+#pragma unroll
+    for (int n = 0; n < KD; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = 8 * n + 2 * t4 + e;
+        if (Exact || col < dh)
+          orow[col] = oacc[n][2 * hr + e] * inv;
+      }
+    if (lse && t4 == 0)
+      lse[((int64_t)b * H + h) * Tn + i] = l > 0.f ? mrow[hr] + nlog(l) : neg_big<float>();
+  }
+}
+
+/// The rows of the global queries of dilated attention (every admissible
+/// key). grid = (n_global, H, B), block = 256, keys in tiles of 256: thread
+/// t scores key j0 + t, the block reduces the tile max (the online softmax
+/// state is block-uniform), and in P.V thread t owns column t % DH and every
+/// (256 / DH)-th key of the tile, so V rows are read coalesced. Exact /
+/// dh_rt as attention_tile_fwd_kernel (DH = 32, 64, 128).
+template <typename T, int DH, bool Exact>
+__global__ void __launch_bounds__(256)
+    attention_global_rows_kernel(int Tn, const T *__restrict__ q, const T *__restrict__ k,
+                                 const T *__restrict__ v, int64_t ld_in, T *out, int64_t ld_out,
+                                 const uint8_t *kpm, int causal, T scale, T *lse, int dh_rt,
+                                 const int32_t *globals, AttentionDropout<T> drop) {
+  constexpr int NT = 256, NW = NT / 32, NKG = NT / DH;
+  static_assert(NT % DH == 0, "whole key groups");
+  __shared__ T qs[DH];
+  __shared__ T ps[NT]; // the tile's weights; at the end the NKG partial outputs
+  __shared__ T red[NW];
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int i = globals[blockIdx.x];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int d = threadIdx.x % DH, kg = threadIdx.x / DH;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
+  for (int x = threadIdx.x; x < DH; x += NT)
+    qs[x] = x < dh ? q[headOff + (int64_t)i * ld_in + x] * scale : T(0);
+  __syncthreads();
+
+  T m = neg_big<T>(), lpart = T(0), acc = T(0);
+  for (int j0 = 0; j0 < Tn; j0 += NT) {
+    const int j = j0 + threadIdx.x;
+    T s = neg_big<T>();
+    if (j < Tn && key_admissible(i, j, causal != 0, kpmRow)) {
+      const T *kr = k + headOff + (int64_t)j * ld_in;
+      s = T(0);
+#pragma unroll 8
+      for (int x = 0; x < DH; ++x) {
+        if (!Exact && x >= dh)
+          break;
+        s += qs[x] * kr[x];
+      }
+    }
+    T tmax = s;
+#pragma unroll
+    for (int x = 16; x > 0; x >>= 1) {
+      const T o = __shfl_xor_sync(0xffffffffu, tmax, x);
+      tmax = o > tmax ? o : tmax;
+    }
+    if (lane == 0)
+      red[warp] = tmax;
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < NW; ++w)
+      tmax = red[w] > tmax ? red[w] : tmax;
+    const T mnew = tmax > m ? tmax : m;
+    const T alpha = nexp(m - mnew);
+    const T p = s <= neg_big<T>() ? T(0) : nexp(s - mnew);
+    lpart = lpart * alpha + p;
+    ps[threadIdx.x] = p != T(0) ? p * drop.mult(rowCounter + (uint64_t)j) : T(0);
+    m = mnew;
+    __syncthreads();
+    acc *= alpha;
+    if (d < dh) {
+      const int nk = min(NT, Tn - j0);
+      for (int jj = kg; jj < nk; jj += NKG) {
+        const T pj = ps[jj];
+        if (pj != T(0))
+          acc += pj * v[headOff + (int64_t)(j0 + jj) * ld_in + d];
+      }
+    }
+    __syncthreads(); // ps and red are rewritten by the next tile
+  }
+  T l = lpart;
+#pragma unroll
+  for (int x = 16; x > 0; x >>= 1)
+    l += __shfl_xor_sync(0xffffffffu, l, x);
+  if (lane == 0)
+    red[warp] = l;
+  ps[threadIdx.x] = acc;
+  __syncthreads();
+  T L = T(0);
+#pragma unroll
+  for (int w = 0; w < NW; ++w)
+    L += red[w];
+  const T inv = L > T(0) ? T(1) / L : T(0);
+  if (threadIdx.x < dh) {
+    T a = T(0);
+#pragma unroll
+    for (int g = 0; g < NKG; ++g)
+      a += ps[g * DH + threadIdx.x];
+    out[((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh + threadIdx.x] = a * inv;
+  }
+  if (lse && threadIdx.x == 0)
+    lse[((int64_t)b * H + h) * Tn + i] = L > T(0) ? m + nlog(L) : neg_big<T>();
+}
+
+/// Whether q, k, v rows of a head allow aligned 16-byte loads.
+template <typename T>
+inline bool attn_vec_loads(const T *q, const T *k, const T *v, int64_t ld_in, int dh) {
+  constexpr int VW = 16 / (int)sizeof(T);
+  auto al = [](const T *p) { return ((uintptr_t)p & 15u) == 0; };
+  return al(q) && al(k) && al(v) && ld_in % VW == 0 && dh % VW == 0;
+}
+
+/// Whether the user allows TF32 tensor cores (NNCC_CUDA_ALLOW_TF32 set and
+/// not "0", read at each launch; off by default, as PyTorch's allow_tf32).
+inline bool attention_tf32_allowed() {
+  const char *e = getenv("NNCC_CUDA_ALLOW_TF32");
+  return e && *e && strcmp(e, "0") != 0;
+}
+
+/// Launch the tile kernel <T, DH, Mode, Exact> on `grid`: the TF32 one for
+/// fp32 when attention_tf32_allowed(), else attention_tile_fwd_kernel.
+template <typename T, int DH, int Mode, bool Exact>
+inline cudaError_t attn_tile_launch(dim3 grid, int Tn, const T *q, const T *k, const T *v,
+                                    int64_t ld_in, T *out, int64_t ld_out, const uint8_t *kpm,
+                                    int causal, T scale, T *lse, int dh, int window,
+                                    int dilation, const DilatedGlobals &g,
+                                    const AttentionDropout<T> &drop, cudaStream_t stream) {
+  const int vec = attn_vec_loads(q, k, v, ld_in, dh) ? 1 : 0;
+  cudaError_t e;
+  if constexpr (std::is_same_v<T, float>) {
+    if (attention_tf32_allowed()) {
+      auto kern = attention_tile_tf32_kernel<DH, Mode, Exact>;
+      constexpr size_t smem = AttnTileTf32<DH>::smem_bytes;
+      if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem)) != cudaSuccess)
+        return e;
+      kern<<<grid, AttnTile<T, DH>::NT, smem, stream>>>(
+          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh, vec, window, dilation,
+          g.is_global, g.list, g.n, drop);
+      return cudaGetLastError();
+    }
+  }
+  auto kern = attention_tile_fwd_kernel<T, DH, Mode, Exact>;
+  constexpr size_t smem = AttnTile<T, DH>::smem_bytes;
+  if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smem)) != cudaSuccess)
+    return e;
+  kern<<<grid, AttnTile<T, DH>::NT, smem, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm,
+                                                    causal, scale, lse, dh, vec, window,
+                                                    dilation, g.is_global, g.list, g.n, drop);
+  return cudaGetLastError();
+}
+
+/// The tile kernel for head size dh <= 128 (DHS as flash_attention_forward;
+/// dh 32/64/128 exact, others padded to the next of them) and, for band
+/// mode with global tokens, the global-query rows.
+template <typename T, int DHS, int Mode>
+inline cudaError_t attn_tile_forward(int dh, dim3 grid, int Tn, const T *q, const T *k,
+                                     const T *v, int64_t ld_in, T *out, int64_t ld_out,
+                                     const uint8_t *kpm, int causal, T scale, T *lse,
+                                     int window, int dilation, const DilatedGlobals &g,
+                                     const AttentionDropout<T> &drop, cudaStream_t stream) {
+  auto run = [&](auto dhTag, auto exactTag) -> cudaError_t {
+    constexpr int DH = decltype(dhTag)::value;
+    constexpr bool Exact = decltype(exactTag)::value;
+    cudaError_t e = attn_tile_launch<T, DH, Mode, Exact>(grid, Tn, q, k, v, ld_in, out, ld_out,
+                                                         kpm, causal, scale, lse, dh, window,
+                                                         dilation, g, drop, stream);
+    if constexpr (Mode == kAttnTileBand) {
+      if (e != cudaSuccess || g.n == 0)
+        return e;
+      attention_global_rows_kernel<T, DH, Exact><<<dim3(g.n, grid.y, grid.z), 256, 0, stream>>>(
+          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh, g.list, drop);
+      return cudaGetLastError();
+    }
+    return e;
+  };
+  using std::integral_constant;
+  if constexpr (DHS == 32 || DHS == 64 || DHS == 128) {
+    return run(integral_constant<int, DHS>(), integral_constant<bool, true>());
+  } else {
+    switch (dh) {
+    case 32: return run(integral_constant<int, 32>(), integral_constant<bool, true>());
+    case 64: return run(integral_constant<int, 64>(), integral_constant<bool, true>());
+    case 128: return run(integral_constant<int, 128>(), integral_constant<bool, true>());
+    default: break;
+    }
+    if (dh > 0 && dh < 32)
+      return run(integral_constant<int, 32>(), integral_constant<bool, false>());
+    if (dh > 32 && dh < 64)
+      return run(integral_constant<int, 64>(), integral_constant<bool, false>());
+    if (dh > 64 && dh < 128)
+      return run(integral_constant<int, 128>(), integral_constant<bool, false>());
+    return cudaErrorInvalidValue;
+  }
+}
+
+/// Largest head size served (the tile kernels up to 128, the one-query-per-
+/// thread kernels beyond).
+constexpr int kMaxHeadDim = 256;
+/// Largest head size of the tile kernels.
+constexpr int kMaxTileHeadDim = 128;
+
+/// Flash attention forward with the head size DH known statically.
 template <typename T, int DH>
 inline cudaError_t launch_flash_attention(int B, int Tn, int H, const T *q,
                                           const T *k, const T *v,
@@ -213,20 +1008,27 @@ inline cudaError_t launch_flash_attention(int B, int Tn, int H, const T *q,
                                           int64_t ld_out, const uint8_t *kpm,
                                           int causal, T scale, T *lse,
                                           cudaStream_t stream = 0) {
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
   constexpr int BQ = 64;
   dim3 grid((Tn + BQ - 1) / BQ, H, B);
-  flash_attention_fwd_kernel<T, DH, BQ, attn_tile_keys<T, DH>()><<<grid, BQ, 0, stream>>>(
-      Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse);
-  return cudaGetLastError();
+  if constexpr (DH <= kMaxTileHeadDim) {
+    return attn_tile_forward<T, DH, kAttnTileDense>(DH, grid, Tn, q, k, v, ld_in, out, ld_out,
+                                                    kpm, causal, scale, lse, 0, 1,
+                                                    DilatedGlobals(), AttentionDropout<T>(),
+                                                    stream);
+  } else {
+    flash_attention_fwd_kernel<T, DH, BQ, attn_tile_keys<T, DH>()><<<grid, BQ, 0, stream>>>(
+        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse);
+    return cudaGetLastError();
+  }
 }
 
-/// Largest head size served (generic kernels beyond 32/64/128).
-constexpr int kMaxHeadDim = 256;
-
-/// The flash forward kernel for head size dh with dropout `drop` (off:
+/// The flash forward for head size dh with dropout `drop` (off:
 /// inference): DHS = 32/64/128 builds only that kernel (dh must match);
-/// DHS = 0 dispatches at run time, exact kernels for dh = 32, 64, 128 and
-/// the generic one for any other dh <= kMaxHeadDim.
+/// DHS = 0 dispatches at run time: the tile kernel (exact for dh = 32, 64,
+/// 128, zero-padded to the next of them below 128), the one-query-per-thread
+/// kernel for 128 < dh <= kMaxHeadDim.
 template <typename T, int DHS = 0>
 inline cudaError_t flash_attention_forward(int dh, int B, int Tn, int H, const T *q,
                                            const T *k, const T *v, int64_t ld_in, T *out,
@@ -235,38 +1037,23 @@ inline cudaError_t flash_attention_forward(int dh, int B, int Tn, int H, const T
                                            cudaStream_t stream) {
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
+  if (DHS != 0 && dh != DHS)
+    return cudaErrorInvalidValue;
+  if (dh <= 0 || dh > kMaxHeadDim)
+    return cudaErrorInvalidValue;
   constexpr int BQ = 64;
   dim3 grid((Tn + BQ - 1) / BQ, H, B);
-  if constexpr (DHS != 0) {
-    if (dh != DHS)
-      return cudaErrorInvalidValue;
-    flash_attention_fwd_kernel<T, DHS, BQ, attn_tile_keys<T, DHS>()><<<grid, BQ, 0, stream>>>(
-        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, DHS, drop);
-  } else {
-    switch (dh) {
-    case 32:
-      flash_attention_fwd_kernel<T, 32, BQ, attn_tile_keys<T, 32>()><<<grid, BQ, 0, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, 32, drop);
-      break;
-    case 64:
-      flash_attention_fwd_kernel<T, 64, BQ, attn_tile_keys<T, 64>()><<<grid, BQ, 0, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, 64, drop);
-      break;
-    case 128:
-      flash_attention_fwd_kernel<T, 128, BQ, attn_tile_keys<T, 128>()>
-          <<<grid, BQ, 0, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse,
-                                    128, drop);
-      break;
-    default:
-      if (dh <= 0 || dh > kMaxHeadDim)
-        return cudaErrorInvalidValue;
-      flash_attention_fwd_kernel<T, kMaxHeadDim, BQ, attn_tile_keys<T, kMaxHeadDim>(), false>
-          <<<grid, BQ, 0, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse,
-                                    dh, drop);
-      break;
-    }
+  if (dh <= kMaxTileHeadDim)
+    return attn_tile_forward<T, DHS, kAttnTileDense>(dh, grid, Tn, q, k, v, ld_in, out, ld_out,
+                                                     kpm, causal, scale, lse, 0, 1,
+                                                     DilatedGlobals(), drop, stream);
+  if constexpr (DHS == 0) {
+    flash_attention_fwd_kernel<T, kMaxHeadDim, BQ, attn_tile_keys<T, kMaxHeadDim>(), false>
+        <<<grid, BQ, 0, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh,
+                                  drop);
+    return cudaGetLastError();
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
 }
 
 /// Flash attention with the head size known at run time only: exact
@@ -315,13 +1102,6 @@ inline int64_t dilated_attention_scratch_bytes(int64_t Tn, int64_t n_global) {
   return ((Tn + 255) / 256) * 256 + 4 * (n_global > 0 ? n_global : 1);
 }
 
-/// The global-token tables of dilated attention on the device.
-struct DilatedGlobals {
-  const uint8_t *is_global = nullptr; // [T] flags
-  const int32_t *list = nullptr;      // sorted distinct positions < T
-  int n = 0;
-};
-
 /// Builds the tables in `scratch` (dilated_attention_scratch_bytes(T, n))
 /// from the host positions `host_globals` (any order; duplicates and
 /// positions >= T dropped as the CPU twin does; negative positions are the
@@ -366,8 +1146,10 @@ inline cudaError_t dilated_upload_globals(int Tn, const int32_t *host_globals,
   return cudaSuccess;
 }
 
-/// The dilated forward kernel for head size dh (DHS as for
-/// flash_attention_forward) over uploaded global tables; `lse` may be NULL.
+/// The dilated forward for head size dh (DHS as for flash_attention_forward)
+/// over uploaded global tables; `lse` may be NULL. dh <= 128: the band tile
+/// kernel plus, with global tokens, attention_global_rows_kernel; larger
+/// heads: the one-query-per-thread kernel.
 template <typename T, int DHS = 0>
 inline cudaError_t dilated_attention_forward(int dh, int B, int Tn, int H, const T *q,
                                              const T *k, const T *v, int64_t ld_in, T *out,
@@ -378,40 +1160,24 @@ inline cudaError_t dilated_attention_forward(int dh, int B, int Tn, int H, const
                                              cudaStream_t stream) {
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
-  dim3 grid((Tn + 127) / 128, H, B);
-  if constexpr (DHS != 0) {
-    if (dh != DHS)
-      return cudaErrorInvalidValue;
-    dilated_attention_fwd_kernel<T, DHS><<<grid, 128, 0, stream>>>(
-        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
-        g.list, g.n, DHS, lse, drop);
-  } else {
-    switch (dh) {
-    case 32:
-      dilated_attention_fwd_kernel<T, 32><<<grid, 128, 0, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
-          g.list, g.n, 32, lse, drop);
-      break;
-    case 64:
-      dilated_attention_fwd_kernel<T, 64><<<grid, 128, 0, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
-          g.list, g.n, 64, lse, drop);
-      break;
-    case 128:
-      dilated_attention_fwd_kernel<T, 128><<<grid, 128, 0, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
-          g.list, g.n, 128, lse, drop);
-      break;
-    default:
-      if (dh <= 0 || dh > kMaxHeadDim)
-        return cudaErrorInvalidValue;
-      dilated_attention_fwd_kernel<T, kMaxHeadDim, false><<<grid, 128, 0, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
-          g.list, g.n, dh, lse, drop);
-      break;
-    }
+  if ((DHS != 0 && dh != DHS) || dh <= 0 || dh > kMaxHeadDim || dilation < 1)
+    return cudaErrorInvalidValue;
+  if (dh <= kMaxTileHeadDim) {
+    constexpr int BQ = AttnTile<T, 32>::BQ;
+    const int perClass = ((Tn + dilation - 1) / dilation + BQ - 1) / BQ;
+    dim3 grid(std::min(dilation, Tn) * perClass, H, B); // classes r >= T are empty
+    return attn_tile_forward<T, DHS, kAttnTileBand>(dh, grid, Tn, q, k, v, ld_in, out, ld_out,
+                                                    kpm, causal, scale, lse, window, dilation,
+                                                    g, drop, stream);
   }
-  return cudaGetLastError();
+  if constexpr (DHS == 0) {
+    dim3 grid((Tn + 127) / 128, H, B);
+    dilated_attention_fwd_kernel<T, kMaxHeadDim, false><<<grid, 128, 0, stream>>>(
+        Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
+        g.list, g.n, dh, lse, drop);
+    return cudaGetLastError();
+  }
+  return cudaErrorInvalidValue;
 }
 
 /// Banded dilated attention with run-time head size (DHS = 32/64/128: the
