@@ -59,6 +59,23 @@ private:
   LogicalResult emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp op);
   LogicalResult emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp op);
   LogicalResult emitOdeSteps(raw_indented_ostream &os, Operation *op, nnk::ODEMethod method);
+  LogicalResult emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp op);
+  LogicalResult emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNGradOp op);
+  /// A region as a lambda `lambda(params) -> int` (0 or a status) whose
+  /// `prologue` binds the block arguments; inner launches as emitRegion's.
+  LogicalResult emitRegionLambda(raw_indented_ostream &os, Region &region, Operation *parent,
+                                 const std::string &lambda, const std::string &params,
+                                 const std::string &prologue);
+  /// The arena slot of the CPU plan's workspace for `op` (the ODE
+  /// gradients' scratch: the same bytes, device memory on CUDA).
+  FailureOr<int> plannedWorkspace(Operation *op);
+  /// `OdeDevice ode_dev` of the current launch (stream, dopri5's norm
+  /// scratch from the kernel scratch).
+  void emitOdeDevice(raw_indented_ostream &os);
+  /// The statements reporting a device driver's CUDA error (OdeDeviceError).
+  std::string odeDeviceBranch();
+  llvm::DenseMap<Operation *, int> cpuWorkspaces;
+  bool cpuPlanned = false;
   /// One extern "C" launch sequence nncc_<model>_<fnName> over `ops` of `fn`.
   LogicalResult emitSequence(raw_indented_ostream &f, StringRef fnName, func::FuncOp fn,
                              ArrayRef<Operation *> ops);
@@ -381,7 +398,9 @@ LogicalResult CudaEmitter::emitODE(Operation *odeOp) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(odeOp)
       .Case<nnk::ODESolveOp>([&](auto o) { return emitOdeSolve(out(), o); })
       .Case<nnk::ODERNNOp>([&](auto o) { return emitOdeRnn(out(), o); })
-      .Default([&](Operation *) { return cpuOnlyBackward(); });
+      .Case<nnk::ODESolveGradOp>([&](auto o) { return emitOdeSolveGrad(out(), o); })
+      .Case<nnk::ODERNNGradOp>([&](auto o) { return emitOdeRnnGrad(out(), o); })
+      .Default([&](Operation *other) { return other->emitError("not an ODE op"); });
 }
 
 LogicalResult CudaEmitter::copyNd(const StridedCopy &c) {
@@ -638,6 +657,241 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
   os << "}\n";
   os.unindent();
   os << "}\n";
+  os.unindent();
+  os << "}\n";
+  return success();
+}
+
+FailureOr<int> CudaEmitter::plannedWorkspace(Operation *op) {
+  if (!cpuPlanned) {
+    cpuPlanned = true;
+    if (failed(withCpuBufferPlan(module, [&](const ModelEmitter &cpu) {
+          for (auto [i, b] : llvm::enumerate(cpu.buffers))
+            if (!b.workspaceBytes.empty() && b.owner)
+              cpuWorkspaces.try_emplace(b.owner, (int)i);
+          return success();
+        })))
+      return failure();
+  }
+  auto it = cpuWorkspaces.find(op);
+  if (it == cpuWorkspaces.end())
+    return op->emitError("the CPU buffer plan has no workspace for this op"), failure();
+  return it->second;
+}
+
+LogicalResult CudaEmitter::emitRegionLambda(raw_indented_ostream &os, Region &region,
+                                            Operation *parent, const std::string &lambda,
+                                            const std::string &params,
+                                            const std::string &prologue) {
+  os << "auto " << lambda << " = [&](" << params << ") -> int {\n";
+  os.indent();
+  os << prologue;
+  if (failed(emitRegion(os, region, parent, {})))
+    return failure();
+  os << "return 0;\n";
+  os.unindent();
+  os << "};\n";
+  return success();
+}
+
+void CudaEmitter::emitOdeDevice(raw_indented_ostream &os) {
+  os << "OdeDevice ode_dev;\n"
+     << "ode_dev.stream = stream;\n"
+     << "ode_dev.norm_scratch = " << workspace("loss_scratch_bytes()") << ";\n"
+     << "ode_dev.norm = (double *)" << workspace("sizeof(double)") << ";\n";
+}
+
+std::string CudaEmitter::odeDeviceBranch() {
+  return "  if (rc_ == OdeDeviceError)\n"
+         "    return nncc_error_set(err, ode_dev.error == cudaErrorMemoryAllocation\n"
+         "                                   ? NNCC_ERROR_OUT_OF_MEMORY : NNCC_ERROR_CUDA,\n"
+         "                          \"%s: %s (%s)\", " +
+         cString(launchComment(op())) +
+         ", cudaGetErrorName(ode_dev.error), cudaGetErrorString(ode_dev.error));\n";
+}
+
+/// nnk.ode_solve_grad: the device driver ode_grad_device (Ode.cuh, the CPU's
+/// ode_grad step for step) over the regions' launches; its scratch is the
+/// op's arena slot of the CPU plan, the accumulated dθ after it.
+LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp o) {
+  Operation *op = o.getOperation();
+  const int method = static_cast<int>(o.getMethod()); // == kernels::OdeMethod
+  FailureOr<std::string> n = numel(o.getH());
+  FailureOr<int> ws = plannedWorkspace(op);
+  if (failed(n) || failed(ws))
+    return failure();
+  Block &dyn = o.getDynamics().front();
+  Block &vjp = o.getVjp().front();
+  if (dyn.getNumArguments() != 3 || vjp.getNumArguments() != 4 + o.getDparams().size())
+    return o.emitError("nnk.ode_solve_grad: regions (t, h, dh) and (t, h, a, dh, dθ...)");
+  std::string p = local("odeg") + "_";
+  names[dyn.getArgument(0)] = p + "t";
+  names[dyn.getArgument(1)] = p + "h";
+  names[dyn.getArgument(2)] = p + "dh";
+  names[vjp.getArgument(0)] = p + "vt";
+  names[vjp.getArgument(1)] = p + "vh";
+  names[vjp.getArgument(2)] = p + "va";
+  std::string total;
+  FailureOr<std::string> dests = odeVjpDests(vjp, 3, {"dh_"}, p + "th", total);
+  FailureOr<SmallVector<OdeParamSlice>> slices = odeParamSlices(o.getDparams());
+  if (failed(dests) || failed(slices))
+    return failure();
+  os << "{\n";
+  os.indent();
+  os << "// " << (o.getAdjoint() ? "adjoint method (augmented state integrated back)"
+                                 : "backpropagation through the solver steps")
+     << ", " << stringifyEnum(o.getMethod()) << ", "
+     << (o.getSteps() ? std::to_string(o.getSteps()) + " steps" : std::string("adaptive"))
+     << ": ode_grad_device\n";
+  os << "const int64_t n = " << *n << ", P = " << total << ";\n";
+  os << "// The CPU plan's workspace: ode_grad's scratch, then the accumulated dθ [P].\n";
+  os << "char *ws_ = (char *)nncc_ms_buffer_ptr(m, " << *ws << ");\n";
+  os << "real_t *thacc_ = (real_t *)(ws_ + nncc::grad::ode_grad_layout(" << method << ", "
+     << o.getSteps() << ", " << o.getMaxSteps() << ", " << (o.getAdjoint() ? 1 : 0)
+     << ", n, P, (int64_t)sizeof(real_t)).bytes);\n";
+  os << checked("cudaMemsetAsync(thacc_, 0, (size_t)P * sizeof(real_t), stream)");
+  os << "real_t *tbuf = (real_t *)" << workspace("sizeof(real_t)") << "; (void)tbuf;\n";
+  emitOdeDevice(os);
+  os << "real_t tv0 = 0, tv1 = 0;\n";
+  os << checked("cudaMemcpyAsync(&tv0, " + name(o.getT0()) +
+                ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
+  os << checked("cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
+                ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
+  os << checked("cudaStreamSynchronize(stream)");
+  // The time scalar is filled only for regions that read it.
+  auto setTime = [&](BlockArgument t) {
+    if (t.use_empty())
+      return std::string("(void)s_;\n");
+    std::string fill;
+    llvm::raw_string_ostream fs(fill);
+    fs << "nncc_gen_fill<real_t><<<1, 32, 0, stream>>>(1, (real_t)s_, tbuf);\n"
+       << checked("cudaGetLastError()");
+    return fill;
+  };
+  if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
+                              "double s_, const real_t *hin_, real_t *dh_",
+                              setTime(dyn.getArgument(0)) + "real_t *" + p + "t = tbuf; (void)" +
+                                  p + "t;\nreal_t *" + p + "h = (real_t *)hin_; (void)" + p +
+                                  "h;\nreal_t *" + p + "dh = dh_;\n")))
+    return failure();
+  if (failed(emitRegionLambda(
+          os, o.getVjp(), op, "vjp",
+          "double s_, const real_t *hin_, const real_t *ain_, real_t *dh_, real_t *th_",
+          setTime(vjp.getArgument(0)) + "real_t *" + p + "vt = tbuf; (void)" + p +
+              "vt;\nreal_t *" + p + "vh = (real_t *)hin_; (void)" + p + "vh;\nreal_t *" + p +
+              "va = (real_t *)ain_; (void)" + p + "va;\nreal_t *" + p + "th = th_; (void)" + p +
+              "th;\n" + *dests)))
+    return failure();
+  os << checked("cudaMemcpyAsync(" + name(o.getDh0()) + ", " + name(o.getA1()) +
+                ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
+  os << "const int rc_ = ode_grad_device<real_t>(ode_dev, " << method << ", " << o.getSteps()
+     << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
+     << fmtDouble(o.getAtol()) << ", " << (o.getAdjoint() ? 1 : 0)
+     << ", n, n, (const real_t *)NULL, (double)tv0, (double)tv1, " << name(o.getH()) << ", "
+     << name(o.getDh0()) << ", P, thacc_, ws_, dynamics, vjp);\n";
+  os << odeGradFailure(o.getMaxSteps(), odeDeviceBranch());
+  for (const OdeParamSlice &sl : *slices)
+    os << checked("cudaMemcpyAsync(" + sl.dest + ", thacc_ + (" + sl.offset + "), " + sl.size +
+                  " * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
+  os.unindent();
+  os << "}\n";
+  return success();
+}
+
+/// nnk.ode_rnn_grad: the device driver ode_rnn_grad_device (Ode.cuh, the
+/// CPU's BPTT over the observations with ode_grad per segment) over the
+/// three regions' launches, in the op's arena slot of the CPU plan.
+LogicalResult CudaEmitter::emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNGradOp o) {
+  Operation *op = o.getOperation();
+  const int method = static_cast<int>(o.getMethod()); // == kernels::OdeMethod
+  FailureOr<std::string> B = dim(o.getX(), 0), Tn = dim(o.getX(), 1), I = dim(o.getX(), 2);
+  FailureOr<int> ws = plannedWorkspace(op);
+  if (failed(B) || failed(Tn) || failed(I) || failed(ws))
+    return failure();
+  const int64_t nDyn = o.getNumDynamicsParams();
+  const int64_t nCell = (int64_t)o.getDparams().size() - nDyn;
+  Block &dyn = o.getDynamics().front();
+  Block &dvjp = o.getDynamicsVjp().front();
+  Block &cvjp = o.getCellVjp().front();
+  if (nCell < 0 || dyn.getNumArguments() != 3 || dvjp.getNumArguments() != 4 + nDyn ||
+      cvjp.getNumArguments() != 5 + nCell)
+    return o.emitError("nnk.ode_rnn_grad: unexpected region signatures");
+  std::string p = local("odernng") + "_";
+  names[dyn.getArgument(0)] = p + "t";
+  names[dyn.getArgument(1)] = p + "h";
+  names[dyn.getArgument(2)] = p + "dh";
+  names[dvjp.getArgument(0)] = p + "vt";
+  names[dvjp.getArgument(1)] = p + "vh";
+  names[dvjp.getArgument(2)] = p + "va";
+  names[cvjp.getArgument(0)] = p + "cx";
+  names[cvjp.getArgument(1)] = p + "ch";
+  names[cvjp.getArgument(2)] = p + "ca";
+  std::string dynTotal, cellTotal;
+  FailureOr<std::string> dDests = odeVjpDests(dvjp, 3, {"dh_"}, p + "th", dynTotal);
+  FailureOr<std::string> cDests = odeVjpDests(cvjp, 3, {"dx_", "dh_"}, p + "ph", cellTotal);
+  FailureOr<SmallVector<OdeParamSlice>> dynSlices =
+      odeParamSlices(o.getDparams().take_front(nDyn));
+  FailureOr<SmallVector<OdeParamSlice>> cellSlices =
+      odeParamSlices(o.getDparams().drop_front(nDyn));
+  if (failed(dDests) || failed(cDests) || failed(dynSlices) || failed(cellSlices))
+    return failure();
+  const bool adaptive = o.getMethod() == nnk::ODEMethod::dopri5 && o.getSteps() == 0;
+  os << "{\n";
+  os.indent();
+  os << "// ODE-RNN backward (ode_rnn_grad_device): BPTT over the observations; per\n"
+        "// segment the state before the cell evolved again, the cell's VJP, then the\n"
+        "// segment's "
+     << (o.getAdjoint() ? "adjoint solve" : "backpropagation through the solver steps") << " ("
+     << stringifyEnum(o.getMethod())
+     << (adaptive ? ", adaptive" : ", " + std::to_string(o.getSteps()) + " steps") << ").\n";
+  os << "const int64_t B = " << *B << ", Tn = " << *Tn << ", I = " << *I
+     << ", H = " << o.getHiddenSize() << ";\n";
+  os << "const int64_t Pd = " << dynTotal << ", Pc = " << cellTotal << ";\n";
+  os << "// The CPU plan's workspace: ode_grad's scratch, then the loop's arrays.\n";
+  os << "char *ws_ = (char *)nncc_ms_buffer_ptr(m, " << *ws << ");\n";
+  os << "const OdeRnnGradLayout lay_ = ode_rnn_grad_layout(" << method << ", " << o.getSteps()
+     << ", " << o.getMaxSteps() << ", " << (o.getAdjoint() ? 1 : 0)
+     << ", B, I, H, Pd, Pc, (int64_t)sizeof(real_t));\n";
+  os << "real_t *arr_ = (real_t *)(ws_ + lay_.scratch);\n";
+  os << "real_t *tcur = arr_ + lay_.tcur, *thacc_ = arr_ + lay_.thacc, *phacc_ = arr_ + "
+        "lay_.phacc;\n";
+  emitOdeDevice(os);
+  // The rows' times are in tcur when the regions run (set by the driver).
+  if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
+                              "double s_, const real_t *hin_, real_t *dh_",
+                              "(void)s_;\nreal_t *" + p + "t = tcur; (void)" + p +
+                                  "t;\nreal_t *" + p + "h = (real_t *)hin_; (void)" + p +
+                                  "h;\nreal_t *" + p + "dh = dh_;\n")))
+    return failure();
+  if (failed(emitRegionLambda(
+          os, o.getDynamicsVjp(), op, "dynvjp",
+          "double s_, const real_t *hin_, const real_t *ain_, real_t *dh_, real_t *th_",
+          "(void)s_;\nreal_t *" + p + "vt = tcur; (void)" + p + "vt;\nreal_t *" + p +
+              "vh = (real_t *)hin_; (void)" + p + "vh;\nreal_t *" + p +
+              "va = (real_t *)ain_; (void)" + p + "va;\nreal_t *" + p + "th = th_; (void)" + p +
+              "th;\n" + *dDests)))
+    return failure();
+  if (failed(emitRegionLambda(
+          os, o.getCellVjp(), op, "cellvjp",
+          "const real_t *xin_, const real_t *hin_, const real_t *ain_, real_t *dx_, real_t *dh_, "
+          "real_t *ph_",
+          "real_t *" + p + "cx = (real_t *)xin_; (void)" + p + "cx;\nreal_t *" + p +
+              "ch = (real_t *)hin_; (void)" + p + "ch;\nreal_t *" + p +
+              "ca = (real_t *)ain_; (void)" + p + "ca;\nreal_t *" + p + "ph = ph_; (void)" + p +
+              "ph;\n" + *cDests)))
+    return failure();
+  os << "const int rc_ = ode_rnn_grad_device<real_t>(ode_dev, " << method << ", "
+     << o.getSteps() << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
+     << fmtDouble(o.getAtol()) << ", " << (o.getAdjoint() ? 1 : 0) << ", B, Tn, I, H, "
+     << name(o.getX()) << ", " << name(o.getTimes()) << ", "
+     << nameOr(o.getH0(), "const real_t *") << ", " << name(o.getHs()) << ", "
+     << name(o.getDhs()) << ", " << name(o.getDx()) << ", " << name(o.getDh0())
+     << ", Pd, thacc_, Pc, phacc_, ws_, dynamics, dynvjp, cellvjp);\n";
+  os << odeGradFailure(o.getMaxSteps(), odeDeviceBranch());
+  for (auto [acc, slices] : {std::pair{"thacc_", &*dynSlices}, {"phacc_", &*cellSlices}})
+    for (const OdeParamSlice &sl : *slices)
+      os << checked("cudaMemcpyAsync(" + sl.dest + ", " + acc + " + (" + sl.offset + "), " +
+                    sl.size + " * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
   os.unindent();
   os << "}\n";
   return success();
