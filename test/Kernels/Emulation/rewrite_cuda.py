@@ -2,10 +2,12 @@
 """Rewrites the CUDA kernel headers for the host emulation (cuda_runtime.h here).
 
 usage: rewrite_cuda.py RUNTIME_INCLUDE OUT_DIR
+       rewrite_cuda.py --file IN.cu OUT.cpp
 
 Copies RUNTIME_INCLUDE/nncc/Kernels/CUDA/*.cuh to OUT_DIR/nncc/Kernels/CUDA/
 (put -I OUT_DIR before -I RUNTIME_INCLUDE), rewriting, outside comments and
-string literals, and keeping every line where it was:
+string literals, and keeping every line where it was; with --file, one
+source (a generated model's .cu) the same way:
 
   kernel<<<grid, block[, smem[, stream]]>>>(args)
       -> ::emu::launch(kernel, grid, block, smem, stream, "kernel",
@@ -212,7 +214,24 @@ def rewrite(src, fname):
     return "".join(out)
 
 
+def rewrite_file(src_path, dst_path):
+    with open(src_path) as fh:
+        src = fh.read()
+    try:
+        out = rewrite(src, os.path.basename(src_path))
+    except RewriteError as e:
+        sys.stderr.write("rewrite_cuda.py: error: %s\n" % e)
+        return 1
+    with open(dst_path, "w") as fh:
+        fh.write('#include <cuda_runtime.h> // emulation (rewrite_cuda.py)\n#line 1 "%s"\n' %
+                 src_path)
+        fh.write(out)
+    return 0
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--file":
+        return rewrite_file(argv[2], argv[3])
     if len(argv) != 3:
         sys.stderr.write(__doc__)
         return 2
