@@ -662,6 +662,13 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
   return success();
 }
 
+/// `real_t *<name> = <init>;` binding a region argument that the region
+/// reads; nothing for one it ignores (nvcc warns about a pointer that is
+/// set but never used, a `(void)` cast notwithstanding).
+static std::string bindArg(BlockArgument arg, const std::string &name, const std::string &init) {
+  return arg.use_empty() ? std::string() : "real_t *" + name + " = " + init + ";\n";
+}
+
 FailureOr<int> CudaEmitter::plannedWorkspace(Operation *op) {
   if (!cpuPlanned) {
     cpuPlanned = true;
@@ -750,7 +757,9 @@ LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESo
      << o.getSteps() << ", " << o.getMaxSteps() << ", " << (o.getAdjoint() ? 1 : 0)
      << ", n, P, (int64_t)sizeof(real_t)).bytes);\n";
   os << checked("cudaMemsetAsync(thacc_, 0, (size_t)P * sizeof(real_t), stream)");
-  os << "real_t *tbuf = (real_t *)" << workspace("sizeof(real_t)") << "; (void)tbuf;\n";
+  // The regions' time argument: a device scalar, when a region reads it.
+  if (!dyn.getArgument(0).use_empty() || !vjp.getArgument(0).use_empty())
+    os << "real_t *tbuf = (real_t *)" << workspace("sizeof(real_t)") << ";\n";
   emitOdeDevice(os);
   os << "real_t tv0 = 0, tv1 = 0;\n";
   os << checked("cudaMemcpyAsync(&tv0, " + name(o.getT0()) +
@@ -759,28 +768,28 @@ LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESo
                 ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
   os << checked("cudaStreamSynchronize(stream)");
   // The time scalar is filled only for regions that read it.
-  auto setTime = [&](BlockArgument t) {
+  auto setTime = [&](BlockArgument t, const std::string &tName) {
     if (t.use_empty())
       return std::string("(void)s_;\n");
     std::string fill;
     llvm::raw_string_ostream fs(fill);
     fs << "nncc_gen_fill<real_t><<<1, 32, 0, stream>>>(1, (real_t)s_, tbuf);\n"
-       << checked("cudaGetLastError()");
+       << checked("cudaGetLastError()") << bindArg(t, tName, "tbuf");
     return fill;
   };
   if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
                               "double s_, const real_t *hin_, real_t *dh_",
-                              setTime(dyn.getArgument(0)) + "real_t *" + p + "t = tbuf; (void)" +
-                                  p + "t;\nreal_t *" + p + "h = (real_t *)hin_; (void)" + p +
-                                  "h;\nreal_t *" + p + "dh = dh_;\n")))
+                              setTime(dyn.getArgument(0), p + "t") +
+                                  bindArg(dyn.getArgument(1), p + "h", "(real_t *)hin_") +
+                                  bindArg(dyn.getArgument(2), p + "dh", "dh_"))))
     return failure();
   if (failed(emitRegionLambda(
           os, o.getVjp(), op, "vjp",
           "double s_, const real_t *hin_, const real_t *ain_, real_t *dh_, real_t *th_",
-          setTime(vjp.getArgument(0)) + "real_t *" + p + "vt = tbuf; (void)" + p +
-              "vt;\nreal_t *" + p + "vh = (real_t *)hin_; (void)" + p + "vh;\nreal_t *" + p +
-              "va = (real_t *)ain_; (void)" + p + "va;\nreal_t *" + p + "th = th_; (void)" + p +
-              "th;\n" + *dests)))
+          setTime(vjp.getArgument(0), p + "vt") +
+              bindArg(vjp.getArgument(1), p + "vh", "(real_t *)hin_") +
+              bindArg(vjp.getArgument(2), p + "va", "(real_t *)ain_") +
+              (o.getDparams().empty() ? "" : "real_t *" + p + "th = th_;\n") + *dests)))
     return failure();
   os << checked("cudaMemcpyAsync(" + name(o.getDh0()) + ", " + name(o.getA1()) +
                 ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
@@ -853,32 +862,34 @@ LogicalResult CudaEmitter::emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNG
      << ", " << o.getMaxSteps() << ", " << (o.getAdjoint() ? 1 : 0)
      << ", B, I, H, Pd, Pc, (int64_t)sizeof(real_t));\n";
   os << "real_t *arr_ = (real_t *)(ws_ + lay_.scratch);\n";
-  os << "real_t *tcur = arr_ + lay_.tcur, *thacc_ = arr_ + lay_.thacc, *phacc_ = arr_ + "
-        "lay_.phacc;\n";
+  os << "real_t *thacc_ = arr_ + lay_.thacc, *phacc_ = arr_ + lay_.phacc;\n";
+  // The rows' times, when a region reads them (the driver fills them).
+  if (!dyn.getArgument(0).use_empty() || !dvjp.getArgument(0).use_empty())
+    os << "real_t *tcur = arr_ + lay_.tcur;\n";
   emitOdeDevice(os);
   // The rows' times are in tcur when the regions run (set by the driver).
   if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
                               "double s_, const real_t *hin_, real_t *dh_",
-                              "(void)s_;\nreal_t *" + p + "t = tcur; (void)" + p +
-                                  "t;\nreal_t *" + p + "h = (real_t *)hin_; (void)" + p +
-                                  "h;\nreal_t *" + p + "dh = dh_;\n")))
+                              "(void)s_;\n" + bindArg(dyn.getArgument(0), p + "t", "tcur") +
+                                  bindArg(dyn.getArgument(1), p + "h", "(real_t *)hin_") +
+                                  bindArg(dyn.getArgument(2), p + "dh", "dh_"))))
     return failure();
   if (failed(emitRegionLambda(
           os, o.getDynamicsVjp(), op, "dynvjp",
           "double s_, const real_t *hin_, const real_t *ain_, real_t *dh_, real_t *th_",
-          "(void)s_;\nreal_t *" + p + "vt = tcur; (void)" + p + "vt;\nreal_t *" + p +
-              "vh = (real_t *)hin_; (void)" + p + "vh;\nreal_t *" + p +
-              "va = (real_t *)ain_; (void)" + p + "va;\nreal_t *" + p + "th = th_; (void)" + p +
-              "th;\n" + *dDests)))
+          "(void)s_;\n" + bindArg(dvjp.getArgument(0), p + "vt", "tcur") +
+              bindArg(dvjp.getArgument(1), p + "vh", "(real_t *)hin_") +
+              bindArg(dvjp.getArgument(2), p + "va", "(real_t *)ain_") +
+              (nDyn == 0 ? "" : "real_t *" + p + "th = th_;\n") + *dDests)))
     return failure();
   if (failed(emitRegionLambda(
           os, o.getCellVjp(), op, "cellvjp",
           "const real_t *xin_, const real_t *hin_, const real_t *ain_, real_t *dx_, real_t *dh_, "
           "real_t *ph_",
-          "real_t *" + p + "cx = (real_t *)xin_; (void)" + p + "cx;\nreal_t *" + p +
-              "ch = (real_t *)hin_; (void)" + p + "ch;\nreal_t *" + p +
-              "ca = (real_t *)ain_; (void)" + p + "ca;\nreal_t *" + p + "ph = ph_; (void)" + p +
-              "ph;\n" + *cDests)))
+          bindArg(cvjp.getArgument(0), p + "cx", "(real_t *)xin_") +
+              bindArg(cvjp.getArgument(1), p + "ch", "(real_t *)hin_") +
+              bindArg(cvjp.getArgument(2), p + "ca", "(real_t *)ain_") +
+              (nCell == 0 ? "" : "real_t *" + p + "ph = ph_;\n") + *cDests)))
     return failure();
   os << "const int rc_ = ode_rnn_grad_device<real_t>(ode_dev, " << method << ", "
      << o.getSteps() << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
