@@ -433,6 +433,16 @@ template <typename T> void odeRnnGrad(Group &G) {
           // CUDA: the arena slot the CPU plan sizes (scratch + arrays).
           const OdeRnnGradLayout L = ode_rnn_grad_layout(method, steps, maxSteps, adjoint, B, I,
                                                          H, Pd, Pc, sizeof(T));
+          // It fits the slot the CPU plan sizes (CppEmitter::emitODERNNGrad:
+          // ode_grad's scratch + (Pd + 2 Pc + 1 + 3 B + (S + 7) n + 2 B I)
+          // elements), exactly.
+          const double planned =
+              (double)(nncc::grad::ode_grad_layout(method, steps, maxSteps, adjoint, n, Pd,
+                                                   sizeof(T)).bytes +
+                       (Pd + 2 * Pc + 1 + 3 * B + (ode_stages(method) + 7) * n + 2 * B * I) *
+                           (int64_t)sizeof(T)),
+                       used = (double)(L.scratch + L.elems * (int64_t)sizeof(T));
+          G.cmp("ode_rnn workspace bytes", &planned, &used, 1, 1.0, 0.0);
           auto ws = garbage(L.scratch + L.elems * sizeof(T) + 64);
           tcur = (const T *)(ws.data() + L.scratch) + L.tcur;
           auto normScratch = garbage(loss_scratch_bytes());
