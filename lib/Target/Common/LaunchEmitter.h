@@ -136,12 +136,6 @@ public:
   /// the device driver's CUDA error).
   std::string odeGradFailure(int64_t maxSteps, const std::string &deviceBranch = "");
 
-  /// The error of a training op without a CUDA kernel (the model then
-  /// trains on the CPU target only; its CUDA forward is unaffected).
-  mlir::LogicalResult cpuOnlyBackward() {
-    return unsupported("has no CUDA kernel yet, so this model trains on the CPU target only");
-  }
-
 protected:
   Target target;
   /// Wrap each top-level launch in the NNCC_PROFILE timer (CPU libraries).
