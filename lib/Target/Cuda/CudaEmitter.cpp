@@ -571,102 +571,130 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
   return success();
 }
 
+/// `real_t *<name> = <init>;` binding a region argument that the region
+/// reads; nothing for one it ignores (nvcc warns about a pointer that is
+/// set but never used, a `(void)` cast notwithstanding).
+static std::string bindArg(BlockArgument arg, const std::string &name, const std::string &init) {
+  return arg.use_empty() ? std::string() : "real_t *" + name + " = " + init + ";\n";
+}
+
+/// nnk.ode_rnn: per observation i > 0 every row evolves over its own
+/// [t_{i-1}, t_i] by ode_integrate_device (Ode.cuh, the CPU solver's steps:
+/// s in [0, 1] with the row scale t_i - t_{i-1}, fixed or adaptive), then
+/// the cell; the CPU's nnk.ode_rnn loop, whose states the backward
+/// (ode_rnn_grad_device) recomputes the same way.
 LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o) {
   Operation *op = o.getOperation();
-  auto tx = cast<nnk::BufferType>(o.getX().getType());
-  auto B = dimExpr(op, tx.getDim(0)), Tn = dimExpr(op, tx.getDim(1)),
-       I = dimExpr(op, tx.getDim(2));
+  FailureOr<std::string> B = dim(o.getX(), 0), Tn = dim(o.getX(), 1), I = dim(o.getX(), 2);
   if (failed(B) || failed(Tn) || failed(I))
     return failure();
-  int64_t H = o.getHiddenSize(), steps = o.getSteps();
-  if (steps < 1)
-    return o.emitError("the CUDA ODE-RNN needs a fixed number of steps per interval (steps "
-                       ">= 1): adaptive per-row solves are not implemented");
-  nnk::ODEMethod method = o.getMethod();
-  const int stages = kernels::ode_stages(static_cast<int>(method));
-  int K = stages == 1 ? 2 : stages + 1;
-  if (method == nnk::ODEMethod::dopri5)
-    K = 9;
+  const int64_t H = o.getHiddenSize();
+  const int method = static_cast<int>(o.getMethod()); // == kernels::OdeMethod
+  const int S = kernels::ode_stages(method);
+  const bool adaptive = o.getMethod() == nnk::ODEMethod::dopri5 && o.getSteps() == 0;
+  nnk::BufferType workT = bufferType(o.getWork());
+  const int64_t K = workT.getDim(0).isStatic() ? workT.getDim(0).getSize() - 2 : -1;
+  if (K < S + (adaptive ? 2 : 1))
+    return o.emitError() << "nnk.ode_rnn: the work buffer needs at least "
+                         << S + (adaptive ? 2 : 1) + 2 << " slots";
+  Block &dyn = o.getDynamics().front();
+  Block &cell = o.getCell().front();
+  if (dyn.getNumArguments() != 3 || cell.getNumArguments() != 3)
+    return o.emitError("nnk.ode_rnn: the regions take (t, h, dh) and (x_t, h, h_out)");
+  const bool readsTime = !dyn.getArgument(0).use_empty();
+  std::string p = local("odernn") + "_";
+  names[dyn.getArgument(0)] = p + "t";
+  names[dyn.getArgument(1)] = p + "h";
+  names[dyn.getArgument(2)] = p + "dh";
+  names[cell.getArgument(0)] = p + "xt";
+  names[cell.getArgument(1)] = p + "ch";
+  names[cell.getArgument(2)] = p + "chout";
   os << "{\n";
   os.indent();
-  os << "// ODE-RNN: per observation a fixed-step solve with per-row dt, then the cell\n";
+  os << "// ODE-RNN: per observation i > 0 each row evolves over its own [t_{i-1}, t_i]\n"
+        "// (ode_integrate_device, "
+     << stringifyEnum(o.getMethod())
+     << (adaptive ? ", adaptive" : ", " + std::to_string(o.getSteps()) + " steps")
+     << "), then the cell.\n";
   os << "const int64_t B = " << *B << ", Tn = " << *Tn << ", I = " << *I << ", H = " << H
-     << ";\n";
-  os << "const int64_t n = B * H, row_len = H;\n";
+     << ", n = B * H;\n";
   os << "real_t *work = " << name(o.getWork()) << ";\n";
-  os << "real_t *h = work + " << K << " * n, *h_next = work + " << K + 1 << " * n;\n";
-  os << "real_t *tb = (real_t *)" << workspace(*B + " * sizeof(real_t)") << ";\n";
-  os << "real_t *dtb = (real_t *)" << workspace(*B + " * sizeof(real_t)") << ";\n";
+  os << "real_t *k[" << S << "];\n";
+  os << "for (int s = 0; s < " << S << "; ++s) k[s] = work + (int64_t)s * n;\n";
+  os << "real_t *h = work + " << K << "LL * n, *h_next = work + " << K + 1 << "LL * n;\n";
+  os << "real_t *delta = (real_t *)" << workspace(*B + " * sizeof(real_t)")
+     << ", *tprev = (real_t *)" << workspace(*B + " * sizeof(real_t)") << ";\n";
+  if (readsTime)
+    os << "real_t *tcur = (real_t *)" << workspace(*B + " * sizeof(real_t)") << ";\n";
+  emitOdeDevice(os);
   if (o.getH0())
     os << checked("cudaMemcpyAsync(h, " + name(o.getH0()) +
-                        ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
+                  ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
   else
     os << checked("cudaMemsetAsync(h, 0, n * sizeof(real_t), stream)");
-  // The time argument of the region is the per-row time buffer itself.
-  std::string tArg = "tb", hArg = local("ode_h"), dhArg = local("ode_dh");
-  os << "real_t *" << hArg << " = NULL, *" << dhArg << " = NULL;\n";
-  os << "auto dyn = [&](real_t *hin, real_t *kout) -> nncc_status {\n";
-  os.indent();
-  os << hArg << " = hin;\n" << dhArg << " = kout;\n";
-  if (failed(emitRegion(os, o.getDynamics(), op, {tArg, hArg, dhArg})))
+  std::string timeFill = readsTime ? "" : "(void)s_;\n";
+  if (readsTime) {
+    llvm::raw_string_ostream ts(timeFill);
+    ts << "if (B > 0)\n  ode_rnn_row_time_kernel<real_t><<<grid_for(B, 256), 256, 0, stream>>>("
+          "B, s_, tprev, delta, tcur);\n"
+       << checked("cudaGetLastError()");
+  }
+  if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
+                              "double s_, const real_t *hin_, real_t *dh_",
+                              timeFill + bindArg(dyn.getArgument(0), p + "t", "tcur") +
+                                  bindArg(dyn.getArgument(1), p + "h", "(real_t *)hin_") +
+                                  bindArg(dyn.getArgument(2), p + "dh", "dh_"))))
     return failure();
-  os << "return NNCC_OK;\n";
+  if (failed(emitRegionLambda(os, o.getCell(), op, "cell", "",
+                              bindArg(cell.getArgument(0), p + "xt", name(o.getXt())) +
+                                  bindArg(cell.getArgument(1), p + "ch", "h") +
+                                  bindArg(cell.getArgument(2), p + "chout", "h_next"))))
+    return failure();
+  os << "for (int64_t obs = 0; obs < Tn; ++obs) {\n";
+  os.indent();
+  os << "if (obs > 0) {\n";
+  os.indent();
+  os << "if (B > 0)\n  ode_rnn_interval_kernel<real_t><<<grid_for(B, 256), 256, 0, stream>>>(B, "
+        "Tn, obs, "
+     << name(o.getTimes()) << ", tprev, delta);\n";
+  os << checked("cudaGetLastError()");
+  os << "const int rc_ = ode_integrate_device<real_t>(ode_dev, " << method << ", "
+     << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
+     << ", n, H, delta, 0.0, 1.0, h, k, work + " << S << "LL * n, "
+     << (adaptive ? "work + " + std::to_string(S + 1) + "LL * n" : std::string("(real_t *)NULL"))
+     << ", dynamics, (int64_t *)NULL);\n";
+  os << "if (rc_ != 0) {\n"
+     << odeDeviceBranch()
+     << "  if (rc_ < 0)\n"
+        "    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"%s: %s\", "
+     << cString(launchComment(op))
+     << ", nncc::kernels::ode_error_string(rc_));\n"
+        "  return (nncc_status)rc_;\n"
+        "}\n";
   os.unindent();
-  os << "};\n";
-  std::string xArg = local("cell_x"), chArg = local("cell_h"), coArg = local("cell_out");
-  os << "real_t *" << xArg << " = " << name(o.getXt()) << ", *" << chArg << " = h, *" << coArg
-     << " = h_next;\n";
-  os << "auto cell = [&]() -> nncc_status {\n";
-  os.indent();
-  if (failed(emitRegion(os, o.getCell(), op, {xArg, chArg, coArg})))
-    return failure();
-  os << "return NNCC_OK;\n";
-  os.unindent();
-  os << "};\n";
-  os << "int64_t obs = 0;\n";
-  os << "auto set_time = [&](int s, int step, real_t t, real_t dt, double c) -> nncc_status {\n"
-        "  (void)s; (void)t; (void)dt;\n"
-        "  ode_rnn_times_kernel<real_t><<<grid_for(B, 256), 256, 0, stream>>>(B, Tn, obs, "
-     << steps
-     << ", (double)step + c, " << name(o.getTimes()) << ", dtb, tb);\n"
-     << "  " << checked("cudaGetLastError()") << "  return NNCC_OK;\n};\n";
-  if (failed(emitOdeSteps(os, op, method)))
-    return failure();
-  os << "for (obs = 0; obs < Tn; ++obs) {\n";
-  os.indent();
-  os << "if (obs > 0)\n";
-  os << "  for (int step = 0; step < " << steps << "; ++step)\n";
-  os << "    if (nncc_status st_ = stage_step((real_t)0, dtb, (real_t)0, step, false))\n"
-        "      return st_;\n";
+  os << "}\n";
   os << "{ // x_t = x[:, obs, :]\n";
   os << "  CopyNd c{};\n  c.rank = 2;\n"
         "  c.shape[0] = B; c.dst_stride[0] = I; c.src_stride[0] = Tn * I;\n"
         "  c.shape[1] = I; c.dst_stride[1] = 1; c.src_stride[1] = 1;\n";
   os << "  " << checked("launch_copy_nd<real_t>(c, " + name(o.getXt()) + ", " +
-                              name(o.getX()) + " + obs * I, stream)");
+                        name(o.getX()) + " + obs * I, stream)");
   os << "}\n";
-  os << "if (nncc_status st_ = cell())\n  return st_;\n";
+  os << "if (const int rc_ = cell())\n  return (nncc_status)rc_;\n";
   os << checked("cudaMemcpyAsync(h, h_next, n * sizeof(real_t), cudaMemcpyDeviceToDevice, "
-                  "stream)");
+                "stream)");
   os << "{ // hs[:, obs, :] = h\n";
   os << "  CopyNd c{};\n  c.rank = 2;\n"
         "  c.shape[0] = B; c.dst_stride[0] = Tn * H; c.src_stride[0] = H;\n"
         "  c.shape[1] = H; c.dst_stride[1] = 1; c.src_stride[1] = 1;\n";
   os << "  " << checked("launch_copy_nd<real_t>(c, " + name(o.getOut()) +
-                              " + obs * H, h_next, stream)");
+                        " + obs * H, h_next, stream)");
   os << "}\n";
   os.unindent();
   os << "}\n";
   os.unindent();
   os << "}\n";
   return success();
-}
-
-/// `real_t *<name> = <init>;` binding a region argument that the region
-/// reads; nothing for one it ignores (nvcc warns about a pointer that is
-/// set but never used, a `(void)` cast notwithstanding).
-static std::string bindArg(BlockArgument arg, const std::string &name, const std::string &init) {
-  return arg.use_empty() ? std::string() : "real_t *" + name + " = " + init + ";\n";
 }
 
 FailureOr<int> CudaEmitter::plannedWorkspace(Operation *op) {

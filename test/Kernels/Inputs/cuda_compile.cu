@@ -68,7 +68,9 @@ template <typename T> void instantiate(cudaStream_t s) {
   OdeCombine oc{};
   launch_ode_combine<T>(oc, 16, 4, p, p, 16, T(0.1), p, p, p, s);
   launch_ode_error_norm<T>(16, p, p, p, 1e-6, 1e-3, nullptr, nullptr, s);
-  ode_rnn_times_kernel<T><<<1, 32, 0, s>>>(4, 8, 1, 2, 0.5, p, p, p);
+  ode_rnn_interval_kernel<T><<<1, 32, 0, s>>>(4, 8, 1, p, p, p);
+  ode_rnn_row_time_kernel<T><<<1, 32, 0, s>>>(4, 0.5, p, p, p);
+  ode_rnn_adjoint_in_kernel<T><<<1, 32, 0, s>>>(4, 8, 2, 1, p, p, p);
   // The ODE training drivers, with regions that launch nothing.
   OdeDevice od;
   od.stream = s;

@@ -1,20 +1,21 @@
 //===- Ode.cuh - Runge-Kutta stage combinations on the GPU ------*- CUDA -*-===//
 //
-// nnk.ode_solve / nnk.ode_rnn run as host loops of launches (the dynamics'
-// kernels per stage). Between stages ONE fused kernel forms the next stage
-// input y = h + dt * sum_j a_j k_j; after the last stage one fused kernel
-// forms h_new = h + dt * sum_j b_j k_j and, for dopri5, the error
+// nnk.ode_solve runs as a host loop of launches (the dynamics' kernels per
+// stage). Between stages ONE fused kernel forms the next stage input
+// y = h + dt * sum_j a_j k_j; after the last stage one fused kernel forms
+// h_new = h + dt * sum_j b_j k_j and, for dopri5, the error
 // e = dt * sum_j (b_j - b*_j) k_j in the same pass. dt is a scalar, or one
-// value per row (ODE-RNN: each row has its own observation times).
+// value per row.
 // The adaptive dopri5 loop reduces the error norm
 // sqrt(mean((e / (atol + rtol * max(|h|, |h_new|)))^2)) on the device and
 // reads one double back per step. The tableaus and the step controller are
 // ODESolver.h's NNCC_HD functions, the ones the CPU solver runs.
 //
-// Training (nnk.ode_solve_grad / nnk.ode_rnn_grad): ode_integrate_device,
-// ode_grad_device and ode_rnn_grad_device are host drivers that follow the
-// CPU's ode_integrate (ODESolver.h), nncc::grad::ode_grad (GradKernels.h)
-// and the CPU's ODE-RNN backward loop statement for statement: the same
+// nnk.ode_rnn and the training ops (nnk.ode_solve_grad / nnk.ode_rnn_grad):
+// ode_integrate_device, ode_grad_device and ode_rnn_grad_device are host
+// drivers that follow the CPU's ode_integrate (ODESolver.h),
+// nncc::grad::ode_grad (GradKernels.h) and the CPU's ODE-RNN backward loop
+// statement for statement: the same
 // steps, the same accepted / rejected dopri5 steps (double step sizes, FSAL,
 // the same end test), the same workspace layout (ode_grad_layout) in the
 // op's arena slot. Each CPU loop over the elements is one kernel here with
@@ -111,20 +112,6 @@ inline cudaError_t launch_ode_error_norm(int64_t n, const T *h, const T *hn, con
     return err;
   loss_finish_kernel<double><<<1, kLossThreads, 0, stream>>>((int)g, part, out);
   return cudaGetLastError();
-}
-
-/// ODE-RNN per-row times: dt[b] = (times[b, i] - times[b, i-1]) / steps and
-/// t[b] = times[b, i-1] + (step + c) * dt[b] (times [B, Tn]).
-template <typename T>
-__global__ void ode_rnn_times_kernel(int64_t B, int64_t Tn, int64_t i, int64_t steps,
-                                     double step_plus_c, const T *times, T *dt, T *t) {
-  for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < B;
-       b += (int64_t)gridDim.x * blockDim.x) {
-    const T t0 = times[b * Tn + i - 1], t1 = times[b * Tn + i];
-    const T d = (t1 - t0) / T(steps);
-    dt[b] = d;
-    t[b] = t0 + T(step_plus_c) * d;
-  }
 }
 
 //===----------------------------------------------------------------------===//
