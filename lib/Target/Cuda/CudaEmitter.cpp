@@ -4,7 +4,7 @@
 // cuBLAS for nnk.gemm / nnk.matmul (+ the epilogue kernel of
 // Elementwise.cuh), the .cuh kernels of runtime/include/nncc/Kernels/CUDA for every
 // other op (layer norm, attention cores, the persistent recurrent scan, data
-// movement, losses, ODE stage combinations), and
+// movement, losses, the ODE host drivers of Ode.cuh), and
 // `nncc_<model>_forward_cuda`, the launch sequence on the context's stream.
 // Buffers are the same arena slots as the CPU plan (device memory); kernel
 // scratch (recurrent W_hh^T, LSH buffers, loss partials, ODE temporaries) is
@@ -51,14 +51,14 @@ public:
 
 private:
   std::string scratchCur = "0";           // bytes taken by the current launch
-  /// Emits the ops of a region (nnk.ode_solve / ode_rnn bodies) with the
-  /// given names for its block arguments: inner weights become parameter
-  /// pointers, inner allocs scratch.
-  LogicalResult emitRegion(raw_indented_ostream &os, Region &region, Operation *parent,
-                           llvm::ArrayRef<std::string> argNames);
+  /// Emits the launches of a region of an ODE op (its inner weights and
+  /// allocs are declared by the function's prologue: parameters and arena
+  /// slots); the caller has named the block arguments.
+  LogicalResult emitRegion(raw_indented_ostream &os, Region &region, Operation *parent);
   LogicalResult emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp op);
   LogicalResult emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp op);
-  LogicalResult emitOdeSteps(raw_indented_ostream &os, Operation *op, nnk::ODEMethod method);
+  /// The status check after ode_integrate_device returned rc_.
+  std::string odeSolveFailure();
   LogicalResult emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp op);
   LogicalResult emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNGradOp op);
   /// A region as a lambda `lambda(params) -> int` (0 or a status) whose
@@ -424,10 +424,8 @@ LogicalResult CudaEmitter::copyNd(const StridedCopy &c) {
 }
 
 LogicalResult CudaEmitter::emitRegion(raw_indented_ostream &os, Region &region,
-                                      Operation *parent, llvm::ArrayRef<std::string> argNames) {
+                                      Operation *parent) {
   Block &block = region.front();
-  for (auto [arg, n] : llvm::zip(block.getArguments(), argNames))
-    names[arg] = n;
   for (Operation &op : block.without_terminator()) {
     launchIndex[&op] = launchIndex.lookup(parent);
     // Weights and temporaries of regions are declared by the shared forward
@@ -440,142 +438,93 @@ LogicalResult CudaEmitter::emitRegion(raw_indented_ostream &os, Region &region,
   return success();
 }
 
-/// Emits the lambda `stage_step(dt, dt_rows, t,
-/// with_err)` that runs one RK step on `h` (slots in `work`, n elements per
-/// slot): per stage the stage-input combination kernel and `dyn(...)`, then
-/// the final combination (into h, or for with_err into the stage-input slot
-/// plus the error slot). Expects in scope: n, row_len, h, work, dyn,
-/// set_time(stage_index, t, dt).
-LogicalResult CudaEmitter::emitOdeSteps(raw_indented_ostream &os, Operation *op,
-                                        nnk::ODEMethod method) {
-  // The tableau is ODESolver.h's (ode_a/ode_b/ode_c/ode_e), the CPU solver's.
-  const int m = static_cast<int>(method); // == kernels::OdeMethod (NNKOps.cpp)
-  int S = kernels::ode_stages(m), in = S == 1 ? 1 : S; // stage-input slot
-  os << "const int ode_method = " << m << "; // nncc::kernels::OdeMethod\n";
-  os << "auto stage_step = [&](real_t dt, const real_t *dt_rows, real_t t, int step,\n"
-        "                      bool with_err) -> nncc_status {\n";
-  os.indent();
-  os << "for (int s = 0; s < " << S << "; ++s) {\n";
-  os.indent();
-  os << "real_t *yin = s == 0 ? h : work + " << in << " * n;\n";
-  os << "if (s > 0) {\n";
-  os << "  OdeCombine c{};\n  c.nk = s;\n"
-        "  for (int j = 0; j < s; ++j) c.a[j] = nncc::kernels::ode_a(ode_method, s, j);\n";
-  os << "  " << checked("launch_ode_combine<real_t>(c, n, row_len, h, work, n, dt, dt_rows, "
-                          "yin, (real_t *)NULL, stream)");
-  os << "}\n";
-  os << "if (nncc_status st_ = set_time(s, step, t, dt, nncc::kernels::ode_c(ode_method, s)))\n"
-        "  return st_;\n";
-  os << "if (nncc_status st_ = dyn(yin, work + (int64_t)s * n))\n  return st_;\n";
-  os.unindent();
-  os << "}\n";
-  os << "OdeCombine c{};\nc.nk = " << S << ";\n";
-  os << "for (int j = 0; j < " << S << "; ++j) {\n"
-        "  c.a[j] = nncc::kernels::ode_b(ode_method, j);\n"
-        "  c.e[j] = ode_method == nncc::kernels::OdeDopri5 ? nncc::kernels::ode_e(j) : 0.0;\n}\n";
-  os << checked("launch_ode_combine<real_t>(c, n, row_len, h, work, n, dt, dt_rows, "
-                  "with_err ? work + " +
-                      std::to_string(in) + " * n : h, with_err ? work + " +
-                      std::to_string(S + 1) + " * n : (real_t *)NULL, stream)");
-  os << "return NNCC_OK;\n";
-  os.unindent();
-  os << "};\n";
-  return success();
-}
-
-LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp o) {
-  Operation *op = o.getOperation();
-  auto n = numel(op, cast<nnk::BufferType>(o.getOut().getType()));
-  if (failed(n))
-    return failure();
-  nnk::ODEMethod method = o.getMethod();
-  int64_t steps = o.getSteps();
-  if (method != nnk::ODEMethod::dopri5 && steps < 1)
-    return o.emitError("fixed-step ODE methods need steps >= 1");
-  os << "{\n";
-  os.indent();
-  os << "// host loop: per stage the dynamics' launches + one fused combination kernel\n";
-  os << "const int64_t n = " << *n << ", row_len = n; (void)row_len;\n";
-  os << "real_t *h = " << name(o.getOut()) << ", *work = " << name(o.getWork()) << ";\n";
-  os << "real_t *tbuf = (real_t *)" << workspace("sizeof(real_t)") << ";\n";
-  os << "double *norm_d = (double *)" << workspace("sizeof(double)") << "; (void)norm_d;\n";
-  os << "void *norm_ws = " << workspace("loss_scratch_bytes()") << "; (void)norm_ws;\n";
-  os << checked("cudaMemcpyAsync(h, " + name(o.getH0()) +
-                      ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
-  os << "real_t tv0 = 0, tv1 = 0;\n";
-  os << checked("cudaMemcpyAsync(&tv0, " + name(o.getT0()) +
-                      ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
-  os << checked("cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
-                      ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
-  os << checked("cudaStreamSynchronize(stream)");
-  // The time argument of the region is the scratch scalar itself.
-  std::string tArg = "tbuf", hArg = local("ode_h"), dhArg = local("ode_dh");
-  os << "real_t *" << hArg << " = NULL, *" << dhArg << " = NULL;\n";
-  os << "auto dyn = [&](real_t *hin, real_t *kout) -> nncc_status {\n";
-  os.indent();
-  os << hArg << " = hin;\n" << dhArg << " = kout;\n";
-  if (failed(emitRegion(os, o.getDynamics(), op, {tArg, hArg, dhArg})))
-    return failure();
-  os << "return NNCC_OK;\n";
-  os.unindent();
-  os << "};\n";
-  os << "auto set_time = [&](int s, int step, real_t t, real_t dt, double c) -> nncc_status {\n"
-        "  (void)s; (void)step;\n"
-        "  nncc_gen_fill<real_t><<<1, 32, 0, stream>>>(1, (real_t)(t + (real_t)c * dt), tbuf);\n"
-        "  "
-     << checked("cudaGetLastError()") << "  return NNCC_OK;\n};\n";
-  if (failed(emitOdeSteps(os, op, method)))
-    return failure();
-  if (steps > 0) {
-    os << "const real_t dt = (tv1 - tv0) / (real_t)" << steps << ";\n";
-    os << "for (int64_t step = 0; step < " << steps << "; ++step)\n";
-    os << "  if (nncc_status st_ = stage_step(dt, (const real_t *)NULL, tv0 + (real_t)step * dt, "
-          "(int)step, false))\n    return st_;\n";
-  } else {
-    os << "// adaptive dopri5: error norm reduced on the device, one double read back per step\n";
-    os << "const double atol = " << fmtDouble(o.getAtol()) << ", rtol = " << fmtDouble(o.getRtol())
-       << ";\n";
-    os << "real_t t = tv0, dt = (real_t)nncc::kernels::ode_first_step((double)(tv1 - tv0));\n";
-    os << "const bool up = tv1 > tv0;\n";
-    os << "for (int64_t iter = 0; up ? t < tv1 : t > tv1; ++iter) {\n";
-    os.indent();
-    os << "if (iter >= nncc::kernels::kOdeMaxSteps)\n"
-          "  return nncc_error_set(err, NNCC_ERROR_INTERNAL, \"%s: dopri5 took more than 1e6 steps "
-          "(t = %g of %g)\", "
-       << cString(launchComment(op)) << ", (double)t, (double)tv1);\n";
-    os << "if (up ? t + dt > tv1 : t + dt < tv1)\n  dt = tv1 - t;\n";
-    os << "if (nncc_status st_ = stage_step(dt, (const real_t *)NULL, t, (int)iter, true))\n"
-          "  return st_;\n";
-    os << checked("launch_ode_error_norm<real_t>(n, h, work + 7 * n, work + 8 * n, atol, "
-                    "rtol, norm_ws, norm_d, stream)");
-    os << "double norm = 0;\n";
-    os << checked("cudaMemcpyAsync(&norm, norm_d, sizeof(double), cudaMemcpyDeviceToHost, "
-                    "stream)");
-    os << checked("cudaStreamSynchronize(stream)");
-    os << "norm = sqrt(norm);\n";
-    os << "if (!(norm == norm))\n"
-          "  return nncc_error_set(err, NNCC_ERROR_INTERNAL, \"%s: dopri5 error norm is NaN at t "
-          "= %g\", "
-       << cString(launchComment(op)) << ", (double)t);\n";
-    os << "if (nncc::kernels::ode_step_accepted(norm)) {\n";
-    os << "  t += dt;\n";
-    os << "  " << checked("cudaMemcpyAsync(h, work + 7 * n, n * sizeof(real_t), "
-                            "cudaMemcpyDeviceToDevice, stream)");
-    os << "}\n";
-    os << "dt = (real_t)(dt * nncc::kernels::ode_step_factor(norm));\n";
-    os.unindent();
-    os << "}\n";
-  }
-  os.unindent();
-  os << "}\n";
-  return success();
-}
-
 /// `real_t *<name> = <init>;` binding a region argument that the region
 /// reads; nothing for one it ignores (nvcc warns about a pointer that is
 /// set but never used, a `(void)` cast notwithstanding).
 static std::string bindArg(BlockArgument arg, const std::string &name, const std::string &init) {
   return arg.use_empty() ? std::string() : "real_t *" + name + " = " + init + ";\n";
+}
+
+/// nnk.ode_solve: ode_integrate_device (Ode.cuh, the CPU solver's loop:
+/// double step sizes, the same stages, FSAL and step-size control) over
+/// the dynamics region's launches; h evolves in the output.
+LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp o) {
+  Operation *op = o.getOperation();
+  FailureOr<std::string> n = numel(o.getOut());
+  if (failed(n))
+    return failure();
+  const int method = static_cast<int>(o.getMethod()); // == kernels::OdeMethod
+  const int S = kernels::ode_stages(method);
+  const bool adaptive = o.getMethod() == nnk::ODEMethod::dopri5 && o.getSteps() == 0;
+  if (!adaptive && o.getSteps() < 1)
+    return o.emitError("fixed-step ODE methods need steps >= 1");
+  nnk::BufferType workT = bufferType(o.getWork());
+  const int64_t K = workT.getDim(0).isStatic() ? workT.getDim(0).getSize() : -1;
+  if (K < S + (adaptive ? 2 : 1))
+    return o.emitError() << "nnk.ode_solve: the work buffer needs at least "
+                         << S + (adaptive ? 2 : 1) << " stage slots, it has " << K;
+  Block &dyn = o.getDynamics().front();
+  if (dyn.getNumArguments() != 3)
+    return o.emitError("nnk.ode_solve: the dynamics region takes (t, h, dh)");
+  const bool readsTime = !dyn.getArgument(0).use_empty();
+  std::string p = local("ode") + "_";
+  names[dyn.getArgument(0)] = p + "t";
+  names[dyn.getArgument(1)] = p + "h";
+  names[dyn.getArgument(2)] = p + "dh";
+  os << "{\n";
+  os.indent();
+  os << "// ode_integrate_device (" << stringifyEnum(o.getMethod())
+     << (adaptive ? ", adaptive: the error norm read back per attempt"
+                  : ", " + std::to_string(o.getSteps()) + " steps")
+     << "); h evolves in the output\n";
+  os << "const int64_t n = " << *n << ";\n";
+  os << "real_t *work = " << name(o.getWork()) << ";\n";
+  os << "real_t *k[" << S << "];\n";
+  os << "for (int s = 0; s < " << S << "; ++s) k[s] = work + (int64_t)s * n;\n";
+  if (readsTime)
+    os << "real_t *tbuf = (real_t *)" << workspace("sizeof(real_t)") << ";\n";
+  emitOdeDevice(os);
+  os << checked("cudaMemcpyAsync(" + name(o.getOut()) + ", " + name(o.getH0()) +
+                ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
+  os << "real_t tv0 = 0, tv1 = 0;\n";
+  os << checked("cudaMemcpyAsync(&tv0, " + name(o.getT0()) +
+                ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
+  os << checked("cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
+                ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
+  os << checked("cudaStreamSynchronize(stream)");
+  std::string timeFill = "(void)s_;\n";
+  if (readsTime) {
+    timeFill.clear();
+    llvm::raw_string_ostream ts(timeFill);
+    ts << "nncc_gen_fill<real_t><<<1, 32, 0, stream>>>(1, (real_t)s_, tbuf);\n"
+       << checked("cudaGetLastError()");
+  }
+  if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
+                              "double s_, const real_t *hin_, real_t *dh_",
+                              timeFill + bindArg(dyn.getArgument(0), p + "t", "tbuf") +
+                                  bindArg(dyn.getArgument(1), p + "h", "(real_t *)hin_") +
+                                  bindArg(dyn.getArgument(2), p + "dh", "dh_"))))
+    return failure();
+  os << "const int rc_ = ode_integrate_device<real_t>(ode_dev, " << method << ", "
+     << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
+     << ", n, n, (const real_t *)NULL, (double)tv0, (double)tv1, " << name(o.getOut())
+     << ", k, work + " << S << "LL * n, "
+     << (adaptive ? "work + " + std::to_string(S + 1) + "LL * n" : std::string("(real_t *)NULL"))
+     << ", dynamics, (int64_t *)NULL);\n";
+  os << odeSolveFailure();
+  os.unindent();
+  os << "}\n";
+  return success();
+}
+
+std::string CudaEmitter::odeSolveFailure() {
+  return "if (rc_ != 0) {\n" + odeDeviceBranch() +
+         "  if (rc_ < 0)\n"
+         "    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"%s: %s\", " +
+         cString(launchComment(op())) +
+         ", nncc::kernels::ode_error_string(rc_));\n"
+         "  return (nncc_status)rc_;\n"
+         "}\n";
 }
 
 /// nnk.ode_rnn: per observation i > 0 every row evolves over its own
@@ -663,14 +612,7 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
      << ", n, H, delta, 0.0, 1.0, h, k, work + " << S << "LL * n, "
      << (adaptive ? "work + " + std::to_string(S + 1) + "LL * n" : std::string("(real_t *)NULL"))
      << ", dynamics, (int64_t *)NULL);\n";
-  os << "if (rc_ != 0) {\n"
-     << odeDeviceBranch()
-     << "  if (rc_ < 0)\n"
-        "    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"%s: %s\", "
-     << cString(launchComment(op))
-     << ", nncc::kernels::ode_error_string(rc_));\n"
-        "  return (nncc_status)rc_;\n"
-        "}\n";
+  os << odeSolveFailure();
   os.unindent();
   os << "}\n";
   os << "{ // x_t = x[:, obs, :]\n";
@@ -721,7 +663,7 @@ LogicalResult CudaEmitter::emitRegionLambda(raw_indented_ostream &os, Region &re
   os << "auto " << lambda << " = [&](" << params << ") -> int {\n";
   os.indent();
   os << prologue;
-  if (failed(emitRegion(os, region, parent, {})))
+  if (failed(emitRegion(os, region, parent)))
     return failure();
   os << "return 0;\n";
   os.unindent();

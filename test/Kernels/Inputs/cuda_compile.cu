@@ -65,9 +65,6 @@ template <typename T> void instantiate(cudaStream_t s) {
   launch_reduce<T>(r, 1, p, p, s);
   launch_mse_loss<T>(16, p, p, p, nullptr, s);
   launch_bce_with_logits<T>(4, 4, p, p, p, p, nullptr, s);
-  OdeCombine oc{};
-  launch_ode_combine<T>(oc, 16, 4, p, p, 16, T(0.1), p, p, p, s);
-  launch_ode_error_norm<T>(16, p, p, p, 1e-6, 1e-3, nullptr, nullptr, s);
   ode_rnn_interval_kernel<T><<<1, 32, 0, s>>>(4, 8, 1, p, p, p);
   ode_rnn_row_time_kernel<T><<<1, 32, 0, s>>>(4, 0.5, p, p, p);
   ode_rnn_adjoint_in_kernel<T><<<1, 32, 0, s>>>(4, 8, 2, 1, p, p, p);
