@@ -134,6 +134,56 @@ int LaunchEmitter::indexCheckCode() {
   return code;
 }
 
+FailureOr<std::string> LaunchEmitter::odeVjpDests(Block &body, unsigned nIn,
+                                                  ArrayRef<std::string> direct,
+                                                  const std::string &theta, std::string &total) {
+  std::string prologue, offset = "0";
+  for (unsigned i = nIn; i < body.getNumArguments(); ++i) {
+    BlockArgument arg = body.getArgument(i);
+    unsigned k = i - nIn;
+    std::string nm = theta + "_d" + std::to_string(k);
+    names[arg] = nm;
+    if (k < direct.size()) {
+      prologue += "real_t *" + nm + " = " + direct[k] + "; (void)" + nm + ";\n";
+      continue;
+    }
+    FailureOr<std::string> sz = numel(arg);
+    if (failed(sz))
+      return failure();
+    prologue += "real_t *" + nm + " = " + theta + " + (" + offset + "); (void)" + nm + ";\n";
+    offset += " + " + *sz;
+  }
+  total = offset;
+  return prologue;
+}
+
+FailureOr<SmallVector<LaunchEmitter::OdeParamSlice>>
+LaunchEmitter::odeParamSlices(ValueRange dparams) {
+  SmallVector<OdeParamSlice> slices;
+  std::string off = "0";
+  for (Value d : dparams) {
+    FailureOr<std::string> sz = numel(d);
+    if (failed(sz))
+      return failure();
+    slices.push_back({name(d), off, *sz});
+    off += " + " + *sz;
+  }
+  return slices;
+}
+
+std::string LaunchEmitter::odeGradFailure(int64_t maxSteps, const std::string &deviceBranch) {
+  return "if (rc_ != 0) {\n" + deviceBranch +
+         "  if (rc_ < 0)\n"
+         "    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"%s: %s%s\", " +
+         cString(launchComment(op())) +
+         ", nncc::grad::ode_grad_error_string(rc_), rc_ == nncc::grad::OdeGradTooManySteps "
+         "? \" (max_steps = " +
+         std::to_string(maxSteps) +
+         ")\" : \"\");\n"
+         "  return (nncc_status)rc_;\n"
+         "}\n";
+}
+
 LogicalResult LaunchEmitter::unsupported(StringRef why) {
   return op()->emitOpError(why);
 }

@@ -120,11 +120,28 @@ public:
   int indexCheckCode();
   /// A located error at the op: it has no launch on this target, `why`.
   mlir::LogicalResult unsupported(llvm::StringRef why);
-  /// The error of a training op without a CUDA kernel (the model then
-  /// trains on the CPU target only; its CUDA forward is unaffected).
-  mlir::LogicalResult cpuOnlyBackward() {
-    return unsupported("has no CUDA kernel yet, so this model trains on the CPU target only");
-  }
+  //===--- what the ODE gradient loops of both targets share --------------===//
+  /// Names the destination arguments of a VJP region (the arguments from
+  /// `nIn` on: the first `direct.size()` are the given lambda parameters,
+  /// the parameter gradients point into one concatenated vector `theta` at
+  /// running offsets). Returns the C++ statements declaring them and sets
+  /// `total` to the expression of the concatenated size.
+  mlir::FailureOr<std::string> odeVjpDests(mlir::Block &body, unsigned nIn,
+                                           llvm::ArrayRef<std::string> direct,
+                                           const std::string &theta, std::string &total);
+  /// One parameter gradient of an ODE gradient op: its buffer and the
+  /// offset and size of its slice of the concatenated vector.
+  struct OdeParamSlice {
+    std::string dest, offset, size;
+  };
+  /// The slices of `dparams` in order (offsets from 0).
+  mlir::FailureOr<llvm::SmallVector<OdeParamSlice>> odeParamSlices(mlir::ValueRange dparams);
+  /// The status check after an ODE gradient loop that returned rc_: < 0 is
+  /// the solver's error (GradKernels.h's ode_grad_error_string, naming
+  /// `maxSteps` when the adaptive solve through the steps exceeded it),
+  /// > 0 a region's status. `deviceBranch`: statements run first (CUDA:
+  /// the device driver's CUDA error).
+  std::string odeGradFailure(int64_t maxSteps, const std::string &deviceBranch = "");
 
 protected:
   Target target;

@@ -59,14 +59,6 @@ private:
   LogicalResult emitODERNN(raw_indented_ostream &os, nnk::ODERNNOp op);
   LogicalResult emitODESolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp op);
   LogicalResult emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGradOp op);
-  /// Names the destination arguments of a VJP region (the last
-  /// 1 + k (dynamics) or 2 + k (cell) block arguments): the first `direct`
-  /// ones are lambda parameters, the parameter gradients point into one
-  /// concatenated vector `theta` at running offsets. Returns the prologue
-  /// and sets `total` to the expression of the concatenated size.
-  FailureOr<std::string> vjpDests(Operation *op, Block &body, unsigned nIn,
-                                  ArrayRef<std::string> direct, const std::string &theta,
-                                  std::string &total);
   /// The status check after a solver call that returns rc_ (negative: the
   /// solver's own error, described by `describe`).
   std::string solverFailure(Operation *op, const char *describe) {
@@ -75,20 +67,6 @@ private:
            "    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"%s: %s\", " +
            cString(launchComment(op)) + ", " + describe +
            "(rc_));\n"
-           "  return (nncc_status)rc_;\n"
-           "}\n";
-  }
-  /// As solverFailure, naming the op's max_steps when the adaptive solve
-  /// through the steps exceeded it.
-  std::string gradFailure(Operation *op, int64_t maxSteps) {
-    return "if (rc_ != 0) {\n"
-           "  if (rc_ < 0)\n"
-           "    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"%s: %s%s\", " +
-           cString(launchComment(op)) +
-           ", nncc::grad::ode_grad_error_string(rc_), rc_ == nncc::grad::OdeGradTooManySteps "
-           "? \" (max_steps = " +
-           std::to_string(maxSteps) +
-           ")\" : \"\");\n"
            "  return (nncc_status)rc_;\n"
            "}\n";
   }
@@ -379,29 +357,6 @@ LogicalResult CppEmitter::emitODERNN(raw_indented_ostream &os, nnk::ODERNNOp o) 
   return success();
 }
 
-FailureOr<std::string> CppEmitter::vjpDests(Operation *op, Block &body, unsigned nIn,
-                                            ArrayRef<std::string> direct,
-                                            const std::string &theta, std::string &total) {
-  std::string prologue, offset = "0";
-  for (unsigned i = nIn; i < body.getNumArguments(); ++i) {
-    BlockArgument arg = body.getArgument(i);
-    unsigned k = i - nIn;
-    std::string nm = theta + "_d" + std::to_string(k);
-    names[arg] = nm;
-    if (k < direct.size()) {
-      prologue += "real_t *" + nm + " = " + direct[k] + "; (void)" + nm + ";\n";
-      continue;
-    }
-    FailureOr<std::string> sz = numel(op, cast<nnk::BufferType>(arg.getType()));
-    if (failed(sz))
-      return failure();
-    prologue += "real_t *" + nm + " = " + theta + " + (" + offset + "); (void)" + nm + ";\n";
-    offset += " + " + *sz;
-  }
-  total = offset;
-  return prologue;
-}
-
 LogicalResult CppEmitter::emitODESolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp o) {
   needsODE = true;
   Operation *op = o.getOperation();
@@ -423,7 +378,7 @@ LogicalResult CppEmitter::emitODESolveGrad(raw_indented_ostream &os, nnk::ODESol
   names[vjp.getArgument(1)] = p + "vh";
   names[vjp.getArgument(2)] = p + "va";
   std::string total;
-  FailureOr<std::string> dests = vjpDests(op, vjp, 3, {"dh_"}, p + "th", total);
+  FailureOr<std::string> dests = odeVjpDests(vjp, 3, {"dh_"}, p + "th", total);
   if (failed(dests))
     return failure();
   os << "{\n";
@@ -464,16 +419,13 @@ LogicalResult CppEmitter::emitODESolveGrad(raw_indented_ostream &os, nnk::ODESol
      << name(o.getT1()) << "[0], " << name(o.getH()) << ", " << name(o.getDh0())
      << ", P, thacc_, ws_, dynamics, [&](double s_, const real_t *h_, const real_t *a_, "
         "real_t *dh_, real_t *th_) { return vjp(s_, h_, a_, dh_, th_); });\n";
-  os << gradFailure(op, o.getMaxSteps());
-  std::string off = "0";
-  for (Value d : o.getDparams()) {
-    FailureOr<std::string> sz = numel(op, cast<nnk::BufferType>(d.getType()));
-    if (failed(sz))
-      return failure();
-    os << "memcpy(" << name(d) << ", thacc_ + (" << off << "), " << *sz
+  os << odeGradFailure(o.getMaxSteps());
+  FailureOr<SmallVector<OdeParamSlice>> slices = odeParamSlices(o.getDparams());
+  if (failed(slices))
+    return failure();
+  for (const OdeParamSlice &sl : *slices)
+    os << "memcpy(" << sl.dest << ", thacc_ + (" << sl.offset << "), " << sl.size
        << " * sizeof(real_t));\n";
-    off += " + " + *sz;
-  }
   os.unindent();
   os << "}\n";
   return success();
@@ -511,8 +463,8 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
   names[cvjp.getArgument(1)] = p + "ch";
   names[cvjp.getArgument(2)] = p + "ca";
   std::string dynTotal, cellTotal;
-  FailureOr<std::string> dDests = vjpDests(op, dvjp, 3, {"dh_"}, p + "th", dynTotal);
-  FailureOr<std::string> cDests = vjpDests(op, cvjp, 3, {"dx_", "dh_"}, p + "ph", cellTotal);
+  FailureOr<std::string> dDests = odeVjpDests(dvjp, 3, {"dh_"}, p + "th", dynTotal);
+  FailureOr<std::string> cDests = odeVjpDests(cvjp, 3, {"dx_", "dh_"}, p + "ph", cellTotal);
   if (failed(dDests) || failed(cDests))
     return failure();
   os << "{\n";
@@ -615,24 +567,23 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
      << ", n, H, delta, 0.0, 1.0, " << (o.getAdjoint() ? "htil" : "hprev")
      << ", dhtil, Pd, thacc_, ws_, dynamics, [&](double s_, const real_t *h_, "
         "const real_t *a_, real_t *dh_, real_t *th_) { return dynvjp(s_, h_, a_, dh_, th_); });\n";
-  os << gradFailure(op, o.getMaxSteps());
+  os << odeGradFailure(o.getMaxSteps());
   os.unindent();
   os << "}\n";
   os << "memcpy(carry, dhtil, n * sizeof(real_t));\n";
   os.unindent();
   os << "}\n";
   os << "memcpy(" << name(o.getDh0()) << ", carry, n * sizeof(real_t));\n";
-  std::string offD = "0", offC = "0";
-  for (auto [k, d] : llvm::enumerate(o.getDparams())) {
-    FailureOr<std::string> sz = numel(op, cast<nnk::BufferType>(d.getType()));
-    if (failed(sz))
-      return failure();
-    bool isDyn = (int64_t)k < nDyn;
-    std::string &off = isDyn ? offD : offC;
-    os << "memcpy(" << name(d) << ", " << (isDyn ? "thacc_" : "phacc_") << " + ("
-       << off << "), " << *sz << " * sizeof(real_t));\n";
-    off += " + " + *sz;
-  }
+  FailureOr<SmallVector<OdeParamSlice>> dynSlices =
+      odeParamSlices(o.getDparams().take_front(nDyn));
+  FailureOr<SmallVector<OdeParamSlice>> cellSlices =
+      odeParamSlices(o.getDparams().drop_front(nDyn));
+  if (failed(dynSlices) || failed(cellSlices))
+    return failure();
+  for (auto [acc, slices] : {std::pair{"thacc_", &*dynSlices}, {"phacc_", &*cellSlices}})
+    for (const OdeParamSlice &sl : *slices)
+      os << "memcpy(" << sl.dest << ", " << acc << " + (" << sl.offset << "), " << sl.size
+         << " * sizeof(real_t));\n";
   os.unindent();
   os << "}\n";
   return success();

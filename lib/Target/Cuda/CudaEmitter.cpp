@@ -4,7 +4,7 @@
 // cuBLAS for nnk.gemm / nnk.matmul (+ the epilogue kernel of
 // Elementwise.cuh), the .cuh kernels of runtime/include/nncc/Kernels/CUDA for every
 // other op (layer norm, attention cores, the persistent recurrent scan, data
-// movement, losses, ODE stage combinations), and
+// movement, losses, the ODE host drivers of Ode.cuh), and
 // `nncc_<model>_forward_cuda`, the launch sequence on the context's stream.
 // Buffers are the same arena slots as the CPU plan (device memory); kernel
 // scratch (recurrent W_hh^T, LSH buffers, loss partials, ODE temporaries) is
@@ -59,14 +59,31 @@ public:
 
 private:
   std::string scratchCur = "0";           // bytes taken by the current launch
-  /// Emits the ops of a region (nnk.ode_solve / ode_rnn bodies) with the
-  /// given names for its block arguments: inner weights become parameter
-  /// pointers, inner allocs scratch.
-  LogicalResult emitRegion(raw_indented_ostream &os, Region &region, Operation *parent,
-                           llvm::ArrayRef<std::string> argNames);
+  /// Emits the launches of a region of an ODE op (its inner weights and
+  /// allocs are declared by the function's prologue: parameters and arena
+  /// slots); the caller has named the block arguments.
+  LogicalResult emitRegion(raw_indented_ostream &os, Region &region, Operation *parent);
   LogicalResult emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp op);
   LogicalResult emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp op);
-  LogicalResult emitOdeSteps(raw_indented_ostream &os, Operation *op, nnk::ODEMethod method);
+  /// The status check after ode_integrate_device returned rc_.
+  std::string odeSolveFailure();
+  LogicalResult emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp op);
+  LogicalResult emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNGradOp op);
+  /// A region as a lambda `lambda(params) -> int` (0 or a status) whose
+  /// `prologue` binds the block arguments; inner launches as emitRegion's.
+  LogicalResult emitRegionLambda(raw_indented_ostream &os, Region &region, Operation *parent,
+                                 const std::string &lambda, const std::string &params,
+                                 const std::string &prologue);
+  /// The arena slot of the CPU plan's workspace for `op` (the ODE
+  /// gradients' scratch: the same bytes, device memory on CUDA).
+  FailureOr<int> plannedWorkspace(Operation *op);
+  /// `OdeDevice ode_dev` of the current launch (stream, dopri5's norm
+  /// scratch from the kernel scratch).
+  void emitOdeDevice(raw_indented_ostream &os);
+  /// The statements reporting a device driver's CUDA error (OdeDeviceError).
+  std::string odeDeviceBranch();
+  llvm::DenseMap<Operation *, int> cpuWorkspaces;
+  bool cpuPlanned = false;
   /// One extern "C" launch sequence nncc_<model>_<fnName> over `ops` of `fn`.
   LogicalResult emitSequence(raw_indented_ostream &f, StringRef fnName, func::FuncOp fn,
                              ArrayRef<Operation *> ops);
@@ -411,7 +428,9 @@ LogicalResult CudaEmitter::emitODE(Operation *odeOp) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(odeOp)
       .Case<nnk::ODESolveOp>([&](auto o) { return emitOdeSolve(out(), o); })
       .Case<nnk::ODERNNOp>([&](auto o) { return emitOdeRnn(out(), o); })
-      .Default([&](Operation *) { return cpuOnlyBackward(); });
+      .Case<nnk::ODESolveGradOp>([&](auto o) { return emitOdeSolveGrad(out(), o); })
+      .Case<nnk::ODERNNGradOp>([&](auto o) { return emitOdeRnnGrad(out(), o); })
+      .Default([&](Operation *other) { return other->emitError("not an ODE op"); });
 }
 
 LogicalResult CudaEmitter::copyNd(const StridedCopy &c) {
@@ -435,10 +454,8 @@ LogicalResult CudaEmitter::copyNd(const StridedCopy &c) {
 }
 
 LogicalResult CudaEmitter::emitRegion(raw_indented_ostream &os, Region &region,
-                                      Operation *parent, llvm::ArrayRef<std::string> argNames) {
+                                      Operation *parent) {
   Block &block = region.front();
-  for (auto [arg, n] : llvm::zip(block.getArguments(), argNames))
-    names[arg] = n;
   for (Operation &op : block.without_terminator()) {
     launchIndex[&op] = launchIndex.lookup(parent);
     // Weights and temporaries of regions are declared by the shared forward
@@ -451,223 +468,441 @@ LogicalResult CudaEmitter::emitRegion(raw_indented_ostream &os, Region &region,
   return success();
 }
 
-/// Emits the lambda `stage_step(dt, dt_rows, t,
-/// with_err)` that runs one RK step on `h` (slots in `work`, n elements per
-/// slot): per stage the stage-input combination kernel and `dyn(...)`, then
-/// the final combination (into h, or for with_err into the stage-input slot
-/// plus the error slot). Expects in scope: n, row_len, h, work, dyn,
-/// set_time(stage_index, t, dt).
-LogicalResult CudaEmitter::emitOdeSteps(raw_indented_ostream &os, Operation *op,
-                                        nnk::ODEMethod method) {
-  // The tableau is ODESolver.h's (ode_a/ode_b/ode_c/ode_e), the CPU solver's.
-  const int m = static_cast<int>(method); // == kernels::OdeMethod (NNKOps.cpp)
-  int S = kernels::ode_stages(m), in = S == 1 ? 1 : S; // stage-input slot
-  os << "const int ode_method = " << m << "; // nncc::kernels::OdeMethod\n";
-  os << "auto stage_step = [&](real_t dt, const real_t *dt_rows, real_t t, int step,\n"
-        "                      bool with_err) -> nncc_status {\n";
-  os.indent();
-  os << "for (int s = 0; s < " << S << "; ++s) {\n";
-  os.indent();
-  os << "real_t *yin = s == 0 ? h : work + " << in << " * n;\n";
-  os << "if (s > 0) {\n";
-  os << "  OdeCombine c{};\n  c.nk = s;\n"
-        "  for (int j = 0; j < s; ++j) c.a[j] = nncc::kernels::ode_a(ode_method, s, j);\n";
-  os << "  " << checked("launch_ode_combine<real_t>(c, n, row_len, h, work, n, dt, dt_rows, "
-                          "yin, (real_t *)NULL, stream)");
-  os << "}\n";
-  os << "if (nncc_status st_ = set_time(s, step, t, dt, nncc::kernels::ode_c(ode_method, s)))\n"
-        "  return st_;\n";
-  os << "if (nncc_status st_ = dyn(yin, work + (int64_t)s * n))\n  return st_;\n";
-  os.unindent();
-  os << "}\n";
-  os << "OdeCombine c{};\nc.nk = " << S << ";\n";
-  os << "for (int j = 0; j < " << S << "; ++j) {\n"
-        "  c.a[j] = nncc::kernels::ode_b(ode_method, j);\n"
-        "  c.e[j] = ode_method == nncc::kernels::OdeDopri5 ? nncc::kernels::ode_e(j) : 0.0;\n}\n";
-  os << checked("launch_ode_combine<real_t>(c, n, row_len, h, work, n, dt, dt_rows, "
-                  "with_err ? work + " +
-                      std::to_string(in) + " * n : h, with_err ? work + " +
-                      std::to_string(S + 1) + " * n : (real_t *)NULL, stream)");
-  os << "return NNCC_OK;\n";
-  os.unindent();
-  os << "};\n";
-  return success();
+/// `real_t *<name> = <init>;` binding a region argument that the region
+/// reads; nothing for one it ignores (nvcc warns about a pointer that is
+/// set but never used, a `(void)` cast notwithstanding).
+static std::string bindArg(BlockArgument arg, const std::string &name, const std::string &init) {
+  return arg.use_empty() ? std::string() : "real_t *" + name + " = " + init + ";\n";
 }
 
+/// nnk.ode_solve: ode_integrate_device (Ode.cuh, the CPU solver's loop:
+/// double step sizes, the same stages, FSAL and step-size control) over
+/// the dynamics region's launches; h evolves in the output.
 LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp o) {
   Operation *op = o.getOperation();
-  auto n = numel(op, cast<nnk::BufferType>(o.getOut().getType()));
+  FailureOr<std::string> n = numel(o.getOut());
   if (failed(n))
     return failure();
-  nnk::ODEMethod method = o.getMethod();
-  int64_t steps = o.getSteps();
-  if (method != nnk::ODEMethod::dopri5 && steps < 1)
+  const int method = static_cast<int>(o.getMethod()); // == kernels::OdeMethod
+  const int S = kernels::ode_stages(method);
+  const bool adaptive = o.getMethod() == nnk::ODEMethod::dopri5 && o.getSteps() == 0;
+  if (!adaptive && o.getSteps() < 1)
     return o.emitError("fixed-step ODE methods need steps >= 1");
+  nnk::BufferType workT = bufferType(o.getWork());
+  const int64_t K = workT.getDim(0).isStatic() ? workT.getDim(0).getSize() : -1;
+  if (K < S + (adaptive ? 2 : 1))
+    return o.emitError() << "nnk.ode_solve: the work buffer needs at least "
+                         << S + (adaptive ? 2 : 1) << " stage slots, it has " << K;
+  Block &dyn = o.getDynamics().front();
+  if (dyn.getNumArguments() != 3)
+    return o.emitError("nnk.ode_solve: the dynamics region takes (t, h, dh)");
+  const bool readsTime = !dyn.getArgument(0).use_empty();
+  std::string p = local("ode") + "_";
+  names[dyn.getArgument(0)] = p + "t";
+  names[dyn.getArgument(1)] = p + "h";
+  names[dyn.getArgument(2)] = p + "dh";
   os << "{\n";
   os.indent();
-  os << "// host loop: per stage the dynamics' launches + one fused combination kernel\n";
-  os << "const int64_t n = " << *n << ", row_len = n; (void)row_len;\n";
-  os << "real_t *h = " << name(o.getOut()) << ", *work = " << name(o.getWork()) << ";\n";
-  os << "real_t *tbuf = (real_t *)" << workspace("sizeof(real_t)") << ";\n";
-  os << "double *norm_d = (double *)" << workspace("sizeof(double)") << "; (void)norm_d;\n";
-  os << "void *norm_ws = " << workspace("loss_scratch_bytes()") << "; (void)norm_ws;\n";
-  os << checked("cudaMemcpyAsync(h, " + name(o.getH0()) +
-                      ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
+  os << "// ode_integrate_device (" << stringifyEnum(o.getMethod())
+     << (adaptive ? ", adaptive: the error norm read back per attempt"
+                  : ", " + std::to_string(o.getSteps()) + " steps")
+     << "); h evolves in the output\n";
+  os << "const int64_t n = " << *n << ";\n";
+  os << "real_t *work = " << name(o.getWork()) << ";\n";
+  os << "real_t *k[" << S << "];\n";
+  os << "for (int s = 0; s < " << S << "; ++s) k[s] = work + (int64_t)s * n;\n";
+  if (readsTime)
+    os << "real_t *tbuf = (real_t *)" << workspace("sizeof(real_t)") << ";\n";
+  emitOdeDevice(os);
+  os << checked("cudaMemcpyAsync(" + name(o.getOut()) + ", " + name(o.getH0()) +
+                ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
   os << "real_t tv0 = 0, tv1 = 0;\n";
   os << checked("cudaMemcpyAsync(&tv0, " + name(o.getT0()) +
-                      ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
+                ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
   os << checked("cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
-                      ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
+                ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
   os << checked("cudaStreamSynchronize(stream)");
-  // The time argument of the region is the scratch scalar itself.
-  std::string tArg = "tbuf", hArg = local("ode_h"), dhArg = local("ode_dh");
-  os << "real_t *" << hArg << " = NULL, *" << dhArg << " = NULL;\n";
-  os << "auto dyn = [&](real_t *hin, real_t *kout) -> nncc_status {\n";
-  os.indent();
-  os << hArg << " = hin;\n" << dhArg << " = kout;\n";
-  if (failed(emitRegion(os, o.getDynamics(), op, {tArg, hArg, dhArg})))
-    return failure();
-  os << "return NNCC_OK;\n";
-  os.unindent();
-  os << "};\n";
-  os << "auto set_time = [&](int s, int step, real_t t, real_t dt, double c) -> nncc_status {\n"
-        "  (void)s; (void)step;\n"
-        "  nncc_gen_fill<real_t><<<1, 32, 0, stream>>>(1, (real_t)(t + (real_t)c * dt), tbuf);\n"
-        "  "
-     << checked("cudaGetLastError()") << "  return NNCC_OK;\n};\n";
-  if (failed(emitOdeSteps(os, op, method)))
-    return failure();
-  if (steps > 0) {
-    os << "const real_t dt = (tv1 - tv0) / (real_t)" << steps << ";\n";
-    os << "for (int64_t step = 0; step < " << steps << "; ++step)\n";
-    os << "  if (nncc_status st_ = stage_step(dt, (const real_t *)NULL, tv0 + (real_t)step * dt, "
-          "(int)step, false))\n    return st_;\n";
-  } else {
-    os << "// adaptive dopri5: error norm reduced on the device, one double read back per step\n";
-    os << "const double atol = " << fmtDouble(o.getAtol()) << ", rtol = " << fmtDouble(o.getRtol())
-       << ";\n";
-    os << "real_t t = tv0, dt = (real_t)nncc::kernels::ode_first_step((double)(tv1 - tv0));\n";
-    os << "const bool up = tv1 > tv0;\n";
-    os << "for (int64_t iter = 0; up ? t < tv1 : t > tv1; ++iter) {\n";
-    os.indent();
-    os << "if (iter >= nncc::kernels::kOdeMaxSteps)\n"
-          "  return nncc_error_set(err, NNCC_ERROR_INTERNAL, \"%s: dopri5 took more than 1e6 steps "
-          "(t = %g of %g)\", "
-       << cString(launchComment(op)) << ", (double)t, (double)tv1);\n";
-    os << "if (up ? t + dt > tv1 : t + dt < tv1)\n  dt = tv1 - t;\n";
-    os << "if (nncc_status st_ = stage_step(dt, (const real_t *)NULL, t, (int)iter, true))\n"
-          "  return st_;\n";
-    os << checked("launch_ode_error_norm<real_t>(n, h, work + 7 * n, work + 8 * n, atol, "
-                    "rtol, norm_ws, norm_d, stream)");
-    os << "double norm = 0;\n";
-    os << checked("cudaMemcpyAsync(&norm, norm_d, sizeof(double), cudaMemcpyDeviceToHost, "
-                    "stream)");
-    os << checked("cudaStreamSynchronize(stream)");
-    os << "norm = sqrt(norm);\n";
-    os << "if (!(norm == norm))\n"
-          "  return nncc_error_set(err, NNCC_ERROR_INTERNAL, \"%s: dopri5 error norm is NaN at t "
-          "= %g\", "
-       << cString(launchComment(op)) << ", (double)t);\n";
-    os << "if (nncc::kernels::ode_step_accepted(norm)) {\n";
-    os << "  t += dt;\n";
-    os << "  " << checked("cudaMemcpyAsync(h, work + 7 * n, n * sizeof(real_t), "
-                            "cudaMemcpyDeviceToDevice, stream)");
-    os << "}\n";
-    os << "dt = (real_t)(dt * nncc::kernels::ode_step_factor(norm));\n";
-    os.unindent();
-    os << "}\n";
+  std::string timeFill = "(void)s_;\n";
+  if (readsTime) {
+    timeFill.clear();
+    llvm::raw_string_ostream ts(timeFill);
+    ts << "nncc_gen_fill<real_t><<<1, 32, 0, stream>>>(1, (real_t)s_, tbuf);\n"
+       << checked("cudaGetLastError()");
   }
+  if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
+                              "double s_, const real_t *hin_, real_t *dh_",
+                              timeFill + bindArg(dyn.getArgument(0), p + "t", "tbuf") +
+                                  bindArg(dyn.getArgument(1), p + "h", "(real_t *)hin_") +
+                                  bindArg(dyn.getArgument(2), p + "dh", "dh_"))))
+    return failure();
+  os << "const int rc_ = ode_integrate_device<real_t>(ode_dev, " << method << ", "
+     << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
+     << ", n, n, (const real_t *)NULL, (double)tv0, (double)tv1, " << name(o.getOut())
+     << ", k, work + " << S << "LL * n, "
+     << (adaptive ? "work + " + std::to_string(S + 1) + "LL * n" : std::string("(real_t *)NULL"))
+     << ", dynamics, (int64_t *)NULL);\n";
+  os << odeSolveFailure();
   os.unindent();
   os << "}\n";
   return success();
 }
 
+std::string CudaEmitter::odeSolveFailure() {
+  return "if (rc_ != 0) {\n" + odeDeviceBranch() +
+         "  if (rc_ < 0)\n"
+         "    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"%s: %s\", " +
+         cString(launchComment(op())) +
+         ", nncc::kernels::ode_error_string(rc_));\n"
+         "  return (nncc_status)rc_;\n"
+         "}\n";
+}
+
+/// nnk.ode_rnn: per observation i > 0 every row evolves over its own
+/// [t_{i-1}, t_i] by ode_integrate_device (Ode.cuh, the CPU solver's steps:
+/// s in [0, 1] with the row scale t_i - t_{i-1}, fixed or adaptive), then
+/// the cell; the CPU's nnk.ode_rnn loop, whose states the backward
+/// (ode_rnn_grad_device) recomputes the same way.
 LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o) {
   Operation *op = o.getOperation();
-  auto tx = cast<nnk::BufferType>(o.getX().getType());
-  auto B = dimExpr(op, tx.getDim(0)), Tn = dimExpr(op, tx.getDim(1)),
-       I = dimExpr(op, tx.getDim(2));
+  FailureOr<std::string> B = dim(o.getX(), 0), Tn = dim(o.getX(), 1), I = dim(o.getX(), 2);
   if (failed(B) || failed(Tn) || failed(I))
     return failure();
-  int64_t H = o.getHiddenSize(), steps = o.getSteps();
-  if (steps < 1)
-    return o.emitError("the CUDA ODE-RNN needs a fixed number of steps per interval (steps "
-                       ">= 1): adaptive per-row solves are not implemented");
-  nnk::ODEMethod method = o.getMethod();
-  const int stages = kernels::ode_stages(static_cast<int>(method));
-  int K = stages == 1 ? 2 : stages + 1;
-  if (method == nnk::ODEMethod::dopri5)
-    K = 9;
+  const int64_t H = o.getHiddenSize();
+  const int method = static_cast<int>(o.getMethod()); // == kernels::OdeMethod
+  const int S = kernels::ode_stages(method);
+  const bool adaptive = o.getMethod() == nnk::ODEMethod::dopri5 && o.getSteps() == 0;
+  nnk::BufferType workT = bufferType(o.getWork());
+  const int64_t K = workT.getDim(0).isStatic() ? workT.getDim(0).getSize() - 2 : -1;
+  if (K < S + (adaptive ? 2 : 1))
+    return o.emitError() << "nnk.ode_rnn: the work buffer needs at least "
+                         << S + (adaptive ? 2 : 1) + 2 << " slots";
+  Block &dyn = o.getDynamics().front();
+  Block &cell = o.getCell().front();
+  if (dyn.getNumArguments() != 3 || cell.getNumArguments() != 3)
+    return o.emitError("nnk.ode_rnn: the regions take (t, h, dh) and (x_t, h, h_out)");
+  const bool readsTime = !dyn.getArgument(0).use_empty();
+  std::string p = local("odernn") + "_";
+  names[dyn.getArgument(0)] = p + "t";
+  names[dyn.getArgument(1)] = p + "h";
+  names[dyn.getArgument(2)] = p + "dh";
+  names[cell.getArgument(0)] = p + "xt";
+  names[cell.getArgument(1)] = p + "ch";
+  names[cell.getArgument(2)] = p + "chout";
   os << "{\n";
   os.indent();
-  os << "// ODE-RNN: per observation a fixed-step solve with per-row dt, then the cell\n";
+  os << "// ODE-RNN: per observation i > 0 each row evolves over its own [t_{i-1}, t_i]\n"
+        "// (ode_integrate_device, "
+     << stringifyEnum(o.getMethod())
+     << (adaptive ? ", adaptive" : ", " + std::to_string(o.getSteps()) + " steps")
+     << "), then the cell.\n";
   os << "const int64_t B = " << *B << ", Tn = " << *Tn << ", I = " << *I << ", H = " << H
-     << ";\n";
-  os << "const int64_t n = B * H, row_len = H;\n";
+     << ", n = B * H;\n";
   os << "real_t *work = " << name(o.getWork()) << ";\n";
-  os << "real_t *h = work + " << K << " * n, *h_next = work + " << K + 1 << " * n;\n";
-  os << "real_t *tb = (real_t *)" << workspace(*B + " * sizeof(real_t)") << ";\n";
-  os << "real_t *dtb = (real_t *)" << workspace(*B + " * sizeof(real_t)") << ";\n";
+  os << "real_t *k[" << S << "];\n";
+  os << "for (int s = 0; s < " << S << "; ++s) k[s] = work + (int64_t)s * n;\n";
+  os << "real_t *h = work + " << K << "LL * n, *h_next = work + " << K + 1 << "LL * n;\n";
+  os << "real_t *delta = (real_t *)" << workspace(*B + " * sizeof(real_t)")
+     << ", *tprev = (real_t *)" << workspace(*B + " * sizeof(real_t)") << ";\n";
+  if (readsTime)
+    os << "real_t *tcur = (real_t *)" << workspace(*B + " * sizeof(real_t)") << ";\n";
+  emitOdeDevice(os);
   if (o.getH0())
     os << checked("cudaMemcpyAsync(h, " + name(o.getH0()) +
-                        ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
+                  ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
   else
     os << checked("cudaMemsetAsync(h, 0, n * sizeof(real_t), stream)");
-  // The time argument of the region is the per-row time buffer itself.
-  std::string tArg = "tb", hArg = local("ode_h"), dhArg = local("ode_dh");
-  os << "real_t *" << hArg << " = NULL, *" << dhArg << " = NULL;\n";
-  os << "auto dyn = [&](real_t *hin, real_t *kout) -> nncc_status {\n";
-  os.indent();
-  os << hArg << " = hin;\n" << dhArg << " = kout;\n";
-  if (failed(emitRegion(os, o.getDynamics(), op, {tArg, hArg, dhArg})))
+  std::string timeFill = readsTime ? "" : "(void)s_;\n";
+  if (readsTime) {
+    llvm::raw_string_ostream ts(timeFill);
+    ts << "if (B > 0)\n  ode_rnn_row_time_kernel<real_t><<<grid_for(B, 256), 256, 0, stream>>>("
+          "B, s_, tprev, delta, tcur);\n"
+       << checked("cudaGetLastError()");
+  }
+  if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
+                              "double s_, const real_t *hin_, real_t *dh_",
+                              timeFill + bindArg(dyn.getArgument(0), p + "t", "tcur") +
+                                  bindArg(dyn.getArgument(1), p + "h", "(real_t *)hin_") +
+                                  bindArg(dyn.getArgument(2), p + "dh", "dh_"))))
     return failure();
-  os << "return NNCC_OK;\n";
+  if (failed(emitRegionLambda(os, o.getCell(), op, "cell", "",
+                              bindArg(cell.getArgument(0), p + "xt", name(o.getXt())) +
+                                  bindArg(cell.getArgument(1), p + "ch", "h") +
+                                  bindArg(cell.getArgument(2), p + "chout", "h_next"))))
+    return failure();
+  os << "for (int64_t obs = 0; obs < Tn; ++obs) {\n";
+  os.indent();
+  os << "if (obs > 0) {\n";
+  os.indent();
+  os << "if (B > 0)\n  ode_rnn_interval_kernel<real_t><<<grid_for(B, 256), 256, 0, stream>>>(B, "
+        "Tn, obs, "
+     << name(o.getTimes()) << ", tprev, delta);\n";
+  os << checked("cudaGetLastError()");
+  os << "const int rc_ = ode_integrate_device<real_t>(ode_dev, " << method << ", "
+     << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
+     << ", n, H, delta, 0.0, 1.0, h, k, work + " << S << "LL * n, "
+     << (adaptive ? "work + " + std::to_string(S + 1) + "LL * n" : std::string("(real_t *)NULL"))
+     << ", dynamics, (int64_t *)NULL);\n";
+  os << odeSolveFailure();
   os.unindent();
-  os << "};\n";
-  std::string xArg = local("cell_x"), chArg = local("cell_h"), coArg = local("cell_out");
-  os << "real_t *" << xArg << " = " << name(o.getXt()) << ", *" << chArg << " = h, *" << coArg
-     << " = h_next;\n";
-  os << "auto cell = [&]() -> nncc_status {\n";
-  os.indent();
-  if (failed(emitRegion(os, o.getCell(), op, {xArg, chArg, coArg})))
-    return failure();
-  os << "return NNCC_OK;\n";
-  os.unindent();
-  os << "};\n";
-  os << "int64_t obs = 0;\n";
-  os << "auto set_time = [&](int s, int step, real_t t, real_t dt, double c) -> nncc_status {\n"
-        "  (void)s; (void)t; (void)dt;\n"
-        "  ode_rnn_times_kernel<real_t><<<grid_for(B, 256), 256, 0, stream>>>(B, Tn, obs, "
-     << steps
-     << ", (double)step + c, " << name(o.getTimes()) << ", dtb, tb);\n"
-     << "  " << checked("cudaGetLastError()") << "  return NNCC_OK;\n};\n";
-  if (failed(emitOdeSteps(os, op, method)))
-    return failure();
-  os << "for (obs = 0; obs < Tn; ++obs) {\n";
-  os.indent();
-  os << "if (obs > 0)\n";
-  os << "  for (int step = 0; step < " << steps << "; ++step)\n";
-  os << "    if (nncc_status st_ = stage_step((real_t)0, dtb, (real_t)0, step, false))\n"
-        "      return st_;\n";
+  os << "}\n";
   os << "{ // x_t = x[:, obs, :]\n";
   os << "  CopyNd c{};\n  c.rank = 2;\n"
         "  c.shape[0] = B; c.dst_stride[0] = I; c.src_stride[0] = Tn * I;\n"
         "  c.shape[1] = I; c.dst_stride[1] = 1; c.src_stride[1] = 1;\n";
   os << "  " << checked("launch_copy_nd<real_t>(c, " + name(o.getXt()) + ", " +
-                              name(o.getX()) + " + obs * I, stream)");
+                        name(o.getX()) + " + obs * I, stream)");
   os << "}\n";
-  os << "if (nncc_status st_ = cell())\n  return st_;\n";
+  os << "if (const int rc_ = cell())\n  return (nncc_status)rc_;\n";
   os << checked("cudaMemcpyAsync(h, h_next, n * sizeof(real_t), cudaMemcpyDeviceToDevice, "
-                  "stream)");
+                "stream)");
   os << "{ // hs[:, obs, :] = h\n";
   os << "  CopyNd c{};\n  c.rank = 2;\n"
         "  c.shape[0] = B; c.dst_stride[0] = Tn * H; c.src_stride[0] = H;\n"
         "  c.shape[1] = H; c.dst_stride[1] = 1; c.src_stride[1] = 1;\n";
   os << "  " << checked("launch_copy_nd<real_t>(c, " + name(o.getOut()) +
-                              " + obs * H, h_next, stream)");
+                        " + obs * H, h_next, stream)");
   os << "}\n";
   os.unindent();
   os << "}\n";
+  os.unindent();
+  os << "}\n";
+  return success();
+}
+
+FailureOr<int> CudaEmitter::plannedWorkspace(Operation *op) {
+  if (!cpuPlanned) {
+    cpuPlanned = true;
+    if (failed(withCpuBufferPlan(module, [&](const ModelEmitter &cpu) {
+          for (auto [i, b] : llvm::enumerate(cpu.buffers))
+            if (!b.workspaceBytes.empty() && b.owner)
+              cpuWorkspaces.try_emplace(b.owner, (int)i);
+          return success();
+        })))
+      return failure();
+  }
+  auto it = cpuWorkspaces.find(op);
+  if (it == cpuWorkspaces.end())
+    return op->emitError("the CPU buffer plan has no workspace for this op"), failure();
+  return it->second;
+}
+
+LogicalResult CudaEmitter::emitRegionLambda(raw_indented_ostream &os, Region &region,
+                                            Operation *parent, const std::string &lambda,
+                                            const std::string &params,
+                                            const std::string &prologue) {
+  os << "auto " << lambda << " = [&](" << params << ") -> int {\n";
+  os.indent();
+  os << prologue;
+  if (failed(emitRegion(os, region, parent)))
+    return failure();
+  os << "return 0;\n";
+  os.unindent();
+  os << "};\n";
+  return success();
+}
+
+void CudaEmitter::emitOdeDevice(raw_indented_ostream &os) {
+  os << "OdeDevice ode_dev;\n"
+     << "ode_dev.stream = stream;\n"
+     << "ode_dev.norm_scratch = " << workspace("loss_scratch_bytes()") << ";\n"
+     << "ode_dev.norm = (double *)" << workspace("sizeof(double)") << ";\n";
+}
+
+std::string CudaEmitter::odeDeviceBranch() {
+  return "  if (rc_ == OdeDeviceError)\n"
+         "    return nncc_error_set(err, ode_dev.error == cudaErrorMemoryAllocation\n"
+         "                                   ? NNCC_ERROR_OUT_OF_MEMORY : NNCC_ERROR_CUDA,\n"
+         "                          \"%s: %s (%s)\", " +
+         cString(launchComment(op())) +
+         ", cudaGetErrorName(ode_dev.error), cudaGetErrorString(ode_dev.error));\n";
+}
+
+/// nnk.ode_solve_grad: the device driver ode_grad_device (Ode.cuh, the CPU's
+/// ode_grad step for step) over the regions' launches; its scratch is the
+/// op's arena slot of the CPU plan, the accumulated dθ after it.
+LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp o) {
+  Operation *op = o.getOperation();
+  const int method = static_cast<int>(o.getMethod()); // == kernels::OdeMethod
+  FailureOr<std::string> n = numel(o.getH());
+  FailureOr<int> ws = plannedWorkspace(op);
+  if (failed(n) || failed(ws))
+    return failure();
+  Block &dyn = o.getDynamics().front();
+  Block &vjp = o.getVjp().front();
+  if (dyn.getNumArguments() != 3 || vjp.getNumArguments() != 4 + o.getDparams().size())
+    return o.emitError("nnk.ode_solve_grad: regions (t, h, dh) and (t, h, a, dh, dθ...)");
+  std::string p = local("odeg") + "_";
+  names[dyn.getArgument(0)] = p + "t";
+  names[dyn.getArgument(1)] = p + "h";
+  names[dyn.getArgument(2)] = p + "dh";
+  names[vjp.getArgument(0)] = p + "vt";
+  names[vjp.getArgument(1)] = p + "vh";
+  names[vjp.getArgument(2)] = p + "va";
+  std::string total;
+  FailureOr<std::string> dests = odeVjpDests(vjp, 3, {"dh_"}, p + "th", total);
+  FailureOr<SmallVector<OdeParamSlice>> slices = odeParamSlices(o.getDparams());
+  if (failed(dests) || failed(slices))
+    return failure();
+  os << "{\n";
+  os.indent();
+  os << "// " << (o.getAdjoint() ? "adjoint method (augmented state integrated back)"
+                                 : "backpropagation through the solver steps")
+     << ", " << stringifyEnum(o.getMethod()) << ", "
+     << (o.getSteps() ? std::to_string(o.getSteps()) + " steps" : std::string("adaptive"))
+     << ": ode_grad_device\n";
+  os << "const int64_t n = " << *n << ", P = " << total << ";\n";
+  os << "// The CPU plan's workspace: ode_grad's scratch, then the accumulated dθ [P].\n";
+  os << "char *ws_ = (char *)nncc_ms_buffer_ptr(m, " << *ws << ");\n";
+  os << "real_t *thacc_ = (real_t *)(ws_ + nncc::grad::ode_grad_layout(" << method << ", "
+     << o.getSteps() << ", " << o.getMaxSteps() << ", " << (o.getAdjoint() ? 1 : 0)
+     << ", n, P, (int64_t)sizeof(real_t)).bytes);\n";
+  os << checked("cudaMemsetAsync(thacc_, 0, (size_t)P * sizeof(real_t), stream)");
+  // The regions' time argument: a device scalar, when a region reads it.
+  if (!dyn.getArgument(0).use_empty() || !vjp.getArgument(0).use_empty())
+    os << "real_t *tbuf = (real_t *)" << workspace("sizeof(real_t)") << ";\n";
+  emitOdeDevice(os);
+  os << "real_t tv0 = 0, tv1 = 0;\n";
+  os << checked("cudaMemcpyAsync(&tv0, " + name(o.getT0()) +
+                ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
+  os << checked("cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
+                ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
+  os << checked("cudaStreamSynchronize(stream)");
+  // The time scalar is filled only for regions that read it.
+  auto setTime = [&](BlockArgument t, const std::string &tName) {
+    if (t.use_empty())
+      return std::string("(void)s_;\n");
+    std::string fill;
+    llvm::raw_string_ostream fs(fill);
+    fs << "nncc_gen_fill<real_t><<<1, 32, 0, stream>>>(1, (real_t)s_, tbuf);\n"
+       << checked("cudaGetLastError()") << bindArg(t, tName, "tbuf");
+    return fill;
+  };
+  if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
+                              "double s_, const real_t *hin_, real_t *dh_",
+                              setTime(dyn.getArgument(0), p + "t") +
+                                  bindArg(dyn.getArgument(1), p + "h", "(real_t *)hin_") +
+                                  bindArg(dyn.getArgument(2), p + "dh", "dh_"))))
+    return failure();
+  if (failed(emitRegionLambda(
+          os, o.getVjp(), op, "vjp",
+          "double s_, const real_t *hin_, const real_t *ain_, real_t *dh_, real_t *th_",
+          setTime(vjp.getArgument(0), p + "vt") +
+              bindArg(vjp.getArgument(1), p + "vh", "(real_t *)hin_") +
+              bindArg(vjp.getArgument(2), p + "va", "(real_t *)ain_") +
+              (o.getDparams().empty() ? "" : "real_t *" + p + "th = th_;\n") + *dests)))
+    return failure();
+  os << checked("cudaMemcpyAsync(" + name(o.getDh0()) + ", " + name(o.getA1()) +
+                ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
+  os << "const int rc_ = ode_grad_device<real_t>(ode_dev, " << method << ", " << o.getSteps()
+     << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
+     << fmtDouble(o.getAtol()) << ", " << (o.getAdjoint() ? 1 : 0)
+     << ", n, n, (const real_t *)NULL, (double)tv0, (double)tv1, " << name(o.getH()) << ", "
+     << name(o.getDh0()) << ", P, thacc_, ws_, dynamics, vjp);\n";
+  os << odeGradFailure(o.getMaxSteps(), odeDeviceBranch());
+  for (const OdeParamSlice &sl : *slices)
+    os << checked("cudaMemcpyAsync(" + sl.dest + ", thacc_ + (" + sl.offset + "), " + sl.size +
+                  " * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
+  os.unindent();
+  os << "}\n";
+  return success();
+}
+
+/// nnk.ode_rnn_grad: the device driver ode_rnn_grad_device (Ode.cuh, the
+/// CPU's BPTT over the observations with ode_grad per segment) over the
+/// three regions' launches, in the op's arena slot of the CPU plan.
+LogicalResult CudaEmitter::emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNGradOp o) {
+  Operation *op = o.getOperation();
+  const int method = static_cast<int>(o.getMethod()); // == kernels::OdeMethod
+  FailureOr<std::string> B = dim(o.getX(), 0), Tn = dim(o.getX(), 1), I = dim(o.getX(), 2);
+  FailureOr<int> ws = plannedWorkspace(op);
+  if (failed(B) || failed(Tn) || failed(I) || failed(ws))
+    return failure();
+  const int64_t nDyn = o.getNumDynamicsParams();
+  const int64_t nCell = (int64_t)o.getDparams().size() - nDyn;
+  Block &dyn = o.getDynamics().front();
+  Block &dvjp = o.getDynamicsVjp().front();
+  Block &cvjp = o.getCellVjp().front();
+  if (nCell < 0 || dyn.getNumArguments() != 3 || dvjp.getNumArguments() != 4 + nDyn ||
+      cvjp.getNumArguments() != 5 + nCell)
+    return o.emitError("nnk.ode_rnn_grad: unexpected region signatures");
+  std::string p = local("odernng") + "_";
+  names[dyn.getArgument(0)] = p + "t";
+  names[dyn.getArgument(1)] = p + "h";
+  names[dyn.getArgument(2)] = p + "dh";
+  names[dvjp.getArgument(0)] = p + "vt";
+  names[dvjp.getArgument(1)] = p + "vh";
+  names[dvjp.getArgument(2)] = p + "va";
+  names[cvjp.getArgument(0)] = p + "cx";
+  names[cvjp.getArgument(1)] = p + "ch";
+  names[cvjp.getArgument(2)] = p + "ca";
+  std::string dynTotal, cellTotal;
+  FailureOr<std::string> dDests = odeVjpDests(dvjp, 3, {"dh_"}, p + "th", dynTotal);
+  FailureOr<std::string> cDests = odeVjpDests(cvjp, 3, {"dx_", "dh_"}, p + "ph", cellTotal);
+  FailureOr<SmallVector<OdeParamSlice>> dynSlices =
+      odeParamSlices(o.getDparams().take_front(nDyn));
+  FailureOr<SmallVector<OdeParamSlice>> cellSlices =
+      odeParamSlices(o.getDparams().drop_front(nDyn));
+  if (failed(dDests) || failed(cDests) || failed(dynSlices) || failed(cellSlices))
+    return failure();
+  const bool adaptive = o.getMethod() == nnk::ODEMethod::dopri5 && o.getSteps() == 0;
+  os << "{\n";
+  os.indent();
+  os << "// ODE-RNN backward (ode_rnn_grad_device): BPTT over the observations; per\n"
+        "// segment the state before the cell evolved again, the cell's VJP, then the\n"
+        "// segment's "
+     << (o.getAdjoint() ? "adjoint solve" : "backpropagation through the solver steps") << " ("
+     << stringifyEnum(o.getMethod())
+     << (adaptive ? ", adaptive" : ", " + std::to_string(o.getSteps()) + " steps") << ").\n";
+  os << "const int64_t B = " << *B << ", Tn = " << *Tn << ", I = " << *I
+     << ", H = " << o.getHiddenSize() << ";\n";
+  os << "const int64_t Pd = " << dynTotal << ", Pc = " << cellTotal << ";\n";
+  os << "// The CPU plan's workspace: ode_grad's scratch, then the loop's arrays.\n";
+  os << "char *ws_ = (char *)nncc_ms_buffer_ptr(m, " << *ws << ");\n";
+  os << "const OdeRnnGradLayout lay_ = ode_rnn_grad_layout(" << method << ", " << o.getSteps()
+     << ", " << o.getMaxSteps() << ", " << (o.getAdjoint() ? 1 : 0)
+     << ", B, I, H, Pd, Pc, (int64_t)sizeof(real_t));\n";
+  os << "real_t *arr_ = (real_t *)(ws_ + lay_.scratch);\n";
+  os << "real_t *thacc_ = arr_ + lay_.thacc, *phacc_ = arr_ + lay_.phacc;\n";
+  // The rows' times, when a region reads them (the driver fills them).
+  if (!dyn.getArgument(0).use_empty() || !dvjp.getArgument(0).use_empty())
+    os << "real_t *tcur = arr_ + lay_.tcur;\n";
+  emitOdeDevice(os);
+  // The rows' times are in tcur when the regions run (set by the driver).
+  if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
+                              "double s_, const real_t *hin_, real_t *dh_",
+                              "(void)s_;\n" + bindArg(dyn.getArgument(0), p + "t", "tcur") +
+                                  bindArg(dyn.getArgument(1), p + "h", "(real_t *)hin_") +
+                                  bindArg(dyn.getArgument(2), p + "dh", "dh_"))))
+    return failure();
+  if (failed(emitRegionLambda(
+          os, o.getDynamicsVjp(), op, "dynvjp",
+          "double s_, const real_t *hin_, const real_t *ain_, real_t *dh_, real_t *th_",
+          "(void)s_;\n" + bindArg(dvjp.getArgument(0), p + "vt", "tcur") +
+              bindArg(dvjp.getArgument(1), p + "vh", "(real_t *)hin_") +
+              bindArg(dvjp.getArgument(2), p + "va", "(real_t *)ain_") +
+              (nDyn == 0 ? "" : "real_t *" + p + "th = th_;\n") + *dDests)))
+    return failure();
+  if (failed(emitRegionLambda(
+          os, o.getCellVjp(), op, "cellvjp",
+          "const real_t *xin_, const real_t *hin_, const real_t *ain_, real_t *dx_, real_t *dh_, "
+          "real_t *ph_",
+          bindArg(cvjp.getArgument(0), p + "cx", "(real_t *)xin_") +
+              bindArg(cvjp.getArgument(1), p + "ch", "(real_t *)hin_") +
+              bindArg(cvjp.getArgument(2), p + "ca", "(real_t *)ain_") +
+              (nCell == 0 ? "" : "real_t *" + p + "ph = ph_;\n") + *cDests)))
+    return failure();
+  os << "const int rc_ = ode_rnn_grad_device<real_t>(ode_dev, " << method << ", "
+     << o.getSteps() << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
+     << fmtDouble(o.getAtol()) << ", " << (o.getAdjoint() ? 1 : 0) << ", B, Tn, I, H, "
+     << name(o.getX()) << ", " << name(o.getTimes()) << ", "
+     << nameOr(o.getH0(), "const real_t *") << ", " << name(o.getHs()) << ", "
+     << name(o.getDhs()) << ", " << name(o.getDx()) << ", " << name(o.getDh0())
+     << ", Pd, thacc_, Pc, phacc_, ws_, dynamics, dynvjp, cellvjp);\n";
+  os << odeGradFailure(o.getMaxSteps(), odeDeviceBranch());
+  for (auto [acc, slices] : {std::pair{"thacc_", &*dynSlices}, {"phacc_", &*cellSlices}})
+    for (const OdeParamSlice &sl : *slices)
+      os << checked("cudaMemcpyAsync(" + sl.dest + ", " + acc + " + (" + sl.offset + "), " +
+                    sl.size + " * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
   os.unindent();
   os << "}\n";
   return success();

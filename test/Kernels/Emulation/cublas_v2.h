@@ -73,6 +73,9 @@ inline cublasStatus_t cublasSetPointerMode(cublasHandle_t, cublasPointerMode_t m
   return m == CUBLAS_POINTER_MODE_HOST ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
 }
 inline cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
+inline const char *cublasGetStatusString(cublasStatus_t s) {
+  return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "cuBLAS error (emulation)";
+}
 
 #define EMU_GEMMS(P, T)                                                                    \
   inline cublasStatus_t cublas##P##gemm(cublasHandle_t, cublasOperation_t ta,               \

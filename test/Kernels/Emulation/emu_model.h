@@ -2,8 +2,8 @@
 //
 // Test-only, included first by emu_nvcc.py into a generated model's CUDA
 // source: the emulated runtime and cuBLAS (cuda_runtime.h, cublas_v2.h
-// here) plus the runtime calls only the generated host code makes (events
-// of the NNCC_PROFILE timer).
+// here) plus the runtime calls only the generated host code makes (the
+// events of the NNCC_PROFILE timer).
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_TEST_EMU_MODEL_H
@@ -36,10 +36,6 @@ inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
 inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
   *ms = (float)((b->seconds - a->seconds) * 1e3);
   return cudaSuccess;
-}
-
-inline const char *cublasGetStatusString(cublasStatus_t s) {
-  return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "cuBLAS error (emulated)";
 }
 
 #endif

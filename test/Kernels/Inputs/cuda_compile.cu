@@ -67,10 +67,19 @@ template <typename T> void instantiate(cudaStream_t s) {
   launch_reduce<T>(r, 1, p, p, (void *)p, s);
   launch_mse_loss<T>(16, p, p, p, nullptr, s);
   launch_bce_with_logits<T>(4, 4, p, p, p, p, nullptr, s);
-  OdeCombine oc{};
-  launch_ode_combine<T>(oc, 16, 4, p, p, 16, T(0.1), p, p, p, s);
-  launch_ode_error_norm<T>(16, p, p, p, 1e-6, 1e-3, nullptr, nullptr, s);
-  ode_rnn_times_kernel<T><<<1, 32, 0, s>>>(4, 8, 1, 2, 0.5, p, p, p);
+  ode_rnn_interval_kernel<T><<<1, 32, 0, s>>>(4, 8, 1, p, p, p);
+  ode_rnn_row_time_kernel<T><<<1, 32, 0, s>>>(4, 0.5, p, p, p);
+  ode_rnn_adjoint_in_kernel<T><<<1, 32, 0, s>>>(4, 8, 2, 1, p, p, p);
+  // The ODE training drivers, with regions that launch nothing.
+  OdeDevice od;
+  od.stream = s;
+  auto dyn = [](double, const T *, T *) { return 0; };
+  auto vjp = [](double, const T *, const T *, T *, T *) { return 0; };
+  auto cell = [](const T *, const T *, const T *, T *, T *, T *) { return 0; };
+  (void)ode_grad_device<T>(od, nncc::kernels::OdeDopri5, 0, 10, 1e-6, 1e-8, 1, 16, 4, p, 0.0,
+                           1.0, p, p, 4, p, nullptr, dyn, vjp);
+  (void)ode_rnn_grad_device<T>(od, nncc::kernels::OdeRk4, 2, 10, 1e-6, 1e-8, 0, 2, 3, 4, 8, p,
+                               p, p, p, p, p, p, 4, p, 4, p, nullptr, dyn, vjp, cell);
 }
 
 template void instantiate<float>(cudaStream_t);
