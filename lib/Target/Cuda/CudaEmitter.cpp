@@ -74,6 +74,15 @@ private:
   LogicalResult emitRegionLambda(raw_indented_ostream &os, Region &region, Operation *parent,
                                  const std::string &lambda, const std::string &params,
                                  const std::string &prologue);
+  /// The dynamics region (t, h, dh) as the lambda `dynamics(s_, hin_, dh_)`
+  /// the Ode.cuh drivers call; `timeStmts` give its time argument the
+  /// value s_ (scalarTime, or the ODE-RNN rows' times).
+  LogicalResult emitDynamicsLambda(raw_indented_ostream &os, Region &dynamics,
+                                   Operation *parent, const std::string &prefix,
+                                   const std::string &timeStmts);
+  /// Statements binding a region's time argument `t` (as `name`) to s_ in
+  /// the device scalar `tbuf`, filled only when the region reads it.
+  std::string scalarTime(BlockArgument t, const std::string &name);
   /// The arena slot of the CPU plan's workspace for `op` (the ODE
   /// gradients' scratch: the same bytes, device memory on CUDA).
   FailureOr<int> plannedWorkspace(Operation *op);
@@ -475,6 +484,26 @@ static std::string bindArg(BlockArgument arg, const std::string &name, const std
   return arg.use_empty() ? std::string() : "real_t *" + name + " = " + init + ";\n";
 }
 
+LogicalResult CudaEmitter::emitDynamicsLambda(raw_indented_ostream &os, Region &dynamics,
+                                              Operation *parent, const std::string &prefix,
+                                              const std::string &timeStmts) {
+  Block &dyn = dynamics.front();
+  return emitRegionLambda(os, dynamics, parent, "dynamics",
+                          "double s_, const real_t *hin_, real_t *dh_",
+                          timeStmts + bindArg(dyn.getArgument(1), prefix + "h", "(real_t *)hin_") +
+                              bindArg(dyn.getArgument(2), prefix + "dh", "dh_"));
+}
+
+std::string CudaEmitter::scalarTime(BlockArgument t, const std::string &name) {
+  if (t.use_empty())
+    return "(void)s_;\n";
+  std::string fill;
+  llvm::raw_string_ostream fs(fill);
+  fs << "nncc_gen_fill<real_t><<<1, 32, 0, stream>>>(1, (real_t)s_, tbuf);\n"
+     << checked("cudaGetLastError()") << bindArg(t, name, "tbuf");
+  return fill;
+}
+
 /// nnk.ode_solve: ode_integrate_device (Ode.cuh, the CPU solver's loop:
 /// double step sizes, the same stages, FSAL and step-size control) over
 /// the dynamics region's launches; h evolves in the output.
@@ -522,18 +551,8 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
   os << checked("cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
                 ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
   os << checked("cudaStreamSynchronize(stream)");
-  std::string timeFill = "(void)s_;\n";
-  if (readsTime) {
-    timeFill.clear();
-    llvm::raw_string_ostream ts(timeFill);
-    ts << "nncc_gen_fill<real_t><<<1, 32, 0, stream>>>(1, (real_t)s_, tbuf);\n"
-       << checked("cudaGetLastError()");
-  }
-  if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
-                              "double s_, const real_t *hin_, real_t *dh_",
-                              timeFill + bindArg(dyn.getArgument(0), p + "t", "tbuf") +
-                                  bindArg(dyn.getArgument(1), p + "h", "(real_t *)hin_") +
-                                  bindArg(dyn.getArgument(2), p + "dh", "dh_"))))
+  if (failed(emitDynamicsLambda(os, o.getDynamics(), op, p,
+                                scalarTime(dyn.getArgument(0), p + "t"))))
     return failure();
   os << "const int rc_ = ode_integrate_device<real_t>(ode_dev, " << method << ", "
      << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
@@ -618,11 +637,8 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
           "B, s_, tprev, delta, tcur);\n"
        << checked("cudaGetLastError()");
   }
-  if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
-                              "double s_, const real_t *hin_, real_t *dh_",
-                              timeFill + bindArg(dyn.getArgument(0), p + "t", "tcur") +
-                                  bindArg(dyn.getArgument(1), p + "h", "(real_t *)hin_") +
-                                  bindArg(dyn.getArgument(2), p + "dh", "dh_"))))
+  if (failed(emitDynamicsLambda(os, o.getDynamics(), op, p,
+                                timeFill + bindArg(dyn.getArgument(0), p + "t", "tcur"))))
     return failure();
   if (failed(emitRegionLambda(os, o.getCell(), op, "cell", "",
                               bindArg(cell.getArgument(0), p + "xt", name(o.getXt())) +
@@ -767,26 +783,13 @@ LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESo
   os << checked("cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
                 ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
   os << checked("cudaStreamSynchronize(stream)");
-  // The time scalar is filled only for regions that read it.
-  auto setTime = [&](BlockArgument t, const std::string &tName) {
-    if (t.use_empty())
-      return std::string("(void)s_;\n");
-    std::string fill;
-    llvm::raw_string_ostream fs(fill);
-    fs << "nncc_gen_fill<real_t><<<1, 32, 0, stream>>>(1, (real_t)s_, tbuf);\n"
-       << checked("cudaGetLastError()") << bindArg(t, tName, "tbuf");
-    return fill;
-  };
-  if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
-                              "double s_, const real_t *hin_, real_t *dh_",
-                              setTime(dyn.getArgument(0), p + "t") +
-                                  bindArg(dyn.getArgument(1), p + "h", "(real_t *)hin_") +
-                                  bindArg(dyn.getArgument(2), p + "dh", "dh_"))))
+  if (failed(emitDynamicsLambda(os, o.getDynamics(), op, p,
+                                scalarTime(dyn.getArgument(0), p + "t"))))
     return failure();
   if (failed(emitRegionLambda(
           os, o.getVjp(), op, "vjp",
           "double s_, const real_t *hin_, const real_t *ain_, real_t *dh_, real_t *th_",
-          setTime(vjp.getArgument(0), p + "vt") +
+          scalarTime(vjp.getArgument(0), p + "vt") +
               bindArg(vjp.getArgument(1), p + "vh", "(real_t *)hin_") +
               bindArg(vjp.getArgument(2), p + "va", "(real_t *)ain_") +
               (o.getDparams().empty() ? "" : "real_t *" + p + "th = th_;\n") + *dests)))
@@ -868,11 +871,8 @@ LogicalResult CudaEmitter::emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNG
     os << "real_t *tcur = arr_ + lay_.tcur;\n";
   emitOdeDevice(os);
   // The rows' times are in tcur when the regions run (set by the driver).
-  if (failed(emitRegionLambda(os, o.getDynamics(), op, "dynamics",
-                              "double s_, const real_t *hin_, real_t *dh_",
-                              "(void)s_;\n" + bindArg(dyn.getArgument(0), p + "t", "tcur") +
-                                  bindArg(dyn.getArgument(1), p + "h", "(real_t *)hin_") +
-                                  bindArg(dyn.getArgument(2), p + "dh", "dh_"))))
+  if (failed(emitDynamicsLambda(os, o.getDynamics(), op, p,
+                                "(void)s_;\n" + bindArg(dyn.getArgument(0), p + "t", "tcur"))))
     return failure();
   if (failed(emitRegionLambda(
           os, o.getDynamicsVjp(), op, "dynvjp",

@@ -38,6 +38,30 @@ template <typename T> std::vector<T> normal(size_t n) {
   return v;
 }
 
+/// The CPU kernels' parameter block of case `c` (rot: the LSH rotations or
+/// null) with attention dropout `dropout` at (seed, offset).
+static nncc_attention_params paramsOf(const Case &c, const void *rot, double dropout,
+                                      uint64_t seed, uint64_t offset) {
+  nncc_attention_params p;
+  memset(&p, 0, sizeof(p));
+  p.kind = c.kind;
+  p.causal = c.causal;
+  p.scale = c.scale;
+  p.window = c.window;
+  p.dilation = c.dilation;
+  p.global_pos = c.globals.empty() ? nullptr : c.globals.data();
+  p.n_global = (int)c.globals.size();
+  p.rotations = rot;
+  p.n_hashes = c.hashes;
+  p.n_buckets = c.buckets;
+  p.chunk = c.chunk;
+  p.same_bucket_only = c.same;
+  p.dropout = dropout;
+  p.dropout_seed = seed;
+  p.dropout_offset = offset;
+  return p;
+}
+
 template <typename T, int DHS> void run(Group &G, const Case &c, double dropout) {
   const int B = c.B, Tn = c.Tn, H = c.H, dh = c.dh, E = H * dh;
   const bool lsh = c.kind == NNCC_ATTN_LSH;
@@ -54,23 +78,7 @@ template <typename T, int DHS> void run(Group &G, const Case &c, double dropout)
   if (lsh) rot = normal<T>((size_t)c.hashes * dh * (c.buckets / 2));
   const int ng = (int)c.globals.size();
 
-  nncc_attention_params p;
-  memset(&p, 0, sizeof(p));
-  p.kind = c.kind;
-  p.causal = c.causal;
-  p.scale = c.scale;
-  p.window = c.window;
-  p.dilation = c.dilation;
-  p.global_pos = ng ? c.globals.data() : nullptr;
-  p.n_global = ng;
-  p.rotations = lsh ? rot.data() : nullptr;
-  p.n_hashes = c.hashes;
-  p.n_buckets = c.buckets;
-  p.chunk = c.chunk;
-  p.same_bucket_only = c.same;
-  p.dropout = dropout;
-  p.dropout_seed = seed;
-  p.dropout_offset = offset;
+  nncc_attention_params p = paramsOf(c, lsh ? rot.data() : nullptr, dropout, seed, offset);
   const T scale = c.scale != 0 ? (T)c.scale : T(1) / std::sqrt(T(dh));
 
   const T *q = qkv.data(), *k = lsh ? qkv.data() : qkv.data() + E, *v = qkv.data() + (P - 1) * E;
@@ -252,18 +260,7 @@ template <typename T> void forward(Group &G, bool tf32 = false) {
             kpm[(size_t)b * Tn + t] = (t >= Tn - 5 - 7 * b) || (t % 11 == 4);
       const uint8_t *kp = c.pad ? kpm.data() : nullptr;
       const int ng = (int)c.globals.size();
-      nncc_attention_params p;
-      memset(&p, 0, sizeof(p));
-      p.kind = c.kind;
-      p.causal = c.causal;
-      p.scale = c.scale;
-      p.window = c.window;
-      p.dilation = c.dilation;
-      p.global_pos = ng ? c.globals.data() : nullptr;
-      p.n_global = ng;
-      p.dropout = dropout;
-      p.dropout_seed = seed;
-      p.dropout_offset = offset;
+      nncc_attention_params p = paramsOf(c, nullptr, dropout, seed, offset);
       const T scale = c.scale != 0 ? (T)c.scale : T(1) / std::sqrt(T(dh));
       const T *q = qkv.data(), *k = q + E, *v = q + 2 * E;
       auto wsC = garbage(nncc_attention_workspace_size(&p, B, Tn, H, dh, sizeof(T)));
