@@ -134,6 +134,39 @@ int LaunchEmitter::indexCheckCode() {
   return code;
 }
 
+LogicalResult LaunchEmitter::nameOdeGradRegions(nnk::ODESolveGradOp o,
+                                                const std::string &prefix) {
+  Block &dyn = o.getDynamics().front();
+  Block &vjp = o.getVjp().front();
+  if (dyn.getNumArguments() != 3 || vjp.getNumArguments() != 4 + o.getDparams().size())
+    return o.emitError("nnk.ode_solve_grad: regions (t, h, dh) and (t, h, a, dh, dθ...)");
+  const char *dynNames[] = {"t", "h", "dh"}, *vjpNames[] = {"vt", "vh", "va"};
+  for (unsigned i = 0; i < 3; ++i) {
+    names[dyn.getArgument(i)] = prefix + dynNames[i];
+    names[vjp.getArgument(i)] = prefix + vjpNames[i];
+  }
+  return success();
+}
+
+LogicalResult LaunchEmitter::nameOdeGradRegions(nnk::ODERNNGradOp o, const std::string &prefix) {
+  const int64_t nDyn = o.getNumDynamicsParams();
+  const int64_t nCell = (int64_t)o.getDparams().size() - nDyn;
+  Block &dyn = o.getDynamics().front();
+  Block &dvjp = o.getDynamicsVjp().front();
+  Block &cvjp = o.getCellVjp().front();
+  if (nCell < 0 || dyn.getNumArguments() != 3 || dvjp.getNumArguments() != 4 + nDyn ||
+      cvjp.getNumArguments() != 5 + nCell)
+    return o.emitError("nnk.ode_rnn_grad: unexpected region signatures");
+  const char *dynNames[] = {"t", "h", "dh"}, *vjpNames[] = {"vt", "vh", "va"},
+             *cellNames[] = {"cx", "ch", "ca"};
+  for (unsigned i = 0; i < 3; ++i) {
+    names[dyn.getArgument(i)] = prefix + dynNames[i];
+    names[dvjp.getArgument(i)] = prefix + vjpNames[i];
+    names[cvjp.getArgument(i)] = prefix + cellNames[i];
+  }
+  return success();
+}
+
 FailureOr<std::string> LaunchEmitter::odeVjpDests(Block &body, unsigned nIn,
                                                   ArrayRef<std::string> direct,
                                                   const std::string &theta, std::string &total) {

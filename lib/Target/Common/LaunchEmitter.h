@@ -121,6 +121,11 @@ public:
   /// A located error at the op: it has no launch on this target, `why`.
   mlir::LogicalResult unsupported(llvm::StringRef why);
   //===--- what the ODE gradient loops of both targets share --------------===//
+  /// Checks the regions' signatures of an ODE gradient op and names the
+  /// arguments every target binds, `prefix` + t, h, dh (dynamics), vt, vh,
+  /// va (a dynamics VJP) and cx, ch, ca (the ODE-RNN's cell VJP).
+  mlir::LogicalResult nameOdeGradRegions(nnk::ODESolveGradOp o, const std::string &prefix);
+  mlir::LogicalResult nameOdeGradRegions(nnk::ODERNNGradOp o, const std::string &prefix);
   /// Names the destination arguments of a VJP region (the arguments from
   /// `nIn` on: the first `direct.size()` are the given lambda parameters,
   /// the parameter gradients point into one concatenated vector `theta` at

@@ -365,18 +365,11 @@ LogicalResult CppEmitter::emitODESolveGrad(raw_indented_ostream &os, nnk::ODESol
   FailureOr<std::string> n = numel(op, hT);
   if (failed(n))
     return failure();
-  Block &dyn = o.getDynamics().front();
   Block &vjp = o.getVjp().front();
-  if (dyn.getNumArguments() != 3 || vjp.getNumArguments() != 4 + o.getDparams().size())
-    return o.emitError("nnk.ode_solve_grad: regions (t, h, dh) and (t, h, a, dh, dθ...)");
   std::string id = std::to_string(regionCounter++);
   std::string p = "odeg" + id + "_";
-  names[dyn.getArgument(0)] = p + "t";
-  names[dyn.getArgument(1)] = p + "h";
-  names[dyn.getArgument(2)] = p + "dh";
-  names[vjp.getArgument(0)] = p + "vt";
-  names[vjp.getArgument(1)] = p + "vh";
-  names[vjp.getArgument(2)] = p + "va";
+  if (failed(nameOdeGradRegions(o, p)))
+    return failure();
   std::string total;
   FailureOr<std::string> dests = odeVjpDests(vjp, 3, {"dh_"}, p + "th", total);
   if (failed(dests))
@@ -444,24 +437,12 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
     return failure();
   int64_t H = o.getHiddenSize();
   int64_t nDyn = o.getNumDynamicsParams();
-  int64_t nCell = (int64_t)o.getDparams().size() - nDyn;
-  Block &dyn = o.getDynamics().front();
   Block &dvjp = o.getDynamicsVjp().front();
   Block &cvjp = o.getCellVjp().front();
-  if (dyn.getNumArguments() != 3 || dvjp.getNumArguments() != 4 + nDyn ||
-      cvjp.getNumArguments() != 5 + nCell || nCell < 0)
-    return o.emitError("nnk.ode_rnn_grad: unexpected region signatures");
   std::string id = std::to_string(regionCounter++);
   std::string p = "odernng" + id + "_";
-  names[dyn.getArgument(0)] = p + "t";
-  names[dyn.getArgument(1)] = p + "h";
-  names[dyn.getArgument(2)] = p + "dh";
-  names[dvjp.getArgument(0)] = p + "vt";
-  names[dvjp.getArgument(1)] = p + "vh";
-  names[dvjp.getArgument(2)] = p + "va";
-  names[cvjp.getArgument(0)] = p + "cx";
-  names[cvjp.getArgument(1)] = p + "ch";
-  names[cvjp.getArgument(2)] = p + "ca";
+  if (failed(nameOdeGradRegions(o, p)))
+    return failure();
   std::string dynTotal, cellTotal;
   FailureOr<std::string> dDests = odeVjpDests(dvjp, 3, {"dh_"}, p + "th", dynTotal);
   FailureOr<std::string> cDests = odeVjpDests(cvjp, 3, {"dx_", "dh_"}, p + "ph", cellTotal);

@@ -745,15 +745,9 @@ LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESo
     return failure();
   Block &dyn = o.getDynamics().front();
   Block &vjp = o.getVjp().front();
-  if (dyn.getNumArguments() != 3 || vjp.getNumArguments() != 4 + o.getDparams().size())
-    return o.emitError("nnk.ode_solve_grad: regions (t, h, dh) and (t, h, a, dh, dθ...)");
   std::string p = local("odeg") + "_";
-  names[dyn.getArgument(0)] = p + "t";
-  names[dyn.getArgument(1)] = p + "h";
-  names[dyn.getArgument(2)] = p + "dh";
-  names[vjp.getArgument(0)] = p + "vt";
-  names[vjp.getArgument(1)] = p + "vh";
-  names[vjp.getArgument(2)] = p + "va";
+  if (failed(nameOdeGradRegions(o, p)))
+    return failure();
   std::string total;
   FailureOr<std::string> dests = odeVjpDests(vjp, 3, {"dh_"}, p + "th", total);
   FailureOr<SmallVector<OdeParamSlice>> slices = odeParamSlices(o.getDparams());
@@ -825,19 +819,9 @@ LogicalResult CudaEmitter::emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNG
   Block &dyn = o.getDynamics().front();
   Block &dvjp = o.getDynamicsVjp().front();
   Block &cvjp = o.getCellVjp().front();
-  if (nCell < 0 || dyn.getNumArguments() != 3 || dvjp.getNumArguments() != 4 + nDyn ||
-      cvjp.getNumArguments() != 5 + nCell)
-    return o.emitError("nnk.ode_rnn_grad: unexpected region signatures");
   std::string p = local("odernng") + "_";
-  names[dyn.getArgument(0)] = p + "t";
-  names[dyn.getArgument(1)] = p + "h";
-  names[dyn.getArgument(2)] = p + "dh";
-  names[dvjp.getArgument(0)] = p + "vt";
-  names[dvjp.getArgument(1)] = p + "vh";
-  names[dvjp.getArgument(2)] = p + "va";
-  names[cvjp.getArgument(0)] = p + "cx";
-  names[cvjp.getArgument(1)] = p + "ch";
-  names[cvjp.getArgument(2)] = p + "ca";
+  if (failed(nameOdeGradRegions(o, p)))
+    return failure();
   std::string dynTotal, cellTotal;
   FailureOr<std::string> dDests = odeVjpDests(dvjp, 3, {"dh_"}, p + "th", dynTotal);
   FailureOr<std::string> cDests = odeVjpDests(cvjp, 3, {"dx_", "dh_"}, p + "ph", cellTotal);
