@@ -72,7 +72,8 @@ cat > "$OUT/run.sh" <<'EOS'
 # hold it all): CPU against CUDA for every prepared model (forward, and the
 # training step where the model trains on CUDA), bench/gpu.py (nncc against
 # PyTorch on the same GPU) and nncc's per-launch device times there
-# (NNCC_PROFILE), nncc.torch on CUDA, then compute-sanitizer over
+# (NNCC_PROFILE) and Nsight Compute's DRAM / SM throughput per kernel
+# (bench/ncu_summary.py), nncc.torch on CUDA, then compute-sanitizer over
 # the training step of $SANITIZE (default: the first two that train on
 # CUDA). Each stage is skipped, saying so, once less than its share of
 # RUN_BUDGET_S (default 480 s) is left. Logs and bench.json go to $OUT
@@ -135,6 +136,21 @@ if [ "$(left)" -gt 120 ] && python3 -c 'import torch; assert torch.cuda.is_avail
     NNCC_PROFILE="$LOGS/profile.tsv" NNCC_PROFILE_SKIP=1 run_logged profile.txt 90 \
       python3 "$HERE/../bench/gpu.py" --run "$WORK/bench" --nncc-only --reps 3 || fails=$((fails + 1))
     grep -v '^#' "$LOGS/profile.tsv" 2>/dev/null | sort -t$'\t' -k1,1 -g -r | head -n 40
+  fi
+  if [ "$(left)" -gt 150 ] && command -v ncu >/dev/null; then
+    echo "=== DRAM / SM throughput per kernel of nncc's cases (ncu, bench/ncu_summary.py)"
+    run_logged ncu.csv 100 ncu --csv --print-kernel-base function --launch-count 400 \
+      --metrics gpu__time_duration.sum,dram__bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed \
+      python3 "$HERE/../bench/gpu.py" --run "$WORK/bench" --nncc-only --reps 1
+    # A profile that could not be taken (no counter permission in the
+    # container: ERR_NVGPUCTRPERM) is reported, not counted as a failure.
+    if python3 "$HERE/../bench/ncu_summary.py" "$LOGS/ncu.csv" > "$LOGS/ncu.md" 2>&1; then
+      head -n 30 "$LOGS/ncu.md"
+      tail -n 1 "$LOGS/ncu.md"
+    else
+      cat "$LOGS/ncu.md"
+      grep -m 3 -E "==ERROR==|ERR_NVGPUCTRPERM" "$LOGS/ncu.csv"
+    fi
   fi
 else
   echo "=== bench/gpu.py skipped ($(left) s left, or no CUDA torch)"
