@@ -21,7 +21,7 @@ CPU2(bce_with_logits)
 CPU2(attention)
 
 template <typename T> void layerNorm(Group &G) {
-  for (auto [rows, N] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {4, 300}, {2, 7000}})
+  for (auto [rows, N] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {4, 300}, {9, 256}, {2, 1025}, {2, 7000}})
     for (int var = 0; var < 3; ++var) {
       const bool res = var >= 1, affine = var >= 1, outs = var == 2;
       auto x = rnd<T>(rows * N, 2.0), r = rnd<T>(rows * N), gamma = rnd<T>(N, 1.0),

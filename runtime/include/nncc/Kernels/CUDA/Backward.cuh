@@ -14,6 +14,7 @@
 #include "nncc/Kernels/BackwardMath.h"
 #include "nncc/Kernels/CUDA/Common.cuh"
 #include "nncc/Kernels/CUDA/Data.cuh"
+#include "nncc/Kernels/CUDA/LayerNorm.cuh"
 
 namespace nncc {
 namespace kernels {
@@ -176,6 +177,73 @@ __global__ void layer_norm_backward_rows_kernel(int64_t rows, int64_t N, const T
   }
 }
 
+/// layer_norm_backward_rows_kernel for rows of N <= 32 VPL columns: one
+/// warp per row (kLnWarpRows per CTA), the row's x + res and dy in
+/// registers (each read once), the same double arithmetic.
+template <typename T, int VPL>
+__global__ void __launch_bounds__(kLnWarpRows * 32)
+    layer_norm_backward_warp_kernel(int64_t rows, int64_t N, const T *__restrict__ x,
+                                    const T *__restrict__ res, const T *__restrict__ gamma,
+                                    double eps, const T *__restrict__ dy,
+                                    const T *__restrict__ dsum, T *__restrict__ dx,
+                                    double *__restrict__ stats) {
+  const int lane = threadIdx.x & 31;
+  const int64_t r = (int64_t)blockIdx.x * kLnWarpRows + (threadIdx.x >> 5);
+  if (r >= rows) // a whole warp leaves; no barrier follows
+    return;
+  double sv[VPL]; // x + res as the CTA kernel's sAt forms it
+  T gv[VPL];
+  double s = 0;
+#pragma unroll
+  for (int k = 0; k < VPL; ++k) {
+    const int64_t j = lane + 32 * k;
+    sv[k] = 0;
+    gv[k] = T(0);
+    if (j < N) {
+      sv[k] = (double)x[r * N + j] + (res ? (double)res[r * N + j] : 0.0);
+      gv[k] = dy[r * N + j];
+      s += sv[k];
+    }
+  }
+  const double mean = warp_sum(s) / (double)N;
+  double v = 0;
+#pragma unroll
+  for (int k = 0; k < VPL; ++k)
+    if (lane + 32 * k < N) {
+      const double d = sv[k] - mean;
+      v += d * d;
+    }
+  const double rstd = 1.0 / sqrt(warp_sum(v) / (double)N + eps);
+  double sg = 0, sgx = 0;
+#pragma unroll
+  for (int k = 0; k < VPL; ++k) {
+    const int64_t j = lane + 32 * k;
+    if (j < N) {
+      const double gj = (double)gv[k] * (gamma ? (double)gamma[j] : 1.0);
+      sg += gj;
+      sgx += gj * (sv[k] - mean) * rstd;
+    }
+  }
+  sg = warp_sum(sg) / (double)N;
+  sgx = warp_sum(sgx) / (double)N;
+#pragma unroll
+  for (int k = 0; k < VPL; ++k) {
+    const int64_t j = lane + 32 * k;
+    if (j < N) {
+      const double xh = (sv[k] - mean) * rstd;
+      const double gj = (double)gv[k] * (gamma ? (double)gamma[j] : 1.0);
+      double val = rstd * (gj - sg - xh * sgx);
+      if (dsum)
+        val += (double)dsum[r * N + j];
+      dx[r * N + j] = (T)val;
+    }
+  }
+  if (stats && lane == 0) {
+    stats[2 * r] = mean;
+    stats[2 * r + 1] = rstd;
+  }
+}
+
 /// Row r's terms of column j: dgamma += dy xhat, dbeta += dy.
 template <typename T> struct LayerNormParamTerms {
   int64_t N;
@@ -208,7 +276,8 @@ inline uint64_t layer_norm_backward_scratch_bytes(int64_t rows, int64_t N) {
   return layer_norm_stats_bytes(rows) + col_sum_scratch_bytes(rows, N, 2);
 }
 
-/// dx per row (one CTA per row); dgamma / dbeta as deterministic column
+/// dx per row (a warp per row up to kLnWarpMaxCols columns, else a CTA
+/// per row); dgamma / dbeta as deterministic column
 /// sums over the rows (launch_col_sums). `scratch`:
 /// layer_norm_backward_scratch_bytes(rows, N) bytes.
 template <typename T>
@@ -221,10 +290,20 @@ cudaError_t launch_layer_norm_backward(int64_t rows, int64_t N, const T *x, cons
   if (rows == 0)
     return cudaSuccess;
   double *stats = (dgamma || dbeta) ? reinterpret_cast<double *>(scratch) : nullptr;
-  layer_norm_backward_rows_kernel<T><<<grid_for(rows, 1, 65535u * 4u), kBackwardThreads, 0,
-                                       stream>>>(rows, N, x, res, gamma, eps, dy, dsum, dx,
-                                                 stats);
-  cudaError_t e = cudaGetLastError();
+  cudaError_t e;
+  if (N <= kLnWarpMaxCols)
+    e = ln_dispatch_vpl(N, [&](auto vpl) {
+      layer_norm_backward_warp_kernel<T, decltype(vpl)::value>
+          <<<(unsigned)((rows + kLnWarpRows - 1) / kLnWarpRows), kLnWarpRows * 32, 0, stream>>>(
+              rows, N, x, res, gamma, eps, dy, dsum, dx, stats);
+      return cudaGetLastError();
+    });
+  else {
+    layer_norm_backward_rows_kernel<T><<<grid_for(rows, 1, 65535u * 4u), kBackwardThreads, 0,
+                                         stream>>>(rows, N, x, res, gamma, eps, dy, dsum, dx,
+                                                   stats);
+    e = cudaGetLastError();
+  }
   if (e != cudaSuccess || !stats)
     return e;
   return launch_col_sums<2>(rows, N, LayerNormParamTerms<T>{N, x, res, dy, stats},

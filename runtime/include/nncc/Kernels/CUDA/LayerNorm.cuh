@@ -1,8 +1,11 @@
 //===- LayerNorm.cuh - Layer norm fused with the residual add ---*- CUDA -*-===//
 //
-// One block per row: y = LN(x + residual) * gamma + beta (two-pass mean /
-// variance from the row held in shared memory), element math through
-// layer_norm_apply (NormMath.h), shared with the CPU twin.
+// y = LN(x + residual) * gamma + beta with the two-pass mean / variance,
+// element math through layer_norm_apply (NormMath.h), shared with the CPU
+// twin. Rows of up to kLnWarpMaxCols columns (every encoder width in the
+// seeds) run one warp per row with the row in registers: x and residual
+// read once, y written once, warp-shuffle sums, no barriers. Wider rows run
+// one block per row with the row in shared memory.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_LAYERNORM_CUH
@@ -10,6 +13,8 @@
 
 #include "nncc/Kernels/CUDA/Common.cuh"
 #include "nncc/Kernels/NormMath.h"
+
+#include <type_traits>
 
 namespace nncc {
 namespace kernels {
@@ -52,12 +57,105 @@ __global__ void layer_norm_kernel(int64_t N, const T *x, const T *residual,
   }
 }
 
+/// Widest row of the warp-per-row kernels (32 values per lane).
+constexpr int64_t kLnWarpMaxCols = 1024;
+/// Rows (warps) per CTA of the warp-per-row kernels.
+constexpr int kLnWarpRows = 4;
+
+/// Values per lane for a row of N <= kLnWarpMaxCols columns: the power of
+/// two >= ceil(N / 32), so one instantiation serves a range of widths.
+inline int ln_values_per_lane(int64_t N) {
+  int v = 1;
+  while (32 * (int64_t)v < N)
+    v *= 2;
+  return v;
+}
+
+/// Runs f(std::integral_constant<int, VPL>()) for the row width N
+/// (N <= kLnWarpMaxCols).
+template <typename F> inline cudaError_t ln_dispatch_vpl(int64_t N, F &&f) {
+  switch (ln_values_per_lane(N)) {
+  case 1:
+    return f(std::integral_constant<int, 1>());
+  case 2:
+    return f(std::integral_constant<int, 2>());
+  case 4:
+    return f(std::integral_constant<int, 4>());
+  case 8:
+    return f(std::integral_constant<int, 8>());
+  case 16:
+    return f(std::integral_constant<int, 16>());
+  default:
+    return f(std::integral_constant<int, 32>());
+  }
+}
+
+/// One warp per row (kLnWarpRows rows per CTA), lane l holding columns
+/// l + 32 k, k < VPL (coalesced: each k is one 32-wide row segment).
+template <typename T, int VPL>
+__global__ void __launch_bounds__(kLnWarpRows * 32)
+    layer_norm_warp_kernel(int64_t rows, int64_t N, const T *__restrict__ x,
+                           const T *__restrict__ residual, const T *__restrict__ gamma,
+                           const T *__restrict__ beta, T eps, T *__restrict__ y,
+                           T *__restrict__ sum_out, T *__restrict__ mean_out,
+                           T *__restrict__ rstd_out) {
+  const int lane = threadIdx.x & 31;
+  const int64_t r = (int64_t)blockIdx.x * kLnWarpRows + (threadIdx.x >> 5);
+  if (r >= rows) // a whole warp leaves; no barrier follows
+    return;
+  const T *xr = x + r * N;
+  const T *rr = residual ? residual + r * N : nullptr;
+  T v[VPL];
+  T s = T(0);
+#pragma unroll
+  for (int k = 0; k < VPL; ++k) {
+    const int64_t j = lane + 32 * k;
+    v[k] = T(0);
+    if (j < N) {
+      v[k] = xr[j] + (rr ? rr[j] : T(0));
+      if (sum_out)
+        sum_out[r * N + j] = v[k];
+      s += v[k];
+    }
+  }
+  const T mean = warp_sum(s) / T(N);
+  T q = T(0);
+#pragma unroll
+  for (int k = 0; k < VPL; ++k)
+    if (lane + 32 * k < N) {
+      const T d = v[k] - mean;
+      q += d * d;
+    }
+  const T rstd = T(1) / nsqrt(warp_sum(q) / T(N) + eps);
+#pragma unroll
+  for (int k = 0; k < VPL; ++k) {
+    const int64_t j = lane + 32 * k;
+    if (j < N)
+      y[r * N + j] = layer_norm_apply(v[k], mean, rstd, gamma, beta, j);
+  }
+  if (lane == 0) {
+    if (mean_out)
+      mean_out[r] = mean;
+    if (rstd_out)
+      rstd_out[r] = rstd;
+  }
+}
+
 template <typename T>
 inline cudaError_t launch_layer_norm(int64_t rows, int64_t N, const T *x,
                                      const T *residual, const T *gamma,
                                      const T *beta, T eps, T *y, T *sum_out,
                                      T *mean_out, T *rstd_out,
                                      cudaStream_t stream = 0) {
+  if (rows <= 0 || N <= 0)
+    return rows < 0 || N < 0 ? cudaErrorInvalidValue : cudaSuccess;
+  if (N <= kLnWarpMaxCols)
+    return ln_dispatch_vpl(N, [&](auto vpl) {
+      layer_norm_warp_kernel<T, decltype(vpl)::value>
+          <<<(unsigned)((rows + kLnWarpRows - 1) / kLnWarpRows), kLnWarpRows * 32, 0, stream>>>(
+              rows, N, x, residual, gamma, beta, eps, y, sum_out, mean_out, rstd_out);
+      return cudaGetLastError();
+    });
   size_t smem = (size_t)(N + 32) * sizeof(T);
   if (smem > 48 * 1024) {
     cudaError_t e = cudaFuncSetAttribute(
