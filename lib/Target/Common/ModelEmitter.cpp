@@ -318,7 +318,11 @@ FailureOr<std::string> ModelEmitter::dtypeEnum(Location loc, Type elt) {
 
 FailureOr<std::string> ModelEmitter::broadcastIndex(Operation *op, nnk::BufferType in,
                                                     nnk::BufferType out,
-                                                    const std::string &i) {
+                                                    const std::string &i,
+                                                    const std::string &indexType) {
+  auto size = [&](const std::string &s) {
+    return indexType.empty() ? s : "(" + indexType + ")" + s;
+  };
   int64_t r = in.getRank(), R = out.getRank();
   if (r == 0)
     return std::string("0");
@@ -340,7 +344,7 @@ FailureOr<std::string> ModelEmitter::broadcastIndex(Operation *op, nnk::BufferTy
     FailureOr<std::string> n = numel(op, in);
     if (failed(n))
       return failure();
-    return "(" + i + " % " + *n + ")";
+    return "(" + i + " % " + size(*n) + ")";
   }
   // General NumPy broadcast: sum over the input's non-1 dims of
   // coord(out dim) * input stride.
@@ -355,8 +359,8 @@ FailureOr<std::string> ModelEmitter::broadcastIndex(Operation *op, nnk::BufferTy
     FailureOr<std::string> istride = numel(op, in, k + 1);
     if (failed(ostride) || failed(odim) || failed(istride))
       return failure();
-    expr += (expr.empty() ? "" : " + ") + ("((" + i + " / " + *ostride + ") % " +
-                                           *odim + ") * " + *istride);
+    expr += (expr.empty() ? "" : " + ") + ("((" + i + " / " + size(*ostride) + ") % " +
+                                           size(*odim) + ") * " + size(*istride));
   }
   return expr.empty() ? std::string("0") : "(" + expr + ")";
 }

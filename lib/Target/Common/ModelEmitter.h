@@ -112,9 +112,12 @@ protected:
                                           const std::string &out,
                                           const std::string &idx);
   /// Index expression of input `in` broadcast to `outType` at flat index i.
+  /// With `indexType` (a C type narrower than the sizes' int64_t), every
+  /// size in it is cast to that type, so the divisions are done in it.
   mlir::FailureOr<std::string> broadcastIndex(mlir::Operation *op, nnk::BufferType in,
                                               nnk::BufferType outType,
-                                              const std::string &i);
+                                              const std::string &i,
+                                              const std::string &indexType = "");
   /// The shared prelude of elementwise math (nncc_tanh, ...), `qual` is the
   /// function qualifier (static inline / __device__ __forceinline__).
   /// `hostPolynomials`: float exp/tanh/erf are nncc::kernels' vectorisable

@@ -13,13 +13,15 @@ using namespace mlir;
 namespace nncc::target {
 namespace {
 
-/// `const T aK = inK[broadcast index];` for every input.
+/// `const T aK = inK[broadcast index];` for every input, the index
+/// arithmetic in `indexType` when given (see broadcastIndex).
 FailureOr<std::string> loadInputs(LaunchEmitter &e, nnk::ElementwiseOp o, Value out,
-                                  llvm::function_ref<std::string(unsigned)> source) {
+                                  llvm::function_ref<std::string(unsigned)> source,
+                                  const std::string &indexType = "") {
   std::string loads;
   for (auto [k, in] : llvm::enumerate(o.getInputs())) {
     auto ct = e.cType(e.bufferType(in).getElementType());
-    auto idx = e.broadcastIndex(e.op(), e.bufferType(in), e.bufferType(out), "i");
+    auto idx = e.broadcastIndex(e.op(), e.bufferType(in), e.bufferType(out), "i", indexType);
     if (failed(ct) || failed(idx))
       return failure();
     loads += "const " + *ct + " a" + std::to_string(k) + " = " + source(k) + "[" + *idx + "];\n";
@@ -51,8 +53,12 @@ LogicalResult emitElementwise(LaunchEmitter &e, nnk::ElementwiseOp o) {
     e.out() << "}\n";
     return success();
   }
-  // The kernel's parameters: n, every bound dim (d_*), the inputs, the output.
-  std::string params = "int64_t n", args = *n;
+  // A kernel template over the index type I: uint32_t when n fits in 31
+  // bits (the usual case: the broadcast divisions and the loop in 32-bit
+  // integer arithmetic, 64-bit division being a long software sequence on
+  // the GPU), int64_t otherwise. Its parameters: n, every bound dim (d_*),
+  // the inputs, the output.
+  std::string params = "I n", args = "n_";
   for (const std::string &d : e.dims) {
     params += ", int64_t d_" + cIdentifier(d);
     args += ", d_" + cIdentifier(d);
@@ -69,7 +75,8 @@ LogicalResult emitElementwise(LaunchEmitter &e, nnk::ElementwiseOp o) {
     return failure();
   params += ", " + *outType + " *__restrict__ out";
   args += ", " + e.name(out);
-  auto loads = loadInputs(e, o, out, [](unsigned k) { return "in" + std::to_string(k); });
+  auto loads =
+      loadInputs(e, o, out, [](unsigned k) { return "in" + std::to_string(k); }, "I");
   if (failed(loads))
     return failure();
   std::string body;
@@ -84,18 +91,27 @@ LogicalResult emitElementwise(LaunchEmitter &e, nnk::ElementwiseOp o) {
   }
   std::string comment = e.launchComment(o);
   std::string kernel = e.addGeneratedKernel("nncc_ew_", [&](const std::string &kernelName) {
-    std::string k = "// " + comment + "\n__global__ void " + kernelName + "(" + params + ") {\n";
+    std::string k = "// " + comment + "\ntemplate <typename I>\n__global__ void " + kernelName +
+                    "(" + params + ") {\n";
     for (const std::string &d : e.dims)
       k += "  (void)d_" + cIdentifier(d) + ";\n";
-    k += "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
-         "       i += (int64_t)gridDim.x * blockDim.x) {\n" +
+    // i + the grid's stride stays below 2^32 for uint32_t: n < 2^31 and
+    // grid_for caps the grid at 2^27 threads.
+    k += "  for (I i = blockIdx.x * (I)blockDim.x + threadIdx.x; i < n;\n"
+         "       i += (I)gridDim.x * blockDim.x) {\n" +
          body + "  }\n}\n";
     return k;
   });
-  e.out() << "if (" << *n << " > 0) {\n";
-  e.out() << "  " << kernel << "<<<nncc::kernels::cuda::grid_for(" << *n
-          << ", 256), 256, 0, stream>>>(" << args << ");\n";
-  e.out() << "  " << e.checked("cudaGetLastError()");
+  e.out() << "if (const int64_t n_ = " << *n << "; n_ > 0) {\n";
+  e.out().indent();
+  e.out() << "if (n_ <= INT32_MAX)\n";
+  e.out() << "  " << kernel << "<uint32_t><<<nncc::kernels::cuda::grid_for(n_, 256), 256, 0, "
+          << "stream>>>(" << args << ");\n";
+  e.out() << "else\n";
+  e.out() << "  " << kernel << "<int64_t><<<nncc::kernels::cuda::grid_for(n_, 256), 256, 0, "
+          << "stream>>>(" << args << ");\n";
+  e.out() << e.checked("cudaGetLastError()");
+  e.out().unindent();
   e.out() << "}\n";
   return success();
 }
