@@ -4,7 +4,8 @@
 // runs through libnncc_model_support / libnncc_kernels:
 //
 //   copy_nd_kernel        nnk.transpose / slice / concat / split (strided copy)
-//   reduce_kernel         nnk.reduce (sum / mean over an axis mask, double acc.)
+//   launch_reduce         nnk.reduce (sum / mean over an axis mask, double acc.,
+//                         launch_col_sums of Common.cuh)
 //   embedding_kernel      nnk.embedding (row gather; out-of-range -> error flag)
 //   loss kernels          mse, cross-entropy (i32/i64 targets, ignore_index),
 //                         BCE with logits (pos_weight): per-CTA double partials,
