@@ -6,7 +6,8 @@
 // `core`) against nncc_attention_* / nncc_attention_backward_* of
 // libnncc_kernels.so, with the parameters lib/Target/Launch/AttentionLaunch.cpp
 // gives each side. Cases from a throwaway launcher harness (dense causal /
-// padded / dh 24 / DHS 32; dilated window, dilation, global tokens with
+// padded / dh 24 / DHS 32; the tile backwards at dh 32, 64, 128 with empty
+// causal rows, dense and banded; dilated window, dilation, global tokens with
 // duplicates and one >= T, the CPU's dense-tile mode; LSH rounds, chunks,
 // chunk 1 (self-only queries), same-bucket, given rotations), each with and
 // without dropout.

@@ -47,6 +47,22 @@
 //            dqk). Terms are added in the CPU's order (rounds, then sorted
 //            positions). O(R T) scratch.
 //
+// Tile shapes (AttnBwdTile; 128 threads, BC = 32 columns per tile) and
+// ptxas -v registers, dense / band (sm_90, CUDA 13.0; no spills unless
+// said, spills as bytes stored / loaded):
+//   T, dh     dK/dV: keys, registers          dQ: queries, registers
+//   f32, 32   64, 128 / 128 (band 12/20 B)    64, 128 / 128
+//   f32, 64   64, 168 / 168                   64, 168 / 168
+//   f32, 128  32, 128 (8/8 B) / 168           64, 168 (4/8 B) / 230
+//   f64, 32   64, 230 / 234                   64, 176 / 176
+//   f64, 64   32, 168 / 164                   64, 242 / 246
+//   f64, 128  16, 168 / 134                   32, 174 / 168
+// attention_bwd_global_kernel: 32-48 registers (f32 dh 32 query side 4/4 B
+// spilled). The one-thread-per-row kernels these replace at dh 32/64/128
+// used 168-255 registers and spilled everywhere but f32 dh 32 (f32 dh 64,
+// dK/dV / dQ: 400 / 104 B dense, 564 / 276 B dilated; f64 dh 128: up to
+// 20 KB); they remain for other head sizes (dh 256 kernels: 2.2-31 KB).
+//
 // Status: compiled with nvcc (sm_90, -Werror all-warnings) for fp32 and
 // fp64; NOT yet run on a GPU.
 //
@@ -366,8 +382,9 @@ __global__ void __launch_bounds__(BQ) flash_attention_bwd_dq_kernel(
 //===----------------------------------------------------------------------===//
 
 /// Tile shape of the backward tile kernels for T and head size DH. Rows
-/// per CTA keep the register accumulators at 64 fp32 registers per thread
-/// (dK and dV: 2 TM DH/8; dQ: TM DH/8); BC columns per tile.
+/// per CTA (at most 64) keep each thread's accumulators (dK and dV: 2 TM
+/// DH/8 values, dQ: TM DH/8; TM = rows / 16) within 64 registers; BC
+/// columns per tile (queries for dK/dV, keys for dQ).
 template <typename T, int DH> struct AttnBwdTile {
   static_assert(DH == 32 || DH == 64 || DH == 128, "tile kernel head sizes");
   static constexpr int VW = 16 / (int)sizeof(T), NT = 128;
