@@ -6,7 +6,8 @@
 // `core`) against nncc_attention_* / nncc_attention_backward_* of
 // libnncc_kernels.so, with the parameters lib/Target/Launch/AttentionLaunch.cpp
 // gives each side. Cases from a throwaway launcher harness (dense causal /
-// padded / dh 24 / DHS 32; dilated window, dilation, global tokens with
+// padded / dh 24 / DHS 32; the tile backwards at dh 32, 64, 128 with empty
+// causal rows, dense and banded; dilated window, dilation, global tokens with
 // duplicates and one >= T, the CPU's dense-tile mode; LSH rounds, chunks,
 // chunk 1 (self-only queries), same-bucket, given rotations), each with and
 // without dropout.
@@ -24,7 +25,8 @@ CPU2(attention_backward)
 struct Case {
   const char *name;
   int kind, B, Tn, H, dh;
-  bool causal, pad;
+  bool causal;
+  int pad; // 1: keys t >= T - 4 - 3b and t % 9 == 2 padded; 2: also keys 0, 1 (causal: empty rows)
   double scale = 0; // 0: 1/sqrt(dh) on both sides
   int window = 0, dilation = 1;
   std::vector<int32_t> globals;
@@ -72,7 +74,8 @@ template <typename T, int DHS> void run(Group &G, const Case &c, double dropout)
   std::vector<uint8_t> kpm((size_t)B * Tn, 0);
   if (c.pad)
     for (int b = 0; b < B; ++b)
-      for (int t = 0; t < Tn; ++t) kpm[(size_t)b * Tn + t] = (t >= Tn - 4 - 3 * b) || (t % 9 == 2);
+      for (int t = 0; t < Tn; ++t)
+        kpm[(size_t)b * Tn + t] = (t >= Tn - 4 - 3 * b) || (t % 9 == 2) || (c.pad > 1 && t < 2);
   const uint8_t *kp = c.pad ? kpm.data() : nullptr;
   std::vector<T> rot;
   if (lsh) rot = normal<T>((size_t)c.hashes * dh * (c.buckets / 2));
@@ -169,6 +172,9 @@ std::vector<Case> cases() {
   cs.push_back({"dense", NNCC_ATTN_DENSE, 1, 33, 2, 32, false, false});
   cs.push_back({"dense causal pad", NNCC_ATTN_DENSE, 2, 70, 2, 32, true, true});
   cs.push_back({"dense pad dh24 scale0.3", NNCC_ATTN_DENSE, 2, 37, 2, 24, false, true, 0.3});
+  // The tile backward at dh 64 and 128 (fp64: other tile shapes), empty causal rows.
+  cs.push_back({"dense dh64 causal empty rows", NNCC_ATTN_DENSE, 2, 100, 3, 64, true, 2});
+  cs.push_back({"dense dh128 pad", NNCC_ATTN_DENSE, 1, 45, 1, 128, false, true});
   Case d{"dilated w6 d2 globals", NNCC_ATTN_DILATED, 2, 70, 2, 32, false, true};
   d.window = 6, d.dilation = 2, d.globals = {3, 0, 3, 90, 41};
   cs.push_back(d);
@@ -181,6 +187,18 @@ std::vector<Case> cases() {
     e.name = "dilated no globals w3 d3", e.window = 3, e.dilation = 3, e.globals = {};
     e.dh = 32;
     cs.push_back(e);
+    // Band tile backward: dilation 1 with globals over several CTAs per
+    // class, causal with empty rows, dh 64 and 128.
+    Case f{"dilated dh64 w8 d1 globals causal empty rows", NNCC_ATTN_DILATED, 2, 140, 2, 64,
+           true, 2};
+    f.window = 8, f.dilation = 1, f.globals = {0, 70, 139};
+    cs.push_back(f);
+    f.name = "dilated dh32 w4 d3 globals causal", f.Tn = 100, f.dh = 32, f.window = 4,
+    f.dilation = 3, f.globals = {1, 50}, f.H = 3, f.pad = 1;
+    cs.push_back(f);
+    f.name = "dilated dh128 w4 d2 globals", f.Tn = 50, f.dh = 128, f.B = 1, f.H = 1,
+    f.causal = false, f.dilation = 2, f.globals = {7};
+    cs.push_back(f);
   }
   Case l{"lsh causal pad", NNCC_ATTN_LSH, 2, 61, 2, 32, true, true};
   l.hashes = 3, l.buckets = 4, l.chunk = 8;

@@ -348,17 +348,81 @@ __device__ __forceinline__ void attn_stage_rows(T *dst, const T *src, int64_t ld
   }
 }
 
-/// The queries and key tiles of one tile CTA (the kernels' common schedule).
-template <int Mode, int BQ, int BK> struct AttnTileSchedule {
-  int qbase, qstep = 1, nq;     // queries i(t) = qbase + qstep t, t < nq
-  int cls = 0, kEnd = 0;        // band: residue class; dense: keys [0, kEnd)
+/// Register micro-tiles of the tile kernels (128 threads): warp w owns the
+/// rows [w M/4, (w + 1) M/4) of an M-row product (M = 16 TM); lane 8 r + c
+/// the rows w M/4 + r + 4 m (m < TM), the columns c + 8 n (n < TN) of a
+/// row-by-row product (attn_mt_dot) and the head columns 8 VW g + VW c + e
+/// (g < TG, e < VW) of a rows-times-matrix one (attn_mt_accum). Shared
+/// rows padded by VW elements keep every 16-byte load conflict-free.
+
+/// s[m][n] += A[4 m] . B[8 n] over the head (DH columns, the first dh when
+/// !Exact): A and B in shared memory at the thread's first row (row
+/// strides LDA, LDB).
+template <typename T, int DH, int TM, int TN, int LDA, int LDB, bool Exact>
+__device__ __forceinline__ void attn_mt_dot(T (&s)[TM][TN], const T *A, const T *B, int dh) {
+  constexpr int VW = 16 / (int)sizeof(T);
+#pragma unroll 4
+  for (int d0 = 0; d0 < DH; d0 += VW) {
+    if (!Exact && d0 >= dh)
+      break;
+    AttnVec<T> av[TM];
+#pragma unroll
+    for (int m = 0; m < TM; ++m)
+      av[m] = attn_ld16(A + 4 * m * LDA + d0);
+#pragma unroll
+    for (int n = 0; n < TN; ++n) {
+      const AttnVec<T> bv = attn_ld16(B + 8 * n * LDB + d0);
+#pragma unroll
+      for (int m = 0; m < TM; ++m)
+#pragma unroll
+        for (int u = 0; u < VW; ++u)
+          s[m][n] += av[m].e[u] * bv.e[u];
+    }
+  }
+}
+
+/// acc[m][VW g + e] += sum_{j < NJ} P[4 m][j] V[j][8 VW g + e]: P in shared
+/// memory at the thread's first row (stride LDP), V at the thread's first
+/// column VW c (row stride LDV).
+template <typename T, int TM, int TG, int NJ, int LDP, int LDV>
+__device__ __forceinline__ void attn_mt_accum(T (&acc)[TM][TG * (16 / sizeof(T))], const T *P,
+                                              const T *V) {
+  constexpr int VW = 16 / (int)sizeof(T);
+#pragma unroll 2
+  for (int j0 = 0; j0 < NJ; j0 += VW) {
+    AttnVec<T> pv[TM];
+#pragma unroll
+    for (int m = 0; m < TM; ++m)
+      pv[m] = attn_ld16(P + 4 * m * LDP + j0);
+#pragma unroll
+    for (int u = 0; u < VW; ++u)
+#pragma unroll
+      for (int g = 0; g < TG; ++g) {
+        const AttnVec<T> vv = attn_ld16(V + (j0 + u) * LDV + g * 8 * VW);
+#pragma unroll
+        for (int m = 0; m < TM; ++m)
+#pragma unroll
+          for (int e = 0; e < VW; ++e)
+            acc[m][g * VW + e] += pv[m].e[u] * vv.e[e];
+      }
+  }
+}
+
+/// The rows and column tiles of one tile CTA (the kernels' common
+/// schedule). Rows are queries and columns their keys (the forward, the
+/// backward's dQ), or with KeyRows the transpose (the backward's dK/dV:
+/// rows are keys, columns the queries that see them; the band is
+/// symmetric, causal keeps the queries at or after the key).
+template <int Mode, int BQ, int BK, bool KeyRows = false> struct AttnTileSchedule {
+  int qbase, qstep = 1, nq;     // rows row(t) = qbase + qstep t, t < nq
+  int cls = 0, kBegin = 0, kEnd = 0; // band: residue class; dense: columns [kBegin, kEnd)
   int ulo = 0, nBand = 0;       // band: class positions [ulo, ulo + nBand)
-  int bandTiles, nTiles, reach; // key tiles (band, then globals); band reach
+  int bandTiles, nTiles, reach; // column tiles (band, then globals); band reach
   int window, dilation, causal;
   const int32_t *globals;
   int nGlobal;
 
-  /// False when the CTA has no query (a short residue class).
+  /// False when the CTA has no row (a short residue class).
   __device__ bool init(int Tn, int causal_, int window_, int dilation_, const int32_t *globals_,
                        int n_global) {
     causal = causal_, window = window_, dilation = dilation_;
@@ -378,26 +442,27 @@ template <int Mode, int BQ, int BK> struct AttnTileSchedule {
       return false;
     nq = min(BQ, (Tn - 1 - qbase) / qstep + 1);
     if (Mode == kAttnTileDense) {
-      kEnd = causal ? min(Tn, qbase + nq) : Tn;
-      bandTiles = (kEnd + BK - 1) / BK;
+      kBegin = KeyRows && causal ? qbase : 0;
+      kEnd = !KeyRows && causal ? min(Tn, qbase + nq) : Tn;
+      bandTiles = (kEnd - kBegin + BK - 1) / BK;
       nTiles = bandTiles;
     } else {
       const int half = window / 2;
       const int clsLen = (Tn - 1 - cls) / dilation + 1;
-      ulo = max(0, u0 - half);
-      const int uhi = min(clsLen - 1, u0 + nq - 1 + (causal ? 0 : half));
+      ulo = max(0, u0 - (KeyRows && causal ? 0 : half));
+      const int uhi = min(clsLen - 1, u0 + nq - 1 + (!KeyRows && causal ? 0 : half));
       nBand = uhi - ulo + 1;
       bandTiles = nBand > 0 ? (nBand + BK - 1) / BK : 0;
       nTiles = bandTiles + (nGlobal + BK - 1) / BK;
     }
     return true;
   }
-  __device__ int query(int t) const { return qbase + qstep * t; }
+  __device__ int row(int t) const { return qbase + qstep * t; }
   __device__ bool globalTile(int tile) const { return Mode == kAttnTileBand && tile >= bandTiles; }
-  /// Key jj of `tile`, or -1 past the end.
-  __device__ int key(int tile, int jj) const {
+  /// Column jj of `tile`, or -1 past the end.
+  __device__ int col(int tile, int jj) const {
     if (Mode == kAttnTileDense) {
-      const int j = tile * BK + jj;
+      const int j = kBegin + tile * BK + jj;
       return j < kEnd ? j : -1;
     }
     if (tile < bandTiles) {
@@ -408,7 +473,8 @@ template <int Mode, int BQ, int BK> struct AttnTileSchedule {
     return gi < nGlobal ? globals[gi] : -1;
   }
   /// Whether query i attends key j (j from the staged admissibility: -1 =
-  /// out of range or padded) in `tile`.
+  /// out of range or padded) in `tile` (with KeyRows a global tile holds
+  /// global queries, which see the keys outside their band this way).
   __device__ bool admits(int i, int j, bool gTile) const {
     bool ok = j >= 0 && !(causal && j > i);
     if (Mode == kAttnTileBand)
@@ -430,11 +496,11 @@ __device__ __forceinline__ void attn_tile_dropout(T *Ps, const int *kadm,
   const int t = threadIdx.x >> 1, jj0 = (threadIdx.x & 1) * SEG;
   if (t >= S.nq)
     return;
-  const int i = S.query(t);
+  const int i = S.row(t);
   T *pr = Ps + t * LDP + jj0;
   const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
   if (Mode == kAttnTileDense) {
-    const uint64_t first = rowCounter + (uint64_t)(tile * BK + jj0);
+    const uint64_t first = rowCounter + (uint64_t)(S.kBegin + tile * BK + jj0);
     const uint64_t key = drop.seed ^ kAttentionDropoutSalt;
     nncc_philox_u32x4 blk = philox_mask_block(key, drop.offset, first >> 2);
 #pragma unroll
@@ -487,13 +553,13 @@ __global__ void __launch_bounds__(128)
 
   const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
   attn_stage_rows<T, DH, BQ, LDQ, NT>(Qs, q + headOff, ld_in, dh, vec != 0, scale,
-                                      [&](int t) { return t < S.nq ? S.query(t) : -1; });
+                                      [&](int t) { return t < S.nq ? S.row(t) : -1; });
 
   int qi[TM];
   T mrow[TM], lrow[TM], acc[TM][TG * VW];
 #pragma unroll
   for (int m = 0; m < TM; ++m) {
-    qi[m] = S.query(warp * 16 + r + 4 * m);
+    qi[m] = S.row(warp * 16 + r + 4 * m);
     mrow[m] = neg_big<T>();
     lrow[m] = T(0);
 #pragma unroll
@@ -503,11 +569,11 @@ __global__ void __launch_bounds__(128)
 
   for (int tile = 0; tile < S.nTiles; ++tile) {
     const bool gTile = S.globalTile(tile);
-    auto rowOf = [&](int jj) { return S.key(tile, jj); };
+    auto rowOf = [&](int jj) { return S.col(tile, jj); };
     attn_stage_rows<T, DH, BK, LDQ, NT>(Ks, k + headOff, ld_in, dh, vec != 0, T(1), rowOf);
     attn_stage_rows<T, DH, BK, DH, NT>(Vs, v + headOff, ld_in, dh, vec != 0, T(1), rowOf);
     for (int jj = threadIdx.x; jj < BK; jj += NT) {
-      const int j = S.key(tile, jj);
+      const int j = S.col(tile, jj);
       kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
     }
     __syncthreads();
@@ -519,24 +585,7 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
       for (int n = 0; n < TN; ++n)
         s[m][n] = T(0);
-#pragma unroll 4
-    for (int d0 = 0; d0 < DH; d0 += VW) {
-      if (!Exact && d0 >= dh)
-        break;
-      AttnVec<T> qv[TM];
-#pragma unroll
-      for (int m = 0; m < TM; ++m)
-        qv[m] = attn_ld16(Qs + (warp * 16 + r + 4 * m) * LDQ + d0);
-#pragma unroll
-      for (int n = 0; n < TN; ++n) {
-        const AttnVec<T> kv = attn_ld16(Ks + (c + 8 * n) * LDQ + d0);
-#pragma unroll
-        for (int m = 0; m < TM; ++m)
-#pragma unroll
-          for (int u = 0; u < VW; ++u)
-            s[m][n] += qv[m].e[u] * kv.e[u];
-      }
-    }
+    attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, Exact>(s, Qs + (warp * 16 + r) * LDQ, Ks + c * LDQ, dh);
 
     // Masks, online softmax, weights into the warp's own rows of Ps.
 #pragma unroll
@@ -574,24 +623,7 @@ __global__ void __launch_bounds__(128)
     }
 
     // O += P V on the micro-tile.
-#pragma unroll 2
-    for (int j0 = 0; j0 < BK; j0 += VW) {
-      AttnVec<T> pv[TM];
-#pragma unroll
-      for (int m = 0; m < TM; ++m)
-        pv[m] = attn_ld16(Ps + (warp * 16 + r + 4 * m) * LDP + j0);
-#pragma unroll
-      for (int u = 0; u < VW; ++u)
-#pragma unroll
-        for (int g = 0; g < TG; ++g) {
-          const AttnVec<T> vv = attn_ld16(Vs + (j0 + u) * DH + g * 8 * VW + c * VW);
-#pragma unroll
-          for (int m = 0; m < TM; ++m)
-#pragma unroll
-            for (int e = 0; e < VW; ++e)
-              acc[m][g * VW + e] += pv[m].e[u] * vv.e[e];
-        }
-    }
+    attn_mt_accum<T, TM, TG, BK, LDP, DH>(acc, Ps + (warp * 16 + r) * LDP, Vs + c * VW);
     __syncthreads(); // before the next tile overwrites Ks, Vs, kadm
   }
 
@@ -670,7 +702,7 @@ __global__ void __launch_bounds__(128)
   const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
   attn_stage_rows<float, DH, BQ, LDQ, NT, true>(
       Qs, q + headOff, ld_in, dh, vec != 0, scale,
-      [&](int t) { return t < S.nq ? S.query(t) : -1; });
+      [&](int t) { return t < S.nq ? S.row(t) : -1; });
   __syncthreads();
   uint32_t qa[KD][4]; // Q's A fragments, all of the head
 #pragma unroll
@@ -681,7 +713,7 @@ __global__ void __launch_bounds__(128)
     qa[kd][2] = __float_as_uint(q0[4]);
     qa[kd][3] = __float_as_uint(q0[8 * LDQ + 4]);
   }
-  const int qi[2] = {S.query(row0), S.query(row0 + 8)};
+  const int qi[2] = {S.row(row0), S.row(row0 + 8)};
   float mrow[2] = {neg_big<float>(), neg_big<float>()}, lrow[2] = {0.f, 0.f};
   float oacc[KD][4];
 #pragma unroll
@@ -692,13 +724,13 @@ __global__ void __launch_bounds__(128)
 
   for (int tile = 0; tile < S.nTiles; ++tile) {
     const bool gTile = S.globalTile(tile);
-    auto rowOf = [&](int jj) { return S.key(tile, jj); };
+    auto rowOf = [&](int jj) { return S.col(tile, jj); };
     attn_stage_rows<float, DH, BK, LDQ, NT, true>(Ks, k + headOff, ld_in, dh, vec != 0, 1.f,
                                                   rowOf);
     attn_stage_rows<float, DH, BK, LDV, NT, true>(Vs, v + headOff, ld_in, dh, vec != 0, 1.f,
                                                   rowOf);
     for (int jj = threadIdx.x; jj < BK; jj += NT) {
-      const int j = S.key(tile, jj);
+      const int j = S.col(tile, jj);
       kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
     }
     __syncthreads();

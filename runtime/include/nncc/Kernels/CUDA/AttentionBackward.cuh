@@ -15,16 +15,28 @@
 // scratch (its output into `core` when given, for the out-projection's
 // weight gradient) and the backward then reads it.
 //
-// Deterministic, no atomics: each output row has one owner thread that
-// gathers its terms in a fixed order.
-//   dense:   D per row; a dK/dV kernel (one thread per key, query tiles of
-//            Q, dO, lse, D staged in shared memory, causal blocks skipped)
-//            and a dQ kernel (one thread per query, K/V tiles as in the
-//            forward); p recomputed in both (FlashAttention-2 style,
-//            from the kept log-sum-exp, no T x T buffer).
-//   dilated: a dQ kernel over each query's keys (for_each_dilated_key) and
-//            a dK/dV kernel over each key's queries (for_each_dilated_query,
-//            the exact mirror): O(T (w + |G|)) work, O(T) scratch.
+// Deterministic, no atomics: every output element has one owner thread
+// that adds its terms in a fixed order.
+//   dense, dh 32/64/128: D per row; FlashAttention-2's two kernels on the
+//            forward's register micro-tiles (below, "CTA-tiled backward"):
+//            attention_tile_bwd_dkdv_kernel (a CTA owns a tile of keys,
+//            K/V in shared memory, walks the query tiles that see them:
+//            Q, dO, lse, D staged; causal tiles before the keys skipped;
+//            dK, dV accumulated in registers) and
+//            attention_tile_bwd_dq_kernel (a CTA owns 64 queries, walks
+//            their K/V tiles; dQ in registers); P and dS recomputed in both
+//            from the kept log-sum-exp (no T x T buffer).
+//   dilated, dh 32/64/128: the same kernels in band mode (the forward's
+//            kAttnTileBand: a CTA's rows are one residue class, their
+//            partners one contiguous range of that class plus the global
+//            tokens outside each band), and attention_bwd_global_kernel
+//            for the rows of global tokens (dQ of a global query over
+//            every key, dK/dV of a global key over every query).
+//   other head sizes (<= kMaxHeadDim): one thread per row, whole head rows
+//            in registers (flash_attention_bwd_{dkdv,dq}_kernel;
+//            dilated_attention_bwd_{dq,dkdv}_kernel over each query's keys,
+//            for_each_dilated_key, and each key's queries,
+//            for_each_dilated_query, the exact mirror): O(T (w + |G|)).
 //   LSH:     keys normalised, buckets and the stable sort recomputed (the
 //            forward's kernels), each position's rank per round, the
 //            self-only flags (Reformer's self mask); a key kernel (per key
@@ -34,6 +46,22 @@
 //            keys in every round, plus the key path of its own row into
 //            dqk). Terms are added in the CPU's order (rounds, then sorted
 //            positions). O(R T) scratch.
+//
+// Tile shapes (AttnBwdTile; 128 threads, BC = 32 columns per tile) and
+// ptxas -v registers, dense / band (sm_90, CUDA 13.0; no spills unless
+// said, spills as bytes stored / loaded):
+//   T, dh     dK/dV: keys, registers          dQ: queries, registers
+//   f32, 32   64, 128 / 128 (band 12/20 B)    64, 128 / 128
+//   f32, 64   64, 168 / 168                   64, 168 / 168
+//   f32, 128  32, 128 (8/8 B) / 168           64, 168 (4/8 B) / 230
+//   f64, 32   64, 230 / 234                   64, 176 / 176
+//   f64, 64   32, 168 / 164                   64, 242 / 246
+//   f64, 128  16, 168 / 134                   32, 174 / 168
+// attention_bwd_global_kernel: 32-48 registers (f32 dh 32 query side 4/4 B
+// spilled). The one-thread-per-row kernels these replace at dh 32/64/128
+// used 168-255 registers and spilled everywhere but f32 dh 32 (f32 dh 64,
+// dK/dV / dQ: 400 / 104 B dense, 564 / 276 B dilated; f64 dh 128: up to
+// 20 KB); they remain for other head sizes (dh 256 kernels: 2.2-31 KB).
 //
 // Status: compiled with nvcc (sm_90, -Werror all-warnings) for fp32 and
 // fp64; NOT yet run on a GPU.
@@ -335,6 +363,419 @@ __global__ void __launch_bounds__(BQ) flash_attention_bwd_dq_kernel(
   }
 }
 
+//===----------------------------------------------------------------------===//
+// CTA-tiled backward (dense and banded dilated), head sizes 32, 64, 128.
+//
+// FlashAttention-2's split, in the forward's micro-tiles (Attention.cuh:
+// 128 threads, attn_mt_dot / attn_mt_accum, the AttnTileSchedule). The
+// dK/dV kernel owns BR_KV keys (rows) and walks the query tiles that see
+// them (columns, AttnTileSchedule with KeyRows); the dQ kernel owns BR_Q
+// queries and walks their key tiles. Per tile both recompute S and dP on
+// the micro-tile, form c P and dS = scale P (c dP - D) (attn_pair_grad,
+// masked to zero where the pair is not admissible or the query row is
+// empty), pass them through the warp's own rows of shared memory and
+// accumulate dV += (c P)^T dO, dK += dS^T Q or dQ += dS K in registers.
+// Each output element has one owner thread adding its terms tile by tile
+// in a fixed order: deterministic, no atomics. Band mode: as the forward;
+// the rows of global tokens (dQ of a global query, dK/dV of a global key)
+// are left to attention_bwd_global_kernel.
+//===----------------------------------------------------------------------===//
+
+/// Tile shape of the backward tile kernels for T and head size DH. Rows
+/// per CTA (at most 64) keep each thread's accumulators (dK and dV: 2 TM
+/// DH/8 values, dQ: TM DH/8; TM = rows / 16) within 64 registers; BC
+/// columns per tile (queries for dK/dV, keys for dQ).
+template <typename T, int DH> struct AttnBwdTile {
+  static_assert(DH == 32 || DH == 64 || DH == 128, "tile kernel head sizes");
+  static constexpr int VW = 16 / (int)sizeof(T), NT = 128;
+  static constexpr int cap(int bytes) {
+    return bytes / (DH * (int)sizeof(T)) < 64 ? bytes / (DH * (int)sizeof(T)) : 64;
+  }
+  static constexpr int BR_KV = cap(64 * 64 * 4), BR_Q = cap(64 * 128 * 4), BC = 32;
+  static constexpr int TN = BC / 8, TG = DH / (8 * VW);
+  static constexpr int LDQ = DH + VW, LDP = BC + VW; // padded row strides
+  /// dK/dV: K, V [BR_KV][LDQ]; Q, dO [BC][LDQ]; c P^T, dS^T [BR_KV][LDP];
+  /// the columns' query, lse and D.
+  static constexpr size_t smem_dkdv = sizeof(T) * (size_t)(2 * BR_KV * LDQ + 2 * BC * LDQ +
+                                                           2 * BR_KV * LDP + 2 * BC) +
+                                      sizeof(int) * BC;
+  /// dQ: Q, dO [BR_Q][LDQ]; K, V [BC][LDQ]; dS [BR_Q][LDP]; the columns' keys.
+  static constexpr size_t smem_dq =
+      sizeof(T) * (size_t)(2 * BR_Q * LDQ + 2 * BC * LDQ + BR_Q * LDP) + sizeof(int) * BC;
+  static_assert(BR_KV % 16 == 0 && BR_Q % 16 == 0, "whole rows per warp");
+  static_assert(DH % (8 * VW) == 0, "whole 16-byte column groups per lane");
+};
+
+/// c P and dS of one micro-tile (rows x columns of the score tiles s, dp,
+/// both unscaled) into the warp's rows of Pw (when given) and dSw: zero
+/// where `pair(m, n, i, j)` says the pair is not one of the forward's;
+/// (i, j) = (query, key) of the element, L and Dq the query's lse and D.
+template <typename T, int TM, int TN, int LDP, typename Pair>
+__device__ __forceinline__ void attn_tile_pair_grads(const T (&s)[TM][TN], const T (&dp)[TM][TN],
+                                                     T scale, const AttentionDropout<T> &drop,
+                                                     int64_t bh, int Tn, T *Pw, T *dSw,
+                                                     Pair &&pair) {
+#pragma unroll
+  for (int m = 0; m < TM; ++m)
+#pragma unroll
+    for (int n = 0; n < TN; ++n) {
+      int i, j;
+      T L, Dq;
+      T cp = T(0), ds = T(0);
+      if (pair(m, n, i, j, L, Dq))
+        ds = attn_pair_grad(s[m][n], dp[m][n], scale, L, Dq,
+                            drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j)), cp);
+      if (Pw)
+        Pw[4 * m * LDP + 8 * n] = cp;
+      dSw[4 * m * LDP + 8 * n] = ds;
+    }
+}
+
+/// dK and dV of the tile CTA's keys (see above). grid: dense (ceil(T/BR_KV),
+/// H, B); band (min(dilation, T) * ceil(ceil(T/dilation)/BR_KV), H, B).
+/// Dynamic shared memory AttnBwdTile<T, DH>::smem_dkdv. Overwrites the dk,
+/// dv rows of its keys (band mode: not of global keys).
+template <typename T, int DH, int Mode>
+__global__ void __launch_bounds__(128) attention_tile_bwd_dkdv_kernel(
+    int Tn, const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+    int64_t ld_in, const T *__restrict__ dout, int64_t ld_dout, const T *__restrict__ lse,
+    const T *__restrict__ Dq, T *dk, T *dv, int64_t ld_grad, const uint8_t *kpm, int causal,
+    T scale, int vec, int window, int dilation, const uint8_t *is_global,
+    const int32_t *globals, int n_global, AttentionDropout<T> drop) {
+  using C = AttnBwdTile<T, DH>;
+  constexpr int BR = C::BR_KV, BC = C::BC, NT = C::NT, VW = C::VW;
+  constexpr int TM = BR / 16, TN = C::TN, TG = C::TG, LDQ = C::LDQ, LDP = C::LDP;
+  extern __shared__ __align__(16) unsigned char nncc_attn_bwd_smem[];
+  T *Ks = reinterpret_cast<T *>(nncc_attn_bwd_smem); // [BR][LDQ]
+  T *Vs = Ks + BR * LDQ;                               // [BR][LDQ]
+  T *Qs = Vs + BR * LDQ;                               // [BC][LDQ]
+  T *dOs = Qs + BC * LDQ;                              // [BC][LDQ]
+  T *Ps = dOs + BC * LDQ;                              // [BR][LDP] c P^T
+  T *dSs = Ps + BR * LDP;                              // [BR][LDP] dS^T
+  T *colL = dSs + BR * LDP, *colD = colL + BC;         // [BC] lse, D (neg_big, 0: none)
+  int *colQ = reinterpret_cast<int *>(colD + BC);      // [BC] query or -1
+
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int64_t bh = (int64_t)b * H + h;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int r = lane >> 3, c = lane & 7, row0 = warp * (BR / 4) + r;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  AttnTileSchedule<Mode, BR, BC, true> S;
+  if (!S.init(Tn, causal, window, dilation, globals, n_global)) // CTA-uniform
+    return;
+
+  const int64_t headIn = (int64_t)b * Tn * ld_in + (int64_t)h * DH;
+  const int64_t headOut = (int64_t)b * Tn * ld_dout + (int64_t)h * DH;
+  auto keyOf = [&](int t) { return t < S.nq ? S.row(t) : -1; };
+  attn_stage_rows<T, DH, BR, LDQ, NT>(Ks, k + headIn, ld_in, DH, vec != 0, T(1), keyOf);
+  attn_stage_rows<T, DH, BR, LDQ, NT>(Vs, v + headIn, ld_in, DH, vec != 0, T(1), keyOf);
+
+  int kj[TM]; // the thread's keys; -1: past the end or padded (no query sees it)
+  T dka[TM][TG * VW], dva[TM][TG * VW];
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    const int t = row0 + 4 * m;
+    kj[m] = t < S.nq && !(kpmRow && kpmRow[S.row(t)]) ? S.row(t) : -1;
+#pragma unroll
+    for (int x = 0; x < TG * VW; ++x)
+      dka[m][x] = dva[m][x] = T(0);
+  }
+
+  for (int tile = 0; tile < S.nTiles; ++tile) {
+    const bool gTile = S.globalTile(tile);
+    auto queryOf = [&](int jj) { return S.col(tile, jj); };
+    attn_stage_rows<T, DH, BC, LDQ, NT>(Qs, q + headIn, ld_in, DH, vec != 0, T(1), queryOf);
+    attn_stage_rows<T, DH, BC, LDQ, NT>(dOs, dout + headOut, ld_dout, DH, vec != 0, T(1),
+                                        queryOf);
+    for (int jj = threadIdx.x; jj < BC; jj += NT) {
+      const int i = S.col(tile, jj);
+      colQ[jj] = i;
+      colL[jj] = i >= 0 ? lse[bh * Tn + i] : neg_big<T>();
+      colD[jj] = i >= 0 ? Dq[bh * Tn + i] : T(0);
+    }
+    __syncthreads();
+
+    T s[TM][TN], dp[TM][TN];
+#pragma unroll
+    for (int m = 0; m < TM; ++m)
+#pragma unroll
+      for (int n = 0; n < TN; ++n)
+        s[m][n] = dp[m][n] = T(0);
+    attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(s, Ks + row0 * LDQ, Qs + c * LDQ, DH);
+    attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(dp, Vs + row0 * LDQ, dOs + c * LDQ, DH);
+    attn_tile_pair_grads<T, TM, TN, LDP>(
+        s, dp, scale, drop, bh, Tn, Ps + row0 * LDP + c, dSs + row0 * LDP + c,
+        [&](int m, int n, int &i, int &j, T &L, T &D) {
+          i = colQ[c + 8 * n], j = kj[m], L = colL[c + 8 * n], D = colD[c + 8 * n];
+          return i >= 0 && L > neg_big<T>() && S.admits(i, j, gTile);
+        });
+    __syncwarp(); // Ps, dSs rows are private to their warp
+    attn_mt_accum<T, TM, TG, BC, LDP, LDQ>(dva, Ps + row0 * LDP, dOs + c * VW);
+    attn_mt_accum<T, TM, TG, BC, LDP, LDQ>(dka, dSs + row0 * LDP, Qs + c * VW);
+    __syncthreads(); // before the next tile overwrites Qs, dOs, the columns
+  }
+
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    const int t = row0 + 4 * m;
+    if (t >= S.nq)
+      continue;
+    const int j = S.row(t);
+    if (Mode == kAttnTileBand && is_global[j])
+      continue;
+    T *dkr = dk + ((int64_t)b * Tn + j) * ld_grad + (int64_t)h * DH + c * VW;
+    T *dvr = dv + ((int64_t)b * Tn + j) * ld_grad + (int64_t)h * DH + c * VW;
+#pragma unroll
+    for (int g = 0; g < TG; ++g)
+#pragma unroll
+      for (int e = 0; e < VW; ++e) {
+        dkr[g * 8 * VW + e] = dka[m][g * VW + e];
+        dvr[g * 8 * VW + e] = dva[m][g * VW + e];
+      }
+  }
+}
+
+/// dQ of the tile CTA's queries (see above). grid: dense (ceil(T/BR_Q), H,
+/// B); band (min(dilation, T) * ceil(ceil(T/dilation)/BR_Q), H, B).
+/// Dynamic shared memory AttnBwdTile<T, DH>::smem_dq. Overwrites the dq
+/// rows of its queries (band mode: not of global queries).
+template <typename T, int DH, int Mode>
+__global__ void __launch_bounds__(128) attention_tile_bwd_dq_kernel(
+    int Tn, const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+    int64_t ld_in, const T *__restrict__ dout, int64_t ld_dout, const T *__restrict__ lse,
+    const T *__restrict__ Dq, T *dq, int64_t ld_grad, const uint8_t *kpm, int causal, T scale,
+    int vec, int window, int dilation, const uint8_t *is_global, const int32_t *globals,
+    int n_global, AttentionDropout<T> drop) {
+  using C = AttnBwdTile<T, DH>;
+  constexpr int BR = C::BR_Q, BC = C::BC, NT = C::NT, VW = C::VW;
+  constexpr int TM = BR / 16, TN = C::TN, TG = C::TG, LDQ = C::LDQ, LDP = C::LDP;
+  extern __shared__ __align__(16) unsigned char nncc_attn_bwd_smem[];
+  T *Qs = reinterpret_cast<T *>(nncc_attn_bwd_smem); // [BR][LDQ]
+  T *dOs = Qs + BR * LDQ;                              // [BR][LDQ]
+  T *Ks = dOs + BR * LDQ;                              // [BC][LDQ]
+  T *Vs = Ks + BC * LDQ;                               // [BC][LDQ]
+  T *dSs = Vs + BC * LDQ;                              // [BR][LDP]
+  int *kadm = reinterpret_cast<int *>(dSs + BR * LDP); // [BC] key or -1
+
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int64_t bh = (int64_t)b * H + h;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int r = lane >> 3, c = lane & 7, row0 = warp * (BR / 4) + r;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  AttnTileSchedule<Mode, BR, BC> S;
+  if (!S.init(Tn, causal, window, dilation, globals, n_global)) // CTA-uniform
+    return;
+
+  const int64_t headIn = (int64_t)b * Tn * ld_in + (int64_t)h * DH;
+  const int64_t headOut = (int64_t)b * Tn * ld_dout + (int64_t)h * DH;
+  auto queryOf = [&](int t) { return t < S.nq ? S.row(t) : -1; };
+  attn_stage_rows<T, DH, BR, LDQ, NT>(Qs, q + headIn, ld_in, DH, vec != 0, T(1), queryOf);
+  attn_stage_rows<T, DH, BR, LDQ, NT>(dOs, dout + headOut, ld_dout, DH, vec != 0, T(1),
+                                      queryOf);
+
+  int qi[TM];
+  T rowL[TM], rowD[TM], acc[TM][TG * VW];
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    const int t = row0 + 4 * m;
+    qi[m] = S.row(t);
+    rowL[m] = t < S.nq ? lse[bh * Tn + qi[m]] : neg_big<T>();
+    rowD[m] = t < S.nq ? Dq[bh * Tn + qi[m]] : T(0);
+#pragma unroll
+    for (int x = 0; x < TG * VW; ++x)
+      acc[m][x] = T(0);
+  }
+
+  for (int tile = 0; tile < S.nTiles; ++tile) {
+    const bool gTile = S.globalTile(tile);
+    auto keyOf = [&](int jj) { return S.col(tile, jj); };
+    attn_stage_rows<T, DH, BC, LDQ, NT>(Ks, k + headIn, ld_in, DH, vec != 0, T(1), keyOf);
+    attn_stage_rows<T, DH, BC, LDQ, NT>(Vs, v + headIn, ld_in, DH, vec != 0, T(1), keyOf);
+    for (int jj = threadIdx.x; jj < BC; jj += NT) {
+      const int j = S.col(tile, jj);
+      kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
+    }
+    __syncthreads();
+
+    T s[TM][TN], dp[TM][TN];
+#pragma unroll
+    for (int m = 0; m < TM; ++m)
+#pragma unroll
+      for (int n = 0; n < TN; ++n)
+        s[m][n] = dp[m][n] = T(0);
+    attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(s, Qs + row0 * LDQ, Ks + c * LDQ, DH);
+    attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(dp, dOs + row0 * LDQ, Vs + c * LDQ, DH);
+    attn_tile_pair_grads<T, TM, TN, LDP>(
+        s, dp, scale, drop, bh, Tn, (T *)nullptr, dSs + row0 * LDP + c,
+        [&](int m, int n, int &i, int &j, T &L, T &D) {
+          i = qi[m], j = kadm[c + 8 * n], L = rowL[m], D = rowD[m];
+          return L > neg_big<T>() && S.admits(i, j, gTile);
+        });
+    __syncwarp(); // dSs rows are private to their warp
+    attn_mt_accum<T, TM, TG, BC, LDP, LDQ>(acc, dSs + row0 * LDP, Ks + c * VW);
+    __syncthreads(); // before the next tile overwrites Ks, Vs, kadm
+  }
+
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    const int t = row0 + 4 * m, i = qi[m];
+    if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
+      continue;
+    T *dqr = dq + ((int64_t)b * Tn + i) * ld_grad + (int64_t)h * DH + c * VW;
+#pragma unroll
+    for (int g = 0; g < TG; ++g)
+#pragma unroll
+      for (int e = 0; e < VW; ++e)
+        dqr[g * 8 * VW + e] = acc[m][g * VW + e];
+  }
+}
+
+/// The global tokens' rows of the dilated backward, which pair with every
+/// admissible position: KeyOwner = false, dQ of global query i over all
+/// its keys; KeyOwner = true, dK and dV of global key j over all the
+/// queries that see it. grid = (n_global, H, B), block = 256: per tile of
+/// 256 partners thread t forms the pair's ds (and c p) into shared memory;
+/// then thread t adds column t % DH of every (256 / DH)-th partner of the
+/// tile; the 256 / DH partial sums are added in a fixed order at the end.
+template <typename T, int DH, bool KeyOwner>
+__global__ void __launch_bounds__(256) attention_bwd_global_kernel(
+    int Tn, const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+    int64_t ld_in, const T *__restrict__ dout, int64_t ld_dout, const T *__restrict__ lse,
+    const T *__restrict__ Dq, T *g1, T *g2, int64_t ld_grad, const uint8_t *kpm, int causal,
+    T scale, const int32_t *globals, AttentionDropout<T> drop) {
+  constexpr int NT = 256, NKG = NT / DH;
+  static_assert(NT % DH == 0, "whole partner groups");
+  // The owner's two rows (q, dO or k, v), the partners' weights ds and c p.
+  __shared__ T own1[DH], own2[DH], w1[NT], w2[NT];
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int64_t bh = (int64_t)b * H + h;
+  const int o = globals[blockIdx.x];
+  const int d = threadIdx.x % DH, pg = threadIdx.x / DH;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const T *qb = q + (int64_t)b * Tn * ld_in + (int64_t)h * DH;
+  const T *kb = k + (int64_t)b * Tn * ld_in + (int64_t)h * DH;
+  const T *vb = v + (int64_t)b * Tn * ld_in + (int64_t)h * DH;
+  const T *dob = dout + (int64_t)b * Tn * ld_dout + (int64_t)h * DH;
+  // Partner rows: the keys' k, v (query owner) or the queries' q, dO (key owner).
+  const T *p1 = KeyOwner ? qb : kb, *p2 = KeyOwner ? dob : vb;
+  const int64_t ld2 = KeyOwner ? ld_dout : ld_in;
+  for (int x = threadIdx.x; x < DH; x += NT) {
+    own1[x] = KeyOwner ? kb[(int64_t)o * ld_in + x] : qb[(int64_t)o * ld_in + x];
+    own2[x] = KeyOwner ? vb[(int64_t)o * ld_in + x] : dob[(int64_t)o * ld_dout + x];
+  }
+  const T ownL = KeyOwner ? T(0) : lse[bh * Tn + o], ownD = KeyOwner ? T(0) : Dq[bh * Tn + o];
+  __syncthreads();
+
+  T a1 = T(0), a2 = T(0);
+  for (int p0 = 0; p0 < Tn; p0 += NT) {
+    const int pt = p0 + threadIdx.x;
+    const int i = KeyOwner ? pt : o, j = KeyOwner ? o : pt;
+    T ds = T(0), cp = T(0);
+    if (pt < Tn && key_admissible(i, j, causal != 0, kpmRow)) {
+      const T L = KeyOwner ? lse[bh * Tn + i] : ownL;
+      if (L > neg_big<T>()) {
+        const T *r1 = p1 + (int64_t)pt * ld_in, *r2 = p2 + (int64_t)pt * ld2;
+        T s = T(0), dp = T(0);
+#pragma unroll 8
+        for (int x = 0; x < DH; ++x) {
+          s += own1[x] * r1[x];
+          dp += own2[x] * r2[x];
+        }
+        ds = attn_pair_grad(s, dp, scale, L, KeyOwner ? Dq[bh * Tn + i] : ownD,
+                            drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j)), cp);
+      }
+    }
+    w1[threadIdx.x] = ds;
+    w2[threadIdx.x] = cp;
+    __syncthreads();
+    const int np = min(NT, Tn - p0);
+    for (int pp = pg; pp < np; pp += NKG) {
+      a1 += w1[pp] * p1[(int64_t)(p0 + pp) * ld_in + d];
+      if (KeyOwner)
+        a2 += w2[pp] * p2[(int64_t)(p0 + pp) * ld2 + d];
+    }
+    __syncthreads(); // w1, w2 are rewritten by the next tile
+  }
+  w1[threadIdx.x] = a1;
+  w2[threadIdx.x] = a2;
+  __syncthreads();
+  if (threadIdx.x < DH) {
+    T s1 = T(0), s2 = T(0);
+#pragma unroll
+    for (int x = 0; x < NKG; ++x) {
+      s1 += w1[x * DH + threadIdx.x];
+      s2 += w2[x * DH + threadIdx.x];
+    }
+    const int64_t row = ((int64_t)b * Tn + o) * ld_grad + (int64_t)h * DH + threadIdx.x;
+    g1[row] = s1;
+    if (KeyOwner)
+      g2[row] = s2;
+  }
+}
+
+/// Whether the backward tile kernels may use 16-byte loads of q, k, v and
+/// dout rows.
+template <typename T>
+inline bool attn_bwd_vec_loads(const T *q, const T *k, const T *v, int64_t ld_in,
+                               const T *dout, int64_t ld_dout, int dh) {
+  constexpr int VW = 16 / (int)sizeof(T);
+  return attn_vec_loads(q, k, v, ld_in, dh) && ((uintptr_t)dout & 15u) == 0 &&
+         ld_dout % VW == 0;
+}
+
+/// The tile backward of head size DH: dK/dV, dQ and, in band mode with
+/// global tokens, their global rows. The dK/dV and dQ kernels write
+/// disjoint outputs and could overlap; they share `stream`.
+template <typename T, int DH, int Mode>
+inline cudaError_t attn_tile_backward(int B, int Tn, int H, const T *q, const T *k,
+                                      const T *v, int64_t ld_in, const T *dout,
+                                      int64_t ld_dout, const T *lse, const T *D, T *dq, T *dk,
+                                      T *dv, int64_t ld_grad, const uint8_t *kpm, int causal,
+                                      T scale, int window, int dilation,
+                                      const DilatedGlobals &g, const AttentionDropout<T> &drop,
+                                      cudaStream_t stream) {
+  using C = AttnBwdTile<T, DH>;
+  const int vec = attn_bwd_vec_loads(q, k, v, ld_in, dout, ld_dout, DH) ? 1 : 0;
+  auto gridFor = [&](int rows) {
+    if (Mode == kAttnTileDense)
+      return dim3((Tn + rows - 1) / rows, H, B);
+    const int perClass = ((Tn + dilation - 1) / dilation + rows - 1) / rows;
+    return dim3(std::min(dilation, Tn) * perClass, H, B); // classes r >= T are empty
+  };
+  cudaError_t e;
+  auto dkdv = attention_tile_bwd_dkdv_kernel<T, DH, Mode>;
+  if ((e = cudaFuncSetAttribute(dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)C::smem_dkdv)) != cudaSuccess)
+    return e;
+  dkdv<<<gridFor(C::BR_KV), C::NT, C::smem_dkdv, stream>>>(
+      Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, vec,
+      window, dilation, g.is_global, g.list, g.n, drop);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  auto dqk = attention_tile_bwd_dq_kernel<T, DH, Mode>;
+  if ((e = cudaFuncSetAttribute(dqk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)C::smem_dq)) != cudaSuccess)
+    return e;
+  dqk<<<gridFor(C::BR_Q), C::NT, C::smem_dq, stream>>>(
+      Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, ld_grad, kpm, causal, scale, vec, window,
+      dilation, g.is_global, g.list, g.n, drop);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  if (Mode == kAttnTileBand && g.n > 0) {
+    const dim3 grid(g.n, H, B);
+    attention_bwd_global_kernel<T, DH, true><<<grid, 256, 0, stream>>>(
+        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, g.list,
+        drop);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+      return e;
+    attention_bwd_global_kernel<T, DH, false><<<grid, 256, 0, stream>>>(
+        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, nullptr, ld_grad, kpm, causal, scale,
+        g.list, drop);
+    return cudaGetLastError();
+  }
+  return cudaSuccess;
+}
+
 /// Workspace layout of the dense and dilated backwards (bytes from their
 /// scratch): the dilated kernels' global-token tables (globals_bytes, as
 /// launch_dilated_attention_dyn; none for dense), D, and when recomputing
@@ -435,18 +876,25 @@ inline cudaError_t launch_flash_attention_backward(
   return attention_dispatch_dh<DHS>(dh, [&](auto dhc, auto exact) -> cudaError_t {
     constexpr int DH = decltype(dhc)::value;
     constexpr bool Exact = decltype(exact)::value;
-    constexpr int BT = attn_tile_keys<T, DH>();
-    constexpr int NT = 64; // threads: keys (dK/dV) or queries (dQ) per CTA
-    dim3 grid((Tn + NT - 1) / NT, H, B);
-    flash_attention_bwd_dkdv_kernel<T, DH, NT, BT, Exact><<<grid, NT, 0, stream>>>(
-        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, drop,
-        dh);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess)
-      return err;
-    flash_attention_bwd_dq_kernel<T, DH, NT, BT, Exact><<<grid, NT, 0, stream>>>(
-        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, ld_grad, kpm, causal, scale, drop, dh);
-    return cudaGetLastError();
+    if constexpr (Exact) { // dh 32, 64, 128: the tile kernels
+      return attn_tile_backward<T, DH, kAttnTileDense>(B, Tn, H, q, k, v, ld_in, dout, ld_dout,
+                                                       lse, D, dq, dk, dv, ld_grad, kpm, causal,
+                                                       scale, 0, 1, DilatedGlobals(), drop,
+                                                       stream);
+    } else {
+      constexpr int BT = attn_tile_keys<T, DH>();
+      constexpr int NT = 64; // threads: keys (dK/dV) or queries (dQ) per CTA
+      dim3 grid((Tn + NT - 1) / NT, H, B);
+      flash_attention_bwd_dkdv_kernel<T, DH, NT, BT, Exact><<<grid, NT, 0, stream>>>(
+          Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, drop,
+          dh);
+      cudaError_t err = cudaGetLastError();
+      if (err != cudaSuccess)
+        return err;
+      flash_attention_bwd_dq_kernel<T, DH, NT, BT, Exact><<<grid, NT, 0, stream>>>(
+          Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, ld_grad, kpm, causal, scale, drop, dh);
+      return cudaGetLastError();
+    }
   });
 }
 
@@ -631,17 +1079,23 @@ inline cudaError_t launch_dilated_attention_backward(
   return attention_dispatch_dh<DHS>(dh, [&](auto dhc, auto exact) -> cudaError_t {
     constexpr int DH = decltype(dhc)::value;
     constexpr bool Exact = decltype(exact)::value;
-    dim3 grid((Tn + 127) / 128, H, B);
-    dilated_attention_bwd_dkdv_kernel<T, DH, Exact><<<grid, 128, 0, stream>>>(
-        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, window,
-        dilation, g.is_global, g.list, g.n, drop, dh);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess)
-      return err;
-    dilated_attention_bwd_dq_kernel<T, DH, Exact><<<grid, 128, 0, stream>>>(
-        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, ld_grad, kpm, causal, scale, window,
-        dilation, g.is_global, g.list, g.n, drop, dh);
-    return cudaGetLastError();
+    if constexpr (Exact) { // dh 32, 64, 128: the band tile kernels
+      return attn_tile_backward<T, DH, kAttnTileBand>(B, Tn, H, q, k, v, ld_in, dout, ld_dout,
+                                                      lse, D, dq, dk, dv, ld_grad, kpm, causal,
+                                                      scale, window, dilation, g, drop, stream);
+    } else {
+      dim3 grid((Tn + 127) / 128, H, B);
+      dilated_attention_bwd_dkdv_kernel<T, DH, Exact><<<grid, 128, 0, stream>>>(
+          Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, window,
+          dilation, g.is_global, g.list, g.n, drop, dh);
+      cudaError_t err = cudaGetLastError();
+      if (err != cudaSuccess)
+        return err;
+      dilated_attention_bwd_dq_kernel<T, DH, Exact><<<grid, 128, 0, stream>>>(
+          Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, ld_grad, kpm, causal, scale, window,
+          dilation, g.is_global, g.list, g.n, drop, dh);
+      return cudaGetLastError();
+    }
   });
 }
 
