@@ -213,6 +213,13 @@ std::vector<Case> cases() {
     cs.push_back(m);
     m.name = "lsh chunk1 causal", m.chunk = 1, m.causal = true;
     cs.push_back(m);
+    // Chunks of more than one 64-query tile CTA, keys over several tiles.
+    Case t{"lsh chunk70 dh64 pad", NNCC_ATTN_LSH, 1, 150, 2, 64, false, true};
+    t.hashes = 2, t.buckets = 4, t.chunk = 70;
+    cs.push_back(t);
+    // Past the tile kernels' head sizes: one query per thread.
+    t.name = "lsh dh136 causal", t.dh = 136, t.Tn = 23, t.chunk = 6, t.causal = true;
+    cs.push_back(t);
   }
   return cs;
 }

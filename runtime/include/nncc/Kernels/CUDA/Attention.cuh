@@ -982,6 +982,31 @@ inline cudaError_t attn_tile_launch(dim3 grid, int Tn, const T *q, const T *k, c
   return cudaGetLastError();
 }
 
+/// Runs run(std::integral_constant<int, DH>, std::bool_constant<Exact>) for
+/// the tile kernels' head size of dh: DHS = 32/64/128 only that one (exact);
+/// DHS = 0: dh 32, 64, 128 exact, other dh < 128 zero-padded to the next of
+/// them (Exact false). cudaErrorInvalidValue for dh outside (0, 128].
+template <int DHS, typename Run> inline cudaError_t attn_tile_dispatch(int dh, Run &&run) {
+  using std::integral_constant;
+  if constexpr (DHS == 32 || DHS == 64 || DHS == 128) {
+    return run(integral_constant<int, DHS>(), integral_constant<bool, true>());
+  } else {
+    switch (dh) {
+    case 32: return run(integral_constant<int, 32>(), integral_constant<bool, true>());
+    case 64: return run(integral_constant<int, 64>(), integral_constant<bool, true>());
+    case 128: return run(integral_constant<int, 128>(), integral_constant<bool, true>());
+    default: break;
+    }
+    if (dh > 0 && dh < 32)
+      return run(integral_constant<int, 32>(), integral_constant<bool, false>());
+    if (dh > 32 && dh < 64)
+      return run(integral_constant<int, 64>(), integral_constant<bool, false>());
+    if (dh > 64 && dh < 128)
+      return run(integral_constant<int, 128>(), integral_constant<bool, false>());
+    return cudaErrorInvalidValue;
+  }
+}
+
 /// The tile kernel for head size dh <= 128 (DHS as flash_attention_forward;
 /// dh 32/64/128 exact, others padded to the next of them) and, for band
 /// mode with global tokens, the global-query rows.
@@ -1006,24 +1031,7 @@ inline cudaError_t attn_tile_forward(int dh, dim3 grid, int Tn, const T *q, cons
     }
     return e;
   };
-  using std::integral_constant;
-  if constexpr (DHS == 32 || DHS == 64 || DHS == 128) {
-    return run(integral_constant<int, DHS>(), integral_constant<bool, true>());
-  } else {
-    switch (dh) {
-    case 32: return run(integral_constant<int, 32>(), integral_constant<bool, true>());
-    case 64: return run(integral_constant<int, 64>(), integral_constant<bool, true>());
-    case 128: return run(integral_constant<int, 128>(), integral_constant<bool, true>());
-    default: break;
-    }
-    if (dh > 0 && dh < 32)
-      return run(integral_constant<int, 32>(), integral_constant<bool, false>());
-    if (dh > 32 && dh < 64)
-      return run(integral_constant<int, 64>(), integral_constant<bool, false>());
-    if (dh > 64 && dh < 128)
-      return run(integral_constant<int, 128>(), integral_constant<bool, false>());
-    return cudaErrorInvalidValue;
-  }
+  return attn_tile_dispatch<DHS>(dh, run);
 }
 
 /// Largest head size served (the tile kernels up to 128, the one-query-per-

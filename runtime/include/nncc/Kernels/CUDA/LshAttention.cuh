@@ -8,12 +8,15 @@
 //   3. lsh_sort_kernel            stable counting sort by (bucket, position):
 //                                 one warp per (b, h, round), ties resolved
 //                                 in position order with __match_any_sync
-//   4. lsh_chunk_attention_kernel one CTA per (chunk, h*R + r, b): the
-//                                 queries of the chunk attend the keys of
-//                                 their own and the previous chunk (no
-//                                 wrap-around), K/V tiles in shared memory,
-//                                 OnlineSoftmax, self masked; writes o_r
-//                                 and lse_r
+//   4. lsh_chunk_tile_kernel      per (64 queries of a chunk, h*R + r, b):
+//                                 the queries of the chunk attend the keys
+//                                 of their own and the previous chunk (no
+//                                 wrap-around), gathered K/V tiles in
+//                                 shared memory, register micro-tiles and
+//                                 the online softmax of Attention.cuh's tile
+//                                 kernels, self masked; writes o_r and
+//                                 lse_r (dh > 128: lsh_chunk_attention_kernel,
+//                                 one query per thread, OnlineSoftmax)
 //   5. lsh_combine_kernel         out = sum_r softmax_r(lse_r) o_r
 //                                 (lse_round_weights, duplicates counted);
 //                                 self alone when no round offers another
@@ -262,6 +265,170 @@ __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
   }
 }
 
+/// lsh_chunk_attention_kernel on the tile kernels' register micro-tiles
+/// (Attention.cuh: attn_stage_rows, attn_mt_dot, attn_mt_accum; head sizes
+/// zero-padded to DH = 32/64/128). A CTA of 128 threads serves up to 64
+/// sorted queries of a chunk (grid = (ceil(T/chunk) * ceil(chunk/64),
+/// H*rounds, B)); the keys, sorted positions [lo, hi) of its own and the
+/// previous chunk, are gathered into shared memory BK at a time (the
+/// normalised keys k^ and the values), scores masked (self, causal, padding,
+/// other buckets under same_bucket), the online softmax per tile as in
+/// attention_tile_fwd_kernel, dropout per weight (counter
+/// (task T + t) T + u). Writes o_r and lse_r as lsh_chunk_attention_kernel.
+/// Dynamic shared memory: lsh_chunk_tile_smem_bytes<T, DH>().
+template <typename T, int DH>
+constexpr size_t lsh_chunk_tile_smem_bytes() {
+  return AttnTile<T, DH>::smem_bytes + sizeof(int) * AttnTile<T, DH>::BK;
+}
+
+template <typename T, int DH, bool Exact>
+__global__ void __launch_bounds__(128) lsh_chunk_tile_kernel(
+    int Tn, int H, int rounds, int chunk, int causal, int same_bucket, T scale,
+    const T *__restrict__ qk, const T *__restrict__ v, int64_t ld_in,
+    const T *__restrict__ kn, const int32_t *__restrict__ buckets,
+    const int32_t *__restrict__ order, const uint8_t *kpm, T *o_r, T *lse_r, int dh_rt,
+    int vec, AttentionDropout<T> drop) {
+  using C = AttnTile<T, DH>;
+  constexpr int BQ = C::BQ, BK = C::BK, NT = C::NT, VW = C::VW;
+  constexpr int TM = C::TM, TN = C::TN, TG = C::TG, LDQ = C::LDQ, LDP = C::LDP;
+  extern __shared__ __align__(16) unsigned char nncc_lsh_tile_smem[];
+  T *Qs = reinterpret_cast<T *>(nncc_lsh_tile_smem); // [BQ][LDQ] (scaled)
+  T *Ks = Qs + BQ * LDQ;                              // [BK][LDQ] k^ rows
+  T *Vs = Ks + BK * LDQ;                              // [BK][DH]
+  T *Ps = Vs + BK * DH;                               // [BQ][LDP]
+  int *kpos = reinterpret_cast<int *>(Ps + BQ * LDP); // [BK] key position or -1
+  int *kbkt = kpos + BK;                              // [BK] its bucket
+
+  const int dh = Exact ? DH : dh_rt;
+  const int groups = (chunk + BQ - 1) / BQ;
+  const int ch = blockIdx.x / groups;
+  const int hr = blockIdx.y, b = blockIdx.z;
+  const int h = hr / rounds, r = hr % rounds;
+  const int64_t task = ((int64_t)b * H + h) * rounds + r;
+  const int32_t *ord = order + task * Tn;
+  const int32_t *bk = buckets + task * Tn;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const T *qb = qk + (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  const T *vb = v + (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  const T *knb = kn + ((int64_t)b * H + h) * Tn * dh;
+
+  const int cEnd = min(Tn, ch * chunk + chunk);
+  const int p0 = ch * chunk + (blockIdx.x % groups) * BQ; // this CTA's first query
+  if (p0 >= cEnd) // CTA-uniform
+    return;
+  const int nq = min(BQ, cEnd - p0);
+  const int lo = ch > 0 ? (ch - 1) * chunk : 0, hi = cEnd;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int rr = lane >> 3, c = lane & 7;
+
+  attn_stage_rows<T, DH, BQ, LDQ, NT>(Qs, qb, ld_in, dh, vec != 0, scale,
+                                      [&](int t) { return t < nq ? ord[p0 + t] : -1; });
+  int qt[TM], qbk[TM];
+  T mrow[TM], lrow[TM], acc[TM][TG * VW];
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    const int t = warp * 16 + rr + 4 * m;
+    qt[m] = t < nq ? ord[p0 + t] : -1;
+    qbk[m] = qt[m] >= 0 ? bk[qt[m]] : -1;
+    mrow[m] = neg_big<T>();
+    lrow[m] = T(0);
+#pragma unroll
+    for (int x = 0; x < TG * VW; ++x)
+      acc[m][x] = T(0);
+  }
+
+  for (int k0 = lo; k0 < hi; k0 += BK) {
+    auto keyOf = [&](int jj) { return k0 + jj < hi ? ord[k0 + jj] : -1; };
+    attn_stage_rows<T, DH, BK, LDQ, NT>(Ks, knb, dh, dh, vec != 0, T(1), keyOf);
+    attn_stage_rows<T, DH, BK, DH, NT>(Vs, vb, ld_in, dh, vec != 0, T(1), keyOf);
+    for (int jj = threadIdx.x; jj < BK; jj += NT) {
+      const int u = keyOf(jj);
+      kpos[jj] = u >= 0 && !(kpmRow && kpmRow[u]) ? u : -1;
+      kbkt[jj] = u >= 0 ? bk[u] : -1;
+    }
+    __syncthreads();
+
+    T s[TM][TN];
+#pragma unroll
+    for (int m = 0; m < TM; ++m)
+#pragma unroll
+      for (int n = 0; n < TN; ++n)
+        s[m][n] = T(0);
+    attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, Exact>(s, Qs + (warp * 16 + rr) * LDQ, Ks + c * LDQ,
+                                               dh);
+#pragma unroll
+    for (int m = 0; m < TM; ++m) {
+      T tmax = neg_big<T>();
+#pragma unroll
+      for (int n = 0; n < TN; ++n) {
+        const int u = kpos[c + 8 * n];
+        const bool ok = qt[m] >= 0 && u >= 0 && u != qt[m] && !(causal && u > qt[m]) &&
+                        (!same_bucket || kbkt[c + 8 * n] == qbk[m]);
+        s[m][n] = ok ? s[m][n] : neg_big<T>();
+        tmax = s[m][n] > tmax ? s[m][n] : tmax;
+      }
+#pragma unroll
+      for (int x = 1; x < 8; x <<= 1) {
+        const T o = __shfl_xor_sync(0xffffffffu, tmax, x);
+        tmax = o > tmax ? o : tmax;
+      }
+      const T mnew = tmax > mrow[m] ? tmax : mrow[m];
+      const T alpha = nexp(mrow[m] - mnew);
+      T sum = T(0);
+#pragma unroll
+      for (int n = 0; n < TN; ++n) {
+        const T p = s[m][n] <= neg_big<T>() ? T(0) : nexp(s[m][n] - mnew);
+        sum += p;
+        Ps[(warp * 16 + rr + 4 * m) * LDP + c + 8 * n] = p;
+      }
+      lrow[m] = lrow[m] * alpha + sum;
+      mrow[m] = mnew;
+#pragma unroll
+      for (int x = 0; x < TG * VW; ++x)
+        acc[m][x] *= alpha;
+    }
+    __syncwarp(); // Ps rows are private to their warp
+    if (drop.on()) {
+      // Two threads per query row of the warp's own 16, BK/2 weights each.
+      constexpr int SEG = BK / 2;
+      const int t = threadIdx.x >> 1, jj0 = (threadIdx.x & 1) * SEG;
+      if (t < nq) {
+        const uint64_t rowCounter = (uint64_t)((task * Tn + ord[p0 + t]) * (int64_t)Tn);
+        T *pr = Ps + t * LDP + jj0;
+        for (int x = 0; x < SEG; ++x)
+          if (pr[x] != T(0))
+            pr[x] *= drop.mult(rowCounter + (uint64_t)kpos[jj0 + x]);
+      }
+      __syncwarp();
+    }
+    attn_mt_accum<T, TM, TG, BK, LDP, DH>(acc, Ps + (warp * 16 + rr) * LDP, Vs + c * VW);
+    __syncthreads(); // before the next tile overwrites Ks, Vs, kpos, kbkt
+  }
+
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    T l = lrow[m];
+#pragma unroll
+    for (int x = 1; x < 8; x <<= 1)
+      l += __shfl_xor_sync(0xffffffffu, l, x);
+    if (qt[m] < 0)
+      continue;
+    const int64_t row = task * Tn + qt[m];
+    const T inv = l > T(0) ? T(1) / l : T(0);
+    T *orow = o_r + row * dh;
+#pragma unroll
+    for (int g = 0; g < TG; ++g)
+#pragma unroll
+      for (int e = 0; e < VW; ++e) {
+        const int col = g * 8 * VW + c * VW + e;
+        if (Exact || col < dh)
+          orow[col] = acc[m][g * VW + e] * inv;
+      }
+    if (c == 0)
+      lse_r[row] = l > T(0) ? mrow[m] + nlog(l) : neg_big<T>();
+  }
+}
+
 /// out[b, t, h*dh + d] = sum_r w_r o_r[b, h, r, t, d], w = softmax of the
 /// rounds' log-sum-exps (lse_round_weights); a query that no round offers
 /// another key attends to itself alone (lsh_self_only), if not padded: out
@@ -338,8 +505,8 @@ inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int round
                                          const uint8_t *kpm, T *lse,
                                          const AttentionDropout<T> &drop, void *scratch,
                                          cudaStream_t stream) {
-  if (dh <= 0 || dh > kMaxHeadDim || rounds < 1 || rounds > kLshMaxRounds || nbuckets < 2 ||
-      nbuckets % 2 || chunk < 1)
+  if (dh <= 0 || dh > kMaxHeadDim || (DHS != 0 && dh != DHS) || rounds < 1 ||
+      rounds > kLshMaxRounds || nbuckets < 2 || nbuckets % 2 || chunk < 1)
     return cudaErrorInvalidValue;
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
@@ -373,37 +540,40 @@ inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int round
       Tn, nbuckets, bk, ord);
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
-  dim3 grid((unsigned)((Tn + chunk - 1) / chunk), (unsigned)(H * rounds), (unsigned)B);
-  if constexpr (DHS != 0) { // head size known statically: only that kernel is built
-    if (dh != DHS)
-      return cudaErrorInvalidValue;
-    lsh_launch_chunks<T, DHS, true>(grid, stream, Tn, H, rounds, chunk, causal, same_bucket,
-                                    scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh,
-                                    drop);
-  } else {
-  switch (dh) {
-  case 32:
-    lsh_launch_chunks<T, 32, true>(grid, stream, Tn, H, rounds, chunk, causal, same_bucket,
-                                   scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh, drop);
-    break;
-  case 64:
-    lsh_launch_chunks<T, 64, true>(grid, stream, Tn, H, rounds, chunk, causal, same_bucket,
-                                   scale, qk, v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh, drop);
-    break;
-  case 128:
-    lsh_launch_chunks<T, 128, true>(grid, stream, Tn, H, rounds, chunk, causal,
-                                    same_bucket, scale, qk, v, ld_in, kn, bk, ord, kpm, o_r,
-                                    lse_r, dh, drop);
-    break;
-  default:
+  const int nChunks = (Tn + chunk - 1) / chunk;
+  if (dh <= kMaxTileHeadDim) {
+    // The tile kernel (head size padded to 32/64/128).
+    const int groups = (chunk + AttnTile<T, 32>::BQ - 1) / AttnTile<T, 32>::BQ;
+    const dim3 grid((unsigned)((int64_t)nChunks * groups), (unsigned)(H * rounds), (unsigned)B);
+    // k^ rows have stride dh (kn is 256-byte aligned scratch).
+    const int vec = attn_vec_loads(qk, kn, v, ld_in, dh) ? 1 : 0;
+    e = attn_tile_dispatch<DHS>(dh, [&](auto dhTag, auto exactTag) -> cudaError_t {
+      constexpr int DH = decltype(dhTag)::value;
+      constexpr bool Exact = decltype(exactTag)::value;
+      auto kern = lsh_chunk_tile_kernel<T, DH, Exact>;
+      constexpr size_t smem = lsh_chunk_tile_smem_bytes<T, DH>();
+      cudaError_t err = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)smem);
+      if (err != cudaSuccess)
+        return err;
+      kern<<<grid, AttnTile<T, DH>::NT, smem, stream>>>(Tn, H, rounds, chunk, causal,
+                                                        same_bucket, scale, qk, v, ld_in, kn,
+                                                        bk, ord, kpm, o_r, lse_r, dh, vec, drop);
+      return cudaGetLastError();
+    });
+    if (e != cudaSuccess)
+      return e;
+  } else if constexpr (DHS == 0) {
+    // 128 < dh <= kMaxHeadDim: one query per thread.
+    const dim3 grid((unsigned)nChunks, (unsigned)(H * rounds), (unsigned)B);
     lsh_launch_chunks<T, kMaxHeadDim, false>(grid, stream, Tn, H, rounds, chunk, causal,
-                                     same_bucket, scale, qk, v, ld_in, kn, bk, ord, kpm,
-                                     o_r, lse_r, dh, drop);
-    break;
+                                             same_bucket, scale, qk, v, ld_in, kn, bk, ord, kpm,
+                                             o_r, lse_r, dh, drop);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+      return e;
+  } else {
+    return cudaErrorInvalidValue;
   }
-  }
-  if ((e = cudaGetLastError()) != cudaSuccess)
-    return e;
   lsh_combine_kernel<T><<<grid_for((int64_t)B * Tn * H, 256), 256, 0, stream>>>(
       B, Tn, H, dh, rounds, o_r, lse_r, v, ld_in, kpm, out, ld_out, qk, kn, scale, lse, drop);
   return cudaGetLastError();
