@@ -24,10 +24,13 @@ nominal FLOP count (bench/run.py's). The recurrent cases time nncc three
 ways: as built ("nncc", NNCC_CUDA_RNN=auto), and with the kernel forced
 ("nncc grid": the cooperative-grid persistent kernel, "nncc scan": the
 per-batch-row scan kernel; docs/cuda.md); a forced kernel that cannot run
-for the shape is reported and skipped.
+for the shape is reported and skipped. The encoder layer and BERT-small
+also run as "nncc cublas" (NNCC_CUDA_GEMM=cublas: every GEMM epilogue as a
+separate kernel after cuBLAS instead of fused into cuBLASLt).
 
 Written without a GPU: it has not run yet (docs/cuda.md)."""
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -116,6 +119,23 @@ def rel_err(a, b):
     return ((a - b).abs().max() / max(a.abs().max().item(), 1e-3)).item()
 
 
+@contextlib.contextmanager
+def env_set(var, value):
+    """The environment variable `var` = value inside (var None: nothing set)."""
+    if var is None:
+        yield
+        return
+    old = os.environ.get(var)
+    os.environ[var] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = old
+
+
 def open_cuda_context(cd):
     import torch
     import nncc.library as nl
@@ -157,6 +177,8 @@ def run_bert_train(cd, case, reps, nncc_only):
     tn = cuda_time(ctx.train_step, reps)
     if nncc_only:
         return []
+    with env_set("NNCC_CUDA_GEMM", "cublas"):
+        timed = [("nncc", tn, None), ("nncc cublas", cuda_time(ctx.train_step, reps), None)]
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(1)
@@ -168,7 +190,7 @@ def run_bert_train(cd, case, reps, nncc_only):
         opt.zero_grad(set_to_none=True)
         m(ins["tokens"], ins["segments"], ins["replaced"]).backward()
         opt.step()
-    return result_rows(case, [("nncc", tn, None)], [("torch", cuda_time(step, reps), None)])
+    return result_rows(case, timed, [("torch", cuda_time(step, reps), None)])
 
 
 def run_case(cd, reps, nncc_only=False):
@@ -208,26 +230,23 @@ def run_case(cd, reps, nncc_only=False):
         o = torch.empty(spec.concrete(dims), dtype=getattr(torch, spec.dtype), device=dev)
         ctx.bind(_abi.BIND_OUTPUT, spec.name, o.data_ptr(), spec.dtype, tuple(o.shape))
         outs[spec.name] = o
-    # nncc, and for the recurrent cases each recurrent kernel forced
-    # (NNCC_CUDA_RNN is read at every launch); each variant's outputs kept.
-    variants = [("nncc", None)]
+    # nncc, for the recurrent cases each recurrent kernel forced (NNCC_CUDA_RNN
+    # is read at every launch), for the encoder the GEMM epilogues unfused
+    # (NNCC_CUDA_GEMM, read at every forward); each variant's outputs kept.
+    variants = [("nncc", None, None)]
     if kind.replace("_train", "") in ("lstm", "gru") and not nncc_only:
-        variants += [("nncc grid", "grid"), ("nncc scan", "scan")]
+        variants += [("nncc grid", "NNCC_CUDA_RNN", "grid"),
+                     ("nncc scan", "NNCC_CUDA_RNN", "scan")]
+    if kind == "encoder" and not nncc_only:
+        variants += [("nncc cublas", "NNCC_CUDA_GEMM", "cublas")]
     timed = []
-    for label, choice in variants:
-        old = os.environ.get("NNCC_CUDA_RNN")
-        if choice:
-            os.environ["NNCC_CUDA_RNN"] = choice
+    for label, var, choice in variants:
         try:
-            t = cuda_time(ctx.train_step if train else ctx.forward, reps)
+            with env_set(var, choice):
+                t = cuda_time(ctx.train_step if train else ctx.forward, reps)
             timed.append((label, t, {k: v.clone() for k, v in outs.items()}))
         except Exception as e:  # e.g. the grid kernel does not fit this shape
             print("%s, %s: %s" % (case["name"], label, e), file=sys.stderr)
-        finally:
-            if old is None:
-                os.environ.pop("NNCC_CUDA_RNN", None)
-            else:
-                os.environ["NNCC_CUDA_RNN"] = old
     if nncc_only:
         return []
 

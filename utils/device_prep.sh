@@ -88,11 +88,18 @@ T0=$SECONDS
 left() { echo $((BUDGET - (SECONDS - T0))); }
 rm -rf "$WORK" && mkdir -p "$WORK/lib" "$LOGS"
 cp "$HERE"/lib/*.so* "$WORK/lib/" && xz -d "$WORK/lib/libopenblas.so.0.xz"
-CUBLAS=$(ldconfig -p | awk '$1 == "libcublas.so.13" { print $NF; exit }')
-[ -n "$CUBLAS" ] ||
-  CUBLAS=$(find / \( -path /proc -o -path /sys \) -prune -o -name 'libcublas.so.13' -print 2>/dev/null | head -1)
-[ -n "$CUBLAS" ] || { echo "run.sh: libcublas.so.13 not found" >&2; exit 1; }
-export LD_LIBRARY_PATH="$WORK/lib:$(dirname "$CUBLAS"):${LD_LIBRARY_PATH:-}"
+# The folder of a CUDA library the model libraries link (ldconfig, else a search).
+cuda_lib_dir() {
+  local at
+  at=$(ldconfig -p | awk -v n="$1" '$1 == n { print $NF; exit }')
+  [ -n "$at" ] ||
+    at=$(find / \( -path /proc -o -path /sys \) -prune -o -name "$1" -print 2>/dev/null | head -1)
+  [ -n "$at" ] || { echo "run.sh: $1 not found" >&2; exit 1; }
+  dirname "$at"
+}
+CUBLAS_DIR=$(cuda_lib_dir libcublas.so.13) || exit 1
+CUBLASLT_DIR=$(cuda_lib_dir libcublasLt.so.13) || exit 1
+export LD_LIBRARY_PATH="$WORK/lib:$CUBLAS_DIR:$CUBLASLT_DIR:${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$LOGS/gpu.txt" || true
 date -u | tee -a "$LOGS/gpu.txt"
 fails=0

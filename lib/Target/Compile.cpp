@@ -272,9 +272,10 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     }
     if (withCuda) {
       // cudart statically (it loads libcuda itself when first used, so the
-      // library loads on machines without a driver); cuBLAS dynamically.
-      argv.insert(argv.end(), {"-L" + cudaLib, "-lcublas", "-lcudart_static", "-ldl", "-lrt",
-                               "-lpthread", "-Wl,-rpath," + cudaLib});
+      // library loads on machines without a driver); cuBLAS and cuBLASLt
+      // (the fused GEMM epilogues) dynamically.
+      argv.insert(argv.end(), {"-L" + cudaLib, "-lcublasLt", "-lcublas", "-lcudart_static",
+                               "-ldl", "-lrt", "-lpthread", "-Wl,-rpath," + cudaLib});
     }
     return run(module, argv, "build lib" + model + ".so");
   };

@@ -118,6 +118,9 @@ public:
                                  const std::function<std::string(const std::string &)> &text);
   /// CUDA: the code of the first failing device-side index check.
   int indexCheckCode();
+  /// CUDA: a new slot of the state's cuBLASLt plans (one per fused
+  /// nnk.gemm site); returns its index.
+  int addLtPlan() { return numLtPlans++; }
   /// A located error at the op: it has no launch on this target, `why`.
   mlir::LogicalResult unsupported(llvm::StringRef why);
   //===--- what the ODE gradient loops of both targets share --------------===//
@@ -154,6 +157,7 @@ protected:
   bool profileLaunches = false;
   int numLocals = 0;
   int numKernels = 0;
+  int numLtPlans = 0;
   std::string generatedKernels;                       // CUDA __global__ functions
   std::vector<std::pair<int, std::string>> indexChecks; // CUDA: code, launch
 

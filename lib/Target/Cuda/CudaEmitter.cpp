@@ -2,14 +2,15 @@
 //
 // Prints <model>.cu: one generated __global__ kernel per nnk.elementwise,
 // cuBLAS for nnk.gemm / nnk.matmul (+ the epilogue kernel of
-// Elementwise.cuh), the .cuh kernels of runtime/include/nncc/Kernels/CUDA for every
+// Elementwise.cuh, or the gemm as one cuBLASLt matmul with its epilogue
+// fused: emitLtGemm), the .cuh kernels of runtime/include/nncc/Kernels/CUDA for every
 // other op (layer norm, attention cores, the persistent recurrent scan, data
 // movement, losses, the ODE host drivers of Ode.cuh), and
 // `nncc_<model>_forward_cuda`, the launch sequence on the context's stream.
 // Buffers are the same arena slots as the CPU plan (device memory); kernel
 // scratch (recurrent W_hh^T, LSH buffers, loss partials, ODE temporaries) is
 // one device buffer of the CUDA state, sized at the start of each forward
-// from the bound dims (the max over launches). Every CUDA / cuBLAS call is
+// from the bound dims (the max over launches). Every CUDA / cuBLAS(Lt) call is
 // checked and turned into an nncc_status naming the launch. docs/cuda.md.
 //
 //===----------------------------------------------------------------------===//
@@ -98,6 +99,10 @@ private:
                              ArrayRef<Operation *> ops);
   /// forward_train / backward on CUDA and the optimizer functions.
   LogicalResult emitTraining(raw_indented_ostream &f);
+  /// The cuBLASLt pieces, printed when some nnk.gemm fuses its epilogue:
+  /// the plan type (before the state) and nncc_gen_lt_gemm (after it).
+  static void emitLtPlanType(raw_indented_ostream &os);
+  static void emitLtGemm(raw_indented_ostream &os);
 };
 
 LogicalResult CudaEmitter::emitSequence(raw_indented_ostream &f, StringRef fnName,
@@ -106,6 +111,7 @@ LogicalResult CudaEmitter::emitSequence(raw_indented_ostream &f, StringRef fnNam
   std::string body;
   std::vector<std::string> scratchNeeds;
   size_t checksBefore = indexChecks.size();
+  const int ltPlansBefore = numLtPlans;
   {
     llvm::raw_string_ostream bs(body);
     raw_indented_ostream b(bs);
@@ -128,6 +134,12 @@ LogicalResult CudaEmitter::emitSequence(raw_indented_ostream &f, StringRef fnNam
   f << "cublasHandle_t blas = st->blas; (void)blas;\n";
   f << "NNCC_CUBLAS_CHECK(cublasSetStream(blas, stream), \"cublasSetStream\");\n";
   f << "const real_t one = 1, zero = 0; (void)one; (void)zero;\n";
+  if (numLtPlans > ltPlansBefore)
+    f << "// The fused GEMMs: cuBLASLt, or cuBLAS + the epilogue kernel (NNCC_CUDA_GEMM).\n"
+         "const int gemm_lt = nncc_gen_gemm_choice();\n"
+         "if (gemm_lt < 0)\n"
+         "  return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"NNCC_CUDA_GEMM=%s: expected \"\n"
+         "                        \"lt or cublas\", getenv(\"NNCC_CUDA_GEMM\"));\n";
   if (failed(emitForwardPrologue(f, fn)))
     return failure();
   if (!scratchNeeds.empty()) {
@@ -164,12 +176,144 @@ LogicalResult CudaEmitter::emitSequence(raw_indented_ostream &f, StringRef fnNam
   return success();
 }
 
+void CudaEmitter::emitLtPlanType(raw_indented_ostream &os) {
+  os << R"(// cuBLASLt: an nnk.gemm with its epilogue fused into one cublasLtMatmul.
+// A plan per GEMM site, rebuilt when the bound dims or the pointers'
+// alignment change; its workspace is one buffer of the state.
+static const uint64_t kLtWorkspaceBytes = (uint64_t)4 << 20;
+struct NNCCLtPlan {
+  int64_t rows = -1, cols = -1, k = -1; // the nnk.gemm's M, N, K it was built for
+  uint32_t align = 0;                   // the alignment (bytes) its algorithm assumes
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t w = nullptr, x = nullptr, y = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  cublasLtMatmulAlgo_t algo;
+};
+)";
+}
+
+void CudaEmitter::emitLtGemm(raw_indented_ostream &os) {
+  os << R"(// 1: fused GEMMs on cuBLASLt, 0: cuBLAS + the epilogue kernel, -1: an invalid
+// NNCC_CUDA_GEMM. The fused epilogues serve fp32 only (docs/cuda.md).
+static int nncc_gen_gemm_choice() {
+  const char *v = getenv("NNCC_CUDA_GEMM");
+  const int lt = !v || !*v || strcmp(v, "lt") == 0 ? 1 : strcmp(v, "cublas") == 0 ? 0 : -1;
+#ifdef NNCC_PRECISION_F64
+  return lt < 0 ? -1 : 0;
+#else
+  return lt;
+#endif
+}
+static void nncc_gen_lt_release(NNCCLtPlan *p) {
+  if (p->desc)
+    (void)cublasLtMatmulDescDestroy(p->desc);
+  for (cublasLtMatrixLayout_t l : {p->w, p->x, p->y})
+    if (l)
+      (void)cublasLtMatrixLayoutDestroy(l);
+  if (p->pref)
+    (void)cublasLtMatmulPreferenceDestroy(p->pref);
+  *p = NNCCLtPlan();
+}
+// The largest power of two up to 256 that divides every non-null address.
+static uint32_t nncc_gen_lt_align(std::initializer_list<const void *> ptrs) {
+  uintptr_t bits = 256;
+  for (const void *q : ptrs)
+    bits |= (uintptr_t)q;
+  return (uint32_t)(bits & (~bits + 1));
+}
+// The first failing step returns its status and names itself in st->lt_failed.
+#define NNCC_LT_TRY(call)                                                     \
+  do {                                                                        \
+    cublasStatus_t s_ = (call);                                               \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                        \
+      st->lt_failed = #call;                                                  \
+      return s_;                                                              \
+    }                                                                         \
+  } while (0)
+#define NNCC_LT_SET(setter, object, attribute, value)                        \
+  NNCC_LT_TRY(setter(object, attribute, &(value), sizeof(value)))
+// Column-major, y^T [cols x rows] = epilogue(W^T x^T (+ C)): W [cols, K] as
+// stored is K x cols (transposed), x [rows, K] is K x rows.
+static cublasStatus_t nncc_gen_lt_build(NNCCCudaState *st, NNCCLtPlan *p,
+                                        cublasLtEpilogue_t epilogue, int64_t rows, int64_t cols,
+                                        int64_t k, const real_t *bias, uint32_t align) {
+  const cublasOperation_t transW = CUBLAS_OP_T, transX = CUBLAS_OP_N;
+  const cublasComputeType_t compute = st->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  NNCC_LT_TRY(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
+  NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_TRANSA, transW);
+  NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_TRANSB, transX);
+  NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue);
+  // The heuristic reads the bias pointer's alignment.
+  if (bias)
+    NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  NNCC_LT_TRY(cublasLtMatrixLayoutCreate(&p->w, CUDA_R_32F, (uint64_t)k, (uint64_t)cols, k));
+  NNCC_LT_TRY(cublasLtMatrixLayoutCreate(&p->x, CUDA_R_32F, (uint64_t)k, (uint64_t)rows, k));
+  NNCC_LT_TRY(cublasLtMatrixLayoutCreate(&p->y, CUDA_R_32F, (uint64_t)cols, (uint64_t)rows, cols));
+  if (!st->lt_workspace && cudaMalloc(&st->lt_workspace, kLtWorkspaceBytes) != cudaSuccess) {
+    st->lt_workspace = nullptr;
+    st->lt_failed = "cudaMalloc of the cuBLASLt workspace";
+    return CUBLAS_STATUS_ALLOC_FAILED;
+  }
+  const uint64_t workspace = kLtWorkspaceBytes;
+  NNCC_LT_TRY(cublasLtMatmulPreferenceCreate(&p->pref));
+  NNCC_LT_SET(cublasLtMatmulPreferenceSetAttribute, p->pref,
+              CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, workspace);
+  for (cublasLtMatmulPreferenceAttributes_t a :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    NNCC_LT_SET(cublasLtMatmulPreferenceSetAttribute, p->pref, a, align);
+  cublasLtMatmulHeuristicResult_t best = {};
+  int found = 0;
+  NNCC_LT_TRY(cublasLtMatmulAlgoGetHeuristic(st->lt, p->desc, p->w, p->x, p->y, p->y, p->pref, 1,
+                                             &best, &found));
+  if (found < 1) {
+    st->lt_failed = "cublasLtMatmulAlgoGetHeuristic found no algorithm";
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  p->algo = best.algo;
+  p->rows = rows;
+  p->cols = cols;
+  p->k = k;
+  p->align = align;
+  return CUBLAS_STATUS_SUCCESS;
+}
+// nnk.gemm y[rows, cols] = act(x[rows, K] W[cols, K]^T + bias) + residual as one
+// cublasLtMatmul with `epilogue` (ltEpilogue of LinearLaunch.cpp): the
+// residual, when given, is C with beta = 1.
+static cublasStatus_t nncc_gen_lt_gemm(NNCCCudaState *st, int plan, cublasLtEpilogue_t epilogue,
+                                       int64_t rows, int64_t cols, int64_t k, const real_t *w,
+                                       const real_t *x, const real_t *bias, const real_t *residual,
+                                       real_t *y, cudaStream_t stream) {
+  if (rows == 0 || cols == 0)
+    return CUBLAS_STATUS_SUCCESS;
+  NNCCLtPlan *p = &st->lt_plans[plan];
+  const uint32_t align = nncc_gen_lt_align({w, x, bias, residual, y});
+  if (p->rows != rows || p->cols != cols || p->k != k || p->align != align) {
+    nncc_gen_lt_release(p);
+    const cublasStatus_t s = nncc_gen_lt_build(st, p, epilogue, rows, cols, k, bias, align);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      nncc_gen_lt_release(p);
+      return s;
+    }
+  } else if (bias) {
+    NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  }
+  const real_t one = 1, beta = residual ? 1 : 0;
+  NNCC_LT_TRY(cublasLtMatmul(st->lt, p->desc, &one, w, p->w, x, p->x, &beta, residual ? residual : y,
+                             p->y, y, p->y, &p->algo, st->lt_workspace, kLtWorkspaceBytes, stream));
+  return CUBLAS_STATUS_SUCCESS;
+}
+#undef NNCC_LT_SET
+#undef NNCC_LT_TRY
+)";
+}
+
 LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
   // Emitted as a unit: the first launch without a CUDA kernel makes the
   // whole training path unavailable (the reason goes into the library, the
   // kernels it had generated are dropped), the forward stays.
   std::string text, kernelsBefore = generatedKernels;
-  int kernelsCount = numKernels;
+  int kernelsCount = numKernels, ltPlansCount = numLtPlans;
   size_t checksBefore = indexChecks.size();
   std::string why;
   LogicalResult ok = success();
@@ -192,6 +336,7 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
   if (failed(ok)) {
     generatedKernels = kernelsBefore;
     numKernels = kernelsCount;
+    numLtPlans = ltPlansCount;
     indexChecks.resize(checksBefore);
     f << "extern \"C\" const char *nncc_" << modelName << "_cuda_train_unsupported(void) {\n"
       << "  return " << cString(why.empty() ? "a launch has no CUDA kernel" : why) << ";\n}\n";
@@ -292,8 +437,9 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
      << "#include \"nncc/Kernels/CUDA/Optim.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Backward.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/LossHead.cuh\"\n"
-     << "#include <cublas_v2.h>\n#include <cuda_runtime.h>\n#include <math.h>\n"
-     << "#include <stdlib.h>\n#include <string.h>\n#include <algorithm>\n\n";
+     << "#include <cublas_v2.h>\n#include <cublasLt.h>\n#include <cuda_runtime.h>\n"
+     << "#include <math.h>\n"
+     << "#include <stdlib.h>\n#include <string.h>\n#include <algorithm>\n#include <initializer_list>\n\n";
   os << "#ifdef NNCC_PRECISION_F64\n"
         "typedef double real_t;\n"
         "#define NNCC_CUBLAS_GEMM cublasDgemm\n"
@@ -321,6 +467,17 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "    if (s_ != CUBLAS_STATUS_SUCCESS)                                       \\\n"
         "      return nncc_error_set(err, NNCC_ERROR_CUDA, \"%s: %s (cuBLAS status %d)\", \\\n"
         "                            what, cublasGetStatusString(s_), (int)s_);     \\\n"
+        "  } while (0)\n"
+        "// A fused GEMM (nncc_gen_lt_gemm): also names the cuBLASLt call that failed.\n"
+        "#define NNCC_CUBLASLT_CHECK(call, what)                                    \\\n"
+        "  do {                                                                     \\\n"
+        "    cublasStatus_t s_ = (call);                                            \\\n"
+        "    if (s_ != CUBLAS_STATUS_SUCCESS)                                       \\\n"
+        "      return nncc_error_set(err, s_ == CUBLAS_STATUS_ALLOC_FAILED            \\\n"
+        "                                     ? NNCC_ERROR_OUT_OF_MEMORY              \\\n"
+        "                                     : NNCC_ERROR_CUDA,                      \\\n"
+        "                            \"%s: %s: %s (cuBLAS status %d)\", what,        \\\n"
+        "                            st->lt_failed, cublasGetStatusString(s_), (int)s_); \\\n"
         "  } while (0)\n\n";
   // The scalar math of elementwise bodies: external linkage (a named
   // namespace), so that the helpers a model does not use raise no warning.
@@ -349,13 +506,23 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "    for (int64_t k = 0; k < n; ++k)\n"
         "      y[base + k * inner] = (T)(exp((double)(x[base + k * inner] - mx)) / s);\n"
         "  }\n}\n";
+  if (numLtPlans)
+    emitLtPlanType(os);
   os << "struct NNCCCudaState {\n"
         "  cublasHandle_t blas = nullptr;\n"
         "  void *scratch = nullptr;   // kernel scratch (grown on demand)\n"
         "  uint64_t scratch_bytes = 0;\n"
         "  int *flag = nullptr;       // first failing index check (0 = none)\n"
-        "  cudaEvent_t prof_a = nullptr, prof_b = nullptr; // NNCC_PROFILE only\n"
-        "};\n";
+        "  cudaEvent_t prof_a = nullptr, prof_b = nullptr; // NNCC_PROFILE only\n";
+  if (numLtPlans)
+    os << "  bool tf32 = false;          // NNCC_CUDA_ALLOW_TF32\n"
+          "  cublasLtHandle_t lt = nullptr;\n"
+          "  void *lt_workspace = nullptr; // kLtWorkspaceBytes, at the first fused GEMM\n"
+          "  NNCCLtPlan lt_plans["
+       << numLtPlans
+       << "];   // one per fused nnk.gemm site\n"
+          "  const char *lt_failed = \"\"; // the cuBLASLt step that failed last\n";
+  os << "};\n";
   os << "// The opt-in per-launch timer (NNCC_PROFILE, docs/runtime.md) on the\n"
         "// device: CUDA events around each top-level launch, the host waiting for\n"
         "// the second, so launches do not overlap while it is on. A launch whose\n"
@@ -383,42 +550,10 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "  st->scratch = nullptr;\n  st->scratch_bytes = 0;\n"
         "  if ((e = cudaMalloc(&st->scratch, bytes)) != cudaSuccess)\n    return e;\n"
         "  st->scratch_bytes = bytes;\n  return cudaSuccess;\n}\n";
+  if (numLtPlans)
+    emitLtGemm(os);
   os << generatedKernels;
   os << "} // namespace\n\n";
-  os << "// Runs only after libnncc_model_support found a driver and a device\n"
-        "// (NNCC_ERROR_CUDA_UNAVAILABLE with the reason otherwise), so cudart is\n"
-        "// never the first to touch a missing driver.\n";
-  os << "extern \"C\" nncc_status nncc_" << modelName
-     << "_cuda_setup(nncc_model *m, void **state, nncc_error *err) {\n"
-        "  (void)m;\n"
-        "  NNCCCudaState *s = new NNCCCudaState();\n"
-        "  cublasStatus_t cs = cublasCreate(&s->blas);\n"
-        "  if (cs != CUBLAS_STATUS_SUCCESS) {\n"
-        "    delete s;\n"
-        "    return nncc_error_set(err, NNCC_ERROR_CUDA, \"cublasCreate failed: %s (status %d)\",\n"
-        "                          cublasGetStatusString(cs), (int)cs);\n"
-        "  }\n"
-        "  // TF32 tensor cores for the cuBLAS GEMMs only when the user allows\n"
-        "  // them (torch.backends.cuda.matmul.allow_tf32's default is off too).\n"
-        "  const char *tf32 = getenv(\"NNCC_CUDA_ALLOW_TF32\");\n"
-        "  if (tf32 && *tf32 && strcmp(tf32, \"0\") != 0 &&\n"
-        "      (cs = cublasSetMathMode(s->blas, CUBLAS_TF32_TENSOR_OP_MATH)) != CUBLAS_STATUS_SUCCESS) {\n"
-        "    cublasDestroy(s->blas);\n"
-        "    delete s;\n"
-        "    return nncc_error_set(err, NNCC_ERROR_CUDA, \"cublasSetMathMode(TF32) failed: %s (status %d)\",\n"
-        "                          cublasGetStatusString(cs), (int)cs);\n"
-        "  }\n"
-        "  cudaError_t e = cudaMalloc(&s->flag, sizeof(int));\n"
-        "  if (e != cudaSuccess) {\n"
-        "    cublasDestroy(s->blas);\n"
-        "    delete s;\n"
-        "    return nncc_error_set(err, e == cudaErrorMemoryAllocation ? NNCC_ERROR_OUT_OF_MEMORY\n"
-        "                                                            : NNCC_ERROR_CUDA,\n"
-        "                          \"cudaMalloc of the index-check flag: %s (%s)\",\n"
-        "                          cudaGetErrorName(e), cudaGetErrorString(e));\n"
-        "  }\n"
-        "  *state = s;\n"
-        "  return NNCC_OK;\n}\n";
   os << "extern \"C\" void nncc_" << modelName << "_cuda_teardown(void *state) {\n"
      << "  NNCCCudaState *s = (NNCCCudaState *)state;\n"
      << "  if (!s)\n    return;\n"
@@ -427,8 +562,54 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
      << "  if (s->flag)\n    (void)cudaFree(s->flag);\n"
      << "  if (s->blas)\n    (void)cublasDestroy(s->blas);\n"
      << "  if (s->prof_a)\n    (void)cudaEventDestroy(s->prof_a);\n"
-     << "  if (s->prof_b)\n    (void)cudaEventDestroy(s->prof_b);\n"
-     << "  delete s;\n}\n\n";
+     << "  if (s->prof_b)\n    (void)cudaEventDestroy(s->prof_b);\n";
+  if (numLtPlans)
+    os << "  for (NNCCLtPlan &p : s->lt_plans)\n    nncc_gen_lt_release(&p);\n"
+       << "  if (s->lt_workspace)\n    (void)cudaFree(s->lt_workspace);\n"
+       << "  if (s->lt)\n    (void)cublasLtDestroy(s->lt);\n";
+  os << "  delete s;\n}\n\n";
+  os << "// Runs only after libnncc_model_support found a driver and a device\n"
+        "// (NNCC_ERROR_CUDA_UNAVAILABLE with the reason otherwise), so cudart is\n"
+        "// never the first to touch a missing driver. A failure frees what it made.\n";
+  os << "extern \"C\" nncc_status nncc_" << modelName
+     << "_cuda_setup(nncc_model *m, void **state, nncc_error *err) {\n"
+        "  (void)m;\n"
+        "  NNCCCudaState *s = new NNCCCudaState();\n"
+        "  cublasStatus_t cs = cublasCreate(&s->blas);\n"
+        "  if (cs != CUBLAS_STATUS_SUCCESS) {\n"
+        "    s->blas = nullptr;\n"
+        "    nncc_" << modelName << "_cuda_teardown(s);\n"
+        "    return nncc_error_set(err, NNCC_ERROR_CUDA, \"cublasCreate failed: %s (status %d)\",\n"
+        "                          cublasGetStatusString(cs), (int)cs);\n"
+        "  }\n"
+        "  // TF32 tensor cores for the cuBLAS GEMMs only when the user allows\n"
+        "  // them (torch.backends.cuda.matmul.allow_tf32's default is off too).\n"
+        "  const char *tf32 = getenv(\"NNCC_CUDA_ALLOW_TF32\");\n"
+        "  const bool allow_tf32 = tf32 && *tf32 && strcmp(tf32, \"0\") != 0;\n"
+        "  if (allow_tf32 &&\n"
+        "      (cs = cublasSetMathMode(s->blas, CUBLAS_TF32_TENSOR_OP_MATH)) != CUBLAS_STATUS_SUCCESS) {\n"
+        "    nncc_" << modelName << "_cuda_teardown(s);\n"
+        "    return nncc_error_set(err, NNCC_ERROR_CUDA, \"cublasSetMathMode(TF32) failed: %s (status %d)\",\n"
+        "                          cublasGetStatusString(cs), (int)cs);\n"
+        "  }\n";
+  if (numLtPlans)
+    os << "  s->tf32 = allow_tf32; // the fused GEMMs' compute type, the same rule\n"
+          "  if ((cs = cublasLtCreate(&s->lt)) != CUBLAS_STATUS_SUCCESS) {\n"
+          "    s->lt = nullptr;\n"
+          "    nncc_" << modelName << "_cuda_teardown(s);\n"
+          "    return nncc_error_set(err, NNCC_ERROR_CUDA, \"cublasLtCreate failed: %s (status %d)\",\n"
+          "                          cublasGetStatusString(cs), (int)cs);\n"
+          "  }\n";
+  os << "  cudaError_t e = cudaMalloc(&s->flag, sizeof(int));\n"
+        "  if (e != cudaSuccess) {\n"
+        "    nncc_" << modelName << "_cuda_teardown(s);\n"
+        "    return nncc_error_set(err, e == cudaErrorMemoryAllocation ? NNCC_ERROR_OUT_OF_MEMORY\n"
+        "                                                            : NNCC_ERROR_CUDA,\n"
+        "                          \"cudaMalloc of the index-check flag: %s (%s)\",\n"
+        "                          cudaGetErrorName(e), cudaGetErrorString(e));\n"
+        "  }\n"
+        "  *state = s;\n"
+        "  return NNCC_OK;\n}\n";
   os << fwd;
   return success();
 }

@@ -2,16 +2,46 @@
 //
 // gemm (x W^T + fused epilogue), matmul and linear_weight_grad: OpenBLAS
 // through libnncc_kernels on the CPU, cuBLAS (+ the epilogue kernel of
-// Elementwise.cuh) on CUDA. Row-major y[M,N] = x[M,K] w[N,K]^T is, to a
-// column-major BLAS, y^T = w^T x^T.
+// Elementwise.cuh) on CUDA, or one cuBLASLt matmul with the epilogue fused
+// where cuBLASLt has it (ltEpilogue). Row-major y[M,N] = x[M,K] w[N,K]^T
+// is, to a column-major BLAS, y^T = w^T x^T.
 //
 //===----------------------------------------------------------------------===//
 #include "../Common/LaunchEmitter.h"
+
+#include <optional>
 
 using namespace mlir;
 
 namespace nncc::target {
 namespace {
+
+/// The cuBLASLt epilogue that computes the gemm's act(acc + bias) +
+/// residual, if any: relu and the tanh GELU (cuBLASLt's GELU) with or
+/// without a bias, and a residual (C with beta = 1) only without an
+/// activation, since cuBLASLt adds C before it. None for a plain GEMM
+/// (nothing to fuse) and for the other activations.
+std::optional<std::string> ltEpilogue(nnk::GemmOp o) {
+  const bool bias = static_cast<bool>(o.getBias());
+  switch (o.getActivation()) {
+  case nnk::Activation::none:
+    if (bias)
+      return std::string("CUBLASLT_EPILOGUE_BIAS");
+    if (o.getResidual())
+      return std::string("CUBLASLT_EPILOGUE_DEFAULT");
+    return std::nullopt;
+  case nnk::Activation::relu:
+    if (o.getResidual())
+      return std::nullopt;
+    return std::string(bias ? "CUBLASLT_EPILOGUE_RELU_BIAS" : "CUBLASLT_EPILOGUE_RELU");
+  case nnk::Activation::gelu_tanh:
+    if (o.getResidual())
+      return std::nullopt;
+    return std::string(bias ? "CUBLASLT_EPILOGUE_GELU_BIAS" : "CUBLASLT_EPILOGUE_GELU");
+  default:
+    return std::nullopt;
+  }
+}
 
 LogicalResult emitGemm(LaunchEmitter &e, nnk::GemmOp o) {
   auto M = e.numel(o.getX(), 0, e.bufferType(o.getX()).getRank() - 1);
@@ -27,15 +57,32 @@ LogicalResult emitGemm(LaunchEmitter &e, nnk::GemmOp o) {
              e.name(o.getOut())}});
     return success();
   }
+  const std::string what = cString(e.launchComment(e.op()));
+  // Fusable: one cuBLASLt matmul unless NNCC_CUDA_GEMM=cublas (or fp64)
+  // chose the cuBLAS GEMM + epilogue kernel below (gemm_lt, per sequence).
+  std::optional<std::string> epilogue = ltEpilogue(o);
+  if (epilogue) {
+    e.out() << "if (gemm_lt) {\n";
+    e.out() << "  NNCC_CUBLASLT_CHECK(nncc_gen_lt_gemm(st, " << e.addLtPlan() << ", " << *epilogue
+            << ", " << *M << ", " << *N << ", " << *K << ", " << e.name(o.getWeight()) << ", "
+            << e.name(o.getX()) << ", " << e.nameOr(o.getBias(), "const real_t *") << ", "
+            << e.nameOr(o.getResidual(), "const real_t *") << ", " << e.name(o.getOut())
+            << ", stream), " << what << ");\n";
+    e.out() << "} else {\n";
+    e.out().indent();
+  }
   e.out() << "NNCC_CUBLAS_CHECK(NNCC_CUBLAS_GEMM(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)" << *N
           << ", (int)" << *M << ", (int)" << *K << ", &one, " << e.name(o.getWeight())
           << ", (int)" << *K << ", " << e.name(o.getX()) << ", (int)" << *K << ", &zero, "
-          << e.name(o.getOut()) << ", (int)" << *N << "), " << cString(e.launchComment(e.op()))
-          << ");\n";
+          << e.name(o.getOut()) << ", (int)" << *N << "), " << what << ");\n";
   if (o.getBias() || o.getResidual() || o.getActivation() != nnk::Activation::none)
     e.call({"nncc::kernels::cuda::launch_linear_epilogue<real_t>",
             {*M, *N, e.name(o.getOut()), e.nameOrNull(o.getBias()), activation,
              "(real_t)" + fmtDouble(o.getAlpha()), e.nameOrNull(o.getResidual()), "stream"}});
+  if (epilogue) {
+    e.out().unindent();
+    e.out() << "}\n";
+  }
   return success();
 }
 
