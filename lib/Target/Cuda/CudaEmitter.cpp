@@ -134,6 +134,21 @@ LogicalResult CudaEmitter::emitSequence(raw_indented_ostream &f, StringRef fnNam
   f << "cublasHandle_t blas = st->blas; (void)blas;\n";
   f << "NNCC_CUBLAS_CHECK(cublasSetStream(blas, stream), \"cublasSetStream\");\n";
   f << "const real_t one = 1, zero = 0; (void)one; (void)zero;\n";
+  auto runsRecurrentKernel = [](Operation *top) {
+    return top
+        ->walk([](Operation *o) {
+          return isa<nnk::RecurrentScanOp, nnk::RecurrentCellOp, nnk::RecurrentForwardOp,
+                     nnk::RecurrentGradOp>(o)
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+        })
+        .wasInterrupted();
+  };
+  if (llvm::any_of(ops, runsRecurrentKernel))
+    f << "// The recurrent kernel (NNCC_CUDA_RNN), checked before any launch.\n"
+         "if (nncc::kernels::cuda::rnn_kernel_choice() == nncc::kernels::cuda::RnnKernelBad)\n"
+         "  return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"NNCC_CUDA_RNN=%s: expected \"\n"
+         "                        \"auto, scan or grid\", getenv(\"NNCC_CUDA_RNN\"));\n";
   if (numLtPlans > ltPlansBefore)
     f << "// The fused GEMMs: cuBLASLt, or cuBLAS + the epilogue kernel (NNCC_CUDA_GEMM).\n"
          "const int gemm_lt = nncc_gen_gemm_choice();\n"
