@@ -232,7 +232,10 @@ NNCC_HD void attention_dropout_row(uint64_t seed, uint64_t offset,
     const uint64_t c = first + (uint64_t)i;
     const nncc_philox_u32x4 r = philox_mask_block(key, offset, c >> 2);
     for (int w = (int)(c & 3); w < 4 && i < n; ++w, ++i) {
-      const float u = nncc_rng_u32_to_unit_float(r.x[w]);
+      // A select, not r.x[w]: a run-time index would put r in local memory
+      // on the GPU.
+      const uint32_t bits = w == 0 ? r.x[0] : w == 1 ? r.x[1] : w == 2 ? r.x[2] : r.x[3];
+      const float u = nncc_rng_u32_to_unit_float(bits);
       mult[i] = u >= p ? keep_scale : T(0);
     }
   }

@@ -402,19 +402,45 @@ template <typename T, int DH> struct AttnBwdTile {
   /// dQ: Q, dO [BR_Q][LDQ]; K, V [BC][LDQ]; dS [BR_Q][LDP]; the columns' keys.
   static constexpr size_t smem_dq =
       sizeof(T) * (size_t)(2 * BR_Q * LDQ + 2 * BC * LDQ + BR_Q * LDP) + sizeof(int) * BC;
+  /// Dense dropout: the pairs' multipliers, drawn once per tile with one
+  /// Philox block per four consecutive keys (attn_tile_dropout_mults), in
+  /// a query-major tile whose rows hold consecutive keys; padded so that
+  /// the micro-tile's reads are conflict-free. Added to the dynamic shared
+  /// memory only when dropout is on.
+  static constexpr int LDM_KV = BR_KV + 4, LDM_Q = BC + 8;
+  static constexpr size_t drop_dkdv = sizeof(T) * (size_t)BC * LDM_KV;
+  static constexpr size_t drop_dq = sizeof(T) * (size_t)BR_Q * LDM_Q;
   static_assert(BR_KV % 16 == 0 && BR_Q % 16 == 0, "whole rows per warp");
   static_assert(DH % (8 * VW) == 0, "whole 16-byte column groups per lane");
 };
 
+/// The dropout multipliers of a dense tile's pairs into M (NQ query lines
+/// of NK consecutive keys, line stride LDM): query line l is position
+/// firstQuery + l, key x of it position firstKey + x; NT / NQ threads per
+/// line, each a run of consecutive counters (attention_dropout_row: one
+/// Philox block per four). Positions past T draw values no pair reads.
+template <typename T, int NQ, int NK, int LDM, int NT>
+__device__ __forceinline__ void attn_tile_dropout_mults(T *M, const AttentionDropout<T> &drop,
+                                                        int64_t bh, int Tn, int firstQuery,
+                                                        int firstKey) {
+  static_assert(NT % NQ == 0 && NK % (NT / NQ) == 0, "whole runs per thread");
+  constexpr int PER = NT / NQ, RUN = NK / PER;
+  const int line = threadIdx.x / PER, x0 = (threadIdx.x % PER) * RUN;
+  const uint64_t first =
+      (uint64_t)((bh * Tn + firstQuery + line) * (int64_t)Tn + firstKey + x0);
+  attention_dropout_row(drop.seed, drop.offset, first, RUN, drop.p, drop.keep_scale,
+                        M + line * LDM + x0);
+}
+
 /// c P and dS of one micro-tile (rows x columns of the score tiles s, dp,
 /// both unscaled) into the warp's rows of Pw (when given) and dSw: zero
 /// where `pair(m, n, i, j)` says the pair is not one of the forward's;
-/// (i, j) = (query, key) of the element, L and Dq the query's lse and D.
-template <typename T, int TM, int TN, int LDP, typename Pair>
+/// (i, j) = (query, key) of the element, L and Dq the query's lse and D;
+/// c = mult(m, n, i, j), its dropout multiplier.
+template <typename T, int TM, int TN, int LDP, typename Pair, typename Mult>
 __device__ __forceinline__ void attn_tile_pair_grads(const T (&s)[TM][TN], const T (&dp)[TM][TN],
-                                                     T scale, const AttentionDropout<T> &drop,
-                                                     int64_t bh, int Tn, T *Pw, T *dSw,
-                                                     Pair &&pair) {
+                                                     T scale, T *Pw, T *dSw, Pair &&pair,
+                                                     Mult &&mult) {
 #pragma unroll
   for (int m = 0; m < TM; ++m)
 #pragma unroll
@@ -423,8 +449,7 @@ __device__ __forceinline__ void attn_tile_pair_grads(const T (&s)[TM][TN], const
       T L, Dq;
       T cp = T(0), ds = T(0);
       if (pair(m, n, i, j, L, Dq))
-        ds = attn_pair_grad(s[m][n], dp[m][n], scale, L, Dq,
-                            drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j)), cp);
+        ds = attn_pair_grad(s[m][n], dp[m][n], scale, L, Dq, mult(m, n, i, j), cp);
       if (Pw)
         Pw[4 * m * LDP + 8 * n] = cp;
       dSw[4 * m * LDP + 8 * n] = ds;
@@ -454,6 +479,9 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dkdv_kernel(
   T *dSs = Ps + BR * LDP;                              // [BR][LDP] dS^T
   T *colL = dSs + BR * LDP, *colD = colL + BC;         // [BC] lse, D (neg_big, 0: none)
   int *colQ = reinterpret_cast<int *>(colD + BC);      // [BC] query or -1
+  // Dense dropout: [BC][LDM_KV] multipliers, query-major (after colQ).
+  T *Ms = reinterpret_cast<T *>(nncc_attn_bwd_smem + C::smem_dkdv);
+  const bool tileMults = Mode == kAttnTileDense && drop.on();
 
   const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
   const int64_t bh = (int64_t)b * H + h;
@@ -493,6 +521,9 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dkdv_kernel(
       colL[jj] = i >= 0 ? lse[bh * Tn + i] : neg_big<T>();
       colD[jj] = i >= 0 ? Dq[bh * Tn + i] : T(0);
     }
+    if (tileMults) // dense: the columns are queries S.kBegin + tile BC + jj
+      attn_tile_dropout_mults<T, BC, BR, C::LDM_KV, NT>(Ms, drop, bh, Tn,
+                                                       S.kBegin + tile * BC, S.row(0));
     __syncthreads();
 
     T s[TM][TN], dp[TM][TN];
@@ -504,10 +535,14 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dkdv_kernel(
     attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(s, Ks + row0 * LDQ, Qs + c * LDQ, DH);
     attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(dp, Vs + row0 * LDQ, dOs + c * LDQ, DH);
     attn_tile_pair_grads<T, TM, TN, LDP>(
-        s, dp, scale, drop, bh, Tn, Ps + row0 * LDP + c, dSs + row0 * LDP + c,
+        s, dp, scale, Ps + row0 * LDP + c, dSs + row0 * LDP + c,
         [&](int m, int n, int &i, int &j, T &L, T &D) {
           i = colQ[c + 8 * n], j = kj[m], L = colL[c + 8 * n], D = colD[c + 8 * n];
           return i >= 0 && L > neg_big<T>() && S.admits(i, j, gTile);
+        },
+        [&](int m, int n, int i, int j) {
+          return tileMults ? Ms[(c + 8 * n) * C::LDM_KV + row0 + 4 * m]
+                           : drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j));
         });
     __syncwarp(); // Ps, dSs rows are private to their warp
     attn_mt_accum<T, TM, TG, BC, LDP, LDQ>(dva, Ps + row0 * LDP, dOs + c * VW);
@@ -556,6 +591,9 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dq_kernel(
   T *Vs = Ks + BC * LDQ;                               // [BC][LDQ]
   T *dSs = Vs + BC * LDQ;                              // [BR][LDP]
   int *kadm = reinterpret_cast<int *>(dSs + BR * LDP); // [BC] key or -1
+  // Dense dropout: [BR][LDM_Q] multipliers of the CTA's queries (after kadm).
+  T *Ms = reinterpret_cast<T *>(nncc_attn_bwd_smem + C::smem_dq);
+  const bool tileMults = Mode == kAttnTileDense && drop.on();
 
   const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
   const int64_t bh = (int64_t)b * H + h;
@@ -595,6 +633,9 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dq_kernel(
       const int j = S.col(tile, jj);
       kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
     }
+    if (tileMults) // dense: the columns are keys S.kBegin + tile BC + jj
+      attn_tile_dropout_mults<T, BR, BC, C::LDM_Q, NT>(Ms, drop, bh, Tn, S.row(0),
+                                                      S.kBegin + tile * BC);
     __syncthreads();
 
     T s[TM][TN], dp[TM][TN];
@@ -606,10 +647,14 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dq_kernel(
     attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(s, Qs + row0 * LDQ, Ks + c * LDQ, DH);
     attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(dp, dOs + row0 * LDQ, Vs + c * LDQ, DH);
     attn_tile_pair_grads<T, TM, TN, LDP>(
-        s, dp, scale, drop, bh, Tn, (T *)nullptr, dSs + row0 * LDP + c,
+        s, dp, scale, (T *)nullptr, dSs + row0 * LDP + c,
         [&](int m, int n, int &i, int &j, T &L, T &D) {
           i = qi[m], j = kadm[c + 8 * n], L = rowL[m], D = rowD[m];
           return L > neg_big<T>() && S.admits(i, j, gTile);
+        },
+        [&](int m, int n, int i, int j) {
+          return tileMults ? Ms[(row0 + 4 * m) * C::LDM_Q + c + 8 * n]
+                           : drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j));
         });
     __syncwarp(); // dSs rows are private to their warp
     attn_mt_accum<T, TM, TG, BC, LDP, LDQ>(acc, dSs + row0 * LDP, Ks + c * VW);
@@ -743,20 +788,24 @@ inline cudaError_t attn_tile_backward(int B, int Tn, int H, const T *q, const T 
     return dim3(std::min(dilation, Tn) * perClass, H, B); // classes r >= T are empty
   };
   cudaError_t e;
+  // Dense dropout adds the multiplier tiles to the shared memory.
+  const bool tileMults = Mode == kAttnTileDense && drop.on();
+  const size_t smemKv = C::smem_dkdv + (tileMults ? C::drop_dkdv : 0);
+  const size_t smemQ = C::smem_dq + (tileMults ? C::drop_dq : 0);
   auto dkdv = attention_tile_bwd_dkdv_kernel<T, DH, Mode>;
   if ((e = cudaFuncSetAttribute(dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)C::smem_dkdv)) != cudaSuccess)
+                                (int)smemKv)) != cudaSuccess)
     return e;
-  dkdv<<<gridFor(C::BR_KV), C::NT, C::smem_dkdv, stream>>>(
+  dkdv<<<gridFor(C::BR_KV), C::NT, smemKv, stream>>>(
       Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, vec,
       window, dilation, g.is_global, g.list, g.n, drop);
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
   auto dqk = attention_tile_bwd_dq_kernel<T, DH, Mode>;
   if ((e = cudaFuncSetAttribute(dqk, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)C::smem_dq)) != cudaSuccess)
+                                (int)smemQ)) != cudaSuccess)
     return e;
-  dqk<<<gridFor(C::BR_Q), C::NT, C::smem_dq, stream>>>(
+  dqk<<<gridFor(C::BR_Q), C::NT, smemQ, stream>>>(
       Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, ld_grad, kpm, causal, scale, vec, window,
       dilation, g.is_global, g.list, g.n, drop);
   if ((e = cudaGetLastError()) != cudaSuccess)
