@@ -519,6 +519,78 @@ __device__ __forceinline__ void attn_tile_dropout(T *Ps, const int *kadm,
   }
 }
 
+/// One key tile of the tile forwards' online softmax on the micro-tile
+/// (lane c of a row's 8 lanes holds the columns c + 8 n): masks s where
+/// admits(m, n) is false, reduces each row's maximum over its 8 lanes,
+/// writes the weights into the warp's own rows of shared memory (row m at
+/// Pw + 4 m LDP, column 8 n) and updates the running maxima, sums and the
+/// rescaled accumulators.
+template <typename T, int TM, int TN, int NA, int LDP, typename Admits>
+__device__ __forceinline__ void attn_tile_softmax_step(T (&s)[TM][TN], T (&mrow)[TM],
+                                                       T (&lrow)[TM], T (&acc)[TM][NA], T *Pw,
+                                                       Admits &&admits) {
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    T tmax = neg_big<T>();
+#pragma unroll
+    for (int n = 0; n < TN; ++n) {
+      s[m][n] = admits(m, n) ? s[m][n] : neg_big<T>();
+      tmax = s[m][n] > tmax ? s[m][n] : tmax;
+    }
+#pragma unroll
+    for (int x = 1; x < 8; x <<= 1) {
+      const T o = __shfl_xor_sync(0xffffffffu, tmax, x);
+      tmax = o > tmax ? o : tmax;
+    }
+    const T mnew = tmax > mrow[m] ? tmax : mrow[m];
+    const T alpha = nexp(mrow[m] - mnew);
+    T sum = T(0);
+#pragma unroll
+    for (int n = 0; n < TN; ++n) {
+      const T p = s[m][n] <= neg_big<T>() ? T(0) : nexp(s[m][n] - mnew);
+      sum += p;
+      Pw[4 * m * LDP + 8 * n] = p;
+    }
+    lrow[m] = lrow[m] * alpha + sum;
+    mrow[m] = mnew;
+#pragma unroll
+    for (int x = 0; x < NA; ++x)
+      acc[m][x] *= alpha;
+  }
+}
+
+/// The end of the tile forwards: each row's sum over its 8 lanes, the
+/// output row out = acc / l (0 for an empty row) at outRow(m) (null: not
+/// stored; the thread's columns VW c + 8 VW g + e, those below dh unless
+/// Exact) and, from lane c = 0, lseOut(m, m_row + log l, or neg_big).
+template <typename T, int TM, int NA, int VW, bool Exact, typename OutRow, typename LseOut>
+__device__ __forceinline__ void attn_tile_finish_rows(const T (&mrow)[TM], const T (&lrow)[TM],
+                                                      const T (&acc)[TM][NA], int c, int dh,
+                                                      OutRow &&outRow, LseOut &&lseOut) {
+  constexpr int TG = NA / VW;
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    T l = lrow[m];
+#pragma unroll
+    for (int x = 1; x < 8; x <<= 1)
+      l += __shfl_xor_sync(0xffffffffu, l, x);
+    T *orow = outRow(m);
+    if (!orow)
+      continue;
+    const T inv = l > T(0) ? T(1) / l : T(0);
+#pragma unroll
+    for (int g = 0; g < TG; ++g)
+#pragma unroll
+      for (int e = 0; e < VW; ++e) {
+        const int col = g * 8 * VW + c * VW + e;
+        if (Exact || col < dh)
+          orow[col] = acc[m][g * VW + e] * inv;
+      }
+    if (c == 0)
+      lseOut(m, l > T(0) ? mrow[m] + nlog(l) : neg_big<T>());
+  }
+}
+
 /// The tiled forward (see above). grid: dense (ceil(T/64), H, B); band
 /// (min(dilation, T) * ceil(ceil(T/dilation)/64), H, B). Dynamic shared memory
 /// AttnTile<T, DH>::smem_bytes. Exact: dh == DH, else dh_rt < DH (padded).
@@ -588,34 +660,9 @@ __global__ void __launch_bounds__(128)
     attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, Exact>(s, Qs + (warp * 16 + r) * LDQ, Ks + c * LDQ, dh);
 
     // Masks, online softmax, weights into the warp's own rows of Ps.
-#pragma unroll
-    for (int m = 0; m < TM; ++m) {
-      T tmax = neg_big<T>();
-#pragma unroll
-      for (int n = 0; n < TN; ++n) {
-        s[m][n] = S.admits(qi[m], kadm[c + 8 * n], gTile) ? s[m][n] : neg_big<T>();
-        tmax = s[m][n] > tmax ? s[m][n] : tmax;
-      }
-#pragma unroll
-      for (int x = 1; x < 8; x <<= 1) {
-        const T o = __shfl_xor_sync(0xffffffffu, tmax, x);
-        tmax = o > tmax ? o : tmax;
-      }
-      const T mnew = tmax > mrow[m] ? tmax : mrow[m];
-      const T alpha = nexp(mrow[m] - mnew);
-      T sum = T(0);
-#pragma unroll
-      for (int n = 0; n < TN; ++n) {
-        const T p = s[m][n] <= neg_big<T>() ? T(0) : nexp(s[m][n] - mnew);
-        sum += p;
-        Ps[(warp * 16 + r + 4 * m) * LDP + c + 8 * n] = p;
-      }
-      lrow[m] = lrow[m] * alpha + sum;
-      mrow[m] = mnew;
-#pragma unroll
-      for (int x = 0; x < TG * VW; ++x)
-        acc[m][x] *= alpha;
-    }
+    attn_tile_softmax_step<T, TM, TN, TG * VW, LDP>(
+        s, mrow, lrow, acc, Ps + (warp * 16 + r) * LDP + c,
+        [&](int m, int n) { return S.admits(qi[m], kadm[c + 8 * n], gTile); });
     __syncwarp(); // Ps rows are private to their warp
     if (drop.on()) {
       attn_tile_dropout<T, Mode, BQ, BK, LDP>(Ps, kadm, S, tile, b, h, H, Tn, drop);
@@ -627,29 +674,18 @@ __global__ void __launch_bounds__(128)
     __syncthreads(); // before the next tile overwrites Ks, Vs, kadm
   }
 
-  // Row sums over the 8 lanes of a row; 1/l (0 for an empty row); stores.
-#pragma unroll
-  for (int m = 0; m < TM; ++m) {
-    T l = lrow[m];
-#pragma unroll
-    for (int x = 1; x < 8; x <<= 1)
-      l += __shfl_xor_sync(0xffffffffu, l, x);
-    const int t = warp * 16 + r + 4 * m, i = qi[m];
-    if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
-      continue;
-    const T inv = l > T(0) ? T(1) / l : T(0);
-    T *orow = out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
-#pragma unroll
-    for (int g = 0; g < TG; ++g)
-#pragma unroll
-      for (int e = 0; e < VW; ++e) {
-        const int col = g * 8 * VW + c * VW + e;
-        if (Exact || col < dh)
-          orow[col] = acc[m][g * VW + e] * inv;
-      }
-    if (lse && c == 0)
-      lse[((int64_t)b * H + h) * Tn + i] = l > T(0) ? mrow[m] + nlog(l) : neg_big<T>();
-  }
+  attn_tile_finish_rows<T, TM, TG * VW, VW, Exact>(
+      mrow, lrow, acc, c, dh,
+      [&](int m) -> T * {
+        const int t = warp * 16 + r + 4 * m, i = qi[m];
+        if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
+          return nullptr;
+        return out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
+      },
+      [&](int m, T value) {
+        if (lse)
+          lse[((int64_t)b * H + h) * Tn + qi[m]] = value;
+      });
 }
 
 /// Tile shape of the TF32 kernel: AttnTile<float, DH>'s, V rows padded to

@@ -414,6 +414,21 @@ template <typename T, int DH> struct AttnBwdTile {
   static_assert(DH % (8 * VW) == 0, "whole 16-byte column groups per lane");
 };
 
+/// The micro-tile's unscaled scores s = A.B and score adjoints dp = dA.dB
+/// of the backward tile kernels (rows of A and dA, columns of B and dB in
+/// shared memory at the thread's first row / column, stride LDQ).
+template <typename T, int DH, int TM, int TN, int LDQ>
+__device__ __forceinline__ void attn_tile_scores(T (&s)[TM][TN], T (&dp)[TM][TN], const T *A,
+                                                 const T *B, const T *dA, const T *dB) {
+#pragma unroll
+  for (int m = 0; m < TM; ++m)
+#pragma unroll
+    for (int n = 0; n < TN; ++n)
+      s[m][n] = dp[m][n] = T(0);
+  attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(s, A, B, DH);
+  attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(dp, dA, dB, DH);
+}
+
 /// The dropout multipliers of a dense tile's pairs into M (NQ query lines
 /// of NK consecutive keys, line stride LDM): query line l is position
 /// firstQuery + l, key x of it position firstKey + x; NT / NQ threads per
@@ -527,13 +542,8 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dkdv_kernel(
     __syncthreads();
 
     T s[TM][TN], dp[TM][TN];
-#pragma unroll
-    for (int m = 0; m < TM; ++m)
-#pragma unroll
-      for (int n = 0; n < TN; ++n)
-        s[m][n] = dp[m][n] = T(0);
-    attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(s, Ks + row0 * LDQ, Qs + c * LDQ, DH);
-    attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(dp, Vs + row0 * LDQ, dOs + c * LDQ, DH);
+    attn_tile_scores<T, DH, TM, TN, LDQ>(s, dp, Ks + row0 * LDQ, Qs + c * LDQ,
+                                         Vs + row0 * LDQ, dOs + c * LDQ);
     attn_tile_pair_grads<T, TM, TN, LDP>(
         s, dp, scale, Ps + row0 * LDP + c, dSs + row0 * LDP + c,
         [&](int m, int n, int &i, int &j, T &L, T &D) {
@@ -639,13 +649,8 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dq_kernel(
     __syncthreads();
 
     T s[TM][TN], dp[TM][TN];
-#pragma unroll
-    for (int m = 0; m < TM; ++m)
-#pragma unroll
-      for (int n = 0; n < TN; ++n)
-        s[m][n] = dp[m][n] = T(0);
-    attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(s, Qs + row0 * LDQ, Ks + c * LDQ, DH);
-    attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(dp, dOs + row0 * LDQ, Vs + c * LDQ, DH);
+    attn_tile_scores<T, DH, TM, TN, LDQ>(s, dp, Qs + row0 * LDQ, Ks + c * LDQ,
+                                         dOs + row0 * LDQ, Vs + c * LDQ);
     attn_tile_pair_grads<T, TM, TN, LDP>(
         s, dp, scale, (T *)nullptr, dSs + row0 * LDP + c,
         [&](int m, int n, int &i, int &j, T &L, T &D) {

@@ -356,37 +356,12 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_kernel(
         s[m][n] = T(0);
     attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, Exact>(s, Qs + (warp * 16 + rr) * LDQ, Ks + c * LDQ,
                                                dh);
-#pragma unroll
-    for (int m = 0; m < TM; ++m) {
-      T tmax = neg_big<T>();
-#pragma unroll
-      for (int n = 0; n < TN; ++n) {
-        const int u = kpos[c + 8 * n];
-        const bool ok = qt[m] >= 0 && u >= 0 && u != qt[m] && !(causal && u > qt[m]) &&
-                        (!same_bucket || kbkt[c + 8 * n] == qbk[m]);
-        s[m][n] = ok ? s[m][n] : neg_big<T>();
-        tmax = s[m][n] > tmax ? s[m][n] : tmax;
-      }
-#pragma unroll
-      for (int x = 1; x < 8; x <<= 1) {
-        const T o = __shfl_xor_sync(0xffffffffu, tmax, x);
-        tmax = o > tmax ? o : tmax;
-      }
-      const T mnew = tmax > mrow[m] ? tmax : mrow[m];
-      const T alpha = nexp(mrow[m] - mnew);
-      T sum = T(0);
-#pragma unroll
-      for (int n = 0; n < TN; ++n) {
-        const T p = s[m][n] <= neg_big<T>() ? T(0) : nexp(s[m][n] - mnew);
-        sum += p;
-        Ps[(warp * 16 + rr + 4 * m) * LDP + c + 8 * n] = p;
-      }
-      lrow[m] = lrow[m] * alpha + sum;
-      mrow[m] = mnew;
-#pragma unroll
-      for (int x = 0; x < TG * VW; ++x)
-        acc[m][x] *= alpha;
-    }
+    attn_tile_softmax_step<T, TM, TN, TG * VW, LDP>(
+        s, mrow, lrow, acc, Ps + (warp * 16 + rr) * LDP + c, [&](int m, int n) {
+          const int u = kpos[c + 8 * n];
+          return qt[m] >= 0 && u >= 0 && u != qt[m] && !(causal && u > qt[m]) &&
+                 (!same_bucket || kbkt[c + 8 * n] == qbk[m]);
+        });
     __syncwarp(); // Ps rows are private to their warp
     if (drop.on()) {
       // Two threads per query row of the warp's own 16, BK/2 weights each.
@@ -405,28 +380,10 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_kernel(
     __syncthreads(); // before the next tile overwrites Ks, Vs, kpos, kbkt
   }
 
-#pragma unroll
-  for (int m = 0; m < TM; ++m) {
-    T l = lrow[m];
-#pragma unroll
-    for (int x = 1; x < 8; x <<= 1)
-      l += __shfl_xor_sync(0xffffffffu, l, x);
-    if (qt[m] < 0)
-      continue;
-    const int64_t row = task * Tn + qt[m];
-    const T inv = l > T(0) ? T(1) / l : T(0);
-    T *orow = o_r + row * dh;
-#pragma unroll
-    for (int g = 0; g < TG; ++g)
-#pragma unroll
-      for (int e = 0; e < VW; ++e) {
-        const int col = g * 8 * VW + c * VW + e;
-        if (Exact || col < dh)
-          orow[col] = acc[m][g * VW + e] * inv;
-      }
-    if (c == 0)
-      lse_r[row] = l > T(0) ? mrow[m] + nlog(l) : neg_big<T>();
-  }
+  attn_tile_finish_rows<T, TM, TG * VW, VW, Exact>(
+      mrow, lrow, acc, c, dh,
+      [&](int m) { return qt[m] < 0 ? nullptr : o_r + (task * Tn + qt[m]) * dh; },
+      [&](int m, T value) { lse_r[task * Tn + qt[m]] = value; });
 }
 
 /// out[b, t, h*dh + d] = sum_r w_r o_r[b, h, r, t, d], w = softmax of the
