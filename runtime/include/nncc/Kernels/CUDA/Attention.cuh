@@ -381,6 +381,17 @@ __device__ __forceinline__ void attn_mt_dot(T (&s)[TM][TN], const T *A, const T 
   }
 }
 
+/// s = A . B on the micro-tile (attn_mt_dot from zero).
+template <typename T, int DH, int TM, int TN, int LDA, int LDB, bool Exact>
+__device__ __forceinline__ void attn_mt_scores(T (&s)[TM][TN], const T *A, const T *B, int dh) {
+#pragma unroll
+  for (int m = 0; m < TM; ++m)
+#pragma unroll
+    for (int n = 0; n < TN; ++n)
+      s[m][n] = T(0);
+  attn_mt_dot<T, DH, TM, TN, LDA, LDB, Exact>(s, A, B, dh);
+}
+
 /// acc[m][VW g + e] += sum_{j < NJ} P[4 m][j] V[j][8 VW g + e]: P in shared
 /// memory at the thread's first row (stride LDP), V at the thread's first
 /// column VW c (row stride LDV).
@@ -652,12 +663,8 @@ __global__ void __launch_bounds__(128)
 
     // S = (scale Q) K^T on the micro-tile.
     T s[TM][TN];
-#pragma unroll
-    for (int m = 0; m < TM; ++m)
-#pragma unroll
-      for (int n = 0; n < TN; ++n)
-        s[m][n] = T(0);
-    attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, Exact>(s, Qs + (warp * 16 + r) * LDQ, Ks + c * LDQ, dh);
+    attn_mt_scores<T, DH, TM, TN, LDQ, LDQ, Exact>(s, Qs + (warp * 16 + r) * LDQ, Ks + c * LDQ,
+                                                  dh);
 
     // Masks, online softmax, weights into the warp's own rows of Ps.
     attn_tile_softmax_step<T, TM, TN, TG * VW, LDP>(

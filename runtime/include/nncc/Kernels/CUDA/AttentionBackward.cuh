@@ -420,13 +420,8 @@ template <typename T, int DH> struct AttnBwdTile {
 template <typename T, int DH, int TM, int TN, int LDQ>
 __device__ __forceinline__ void attn_tile_scores(T (&s)[TM][TN], T (&dp)[TM][TN], const T *A,
                                                  const T *B, const T *dA, const T *dB) {
-#pragma unroll
-  for (int m = 0; m < TM; ++m)
-#pragma unroll
-    for (int n = 0; n < TN; ++n)
-      s[m][n] = dp[m][n] = T(0);
-  attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(s, A, B, DH);
-  attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, true>(dp, dA, dB, DH);
+  attn_mt_scores<T, DH, TM, TN, LDQ, LDQ, true>(s, A, B, DH);
+  attn_mt_scores<T, DH, TM, TN, LDQ, LDQ, true>(dp, dA, dB, DH);
 }
 
 /// The dropout multipliers of a dense tile's pairs into M (NQ query lines

@@ -349,13 +349,8 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_kernel(
     __syncthreads();
 
     T s[TM][TN];
-#pragma unroll
-    for (int m = 0; m < TM; ++m)
-#pragma unroll
-      for (int n = 0; n < TN; ++n)
-        s[m][n] = T(0);
-    attn_mt_dot<T, DH, TM, TN, LDQ, LDQ, Exact>(s, Qs + (warp * 16 + rr) * LDQ, Ks + c * LDQ,
-                                               dh);
+    attn_mt_scores<T, DH, TM, TN, LDQ, LDQ, Exact>(s, Qs + (warp * 16 + rr) * LDQ, Ks + c * LDQ,
+                                                  dh);
     attn_tile_softmax_step<T, TM, TN, TG * VW, LDP>(
         s, mrow, lrow, acc, Ps + (warp * 16 + rr) * LDP + c, [&](int m, int n) {
           const int u = kpos[c + 8 * n];
