@@ -217,6 +217,10 @@ std::vector<Case> cases() {
     Case t{"lsh chunk70 dh64 pad", NNCC_ATTN_LSH, 1, 150, 2, 64, false, true};
     t.hashes = 2, t.buckets = 4, t.chunk = 70;
     cs.push_back(t);
+    // dh 128 on the tile backward (f64: 16 keys per dK/dV CTA), causal, padded.
+    Case u{"lsh dh128 causal pad", NNCC_ATTN_LSH, 1, 45, 1, 128, true, true};
+    u.hashes = 3, u.buckets = 4, u.chunk = 20;
+    cs.push_back(u);
     // Past the tile kernels' head sizes: one query per thread.
     t.name = "lsh dh136 causal", t.dh = 136, t.Tn = 23, t.chunk = 6, t.causal = true;
     cs.push_back(t);

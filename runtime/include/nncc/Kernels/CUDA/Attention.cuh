@@ -570,6 +570,30 @@ __device__ __forceinline__ void attn_tile_softmax_step(T (&s)[TM][TN], T (&mrow)
   }
 }
 
+/// f(x, col) for each of the thread's head columns col = 8 VW g + VW c + e
+/// of a micro-tile row (its accumulator element x = VW g + e): those below
+/// dh unless Exact.
+template <int TG, int VW, bool Exact, typename F>
+__device__ __forceinline__ void attn_mt_row_cols(int c, int dh, F &&f) {
+#pragma unroll
+  for (int g = 0; g < TG; ++g)
+#pragma unroll
+    for (int e = 0; e < VW; ++e) {
+      const int col = g * 8 * VW + c * VW + e;
+      if (Exact || col < dh)
+        f(g * VW + e, col);
+    }
+}
+
+/// The sum of x over the 8 lanes that hold one micro-tile row (lanes
+/// 8 r .. 8 r + 7); every lane of the warp must call it.
+template <typename T> __device__ __forceinline__ T attn_row_lanes_sum(T x) {
+#pragma unroll
+  for (int o = 1; o < 8; o <<= 1)
+    x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
 /// The end of the tile forwards: each row's sum over its 8 lanes, the
 /// output row out = acc / l (0 for an empty row) at outRow(m) (null: not
 /// stored; the thread's columns VW c + 8 VW g + e, those below dh unless
@@ -581,22 +605,13 @@ __device__ __forceinline__ void attn_tile_finish_rows(const T (&mrow)[TM], const
   constexpr int TG = NA / VW;
 #pragma unroll
   for (int m = 0; m < TM; ++m) {
-    T l = lrow[m];
-#pragma unroll
-    for (int x = 1; x < 8; x <<= 1)
-      l += __shfl_xor_sync(0xffffffffu, l, x);
+    const T l = attn_row_lanes_sum(lrow[m]);
     T *orow = outRow(m);
     if (!orow)
       continue;
     const T inv = l > T(0) ? T(1) / l : T(0);
-#pragma unroll
-    for (int g = 0; g < TG; ++g)
-#pragma unroll
-      for (int e = 0; e < VW; ++e) {
-        const int col = g * 8 * VW + c * VW + e;
-        if (Exact || col < dh)
-          orow[col] = acc[m][g * VW + e] * inv;
-      }
+    attn_mt_row_cols<TG, VW, Exact>(c, dh,
+                                    [&](int x, int col) { orow[col] = acc[m][x] * inv; });
     if (c == 0)
       lseOut(m, l > T(0) ? mrow[m] + nlog(l) : neg_big<T>());
   }

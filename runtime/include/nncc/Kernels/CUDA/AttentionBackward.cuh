@@ -39,13 +39,20 @@
 //            for_each_dilated_query, the exact mirror): O(T (w + |G|)).
 //   LSH:     keys normalised, buckets and the stable sort recomputed (the
 //            forward's kernels), each position's rank per round, the
-//            self-only flags (Reformer's self mask); a key kernel (per key
-//            u: its queries are the sorted positions of its own and the
-//            next chunk; dV and the key-path gradient through k^ =
-//            qk/|qk|, unit_norm_grad) then a query kernel (per query: its
-//            keys in every round, plus the key path of its own row into
-//            dqk). Terms are added in the CPU's order (rounds, then sorted
-//            positions). O(R T) scratch.
+//            self-only flags (Reformer's self mask); then, dh <= 128 (padded
+//            to 32/64/128 as the forward's tile kernel), the same micro-tiles
+//            one hash round per launch: lsh_tile_bwd_key_kernel (a CTA owns
+//            64 sorted keys of a chunk, k^ and V staged once, and walks the
+//            query tiles of its own and the next chunk, gathered by sorted
+//            position: dV and dk^ added to the previous rounds' in the same
+//            rows; the last round turns dk^ into the key-path gradient
+//            through k^ = qk/|qk|, unit_norm_grad) R times, then
+//            lsh_tile_bwd_query_kernel (64 sorted queries against the key
+//            tiles of their own and the previous chunk; dqk summed over the
+//            rounds, the last adding the key path of its own row) R times.
+//            dh > 128: one thread per key, then per query, over every
+//            round (lsh_attention_bwd_{key,query}_kernel), terms in the
+//            CPU's order. O(R T) scratch (no per-round gradient copies).
 //
 // Tile shapes (AttnBwdTile; 128 threads, BC = 32 columns per tile) and
 // ptxas -v registers, dense / band (sm_90, CUDA 13.0; no spills unless
@@ -58,7 +65,9 @@
 //   f64, 64   32, 168 / 164                   64, 242 / 246
 //   f64, 128  16, 168 / 134                   32, 174 / 168
 // attention_bwd_global_kernel: 32-48 registers (f32 dh 32 query side 4/4 B
-// spilled). The one-thread-per-row kernels these replace at dh 32/64/128
+// spilled). LSH tile kernels (key / query, exact dh): f32 32: 128 (4/4 B) /
+// 128 (4/20 B); f32 64: 168 / 168; f32 128: 128 (16/32 B) / 168; f64: 138-240
+// / 166-255, no spills; padded dh adds up to 20/80 B (f32 128 query side). The one-thread-per-row kernels these replace at dh 32/64/128
 // used 168-255 registers and spilled everywhere but f32 dh 32 (f32 dh 64,
 // dK/dV / dQ: 400 / 104 B dense, 564 / 276 B dilated; f64 dh 128: up to
 // 20 KB); they remain for other head sizes (dh 256 kernels: 2.2-31 KB).
@@ -466,6 +475,70 @@ __device__ __forceinline__ void attn_tile_pair_grads(const T (&s)[TM][TN], const
     }
 }
 
+/// The dK/dV tile kernels' shared memory (AttnBwdTile::smem_dkdv; at
+/// `extra`, past it, what a kernel adds).
+template <typename T, int DH> struct AttnBwdKvSmem {
+  using C = AttnBwdTile<T, DH>;
+  T *Ks, *Vs;          // [BR_KV][LDQ] the CTA's key rows
+  T *Qs, *dOs;         // [BC][LDQ] the tile's query columns
+  T *Ps, *dSs;         // [BR_KV][LDP] c P^T, dS^T (each warp its own rows)
+  T *colL, *colD;      // [BC] the columns' lse and D (neg_big, 0: none)
+  int *colQ;           // [BC] the columns' query or -1
+  unsigned char *extra;
+  __device__ explicit AttnBwdKvSmem(unsigned char *base) {
+    Ks = reinterpret_cast<T *>(base);
+    Vs = Ks + C::BR_KV * C::LDQ;
+    Qs = Vs + C::BR_KV * C::LDQ;
+    dOs = Qs + C::BC * C::LDQ;
+    Ps = dOs + C::BC * C::LDQ;
+    dSs = Ps + C::BR_KV * C::LDP;
+    colL = dSs + C::BR_KV * C::LDP;
+    colD = colL + C::BC;
+    colQ = reinterpret_cast<int *>(colD + C::BC);
+    extra = base + C::smem_dkdv;
+  }
+};
+
+/// The dQ tile kernels' shared memory (AttnBwdTile::smem_dq; `extra` as
+/// above).
+template <typename T, int DH> struct AttnBwdQSmem {
+  using C = AttnBwdTile<T, DH>;
+  T *Qs, *dOs;         // [BR_Q][LDQ] the CTA's query rows
+  T *Ks, *Vs;          // [BC][LDQ] the tile's key columns
+  T *dSs;              // [BR_Q][LDP] dS (each warp its own rows)
+  int *kadm;           // [BC] the columns' key, -1: none or padded
+  unsigned char *extra;
+  __device__ explicit AttnBwdQSmem(unsigned char *base) {
+    Qs = reinterpret_cast<T *>(base);
+    dOs = Qs + C::BR_Q * C::LDQ;
+    Ks = dOs + C::BR_Q * C::LDQ;
+    Vs = Ks + C::BC * C::LDQ;
+    dSs = Vs + C::BC * C::LDQ;
+    kadm = reinterpret_cast<int *>(dSs + C::BR_Q * C::LDP);
+    extra = base + C::smem_dq;
+  }
+};
+
+/// Stages a dK/dV tile's query columns: the q and dO rows of queryOf(jj)
+/// (-1: none, zeros) and each column's query, lse and D (lse, Dq at the
+/// head's row 0).
+template <typename T, int DH, typename QueryOf>
+__device__ __forceinline__ void attn_bwd_stage_queries(const AttnBwdKvSmem<T, DH> &sm,
+                                                       const T *q, int64_t ld_in,
+                                                       const T *dout, int64_t ld_dout, int dh,
+                                                       bool vec, const T *lse, const T *Dq,
+                                                       QueryOf &&queryOf) {
+  using C = AttnBwdTile<T, DH>;
+  attn_stage_rows<T, DH, C::BC, C::LDQ, C::NT>(sm.Qs, q, ld_in, dh, vec, T(1), queryOf);
+  attn_stage_rows<T, DH, C::BC, C::LDQ, C::NT>(sm.dOs, dout, ld_dout, dh, vec, T(1), queryOf);
+  for (int jj = threadIdx.x; jj < C::BC; jj += C::NT) {
+    const int i = queryOf(jj);
+    sm.colQ[jj] = i;
+    sm.colL[jj] = i >= 0 ? lse[i] : neg_big<T>();
+    sm.colD[jj] = i >= 0 ? Dq[i] : T(0);
+  }
+}
+
 /// dK and dV of the tile CTA's keys (see above). grid: dense (ceil(T/BR_KV),
 /// H, B); band (min(dilation, T) * ceil(ceil(T/dilation)/BR_KV), H, B).
 /// Dynamic shared memory AttnBwdTile<T, DH>::smem_dkdv. Overwrites the dk,
@@ -481,16 +554,10 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dkdv_kernel(
   constexpr int BR = C::BR_KV, BC = C::BC, NT = C::NT, VW = C::VW;
   constexpr int TM = BR / 16, TN = C::TN, TG = C::TG, LDQ = C::LDQ, LDP = C::LDP;
   extern __shared__ __align__(16) unsigned char nncc_attn_bwd_smem[];
-  T *Ks = reinterpret_cast<T *>(nncc_attn_bwd_smem); // [BR][LDQ]
-  T *Vs = Ks + BR * LDQ;                               // [BR][LDQ]
-  T *Qs = Vs + BR * LDQ;                               // [BC][LDQ]
-  T *dOs = Qs + BC * LDQ;                              // [BC][LDQ]
-  T *Ps = dOs + BC * LDQ;                              // [BR][LDP] c P^T
-  T *dSs = Ps + BR * LDP;                              // [BR][LDP] dS^T
-  T *colL = dSs + BR * LDP, *colD = colL + BC;         // [BC] lse, D (neg_big, 0: none)
-  int *colQ = reinterpret_cast<int *>(colD + BC);      // [BC] query or -1
-  // Dense dropout: [BC][LDM_KV] multipliers, query-major (after colQ).
-  T *Ms = reinterpret_cast<T *>(nncc_attn_bwd_smem + C::smem_dkdv);
+  const AttnBwdKvSmem<T, DH> sm(nncc_attn_bwd_smem);
+  T *Ks = sm.Ks, *Vs = sm.Vs, *Qs = sm.Qs, *dOs = sm.dOs, *Ps = sm.Ps, *dSs = sm.dSs;
+  // Dense dropout: [BC][LDM_KV] multipliers, query-major.
+  T *Ms = reinterpret_cast<T *>(sm.extra);
   const bool tileMults = Mode == kAttnTileDense && drop.on();
 
   const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
@@ -521,16 +588,9 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dkdv_kernel(
 
   for (int tile = 0; tile < S.nTiles; ++tile) {
     const bool gTile = S.globalTile(tile);
-    auto queryOf = [&](int jj) { return S.col(tile, jj); };
-    attn_stage_rows<T, DH, BC, LDQ, NT>(Qs, q + headIn, ld_in, DH, vec != 0, T(1), queryOf);
-    attn_stage_rows<T, DH, BC, LDQ, NT>(dOs, dout + headOut, ld_dout, DH, vec != 0, T(1),
-                                        queryOf);
-    for (int jj = threadIdx.x; jj < BC; jj += NT) {
-      const int i = S.col(tile, jj);
-      colQ[jj] = i;
-      colL[jj] = i >= 0 ? lse[bh * Tn + i] : neg_big<T>();
-      colD[jj] = i >= 0 ? Dq[bh * Tn + i] : T(0);
-    }
+    attn_bwd_stage_queries(sm, q + headIn, ld_in, dout + headOut, ld_dout, DH, vec != 0,
+                           lse + bh * Tn, Dq + bh * Tn,
+                           [&](int jj) { return S.col(tile, jj); });
     if (tileMults) // dense: the columns are queries S.kBegin + tile BC + jj
       attn_tile_dropout_mults<T, BC, BR, C::LDM_KV, NT>(Ms, drop, bh, Tn,
                                                        S.kBegin + tile * BC, S.row(0));
@@ -542,7 +602,7 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dkdv_kernel(
     attn_tile_pair_grads<T, TM, TN, LDP>(
         s, dp, scale, Ps + row0 * LDP + c, dSs + row0 * LDP + c,
         [&](int m, int n, int &i, int &j, T &L, T &D) {
-          i = colQ[c + 8 * n], j = kj[m], L = colL[c + 8 * n], D = colD[c + 8 * n];
+          i = sm.colQ[c + 8 * n], j = kj[m], L = sm.colL[c + 8 * n], D = sm.colD[c + 8 * n];
           return i >= 0 && L > neg_big<T>() && S.admits(i, j, gTile);
         },
         [&](int m, int n, int i, int j) {
@@ -563,15 +623,12 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dkdv_kernel(
     const int j = S.row(t);
     if (Mode == kAttnTileBand && is_global[j])
       continue;
-    T *dkr = dk + ((int64_t)b * Tn + j) * ld_grad + (int64_t)h * DH + c * VW;
-    T *dvr = dv + ((int64_t)b * Tn + j) * ld_grad + (int64_t)h * DH + c * VW;
-#pragma unroll
-    for (int g = 0; g < TG; ++g)
-#pragma unroll
-      for (int e = 0; e < VW; ++e) {
-        dkr[g * 8 * VW + e] = dka[m][g * VW + e];
-        dvr[g * 8 * VW + e] = dva[m][g * VW + e];
-      }
+    T *dkr = dk + ((int64_t)b * Tn + j) * ld_grad + (int64_t)h * DH;
+    T *dvr = dv + ((int64_t)b * Tn + j) * ld_grad + (int64_t)h * DH;
+    attn_mt_row_cols<TG, VW, true>(c, DH, [&](int x, int col) {
+      dkr[col] = dka[m][x];
+      dvr[col] = dva[m][x];
+    });
   }
 }
 
@@ -590,14 +647,11 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dq_kernel(
   constexpr int BR = C::BR_Q, BC = C::BC, NT = C::NT, VW = C::VW;
   constexpr int TM = BR / 16, TN = C::TN, TG = C::TG, LDQ = C::LDQ, LDP = C::LDP;
   extern __shared__ __align__(16) unsigned char nncc_attn_bwd_smem[];
-  T *Qs = reinterpret_cast<T *>(nncc_attn_bwd_smem); // [BR][LDQ]
-  T *dOs = Qs + BR * LDQ;                              // [BR][LDQ]
-  T *Ks = dOs + BR * LDQ;                              // [BC][LDQ]
-  T *Vs = Ks + BC * LDQ;                               // [BC][LDQ]
-  T *dSs = Vs + BC * LDQ;                              // [BR][LDP]
-  int *kadm = reinterpret_cast<int *>(dSs + BR * LDP); // [BC] key or -1
-  // Dense dropout: [BR][LDM_Q] multipliers of the CTA's queries (after kadm).
-  T *Ms = reinterpret_cast<T *>(nncc_attn_bwd_smem + C::smem_dq);
+  const AttnBwdQSmem<T, DH> sm(nncc_attn_bwd_smem);
+  T *Qs = sm.Qs, *dOs = sm.dOs, *Ks = sm.Ks, *Vs = sm.Vs, *dSs = sm.dSs;
+  int *kadm = sm.kadm;
+  // Dense dropout: [BR][LDM_Q] multipliers of the CTA's queries.
+  T *Ms = reinterpret_cast<T *>(sm.extra);
   const bool tileMults = Mode == kAttnTileDense && drop.on();
 
   const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
@@ -666,12 +720,8 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dq_kernel(
     const int t = row0 + 4 * m, i = qi[m];
     if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
       continue;
-    T *dqr = dq + ((int64_t)b * Tn + i) * ld_grad + (int64_t)h * DH + c * VW;
-#pragma unroll
-    for (int g = 0; g < TG; ++g)
-#pragma unroll
-      for (int e = 0; e < VW; ++e)
-        dqr[g * 8 * VW + e] = acc[m][g * VW + e];
+    T *dqr = dq + ((int64_t)b * Tn + i) * ld_grad + (int64_t)h * DH;
+    attn_mt_row_cols<TG, VW, true>(c, DH, [&](int x, int col) { dqr[col] = acc[m][x]; });
   }
 }
 
@@ -1325,6 +1375,294 @@ __global__ void lsh_attention_bwd_query_kernel(
       dr[d] = acc[d] + g[d];
 }
 
+/// The LSH backward on the tile kernels' micro-tiles (dh <= 128, padded to
+/// DH = 32/64/128 as the forward's lsh_chunk_tile_kernel), one hash round
+/// per launch: grid = (ceil(T/chunk) ceil(chunk/BR), H, B), a CTA owns BR
+/// sorted positions of one chunk of round `round`. A row's terms of every
+/// round go into the same output row, launch after launch (the first round
+/// overwrites it): each launch has one owner per row, so the sums stay
+/// deterministic without atomics, and no per-round copies are kept.
+/// Admissible pairs as lsh_self_only_kernel / the CPU's keyList: a query's
+/// other keys in the round (not itself, causal, not padded, its bucket
+/// under same_bucket), or itself alone when it is self-only.
+
+/// Key path: the CTA's keys u (k^ and v rows staged once) against the query
+/// columns of the sorted positions of their own and the next chunk, BC at a
+/// time; dv[u] and dkhat[u] (the gradient of k^_u) accumulate over the
+/// rounds. The last round turns dkhat[u] into the gradient through
+/// k^ = qk/|qk| (unit_norm_grad), which the query kernel's last round adds
+/// to dqk. Dynamic shared memory: AttnBwdTile<T, DH>::smem_dkdv + BC ints.
+template <typename T, int DH, bool Exact>
+__global__ void __launch_bounds__(128) lsh_tile_bwd_key_kernel(
+    int Tn, int rounds, int round, int chunk, int causal, int same_bucket, T scale,
+    const T *__restrict__ qk, const T *__restrict__ v, int64_t ld_in,
+    const T *__restrict__ dout, int64_t ld_dout, const T *__restrict__ kn,
+    const T *__restrict__ inv_norm, const int32_t *__restrict__ buckets,
+    const int32_t *__restrict__ order, const uint8_t *__restrict__ self_only,
+    const T *__restrict__ lse, const T *__restrict__ Dq, const uint8_t *kpm, T *dv,
+    int64_t ld_grad, T *dkhat, int dh_rt, int vec, AttentionDropout<T> drop) {
+  using C = AttnBwdTile<T, DH>;
+  constexpr int BR = C::BR_KV, BC = C::BC, VW = C::VW;
+  constexpr int TM = BR / 16, TN = C::TN, TG = C::TG, LDQ = C::LDQ, LDP = C::LDP;
+  extern __shared__ __align__(16) unsigned char nncc_lsh_bwd_smem[];
+  const AttnBwdKvSmem<T, DH> sm(nncc_lsh_bwd_smem);
+  int *colBucket = reinterpret_cast<int *>(sm.extra); // [BC]
+
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int64_t bh = (int64_t)b * H + h, task = bh * rounds + round;
+  const int32_t *ord = order + task * Tn, *bk = buckets + task * Tn;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const int groups = (chunk + BR - 1) / BR, ch = blockIdx.x / groups;
+  const int cEnd = (int)min((int64_t)Tn, ((int64_t)ch + 1) * chunk);
+  const int p0 = ch * chunk + (blockIdx.x % groups) * BR; // the CTA's first key
+  if (p0 >= cEnd) // CTA-uniform
+    return;
+  const int nk = min(BR, cEnd - p0);
+  // The queries that may list these keys: sorted positions of chunks ch, ch + 1.
+  const int q0 = ch * chunk, q1 = (int)min((int64_t)Tn, ((int64_t)ch + 2) * chunk);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int c = lane & 7, row0 = warp * (BR / 4) + (lane >> 3);
+
+  const int64_t headIn = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  const int64_t headOut = (int64_t)b * Tn * ld_dout + (int64_t)h * dh;
+  auto keyOf = [&](int t) { return t < nk ? ord[p0 + t] : -1; };
+  attn_stage_rows<T, DH, BR, LDQ, C::NT>(sm.Ks, kn + bh * Tn * dh, dh, dh, vec != 0, T(1),
+                                         keyOf);
+  attn_stage_rows<T, DH, BR, LDQ, C::NT>(sm.Vs, v + headIn, ld_in, dh, vec != 0, T(1), keyOf);
+
+  int kj[TM], kbk[TM]; // the thread's keys (-1: none or padded) and their buckets
+  bool kself[TM];      // the key is self-only (its one query is itself)
+  T dka[TM][TG * VW], dva[TM][TG * VW];
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    const int u = keyOf(row0 + 4 * m);
+    kj[m] = u >= 0 && !(kpmRow && kpmRow[u]) ? u : -1;
+    kbk[m] = u >= 0 ? bk[u] : -1;
+    kself[m] = u >= 0 && self_only[bh * Tn + u] != 0;
+#pragma unroll
+    for (int x = 0; x < TG * VW; ++x)
+      dka[m][x] = dva[m][x] = T(0);
+  }
+
+  for (int i0 = q0; i0 < q1; i0 += BC) {
+    auto queryOf = [&](int jj) { return i0 + jj < q1 ? ord[i0 + jj] : -1; };
+    attn_bwd_stage_queries(sm, qk + headIn, ld_in, dout + headOut, ld_dout, dh, vec != 0,
+                           lse + bh * Tn, Dq + bh * Tn, queryOf);
+    for (int jj = threadIdx.x; jj < BC; jj += C::NT) {
+      const int i = queryOf(jj);
+      colBucket[jj] = i >= 0 ? bk[i] : -1;
+    }
+    __syncthreads();
+
+    T s[TM][TN], dp[TM][TN];
+    attn_tile_scores<T, DH, TM, TN, LDQ>(s, dp, sm.Ks + row0 * LDQ, sm.Qs + c * LDQ,
+                                         sm.Vs + row0 * LDQ, sm.dOs + c * LDQ);
+    attn_tile_pair_grads<T, TM, TN, LDP>(
+        s, dp, scale, sm.Ps + row0 * LDP + c, sm.dSs + row0 * LDP + c,
+        [&](int m, int n, int &i, int &j, T &L, T &D) {
+          const int col = c + 8 * n;
+          i = sm.colQ[col], j = kj[m], L = sm.colL[col], D = sm.colD[col];
+          return i >= 0 && j >= 0 && L > neg_big<T>() &&
+                 (i == j ? kself[m]
+                         : !(causal && j > i) && (!same_bucket || colBucket[col] == kbk[m]));
+        },
+        [&](int, int, int i, int j) {
+          return drop.mult((uint64_t)((task * Tn + i) * (int64_t)Tn + j));
+        });
+    __syncwarp(); // Ps, dSs rows are private to their warp
+    attn_mt_accum<T, TM, TG, BC, LDP, LDQ>(dva, sm.Ps + row0 * LDP, sm.dOs + c * VW);
+    attn_mt_accum<T, TM, TG, BC, LDP, LDQ>(dka, sm.dSs + row0 * LDP, sm.Qs + c * VW);
+    __syncthreads(); // before the next tile overwrites the columns
+  }
+
+  const bool last = round == rounds - 1;
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    const int t = row0 + 4 * m;
+    const bool mine = t < nk;
+    const int u = mine ? ord[p0 + t] : 0;
+    T *dvr = dv + ((int64_t)b * Tn + u) * ld_grad + (int64_t)h * dh;
+    T *dkr = dkhat + (bh * Tn + u) * dh;
+    if (mine && round > 0)
+      attn_mt_row_cols<TG, VW, Exact>(c, dh, [&](int x, int col) {
+        dva[m][x] += dvr[col];
+        dka[m][x] += dkr[col];
+      });
+    if (last) { // every lane takes part in the row sum
+      T kd = T(0);
+      attn_mt_row_cols<TG, VW, Exact>(
+          c, dh, [&](int x, int col) { kd += sm.Ks[t * LDQ + col] * dka[m][x]; });
+      kd = attn_row_lanes_sum(kd);
+      if (mine) {
+        const T inv = inv_norm[bh * Tn + u];
+        attn_mt_row_cols<TG, VW, Exact>(c, dh, [&](int x, int col) {
+          dka[m][x] = unit_norm_grad(sm.Ks[t * LDQ + col], dka[m][x], kd, inv);
+        });
+      }
+    }
+    if (mine)
+      attn_mt_row_cols<TG, VW, Exact>(c, dh, [&](int x, int col) {
+        dvr[col] = dva[m][x];
+        dkr[col] = dka[m][x];
+      });
+  }
+}
+
+/// Query path: the CTA's queries (q and dO rows staged once) against the
+/// key columns of the sorted positions of their own and the previous chunk,
+/// BC at a time (k^ and v rows); dqk accumulates over the rounds, the last
+/// adding the key path gkey of its own row. Dynamic shared memory:
+/// AttnBwdTile<T, DH>::smem_dq + BC ints.
+template <typename T, int DH, bool Exact>
+__global__ void __launch_bounds__(128) lsh_tile_bwd_query_kernel(
+    int Tn, int rounds, int round, int chunk, int causal, int same_bucket, T scale,
+    const T *__restrict__ qk, const T *__restrict__ v, int64_t ld_in,
+    const T *__restrict__ dout, int64_t ld_dout, const T *__restrict__ kn,
+    const int32_t *__restrict__ buckets, const int32_t *__restrict__ order,
+    const uint8_t *__restrict__ self_only, const T *__restrict__ lse,
+    const T *__restrict__ Dq, const uint8_t *kpm, const T *__restrict__ gkey, T *dqk,
+    int64_t ld_grad, int dh_rt, int vec, AttentionDropout<T> drop) {
+  using C = AttnBwdTile<T, DH>;
+  constexpr int BR = C::BR_Q, BC = C::BC, VW = C::VW;
+  constexpr int TM = BR / 16, TN = C::TN, TG = C::TG, LDQ = C::LDQ, LDP = C::LDP;
+  extern __shared__ __align__(16) unsigned char nncc_lsh_bwd_smem[];
+  const AttnBwdQSmem<T, DH> sm(nncc_lsh_bwd_smem);
+  int *keyBucket = reinterpret_cast<int *>(sm.extra); // [BC]
+
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int64_t bh = (int64_t)b * H + h, task = bh * rounds + round;
+  const int32_t *ord = order + task * Tn, *bk = buckets + task * Tn;
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const int groups = (chunk + BR - 1) / BR, ch = blockIdx.x / groups;
+  const int cEnd = (int)min((int64_t)Tn, ((int64_t)ch + 1) * chunk);
+  const int p0 = ch * chunk + (blockIdx.x % groups) * BR; // the CTA's first query
+  if (p0 >= cEnd) // CTA-uniform
+    return;
+  const int nq = min(BR, cEnd - p0);
+  // The query's keys: sorted positions of chunks ch - 1 (none before 0), ch.
+  const int lo = ch > 0 ? (ch - 1) * chunk : 0, hi = cEnd;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int c = lane & 7, row0 = warp * (BR / 4) + (lane >> 3);
+
+  const int64_t headIn = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  const int64_t headOut = (int64_t)b * Tn * ld_dout + (int64_t)h * dh;
+  auto queryOf = [&](int t) { return t < nq ? ord[p0 + t] : -1; };
+  attn_stage_rows<T, DH, BR, LDQ, C::NT>(sm.Qs, qk + headIn, ld_in, dh, vec != 0, T(1),
+                                         queryOf);
+  attn_stage_rows<T, DH, BR, LDQ, C::NT>(sm.dOs, dout + headOut, ld_dout, dh, vec != 0, T(1),
+                                         queryOf);
+
+  int qi[TM], qbk[TM];
+  bool qself[TM];
+  T rowL[TM], rowD[TM], acc[TM][TG * VW];
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    const int i = queryOf(row0 + 4 * m);
+    qi[m] = i;
+    qbk[m] = i >= 0 ? bk[i] : -1;
+    qself[m] = i >= 0 && self_only[bh * Tn + i] != 0;
+    rowL[m] = i >= 0 ? lse[bh * Tn + i] : neg_big<T>();
+    rowD[m] = i >= 0 ? Dq[bh * Tn + i] : T(0);
+#pragma unroll
+    for (int x = 0; x < TG * VW; ++x)
+      acc[m][x] = T(0);
+  }
+
+  for (int j0 = lo; j0 < hi; j0 += BC) {
+    auto keyOf = [&](int jj) { return j0 + jj < hi ? ord[j0 + jj] : -1; };
+    attn_stage_rows<T, DH, BC, LDQ, C::NT>(sm.Ks, kn + bh * Tn * dh, dh, dh, vec != 0, T(1),
+                                           keyOf);
+    attn_stage_rows<T, DH, BC, LDQ, C::NT>(sm.Vs, v + headIn, ld_in, dh, vec != 0, T(1),
+                                           keyOf);
+    for (int jj = threadIdx.x; jj < BC; jj += C::NT) {
+      const int u = keyOf(jj);
+      sm.kadm[jj] = u >= 0 && !(kpmRow && kpmRow[u]) ? u : -1;
+      keyBucket[jj] = u >= 0 ? bk[u] : -1;
+    }
+    __syncthreads();
+
+    T s[TM][TN], dp[TM][TN];
+    attn_tile_scores<T, DH, TM, TN, LDQ>(s, dp, sm.Qs + row0 * LDQ, sm.Ks + c * LDQ,
+                                         sm.dOs + row0 * LDQ, sm.Vs + c * LDQ);
+    attn_tile_pair_grads<T, TM, TN, LDP>(
+        s, dp, scale, (T *)nullptr, sm.dSs + row0 * LDP + c,
+        [&](int m, int n, int &i, int &j, T &L, T &D) {
+          const int col = c + 8 * n;
+          i = qi[m], j = sm.kadm[col], L = rowL[m], D = rowD[m];
+          return j >= 0 && L > neg_big<T>() &&
+                 (i == j ? qself[m]
+                         : !(causal && j > i) && (!same_bucket || keyBucket[col] == qbk[m]));
+        },
+        [&](int, int, int i, int j) {
+          return drop.mult((uint64_t)((task * Tn + i) * (int64_t)Tn + j));
+        });
+    __syncwarp(); // dSs rows are private to their warp
+    attn_mt_accum<T, TM, TG, BC, LDP, LDQ>(acc, sm.dSs + row0 * LDP, sm.Ks + c * VW);
+    __syncthreads(); // before the next tile overwrites the columns
+  }
+
+  const bool last = round == rounds - 1;
+#pragma unroll
+  for (int m = 0; m < TM; ++m) {
+    const int i = qi[m];
+    if (i < 0)
+      continue;
+    T *dqr = dqk + ((int64_t)b * Tn + i) * ld_grad + (int64_t)h * dh;
+    const T *g = gkey + (bh * Tn + i) * dh;
+    attn_mt_row_cols<TG, VW, Exact>(c, dh, [&](int x, int col) {
+      dqr[col] = acc[m][x] + (round > 0 ? dqr[col] : T(0)) + (last ? g[col] : T(0));
+    });
+  }
+}
+
+/// The 2 R launches of the tiled LSH backward: every round's key path
+/// (the last one leaves the key-path gradient in gkey), then every round's
+/// query path.
+template <typename T, int DH, bool Exact>
+inline cudaError_t lsh_tile_backward(int dh, int B, int Tn, int H, int rounds, int chunk,
+                                     int causal, int same_bucket, T scale, const T *qk,
+                                     const T *v, int64_t ld_in, const T *dout, int64_t ld_dout,
+                                     const T *kn, const T *inv_norm, const int32_t *bk,
+                                     const int32_t *ord, const uint8_t *self_only,
+                                     const T *lse, const T *D, const uint8_t *kpm, T *dqk,
+                                     T *dv, int64_t ld_grad, T *gkey,
+                                     const AttentionDropout<T> &drop, cudaStream_t stream) {
+  using C = AttnBwdTile<T, DH>;
+  // k^ rows have stride dh (kn is 256-byte aligned scratch).
+  const int vec = attn_bwd_vec_loads(qk, kn, v, ld_in, dout, ld_dout, dh) ? 1 : 0;
+  const int64_t nChunks = (Tn + chunk - 1) / chunk;
+  auto gridFor = [&](int rows) {
+    return dim3((unsigned)(nChunks * ((chunk + rows - 1) / rows)), (unsigned)H, (unsigned)B);
+  };
+  const size_t smemKey = C::smem_dkdv + sizeof(int) * C::BC;
+  const size_t smemQuery = C::smem_dq + sizeof(int) * C::BC;
+  auto keyKernel = lsh_tile_bwd_key_kernel<T, DH, Exact>;
+  auto queryKernel = lsh_tile_bwd_query_kernel<T, DH, Exact>;
+  cudaError_t e;
+  if ((e = cudaFuncSetAttribute(keyKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smemKey)) != cudaSuccess ||
+      (e = cudaFuncSetAttribute(queryKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smemQuery)) != cudaSuccess)
+    return e;
+  for (int r = 0; r < rounds; ++r) {
+    keyKernel<<<gridFor(C::BR_KV), C::NT, smemKey, stream>>>(
+        Tn, rounds, r, chunk, causal, same_bucket, scale, qk, v, ld_in, dout, ld_dout, kn,
+        inv_norm, bk, ord, self_only, lse, D, kpm, dv, ld_grad, gkey, dh, vec, drop);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+      return e;
+  }
+  for (int r = 0; r < rounds; ++r) {
+    queryKernel<<<gridFor(C::BR_Q), C::NT, smemQuery, stream>>>(
+        Tn, rounds, r, chunk, causal, same_bucket, scale, qk, v, ld_in, dout, ld_dout, kn, bk,
+        ord, self_only, lse, D, kpm, gkey, dqk, ld_grad, dh, vec, drop);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+      return e;
+  }
+  return cudaSuccess;
+}
+
 /// Workspace layout of launch_lsh_attention_backward.
 struct LshBackwardLayout {
   char *kn = nullptr, *inv_norm = nullptr, *buckets = nullptr, *order = nullptr,
@@ -1379,8 +1717,9 @@ inline cudaError_t launch_lsh_attention_backward(
     int64_t ld_dout, T *dqk, T *dv, int64_t ld_grad, const uint8_t *kpm, double dropout,
     uint64_t seed, uint64_t offset, const T *saved_out, const T *saved_lse, T *core,
     char *scratch, cudaStream_t stream = 0) {
-  if (!attention_dropout_valid(dropout) || dh <= 0 || dh > kMaxHeadDim || rounds < 1 ||
-      rounds > kLshMaxRounds || nbuckets < 2 || nbuckets % 2 || chunk < 1)
+  if (!attention_dropout_valid(dropout) || dh <= 0 || dh > kMaxHeadDim ||
+      (DHS != 0 && dh != DHS) || rounds < 1 || rounds > kLshMaxRounds || nbuckets < 2 ||
+      nbuckets % 2 || chunk < 1)
     return cudaErrorInvalidValue;
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
@@ -1436,21 +1775,28 @@ inline cudaError_t launch_lsh_attention_backward(
       cudaSuccess)
     return e;
   const T *lse = r.lse;
-  return attention_dispatch_dh<DHS>(dh, [&](auto dhc, auto exact) -> cudaError_t {
-    constexpr int DH = decltype(dhc)::value;
-    constexpr bool Exact = decltype(exact)::value;
-    dim3 grid((Tn + 127) / 128, H, B);
-    lsh_attention_bwd_key_kernel<T, DH, Exact><<<grid, 128, 0, stream>>>(
+  if (dh <= kMaxTileHeadDim)
+    return attn_tile_dispatch<DHS>(dh, [&](auto dhc, auto exact) -> cudaError_t {
+      return lsh_tile_backward<T, decltype(dhc)::value, decltype(exact)::value>(
+          dh, B, Tn, H, rounds, chunk, causal, same_bucket, scale, qk, v, ld_in, dout, ld_dout,
+          kn, invn, bk, ord, selfOnly, lse, D, kpm, dqk, dv, ld_grad, gkey, drop, stream);
+    });
+  if constexpr (DHS == 0) {
+    // 128 < dh <= kMaxHeadDim: one thread per row (kMaxHeadDim registers).
+    constexpr int DH = kMaxHeadDim;
+    const dim3 grid((Tn + 127) / 128, H, B);
+    lsh_attention_bwd_key_kernel<T, DH, false><<<grid, 128, 0, stream>>>(
         Tn, H, rounds, chunk, causal, same_bucket, scale, qk, v, ld_in, dout, ld_dout, kn, invn,
         bk, ord, rank, selfOnly, lse, D, kpm, dv, ld_grad, gkey, drop, dh);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess)
-      return err;
-    lsh_attention_bwd_query_kernel<T, DH, Exact><<<grid, 128, 0, stream>>>(
+    if ((e = cudaGetLastError()) != cudaSuccess)
+      return e;
+    lsh_attention_bwd_query_kernel<T, DH, false><<<grid, 128, 0, stream>>>(
         Tn, H, rounds, chunk, causal, same_bucket, scale, qk, v, ld_in, dout, ld_dout, kn, bk,
         ord, rank, selfOnly, lse, D, kpm, gkey, dqk, ld_grad, drop, dh);
     return cudaGetLastError();
-  });
+  } else {
+    return cudaErrorInvalidValue; // dh past the one head size built
+  }
 }
 
 } // namespace cuda
