@@ -155,6 +155,24 @@ template <int Kind> void cellCase(int64_t B, int64_t H, bool withC, bool adj, bo
   cmp("dbhh", tag, dbC.data(), dbG.data(), dbC.size());
 }
 
+/// rnn_col_sum_add alone (the bias gradients' column sums) at sizes the
+/// stacks do not reach: rows over several passes of the CTA's 32 warps,
+/// columns over several CTAs (the last one partial), a row stride past n,
+/// adding into both outputs.
+static void colSumCase(int64_t rows, int64_t n, int64_t lda) {
+  std::vector<R> a = rnd((size_t)(rows * lda)), out = rnd((size_t)n), out2 = rnd((size_t)n);
+  std::vector<R> refOut = out, refOut2 = out2;
+  for (int64_t j = 0; j < n; ++j) {
+    R s = 0;
+    for (int64_t r = 0; r < rows; ++r) s += a[r * lda + j];
+    refOut[j] += s, refOut2[j] += s;
+  }
+  const std::string tag = "col sums rows" + std::to_string(rows) + " n" + std::to_string(n);
+  cur->ok(tag, (int)rnn_col_sum_add<R>(rows, n, a.data(), lda, out.data(), out2.data(), nullptr));
+  cmp("out", tag, refOut.data(), out.data(), n);
+  cmp("out2", tag, refOut2.data(), out2.data(), n);
+}
+
 static int mode = 0;
 template <int Kind> void allFor() {
   const int64_t T = 5, I = 3, H = 4;
@@ -188,6 +206,12 @@ int main(int argc, char **argv) {
   if (argc > 2) mode = atoi(argv[2]);
   const std::string sfx = std::string(" f64") + (argc > 1 ? " optin " + std::string(argv[1]) : "") +
                           (mode ? " mode " + std::to_string(mode) : "");
+  if (mode == 0) {
+    emutest::Group G("recurrent col sums" + sfx, 1e-12);
+    cur = &G;
+    colSumCase(100, 70, 75);
+    colSumCase(1, 33, 33);
+  }
   { emutest::Group G("recurrent rnn_tanh" + sfx, 1e-11); cur = &G; allFor<CellRnnTanh>(); }
   { emutest::Group G("recurrent rnn_relu" + sfx, 1e-11); cur = &G; allFor<CellRnnRelu>(); }
   { emutest::Group G("recurrent lstm" + sfx, 1e-11); cur = &G; allFor<CellLstm>(); }
