@@ -201,22 +201,27 @@ __device__ __forceinline__ void attn_query_pair(const T (&qr)[DH], const T (&dor
   attn_row_axpy<T, DH, Exact>(acc, attn_pair_grad(s, dp, scale, lse, Dq, c, cp), kr, dh);
 }
 
-/// D[b, h, t] = dO_t . O_t over head h (one thread per row).
+/// D[b, h, t] = dO_t . O_t over head h: one warp per row (lanes over the
+/// head's columns: coalesced reads), the lanes' partial sums added by a
+/// fixed shuffle tree (deterministic).
 template <typename T>
 __global__ void attention_bwd_rowdot_kernel(int B, int Tn, int H, int dh,
                                             const T *__restrict__ dout, int64_t ld_dout,
                                             const T *__restrict__ out, int64_t ld_out,
                                             T *__restrict__ D) {
   const int64_t n = (int64_t)B * H * Tn;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
     const int64_t t = i % Tn, h = (i / Tn) % H, b = i / ((int64_t)Tn * H);
     const T *a = dout + (b * Tn + t) * ld_dout + h * dh;
     const T *o = out + (b * Tn + t) * ld_out + h * dh;
     T s = T(0);
-    for (int d = 0; d < dh; ++d)
+    for (int d = lane; d < dh; d += 32)
       s += a[d] * o[d];
-    D[i] = s;
+    s = warp_sum(s);
+    if (lane == 0)
+      D[i] = s;
   }
 }
 
@@ -224,7 +229,7 @@ template <typename T>
 inline cudaError_t attention_bwd_rowdot(int B, int Tn, int H, int dh, const T *dout,
                                         int64_t ld_dout, const T *out, int64_t ld_out, T *D,
                                         cudaStream_t stream) {
-  attention_bwd_rowdot_kernel<T><<<grid_for((int64_t)B * H * Tn, 256), 256, 0, stream>>>(
+  attention_bwd_rowdot_kernel<T><<<grid_for((int64_t)B * H * Tn * 32, 256), 256, 0, stream>>>(
       B, Tn, H, dh, dout, ld_dout, out, ld_out, D);
   return cudaGetLastError();
 }

@@ -394,9 +394,12 @@ __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
                                    const uint8_t *kpm, T *out, int64_t ld_out,
                                    const T *__restrict__ qk, const T *__restrict__ kn,
                                    T scale, T *lse, AttentionDropout<T> drop) {
+  // One warp per (b, t, h) row, lanes over the head's columns (coalesced
+  // o_r, v and out rows); every lane forms the row's round weights.
   const int64_t n = (int64_t)B * Tn * H;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
     const int64_t h = i % H, t = (i / H) % Tn, b = i / ((int64_t)H * Tn);
     const int64_t task0 = (b * H + h) * rounds;
     T l[kLshMaxRounds], w[kLshMaxRounds];
@@ -414,18 +417,19 @@ __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
       for (int r = 0; r < rounds; ++r)
         mult += drop.mult((uint64_t)(((task0 + r) * Tn + t) * Tn + t));
       mult /= T(rounds);
-      for (int d = 0; d < dh; ++d) {
+      for (int d = lane; d < dh; d += 32) {
         orow[d] = mult * vr[d];
         s += x[d] * kr[d];
       }
-      if (lse)
+      s = warp_sum(s);
+      if (lse && lane == 0)
         lse[(b * H + h) * Tn + t] = lsh_self_lse(s * scale, rounds);
       continue;
     }
     lse_round_weights(l, rounds, w);
-    if (lse)
+    if (lse && lane == 0)
       lse[(b * H + h) * Tn + t] = logsumexp_rounds(l, rounds);
-    for (int d = 0; d < dh; ++d) {
+    for (int d = lane; d < dh; d += 32) {
       T s = T(0);
       for (int r = 0; r < rounds; ++r)
         s += w[r] * o_r[((task0 + r) * Tn + t) * dh + d];
@@ -526,7 +530,7 @@ inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int round
   } else {
     return cudaErrorInvalidValue;
   }
-  lsh_combine_kernel<T><<<grid_for((int64_t)B * Tn * H, 256), 256, 0, stream>>>(
+  lsh_combine_kernel<T><<<grid_for((int64_t)B * Tn * H * 32, 256), 256, 0, stream>>>(
       B, Tn, H, dh, rounds, o_r, lse_r, v, ld_in, kpm, out, ld_out, qk, kn, scale, lse, drop);
   return cudaGetLastError();
 }
