@@ -1752,9 +1752,7 @@ inline cudaError_t launch_lsh_attention_backward(
   T *D = reinterpret_cast<T *>(l.D), *gkey = reinterpret_cast<T *>(l.gkey);
   const int64_t bht = (int64_t)B * H * Tn, bhrt = bht * rounds;
   // Keys, buckets and the sorted order of every round: the forward's kernels.
-  lsh_normalize_keys_kernel<T><<<grid_for(bht, 256), 256, 0, stream>>>(B, Tn, H, dh, qk, ld_in,
-                                                                       kn, invn);
-  if ((e = cudaGetLastError()) != cudaSuccess)
+  if ((e = lsh_normalize_keys<T>(B, Tn, H, dh, qk, ld_in, kn, invn, stream)) != cudaSuccess)
     return e;
   lsh_bucket_kernel<T><<<grid_for(bhrt, 256), 256, 0, stream>>>(B, Tn, H, dh, rounds,
                                                                 nbuckets / 2, qk, ld_in, rot, bk);

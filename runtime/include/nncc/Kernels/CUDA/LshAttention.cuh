@@ -72,24 +72,37 @@ __global__ void lsh_rotations_kernel(int64_t n, uint64_t seed, T *rot) {
 
 /// kn[b, h, t, :] = qk[b, t, h*dh : (h+1)*dh] / |.| (0 for a zero row);
 /// inv_norm[b, h, t] = 1/|.| (0 for a zero row) when given (the backward).
+/// One warp per row, lanes over the head's columns (coalesced), the sum of
+/// squares by a fixed shuffle tree.
 template <typename T>
 __global__ void lsh_normalize_keys_kernel(int B, int Tn, int H, int dh,
                                           const T *__restrict__ qk, int64_t ld_in,
-                                          T *__restrict__ kn, T *inv_norm = nullptr) {
+                                          T *__restrict__ kn, T *inv_norm) {
   const int64_t rows = (int64_t)B * H * Tn;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows;
-       i += (int64_t)gridDim.x * blockDim.x) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < rows;
+       i += warps) {
     const int64_t t = i % Tn, h = (i / Tn) % H, b = i / ((int64_t)Tn * H);
     const T *x = qk + (b * Tn + t) * ld_in + h * dh;
     T ss = T(0);
-    for (int d = 0; d < dh; ++d)
+    for (int d = lane; d < dh; d += 32)
       ss += x[d] * x[d];
+    ss = warp_sum(ss);
     const T inv = ss > T(0) ? T(1) / nsqrt(ss) : T(0);
-    for (int d = 0; d < dh; ++d)
+    for (int d = lane; d < dh; d += 32)
       kn[i * dh + d] = x[d] * inv;
-    if (inv_norm)
+    if (inv_norm && lane == 0)
       inv_norm[i] = inv;
   }
+}
+
+template <typename T>
+inline cudaError_t lsh_normalize_keys(int B, int Tn, int H, int dh, const T *qk, int64_t ld_in,
+                                      T *kn, T *inv_norm, cudaStream_t stream) {
+  lsh_normalize_keys_kernel<T><<<grid_for((int64_t)B * H * Tn * 32, 256), 256, 0, stream>>>(
+      B, Tn, H, dh, qk, ld_in, kn, inv_norm);
+  return cudaGetLastError();
 }
 
 /// buckets[b, h, r, t] = argmax([x R_r ; -x R_r]) of the shared QK row.
@@ -479,9 +492,8 @@ inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int round
   T *lse_r = reinterpret_cast<T *>(base);
 
   cudaError_t e;
-  lsh_normalize_keys_kernel<T><<<grid_for((int64_t)B * H * Tn, 256), 256, 0, stream>>>(
-      B, Tn, H, dh, qk, ld_in, kn);
-  if ((e = cudaGetLastError()) != cudaSuccess)
+  if ((e = lsh_normalize_keys<T>(B, Tn, H, dh, qk, ld_in, kn, (T *)nullptr, stream)) !=
+      cudaSuccess)
     return e;
   lsh_bucket_kernel<T><<<grid_for(bhrt, 256), 256, 0, stream>>>(
       B, Tn, H, dh, rounds, nbuckets / 2, qk, ld_in, rot, bk);
