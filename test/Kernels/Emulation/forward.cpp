@@ -94,10 +94,12 @@ std::vector<T> reduceRef(const std::vector<int64_t> &shape, uint32_t mask, int m
 }
 
 template <typename T> void reduce(Group &G) {
-  // The last two: reduced extents over kColSliceRows, so the two-pass
-  // column sums (several slices, one partial) run too.
-  const std::vector<std::vector<int64_t>> shapes = {{6},          {3, 5},    {2, 3, 40},
-                                                    {2, 1, 3, 5}, {300, 7}, {3, 130, 2}};
+  // The last two: reduced extents over kColSliceRows (512), so the
+  // two-pass column sums (several slices, the last one partial) run too,
+  // on the leading-dim fast path ([1100, 3] mask 1, [2, 600, 3] mask 3,
+  // and every full reduction) and on the general one ([2, 600, 3] mask 2).
+  const std::vector<std::vector<int64_t>> shapes = {
+      {6}, {3, 5}, {2, 3, 40}, {2, 1, 3, 5}, {300, 7}, {3, 130, 2}, {1100, 3}, {2, 600, 3}};
   for (auto &shape : shapes) {
     const int rank = (int)shape.size();
     int64_t n = 1;

@@ -79,23 +79,28 @@ inline unsigned grid_for(int64_t n, int block, unsigned cap = 65535u * 8u) {
 }
 
 //===----------------------------------------------------------------------===//
-// Deterministic column sums in two passes
+// Deterministic column sums
 //===----------------------------------------------------------------------===//
 //
 // sum over r of f(r, j) for every column j of a [rows, cols] problem (bias
-// and layer-norm parameter gradients, reductions over leading dims). One
-// thread per column walking every row leaves most of the GPU idle when
-// cols is small (256 columns: one CTA). Here the rows are cut into slices
-// of kColSliceRows -- a split that depends on the shape only, so results
-// are the same on every run and every GPU: pass 1, one thread per (slice,
-// column), sums its slice in row order into double partials; pass 2 adds
-// the slices in order and hands the NS sums to `g`. One slice: one pass.
+// and layer-norm parameter gradients, reductions over leading dims). A CTA
+// of kColSumWarps warps owns 32 consecutive columns (lane = column: each
+// warp reads 32 neighbouring elements of a row, coalesced in row-major
+// data) and a slice of kColSliceRows rows: warp w adds the slice's rows w,
+// w + 32, ... in order, then lane j of warp 0 adds the 32 warps' sums in
+// warp order. One slice: that is the result (g). More: each slice's sums
+// go to double partials and a second pass adds the slices in order. The
+// split depends on the shape only, so results are the same on every run
+// and every GPU; rows over 32 warps and slices over CTAs keep enough loads
+// in flight to run at memory speed, which one thread per (slice, column)
+// walking its rows one load at a time did not.
 //
 // F: `__device__ void operator()(int64_t r, int64_t j, double acc[NS]) const`
 //    adds row r's terms of column j; G: `__device__ void operator()(int64_t
 //    j, const double sums[NS]) const` stores them.
 
-constexpr int64_t kColSliceRows = 128;
+constexpr int kColSumWarps = 32;
+constexpr int64_t kColSliceRows = 16 * kColSumWarps;
 
 inline int64_t col_sum_slices(int64_t rows) {
   return rows > kColSliceRows ? (rows + kColSliceRows - 1) / kColSliceRows : 1;
@@ -108,38 +113,57 @@ inline uint64_t col_sum_scratch_bytes(int64_t rows, int64_t cols, int NS) {
                     : 0;
 }
 
-template <int NS, typename F>
-__global__ void col_sum_slices_kernel(int64_t rows, int64_t cols, int64_t slices, F f,
-                                      double *partial) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < slices * cols;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t sl = i / cols, j = i % cols;
-    const int64_t r1 = (sl + 1) * kColSliceRows < rows ? (sl + 1) * kColSliceRows : rows;
+/// Pass 1: CTA-uniform loop over (slice of slice_rows rows, 32-column
+/// block) pairs, column blocks fastest; sums to g (partial == null: one
+/// slice) or to partial.
+template <int NS, typename F, typename G>
+__global__ void __launch_bounds__(32 * kColSumWarps)
+    col_sum_slices_kernel(int64_t rows, int64_t cols, int64_t slice_rows, int64_t slices, F f,
+                          G g, double *partial) {
+  __shared__ double warpSums[NS][kColSumWarps][33];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t colBlocks = (cols + 31) / 32;
+  for (int64_t blk = blockIdx.x; blk < colBlocks * slices; blk += gridDim.x) {
+    const int64_t sl = blk / colBlocks, j = (blk % colBlocks) * 32 + lane;
+    const int64_t r1 = (sl + 1) * slice_rows < rows ? (sl + 1) * slice_rows : rows;
     double acc[NS];
     for (int q = 0; q < NS; ++q)
       acc[q] = 0;
-    for (int64_t r = sl * kColSliceRows; r < r1; ++r)
-      f(r, j, acc);
+    if (j < cols)
+      for (int64_t r = sl * slice_rows + warp; r < r1; r += kColSumWarps)
+        f(r, j, acc);
     for (int q = 0; q < NS; ++q)
-      partial[((int64_t)q * slices + sl) * cols + j] = acc[q];
+      warpSums[q][warp][lane] = acc[q];
+    __syncthreads();
+    if (warp == 0 && j < cols) {
+      double sums[NS];
+      for (int q = 0; q < NS; ++q) {
+        sums[q] = 0;
+        for (int w = 0; w < kColSumWarps; ++w)
+          sums[q] += warpSums[q][w][lane];
+      }
+      if (!partial)
+        g(j, sums);
+      else
+        for (int q = 0; q < NS; ++q)
+          partial[((int64_t)q * slices + sl) * cols + j] = sums[q];
+    }
+    __syncthreads(); // warpSums is rewritten by the next pair
   }
 }
 
-template <int NS, typename F, typename G>
-__global__ void col_sum_finish_kernel(int64_t rows, int64_t cols, int64_t slices, F f,
-                                      const double *partial, G g) {
+/// Pass 2 (several slices): one thread per column adds the slices in order.
+template <int NS, typename G>
+__global__ void col_sum_finish_kernel(int64_t cols, int64_t slices, const double *partial,
+                                      G g) {
   for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < cols;
        j += (int64_t)gridDim.x * blockDim.x) {
     double acc[NS];
-    for (int q = 0; q < NS; ++q)
+    for (int q = 0; q < NS; ++q) {
       acc[q] = 0;
-    if (!partial) // one slice: the rows directly
-      for (int64_t r = 0; r < rows; ++r)
-        f(r, j, acc);
-    else
       for (int64_t sl = 0; sl < slices; ++sl)
-        for (int q = 0; q < NS; ++q)
-          acc[q] += partial[((int64_t)q * slices + sl) * cols + j];
+        acc[q] += partial[((int64_t)q * slices + sl) * cols + j];
+    }
     g(j, acc);
   }
 }
@@ -159,11 +183,13 @@ inline cudaError_t launch_col_sums(int64_t rows, int64_t cols, F f, G g, void *s
     if (!scratch)
       return cudaErrorInvalidValue;
     partial = static_cast<double *>(scratch);
-    col_sum_slices_kernel<NS, F><<<grid_for(slices * cols, 256), 256, 0, stream>>>(
-        rows, cols, slices, f, partial);
   }
-  col_sum_finish_kernel<NS, F, G><<<grid_for(cols, 256), 256, 0, stream>>>(rows, cols, slices,
-                                                                           f, partial, g);
+  col_sum_slices_kernel<NS, F, G>
+      <<<grid_for(slices * ((cols + 31) / 32), 1), 32 * kColSumWarps, 0, stream>>>(
+          rows, cols, kColSliceRows, slices, f, g, partial);
+  if (slices > 1)
+    col_sum_finish_kernel<NS, G><<<grid_for(cols, 256), 256, 0, stream>>>(cols, slices,
+                                                                          partial, g);
   return cudaGetLastError();
 }
 

@@ -88,6 +88,17 @@ template <typename T> struct ReduceTerms {
   }
 };
 
+/// The common case after merging: x [nred, nout] row-major, the leading
+/// dim reduced (bias gradients): element k of output o is x[k nout + o],
+/// no index arithmetic per element.
+template <typename T> struct ReduceLeadingTerms {
+  const T *x;
+  int64_t nout;
+  __device__ void operator()(int64_t k, int64_t o, double acc[1]) const {
+    acc[0] += (double)x[k * nout + o];
+  }
+};
+
 template <typename T> struct ReduceStore {
   T *y;
   int mean;
@@ -122,7 +133,11 @@ inline cudaError_t launch_reduce(const ReduceNd &r, int mean, const T *x, T *y, 
     f.stride[d] = s;
     s *= f.r.shape[d];
   }
-  return launch_col_sums<1>(nred, nout, f, ReduceStore<T>{y, mean, nred}, scratch, stream);
+  const ReduceStore<T> store{y, mean, nred};
+  if (f.r.rank <= 2 && f.r.mask == 1u) // [nred] or [nred, nout]
+    return launch_col_sums<1>(nred, nout, ReduceLeadingTerms<T>{x, nout}, store, scratch,
+                              stream);
+  return launch_col_sums<1>(nred, nout, f, store, scratch, stream);
 }
 
 /// Records `code` in *flag unless an earlier launch already did.

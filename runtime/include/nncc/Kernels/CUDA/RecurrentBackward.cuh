@@ -31,7 +31,7 @@
 //     cooperative rnn_grid_backward_kernel over hidden-unit slices with
 //     W_hh's columns resident per CTA), then dW_hh, dW_ih and dx as cuBLAS
 //     GEMMs over all steps and the bias gradients as deterministic column
-//     sums (rnn_col_sum_add: 32 warps per 32 columns, fixed order).
+//     sums (rnn_col_sum_add: Common.cuh's column-sum kernel, fixed order).
 //
 // Conventions: row-major operands (cuBLAS sees them transposed), the cuBLAS
 // handle in CUBLAS_POINTER_MODE_HOST (its default; the generated code's own
@@ -138,50 +138,36 @@ __global__ void rnn_bias_rows_kernel(int64_t rows, int64_t n,
     out[i] = bias[i % n];
 }
 
-/// out[j] += sum_r a[r*lda + j] (and out2[j] += the same sum when given).
-/// A CTA of 32 warps owns 32 consecutive columns: warp w adds the rows w,
-/// w + 32, ... in order (lane = column, so one coalesced 128-byte load per
-/// warp and row), then lane j of warp 0 adds the 32 partial sums in warp
-/// order. Deterministic (fixed order, no atomics), accumulated in double.
-/// Spreading the rows over 32 warps keeps enough loads in flight to stream
-/// a [T B, G H] gradient at memory speed; one thread per column, each
-/// walking all T B rows, was bound by the latency of every load.
-constexpr int kRnnColSumWarps = 32;
-
-template <typename T>
-__global__ void __launch_bounds__(32 * kRnnColSumWarps)
-    rnn_col_sum_add_kernel(int64_t rows, int64_t n, const T *__restrict__ a, int64_t lda,
-                           T *out, T *out2) {
-  __shared__ double partial[kRnnColSumWarps][33];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t j = (int64_t)blockIdx.x * 32 + lane;
-  double s = 0;
-  if (j < n) {
-#pragma unroll 4
-    for (int64_t r = warp; r < rows; r += kRnnColSumWarps)
-      s += (double)a[r * lda + j];
+/// Terms and store of rnn_col_sum_add for launch_col_sums' kernel.
+template <typename T> struct RnnColTerms {
+  const T *a;
+  int64_t lda;
+  __device__ void operator()(int64_t r, int64_t j, double acc[1]) const {
+    acc[0] += (double)a[r * lda + j];
   }
-  partial[warp][lane] = s;
-  __syncthreads();
-  if (warp == 0 && j < n) {
-    double t = 0;
-    for (int w = 0; w < kRnnColSumWarps; ++w)
-      t += partial[w][lane];
+};
+template <typename T> struct RnnColAdd {
+  T *out, *out2;
+  __device__ void operator()(int64_t j, const double sums[1]) const {
     if (out)
-      out[j] += (T)t;
+      out[j] += (T)sums[0];
     if (out2)
-      out2[j] += (T)t;
+      out2[j] += (T)sums[0];
   }
-}
+};
 
+/// out[j] += sum_r a[r*lda + j] (and out2[j] += the same sum when given):
+/// Common.cuh's column-sum kernel with all rows as one slice (no scratch;
+/// 32 warps per 32 columns, fixed order, double accumulation).
 template <typename T>
 inline cudaError_t rnn_col_sum_add(int64_t rows, int64_t n, const T *a,
                                    int64_t lda, T *out, T *out2,
                                    cudaStream_t stream) {
   if ((!out && !out2) || n <= 0 || rows <= 0)
     return cudaSuccess;
-  rnn_col_sum_add_kernel<T><<<(unsigned)((n + 31) / 32), 32 * kRnnColSumWarps, 0, stream>>>(
-      rows, n, a, lda, out, out2);
+  col_sum_slices_kernel<1, RnnColTerms<T>, RnnColAdd<T>>
+      <<<grid_for((n + 31) / 32, 1), 32 * kColSumWarps, 0, stream>>>(
+          rows, n, rows, 1, RnnColTerms<T>{a, lda}, RnnColAdd<T>{out, out2}, nullptr);
   return cudaGetLastError();
 }
 
