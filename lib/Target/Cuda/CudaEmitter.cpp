@@ -376,20 +376,26 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
     f << (i ? ", " : "") << n;
   }
   f << (params.empty() ? "0" : "") << "};\n";
+  // Both optimizer entries see the parameters as Optim.cuh's multi-tensor
+  // tables: a few launches for all of them instead of one or two per tensor.
+  const size_t numParams = params.size(), arrayLen = std::max<size_t>(numParams, 1);
   f << "extern \"C\" nncc_status nncc_" << modelName
     << "_grad_sum_squares_cuda(nncc_model *m, double *out, nncc_error *err) {\n";
   f.indent();
   f << "cudaStream_t stream = (cudaStream_t)nncc_ms_cuda_stream(m);\n"
        "NNCCCudaState *st = (NNCCCudaState *)nncc_ms_cuda_state(m);\n"
-       "const int32_t n = " << params.size() << ";\n"
-       "// Per-CTA partials of every parameter, then one ordered sum.\n"
-       "const uint64_t bytes = (uint64_t)n * kSumSquaresBlocks * sizeof(double) + sizeof(double);\n"
-       "NNCC_CUDA_CHECK(nncc_gen_ensure_scratch(st, bytes, stream), \"allocating the norm scratch\");\n"
-       "double *partials = (double *)st->scratch, *total = partials + (uint64_t)n * kSumSquaresBlocks;\n"
+       "const int32_t n = " << numParams << ";\n"
+       "const real_t *grads[" << arrayLen << "];\n"
        "for (int32_t i = 0; i < n; ++i)\n"
-       "  NNCC_CUDA_CHECK((launch_sum_squares_partials<real_t>(kParamNumel[i], (const real_t *)nncc_ms_grad(m, i), "
-       "partials + (uint64_t)i * kSumSquaresBlocks, stream)), \"the gradient norm\");\n"
-       "NNCC_CUDA_CHECK(launch_sum_partials((int64_t)n * kSumSquaresBlocks, partials, total, stream), "
+       "  grads[i] = (const real_t *)nncc_ms_grad(m, i);\n"
+       "OptimTensors<real_t> ts;\n"
+       "ts.count = n, ts.n = kParamNumel, ts.g = grads;\n"
+       "// One partial per chunk of every gradient, then one ordered sum.\n"
+       "const uint64_t bytes = sum_squares_scratch_bytes(n, kParamNumel);\n"
+       "NNCC_CUDA_CHECK(nncc_gen_ensure_scratch(st, bytes, stream), \"allocating the norm scratch\");\n"
+       "double *partials = (double *)st->scratch;\n"
+       "double *total = partials + (bytes / sizeof(double) - 1);\n"
+       "NNCC_CUDA_CHECK(launch_sum_squares<real_t>(ts, partials, total, stream), "
        "\"the gradient norm\");\n"
        "NNCC_CUDA_CHECK(cudaMemcpyAsync(out, total, sizeof(double), cudaMemcpyDeviceToHost, stream), "
        "\"reading the gradient norm\");\n"
@@ -401,19 +407,24 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
     << "_update_cuda(nncc_model *m, const nncc_ms_cuda_update *u, nncc_error *err) {\n";
   f.indent();
   f << "cudaStream_t stream = (cudaStream_t)nncc_ms_cuda_stream(m);\n"
-       "for (int32_t i = 0; i < " << params.size() << "; ++i) {\n"
-       "  real_t *p = (real_t *)nncc_ms_param(m, i);\n"
-       "  const real_t *g = (const real_t *)nncc_ms_grad(m, i);\n"
-       "  if (u->optimizer == NNCC_OPTIM_SGD)\n"
-       "    NNCC_CUDA_CHECK((launch_sgd_step<real_t>(kParamNumel[i], p, g, (real_t *)u->state1[i], "
-       "u->grad_scale, u->lr[i], u->momentum, u->weight_decay[i], u->nesterov, u->first, stream)), "
-       "\"the SGD update\");\n"
-       "  else\n"
-       "    NNCC_CUDA_CHECK((launch_adam_step<real_t>(kParamNumel[i], p, g, (real_t *)u->state1[i], "
-       "(real_t *)u->state2[i], u->grad_scale, u->lr[i], u->beta1, u->beta2, u->eps, "
-       "u->weight_decay[i], u->optimizer == NNCC_OPTIM_ADAMW, u->step, stream)), "
-       "\"the Adam update\");\n"
+       "const int32_t n = " << numParams << ";\n"
+       "real_t *p[" << arrayLen << "], *s1[" << arrayLen << "], *s2[" << arrayLen << "];\n"
+       "const real_t *g[" << arrayLen << "];\n"
+       "for (int32_t i = 0; i < n; ++i) {\n"
+       "  p[i] = (real_t *)nncc_ms_param(m, i);\n"
+       "  g[i] = (const real_t *)nncc_ms_grad(m, i);\n"
+       "  s1[i] = u->state1 ? (real_t *)u->state1[i] : NULL;\n"
+       "  s2[i] = u->state2 ? (real_t *)u->state2[i] : NULL;\n"
        "}\n"
+       "OptimTensors<real_t> ts;\n"
+       "ts.count = n, ts.n = kParamNumel, ts.p = p, ts.g = g, ts.s1 = s1, ts.s2 = s2;\n"
+       "ts.lr = u->lr, ts.wd = u->weight_decay;\n"
+       "if (u->optimizer == NNCC_OPTIM_SGD)\n"
+       "  NNCC_CUDA_CHECK((launch_sgd_steps<real_t>(ts, u->grad_scale, u->momentum, u->nesterov, "
+       "u->first, stream)), \"the SGD update\");\n"
+       "else\n"
+       "  NNCC_CUDA_CHECK((launch_adam_steps<real_t>(ts, u->grad_scale, u->beta1, u->beta2, u->eps, "
+       "u->optimizer == NNCC_OPTIM_ADAMW, u->step, stream)), \"the Adam update\");\n"
        "return NNCC_OK;\n";
   f.unindent();
   f << "}\n";

@@ -1,6 +1,7 @@
 // CUDA-emulation parity: runtime/include/nncc/Kernels/CUDA/Optim.cuh (sum of
-// squares, SGD with momentum / nesterov, Adam, AdamW) against
-// nncc_sum_squares_* / nncc_sgd_step_* / nncc_adam_step_*.
+// squares, SGD with momentum / nesterov, Adam, AdamW; one tensor and many
+// tensors per launch) against nncc_sum_squares_* / nncc_sgd_step_* /
+// nncc_adam_step_*.
 #include "nncc/Kernels/CUDA/Optim.cuh"
 #include "nncc/Kernels/Kernels.h"
 
@@ -26,10 +27,90 @@ template <typename T> void sumSquares(Group &G) {
   for (int64_t n : {0, 1, 5, 255, 257, 70000}) {
     auto g = rnd<T>(n, 2.0);
     const double ref = cpu_sum_squares<T>(n, g.data());
-    std::vector<double> part(kSumSquaresBlocks, NAN), out(1, NAN);
-    G.ok("cuda partials", launch_sum_squares_partials<T>(n, g.data(), part.data(), nullptr));
-    G.ok("cuda sum", launch_sum_partials(kSumSquaresBlocks, part.data(), out.data(), nullptr));
+    const T *gs[1] = {g.data()};
+    OptimTensors<T> ts;
+    ts.count = 1, ts.n = &n, ts.g = gs;
+    std::vector<double> scratch(sum_squares_scratch_bytes(1, &n) / sizeof(double), NAN), out(1, NAN);
+    G.ok("cuda sum_squares", launch_sum_squares<T>(ts, scratch.data(), out.data(), nullptr));
     G.cmp("sum_squares n" + std::to_string(n), &ref, out.data(), 1, 1e-30);
+  }
+}
+
+/// Many tensors per launch: 40 tensors (more than a launch's table slots),
+/// sizes 0 to 20000 with 64-element chunks (a tensor's chunks spilling into
+/// the next launch), each with its own lr and weight decay; every tensor
+/// against the CPU's single-tensor kernels, and the gradient norm.
+template <typename T> void multiTensor(Group &G) {
+  constexpr int N = 40;
+  constexpr int64_t chunk = 64;
+  std::vector<int64_t> n(N);
+  std::vector<std::vector<T>> p0(N), g(N), m0(N), v0(N);
+  std::vector<double> lr(N), wd(N);
+  for (int i = 0; i < N; ++i) {
+    n[i] = i == 3 ? 0 : i == 17 ? 20000 : (i * 37) % 300 + 1;
+    p0[i] = rnd<T>(n[i]), g[i] = rnd<T>(n[i]), m0[i] = rnd<T>(n[i], 0.1), v0[i] = rnd<T>(n[i], 0.1);
+    for (auto &x : v0[i]) x = x * x;
+    lr[i] = 1e-3 * (1 + i % 5), wd[i] = i % 3 ? 0.01 * (i % 4) : 0.0;
+  }
+  auto gPtrs = [&](std::vector<const T *> &gs) {
+    gs.resize(N);
+    for (int i = 0; i < N; ++i) gs[i] = g[i].data();
+  };
+  std::vector<const T *> gs;
+  gPtrs(gs);
+  // The gradient norm.
+  {
+    double ref = 0;
+    for (int i = 0; i < N; ++i) ref += cpu_sum_squares<T>(n[i], g[i].data());
+    OptimTensors<T> ts;
+    ts.count = N, ts.n = n.data(), ts.g = gs.data();
+    std::vector<double> scratch(sum_squares_scratch_bytes(N, n.data(), chunk) / sizeof(double),
+                                NAN);
+    G.ok("cuda sum_squares multi",
+         launch_sum_squares<T>(ts, scratch.data(), scratch.data() + scratch.size() - 1, nullptr,
+                               chunk));
+    G.cmp("sum_squares 40 tensors", &ref, &scratch.back(), 1, 1e-30);
+  }
+  for (int decoupled = 0; decoupled < 2; ++decoupled) {
+    auto pC = p0, pG = p0, mC = m0, mG = m0, vC = v0, vG = v0;
+    std::vector<T *> pp(N), mp(N), vp(N);
+    for (int i = 0; i < N; ++i) pp[i] = pG[i].data(), mp[i] = mG[i].data(), vp[i] = vG[i].data();
+    OptimTensors<T> ts;
+    ts.count = N, ts.n = n.data(), ts.p = pp.data(), ts.g = gs.data(), ts.s1 = mp.data(),
+    ts.s2 = vp.data(), ts.lr = lr.data(), ts.wd = wd.data();
+    for (int64_t step = 1; step <= 2; ++step) {
+      for (int i = 0; i < N; ++i)
+        G.ok("cpu adam", cpu_adam<T>(n[i], pC[i].data(), g[i].data(), mC[i].data(),
+                                     vC[i].data(), 0.5, lr[i], 0.9, 0.999, 1e-8, wd[i],
+                                     decoupled, step));
+      G.ok("cuda adam multi", launch_adam_steps<T>(ts, 0.5, 0.9, 0.999, 1e-8, decoupled, step,
+                                                   nullptr, chunk));
+    }
+    for (int i = 0; i < N; ++i) {
+      const std::string tag = std::string(decoupled ? "adamw" : "adam") + " multi tensor " +
+                              std::to_string(i);
+      G.cmp(tag + " p", pC[i], pG[i]);
+      G.cmp(tag + " m", mC[i], mG[i]);
+      G.cmp(tag + " v", vC[i], vG[i]);
+    }
+  }
+  {
+    auto pC = p0, pG = p0, bC = m0, bG = m0;
+    std::vector<T *> pp(N), bp(N);
+    for (int i = 0; i < N; ++i) pp[i] = pG[i].data(), bp[i] = bG[i].data();
+    OptimTensors<T> ts;
+    ts.count = N, ts.n = n.data(), ts.p = pp.data(), ts.g = gs.data(), ts.s1 = bp.data(),
+    ts.lr = lr.data(), ts.wd = wd.data();
+    for (int first = 1; first >= 0; --first) {
+      for (int i = 0; i < N; ++i)
+        G.ok("cpu sgd", cpu_sgd<T>(n[i], pC[i].data(), g[i].data(), bC[i].data(), 1.0, lr[i],
+                                   0.9, wd[i], 1, first));
+      G.ok("cuda sgd multi", launch_sgd_steps<T>(ts, 1.0, 0.9, 1, first, nullptr, chunk));
+    }
+    for (int i = 0; i < N; ++i) {
+      G.cmp("sgd multi tensor " + std::to_string(i) + " p", pC[i], pG[i]);
+      G.cmp("sgd multi tensor " + std::to_string(i) + " buf", bC[i], bG[i]);
+    }
   }
 }
 
@@ -88,5 +169,7 @@ int main() {
   { Group G("sgd f32", 1e-6); sgd<float>(G); }
   { Group G("adam/adamw f64", 1e-14); adam<double>(G); }
   { Group G("adam/adamw f32", 1e-6); adam<float>(G); }
+  { Group G("multi-tensor f64", 1e-14); multiTensor<double>(G); }
+  { Group G("multi-tensor f32", 1e-6); multiTensor<float>(G); }
   return finish();
 }

@@ -129,10 +129,12 @@ template <typename T> void instantiateTraining(cudaStream_t s) {
   launch_layer_norm_backward<T>(16, 256, p, p, p, 1e-5, p, p, p, p, p, nullptr, s);
   ReduceNd r{};
   launch_broadcast_axes<T>(r, 1, p, p, s);
-  launch_sum_squares_partials<T>(1024, p, nullptr, s);
+  OptimTensors<T> ts;
+  launch_sum_squares<T>(ts, nullptr, nullptr, s);
+  launch_sgd_steps<T>(ts, 0.5, 0.9, 1, 0, s);
+  launch_adam_steps<T>(ts, 1.0, 0.9, 0.999, 1e-8, 1, 3, s);
   launch_sgd_step<T>(1024, p, p, p, 0.5, 1e-3, 0.9, 0.01, 1, 0, s);
   launch_adam_step<T>(1024, p, p, p, p, 1.0, 1e-3, 0.9, 0.999, 1e-8, 0.01, 1, 3, s);
 }
 template void instantiateTraining<float>(cudaStream_t);
 template void instantiateTraining<double>(cudaStream_t);
-void instantiateNormSum(cudaStream_t s) { launch_sum_partials(512, nullptr, nullptr, s); }

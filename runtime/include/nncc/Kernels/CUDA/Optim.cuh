@@ -19,21 +19,135 @@ namespace nncc {
 namespace kernels {
 namespace cuda {
 
-/// CTAs (and partials) per tensor of the gradient norm.
-constexpr int kSumSquaresBlocks = 256;
-constexpr int kOptimThreads = 256;
+//===----------------------------------------------------------------------===//
+// Multi-tensor launches
+//===----------------------------------------------------------------------===//
+//
+// A model has one tensor per parameter (about 200 for the seed's BERT-small),
+// many of them small (biases, layer-norm weights). One launch per tensor
+// and step costs a launch each, and a fixed grid per tensor leaves most
+// CTAs idle on the small ones. As PyTorch's multi_tensor_apply, a launch
+// here serves many tensors: every tensor is cut into chunks of `chunk`
+// elements (kOptimChunk by default), one chunk per CTA, and a table of up
+// to kOptimMtTensors tensors and kOptimMtBlocks chunks travels by value as
+// the kernel's argument (under the 4 KiB parameter limit); a tensor whose
+// chunks do not fit continues in the next launch. The element updates are
+// OptimMath.h's, as on the CPU; the gradient norm's partials are one per
+// chunk, in tensor and chunk order, so the split (and the sum) depends on
+// the shapes only.
 
-/// part[blockIdx.x] = sum of g[i]^2 over the CTA's grid-stride share.
+constexpr int kOptimThreads = 256;
+constexpr int kOptimMtTensors = 32;  // table slots per launch
+constexpr int kOptimMtBlocks = 256;  // chunks (CTAs) per launch
+constexpr int64_t kOptimChunk = 16384;
+
+/// The host's view of the tensors: count entries per array; s1 / s2 the
+/// optimizer state (NULL arrays or entries where it keeps none); lr and wd
+/// per tensor (NULL for the gradient norm).
+template <typename T> struct OptimTensors {
+  int32_t count = 0;
+  const int64_t *n = nullptr;
+  T *const *p = nullptr;
+  const T *const *g = nullptr;
+  T *const *s1 = nullptr;
+  T *const *s2 = nullptr;
+  const double *lr = nullptr, *wd = nullptr;
+};
+
+/// One launch's table (a kernel argument).
+template <typename T> struct OptimTable {
+  T *p[kOptimMtTensors];
+  const T *g[kOptimMtTensors];
+  T *s1[kOptimMtTensors], *s2[kOptimMtTensors];
+  int64_t n[kOptimMtTensors];
+  T lr[kOptimMtTensors], wd[kOptimMtTensors];
+  uint8_t slot[kOptimMtBlocks];   // CTA -> table slot
+  int32_t chunk[kOptimMtBlocks];  // CTA -> chunk of that tensor
+  int64_t chunk_elems;
+  int64_t first_chunk;            // the launch's first chunk over all tensors
+};
+static_assert(sizeof(OptimTable<double>) + 64 <= 4096, "kernel parameter limit");
+
+/// Chunks of `chunk` elements over all tensors (the gradient norm's partials).
+inline int64_t optim_chunk_count(int32_t count, const int64_t *n,
+                                 int64_t chunk = kOptimChunk) {
+  int64_t c = 0;
+  for (int32_t i = 0; i < count; ++i)
+    c += n[i] > 0 ? (n[i] + chunk - 1) / chunk : 0;
+  return c;
+}
+
+/// Deals the tensors' chunks into tables and calls launch(table, ctas) for
+/// each; stops at the first error.
+template <typename T, typename Launch>
+inline cudaError_t optim_for_each_launch(const OptimTensors<T> &ts, int64_t chunk,
+                                         Launch &&launch) {
+  if (chunk < 1 || ts.count < 0 || (ts.count > 0 && !ts.n))
+    return cudaErrorInvalidValue;
+  OptimTable<T> tab;
+  int nt = 0, nb = 0, lastTensor = -1;
+  int64_t done = 0; // chunks already launched
+  auto flush = [&]() -> cudaError_t {
+    if (nb == 0)
+      return cudaSuccess;
+    tab.chunk_elems = chunk;
+    tab.first_chunk = done;
+    const cudaError_t e = launch(tab, nb);
+    done += nb;
+    nt = nb = 0;
+    lastTensor = -1;
+    return e;
+  };
+  for (int32_t i = 0; i < ts.count; ++i) {
+    const int64_t chunks = ts.n[i] > 0 ? (ts.n[i] + chunk - 1) / chunk : 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      if (nb == kOptimMtBlocks || (lastTensor != i && nt == kOptimMtTensors)) {
+        const cudaError_t e = flush();
+        if (e != cudaSuccess)
+          return e;
+      }
+      if (lastTensor != i) {
+        tab.p[nt] = ts.p ? ts.p[i] : nullptr;
+        tab.g[nt] = ts.g ? ts.g[i] : nullptr;
+        tab.s1[nt] = ts.s1 ? ts.s1[i] : nullptr;
+        tab.s2[nt] = ts.s2 ? ts.s2[i] : nullptr;
+        tab.n[nt] = ts.n[i];
+        tab.lr[nt] = T(ts.lr ? ts.lr[i] : 0.0);
+        tab.wd[nt] = T(ts.wd ? ts.wd[i] : 0.0);
+        lastTensor = i;
+        ++nt;
+      }
+      tab.slot[nb] = (uint8_t)(nt - 1);
+      tab.chunk[nb] = (int32_t)c;
+      ++nb;
+    }
+  }
+  return flush();
+}
+
+/// The element range [begin, end) of this CTA's chunk, its table slot.
 template <typename T>
-__global__ void sum_squares_partial_kernel(int64_t n, const T *g, double *part) {
+__device__ __forceinline__ int optim_chunk_range(const OptimTable<T> &tab, int64_t &begin,
+                                                 int64_t &end) {
+  const int s = tab.slot[blockIdx.x];
+  begin = (int64_t)tab.chunk[blockIdx.x] * tab.chunk_elems;
+  end = begin + tab.chunk_elems < tab.n[s] ? begin + tab.chunk_elems : tab.n[s];
+  return s;
+}
+
+/// part[first_chunk + blockIdx.x] = sum of g^2 over the CTA's chunk.
+template <typename T>
+__global__ void __launch_bounds__(kOptimThreads)
+    sum_squares_chunks_kernel(const OptimTable<T> tab, double *part) {
   __shared__ double scratch[32];
+  int64_t begin, end;
+  const T *g = tab.g[optim_chunk_range(tab, begin, end)];
   double s = 0.0;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
     s += (double)g[i] * (double)g[i];
   s = block_sum(s, scratch);
   if (threadIdx.x == 0)
-    part[blockIdx.x] = s;
+    part[tab.first_chunk + blockIdx.x] = s;
 }
 
 /// out[0] = sum of part[0, count), one CTA.
@@ -47,25 +161,42 @@ __global__ void sum_partials_kernel(int64_t count, const double *part, double *o
     out[0] = s;
 }
 
-/// Writes kSumSquaresBlocks partials of sum(g^2) to `part`.
+/// Bytes of device scratch of launch_sum_squares: one partial per chunk
+/// and the total.
+inline uint64_t sum_squares_scratch_bytes(int32_t count, const int64_t *n,
+                                          int64_t chunk = kOptimChunk) {
+  return (uint64_t)(optim_chunk_count(count, n, chunk) + 1) * sizeof(double);
+}
+
+/// total[0] = the sum of every g[i]^2 of ts.g (in double, fixed order);
+/// `scratch`: sum_squares_scratch_bytes() bytes, `total` may point into it.
 template <typename T>
-cudaError_t launch_sum_squares_partials(int64_t n, const T *g, double *part,
-                                        cudaStream_t stream) {
-  sum_squares_partial_kernel<T><<<kSumSquaresBlocks, kOptimThreads, 0, stream>>>(n, g, part);
+inline cudaError_t launch_sum_squares(const OptimTensors<T> &ts, double *scratch,
+                                      double *total, cudaStream_t stream,
+                                      int64_t chunk = kOptimChunk) {
+  if (ts.count > 0 && !ts.g)
+    return cudaErrorInvalidValue;
+  const cudaError_t e = optim_for_each_launch(ts, chunk, [&](const OptimTable<T> &tab, int ctas) {
+    sum_squares_chunks_kernel<T><<<ctas, kOptimThreads, 0, stream>>>(tab, scratch);
+    return cudaGetLastError();
+  });
+  if (e != cudaSuccess)
+    return e;
+  sum_partials_kernel<<<1, kOptimThreads, 0, stream>>>(optim_chunk_count(ts.count, ts.n, chunk),
+                                                       scratch, total);
   return cudaGetLastError();
 }
 
-inline cudaError_t launch_sum_partials(int64_t count, const double *part, double *out,
-                                       cudaStream_t stream) {
-  sum_partials_kernel<<<1, kOptimThreads, 0, stream>>>(count, part, out);
-  return cudaGetLastError();
-}
-
 template <typename T>
-__global__ void sgd_step_kernel(int64_t n, T *p, const T *g, T *buf, T scale, bool scaled,
-                                T lr, T momentum, T wd, bool nesterov, bool first) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
+__global__ void __launch_bounds__(kOptimThreads)
+    sgd_chunks_kernel(const OptimTable<T> tab, T scale, bool scaled, T momentum, bool nesterov,
+                      bool first) {
+  int64_t begin, end;
+  const int s = optim_chunk_range(tab, begin, end);
+  T *p = tab.p[s], *buf = tab.s1[s];
+  const T *g = tab.g[s];
+  const T lr = tab.lr[s], wd = tab.wd[s];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     T gi = scaled ? g[i] * scale : g[i];
     T none = T(0);
     sgdUpdate<T>(p[i], gi, buf ? buf[i] : none, lr, buf ? momentum : T(0), wd, nesterov,
@@ -74,47 +205,82 @@ __global__ void sgd_step_kernel(int64_t n, T *p, const T *g, T *buf, T scale, bo
 }
 
 template <typename T>
-__global__ void adam_step_kernel(int64_t n, T *p, const T *g, T *m, T *v, T scale,
-                                 bool scaled, T lr, T beta1, T beta2, T eps, T wd,
-                                 bool decoupled, T bc1, T bc2) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
+__global__ void __launch_bounds__(kOptimThreads)
+    adam_chunks_kernel(const OptimTable<T> tab, T scale, bool scaled, T beta1, T beta2, T eps,
+                       bool decoupled, T bc1, T bc2) {
+  int64_t begin, end;
+  const int s = optim_chunk_range(tab, begin, end);
+  T *p = tab.p[s], *m = tab.s1[s], *v = tab.s2[s];
+  const T *g = tab.g[s];
+  const T lr = tab.lr[s], wd = tab.wd[s];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     T gi = scaled ? g[i] * scale : g[i];
     adamUpdate<T>(p[i], gi, m[i], v[i], lr, beta1, beta2, eps, wd, decoupled, bc1, bc2);
   }
 }
 
-/// SGD with momentum (buf may be NULL when momentum is 0), as nncc_sgd_step.
+/// SGD with momentum over every tensor of ts (s1: the momentum buffers, a
+/// NULL entry allowed only when momentum is 0), as nncc_sgd_step per tensor.
 template <typename T>
-cudaError_t launch_sgd_step(int64_t n, T *p, const T *g, T *buf, double gscale, double lr,
-                            double momentum, double wd, int nesterov, int first,
-                            cudaStream_t stream) {
-  if (n <= 0)
-    return cudaSuccess;
-  if (momentum != 0.0 && !buf)
-    return cudaErrorInvalidValue;
-  sgd_step_kernel<T><<<grid_for(n, kOptimThreads), kOptimThreads, 0, stream>>>(
-      n, p, g, buf, T(gscale), gscale != 1.0, T(lr), T(momentum), T(wd), nesterov != 0,
-      first != 0);
-  return cudaGetLastError();
+inline cudaError_t launch_sgd_steps(const OptimTensors<T> &ts, double gscale, double momentum,
+                                    int nesterov, int first, cudaStream_t stream,
+                                    int64_t chunk = kOptimChunk) {
+  for (int32_t i = 0; i < ts.count; ++i)
+    if (ts.n[i] > 0 && (!ts.p || !ts.g || !ts.lr || !ts.wd ||
+                        (momentum != 0.0 && !(ts.s1 && ts.s1[i]))))
+      return cudaErrorInvalidValue;
+  return optim_for_each_launch(ts, chunk, [&](const OptimTable<T> &tab, int ctas) {
+    sgd_chunks_kernel<T><<<ctas, kOptimThreads, 0, stream>>>(
+        tab, T(gscale), gscale != 1.0, T(momentum), nesterov != 0, first != 0);
+    return cudaGetLastError();
+  });
 }
 
-/// Adam / AdamW, as nncc_adam_step: the bias corrections in double on the
-/// host (as torch computes them), the update per element.
+/// Adam / AdamW over every tensor of ts (s1 = m, s2 = v), as nncc_adam_step
+/// per tensor: the bias corrections in double on the host (as torch
+/// computes them), the update per element.
 template <typename T>
-cudaError_t launch_adam_step(int64_t n, T *p, const T *g, T *m, T *v, double gscale,
-                             double lr, double beta1, double beta2, double eps, double wd,
-                             int decoupled, int64_t step, cudaStream_t stream) {
-  if (n <= 0)
-    return cudaSuccess;
-  if (step < 1 || !m || !v)
+inline cudaError_t launch_adam_steps(const OptimTensors<T> &ts, double gscale, double beta1,
+                                     double beta2, double eps, int decoupled, int64_t step,
+                                     cudaStream_t stream, int64_t chunk = kOptimChunk) {
+  if (step < 1)
     return cudaErrorInvalidValue;
+  for (int32_t i = 0; i < ts.count; ++i)
+    if (ts.n[i] > 0 && (!ts.p || !ts.g || !ts.lr || !ts.wd || !(ts.s1 && ts.s1[i]) ||
+                        !(ts.s2 && ts.s2[i])))
+      return cudaErrorInvalidValue;
   const T bc1 = T(1.0 - std::pow(beta1, double(step)));
   const T bc2 = T(1.0 - std::pow(beta2, double(step)));
-  adam_step_kernel<T><<<grid_for(n, kOptimThreads), kOptimThreads, 0, stream>>>(
-      n, p, g, m, v, T(gscale), gscale != 1.0, T(lr), T(beta1), T(beta2), T(eps), T(wd),
-      decoupled != 0, bc1, bc2);
-  return cudaGetLastError();
+  return optim_for_each_launch(ts, chunk, [&](const OptimTable<T> &tab, int ctas) {
+    adam_chunks_kernel<T><<<ctas, kOptimThreads, 0, stream>>>(
+        tab, T(gscale), gscale != 1.0, T(beta1), T(beta2), T(eps), decoupled != 0, bc1, bc2);
+    return cudaGetLastError();
+  });
+}
+
+/// One tensor: launch_sgd_steps / launch_adam_steps with count 1.
+template <typename T>
+inline cudaError_t launch_sgd_step(int64_t n, T *p, const T *g, T *buf, double gscale,
+                                   double lr, double momentum, double wd, int nesterov,
+                                   int first, cudaStream_t stream) {
+  T *bufs[1] = {buf};
+  const T *gs[1] = {g};
+  OptimTensors<T> ts;
+  ts.count = 1, ts.n = &n, ts.p = &p, ts.g = gs, ts.s1 = bufs, ts.lr = &lr, ts.wd = &wd;
+  return launch_sgd_steps<T>(ts, gscale, momentum, nesterov, first, stream);
+}
+
+template <typename T>
+inline cudaError_t launch_adam_step(int64_t n, T *p, const T *g, T *m, T *v, double gscale,
+                                    double lr, double beta1, double beta2, double eps,
+                                    double wd, int decoupled, int64_t step,
+                                    cudaStream_t stream) {
+  T *ms[1] = {m}, *vs[1] = {v};
+  const T *gs[1] = {g};
+  OptimTensors<T> ts;
+  ts.count = 1, ts.n = &n, ts.p = &p, ts.g = gs, ts.s1 = ms, ts.s2 = vs, ts.lr = &lr,
+  ts.wd = &wd;
+  return launch_adam_steps<T>(ts, gscale, beta1, beta2, eps, decoupled, step, stream);
 }
 
 } // namespace cuda
