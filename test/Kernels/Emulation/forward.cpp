@@ -94,7 +94,7 @@ std::vector<T> reduceRef(const std::vector<int64_t> &shape, uint32_t mask, int m
 }
 
 template <typename T> void reduce(Group &G) {
-  // The last two: reduced extents over kColSliceRows (512), so the
+  // The last two: reduced extents over kColSliceRows (256), so the
   // two-pass column sums (several slices, the last one partial) run too,
   // on the leading-dim fast path ([1100, 3] mask 1, [2, 600, 3] mask 3,
   // and every full reduction) and on the general one ([2, 600, 3] mask 2).

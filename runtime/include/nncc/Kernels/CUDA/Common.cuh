@@ -87,11 +87,11 @@ inline unsigned grid_for(int64_t n, int block, unsigned cap = 65535u * 8u) {
 // of kColSumWarps warps owns 32 consecutive columns (lane = column: each
 // warp reads 32 neighbouring elements of a row, coalesced in row-major
 // data) and a slice of kColSliceRows rows: warp w adds the slice's rows w,
-// w + 32, ... in order, then lane j of warp 0 adds the 32 warps' sums in
-// warp order. One slice: that is the result (g). More: each slice's sums
+// w + kColSumWarps, ... in order, then the warps' sums meet in a fixed tree
+// in warp 0. One slice: that is the result (g). More: each slice's sums
 // go to double partials and a second pass adds the slices in order. The
 // split depends on the shape only, so results are the same on every run
-// and every GPU; rows over 32 warps and slices over CTAs keep enough loads
+// and every GPU; rows over 16 warps and slices over CTAs keep enough loads
 // in flight to run at memory speed, which one thread per (slice, column)
 // walking its rows one load at a time did not.
 //
@@ -99,7 +99,7 @@ inline unsigned grid_for(int64_t n, int block, unsigned cap = 65535u * 8u) {
 //    adds row r's terms of column j; G: `__device__ void operator()(int64_t
 //    j, const double sums[NS]) const` stores them.
 
-constexpr int kColSumWarps = 32;
+constexpr int kColSumWarps = 16;
 constexpr int64_t kColSliceRows = 16 * kColSumWarps;
 
 inline int64_t col_sum_slices(int64_t rows) {
@@ -120,7 +120,9 @@ template <int NS, typename F, typename G>
 __global__ void __launch_bounds__(32 * kColSumWarps)
     col_sum_slices_kernel(int64_t rows, int64_t cols, int64_t slice_rows, int64_t slices, F f,
                           G g, double *partial) {
-  __shared__ double warpSums[NS][kColSumWarps][33];
+  // The warps' sums meet in a tree (warp w + half into warp w, half = 8,
+  // 4, 2, 1): a fixed order, and 2 KiB of shared memory per sum.
+  __shared__ double upper[NS][kColSumWarps / 2][32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t colBlocks = (cols + 31) / 32;
   for (int64_t blk = blockIdx.x; blk < colBlocks * slices; blk += gridDim.x) {
@@ -132,23 +134,23 @@ __global__ void __launch_bounds__(32 * kColSumWarps)
     if (j < cols)
       for (int64_t r = sl * slice_rows + warp; r < r1; r += kColSumWarps)
         f(r, j, acc);
-    for (int q = 0; q < NS; ++q)
-      warpSums[q][warp][lane] = acc[q];
-    __syncthreads();
+    for (int half = kColSumWarps / 2; half >= 1; half >>= 1) {
+      if (warp >= half && warp < 2 * half)
+        for (int q = 0; q < NS; ++q)
+          upper[q][warp - half][lane] = acc[q];
+      __syncthreads();
+      if (warp < half)
+        for (int q = 0; q < NS; ++q)
+          acc[q] += upper[q][warp][lane];
+      __syncthreads(); // upper is rewritten by the next level / pair
+    }
     if (warp == 0 && j < cols) {
-      double sums[NS];
-      for (int q = 0; q < NS; ++q) {
-        sums[q] = 0;
-        for (int w = 0; w < kColSumWarps; ++w)
-          sums[q] += warpSums[q][w][lane];
-      }
       if (!partial)
-        g(j, sums);
+        g(j, acc);
       else
         for (int q = 0; q < NS; ++q)
-          partial[((int64_t)q * slices + sl) * cols + j] = sums[q];
+          partial[((int64_t)q * slices + sl) * cols + j] = acc[q];
     }
-    __syncthreads(); // warpSums is rewritten by the next pair
   }
 }
 

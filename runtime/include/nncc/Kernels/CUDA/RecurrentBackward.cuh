@@ -158,7 +158,7 @@ template <typename T> struct RnnColAdd {
 
 /// out[j] += sum_r a[r*lda + j] (and out2[j] += the same sum when given):
 /// Common.cuh's column-sum kernel with all rows as one slice (no scratch;
-/// 32 warps per 32 columns, fixed order, double accumulation).
+/// 16 warps per 32 columns, fixed order, double accumulation).
 template <typename T>
 inline cudaError_t rnn_col_sum_add(int64_t rows, int64_t n, const T *a,
                                    int64_t lda, T *out, T *out2,
