@@ -1414,16 +1414,14 @@ __global__ void __launch_bounds__(128) lsh_tile_bwd_key_kernel(
   int *colBucket = reinterpret_cast<int *>(sm.extra); // [BC]
 
   const int dh = Exact ? DH : dh_rt;
-  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
-  const int64_t bh = (int64_t)b * H + h, task = bh * rounds + round;
-  const int32_t *ord = order + task * Tn, *bk = buckets + task * Tn;
-  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
-  const int groups = (chunk + BR - 1) / BR, ch = blockIdx.x / groups;
-  const int cEnd = (int)min((int64_t)Tn, ((int64_t)ch + 1) * chunk);
-  const int p0 = ch * chunk + (blockIdx.x % groups) * BR; // the CTA's first key
-  if (p0 >= cEnd) // CTA-uniform
+  const int h = blockIdx.y;
+  LshTileCta cta; // rows: the CTA's keys
+  if (!cta.init(Tn, gridDim.y, rounds, h, round, chunk, BR, order, buckets, kpm))
     return;
-  const int nk = min(BR, cEnd - p0);
+  const int b = cta.b, ch = cta.ch, p0 = cta.p0, nk = cta.rows;
+  const int64_t bh = cta.bh, task = cta.task;
+  const int32_t *ord = cta.ord, *bk = cta.bk;
+  const uint8_t *kpmRow = cta.kpmRow;
   // The queries that may list these keys: sorted positions of chunks ch, ch + 1.
   const int q0 = ch * chunk, q1 = (int)min((int64_t)Tn, ((int64_t)ch + 2) * chunk);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -1536,18 +1534,16 @@ __global__ void __launch_bounds__(128) lsh_tile_bwd_query_kernel(
   int *keyBucket = reinterpret_cast<int *>(sm.extra); // [BC]
 
   const int dh = Exact ? DH : dh_rt;
-  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
-  const int64_t bh = (int64_t)b * H + h, task = bh * rounds + round;
-  const int32_t *ord = order + task * Tn, *bk = buckets + task * Tn;
-  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
-  const int groups = (chunk + BR - 1) / BR, ch = blockIdx.x / groups;
-  const int cEnd = (int)min((int64_t)Tn, ((int64_t)ch + 1) * chunk);
-  const int p0 = ch * chunk + (blockIdx.x % groups) * BR; // the CTA's first query
-  if (p0 >= cEnd) // CTA-uniform
+  const int h = blockIdx.y;
+  LshTileCta cta; // rows: the CTA's queries
+  if (!cta.init(Tn, gridDim.y, rounds, h, round, chunk, BR, order, buckets, kpm))
     return;
-  const int nq = min(BR, cEnd - p0);
+  const int b = cta.b, ch = cta.ch, p0 = cta.p0, nq = cta.rows;
+  const int64_t bh = cta.bh, task = cta.task;
+  const int32_t *ord = cta.ord, *bk = cta.bk;
+  const uint8_t *kpmRow = cta.kpmRow;
   // The query's keys: sorted positions of chunks ch - 1 (none before 0), ch.
-  const int lo = ch > 0 ? (ch - 1) * chunk : 0, hi = cEnd;
+  const int lo = ch > 0 ? (ch - 1) * chunk : 0, hi = cta.cEnd;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int c = lane & 7, row0 = warp * (BR / 4) + (lane >> 3);
 

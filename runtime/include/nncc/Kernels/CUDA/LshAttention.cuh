@@ -278,6 +278,34 @@ __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
   }
 }
 
+/// Where a tile CTA of one LSH round sits: batch row b = blockIdx.z, head
+/// h, hash round `round`; blockIdx.x = chunk ch times ceil(chunk / BR) +
+/// the CTA's group in the chunk. Its rows are the sorted positions
+/// [p0, p0 + rows) of chunk ch (at most BR), `ord` and `bk` the round's
+/// sorted order and buckets, the chunk ends at cEnd.
+struct LshTileCta {
+  int b, ch, p0, rows, cEnd;
+  int64_t bh, task; // (b H + h), (b H + h) R + round
+  const int32_t *ord, *bk;
+  const uint8_t *kpmRow;
+  /// false: the CTA has no rows (CTA-uniform: it returns).
+  __device__ bool init(int Tn, int H, int rounds, int h, int round, int chunk, int BR,
+                       const int32_t *order, const int32_t *buckets, const uint8_t *kpm) {
+    b = blockIdx.z;
+    bh = (int64_t)b * H + h;
+    task = bh * rounds + round;
+    ord = order + task * Tn;
+    bk = buckets + task * Tn;
+    kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+    const int groups = (chunk + BR - 1) / BR;
+    ch = blockIdx.x / groups;
+    cEnd = (int)min((int64_t)Tn, ((int64_t)ch + 1) * chunk);
+    p0 = ch * chunk + (blockIdx.x % groups) * BR;
+    rows = p0 < cEnd ? min(BR, cEnd - p0) : 0;
+    return rows > 0;
+  }
+};
+
 /// lsh_chunk_attention_kernel on the tile kernels' register micro-tiles
 /// (Attention.cuh: attn_stage_rows, attn_mt_dot, attn_mt_accum; head sizes
 /// zero-padded to DH = 32/64/128). A CTA of 128 threads serves up to 64
@@ -313,24 +341,18 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_kernel(
   int *kbkt = kpos + BK;                              // [BK] its bucket
 
   const int dh = Exact ? DH : dh_rt;
-  const int groups = (chunk + BQ - 1) / BQ;
-  const int ch = blockIdx.x / groups;
-  const int hr = blockIdx.y, b = blockIdx.z;
-  const int h = hr / rounds, r = hr % rounds;
-  const int64_t task = ((int64_t)b * H + h) * rounds + r;
-  const int32_t *ord = order + task * Tn;
-  const int32_t *bk = buckets + task * Tn;
-  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  const int h = blockIdx.y / rounds;
+  LshTileCta cta;
+  if (!cta.init(Tn, H, rounds, h, blockIdx.y % rounds, chunk, BQ, order, buckets, kpm))
+    return;
+  const int b = cta.b, ch = cta.ch, p0 = cta.p0, nq = cta.rows;
+  const int64_t task = cta.task;
+  const int32_t *ord = cta.ord, *bk = cta.bk;
+  const uint8_t *kpmRow = cta.kpmRow;
   const T *qb = qk + (int64_t)b * Tn * ld_in + (int64_t)h * dh;
   const T *vb = v + (int64_t)b * Tn * ld_in + (int64_t)h * dh;
-  const T *knb = kn + ((int64_t)b * H + h) * Tn * dh;
-
-  const int cEnd = min(Tn, ch * chunk + chunk);
-  const int p0 = ch * chunk + (blockIdx.x % groups) * BQ; // this CTA's first query
-  if (p0 >= cEnd) // CTA-uniform
-    return;
-  const int nq = min(BQ, cEnd - p0);
-  const int lo = ch > 0 ? (ch - 1) * chunk : 0, hi = cEnd;
+  const T *knb = kn + cta.bh * Tn * dh;
+  const int lo = ch > 0 ? (ch - 1) * chunk : 0, hi = cta.cEnd;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rr = lane >> 3, c = lane & 7;
 
