@@ -113,6 +113,15 @@ inline uint64_t col_sum_scratch_bytes(int64_t rows, int64_t cols, int NS) {
                     : 0;
 }
 
+/// The f of a row-major matrix: row r's term of column j is a[r lda + j].
+template <typename T> struct RowMajorColTerms {
+  const T *a;
+  int64_t lda;
+  __device__ void operator()(int64_t r, int64_t j, double acc[1]) const {
+    acc[0] += (double)a[r * lda + j];
+  }
+};
+
 /// Pass 1: CTA-uniform loop over (slice of slice_rows rows, 32-column
 /// block) pairs, column blocks fastest; sums to g (partial == null: one
 /// slice) or to partial.

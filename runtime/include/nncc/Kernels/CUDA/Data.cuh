@@ -88,17 +88,6 @@ template <typename T> struct ReduceTerms {
   }
 };
 
-/// The common case after merging: x [nred, nout] row-major, the leading
-/// dim reduced (bias gradients): element k of output o is x[k nout + o],
-/// no index arithmetic per element.
-template <typename T> struct ReduceLeadingTerms {
-  const T *x;
-  int64_t nout;
-  __device__ void operator()(int64_t k, int64_t o, double acc[1]) const {
-    acc[0] += (double)x[k * nout + o];
-  }
-};
-
 template <typename T> struct ReduceStore {
   T *y;
   int mean;
@@ -134,8 +123,10 @@ inline cudaError_t launch_reduce(const ReduceNd &r, int mean, const T *x, T *y, 
     s *= f.r.shape[d];
   }
   const ReduceStore<T> store{y, mean, nred};
-  if (f.r.rank <= 2 && f.r.mask == 1u) // [nred] or [nred, nout]
-    return launch_col_sums<1>(nred, nout, ReduceLeadingTerms<T>{x, nout}, store, scratch,
+  // The common case after merging (bias gradients): x [nred] or [nred,
+  // nout] row-major, the leading dim reduced; no index arithmetic per element.
+  if (f.r.rank <= 2 && f.r.mask == 1u)
+    return launch_col_sums<1>(nred, nout, RowMajorColTerms<T>{x, nout}, store, scratch,
                               stream);
   return launch_col_sums<1>(nred, nout, f, store, scratch, stream);
 }

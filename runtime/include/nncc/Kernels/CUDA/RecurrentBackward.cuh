@@ -138,14 +138,7 @@ __global__ void rnn_bias_rows_kernel(int64_t rows, int64_t n,
     out[i] = bias[i % n];
 }
 
-/// Terms and store of rnn_col_sum_add for launch_col_sums' kernel.
-template <typename T> struct RnnColTerms {
-  const T *a;
-  int64_t lda;
-  __device__ void operator()(int64_t r, int64_t j, double acc[1]) const {
-    acc[0] += (double)a[r * lda + j];
-  }
-};
+/// The store of rnn_col_sum_add: adds the sums into one or two outputs.
 template <typename T> struct RnnColAdd {
   T *out, *out2;
   __device__ void operator()(int64_t j, const double sums[1]) const {
@@ -165,9 +158,9 @@ inline cudaError_t rnn_col_sum_add(int64_t rows, int64_t n, const T *a,
                                    cudaStream_t stream) {
   if ((!out && !out2) || n <= 0 || rows <= 0)
     return cudaSuccess;
-  col_sum_slices_kernel<1, RnnColTerms<T>, RnnColAdd<T>>
+  col_sum_slices_kernel<1, RowMajorColTerms<T>, RnnColAdd<T>>
       <<<grid_for((n + 31) / 32, 1), 32 * kColSumWarps, 0, stream>>>(
-          rows, n, rows, 1, RnnColTerms<T>{a, lda}, RnnColAdd<T>{out, out2}, nullptr);
+          rows, n, rows, 1, RowMajorColTerms<T>{a, lda}, RnnColAdd<T>{out, out2}, nullptr);
   return cudaGetLastError();
 }
 
