@@ -14,6 +14,18 @@ ELECTRA BERT-small (utils/nncc_testing/electra.py), plain and checkpointed.
 Writes DIR/memory_table.csv and DIR/memory_table.png (DIR defaults to
 build/memory_table). docs/benchmarks.md explains every column.
 
+The same table on a GPU, in two steps (utils/device_prep.sh and the
+memtable.sh it writes do both; not run on a GPU yet):
+
+    # here (nncc, nvcc): each nncc model x T x budget compiled --target cuda
+    /usr/bin/python3 bench/memory_table.py --prepare-gpu DIR [--seqs ..] [--only ..]
+    # on the GPU machine (torch with CUDA): each configuration in a fresh process
+    python3 bench/memory_table.py --run-gpu DIR [-o OUT] [--reps 10] [--budget-s S]
+
+--run-gpu writes OUT/memory_table_gpu.csv (device memory: the driver's and
+torch's allocator's figures, the arena's; docs/benchmarks.md) and .png;
+--device cpu runs it on the CPU (test/Bench/memory-table-gpu.test).
+
 Rows ("table1"): every model at each sequence length T of --seqs with batch
 B = tokens / T (seed configuration: B 64, T 128; then 512, 2048, 4096 at 8192
 tokens per batch). nncc: one training step is the generated train_step (forward,
