@@ -14,6 +14,18 @@ ELECTRA BERT-small (utils/nncc_testing/electra.py), plain and checkpointed.
 Writes DIR/memory_table.csv and DIR/memory_table.png (DIR defaults to
 build/memory_table). docs/benchmarks.md explains every column.
 
+The same table on a GPU, in two steps (utils/device_prep.sh and the
+memtable.sh it writes do both; not run on a GPU yet):
+
+    # here (nncc, nvcc): each nncc model x T x budget compiled --target cuda
+    /usr/bin/python3 bench/memory_table.py --prepare-gpu DIR [--seqs ..] [--only ..]
+    # on the GPU machine (torch with CUDA): each configuration in a fresh process
+    python3 bench/memory_table.py --run-gpu DIR [-o OUT] [--reps 10] [--budget-s S]
+
+--run-gpu writes OUT/memory_table_gpu.csv (device memory: the driver's and
+torch's allocator's figures, the arena's; docs/benchmarks.md) and .png;
+--device cpu runs it on the CPU (test/Bench/memory-table-gpu.test).
+
 Rows ("table1"): every model at each sequence length T of --seqs with batch
 B = tokens / T (seed configuration: B 64, T 128; then 512, 2048, 4096 at 8192
 tokens per batch). nncc: one training step is the generated train_step (forward,
@@ -74,8 +86,18 @@ SEED_S = 128            # the models' position-table rows (const S = 128)
 V, D, A, FF, N = 30522, 256, 4, 1024, 12  # BERT-small (models/bert_small.nn)
 COLUMNS = ["table", "model", "side", "variant", "B", "T", "reps", "step_ms", "step_ms_min",
            "step_ms_max", "arena_MiB", "arena_peak_MiB", "rss_growth_MiB", "train_MiB",
-           "peak_rss_MiB", "time_vs_torch", "rss_vs_torch", "arena_vs_torch", "loss", "fits",
-           "note"]
+           "peak_rss_MiB", "time_vs_torch", "rss_vs_torch", "arena_vs_torch",
+           "time_vs_bert_small", "loss", "fits", "note"]
+# --run-gpu's CSV (memory_table_gpu.csv): device memory instead of RSS.
+GPU_COLUMNS = ["table", "model", "side", "variant", "device", "B", "T", "reps", "step_ms",
+               "step_ms_min", "step_ms_max", "arena_MiB", "arena_peak_MiB", "dev_used_MiB",
+               "dev_alloc_peak_MiB", "time_vs_torch", "dev_vs_torch", "arena_vs_torch",
+               "time_vs_bert_small", "loss", "note"]
+# A worker's byte counts and the CSV columns (MiB) they fill, where present.
+MEM_FIELDS = [("arena_MiB", "arena"), ("arena_peak_MiB", "arena_peak"),
+              ("rss_growth_MiB", "rss_growth"), ("train_MiB", "train"),
+              ("peak_rss_MiB", "maxrss"), ("dev_used_MiB", "dev_used"),
+              ("dev_alloc_peak_MiB", "dev_alloc_peak")]
 
 
 # ---------------------------------------------------------------------------
@@ -203,20 +225,106 @@ def build_torch(S, checkpoint):
     return BertSmall()
 
 
+def gpu_worker(cfg):
+    """One --run-gpu configuration (memory_table.py --gpu-worker JSON): the
+    training step on cfg["device"] (cuda; cpu: the same libraries and torch
+    on the CPU, for testing without a GPU). Inputs are on the device before
+    the baseline, as the CPU worker makes them before its RSS baseline."""
+    import numpy as np
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    sys.path.insert(0, HERE)
+    from gpu import cuda_time
+    B, T, reps, device = cfg["B"], cfg["T"], cfg["reps"], cfg["device"]
+    cuda = device == "cuda"
+    dev = torch.device(device)
+    torch.set_num_threads(cfg["threads"])
+    if cuda:  # TF32 off on both sides (bench/gpu.py)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    x = {k: torch.from_numpy(v).to(dev) for k, v in make_inputs(cfg["model"], B, T).items()}
+
+    def used():  # device bytes in use: the driver's (CUDA), the RSS (CPU)
+        if cuda:
+            torch.cuda.synchronize()
+            free, total = torch.cuda.mem_get_info()
+            return total - free
+        return benchrun.rss_now()
+    base = used()  # torch's CUDA context exists (the inputs): not counted
+    res = {}
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+        alloc0 = torch.cuda.memory_allocated()
+    if cfg["side"] == "nncc":
+        import nncc.library as nl
+        from nncc import _abi
+        lib = nl.Library(cfg["lib"])
+        ctx = lib.context(device)
+        if cuda:  # nncc on torch's stream, reading torch's tensors (ABI 6 bind)
+            ctx.set_cuda_stream(torch.cuda.current_stream().cuda_stream)
+        ctx.init_weights(1)
+        for spec in lib.inputs:
+            t = x[spec.name].contiguous()
+            ctx.bind(_abi.BIND_INPUT, spec.name, t.data_ptr(), spec.dtype, tuple(t.shape))
+        step = ctx.train_step
+    else:
+        torch.manual_seed(1)
+        if is_electra(cfg["model"]):
+            from nncc_testing.electra import Electra
+            m = Electra(cfg["model"], S=max(SEED_S, T))
+            m.checkpoint = cfg["variant"] == "checkpoint"
+        else:
+            m = build_torch(max(SEED_S, T), cfg["variant"] == "checkpoint")
+        m = m.to(dev)
+        m.train()
+        opt = torch.optim.AdamW(m.parameters(), lr=5e-4, weight_decay=0.01)
+        last = [None]
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = m(*(x[k] for k in ("tokens", "segments", "replaced") if k in x))
+            loss.backward()
+            opt.step()
+            last[0] = loss.detach()
+    if cuda:  # CUDA events around each step on torch's stream, after a warm-up
+        res["times"] = [ms / 1e3 for ms in cuda_time(step, max(1, reps))]
+    else:
+        res["times"] = timed_steps(step, reps)
+    # The driver's figure after the steps: nncc's allocations (arena,
+    # parameters, gradients, AdamW moments, cuBLAS workspace) persist, as
+    # do torch's cached blocks; on the CPU, the peak RSS.
+    res["dev_used"] = max(0, (used() if cuda else benchrun.maxrss()) - base)
+    if cuda and cfg["side"] == "torch":
+        res["dev_alloc_peak"] = torch.cuda.max_memory_allocated() - alloc0
+    if cfg["side"] == "nncc":
+        st = ctx.memory_stats()
+        res["arena"], res["arena_peak"] = st["arena_bytes"], st["peak_bytes"]
+        res["loss"] = float(np.asarray(ctx.output("loss")).reshape(-1)[0])
+    else:
+        res["loss"] = float(last[0])
+    print(json.dumps(res))
+
+
 # ---------------------------------------------------------------------------
 # driver
 # ---------------------------------------------------------------------------
-def run_worker(cfg, threads):
+def run_worker(cfg, threads, flag="--worker", timeout=None):
+    """`memory_table.py FLAG CFG` in a fresh process: (its result, "") or
+    (None, "failed: why")."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
                MKL_NUM_THREADS=str(threads), PYTHONPATH=os.path.join(ROOT, "utils"))
-    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", json.dumps(cfg)],
-                       capture_output=True, text=True, env=env)
+    try:
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), flag, json.dumps(cfg)],
+                           capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "failed: timed out after %.0f s" % timeout
     if p.returncode == 0:
         return json.loads(p.stdout.strip().splitlines()[-1]), ""
     text = p.stdout + p.stderr
     if re.search(r"MemoryError|bad_alloc|can't allocate|out of memory|Cannot allocate|"
                  r"failed to allocate", text, re.I) or p.returncode == -9:
-        why = "out of memory (limit %.0f GiB)" % (cfg["mem_limit"] / 2**30)
+        why = "out of memory" + (" (limit %.0f GiB)" % (cfg["mem_limit"] / 2**30)
+                                 if cfg.get("mem_limit") else "")
     else:
         tail = [l for l in text.strip().splitlines() if l.strip()][-1:] or [""]
         why = "exit %d: %s" % (p.returncode, tail[0][:160])
@@ -255,10 +363,12 @@ def model_source(name, T, cache):
     return path, "%s (models/%s.nn: %s)" % (what, name, "S=128" if n else "8 x 16")
 
 
-def compile_lib(name, T, B, budget, cache):
+def compile_lib(name, T, B, budget, cache, target=None):
+    """lib<name>.so (cached by nncc_testing) and the widening note; target
+    None: nncc's default (cpu)."""
     import nncc_testing as nt
     src, note = model_source(name, T, cache)
-    args = ["--grad"]
+    args = ["--grad"] + (["--target", target] if target else [])
     if budget is not None:
         args += ["--memory-budget", budget, "--dim", "B=%d" % B, "--dim", "T=%d" % T]
     return nt.compile_model(src, args), note
@@ -268,46 +378,65 @@ def mib(x):
     return "" if x is None else "%.1f" % (x / 2**20)
 
 
-def row(table, model, side, variant, B, T, reps, res, note, fits=""):
+def row(table, model, side, variant, B, T, reps, res, note, fits="", device=""):
     r = dict(table=table, model=model, side=side, variant=variant, B=B, T=T, reps=reps,
-             fits=fits, note=note)
+             fits=fits, note=note, device=device)
     if res:
         ts = res["times"]
         r.update(step_ms="%.1f" % (statistics.median(ts) * 1e3),
                  step_ms_min="%.1f" % (min(ts) * 1e3), step_ms_max="%.1f" % (max(ts) * 1e3),
-                 arena_MiB=mib(res.get("arena")), arena_peak_MiB=mib(res.get("arena_peak")),
-                 rss_growth_MiB=mib(res["rss_growth"]), train_MiB=mib(res["train"]),
-                 peak_rss_MiB=mib(res["maxrss"]), loss="%.5f" % res["loss"])
+                 loss="%.5f" % res["loss"])
+        r.update({col: mib(res.get(key)) for col, key in MEM_FIELDS})
         r["_res"] = res
     return r
 
 
-def add_ratios(rows):
-    """Against torch's plain row of the same family (ELECTRA or not), B and T."""
+def add_ratios(rows, mem="rss_growth", mem_col="rss_vs_torch", arena_ref="rss_growth"):
+    """Against torch's plain row of the same family (ELECTRA or not), B and
+    T: step time, memory `mem` (column mem_col) and nncc's arena peak over
+    torch's `arena_ref`. time_vs_bert_small: an nncc row's step time over
+    nncc's bert_small (electra_bert for ELECTRA rows) of the same variant,
+    B and T (issue 9: reformer_lsh within 1.5x)."""
     ref = {(is_electra(r["model"]), r["B"], r["T"]): r.get("_res") for r in rows
            if r["table"] == "table1" and r["side"] == "torch" and r["variant"] == "plain"}
+    bert = {(r["model"], r["variant"], r["B"], r["T"]): r.get("_res") for r in rows
+            if r["table"] == "table1" and r["side"] == "nncc"
+            and r["model"] in ("bert_small", "electra_bert")}
     for r in rows:
-        res, t = r.get("_res"), ref.get((is_electra(r["model"]), r["B"], r["T"]))
-        if r["table"] != "table1" or not res or not t:
+        res = r.get("_res")
+        if r["table"] != "table1" or not res:
+            continue
+        b = bert.get(("electra_bert" if is_electra(r["model"]) else "bert_small", r["variant"],
+                      r["B"], r["T"]))
+        if r["side"] == "nncc" and b:
+            r["time_vs_bert_small"] = "%.3f" % (statistics.median(res["times"]) /
+                                                statistics.median(b["times"]))
+        t = ref.get((is_electra(r["model"]), r["B"], r["T"]))
+        if not t:
             continue
         r["time_vs_torch"] = "%.3f" % (statistics.median(res["times"]) /
                                        statistics.median(t["times"]))
-        r["rss_vs_torch"] = "%.3f" % (res["rss_growth"] / max(1, t["rss_growth"]))
-        if res.get("arena_peak") is not None:
-            r["arena_vs_torch"] = "%.3f" % (res["arena_peak"] / max(1, t["rss_growth"]))
+        if res.get(mem) is not None and t.get(mem) is not None:
+            r[mem_col] = "%.3f" % (res[mem] / max(1, t[mem]))
+        if res.get("arena_peak") is not None and t.get(arena_ref) is not None:
+            r["arena_vs_torch"] = "%.3f" % (res["arena_peak"] / max(1, t[arena_ref]))
 
 
-def write_csv(rows, path):
-    add_ratios(rows)
+def write_csv(rows, path, columns=COLUMNS, **ratios):
+    """Every row so far (rewritten whole: a cut-short run keeps its rows);
+    `ratios`: add_ratios' keywords."""
+    add_ratios(rows, **ratios)
     with open(path + ".tmp", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow(r)
     os.replace(path + ".tmp", path)
 
 
-def plot(rows, path, title):
+def plot(rows, path, title, mem="rss_growth", mem_label="RSS growth"):
+    """Left: memory `mem` (a worker's byte count) against T; right: step
+    time against that memory."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -320,22 +449,25 @@ def plot(rows, path, title):
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 5.2))
     for label, rs in sorted(series.items()):
         rs.sort(key=lambda r: r["T"])
+        rs = [r for r in rs if r["_res"].get(mem) is not None]
+        if not rs:
+            continue
         T = [r["T"] for r in rs]
-        mem = [r["_res"]["rss_growth"] / 2**20 for r in rs]
+        mb = [r["_res"][mem] / 2**20 for r in rs]
         sec = [statistics.median(r["_res"]["times"]) for r in rs]
         style = ":" if rs[0]["table"] == "fit" else "--" if rs[0]["side"] == "torch" else "-"
-        a.plot(T, mem, style, marker="o", label=label)
-        b.plot(mem, sec, style, marker="o", label=label)
-        for m, s, t in zip(mem, sec, T):
+        a.plot(T, mb, style, marker="o", label=label)
+        b.plot(mb, sec, style, marker="o", label=label)
+        for m, s, t in zip(mb, sec, T):
             b.annotate("T%d" % t, (m, s), fontsize=7, xytext=(3, 3), textcoords="offset points")
     a.set_xscale("log", base=2)
     a.set_yscale("log")
     a.set_xlabel("sequence length T (table: batch = tokens / T; fit search: batch 1)")
-    a.set_ylabel("peak training memory: RSS growth (MiB)")
+    a.set_ylabel("peak training memory: %s (MiB)" % mem_label)
     a.set_title("peak training memory vs sequence length")
     b.set_xscale("log")
     b.set_yscale("log")
-    b.set_xlabel("peak training memory: RSS growth (MiB)")
+    b.set_xlabel("peak training memory: %s (MiB)" % mem_label)
     b.set_ylabel("step time (s, median)")
     b.set_title("step time vs memory")
     for ax in (a, b):
@@ -348,17 +480,203 @@ def plot(rows, path, title):
     plt.close(fig)
 
 
+# ---------------------------------------------------------------------------
+# the GPU table: --prepare-gpu here (nncc, nvcc), --run-gpu on the GPU machine
+# ---------------------------------------------------------------------------
+GPU_MODELS = ["bert_small", "reformer_lsh", "reversible_dilated_bert"]
+MANIFEST = "manifest.json"
+
+
+def cuda_train_reason(lib_dir, name):
+    """None when lib<name>.so trains on CUDA, else why not (the generated
+    <name>.cu's cuda_train_unsupported, as utils/device_prep.sh reads it)."""
+    cu = os.path.join(lib_dir, name + ".cu")
+    if not os.path.exists(cu):
+        return "compiled without CUDA code"
+    m = re.search(r"_cuda_train_unsupported\(void\) \{\s*return (.*?);", open(cu).read())
+    if not m:
+        return "no cuda_train_unsupported in %s.cu" % name
+    return None if m.group(1) == "NULL" else m.group(1)
+
+
+def gpu_configs(seqs, tokens, only, have_budget):
+    """The --run-gpu rows in order (every T's nncc rows, then its torch rows;
+    T in the order given: the seed configuration first)."""
+    out = []
+    for T in seqs:
+        B = max(1, tokens // T)
+        for name in [m for m in NNCC_MODELS if m in only]:
+            for variant in ["default"] + (["min"] if have_budget else []):
+                out.append(dict(side="nncc", model=name, variant=variant, B=B, T=T,
+                                name="%s-T%d-%s" % (name, T, variant)))
+        if "torch" in only:
+            for model in TORCH_MODELS:
+                if not any(is_electra(m) == is_electra(model) for m in only & set(NNCC_MODELS)) \
+                        and not only <= {"torch"}:
+                    continue  # no nncc row of this family to compare with
+                for variant in TORCH_VARIANTS:
+                    out.append(dict(side="torch", model=model, variant=variant, B=B, T=T,
+                                    note="position table S=%d" % T if T > SEED_S else ""))
+    return out
+
+
+def prepare_gpu(args, only):
+    """Compiles every nncc configuration (--target, default cuda: CPU and
+    CUDA code) into DIR/<name>/lib<model>.so.xz and writes DIR/manifest.json.
+    Inputs are drawn on the GPU machine (make_inputs, seed 0), as bench/gpu.py
+    does: the folder stays small."""
+    import concurrent.futures
+    import lzma
+    import shutil
+    import tempfile
+    d = args.prepare_gpu
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    have_budget = budget_supported()
+    configs = gpu_configs([int(t) for t in args.seqs.split(",")], args.tokens, only, have_budget)
+    cache = tempfile.mkdtemp(prefix="nncc-memtable-")  # the widened .nn copies
+
+    def build(c):
+        try:
+            so, note = compile_lib(c["model"], c["T"], c["B"],
+                                   "min" if c["variant"] == "min" else None, cache,
+                                   None if args.target == "cpu" else args.target)
+            c["note"] = note
+            c["cuda_train"] = cuda_train_reason(os.path.dirname(so), c["model"])
+            os.makedirs(os.path.join(d, c["name"]))
+            c["lib"] = os.path.join(c["name"], os.path.basename(so) + ".xz")
+            with open(so, "rb") as f, lzma.open(os.path.join(d, c["lib"]), "wb") as g:
+                shutil.copyfileobj(f, g)
+        except Exception as e:  # a compile error is a row at run time
+            c["error"] = str(e).strip().splitlines()[-1][:160]
+        print("prepared %s%s" % (c["name"], ": " + c["error"] if c.get("error") else ""),
+              file=sys.stderr, flush=True)
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as ex:
+        list(ex.map(build, [c for c in configs if c["side"] == "nncc"]))
+    shutil.rmtree(cache, ignore_errors=True)
+    rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip()
+    man = dict(created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               nncc_commit=rev, target=args.target, tokens=args.tokens, input_seed=0,
+               budget_flag=have_budget, configs=configs)
+    with open(os.path.join(d, MANIFEST), "w") as f:
+        json.dump(man, f, indent=1)
+    print("# prepared %d configurations in %s" % (len(configs), d), file=sys.stderr)
+    return 0 if not any(c.get("error") for c in configs) else 1
+
+
+def load_manifest(d):
+    """DIR/manifest.json, checked: every configuration names its side,
+    model, variant, B and T; an nncc one its library (or its compile error)."""
+    man = json.load(open(os.path.join(d, MANIFEST)))
+    for c in man["configs"]:
+        missing = [k for k in ("side", "model", "variant", "B", "T") if k not in c]
+        if c.get("side") == "nncc" and not c.get("error"):
+            missing += [k for k in ("lib", "cuda_train") if k not in c]
+        if missing:
+            raise ValueError("%s: configuration %s lacks %s" % (MANIFEST, c, missing))
+    return man
+
+
+def unpack_lib(d, c, work):
+    """DIR/<lib>.xz decompressed under `work`; the path."""
+    import lzma
+    import shutil
+    path = os.path.join(work, c["name"], os.path.basename(c["lib"])[:-len(".xz")])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with lzma.open(os.path.join(d, c["lib"])) as f, open(path, "wb") as g:
+        shutil.copyfileobj(f, g)
+    return path
+
+
+def run_gpu(args):
+    import shutil
+    import tempfile
+    import torch
+    d = args.run_gpu
+    man = load_manifest(d)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("memory_table.py --run-gpu: no CUDA device for torch (--device cpu runs the "
+              "same libraries on the CPU)", file=sys.stderr)
+        return 1
+    out = args.out
+    os.makedirs(out, exist_ok=True)
+    where = benchrun.cpu_name()
+    if args.device == "cuda":  # nvidia-smi: no CUDA context in this process
+        p = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                           capture_output=True, text=True)
+        where = p.stdout.strip().splitlines()[0] if p.returncode == 0 and p.stdout.strip() \
+            else "a CUDA device"
+    head = "%s, %s, torch %s, nncc %s (%s), %d reps%s" % (
+        datetime.date.today().isoformat(), where, torch.__version__, man.get("nncc_commit"),
+        man.get("target"), args.reps, ", %d threads" % args.threads
+        if args.device == "cpu" else "")
+    print("# nncc memory table on %s: %s" % (args.device, head), flush=True)
+    csv_path = os.path.join(out, "memory_table_gpu.csv")
+    ratios = dict(mem="dev_used", mem_col="dev_vs_torch",
+                  arena_ref="dev_alloc_peak" if args.device == "cuda" else "dev_used")
+    work = tempfile.mkdtemp(prefix="nncc-memtable-gpu-")
+    rows, longest, t0 = [], 0.0, time.monotonic()
+    configs = man["configs"]
+    for i, c in enumerate(configs):
+        left = args.budget_s - (time.monotonic() - t0) if args.budget_s else None
+        # Stop starting configurations when the slowest so far would not fit.
+        if left is not None and left < max(20.0, 1.5 * longest):
+            print("# stopping: %.0f s of --budget-s %.0f left, the slowest configuration took "
+                  "%.0f s; %d of %d configurations not run (from %s)" % (
+                      left, args.budget_s, longest, len(configs) - i, len(configs),
+                      c.get("name") or "torch %s %s T%d" % (c["model"], c["variant"], c["T"])),
+                  flush=True)
+            break
+        res, err, note = None, "", c.get("note", "")
+        if c.get("error"):
+            err = "failed: compile: " + c["error"]
+        elif c["side"] == "nncc" and args.device == "cuda" and c["cuda_train"]:
+            err = "trains on the CPU only: " + c["cuda_train"]
+        else:
+            cfg = dict(side=c["side"], model=c["model"], variant=c["variant"], B=c["B"],
+                       T=c["T"], reps=args.reps, threads=args.threads, device=args.device)
+            t1 = time.monotonic()
+            try:
+                if c["side"] == "nncc":
+                    cfg["lib"] = unpack_lib(d, c, work)
+                res, err = run_worker(cfg, args.threads, "--gpu-worker",
+                                      timeout=max(1.0, left) if left is not None else None)
+            except Exception as e:
+                err = "failed: %s" % str(e).strip().splitlines()[-1][:160]
+            longest = max(longest, time.monotonic() - t1)
+        r = row("table1", c["model"], c["side"], c["variant"], c["B"], c["T"], args.reps, res,
+                "; ".join(x for x in (note, err) if x), device=args.device)
+        rows.append(r)
+        write_csv(rows, csv_path, GPU_COLUMNS, **ratios)  # after every row
+        print("%-24s %-5s %-8s B%-4d T%-5d %9s ms  dev %8s MiB  arena %8s MiB  vs bert %6s  %s" % (
+            r["model"], r["side"], r["variant"], r["B"], r["T"], r.get("step_ms") or "-",
+            r.get("dev_used_MiB") or "-", r.get("arena_peak_MiB") or "-",
+            r.get("time_vs_bert_small") or "-", r["note"]), flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    write_csv(rows, csv_path, GPU_COLUMNS, **ratios)
+    png_path = os.path.join(out, "memory_table_gpu.png")
+    plot(rows, png_path, "nncc vs PyTorch BERT-small training step on %s: %s" % (
+        args.device, head), mem="dev_used",
+        mem_label="device memory used" if args.device == "cuda" else "RSS over the start")
+    print("# wrote %s and %s" % (csv_path, png_path))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("-o", "--out", default=os.path.join(ROOT, "build", "memory_table"),
-                    help="output directory (default build/memory_table)")
+    ap.add_argument("-o", "--out", help="output directory (default build/memory_table, "
+                    "with --run-gpu build/memory_table_gpu)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=3, help="timed steps after one warm-up")
-    ap.add_argument("--seqs", default="128,512,2048,4096", help="sequence lengths T")
+    ap.add_argument("--reps", type=int, default=None,
+                    help="timed steps after one warm-up (default 3; --run-gpu 10)")
+    ap.add_argument("--seqs", default=None,
+                    help="sequence lengths T (default 128,512,2048,4096)")
     ap.add_argument("--tokens", type=int, default=8192, help="B x T of every table row")
-    ap.add_argument("--only", default=",".join(NNCC_MODELS + ["torch", "fit"]),
+    ap.add_argument("--only", default=None,
                     help="subset of: %s, torch, fit (torch: the torch rows of the "
-                         "families named)" % ", ".join(NNCC_MODELS))
+                         "families named; default all, --prepare-gpu: %s,torch)" % (
+                             ", ".join(NNCC_MODELS), ",".join(GPU_MODELS)))
     ap.add_argument("--quick", action="store_true",
                     help="smoke test: B 2, T 32, 1 timed step, fit search up to T 64")
     ap.add_argument("--fit-gib", type=float, default=8.0)
@@ -366,13 +684,44 @@ def main():
     ap.add_argument("--fit-max-seq", type=int, default=262144)
     ap.add_argument("--mem-limit-gib", type=float, default=16.0,
                     help="address-space limit of a table worker beyond its imports")
+    g = ap.add_argument_group("the GPU table (docs/benchmarks.md)")
+    g.add_argument("--prepare-gpu", metavar="DIR",
+                   help="here: compile every configuration for the GPU run into DIR")
+    g.add_argument("--target", default="cuda", choices=["cuda", "all", "cpu"],
+                   help="--prepare-gpu: nncc compile --target (default cuda; cpu: the "
+                        "CPU code alone, for --device cpu)")
+    g.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="--prepare-gpu: compiles at once")
+    g.add_argument("--run-gpu", metavar="DIR",
+                   help="on the GPU machine: run DIR's configurations, write "
+                        "OUT/memory_table_gpu.csv and .png")
+    g.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
+                   help="--run-gpu: where the steps run (cpu: a test without a GPU)")
+    g.add_argument("--budget-s", type=float, default=0,
+                   help="--run-gpu: start no configuration once the time left is under "
+                        "1.5x the slowest so far (0: no limit)")
     args = ap.parse_args()
+    gpu = bool(args.prepare_gpu or args.run_gpu)
+    if args.prepare_gpu and args.run_gpu:
+        ap.error("--prepare-gpu and --run-gpu are separate steps")
+    if args.out is None:
+        args.out = os.path.join(ROOT, "build", "memory_table_gpu" if gpu else "memory_table")
+    if args.reps is None:
+        args.reps = 10 if args.run_gpu else 3
+    if args.seqs is None:
+        args.seqs = "128,512,2048,4096"
+    if args.only is None:
+        args.only = ",".join(GPU_MODELS + ["torch"] if gpu else NNCC_MODELS + ["torch", "fit"])
     if args.quick:
         args.seqs, args.tokens, args.reps, args.fit_from, args.fit_max_seq = "32", 64, 1, 32, 64
     only = set(args.only.split(","))
     unknown = only - set(NNCC_MODELS + ["torch", "fit"])
     if unknown:
         ap.error("--only: unknown %s" % ", ".join(sorted(unknown)))
+    if args.prepare_gpu:
+        return prepare_gpu(args, only)
+    if args.run_gpu:
+        return run_gpu(args)
 
     import torch
     os.makedirs(args.out, exist_ok=True)
@@ -473,10 +822,13 @@ def main():
     png_path = os.path.join(args.out, "memory_table.png")
     plot(rows, png_path, "nncc vs PyTorch BERT-small training step: " + head)
     print("# wrote %s and %s" % (csv_path, png_path))
+    return 0
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         worker(json.loads(sys.argv[2]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--gpu-worker":
+        gpu_worker(json.loads(sys.argv[2]))
     else:
-        main()
+        sys.exit(main())

@@ -6,11 +6,16 @@
 # step and runs compute-sanitizer (memcheck, racecheck, synccheck) over a
 # training step of the models named in SANITIZE, nncc.torch on CUDA
 # (utils/device_torch_check.py: CPU vs CUDA module, AdamW, one-rank NCCL DDP)
-# and bench/gpu.py (nncc against PyTorch on the same GPU).
+# and bench/gpu.py (nncc against PyTorch on the same GPU). It also prepares
+# OUT/memtable, bench/memory_table.py's GPU table (issue 9's Table 1 on the
+# GPU: --prepare-gpu, at the sequences MEMTABLE_SEQS, default 128,512, so
+# that OUT stays under the runner's limit) and OUT/memtable.sh, which runs
+# it as a call of its own.
 #
 #   bash utils/device_prep.sh OUT [model ...]     # default: every models/*.nn
 #   # then, with the tool library's device runner:
 #   #   run(command="bash OUT/run.sh", carry=["OUT"])
+#   #   run(command="bash OUT/memtable.sh", carry=["OUT"], timeout_s=540)
 #
 # OUT must be an ignored path of the repository (e.g. build-device) for the
 # runner to carry it (64 MiB at most: the script prints the size).
@@ -65,6 +70,64 @@ rm -rf "$OUT/torch/build"
 /usr/bin/python3 "$ROOT/bench/gpu.py" --prepare "$OUT/bench" >/dev/null
 find "$OUT/bench" -name '*.so' -exec xz -T2 {} \;
 find "$OUT/bench" \( -name '*.cpp' -o -name '*.cu' -o -name '*.o' -o -name '*.h' \) -delete
+
+# The memory table on the GPU (bench/memory_table.py --prepare-gpu): every
+# model x sequence x budget library (xz, about 1 MB each) and the manifest;
+# inputs are drawn there. T 128 and 512 by default (MEMTABLE_SEQS=128,512,2048
+# adds rows: check the size printed below; MEMTABLE_SEQS=none skips it). The
+# slow part: bert_small's min-budget library, whose generated code is ten
+# times the default's (compiled once per T, cached in NNCC_TEST_CACHE).
+if [ "${MEMTABLE_SEQS:-}" != none ]; then
+  NNCC="$NNCC" /usr/bin/python3 "$ROOT/bench/memory_table.py" --prepare-gpu "$OUT/memtable" \
+    --seqs "${MEMTABLE_SEQS:-128,512}" --target cuda >/dev/null ||
+    echo "device_prep: some memory-table configurations did not compile (their rows will say why)" >&2
+  du -sh "$OUT/memtable" >&2
+fi
+
+cat > "$OUT/memtable.sh" <<'EOS'
+#!/usr/bin/env bash
+# On the GPU machine, a device call of its own (after run.sh):
+#   run(command="bash build-device/memtable.sh", carry=["build-device"], timeout_s=540)
+# bench/memory_table.py --run-gpu over memtable/: issue 9's Table 1 on this
+# GPU, each nncc model x sequence x memory budget and torch's plain and
+# checkpointed BERT-small, every configuration in a fresh process, the seed
+# configuration (T 128) first; it starts no configuration once too little of
+# RUN_BUDGET_S (default 480 s) is left. memory_table_gpu.csv (rewritten after
+# every row), memory_table_gpu.png and memtable.txt go to $OUT (the device
+# runner's folder that comes back) when set.
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+WORK="${TMPDIR:-/tmp}/nncc-memtable"
+LOGS="${OUT:-$WORK/logs}"
+BUDGET="${RUN_BUDGET_S:-480}"
+T0=$SECONDS
+[ -f "$HERE/memtable/manifest.json" ] ||
+  { echo "memtable.sh: no memtable/manifest.json (device_prep.sh with MEMTABLE_SEQS=none?)"; exit 1; }
+rm -rf "$WORK" && mkdir -p "$WORK/lib" "$LOGS"
+cp "$HERE"/lib/*.so* "$WORK/lib/" && xz -d "$WORK/lib/libopenblas.so.0.xz"
+# The folder of a CUDA library the model libraries link (ldconfig, else a search).
+cuda_lib_dir() {
+  local at
+  at=$(ldconfig -p | awk -v n="$1" '$1 == n { print $NF; exit }')
+  [ -n "$at" ] ||
+    at=$(find / \( -path /proc -o -path /sys \) -prune -o -name "$1" -print 2>/dev/null | head -1)
+  [ -n "$at" ] || { echo "memtable.sh: $1 not found" >&2; exit 1; }
+  dirname "$at"
+}
+CUBLAS_DIR=$(cuda_lib_dir libcublas.so.13) || exit 1
+CUBLASLT_DIR=$(cuda_lib_dir libcublasLt.so.13) || exit 1
+export LD_LIBRARY_PATH="$WORK/lib:$CUBLAS_DIR:$CUBLASLT_DIR:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$LOGS/gpu.txt" || true
+date -u | tee -a "$LOGS/gpu.txt"
+TMPDIR="$WORK" timeout $((BUDGET - (SECONDS - T0))) python3 "$HERE/../bench/memory_table.py" \
+  --run-gpu "$HERE/memtable" -o "$LOGS" --budget-s $((BUDGET - 15 - (SECONDS - T0))) \
+  2>&1 | tee "$LOGS/memtable.txt"
+rc=${PIPESTATUS[0]}
+[ -f "$LOGS/memory_table_gpu.csv" ] && cat "$LOGS/memory_table_gpu.csv"
+echo "=== memtable.sh: exit $rc after $((SECONDS - T0)) s"
+exit $rc
+EOS
+chmod +x "$OUT/memtable.sh"
 
 cat > "$OUT/run.sh" <<'EOS'
 #!/usr/bin/env bash
