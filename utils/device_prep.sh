@@ -4,12 +4,13 @@
 # libraries they link, OpenBLAS (xz), the parity harness, and run.sh, which
 # on the GPU checks CPU against CUDA for each model's forward and training
 # step and runs compute-sanitizer (memcheck, racecheck, synccheck) over a
-# training step of the models named in SANITIZE, nncc.torch on CUDA
+# training step of the models named in SANITIZE (default: bert_small,
+# reformer_lsh, reversible_dilated_bert), nncc.torch on CUDA
 # (utils/device_torch_check.py: CPU vs CUDA module, AdamW, one-rank NCCL DDP)
 # and bench/gpu.py (nncc against PyTorch on the same GPU). It also prepares
 # OUT/memtable, bench/memory_table.py's GPU table (issue 9's Table 1 on the
-# GPU: --prepare-gpu, at the sequences MEMTABLE_SEQS, default 128,512, so
-# that OUT stays under the runner's limit) and OUT/memtable.sh, which runs
+# GPU: --prepare-gpu, at the sequences MEMTABLE_SEQS, default 128: the seed
+# configuration; each T costs about 20-30 minutes of compiling here) and OUT/memtable.sh, which runs
 # it as a call of its own.
 #
 #   bash utils/device_prep.sh OUT [model ...]     # default: every models/*.nn
@@ -73,13 +74,14 @@ find "$OUT/bench" \( -name '*.cpp' -o -name '*.cu' -o -name '*.o' -o -name '*.h'
 
 # The memory table on the GPU (bench/memory_table.py --prepare-gpu): every
 # model x sequence x budget library (xz, about 1 MB each) and the manifest;
-# inputs are drawn there. T 128 and 512 by default (MEMTABLE_SEQS=128,512,2048
-# adds rows: check the size printed below; MEMTABLE_SEQS=none skips it). The
-# slow part: bert_small's min-budget library, whose generated code is ten
-# times the default's (compiled once per T, cached in NNCC_TEST_CACHE).
+# inputs are drawn there. T 128 (the seed configuration) by default
+# (MEMTABLE_SEQS=128,512,2048 adds rows: check the size printed below;
+# MEMTABLE_SEQS=none skips it). The slow part, 20-30 minutes per T on 2
+# cores: bert_small's min-budget library, whose generated code is ten times
+# the default's (compiled once per T, cached in NNCC_TEST_CACHE).
 if [ "${MEMTABLE_SEQS:-}" != none ]; then
   NNCC="$NNCC" /usr/bin/python3 "$ROOT/bench/memory_table.py" --prepare-gpu "$OUT/memtable" \
-    --seqs "${MEMTABLE_SEQS:-128,512}" --target cuda >/dev/null ||
+    --seqs "${MEMTABLE_SEQS:-128}" --target cuda >/dev/null ||
     echo "device_prep: some memory-table configurations did not compile (their rows will say why)" >&2
   du -sh "$OUT/memtable" >&2
 fi
@@ -137,8 +139,9 @@ cat > "$OUT/run.sh" <<'EOS'
 # PyTorch on the same GPU) and nncc's per-launch device times there
 # (NNCC_PROFILE) and Nsight Compute's DRAM / SM throughput per kernel
 # (bench/ncu_summary.py), nncc.torch on CUDA, then compute-sanitizer over
-# the training step of $SANITIZE (default: the first two that train on
-# CUDA). Each stage is skipped, saying so, once less than its share of
+# the training step of $SANITIZE (default: bert_small, reformer_lsh and
+# reversible_dilated_bert where they train on CUDA, else the first two that
+# do). Each stage is skipped, saying so, once less than its share of
 # RUN_BUDGET_S (default 480 s) is left. Logs and bench.json go to $OUT
 # (the device runner's folder that comes back) when set. Exit status 1 if
 # anything failed.
@@ -232,7 +235,14 @@ if [ "$(left)" -gt 60 ] && python3 -c 'import torch' 2>/dev/null; then
     "$WORK/libgru_forecaster.so" || fails=$((fails + 1))
   tail -n 20 "$LOGS/torch.txt"
 fi
-SANITIZE="${SANITIZE:-${trainers[*]:0:2}}"
+# Default: the attention encoders that train on CUDA (the tile kernels,
+# forward and backward, dense, banded and LSH), else the first two trainers.
+if [ -z "${SANITIZE:-}" ]; then
+  for m in bert_small reformer_lsh reversible_dilated_bert; do
+    [[ " ${trainers[*]} " == *" $m "* ]] && SANITIZE="${SANITIZE:-} $m"
+  done
+  SANITIZE="${SANITIZE:-${trainers[*]:0:2}}"
+fi
 for m in $SANITIZE; do
   for tool in memcheck racecheck synccheck; do
     if [ "$(left)" -lt 45 ]; then
