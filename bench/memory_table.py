@@ -164,24 +164,8 @@ def worker(cfg):
         res["arena"], res["arena_peak"] = ctx.memory_stats()
         res["loss"] = float(np.asarray(ctx.output("loss")).reshape(-1)[0])
     else:
-        torch.manual_seed(1)
-        if is_electra(cfg["model"]):
-            from nncc_testing.electra import Electra
-            m = Electra(cfg["model"], S=max(SEED_S, T))
-            m.checkpoint = cfg["variant"] == "checkpoint"
-        else:
-            m = build_torch(max(SEED_S, T), cfg["variant"] == "checkpoint")
-        m.train()
         x = {k: torch.from_numpy(v) for k, v in inputs.items()}
-        opt = torch.optim.AdamW(m.parameters(), lr=5e-4, weight_decay=0.01)
-        last = [None]
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = m(*(x[k] for k in ("tokens", "segments", "replaced") if k in x))
-            loss.backward()
-            opt.step()
-            last[0] = loss.detach()
+        step, last = torch_train_step(cfg, T, x)
         base = benchrun.rss_now()
         ts = timed_steps(step, reps)
         res["loss"] = float(last[0])
@@ -190,6 +174,34 @@ def worker(cfg):
     res["rss_growth"] = max(0, res["maxrss"] - base)
     res["train"] = max(0, res["maxrss"] - rss_start)
     print(json.dumps(res))
+
+
+def torch_train_step(cfg, T, x, device=None):
+    """The torch side's training step on the inputs x (seed 1): BERT-small as
+    build_torch, or torch's ELECTRA for the electra_* rows, plain or with
+    per-layer checkpointing (cfg["variant"]), train mode, AdamW(5e-4, 0.01).
+    Returns step() and a one-item list that holds the last step's loss."""
+    import torch
+    torch.manual_seed(1)
+    if is_electra(cfg["model"]):
+        from nncc_testing.electra import Electra
+        m = Electra(cfg["model"], S=max(SEED_S, T))
+        m.checkpoint = cfg["variant"] == "checkpoint"
+    else:
+        m = build_torch(max(SEED_S, T), cfg["variant"] == "checkpoint")
+    if device is not None:
+        m = m.to(device)
+    m.train()
+    opt = torch.optim.AdamW(m.parameters(), lr=5e-4, weight_decay=0.01)
+    last = [None]
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = m(*(x[k] for k in ("tokens", "segments", "replaced") if k in x))
+        loss.backward()
+        opt.step()
+        last[0] = loss.detach()
+    return step, last
 
 
 def build_torch(S, checkpoint):
@@ -268,24 +280,7 @@ def gpu_worker(cfg):
             ctx.bind(_abi.BIND_INPUT, spec.name, t.data_ptr(), spec.dtype, tuple(t.shape))
         step = ctx.train_step
     else:
-        torch.manual_seed(1)
-        if is_electra(cfg["model"]):
-            from nncc_testing.electra import Electra
-            m = Electra(cfg["model"], S=max(SEED_S, T))
-            m.checkpoint = cfg["variant"] == "checkpoint"
-        else:
-            m = build_torch(max(SEED_S, T), cfg["variant"] == "checkpoint")
-        m = m.to(dev)
-        m.train()
-        opt = torch.optim.AdamW(m.parameters(), lr=5e-4, weight_decay=0.01)
-        last = [None]
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = m(*(x[k] for k in ("tokens", "segments", "replaced") if k in x))
-            loss.backward()
-            opt.step()
-            last[0] = loss.detach()
+        step, last = torch_train_step(cfg, T, x, dev)
     if cuda:  # CUDA events around each step on torch's stream, after a warm-up
         res["times"] = [ms / 1e3 for ms in cuda_time(step, max(1, reps))]
     else:

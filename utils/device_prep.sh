@@ -86,6 +86,31 @@ if [ "${MEMTABLE_SEQS:-}" != none ]; then
   du -sh "$OUT/memtable" >&2
 fi
 
+cat > "$OUT/device_env.sh" <<'EOS'
+# Sourced by run.sh and memtable.sh on the GPU machine (argument: the
+# script's name, for messages), with HERE, WORK and LOGS set: a fresh WORK
+# with the runtime and kernel libraries unpacked, the folders of cuBLAS and
+# cuBLASLt (which the model libraries link) on LD_LIBRARY_PATH, and the GPU
+# and the date into LOGS/gpu.txt.
+rm -rf "$WORK" && mkdir -p "$WORK/lib" "$LOGS"
+cp "$HERE"/lib/*.so* "$WORK/lib/" && xz -d "$WORK/lib/libopenblas.so.0.xz"
+# The folder of a CUDA library the model libraries link (ldconfig, else a search).
+cuda_lib_dir() {
+  local at
+  at=$(ldconfig -p | awk -v n="$1" '$1 == n { print $NF; exit }')
+  [ -n "$at" ] ||
+    at=$(find / \( -path /proc -o -path /sys \) -prune -o -name "$1" -print 2>/dev/null | head -1)
+  [ -n "$at" ] || { echo "$ENV_FOR: $1 not found" >&2; exit 1; }
+  dirname "$at"
+}
+ENV_FOR="$1"
+CUBLAS_DIR=$(cuda_lib_dir libcublas.so.13) || exit 1
+CUBLASLT_DIR=$(cuda_lib_dir libcublasLt.so.13) || exit 1
+export LD_LIBRARY_PATH="$WORK/lib:$CUBLAS_DIR:$CUBLASLT_DIR:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$LOGS/gpu.txt" || true
+date -u | tee -a "$LOGS/gpu.txt"
+EOS
+
 cat > "$OUT/memtable.sh" <<'EOS'
 #!/usr/bin/env bash
 # On the GPU machine, a device call of its own (after run.sh):
@@ -105,22 +130,7 @@ BUDGET="${RUN_BUDGET_S:-480}"
 T0=$SECONDS
 [ -f "$HERE/memtable/manifest.json" ] ||
   { echo "memtable.sh: no memtable/manifest.json (device_prep.sh with MEMTABLE_SEQS=none?)"; exit 1; }
-rm -rf "$WORK" && mkdir -p "$WORK/lib" "$LOGS"
-cp "$HERE"/lib/*.so* "$WORK/lib/" && xz -d "$WORK/lib/libopenblas.so.0.xz"
-# The folder of a CUDA library the model libraries link (ldconfig, else a search).
-cuda_lib_dir() {
-  local at
-  at=$(ldconfig -p | awk -v n="$1" '$1 == n { print $NF; exit }')
-  [ -n "$at" ] ||
-    at=$(find / \( -path /proc -o -path /sys \) -prune -o -name "$1" -print 2>/dev/null | head -1)
-  [ -n "$at" ] || { echo "memtable.sh: $1 not found" >&2; exit 1; }
-  dirname "$at"
-}
-CUBLAS_DIR=$(cuda_lib_dir libcublas.so.13) || exit 1
-CUBLASLT_DIR=$(cuda_lib_dir libcublasLt.so.13) || exit 1
-export LD_LIBRARY_PATH="$WORK/lib:$CUBLAS_DIR:$CUBLASLT_DIR:${LD_LIBRARY_PATH:-}"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$LOGS/gpu.txt" || true
-date -u | tee -a "$LOGS/gpu.txt"
+. "$HERE/device_env.sh" memtable.sh
 TMPDIR="$WORK" timeout $((BUDGET - (SECONDS - T0))) python3 "$HERE/../bench/memory_table.py" \
   --run-gpu "$HERE/memtable" -o "$LOGS" --budget-s $((BUDGET - 15 - (SECONDS - T0))) \
   2>&1 | tee "$LOGS/memtable.txt"
@@ -152,22 +162,7 @@ LOGS="${OUT:-$WORK/logs}"
 BUDGET="${RUN_BUDGET_S:-480}"
 T0=$SECONDS
 left() { echo $((BUDGET - (SECONDS - T0))); }
-rm -rf "$WORK" && mkdir -p "$WORK/lib" "$LOGS"
-cp "$HERE"/lib/*.so* "$WORK/lib/" && xz -d "$WORK/lib/libopenblas.so.0.xz"
-# The folder of a CUDA library the model libraries link (ldconfig, else a search).
-cuda_lib_dir() {
-  local at
-  at=$(ldconfig -p | awk -v n="$1" '$1 == n { print $NF; exit }')
-  [ -n "$at" ] ||
-    at=$(find / \( -path /proc -o -path /sys \) -prune -o -name "$1" -print 2>/dev/null | head -1)
-  [ -n "$at" ] || { echo "run.sh: $1 not found" >&2; exit 1; }
-  dirname "$at"
-}
-CUBLAS_DIR=$(cuda_lib_dir libcublas.so.13) || exit 1
-CUBLASLT_DIR=$(cuda_lib_dir libcublasLt.so.13) || exit 1
-export LD_LIBRARY_PATH="$WORK/lib:$CUBLAS_DIR:$CUBLASLT_DIR:${LD_LIBRARY_PATH:-}"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$LOGS/gpu.txt" || true
-date -u | tee -a "$LOGS/gpu.txt"
+. "$HERE/device_env.sh" run.sh
 fails=0
 trainers=()
 # run_logged NAME SECONDS CMD...: CMD under a timeout, output in $LOGS/NAME.

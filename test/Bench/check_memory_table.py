@@ -5,22 +5,9 @@ import os
 import subprocess
 import sys
 
+from check_common import expect, failed, finish, num, png_ok
+
 out, src = sys.argv[1], sys.argv[2]
-failed = []
-
-
-def expect(cond, what):
-    if not cond:
-        print("FAIL " + what)
-        failed.append(what)
-    return cond
-
-
-def num(r, k):
-    try:
-        return float(r[k])
-    except (KeyError, ValueError):
-        return None
 
 
 nncc = os.environ.get("NNCC", "nncc")
@@ -82,8 +69,5 @@ expect(got == sorted([("reversible_dilated_bert", "nncc", "1", t, "yes") for t i
 if not failed:
     print("fit rows ok: %d" % len(fit))
 
-with open(os.path.join(out, "memory_table.png"), "rb") as f:
-    if expect(f.read(8) == b"\x89PNG\r\n\x1a\n", "memory_table.png is a PNG"):
-        print("png ok")
-print("FAILED" if failed else "ALL PASSED")
-sys.exit(1 if failed else 0)
+png_ok(os.path.join(out, "memory_table.png"))
+finish()

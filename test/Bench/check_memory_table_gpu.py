@@ -16,21 +16,7 @@ sys.path.insert(0, os.path.join(src, "python"))
 import memory_table as mt  # noqa: E402
 import nncc.library as nl  # noqa: E402
 
-failed = []
-
-
-def expect(cond, what):
-    if not cond:
-        print("FAIL " + what)
-        failed.append(what)
-    return cond
-
-
-def num(r, k):
-    try:
-        return float(r[k])
-    except (KeyError, ValueError, TypeError):
-        return None
+from check_common import expect, failed, finish, num, png_ok  # noqa: E402
 
 
 nncc = os.environ.get("NNCC", "nncc")
@@ -117,8 +103,5 @@ expect(got == [("1.000", "1.250", "0.500"), ("1.500", "1.875", "0.400"), (None, 
 if not failed:
     print("ratios ok")
 
-with open(os.path.join(out, "memory_table_gpu.png"), "rb") as f:
-    if expect(f.read(8) == b"\x89PNG\r\n\x1a\n", "memory_table_gpu.png is a PNG"):
-        print("png ok")
-print("FAILED" if failed else "ALL PASSED")
-sys.exit(1 if failed else 0)
+png_ok(os.path.join(out, "memory_table_gpu.png"))
+finish()
