@@ -55,7 +55,16 @@ CASES = {
     "lstm_train": ("lstm_train.nn", "lstm_train", dict(B=32, T=128, E=256, H=256)),
     "gru_train": ("gru_train.nn", "gru_train", dict(B=32, T=128, E=256, H=256)),
     "bert_train": ("models/bert_small.nn", "bert_train", dict(B=64, T=128)),
+    # The attention core alone (no projections; bench/kernels/attention_core.cu
+    # over Attention.cuh) in fp32 and bf16 against SDPA / FlexAttention in the
+    # same precision: q, k, v [B, T, heads, dh].
+    "core_dense_f32": (None, "core", dict(B=1, T=4096, A=4, DH=64, dtype="float32")),
+    "core_dense_bf16": (None, "core", dict(B=1, T=4096, A=4, DH=64, dtype="bfloat16")),
+    "core_dense_bf16_b8": (None, "core", dict(B=8, T=512, A=4, DH=64, dtype="bfloat16")),
+    "core_dilated_bf16": (None, "core", dict(B=1, T=4096, A=4, DH=64, dtype="bfloat16",
+                                            W=64, DIL=2)),
 }
+CORE_LIB = "libnncc_bench_attention.so"
 PREFIX = {"lstm": "r.", "gru": "r.", "encoder": "enc."}
 # The H512 LSTM is bench/models/lstm.nn with E = H = 512.
 LSTM_H512 = open(os.path.join(HERE, "models", "lstm.nn")).read().replace("256", "512")
@@ -69,6 +78,9 @@ def prepare(d, only):
         nn_file, kind, s = CASES[name]
         cd = os.path.join(d, name)
         os.makedirs(cd, exist_ok=True)
+        if kind == "core":
+            prepare_core(d, cd, name, s)
+            continue
         src = os.path.join(ROOT, nn_file) if "/" in nn_file else os.path.join(HERE, "models", nn_file)
         if nn_file == "lstm_h512.nn":
             src = os.path.join(cd, "lstm_h512.nn")
@@ -87,6 +99,111 @@ def prepare(d, only):
         with open(os.path.join(cd, "case.json"), "w") as f:
             json.dump(dict(name=name, kind=kind, shape=s, flops=flops), f)
         print("prepared", name, file=sys.stderr)
+
+
+def core_pairs(s):
+    """(query, key) pairs the attention core computes per batch row and head:
+    all of them (dense) or the dilated band plus global token 0."""
+    T = s["T"]
+    if "W" not in s:
+        return T * T
+    half, dil = (s["W"] // 2) * s["DIL"], s["DIL"]
+    pairs = 0
+    for i in range(1, T):  # query 0 is global: all T keys
+        band = sum(1 for j in range(max(0, i - half), min(T, i + half + 1))
+                   if (i - j) % dil == 0)
+        pairs += band + (0 if (i % dil == 0 and i <= half) else 1)  # + key 0 unless in band
+    return pairs + T
+
+
+def prepare_core(d, cd, name, s):
+    """The attention-core library, built once for every core case."""
+    lib = os.path.join(d, CORE_LIB)
+    if not os.path.exists(lib):
+        subprocess.run(["nvcc", "-std=c++17", "-O3", "-arch=sm_90", "-shared", "-Xcompiler",
+                        "-fPIC", "-I" + os.path.join(ROOT, "runtime", "include"),
+                        os.path.join(HERE, "kernels", "attention_core.cu"), "-o", lib],
+                       check=True)
+    flops = 4 * s["B"] * s["A"] * s["DH"] * core_pairs(s)
+    with open(os.path.join(cd, "case.json"), "w") as f:
+        json.dump(dict(name=name, kind="core", shape=s, flops=flops), f)
+    print("prepared", name, file=sys.stderr)
+
+
+def run_core_case(cd, case, reps, nncc_only):
+    """The attention core: nncc's tile kernels (fp32 or bf16) on torch's
+    tensors and stream against SDPA (dense; dilated with the band as a
+    boolean mask) and FlexAttention (dilated), same precision."""
+    import ctypes
+    import torch
+    s = case["shape"]
+    B, T, A, DH = s["B"], s["T"], s["A"], s["DH"]
+    dtype = getattr(torch, s["dtype"])
+    dilated = "W" in s
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(cd), CORE_LIB))
+    lib.nncc_bench_attention.restype = ctypes.c_int
+    lib.nncc_bench_attention.argtypes = (
+        [ctypes.c_int] * 6 + [ctypes.c_void_p] * 3 + [ctypes.c_int64, ctypes.c_void_p,
+                                                      ctypes.c_int64, ctypes.c_int,
+                                                      ctypes.c_float, ctypes.c_int, ctypes.c_int,
+                                                      ctypes.c_void_p, ctypes.c_int,
+                                                      ctypes.c_void_p, ctypes.c_void_p])
+    lib.nncc_bench_attention_scratch.restype = ctypes.c_int64
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(B, T, A, DH, device=dev).to(dtype) for _ in range(3))
+    out = torch.empty(B, T, A, DH, device=dev, dtype=dtype)
+    scale = DH ** -0.5
+    globals_ = (ctypes.c_int32 * 1)(0)
+    scratch = torch.empty(lib.nncc_bench_attention_scratch(T, 1), dtype=torch.uint8, device=dev)
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def nncc_fwd():
+        rc = lib.nncc_bench_attention(
+            1 if dtype == torch.bfloat16 else 0, 1 if dilated else 0, B, T, A, DH,
+            q.data_ptr(), k.data_ptr(), v.data_ptr(), A * DH, out.data_ptr(), A * DH, 0, scale,
+            s.get("W", 0), s.get("DIL", 1), ctypes.cast(globals_, ctypes.c_void_p),
+            1 if dilated else 0, scratch.data_ptr(),
+            stream)
+        if rc != 0:
+            raise RuntimeError("nncc_bench_attention: cudaError %d" % rc)
+    timed = [("nncc", cuda_time(nncc_fwd, reps), {"y": out.clone()})]
+    if nncc_only:
+        return []
+    torch.backends.cuda.matmul.allow_tf32 = False
+    qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))  # [B, A, T, DH] views
+    results = []
+    mask = None
+    if dilated:
+        i = torch.arange(T, device=dev)[:, None]
+        j = torch.arange(T, device=dev)[None, :]
+        half, dil = (s["W"] // 2) * s["DIL"], s["DIL"]
+        mask = (((i - j).abs() <= half) & ((i - j) % dil == 0)) | (i == 0) | (j == 0)
+
+    def sdpa():
+        return torch.nn.functional.scaled_dot_product_attention(
+            qh, kh, vh, attn_mask=mask).transpose(1, 2)
+    with torch.no_grad():
+        results.append(("torch SDPA" + (" + mask" if dilated else ""), cuda_time(sdpa, reps),
+                        sdpa()))
+    if dilated:
+        try:
+            from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+            half, dil = (s["W"] // 2) * s["DIL"], s["DIL"]
+
+            def allowed(b, h, qi, ki):
+                dd = qi - ki
+                return ((dd <= half) & (dd >= -half) & (dd % dil == 0)) | (qi == 0) | (ki == 0)
+            bm = create_block_mask(allowed, None, None, T, T, device=dev)
+            flex = torch.compile(flex_attention)
+
+            def fx():
+                return flex(qh, kh, vh, block_mask=bm).transpose(1, 2)
+            with torch.no_grad():
+                results.append(("torch FlexAttention", cuda_time(fx, reps), fx()))
+        except ImportError:
+            pass
+    return result_rows(case, timed, results)
 
 
 def bert_train_flops(s):
@@ -202,6 +319,8 @@ def run_case(cd, reps, nncc_only=False):
     kind, s = case["kind"], case["shape"]
     if kind == "bert_train":
         return run_bert_train(cd, case, reps, nncc_only)
+    if kind == "core":
+        return run_core_case(cd, case, reps, nncc_only)
     train = kind.endswith("_train")
     dev = torch.device("cuda")
     # The same weights on both sides (torch's default init, seed 0; the

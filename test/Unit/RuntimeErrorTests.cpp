@@ -2,6 +2,8 @@
 
 #include "RuntimeTestUtil.h"
 
+#include "nncc/Kernels/Bf16.h"
+
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -83,6 +85,30 @@ TEST(Dtype, HalfAndBfloatConversions) {
   EXPECT_EQ(nncc_f32_to_bf16(1.00390625f), 0x3f80); // tie -> even
   EXPECT_EQ(nncc_f32_to_bf16(1.01171875f), 0x3f82); // tie -> even (up)
   EXPECT_TRUE(std::isnan(nncc_bf16_to_f32(nncc_f32_to_bf16(NAN))));
+}
+
+// The kernels' bf16_t conversions (nncc/Kernels/Bf16.h) are the runtime's,
+// bit for bit: every bf16 widens exactly, and floats round the same way
+// (every exponent, the rounding bits around ties, infinities, NaNs).
+TEST(Dtype, KernelBf16MatchesRuntime) {
+  using nncc::kernels::bf16_from_float;
+  using nncc::kernels::bf16_t;
+  using nncc::kernels::bf16_to_float;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float a = nncc_bf16_to_f32(static_cast<uint16_t>(h));
+    const float b = bf16_to_float(bf16_t{static_cast<uint16_t>(h)});
+    ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << std::hex << h;
+  }
+  const uint32_t lows[] = {0x0000, 0x0001, 0x7fff, 0x8000, 0x8001, 0xffff, 0x18000, 0x17fff};
+  for (uint32_t hi = 0; hi < 0x10000; ++hi)
+    for (uint32_t lo : lows) {
+      const uint32_t bits = (hi << 16) + lo;
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      ASSERT_EQ(bf16_from_float(f).bits, nncc_f32_to_bf16(f)) << std::hex << bits;
+    }
+  EXPECT_EQ(nncc::kernels::load_acc(bf16_t{0x3f80}), 1.0f);
+  EXPECT_EQ(nncc::kernels::store_acc<bf16_t>(-3.0f).bits, 0xc040);
 }
 
 TEST(CApi, HeadersWorkFromC99) {

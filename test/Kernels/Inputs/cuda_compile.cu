@@ -85,6 +85,23 @@ template <typename T> void instantiate(cudaStream_t s) {
 template void instantiate<float>(cudaStream_t);
 template void instantiate<double>(cudaStream_t);
 
+/// The bf16 attention forwards (attention_tile_bf16_kernel at every head
+/// size and mode; the global rows widened to fp32).
+void instantiateBf16Attention(cudaStream_t s) {
+  bf16_t *p = nullptr;
+  float *lse = nullptr;
+  const int32_t globals[1] = {0};
+  launch_flash_attention<bf16_t, 64>(2, 128, 4, p, p, p, 768, p, 256, nullptr, 1, 0.125f, lse, s);
+  launch_flash_attention_dyn<bf16_t>(48, 2, 128, 4, p, p, p, 576, p, 192, nullptr, 0, 0.125f,
+                                     lse, s);
+  launch_flash_attention_train<bf16_t>(64, 2, 128, 4, p, p, p, 768, p, 256, nullptr, 0, 0.125f,
+                                       lse, 0.1, 1, 2, s);
+  launch_dilated_attention_dyn<bf16_t>(24, 2, 128, 4, p, p, p, 288, p, 96, nullptr, 1, 0.2f, 8,
+                                       2, globals, 1, p, s);
+  launch_dilated_attention_train<bf16_t>(64, 2, 128, 4, p, p, p, 768, p, 256, nullptr, 0,
+                                         0.125f, 8, 2, globals, 1, lse, 0.1, 1, 2, p, s);
+}
+
 /// Copies of index tensors and masks.
 void instantiateCopies(cudaStream_t s) {
   CopyNd c{};

@@ -16,6 +16,7 @@
 #define NNCC_KERNELS_CUDA_ATTENTION_CUH
 
 #include "nncc/Kernels/AttentionMath.h"
+#include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/CUDA/Common.cuh"
 
 #include <algorithm>
@@ -321,11 +322,11 @@ __device__ __forceinline__ void attn_mma_tf32(float (&d)[4], const uint32_t (&a)
 
 /// Stage `R` rows of a head into shared memory (row stride LD): row rr comes
 /// from src + row(rr) * ld_in (row(rr) < 0: zeros), columns >= dh are zero;
-/// times `mul`, rounded to tf32 when Tf32. `vec`: 16-byte global loads are
-/// aligned (launcher-checked).
+/// times `mul` (bf16: in fp32, rounded back), rounded to tf32 when Tf32.
+/// `vec`: 16-byte global loads are aligned (launcher-checked).
 template <typename T, int DH, int R, int LD, int NT, bool Tf32 = false, typename RowOf>
 __device__ __forceinline__ void attn_stage_rows(T *dst, const T *src, int64_t ld_in, int dh,
-                                                bool vec, T mul, RowOf rowOf) {
+                                                bool vec, acc_t<T> mul, RowOf rowOf) {
   constexpr int VW = 16 / (int)sizeof(T), CPR = DH / VW; // 16-byte chunks per row
   for (int e = threadIdx.x; e < R * CPR; e += NT) {
     const int rr = e / CPR, d0 = (e % CPR) * VW;
@@ -336,16 +337,97 @@ __device__ __forceinline__ void attn_stage_rows(T *dst, const T *src, int64_t ld
     } else {
 #pragma unroll
       for (int u = 0; u < VW; ++u)
-        x.e[u] = row >= 0 && d0 + u < dh ? src[(int64_t)row * ld_in + d0 + u] : T(0);
+        x.e[u] = row >= 0 && d0 + u < dh ? src[(int64_t)row * ld_in + d0 + u] : T{};
     }
 #pragma unroll
     for (int u = 0; u < VW; ++u) {
-      x.e[u] *= mul;
+      if constexpr (is_bf16_v<T>) {
+        if (mul != 1.f)
+          x.e[u] = bf16_from_float(bf16_to_float(x.e[u]) * mul);
+      } else {
+        x.e[u] *= mul;
+      }
       if constexpr (Tf32)
         x.e[u] = __uint_as_float(attn_to_tf32(x.e[u]));
     }
     *reinterpret_cast<AttnVec<T> *>(dst + rr * LD + d0) = x;
   }
+}
+
+/// attn_stage_rows transposed, for 16-bit T: element (rr, d) of the R rows
+/// goes to dstT[d * LDT + rr] (DH rows of stride LDT; columns >= dh and rows
+/// with row(rr) < 0 zero). Consecutive lanes take consecutive rows of one
+/// 16-byte column group, so the 16-bit shared stores of a warp fill whole
+/// banks without conflicts.
+template <typename T, int DH, int R, int LDT, int NT, typename RowOf>
+__device__ __forceinline__ void attn_stage_rows_transposed(T *dstT, const T *src, int64_t ld_in,
+                                                           int dh, bool vec, RowOf rowOf) {
+  static_assert(sizeof(T) == 2, "16-bit elements");
+  constexpr int VW = 8, CPR = DH / VW;
+  for (int e = threadIdx.x; e < R * CPR; e += NT) {
+    const int rr = e % R, d0 = (e / R) * VW;
+    const int row = rowOf(rr);
+    AttnVec<T> x;
+    if (row >= 0 && vec && d0 < dh) {
+      x = attn_ld16(src + (int64_t)row * ld_in + d0);
+    } else {
+#pragma unroll
+      for (int u = 0; u < VW; ++u)
+        x.e[u] = row >= 0 && d0 + u < dh ? src[(int64_t)row * ld_in + d0 + u] : T{};
+    }
+#pragma unroll
+    for (int u = 0; u < VW; ++u)
+      dstT[(d0 + u) * LDT + rr] = x.e[u];
+  }
+}
+
+/// Two floats as a bf16 pair (lo in the low half, as mma fragments want
+/// consecutive columns), rounded to nearest even.
+__device__ __forceinline__ uint32_t attn_pack_bf16x2(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return (uint32_t)bf16_from_float(lo).bits | ((uint32_t)bf16_from_float(hi).bits << 16);
+#endif
+}
+
+/// Two consecutive bf16 of shared memory (4-byte aligned) as one register.
+__device__ __forceinline__ uint32_t attn_ld_bf16x2(const bf16_t *p) {
+  return *reinterpret_cast<const uint32_t *>(p);
+}
+
+/// d += A B for one m16n8k16 BF16 tensor-core tile, fp32 accumulation, in
+/// PTX's fragment layout (g = lane / 4, t = lane % 4; each register holds
+/// two bf16, the lower column or row in the low half): a = A[g][2t..2t+1],
+/// A[g+8][2t..2t+1], A[g][2t+8..2t+9], A[g+8][2t+8..2t+9]; b = B[2t..2t+1][g],
+/// B[2t+8..2t+9][g]; d as attn_mma_tf32. Without the instruction the same
+/// product by warp shuffles (bf16 products are exact in fp32).
+__device__ __forceinline__ void attn_mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                              uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  auto half = [](uint32_t x, int hi) { return bf16_bits_float(hi ? x & 0xffff0000u : x << 16); };
+#pragma unroll
+  for (int kk = 0; kk < 16; ++kk) {
+    const bool hi = kk >= 8;
+    const int kl = kk & 7, src = kl >> 1, h = kl & 1;
+    const float aLo = half(__shfl_sync(0xffffffffu, hi ? a[2] : a[0], g * 4 + src), h);
+    const float aHi = half(__shfl_sync(0xffffffffu, hi ? a[3] : a[1], g * 4 + src), h);
+    const float bE = half(__shfl_sync(0xffffffffu, hi ? b1 : b0, 8 * t + src), h);
+    const float bO = half(__shfl_sync(0xffffffffu, hi ? b1 : b0, 8 * t + 4 + src), h);
+    d[0] += aLo * bE;
+    d[1] += aLo * bO;
+    d[2] += aHi * bE;
+    d[3] += aHi * bO;
+  }
+#endif
 }
 
 /// Register micro-tiles of the tile kernels (128 threads): warp w owns the
@@ -894,16 +976,205 @@ __global__ void __launch_bounds__(128)
   }
 }
 
+/// Tile shape of the BF16 kernel: 64 queries (4 warps of 16 rows) per CTA,
+/// 64 keys per tile. Q is staged once in the K buffer (then held as A
+/// fragments), K rows padded to DH + 8 and V staged transposed (one row of
+/// BK + 8 per head column), so every fragment's 32-bit shared load of a
+/// warp hits 32 distinct banks.
+template <int DH> struct AttnTileBf16 {
+  static_assert(DH == 32 || DH == 64 || DH == 128, "tile kernel head sizes");
+  static constexpr int BQ = 64, BK = 64, NT = 128;
+  static constexpr int LDK = DH + 8, LDV = BK + 8;
+  static constexpr size_t smem_bytes =
+      sizeof(bf16_t) * (size_t)(BK * LDK + DH * LDV) + sizeof(int) * BK;
+  static_assert(BQ == BK, "Q is staged in the K buffer");
+};
+
+/// attention_tile_fwd_kernel for bf16 q, k, v and output on BF16 tensor
+/// cores: m16n8k16 mma with fp32 accumulation for QK^T (DH/16 x BK/8 per
+/// warp and tile) and P.V (BK/16 x DH/8), the scale, masks, online softmax,
+/// dropout and log-sum-exp (fp32) in registers. A thread owns rows g, g + 8
+/// (g = lane / 4) and columns 8n + 2t, 8n + 2t + 1 (t = lane % 4) of S and O;
+/// S's accumulators become P's A fragments directly (FlashAttention-2's
+/// register reuse), rounded to bf16 after dropout. The softmax statistics
+/// use the unrounded weights. Same grid, schedule and outputs as the fp32
+/// kernel; dropout masks are the CPU's counters.
+template <int DH, int Mode, bool Exact>
+__global__ void __launch_bounds__(128)
+    attention_tile_bf16_kernel(int Tn, const bf16_t *__restrict__ q,
+                               const bf16_t *__restrict__ k, const bf16_t *__restrict__ v,
+                               int64_t ld_in, bf16_t *out, int64_t ld_out, const uint8_t *kpm,
+                               int causal, float scale, float *lse, int dh_rt, int vec,
+                               int window, int dilation, const uint8_t *is_global,
+                               const int32_t *globals, int n_global,
+                               AttentionDropout<float> drop) {
+  using C = AttnTileBf16<DH>;
+  constexpr int BQ = C::BQ, BK = C::BK, NT = C::NT, LDK = C::LDK, LDV = C::LDV;
+  constexpr int NS = BK / 8, KD = DH / 16, ND = DH / 8;
+  extern __shared__ __align__(16) unsigned char nncc_attn_bf16_smem[];
+  bf16_t *Ks = reinterpret_cast<bf16_t *>(nncc_attn_bf16_smem); // [BK][LDK]; first Q
+  bf16_t *Vt = Ks + BK * LDK;                                    // [DH][LDV]
+  int *kadm = reinterpret_cast<int *>(Vt + DH * LDV);            // [BK] key or -1
+
+  const int dh = Exact ? DH : dh_rt;
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int row0 = warp * 16 + g; // and row0 + 8
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  AttnTileSchedule<Mode, BQ, BK> S;
+  if (!S.init(Tn, causal, window, dilation, globals, n_global)) // CTA-uniform
+    return;
+
+  const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  attn_stage_rows<bf16_t, DH, BQ, LDK, NT>(Ks, q + headOff, ld_in, dh, vec != 0, 1.f,
+                                           [&](int t) { return t < S.nq ? S.row(t) : -1; });
+  __syncthreads();
+  uint32_t qa[KD][4]; // Q's A fragments, all of the head
+#pragma unroll
+  for (int kd = 0; kd < KD; ++kd) {
+    const bf16_t *q0 = Ks + row0 * LDK + 16 * kd + 2 * t4;
+    qa[kd][0] = attn_ld_bf16x2(q0);
+    qa[kd][1] = attn_ld_bf16x2(q0 + 8 * LDK);
+    qa[kd][2] = attn_ld_bf16x2(q0 + 8);
+    qa[kd][3] = attn_ld_bf16x2(q0 + 8 * LDK + 8);
+  }
+  __syncthreads(); // the first K tile overwrites Q
+  const int qi[2] = {S.row(row0), S.row(row0 + 8)};
+  const uint64_t rowCounter[2] = {(uint64_t)((((int64_t)b * H + h) * Tn + qi[0]) * (int64_t)Tn),
+                                  (uint64_t)((((int64_t)b * H + h) * Tn + qi[1]) * (int64_t)Tn)};
+  float mrow[2] = {neg_big<float>(), neg_big<float>()}, lrow[2] = {0.f, 0.f};
+  float oacc[ND][4];
+#pragma unroll
+  for (int n = 0; n < ND; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      oacc[n][e] = 0.f;
+
+  for (int tile = 0; tile < S.nTiles; ++tile) {
+    const bool gTile = S.globalTile(tile);
+    auto rowOf = [&](int jj) { return S.col(tile, jj); };
+    attn_stage_rows<bf16_t, DH, BK, LDK, NT>(Ks, k + headOff, ld_in, dh, vec != 0, 1.f, rowOf);
+    attn_stage_rows_transposed<bf16_t, DH, BK, LDV, NT>(Vt, v + headOff, ld_in, dh, vec != 0,
+                                                        rowOf);
+    for (int jj = threadIdx.x; jj < BK; jj += NT) {
+      const int j = S.col(tile, jj);
+      kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
+    }
+    __syncthreads();
+
+    float sacc[NS][4];
+#pragma unroll
+    for (int n = 0; n < NS; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        sacc[n][e] = 0.f;
+#pragma unroll
+    for (int kd = 0; kd < KD; ++kd) {
+      if (!Exact && 16 * kd >= dh)
+        break;
+#pragma unroll
+      for (int n = 0; n < NS; ++n) {
+        const bf16_t *k0 = Ks + (8 * n + g) * LDK + 16 * kd + 2 * t4;
+        attn_mma_bf16(sacc[n], qa[kd], attn_ld_bf16x2(k0), attn_ld_bf16x2(k0 + 8));
+      }
+    }
+
+    // Scale, masks, online softmax (rows row0 and row0 + 8); the weights
+    // stay in sacc, dropped out after the statistics.
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      float tmax = neg_big<float>();
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float &sv = sacc[n][2 * hr + e];
+          sv = S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile) ? sv * scale : neg_big<float>();
+          tmax = sv > tmax ? sv : tmax;
+        }
+#pragma unroll
+      for (int x = 1; x < 4; x <<= 1) {
+        const float o = __shfl_xor_sync(0xffffffffu, tmax, x);
+        tmax = o > tmax ? o : tmax;
+      }
+      const float mnew = tmax > mrow[hr] ? tmax : mrow[hr];
+      const float alpha = nexp(mrow[hr] - mnew);
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < NS; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float &sv = sacc[n][2 * hr + e];
+          const float p = sv <= neg_big<float>() ? 0.f : nexp(sv - mnew);
+          sum += p;
+          sv = p != 0.f && drop.on()
+                   ? p * drop.mult(rowCounter[hr] + (uint64_t)kadm[8 * n + 2 * t4 + e])
+                   : p;
+        }
+      lrow[hr] = lrow[hr] * alpha + sum;
+      mrow[hr] = mnew;
+#pragma unroll
+      for (int n = 0; n < ND; ++n) {
+        oacc[n][2 * hr] *= alpha;
+        oacc[n][2 * hr + 1] *= alpha;
+      }
+    }
+
+    // O += P V: key tiles 2 ks and 2 ks + 1 of S are the A fragment of k-step ks.
+#pragma unroll
+    for (int ks = 0; ks < NS / 2; ++ks) {
+      const uint32_t pa[4] = {attn_pack_bf16x2(sacc[2 * ks][0], sacc[2 * ks][1]),
+                              attn_pack_bf16x2(sacc[2 * ks][2], sacc[2 * ks][3]),
+                              attn_pack_bf16x2(sacc[2 * ks + 1][0], sacc[2 * ks + 1][1]),
+                              attn_pack_bf16x2(sacc[2 * ks + 1][2], sacc[2 * ks + 1][3])};
+#pragma unroll
+      for (int n = 0; n < ND; ++n) {
+        if (!Exact && 8 * n >= dh)
+          break;
+        const bf16_t *v0 = Vt + (8 * n + g) * LDV + 16 * ks + 2 * t4;
+        attn_mma_bf16(oacc[n], pa, attn_ld_bf16x2(v0), attn_ld_bf16x2(v0 + 8));
+      }
+    }
+    __syncthreads(); // before the next tile overwrites Ks, Vt, kadm
+  }
+
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    float l = lrow[hr];
+#pragma unroll
+    for (int x = 1; x < 4; x <<= 1)
+      l += __shfl_xor_sync(0xffffffffu, l, x);
+    const int t = row0 + 8 * hr, i = qi[hr];
+    if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
+      continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    bf16_t *orow = out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
+#pragma unroll
+    for (int n = 0; n < ND; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = 8 * n + 2 * t4 + e;
+        if (Exact || col < dh)
+          orow[col] = bf16_from_float(oacc[n][2 * hr + e] * inv);
+      }
+    if (lse && t4 == 0)
+      lse[((int64_t)b * H + h) * Tn + i] = l > 0.f ? mrow[hr] + nlog(l) : neg_big<float>();
+  }
+}
+
 /// The rows of the global queries of dilated attention (every admissible
 /// key). grid = (n_global, H, B), block = 256, keys in tiles of 256: thread
 /// t scores key j0 + t, the block reduces the tile max (the online softmax
 /// state is block-uniform), and in P.V thread t owns column t % DH and every
 /// (256 / DH)-th key of the tile, so V rows are read coalesced. Exact /
-/// dh_rt as attention_tile_fwd_kernel (DH = 32, 64, 128).
-template <typename T, int DH, bool Exact>
+/// dh_rt as attention_tile_fwd_kernel (DH = 32, 64, 128). S: the element
+/// type of q, k, v and out (bf16_t with T = float: widened when read,
+/// rounded when stored).
+template <typename T, int DH, bool Exact, typename S = T>
 __global__ void __launch_bounds__(256)
-    attention_global_rows_kernel(int Tn, const T *__restrict__ q, const T *__restrict__ k,
-                                 const T *__restrict__ v, int64_t ld_in, T *out, int64_t ld_out,
+    attention_global_rows_kernel(int Tn, const S *__restrict__ q, const S *__restrict__ k,
+                                 const S *__restrict__ v, int64_t ld_in, S *out, int64_t ld_out,
                                  const uint8_t *kpm, int causal, T scale, T *lse, int dh_rt,
                                  const int32_t *globals, AttentionDropout<T> drop) {
   constexpr int NT = 256, NW = NT / 32, NKG = NT / DH;
@@ -920,7 +1191,7 @@ __global__ void __launch_bounds__(256)
   const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
   const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
   for (int x = threadIdx.x; x < DH; x += NT)
-    qs[x] = x < dh ? q[headOff + (int64_t)i * ld_in + x] * scale : T(0);
+    qs[x] = x < dh ? load_acc(q[headOff + (int64_t)i * ld_in + x]) * scale : T(0);
   __syncthreads();
 
   T m = neg_big<T>(), lpart = T(0), acc = T(0);
@@ -928,13 +1199,13 @@ __global__ void __launch_bounds__(256)
     const int j = j0 + threadIdx.x;
     T s = neg_big<T>();
     if (j < Tn && key_admissible(i, j, causal != 0, kpmRow)) {
-      const T *kr = k + headOff + (int64_t)j * ld_in;
+      const S *kr = k + headOff + (int64_t)j * ld_in;
       s = T(0);
 #pragma unroll 8
       for (int x = 0; x < DH; ++x) {
         if (!Exact && x >= dh)
           break;
-        s += qs[x] * kr[x];
+        s += qs[x] * load_acc(kr[x]);
       }
     }
     T tmax = s;
@@ -962,7 +1233,7 @@ __global__ void __launch_bounds__(256)
       for (int jj = kg; jj < nk; jj += NKG) {
         const T pj = ps[jj];
         if (pj != T(0))
-          acc += pj * v[headOff + (int64_t)(j0 + jj) * ld_in + d];
+          acc += pj * load_acc(v[headOff + (int64_t)(j0 + jj) * ld_in + d]);
       }
     }
     __syncthreads(); // ps and red are rewritten by the next tile
@@ -985,7 +1256,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int g = 0; g < NKG; ++g)
       a += ps[g * DH + threadIdx.x];
-    out[((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh + threadIdx.x] = a * inv;
+    out[((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh + threadIdx.x] = store_acc<S>(a * inv);
   }
   if (lse && threadIdx.x == 0)
     lse[((int64_t)b * H + h) * Tn + i] = L > T(0) ? m + nlog(L) : neg_big<T>();
@@ -1006,38 +1277,34 @@ inline bool attention_tf32_allowed() {
   return e && *e && strcmp(e, "0") != 0;
 }
 
-/// Launch the tile kernel <T, DH, Mode, Exact> on `grid`: the TF32 one for
-/// fp32 when attention_tf32_allowed(), else attention_tile_fwd_kernel.
+/// Launch the tile kernel <T, DH, Mode, Exact> on `grid`: the BF16 one for
+/// bf16_t, the TF32 one for fp32 when attention_tf32_allowed(), else
+/// attention_tile_fwd_kernel.
 template <typename T, int DH, int Mode, bool Exact>
 inline cudaError_t attn_tile_launch(dim3 grid, int Tn, const T *q, const T *k, const T *v,
                                     int64_t ld_in, T *out, int64_t ld_out, const uint8_t *kpm,
-                                    int causal, T scale, T *lse, int dh, int window,
+                                    int causal, acc_t<T> scale, acc_t<T> *lse, int dh, int window,
                                     int dilation, const DilatedGlobals &g,
-                                    const AttentionDropout<T> &drop, cudaStream_t stream) {
+                                    const AttentionDropout<acc_t<T>> &drop, cudaStream_t stream) {
   const int vec = attn_vec_loads(q, k, v, ld_in, dh) ? 1 : 0;
-  cudaError_t e;
-  if constexpr (std::is_same_v<T, float>) {
-    if (attention_tf32_allowed()) {
-      auto kern = attention_tile_tf32_kernel<DH, Mode, Exact>;
-      constexpr size_t smem = AttnTileTf32<DH>::smem_bytes;
-      if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)smem)) != cudaSuccess)
-        return e;
-      kern<<<grid, AttnTile<T, DH>::NT, smem, stream>>>(
-          Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh, vec, window, dilation,
-          g.is_global, g.list, g.n, drop);
-      return cudaGetLastError();
-    }
+  auto launch = [&](auto kern, size_t smem) -> cudaError_t {
+    cudaError_t e =
+        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess)
+      return e;
+    kern<<<grid, 128, smem, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse,
+                                      dh, vec, window, dilation, g.is_global, g.list, g.n, drop);
+    return cudaGetLastError();
+  };
+  static_assert(AttnTile<acc_t<T>, DH>::NT == 128 && AttnTileBf16<DH>::NT == 128, "128-thread CTAs");
+  if constexpr (is_bf16_v<T>) {
+    return launch(attention_tile_bf16_kernel<DH, Mode, Exact>, AttnTileBf16<DH>::smem_bytes);
+  } else {
+    if constexpr (std::is_same_v<T, float>)
+      if (attention_tf32_allowed())
+        return launch(attention_tile_tf32_kernel<DH, Mode, Exact>, AttnTileTf32<DH>::smem_bytes);
+    return launch(attention_tile_fwd_kernel<T, DH, Mode, Exact>, AttnTile<T, DH>::smem_bytes);
   }
-  auto kern = attention_tile_fwd_kernel<T, DH, Mode, Exact>;
-  constexpr size_t smem = AttnTile<T, DH>::smem_bytes;
-  if ((e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)smem)) != cudaSuccess)
-    return e;
-  kern<<<grid, AttnTile<T, DH>::NT, smem, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm,
-                                                    causal, scale, lse, dh, vec, window,
-                                                    dilation, g.is_global, g.list, g.n, drop);
-  return cudaGetLastError();
 }
 
 /// Runs run(std::integral_constant<int, DH>, std::bool_constant<Exact>) for
@@ -1071,9 +1338,9 @@ template <int DHS, typename Run> inline cudaError_t attn_tile_dispatch(int dh, R
 template <typename T, int DHS, int Mode>
 inline cudaError_t attn_tile_forward(int dh, dim3 grid, int Tn, const T *q, const T *k,
                                      const T *v, int64_t ld_in, T *out, int64_t ld_out,
-                                     const uint8_t *kpm, int causal, T scale, T *lse,
+                                     const uint8_t *kpm, int causal, acc_t<T> scale, acc_t<T> *lse,
                                      int window, int dilation, const DilatedGlobals &g,
-                                     const AttentionDropout<T> &drop, cudaStream_t stream) {
+                                     const AttentionDropout<acc_t<T>> &drop, cudaStream_t stream) {
   auto run = [&](auto dhTag, auto exactTag) -> cudaError_t {
     constexpr int DH = decltype(dhTag)::value;
     constexpr bool Exact = decltype(exactTag)::value;
@@ -1083,7 +1350,8 @@ inline cudaError_t attn_tile_forward(int dh, dim3 grid, int Tn, const T *q, cons
     if constexpr (Mode == kAttnTileBand) {
       if (e != cudaSuccess || g.n == 0)
         return e;
-      attention_global_rows_kernel<T, DH, Exact><<<dim3(g.n, grid.y, grid.z), 256, 0, stream>>>(
+      attention_global_rows_kernel<acc_t<T>, DH, Exact, T>
+          <<<dim3(g.n, grid.y, grid.z), 256, 0, stream>>>(
           Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh, g.list, drop);
       return cudaGetLastError();
     }
@@ -1104,7 +1372,7 @@ inline cudaError_t launch_flash_attention(int B, int Tn, int H, const T *q,
                                           const T *k, const T *v,
                                           int64_t ld_in, T *out,
                                           int64_t ld_out, const uint8_t *kpm,
-                                          int causal, T scale, T *lse,
+                                          int causal, acc_t<T> scale, acc_t<T> *lse,
                                           cudaStream_t stream = 0) {
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
@@ -1113,8 +1381,10 @@ inline cudaError_t launch_flash_attention(int B, int Tn, int H, const T *q,
   if constexpr (DH <= kMaxTileHeadDim) {
     return attn_tile_forward<T, DH, kAttnTileDense>(DH, grid, Tn, q, k, v, ld_in, out, ld_out,
                                                     kpm, causal, scale, lse, 0, 1,
-                                                    DilatedGlobals(), AttentionDropout<T>(),
+                                                    DilatedGlobals(), AttentionDropout<acc_t<T>>(),
                                                     stream);
+  } else if constexpr (is_bf16_v<T>) { // bf16: the tile kernels' head sizes only
+    return cudaErrorInvalidValue;
   } else {
     flash_attention_fwd_kernel<T, DH, BQ, attn_tile_keys<T, DH>()><<<grid, BQ, 0, stream>>>(
         Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse);
@@ -1131,7 +1401,7 @@ template <typename T, int DHS = 0>
 inline cudaError_t flash_attention_forward(int dh, int B, int Tn, int H, const T *q,
                                            const T *k, const T *v, int64_t ld_in, T *out,
                                            int64_t ld_out, const uint8_t *kpm, int causal,
-                                           T scale, T *lse, const AttentionDropout<T> &drop,
+                                           acc_t<T> scale, acc_t<T> *lse, const AttentionDropout<acc_t<T>> &drop,
                                            cudaStream_t stream) {
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
@@ -1145,7 +1415,7 @@ inline cudaError_t flash_attention_forward(int dh, int B, int Tn, int H, const T
     return attn_tile_forward<T, DHS, kAttnTileDense>(dh, grid, Tn, q, k, v, ld_in, out, ld_out,
                                                      kpm, causal, scale, lse, 0, 1,
                                                      DilatedGlobals(), drop, stream);
-  if constexpr (DHS == 0) {
+  if constexpr (DHS == 0 && !is_bf16_v<T>) {
     flash_attention_fwd_kernel<T, kMaxHeadDim, BQ, attn_tile_keys<T, kMaxHeadDim>(), false>
         <<<grid, BQ, 0, stream>>>(Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh,
                                   drop);
@@ -1161,10 +1431,10 @@ template <typename T>
 inline cudaError_t launch_flash_attention_dyn(int dh, int B, int Tn, int H,
                                               const T *q, const T *k, const T *v,
                                               int64_t ld_in, T *out, int64_t ld_out,
-                                              const uint8_t *kpm, int causal, T scale,
-                                              T *lse, cudaStream_t stream = 0) {
+                                              const uint8_t *kpm, int causal, acc_t<T> scale,
+                                              acc_t<T> *lse, cudaStream_t stream = 0) {
   return flash_attention_forward<T, 0>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm, causal,
-                                       scale, lse, AttentionDropout<T>(), stream);
+                                       scale, lse, AttentionDropout<acc_t<T>>(), stream);
 }
 
 /// Training forward of nnk.flash_attention: attention dropout with rate
@@ -1175,13 +1445,13 @@ template <typename T, int DHS = 0>
 inline cudaError_t launch_flash_attention_train(int dh, int B, int Tn, int H, const T *q,
                                                 const T *k, const T *v, int64_t ld_in, T *out,
                                                 int64_t ld_out, const uint8_t *kpm, int causal,
-                                                T scale, T *lse, double dropout, uint64_t seed,
+                                                acc_t<T> scale, acc_t<T> *lse, double dropout, uint64_t seed,
                                                 uint64_t offset, cudaStream_t stream = 0) {
   if (!attention_dropout_valid(dropout))
     return cudaErrorInvalidValue;
   return flash_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm, causal,
                                          scale, lse,
-                                         attention_dropout_of<T>(dropout, seed, offset), stream);
+                                         attention_dropout_of<acc_t<T>>(dropout, seed, offset), stream);
 }
 
 /// is_global[t] = 1 for t in globals (sorted, unique, < T), else 0.
@@ -1252,23 +1522,23 @@ template <typename T, int DHS = 0>
 inline cudaError_t dilated_attention_forward(int dh, int B, int Tn, int H, const T *q,
                                              const T *k, const T *v, int64_t ld_in, T *out,
                                              int64_t ld_out, const uint8_t *kpm, int causal,
-                                             T scale, int window, int dilation,
-                                             const DilatedGlobals &g, T *lse,
-                                             const AttentionDropout<T> &drop,
+                                             acc_t<T> scale, int window, int dilation,
+                                             const DilatedGlobals &g, acc_t<T> *lse,
+                                             const AttentionDropout<acc_t<T>> &drop,
                                              cudaStream_t stream) {
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
   if ((DHS != 0 && dh != DHS) || dh <= 0 || dh > kMaxHeadDim || dilation < 1)
     return cudaErrorInvalidValue;
   if (dh <= kMaxTileHeadDim) {
-    constexpr int BQ = AttnTile<T, 32>::BQ;
+    constexpr int BQ = AttnTile<acc_t<T>, 32>::BQ;
     const int perClass = ((Tn + dilation - 1) / dilation + BQ - 1) / BQ;
     dim3 grid(std::min(dilation, Tn) * perClass, H, B); // classes r >= T are empty
     return attn_tile_forward<T, DHS, kAttnTileBand>(dh, grid, Tn, q, k, v, ld_in, out, ld_out,
                                                     kpm, causal, scale, lse, window, dilation,
                                                     g, drop, stream);
   }
-  if constexpr (DHS == 0) {
+  if constexpr (DHS == 0 && !is_bf16_v<T>) {
     dim3 grid((Tn + 127) / 128, H, B);
     dilated_attention_fwd_kernel<T, kMaxHeadDim, false><<<grid, 128, 0, stream>>>(
         Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, window, dilation, g.is_global,
@@ -1287,7 +1557,7 @@ inline cudaError_t dilated_attention_forward(int dh, int B, int Tn, int H, const
 template <typename T, int DHS = 0>
 inline cudaError_t launch_dilated_attention_dyn(
     int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
-    T *out, int64_t ld_out, const uint8_t *kpm, int causal, T scale, int window,
+    T *out, int64_t ld_out, const uint8_t *kpm, int causal, acc_t<T> scale, int window,
     int dilation, const int32_t *host_globals, int n_host_globals, void *scratch,
     cudaStream_t stream = 0) {
   if (B <= 0 || Tn <= 0)
@@ -1297,8 +1567,8 @@ inline cudaError_t launch_dilated_attention_dyn(
   if (e != cudaSuccess)
     return e;
   return dilated_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm,
-                                           causal, scale, window, dilation, g, (T *)nullptr,
-                                           AttentionDropout<T>(), stream);
+                                           causal, scale, window, dilation, g, (acc_t<T> *)nullptr,
+                                           AttentionDropout<acc_t<T>>(), stream);
 }
 
 /// Training forward of nnk.banded_attention: launch_dilated_attention_dyn
@@ -1308,8 +1578,8 @@ inline cudaError_t launch_dilated_attention_dyn(
 template <typename T, int DHS = 0>
 inline cudaError_t launch_dilated_attention_train(
     int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in, T *out,
-    int64_t ld_out, const uint8_t *kpm, int causal, T scale, int window, int dilation,
-    const int32_t *host_globals, int n_host_globals, T *lse, double dropout, uint64_t seed,
+    int64_t ld_out, const uint8_t *kpm, int causal, acc_t<T> scale, int window, int dilation,
+    const int32_t *host_globals, int n_host_globals, acc_t<T> *lse, double dropout, uint64_t seed,
     uint64_t offset, void *scratch, cudaStream_t stream = 0) {
   if (!attention_dropout_valid(dropout) || window < 1 || dilation < 1)
     return cudaErrorInvalidValue;
@@ -1321,7 +1591,7 @@ inline cudaError_t launch_dilated_attention_train(
     return e;
   return dilated_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm,
                                            causal, scale, window, dilation, g, lse,
-                                           attention_dropout_of<T>(dropout, seed, offset),
+                                           attention_dropout_of<acc_t<T>>(dropout, seed, offset),
                                            stream);
 }
 
