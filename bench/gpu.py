@@ -26,7 +26,10 @@ ways: as built ("nncc", NNCC_CUDA_RNN=auto), and with the kernel forced
 per-batch-row scan kernel; docs/cuda.md); a forced kernel that cannot run
 for the shape is reported and skipped. The encoder layer and BERT-small
 also run as "nncc cublas" (NNCC_CUDA_GEMM=cublas: every GEMM epilogue as a
-separate kernel after cuBLAS instead of fused into cuBLASLt).
+separate kernel after cuBLAS instead of fused into cuBLASLt). The core_*
+cases time the attention kernels alone (bench/kernels/attention_core.cu,
+no projections) in fp32 and bf16 against SDPA (and FlexAttention for the
+dilated band) in the same precision.
 
 Written without a GPU: it has not run yet (docs/cuda.md)."""
 import argparse

@@ -36,7 +36,11 @@ NNCC_HD nncc_philox_u32x4 philox_mask_block(uint64_t seed, uint64_t offset,
 
 /// 32 random bits for element `i` of the mask stream (seed, offset).
 NNCC_HD uint32_t philox_bits(uint64_t seed, uint64_t offset, uint64_t i) {
-  return philox_mask_block(seed, offset, i >> 2).x[i & 3];
+  const nncc_philox_u32x4 r = philox_mask_block(seed, offset, i >> 2);
+  // A select, not r.x[i & 3]: a run-time index puts r in local memory on
+  // the GPU.
+  const unsigned w = (unsigned)(i & 3);
+  return w == 0 ? r.x[0] : w == 1 ? r.x[1] : w == 2 ? r.x[2] : r.x[3];
 }
 
 /// Uniform in [0, 1) with 24 random bits (exactly representable in fp32).

@@ -354,31 +354,74 @@ __device__ __forceinline__ void attn_stage_rows(T *dst, const T *src, int64_t ld
   }
 }
 
-/// attn_stage_rows transposed, for 16-bit T: element (rr, d) of the R rows
-/// goes to dstT[d * LDT + rr] (DH rows of stride LDT; columns >= dh and rows
-/// with row(rr) < 0 zero). Consecutive lanes take consecutive rows of one
-/// 16-byte column group, so the 16-bit shared stores of a warp fill whole
-/// banks without conflicts.
-template <typename T, int DH, int R, int LDT, int NT, typename RowOf>
-__device__ __forceinline__ void attn_stage_rows_transposed(T *dstT, const T *src, int64_t ld_in,
-                                                           int dh, bool vec, RowOf rowOf) {
+/// 16 bytes global -> shared without a register round trip (cp.async.cg,
+/// sm >= 80; zeros when !valid); attn_cp_async_wait<N>() waits until at
+/// most N committed groups are in flight. Without the instruction (the host
+/// emulation) a plain copy, complete at once.
+__device__ __forceinline__ void attn_cp_async16(void *smem, const void *gmem, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
+  const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem),
+               "r"(valid ? 16 : 0));
+#else
+  AttnVec<uint32_t> x = {{0, 0, 0, 0}};
+  if (valid)
+    x = *static_cast<const AttnVec<uint32_t> *>(gmem);
+  *static_cast<AttnVec<uint32_t> *>(smem) = x;
+#endif
+}
+
+__device__ __forceinline__ void attn_cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+template <int N> __device__ __forceinline__ void attn_cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+/// attn_stage_rows for 16-bit T with aligned rows and dh a multiple of 8
+/// (vec), by cp.async: row rr of src + row(rr) * ld_in into dst + rr * LD,
+/// zeros for row(rr) < 0 and for the column groups at or past dh. The
+/// caller commits and waits.
+template <typename T, int DH, int R, int LD, int NT, typename RowOf>
+__device__ __forceinline__ void attn_stage_rows_async(T *dst, const T *src, int64_t ld_in, int dh,
+                                                      RowOf rowOf) {
   static_assert(sizeof(T) == 2, "16-bit elements");
   constexpr int VW = 8, CPR = DH / VW;
   for (int e = threadIdx.x; e < R * CPR; e += NT) {
-    const int rr = e % R, d0 = (e / R) * VW;
+    const int rr = e / CPR, d0 = (e % CPR) * VW;
     const int row = rowOf(rr);
-    AttnVec<T> x;
-    if (row >= 0 && vec && d0 < dh) {
-      x = attn_ld16(src + (int64_t)row * ld_in + d0);
-    } else {
-#pragma unroll
-      for (int u = 0; u < VW; ++u)
-        x.e[u] = row >= 0 && d0 + u < dh ? src[(int64_t)row * ld_in + d0 + u] : T{};
-    }
-#pragma unroll
-    for (int u = 0; u < VW; ++u)
-      dstT[(d0 + u) * LDT + rr] = x.e[u];
+    const bool valid = row >= 0 && d0 < dh;
+    attn_cp_async16(dst + rr * LD + d0, valid ? src + (int64_t)row * ld_in + d0 : src, valid);
   }
+}
+
+/// ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: four 8 x 8 matrices of
+/// 16-bit elements; lane l gives the address of row l % 8 of matrix l / 8
+/// (base + off, 16-byte aligned) and receives in r[i] matrix i's elements
+/// (2t, g) and (2t + 1, g) (g = l / 4, t = l % 4; the first in the low
+/// half): matrix i transposed, in an mma B fragment's layout. Without the
+/// instruction the same by warp shuffles of the offsets.
+__device__ __forceinline__ void attn_ldmatrix_x4_trans(uint32_t (&r)[4], const bf16_t *base,
+                                                       int off) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
+  const unsigned a = (unsigned)__cvta_generic_to_shared(base + off);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+#else
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int o0 = __shfl_sync(0xffffffffu, off, 8 * i + 2 * t);
+    const int o1 = __shfl_sync(0xffffffffu, off, 8 * i + 2 * t + 1);
+    r[i] = (uint32_t)base[o0 + g].bits | ((uint32_t)base[o1 + g].bits << 16);
+  }
+#endif
 }
 
 /// Two floats as a bf16 pair (lo in the low half, as mma fragments want
@@ -977,28 +1020,30 @@ __global__ void __launch_bounds__(128)
 }
 
 /// Tile shape of the BF16 kernel: 64 queries (4 warps of 16 rows) per CTA,
-/// 64 keys per tile. Q is staged once in the K buffer (then held as A
-/// fragments), K rows padded to DH + 8 and V staged transposed (one row of
-/// BK + 8 per head column), so every fragment's 32-bit shared load of a
-/// warp hits 32 distinct banks.
+/// 64 keys per tile, two K/V stages (the next tile's copies in flight while
+/// this one is computed). Q is staged once in the second K buffer, then held
+/// as A fragments. K and V rows are padded to DH + 8: K's 32-bit fragment
+/// loads and V's ldmatrix rows of a warp hit 32 distinct banks.
 template <int DH> struct AttnTileBf16 {
   static_assert(DH == 32 || DH == 64 || DH == 128, "tile kernel head sizes");
-  static constexpr int BQ = 64, BK = 64, NT = 128;
-  static constexpr int LDK = DH + 8, LDV = BK + 8;
+  static constexpr int BQ = 64, BK = 64, NT = 128, LD = DH + 8;
+  static constexpr int STAGE = 2 * BK * LD; // K then V of one tile, elements
   static constexpr size_t smem_bytes =
-      sizeof(bf16_t) * (size_t)(BK * LDK + DH * LDV) + sizeof(int) * BK;
-  static_assert(BQ == BK, "Q is staged in the K buffer");
+      sizeof(bf16_t) * (size_t)(2 * STAGE) + sizeof(int) * 2 * BK;
+  static_assert(BQ == BK, "Q is staged in a K buffer");
 };
 
 /// attention_tile_fwd_kernel for bf16 q, k, v and output on BF16 tensor
 /// cores: m16n8k16 mma with fp32 accumulation for QK^T (DH/16 x BK/8 per
-/// warp and tile) and P.V (BK/16 x DH/8), the scale, masks, online softmax,
-/// dropout and log-sum-exp (fp32) in registers. A thread owns rows g, g + 8
-/// (g = lane / 4) and columns 8n + 2t, 8n + 2t + 1 (t = lane % 4) of S and O;
-/// S's accumulators become P's A fragments directly (FlashAttention-2's
-/// register reuse), rounded to bf16 after dropout. The softmax statistics
-/// use the unrounded weights. Same grid, schedule and outputs as the fp32
-/// kernel; dropout masks are the CPU's counters.
+/// warp and tile) and P.V (BK/16 x DH/8, V's B fragments by ldmatrix.trans),
+/// the scale, masks, online softmax, dropout and log-sum-exp (fp32) in
+/// registers. A thread owns rows g, g + 8 (g = lane / 4) and columns 8n + 2t,
+/// 8n + 2t + 1 (t = lane % 4) of S and O; S's accumulators become P's A
+/// fragments directly (FlashAttention-2's register reuse), rounded to bf16
+/// after dropout; the softmax statistics use the unrounded weights. K/V
+/// tiles are double-buffered with cp.async when rows allow 16-byte copies
+/// (vec), else staged through registers. Same grid, schedule and outputs
+/// as the fp32 kernel; dropout masks are the CPU's counters.
 template <int DH, int Mode, bool Exact>
 __global__ void __launch_bounds__(128)
     attention_tile_bf16_kernel(int Tn, const bf16_t *__restrict__ q,
@@ -1009,12 +1054,11 @@ __global__ void __launch_bounds__(128)
                                const int32_t *globals, int n_global,
                                AttentionDropout<float> drop) {
   using C = AttnTileBf16<DH>;
-  constexpr int BQ = C::BQ, BK = C::BK, NT = C::NT, LDK = C::LDK, LDV = C::LDV;
+  constexpr int BQ = C::BQ, BK = C::BK, NT = C::NT, LD = C::LD, STAGE = C::STAGE;
   constexpr int NS = BK / 8, KD = DH / 16, ND = DH / 8;
   extern __shared__ __align__(16) unsigned char nncc_attn_bf16_smem[];
-  bf16_t *Ks = reinterpret_cast<bf16_t *>(nncc_attn_bf16_smem); // [BK][LDK]; first Q
-  bf16_t *Vt = Ks + BK * LDK;                                    // [DH][LDV]
-  int *kadm = reinterpret_cast<int *>(Vt + DH * LDV);            // [BK] key or -1
+  bf16_t *stages = reinterpret_cast<bf16_t *>(nncc_attn_bf16_smem); // [2][K, V][BK][LD]
+  int *kadmAll = reinterpret_cast<int *>(stages + 2 * STAGE);        // [2][BK] key or -1
 
   const int dh = Exact ? DH : dh_rt;
   const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
@@ -1027,22 +1071,43 @@ __global__ void __launch_bounds__(128)
     return;
 
   const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
-  attn_stage_rows<bf16_t, DH, BQ, LDK, NT>(Ks, q + headOff, ld_in, dh, vec != 0, 1.f,
-                                           [&](int t) { return t < S.nq ? S.row(t) : -1; });
-  __syncthreads();
+  {
+    bf16_t *Qs = stages + STAGE; // the second stage's K buffer
+    attn_stage_rows<bf16_t, DH, BQ, LD, NT>(Qs, q + headOff, ld_in, dh, vec != 0, 1.f,
+                                            [&](int t) { return t < S.nq ? S.row(t) : -1; });
+    __syncthreads();
+  }
   uint32_t qa[KD][4]; // Q's A fragments, all of the head
 #pragma unroll
   for (int kd = 0; kd < KD; ++kd) {
-    const bf16_t *q0 = Ks + row0 * LDK + 16 * kd + 2 * t4;
+    const bf16_t *q0 = stages + STAGE + row0 * LD + 16 * kd + 2 * t4;
     qa[kd][0] = attn_ld_bf16x2(q0);
-    qa[kd][1] = attn_ld_bf16x2(q0 + 8 * LDK);
+    qa[kd][1] = attn_ld_bf16x2(q0 + 8 * LD);
     qa[kd][2] = attn_ld_bf16x2(q0 + 8);
-    qa[kd][3] = attn_ld_bf16x2(q0 + 8 * LDK + 8);
+    qa[kd][3] = attn_ld_bf16x2(q0 + 8 * LD + 8);
   }
-  __syncthreads(); // the first K tile overwrites Q
+  __syncthreads(); // tile 1's copies overwrite Q
+
+  // Tile `tile`'s K, V and admissible keys into stage `st` (copies in flight
+  // until the wait when vec).
+  auto stageTile = [&](int tile, int st) {
+    bf16_t *Ks = stages + st * STAGE, *Vs = Ks + BK * LD;
+    auto rowOf = [&](int jj) { return S.col(tile, jj); };
+    if (vec) {
+      attn_stage_rows_async<bf16_t, DH, BK, LD, NT>(Ks, k + headOff, ld_in, dh, rowOf);
+      attn_stage_rows_async<bf16_t, DH, BK, LD, NT>(Vs, v + headOff, ld_in, dh, rowOf);
+    } else {
+      attn_stage_rows<bf16_t, DH, BK, LD, NT>(Ks, k + headOff, ld_in, dh, false, 1.f, rowOf);
+      attn_stage_rows<bf16_t, DH, BK, LD, NT>(Vs, v + headOff, ld_in, dh, false, 1.f, rowOf);
+    }
+    for (int jj = threadIdx.x; jj < BK; jj += NT) {
+      const int j = S.col(tile, jj);
+      kadmAll[st * BK + jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
+    }
+    attn_cp_async_commit();
+  };
+
   const int qi[2] = {S.row(row0), S.row(row0 + 8)};
-  const uint64_t rowCounter[2] = {(uint64_t)((((int64_t)b * H + h) * Tn + qi[0]) * (int64_t)Tn),
-                                  (uint64_t)((((int64_t)b * H + h) * Tn + qi[1]) * (int64_t)Tn)};
   float mrow[2] = {neg_big<float>(), neg_big<float>()}, lrow[2] = {0.f, 0.f};
   float oacc[ND][4];
 #pragma unroll
@@ -1050,18 +1115,24 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       oacc[n][e] = 0.f;
+  // V's ldmatrix rows: lane l reads row 8 ((l / 8) & 1) + l % 8 of a key
+  // step and the column group 8 (l / 16) of a pair of head column groups.
+  const int vOff = (8 * ((lane >> 3) & 1) + (lane & 7)) * LD + 8 * (lane >> 4);
 
+  if (S.nTiles > 0)
+    stageTile(0, 0);
   for (int tile = 0; tile < S.nTiles; ++tile) {
-    const bool gTile = S.globalTile(tile);
-    auto rowOf = [&](int jj) { return S.col(tile, jj); };
-    attn_stage_rows<bf16_t, DH, BK, LDK, NT>(Ks, k + headOff, ld_in, dh, vec != 0, 1.f, rowOf);
-    attn_stage_rows_transposed<bf16_t, DH, BK, LDV, NT>(Vt, v + headOff, ld_in, dh, vec != 0,
-                                                        rowOf);
-    for (int jj = threadIdx.x; jj < BK; jj += NT) {
-      const int j = S.col(tile, jj);
-      kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
+    const int st = tile & 1;
+    if (tile + 1 < S.nTiles) {
+      stageTile(tile + 1, st ^ 1);
+      attn_cp_async_wait<1>();
+    } else {
+      attn_cp_async_wait<0>();
     }
     __syncthreads();
+    const bf16_t *Ks = stages + st * STAGE, *Vs = Ks + BK * LD;
+    const int *kadm = kadmAll + st * BK;
+    const bool gTile = S.globalTile(tile);
 
     float sacc[NS][4];
 #pragma unroll
@@ -1075,7 +1146,7 @@ __global__ void __launch_bounds__(128)
         break;
 #pragma unroll
       for (int n = 0; n < NS; ++n) {
-        const bf16_t *k0 = Ks + (8 * n + g) * LDK + 16 * kd + 2 * t4;
+        const bf16_t *k0 = Ks + (8 * n + g) * LD + 16 * kd + 2 * t4;
         attn_mma_bf16(sacc[n], qa[kd], attn_ld_bf16x2(k0), attn_ld_bf16x2(k0 + 8));
       }
     }
@@ -1100,6 +1171,7 @@ __global__ void __launch_bounds__(128)
       }
       const float mnew = tmax > mrow[hr] ? tmax : mrow[hr];
       const float alpha = nexp(mrow[hr] - mnew);
+      const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + qi[hr]) * (int64_t)Tn);
       float sum = 0.f;
 #pragma unroll
       for (int n = 0; n < NS; ++n)
@@ -1109,7 +1181,7 @@ __global__ void __launch_bounds__(128)
           const float p = sv <= neg_big<float>() ? 0.f : nexp(sv - mnew);
           sum += p;
           sv = p != 0.f && drop.on()
-                   ? p * drop.mult(rowCounter[hr] + (uint64_t)kadm[8 * n + 2 * t4 + e])
+                   ? p * drop.mult(rowCounter + (uint64_t)kadm[8 * n + 2 * t4 + e])
                    : p;
         }
       lrow[hr] = lrow[hr] * alpha + sum;
@@ -1121,7 +1193,9 @@ __global__ void __launch_bounds__(128)
       }
     }
 
-    // O += P V: key tiles 2 ks and 2 ks + 1 of S are the A fragment of k-step ks.
+    // O += P V: key tiles 2 ks and 2 ks + 1 of S are the A fragment of key
+    // step ks; one ldmatrix.x4.trans gives the B fragments of two head
+    // column groups.
 #pragma unroll
     for (int ks = 0; ks < NS / 2; ++ks) {
       const uint32_t pa[4] = {attn_pack_bf16x2(sacc[2 * ks][0], sacc[2 * ks][1]),
@@ -1129,14 +1203,16 @@ __global__ void __launch_bounds__(128)
                               attn_pack_bf16x2(sacc[2 * ks + 1][0], sacc[2 * ks + 1][1]),
                               attn_pack_bf16x2(sacc[2 * ks + 1][2], sacc[2 * ks + 1][3])};
 #pragma unroll
-      for (int n = 0; n < ND; ++n) {
+      for (int n = 0; n < ND; n += 2) {
         if (!Exact && 8 * n >= dh)
           break;
-        const bf16_t *v0 = Vt + (8 * n + g) * LDV + 16 * ks + 2 * t4;
-        attn_mma_bf16(oacc[n], pa, attn_ld_bf16x2(v0), attn_ld_bf16x2(v0 + 8));
+        uint32_t vb[4];
+        attn_ldmatrix_x4_trans(vb, Vs, vOff + 16 * ks * LD + 8 * n);
+        attn_mma_bf16(oacc[n], pa, vb[0], vb[1]);
+        attn_mma_bf16(oacc[n + 1], pa, vb[2], vb[3]);
       }
     }
-    __syncthreads(); // before the next tile overwrites Ks, Vt, kadm
+    __syncthreads(); // before tile + 2's copies overwrite this stage
   }
 
 #pragma unroll
