@@ -9,6 +9,7 @@
 
 #include "emu_test.h"
 
+using namespace nncc::kernels;
 using namespace nncc::kernels::cuda;
 using namespace emutest;
 
@@ -49,27 +50,75 @@ template <typename T> void layerNorm(Group &G) {
     }
 }
 
+/// Dropout (and zoneout) of n elements starting `sh` elements into the
+/// buffers: n % 4 == 0 with aligned buffers takes the vector kernel, other
+/// n and shifted buffers the scalar one.
+template <typename T> void dropoutCase(Group &G, int64_t n, double p, int sh) {
+  auto xs = rnd<T>(n + sh), prev = rnd<T>(n);
+  auto yC = nanv<T>(n + sh), yG = nanv<T>(n + sh);
+  std::vector<uint8_t> mC(n + sh, 7), mG(n + sh, 7);
+  const T *x = xs.data() + sh;
+  G.ok("cpu dropout", cpu_dropout<T>(n, p, (uint64_t)1234, (uint64_t)n * 3, x, yC.data() + sh,
+                                     mC.data() + sh));
+  G.ok("cuda dropout", launch_dropout<T>(n, p, 1234, (uint64_t)n * 3, x, yG.data() + sh,
+                                         mG.data() + sh, nullptr));
+  const std::string tag = "dropout n" + std::to_string(n) + " p" + std::to_string(p) +
+                          (sh ? " shifted" : "");
+  G.cmp(tag + " mask", mC, mG);
+  // p is a double on both sides: the same scale 1 / (1 - p), bit for bit.
+  G.cmp(tag + " y", yC.data() + sh, yG.data() + sh, n, 1e-30, 0.0);
+  auto zC = nanv<T>(n), zG = nanv<T>(n);
+  G.ok("cpu zoneout",
+       cpu_zoneout<T>(n, p, (uint64_t)99, (uint64_t)5, x, prev.data(), zC.data()));
+  G.ok("cuda zoneout",
+       launch_zoneout<T>(n, (float)p, 99, 5, x, prev.data(), zG.data(), nullptr));
+  G.cmp("zoneout n" + std::to_string(n), zC, zG);
+}
+
 template <typename T> void dropout(Group &G) {
   for (int64_t n : {1, 1000, 1003, 5000})
-    for (double p : {0.0, 0.1, 0.5, 0.9}) {
-      auto x = rnd<T>(n), prev = rnd<T>(n);
-      auto yC = nanv<T>(n), yG = nanv<T>(n);
-      std::vector<uint8_t> mC(n, 7), mG(n, 7);
-      G.ok("cpu dropout", cpu_dropout<T>(n, p, (uint64_t)1234, (uint64_t)n * 3, x.data(),
-                                         yC.data(), mC.data()));
-      G.ok("cuda dropout", launch_dropout<T>(n, p, 1234, (uint64_t)n * 3, x.data(),
-                                             yG.data(), mG.data(), nullptr));
-      const std::string tag = "dropout n" + std::to_string(n) + " p" + std::to_string(p);
-      G.cmp(tag + " mask", mC, mG);
-      // p is a double on both sides: the same scale 1 / (1 - p), bit for bit.
-      G.cmp(tag + " y", yC.data(), yG.data(), n, 1e-30, 0.0);
-      auto zC = nanv<T>(n), zG = nanv<T>(n);
-      G.ok("cpu zoneout", cpu_zoneout<T>(n, p, (uint64_t)99, (uint64_t)5, x.data(), prev.data(),
-                                         zC.data()));
-      G.ok("cuda zoneout", launch_zoneout<T>(n, (float)p, 99, 5, x.data(), prev.data(), zG.data(),
-                                             nullptr));
-      G.cmp("zoneout n" + std::to_string(n), zC, zG);
-    }
+    for (double p : {0.0, 0.1, 0.5, 0.9})
+      dropoutCase<T>(G, n, p, 0);
+  for (double p : {0.1, 0.5})
+    dropoutCase<T>(G, 1000, p, 1);
+}
+
+/// The GEMM epilogue y = act(y + bias) + residual in place against
+/// linear_epilogue (Common.h, the CPU's per-element function): N a multiple
+/// of the vector width with aligned rows takes the vector kernel; odd N and
+/// the buffers shifted by one element the scalar one. Rows beyond the
+/// grid's kEpilogueGridRows (CTAs loop over rows), rows longer than a CTA,
+/// every activation.
+template <typename T> void epilogue(Group &G) {
+  struct Shape {
+    int64_t M, N;
+    int sh;
+  };
+  for (Shape sp : {Shape{3, 8, 0}, Shape{7, 1040, 0}, Shape{5, 7, 0}, Shape{9, 16, 1},
+                   Shape{2, 3, 0}, Shape{kEpilogueGridRows + 5, 8, 0},
+                   Shape{kEpilogueGridRows + 3, 3, 0}})
+    for (int act : {(int)ActNone, (int)ActRelu, (int)ActLeakyRelu, (int)ActGeluErf,
+                    (int)ActGeluTanh, (int)ActTanh, (int)ActSigmoid})
+      for (int flags = 0; flags < 4; ++flags) {
+        const bool hasBias = flags & 1, hasRes = flags & 2;
+        const int64_t n = sp.M * sp.N;
+        auto y0 = rnd<T>(n + sp.sh, 2.0), bias = rnd<T>(sp.N + sp.sh), res = rnd<T>(n + sp.sh);
+        const T alpha = (T)0.01;
+        std::vector<T> ref(n);
+        for (int64_t i = 0; i < n; ++i)
+          ref[i] = linear_epilogue(y0[sp.sh + i], hasBias ? bias.data() + sp.sh : nullptr,
+                                   (int)(i % sp.N), act, alpha,
+                                   hasRes ? res.data() + sp.sh + i : nullptr);
+        std::vector<T> y = y0;
+        G.ok("cuda epilogue",
+             launch_linear_epilogue<T>(sp.M, sp.N, y.data() + sp.sh,
+                                       hasBias ? bias.data() + sp.sh : nullptr, act, alpha,
+                                       hasRes ? res.data() + sp.sh : nullptr, nullptr));
+        G.cmp("epilogue " + std::to_string(sp.M) + "x" + std::to_string(sp.N) + " act " +
+                  std::to_string(act) + " flags " + std::to_string(flags) +
+                  (sp.sh ? " shifted" : ""),
+              ref.data(), y.data() + sp.sh, (size_t)n);
+      }
 }
 
 /// Reference reduce: sum (or mean) over the masked axes, double.
@@ -217,6 +266,9 @@ int main() {
   { Group G("layer_norm f32", 2e-5); layerNorm<float>(G); }
   { Group G("dropout/zoneout f64", 0); dropout<double>(G); }
   { Group G("dropout/zoneout f32", 0); dropout<float>(G); }
+  // The same per-element function on both sides (device math: erf, tanh, exp).
+  { Group G("linear epilogue f64", 1e-15); epilogue<double>(G); }
+  { Group G("linear epilogue f32", 1e-6); epilogue<float>(G); }
   // f64: the slices are added in another order than the CPU's single pass.
   { Group G("reduce f64", 1e-13); reduce<double>(G); }
   { Group G("reduce f32", 1e-6); reduce<float>(G); }
