@@ -41,6 +41,43 @@ LogicalResult LaunchEmitter::emitLaunch(raw_indented_ostream &os, Operation *lau
   return result;
 }
 
+LogicalResult LaunchEmitter::emitLaunchSequence(raw_indented_ostream &os,
+                                                ArrayRef<Operation *> ops,
+                                                llvm::function_ref<void()> afterEach) {
+  std::vector<std::string> texts;
+  for (Operation *op : ops) {
+    beginTopLevelLaunch();
+    std::string text;
+    llvm::raw_string_ostream ts(text);
+    raw_indented_ostream t(ts);
+    if (failed(emitLaunch(t, op)))
+      return failure();
+    if (afterEach)
+      afterEach();
+    if (!text.empty())
+      texts.push_back(std::move(text));
+  }
+  if (texts.size() <= kLaunchesPerChunk) {
+    for (const std::string &text : texts)
+      os << text;
+    return success();
+  }
+  for (size_t first = 0; first < texts.size(); first += kLaunchesPerChunk) {
+    const size_t last = std::min(texts.size(), first + kLaunchesPerChunk);
+    os << "// Launches " << first << "-" << last - 1 << " of " << texts.size()
+       << " (a function of their own: bounded host compile time).\n";
+    os << "if (const nncc_status s_ = [&]() __attribute__((noinline)) -> nncc_status {\n";
+    os.indent();
+    for (size_t i = first; i < last; ++i)
+      os << texts[i];
+    os << "return NNCC_OK;\n";
+    os.unindent();
+    os << "}(); s_ != NNCC_OK)\n";
+    os << "  return s_;\n";
+  }
+  return success();
+}
+
 std::string LaunchEmitter::profileBegin(const std::string &t0) {
   return "const double " + t0 + " = nncc_ms_prof_begin();\n";
 }

@@ -59,6 +59,20 @@ public:
   /// Fails, located at the op, when it has no launch on this target.
   mlir::LogicalResult emitLaunch(mlir::raw_indented_ostream &os, mlir::Operation *op);
 
+  /// Top-level launches per chunk of a generated function (see
+  /// emitLaunchSequence).
+  static constexpr size_t kLaunchesPerChunk = 64;
+  /// Prints the top-level launches `ops` of a generated function returning
+  /// nncc_status, each after beginTopLevelLaunch() and followed by
+  /// `afterEach()`. Up to kLaunchesPerChunk in place; more in chunks of that
+  /// many, each the body of a noinline lambda whose failure the function
+  /// returns: host compilers take superlinear time and memory on one
+  /// function of thousands of launches (a training step under a small
+  /// memory budget), linear time on many bounded ones.
+  mlir::LogicalResult emitLaunchSequence(mlir::raw_indented_ostream &os,
+                                         llvm::ArrayRef<mlir::Operation *> ops,
+                                         llvm::function_ref<void()> afterEach = {});
+
   //===--- what an op's launch description uses ---------------------------===//
   /// The stream of the launch being printed, and its op.
   mlir::raw_indented_ostream &out() { return *current.os; }

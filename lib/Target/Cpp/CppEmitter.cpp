@@ -121,9 +121,11 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
     f.indent();
     if (failed(emitForwardPrologue(f)))
       return failure();
+    SmallVector<Operation *> ops;
     for (Operation &op : forward.getBody().front().without_terminator())
-      if (failed(emitLaunch(f, &op)))
-        return failure();
+      ops.push_back(&op);
+    if (failed(emitLaunchSequence(f, ops)))
+      return failure();
     f << "return NNCC_OK;\n";
     f.unindent();
     f << "}\n";
@@ -135,9 +137,8 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
         f.indent();
         if (failed(emitForwardPrologue(f, train)))
           return failure();
-        for (Operation *op : half == 0 ? fwdTrain : bwd)
-          if (failed(emitLaunch(f, op)))
-            return failure();
+        if (failed(emitLaunchSequence(f, half == 0 ? fwdTrain : bwd)))
+          return failure();
         f << "return NNCC_OK;\n";
         f.unindent();
         f << "}\n";

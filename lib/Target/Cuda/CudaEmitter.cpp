@@ -116,13 +116,11 @@ LogicalResult CudaEmitter::emitSequence(raw_indented_ostream &f, StringRef fnNam
     llvm::raw_string_ostream bs(body);
     raw_indented_ostream b(bs);
     b.indent();
-    for (Operation *op : ops) {
-      beginTopLevelLaunch();
-      if (failed(emitLaunch(b, op)))
-        return failure();
-      if (scratchCur != "0")
-        scratchNeeds.push_back(scratchCur);
-    }
+    if (failed(emitLaunchSequence(b, ops, [&] {
+          if (scratchCur != "0")
+            scratchNeeds.push_back(scratchCur);
+        })))
+      return failure();
   }
   f << "extern \"C\" nncc_status nncc_" << modelName << "_" << fnName
     << "(nncc_model *m, nncc_error *err) {\n";
