@@ -835,6 +835,89 @@ __global__ void __launch_bounds__(128)
       });
 }
 
+/// One key tile of the online softmax in the mma accumulator layout (the
+/// TF32 and BF16 kernels): a thread holds s[n][2 hr + e] = S[g + 8 hr][8 n +
+/// 2 t + e]. Masks the scores where !admits(hr, n, e), scales the others
+/// by `scale`, reduces each row's maximum over its 4 lanes, replaces s by
+/// the weights, updates the running maxima and sums and rescales the NO
+/// output accumulators; then s[n][2 hr + e] = weight(hr, n, e, p) (the sums
+/// keep the weights before it: dropout).
+template <int NS, int NO, typename Admits, typename Weight>
+__device__ __forceinline__ void attn_mma_softmax_step(float (&s)[NS][4], float (&mrow)[2],
+                                                      float (&lrow)[2], float (&oacc)[NO][4],
+                                                      float scale, Admits &&admits,
+                                                      Weight &&weight) {
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    float tmax = neg_big<float>();
+#pragma unroll
+    for (int n = 0; n < NS; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float &sv = s[n][2 * hr + e];
+        sv = admits(hr, n, e) ? sv * scale : neg_big<float>();
+        tmax = sv > tmax ? sv : tmax;
+      }
+#pragma unroll
+    for (int x = 1; x < 4; x <<= 1) {
+      const float o = __shfl_xor_sync(0xffffffffu, tmax, x);
+      tmax = o > tmax ? o : tmax;
+    }
+    const float mnew = tmax > mrow[hr] ? tmax : mrow[hr];
+    const float alpha = nexp(mrow[hr] - mnew);
+    float sum = 0.f;
+#pragma unroll
+    for (int n = 0; n < NS; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float &sv = s[n][2 * hr + e];
+        const float p = sv <= neg_big<float>() ? 0.f : nexp(sv - mnew);
+        sum += p;
+        sv = weight(hr, n, e, p);
+      }
+    lrow[hr] = lrow[hr] * alpha + sum;
+    mrow[hr] = mnew;
+#pragma unroll
+    for (int n = 0; n < NO; ++n) {
+      oacc[n][2 * hr] *= alpha;
+      oacc[n][2 * hr + 1] *= alpha;
+    }
+  }
+}
+
+/// The end of the mma-layout tile forwards: each row's sum over its 4
+/// lanes; row hr's output out = O / l (0 for an empty row) at outRow(hr)
+/// (null: not stored), the thread's columns 8 n + 2 t + e below dh unless
+/// Exact, stored as OT; from lane t = 0 the log-sum-exp into lse (may be
+/// null) at lseIndex(hr).
+template <typename OT, int NO, bool Exact, typename OutRow, typename LseIndex>
+__device__ __forceinline__ void attn_mma_finish_rows(const float (&mrow)[2], const float (&lrow)[2],
+                                                     const float (&oacc)[NO][4], int t4, int dh,
+                                                     float *lse, OutRow &&outRow,
+                                                     LseIndex &&lseIndex) {
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    float l = lrow[hr];
+#pragma unroll
+    for (int x = 1; x < 4; x <<= 1)
+      l += __shfl_xor_sync(0xffffffffu, l, x);
+    OT *orow = outRow(hr);
+    if (!orow)
+      continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+    for (int n = 0; n < NO; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = 8 * n + 2 * t4 + e;
+        if (Exact || col < dh)
+          orow[col] = store_acc<OT>(oacc[n][2 * hr + e] * inv);
+      }
+    if (lse && t4 == 0)
+      lse[lseIndex(hr)] = l > 0.f ? mrow[hr] + nlog(l) : neg_big<float>();
+  }
+}
+
 /// Tile shape of the TF32 kernel: AttnTile<float, DH>'s, V rows padded to
 /// DH + 8 so the B fragments of P.V (V[t][g], t = lane % 4 rows apart) fall
 /// into distinct banks.
@@ -935,43 +1018,15 @@ __global__ void __launch_bounds__(128)
       }
     }
 
-    // Masks, online softmax (rows row0 and row0 + 8), weights into Ps.
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      float tmax = neg_big<float>();
-#pragma unroll
-      for (int n = 0; n < NS; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float &sv = sacc[n][2 * hr + e];
-          sv = S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile) ? sv : neg_big<float>();
-          tmax = sv > tmax ? sv : tmax;
-        }
-#pragma unroll
-      for (int x = 1; x < 4; x <<= 1) {
-        const float o = __shfl_xor_sync(0xffffffffu, tmax, x);
-        tmax = o > tmax ? o : tmax;
-      }
-      const float mnew = tmax > mrow[hr] ? tmax : mrow[hr];
-      const float alpha = nexp(mrow[hr] - mnew);
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < NS; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float sv = sacc[n][2 * hr + e];
-          const float p = sv <= neg_big<float>() ? 0.f : nexp(sv - mnew);
-          sum += p;
+    // Masks, online softmax (rows row0 and row0 + 8; Q carries the scale),
+    // weights into Ps.
+    attn_mma_softmax_step(
+        sacc, mrow, lrow, oacc, 1.f,
+        [&](int hr, int n, int e) { return S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile); },
+        [&](int hr, int n, int e, float p) {
           Ps[(row0 + 8 * hr) * LDP + 8 * n + 2 * t4 + e] = p;
-        }
-      lrow[hr] = lrow[hr] * alpha + sum;
-      mrow[hr] = mnew;
-#pragma unroll
-      for (int n = 0; n < KD; ++n) {
-        oacc[n][2 * hr] *= alpha;
-        oacc[n][2 * hr + 1] *= alpha;
-      }
-    }
+          return p;
+        });
     __syncwarp(); // Ps rows are private to their warp
     if (drop.on()) {
       attn_tile_dropout<float, Mode, BQ, BK, LDP>(Ps, kadm, S, tile, b, h, H, Tn, drop);
@@ -995,28 +1050,15 @@ __global__ void __launch_bounds__(128)
     __syncthreads(); // before the next tile overwrites Ks, Vs, kadm
   }
 
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    float l = lrow[hr];
-#pragma unroll
-    for (int x = 1; x < 4; x <<= 1)
-      l += __shfl_xor_sync(0xffffffffu, l, x);
-    const int t = row0 + 8 * hr, i = qi[hr];
-    if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
-      continue;
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    float *orow = out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
-#pragma unroll
-    for (int n = 0; n < KD; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = 8 * n + 2 * t4 + e;
-        if (Exact || col < dh)
-          orow[col] = oacc[n][2 * hr + e] * inv;
-      }
-    if (lse && t4 == 0)
-      lse[((int64_t)b * H + h) * Tn + i] = l > 0.f ? mrow[hr] + nlog(l) : neg_big<float>();
-  }
+  attn_mma_finish_rows<float, KD, Exact>(
+      mrow, lrow, oacc, t4, dh, lse,
+      [&](int hr) -> float * {
+        const int t = row0 + 8 * hr, i = qi[hr];
+        if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
+          return nullptr;
+        return out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
+      },
+      [&](int hr) { return ((int64_t)b * H + h) * Tn + qi[hr]; });
 }
 
 /// Tile shape of the BF16 kernel: 64 queries (4 warps of 16 rows) per CTA,
@@ -1153,45 +1195,15 @@ __global__ void __launch_bounds__(128)
 
     // Scale, masks, online softmax (rows row0 and row0 + 8); the weights
     // stay in sacc, dropped out after the statistics.
-#pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      float tmax = neg_big<float>();
-#pragma unroll
-      for (int n = 0; n < NS; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float &sv = sacc[n][2 * hr + e];
-          sv = S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile) ? sv * scale : neg_big<float>();
-          tmax = sv > tmax ? sv : tmax;
-        }
-#pragma unroll
-      for (int x = 1; x < 4; x <<= 1) {
-        const float o = __shfl_xor_sync(0xffffffffu, tmax, x);
-        tmax = o > tmax ? o : tmax;
-      }
-      const float mnew = tmax > mrow[hr] ? tmax : mrow[hr];
-      const float alpha = nexp(mrow[hr] - mnew);
-      const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + qi[hr]) * (int64_t)Tn);
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < NS; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float &sv = sacc[n][2 * hr + e];
-          const float p = sv <= neg_big<float>() ? 0.f : nexp(sv - mnew);
-          sum += p;
-          sv = p != 0.f && drop.on()
-                   ? p * drop.mult(rowCounter + (uint64_t)kadm[8 * n + 2 * t4 + e])
-                   : p;
-        }
-      lrow[hr] = lrow[hr] * alpha + sum;
-      mrow[hr] = mnew;
-#pragma unroll
-      for (int n = 0; n < ND; ++n) {
-        oacc[n][2 * hr] *= alpha;
-        oacc[n][2 * hr + 1] *= alpha;
-      }
-    }
+    attn_mma_softmax_step(
+        sacc, mrow, lrow, oacc, scale,
+        [&](int hr, int n, int e) { return S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile); },
+        [&](int hr, int n, int e, float p) {
+          if (p == 0.f || !drop.on())
+            return p;
+          const uint64_t row = (uint64_t)((((int64_t)b * H + h) * Tn + qi[hr]) * (int64_t)Tn);
+          return p * drop.mult(row + (uint64_t)kadm[8 * n + 2 * t4 + e]);
+        });
 
     // O += P V: key tiles 2 ks and 2 ks + 1 of S are the A fragment of key
     // step ks; one ldmatrix.x4.trans gives the B fragments of two head
@@ -1215,28 +1227,15 @@ __global__ void __launch_bounds__(128)
     __syncthreads(); // before tile + 2's copies overwrite this stage
   }
 
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    float l = lrow[hr];
-#pragma unroll
-    for (int x = 1; x < 4; x <<= 1)
-      l += __shfl_xor_sync(0xffffffffu, l, x);
-    const int t = row0 + 8 * hr, i = qi[hr];
-    if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
-      continue;
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    bf16_t *orow = out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
-#pragma unroll
-    for (int n = 0; n < ND; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = 8 * n + 2 * t4 + e;
-        if (Exact || col < dh)
-          orow[col] = bf16_from_float(oacc[n][2 * hr + e] * inv);
-      }
-    if (lse && t4 == 0)
-      lse[((int64_t)b * H + h) * Tn + i] = l > 0.f ? mrow[hr] + nlog(l) : neg_big<float>();
-  }
+  attn_mma_finish_rows<bf16_t, ND, Exact>(
+      mrow, lrow, oacc, t4, dh, lse,
+      [&](int hr) -> bf16_t * {
+        const int t = row0 + 8 * hr, i = qi[hr];
+        if (t >= S.nq || (Mode == kAttnTileBand && is_global[i]))
+          return nullptr;
+        return out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
+      },
+      [&](int hr) { return ((int64_t)b * H + h) * Tn + qi[hr]; });
 }
 
 /// The rows of the global queries of dilated attention (every admissible
