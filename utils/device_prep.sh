@@ -10,7 +10,7 @@
 # and bench/gpu.py (nncc against PyTorch on the same GPU). It also prepares
 # OUT/memtable, bench/memory_table.py's GPU table (issue 9's Table 1 on the
 # GPU: --prepare-gpu, at the sequences MEMTABLE_SEQS, default 128: the seed
-# configuration; each T costs about 20-30 minutes of compiling here) and OUT/memtable.sh, which runs
+# configuration; each T costs about 4 minutes of compiling here) and OUT/memtable.sh, which runs
 # it as a call of its own.
 #
 #   bash utils/device_prep.sh OUT [model ...]     # default: every models/*.nn
@@ -76,9 +76,9 @@ find "$OUT/bench" \( -name '*.cpp' -o -name '*.cu' -o -name '*.o' -o -name '*.h'
 # model x sequence x budget library (xz, about 1 MB each) and the manifest;
 # inputs are drawn there. T 128 (the seed configuration) by default
 # (MEMTABLE_SEQS=128,512,2048 adds rows: check the size printed below;
-# MEMTABLE_SEQS=none skips it). The slow part, 20-30 minutes per T on 2
-# cores: bert_small's min-budget library, whose generated code is ten times
-# the default's (compiled once per T, cached in NNCC_TEST_CACHE).
+# MEMTABLE_SEQS=none skips it). About 4 minutes per T on 2 cores, most of
+# it bert_small's min-budget library, whose generated code is ten times the
+# default's (compiled once per T, cached in NNCC_TEST_CACHE).
 if [ "${MEMTABLE_SEQS:-}" != none ]; then
   NNCC="$NNCC" /usr/bin/python3 "$ROOT/bench/memory_table.py" --prepare-gpu "$OUT/memtable" \
     --seqs "${MEMTABLE_SEQS:-128}" --target cuda >/dev/null ||
