@@ -20,7 +20,8 @@ its outputs in place in torch CUDA tensors (ABI 6 bind) on torch's current
 stream, so both sides are timed the same way: CUDA events around the call,
 after warm-up, median of --reps. Outputs are compared (relative error).
 Ratio = torch median / nncc median (> 1: nncc faster); TFLOP/s from the
-nominal FLOP count (bench/run.py's). The recurrent cases time nncc three
+nominal FLOP count (bench/run.py's), with its share of the device's
+datasheet peak for the case's precision (DEVICE_PEAKS). The recurrent cases time nncc three
 ways: as built ("nncc", NNCC_CUDA_RNN=auto), and with the kernel forced
 ("nncc grid": the cooperative-grid persistent kernel, "nncc scan": the
 per-batch-row scan kernel; docs/cuda.md); a forced kernel that cannot run
@@ -267,18 +268,51 @@ def open_cuda_context(cd):
     return lib, ctx
 
 
+# Dense peak TFLOP/s from NVIDIA's datasheets, by a substring of the device
+# name (most specific first): fp32 (FMA pipes, what a case with TF32 off can
+# use) and bf16 tensor cores (dense, without sparsity).
+DEVICE_PEAKS = [
+    ("H100 PCIe", dict(float32=51.2, bfloat16=756.0)),
+    ("H100 NVL", dict(float32=60.0, bfloat16=835.0)),
+    ("H100", dict(float32=67.0, bfloat16=989.4)),  # SXM5
+    ("H200", dict(float32=67.0, bfloat16=989.4)),
+]
+
+
+def device_peak(device_name, dtype):
+    """The datasheet peak (TFLOP/s) of `dtype` on the device, or None."""
+    for key, peaks in DEVICE_PEAKS:
+        if key in device_name:
+            return peaks.get(dtype)
+    return None
+
+
 def result_rows(case, timed, results):
     """timed: nncc's (label, times, outputs or None); results: torch's
-    (side, times, output y or None). One row per pair."""
+    (side, times, output y or None). One row per pair; `peak` is the
+    device's peak TFLOP/s for the case's precision (None: unknown device),
+    the *_peak_share columns the achieved rates as shares of it."""
+    import torch
+    peak = device_peak(torch.cuda.get_device_name(), case["shape"].get("dtype", "float32"))
     rows = []
     for label, tn, o in timed:
         for side, tt, yt in results:
             mn, mt = statistics.median(tn), statistics.median(tt)
+            nt, tt_ = case["flops"] / mn / 1e9, case["flops"] / mt / 1e9
             rows.append(dict(case=case["name"], nncc=label, vs=side, nncc_ms=mn, torch_ms=mt,
-                             ratio=mt / mn, nncc_tflops=case["flops"] / mn / 1e9,
-                             torch_tflops=case["flops"] / mt / 1e9,
+                             ratio=mt / mn, nncc_tflops=nt, torch_tflops=tt_, peak=peak,
+                             nncc_peak_share=nt / peak if peak else None,
+                             torch_peak_share=tt_ / peak if peak else None,
                              err=None if yt is None or o is None else rel_err(yt, o["y"])))
     return rows
+
+
+def peak_shares(r):
+    """ "a% / b% of P" for a row, or "-" without a known peak."""
+    if not r["peak"]:
+        return "-"
+    return "%.1f%% / %.1f%% of %g" % (100 * r["nncc_peak_share"], 100 * r["torch_peak_share"],
+                                     r["peak"])
 
 
 def run_bert_train(cd, case, reps, nncc_only):
@@ -468,17 +502,18 @@ def main():
         for r in run_case(cd, a.reps, a.nncc_only):
             rows.append(r)
             print("%-14s %-9s vs %-20s nncc %8.3f ms  torch %8.3f ms  ratio %5.2fx  "
-                  "TFLOP/s %.2f / %.2f  err %s" % (
+                  "TFLOP/s %.2f / %.2f (%s)  err %s" % (
                       r["case"], r["nncc"], r["vs"], r["nncc_ms"], r["torch_ms"], r["ratio"],
-                      r["nncc_tflops"], r["torch_tflops"],
+                      r["nncc_tflops"], r["torch_tflops"], peak_shares(r),
                       "-" if r["err"] is None else "%.2g" % r["err"]), flush=True)
     if a.markdown:
-        print("| case | nncc | vs | nncc ms | torch ms | torch/nncc | TFLOP/s nncc / torch | err |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("| case | nncc | vs | nncc ms | torch ms | torch/nncc | TFLOP/s nncc / torch "
+              "| share of peak nncc / torch | err |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for r in rows:
-            print("| %s | %s | %s | %.3f | %.3f | %.2f× | %.2f / %.2f | %s |" % (
+            print("| %s | %s | %s | %.3f | %.3f | %.2f× | %.2f / %.2f | %s | %s |" % (
                 r["case"], r["nncc"], r["vs"], r["nncc_ms"], r["torch_ms"], r["ratio"],
-                r["nncc_tflops"], r["torch_tflops"],
+                r["nncc_tflops"], r["torch_tflops"], peak_shares(r),
                 "-" if r["err"] is None else "%.2g" % r["err"]))
     if a.json:
         with open(a.json, "w") as f:
