@@ -350,6 +350,57 @@ template <typename T> void forward(Group &G, bool tf32 = false) {
     }
 }
 
+/// LSH attention's chunk kernel on TF32 tensor cores (NNCC_CUDA_ALLOW_TF32=1:
+/// lsh_chunk_tile_tf32_kernel) against the fp32 CPU kernel at TF32 accuracy,
+/// with and without dropout, for every LSH case the tile kernels serve; it
+/// must also differ from the fp32 kernel (the TF32 kernel ran).
+void lshTf32(Group &G) {
+  for (const Case &c : cases())
+    for (double dropout : {0.0, 0.2}) {
+      if (c.kind != NNCC_ATTN_LSH || c.dh > 128)
+        continue;
+      const int B = c.B, Tn = c.Tn, H = c.H, dh = c.dh, E = H * dh, ld = 2 * E;
+      const uint64_t seed = 77, offset = 3;
+      auto qkv = normal<float>((size_t)B * Tn * ld);
+      auto rot = normal<float>((size_t)c.hashes * dh * (c.buckets / 2));
+      std::vector<uint8_t> kpm((size_t)B * Tn, 0);
+      for (int b = 0; b < B; ++b)
+        for (int t = 0; t < Tn; ++t)
+          kpm[(size_t)b * Tn + t] = c.pad && ((t >= Tn - 4 - 3 * b) || (t % 9 == 2));
+      const uint8_t *kp = c.pad ? kpm.data() : nullptr;
+      nncc_attention_params p = paramsOf(c, rot.data(), dropout, seed, offset);
+      const float scale = 1.f / std::sqrt((float)dh);
+      const float *qk = qkv.data(), *v = qkv.data() + E;
+      auto wsC = garbage(nncc_attention_workspace_size(&p, B, Tn, H, dh, sizeof(float)));
+      auto outC = nanv<float>((size_t)B * Tn * E), lseC = nanv<float>((size_t)B * H * Tn);
+      G.ok("cpu attention", nncc_attention_f32(&p, B, Tn, H, dh, qk, qk, v, ld, outC.data(), E,
+                                               kp, (void *)wsC.data(), (int32_t *)nullptr,
+                                               lseC.data()));
+      auto ws = garbage(lsh_attention_scratch_bytes(B, Tn, H, dh, c.hashes, sizeof(float)));
+      auto launch = [&](std::vector<float> &out, std::vector<float> &lse) -> int {
+        return launch_lsh_attention_train<float>(dh, B, Tn, H, c.hashes, c.buckets, c.chunk,
+                                                 c.causal, scale, c.same, qk, v, ld, rot.data(),
+                                                 out.data(), E, kp, lse.data(), dropout, seed,
+                                                 offset, ws.data(), nullptr);
+      };
+      const std::string tag = std::string(c.name) + (dropout > 0 ? " drop0.2" : "");
+      auto out = nanv<float>(outC.size()), lse = nanv<float>(lseC.size());
+      auto out32 = nanv<float>(outC.size()), lse32 = nanv<float>(lseC.size());
+      setenv("NNCC_CUDA_ALLOW_TF32", "1", 1);
+      G.ok(tag + " tf32 launch", launch(out, lse));
+      unsetenv("NNCC_CUDA_ALLOW_TF32");
+      G.ok(tag + " fp32 launch", launch(out32, lse32));
+      double md = 0, mx = 1e-30;
+      for (size_t x = 0; x < out.size(); ++x) {
+        md = std::max(md, std::fabs((double)out[x] - out32[x]));
+        mx = std::max(mx, std::fabs((double)out32[x]));
+      }
+      G.ok(tag + " differs from the FP32 kernel (TF32 ran)", md / mx > 1e-5 ? 0 : 1);
+      G.cmp(tag + " out", outC, out);
+      G.cmp(tag + " lse", lseC, lse);
+    }
+}
+
 template <typename T> void attention(Group &G, int kind) {
   for (double dr : {0.0, 0.2})
     for (const Case &c : cases()) {
@@ -367,6 +418,7 @@ int main() {
   { Group G("attention forward f32", 1e-5); forward<float>(G); }
   // TF32 inputs (10-bit mantissas) against the fp32 CPU kernel.
   { Group G("attention forward tf32", 2e-3); forward<float>(G, true); }
+  { Group G("lsh attention forward tf32", 2e-3); lshTf32(G); }
   for (auto [kind, name] : {std::pair<int, const char *>{NNCC_ATTN_DENSE, "dense"},
                             {NNCC_ATTN_DILATED, "dilated"},
                             {NNCC_ATTN_LSH, "lsh"}}) {

@@ -929,6 +929,65 @@ template <int DH> struct AttnTileTf32 {
       sizeof(int) * C::BK;
 };
 
+/// The TF32 tile kernels' mma steps (AttnTile<float, DH> CTAs, warp w's
+/// query rows 16 w .. 16 w + 15 one m16 tile; g = lane / 4, t4 = lane % 4,
+/// row0 = 16 w + g). Q's A fragments of the whole head from Qs (stride LDQ),
+/// rounded to TF32 when staged.
+template <int KD, int LDQ>
+__device__ __forceinline__ void attn_tf32_q_frags(uint32_t (&qa)[KD][4], const float *Qs, int row0,
+                                                  int t4) {
+#pragma unroll
+  for (int kd = 0; kd < KD; ++kd) {
+    const float *q0 = Qs + row0 * LDQ + 8 * kd + t4;
+    qa[kd][0] = __float_as_uint(q0[0]);
+    qa[kd][1] = __float_as_uint(q0[8 * LDQ]);
+    qa[kd][2] = __float_as_uint(q0[4]);
+    qa[kd][3] = __float_as_uint(q0[8 * LDQ + 4]);
+  }
+}
+
+/// s = Q K^T of the warp's rows and the BK = 8 NS keys of Ks (stride LDQ):
+/// NS x KD mma, the head steps past dh skipped unless Exact.
+template <int NS, int KD, int LDQ, bool Exact>
+__device__ __forceinline__ void attn_tf32_scores(float (&s)[NS][4], const uint32_t (&qa)[KD][4],
+                                                 const float *Ks, int g, int t4, int dh) {
+#pragma unroll
+  for (int n = 0; n < NS; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      s[n][e] = 0.f;
+#pragma unroll
+  for (int kd = 0; kd < KD; ++kd) {
+    if (!Exact && 8 * kd >= dh)
+      break;
+#pragma unroll
+    for (int n = 0; n < NS; ++n) {
+      const float *k0 = Ks + (8 * n + g) * LDQ + 8 * kd + t4;
+      attn_mma_tf32(s[n], qa[kd], __float_as_uint(k0[0]), __float_as_uint(k0[4]));
+    }
+  }
+}
+
+/// O += P V: the warp's weights from its rows of Ps (stride LDP; rounded to
+/// TF32 here, after dropout) as A fragments, V rows of Vs (stride LDV) as B.
+template <int NS, int KD, int LDP, int LDV, bool Exact>
+__device__ __forceinline__ void attn_tf32_pv(float (&oacc)[KD][4], const float *Ps,
+                                             const float *Vs, int row0, int g, int t4, int dh) {
+#pragma unroll
+  for (int ks = 0; ks < NS; ++ks) {
+    const float *p0 = Ps + row0 * LDP + 8 * ks + t4;
+    const uint32_t pa[4] = {attn_to_tf32(p0[0]), attn_to_tf32(p0[8 * LDP]),
+                            attn_to_tf32(p0[4]), attn_to_tf32(p0[8 * LDP + 4])};
+#pragma unroll
+    for (int n = 0; n < KD; ++n) {
+      if (!Exact && 8 * n >= dh)
+        break;
+      const float *v0 = Vs + (8 * ks + t4) * LDV + 8 * n + g;
+      attn_mma_tf32(oacc[n], pa, __float_as_uint(v0[0]), __float_as_uint(v0[4 * LDV]));
+    }
+  }
+}
+
 /// attention_tile_fwd_kernel on TF32 tensor cores (fp32 only; chosen at
 /// launch when NNCC_CUDA_ALLOW_TF32 allows it). Same CTA, schedule, masks,
 /// dropout and outputs; warp w's 16 query rows are one m16 tile: QK^T as
@@ -971,14 +1030,7 @@ __global__ void __launch_bounds__(128)
       [&](int t) { return t < S.nq ? S.row(t) : -1; });
   __syncthreads();
   uint32_t qa[KD][4]; // Q's A fragments, all of the head
-#pragma unroll
-  for (int kd = 0; kd < KD; ++kd) {
-    const float *q0 = Qs + row0 * LDQ + 8 * kd + t4;
-    qa[kd][0] = __float_as_uint(q0[0]);
-    qa[kd][1] = __float_as_uint(q0[8 * LDQ]);
-    qa[kd][2] = __float_as_uint(q0[4]);
-    qa[kd][3] = __float_as_uint(q0[8 * LDQ + 4]);
-  }
+  attn_tf32_q_frags<KD, LDQ>(qa, Qs, row0, t4);
   const int qi[2] = {S.row(row0), S.row(row0 + 8)};
   float mrow[2] = {neg_big<float>(), neg_big<float>()}, lrow[2] = {0.f, 0.f};
   float oacc[KD][4];
@@ -1002,21 +1054,7 @@ __global__ void __launch_bounds__(128)
     __syncthreads();
 
     float sacc[NS][4];
-#pragma unroll
-    for (int n = 0; n < NS; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        sacc[n][e] = 0.f;
-#pragma unroll
-    for (int kd = 0; kd < KD; ++kd) {
-      if (!Exact && 8 * kd >= dh)
-        break;
-#pragma unroll
-      for (int n = 0; n < NS; ++n) {
-        const float *k0 = Ks + (8 * n + g) * LDQ + 8 * kd + t4;
-        attn_mma_tf32(sacc[n], qa[kd], __float_as_uint(k0[0]), __float_as_uint(k0[4]));
-      }
-    }
+    attn_tf32_scores<NS, KD, LDQ, Exact>(sacc, qa, Ks, g, t4, dh);
 
     // Masks, online softmax (rows row0 and row0 + 8; Q carries the scale),
     // weights into Ps.
@@ -1033,20 +1071,8 @@ __global__ void __launch_bounds__(128)
       __syncwarp();
     }
 
-    // O += P V: P's A fragments from Ps (rounded here, after dropout).
-#pragma unroll
-    for (int ks = 0; ks < NS; ++ks) {
-      const float *p0 = Ps + row0 * LDP + 8 * ks + t4;
-      const uint32_t pa[4] = {attn_to_tf32(p0[0]), attn_to_tf32(p0[8 * LDP]),
-                              attn_to_tf32(p0[4]), attn_to_tf32(p0[8 * LDP + 4])};
-#pragma unroll
-      for (int n = 0; n < KD; ++n) {
-        if (!Exact && 8 * n >= dh)
-          break;
-        const float *v0 = Vs + (8 * ks + t4) * LDV + 8 * n + g;
-        attn_mma_tf32(oacc[n], pa, __float_as_uint(v0[0]), __float_as_uint(v0[4 * LDV]));
-      }
-    }
+    // O += P V: P's A fragments from Ps (rounded there, after dropout).
+    attn_tf32_pv<NS, KD, LDP, LDV, Exact>(oacc, Ps, Vs, row0, g, t4, dh);
     __syncthreads(); // before the next tile overwrites Ks, Vs, kadm
   }
 

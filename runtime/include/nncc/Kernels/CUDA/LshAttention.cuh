@@ -416,6 +416,119 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_kernel(
       [&](int m, T value) { lse_r[task * Tn + qt[m]] = value; });
 }
 
+/// lsh_chunk_tile_kernel on TF32 tensor cores (fp32; when
+/// NNCC_CUDA_ALLOW_TF32 allows it): attention_tile_tf32_kernel's fragments,
+/// mma steps and softmax (Attention.cuh) over the chunk CTA's sorted queries
+/// and the gathered keys of its own and the previous chunk; masks, dropout
+/// and outputs as lsh_chunk_tile_kernel. Dynamic shared memory:
+/// lsh_chunk_tf32_smem_bytes<DH>().
+template <int DH> constexpr size_t lsh_chunk_tf32_smem_bytes() {
+  return AttnTileTf32<DH>::smem_bytes + sizeof(int) * AttnTile<float, DH>::BK;
+}
+
+template <int DH, bool Exact>
+__global__ void __launch_bounds__(128) lsh_chunk_tile_tf32_kernel(
+    int Tn, int H, int rounds, int chunk, int causal, int same_bucket, float scale,
+    const float *__restrict__ qk, const float *__restrict__ v, int64_t ld_in,
+    const float *__restrict__ kn, const int32_t *__restrict__ buckets,
+    const int32_t *__restrict__ order, const uint8_t *kpm, float *o_r, float *lse_r, int dh_rt,
+    int vec, AttentionDropout<float> drop) {
+  using C = AttnTile<float, DH>;
+  constexpr int BQ = C::BQ, BK = C::BK, NT = C::NT, LDQ = C::LDQ, LDP = C::LDP;
+  constexpr int LDV = AttnTileTf32<DH>::LDV, NS = BK / 8, KD = DH / 8;
+  extern __shared__ __align__(16) unsigned char nncc_lsh_tf32_smem[];
+  float *Qs = reinterpret_cast<float *>(nncc_lsh_tf32_smem); // [BQ][LDQ] (scaled)
+  float *Ks = Qs + BQ * LDQ;                                  // [BK][LDQ] k^ rows
+  float *Vs = Ks + BK * LDQ;                                  // [BK][LDV]
+  float *Ps = Vs + BK * LDV;                                  // [BQ][LDP]
+  int *kpos = reinterpret_cast<int *>(Ps + BQ * LDP);         // [BK] key position or -1
+  int *kbkt = kpos + BK;                                      // [BK] its bucket
+
+  const int dh = Exact ? DH : dh_rt;
+  const int h = blockIdx.y / rounds;
+  LshTileCta cta;
+  if (!cta.init(Tn, H, rounds, h, blockIdx.y % rounds, chunk, BQ, order, buckets, kpm))
+    return;
+  const int b = cta.b, ch = cta.ch, p0 = cta.p0, nq = cta.rows;
+  const int64_t task = cta.task;
+  const int32_t *ord = cta.ord, *bk = cta.bk;
+  const uint8_t *kpmRow = cta.kpmRow;
+  const float *qb = qk + (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  const float *vb = v + (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+  const float *knb = kn + cta.bh * Tn * dh;
+  const int lo = ch > 0 ? (ch - 1) * chunk : 0, hi = cta.cEnd;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int row0 = warp * 16 + g; // and row0 + 8
+
+  attn_stage_rows<float, DH, BQ, LDQ, NT, true>(Qs, qb, ld_in, dh, vec != 0, scale,
+                                                [&](int t) { return t < nq ? ord[p0 + t] : -1; });
+  __syncthreads();
+  uint32_t qa[KD][4];
+  attn_tf32_q_frags<KD, LDQ>(qa, Qs, row0, t4);
+  int qt[2], qbk[2];
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int t = row0 + 8 * hr;
+    qt[hr] = t < nq ? ord[p0 + t] : -1;
+    qbk[hr] = qt[hr] >= 0 ? bk[qt[hr]] : -1;
+  }
+  float mrow[2] = {neg_big<float>(), neg_big<float>()}, lrow[2] = {0.f, 0.f};
+  float oacc[KD][4];
+#pragma unroll
+  for (int n = 0; n < KD; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      oacc[n][e] = 0.f;
+
+  for (int k0 = lo; k0 < hi; k0 += BK) {
+    auto keyOf = [&](int jj) { return k0 + jj < hi ? ord[k0 + jj] : -1; };
+    attn_stage_rows<float, DH, BK, LDQ, NT, true>(Ks, knb, dh, dh, vec != 0, 1.f, keyOf);
+    attn_stage_rows<float, DH, BK, LDV, NT, true>(Vs, vb, ld_in, dh, vec != 0, 1.f, keyOf);
+    for (int jj = threadIdx.x; jj < BK; jj += NT) {
+      const int u = keyOf(jj);
+      kpos[jj] = u >= 0 && !(kpmRow && kpmRow[u]) ? u : -1;
+      kbkt[jj] = u >= 0 ? bk[u] : -1;
+    }
+    __syncthreads();
+
+    float sacc[NS][4];
+    attn_tf32_scores<NS, KD, LDQ, Exact>(sacc, qa, Ks, g, t4, dh);
+    attn_mma_softmax_step(
+        sacc, mrow, lrow, oacc, 1.f,
+        [&](int hr, int n, int e) {
+          const int jj = 8 * n + 2 * t4 + e, u = kpos[jj];
+          return qt[hr] >= 0 && u >= 0 && u != qt[hr] && !(causal && u > qt[hr]) &&
+                 (!same_bucket || kbkt[jj] == qbk[hr]);
+        },
+        [&](int hr, int n, int e, float p) {
+          Ps[(row0 + 8 * hr) * LDP + 8 * n + 2 * t4 + e] = p;
+          return p;
+        });
+    __syncwarp(); // Ps rows are private to their warp
+    if (drop.on()) {
+      // Two threads per query row of the warp's own 16, BK/2 weights each.
+      constexpr int SEG = BK / 2;
+      const int t = threadIdx.x >> 1, jj0 = (threadIdx.x & 1) * SEG;
+      if (t < nq) {
+        const uint64_t rowCounter = (uint64_t)((task * Tn + ord[p0 + t]) * (int64_t)Tn);
+        float *pr = Ps + t * LDP + jj0;
+        for (int x = 0; x < SEG; ++x)
+          if (pr[x] != 0.f)
+            pr[x] *= drop.mult(rowCounter + (uint64_t)kpos[jj0 + x]);
+      }
+      __syncwarp();
+    }
+    attn_tf32_pv<NS, KD, LDP, LDV, Exact>(oacc, Ps, Vs, row0, g, t4, dh);
+    __syncthreads(); // before the next tile overwrites Ks, Vs, kpos, kbkt
+  }
+
+  attn_mma_finish_rows<float, KD, Exact>(
+      mrow, lrow, oacc, t4, dh, lse_r,
+      [&](int hr) { return qt[hr] < 0 ? nullptr : o_r + (task * Tn + qt[hr]) * dh; },
+      [&](int hr) { return task * Tn + qt[hr]; });
+}
+
 /// out[b, t, h*dh + d] = sum_r w_r o_r[b, h, r, t, d], w = softmax of the
 /// rounds' log-sum-exps (lse_round_weights); a query that no round offers
 /// another key attends to itself alone (lsh_self_only), if not padded: out
@@ -540,16 +653,20 @@ inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int round
     e = attn_tile_dispatch<DHS>(dh, [&](auto dhTag, auto exactTag) -> cudaError_t {
       constexpr int DH = decltype(dhTag)::value;
       constexpr bool Exact = decltype(exactTag)::value;
-      auto kern = lsh_chunk_tile_kernel<T, DH, Exact>;
-      constexpr size_t smem = lsh_chunk_tile_smem_bytes<T, DH>();
-      cudaError_t err = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)smem);
-      if (err != cudaSuccess)
-        return err;
-      kern<<<grid, AttnTile<T, DH>::NT, smem, stream>>>(Tn, H, rounds, chunk, causal,
-                                                        same_bucket, scale, qk, v, ld_in, kn,
-                                                        bk, ord, kpm, o_r, lse_r, dh, vec, drop);
-      return cudaGetLastError();
+      auto launch = [&](auto kern, size_t smem) -> cudaError_t {
+        cudaError_t err =
+            cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess)
+          return err;
+        kern<<<grid, 128, smem, stream>>>(Tn, H, rounds, chunk, causal, same_bucket, scale, qk,
+                                          v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh, vec, drop);
+        return cudaGetLastError();
+      };
+      static_assert(AttnTile<T, DH>::NT == 128, "128-thread CTAs");
+      if constexpr (std::is_same_v<T, float>)
+        if (attention_tf32_allowed())
+          return launch(lsh_chunk_tile_tf32_kernel<DH, Exact>, lsh_chunk_tf32_smem_bytes<DH>());
+      return launch(lsh_chunk_tile_kernel<T, DH, Exact>, lsh_chunk_tile_smem_bytes<T, DH>());
     });
     if (e != cudaSuccess)
       return e;
