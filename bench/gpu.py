@@ -65,6 +65,7 @@ CASES = {
     "core_dense_f32": (None, "core", dict(B=1, T=4096, A=4, DH=64, dtype="float32")),
     "core_dense_bf16": (None, "core", dict(B=1, T=4096, A=4, DH=64, dtype="bfloat16")),
     "core_dense_bf16_b8": (None, "core", dict(B=8, T=512, A=4, DH=64, dtype="bfloat16")),
+    "core_dense_bf16_dh128": (None, "core", dict(B=1, T=4096, A=2, DH=128, dtype="bfloat16")),
     "core_dilated_bf16": (None, "core", dict(B=1, T=4096, A=4, DH=64, dtype="bfloat16",
                                             W=64, DIL=2)),
 }
