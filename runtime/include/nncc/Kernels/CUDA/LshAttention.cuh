@@ -306,6 +306,43 @@ struct LshTileCta {
   }
 };
 
+/// Stages the LSH key tile of sorted positions [k0, min(k0 + BK, hi)): the
+/// normalised key rows (knb, stride dh) into Ks (stride LDK), the value rows
+/// (vb, stride ld_in) into Vs (stride LDV), rounded to TF32 when Tf32; and
+/// each key's position (-1: none or padded) and bucket.
+template <typename T, int DH, int BK, int LDK, int LDV, int NT, bool Tf32 = false>
+__device__ __forceinline__ void lsh_stage_keys(T *Ks, T *Vs, int *kpos, int *kbkt, const T *knb,
+                                               const T *vb, int64_t ld_in, int dh, bool vec,
+                                               int k0, int hi, const int32_t *ord,
+                                               const int32_t *bk, const uint8_t *kpmRow) {
+  auto keyOf = [&](int jj) { return k0 + jj < hi ? ord[k0 + jj] : -1; };
+  attn_stage_rows<T, DH, BK, LDK, NT, Tf32>(Ks, knb, dh, dh, vec, T(1), keyOf);
+  attn_stage_rows<T, DH, BK, LDV, NT, Tf32>(Vs, vb, ld_in, dh, vec, T(1), keyOf);
+  for (int jj = threadIdx.x; jj < BK; jj += NT) {
+    const int u = keyOf(jj);
+    kpos[jj] = u >= 0 && !(kpmRow && kpmRow[u]) ? u : -1;
+    kbkt[jj] = u >= 0 ? bk[u] : -1;
+  }
+}
+
+/// Dropout on the weights the warps wrote to Ps (stride LDP; query row t is
+/// sorted position p0 + t, nq rows): two threads per row of the warp's own
+/// 16, BK/2 weights each, counter (task T + t) T + u.
+template <typename T, int BK, int LDP>
+__device__ __forceinline__ void lsh_tile_dropout(T *Ps, const int *kpos, int nq,
+                                                 const int32_t *ord, int p0, int64_t task,
+                                                 int Tn, const AttentionDropout<T> &drop) {
+  constexpr int SEG = BK / 2;
+  const int t = threadIdx.x >> 1, jj0 = (threadIdx.x & 1) * SEG;
+  if (t >= nq)
+    return;
+  const uint64_t rowCounter = (uint64_t)((task * Tn + ord[p0 + t]) * (int64_t)Tn);
+  T *pr = Ps + t * LDP + jj0;
+  for (int x = 0; x < SEG; ++x)
+    if (pr[x] != T(0))
+      pr[x] *= drop.mult(rowCounter + (uint64_t)kpos[jj0 + x]);
+}
+
 /// lsh_chunk_attention_kernel on the tile kernels' register micro-tiles
 /// (Attention.cuh: attn_stage_rows, attn_mt_dot, attn_mt_accum; head sizes
 /// zero-padded to DH = 32/64/128). A CTA of 128 threads serves up to 64
@@ -373,14 +410,8 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_kernel(
   }
 
   for (int k0 = lo; k0 < hi; k0 += BK) {
-    auto keyOf = [&](int jj) { return k0 + jj < hi ? ord[k0 + jj] : -1; };
-    attn_stage_rows<T, DH, BK, LDQ, NT>(Ks, knb, dh, dh, vec != 0, T(1), keyOf);
-    attn_stage_rows<T, DH, BK, DH, NT>(Vs, vb, ld_in, dh, vec != 0, T(1), keyOf);
-    for (int jj = threadIdx.x; jj < BK; jj += NT) {
-      const int u = keyOf(jj);
-      kpos[jj] = u >= 0 && !(kpmRow && kpmRow[u]) ? u : -1;
-      kbkt[jj] = u >= 0 ? bk[u] : -1;
-    }
+    lsh_stage_keys<T, DH, BK, LDQ, DH, NT>(Ks, Vs, kpos, kbkt, knb, vb, ld_in, dh, vec != 0, k0,
+                                           hi, ord, bk, kpmRow);
     __syncthreads();
 
     T s[TM][TN];
@@ -394,16 +425,7 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_kernel(
         });
     __syncwarp(); // Ps rows are private to their warp
     if (drop.on()) {
-      // Two threads per query row of the warp's own 16, BK/2 weights each.
-      constexpr int SEG = BK / 2;
-      const int t = threadIdx.x >> 1, jj0 = (threadIdx.x & 1) * SEG;
-      if (t < nq) {
-        const uint64_t rowCounter = (uint64_t)((task * Tn + ord[p0 + t]) * (int64_t)Tn);
-        T *pr = Ps + t * LDP + jj0;
-        for (int x = 0; x < SEG; ++x)
-          if (pr[x] != T(0))
-            pr[x] *= drop.mult(rowCounter + (uint64_t)kpos[jj0 + x]);
-      }
+      lsh_tile_dropout<T, BK, LDP>(Ps, kpos, nq, ord, p0, task, Tn, drop);
       __syncwarp();
     }
     attn_mt_accum<T, TM, TG, BK, LDP, DH>(acc, Ps + (warp * 16 + rr) * LDP, Vs + c * VW);
@@ -482,14 +504,8 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_tf32_kernel(
       oacc[n][e] = 0.f;
 
   for (int k0 = lo; k0 < hi; k0 += BK) {
-    auto keyOf = [&](int jj) { return k0 + jj < hi ? ord[k0 + jj] : -1; };
-    attn_stage_rows<float, DH, BK, LDQ, NT, true>(Ks, knb, dh, dh, vec != 0, 1.f, keyOf);
-    attn_stage_rows<float, DH, BK, LDV, NT, true>(Vs, vb, ld_in, dh, vec != 0, 1.f, keyOf);
-    for (int jj = threadIdx.x; jj < BK; jj += NT) {
-      const int u = keyOf(jj);
-      kpos[jj] = u >= 0 && !(kpmRow && kpmRow[u]) ? u : -1;
-      kbkt[jj] = u >= 0 ? bk[u] : -1;
-    }
+    lsh_stage_keys<float, DH, BK, LDQ, LDV, NT, true>(Ks, Vs, kpos, kbkt, knb, vb, ld_in, dh,
+                                                      vec != 0, k0, hi, ord, bk, kpmRow);
     __syncthreads();
 
     float sacc[NS][4];
@@ -507,16 +523,7 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_tf32_kernel(
         });
     __syncwarp(); // Ps rows are private to their warp
     if (drop.on()) {
-      // Two threads per query row of the warp's own 16, BK/2 weights each.
-      constexpr int SEG = BK / 2;
-      const int t = threadIdx.x >> 1, jj0 = (threadIdx.x & 1) * SEG;
-      if (t < nq) {
-        const uint64_t rowCounter = (uint64_t)((task * Tn + ord[p0 + t]) * (int64_t)Tn);
-        float *pr = Ps + t * LDP + jj0;
-        for (int x = 0; x < SEG; ++x)
-          if (pr[x] != 0.f)
-            pr[x] *= drop.mult(rowCounter + (uint64_t)kpos[jj0 + x]);
-      }
+      lsh_tile_dropout<float, BK, LDP>(Ps, kpos, nq, ord, p0, task, Tn, drop);
       __syncwarp();
     }
     attn_tf32_pv<NS, KD, LDP, LDV, Exact>(oacc, Ps, Vs, row0, g, t4, dh);
