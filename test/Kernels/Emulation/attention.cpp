@@ -64,6 +64,19 @@ static nncc_attention_params paramsOf(const Case &c, const void *rot, double dro
   return p;
 }
 
+/// The TF32 kernel ran: its output `tf32` differs from the fp32 kernel's
+/// `fp32` by more than fp32 rounding (relative to the largest output).
+template <typename T>
+void tf32Ran(Group &G, const std::string &tag, const std::vector<T> &tf32,
+             const std::vector<T> &fp32) {
+  double md = 0, mx = 1e-30;
+  for (size_t x = 0; x < tf32.size(); ++x) {
+    md = std::max(md, std::fabs((double)tf32[x] - fp32[x]));
+    mx = std::max(mx, std::fabs((double)fp32[x]));
+  }
+  G.ok(tag + " differs from the FP32 kernel (TF32 ran)", md / mx > 1e-5 ? 0 : 1);
+}
+
 template <typename T, int DHS> void run(Group &G, const Case &c, double dropout) {
   const int B = c.B, Tn = c.Tn, H = c.H, dh = c.dh, E = H * dh;
   const bool lsh = c.kind == NNCC_ATTN_LSH;
@@ -335,12 +348,7 @@ template <typename T> void forward(Group &G, bool tf32 = false) {
         unsetenv("NNCC_CUDA_ALLOW_TF32");
         auto out32 = nanv<T>(outC.size()), lse32 = nanv<T>(lseC.size());
         G.ok(tag + " fp32 launch", launch(out32, lse32));
-        double md = 0, mx = 1e-30;
-        for (size_t x = 0; x < out.size(); ++x) {
-          md = std::max(md, std::fabs((double)out[x] - out32[x]));
-          mx = std::max(mx, std::fabs((double)out32[x]));
-        }
-        G.ok(tag + " differs from the FP32 kernel (TF32 ran)", md / mx > 1e-5 ? 0 : 1);
+        tf32Ran(G, tag, out, out32);
       }
       G.ok(tag + " launch", rc);
       G.cmp(tag + " out", outC, out);
@@ -390,12 +398,7 @@ void lshTf32(Group &G) {
       G.ok(tag + " tf32 launch", launch(out, lse));
       unsetenv("NNCC_CUDA_ALLOW_TF32");
       G.ok(tag + " fp32 launch", launch(out32, lse32));
-      double md = 0, mx = 1e-30;
-      for (size_t x = 0; x < out.size(); ++x) {
-        md = std::max(md, std::fabs((double)out[x] - out32[x]));
-        mx = std::max(mx, std::fabs((double)out32[x]));
-      }
-      G.ok(tag + " differs from the FP32 kernel (TF32 ran)", md / mx > 1e-5 ? 0 : 1);
+      tf32Ran(G, tag, out, out32);
       G.cmp(tag + " out", outC, out);
       G.cmp(tag + " lse", lseC, lse);
     }

@@ -835,6 +835,15 @@ __global__ void __launch_bounds__(128)
       });
 }
 
+/// Zeros N mma accumulator tiles (4 floats per thread each).
+template <int N> __device__ __forceinline__ void attn_mma_zero(float (&a)[N][4]) {
+#pragma unroll
+  for (int n = 0; n < N; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      a[n][e] = 0.f;
+}
+
 /// One key tile of the online softmax in the mma accumulator layout (the
 /// TF32 and BF16 kernels): a thread holds s[n][2 hr + e] = S[g + 8 hr][8 n +
 /// 2 t + e]. Masks the scores where !admits(hr, n, e), scales the others
@@ -951,11 +960,7 @@ __device__ __forceinline__ void attn_tf32_q_frags(uint32_t (&qa)[KD][4], const f
 template <int NS, int KD, int LDQ, bool Exact>
 __device__ __forceinline__ void attn_tf32_scores(float (&s)[NS][4], const uint32_t (&qa)[KD][4],
                                                  const float *Ks, int g, int t4, int dh) {
-#pragma unroll
-  for (int n = 0; n < NS; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      s[n][e] = 0.f;
+  attn_mma_zero(s);
 #pragma unroll
   for (int kd = 0; kd < KD; ++kd) {
     if (!Exact && 8 * kd >= dh)
@@ -1034,11 +1039,7 @@ __global__ void __launch_bounds__(128)
   const int qi[2] = {S.row(row0), S.row(row0 + 8)};
   float mrow[2] = {neg_big<float>(), neg_big<float>()}, lrow[2] = {0.f, 0.f};
   float oacc[KD][4];
-#pragma unroll
-  for (int n = 0; n < KD; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      oacc[n][e] = 0.f;
+  attn_mma_zero(oacc);
 
   for (int tile = 0; tile < S.nTiles; ++tile) {
     const bool gTile = S.globalTile(tile);
@@ -1178,11 +1179,7 @@ __global__ void __launch_bounds__(128)
   const int qi[2] = {S.row(row0), S.row(row0 + 8)};
   float mrow[2] = {neg_big<float>(), neg_big<float>()}, lrow[2] = {0.f, 0.f};
   float oacc[ND][4];
-#pragma unroll
-  for (int n = 0; n < ND; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      oacc[n][e] = 0.f;
+  attn_mma_zero(oacc);
   // V's ldmatrix rows: lane l reads row 8 ((l / 8) & 1) + l % 8 of a key
   // step and the column group 8 (l / 16) of a pair of head column groups.
   const int vOff = (8 * ((lane >> 3) & 1) + (lane & 7)) * LD + 8 * (lane >> 4);
@@ -1203,11 +1200,7 @@ __global__ void __launch_bounds__(128)
     const bool gTile = S.globalTile(tile);
 
     float sacc[NS][4];
-#pragma unroll
-    for (int n = 0; n < NS; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        sacc[n][e] = 0.f;
+    attn_mma_zero(sacc);
 #pragma unroll
     for (int kd = 0; kd < KD; ++kd) {
       if (!Exact && 16 * kd >= dh)

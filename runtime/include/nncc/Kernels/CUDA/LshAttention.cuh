@@ -497,11 +497,7 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_tf32_kernel(
   }
   float mrow[2] = {neg_big<float>(), neg_big<float>()}, lrow[2] = {0.f, 0.f};
   float oacc[KD][4];
-#pragma unroll
-  for (int n = 0; n < KD; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      oacc[n][e] = 0.f;
+  attn_mma_zero(oacc);
 
   for (int k0 = lo; k0 < hi; k0 += BK) {
     lsh_stage_keys<float, DH, BK, LDQ, LDV, NT, true>(Ks, Vs, kpos, kbkt, knb, vb, ld_in, dh,
