@@ -27,6 +27,7 @@
 
 #include <cooperative_groups.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -412,6 +413,67 @@ __device__ __forceinline__ void rnn_grid_gather(int n, Ok ok, Ld ld, St st) {
   }
 }
 
+/// Stages B rows into dst [B, stride] (stride >= n): row b's columns
+/// [0, n) from row(b), read through L2 (__ldcg: other CTAs of the launch
+/// wrote them), zeros past n and in the rows where row(b) is null (rows not
+/// active at this step). In E-sized pieces: 16-byte vectors when the caller
+/// knows every row to be 16-byte aligned with n a multiple of the vector
+/// length, else elements. A thread walks its items with an incremental
+/// (row, piece) pair instead of dividing, holds K loads in flight before
+/// their stores, and runs mid() once after its first loads are issued, so
+/// that the step's other staging overlaps their latency.
+template <int K, typename E, typename T, typename Row, typename Mid>
+__device__ __forceinline__ void rnn_grid_stage_rows_as(int B, int nq, int sq, Row &row,
+                                                       T *dst_t, Mid &mid) {
+  E *dst = reinterpret_cast<E *>(dst_t);
+  const int step = blockDim.x, rounds = (B * sq + K * step - 1) / (K * step);
+  const int db = step / sq, dq = step % sq;
+  int b = threadIdx.x / sq, q = threadIdx.x % sq;
+  for (int r = 0; r < rounds; ++r) {
+    E v[K];
+    int at[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      at[k] = -1;
+      v[k] = E{};
+      if (b < B) {
+        at[k] = b * sq + q;
+        const T *src = q < nq ? row(b) : nullptr;
+        if (src)
+          v[k] = __ldcg(reinterpret_cast<const E *>(src) + q);
+      }
+      q += dq;
+      b += db;
+      if (q >= sq) {
+        q -= sq;
+        ++b;
+      }
+    }
+    if (r == 0)
+      mid();
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if (at[k] >= 0)
+        dst[at[k]] = v[k];
+  }
+  if (rounds == 0)
+    mid();
+}
+template <int K, typename T, typename Row, typename Mid>
+__device__ __forceinline__ void rnn_grid_stage_rows(int B, int n, int stride, bool vec, Row row,
+                                                    T *dst, Mid mid) {
+  typedef RnnVec<T> Vec;
+  if (vec)
+    rnn_grid_stage_rows_as<K, typename Vec::type>(B, n / Vec::n, stride / Vec::n, row, dst, mid);
+  else
+    rnn_grid_stage_rows_as<K, T>(B, n, stride, row, dst, mid);
+}
+
+/// Whether p is 16-byte aligned (the vector path of rnn_grid_stage_rows).
+__device__ __forceinline__ bool rnn_aligned16(const void *p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
 /// The persistent multi-CTA kernel: ONE cooperative launch of nc CTAs runs
 /// one layer and direction over all time steps (see the section comment).
 /// Arguments as rnn_scan_kernel, with whh = W_hh [G*H, H] itself (no
@@ -452,8 +514,6 @@ __global__ void __launch_bounds__(kRnnGridThreads)
     const int r = (int)(i / hp), k = (int)(i % hp), g = r / us, jj = r % us;
     sw[i] = g < G && jj < u && k < H ? whh[((int64_t)g * H + j0 + jj) * H + k] : T(0);
   }
-  for (int i = threadIdx.x; i < B * (hp - H); i += blockDim.x)
-    shs[(i / (hp - H)) * hp + H + i % (hp - H)] = T(0);
   for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
     const int b = i / u, j = j0 + i % u;
     sho[b * us + i % u] = h0 ? h0[(int64_t)b * H + j] : T(0);
@@ -468,31 +528,39 @@ __global__ void __launch_bounds__(kRnnGridThreads)
   __syncthreads();
 
   constexpr int Ga = Kind == CellGruCho ? 2 : G; // gates of the first product
+  // Whether the staged rows (h0's, y's, Cho's r*h) can move in vectors.
+  constexpr int V = RnnVec<T>::n;
+  const bool vec_h0 = H % V == 0 && (!h0 || rnn_aligned16(h0));
+  const bool vec_out =
+      H % V == 0 && ld_out % V == 0 && col_off % V == 0 && rnn_aligned16(out);
+  const bool vec_rh = H % V == 0 && rh_x && rnn_aligned16(rh_x);
   for (int s = 0; s < maxLen; ++s) {
     // h_{s-1} of the active rows (from y, where its owners wrote it the
-    // step before; h0 or zeros at s = 0) and this step's xg of the own
-    // units, in one batch of loads.
-    rnn_grid_gather<8, T>(
-        B * H + B * Gu, [&](int i) { return s < slen[i < B * H ? i / H : (i - B * H) / Gu]; },
-        [&](int i) -> T {
-          if (i < B * H) {
-            const int b = i / H;
-            if (s == 0)
-              return h0 ? h0[i] : T(0);
-            const int tp = rnn_time_index(s - 1, slen[b], reverse != 0);
-            return __ldcg(out + ((int64_t)b * Tn + tp) * ld_out + col_off + i % H);
-          }
-          const int b = (i - B * H) / Gu, r = (i - B * H) % Gu, g = r / u;
-          const int t = rnn_time_index(s, slen[b], reverse != 0);
-          return xg[((int64_t)b * Tn + t) * GH + g * H + j0 + r % u];
+    // step before; h0 or zeros at s = 0), row by row in vectors, and this
+    // step's xg of the own units while those loads are in flight.
+    rnn_grid_stage_rows<8>(
+        B, H, hp, s == 0 ? vec_h0 : vec_out,
+        [&](int b) -> const T * {
+          if (s >= slen[b])
+            return nullptr;
+          if (s == 0)
+            return h0 ? h0 + (int64_t)b * H : nullptr;
+          const int tp = rnn_time_index(s - 1, slen[b], reverse != 0);
+          return out + ((int64_t)b * Tn + tp) * ld_out + col_off;
         },
-        [&](int i, T v) {
-          if (i < B * H)
-            shs[(i / H) * hp + i % H] = v;
-          else {
-            const int b = (i - B * H) / Gu, r = (i - B * H) % Gu;
-            sxg[b * rp + (r / u) * us + r % u] = v;
-          }
+        shs,
+        [&] {
+          rnn_grid_gather<8, T>(
+              B * Gu, [&](int i) { return s < slen[i / Gu]; },
+              [&](int i) -> T {
+                const int b = i / Gu, r = i % Gu;
+                const int t = rnn_time_index(s, slen[b], reverse != 0);
+                return xg[((int64_t)b * Tn + t) * GH + (r / u) * H + j0 + r % u];
+              },
+              [&](int i, T v) {
+                const int b = i / Gu, r = i % Gu;
+                sxg[b * rp + (r / u) * us + r % u] = v;
+              });
         });
     // h0 may be y's or h_n's own buffer (a cell step in place): every CTA
     // has read all of it before any writes there.
@@ -555,9 +623,10 @@ __global__ void __launch_bounds__(kRnnGridThreads)
     }
     if (Kind == CellGruCho) {
       grid.sync(); // every unit's r*h is in rh_x
-      rnn_grid_gather<8, T>(
-          B * H, [&](int i) { return s < slen[i / H]; }, [&](int i) { return __ldcg(rh_x + i); },
-          [&](int i, T v) { shs[(i / H) * hp + i % H] = v; });
+      rnn_grid_stage_rows<8>(
+          B, H, hp, vec_rh,
+          [&](int b) -> const T * { return s < slen[b] ? rh_x + (int64_t)b * H : nullptr; },
+          shs, [] {});
       __syncthreads();
       rnn_grid_product(sw, shs, shg, B, hp, rp, 2 * us, 3 * us);
       __syncthreads();

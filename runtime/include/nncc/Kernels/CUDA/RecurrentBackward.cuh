@@ -536,18 +536,18 @@ __global__ void __launch_bounds__(kRnnGridThreads) rnn_grid_backward_kernel(
     return Segmented ? (int64_t)b * (K + 1) + (s - s_begin) + 1 : (int64_t)b * Tn + t;
   };
   // Stages columns [c0s, c0s + n) of each active row's adjoints into sst
-  // (row stride `stride`, zeros up to it).
+  // (row stride `stride`, zeros up to it), in vectors when the rows allow.
+  const bool vec_ex = H % V == 0 && rnn_aligned16(ex);
   auto stage = [&](int s, int c0s, int n, int stride) {
-    rnn_grid_gather<8, T>(
-        B * stride, [&](int i) { return s < slen[i / stride]; },
-        [&](int i) -> T {
-          const int b = i / stride, o = i % stride;
-          if (o >= n)
-            return T(0);
+    rnn_grid_stage_rows<8>(
+        B, n, stride, vec_ex,
+        [&](int b) -> const T * {
+          if (s >= slen[b])
+            return nullptr;
           const int t = rnn_time_index(s, slen[b], reverse != 0);
-          return __ldcg(ex + adjRow(b, s, t) * GH + c0s + o);
+          return ex + adjRow(b, s, t) * GH + c0s;
         },
-        [&](int i, T v) { sst[i] = v; });
+        sst, [] {});
   };
 
   const int sTop = min(s_end, maxLen);
