@@ -32,7 +32,8 @@ cases time the attention kernels alone (bench/kernels/attention_core.cu,
 no projections) in fp32 and bf16 against SDPA (and FlexAttention for the
 dilated band) in the same precision.
 
-Written without a GPU: it has not run yet (docs/cuda.md)."""
+First run on an H100 on 2026-11-26: docs/benchmarks.md, "2026-11-26: H100
+(first GPU run)", and docs/cuda.md, "First run on an H100 (2026-11-26)"."""
 import argparse
 import contextlib
 import json

@@ -15,7 +15,8 @@ Writes DIR/memory_table.csv and DIR/memory_table.png (DIR defaults to
 build/memory_table). docs/benchmarks.md explains every column.
 
 The same table on a GPU, in two steps (utils/device_prep.sh and the
-memtable.sh it writes do both; not run on a GPU yet):
+memtable.sh it writes do both; run on an H100 on 2026-11-26 at T 128 only,
+docs/benchmarks.md, "2026-11-26: H100, the seed configuration"):
 
     # here (nncc, nvcc): each nncc model x T x budget compiled --target cuda
     /usr/bin/python3 bench/memory_table.py --prepare-gpu DIR [--seqs ..] [--only ..]

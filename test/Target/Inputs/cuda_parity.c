@@ -16,8 +16,9 @@
  * names (name contains "len"), which get T, T-1, T-2, ... (>= 1); bool
  * inputs (padding masks) pad the last position of odd rows.
  *
- * Written for the `cuda` lit feature: it has not run yet (no GPU where it
- * was written). */
+ * Written for the `cuda` lit feature. First run on an H100 on 2026-11-26
+ * (forward and training step of every seed model: PARITY OK, worst relative
+ * error 1.19e-6; docs/cuda.md, "First run on an H100 (2026-11-26)"). */
 #include "nncc/Runtime/nncc_model.h"
 
 #include <dlfcn.h>

@@ -73,7 +73,8 @@
 // 20 KB); they remain for other head sizes (dh 256 kernels: 2.2-31 KB).
 //
 // Status: compiled with nvcc (sm_90, -Werror all-warnings) for fp32 and
-// fp64; NOT yet run on a GPU.
+// fp64; fp32 ran on an H100 in the seed models' training steps (docs/cuda.md,
+// "First run on an H100 (2026-11-26)"), fp64 has not run on a GPU.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_ATTENTIONBACKWARD_CUH

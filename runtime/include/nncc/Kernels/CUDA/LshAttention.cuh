@@ -29,7 +29,9 @@
 // as the CPU's nncc_rng_fill_normal (bit-identical for f32).
 // launch_lsh_attention_train adds attention dropout (per hash round, the
 // CPU's counters) and the combined log-sum-exp the backward reads
-// (AttentionBackward.cuh); compiled with nvcc, not yet run on a GPU.
+// (AttentionBackward.cuh). fp32 forward and training ran on an H100
+// (reformer_lsh, electra_reformer: docs/cuda.md, "First run on an H100
+// (2026-11-26)"); fp64 and the TF32 paths have not run on a GPU.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_LSHATTENTION_CUH
