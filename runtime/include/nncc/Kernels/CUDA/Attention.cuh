@@ -9,7 +9,8 @@
 // one-query-per-thread kernels, which run OnlineSoftmax itself.
 // Training forwards (the *_train launchers) add attention dropout (the CPU's
 // Philox counters, AttentionMath.h) and the log-sum-exp the backward
-// (AttentionBackward.cuh) reads; compiled with nvcc, not yet run on a GPU.
+// (AttentionBackward.cuh) reads. fp32 and the BF16 forward ran on an H100
+// (docs/cuda.md, "First run on an H100 (2026-11-26)"); fp64 and TF32 have not.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_ATTENTION_CUH
@@ -1258,102 +1259,116 @@ __global__ void __launch_bounds__(128)
 }
 
 /// The rows of the global queries of dilated attention (every admissible
-/// key). grid = (n_global, H, B), block = 256, keys in tiles of 256: thread
-/// t scores key j0 + t, the block reduces the tile max (the online softmax
-/// state is block-uniform), and in P.V thread t owns column t % DH and every
-/// (256 / DH)-th key of the tile, so V rows are read coalesced. Exact /
-/// dh_rt as attention_tile_fwd_kernel (DH = 32, 64, 128). S: the element
-/// type of q, k, v and out (bf16_t with T = float: widened when read,
-/// rounded when stored).
+/// key): a single query per CTA against all Tn keys, so the keys are split
+/// over the CTA's warps instead of being swept in block-wide tiles. grid =
+/// (n_global, H, B), block = 256 (kAttnGlobalWarps warps). Lane l holds the
+/// dims l, l + 32, ... of q, of its keys' rows and of the output (rows read
+/// coalesced); each warp walks the keys warp*U, warp*U + NW*U, ... U at a
+/// time (their K and V loads in flight together), scores them with a warp
+/// reduction and keeps its own online-softmax state (m, l, acc); the warps'
+/// states are merged once at the end. Exact / dh_rt as
+/// attention_tile_fwd_kernel (DH = 32, 64, 128). S: the element type of q,
+/// k, v and out (bf16_t with T = float: widened when read, rounded when
+/// stored).
+constexpr int kAttnGlobalWarps = 8;
 template <typename T, int DH, bool Exact, typename S = T>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(32 * kAttnGlobalWarps)
     attention_global_rows_kernel(int Tn, const S *__restrict__ q, const S *__restrict__ k,
                                  const S *__restrict__ v, int64_t ld_in, S *out, int64_t ld_out,
                                  const uint8_t *kpm, int causal, T scale, T *lse, int dh_rt,
                                  const int32_t *globals, AttentionDropout<T> drop) {
-  constexpr int NT = 256, NW = NT / 32, NKG = NT / DH;
-  static_assert(NT % DH == 0, "whole key groups");
-  __shared__ T qs[DH];
-  __shared__ T ps[NT]; // the tile's weights; at the end the NKG partial outputs
-  __shared__ T red[NW];
+  constexpr int NW = kAttnGlobalWarps, E = DH / 32, U = 4;
+  static_assert(DH % 32 == 0, "whole dims per lane");
+  __shared__ T accs[NW][DH];
+  __shared__ T ms[NW], ls[NW];
   const int dh = Exact ? DH : dh_rt;
   const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
   const int i = globals[blockIdx.x];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int d = threadIdx.x % DH, kg = threadIdx.x / DH;
   const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
   const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
   const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
-  for (int x = threadIdx.x; x < DH; x += NT)
-    qs[x] = x < dh ? load_acc(q[headOff + (int64_t)i * ld_in + x]) * scale : T(0);
-  __syncthreads();
-
-  T m = neg_big<T>(), lpart = T(0), acc = T(0);
-  for (int j0 = 0; j0 < Tn; j0 += NT) {
-    const int j = j0 + threadIdx.x;
-    T s = neg_big<T>();
-    if (j < Tn && key_admissible(i, j, causal != 0, kpmRow)) {
-      const S *kr = k + headOff + (int64_t)j * ld_in;
-      s = T(0);
-#pragma unroll 8
-      for (int x = 0; x < DH; ++x) {
-        if (!Exact && x >= dh)
-          break;
-        s += qs[x] * load_acc(kr[x]);
-      }
-    }
-    T tmax = s;
+  auto live = [&](int e) { return Exact || lane + 32 * e < dh; };
+  T qr[E], acc[E];
 #pragma unroll
-    for (int x = 16; x > 0; x >>= 1) {
-      const T o = __shfl_xor_sync(0xffffffffu, tmax, x);
-      tmax = o > tmax ? o : tmax;
-    }
-    if (lane == 0)
-      red[warp] = tmax;
-    __syncthreads();
-#pragma unroll
-    for (int w = 0; w < NW; ++w)
-      tmax = red[w] > tmax ? red[w] : tmax;
-    const T mnew = tmax > m ? tmax : m;
-    const T alpha = nexp(m - mnew);
-    const T p = s <= neg_big<T>() ? T(0) : nexp(s - mnew);
-    lpart = lpart * alpha + p;
-    ps[threadIdx.x] = p != T(0) ? p * drop.mult(rowCounter + (uint64_t)j) : T(0);
-    m = mnew;
-    __syncthreads();
-    acc *= alpha;
-    if (d < dh) {
-      const int nk = min(NT, Tn - j0);
-      for (int jj = kg; jj < nk; jj += NKG) {
-        const T pj = ps[jj];
-        if (pj != T(0))
-          acc += pj * load_acc(v[headOff + (int64_t)(j0 + jj) * ld_in + d]);
-      }
-    }
-    __syncthreads(); // ps and red are rewritten by the next tile
+  for (int e = 0; e < E; ++e) {
+    qr[e] = live(e) ? load_acc(q[headOff + (int64_t)i * ld_in + lane + 32 * e]) * scale : T(0);
+    acc[e] = T(0);
   }
-  T l = lpart;
+  T m = neg_big<T>(), l = T(0);
+  for (int j0 = warp * U; j0 < Tn; j0 += NW * U) {
+    T kr[U][E], vr[U][E], sc[U];
+    bool ok[U];
 #pragma unroll
-  for (int x = 16; x > 0; x >>= 1)
-    l += __shfl_xor_sync(0xffffffffu, l, x);
-  if (lane == 0)
-    red[warp] = l;
-  ps[threadIdx.x] = acc;
+    for (int u = 0; u < U; ++u) {
+      const int j = j0 + u;
+      ok[u] = j < Tn && key_admissible(i, j, causal != 0, kpmRow);
+      const int64_t row = headOff + (int64_t)j * ld_in + lane;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        kr[u][e] = ok[u] && live(e) ? load_acc(k[row + 32 * e]) : T(0);
+        vr[u][e] = ok[u] && live(e) ? load_acc(v[row + 32 * e]) : T(0);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      T d = T(0);
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        d += qr[e] * kr[u][e];
+#pragma unroll
+      for (int x = 16; x > 0; x >>= 1)
+        d += __shfl_xor_sync(0xffffffffu, d, x);
+      sc[u] = ok[u] ? d : neg_big<T>();
+    }
+    T tmax = m;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      tmax = sc[u] > tmax ? sc[u] : tmax;
+    const T alpha = nexp(m - tmax);
+    l *= alpha;
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      acc[e] *= alpha;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const T p = sc[u] <= neg_big<T>() ? T(0) : nexp(sc[u] - tmax);
+      l += p;
+      const T pd = p != T(0) ? p * drop.mult(rowCounter + (uint64_t)(j0 + u)) : T(0);
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        acc[e] += pd * vr[u][e];
+    }
+    m = tmax;
+  }
+  // Merge the warps' states: M = max m_w, L = sum l_w e^(m_w - M), out =
+  // sum acc_w e^(m_w - M) / L.
+  if (lane == 0) {
+    ms[warp] = m;
+    ls[warp] = l;
+  }
+#pragma unroll
+  for (int e = 0; e < E; ++e)
+    accs[warp][lane + 32 * e] = acc[e];
   __syncthreads();
+  T M = neg_big<T>();
+#pragma unroll
+  for (int w = 0; w < NW; ++w)
+    M = ms[w] > M ? ms[w] : M;
   T L = T(0);
 #pragma unroll
   for (int w = 0; w < NW; ++w)
-    L += red[w];
+    L += ls[w] * nexp(ms[w] - M);
   const T inv = L > T(0) ? T(1) / L : T(0);
-  if (threadIdx.x < dh) {
+  for (int d = threadIdx.x; d < dh; d += blockDim.x) {
     T a = T(0);
 #pragma unroll
-    for (int g = 0; g < NKG; ++g)
-      a += ps[g * DH + threadIdx.x];
-    out[((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh + threadIdx.x] = store_acc<S>(a * inv);
+    for (int w = 0; w < NW; ++w)
+      a += accs[w][d] * nexp(ms[w] - M);
+    out[((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh + d] = store_acc<S>(a * inv);
   }
   if (lse && threadIdx.x == 0)
-    lse[((int64_t)b * H + h) * Tn + i] = L > T(0) ? m + nlog(L) : neg_big<T>();
+    lse[((int64_t)b * H + h) * Tn + i] = L > T(0) ? M + nlog(L) : neg_big<T>();
 }
 
 /// Whether q, k, v rows of a head allow aligned 16-byte loads.
@@ -1445,7 +1460,7 @@ inline cudaError_t attn_tile_forward(int dh, dim3 grid, int Tn, const T *q, cons
       if (e != cudaSuccess || g.n == 0)
         return e;
       attention_global_rows_kernel<acc_t<T>, DH, Exact, T>
-          <<<dim3(g.n, grid.y, grid.z), 256, 0, stream>>>(
+          <<<dim3(g.n, grid.y, grid.z), 32 * kAttnGlobalWarps, 0, stream>>>(
           Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh, g.list, drop);
       return cudaGetLastError();
     }
