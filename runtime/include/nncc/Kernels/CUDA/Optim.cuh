@@ -4,7 +4,8 @@
 // of squares in double, in a fixed order (per-CTA partials of a fixed grid,
 // then one CTA), and the fused SGD / Adam / AdamW updates of OptimMath.h,
 // the element functions the CPU kernels (runtime/lib/Kernels/Optim.cpp)
-// call. Compiled with nvcc; not yet run on a GPU.
+// call. fp32 SGD / Adam / AdamW ran on an H100 in the seed models' train_step
+// (docs/cuda.md, "First run on an H100 (2026-11-26)"); fp64 has not run.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_OPTIM_CUH
@@ -14,6 +15,7 @@
 #include "nncc/Kernels/OptimMath.h"
 
 #include <cmath>
+#include <stdint.h>
 
 namespace nncc {
 namespace kernels {
@@ -187,6 +189,83 @@ inline cudaError_t launch_sum_squares(const OptimTensors<T> &ts, double *scratch
   return cudaGetLastError();
 }
 
+/// 16-byte vectors of T for the update loops.
+template <typename T> struct OptimVec;
+template <> struct OptimVec<float> {
+  typedef float4 type;
+  static constexpr int n = 4;
+};
+template <> struct OptimVec<double> {
+  typedef double2 type;
+  static constexpr int n = 2;
+};
+/// Vectors per thread whose loads are issued before any is updated.
+constexpr int kOptimUnroll = 4;
+
+__device__ __forceinline__ bool optim_aligned16(const void *p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+/// f(p[i], g[i], a[i], b[i]) for every i in [begin, end), p, a and b
+/// updated in place (a or b null: f gets a zero it may ignore). In 16-byte
+/// vectors when begin and every array allow, kOptimUnroll of them per
+/// thread loaded before any is updated: as far as the compiler knows the
+/// arrays may alias, so an element-at-a-time loop waits for each element's
+/// loads after the previous stores, one memory round trip per element.
+template <typename T, typename F>
+__device__ __forceinline__ void optim_apply(int64_t begin, int64_t end, T *p, const T *g, T *a,
+                                            T *b, F f) {
+  typedef typename OptimVec<T>::type V;
+  constexpr int VN = OptimVec<T>::n, U = kOptimUnroll;
+  int64_t rest = begin;
+  if (begin % VN == 0 && optim_aligned16(p) && optim_aligned16(g) && optim_aligned16(a) &&
+      optim_aligned16(b)) {
+    const int64_t nv = (end - begin) / VN;
+    V *pv = reinterpret_cast<V *>(p + begin);
+    const V *gv = reinterpret_cast<const V *>(g + begin);
+    V *av = a ? reinterpret_cast<V *>(a + begin) : nullptr;
+    V *bv = b ? reinterpret_cast<V *>(b + begin) : nullptr;
+    for (int64_t j0 = threadIdx.x; j0 < nv; j0 += U * (int64_t)blockDim.x) {
+      V P[U], G[U], A[U], B[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t j = j0 + u * (int64_t)blockDim.x;
+        P[u] = G[u] = A[u] = B[u] = V{};
+        if (j < nv) {
+          P[u] = pv[j];
+          G[u] = gv[j];
+          if (av)
+            A[u] = av[j];
+          if (bv)
+            B[u] = bv[j];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t j = j0 + u * (int64_t)blockDim.x;
+        if (j >= nv)
+          continue;
+        T *pe = reinterpret_cast<T *>(&P[u]), *ae = reinterpret_cast<T *>(&A[u]),
+          *be = reinterpret_cast<T *>(&B[u]);
+        const T *ge = reinterpret_cast<const T *>(&G[u]);
+#pragma unroll
+        for (int e = 0; e < VN; ++e)
+          f(pe[e], ge[e], ae[e], be[e]);
+        pv[j] = P[u];
+        if (av)
+          av[j] = A[u];
+        if (bv)
+          bv[j] = B[u];
+      }
+    }
+    rest = begin + nv * VN;
+  }
+  for (int64_t i = rest + threadIdx.x; i < end; i += blockDim.x) {
+    T za = T(0), zb = T(0);
+    f(p[i], g[i], a ? a[i] : za, b ? b[i] : zb);
+  }
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kOptimThreads)
     sgd_chunks_kernel(const OptimTable<T> tab, T scale, bool scaled, T momentum, bool nesterov,
@@ -196,12 +275,10 @@ __global__ void __launch_bounds__(kOptimThreads)
   T *p = tab.p[s], *buf = tab.s1[s];
   const T *g = tab.g[s];
   const T lr = tab.lr[s], wd = tab.wd[s];
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    T gi = scaled ? g[i] * scale : g[i];
-    T none = T(0);
-    sgdUpdate<T>(p[i], gi, buf ? buf[i] : none, lr, buf ? momentum : T(0), wd, nesterov,
-                 first);
-  }
+  const T mom = buf ? momentum : T(0);
+  optim_apply(begin, end, p, g, buf, (T *)nullptr, [&](T &pi, T gi, T &bi, T &) {
+    sgdUpdate<T>(pi, scaled ? gi * scale : gi, bi, lr, mom, wd, nesterov, first);
+  });
 }
 
 template <typename T>
@@ -213,10 +290,10 @@ __global__ void __launch_bounds__(kOptimThreads)
   T *p = tab.p[s], *m = tab.s1[s], *v = tab.s2[s];
   const T *g = tab.g[s];
   const T lr = tab.lr[s], wd = tab.wd[s];
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    T gi = scaled ? g[i] * scale : g[i];
-    adamUpdate<T>(p[i], gi, m[i], v[i], lr, beta1, beta2, eps, wd, decoupled, bc1, bc2);
-  }
+  optim_apply(begin, end, p, g, m, v, [&](T &pi, T gi, T &mi, T &vi) {
+    adamUpdate<T>(pi, scaled ? gi * scale : gi, mi, vi, lr, beta1, beta2, eps, wd, decoupled,
+                  bc1, bc2);
+  });
 }
 
 /// SGD with momentum over every tensor of ts (s1: the momentum buffers, a
