@@ -261,8 +261,13 @@ __device__ __forceinline__ void optim_apply(int64_t begin, int64_t end, T *p, co
     rest = begin + nv * VN;
   }
   for (int64_t i = rest + threadIdx.x; i < end; i += blockDim.x) {
-    T za = T(0), zb = T(0);
-    f(p[i], g[i], a ? a[i] : za, b ? b[i] : zb);
+    T pi = p[i], ai = a ? a[i] : T(0), bi = b ? b[i] : T(0);
+    f(pi, g[i], ai, bi);
+    p[i] = pi;
+    if (a)
+      a[i] = ai;
+    if (b)
+      b[i] = bi;
   }
 }
 
