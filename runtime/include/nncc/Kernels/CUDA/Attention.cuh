@@ -401,6 +401,28 @@ __device__ __forceinline__ void attn_stage_rows_async(T *dst, const T *src, int6
   }
 }
 
+/// ldmatrix.sync.aligned.m8n8.x4.shared.b16: four 8 x 8 matrices of 16-bit
+/// elements; lane l gives the address of row l % 8 of matrix l / 8 (base +
+/// off, 16-byte aligned) and receives in r[i] matrix i's elements (g, 2t)
+/// and (g, 2t + 1) (g = l / 4, t = l % 4; the first in the low half): with
+/// key rows, an mma B fragment of K^T. Without the instruction the same by
+/// warp shuffles of the offsets.
+__device__ __forceinline__ void attn_ldmatrix_x4(uint32_t (&r)[4], const bf16_t *base, int off) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
+  const unsigned a = (unsigned)__cvta_generic_to_shared(base + off);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+#else
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int o = __shfl_sync(0xffffffffu, off, 8 * i + g);
+    r[i] = (uint32_t)base[o + 2 * t].bits | ((uint32_t)base[o + 2 * t + 1].bits << 16);
+  }
+#endif
+}
+
 /// ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: four 8 x 8 matrices of
 /// 16-bit elements; lane l gives the address of row l % 8 of matrix l / 8
 /// (base + off, 16-byte aligned) and receives in r[i] matrix i's elements
@@ -618,7 +640,31 @@ template <int Mode, int BQ, int BK, bool KeyRows = false> struct AttnTileSchedul
       ok = ok && (gTile ? !dilated_band(i, j, window, dilation) : (i - j <= reach && j - i <= reach));
     return ok;
   }
+  /// Whether every key of dense `tile` is admissible for the query rows
+  /// [t0, t0 + 16) (a warp's): no padding mask, the whole tile inside
+  /// [kBegin, kEnd) and, when causal, not past the rows' first query. Rows
+  /// past nq are never stored, so they need no mask either.
+  __device__ bool denseTileFull(int tile, int t0, bool padded) const {
+    if (Mode != kAttnTileDense || KeyRows || padded)
+      return false;
+    const int last = kBegin + (tile + 1) * BK - 1;
+    return last < kEnd && (!causal || last <= qbase + t0);
+  }
 };
+
+/// f(admits), or f(always true) when `full` (the tile needs no masks): the
+/// softmax step is compiled both ways and the masked one runs only on the
+/// tiles that need it. Used by the tensor-core kernels, where the per-weight
+/// mask is a large share of the instructions besides the mma; the fp32
+/// kernel's FMAs dwarf it, and the second copy cost it registers (dh 32:
+/// 128 -> 158, one CTA per SM less).
+template <typename Admits, typename F>
+__device__ __forceinline__ void attn_with_masks(bool full, Admits &admits, F &&f) {
+  if (full)
+    f([](auto...) { return true; });
+  else
+    f(admits);
+}
 
 /// Dropout on the weights a warp wrote to Ps (after the statistics): two
 /// threads per query row, BK/2 consecutive weights each (the rows of warp w
@@ -1060,13 +1106,17 @@ __global__ void __launch_bounds__(128)
 
     // Masks, online softmax (rows row0 and row0 + 8; Q carries the scale),
     // weights into Ps.
-    attn_mma_softmax_step(
-        sacc, mrow, lrow, oacc, 1.f,
-        [&](int hr, int n, int e) { return S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile); },
-        [&](int hr, int n, int e, float p) {
-          Ps[(row0 + 8 * hr) * LDP + 8 * n + 2 * t4 + e] = p;
-          return p;
-        });
+    auto admits = [&](int hr, int n, int e) {
+      return S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile);
+    };
+    attn_with_masks(S.denseTileFull(tile, 16 * warp, kpmRow != nullptr), admits,
+                    [&](auto &&adm) {
+                      attn_mma_softmax_step(sacc, mrow, lrow, oacc, 1.f, adm,
+                                            [&](int hr, int n, int e, float p) {
+                                              Ps[(row0 + 8 * hr) * LDP + 8 * n + 2 * t4 + e] = p;
+                                              return p;
+                                            });
+                    });
     __syncwarp(); // Ps rows are private to their warp
     if (drop.on()) {
       attn_tile_dropout<float, Mode, BQ, BK, LDP>(Ps, kadm, S, tile, b, h, H, Tn, drop);
@@ -1092,8 +1142,8 @@ __global__ void __launch_bounds__(128)
 /// Tile shape of the BF16 kernel: 64 queries (4 warps of 16 rows) per CTA,
 /// 64 keys per tile, two K/V stages (the next tile's copies in flight while
 /// this one is computed). Q is staged once in the second K buffer, then held
-/// as A fragments. K and V rows are padded to DH + 8: K's 32-bit fragment
-/// loads and V's ldmatrix rows of a warp hit 32 distinct banks.
+/// as A fragments. K and V rows are padded to DH + 8: the 8 rows of each
+/// ldmatrix phase (K's and V's) hit 32 distinct banks.
 template <int DH> struct AttnTileBf16 {
   static_assert(DH == 32 || DH == 64 || DH == 128, "tile kernel head sizes");
   static constexpr int BQ = 64, BK = 64, NT = 128, LD = DH + 8;
@@ -1105,7 +1155,9 @@ template <int DH> struct AttnTileBf16 {
 
 /// attention_tile_fwd_kernel for bf16 q, k, v and output on BF16 tensor
 /// cores: m16n8k16 mma with fp32 accumulation for QK^T (DH/16 x BK/8 per
-/// warp and tile) and P.V (BK/16 x DH/8, V's B fragments by ldmatrix.trans),
+/// warp and tile, K's B fragments of two key groups per ldmatrix.x4) and
+/// P.V (BK/16 x DH/8, V's B fragments by ldmatrix.x4.trans); dense tiles
+/// that need no mask skip it (AttnTileSchedule::denseTileFull),
 /// the scale, masks, online softmax, dropout and log-sum-exp (fp32) in
 /// registers. A thread owns rows g, g + 8 (g = lane / 4) and columns 8n + 2t,
 /// 8n + 2t + 1 (t = lane % 4) of S and O; S's accumulators become P's A
@@ -1184,6 +1236,10 @@ __global__ void __launch_bounds__(128)
   // V's ldmatrix rows: lane l reads row 8 ((l / 8) & 1) + l % 8 of a key
   // step and the column group 8 (l / 16) of a pair of head column groups.
   const int vOff = (8 * ((lane >> 3) & 1) + (lane & 7)) * LD + 8 * (lane >> 4);
+  // K's ldmatrix rows: lane l reads key row 8 (l / 16) + l % 8 of a pair of
+  // key groups and the head columns 8 ((l / 8) & 1) of a k step: the B
+  // fragments (both halves) of two key groups.
+  const int kOff = (8 * (lane >> 4) + (lane & 7)) * LD + 8 * ((lane >> 3) & 1);
 
   if (S.nTiles > 0)
     stageTile(0, 0);
@@ -1207,23 +1263,29 @@ __global__ void __launch_bounds__(128)
       if (!Exact && 16 * kd >= dh)
         break;
 #pragma unroll
-      for (int n = 0; n < NS; ++n) {
-        const bf16_t *k0 = Ks + (8 * n + g) * LD + 16 * kd + 2 * t4;
-        attn_mma_bf16(sacc[n], qa[kd], attn_ld_bf16x2(k0), attn_ld_bf16x2(k0 + 8));
+      for (int n = 0; n < NS; n += 2) {
+        uint32_t kb[4];
+        attn_ldmatrix_x4(kb, Ks, kOff + 8 * n * LD + 16 * kd);
+        attn_mma_bf16(sacc[n], qa[kd], kb[0], kb[1]);
+        attn_mma_bf16(sacc[n + 1], qa[kd], kb[2], kb[3]);
       }
     }
 
     // Scale, masks, online softmax (rows row0 and row0 + 8); the weights
     // stay in sacc, dropped out after the statistics.
-    attn_mma_softmax_step(
-        sacc, mrow, lrow, oacc, scale,
-        [&](int hr, int n, int e) { return S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile); },
-        [&](int hr, int n, int e, float p) {
-          if (p == 0.f || !drop.on())
-            return p;
-          const uint64_t row = (uint64_t)((((int64_t)b * H + h) * Tn + qi[hr]) * (int64_t)Tn);
-          return p * drop.mult(row + (uint64_t)kadm[8 * n + 2 * t4 + e]);
-        });
+    auto admits = [&](int hr, int n, int e) {
+      return S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile);
+    };
+    auto dropped = [&](int hr, int n, int e, float p) {
+      if (p == 0.f || !drop.on())
+        return p;
+      const uint64_t row = (uint64_t)((((int64_t)b * H + h) * Tn + qi[hr]) * (int64_t)Tn);
+      return p * drop.mult(row + (uint64_t)kadm[8 * n + 2 * t4 + e]);
+    };
+    attn_with_masks(S.denseTileFull(tile, 16 * warp, kpmRow != nullptr), admits,
+                    [&](auto &&adm) {
+                      attn_mma_softmax_step(sacc, mrow, lrow, oacc, scale, adm, dropped);
+                    });
 
     // O += P V: key tiles 2 ks and 2 ks + 1 of S are the A fragment of key
     // step ks; one ldmatrix.x4.trans gives the B fragments of two head
