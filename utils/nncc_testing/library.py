@@ -150,9 +150,16 @@ def cache_dir():
     return d
 
 
+# The kernel headers the generated code includes (nvcc compiles the CUDA
+# half at `nncc compile` time, so a header change must miss the cache).
+RUNTIME_INCLUDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                               "runtime", "include")
+
+
 def _nncc_stamp():
     """Size and mtime of nncc and of the libraries a compiled model links
-    (the model-support archive is linked statically), as nncc run's cache."""
+    (the model-support archive is linked statically), as nncc run's cache,
+    and the newest mtime, count and total size of the runtime headers."""
     exe = shutil.which(NNCC) or NNCC
     libdir = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(exe))), "lib")
     parts = []
@@ -163,6 +170,12 @@ def _nncc_stamp():
             parts.append("%d:%d" % (st.st_size, st.st_mtime_ns))
         except OSError:
             parts.append("?")
+    newest = count = size = 0
+    for root, _, files in os.walk(RUNTIME_INCLUDE):
+        for f in files:
+            st = os.stat(os.path.join(root, f))
+            newest, count, size = max(newest, st.st_mtime_ns), count + 1, size + st.st_size
+    parts.append("headers %d:%d:%d" % (newest, count, size))
     return "|".join(parts)
 
 
