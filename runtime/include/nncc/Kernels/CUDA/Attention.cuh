@@ -401,48 +401,33 @@ __device__ __forceinline__ void attn_stage_rows_async(T *dst, const T *src, int6
   }
 }
 
-/// ldmatrix.sync.aligned.m8n8.x4.shared.b16: four 8 x 8 matrices of 16-bit
-/// elements; lane l gives the address of row l % 8 of matrix l / 8 (base +
-/// off, 16-byte aligned) and receives in r[i] matrix i's elements (g, 2t)
-/// and (g, 2t + 1) (g = l / 4, t = l % 4; the first in the low half): with
-/// key rows, an mma B fragment of K^T. Without the instruction the same by
-/// warp shuffles of the offsets.
+/// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: four 8 x 8 matrices of
+/// 16-bit elements; lane l gives the address of row l % 8 of matrix l / 8
+/// (base + off, 16-byte aligned) and receives in r[i] matrix i's elements
+/// (g, 2t) and (g, 2t + 1), or with Trans (2t, g) and (2t + 1, g) (g = l / 4,
+/// t = l % 4; the first in the low half): mma B fragments of K^T from key
+/// rows, and of V from its rows with Trans. Without the instruction the same
+/// by warp shuffles of the offsets.
+template <bool Trans>
 __device__ __forceinline__ void attn_ldmatrix_x4(uint32_t (&r)[4], const bf16_t *base, int off) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
   const unsigned a = (unsigned)__cvta_generic_to_shared(base + off);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
+  if constexpr (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
 #else
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const int o = __shfl_sync(0xffffffffu, off, 8 * i + g);
-    r[i] = (uint32_t)base[o + 2 * t].bits | ((uint32_t)base[o + 2 * t + 1].bits << 16);
-  }
-#endif
-}
-
-/// ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: four 8 x 8 matrices of
-/// 16-bit elements; lane l gives the address of row l % 8 of matrix l / 8
-/// (base + off, 16-byte aligned) and receives in r[i] matrix i's elements
-/// (2t, g) and (2t + 1, g) (g = l / 4, t = l % 4; the first in the low
-/// half): matrix i transposed, in an mma B fragment's layout. Without the
-/// instruction the same by warp shuffles of the offsets.
-__device__ __forceinline__ void attn_ldmatrix_x4_trans(uint32_t (&r)[4], const bf16_t *base,
-                                                       int off) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
-  const unsigned a = (unsigned)__cvta_generic_to_shared(base + off);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-#else
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int o0 = __shfl_sync(0xffffffffu, off, 8 * i + 2 * t);
-    const int o1 = __shfl_sync(0xffffffffu, off, 8 * i + 2 * t + 1);
-    r[i] = (uint32_t)base[o0 + g].bits | ((uint32_t)base[o1 + g].bits << 16);
+    const int o0 = __shfl_sync(0xffffffffu, off, 8 * i + (Trans ? 2 * t : g));
+    const int o1 = __shfl_sync(0xffffffffu, off, 8 * i + (Trans ? 2 * t + 1 : g));
+    const int c0 = Trans ? g : 2 * t, c1 = Trans ? g : 2 * t + 1;
+    r[i] = (uint32_t)base[o0 + c0].bits | ((uint32_t)base[o1 + c1].bits << 16);
   }
 #endif
 }
@@ -1265,7 +1250,7 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
       for (int n = 0; n < NS; n += 2) {
         uint32_t kb[4];
-        attn_ldmatrix_x4(kb, Ks, kOff + 8 * n * LD + 16 * kd);
+        attn_ldmatrix_x4<false>(kb, Ks, kOff + 8 * n * LD + 16 * kd);
         attn_mma_bf16(sacc[n], qa[kd], kb[0], kb[1]);
         attn_mma_bf16(sacc[n + 1], qa[kd], kb[2], kb[3]);
       }
@@ -1301,7 +1286,7 @@ __global__ void __launch_bounds__(128)
         if (!Exact && 8 * n >= dh)
           break;
         uint32_t vb[4];
-        attn_ldmatrix_x4_trans(vb, Vs, vOff + 16 * ks * LD + 8 * n);
+        attn_ldmatrix_x4<true>(vb, Vs, vOff + 16 * ks * LD + 8 * n);
         attn_mma_bf16(oacc[n], pa, vb[0], vb[1]);
         attn_mma_bf16(oacc[n + 1], pa, vb[2], vb[3]);
       }
