@@ -6,7 +6,8 @@
 # step and runs compute-sanitizer (memcheck, racecheck, synccheck) over a
 # training step of the models named in SANITIZE (default: bert_small,
 # reformer_lsh, reversible_dilated_bert), nncc.torch on CUDA
-# (utils/device_torch_check.py: CPU vs CUDA module, AdamW, one-rank NCCL DDP)
+# (utils/device_torch_check.py: CPU vs CUDA module, AdamW, one-rank NCCL DDP;
+# test/Python/ddp_gru.py with NCCL), a deploy bundle's nncc-runner on CUDA
 # and bench/gpu.py (nncc against PyTorch on the same GPU). It also prepares
 # OUT/memtable, bench/memory_table.py's GPU table (issue 9's Table 1 on the
 # GPU: --prepare-gpu, at the sequences MEMTABLE_SEQS, default 128: the seed
@@ -66,6 +67,15 @@ mkdir -p "$OUT/torch"
 "$NNCC" compile "$ROOT/models/gru_forecaster.nn" --grad --vjp --target all -o "$OUT/torch/build" >/dev/null
 xz -T2 -c "$OUT/torch/build/libgru_forecaster.so" > "$OUT/torch/libgru_forecaster.so.xz"
 rm -rf "$OUT/torch/build"
+
+# A deploy bundle (nncc compile --bundle) of the GRU forecaster for both
+# targets, with inputs and the CPU's outputs: run.sh runs its nncc-runner on
+# CUDA with nothing from here but the bundle (xz, without the sources).
+"$NNCC" compile "$ROOT/models/gru_forecaster.nn" --target all --bundle -o "$OUT/bundle" >/dev/null
+"$NNCC" run "$ROOT/models/gru_forecaster.nn" --random-inputs --dim B=3 --dim T=5 --seed 0 \
+  --save-inputs "$OUT/bundle/in.st" -o "$OUT/bundle/expected.st" --quiet
+tar cJf "$OUT/bundle.tar.xz" -C "$OUT" --exclude='*.cu.o' --exclude='*.cpp' --exclude='*.cu' bundle
+rm -rf "$OUT/bundle"
 
 # The GPU benchmark against PyTorch (bench/gpu.py): libraries, weights, inputs.
 /usr/bin/python3 "$ROOT/bench/gpu.py" --prepare "$OUT/bench" >/dev/null
@@ -229,6 +239,20 @@ if [ "$(left)" -gt 60 ] && python3 -c 'import torch' 2>/dev/null; then
   run_logged torch.txt 60 python3 "$HERE/../utils/device_torch_check.py" \
     "$WORK/libgru_forecaster.so" || fails=$((fails + 1))
   tail -n 20 "$LOGS/torch.txt"
+  echo "=== the DDP script with NCCL and one rank (test/Python/ddp_gru.py)"
+  PYTHONPATH="$HERE/../python" run_logged ddp_nccl.txt 60 python3 \
+    "$HERE/../test/Python/ddp_gru.py" "$HERE/../models/gru_forecaster.nn" "$WORK/ddp" \
+    --backend nccl --world 1 --lib "$WORK/libgru_forecaster.so" || fails=$((fails + 1))
+  tail -n 1 "$LOGS/ddp_nccl.txt"
+fi
+if [ "$(left)" -gt 30 ]; then
+  # The bundle sees the driver and cuBLAS only (no LD_LIBRARY_PATH of ours).
+  echo "=== a deploy bundle on CUDA (nncc-runner --target cuda, against the CPU's outputs)"
+  mkdir -p "$WORK/b" && tar xJf "$HERE/bundle.tar.xz" -C "$WORK/b"
+  run_logged bundle.txt 30 env -i LD_LIBRARY_PATH="$CUBLAS_DIR:$CUBLASLT_DIR" \
+    "$WORK/b/bundle/nncc-runner" --inputs "$WORK/b/bundle/in.st" --seed 0 --target cuda \
+    --expect "$WORK/b/bundle/expected.st" --tol 1e-5 --repeat 3 || fails=$((fails + 1))
+  cat "$LOGS/bundle.txt"
 fi
 # Default: the attention encoders that train on CUDA (the tile kernels,
 # forward and backward, dense, banded and LSH), else the first two trainers.
