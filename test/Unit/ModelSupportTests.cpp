@@ -166,8 +166,9 @@ TEST(ModelSupport, PlanOffsetsReuseOnlyDisjointRanges) {
     for (int j = 0; j < i; ++j) {
       bool live = !(last[i] < first[j] || last[j] < first[i]);
       bool overlap = off[i] < off[j] + bytes[j] && off[j] < off[i] + bytes[i];
-      if (live)
+      if (live) {
         EXPECT_FALSE(overlap && bytes[i] && bytes[j]) << i << " vs " << j;
+      }
     }
   }
   // 200 (live 2-3) can reuse 100's bytes (live 0-1): 200 + 64 + 64 at most.
