@@ -33,8 +33,8 @@ bool driver::compileCached(mlir::ModuleOp module, llvm::StringRef source,
   h.update(compilerFingerprint());
   h.update(options.cuda ? "|target=cuda" : "|target=cpu");
   h.update("|opts=O3");
-  if (options.f64)
-    h.update("|precision=f64");
+  if (options.precision != Precision::F32)
+    h.update(std::string("|precision=") + precisionName(options.precision));
   if (!options.remat.empty())
     h.update("|remat=" + options.remat);
   // Which loss the backward differentiates: inference mode (run --grad) or
@@ -65,7 +65,7 @@ bool driver::compileCached(mlir::ModuleOp module, llvm::StringRef source,
   CompileOptions opts;
   opts.outputDir = std::string(tmp);
   opts.target = options.cuda ? CompileTarget::CUDA : CompileTarget::CPU;
-  opts.f64 = options.f64;
+  opts.precision = options.precision;
   CompileArtifacts artifacts;
   if (mlir::failed(compileModel(module, opts, artifacts))) {
     llvm::sys::fs::remove_directories(tmp);

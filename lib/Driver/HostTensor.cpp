@@ -22,6 +22,19 @@ void driver::HostTensor::widenToF64() {
     memcpy(data(), wide.data(), n * 8);
 }
 
+void driver::HostTensor::narrowToBf16() {
+  if (dtype != NNCC_DTYPE_F32)
+    return;
+  uint64_t n = numel();
+  std::vector<uint16_t> narrow(n);
+  for (uint64_t k = 0; k < n; ++k)
+    narrow[k] = nncc_f32_to_bf16(static_cast<float>(elementAsDouble(NNCC_DTYPE_F32, data(), k)));
+  dtype = NNCC_DTYPE_BF16;
+  resize(n * 2);
+  if (n)
+    memcpy(data(), narrow.data(), n * 2);
+}
+
 bool driver::isFloatDType(nncc_dtype d) {
   return d == NNCC_DTYPE_F32 || d == NNCC_DTYPE_F64 || d == NNCC_DTYPE_F16 ||
          d == NNCC_DTYPE_BF16;

@@ -189,11 +189,17 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     return module.emitError("--target cuda needs nvcc, which was not found (CUDA toolkit "
                             "at /usr/local/cuda); use --target cpu");
   bool withCuda = wantCuda && (!nvcc.empty() || !opts.build);
+  if (opts.precision == Precision::BF16 && !withCuda)
+    return mlir::emitError(module.getLoc(),
+                           opts.target == CompileTarget::CPU
+                                ? "--precision bf16 runs on CUDA only (there are no CPU bf16 "
+                                  "kernels): use --target cuda"
+                                : "--precision bf16 runs on CUDA only, and nvcc was not found");
 
   out.cppPath = path(model + ".cpp");
   out.headerPath = path(model + ".h");
   if (failed(writeFile(module, out.cppPath, [&](llvm::raw_ostream &os) {
-        return target::emitCpp(module, os, withCuda);
+        return target::emitCpp(module, os, withCuda, opts.precision);
       })) ||
       failed(writeFile(module, out.headerPath, [&](llvm::raw_ostream &os) {
         return target::emitHeader(module, os);
@@ -202,7 +208,7 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
   if (withCuda) {
     out.cuPath = path(model + ".cu");
     if (failed(writeFile(module, out.cuPath, [&](llvm::raw_ostream &os) {
-          return target::emitCuda(module, os);
+          return target::emitCuda(module, os, opts.precision);
         })))
       return failure();
   }
@@ -218,13 +224,19 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
   const std::string &libDir = runtime.libDir;
   std::vector<std::string> objects;
   std::string cudaLib;
+  // real_t of both translation units (the sources are precision-neutral).
+  const std::string precisionDefine =
+      opts.precision == Precision::F32
+          ? ""
+          : std::string("-DNNCC_PRECISION_") + (opts.precision == Precision::F64 ? "F64" : "BF16");
   if (withCuda) {
     std::string obj = path(model + ".cu.o");
-    if (failed(run(module,
-                   {nvcc, "-std=c++17", "-O3", "-arch=" + opts.cudaArch,
-                    "-Xcompiler", "-fPIC,-fvisibility=hidden", "-I", runtime.includeDir,
-                    "-c", out.cuPath, "-o", obj},
-                   "compile the CUDA source with nvcc")))
+    std::vector<std::string> argv = {nvcc, "-std=c++17", "-O3", "-arch=" + opts.cudaArch,
+                                     "-Xcompiler", "-fPIC,-fvisibility=hidden"};
+    if (!precisionDefine.empty())
+      argv.push_back(precisionDefine);
+    argv.insert(argv.end(), {"-I", runtime.includeDir, "-c", out.cuPath, "-o", obj});
+    if (failed(run(module, argv, "compile the CUDA source with nvcc")))
       return failure();
     objects.push_back(obj);
     llvm::SmallString<256> cudaRoot(llvm::sys::path::parent_path(
@@ -248,8 +260,8 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
                                      "-fPIC", "-shared",    "-fopenmp", "-fvisibility=hidden"};
     if (llvm::StringRef(NNCC_HOST_MARCH).size())
       argv.push_back(std::string("-march=") + NNCC_HOST_MARCH);
-    if (opts.f64)
-      argv.push_back("-DNNCC_PRECISION_F64");
+    if (!precisionDefine.empty())
+      argv.push_back(precisionDefine);
     argv.insert(argv.end(), {"-I", runtime.includeDir, out.cppPath});
     argv.insert(argv.end(), objects.begin(), objects.end());
     argv.insert(argv.end(), {"-o", out.libraryPath, "-Wl,-soname,lib" + model + ".so",

@@ -87,6 +87,7 @@ std::vector<double> toDouble(nncc_dtype dtype, const void *data, uint64_t n) {
     case NNCC_DTYPE_F32: v[i] = static_cast<const float *>(data)[i]; break;
     case NNCC_DTYPE_I64: v[i] = double(static_cast<const int64_t *>(data)[i]); break;
     case NNCC_DTYPE_I32: v[i] = static_cast<const int32_t *>(data)[i]; break;
+    case NNCC_DTYPE_BF16: v[i] = nncc_bf16_to_f32(static_cast<const uint16_t *>(data)[i]); break;
     default: v[i] = NAN; break;
     }
   }
@@ -98,6 +99,22 @@ std::string shapeString(int32_t rank, const int64_t *shape) {
   for (int32_t i = 0; i < rank; ++i)
     s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+/// An F32 input of a bf16 library (an input declared BF16) is rounded to
+/// bf16, as `nncc run --precision bf16` does.
+void narrowForBf16(nncc_dtype want, nncc_tensor_view &v, std::vector<char> &buffer) {
+  if (want != NNCC_DTYPE_BF16 || v.dtype != NNCC_DTYPE_F32)
+    return;
+  const float *f = reinterpret_cast<const float *>(buffer.data());
+  std::vector<char> narrow(v.numel * 2 + 1);
+  for (uint64_t k = 0; k < v.numel; ++k) {
+    const uint16_t b = nncc_f32_to_bf16(f[k]);
+    std::memcpy(narrow.data() + 2 * k, &b, 2);
+  }
+  buffer.swap(narrow);
+  v.dtype = NNCC_DTYPE_BF16;
+  v.nbytes = v.numel * 2;
 }
 
 bool run(const Options &o) {
@@ -140,7 +157,8 @@ bool run(const Options &o) {
     ok = (nncc_safetensors_read_into(in, v.name, v.dtype, v.rank, v.shape, buffer.data(),
                                      v.nbytes, &err) == NNCC_OK ||
           fail("inputs", err)) &&
-         (abi->set_input(model, v.name, v.dtype, v.rank, v.shape, buffer.data(), &err) ==
+         (narrowForBf16(abi->inputs[i].dtype, v, buffer),
+          abi->set_input(model, v.name, v.dtype, v.rank, v.shape, buffer.data(), &err) ==
               NNCC_OK ||
           fail("set_input", err));
   }
@@ -191,8 +209,12 @@ bool run(const Options &o) {
                                               n * nncc_dtype_size(dtype), &err) != NNCC_OK)
       ok = fail("output", err);
     if (expect) {
+      // A bf16 library's outputs compare with an f32 run's.
       nncc_tensor_view e;
-      if (nncc_safetensors_get(expect, name, dtype, rank, shape, &e, &err) != NNCC_OK) {
+      if ((dtype != NNCC_DTYPE_BF16 ||
+           nncc_safetensors_get(expect, name, NNCC_DTYPE_F32, rank, shape, &e, nullptr) !=
+               NNCC_OK) &&
+          nncc_safetensors_get(expect, name, dtype, rank, shape, &e, &err) != NNCC_OK) {
         ok = fail("expect", err);
         break;
       }

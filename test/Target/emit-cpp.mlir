@@ -15,7 +15,7 @@
 // MLP: NNCC_KFN(nncc_layer_norm)((d_N), 16LL, t0, NULL, w2, w3, {{.*}}, t1, NULL, NULL, NULL)
 // MLP: NNCC_KFN(nncc_linear)((d_N), 4LL, 16LL, t1, w4, NULL, NULL, 0, 0.01, t2)
 // MLP: #pragma omp parallel for
-// MLP: const real_t a1 = w5[(i % (int64_t)4)];
+// MLP: const acc_t<real_t> a1 = load_acc(w5[(i % (int64_t)4)]);
 // MLP: nncc_maximum(
 // MLP: NNCC_KFN(nncc_softmax)((d_N), 4LL, (int64_t)1, t3, out0)
 // MLP: NNCC_KFN(nncc_mse_loss)((4LL * d_N), out0, in1, out1)

@@ -121,14 +121,17 @@ cl::opt<bool> trainMode("train-mode",
                                  "fixed per-op seeds (loss and gradients of that mode)"),
                         cl::sub(inspectCmd),
                         cl::sub(runCmd), cl::cat(runCategory));
-enum class Precision { F32, F64 };
-cl::opt<Precision> precision("precision", cl::desc("Float precision of the CPU code"),
-                             cl::init(Precision::F32), cl::sub(inspectCmd),
-                             cl::values(clEnumValN(Precision::F32, "f32", "float (default)"),
-                                        clEnumValN(Precision::F64, "f64",
-                                                   "double: f32 inputs and weights are "
-                                                   "widened on load, outputs are F64")),
-                             cl::sub(runCmd), cl::cat(runCategory));
+cl::opt<Precision> precision(
+    "precision", cl::desc("Float storage type of the library"), cl::init(Precision::F32),
+    cl::sub(inspectCmd),
+    cl::values(clEnumValN(Precision::F32, "f32", "float (default)"),
+               clEnumValN(Precision::F64, "f64",
+                          "double (CPU): f32 inputs and weights are widened on load, outputs "
+                          "are F64"),
+               clEnumValN(Precision::BF16, "bf16",
+                          "bfloat16 storage with fp32 arithmetic (CUDA, inference): f32 "
+                          "inputs and weights are rounded on load, outputs are BF16")),
+    cl::sub(runCmd), cl::cat(runCategory));
 
 llvm::json::Array jsonDims(const std::vector<std::string> &dims) {
   llvm::json::Array a;
@@ -306,6 +309,9 @@ int readTensor(const TensorSignature &s, nncc_safetensors *file, HostTensor &t) 
   if (precision == Precision::F64 && t.dtype == NNCC_DTYPE_F32 &&
       view.dtype == NNCC_DTYPE_F64)
     t.dtype = NNCC_DTYPE_F64; // already the run's precision
+  if (precision == Precision::BF16 && t.dtype == NNCC_DTYPE_F32 &&
+      view.dtype == NNCC_DTYPE_BF16)
+    t.dtype = NNCC_DTYPE_BF16;
   t.resize(view.numel * nncc_dtype_size(t.dtype));
   if (view.dtype == t.dtype) {
     if (view.nbytes)
@@ -434,7 +440,7 @@ int lowerWithBudget(mlir::OwningOpRef<mlir::ModuleOp> &module, mlir::MLIRContext
     return fail("--memory-budget applies to the training step: add --grad");
   return lowerWithMemoryBudget(memoryBudget, module, context, sourceMgr, path, sig.dims, dims,
                                GradKind::Loss,
-                               trainMode, precision == Precision::F64, remat);
+                               trainMode, precision, remat);
 }
 
 /// inspect --memory: the plan of the --dim binding as JSON.
@@ -451,7 +457,8 @@ int inspectMemoryPlan(mlir::ModuleOp module, llvm::SourceMgr &sourceMgr,
                   d + "=N");
     binding[d] = it->second;
   }
-  bool f64 = precision == Precision::F64;
+  if (precision == Precision::BF16 && gradMode)
+    return fail("--precision bf16 builds inference libraries: its plan has no --grad");
   mlir::OwningOpRef<mlir::ModuleOp> rematerialised;
   RematRequest remat;
   if (gradMode) {
@@ -463,11 +470,11 @@ int inspectMemoryPlan(mlir::ModuleOp module, llvm::SourceMgr &sourceMgr,
   mlir::FailureOr<nncc::target::MemoryPlan> plan = nncc::target::planMemory(
       module, binding,
       gradMode ? nncc::target::PlanMode::Training : nncc::target::PlanMode::Forward,
-      f64 ? 8 : 4);
+      realBytes(precision));
   if (mlir::failed(plan))
     return 1;
   llvm::json::Object obj =
-      memoryPlanJSON(*plan, sig.model, dims, gradMode, f64 ? "f64" : "f32");
+      memoryPlanJSON(*plan, sig.model, dims, gradMode, precisionName(precision));
   if (gradMode)
     obj["remat"] = rematJSON(remat);
   llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(obj))) << "\n";
@@ -526,7 +533,7 @@ int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::Module
                           mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
                           llvm::StringRef path, const std::vector<std::string> &modelDims,
                           const std::map<std::string, int64_t> &dims, GradKind grad,
-                          bool trainMode, bool f64, RematRequest &remat) {
+                          bool trainMode, Precision precision, RematRequest &remat) {
   if (!budget.empty()) {
     std::string error;
     mlir::FailureOr<nncc::MemoryBudget> b = nncc::MemoryBudget::parse(budget, error);
@@ -534,7 +541,7 @@ int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::Module
       return fail("--memory-budget: " + error);
     remat.budget = *b;
   }
-  remat.search.realSize = f64 ? 8 : 4;
+  remat.search.realSize = realBytes(precision);
   for (const std::string &d : modelDims) {
     auto it = dims.find(d);
     if (it == dims.end())
@@ -585,6 +592,10 @@ int runRun() {
   if (!inputsFile.empty() && randomInputs)
     return fail("--inputs and --random-inputs exclude each other");
   bool cuda = runTarget == RunTarget::CUDA;
+  if (precision == Precision::BF16 && !cuda)
+    return fail("--precision bf16 runs on the CUDA target only: add --target cuda");
+  if (precision == Precision::BF16 && gradMode)
+    return fail("--precision bf16 builds inference libraries: drop --grad");
   if (cuda) {
     const nncc_cuda_driver *drv = nullptr;
     nncc_error err;
@@ -618,9 +629,11 @@ int runRun() {
   }
   if (precision == Precision::F64 && cuda)
     return fail("--precision f64 runs on the CPU target only");
-  if (precision == Precision::F64)
-    for (HostTensor &t : in.tensors)
+  for (HostTensor &t : in.tensors)
+    if (precision == Precision::F64)
       t.widenToF64();
+    else if (precision == Precision::BF16)
+      t.narrowToBf16();
   RematRequest remat;
   if (!memoryBudget.empty())
     if (int rc = lowerWithBudget(module, context, sourceMgr, runInput, *sig,
@@ -632,7 +645,7 @@ int runRun() {
   key.cuda = cuda;
   key.grad = gradMode;
   key.evalMode = !trainMode;
-  key.f64 = precision == Precision::F64;
+  key.precision = precision;
   if (!compileCached(*module, source, key, libPath))
     return 1;
   return execute(libPath, cuda, in);

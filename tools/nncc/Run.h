@@ -3,6 +3,7 @@
 #define NNCC_TOOLS_NNCC_RUN_H
 
 #include "nncc/Driver/FrontEnd.h"
+#include "nncc/Target/Precision.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -28,7 +29,7 @@ int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::Module
                           mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
                           llvm::StringRef path, const std::vector<std::string> &modelDims,
                           const std::map<std::string, int64_t> &dims,
-                          driver::GradKind grad, bool trainMode, bool f64,
+                          driver::GradKind grad, bool trainMode, Precision precision,
                           driver::RematRequest &remat);
 int runRun();
 int runTrain();

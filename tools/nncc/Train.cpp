@@ -410,7 +410,8 @@ int runTrain() {
                                                 data.numSamples)
                             : data.tensors[i].shape[k]);
     if (int rc = lowerWithMemoryBudget(trainBudget, module, context, sourceMgr, trainInput,
-                                       sig->dims, dims, GradKind::Loss, /*trainMode=*/true, f64,
+                                       sig->dims, dims, GradKind::Loss, /*trainMode=*/true,
+                                       f64 ? Precision::F64 : Precision::F32,
                                        remat))
       return rc;
   }
@@ -427,7 +428,7 @@ int runTrain() {
   CacheKeyOptions key;
   key.remat = remat.key();
   key.grad = true;
-  key.f64 = f64;
+  key.precision = f64 ? Precision::F64 : Precision::F32;
   key.cuda = cuda;
   if (!compileCached(*module, source, key, libPath))
     return 1;

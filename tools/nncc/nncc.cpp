@@ -104,8 +104,22 @@ cl::opt<bool> compileBundle(
              "libraries, OpenBLAS and the other libraries they load (not the C/C++ runtime "
              "or CUDA), nncc-runner and the ABI headers (docs/runtime.md)"),
     cl::sub(compileCmd), cl::cat(nnccCategory));
-cl::opt<bool> compileF64("f64", cl::desc("Library build: CPU code in double precision"),
+cl::opt<bool> compileF64("f64", cl::desc("Library build: the same as --precision f64"),
                          cl::sub(compileCmd), cl::cat(nnccCategory));
+cl::opt<nncc::Precision> compilePrecision(
+    "precision", cl::desc("Library build and --emit cpp|cuda: the float storage type"),
+    cl::init(nncc::Precision::F32),
+    cl::values(clEnumValN(nncc::Precision::F32, "f32", "float (default)"),
+               clEnumValN(nncc::Precision::F64, "f64", "double (CPU code)"),
+               clEnumValN(nncc::Precision::BF16, "bf16",
+                          "bfloat16 storage with fp32 arithmetic: CUDA only, inference only "
+                          "(the ops with a bf16 kernel: docs/design.md)")),
+    cl::sub(compileCmd), cl::cat(nnccCategory));
+
+/// --precision, or f64 for --f64 (the two must agree).
+nncc::Precision compilePrecisionChoice() {
+  return compileF64 ? nncc::Precision::F64 : compilePrecision.getValue();
+}
 
 cl::opt<std::string> compileBudget(
     "memory-budget",
@@ -154,7 +168,7 @@ int emitAST(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr) {
 /// Without --emit, -o DIR: the sources and lib<model>.so.
 int buildLibrary(mlir::ModuleOp module) {
   nncc::CompileOptions opts;
-  opts.f64 = compileF64;
+  opts.precision = compilePrecisionChoice();
   opts.bundle = compileBundle;
   opts.outputDir = outputFile;
   opts.target = compileTarget;
@@ -175,6 +189,10 @@ int runCompile() {
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   if (emitLevel == EmitLevel::AST)
     return emitAST(context, sourceMgr);
+  if (compileF64 && compilePrecision.getNumOccurrences() &&
+      compilePrecision != nncc::Precision::F64)
+    return nncc::driver::fail("--f64 and --precision " +
+                              std::string(nncc::precisionName(compilePrecision)) + " disagree");
 
   mlir::OwningOpRef<mlir::ModuleOp> module =
       nncc::driver::loadModule(context, sourceMgr, inputFile);
@@ -213,7 +231,7 @@ int runCompile() {
     nncc::driver::RematRequest remat;
     if (int rc = nncc::tool::lowerWithMemoryBudget(compileBudget, module, context, sourceMgr,
                                                    inputFile, modelDims, dims, gradKind,
-                                                   /*trainMode=*/true, compileF64, remat))
+                                                   /*trainMode=*/true, compilePrecisionChoice(), remat))
       return rc;
   } else if (mlir::failed(nncc::driver::runPipeline(
                  *module, gradKind, /*trainMode=*/true,
@@ -229,9 +247,9 @@ int runCompile() {
   mlir::LogicalResult r = mlir::success();
   if (emitLevel == EmitLevel::CPP)
     r = nncc::target::emitCpp(*module, output->os(),
-                              compileTarget != nncc::CompileTarget::CPU);
+                              compileTarget != nncc::CompileTarget::CPU, compilePrecisionChoice());
   else if (emitLevel == EmitLevel::CUDA)
-    r = nncc::target::emitCuda(*module, output->os());
+    r = nncc::target::emitCuda(*module, output->os(), compilePrecisionChoice());
   else
     module->print(output->os());
   // nn and nn-grad end with a newline; nnk as printed.

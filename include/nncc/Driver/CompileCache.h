@@ -3,6 +3,8 @@
 #ifndef NNCC_DRIVER_COMPILECACHE_H
 #define NNCC_DRIVER_COMPILECACHE_H
 
+#include "nncc/Target/Precision.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -15,7 +17,7 @@ struct CacheKeyOptions {
   bool cuda = false;     // --target cuda
   bool grad = false;     // with @forward_backward (and train_step)
   bool evalMode = false; // with grad: the inference-mode loss
-  bool f64 = false;      // CPU code in double precision
+  Precision precision = Precision::F32; // real_t of the library
   std::string remat;     // the residuals recomputed under a memory budget
 };
 

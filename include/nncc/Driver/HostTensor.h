@@ -28,6 +28,8 @@ struct HostTensor {
   uint64_t nbytes() const { return numel() * nncc_dtype_size(dtype); }
   /// F32 -> F64 in place (other dtypes unchanged).
   void widenToF64();
+  /// F32 -> BF16 in place, rounded to nearest even (other dtypes unchanged).
+  void narrowToBf16();
 };
 
 /// True for the floating-point dtypes.

@@ -36,6 +36,12 @@ def KernelLaunchOpInterface : OpInterface<"KernelLaunchOpInterface"> {
       }],
       "::mlir::LogicalResult", "emitLaunch",
       (ins "::nncc::target::LaunchEmitter &":$emitter)>,
+    InterfaceMethod<[{
+        Whether the CUDA launch has a bf16 instantiation (bf16 storage,
+        fp32 arithmetic): a library compiled with `--precision bf16` may
+        contain only such ops.
+      }],
+      "bool", "hasBf16Kernel", (ins)>,
   ];
 }
 

@@ -2,6 +2,8 @@
 #ifndef NNCC_TARGET_COMPILE_H
 #define NNCC_TARGET_COMPILE_H
 
+#include "nncc/Target/Precision.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
@@ -19,7 +21,7 @@ struct CompileOptions {
   std::string hostCompiler;           // empty: $CXX or "c++"
   std::string nvcc;                   // empty: the one found at configure time
   bool build = true;                  // false: write the sources only
-  bool f64 = false;                   // -DNNCC_PRECISION_F64: real_t = double
+  Precision precision = Precision::F32; // real_t (-DNNCC_PRECISION_F64 / _BF16)
   bool bundle = false;                // a self-contained directory (nncc-runner, libraries)
 };
 

@@ -9,6 +9,8 @@
 #ifndef NNCC_TARGET_EMITTERS_H
 #define NNCC_TARGET_EMITTERS_H
 
+#include "nncc/Target/Precision.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -19,12 +21,15 @@ namespace nncc::target {
 
 /// <model>.cpp: tables, buffer plan, the CPU launch sequence and the ABI.
 /// `withCuda`: the definition refers to the forward of <model>.cu (compile
-/// both and link them together).
-mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os,
-                            bool withCuda);
+/// both and link them together). `precision` bf16: the CPU entries report
+/// that the library runs on CUDA only (f32 and f64 print the same source).
+mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os, bool withCuda,
+                            Precision precision = Precision::F32);
 /// <model>.cu: the CUDA launch sequence (generated kernels, cuBLAS, the
-/// .cuh kernels of runtime/include/nncc/Kernels/CUDA).
-mlir::LogicalResult emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os);
+/// .cuh kernels of runtime/include/nncc/Kernels/CUDA). `precision` bf16:
+/// fails at the first op without a bf16 kernel, and for a training module.
+mlir::LogicalResult emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os,
+                             Precision precision = Precision::F32);
 /// <model>.h: the C API of the generated library.
 mlir::LogicalResult emitHeader(mlir::ModuleOp module, llvm::raw_ostream &os);
 

@@ -8,8 +8,8 @@ using namespace mlir;
 
 namespace nncc::target {
 
-LaunchEmitter::LaunchEmitter(ModuleOp module, Target target)
-    : ModelEmitter(module), target(target) {
+LaunchEmitter::LaunchEmitter(ModuleOp module, Target target, Precision precision)
+    : ModelEmitter(module), target(target), precision(precision) {
   DialectRegistry registry;
   registerKernelLaunchInterfaces(registry);
   module->getContext()->appendDialectRegistry(registry);
@@ -23,6 +23,11 @@ LogicalResult LaunchEmitter::emitLaunch(raw_indented_ostream &os, Operation *lau
     return launch->emitError() << "the " << targetName() << " emitter cannot handle '"
                                << launch->getName()
                                << "': it is not an nnk compute op (no kernel launch)";
+  // A bf16 library runs on CUDA only (the CPU entries report it), so only
+  // the CUDA emitter asks.
+  if (isBf16() && isCuda() && !iface.hasBf16Kernel())
+    return launch->emitOpError()
+           << "has no bf16 kernel: compile without --precision bf16 (f32 runs every op)";
   os << "// " << launchComment(launch) << "\n";
   // The opt-in per-launch timer (NNCC_PROFILE, docs/runtime.md) around each
   // top-level launch of a library's functions; a region's launches are part

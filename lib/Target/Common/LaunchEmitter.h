@@ -15,6 +15,7 @@
 #include "ModelEmitter.h"
 
 #include "nncc/Interfaces/KernelLaunchOpInterface.h"
+#include "nncc/Target/Precision.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
@@ -45,9 +46,11 @@ class LaunchEmitter : public ModelEmitter {
 public:
   /// Registers the launch descriptions of the nnk ops in the module's
   /// context (a no-op when a tool registered them already).
-  LaunchEmitter(mlir::ModuleOp module, Target target);
+  LaunchEmitter(mlir::ModuleOp module, Target target, Precision precision = Precision::F32);
 
   Target getTarget() const { return target; }
+  Precision getPrecision() const { return precision; }
+  bool isBf16() const { return precision == Precision::BF16; }
   bool isCuda() const { return target == Target::CUDA; }
   llvm::StringRef targetName() const { return isCuda() ? "CUDA" : "CPU"; }
 
@@ -91,6 +94,7 @@ public:
   mlir::FailureOr<std::string> cType(mlir::Type elt) { return ModelEmitter::cType(op(), elt); }
   using ModelEmitter::broadcastIndex;
   using ModelEmitter::emitElementwiseBody;
+  using ModelEmitter::kRealScalar;
   using ModelEmitter::launchComment;
   using ModelEmitter::name;
   using ModelEmitter::nameOrNull;
@@ -167,6 +171,7 @@ public:
 
 protected:
   Target target;
+  Precision precision;
   /// Wrap each top-level launch in the NNCC_PROFILE timer (CPU libraries).
   bool profileLaunches = false;
   int numLocals = 0;
@@ -209,18 +214,24 @@ void attachRecurrentLaunches(mlir::MLIRContext &ctx);
 void attachElementwiseLaunches(mlir::MLIRContext &ctx);
 void attachODELaunches(mlir::MLIRContext &ctx);
 
+/// Whether an op's launch has a bf16 kernel (bf16 storage, fp32 math) on
+/// CUDA; without one, a bf16 library cannot contain the op.
+enum class Bf16Kernel { No, Yes };
+
 /// Shorthand for the per-family files: an external model whose launch is
 /// the static function `Fn(LaunchEmitter &, OpT)`.
-template <typename OpT, mlir::LogicalResult (*Fn)(LaunchEmitter &, OpT)>
+template <typename OpT, mlir::LogicalResult (*Fn)(LaunchEmitter &, OpT), Bf16Kernel Bf16>
 struct LaunchModel
-    : public KernelLaunchOpInterface::ExternalModel<LaunchModel<OpT, Fn>, OpT> {
+    : public KernelLaunchOpInterface::ExternalModel<LaunchModel<OpT, Fn, Bf16>, OpT> {
   mlir::LogicalResult emitLaunch(mlir::Operation *op, LaunchEmitter &e) const {
     return Fn(e, llvm::cast<OpT>(op));
   }
+  bool hasBf16Kernel(mlir::Operation *) const { return Bf16 == Bf16Kernel::Yes; }
 };
-template <typename OpT, mlir::LogicalResult (*Fn)(LaunchEmitter &, OpT)>
+template <typename OpT, mlir::LogicalResult (*Fn)(LaunchEmitter &, OpT),
+          Bf16Kernel Bf16 = Bf16Kernel::No>
 void attachLaunch(mlir::MLIRContext &ctx) {
-  OpT::template attachInterface<LaunchModel<OpT, Fn>>(ctx);
+  OpT::template attachInterface<LaunchModel<OpT, Fn, Bf16>>(ctx);
 }
 
 } // namespace nncc::target

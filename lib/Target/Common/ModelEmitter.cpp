@@ -765,7 +765,8 @@ LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
       os << "const " << type << " " << n << " = " << expr << ";\n";
       v[inner.getResult(0)] = n;
     };
-    // Scalars are real_t, bool (i1), int32_t or int64_t.
+    // Scalars are acc_t<real_t> (real_t's arithmetic type: float for a
+    // bf16 library), bool (i1), int32_t or int64_t.
     auto scalarType = [&](Type t) -> std::string {
       if (t.isInteger(1))
         return "bool";
@@ -773,7 +774,7 @@ LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
         return "int32_t";
       if (t.isInteger(64))
         return "int64_t";
-      return "real_t";
+      return kRealScalar;
     };
     auto result = [&] { return scalarType(inner.getResult(0).getType()); };
     auto bin = [&](const char *o) {
@@ -783,17 +784,20 @@ LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
       std::string e = std::string(f) + "(";
       for (unsigned k = 0; k < n; ++k)
         e += (k ? ", " : "") + operand(k);
-      def("real_t", e + ")");
+      def(kRealScalar, e + ")");
     };
     if (auto y = dyn_cast<nnk::YieldOp>(inner)) {
       if (y->getNumOperands() != 1)
         return y.emitError("nnk.yield of an elementwise body must yield one value");
-      os << out << "[" << idx << "] = " << operand(0) << ";\n";
+      // A float result is rounded to the storage type (a no-op but for bf16).
+      const bool real = isa<FloatType>(y->getOperand(0).getType());
+      os << out << "[" << idx << "] = " << (real ? "store_acc<real_t>(" : "") << operand(0)
+         << (real ? ")" : "") << ";\n";
       continue;
     }
     if (auto c = dyn_cast<arith::ConstantOp>(inner)) {
       if (auto fa = dyn_cast<FloatAttr>(c.getValue())) {
-        def("real_t", "(real_t)" + fmtDouble(fa.getValueAsDouble()));
+        def(kRealScalar, "(" + kRealScalar + ")" + fmtDouble(fa.getValueAsDouble()));
         continue;
       }
       if (auto ia = dyn_cast<IntegerAttr>(c.getValue())) {
@@ -816,7 +820,7 @@ LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
     else if (isa<arith::DivFOp>(inner))
       bin("/");
     else if (isa<arith::NegFOp>(inner))
-      def("real_t", "(-" + operand(0) + ")");
+      def(kRealScalar, "(-" + operand(0) + ")");
     else if (isa<arith::MaximumFOp>(inner))
       call("nncc_maximum", 2);
     else if (isa<arith::MinimumFOp>(inner))
@@ -826,7 +830,7 @@ LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
     else if (isa<arith::MinNumFOp>(inner))
       call("fmin", 2);
     else if (isa<arith::ExtFOp, arith::TruncFOp>(inner))
-      def("real_t", "(real_t)" + operand(0));
+      def(kRealScalar, "(" + kRealScalar + ")" + operand(0));
     else if (isa<arith::SelectOp>(inner))
       def(result(), "(" + operand(0) + " ? " + operand(1) + " : " + operand(2) + ")");
     else if (isa<arith::SIToFPOp, arith::UIToFPOp, arith::FPToSIOp, arith::ExtSIOp,

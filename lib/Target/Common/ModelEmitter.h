@@ -105,8 +105,12 @@ protected:
   mlir::LogicalResult emitForwardPrologue(mlir::raw_indented_ostream &os,
                                           mlir::func::FuncOp fn = nullptr);
   mlir::LogicalResult analyzeFunction(mlir::func::FuncOp fn, int &index, int &weights);
-  /// The body of nnk.elementwise at flat index `idx` (inputs already
-  /// loaded into a0, a1, ...); writes `<out>[idx] = ...`.
+  /// The C type of float scalars in generated code: real_t's arithmetic
+  /// type (Bf16.h's acc_t: float for a bf16 library, real_t otherwise).
+  static inline const std::string kRealScalar = "acc_t<real_t>";
+  /// The body of nnk.elementwise at flat index `idx` (float inputs already
+  /// loaded into a0, a1, ... as kRealScalar); writes `<out>[idx] = ...`,
+  /// a float result rounded to real_t by store_acc.
   mlir::LogicalResult emitElementwiseBody(mlir::raw_indented_ostream &os,
                                           nnk::ElementwiseOp op,
                                           const std::string &out,

@@ -28,7 +28,8 @@ namespace {
 
 class CudaEmitter : public LaunchEmitter {
 public:
-  explicit CudaEmitter(ModuleOp module) : LaunchEmitter(module, Target::CUDA) {}
+  explicit CudaEmitter(ModuleOp module, Precision precision = Precision::F32)
+      : LaunchEmitter(module, Target::CUDA, precision) {}
   LogicalResult emit(raw_indented_ostream &os);
 
   //===--- target hooks -----------------------------------------------------===//
@@ -103,7 +104,55 @@ private:
   /// the plan type (before the state) and nncc_gen_lt_gemm (after it).
   static void emitLtPlanType(raw_indented_ostream &os);
   static void emitLtGemm(raw_indented_ostream &os);
+  /// real_t, its arithmetic type and the cuBLAS entries for it, switched
+  /// by -DNNCC_PRECISION_F64 / _BF16.
+  static void emitPrecision(raw_indented_ostream &os);
 };
+
+void CudaEmitter::emitPrecision(raw_indented_ostream &os) {
+  os << R"(// real_t is the storage type of every float buffer; kernels compute in
+// acc_t<real_t> (float for bf16). bf16 GEMMs run on cuBLAS's fp32
+// accumulation (CUBLAS_COMPUTE_32F) with float alpha / beta.
+#if defined(NNCC_PRECISION_F64)
+typedef double real_t;
+#define NNCC_CUBLAS_GEMM cublasDgemm
+#define NNCC_CUBLAS_GEMM_BATCHED cublasDgemmStridedBatched
+#define NNCC_CUDA_R_REAL CUDA_R_64F
+#elif defined(NNCC_PRECISION_BF16)
+typedef nncc::kernels::bf16_t real_t;
+#define NNCC_CUBLAS_GEMM nncc_gen_gemm_bf16
+#define NNCC_CUBLAS_GEMM_BATCHED nncc_gen_gemm_batched_bf16
+#define NNCC_CUDA_R_REAL CUDA_R_16BF
+static cublasStatus_t nncc_gen_gemm_bf16(cublasHandle_t h, cublasOperation_t ta,
+                                         cublasOperation_t tb, int m, int n, int k,
+                                         const float *alpha, const real_t *a, int lda,
+                                         const real_t *b, int ldb, const float *beta,
+                                         real_t *c, int ldc) {
+  return cublasGemmEx(h, ta, tb, m, n, k, alpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, beta,
+                      c, CUDA_R_16BF, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+static cublasStatus_t nncc_gen_gemm_batched_bf16(
+    cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+    const float *alpha, const real_t *a, int lda, long long sa, const real_t *b, int ldb,
+    long long sb, const float *beta, real_t *c, int ldc, long long sc, int batch) {
+  return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, a, CUDA_R_16BF, lda, sa, b,
+                                    CUDA_R_16BF, ldb, sb, beta, c, CUDA_R_16BF, ldc, sc, batch,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+#else
+typedef float real_t;
+#define NNCC_CUBLAS_GEMM cublasSgemm
+#define NNCC_CUBLAS_GEMM_BATCHED cublasSgemmStridedBatched
+#define NNCC_CUDA_R_REAL CUDA_R_32F
+#endif
+using nncc::kernels::acc_t;
+using nncc::kernels::load_acc;
+using nncc::kernels::store_acc;
+// A float constant as real_t (rounded once, on the host).
+static inline real_t nncc_gen_real(double v) { return store_acc<real_t>((acc_t<real_t>)v); }
+
+)";
+}
 
 LogicalResult CudaEmitter::emitSequence(raw_indented_ostream &f, StringRef fnName,
                                         func::FuncOp fn, ArrayRef<Operation *> ops) {
@@ -131,7 +180,7 @@ LogicalResult CudaEmitter::emitSequence(raw_indented_ostream &f, StringRef fnNam
        "  return nncc_error_set(err, NNCC_ERROR_INTERNAL, \"CUDA state missing (cuda_setup not run)\");\n";
   f << "cublasHandle_t blas = st->blas; (void)blas;\n";
   f << "NNCC_CUBLAS_CHECK(cublasSetStream(blas, stream), \"cublasSetStream\");\n";
-  f << "const real_t one = 1, zero = 0; (void)one; (void)zero;\n";
+  f << "const acc_t<real_t> one = 1, zero = 0; (void)one; (void)zero;\n";
   auto runsRecurrentKernel = [](Operation *top) {
     return top
         ->walk([](Operation *o) {
@@ -207,7 +256,7 @@ struct NNCCLtPlan {
 
 void CudaEmitter::emitLtGemm(raw_indented_ostream &os) {
   os << R"(// 1: fused GEMMs on cuBLASLt, 0: cuBLAS + the epilogue kernel, -1: an invalid
-// NNCC_CUDA_GEMM. The fused epilogues serve fp32 only (docs/cuda.md).
+// NNCC_CUDA_GEMM. The fused epilogues serve fp32 and bf16 (docs/cuda.md).
 static int nncc_gen_gemm_choice() {
   const char *v = getenv("NNCC_CUDA_GEMM");
   const int lt = !v || !*v || strcmp(v, "lt") == 0 ? 1 : strcmp(v, "cublas") == 0 ? 0 : -1;
@@ -251,7 +300,11 @@ static cublasStatus_t nncc_gen_lt_build(NNCCCudaState *st, NNCCLtPlan *p,
                                         cublasLtEpilogue_t epilogue, int64_t rows, int64_t cols,
                                         int64_t k, const real_t *bias, uint32_t align) {
   const cublasOperation_t transW = CUBLAS_OP_T, transX = CUBLAS_OP_N;
+#ifdef NNCC_PRECISION_BF16
+  const cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+#else
   const cublasComputeType_t compute = st->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+#endif
   NNCC_LT_TRY(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
   NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_TRANSA, transW);
   NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_TRANSB, transX);
@@ -259,9 +312,10 @@ static cublasStatus_t nncc_gen_lt_build(NNCCCudaState *st, NNCCLtPlan *p,
   // The heuristic reads the bias pointer's alignment.
   if (bias)
     NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
-  NNCC_LT_TRY(cublasLtMatrixLayoutCreate(&p->w, CUDA_R_32F, (uint64_t)k, (uint64_t)cols, k));
-  NNCC_LT_TRY(cublasLtMatrixLayoutCreate(&p->x, CUDA_R_32F, (uint64_t)k, (uint64_t)rows, k));
-  NNCC_LT_TRY(cublasLtMatrixLayoutCreate(&p->y, CUDA_R_32F, (uint64_t)cols, (uint64_t)rows, cols));
+  NNCC_LT_TRY(cublasLtMatrixLayoutCreate(&p->w, NNCC_CUDA_R_REAL, (uint64_t)k, (uint64_t)cols, k));
+  NNCC_LT_TRY(cublasLtMatrixLayoutCreate(&p->x, NNCC_CUDA_R_REAL, (uint64_t)k, (uint64_t)rows, k));
+  NNCC_LT_TRY(
+      cublasLtMatrixLayoutCreate(&p->y, NNCC_CUDA_R_REAL, (uint64_t)cols, (uint64_t)rows, cols));
   if (!st->lt_workspace && cudaMalloc(&st->lt_workspace, kLtWorkspaceBytes) != cudaSuccess) {
     st->lt_workspace = nullptr;
     st->lt_failed = "cudaMalloc of the cuBLASLt workspace";
@@ -311,7 +365,7 @@ static cublasStatus_t nncc_gen_lt_gemm(NNCCCudaState *st, int plan, cublasLtEpil
   } else if (bias) {
     NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   }
-  const real_t one = 1, beta = residual ? 1 : 0;
+  const acc_t<real_t> one = 1, beta = residual ? 1 : 0;
   NNCC_LT_TRY(cublasLtMatmul(st->lt, p->desc, &one, w, p->w, x, p->x, &beta, residual ? residual : y,
                              p->y, y, p->y, &p->algo, st->lt_workspace, kLtWorkspaceBytes, stream));
   return CUBLAS_STATUS_SUCCESS;
@@ -432,6 +486,10 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
 LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
   if (failed(analyze()))
     return failure();
+  if (isBf16() && train)
+    return mlir::emitError(module.getLoc(), "--precision bf16 builds inference libraries: training in bf16 "
+                            "(fp32 master weights and optimizer state) is not supported; "
+                            "compile without --grad, or train in f32");
   profileLaunches = true;
   std::string fwd;
   {
@@ -464,15 +522,7 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
      << "#include <cublas_v2.h>\n#include <cublasLt.h>\n#include <cuda_runtime.h>\n"
      << "#include <math.h>\n"
      << "#include <stdlib.h>\n#include <string.h>\n#include <algorithm>\n#include <initializer_list>\n\n";
-  os << "#ifdef NNCC_PRECISION_F64\n"
-        "typedef double real_t;\n"
-        "#define NNCC_CUBLAS_GEMM cublasDgemm\n"
-        "#define NNCC_CUBLAS_GEMM_BATCHED cublasDgemmStridedBatched\n"
-        "#else\n"
-        "typedef float real_t;\n"
-        "#define NNCC_CUBLAS_GEMM cublasSgemm\n"
-        "#define NNCC_CUBLAS_GEMM_BATCHED cublasSgemmStridedBatched\n"
-        "#endif\n\n";
+  emitPrecision(os);
   os << "// Every CUDA / cuBLAS call is checked; the first failure returns a status\n"
         "// naming the launch (never an abort).\n"
         "#define NNCC_CUDA_CHECK(call, what)                                        \\\n"
@@ -523,12 +573,16 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < outer * inner;\n"
         "       r += (int64_t)gridDim.x * blockDim.x) {\n"
         "    const int64_t o = r / inner, in = r % inner, base = o * n * inner + in;\n"
-        "    T mx = x[base];\n"
-        "    for (int64_t k = 1; k < n; ++k) mx = x[base + k * inner] > mx ? x[base + k * inner] : mx;\n"
+        "    acc_t<T> mx = load_acc(x[base]);\n"
+        "    for (int64_t k = 1; k < n; ++k) {\n"
+        "      const acc_t<T> xk = load_acc(x[base + k * inner]);\n"
+        "      mx = xk > mx ? xk : mx;\n"
+        "    }\n"
         "    double s = 0;\n"
-        "    for (int64_t k = 0; k < n; ++k) s += exp((double)(x[base + k * inner] - mx));\n"
+        "    for (int64_t k = 0; k < n; ++k) s += exp((double)(load_acc(x[base + k * inner]) - mx));\n"
         "    for (int64_t k = 0; k < n; ++k)\n"
-        "      y[base + k * inner] = (T)(exp((double)(x[base + k * inner] - mx)) / s);\n"
+        "      y[base + k * inner] =\n"
+        "          store_acc<T>((acc_t<T>)(exp((double)(load_acc(x[base + k * inner]) - mx)) / s));\n"
         "  }\n}\n";
   if (numLtPlans)
     emitLtPlanType(os);
@@ -1103,8 +1157,8 @@ std::unique_ptr<LaunchEmitter> createCudaLaunchEmitter(ModuleOp module) {
   return std::make_unique<CudaEmitter>(module);
 }
 
-LogicalResult emitCuda(ModuleOp module, llvm::raw_ostream &os) {
-  CudaEmitter emitter(module);
+LogicalResult emitCuda(ModuleOp module, llvm::raw_ostream &os, Precision precision) {
+  CudaEmitter emitter(module, precision);
   return printIfEmitted(os, [&](raw_indented_ostream &out) { return emitter.emit(out); });
 }
 

@@ -186,12 +186,18 @@ FailureOr<CudaHead> cudaHead(LaunchEmitter &e, Operation *op, const AttentionCon
   if (staticDh > 256)
     return op->emitError("the CUDA attention kernels serve head sizes up to 256, got ")
            << staticDh;
+  // The bf16 cores are the tensor-core tile kernels (Attention.cuh's
+  // kMaxTileHeadDim); a run-time head size above it fails at the launch.
+  if (e.isBf16() && staticDh > 128)
+    return op->emitError("the bf16 attention kernels serve head sizes up to 128, got ")
+           << staticDh;
   CudaHead h;
   h.dh = staticDh > 0 ? std::to_string(staticDh)
                       : "(" + E + " / " + std::to_string(c.heads) + ")";
   bool specialised = staticDh == 32 || staticDh == 64 || staticDh == 128;
   h.dhTemplate = specialised ? std::to_string(staticDh) : "0";
-  h.scale = c.scale != 0 ? "(real_t)" + fmtDouble(c.scale) : "(real_t)1 / sqrt((real_t)" + h.dh + ")";
+  h.scale = c.scale != 0 ? "(acc_t<real_t>)" + fmtDouble(c.scale)
+                         : "(acc_t<real_t>)1 / sqrt((acc_t<real_t>)" + h.dh + ")";
   return h;
 }
 
@@ -264,7 +270,7 @@ LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const Attention
   PackedQKV p = unpack(e.name(qkv), *E, c.kind, "const real_t *");
   e.out() << "{\n";
   e.out().indent();
-  e.out() << "const real_t scale = " << head->scale << ";\n";
+  e.out() << "const acc_t<real_t> scale = " << head->scale << ";\n";
   switch (c.kind) {
   case AttentionKind::dense: {
     if (train) {
@@ -278,7 +284,7 @@ LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const Attention
     }
     SmallVector<std::string> args = {"(int)" + *B, "(int)" + *T, heads, p.q, p.k, p.v, *ld,
                                      e.name(out), *E, maskArg, causal, "scale",
-                                     "(real_t *)NULL", "stream"};
+                                     "(acc_t<real_t> *)NULL", "stream"};
     if (specialised) {
       e.call({"launch_flash_attention<real_t, " + dh + ">", args});
     } else {
@@ -367,7 +373,7 @@ LogicalResult emitCudaAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o,
   PackedQKV dx = unpack(e.name(o.getDqkv()), *E, c.kind, "real_t *");
   e.out() << "{\n";
   e.out().indent();
-  e.out() << "const real_t scale = " << head->scale << ";\n";
+  e.out() << "const acc_t<real_t> scale = " << head->scale << ";\n";
   SmallVector<std::string> args = {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads};
   switch (c.kind) {
   case AttentionKind::dense: {
@@ -489,8 +495,9 @@ LogicalResult emitAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o) {
 } // namespace
 
 void attachAttentionLaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::FlashAttentionOp, emitAttention<nnk::FlashAttentionOp>>(ctx);
-  attachLaunch<nnk::BandedAttentionOp, emitAttention<nnk::BandedAttentionOp>>(ctx);
+  attachLaunch<nnk::FlashAttentionOp, emitAttention<nnk::FlashAttentionOp>, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::BandedAttentionOp, emitAttention<nnk::BandedAttentionOp>, Bf16Kernel::Yes>(
+      ctx);
   attachLaunch<nnk::LSHAttentionOp, emitAttention<nnk::LSHAttentionOp>>(ctx);
   attachLaunch<nnk::AttentionGradOp, emitAttentionGrad>(ctx);
 }

@@ -25,6 +25,8 @@ LogicalResult emitFill(LaunchEmitter &e, nnk::FillOp o) {
             << "[i] = " << value << ";\n";
     return success();
   }
+  if (*ct == "real_t") // rounded to the storage type once, on the host
+    value = "nncc_gen_real(" + fmtDouble(o.getValue()) + ")";
   e.out() << "nncc_gen_fill<" << *ct << "><<<nncc::kernels::cuda::grid_for(" << *n
           << ", 256), 256, 0, stream>>>(" << *n << ", " << value << ", "
           << e.name(o.getOut()) << ");\n";
@@ -371,17 +373,17 @@ LogicalResult emitAxialPositionGrad(LaunchEmitter &e, nnk::AxialPositionGradOp o
 } // namespace
 
 void attachDataLaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::FillOp, emitFill>(ctx);
-  attachLaunch<nnk::CopyOp, emitCopy>(ctx);
-  attachLaunch<nnk::TransposeOp, emitTranspose>(ctx);
-  attachLaunch<nnk::SliceOp, emitSlice>(ctx);
+  attachLaunch<nnk::FillOp, emitFill, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::CopyOp, emitCopy, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::TransposeOp, emitTranspose, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::SliceOp, emitSlice, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::SliceGradOp, emitSliceGrad>(ctx);
-  attachLaunch<nnk::ConcatOp, emitConcat>(ctx);
-  attachLaunch<nnk::SplitOp, emitSplit>(ctx);
-  attachLaunch<nnk::ReduceOp, emitReduce>(ctx);
+  attachLaunch<nnk::ConcatOp, emitConcat, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::SplitOp, emitSplit, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::ReduceOp, emitReduce, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::ReduceToShapeOp, emitReduceToShape>(ctx);
   attachLaunch<nnk::BroadcastAxesOp, emitBroadcastAxes>(ctx);
-  attachLaunch<nnk::EmbeddingOp, emitEmbedding>(ctx);
+  attachLaunch<nnk::EmbeddingOp, emitEmbedding, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::EmbeddingGradOp, emitEmbeddingGrad>(ctx);
   attachLaunch<nnk::SinusoidalPositionOp, emitSinusoidalPosition>(ctx);
   attachLaunch<nnk::AxialPositionOp, emitAxialPosition>(ctx);

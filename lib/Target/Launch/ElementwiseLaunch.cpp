@@ -13,8 +13,9 @@ using namespace mlir;
 namespace nncc::target {
 namespace {
 
-/// `const T aK = inK[broadcast index];` for every input, the index
-/// arithmetic in `indexType` when given (see broadcastIndex).
+/// `const T aK = inK[broadcast index];` for every input (a float one
+/// widened to its arithmetic type by load_acc), the index arithmetic in
+/// `indexType` when given (see broadcastIndex).
 FailureOr<std::string> loadInputs(LaunchEmitter &e, nnk::ElementwiseOp o, Value out,
                                   llvm::function_ref<std::string(unsigned)> source,
                                   const std::string &indexType = "") {
@@ -24,7 +25,10 @@ FailureOr<std::string> loadInputs(LaunchEmitter &e, nnk::ElementwiseOp o, Value 
     auto idx = e.broadcastIndex(e.op(), e.bufferType(in), e.bufferType(out), "i", indexType);
     if (failed(ct) || failed(idx))
       return failure();
-    loads += "const " + *ct + " a" + std::to_string(k) + " = " + source(k) + "[" + *idx + "];\n";
+    const std::string at = source(k) + "[" + *idx + "]";
+    const bool real = *ct == "real_t";
+    loads += "const " + (real ? e.kRealScalar : *ct) + " a" + std::to_string(k) + " = " +
+             (real ? "load_acc(" + at + ")" : at) + ";\n";
   }
   return loads;
 }
@@ -119,7 +123,7 @@ LogicalResult emitElementwise(LaunchEmitter &e, nnk::ElementwiseOp o) {
 } // namespace
 
 void attachElementwiseLaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::ElementwiseOp, emitElementwise>(ctx);
+  attachLaunch<nnk::ElementwiseOp, emitElementwise, Bf16Kernel::Yes>(ctx);
 }
 
 } // namespace nncc::target

@@ -78,7 +78,8 @@ LogicalResult emitGemm(LaunchEmitter &e, nnk::GemmOp o) {
   if (o.getBias() || o.getResidual() || o.getActivation() != nnk::Activation::none)
     e.call({"nncc::kernels::cuda::launch_linear_epilogue<real_t>",
             {*M, *N, e.name(o.getOut()), e.nameOrNull(o.getBias()), activation,
-             "(real_t)" + fmtDouble(o.getAlpha()), e.nameOrNull(o.getResidual()), "stream"}});
+             "(acc_t<real_t>)" + fmtDouble(o.getAlpha()), e.nameOrNull(o.getResidual()),
+             "stream"}});
   if (epilogue) {
     e.out().unindent();
     e.out() << "}\n";
@@ -162,8 +163,8 @@ LogicalResult emitLinearWeightGrad(LaunchEmitter &e, nnk::LinearWeightGradOp o) 
 } // namespace
 
 void attachLinearLaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::GemmOp, emitGemm>(ctx);
-  attachLaunch<nnk::MatmulOp, emitMatmul>(ctx);
+  attachLaunch<nnk::GemmOp, emitGemm, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::MatmulOp, emitMatmul, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::LinearWeightGradOp, emitLinearWeightGrad>(ctx);
 }
 

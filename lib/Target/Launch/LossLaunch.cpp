@@ -294,7 +294,7 @@ LogicalResult emitLinearSample(LaunchEmitter &e, nnk::LinearSampleOp o) {
 } // namespace
 
 void attachLossLaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::LossOp, emitLoss>(ctx);
+  attachLaunch<nnk::LossOp, emitLoss, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::LossGradOp, emitLossGrad>(ctx);
   attachLaunch<nnk::LinearCrossEntropyOp, emitLinearCrossEntropy>(ctx);
   attachLaunch<nnk::DropoutOp, emitDropout>(ctx);

@@ -15,7 +15,7 @@ LogicalResult emitLayerNorm(LaunchEmitter &e, nnk::LayerNormOp o) {
   // the kernel's optional mean / rstd outputs (unused here).
   SmallVector<std::string> args = {*rows, *n, e.name(o.getX()), e.nameOrNull(o.getResidual()),
                                    e.nameOrNull(o.getWeight()), e.nameOrNull(o.getBias()),
-                                   (e.isCuda() ? "(real_t)" : "") + fmtDouble(o.getEps()),
+                                   (e.isCuda() ? "(acc_t<real_t>)" : "") + fmtDouble(o.getEps()),
                                    e.name(o.getOut()), e.nameOrNull(o.getSum()), "NULL", "NULL"};
   if (e.isCuda()) {
     args.push_back("stream");
@@ -67,9 +67,9 @@ LogicalResult emitSoftmax(LaunchEmitter &e, nnk::SoftmaxOp o) {
 } // namespace
 
 void attachNormLaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::LayerNormOp, emitLayerNorm>(ctx);
+  attachLaunch<nnk::LayerNormOp, emitLayerNorm, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::LayerNormGradOp, emitLayerNormGrad>(ctx);
-  attachLaunch<nnk::SoftmaxOp, emitSoftmax>(ctx);
+  attachLaunch<nnk::SoftmaxOp, emitSoftmax, Bf16Kernel::Yes>(ctx);
 }
 
 } // namespace nncc::target

@@ -116,6 +116,24 @@ struct nncc_model {
 
 namespace {
 
+/// n f32 values stored as `dtype` (F64: widened exactly; BF16: rounded to
+/// nearest even, the kernels' rounding; F32: copied).
+void storeFromF32(nncc_dtype dtype, const float *src, uint64_t n, void *dst) {
+  switch (dtype) {
+  case NNCC_DTYPE_F64:
+    for (uint64_t k = 0; k < n; ++k)
+      static_cast<double *>(dst)[k] = src[k];
+    return;
+  case NNCC_DTYPE_BF16:
+    for (uint64_t k = 0; k < n; ++k)
+      static_cast<uint16_t *>(dst)[k] = nncc_f32_to_bf16(src[k]);
+    return;
+  default:
+    std::memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+}
+
 /// err may be null; internally we always want a place for the message.
 struct ErrorSlot {
   nncc_error local;
@@ -625,14 +643,15 @@ nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *er
   // Check every parameter before changing any: a failed load leaves the
   // model as it was.
   std::vector<nncc_tensor_view> views(static_cast<size_t>(abi->num_params));
-  std::vector<char> widen(static_cast<size_t>(abi->num_params), 0);
+  std::vector<char> fromF32(static_cast<size_t>(abi->num_params), 0);
   for (int32_t i = 0; i < abi->num_params; ++i) {
     const nncc_tensor_info &info = abi->params[i];
-    // An f64 build also loads f32 files (widened exactly).
-    if (info.dtype == NNCC_DTYPE_F64 &&
+    // f64 and bf16 builds also load f32 files (widened exactly, or rounded
+    // to the nearest bf16).
+    if ((info.dtype == NNCC_DTYPE_F64 || info.dtype == NNCC_DTYPE_BF16) &&
         nncc_safetensors_get(file, info.name, NNCC_DTYPE_F32, info.rank, info.dims,
                              &views[i], nullptr) == NNCC_OK) {
-      widen[i] = 1;
+      fromF32[i] = 1;
       continue;
     }
     if (nncc_status s = nncc_safetensors_get(file, info.name, info.dtype, info.rank,
@@ -644,11 +663,9 @@ nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *er
     }
   }
   for (int32_t i = 0; i < abi->num_params; ++i) {
-    if (widen[i]) {
-      const float *src = static_cast<const float *>(views[i].data);
-      double *dst = static_cast<double *>(m->params[i].data());
-      for (uint64_t k = 0; k < views[i].numel; ++k)
-        dst[k] = src[k];
+    if (fromF32[i]) {
+      storeFromF32(abi->params[i].dtype, static_cast<const float *>(views[i].data),
+                   views[i].numel, m->params[i].data());
       continue;
     }
     std::memcpy(m->params[i].data(), views[i].data, m->params[i].bytes);
@@ -677,10 +694,11 @@ nncc_status nncc_ms_init_weights(nncc_model *m, uint64_t seed, nncc_error *err) 
                                             : nncc_ms_init{NNCC_MS_INIT_NONE, 0, 0};
     if (init.kind == NNCC_MS_INIT_NONE)
       continue;
-    if (info.dtype != NNCC_DTYPE_F32 && info.dtype != NNCC_DTYPE_F64)
+    if (info.dtype != NNCC_DTYPE_F32 && info.dtype != NNCC_DTYPE_F64 &&
+        info.dtype != NNCC_DTYPE_BF16)
       return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
                             "init_weights: parameter '%s' has element type %s; only "
-                            "F32 and F64 parameters are initialised",
+                            "F32, F64 and BF16 parameters are initialised",
                             info.name, nncc_dtype_name(info.dtype));
     if (init.kind < NNCC_MS_INIT_ZEROS || init.kind > NNCC_MS_INIT_NORMAL)
       return nncc_error_set(err, NNCC_ERROR_INTERNAL,
@@ -694,6 +712,10 @@ nncc_status nncc_ms_init_weights(nncc_model *m, uint64_t seed, nncc_error *err) 
     Tensor &t = m->params[i];
     uint64_t n = t.bytes / std::max<size_t>(nncc_dtype_size(info.dtype), 1);
     bool f64 = info.dtype == NNCC_DTYPE_F64;
+    // bf16 parameters: the f32 draw (the f32 build's values), rounded.
+    std::vector<float> f32Values(info.dtype == NNCC_DTYPE_BF16 ? n : 0);
+    float *f32 = info.dtype == NNCC_DTYPE_BF16 ? f32Values.data()
+                                                : static_cast<float *>(t.data());
     // One Philox stream per parameter: a parameter's values depend only on
     // the seed and its index, not on the other parameters' sizes.
     uint64_t stream = static_cast<uint64_t>(i);
@@ -706,17 +728,17 @@ nncc_status nncc_ms_init_weights(nncc_model *m, uint64_t seed, nncc_error *err) 
         nncc_rng_fill_uniform_f64(static_cast<double *>(t.data()), n, seed, stream, 0,
                                   init.a, init.b);
       else
-        nncc_rng_fill_uniform_f32(static_cast<float *>(t.data()), n, seed, stream, 0,
-                                  static_cast<float>(init.a), static_cast<float>(init.b));
-      continue;
+        nncc_rng_fill_uniform_f32(f32, n, seed, stream, 0, static_cast<float>(init.a),
+                                  static_cast<float>(init.b));
+      break;
     case NNCC_MS_INIT_NORMAL:
       if (f64)
         nncc_rng_fill_normal_f64(static_cast<double *>(t.data()), n, seed, stream, 0,
                                  init.a, init.b);
       else
-        nncc_rng_fill_normal_f32(static_cast<float *>(t.data()), n, seed, stream, 0,
-                                 static_cast<float>(init.a), static_cast<float>(init.b));
-      continue;
+        nncc_rng_fill_normal_f32(f32, n, seed, stream, 0, static_cast<float>(init.a),
+                                 static_cast<float>(init.b));
+      break;
     case NNCC_MS_INIT_ZEROS:
       fill = 0;
       break;
@@ -727,12 +749,15 @@ nncc_status nncc_ms_init_weights(nncc_model *m, uint64_t seed, nncc_error *err) 
       fill = init.a;
       break;
     }
-    for (uint64_t k = 0; k < n; ++k) {
-      if (f64)
-        static_cast<double *>(t.data())[k] = fill;
-      else
-        static_cast<float *>(t.data())[k] = static_cast<float>(fill);
-    }
+    if (init.kind != NNCC_MS_INIT_UNIFORM && init.kind != NNCC_MS_INIT_NORMAL)
+      for (uint64_t k = 0; k < n; ++k) {
+        if (f64)
+          static_cast<double *>(t.data())[k] = fill;
+        else
+          f32[k] = static_cast<float>(fill);
+      }
+    if (info.dtype == NNCC_DTYPE_BF16)
+      storeFromF32(NNCC_DTYPE_BF16, f32, n, t.data());
   }
   for (Tensor &p : m->params)
     p.set = true;

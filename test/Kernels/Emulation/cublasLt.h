@@ -22,9 +22,6 @@
 #include <cstdint>
 #include <cstring>
 
-enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_64F = 1 };
-typedef cudaDataType_t cudaDataType;
-enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 };
 enum cublasLtEpilogue_t {
   CUBLASLT_EPILOGUE_DEFAULT = 1,
   CUBLASLT_EPILOGUE_RELU = 2,
@@ -56,6 +53,7 @@ struct emu_lt_desc {
 struct emu_lt_layout {
   uint64_t rows, cols;
   int64_t ld;
+  cudaDataType_t type;
 };
 struct emu_lt_pref {
   uint64_t workspace = 0;
@@ -104,6 +102,9 @@ inline cublasStatus_t lt_check(const emu_lt_desc *d, const emu_lt_layout *a,
   for (const emu_lt_layout *l : {a, b, c, dl})
     if (l->ld < (int64_t)(l->rows > 1 ? l->rows : 1))
       return lt_refuse("a leading dimension below its rows");
+  for (const emu_lt_layout *l : {b, c, dl})
+    if (l->type != a->type)
+      return lt_refuse("matrices of different types");
   if ((d->epilogue & CUBLASLT_EPILOGUE_BIAS) && !d->bias)
     return lt_refuse("a bias epilogue without CUBLASLT_MATMUL_DESC_BIAS_POINTER");
   return CUBLAS_STATUS_SUCCESS;
@@ -170,9 +171,9 @@ inline cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
 
 inline cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType t,
                                                  uint64_t rows, uint64_t cols, int64_t ld) {
-  if (t != CUDA_R_32F)
-    return emu::lt_refuse("only fp32 matrices are emulated");
-  *l = new emu_lt_layout{rows, cols, ld};
+  if (t != CUDA_R_32F && t != CUDA_R_16BF)
+    return emu::lt_refuse("only fp32 and bf16 matrices are emulated");
+  *l = new emu_lt_layout{rows, cols, ld, t};
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
@@ -238,9 +239,18 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d,
     if ((uintptr_t)ptrs[i] % algo->data[1 + i] != 0)
       return emu::lt_refuse("a matrix aligned less than the algorithm's preference");
   const float al = *(const float *)alpha, be = *(const float *)beta;
-  const float *Af = (const float *)A, *Bf = (const float *)B, *Cf = (const float *)C;
-  const float *bias = (const float *)d->bias;
-  float *Df = (float *)D;
+  // fp32 or bf16 matrices (and bias, of D's type); bf16 D is rounded once.
+  const bool bf16 = a->type == CUDA_R_16BF;
+  auto elem = [&](const void *p, int64_t i) -> float {
+    return bf16 ? nncc::kernels::bf16_to_float(((const nncc::kernels::bf16_t *)p)[i])
+                : ((const float *)p)[i];
+  };
+  auto store = [&](int64_t i, double v) {
+    if (bf16)
+      ((nncc::kernels::bf16_t *)D)[i] = nncc::kernels::bf16_from_float((float)v);
+    else
+      ((float *)D)[i] = (float)v;
+  };
   const bool at = d->trans[0] != CUBLAS_OP_N, bt = d->trans[1] != CUBLAS_OP_N;
   const int64_t m = (int64_t)dl->rows, n = (int64_t)dl->cols;
   const int64_t k = (int64_t)(at ? a->rows : a->cols);
@@ -248,20 +258,20 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d,
     for (int64_t i = 0; i < m; ++i) {
       long double s = 0;
       for (int64_t p = 0; p < k; ++p) {
-        const float x = at ? Af[p + i * a->ld] : Af[i + p * a->ld];
-        const float y = bt ? Bf[j + p * b->ld] : Bf[p + j * b->ld];
+        const float x = at ? elem(A, p + i * a->ld) : elem(A, i + p * a->ld);
+        const float y = bt ? elem(B, j + p * b->ld) : elem(B, p + j * b->ld);
         s += (long double)x * y;
       }
       double v = (double)al * (double)s;
       if (be != 0.0f)
-        v += (double)be * Cf[i + j * c->ld];
+        v += (double)be * elem(C, i + j * c->ld);
       if (d->epilogue & CUBLASLT_EPILOGUE_BIAS)
-        v += bias[i];
+        v += elem(d->bias, i);
       if (d->epilogue & CUBLASLT_EPILOGUE_RELU)
         v = v > 0 ? v : 0;
       if (d->epilogue & CUBLASLT_EPILOGUE_GELU)
         v = emu::lt_gelu(v);
-      Df[i + j * dl->ld] = (float)v;
+      store(i + j * dl->ld, v);
     }
   return CUBLAS_STATUS_SUCCESS;
 }

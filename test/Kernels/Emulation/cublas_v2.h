@@ -4,13 +4,19 @@
 // double) behind cuBLAS's argument checks (m, n, k >= 0, batch >= 0,
 // lda >= max(1, rows of op(A) as stored), ldb likewise, ldc >= max(1, m)).
 // beta == 0 does not read C (cuBLAS's rule: C may hold NaN then). Alpha and
-// beta are host pointers (CUBLAS_POINTER_MODE_HOST only).
+// beta are host pointers (CUBLAS_POINTER_MODE_HOST only). cublasGemmEx and
+// its strided-batched form serve bf16 A, B, C with CUBLAS_COMPUTE_32F and
+// float alpha / beta (the sum rounded to bf16 once, as cuBLAS stores it);
+// any other type combination is refused.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_TEST_EMU_CUBLAS_V2_H
 #define NNCC_TEST_EMU_CUBLAS_V2_H
 
 #include "cuda_runtime.h"
+#include "nncc/Kernels/Bf16.h"
+
+#include <type_traits>
 
 typedef struct emu_cublas_context *cublasHandle_t;
 enum cublasStatus_t {
@@ -27,15 +33,30 @@ enum cublasStatus_t {
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
 enum cublasPointerMode_t { CUBLAS_POINTER_MODE_HOST = 0, CUBLAS_POINTER_MODE_DEVICE = 1 };
 enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
+// library_types.h / cublas_api.h values.
+enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16BF = 14 };
+typedef cudaDataType_t cudaDataType;
+enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 };
+enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
 
 namespace emu {
 inline long gemms = 0;
 inline int one_if_zero(int v) { return v > 1 ? v : 1; }
 
-template <class T>
+/// Element value as the GEMM reads it, and the store (bf16: rounded).
+template <class T> long double gemm_load(T x) { return (long double)nncc::kernels::load_acc(x); }
+template <class T, class S> T gemm_store(S v) {
+  if constexpr (std::is_same_v<T, nncc::kernels::bf16_t>)
+    return nncc::kernels::bf16_from_float((float)v);
+  else
+    return (T)v;
+}
+
+/// T: the matrices' element type; S: alpha's and beta's (float for bf16).
+template <class T, class S = T>
 cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                    const T *alpha, const T *A, int lda, long long sA, const T *B, int ldb,
-                    long long sB, const T *beta, T *C, int ldc, long long sC, int batch) {
+                    const S *alpha, const T *A, int lda, long long sA, const T *B, int ldb,
+                    long long sB, const S *beta, T *C, int ldc, long long sC, int batch) {
   ++gemms;
   const bool at = ta != CUBLAS_OP_N, bt = tb != CUBLAS_OP_N;
   if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < one_if_zero(at ? k : m) ||
@@ -53,10 +74,11 @@ cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, in
         for (int p = 0; p < k; ++p) {
           const T a = at ? Ab[p + (long long)i * lda] : Ab[i + (long long)p * lda];
           const T v = bt ? Bb[j + (long long)p * ldb] : Bb[p + (long long)j * ldb];
-          s += (long double)a * v;
+          s += gemm_load(a) * gemm_load(v);
         }
         T &c = Cb[i + (long long)j * ldc];
-        c = *beta == T(0) ? T(*alpha * (T)s) : T(*alpha * (T)s + *beta * c);
+        c = *beta == S(0) ? gemm_store<T>(*alpha * (S)s)
+                          : gemm_store<T>(*alpha * (S)s + *beta * (S)gemm_load(c));
       }
   }
   return CUBLAS_STATUS_SUCCESS;
@@ -94,5 +116,39 @@ inline const char *cublasGetStatusString(cublasStatus_t s) {
 EMU_GEMMS(S, float)
 EMU_GEMMS(D, double)
 #undef EMU_GEMMS
+
+namespace emu {
+inline bool gemm_ex_bf16(cudaDataType_t a, cudaDataType_t b, cudaDataType_t c,
+                         cublasComputeType_t compute) {
+  if (a == CUDA_R_16BF && b == CUDA_R_16BF && c == CUDA_R_16BF && compute == CUBLAS_COMPUTE_32F)
+    return true;
+  fprintf(stderr, "EMU cuBLAS: cublasGemmEx types outside the emulated bf16 subset\n");
+  return false;
+}
+} // namespace emu
+inline cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb,
+                                   int m, int n, int k, const void *al, const void *A,
+                                   cudaDataType_t at, int lda, const void *B, cudaDataType_t bt,
+                                   int ldb, const void *be, void *C, cudaDataType_t ct, int ldc,
+                                   cublasComputeType_t compute, cublasGemmAlgo_t) {
+  using nncc::kernels::bf16_t;
+  if (!emu::gemm_ex_bf16(at, bt, ct, compute))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  return emu::gemm<bf16_t, float>(ta, tb, m, n, k, (const float *)al, (const bf16_t *)A, lda, 0,
+                                  (const bf16_t *)B, ldb, 0, (const float *)be, (bf16_t *)C, ldc,
+                                  0, 1);
+}
+inline cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+    const void *al, const void *A, cudaDataType_t at, int lda, long long sA, const void *B,
+    cudaDataType_t bt, int ldb, long long sB, const void *be, void *C, cudaDataType_t ct, int ldc,
+    long long sC, int batch, cublasComputeType_t compute, cublasGemmAlgo_t) {
+  using nncc::kernels::bf16_t;
+  if (!emu::gemm_ex_bf16(at, bt, ct, compute))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  return emu::gemm<bf16_t, float>(ta, tb, m, n, k, (const float *)al, (const bf16_t *)A, lda, sA,
+                                  (const bf16_t *)B, ldb, sB, (const float *)be, (bf16_t *)C, ldc,
+                                  sC, batch);
+}
 
 #endif

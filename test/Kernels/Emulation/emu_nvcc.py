@@ -8,7 +8,7 @@ emulation (cuda_runtime.h and cublas_v2.h here), so that a whole
     # and libcudart_static.a (the link nncc adds; the shims are inline)
 
 It takes the command nncc runs (`nvcc -std=... -O3 -arch=... -Xcompiler
-F,... -I INCLUDE -c IN.cu -o OUT.o`), rewrites the runtime's CUDA headers
+F,... [-DNAME] -I INCLUDE -c IN.cu -o OUT.o`), rewrites the runtime's CUDA headers
 and IN.cu with rewrite_cuda.py (launches, __shared__), and compiles the
 result with the host C++ compiler ($CXX, default c++), emu_model.h included
 first. Device memory is host memory on both sides of such a library: the
@@ -24,7 +24,7 @@ import rewrite_cuda  # noqa: E402
 
 
 def main(argv):
-    includes, src, out, xflags = [], None, None, []
+    includes, src, out, xflags, defines = [], None, None, [], []
     i = 1
     while i < len(argv):
         a = argv[i]
@@ -42,6 +42,8 @@ def main(argv):
             continue
         if a.startswith("-I"):
             includes.append(a[2:])
+        elif a.startswith("-D"):  # the precision switch (-DNNCC_PRECISION_BF16)
+            defines.append(a)
         i += 1
     if not src or not out:
         sys.stderr.write("emu_nvcc.py: expected -c IN.cu -o OUT.o\n")
@@ -70,7 +72,7 @@ def main(argv):
         f.write('#include "emu_model.h"\n#line 1 "%s"\n%s' % (src, body))
     cxx = os.environ.get("CXX", "c++")
     cmd = [cxx, "-std=c++20", "-O1", "-Wno-unknown-pragmas", "-I", inc, "-I", HERE]
-    cmd += ["-I" + d for d in includes] + xflags + ["-c", cpp, "-o", out]
+    cmd += ["-I" + d for d in includes] + defines + xflags + ["-c", cpp, "-o", out]
     return subprocess.call(cmd)
 
 

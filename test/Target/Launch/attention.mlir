@@ -11,8 +11,8 @@ module attributes {nn.dims = ["B", "T"]} {
                    %o: !nnk.buffer<[B, T, 8], f32> {nnk.output}) {
     // CPU: p.kind = NNCC_ATTN_DENSE;
     // CPU: NNCC_KFN(nncc_attention)(&p, d_B, d_T, 2, (8LL / 2), in0, in0 + 8LL, in0 + 2 * 8LL, 24LL, out0, 8LL, NULL, nncc_ms_buffer_ptr(m, 0), NULL, NULL)
-    // CUDA: const real_t scale = (real_t)1 / sqrt((real_t)4);
-    // CUDA: launch_flash_attention_dyn<real_t>((int)4, (int)d_B, (int)d_T, 2, in0, in0 + 8LL, in0 + 2 * 8LL, 24LL, out0, 8LL, (const uint8_t *)NULL, 1, scale, (real_t *)NULL, stream)
+    // CUDA: const acc_t<real_t> scale = (acc_t<real_t>)1 / sqrt((acc_t<real_t>)4);
+    // CUDA: launch_flash_attention_dyn<real_t>((int)4, (int)d_B, (int)d_T, 2, in0, in0 + 8LL, in0 + 2 * 8LL, 24LL, out0, 8LL, (const uint8_t *)NULL, 1, scale, (acc_t<real_t> *)NULL, stream)
     nnk.flash_attention ins(%qkv) outs(%o) {causal = true, num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>
     // CPU: p.kind = NNCC_ATTN_DILATED; p.window = 4; p.dilation = 2; static const int32_t kGlobal[] = {0}; p.global_pos = kGlobal; p.n_global = 1;
     // CPU: NNCC_KFN(nncc_attention)(&p, d_B, d_T, 2, (8LL / 2), in0, in0 + 8LL, in0 + 2 * 8LL, 24LL, out0, 8LL, NULL, nncc_ms_buffer_ptr(m, 1), NULL, NULL)

@@ -20,12 +20,12 @@ module attributes {nn.dims = ["B"]} {
     // The erf GELU is not cuBLASLt's GELU: cuBLAS + the epilogue kernel.
     // CUDA-NOT: gemm_lt
     // CUDA: NNCC_CUBLAS_CHECK(NNCC_CUBLAS_GEMM(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)64LL, (int)(d_B), (int)32LL, &one, w0, (int)32LL, in0, (int)32LL, &zero, out0, (int)64LL)
-    // CUDA-NEXT: NNCC_CUDA_CHECK((nncc::kernels::cuda::launch_linear_epilogue<real_t>((d_B), 64LL, out0, w1, 3, (real_t)0.01, in1, stream))
+    // CUDA-NEXT: NNCC_CUDA_CHECK((nncc::kernels::cuda::launch_linear_epilogue<real_t>((d_B), 64LL, out0, w1, 3, (acc_t<real_t>)0.01, in1, stream))
     nnk.gemm ins(%x, %w) bias(%b) residual(%r) outs(%y) {activation = #nnk<act gelu>} : !nnk.buffer<[B, 32], f32>, !nnk.buffer<[64, 32], f32>, !nnk.buffer<[64], f32>, !nnk.buffer<[B, 64], f32>, !nnk.buffer<[B, 64], f32>
     // A plain GEMM needs no epilogue.
     // CPU: NNCC_KFN(nncc_linear)((d_B), 64LL, 32LL, in0, w0, NULL, NULL, 2, 0.29999999999999999, out0)
     // CUDA: NNCC_CUBLAS_GEMM(blas
-    // CUDA-NEXT: launch_linear_epilogue<real_t>({{.*}}, NULL, 2, (real_t)0.29999999999999999, NULL, stream)
+    // CUDA-NEXT: launch_linear_epilogue<real_t>({{.*}}, NULL, 2, (acc_t<real_t>)0.29999999999999999, NULL, stream)
     nnk.gemm ins(%x, %w) outs(%y) {activation = #nnk<act leaky_relu>, alpha = 0.3 : f64} : !nnk.buffer<[B, 32], f32>, !nnk.buffer<[64, 32], f32>, !nnk.buffer<[B, 64], f32>
     // CUDA-NOT: gemm_lt
     // CUDA: NNCC_CUBLAS_GEMM(blas
@@ -36,7 +36,7 @@ module attributes {nn.dims = ["B"]} {
     // CUDA-NEXT: NNCC_CUBLASLT_CHECK(nncc_gen_lt_gemm(st, [[#PLAN:]], CUBLASLT_EPILOGUE_RELU_BIAS, (d_B), 64LL, 32LL, w0, in0, w1, (const real_t *)NULL, out0, stream), "launch
     // CUDA-NEXT: } else {
     // CUDA-NEXT: NNCC_CUBLAS_CHECK(NNCC_CUBLAS_GEMM(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)64LL, (int)(d_B), (int)32LL, &one, w0, (int)32LL, in0, (int)32LL, &zero, out0, (int)64LL)
-    // CUDA-NEXT: launch_linear_epilogue<real_t>((d_B), 64LL, out0, w1, 1, (real_t)0.01, NULL, stream)
+    // CUDA-NEXT: launch_linear_epilogue<real_t>((d_B), 64LL, out0, w1, 1, (acc_t<real_t>)0.01, NULL, stream)
     // CUDA-NEXT: }
     nnk.gemm ins(%x, %w) bias(%b) outs(%y) {activation = #nnk<act relu>} : !nnk.buffer<[B, 32], f32>, !nnk.buffer<[64, 32], f32>, !nnk.buffer<[64], f32>, !nnk.buffer<[B, 64], f32>
     // Fused: the residual is C (beta = 1), the bias the epilogue's; the next site has the next plan.
@@ -49,7 +49,7 @@ module attributes {nn.dims = ["B"]} {
     // Not fused: the residual after an activation (cuBLASLt adds C before it).
     // CUDA: // launch {{[0-9]+}}: nnk.gemm
     // CUDA-NEXT: NNCC_CUBLAS_CHECK(NNCC_CUBLAS_GEMM(blas
-    // CUDA-NEXT: launch_linear_epilogue<real_t>((d_B), 64LL, out0, w1, 1, (real_t)0.01, in1, stream)
+    // CUDA-NEXT: launch_linear_epilogue<real_t>((d_B), 64LL, out0, w1, 1, (acc_t<real_t>)0.01, in1, stream)
     nnk.gemm ins(%x, %w) bias(%b) residual(%r) outs(%y) {activation = #nnk<act relu>} : !nnk.buffer<[B, 32], f32>, !nnk.buffer<[64, 32], f32>, !nnk.buffer<[64], f32>, !nnk.buffer<[B, 64], f32>, !nnk.buffer<[B, 64], f32>
     return
   }

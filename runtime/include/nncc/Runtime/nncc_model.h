@@ -108,7 +108,7 @@ typedef struct nncc_train_stats {
 typedef struct nncc_model_abi {
   uint32_t abi_version; /* NNCC_MODEL_ABI_VERSION */
   const char *model_name;
-  const char *precision; /* "f32" or "f64": element type of float tensors */
+  const char *precision; /* "f32", "f64" or "bf16": element type of float tensors */
 
   int32_t num_dims;
   const char *const *dim_names;
