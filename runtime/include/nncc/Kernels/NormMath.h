@@ -2,27 +2,31 @@
 //
 // Row-level math shared by CPU kernels (runtime/lib/Kernels/Norm.cpp) and CUDA
 // kernels (CUDA/LayerNorm.cuh, CUDA/Elementwise.cuh). Reductions accumulate
-// in the accumulator type A (double for the CPU twins).
+// in the accumulator type A (double for the CPU twins). Stored elements are
+// read through load_acc (Bf16.h: bf16_t widens to float, float and double
+// pass through unchanged).
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_NORMMATH_H
 #define NNCC_KERNELS_NORMMATH_H
 
+#include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/Common.h"
 
 namespace nncc {
 namespace kernels {
 
 /// Affine layer-norm output for one element given the row statistics
-/// (PyTorch: biased variance, eps inside the square root).
-template <typename T>
-NNCC_HD T layer_norm_apply(T x, T mean, T rstd, const T *gamma,
+/// (PyTorch: biased variance, eps inside the square root), in the
+/// arithmetic type A; gamma and beta are stored elements T (A = acc_t<T>).
+template <typename A, typename T>
+NNCC_HD A layer_norm_apply(A x, A mean, A rstd, const T *gamma,
                            const T *beta, int64_t j) {
-  T v = (x - mean) * rstd;
+  A v = (x - mean) * rstd;
   if (gamma)
-    v *= gamma[j];
+    v *= load_acc(gamma[j]);
   if (beta)
-    v += beta[j];
+    v += load_acc(beta[j]);
   return v;
 }
 
@@ -62,13 +66,14 @@ template <typename A> NNCC_HD A bce_logits_elem(A x, A y, A pw) {
 /// Negative log-likelihood of class `t` for one row of C logits.
 template <typename T, typename A>
 NNCC_HD A cross_entropy_row(const T *logits, int64_t C, int64_t t) {
-  A mx = A(logits[0]);
+  auto z = [&](int64_t c) { return A(load_acc(logits[c])); };
+  A mx = z(0);
   for (int64_t c = 1; c < C; ++c)
-    mx = A(logits[c]) > mx ? A(logits[c]) : mx;
+    mx = z(c) > mx ? z(c) : mx;
   A s = A(0);
   for (int64_t c = 0; c < C; ++c)
-    s += nexp(A(logits[c]) - mx);
-  return mx + nlog(s) - A(logits[t]);
+    s += nexp(z(c) - mx);
+  return mx + nlog(s) - z(t);
 }
 
 /// In place, one row of C logits (target t in [0, C)) becomes the row of

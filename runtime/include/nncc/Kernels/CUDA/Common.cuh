@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/Common.h"
 
 namespace nncc {
@@ -113,12 +114,13 @@ inline uint64_t col_sum_scratch_bytes(int64_t rows, int64_t cols, int NS) {
                     : 0;
 }
 
-/// The f of a row-major matrix: row r's term of column j is a[r lda + j].
+/// The f of a row-major matrix: row r's term of column j is a[r lda + j]
+/// (bf16_t widened by load_acc).
 template <typename T> struct RowMajorColTerms {
   const T *a;
   int64_t lda;
   __device__ void operator()(int64_t r, int64_t j, double acc[1]) const {
-    acc[0] += (double)a[r * lda + j];
+    acc[0] += (double)load_acc(a[r * lda + j]);
   }
 };
 

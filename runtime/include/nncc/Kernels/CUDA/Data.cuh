@@ -17,10 +17,17 @@
 // records the first failing launch in a device flag (atomicCAS 0 -> code)
 // that the generated forward reads back once at its end.
 //
+// Element types: float, double and bf16_t (Bf16.h). Copies and gathers move
+// elements unchanged; reduce and the losses read them through load_acc,
+// accumulate in double for every T (at least acc_t<T>; scratch sizes do not
+// depend on T) and store the result once through store_acc<T> (bf16: the
+// double rounded to float, then to bf16).
+//
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_DATA_CUH
 #define NNCC_KERNELS_CUDA_DATA_CUH
 
+#include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/CUDA/Common.cuh"
 #include "nncc/Kernels/IndexMath.h"
 #include "nncc/Kernels/NormMath.h"
@@ -83,8 +90,8 @@ template <typename T> struct ReduceTerms {
   int64_t stride[kMaxCopyRank];
   const T *x;
   __device__ void operator()(int64_t k, int64_t o, double acc[1]) const {
-    acc[0] += (double)x[masked_offset(o, r.rank, r.shape, stride, r.mask, 0u) +
-                        masked_offset(k, r.rank, r.shape, stride, r.mask, 1u)];
+    acc[0] += (double)load_acc(x[masked_offset(o, r.rank, r.shape, stride, r.mask, 0u) +
+                                 masked_offset(k, r.rank, r.shape, stride, r.mask, 1u)]);
   }
 };
 
@@ -93,7 +100,8 @@ template <typename T> struct ReduceStore {
   int mean;
   int64_t nred;
   __device__ void operator()(int64_t o, const double sums[1]) const {
-    y[o] = (T)(mean ? (nred ? sums[0] / (double)nred : 0.0 / 0.0) : sums[0]);
+    y[o] = store_acc<T>(
+        (acc_t<T>)(mean ? (nred ? sums[0] / (double)nred : 0.0 / 0.0) : sums[0]));
   }
 };
 
@@ -151,7 +159,7 @@ __global__ void embedding_kernel(int64_t n, int64_t V, int64_t E, const I *__res
     if (k < 0 || k >= V) {
       if (e == 0)
         raise_flag(flag, code);
-      out[i] = T(0);
+      out[i] = store_acc<T>(acc_t<T>(0));
       continue;
     }
     out[i] = table[k * E + e];
@@ -217,7 +225,7 @@ __global__ void loss_finish_kernel(int nparts, const double *part, T *out) {
     __syncthreads();
   }
   if (threadIdx.x == 0)
-    out[0] = (T)(sv[0] / sc[0]);
+    out[0] = store_acc<T>((acc_t<T>)(sv[0] / sc[0]));
 }
 
 template <typename T>
@@ -225,7 +233,7 @@ __global__ void mse_partial_kernel(int64_t n, const T *a, const T *b, double *pa
   double s = 0;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
-    const double d = (double)a[i] - (double)b[i];
+    const double d = (double)load_acc(a[i]) - (double)load_acc(b[i]);
     s += d * d;
   }
   block_partial(s, blockIdx.x == 0 && threadIdx.x == 0 ? (double)n : 0.0, part);
@@ -260,7 +268,8 @@ __global__ void bce_partial_kernel(int64_t N, int64_t C, const T *x, const T *y,
   const int64_t n = N * C;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
-    s += bce_logits_elem<double>((double)x[i], (double)y[i], pw ? (double)pw[i % C] : 1.0);
+    s += bce_logits_elem<double>((double)load_acc(x[i]), (double)load_acc(y[i]),
+                                 pw ? (double)load_acc(pw[i % C]) : 1.0);
   block_partial(s, blockIdx.x == 0 && threadIdx.x == 0 ? (double)n : 0.0, part);
 }
 

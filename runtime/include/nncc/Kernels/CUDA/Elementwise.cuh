@@ -3,12 +3,15 @@
 // The GEMM itself is cuBLAS (caller); these kernels are the fused epilogue
 // y = act(acc + bias) + residual, and the other elementwise ops, all through
 // the NNCC_HD functions of Common.h / Philox.h / NormMath.h that the CPU
-// twins call.
+// twins call. The epilogue and dropout also take T = bf16_t: elements are
+// widened by load_acc, computed in acc_t<T> (float) with acc_t<T> scalars
+// and rounded once by store_acc (Bf16.h); f32 / f64 are unaffected.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_ELEMENTWISE_CUH
 #define NNCC_KERNELS_CUDA_ELEMENTWISE_CUH
 
+#include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/CUDA/Common.cuh"
 #include "nncc/Kernels/NormMath.h"
 #include "nncc/Kernels/Philox.h"
@@ -32,11 +35,12 @@ inline bool aligned_to(const void *p, size_t bytes) {
 /// VW consecutive elements of a row per access (VW > 1: N % VW == 0 and y,
 /// bias, residual aligned to VW elements; launcher-checked). Rows over
 /// blockIdx.y (striding by gridDim.y), vectors of a row over x: no index
-/// division.
+/// division. Arithmetic in acc_t<T>, one rounding per stored element.
 template <typename T, int VW>
 __global__ void linear_epilogue_kernel(int64_t M, int64_t N, T *y,
-                                       const T *bias, int act, T alpha,
+                                       const T *bias, int act, acc_t<T> alpha,
                                        const T *residual) {
+  using A = acc_t<T>;
   using V = ElemVec<T, VW>;
   const int64_t nv = N / VW;
   for (int64_t r = blockIdx.y; r < M; r += gridDim.y)
@@ -50,8 +54,8 @@ __global__ void linear_epilogue_kernel(int64_t M, int64_t N, T *y,
         res = reinterpret_cast<const V *>(residual)[i];
 #pragma unroll
       for (int u = 0; u < VW; ++u) {
-        const T x = activate(act, v.e[u] + (bias ? b.e[u] : T(0)), alpha);
-        v.e[u] = residual ? x + res.e[u] : x;
+        const A x = activate(act, load_acc(v.e[u]) + (bias ? load_acc(b.e[u]) : A(0)), alpha);
+        v.e[u] = store_acc<T>(residual ? x + load_acc(res.e[u]) : x);
       }
       reinterpret_cast<V *>(y)[i] = v;
     }
@@ -81,7 +85,8 @@ __device__ __forceinline__ void for_each_mask_uniform(int64_t n, uint64_t seed,
 }
 
 /// Same bits as the CPU twin: keep_i = philox_uniform(seed, offset, i) >= p
-/// (compared in float, dropout_keep), and the same scale 1 / (1 - p) in T.
+/// (compared in float, dropout_keep), and the same scale 1 / (1 - p) in
+/// acc_t<T>.
 /// Vec: the four elements of a Philox block as one aligned access of x and
 /// y and one 4-byte store of the mask (n % 4 == 0 and the pointers aligned:
 /// launcher-checked).
@@ -89,7 +94,8 @@ template <typename T, bool Vec = false>
 __global__ void dropout_kernel(int64_t n, double p, uint64_t seed,
                                uint64_t offset, const T *x, T *y,
                                uint8_t *mask) {
-  const T scale = T(1) / (T(1) - T(p));
+  using A = acc_t<T>;
+  const A scale = A(1) / (A(1) - A(p));
   const float pf = (float)p;
   if constexpr (Vec) {
     using V = ElemVec<T, 4>;
@@ -101,7 +107,7 @@ __global__ void dropout_kernel(int64_t n, double p, uint64_t seed,
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const bool keep = nncc_rng_u32_to_unit_float(bits.x[w]) >= pf;
-        v.e[w] = keep ? v.e[w] * scale : T(0);
+        v.e[w] = store_acc<T>(keep ? load_acc(v.e[w]) * scale : A(0));
         m |= (uint32_t)keep << (8 * w);
       }
       reinterpret_cast<V *>(y)[b] = v;
@@ -111,7 +117,7 @@ __global__ void dropout_kernel(int64_t n, double p, uint64_t seed,
   } else {
     for_each_mask_uniform(n, seed, offset, [&](int64_t i, float u) {
       const bool keep = u >= pf;
-      y[i] = keep ? x[i] * scale : T(0);
+      y[i] = store_acc<T>(keep ? load_acc(x[i]) * scale : A(0));
       if (mask)
         mask[i] = keep;
     });
@@ -139,9 +145,10 @@ __global__ void sinusoidal_position_kernel(int64_t B, int64_t Tn, int64_t E,
   }
 }
 
+/// Vector path: 16-byte accesses (4 floats, 2 doubles, 8 bf16).
 template <typename T>
 inline cudaError_t launch_linear_epilogue(int64_t M, int64_t N, T *y,
-                                          const T *bias, int act, T alpha,
+                                          const T *bias, int act, acc_t<T> alpha,
                                           const T *residual,
                                           cudaStream_t stream = 0) {
   if (M <= 0 || N <= 0)

@@ -7,10 +7,16 @@
 // read once, y written once, warp-shuffle sums, no barriers. Wider rows run
 // one block per row with the row in shared memory.
 //
+// T is the storage type of x, residual, gamma, beta, y and sum_out; the
+// arithmetic, eps and the statistics (mean_out, rstd_out) are acc_t<T>
+// (Bf16.h): bf16_t rows are widened to float, normalised in fp32 and
+// rounded once when y and sum_out are stored.
+//
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_LAYERNORM_CUH
 #define NNCC_KERNELS_CUDA_LAYERNORM_CUH
 
+#include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/CUDA/Common.cuh"
 #include "nncc/Kernels/NormMath.h"
 
@@ -20,35 +26,36 @@ namespace nncc {
 namespace kernels {
 namespace cuda {
 
-/// Dynamic shared memory: N * sizeof(T) + 32 * sizeof(T).
+/// Dynamic shared memory: (N + 32) * sizeof(acc_t<T>) (the row in acc_t<T>).
 template <typename T>
 __global__ void layer_norm_kernel(int64_t N, const T *x, const T *residual,
-                                  const T *gamma, const T *beta, T eps, T *y,
-                                  T *sum_out, T *mean_out, T *rstd_out) {
+                                  const T *gamma, const T *beta, acc_t<T> eps, T *y,
+                                  T *sum_out, acc_t<T> *mean_out, acc_t<T> *rstd_out) {
+  using A = acc_t<T>;
   extern __shared__ unsigned char nncc_ln_smem[];
-  T *row = reinterpret_cast<T *>(nncc_ln_smem);
-  T *scratch = row + N;
+  A *row = reinterpret_cast<A *>(nncc_ln_smem);
+  A *scratch = row + N;
   const int64_t r = blockIdx.x;
   const T *xr = x + r * N;
   const T *rr = residual ? residual + r * N : nullptr;
-  T s = T(0);
+  A s = A(0);
   for (int64_t j = threadIdx.x; j < N; j += blockDim.x) {
-    T v = xr[j] + (rr ? rr[j] : T(0));
+    A v = load_acc(xr[j]) + (rr ? load_acc(rr[j]) : A(0));
     row[j] = v;
     if (sum_out)
-      sum_out[r * N + j] = v;
+      sum_out[r * N + j] = store_acc<T>(v);
     s += v;
   }
-  const T mean = block_sum(s, scratch) / T(N);
-  T q = T(0);
+  const A mean = block_sum(s, scratch) / A(N);
+  A q = A(0);
   for (int64_t j = threadIdx.x; j < N; j += blockDim.x) {
-    T d = row[j] - mean;
+    A d = row[j] - mean;
     q += d * d;
   }
-  const T var = block_sum(q, scratch) / T(N);
-  const T rstd = T(1) / nsqrt(var + eps);
+  const A var = block_sum(q, scratch) / A(N);
+  const A rstd = A(1) / nsqrt(var + eps);
   for (int64_t j = threadIdx.x; j < N; j += blockDim.x)
-    y[r * N + j] = layer_norm_apply(row[j], mean, rstd, gamma, beta, j);
+    y[r * N + j] = store_acc<T>(layer_norm_apply(row[j], mean, rstd, gamma, beta, j));
   if (threadIdx.x == 0) {
     if (mean_out)
       mean_out[r] = mean;
@@ -96,42 +103,43 @@ template <typename T, int VPL>
 __global__ void __launch_bounds__(kLnWarpRows * 32)
     layer_norm_warp_kernel(int64_t rows, int64_t N, const T *__restrict__ x,
                            const T *__restrict__ residual, const T *__restrict__ gamma,
-                           const T *__restrict__ beta, T eps, T *__restrict__ y,
-                           T *__restrict__ sum_out, T *__restrict__ mean_out,
-                           T *__restrict__ rstd_out) {
+                           const T *__restrict__ beta, acc_t<T> eps, T *__restrict__ y,
+                           T *__restrict__ sum_out, acc_t<T> *__restrict__ mean_out,
+                           acc_t<T> *__restrict__ rstd_out) {
+  using A = acc_t<T>;
   const int lane = threadIdx.x & 31;
   const int64_t r = (int64_t)blockIdx.x * kLnWarpRows + (threadIdx.x >> 5);
   if (r >= rows) // a whole warp leaves; no barrier follows
     return;
   const T *xr = x + r * N;
   const T *rr = residual ? residual + r * N : nullptr;
-  T v[VPL];
-  T s = T(0);
+  A v[VPL];
+  A s = A(0);
 #pragma unroll
   for (int k = 0; k < VPL; ++k) {
     const int64_t j = lane + 32 * k;
-    v[k] = T(0);
+    v[k] = A(0);
     if (j < N) {
-      v[k] = xr[j] + (rr ? rr[j] : T(0));
+      v[k] = load_acc(xr[j]) + (rr ? load_acc(rr[j]) : A(0));
       if (sum_out)
-        sum_out[r * N + j] = v[k];
+        sum_out[r * N + j] = store_acc<T>(v[k]);
       s += v[k];
     }
   }
-  const T mean = warp_sum(s) / T(N);
-  T q = T(0);
+  const A mean = warp_sum(s) / A(N);
+  A q = A(0);
 #pragma unroll
   for (int k = 0; k < VPL; ++k)
     if (lane + 32 * k < N) {
-      const T d = v[k] - mean;
+      const A d = v[k] - mean;
       q += d * d;
     }
-  const T rstd = T(1) / nsqrt(warp_sum(q) / T(N) + eps);
+  const A rstd = A(1) / nsqrt(warp_sum(q) / A(N) + eps);
 #pragma unroll
   for (int k = 0; k < VPL; ++k) {
     const int64_t j = lane + 32 * k;
     if (j < N)
-      y[r * N + j] = layer_norm_apply(v[k], mean, rstd, gamma, beta, j);
+      y[r * N + j] = store_acc<T>(layer_norm_apply(v[k], mean, rstd, gamma, beta, j));
   }
   if (lane == 0) {
     if (mean_out)
@@ -144,8 +152,8 @@ __global__ void __launch_bounds__(kLnWarpRows * 32)
 template <typename T>
 inline cudaError_t launch_layer_norm(int64_t rows, int64_t N, const T *x,
                                      const T *residual, const T *gamma,
-                                     const T *beta, T eps, T *y, T *sum_out,
-                                     T *mean_out, T *rstd_out,
+                                     const T *beta, acc_t<T> eps, T *y, T *sum_out,
+                                     acc_t<T> *mean_out, acc_t<T> *rstd_out,
                                      cudaStream_t stream = 0) {
   if (rows <= 0 || N <= 0)
     return rows < 0 || N < 0 ? cudaErrorInvalidValue : cudaSuccess;
@@ -156,7 +164,7 @@ inline cudaError_t launch_layer_norm(int64_t rows, int64_t N, const T *x,
               rows, N, x, residual, gamma, beta, eps, y, sum_out, mean_out, rstd_out);
       return cudaGetLastError();
     });
-  size_t smem = (size_t)(N + 32) * sizeof(T);
+  size_t smem = (size_t)(N + 32) * sizeof(acc_t<T>);
   if (smem > 48 * 1024) {
     cudaError_t e = cudaFuncSetAttribute(
         layer_norm_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
