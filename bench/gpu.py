@@ -30,7 +30,8 @@ also run as "nncc cublas" (NNCC_CUDA_GEMM=cublas: every GEMM epilogue as a
 separate kernel after cuBLAS instead of fused into cuBLASLt). The core_*
 cases time the attention kernels alone (bench/kernels/attention_core.cu,
 no projections) in fp32 and bf16 against SDPA (and FlexAttention for the
-dilated band) in the same precision.
+dilated band) in the same precision. The *_bf16 cases run whole libraries
+compiled with --precision bf16 against the torch module in bfloat16.
 
 First run on an H100 on 2026-11-26: docs/benchmarks.md, "2026-11-26: H100
 (first GPU run)", and docs/cuda.md, "First run on an H100 (2026-11-26)"."""
@@ -60,6 +61,13 @@ CASES = {
     "lstm_train": ("lstm_train.nn", "lstm_train", dict(B=32, T=128, E=256, H=256)),
     "gru_train": ("gru_train.nn", "gru_train", dict(B=32, T=128, E=256, H=256)),
     "bert_train": ("models/bert_small.nn", "bert_train", dict(B=64, T=128)),
+    # Whole libraries in bf16 (nncc compile --precision bf16: bf16 storage,
+    # fp32 arithmetic) against the torch module in bfloat16, same weights
+    # (f32 rounded to nearest even on both sides) and inputs.
+    "encoder_bf16": ("encoder.nn", "encoder", dict(B=8, T=512, D=256, A=4, FF=1024,
+                                                   dtype="bfloat16")),
+    "attn_dense_bf16": ("attn_dense.nn", "attn_dense", dict(B=1, T=4096, D=256, A=4, W=64,
+                                                            DIL=2, dtype="bfloat16")),
     # The attention core alone (no projections; bench/kernels/attention_core.cu
     # over Attention.cuh) in fp32 and bf16 against SDPA / FlexAttention in the
     # same precision: q, k, v [B, T, heads, dh].
@@ -93,7 +101,9 @@ def prepare(d, only):
             with open(src, "w") as f:
                 f.write(LSTM_H512)
         train = kind.endswith("_train")
-        subprocess.run([nncc, "compile", src, "--target", "all", "-o", os.path.join(cd, "lib")]
+        precision = (["--target", "cuda", "--precision", "bf16"]
+                     if s.get("dtype") == "bfloat16" else ["--target", "all"])
+        subprocess.run([nncc, "compile", src, "-o", os.path.join(cd, "lib")] + precision
                        + (["--grad"] if train else []), check=True, stdout=subprocess.DEVNULL)
         # Weights and inputs are drawn on the GPU machine (run_case): the
         # folder stays small enough to carry.
@@ -375,7 +385,10 @@ def run_case(cd, reps, nncc_only=False):
     ins = {"x": torch.randn(*dims)}
     if train:
         ins["target"] = torch.randn(*dims[:2], s.get("H", s.get("D")))
-    ins = {k: v.to(dev) for k, v in ins.items()}
+    # A bf16 library takes bf16 inputs (its weights file stays f32: the
+    # runtime rounds it on load, as .to(torch.bfloat16) does below).
+    dtype = getattr(torch, s.get("dtype", "float32"))
+    ins = {k: v.to(dev, dtype) for k, v in ins.items()}
     lib, ctx = open_cuda_context(cd)
     ctx.load_weights(weights)
     for spec in lib.inputs:
@@ -410,7 +423,7 @@ def run_case(cd, reps, nncc_only=False):
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    m = m.to(dev)
+    m = m.to(dev, dtype)
     x = ins["x"]
     results = []
     if train:

@@ -10,9 +10,10 @@ STATUS_NAMES = {
     10: "CUDA", 11: "INTERNAL",
 }
 
-# nncc_dtype codes and numpy type names.
-DTYPES = {1: "float64", 2: "float32", 3: "float16", 5: "int64", 6: "int32", 7: "int16",
-          8: "int8", 9: "uint8", 10: "bool"}
+# nncc_dtype codes and numpy type names ("bfloat16", which numpy lacks, is
+# torch's name: a --precision bf16 library's float tensors).
+DTYPES = {1: "float64", 2: "float32", 3: "float16", 4: "bfloat16", 5: "int64", 6: "int32",
+          7: "int16", 8: "int8", 9: "uint8", 10: "bool"}
 DTYPE_CODES = {v: k for k, v in DTYPES.items()}
 
 BIND_INPUT, BIND_OUTPUT, BIND_PARAM, BIND_GRAD, BIND_COTANGENT = range(5)

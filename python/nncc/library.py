@@ -116,6 +116,15 @@ class Library:
         return "nncc.Library(%r: %s)" % (self.name, self.path)
 
 
+def _bf16_bits(a):
+    """float32 array -> its bf16 bit patterns (uint16), rounded to nearest
+    even; a NaN stays a quiet NaN (nncc_f32_to_bf16's rule)."""
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    rounded = ((u + np.uint32(0x7FFF) + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    return np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), rounded)
+
+
 class Context:
     """One context of a library: parameters, arena, residuals."""
 
@@ -140,10 +149,15 @@ class Context:
         return (C.c_int64 * max(1, a.ndim))(*a.shape)
 
     def set_input(self, name, array):
+        """A float32 array for a bfloat16 input (a --precision bf16
+        library) is rounded to bf16 (nearest even, the runtime's rounding)."""
         a = np.ascontiguousarray(array)
-        self._call(self.abi.set_input, "set_input(%s)" % name, name.encode(),
-                   _abi.DTYPE_CODES[a.dtype.name], a.ndim, self._shape(a),
-                   a.ctypes.data_as(C.c_void_p))
+        code = _abi.DTYPE_CODES[a.dtype.name]
+        if a.dtype == np.float32 and any(s.name == name and s.dtype == "bfloat16"
+                                         for s in self.lib.inputs):
+            a, code = _bf16_bits(a), _abi.DTYPE_CODES["bfloat16"]
+        self._call(self.abi.set_input, "set_input(%s)" % name, name.encode(), code, a.ndim,
+                   self._shape(a), a.ctypes.data_as(C.c_void_p))
 
     def bind(self, kind, name, pointer, dtype, shape):
         """Caller-owned memory at `pointer` (an int address; None unbinds)."""
@@ -204,12 +218,18 @@ class Context:
         self._call(self.abi.get_output, "get_output(%s)" % name, name.encode(), C.byref(dt),
                    C.byref(rank), C.byref(shape), C.byref(data))
         shp = tuple(shape[i] for i in range(rank.value))
-        dtype = np.dtype(_abi.DTYPES[dt.value])
+        # bf16 (numpy has no such type) comes back widened to float32, exactly.
+        bf16 = _abi.DTYPES[dt.value] == "bfloat16"
+        dtype = np.dtype(np.uint16 if bf16 else _abi.DTYPES[dt.value])
         n = int(np.prod(shp)) if shp else 1
         if n == 0:
-            return np.zeros(shp, dtype)
+            return np.zeros(shp, np.float32 if bf16 else dtype)
         buf = (C.c_char * (n * dtype.itemsize)).from_address(data.value)
-        return np.frombuffer(buf, dtype=dtype).reshape(shp).copy()
+        a = np.frombuffer(buf, dtype=dtype).reshape(shp).copy()
+        if bf16:
+            wide = np.left_shift(a.astype(np.uint32).reshape(-1), np.uint32(16))
+            return wide.view(np.float32).reshape(shp)
+        return a
 
     def memory_stats(self):
         a, p = C.c_uint64(), C.c_uint64()

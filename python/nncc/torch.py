@@ -19,6 +19,7 @@ from .errors import Error
 from .library import Library
 
 _TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+                 "bfloat16": torch.bfloat16,
                  "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,
                  "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}
 _FLOAT = ("float32", "float64", "float16")

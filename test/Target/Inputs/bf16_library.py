@@ -1,0 +1,53 @@
+"""A --precision bf16 library through nncc.Library on the CUDA target
+(emulated in the tests): its float tensors read as "bfloat16", float32
+inputs are rounded on set_input, bf16 outputs come back as float32; the
+outputs agree with the f32 library on the CPU (same seeded weights) to
+bf16's error, and the rounding matches nncc_f32_to_bf16 bit for bit.
+
+    bf16_library.py F32_LIB BF16_LIB TOL LIBNNCC_RUNTIME
+"""
+import ctypes
+import sys
+
+import numpy as np
+
+import nncc
+from nncc.library import _bf16_bits
+
+
+def main(f32_path, bf16_path, tol, runtime):
+    f32, bf16 = nncc.Library(f32_path), nncc.Library(bf16_path)
+    print("dtypes:", sorted({s.dtype for s in bf16.inputs + bf16.outputs}))
+    rng = np.random.default_rng(0)
+    ins = {s.name: rng.standard_normal(s.concrete({"N": 4})).astype(np.float32)
+           for s in f32.inputs}
+    ref, got = f32.context("cpu"), bf16.context("cuda")
+    for ctx in (ref, got):
+        ctx.init_weights(1)
+        for k, v in ins.items():
+            ctx.set_input(k, v)
+        ctx.forward()
+    ok = True
+    for s in f32.outputs:
+        a, b = ref.output(s.name), got.output(s.name)
+        err = float(np.abs(a - b).max() / max(np.abs(a).max(), 1e-3))
+        ok &= b.dtype == np.float32 and err <= tol
+        print("%s: %s %s err %.2e %s" % (s.name, b.dtype, "x".join(map(str, b.shape)), err,
+                                         "ok" if err <= tol else "FAIL"))
+    # The numpy rounding against the runtime's, over every bf16 neighbourhood
+    # (ties, the largest finite values, infinities, NaN).
+    rt = ctypes.CDLL(runtime)
+    rt.nncc_f32_to_bf16.restype, rt.nncc_f32_to_bf16.argtypes = ctypes.c_uint16, [ctypes.c_float]
+    hi = np.arange(0, 1 << 16, 7, dtype=np.uint32) << 16
+    bits = np.concatenate([hi, hi | 0x8000, hi | 0x7FFF, hi | 0x8001, hi | 0x18000]).astype(np.uint32)
+    vals = bits.view(np.float32)
+    mine = _bf16_bits(vals)
+    theirs = np.array([rt.nncc_f32_to_bf16(float(v)) for v in vals], dtype=np.uint16)
+    same = np.array_equal(mine, theirs)
+    print("rounding matches nncc_f32_to_bf16 over %d values: %s" % (len(vals), same))
+    print("PASS" if ok and same else "FAIL")
+    return 0 if ok and same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]))
