@@ -54,13 +54,39 @@ inline std::vector<char> garbage(size_t n) { return std::vector<char>(n + 16, (c
 
 inline int total_fails = 0;
 
-/// One comparison group: many comparisons, one line of output.
-struct Group {
+/// What every comparison group counts: its checks, its failures (added to
+/// total_fails when it reports) and launchers' return codes.
+struct Tally {
   std::string name;
-  double tol;
   int checks = 0, fails = 0;
+  explicit Tally(std::string n) : name(std::move(n)) {}
+  /// A launcher's or CPU kernel's return code.
+  bool ok(const std::string &what, long rc) {
+    ++checks;
+    if (rc != 0) {
+      ++fails;
+      if (fails <= 10)
+        printf("FAIL %s: %s returned %ld\n", name.c_str(), what.c_str(), rc);
+      return false;
+    }
+    return true;
+  }
+  /// The group's one line; `worst` describes its largest error.
+  void report(const std::string &worst) {
+    total_fails += fails;
+    if (fails)
+      printf("%s: %d of %d comparisons FAILED\n", name.c_str(), fails, checks);
+    else
+      printf("%s: %d comparisons ok (%s)\n", name.c_str(), checks, worst.c_str());
+    fflush(stdout);
+  }
+};
+
+/// One comparison group: many comparisons, one line of output.
+struct Group : Tally {
+  double tol;
   double worst = 0;
-  Group(std::string n, double t) : name(std::move(n)), tol(t) {}
+  Group(std::string n, double t) : Tally(std::move(n)), tol(t) {}
   /// max |a - b| / max(|ref|, floor) over the array; NaNs must match.
   template <typename A, typename B>
   bool cmp(const std::string &what, const A *ref, const B *got, size_t n, double floor = 1e-30,
@@ -105,25 +131,10 @@ struct Group {
     }
     return cmp(what, ref.data(), got.data(), ref.size(), floor);
   }
-  /// A launcher's or CPU kernel's return code.
-  bool ok(const std::string &what, long rc) {
-    ++checks;
-    if (rc != 0) {
-      ++fails;
-      if (fails <= 10)
-        printf("FAIL %s: %s returned %ld\n", name.c_str(), what.c_str(), rc);
-      return false;
-    }
-    return true;
-  }
   ~Group() {
-    total_fails += fails;
-    if (fails)
-      printf("%s: %d of %d comparisons FAILED\n", name.c_str(), fails, checks);
-    else
-      printf("%s: %d comparisons ok (worst rel %.2g, tol %.0g)\n", name.c_str(), checks, worst,
-             tol);
-    fflush(stdout);
+    char w[64];
+    snprintf(w, sizeof w, "worst rel %.2g, tol %.0g", worst, tol);
+    report(w);
   }
 };
 

@@ -59,12 +59,10 @@ long ulps(bf16_t a, bf16_t b) {
 }
 
 /// Comparison groups over bf16 outputs, in bf16 steps.
-struct UlpGroup {
-  std::string name;
+struct UlpGroup : Tally {
   long tol;
-  int checks = 0, fails = 0;
   long worst = 0;
-  UlpGroup(std::string n, long t) : name(std::move(n)), tol(t) {}
+  UlpGroup(std::string n, long t) : Tally(std::move(n)), tol(t) {}
   /// got[i] against ref[i] rounded to bf16, for n elements.
   bool cmp(const std::string &what, const float *ref, const bf16_t *got, size_t n) {
     ++checks;
@@ -109,25 +107,7 @@ struct UlpGroup {
       }
     return true;
   }
-  bool ok(const std::string &what, long rc) {
-    ++checks;
-    if (rc != 0) {
-      ++fails;
-      if (fails <= 10)
-        printf("FAIL %s: %s returned %ld\n", name.c_str(), what.c_str(), rc);
-      return false;
-    }
-    return true;
-  }
-  ~UlpGroup() {
-    total_fails += fails;
-    if (fails)
-      printf("%s: %d of %d comparisons FAILED\n", name.c_str(), fails, checks);
-    else
-      printf("%s: %d comparisons ok (worst %ld ulps, tol %ld)\n", name.c_str(), checks, worst,
-             tol);
-    fflush(stdout);
-  }
+  ~UlpGroup() { report("worst " + std::to_string(worst) + " ulps, tol " + std::to_string(tol)); }
 };
 
 /// Layer norm: warp-per-row widths (1, 7, 33, 300, 256, 1024) and
