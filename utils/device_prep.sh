@@ -3,7 +3,7 @@
 # model compiled with gradients for both targets, the runtime and kernel
 # libraries they link, OpenBLAS (xz), the parity harness, and run.sh, which
 # on the GPU checks CPU against CUDA for each model's forward and training
-# step and runs compute-sanitizer (memcheck, racecheck, synccheck) over a
+# step, bf16 libraries (--precision bf16) against f32 outputs, and runs compute-sanitizer (memcheck, racecheck, synccheck) over a
 # training step of the models named in SANITIZE (default: bert_small,
 # reformer_lsh, reversible_dilated_bert), nncc.torch on CUDA
 # (utils/device_torch_check.py: CPU vs CUDA module, AdamW, one-rank NCCL DDP;
@@ -76,6 +76,26 @@ rm -rf "$OUT/torch/build"
   --save-inputs "$OUT/bundle/in.st" -o "$OUT/bundle/expected.st" --quiet
 tar cJf "$OUT/bundle.tar.xz" -C "$OUT" --exclude='*.cu.o' --exclude='*.cpp' --exclude='*.cu' bundle
 rm -rf "$OUT/bundle"
+
+# --precision bf16 on the GPU: each of BF16_MODELS as a bf16 CUDA library,
+# with inputs and the f32 CPU library's outputs for the same seeded weights
+# (computed here); run.sh runs nncc-runner on CUDA against them at bf16's
+# tolerance (test/Target/cuda-emu-bf16.test does the same on the emulation).
+mkdir -p "$OUT/bf16"
+cp -L "$ROOT/build/bin/nncc-runner" "$OUT/bin/"
+for m in ${BF16_MODELS:-bert_small reversible_dilated_bert deep_mlp}; do
+  dims="--dim B=2 --dim T=64"
+  [ "$m" = deep_mlp ] && dims="--dim N=8"
+  "$NNCC" compile "$ROOT/models/$m.nn" --target cuda --precision bf16 -o "$OUT/bf16/$m" >/dev/null
+  "$NNCC" compile "$ROOT/models/$m.nn" --target cpu -o "$OUT/bf16/$m.f32" >/dev/null
+  "$NNCC" run "$ROOT/models/$m.nn" --random-inputs $dims --seed 0 --inputs-only \
+    --save-inputs "$OUT/bf16/$m.in.st" >/dev/null
+  "$ROOT/build/bin/nncc-runner" "$OUT/bf16/$m.f32/lib$m.so" --inputs "$OUT/bf16/$m.in.st" \
+    --seed 1 -o "$OUT/bf16/$m.ref.st" >/dev/null
+  find "$OUT/bf16/$m" -type f ! -name "lib$m.so" -delete
+  rm -rf "$OUT/bf16/$m.f32"
+  xz -T2 "$OUT/bf16/$m/lib$m.so"
+done
 
 # The GPU benchmark against PyTorch (bench/gpu.py): libraries, weights, inputs.
 /usr/bin/python3 "$ROOT/bench/gpu.py" --prepare "$OUT/bench" >/dev/null
@@ -202,6 +222,16 @@ while read -r m reason; do
   fi
 done < "$HERE/models/train-support.txt"
 echo "=== parity done at $((SECONDS - T0)) s"
+for lib in "$HERE"/bf16/*/lib*.so.xz; do
+  [ -e "$lib" ] || continue
+  m=$(basename "$(dirname "$lib")")
+  xz -dc "$lib" > "$WORK/lib$m.bf16.so"
+  echo "=== $m: --precision bf16 forward on CUDA against the f32 CPU library"
+  run_logged "$m.bf16.txt" 60 "$HERE/bin/nncc-runner" "$WORK/lib$m.bf16.so" --target cuda \
+    --inputs "$HERE/bf16/$m.in.st" --seed 1 --expect "$HERE/bf16/$m.ref.st" --tol 3e-2 \
+    --repeat 5 || fails=$((fails + 1))
+  cat "$LOGS/$m.bf16.txt"
+done
 if [ "$(left)" -gt 120 ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   echo "=== bench/gpu.py: nncc against PyTorch on this GPU"
   rm -rf "$WORK/bench" && cp -r "$HERE/bench" "$WORK/bench"

@@ -1,12 +1,16 @@
 """A --precision bf16 library through nncc.Library on the CUDA target
-(emulated in the tests): its float tensors read as "bfloat16", float32
-inputs are rounded on set_input, bf16 outputs come back as float32; the
-outputs agree with the f32 library on the CPU (same seeded weights) to
-bf16's error, and the rounding matches nncc_f32_to_bf16 bit for bit.
+(emulated in the tests): its float tensors read as "bfloat16"; the f32
+library's weights file loads into it rounded to bf16 (its own save is BF16,
+bit for bit the rounding); float32 inputs are rounded on set_input, bf16
+outputs come back as float32 and agree with the f32 library on the CPU to
+bf16's error; the Python rounding matches nncc_f32_to_bf16 bit for bit.
 
-    bf16_library.py F32_LIB BF16_LIB TOL LIBNNCC_RUNTIME
+    bf16_library.py F32_LIB BF16_LIB TOL LIBNNCC_RUNTIME TMPDIR
 """
 import ctypes
+import json
+import os
+import struct
 import sys
 
 import numpy as np
@@ -15,19 +19,40 @@ import nncc
 from nncc.library import _bf16_bits
 
 
-def main(f32_path, bf16_path, tol, runtime):
+def read_safetensors(path):
+    """{name: (dtype string, raw little-endian array)}: F32 as float32, BF16 as uint16."""
+    data = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", data[:8])
+    out = {}
+    for name, e in json.loads(data[8:8 + n]).items():
+        if name != "__metadata__":
+            lo, hi = e["data_offsets"]
+            dt = {"F32": np.float32, "BF16": np.uint16}[e["dtype"]]
+            out[name] = (e["dtype"], np.frombuffer(data[8 + n + lo:8 + n + hi], dtype=dt))
+    return out
+
+
+def main(f32_path, bf16_path, tol, runtime, tmp):
     f32, bf16 = nncc.Library(f32_path), nncc.Library(bf16_path)
     print("dtypes:", sorted({s.dtype for s in bf16.inputs + bf16.outputs}))
     rng = np.random.default_rng(0)
     ins = {s.name: rng.standard_normal(s.concrete({"N": 4})).astype(np.float32)
            for s in f32.inputs}
     ref, got = f32.context("cpu"), bf16.context("cuda")
+    ref.init_weights(1)
+    w32, w16 = os.path.join(tmp, "w32.safetensors"), os.path.join(tmp, "w16.safetensors")
+    ref.save_weights(w32)
+    got.load_weights(w32)
+    got.save_weights(w16)
+    a, b = read_safetensors(w32), read_safetensors(w16)
+    weights_ok = sorted(a) == sorted(b) and all(
+        b[k][0] == "BF16" and np.array_equal(b[k][1], _bf16_bits(a[k][1])) for k in a)
+    print("f32 weights file loaded as bf16, rounded to nearest even: %s" % weights_ok)
     for ctx in (ref, got):
-        ctx.init_weights(1)
         for k, v in ins.items():
             ctx.set_input(k, v)
         ctx.forward()
-    ok = True
+    ok = weights_ok
     for s in f32.outputs:
         a, b = ref.output(s.name), got.output(s.name)
         err = float(np.abs(a - b).max() / max(np.abs(a).max(), 1e-3))
@@ -50,4 +75,4 @@ def main(f32_path, bf16_path, tol, runtime):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]))
+    sys.exit(main(sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]))
