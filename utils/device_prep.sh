@@ -83,8 +83,8 @@ rm -rf "$OUT/bundle"
 # tolerance (test/Target/cuda-emu-bf16.test does the same on the emulation).
 mkdir -p "$OUT/bf16"
 cp -L "$ROOT/build/bin/nncc-runner" "$OUT/bin/"
-for m in ${BF16_MODELS:-bert_small reversible_dilated_bert deep_mlp}; do
-  dims="--dim B=2 --dim T=64"
+for m in ${BF16_MODELS:-bert_small reversible_dilated_bert reformer_lsh deep_mlp}; do
+  dims="--dim B=2 --dim T=128"
   [ "$m" = deep_mlp ] && dims="--dim N=8"
   "$NNCC" compile "$ROOT/models/$m.nn" --target cuda --precision bf16 -o "$OUT/bf16/$m" >/dev/null
   "$NNCC" compile "$ROOT/models/$m.nn" --target cpu -o "$OUT/bf16/$m.f32" >/dev/null

@@ -186,9 +186,10 @@ FailureOr<CudaHead> cudaHead(LaunchEmitter &e, Operation *op, const AttentionCon
   if (staticDh > 256)
     return op->emitError("the CUDA attention kernels serve head sizes up to 256, got ")
            << staticDh;
-  // The bf16 cores are the tensor-core tile kernels (Attention.cuh's
-  // kMaxTileHeadDim); a run-time head size above it fails at the launch.
-  if (e.isBf16() && staticDh > 128)
+  // The bf16 dense and dilated cores are the tensor-core tile kernels
+  // (Attention.cuh's kMaxTileHeadDim); a run-time head size above it fails
+  // at the launch. LSH widens bf16 to fp32 kernels: up to 256 as f32.
+  if (e.isBf16() && staticDh > 128 && c.kind != AttentionKind::lsh)
     return op->emitError("the bf16 attention kernels serve head sizes up to 128, got ")
            << staticDh;
   CudaHead h;
@@ -223,9 +224,10 @@ LogicalResult cudaGlobals(LaunchEmitter &e, Operation *op, const AttentionConfig
   return success();
 }
 
-/// Prints `nbuckets` and the LSH rotations (the op's, or drawn on the
-/// device from the op's seed: the CPU's values); returns the rotations'
-/// pointer expression.
+/// Prints `nbuckets` and the LSH rotations in acc_t<real_t> (bf16: fp32):
+/// the op's (bf16 ones widened into workspace), or drawn on the device from
+/// the op's seed (the CPU's values); returns the rotations' pointer
+/// expression.
 FailureOr<std::string> cudaLshRotations(LaunchEmitter &e, Operation *op,
                                         const AttentionConfig &c, const std::string &T,
                                         const std::string &dh) {
@@ -236,11 +238,17 @@ FailureOr<std::string> cudaLshRotations(LaunchEmitter &e, Operation *op,
     if (failed(half))
       return failure();
     e.out() << "const int64_t nbuckets = 2 * " << *half << ";\n";
-    return e.name(c.rotations);
+    std::string count = std::to_string(c.hashes) + " * " + dh + " * " + *half;
+    e.out() << "const acc_t<real_t> *rot = lsh_rotations_acc<real_t>(" << e.name(c.rotations)
+            << ", " << count << ", "
+            << e.workspace("lsh_rotations_acc_bytes<real_t>(" + count + ")") << ", stream);\n";
+    e.out() << e.checked("cudaGetLastError()");
+    return std::string("rot");
   }
   e.out() << "const int64_t nbuckets = nncc_gen_lsh_buckets(" << T << ", " << c.chunk << ");\n";
   std::string count = drawnRotationCount(c, T, dh);
-  e.out() << "real_t *rot = (real_t *)" << e.workspace(count + " * sizeof(real_t)") << ";\n";
+  e.out() << "acc_t<real_t> *rot = (acc_t<real_t> *)"
+          << e.workspace(count + " * sizeof(acc_t<real_t>)") << ";\n";
   e.out() << "const int64_t nrot = " << count << ";\n";
   e.out() << "// N(0, 1) rotations from Philox(seed " << c.seed << "), the CPU's values.\n";
   e.out() << "lsh_rotations_kernel<real_t><<<grid_for(nrot, 256), 256, 0, stream>>>(nrot, "
@@ -318,8 +326,10 @@ LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const Attention
     FailureOr<std::string> rot = cudaLshRotations(e, op, c, *T, dh);
     if (failed(rot))
       return failure();
+    // The normalised keys and per-round outputs in acc_t<real_t>.
     std::string ws = e.workspace("lsh_attention_scratch_bytes(" + *B + ", " + *T + ", " + heads +
-                                 ", " + dh + ", " + std::to_string(c.hashes) + ", sizeof(real_t))");
+                                 ", " + dh + ", " + std::to_string(c.hashes) +
+                                 ", sizeof(acc_t<real_t>))");
     SmallVector<std::string> args = {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads,
                                      std::to_string(c.hashes), "(int)nbuckets",
                                      std::to_string(c.chunk), causal, "scale", "0", p.q, p.v, *ld,
@@ -498,7 +508,7 @@ void attachAttentionLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::FlashAttentionOp, emitAttention<nnk::FlashAttentionOp>, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::BandedAttentionOp, emitAttention<nnk::BandedAttentionOp>, Bf16Kernel::Yes>(
       ctx);
-  attachLaunch<nnk::LSHAttentionOp, emitAttention<nnk::LSHAttentionOp>>(ctx);
+  attachLaunch<nnk::LSHAttentionOp, emitAttention<nnk::LSHAttentionOp>, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::AttentionGradOp, emitAttentionGrad>(ctx);
 }
 

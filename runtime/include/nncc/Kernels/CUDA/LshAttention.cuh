@@ -33,6 +33,14 @@
 // (reformer_lsh, electra_reformer: docs/cuda.md, "First run on an H100
 // (2026-11-26)"); fp64 and the TF32 paths have not run on a GPU.
 //
+// bf16 (inference only, launch_lsh_attention<bf16_t>): qk, v and out are
+// bf16, everything else fp32 (acc_t<T>): the rotations, the normalised keys,
+// the per-round o_r / lse_r in the scratch, all arithmetic. Rows are widened
+// when loaded (buckets: lsh_bucket_widened_kernel; chunks: the fp32 SIMT
+// tile kernel, never TF32), so the launch computes the f32 launch's buckets
+// and values for the widened inputs and rounds only the output. Not yet run
+// on a GPU.
+//
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_LSHATTENTION_CUH
 #define NNCC_KERNELS_CUDA_LSHATTENTION_CUH
@@ -50,8 +58,9 @@ constexpr int kLshMaxRounds = 32;
 
 inline int64_t lsh_align(int64_t n) { return (n + 255) / 256 * 256; }
 
-/// Device scratch of launch_lsh_attention (bytes): normalised keys, buckets,
-/// sorted order, per-round outputs and log-sum-exps.
+/// Device scratch of launch_lsh_attention<T> (bytes): normalised keys,
+/// buckets, sorted order, per-round outputs and log-sum-exps. elem:
+/// sizeof(acc_t<T>) (the intermediates are fp32 for bf16).
 inline int64_t lsh_attention_scratch_bytes(int64_t B, int64_t Tn, int64_t H, int64_t dh,
                                            int64_t rounds, int64_t elem) {
   const int64_t bhrt = B * H * rounds * Tn;
@@ -60,26 +69,60 @@ inline int64_t lsh_attention_scratch_bytes(int64_t B, int64_t Tn, int64_t H, int
 }
 
 /// rot[i] = N(0, 1) from Philox(seed, stream 0x15A, index i): the values
-/// the CPU launch sequence draws with nncc_rng_fill_normal_{f32,f64}.
+/// the CPU launch sequence draws with nncc_rng_fill_normal_{f32,f64}, in
+/// acc_t<T> (bf16: the f32 draw).
 template <typename T>
-__global__ void lsh_rotations_kernel(int64_t n, uint64_t seed, T *rot) {
+__global__ void lsh_rotations_kernel(int64_t n, uint64_t seed, acc_t<T> *rot) {
+  using A = acc_t<T>;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
-    if (sizeof(T) == sizeof(float))
-      rot[i] = (T)NNCC_RNG_FMA(1.0f, nncc_rng_normal(seed, 0x15AULL, (uint64_t)i), 0.0f);
+    if (sizeof(A) == sizeof(float))
+      rot[i] = (A)NNCC_RNG_FMA(1.0f, nncc_rng_normal(seed, 0x15AULL, (uint64_t)i), 0.0f);
     else
-      rot[i] = (T)(0.0 + 1.0 * nncc_rng_normal_double(seed, 0x15AULL, (uint64_t)i));
+      rot[i] = (A)(0.0 + 1.0 * nncc_rng_normal_double(seed, 0x15AULL, (uint64_t)i));
+  }
+}
+
+/// dst[i] = src[i] in acc_t<T>.
+template <typename T>
+__global__ void lsh_widen_kernel(int64_t n, const T *__restrict__ src, acc_t<T> *dst) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    dst[i] = load_acc(src[i]);
+}
+
+/// Device bytes lsh_rotations_acc<T> needs for n given rotations (0 but
+/// for bf16).
+template <typename T> inline int64_t lsh_rotations_acc_bytes(int64_t n) {
+  return is_bf16_v<T> ? n * (int64_t)sizeof(acc_t<T>) : 0;
+}
+
+/// Given rotations (n elements of T on the device) as the kernels read
+/// them, in acc_t<T>: f32 / f64 ones in place, bf16 ones widened into `buf`
+/// (lsh_rotations_acc_bytes<T>(n) bytes) on `stream`.
+template <typename T>
+inline const acc_t<T> *lsh_rotations_acc(const T *rot, int64_t n, void *buf,
+                                         cudaStream_t stream) {
+  if constexpr (is_bf16_v<T>) {
+    acc_t<T> *w = static_cast<acc_t<T> *>(buf);
+    if (n > 0)
+      lsh_widen_kernel<T><<<grid_for(n, 256), 256, 0, stream>>>(n, rot, w);
+    return w;
+  } else {
+    (void)n, (void)buf, (void)stream;
+    return rot;
   }
 }
 
 /// kn[b, h, t, :] = qk[b, t, h*dh : (h+1)*dh] / |.| (0 for a zero row);
 /// inv_norm[b, h, t] = 1/|.| (0 for a zero row) when given (the backward).
 /// One warp per row, lanes over the head's columns (coalesced), the sum of
-/// squares by a fixed shuffle tree.
+/// squares by a fixed shuffle tree. qk in T, kn and inv_norm in acc_t<T>.
 template <typename T>
 __global__ void lsh_normalize_keys_kernel(int B, int Tn, int H, int dh,
                                           const T *__restrict__ qk, int64_t ld_in,
-                                          T *__restrict__ kn, T *inv_norm) {
+                                          acc_t<T> *__restrict__ kn, acc_t<T> *inv_norm) {
+  using A = acc_t<T>;
   const int64_t rows = (int64_t)B * H * Tn;
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
@@ -87,13 +130,13 @@ __global__ void lsh_normalize_keys_kernel(int B, int Tn, int H, int dh,
        i += warps) {
     const int64_t t = i % Tn, h = (i / Tn) % H, b = i / ((int64_t)Tn * H);
     const T *x = qk + (b * Tn + t) * ld_in + h * dh;
-    T ss = T(0);
+    A ss = A(0);
     for (int d = lane; d < dh; d += 32)
-      ss += x[d] * x[d];
+      ss += load_acc(x[d]) * load_acc(x[d]);
     ss = warp_sum(ss);
-    const T inv = ss > T(0) ? T(1) / nsqrt(ss) : T(0);
+    const A inv = ss > A(0) ? A(1) / nsqrt(ss) : A(0);
     for (int d = lane; d < dh; d += 32)
-      kn[i * dh + d] = x[d] * inv;
+      kn[i * dh + d] = load_acc(x[d]) * inv;
     if (inv_norm && lane == 0)
       inv_norm[i] = inv;
   }
@@ -101,7 +144,7 @@ __global__ void lsh_normalize_keys_kernel(int B, int Tn, int H, int dh,
 
 template <typename T>
 inline cudaError_t lsh_normalize_keys(int B, int Tn, int H, int dh, const T *qk, int64_t ld_in,
-                                      T *kn, T *inv_norm, cudaStream_t stream) {
+                                      acc_t<T> *kn, acc_t<T> *inv_norm, cudaStream_t stream) {
   lsh_normalize_keys_kernel<T><<<grid_for((int64_t)B * H * Tn * 32, 256), 256, 0, stream>>>(
       B, Tn, H, dh, qk, ld_in, kn, inv_norm);
   return cudaGetLastError();
@@ -119,6 +162,32 @@ __global__ void lsh_bucket_kernel(int B, int Tn, int H, int dh, int rounds, int 
                   b = i / ((int64_t)Tn * rounds * H);
     buckets[i] = lsh_bucket(qk + (b * Tn + t) * ld_in + h * dh,
                             rot + r * (int64_t)dh * nb2, dh, nb2);
+  }
+}
+
+/// lsh_bucket_kernel for bf16 qk: one warp per (b, h, t), its row widened
+/// into shared memory (dh floats per warp), lanes over the rounds: lsh_bucket
+/// on the widened values, lsh_bucket_kernel<float>'s buckets for them.
+template <typename T>
+__global__ void lsh_bucket_widened_kernel(int B, int Tn, int H, int dh, int rounds, int nb2,
+                                          const T *__restrict__ qk, int64_t ld_in,
+                                          const acc_t<T> *__restrict__ rot, int32_t *buckets) {
+  using A = acc_t<T>;
+  extern __shared__ __align__(16) unsigned char nncc_lsh_bucket_smem[];
+  const int lane = threadIdx.x & 31;
+  A *xs = reinterpret_cast<A *>(nncc_lsh_bucket_smem) + (threadIdx.x >> 5) * dh;
+  const int64_t rows = (int64_t)B * H * Tn;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < rows;
+       i += warps) {
+    const int64_t t = i % Tn, bh = i / Tn, h = bh % H, b = bh / H;
+    const T *x = qk + (b * Tn + t) * ld_in + h * dh;
+    __syncwarp(); // the previous row's readers are done
+    for (int d = lane; d < dh; d += 32)
+      xs[d] = load_acc(x[d]);
+    __syncwarp();
+    for (int r = lane; r < rounds; r += 32)
+      buckets[(bh * rounds + r) * Tn + t] = lsh_bucket(xs, rot + r * (int64_t)dh * nb2, dh, nb2);
   }
 }
 
@@ -175,16 +244,18 @@ static __global__ void lsh_sort_kernel(int Tn, int nbuckets, const int32_t *buck
 /// keys of sorted positions [lo, hi) staged in tiles of BK rows.
 /// Outputs per round, indexed by the original position t:
 /// o [B, H, R, T, dh] (normalised), lse [B, H, R, T]. `drop`: weights times
-/// their multipliers (counter ((((b*H + h)*R + r)*T + t)*T + u)).
+/// their multipliers (counter ((((b*H + h)*R + r)*T + t)*T + u)). qk and v
+/// in T (widened when read), the rest in A = acc_t<T>.
 template <typename T, int DH, int BQ, int BK, bool Exact>
 __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
-    int Tn, int H, int rounds, int chunk, int causal, int same_bucket, T scale,
+    int Tn, int H, int rounds, int chunk, int causal, int same_bucket, acc_t<T> scale,
     const T *__restrict__ qk, const T *__restrict__ v, int64_t ld_in,
-    const T *__restrict__ kn, const int32_t *__restrict__ buckets,
-    const int32_t *__restrict__ order, const uint8_t *kpm, T *o_r, T *lse_r,
-    int dh_rt, AttentionDropout<T> drop) {
-  __shared__ T Ks[BK][DH];
-  __shared__ T Vs[BK][DH];
+    const acc_t<T> *__restrict__ kn, const int32_t *__restrict__ buckets,
+    const int32_t *__restrict__ order, const uint8_t *kpm, acc_t<T> *o_r, acc_t<T> *lse_r,
+    int dh_rt, AttentionDropout<acc_t<T>> drop) {
+  using A = acc_t<T>;
+  __shared__ A Ks[BK][DH];
+  __shared__ A Vs[BK][DH];
   __shared__ int32_t Kpos[BK];
   const int dh = Exact ? DH : dh_rt;
   const int c = blockIdx.x, hr = blockIdx.y, b = blockIdx.z;
@@ -195,7 +266,7 @@ __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
   const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
   const T *qb = qk + (int64_t)b * Tn * ld_in + h * dh;
   const T *vb = v + (int64_t)b * Tn * ld_in + h * dh;
-  const T *knb = kn + ((int64_t)b * H + h) * Tn * dh;
+  const A *knb = kn + ((int64_t)b * H + h) * Tn * dh;
 
   const int p0 = c * chunk, p1 = min(Tn, p0 + chunk);
   const int lo = c > 0 ? p0 - chunk : 0, hi = p1;
@@ -204,13 +275,13 @@ __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
     const bool valid = p < p1;
     const int t = valid ? ord[p] : 0;
     const int bt = valid ? bk[t] : 0;
-    T qr[DH], acc[DH], s[BK];
+    A qr[DH], acc[DH], s[BK];
 #pragma unroll
     for (int d = 0; d < DH; ++d) {
-      qr[d] = valid && d < dh ? qb[(int64_t)t * ld_in + d] : T(0);
-      acc[d] = T(0);
+      qr[d] = valid && d < dh ? load_acc(qb[(int64_t)t * ld_in + d]) : A(0);
+      acc[d] = A(0);
     }
-    OnlineSoftmax<T> sm;
+    OnlineSoftmax<A> sm;
     sm.init();
     for (int k0 = lo; k0 < hi; k0 += BK) {
       const int nk = min(BK, hi - k0);
@@ -219,21 +290,21 @@ __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
         const int jj = e / DH, d = e % DH;
         const bool in = jj < nk && d < dh;
         const int u = jj < nk ? ord[k0 + jj] : 0;
-        Ks[jj][d] = in ? knb[(int64_t)u * dh + d] : T(0);
-        Vs[jj][d] = in ? vb[(int64_t)u * ld_in + d] : T(0);
+        Ks[jj][d] = in ? knb[(int64_t)u * dh + d] : A(0);
+        Vs[jj][d] = in ? load_acc(vb[(int64_t)u * ld_in + d]) : A(0);
         if (d == 0)
           Kpos[jj] = jj < nk ? u : -1;
       }
       __syncthreads();
       if (!valid)
         continue;
-      T tmax = neg_big<T>();
+      A tmax = neg_big<A>();
       for (int jj = 0; jj < BK; ++jj) {
         const int u = Kpos[jj];
-        T sc = neg_big<T>();
+        A sc = neg_big<A>();
         if (u >= 0 && u != t && key_admissible(t, u, causal != 0, kpmRow) &&
             (!same_bucket || bk[u] == bt)) {
-          sc = T(0);
+          sc = A(0);
 #pragma unroll
           for (int d = 0; d < DH; ++d) {
             if (!Exact && d >= dh)
@@ -245,15 +316,15 @@ __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
         }
         s[jj] = sc;
       }
-      if (tmax > neg_big<T>()) {
-        const T alpha = sm.push_tile(s, BK, tmax);
+      if (tmax > neg_big<A>()) {
+        const A alpha = sm.push_tile(s, BK, tmax);
 #pragma unroll
         for (int d = 0; d < DH; ++d)
           acc[d] *= alpha;
         if (drop.on()) {
           const uint64_t row = (uint64_t)((task * Tn + t) * (int64_t)Tn);
           for (int jj = 0; jj < BK; ++jj)
-            if (s[jj] > T(0)) // masked keys have weight 0 already
+            if (s[jj] > A(0)) // masked keys have weight 0 already
               s[jj] *= drop.mult(row + (uint64_t)Kpos[jj]);
         }
         for (int jj = 0; jj < BK; ++jj) {
@@ -268,10 +339,10 @@ __global__ void __launch_bounds__(BQ) lsh_chunk_attention_kernel(
     }
     if (!valid)
       continue;
-    T *orow = o_r + (task * Tn + t) * dh;
+    A *orow = o_r + (task * Tn + t) * dh;
     // No other key in this round: o_r = 0, lse_r = neg_big (self is masked;
     // lsh_combine_kernel handles queries that no round offers a key).
-    const T inv = sm.inv();
+    const A inv = sm.inv();
 #pragma unroll
     for (int d = 0; d < DH; ++d)
       if (d < dh)
@@ -308,18 +379,80 @@ struct LshTileCta {
   }
 };
 
+/// A forward chunk CTA (lsh_chunk_tile_kernel, lsh_chunk_tile_tf32_kernel):
+/// LshTileCta for the round blockIdx.y % rounds of head h = blockIdx.y /
+/// rounds, its head's query-key and value rows qb, vb (storage S, stride
+/// ld_in), normalised keys knb (acc_t<S>, stride dh) and its keys' sorted
+/// positions [lo, hi): its own chunk and the previous one.
+template <typename S> struct LshChunkCta : LshTileCta {
+  int lo, hi;
+  const S *qb, *vb;
+  const acc_t<S> *knb;
+  /// false: the CTA has no rows (CTA-uniform: it returns).
+  __device__ bool init(int Tn, int H, int rounds, int chunk, int BR, int dh, const S *qk,
+                       const S *v, int64_t ld_in, const acc_t<S> *kn, const int32_t *order,
+                       const int32_t *buckets, const uint8_t *kpm) {
+    const int h = blockIdx.y / rounds;
+    if (!LshTileCta::init(Tn, H, rounds, h, blockIdx.y % rounds, chunk, BR, order, buckets,
+                          kpm))
+      return false;
+    qb = qk + (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+    vb = v + (int64_t)b * Tn * ld_in + (int64_t)h * dh;
+    knb = kn + bh * Tn * dh;
+    lo = ch > 0 ? (ch - 1) * chunk : 0;
+    hi = cEnd;
+    return true;
+  }
+};
+
+/// attn_stage_rows of rows stored as S into a shared tile of T: S = T is
+/// attn_stage_rows itself; bf16 rows are widened to fp32 (T = float, no
+/// TF32) and times `mul` in fp32, 16-byte loads when `vec`.
+template <typename T, int DH, int R, int LD, int NT, bool Tf32 = false, typename S = T,
+          typename RowOf>
+__device__ __forceinline__ void lsh_stage_rows(T *dst, const S *src, int64_t ld_in, int dh,
+                                               bool vec, T mul, RowOf rowOf) {
+  if constexpr (std::is_same_v<S, T>) {
+    attn_stage_rows<T, DH, R, LD, NT, Tf32>(dst, src, ld_in, dh, vec, mul, rowOf);
+  } else {
+    static_assert(is_bf16_v<S> && std::is_same_v<T, acc_t<S>> && !Tf32, "bf16 to fp32");
+    constexpr int VW = 16 / (int)sizeof(S), CPR = DH / VW, TW = 16 / (int)sizeof(T);
+    for (int e = threadIdx.x; e < R * CPR; e += NT) {
+      const int rr = e / CPR, d0 = (e % CPR) * VW;
+      const int row = rowOf(rr);
+      AttnVec<S> x;
+      if (row >= 0 && vec && d0 < dh) {
+        x = attn_ld16(src + (int64_t)row * ld_in + d0);
+      } else {
+#pragma unroll
+        for (int u = 0; u < VW; ++u)
+          x.e[u] = row >= 0 && d0 + u < dh ? src[(int64_t)row * ld_in + d0 + u] : S{};
+      }
+#pragma unroll
+      for (int w = 0; w < VW / TW; ++w) {
+        AttnVec<T> y;
+#pragma unroll
+        for (int u = 0; u < TW; ++u)
+          y.e[u] = load_acc(x.e[w * TW + u]) * mul;
+        *reinterpret_cast<AttnVec<T> *>(dst + rr * LD + d0 + w * TW) = y;
+      }
+    }
+  }
+}
+
 /// Stages the LSH key tile of sorted positions [k0, min(k0 + BK, hi)): the
 /// normalised key rows (knb, stride dh) into Ks (stride LDK), the value rows
-/// (vb, stride ld_in) into Vs (stride LDV), rounded to TF32 when Tf32; and
-/// each key's position (-1: none or padded) and bucket.
-template <typename T, int DH, int BK, int LDK, int LDV, int NT, bool Tf32 = false>
+/// (vb, storage S, stride ld_in) into Vs (stride LDV), rounded to TF32 when
+/// Tf32; and each key's position (-1: none or padded) and bucket.
+template <typename T, int DH, int BK, int LDK, int LDV, int NT, bool Tf32 = false,
+          typename S = T>
 __device__ __forceinline__ void lsh_stage_keys(T *Ks, T *Vs, int *kpos, int *kbkt, const T *knb,
-                                               const T *vb, int64_t ld_in, int dh, bool vec,
+                                               const S *vb, int64_t ld_in, int dh, bool vec,
                                                int k0, int hi, const int32_t *ord,
                                                const int32_t *bk, const uint8_t *kpmRow) {
   auto keyOf = [&](int jj) { return k0 + jj < hi ? ord[k0 + jj] : -1; };
   attn_stage_rows<T, DH, BK, LDK, NT, Tf32>(Ks, knb, dh, dh, vec, T(1), keyOf);
-  attn_stage_rows<T, DH, BK, LDV, NT, Tf32>(Vs, vb, ld_in, dh, vec, T(1), keyOf);
+  lsh_stage_rows<T, DH, BK, LDV, NT, Tf32>(Vs, vb, ld_in, dh, vec, T(1), keyOf);
   for (int jj = threadIdx.x; jj < BK; jj += NT) {
     const int u = keyOf(jj);
     kpos[jj] = u >= 0 && !(kpmRow && kpmRow[u]) ? u : -1;
@@ -355,71 +488,65 @@ __device__ __forceinline__ void lsh_tile_dropout(T *Ps, const int *kpos, int nq,
 /// other buckets under same_bucket), the online softmax per tile as in
 /// attention_tile_fwd_kernel, dropout per weight (counter
 /// (task T + t) T + u). Writes o_r and lse_r as lsh_chunk_attention_kernel.
-/// Dynamic shared memory: lsh_chunk_tile_smem_bytes<T, DH>().
-template <typename T, int DH>
+/// qk and v in T (bf16: widened when staged), the rest in A = acc_t<T>.
+/// Dynamic shared memory: lsh_chunk_tile_smem_bytes<A, DH>().
+template <typename A, int DH>
 constexpr size_t lsh_chunk_tile_smem_bytes() {
-  return AttnTile<T, DH>::smem_bytes + sizeof(int) * AttnTile<T, DH>::BK;
+  return AttnTile<A, DH>::smem_bytes + sizeof(int) * AttnTile<A, DH>::BK;
 }
 
 template <typename T, int DH, bool Exact>
 __global__ void __launch_bounds__(128) lsh_chunk_tile_kernel(
-    int Tn, int H, int rounds, int chunk, int causal, int same_bucket, T scale,
+    int Tn, int H, int rounds, int chunk, int causal, int same_bucket, acc_t<T> scale,
     const T *__restrict__ qk, const T *__restrict__ v, int64_t ld_in,
-    const T *__restrict__ kn, const int32_t *__restrict__ buckets,
-    const int32_t *__restrict__ order, const uint8_t *kpm, T *o_r, T *lse_r, int dh_rt,
-    int vec, AttentionDropout<T> drop) {
-  using C = AttnTile<T, DH>;
+    const acc_t<T> *__restrict__ kn, const int32_t *__restrict__ buckets,
+    const int32_t *__restrict__ order, const uint8_t *kpm, acc_t<T> *o_r, acc_t<T> *lse_r,
+    int dh_rt, int vec, AttentionDropout<acc_t<T>> drop) {
+  using A = acc_t<T>;
+  using C = AttnTile<A, DH>;
   constexpr int BQ = C::BQ, BK = C::BK, NT = C::NT, VW = C::VW;
   constexpr int TM = C::TM, TN = C::TN, TG = C::TG, LDQ = C::LDQ, LDP = C::LDP;
   extern __shared__ __align__(16) unsigned char nncc_lsh_tile_smem[];
-  T *Qs = reinterpret_cast<T *>(nncc_lsh_tile_smem); // [BQ][LDQ] (scaled)
-  T *Ks = Qs + BQ * LDQ;                              // [BK][LDQ] k^ rows
-  T *Vs = Ks + BK * LDQ;                              // [BK][DH]
-  T *Ps = Vs + BK * DH;                               // [BQ][LDP]
+  A *Qs = reinterpret_cast<A *>(nncc_lsh_tile_smem); // [BQ][LDQ] (scaled)
+  A *Ks = Qs + BQ * LDQ;                              // [BK][LDQ] k^ rows
+  A *Vs = Ks + BK * LDQ;                              // [BK][DH]
+  A *Ps = Vs + BK * DH;                               // [BQ][LDP]
   int *kpos = reinterpret_cast<int *>(Ps + BQ * LDP); // [BK] key position or -1
   int *kbkt = kpos + BK;                              // [BK] its bucket
 
   const int dh = Exact ? DH : dh_rt;
-  const int h = blockIdx.y / rounds;
-  LshTileCta cta;
-  if (!cta.init(Tn, H, rounds, h, blockIdx.y % rounds, chunk, BQ, order, buckets, kpm))
+  LshChunkCta<T> cta;
+  if (!cta.init(Tn, H, rounds, chunk, BQ, dh, qk, v, ld_in, kn, order, buckets, kpm))
     return;
-  const int b = cta.b, ch = cta.ch, p0 = cta.p0, nq = cta.rows;
-  const int64_t task = cta.task;
-  const int32_t *ord = cta.ord, *bk = cta.bk;
-  const uint8_t *kpmRow = cta.kpmRow;
-  const T *qb = qk + (int64_t)b * Tn * ld_in + (int64_t)h * dh;
-  const T *vb = v + (int64_t)b * Tn * ld_in + (int64_t)h * dh;
-  const T *knb = kn + cta.bh * Tn * dh;
-  const int lo = ch > 0 ? (ch - 1) * chunk : 0, hi = cta.cEnd;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rr = lane >> 3, c = lane & 7;
 
-  attn_stage_rows<T, DH, BQ, LDQ, NT>(Qs, qb, ld_in, dh, vec != 0, scale,
-                                      [&](int t) { return t < nq ? ord[p0 + t] : -1; });
+  lsh_stage_rows<A, DH, BQ, LDQ, NT>(Qs, cta.qb, ld_in, dh, vec != 0, scale, [&](int t) {
+    return t < cta.rows ? cta.ord[cta.p0 + t] : -1;
+  });
   int qt[TM], qbk[TM];
-  T mrow[TM], lrow[TM], acc[TM][TG * VW];
+  A mrow[TM], lrow[TM], acc[TM][TG * VW];
 #pragma unroll
   for (int m = 0; m < TM; ++m) {
     const int t = warp * 16 + rr + 4 * m;
-    qt[m] = t < nq ? ord[p0 + t] : -1;
-    qbk[m] = qt[m] >= 0 ? bk[qt[m]] : -1;
-    mrow[m] = neg_big<T>();
-    lrow[m] = T(0);
+    qt[m] = t < cta.rows ? cta.ord[cta.p0 + t] : -1;
+    qbk[m] = qt[m] >= 0 ? cta.bk[qt[m]] : -1;
+    mrow[m] = neg_big<A>();
+    lrow[m] = A(0);
 #pragma unroll
     for (int x = 0; x < TG * VW; ++x)
-      acc[m][x] = T(0);
+      acc[m][x] = A(0);
   }
 
-  for (int k0 = lo; k0 < hi; k0 += BK) {
-    lsh_stage_keys<T, DH, BK, LDQ, DH, NT>(Ks, Vs, kpos, kbkt, knb, vb, ld_in, dh, vec != 0, k0,
-                                           hi, ord, bk, kpmRow);
+  for (int k0 = cta.lo; k0 < cta.hi; k0 += BK) {
+    lsh_stage_keys<A, DH, BK, LDQ, DH, NT>(Ks, Vs, kpos, kbkt, cta.knb, cta.vb, ld_in, dh,
+                                           vec != 0, k0, cta.hi, cta.ord, cta.bk, cta.kpmRow);
     __syncthreads();
 
-    T s[TM][TN];
-    attn_mt_scores<T, DH, TM, TN, LDQ, LDQ, Exact>(s, Qs + (warp * 16 + rr) * LDQ, Ks + c * LDQ,
+    A s[TM][TN];
+    attn_mt_scores<A, DH, TM, TN, LDQ, LDQ, Exact>(s, Qs + (warp * 16 + rr) * LDQ, Ks + c * LDQ,
                                                   dh);
-    attn_tile_softmax_step<T, TM, TN, TG * VW, LDP>(
+    attn_tile_softmax_step<A, TM, TN, TG * VW, LDP>(
         s, mrow, lrow, acc, Ps + (warp * 16 + rr) * LDP + c, [&](int m, int n) {
           const int u = kpos[c + 8 * n];
           return qt[m] >= 0 && u >= 0 && u != qt[m] && !(causal && u > qt[m]) &&
@@ -427,17 +554,17 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_kernel(
         });
     __syncwarp(); // Ps rows are private to their warp
     if (drop.on()) {
-      lsh_tile_dropout<T, BK, LDP>(Ps, kpos, nq, ord, p0, task, Tn, drop);
+      lsh_tile_dropout<A, BK, LDP>(Ps, kpos, cta.rows, cta.ord, cta.p0, cta.task, Tn, drop);
       __syncwarp();
     }
-    attn_mt_accum<T, TM, TG, BK, LDP, DH>(acc, Ps + (warp * 16 + rr) * LDP, Vs + c * VW);
+    attn_mt_accum<A, TM, TG, BK, LDP, DH>(acc, Ps + (warp * 16 + rr) * LDP, Vs + c * VW);
     __syncthreads(); // before the next tile overwrites Ks, Vs, kpos, kbkt
   }
 
-  attn_tile_finish_rows<T, TM, TG * VW, VW, Exact>(
+  attn_tile_finish_rows<A, TM, TG * VW, VW, Exact>(
       mrow, lrow, acc, c, dh,
-      [&](int m) { return qt[m] < 0 ? nullptr : o_r + (task * Tn + qt[m]) * dh; },
-      [&](int m, T value) { lse_r[task * Tn + qt[m]] = value; });
+      [&](int m) { return qt[m] < 0 ? nullptr : o_r + (cta.task * Tn + qt[m]) * dh; },
+      [&](int m, A value) { lse_r[cta.task * Tn + qt[m]] = value; });
 }
 
 /// lsh_chunk_tile_kernel on TF32 tensor cores (fp32; when
@@ -469,24 +596,16 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_tf32_kernel(
   int *kbkt = kpos + BK;                                      // [BK] its bucket
 
   const int dh = Exact ? DH : dh_rt;
-  const int h = blockIdx.y / rounds;
-  LshTileCta cta;
-  if (!cta.init(Tn, H, rounds, h, blockIdx.y % rounds, chunk, BQ, order, buckets, kpm))
+  LshChunkCta<float> cta;
+  if (!cta.init(Tn, H, rounds, chunk, BQ, dh, qk, v, ld_in, kn, order, buckets, kpm))
     return;
-  const int b = cta.b, ch = cta.ch, p0 = cta.p0, nq = cta.rows;
-  const int64_t task = cta.task;
-  const int32_t *ord = cta.ord, *bk = cta.bk;
-  const uint8_t *kpmRow = cta.kpmRow;
-  const float *qb = qk + (int64_t)b * Tn * ld_in + (int64_t)h * dh;
-  const float *vb = v + (int64_t)b * Tn * ld_in + (int64_t)h * dh;
-  const float *knb = kn + cta.bh * Tn * dh;
-  const int lo = ch > 0 ? (ch - 1) * chunk : 0, hi = cta.cEnd;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t4 = lane & 3;
   const int row0 = warp * 16 + g; // and row0 + 8
 
-  attn_stage_rows<float, DH, BQ, LDQ, NT, true>(Qs, qb, ld_in, dh, vec != 0, scale,
-                                                [&](int t) { return t < nq ? ord[p0 + t] : -1; });
+  attn_stage_rows<float, DH, BQ, LDQ, NT, true>(Qs, cta.qb, ld_in, dh, vec != 0, scale, [&](int t) {
+    return t < cta.rows ? cta.ord[cta.p0 + t] : -1;
+  });
   __syncthreads();
   uint32_t qa[KD][4];
   attn_tf32_q_frags<KD, LDQ>(qa, Qs, row0, t4);
@@ -494,16 +613,17 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_tf32_kernel(
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
     const int t = row0 + 8 * hr;
-    qt[hr] = t < nq ? ord[p0 + t] : -1;
-    qbk[hr] = qt[hr] >= 0 ? bk[qt[hr]] : -1;
+    qt[hr] = t < cta.rows ? cta.ord[cta.p0 + t] : -1;
+    qbk[hr] = qt[hr] >= 0 ? cta.bk[qt[hr]] : -1;
   }
   float mrow[2] = {neg_big<float>(), neg_big<float>()}, lrow[2] = {0.f, 0.f};
   float oacc[KD][4];
   attn_mma_zero(oacc);
 
-  for (int k0 = lo; k0 < hi; k0 += BK) {
-    lsh_stage_keys<float, DH, BK, LDQ, LDV, NT, true>(Ks, Vs, kpos, kbkt, knb, vb, ld_in, dh,
-                                                      vec != 0, k0, hi, ord, bk, kpmRow);
+  for (int k0 = cta.lo; k0 < cta.hi; k0 += BK) {
+    lsh_stage_keys<float, DH, BK, LDQ, LDV, NT, true>(Ks, Vs, kpos, kbkt, cta.knb, cta.vb, ld_in,
+                                                      dh, vec != 0, k0, cta.hi, cta.ord, cta.bk,
+                                                      cta.kpmRow);
     __syncthreads();
 
     float sacc[NS][4];
@@ -521,7 +641,7 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_tf32_kernel(
         });
     __syncwarp(); // Ps rows are private to their warp
     if (drop.on()) {
-      lsh_tile_dropout<float, BK, LDP>(Ps, kpos, nq, ord, p0, task, Tn, drop);
+      lsh_tile_dropout<float, BK, LDP>(Ps, kpos, cta.rows, cta.ord, cta.p0, cta.task, Tn, drop);
       __syncwarp();
     }
     attn_tf32_pv<NS, KD, LDP, LDV, Exact>(oacc, Ps, Vs, row0, g, t4, dh);
@@ -530,8 +650,8 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_tf32_kernel(
 
   attn_mma_finish_rows<float, KD, Exact>(
       mrow, lrow, oacc, t4, dh, lse_r,
-      [&](int hr) { return qt[hr] < 0 ? nullptr : o_r + (task * Tn + qt[hr]) * dh; },
-      [&](int hr) { return task * Tn + qt[hr]; });
+      [&](int hr) { return qt[hr] < 0 ? nullptr : o_r + (cta.task * Tn + qt[hr]) * dh; },
+      [&](int hr) { return cta.task * Tn + qt[hr]; });
 }
 
 /// out[b, t, h*dh + d] = sum_r w_r o_r[b, h, r, t, d], w = softmax of the
@@ -539,14 +659,17 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_tf32_kernel(
 /// another key attends to itself alone (lsh_self_only), if not padded: out
 /// = (mean of its rounds' dropout multipliers) v, lse = lsh_self_lse. `lse`
 /// (optional) [B, H, T]: the combined log-sum-exp (logsumexp_rounds), as
-/// the CPU forward writes it.
+/// the CPU forward writes it. v, qk and out in T, the rest in acc_t<T>.
 template <typename T>
 __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
-                                   const T *__restrict__ o_r, const T *__restrict__ lse_r,
+                                   const acc_t<T> *__restrict__ o_r,
+                                   const acc_t<T> *__restrict__ lse_r,
                                    const T *__restrict__ v, int64_t ld_in,
                                    const uint8_t *kpm, T *out, int64_t ld_out,
-                                   const T *__restrict__ qk, const T *__restrict__ kn,
-                                   T scale, T *lse, AttentionDropout<T> drop) {
+                                   const T *__restrict__ qk, const acc_t<T> *__restrict__ kn,
+                                   acc_t<T> scale, acc_t<T> *lse,
+                                   AttentionDropout<acc_t<T>> drop) {
+  using A = acc_t<T>;
   // One warp per (b, t, h) row, lanes over the head's columns (coalesced
   // o_r, v and out rows); every lane forms the row's round weights.
   const int64_t n = (int64_t)B * Tn * H;
@@ -555,7 +678,7 @@ __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
   for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
     const int64_t h = i % H, t = (i / H) % Tn, b = i / ((int64_t)H * Tn);
     const int64_t task0 = (b * H + h) * rounds;
-    T l[kLshMaxRounds], w[kLshMaxRounds];
+    A l[kLshMaxRounds], w[kLshMaxRounds];
     for (int r = 0; r < rounds; ++r)
       l[r] = lse_r[(task0 + r) * Tn + t];
     T *orow = out + (b * Tn + t) * ld_out + h * dh;
@@ -565,14 +688,14 @@ __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
         key_admissible((int)t, (int)t, false, kpm ? kpm + b * Tn : nullptr)) {
       const T *vr = v + (b * Tn + t) * ld_in + h * dh;
       const T *x = qk + (b * Tn + t) * ld_in + h * dh;
-      const T *kr = kn + ((b * H + h) * Tn + t) * dh;
-      T mult = T(0), s = T(0);
+      const A *kr = kn + ((b * H + h) * Tn + t) * dh;
+      A mult = A(0), s = A(0);
       for (int r = 0; r < rounds; ++r)
         mult += drop.mult((uint64_t)(((task0 + r) * Tn + t) * Tn + t));
-      mult /= T(rounds);
+      mult /= A(rounds);
       for (int d = lane; d < dh; d += 32) {
-        orow[d] = mult * vr[d];
-        s += x[d] * kr[d];
+        orow[d] = store_acc<T>(mult * load_acc(vr[d]));
+        s += load_acc(x[d]) * kr[d];
       }
       s = warp_sum(s);
       if (lse && lane == 0)
@@ -583,21 +706,22 @@ __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
     if (lse && lane == 0)
       lse[(b * H + h) * Tn + t] = logsumexp_rounds(l, rounds);
     for (int d = lane; d < dh; d += 32) {
-      T s = T(0);
+      A s = A(0);
       for (int r = 0; r < rounds; ++r)
         s += w[r] * o_r[((task0 + r) * Tn + t) * dh + d];
-      orow[d] = s;
+      orow[d] = store_acc<T>(s);
     }
   }
 }
 
 template <typename T, int DH, bool Exact>
 inline void lsh_launch_chunks(dim3 grid, cudaStream_t stream, int Tn, int H, int rounds,
-                              int chunk, int causal, int same_bucket, T scale, const T *qk,
-                              const T *v, int64_t ld_in, const T *kn, const int32_t *bk,
-                              const int32_t *ord, const uint8_t *kpm, T *o_r, T *lse_r,
-                              int dh, const AttentionDropout<T> &drop) {
-  constexpr int BK = attn_tile_keys<T, DH>();
+                              int chunk, int causal, int same_bucket, acc_t<T> scale,
+                              const T *qk, const T *v, int64_t ld_in, const acc_t<T> *kn,
+                              const int32_t *bk, const int32_t *ord, const uint8_t *kpm,
+                              acc_t<T> *o_r, acc_t<T> *lse_r, int dh,
+                              const AttentionDropout<acc_t<T>> &drop) {
+  constexpr int BK = attn_tile_keys<acc_t<T>, DH>();
   lsh_chunk_attention_kernel<T, DH, 64, BK, Exact><<<grid, 64, 0, stream>>>(
       Tn, H, rounds, chunk, causal, same_bucket, scale, qk, v, ld_in, kn, bk, ord, kpm,
       o_r, lse_r, dh, drop);
@@ -608,12 +732,13 @@ inline void lsh_launch_chunks(dim3 grid, cudaStream_t stream, int Tn, int H, int
 /// (may be NULL). Arguments as launch_lsh_attention.
 template <typename T, int DHS = 0>
 inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int rounds,
-                                         int nbuckets, int chunk, int causal, T scale,
+                                         int nbuckets, int chunk, int causal, acc_t<T> scale,
                                          int same_bucket, const T *qk, const T *v,
-                                         int64_t ld_in, const T *rot, T *out, int64_t ld_out,
-                                         const uint8_t *kpm, T *lse,
-                                         const AttentionDropout<T> &drop, void *scratch,
+                                         int64_t ld_in, const acc_t<T> *rot, T *out,
+                                         int64_t ld_out, const uint8_t *kpm, acc_t<T> *lse,
+                                         const AttentionDropout<acc_t<T>> &drop, void *scratch,
                                          cudaStream_t stream) {
+  using A = acc_t<T>;
   if (dh <= 0 || dh > kMaxHeadDim || (DHS != 0 && dh != DHS) || rounds < 1 ||
       rounds > kLshMaxRounds || nbuckets < 2 || nbuckets % 2 || chunk < 1)
     return cudaErrorInvalidValue;
@@ -621,22 +746,29 @@ inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int round
     return cudaSuccess;
   const int64_t bhrt = (int64_t)B * H * rounds * Tn;
   char *base = static_cast<char *>(scratch);
-  T *kn = reinterpret_cast<T *>(base);
-  base += lsh_align((int64_t)B * H * Tn * dh * sizeof(T));
+  A *kn = reinterpret_cast<A *>(base);
+  base += lsh_align((int64_t)B * H * Tn * dh * sizeof(A));
   int32_t *bk = reinterpret_cast<int32_t *>(base);
   base += lsh_align(bhrt * 4);
   int32_t *ord = reinterpret_cast<int32_t *>(base);
   base += lsh_align(bhrt * 4);
-  T *o_r = reinterpret_cast<T *>(base);
-  base += lsh_align(bhrt * dh * sizeof(T));
-  T *lse_r = reinterpret_cast<T *>(base);
+  A *o_r = reinterpret_cast<A *>(base);
+  base += lsh_align(bhrt * dh * sizeof(A));
+  A *lse_r = reinterpret_cast<A *>(base);
 
   cudaError_t e;
-  if ((e = lsh_normalize_keys<T>(B, Tn, H, dh, qk, ld_in, kn, (T *)nullptr, stream)) !=
+  if ((e = lsh_normalize_keys<T>(B, Tn, H, dh, qk, ld_in, kn, (A *)nullptr, stream)) !=
       cudaSuccess)
     return e;
-  lsh_bucket_kernel<T><<<grid_for(bhrt, 256), 256, 0, stream>>>(
-      B, Tn, H, dh, rounds, nbuckets / 2, qk, ld_in, rot, bk);
+  if constexpr (is_bf16_v<T>) {
+    const int64_t bht = (int64_t)B * H * Tn;
+    // 256 threads: 8 warps, a widened row each.
+    lsh_bucket_widened_kernel<T><<<grid_for(bht * 32, 256), 256, 8 * sizeof(A) * dh, stream>>>(
+        B, Tn, H, dh, rounds, nbuckets / 2, qk, ld_in, rot, bk);
+  } else {
+    lsh_bucket_kernel<T><<<grid_for(bhrt, 256), 256, 0, stream>>>(
+        B, Tn, H, dh, rounds, nbuckets / 2, qk, ld_in, rot, bk);
+  }
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
   const size_t sortSmem = sizeof(int32_t) * (size_t)nbuckets;
@@ -651,10 +783,15 @@ inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int round
   const int nChunks = (Tn + chunk - 1) / chunk;
   if (dh <= kMaxTileHeadDim) {
     // The tile kernel (head size padded to 32/64/128).
-    const int groups = (chunk + AttnTile<T, 32>::BQ - 1) / AttnTile<T, 32>::BQ;
+    const int groups = (chunk + AttnTile<A, 32>::BQ - 1) / AttnTile<A, 32>::BQ;
     const dim3 grid((unsigned)((int64_t)nChunks * groups), (unsigned)(H * rounds), (unsigned)B);
-    // k^ rows have stride dh (kn is 256-byte aligned scratch).
-    const int vec = attn_vec_loads(qk, kn, v, ld_in, dh) ? 1 : 0;
+    // k^ rows have stride dh (kn is 256-byte aligned scratch); bf16: 16-byte
+    // loads of qk and v rows, then also of kn's (dh % 8 == 0).
+    int vec;
+    if constexpr (is_bf16_v<T>)
+      vec = attn_vec_loads(qk, qk, v, ld_in, dh) && attn_vec_loads(kn, kn, kn, dh, dh) ? 1 : 0;
+    else
+      vec = attn_vec_loads(qk, kn, v, ld_in, dh) ? 1 : 0;
     e = attn_tile_dispatch<DHS>(dh, [&](auto dhTag, auto exactTag) -> cudaError_t {
       constexpr int DH = decltype(dhTag)::value;
       constexpr bool Exact = decltype(exactTag)::value;
@@ -667,11 +804,11 @@ inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int round
                                           v, ld_in, kn, bk, ord, kpm, o_r, lse_r, dh, vec, drop);
         return cudaGetLastError();
       };
-      static_assert(AttnTile<T, DH>::NT == 128, "128-thread CTAs");
-      if constexpr (std::is_same_v<T, float>)
+      static_assert(AttnTile<A, DH>::NT == 128, "128-thread CTAs");
+      if constexpr (std::is_same_v<T, float>) // not bf16: the fp32 SIMT kernel
         if (attention_tf32_allowed())
           return launch(lsh_chunk_tile_tf32_kernel<DH, Exact>, lsh_chunk_tf32_smem_bytes<DH>());
-      return launch(lsh_chunk_tile_kernel<T, DH, Exact>, lsh_chunk_tile_smem_bytes<T, DH>());
+      return launch(lsh_chunk_tile_kernel<T, DH, Exact>, lsh_chunk_tile_smem_bytes<A, DH>());
     });
     if (e != cudaSuccess)
       return e;
@@ -693,26 +830,29 @@ inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int round
 
 /// nnk.lsh_attention on the GPU. qk/v: rows of stride ld_in (shared QK at
 /// head columns of qk, values of v); rot [rounds, dh, nbuckets/2] on the
-/// device; scratch: lsh_attention_scratch_bytes(). Returns the first CUDA
-/// error, or cudaErrorInvalidValue for arguments the kernels do not serve
-/// (dh > kMaxHeadDim, rounds > kLshMaxRounds, odd nbuckets, chunk < 1).
+/// device, in acc_t<T> (lsh_rotations_kernel, lsh_rotations_acc); scratch:
+/// lsh_attention_scratch_bytes(..., sizeof(acc_t<T>)). Returns the first
+/// CUDA error, or cudaErrorInvalidValue for arguments the kernels do not
+/// serve (dh > kMaxHeadDim, rounds > kLshMaxRounds, odd nbuckets, chunk < 1).
 /// DHS = 32/64/128: only that head size's kernel is built (dh must match).
+/// T = bf16_t: bf16 qk, v and out, fp32 arithmetic (see the top of the file).
 template <typename T, int DHS = 0>
 inline cudaError_t launch_lsh_attention(int dh, int B, int Tn, int H, int rounds,
-                                        int nbuckets, int chunk, int causal, T scale,
+                                        int nbuckets, int chunk, int causal, acc_t<T> scale,
                                         int same_bucket, const T *qk, const T *v,
-                                        int64_t ld_in, const T *rot, T *out, int64_t ld_out,
-                                        const uint8_t *kpm, void *scratch,
+                                        int64_t ld_in, const acc_t<T> *rot, T *out,
+                                        int64_t ld_out, const uint8_t *kpm, void *scratch,
                                         cudaStream_t stream = 0) {
   return lsh_attention_forward<T, DHS>(dh, B, Tn, H, rounds, nbuckets, chunk, causal, scale,
                                        same_bucket, qk, v, ld_in, rot, out, ld_out, kpm,
-                                       (T *)nullptr, AttentionDropout<T>(), scratch, stream);
+                                       (acc_t<T> *)nullptr, AttentionDropout<acc_t<T>>(),
+                                       scratch, stream);
 }
 
 /// Training forward of nnk.lsh_attention: launch_lsh_attention plus
 /// attention dropout per hash round (rate, seed, step offset as
 /// launch_flash_attention_train) and the combined log-sum-exp [B, H, T]
-/// into `lse` (may be NULL). Same scratch.
+/// into `lse` (may be NULL). Same scratch. f32 / f64 only (bf16 is inference).
 template <typename T, int DHS = 0>
 inline cudaError_t launch_lsh_attention_train(int dh, int B, int Tn, int H, int rounds,
                                               int nbuckets, int chunk, int causal, T scale,
@@ -721,6 +861,7 @@ inline cudaError_t launch_lsh_attention_train(int dh, int B, int Tn, int H, int 
                                               int64_t ld_out, const uint8_t *kpm, T *lse,
                                               double dropout, uint64_t seed, uint64_t offset,
                                               void *scratch, cudaStream_t stream = 0) {
+  static_assert(!is_bf16_v<T>, "bf16 LSH attention is inference only");
   if (!attention_dropout_valid(dropout))
     return cudaErrorInvalidValue;
   return lsh_attention_forward<T, DHS>(dh, B, Tn, H, rounds, nbuckets, chunk, causal, scale,
