@@ -28,13 +28,9 @@ struct Case {
 static void run(Group &G, Group &L, const Case &c, double dropout) {
   const int B = c.B, Tn = c.Tn, H = c.H, dh = c.dh, E = H * dh, ld = 3 * E;
   const uint64_t seed = 5, offset = 11;
-  std::normal_distribution<float> nd(0, 1);
-  std::vector<bf16_t> qkv((size_t)B * Tn * ld);
-  std::vector<float> qkvF(qkv.size());
-  for (size_t x = 0; x < qkv.size(); ++x) {
-    qkv[x] = bf16_from_float(nd(rng));
-    qkvF[x] = bf16_to_float(qkv[x]);
-  }
+  Bf16Values drawn = normal_bf16((size_t)B * Tn * ld);
+  const std::vector<bf16_t> &qkv = drawn.b;
+  const std::vector<float> &qkvF = drawn.f;
   std::vector<uint8_t> kpm((size_t)B * Tn, 0);
   if (c.pad)
     for (int b = 0; b < B; ++b)

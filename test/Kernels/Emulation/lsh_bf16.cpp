@@ -69,12 +69,9 @@ static void run(Group &G, Group &C, const Case &c) {
   const int B = c.B, Tn = c.Tn, H = c.H, dh = c.dh, E = H * dh;
   const int64_t ld = 2 * E + c.ldExtra;
   std::normal_distribution<float> nd(0, 1);
-  std::vector<bf16_t> qkv((size_t)B * Tn * ld);
-  std::vector<float> qkvF(qkv.size());
-  for (size_t x = 0; x < qkv.size(); ++x) {
-    qkv[x] = bf16_from_float(nd(rng));
-    qkvF[x] = bf16_to_float(qkv[x]);
-  }
+  Bf16Values drawn = normal_bf16((size_t)B * Tn * ld);
+  const std::vector<bf16_t> &qkv = drawn.b;
+  const std::vector<float> &qkvF = drawn.f;
   std::vector<uint8_t> kpm((size_t)B * Tn, 0);
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < Tn; ++t)
