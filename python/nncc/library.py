@@ -21,12 +21,14 @@ def _find_nncc(explicit=None):
 
 
 def compile(path, target="cpu", grad=True, vjp=True, f64=False, output_dir=None,
-            memory_budget=None, dims=None, nncc=None):
+            memory_budget=None, dims=None, nncc=None, precision=None):
     """Compiles a .nn model with `nncc compile` and loads the library.
 
     target: "cpu" or "cuda" (the CPU and CUDA; needs nvcc). grad / vjp: the
     training entry points and the vector-Jacobian product (nncc.torch.Module
-    needs both). f64: CPU code in double precision. memory_budget / dims:
+    needs both). f64: CPU code in double precision (precision="f64").
+    precision: "f32" (default), "f64" or "bf16" (bf16 storage, fp32
+    arithmetic: target "cuda" and grad=False only). memory_budget / dims:
     `--memory-budget` for the binding `dims` ({"B": 64, "T": 128}).
     output_dir: where lib<model>.so goes (default: a new temporary directory
     that lives as long as the process). Raises nncc.Error with the source
@@ -42,8 +44,15 @@ def compile(path, target="cpu", grad=True, vjp=True, f64=False, output_dir=None,
         cmd.append("--grad")
         if vjp:
             cmd.append("--vjp")
-    if f64:
+    if precision not in (None, "f32", "f64", "bf16"):
+        raise Error("INVALID_ARGUMENT",
+                    "precision must be 'f32', 'f64' or 'bf16', got %r" % (precision,))
+    if f64 and precision not in (None, "f64"):
+        raise Error("INVALID_ARGUMENT", "f64=True and precision=%r disagree" % (precision,))
+    if f64 or precision == "f64":
         cmd.append("--f64")
+    elif precision == "bf16":
+        cmd += ["--precision", "bf16"]
     if memory_budget is not None:
         cmd += ["--memory-budget", str(memory_budget)]
     for k, v in (dims or {}).items():

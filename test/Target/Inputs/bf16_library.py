@@ -70,6 +70,19 @@ def main(f32_path, bf16_path, tol, runtime, tmp):
     theirs = np.array([rt.nncc_f32_to_bf16(float(v)) for v in vals], dtype=np.uint16)
     same = np.array_equal(mine, theirs)
     print("rounding matches nncc_f32_to_bf16 over %d values: %s" % (len(vals), same))
+    # nncc.compile(precision=...): a bf16 library, and the compiler's refusal
+    # of a bf16 training build as a typed error.
+    model = os.path.join(os.path.dirname(__file__), "..", "..", "..", "models", "deep_mlp.nn")
+    lib = nncc.compile(model, target="cuda", grad=False, precision="bf16",
+                       output_dir=os.path.join(tmp, "py_bf16"))
+    print("nncc.compile(precision='bf16'):", sorted({s.dtype for s in lib.inputs}))
+    try:
+        nncc.compile(model, target="cuda", grad=True, precision="bf16",
+                     output_dir=os.path.join(tmp, "py_bf16_grad"))
+        print("nncc.compile(precision='bf16', grad=True) did not fail")
+        same = False
+    except nncc.Error as e:
+        print("nncc.compile(precision='bf16', grad=True): %s" % str(e).splitlines()[0])
     print("PASS" if ok and same else "FAIL")
     return 0 if ok and same else 1
 
