@@ -10,7 +10,7 @@
 #include "nncc/Kernels/CUDA/Attention.cuh"
 #include "nncc/Kernels/Kernels.h"
 
-#include "emu_test.h"
+#include "emu_bf16.h"
 
 using namespace nncc::kernels;
 using namespace nncc::kernels::cuda;

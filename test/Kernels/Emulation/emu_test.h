@@ -13,8 +13,6 @@
 
 #include <cuda_runtime.h>
 
-#include "nncc/Kernels/Bf16.h"
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -42,21 +40,6 @@ template <typename T = double> std::vector<T> rnd(size_t n, double sc = 0.5) {
   std::vector<T> v(n);
   for (auto &x : v)
     x = (T)u(rng);
-  return v;
-}
-/// n bf16 values drawn N(0, 1), and the same values widened to float (the
-/// f32 twin's inputs).
-struct Bf16Values {
-  std::vector<nncc::kernels::bf16_t> b;
-  std::vector<float> f;
-};
-inline Bf16Values normal_bf16(size_t n) {
-  std::normal_distribution<float> nd(0, 1);
-  Bf16Values v{std::vector<nncc::kernels::bf16_t>(n), std::vector<float>(n)};
-  for (size_t i = 0; i < n; ++i) {
-    v.b[i] = nncc::kernels::bf16_from_float(nd(rng));
-    v.f[i] = nncc::kernels::bf16_to_float(v.b[i]);
-  }
   return v;
 }
 /// NaN-filled output buffer (every element the kernel should write).

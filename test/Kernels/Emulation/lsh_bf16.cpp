@@ -15,7 +15,7 @@
 #include "nncc/Kernels/CUDA/LshAttention.cuh"
 #include "nncc/Kernels/Kernels.h"
 
-#include "emu_test.h"
+#include "emu_bf16.h"
 
 #include <cstring>
 
