@@ -6,6 +6,9 @@
 // the element functions the CPU kernels (runtime/lib/Kernels/Optim.cpp)
 // call. fp32 SGD / Adam / AdamW ran on an H100 in the seed models' train_step
 // (docs/cuda.md, "First run on an H100 (2026-11-26)"); fp64 has not run.
+// bf16 (mixed precision): bf16 parameters and gradients, fp32 optimizer
+// state and fp32 master copies of the parameters (OptimTensors); tested on
+// the CUDA emulation only.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_OPTIM_CUH
@@ -46,29 +49,46 @@ constexpr int64_t kOptimChunk = 16384;
 /// The host's view of the tensors: count entries per array; s1 / s2 the
 /// optimizer state (NULL arrays or entries where it keeps none); lr and wd
 /// per tensor (NULL for the gradient norm).
+///
+/// bf16 (mixed precision): p and g are bf16, the state is fp32 (acc_t<T>),
+/// and `master` holds an fp32 copy of every parameter that the update
+/// changes; p is that copy rounded. With `init_master` the copies are first
+/// set from p (the first step, or after the host wrote the parameters).
+/// f32 / f64 have no master copies (`master` must stay NULL).
 template <typename T> struct OptimTensors {
   int32_t count = 0;
   const int64_t *n = nullptr;
   T *const *p = nullptr;
   const T *const *g = nullptr;
-  T *const *s1 = nullptr;
-  T *const *s2 = nullptr;
+  acc_t<T> *const *s1 = nullptr;
+  acc_t<T> *const *s2 = nullptr;
   const double *lr = nullptr, *wd = nullptr;
+  acc_t<T> *const *master = nullptr;
+  bool init_master = false;
+};
+
+/// The master copies of a launch's tensors: bf16 only (empty otherwise, so
+/// the f32 / f64 tables keep their layout).
+template <typename T> struct OptimMasterSlots {};
+template <> struct OptimMasterSlots<bf16_t> {
+  float *w[kOptimMtTensors];
+  int32_t init; // set w from p before updating
 };
 
 /// One launch's table (a kernel argument).
-template <typename T> struct OptimTable {
+template <typename T> struct OptimTable : OptimMasterSlots<T> {
   T *p[kOptimMtTensors];
   const T *g[kOptimMtTensors];
-  T *s1[kOptimMtTensors], *s2[kOptimMtTensors];
+  acc_t<T> *s1[kOptimMtTensors], *s2[kOptimMtTensors];
   int64_t n[kOptimMtTensors];
-  T lr[kOptimMtTensors], wd[kOptimMtTensors];
+  acc_t<T> lr[kOptimMtTensors], wd[kOptimMtTensors];
   uint8_t slot[kOptimMtBlocks];   // CTA -> table slot
   int32_t chunk[kOptimMtBlocks];  // CTA -> chunk of that tensor
   int64_t chunk_elems;
   int64_t first_chunk;            // the launch's first chunk over all tensors
 };
 static_assert(sizeof(OptimTable<double>) + 64 <= 4096, "kernel parameter limit");
+static_assert(sizeof(OptimTable<bf16_t>) + 64 <= 4096, "kernel parameter limit");
 
 /// Chunks of `chunk` elements over all tensors (the gradient norm's partials).
 inline int64_t optim_chunk_count(int32_t count, const int64_t *n,
@@ -114,8 +134,12 @@ inline cudaError_t optim_for_each_launch(const OptimTensors<T> &ts, int64_t chun
         tab.s1[nt] = ts.s1 ? ts.s1[i] : nullptr;
         tab.s2[nt] = ts.s2 ? ts.s2[i] : nullptr;
         tab.n[nt] = ts.n[i];
-        tab.lr[nt] = T(ts.lr ? ts.lr[i] : 0.0);
-        tab.wd[nt] = T(ts.wd ? ts.wd[i] : 0.0);
+        tab.lr[nt] = acc_t<T>(ts.lr ? ts.lr[i] : 0.0);
+        tab.wd[nt] = acc_t<T>(ts.wd ? ts.wd[i] : 0.0);
+        if constexpr (is_bf16_v<T>) {
+          tab.w[nt] = ts.master ? ts.master[i] : nullptr;
+          tab.init = ts.init_master ? 1 : 0;
+        }
         lastTensor = i;
         ++nt;
       }
@@ -146,7 +170,7 @@ __global__ void __launch_bounds__(kOptimThreads)
   const T *g = tab.g[optim_chunk_range(tab, begin, end)];
   double s = 0.0;
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
-    s += (double)g[i] * (double)g[i];
+    s += (double)load_acc(g[i]) * (double)load_acc(g[i]);
   s = block_sum(s, scratch);
   if (threadIdx.x == 0)
     part[tab.first_chunk + blockIdx.x] = s;
@@ -271,49 +295,91 @@ __device__ __forceinline__ void optim_apply(int64_t begin, int64_t end, T *p, co
   }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kOptimThreads)
-    sgd_chunks_kernel(const OptimTable<T> tab, T scale, bool scaled, T momentum, bool nesterov,
-                      bool first) {
-  int64_t begin, end;
-  const int s = optim_chunk_range(tab, begin, end);
-  T *p = tab.p[s], *buf = tab.s1[s];
-  const T *g = tab.g[s];
-  const T lr = tab.lr[s], wd = tab.wd[s];
-  const T mom = buf ? momentum : T(0);
-  optim_apply(begin, end, p, g, buf, (T *)nullptr, [&](T &pi, T gi, T &bi, T &) {
-    sgdUpdate<T>(pi, scaled ? gi * scale : gi, bi, lr, mom, wd, nesterov, first);
-  });
+/// bf16: f(w[i], g[i], a[i], b[i]) in fp32 on the master copy w of every
+/// i in [begin, end) (w set from p first when `init`), then p[i] = w[i]
+/// rounded once. a or b null: f gets a zero it may ignore.
+template <typename F>
+__device__ __forceinline__ void optim_apply_master(int64_t begin, int64_t end, bf16_t *p,
+                                                   const bf16_t *g, float *w, float *a,
+                                                   float *b, bool init, F f) {
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    float wi = init ? load_acc(p[i]) : w[i];
+    float ai = a ? a[i] : 0.0f, bi = b ? b[i] : 0.0f;
+    f(wi, load_acc(g[i]), ai, bi);
+    w[i] = wi;
+    p[i] = store_acc<bf16_t>(wi);
+    if (a)
+      a[i] = ai;
+    if (b)
+      b[i] = bi;
+  }
 }
 
 template <typename T>
 __global__ void __launch_bounds__(kOptimThreads)
-    adam_chunks_kernel(const OptimTable<T> tab, T scale, bool scaled, T beta1, T beta2, T eps,
-                       bool decoupled, T bc1, T bc2) {
+    sgd_chunks_kernel(const OptimTable<T> tab, acc_t<T> scale, bool scaled, acc_t<T> momentum,
+                      bool nesterov, bool first) {
+  typedef acc_t<T> A;
   int64_t begin, end;
   const int s = optim_chunk_range(tab, begin, end);
-  T *p = tab.p[s], *m = tab.s1[s], *v = tab.s2[s];
+  T *p = tab.p[s];
+  A *buf = tab.s1[s];
   const T *g = tab.g[s];
-  const T lr = tab.lr[s], wd = tab.wd[s];
-  optim_apply(begin, end, p, g, m, v, [&](T &pi, T gi, T &mi, T &vi) {
-    adamUpdate<T>(pi, scaled ? gi * scale : gi, mi, vi, lr, beta1, beta2, eps, wd, decoupled,
+  const A lr = tab.lr[s], wd = tab.wd[s];
+  const A mom = buf ? momentum : A(0);
+  auto update = [&](A &pi, A gi, A &bi, A &) {
+    sgdUpdate<A>(pi, scaled ? gi * scale : gi, bi, lr, mom, wd, nesterov, first);
+  };
+  if constexpr (is_bf16_v<T>)
+    optim_apply_master(begin, end, p, g, tab.w[s], buf, (A *)nullptr, tab.init != 0, update);
+  else
+    optim_apply(begin, end, p, g, buf, (T *)nullptr, update);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kOptimThreads)
+    adam_chunks_kernel(const OptimTable<T> tab, acc_t<T> scale, bool scaled, acc_t<T> beta1,
+                       acc_t<T> beta2, acc_t<T> eps, bool decoupled, acc_t<T> bc1,
+                       acc_t<T> bc2) {
+  typedef acc_t<T> A;
+  int64_t begin, end;
+  const int s = optim_chunk_range(tab, begin, end);
+  T *p = tab.p[s];
+  A *m = tab.s1[s], *v = tab.s2[s];
+  const T *g = tab.g[s];
+  const A lr = tab.lr[s], wd = tab.wd[s];
+  auto update = [&](A &pi, A gi, A &mi, A &vi) {
+    adamUpdate<A>(pi, scaled ? gi * scale : gi, mi, vi, lr, beta1, beta2, eps, wd, decoupled,
                   bc1, bc2);
-  });
+  };
+  if constexpr (is_bf16_v<T>)
+    optim_apply_master(begin, end, p, g, tab.w[s], m, v, tab.init != 0, update);
+  else
+    optim_apply(begin, end, p, g, m, v, update);
+}
+
+/// bf16 tables need a master copy for every tensor they update.
+template <typename T> inline bool optim_master_missing(const OptimTensors<T> &ts, int32_t i) {
+  if constexpr (is_bf16_v<T>)
+    return !(ts.master && ts.master[i]);
+  else
+    return ts.master != nullptr;
 }
 
 /// SGD with momentum over every tensor of ts (s1: the momentum buffers, a
-/// NULL entry allowed only when momentum is 0), as nncc_sgd_step per tensor.
+/// NULL entry allowed only when momentum is 0), as nncc_sgd_step per tensor
+/// (bf16: on the master copies, OptimTensors).
 template <typename T>
 inline cudaError_t launch_sgd_steps(const OptimTensors<T> &ts, double gscale, double momentum,
                                     int nesterov, int first, cudaStream_t stream,
                                     int64_t chunk = kOptimChunk) {
   for (int32_t i = 0; i < ts.count; ++i)
     if (ts.n[i] > 0 && (!ts.p || !ts.g || !ts.lr || !ts.wd ||
-                        (momentum != 0.0 && !(ts.s1 && ts.s1[i]))))
+                        (momentum != 0.0 && !(ts.s1 && ts.s1[i])) || optim_master_missing(ts, i)))
       return cudaErrorInvalidValue;
   return optim_for_each_launch(ts, chunk, [&](const OptimTable<T> &tab, int ctas) {
     sgd_chunks_kernel<T><<<ctas, kOptimThreads, 0, stream>>>(
-        tab, T(gscale), gscale != 1.0, T(momentum), nesterov != 0, first != 0);
+        tab, acc_t<T>(gscale), gscale != 1.0, acc_t<T>(momentum), nesterov != 0, first != 0);
     return cudaGetLastError();
   });
 }
@@ -329,18 +395,19 @@ inline cudaError_t launch_adam_steps(const OptimTensors<T> &ts, double gscale, d
     return cudaErrorInvalidValue;
   for (int32_t i = 0; i < ts.count; ++i)
     if (ts.n[i] > 0 && (!ts.p || !ts.g || !ts.lr || !ts.wd || !(ts.s1 && ts.s1[i]) ||
-                        !(ts.s2 && ts.s2[i])))
+                        !(ts.s2 && ts.s2[i]) || optim_master_missing(ts, i)))
       return cudaErrorInvalidValue;
-  const T bc1 = T(1.0 - std::pow(beta1, double(step)));
-  const T bc2 = T(1.0 - std::pow(beta2, double(step)));
+  typedef acc_t<T> A;
+  const A bc1 = A(1.0 - std::pow(beta1, double(step)));
+  const A bc2 = A(1.0 - std::pow(beta2, double(step)));
   return optim_for_each_launch(ts, chunk, [&](const OptimTable<T> &tab, int ctas) {
     adam_chunks_kernel<T><<<ctas, kOptimThreads, 0, stream>>>(
-        tab, T(gscale), gscale != 1.0, T(beta1), T(beta2), T(eps), decoupled != 0, bc1, bc2);
+        tab, A(gscale), gscale != 1.0, A(beta1), A(beta2), A(eps), decoupled != 0, bc1, bc2);
     return cudaGetLastError();
   });
 }
 
-/// One tensor: launch_sgd_steps / launch_adam_steps with count 1.
+/// One f32 / f64 tensor: launch_sgd_steps / launch_adam_steps with count 1.
 template <typename T>
 inline cudaError_t launch_sgd_step(int64_t n, T *p, const T *g, T *buf, double gscale,
                                    double lr, double momentum, double wd, int nesterov,
