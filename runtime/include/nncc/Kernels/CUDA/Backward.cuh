@@ -8,11 +8,22 @@
 // scalar. fp32 ran on an H100 in the seed models' training steps (docs/cuda.md,
 // "First run on an H100 (2026-11-26)"); fp64 has not run on a GPU.
 //
+// Element types: float, double and bf16_t (Bf16.h). T is the storage type
+// of every tensor (g, the loss adjoint, included); elements are read through
+// load_acc and each output is stored once through store_acc<T>. The
+// arithmetic is the f32 kernels' for every T: double everywhere except the
+// embedding segment sums, which accumulate in acc_t<T> (fp32 for bf16), so
+// a bf16 output is the float kernel's output on the same (widened) values,
+// rounded once to bf16 (double -> float -> bf16 where the f32 kernel rounds
+// a double). Scratch (statistics, column partials, counts, keys) does not
+// depend on T.
+//
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_BACKWARD_CUH
 #define NNCC_KERNELS_CUDA_BACKWARD_CUH
 
 #include "nncc/Kernels/BackwardMath.h"
+#include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/CUDA/Common.cuh"
 #include "nncc/Kernels/CUDA/Data.cuh"
 #include "nncc/Kernels/CUDA/LayerNorm.cuh"
@@ -29,21 +40,22 @@ constexpr int kBackwardThreads = 256;
 
 template <typename T>
 __global__ void mse_backward_kernel(int64_t n, const T *a, const T *b, const T *g, T *da) {
-  const double s = 2.0 * (g ? (double)g[0] : 1.0) / (double)n;
+  const double s = 2.0 * (g ? (double)load_acc(g[0]) : 1.0) / (double)n;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
-    da[i] = (T)(((double)a[i] - (double)b[i]) * s);
+    da[i] = store_acc<T>((acc_t<T>)(((double)load_acc(a[i]) - (double)load_acc(b[i])) * s));
 }
 
 template <typename T>
 __global__ void bce_backward_kernel(int64_t N, int64_t C, const T *x, const T *y, const T *pw,
                                     const T *g, T *dx) {
-  const double s = (g ? (double)g[0] : 1.0) / (double)(N * C);
+  const double s = (g ? (double)load_acc(g[0]) : 1.0) / (double)(N * C);
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < N * C;
        i += (int64_t)gridDim.x * blockDim.x)
-    dx[i] = (T)(bce_logits_grad_elem<double>((double)x[i], (double)y[i],
-                                             pw ? (double)pw[i % C] : 1.0) *
-                s);
+    dx[i] = store_acc<T>((acc_t<T>)(bce_logits_grad_elem<double>(
+                                         (double)load_acc(x[i]), (double)load_acc(y[i]),
+                                         pw ? (double)load_acc(pw[i % C]) : 1.0) *
+                                     s));
 }
 
 /// count[0] = the targets that are not `ignore` (one CTA, fixed order).
@@ -67,27 +79,28 @@ __global__ void cross_entropy_backward_kernel(int64_t N, int64_t C, const T *log
                                               const double *count, T *dl) {
   __shared__ double scratch[32];
   const double cnt = count[0];
-  const double s = (g ? (double)g[0] : 1.0) / cnt;
+  const double s = (g ? (double)load_acc(g[0]) : 1.0) / cnt;
   for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
     const T *lr = logits + r * C;
     T *dr = dl + r * C;
     const int64_t t = (int64_t)tgt[r];
     if (t == ignore || t < 0 || t >= C) {
-      const T fill = (T)(t == ignore && cnt == 0 ? s : 0.0);
+      const T fill = store_acc<T>((acc_t<T>)(t == ignore && cnt == 0 ? s : 0.0));
       for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
         dr[c] = fill;
       continue;
     }
     double mx = -INFINITY;
     for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
-      mx = fmax(mx, (double)lr[c]);
+      mx = fmax(mx, (double)load_acc(lr[c]));
     mx = block_max(mx, scratch);
     double sum = 0;
     for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
-      sum += exp((double)lr[c] - mx);
+      sum += exp((double)load_acc(lr[c]) - mx);
     sum = block_sum(sum, scratch);
     for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
-      dr[c] = (T)((exp((double)lr[c] - mx) / sum - (c == t ? 1.0 : 0.0)) * s);
+      dr[c] = store_acc<T>(
+          (acc_t<T>)((exp((double)load_acc(lr[c]) - mx) / sum - (c == t ? 1.0 : 0.0)) * s));
   }
 }
 
@@ -143,7 +156,9 @@ __global__ void layer_norm_backward_rows_kernel(int64_t rows, int64_t N, const T
   __shared__ double scratch[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T *xr = x + r * N, *rr = res ? res + r * N : nullptr, *dyr = dy + r * N;
-    auto sAt = [&](int64_t j) { return (double)xr[j] + (rr ? (double)rr[j] : 0.0); };
+    auto sAt = [&](int64_t j) {
+      return (double)load_acc(xr[j]) + (rr ? (double)load_acc(rr[j]) : 0.0);
+    };
     double s = 0;
     for (int64_t j = threadIdx.x; j < N; j += blockDim.x)
       s += sAt(j);
@@ -156,7 +171,7 @@ __global__ void layer_norm_backward_rows_kernel(int64_t rows, int64_t N, const T
     const double rstd = 1.0 / sqrt(block_sum(v, scratch) / (double)N + eps);
     double sg = 0, sgx = 0;
     for (int64_t j = threadIdx.x; j < N; j += blockDim.x) {
-      const double gj = (double)dyr[j] * (gamma ? (double)gamma[j] : 1.0);
+      const double gj = (double)load_acc(dyr[j]) * (gamma ? (double)load_acc(gamma[j]) : 1.0);
       sg += gj;
       sgx += gj * (sAt(j) - mean) * rstd;
     }
@@ -164,11 +179,11 @@ __global__ void layer_norm_backward_rows_kernel(int64_t rows, int64_t N, const T
     sgx = block_sum(sgx, scratch) / (double)N;
     for (int64_t j = threadIdx.x; j < N; j += blockDim.x) {
       const double xh = (sAt(j) - mean) * rstd;
-      const double gj = (double)dyr[j] * (gamma ? (double)gamma[j] : 1.0);
+      const double gj = (double)load_acc(dyr[j]) * (gamma ? (double)load_acc(gamma[j]) : 1.0);
       double val = rstd * (gj - sg - xh * sgx);
       if (dsum)
-        val += (double)dsum[r * N + j];
-      dx[r * N + j] = (T)val;
+        val += (double)load_acc(dsum[r * N + j]);
+      dx[r * N + j] = store_acc<T>((acc_t<T>)val);
     }
     if (stats && threadIdx.x == 0) {
       stats[2 * r] = mean;
@@ -192,17 +207,17 @@ __global__ void __launch_bounds__(kLnWarpRows * 32)
   const int64_t r = (int64_t)blockIdx.x * kLnWarpRows + (threadIdx.x >> 5);
   if (r >= rows) // a whole warp leaves; no barrier follows
     return;
-  double sv[VPL]; // x + res as the CTA kernel's sAt forms it
-  T gv[VPL];
+  double sv[VPL];   // x + res as the CTA kernel's sAt forms it
+  acc_t<T> gv[VPL]; // dy, widened
   double s = 0;
 #pragma unroll
   for (int k = 0; k < VPL; ++k) {
     const int64_t j = lane + 32 * k;
     sv[k] = 0;
-    gv[k] = T(0);
+    gv[k] = acc_t<T>(0);
     if (j < N) {
-      sv[k] = (double)x[r * N + j] + (res ? (double)res[r * N + j] : 0.0);
-      gv[k] = dy[r * N + j];
+      sv[k] = (double)load_acc(x[r * N + j]) + (res ? (double)load_acc(res[r * N + j]) : 0.0);
+      gv[k] = load_acc(dy[r * N + j]);
       s += sv[k];
     }
   }
@@ -220,7 +235,7 @@ __global__ void __launch_bounds__(kLnWarpRows * 32)
   for (int k = 0; k < VPL; ++k) {
     const int64_t j = lane + 32 * k;
     if (j < N) {
-      const double gj = (double)gv[k] * (gamma ? (double)gamma[j] : 1.0);
+      const double gj = (double)gv[k] * (gamma ? (double)load_acc(gamma[j]) : 1.0);
       sg += gj;
       sgx += gj * (sv[k] - mean) * rstd;
     }
@@ -232,11 +247,11 @@ __global__ void __launch_bounds__(kLnWarpRows * 32)
     const int64_t j = lane + 32 * k;
     if (j < N) {
       const double xh = (sv[k] - mean) * rstd;
-      const double gj = (double)gv[k] * (gamma ? (double)gamma[j] : 1.0);
+      const double gj = (double)gv[k] * (gamma ? (double)load_acc(gamma[j]) : 1.0);
       double val = rstd * (gj - sg - xh * sgx);
       if (dsum)
-        val += (double)dsum[r * N + j];
-      dx[r * N + j] = (T)val;
+        val += (double)load_acc(dsum[r * N + j]);
+      dx[r * N + j] = store_acc<T>((acc_t<T>)val);
     }
   }
   if (stats && lane == 0) {
@@ -251,8 +266,9 @@ template <typename T> struct LayerNormParamTerms {
   const T *x, *res, *dy;
   const double *stats;
   __device__ void operator()(int64_t r, int64_t j, double acc[2]) const {
-    const double s = (double)x[r * N + j] + (res ? (double)res[r * N + j] : 0.0);
-    const double d = (double)dy[r * N + j];
+    const double s =
+        (double)load_acc(x[r * N + j]) + (res ? (double)load_acc(res[r * N + j]) : 0.0);
+    const double d = (double)load_acc(dy[r * N + j]);
     acc[0] += d * (s - stats[2 * r]) * stats[2 * r + 1];
     acc[1] += d;
   }
@@ -262,9 +278,9 @@ template <typename T> struct LayerNormParamStore {
   T *dgamma, *dbeta;
   __device__ void operator()(int64_t j, const double sums[2]) const {
     if (dgamma)
-      dgamma[j] = (T)sums[0];
+      dgamma[j] = store_acc<T>((acc_t<T>)sums[0]);
     if (dbeta)
-      dbeta[j] = (T)sums[1];
+      dbeta[j] = store_acc<T>((acc_t<T>)sums[1]);
   }
 };
 
@@ -446,8 +462,9 @@ __global__ void __launch_bounds__(kRadixThreads)
 }
 
 /// dtable[id, c] = sum of dy[p, c] over the positions p of id, in position
-/// order. CTA (s, y) handles sorted slot s and columns [y*128, y*128+128)
-/// when s starts an id's run; the run's positions are staged in shared
+/// order, accumulated in acc_t<T> (fp32 for bf16) and rounded once. CTA
+/// (s, y) handles sorted slot s and columns [y*128, y*128+128) when s
+/// starts an id's run; the run's positions are staged in shared
 /// memory so the dy loads of a stage are independent of each other.
 template <typename T>
 __global__ void __launch_bounds__(kSegmentThreads)
@@ -462,7 +479,7 @@ __global__ void __launch_bounds__(kSegmentThreads)
     int64_t end = s + 1;
     while (end < n && keys[end] == key)
       ++end;
-    T acc = T(0);
+    acc_t<T> acc = acc_t<T>(0);
     for (int64_t r0 = s; r0 < end; r0 += kSegmentThreads) {
       const int64_t m = end - r0 < kSegmentThreads ? end - r0 : kSegmentThreads;
       __syncthreads(); // the previous stage is consumed
@@ -471,16 +488,17 @@ __global__ void __launch_bounds__(kSegmentThreads)
       __syncthreads();
       if (c < E)
         for (int64_t r = 0; r < m; ++r)
-          acc += dy[(int64_t)stage[r] * E + c];
+          acc += load_acc(dy[(int64_t)stage[r] * E + c]);
     }
     if (c < E)
-      dtable[(int64_t)key * E + c] = acc;
+      dtable[(int64_t)key * E + c] = store_acc<T>(acc);
   }
 }
 
 /// dtable [V, E] = scatter-add of the rows of dy [n, E] by idx (zeros for
-/// ids that do not occur). `scratch`: embedding_backward_scratch_bytes(n, V)
-/// bytes of device memory. V must fit a 32-bit key (V < 2^32).
+/// ids that do not occur: all-zero bits, +0 for bf16 too). `scratch`:
+/// embedding_backward_scratch_bytes(n, V) bytes of device memory. V must
+/// fit a 32-bit key (V < 2^32).
 template <typename T, typename I>
 cudaError_t launch_embedding_backward(int64_t n, int64_t V, int64_t E, const I *idx,
                                       const T *dy, int64_t paddingIdx, T *dtable,
@@ -543,7 +561,7 @@ __global__ void broadcast_axes_kernel(ReduceNd r, int64_t n, double scale, const
         jstride *= r.shape[d];
       }
     }
-    out[i] = (T)((double)dy[j] * scale);
+    out[i] = store_acc<T>((acc_t<T>)((double)load_acc(dy[j]) * scale));
   }
 }
 

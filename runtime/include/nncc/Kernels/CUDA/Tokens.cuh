@@ -12,11 +12,15 @@
 //   axial_position_backward_kernel
 //                           one thread per (row of w0 or w1, column): a fixed-
 //                           order sum over the batch and the grid positions
+//                           (double for every T; bf16_t dy is widened with
+//                           load_acc and dw0 / dw1 rounded once, so they are
+//                           the float kernel's outputs rounded to bf16)
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_TOKENS_CUH
 #define NNCC_KERNELS_CUDA_TOKENS_CUH
 
+#include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/CUDA/Blas.cuh"
 #include "nncc/Kernels/CUDA/Common.cuh"
 #include "nncc/Kernels/Kernels.h"
@@ -195,9 +199,9 @@ __global__ void axial_position_backward_kernel(int64_t B, int64_t Tn,
       for (int64_t c = 0; c < count; ++c) {
         const int64_t t = first ? row * n2 + c : c * n2 + row;
         if (t < Tn)
-          acc += (double)dy[(b * Tn + t) * E + col];
+          acc += (double)load_acc(dy[(b * Tn + t) * E + col]);
       }
-    (first ? dw0 : dw1)[j] = (T)acc;
+    (first ? dw0 : dw1)[j] = store_acc<T>((acc_t<T>)acc);
   }
 }
 
