@@ -457,8 +457,6 @@ int inspectMemoryPlan(mlir::ModuleOp module, llvm::SourceMgr &sourceMgr,
                   d + "=N");
     binding[d] = it->second;
   }
-  if (precision == Precision::BF16 && gradMode)
-    return fail("--precision bf16 builds inference libraries: its plan has no --grad");
   mlir::OwningOpRef<mlir::ModuleOp> rematerialised;
   RematRequest remat;
   if (gradMode) {
@@ -594,8 +592,6 @@ int runRun() {
   bool cuda = runTarget == RunTarget::CUDA;
   if (precision == Precision::BF16 && !cuda)
     return fail("--precision bf16 runs on the CUDA target only: add --target cuda");
-  if (precision == Precision::BF16 && gradMode)
-    return fail("--precision bf16 builds inference libraries: drop --grad");
   if (cuda) {
     const nncc_cuda_driver *drv = nullptr;
     nncc_error err;

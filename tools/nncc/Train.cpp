@@ -2,7 +2,7 @@
 //
 //   nncc train M.nn --data D.safetensors [--epochs N] [--batch B] [--lr X]
 //        [--seed S] [--log L.csv] [-o W.safetensors] [--weights init.safetensors]
-//        [--precision f32|f64] [--max-steps K] [--progress] [--quiet]
+//        [--precision f32|f64|bf16] [--max-steps K] [--progress] [--quiet]
 //        [--target cpu|cuda] [--memory-budget SIZE|min]
 //
 // Compiles the model with gradients (cached, as `nncc run --grad`), loads the
@@ -49,7 +49,6 @@ namespace nncc::tool {
 cl::SubCommand trainCmd("train", "Train a model on a safetensors data file with its train clause");
 
 namespace {
-enum class TPrecision { F32, F64 };
 cl::opt<std::string> trainInput(cl::Positional, cl::desc("<model.nn>"), cl::Required,
                                 cl::sub(trainCmd));
 cl::opt<std::string> dataFile("data",
@@ -78,10 +77,13 @@ cl::opt<std::string> outWeights("o",
 cl::opt<std::string> initWeights("weights", cl::desc("Start from these weights"),
                                  cl::value_desc("init.safetensors"), cl::sub(trainCmd),
                                  cl::cat(runCategory));
-cl::opt<TPrecision> trainPrecision(
-    "precision", cl::desc("Float precision"), cl::init(TPrecision::F32),
-    cl::values(clEnumValN(TPrecision::F32, "f32", "float"),
-               clEnumValN(TPrecision::F64, "f64", "double")),
+cl::opt<Precision> trainPrecision(
+    "precision", cl::desc("Float precision"), cl::init(Precision::F32),
+    cl::values(clEnumValN(Precision::F32, "f32", "float"),
+               clEnumValN(Precision::F64, "f64", "double (CPU)"),
+               clEnumValN(Precision::BF16, "bf16",
+                          "bf16 storage, fp32 arithmetic, fp32 master weights and optimizer "
+                          "state (CUDA)")),
     cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<int64_t> maxSteps("max-steps", cl::desc("Stop after this many steps (0: no limit)"),
                           cl::init(0), cl::sub(trainCmd), cl::cat(runCategory));
@@ -172,6 +174,9 @@ int convertData(const TensorSignature &s, const nncc_tensor_view &view, DataTens
     switch (t.dtype) {
     case NNCC_DTYPE_F32: { float f = (float)v; memcpy(dst, &f, 4); break; }
     case NNCC_DTYPE_F64: memcpy(dst, &v, 8); break;
+    case NNCC_DTYPE_BF16: { // as every f32 input of a bf16 library: rounded once from f32
+      uint16_t b = nncc_f32_to_bf16((float)v); memcpy(dst, &b, 2); break;
+    }
     case NNCC_DTYPE_I32: {
       if (v != std::floor(v) || v < INT32_MIN || v > INT32_MAX)
         return fail("'" + dataFile + "': tensor '" + s.name + "': value " +
@@ -188,7 +193,7 @@ int convertData(const TensorSignature &s, const nncc_tensor_view &view, DataTens
 }
 
 /// --data: one tensor per model input, samples along the leading dim.
-int loadData(const ModelSignature &sig, bool f64, TrainData &data) {
+int loadData(const ModelSignature &sig, Precision precision, TrainData &data) {
   nncc_safetensors *file = nullptr;
   nncc_error err;
   if (nncc_safetensors_open(dataFile.c_str(), &file, &err) != NNCC_OK)
@@ -204,8 +209,10 @@ int loadData(const ModelSignature &sig, bool f64, TrainData &data) {
     DataTensor t;
     t.name = s.name;
     nncc_dtype want = nncc_dtype_from_name(s.dtype.c_str());
-    if (f64 && want == NNCC_DTYPE_F32)
-      want = NNCC_DTYPE_F64;
+    if (want == NNCC_DTYPE_F32)
+      want = precision == Precision::F64    ? NNCC_DTYPE_F64
+             : precision == Precision::BF16 ? NNCC_DTYPE_BF16
+                                            : NNCC_DTYPE_F32;
     if (isFloatDType(view.dtype) != isFloatDType(want) && view.dtype != want)
       return fail("'" + dataFile + "': tensor '" + s.name + "' is " +
                   nncc_dtype_name(view.dtype) + ", expected " + signatureString(s));
@@ -377,7 +384,10 @@ int runTrain() {
   if (dataFile.empty())
     return fail("nncc train needs --data D.safetensors (one tensor per model input, "
                 "leading dim = samples)");
-  const bool f64 = trainPrecision == TPrecision::F64;
+  const Precision precision = trainPrecision;
+  const bool f64 = precision == Precision::F64;
+  if (precision == Precision::BF16 && trainTarget != TTarget::CUDA)
+    return fail("--precision bf16 trains on the CUDA target only: add --target cuda");
   mlir::MLIRContext context;
   prepareContext(context);
   llvm::SourceMgr sourceMgr;
@@ -393,7 +403,7 @@ int runTrain() {
 
   // The data (checked before compiling), then compile, load, configure.
   TrainData data;
-  if (int rc = loadData(*sig, f64, data))
+  if (int rc = loadData(*sig, precision, data))
     return rc;
   RematRequest remat;
   if (!trainBudget.empty()) {
@@ -411,13 +421,13 @@ int runTrain() {
                             : data.tensors[i].shape[k]);
     if (int rc = lowerWithMemoryBudget(trainBudget, module, context, sourceMgr, trainInput,
                                        sig->dims, dims, GradKind::Loss, /*trainMode=*/true,
-                                       f64 ? Precision::F64 : Precision::F32,
-                                       remat))
+                                       precision, remat))
       return rc;
   }
   const bool cuda = trainTarget == TTarget::CUDA;
   if (cuda && f64)
     return fail("--precision f64 trains on the CPU target only");
+
   if (cuda) {
     const nncc_cuda_driver *drv = nullptr;
     nncc_error err;
@@ -428,7 +438,7 @@ int runTrain() {
   CacheKeyOptions key;
   key.remat = remat.key();
   key.grad = true;
-  key.precision = f64 ? Precision::F64 : Precision::F32;
+  key.precision = precision;
   key.cuda = cuda;
   if (!compileCached(*module, source, key, libPath))
     return 1;

@@ -460,17 +460,22 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
   f.indent();
   f << "cudaStream_t stream = (cudaStream_t)nncc_ms_cuda_stream(m);\n"
        "const int32_t n = " << numParams << ";\n"
-       "real_t *p[" << arrayLen << "], *s1[" << arrayLen << "], *s2[" << arrayLen << "];\n"
+       "real_t *p[" << arrayLen << "];\n"
        "const real_t *g[" << arrayLen << "];\n"
+       "// The optimizer state (and bf16's master copies) in acc_t<real_t>.\n"
+       "acc_t<real_t> *s1[" << arrayLen << "], *s2[" << arrayLen << "], *w[" << arrayLen << "];\n"
        "for (int32_t i = 0; i < n; ++i) {\n"
        "  p[i] = (real_t *)nncc_ms_param(m, i);\n"
        "  g[i] = (const real_t *)nncc_ms_grad(m, i);\n"
-       "  s1[i] = u->state1 ? (real_t *)u->state1[i] : NULL;\n"
-       "  s2[i] = u->state2 ? (real_t *)u->state2[i] : NULL;\n"
+       "  s1[i] = u->state1 ? (acc_t<real_t> *)u->state1[i] : NULL;\n"
+       "  s2[i] = u->state2 ? (acc_t<real_t> *)u->state2[i] : NULL;\n"
+       "  w[i] = u->master ? (acc_t<real_t> *)u->master[i] : NULL;\n"
        "}\n"
        "OptimTensors<real_t> ts;\n"
        "ts.count = n, ts.n = kParamNumel, ts.p = p, ts.g = g, ts.s1 = s1, ts.s2 = s2;\n"
        "ts.lr = u->lr, ts.wd = u->weight_decay;\n"
+       "if (u->master)\n"
+       "  ts.master = w, ts.init_master = u->init_master != 0;\n"
        "if (u->optimizer == NNCC_OPTIM_SGD)\n"
        "  NNCC_CUDA_CHECK((launch_sgd_steps<real_t>(ts, u->grad_scale, u->momentum, u->nesterov, "
        "u->first, stream)), \"the SGD update\");\n"
@@ -486,10 +491,6 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
 LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
   if (failed(analyze()))
     return failure();
-  if (isBf16() && train)
-    return mlir::emitError(module.getLoc(), "--precision bf16 builds inference libraries: training in bf16 "
-                            "(fp32 master weights and optimizer state) is not supported; "
-                            "compile without --grad, or train in f32");
   profileLaunches = true;
   std::string fwd;
   {

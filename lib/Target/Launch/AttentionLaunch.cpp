@@ -509,7 +509,7 @@ void attachAttentionLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::BandedAttentionOp, emitAttention<nnk::BandedAttentionOp>, Bf16Kernel::Yes>(
       ctx);
   attachLaunch<nnk::LSHAttentionOp, emitAttention<nnk::LSHAttentionOp>, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::AttentionGradOp, emitAttentionGrad>(ctx);
+  attachLaunch<nnk::AttentionGradOp, emitAttentionGrad, Bf16Kernel::Yes>(ctx);
 }
 
 } // namespace nncc::target

@@ -377,14 +377,14 @@ void attachDataLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::CopyOp, emitCopy, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::TransposeOp, emitTranspose, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::SliceOp, emitSlice, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::SliceGradOp, emitSliceGrad>(ctx);
+  attachLaunch<nnk::SliceGradOp, emitSliceGrad, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::ConcatOp, emitConcat, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::SplitOp, emitSplit, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::ReduceOp, emitReduce, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::ReduceToShapeOp, emitReduceToShape>(ctx);
-  attachLaunch<nnk::BroadcastAxesOp, emitBroadcastAxes>(ctx);
+  attachLaunch<nnk::ReduceToShapeOp, emitReduceToShape, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::BroadcastAxesOp, emitBroadcastAxes, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::EmbeddingOp, emitEmbedding, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::EmbeddingGradOp, emitEmbeddingGrad>(ctx);
+  attachLaunch<nnk::EmbeddingGradOp, emitEmbeddingGrad, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::SinusoidalPositionOp, emitSinusoidalPosition>(ctx);
   attachLaunch<nnk::AxialPositionOp, emitAxialPosition>(ctx);
   attachLaunch<nnk::AxialPositionGradOp, emitAxialPositionGrad>(ctx);

@@ -165,7 +165,7 @@ LogicalResult emitLinearWeightGrad(LaunchEmitter &e, nnk::LinearWeightGradOp o) 
 void attachLinearLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::GemmOp, emitGemm, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::MatmulOp, emitMatmul, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::LinearWeightGradOp, emitLinearWeightGrad>(ctx);
+  attachLaunch<nnk::LinearWeightGradOp, emitLinearWeightGrad, Bf16Kernel::Yes>(ctx);
 }
 
 } // namespace nncc::target

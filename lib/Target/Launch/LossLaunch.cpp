@@ -295,9 +295,9 @@ LogicalResult emitLinearSample(LaunchEmitter &e, nnk::LinearSampleOp o) {
 
 void attachLossLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::LossOp, emitLoss, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::LossGradOp, emitLossGrad>(ctx);
+  attachLaunch<nnk::LossGradOp, emitLossGrad, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::LinearCrossEntropyOp, emitLinearCrossEntropy>(ctx);
-  attachLaunch<nnk::DropoutOp, emitDropout>(ctx);
+  attachLaunch<nnk::DropoutOp, emitDropout, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::ZoneoutOp, emitZoneout>(ctx);
   attachLaunch<nnk::MaskTokensOp, emitMaskTokens>(ctx);
   attachLaunch<nnk::SampleOp, emitSample>(ctx);

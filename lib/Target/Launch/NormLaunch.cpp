@@ -68,7 +68,7 @@ LogicalResult emitSoftmax(LaunchEmitter &e, nnk::SoftmaxOp o) {
 
 void attachNormLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::LayerNormOp, emitLayerNorm, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::LayerNormGradOp, emitLayerNormGrad>(ctx);
+  attachLaunch<nnk::LayerNormGradOp, emitLayerNormGrad, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::SoftmaxOp, emitSoftmax, Bf16Kernel::Yes>(ctx);
 }
 

@@ -96,6 +96,11 @@ struct nncc_model {
   // Optimizer state (train_step): moments / momentum buffers per parameter.
   std::vector<HostBuffer> optM, optV;
   std::vector<Tensor> cudaOptM, cudaOptV; // the same, on the device (CUDA)
+  // bf16 on CUDA: fp32 master copies of the parameters, which the update
+  // changes (the bf16 parameters are their rounding); stale after the host
+  // wrote the parameters, when the next update sets them from the device copy.
+  std::vector<Tensor> cudaOptW;
+  bool masterStale = true;
   int64_t optStep = 0;
   nncc_train_stats stats{};
 
@@ -284,10 +289,12 @@ nncc_status pushBoundParams(nncc_model *m, nncc_error *err) {
     return NNCC_OK;
   for (int32_t i = 0; i < m->abi->num_params; ++i) {
     Tensor &p = m->params[i];
-    if (p.deviceBound)
+    if (p.deviceBound) {
       if (nncc_status s = nncc_cuda_memcpy_htod(m->cuda, p.device, p.data(), p.bytes, nullptr,
                                                 err))
         return nncc_error_prefix(err, "parameter '%s': ", m->abi->params[i].name), s;
+      m->masterStale = true;
+    }
   }
   return NNCC_OK;
 }
@@ -314,6 +321,7 @@ nncc_status prepareDevice(nncc_model *m, nncc_error *e) {
                                                   m->stream, e))
           return s;
     m->paramsDirty = false;
+    m->masterStale = true;
   }
   for (int32_t i = 0; i < abi->num_inputs; ++i) {
     Tensor &t = m->inputs[i];
@@ -370,7 +378,7 @@ void releaseCuda(nncc_model *m) {
     m->def->cuda_teardown(m->cudaState);
   m->cudaState = nullptr;
   for (auto *group : {&m->inputs, &m->params, &m->outputs, &m->grads, &m->cotangents,
-                      &m->inputGrads, &m->cudaOptM, &m->cudaOptV})
+                      &m->inputGrads, &m->cudaOptM, &m->cudaOptV, &m->cudaOptW})
     for (Tensor &t : *group) {
       if (t.device && !t.deviceBound)
         nncc_cuda_free(m->cuda, t.device, nullptr);
@@ -1698,7 +1706,7 @@ extern "C" nncc_status nncc_ms_reset_optimizer(nncc_model *m, nncc_error *err) {
     return s;
   m->optM.clear();
   m->optV.clear();
-  for (auto *group : {&m->cudaOptM, &m->cudaOptV}) {
+  for (auto *group : {&m->cudaOptM, &m->cudaOptV, &m->cudaOptW}) {
     for (Tensor &t : *group)
       if (t.device)
         nncc_cuda_free(m->cuda, t.device, nullptr);
@@ -1734,22 +1742,34 @@ extern "C" nncc_status nncc_ms_train_stats(nncc_model *m, nncc_train_stats *out,
 
 namespace {
 /// train_step's update on the device: the optimizer state (zeroed device
-/// buffers, allocated on first use) and the generated update_cuda.
+/// buffers, allocated on first use) and the generated update_cuda. bf16:
+/// the state is fp32, and so are the master copies of the parameters (set
+/// by the update from the bf16 parameters when new or stale).
 nncc_status cudaUpdate(nncc_model *m, const nncc_train_config *c, bool adam, bool needM,
                        bool first, int64_t step, double scale, const std::vector<double> &lrs,
                        const std::vector<double> &wds, nncc_error *err) {
   const nncc_model_abi *abi = m->abi;
   const int32_t n = abi->num_params;
-  std::vector<void *> s1(size_t(n), nullptr), s2(size_t(n), nullptr);
+  const bool bf16 = strcmp(abi->precision, "bf16") == 0;
+  if (bf16 && m->cudaOptW.size() != size_t(n))
+    m->cudaOptW = std::vector<Tensor>(size_t(n));
+  std::vector<void *> s1(size_t(n), nullptr), s2(size_t(n), nullptr), w(size_t(n), nullptr);
   HostBuffer zeros;
   for (int32_t i = 0; i < n; ++i) {
-    uint64_t bytes = m->params[i].bytes;
+    // bf16 parameters (2 bytes) have fp32 state and masters.
+    uint64_t bytes = bf16 ? m->params[i].bytes * 2 : m->params[i].bytes;
     for (auto [need, group, out] : {std::tuple(needM, &m->cudaOptM, &s1),
-                                    std::tuple(adam, &m->cudaOptV, &s2)}) {
+                                    std::tuple(adam, &m->cudaOptV, &s2),
+                                    std::tuple(bf16, &m->cudaOptW, &w)}) {
       if (!need)
         continue;
       Tensor &t = (*group)[i];
-      if (!t.device) {
+      if (!t.device && group == &m->cudaOptW) { // set by the update itself
+        t.bytes = bytes;
+        if (nncc_status s = ensureDevice(m, t, bytes, abi->params[i].name, err))
+          return nncc_error_prefix(err, "train_step: master weights: "), s;
+        m->masterStale = true;
+      } else if (!t.device) {
         if (!zeros.reserve(bytes))
           return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
                                 "train_step: cannot allocate the optimizer state");
@@ -1777,10 +1797,13 @@ nncc_status cudaUpdate(nncc_model *m, const nncc_train_config *c, bool adam, boo
   u.weight_decay = wds.data();
   u.state1 = s1.data();
   u.state2 = s2.data();
+  u.master = bf16 ? w.data() : nullptr;
+  u.init_master = bf16 && m->masterStale ? 1 : 0;
   if (nncc_status s = m->def->update_cuda(m, &u, err))
     return nncc_error_prefix(err, "train_step: the optimizer update: "), s;
   if (nncc_status s = nncc_stream_synchronize(m->stream, err))
     return nncc_error_prefix(err, "train_step: the optimizer update: "), s;
+  m->masterStale = false;
   return NNCC_OK;
 }
 } // namespace
@@ -1840,6 +1863,7 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
     m->optV = std::vector<HostBuffer>(cuda ? 0 : size_t(n));
     m->cudaOptM = std::vector<Tensor>(cuda ? size_t(n) : 0);
     m->cudaOptV = std::vector<Tensor>(cuda ? size_t(n) : 0);
+    m->cudaOptW.clear();
     m->optStep = 0;
   }
   bool first = m->optStep == 0;

@@ -74,6 +74,10 @@ typedef struct nncc_ms_cuda_update {
   const double *weight_decay;  /* per parameter: 0 outside the decay group */
   void *const *state1;         /* Adam m / SGD momentum */
   void *const *state2;         /* Adam v */
+  /* bf16: fp32 master copies of the parameters (the state is fp32 too);
+   * NULL for f32 / f64. init_master: set them from the parameters first. */
+  void *const *master;
+  int32_t init_master;
 } nncc_ms_cuda_update;
 
 struct nncc_ms_model_def {
