@@ -1,0 +1,124 @@
+"""A --precision bf16 training library on the CUDA target (emulated in the
+tests) against the f32 library on the CPU, from the same starting point:
+the f32 library gets the bf16 library's weights (its seeded draw rounded to
+bf16) and the inputs rounded to bf16, so what differs is bf16 storage of
+every activation and gradient (fp32 arithmetic both sides).
+
+- One forward_train + backward: the loss, and every grad.<param> with its
+  error measured as ||g_bf16 - g_f32|| / ||g_f32|| (per tensor and over all
+  of them); the worst tensor and the global figure must be within the
+  bounds given.
+- STEPS train_step calls (the model's train clause: its optimizer, bf16
+  parameters updated through fp32 master copies): the losses must track the
+  f32 run's within LOSS_TOL of their size, and fall.
+
+    bf16_training.py F32_LIB BF16_LIB INPUTS TENSOR_TOL GLOBAL_TOL LOSS_TOL STEPS TMPDIR
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+import nncc
+from nncc.library import _bf16_bits
+
+_NP = {"F32": np.float32, "BF16": np.uint16, "I32": np.int32, "I64": np.int64,
+       "U8": np.uint8, "BOOL": np.uint8}
+
+
+def read_safetensors(path):
+    """{name: (dtype string, array with its shape)}; BF16 as uint16 bits."""
+    data = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", data[:8])
+    out = {}
+    for name, e in json.loads(data[8:8 + n]).items():
+        if name != "__metadata__":
+            lo, hi = e["data_offsets"]
+            a = np.frombuffer(data[8 + n + lo:8 + n + hi], dtype=_NP[e["dtype"]])
+            out[name] = (e["dtype"], a.reshape(e["shape"]))
+    return out
+
+
+def write_f32_safetensors(path, tensors):
+    """{name: float32 array} as an F32 safetensors file."""
+    header, blobs, off = {}, [], 0
+    for name, a in tensors.items():
+        b = np.ascontiguousarray(a, dtype=np.float32).tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def widen(bits):
+    return np.left_shift(bits.astype(np.uint32), np.uint32(16)).view(np.float32)
+
+
+def rel(a, b):
+    return float(np.linalg.norm((a - b).ravel()) / max(np.linalg.norm(a.ravel()), 1e-30))
+
+
+def main(f32_path, bf16_path, inputs, tensor_tol, global_tol, loss_tol, steps, tmp):
+    f32, bf16 = nncc.Library(f32_path), nncc.Library(bf16_path)
+    ref, got = f32.context("cpu"), bf16.context("cuda")
+    got.init_weights(1)
+    w16 = os.path.join(tmp, "start_bf16.safetensors")
+    got.save_weights(w16)
+    start = {k: widen(v) for k, (dt, v) in read_safetensors(w16).items()}
+    assert all(dt == "BF16" for dt, _ in read_safetensors(w16).values())
+    wr = os.path.join(tmp, "start_as_f32.safetensors")
+    write_f32_safetensors(wr, start)
+    ref.load_weights(wr)
+    for name, (dt, a) in read_safetensors(inputs).items():
+        if dt == "F32":
+            a = widen(_bf16_bits(a))  # what the bf16 library will see
+        ref.set_input(name, a)
+        got.set_input(name, a)
+    ok = True
+    for ctx in (ref, got):
+        ctx.forward_train()
+        ctx.backward()
+    la, lb = float(ref.output("loss")), float(got.output("loss"))
+    loss_err = abs(lb - la) / max(abs(la), 1e-30)
+    ok &= loss_err <= loss_tol
+    print("loss: f32 %.6g bf16 %.6g rel %.2e %s" % (la, lb, loss_err,
+                                                  "ok" if loss_err <= loss_tol else "FAIL"))
+    worst, worst_name, num, den = 0.0, "", 0.0, 0.0
+    for s in f32.params:
+        a, b = ref.output("grad." + s.name), got.output("grad." + s.name)
+        assert b.dtype == np.float32 and a.shape == b.shape
+        e = rel(a, b)
+        if e > worst:
+            worst, worst_name = e, s.name
+        num += float(np.sum((a - b).astype(np.float64) ** 2))
+        den += float(np.sum(a.astype(np.float64) ** 2))
+    glob = (num / max(den, 1e-300)) ** 0.5
+    good = worst <= tensor_tol and glob <= global_tol
+    ok &= good
+    print("gradients: %d tensors, worst %s rel %.2e (bound %g), all together rel %.2e "
+          "(bound %g) %s" % (len(f32.params), worst_name, worst, tensor_tol, glob, global_tol,
+                             "ok" if good else "FAIL"))
+    la, lb = [], []
+    for _ in range(steps):
+        for ctx, losses in ((ref, la), (got, lb)):
+            ctx.train_step()
+            losses.append(float(ctx.output("loss")))
+    errs = [abs(b - a) / max(abs(a), 1e-30) for a, b in zip(la, lb)]
+    track = max(errs) <= loss_tol
+    falls = lb[-1] < lb[0] and la[-1] < la[0]
+    ok &= track and falls
+    print("train_step x%d: f32 losses %s, bf16 %s, worst rel %.2e %s, %s" % (
+        steps, " ".join("%.5g" % x for x in la), " ".join("%.5g" % x for x in lb), max(errs),
+        "ok" if track else "FAIL", "falling" if falls else "FAIL: not falling"))
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    sys.exit(main(a[0], a[1], a[2], float(a[3]), float(a[4]), float(a[5]), int(a[6]), a[7]))
