@@ -295,14 +295,74 @@ __device__ __forceinline__ void optim_apply(int64_t begin, int64_t end, T *p, co
   }
 }
 
+/// Four bf16 values: one 8-byte access.
+struct alignas(8) OptimBf16x4 {
+  bf16_t e[4];
+};
+
 /// bf16: f(w[i], g[i], a[i], b[i]) in fp32 on the master copy w of every
 /// i in [begin, end) (w set from p first when `init`), then p[i] = w[i]
-/// rounded once. a or b null: f gets a zero it may ignore.
+/// rounded once. a or b null: f gets a zero it may ignore. As optim_apply,
+/// four elements per access (8 bytes of p and g, 16 of w, a and b) and
+/// kOptimUnroll groups per thread loaded before any is updated.
 template <typename F>
 __device__ __forceinline__ void optim_apply_master(int64_t begin, int64_t end, bf16_t *p,
                                                    const bf16_t *g, float *w, float *a,
                                                    float *b, bool init, F f) {
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+  constexpr int U = kOptimUnroll;
+  int64_t rest = begin;
+  if (begin % 4 == 0 && (reinterpret_cast<uintptr_t>(p) & 7u) == 0 &&
+      (reinterpret_cast<uintptr_t>(g) & 7u) == 0 && optim_aligned16(w) && optim_aligned16(a) &&
+      optim_aligned16(b)) {
+    const int64_t nv = (end - begin) / 4;
+    OptimBf16x4 *pv = reinterpret_cast<OptimBf16x4 *>(p + begin);
+    const OptimBf16x4 *gv = reinterpret_cast<const OptimBf16x4 *>(g + begin);
+    float4 *wv = reinterpret_cast<float4 *>(w + begin);
+    float4 *av = a ? reinterpret_cast<float4 *>(a + begin) : nullptr;
+    float4 *bv = b ? reinterpret_cast<float4 *>(b + begin) : nullptr;
+    for (int64_t j0 = threadIdx.x; j0 < nv; j0 += U * (int64_t)blockDim.x) {
+      OptimBf16x4 P[U], G[U];
+      float4 W[U], A[U], B[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t j = j0 + u * (int64_t)blockDim.x;
+        W[u] = A[u] = B[u] = float4{};
+        if (j < nv) {
+          P[u] = pv[j];
+          G[u] = gv[j];
+          if (!init)
+            W[u] = wv[j];
+          if (av)
+            A[u] = av[j];
+          if (bv)
+            B[u] = bv[j];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t j = j0 + u * (int64_t)blockDim.x;
+        if (j >= nv)
+          continue;
+        float *we = reinterpret_cast<float *>(&W[u]), *ae = reinterpret_cast<float *>(&A[u]),
+              *be = reinterpret_cast<float *>(&B[u]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float wi = init ? load_acc(P[u].e[e]) : we[e];
+          f(wi, load_acc(G[u].e[e]), ae[e], be[e]);
+          we[e] = wi;
+          P[u].e[e] = store_acc<bf16_t>(wi);
+        }
+        pv[j] = P[u];
+        wv[j] = W[u];
+        if (av)
+          av[j] = A[u];
+        if (bv)
+          bv[j] = B[u];
+      }
+    }
+    rest = begin + nv * 4;
+  }
+  for (int64_t i = rest + threadIdx.x; i < end; i += blockDim.x) {
     float wi = init ? load_acc(p[i]) : w[i];
     float ai = a ? a[i] : 0.0f, bi = b ? b[i] : 0.0f;
     f(wi, load_acc(g[i]), ai, bi);
