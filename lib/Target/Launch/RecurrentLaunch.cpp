@@ -422,7 +422,7 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
 } // namespace
 
 void attachRecurrentLaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::RecurrentScanOp, emitScan>(ctx);
+  attachLaunch<nnk::RecurrentScanOp, emitScan, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::RecurrentCellOp, emitCell>(ctx);
   attachLaunch<nnk::RecurrentCellGradOp, emitCellGrad>(ctx);
   attachLaunch<nnk::RecurrentForwardOp, emitStackForward>(ctx);

@@ -17,6 +17,15 @@
 // each length; h_n / c_n get the state after each row's last valid step.
 // Lengths are clamped to [0, T].
 //
+// bf16 (T = bf16_t, inference): xg, W_hh, b_hh, h0/c0 and the outputs y,
+// h_n, c_n are bf16 storage; the recurrent state (h, c, the products hg,
+// Cho's r*h) stays fp32 (acc_t<T>) in shared memory and registers for the
+// whole sequence, and W_hh stays bf16 in shared memory (half of f32's bytes),
+// widened when read. The arithmetic is the float instantiation's, in the
+// same order: a bf16 output is the float kernel's output on the widened
+// inputs, rounded once. The grid kernel exchanges the fp32 h through the
+// caller's scratch instead of reading it back from (rounded) y.
+//
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_RECURRENT_CUH
 #define NNCC_KERNELS_CUDA_RECURRENT_CUH
@@ -37,7 +46,8 @@ namespace cuda {
 
 /// Shared memory of one CTA of rnn_scan_kernel: the state of its `rows`
 /// batch rows (h, c for LSTM, the recurrent product hg, r*h for Cho's GRU)
-/// and, when `weights_in_smem`, W_hh^T [H, G*H].
+/// in acc_t<T> and, when `weights_in_smem`, W_hh^T [H, G*H] in T (bf16:
+/// fp32 state, bf16 weights).
 template <typename T, int Kind>
 __host__ __device__ inline size_t rnn_smem_bytes(int rows, int H,
                                                  bool weights_in_smem) {
@@ -46,9 +56,13 @@ __host__ __device__ inline size_t rnn_smem_bytes(int rows, int H,
              + (Kind == CellLstm ? (size_t)rows * H : 0) // c
              + (size_t)rows * G * H                 // hg
              + (Kind == CellGruCho ? (size_t)rows * H : 0); // r*h
-  if (weights_in_smem)
-    n += (size_t)G * H * H;
-  return n * sizeof(T);
+  return n * sizeof(acc_t<T>) + (weights_in_smem ? (size_t)G * H * H * sizeof(T) : 0);
+}
+
+/// b[i] in the arithmetic type, 0 without a bias (bias_at of RecurrentMath.h).
+template <typename T>
+__device__ __forceinline__ acc_t<T> rnn_bias_acc(const T *b, int i) {
+  return b ? load_acc(b[i]) : acc_t<T>(0);
 }
 
 /// wt[k * GH + o] = w[o * H + k]: W_hh [GH, H] -> W_hh^T [H, GH], so that
@@ -96,6 +110,9 @@ __device__ __forceinline__ int rnn_len(const L *lengths, int b, int Tn) {
 /// the previous h and c iff zoneout_keep_prev(zo_seed, zo_offset,
 /// lstm_zoneout_counter(sd, t, b, j, B, T, H), zo_p) (Philox.h, the CPU's
 /// mask bit for bit); the saved c slot and the checkpoints hold the kept c.
+/// bf16: the state (h, c, hg, r*h) in fp32 shared memory, W_hh^T in bf16,
+/// each unit's xg, hg and b_hh gathered widened into registers for the gate
+/// math (stride 1, as the grid kernel); outputs rounded once when stored.
 template <typename T, typename L, int Kind, bool WeightsInSmem>
 __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
                                 int64_t ld_out, int col_off, int rows,
@@ -107,13 +124,14 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
                                 int64_t saved_stride_bt, T *ckc, int every,
                                 float zo_p, uint64_t zo_seed,
                                 uint64_t zo_offset, int sd) {
+  typedef acc_t<T> S; // the state's and the arithmetic's type
   extern __shared__ unsigned char nncc_rnn_smem[];
   const int G = cell_gates(Kind), GH = G * H;
-  T *sh = reinterpret_cast<T *>(nncc_rnn_smem);
-  T *sc = sh + rows * H;
-  T *shg = sc + (Kind == CellLstm ? rows * H : 0);
-  T *srh = shg + rows * GH;
-  T *sw = srh + (Kind == CellGruCho ? rows * H : 0);
+  S *sh = reinterpret_cast<S *>(nncc_rnn_smem);
+  S *sc = sh + rows * H;
+  S *shg = sc + (Kind == CellLstm ? rows * H : 0);
+  S *srh = shg + rows * GH;
+  T *sw = reinterpret_cast<T *>(srh + (Kind == CellGruCho ? rows * H : 0));
   const T *W = WeightsInSmem ? sw : wt;
 
   const int b0 = blockIdx.x * rows;
@@ -128,9 +146,9 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
     maxLen = max(maxLen, rnn_len(lengths, b0 + r, Tn));
   for (int i = threadIdx.x; i < nr * H; i += blockDim.x) {
     const int b = b0 + i / H, j = i % H;
-    sh[i] = h0 ? h0[(int64_t)b * H + j] : T(0);
+    sh[i] = h0 ? load_acc(h0[(int64_t)b * H + j]) : S(0);
     if (Kind == CellLstm)
-      sc[i] = c0 ? c0[(int64_t)b * H + j] : T(0);
+      sc[i] = c0 ? load_acc(c0[(int64_t)b * H + j]) : S(0);
   }
   __syncthreads();
 
@@ -141,10 +159,10 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
       const int r = i / GHa, o = i % GHa;
       if (s >= rnn_len(lengths, b0 + r, Tn))
         continue;
-      const T *hr = sh + r * H;
-      T acc = T(0);
+      const S *hr = sh + r * H;
+      S acc = S(0);
       for (int k = 0; k < H; ++k)
-        acc += W[(int64_t)k * GH + o] * hr[k];
+        acc += load_acc(W[(int64_t)k * GH + o]) * hr[k];
       shg[r * GH + o] = acc;
     }
     __syncthreads();
@@ -156,43 +174,91 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
         continue;
       const int t = rnn_time_index(s, len, reverse != 0);
       const T *xr = xg + ((int64_t)b * Tn + t) * GH;
-      const T *hr = shg + r * GH;
+      const S *hr = shg + r * GH;
       T *sv = saved ? saved + ((int64_t)b * Tn + t) * saved_stride_bt : nullptr;
-      const T hp = sh[i];
-      if (Kind == CellGruCho) {
-        T rg, zg;
-        srh[i] = gru_cho_gates(xr, hr, bhh, H, j, hp, rg, zg);
-        // Each thread owns unit j of row r: park r, z in its own hg slots
-        // (they were read above by this thread only).
-        shg[r * GH + j] = rg;
-        shg[r * GH + H + j] = zg;
-        continue;
-      }
-      T hnew;
-      if (Kind == CellLstm) {
-        T cnew;
-        lstm_unit(xr, hr, bhh, H, j, sc[i], cnew, hnew, sv);
-        if (zo_p > 0.0f &&
-            zoneout_keep_prev(zo_seed, zo_offset,
-                              lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
-                              zo_p)) {
-          // Zoned-out unit: h and c stay; the saved c slot holds the kept
-          // c (the next step's c_prev, as on the CPU).
-          cnew = sc[i];
-          hnew = hp;
-          if (sv)
-            sv[4 * H + j] = cnew;
+      const S hp = sh[i];
+      if constexpr (is_bf16_v<T>) {
+        // The unit's gate values widened into registers, the gate math at
+        // gate stride 1 (the float kernel's sums: bias 0 without b_hh, as
+        // bias_at), the saved slots in registers.
+        constexpr int Gc = cell_gates(Kind), NS = cell_saved_slots(Kind);
+        const int Ga = Kind == CellGruCho ? 2 : Gc; // products formed so far
+        S xl[Gc], hl[Gc], bl[Gc], sl[NS];
+#pragma unroll
+        for (int g = 0; g < Gc; ++g) {
+          xl[g] = load_acc(xr[g * H + j]);
+          hl[g] = g < Ga ? hr[g * H + j] : S(0);
+          bl[g] = rnn_bias_acc(bhh, g * H + j);
         }
-        sc[i] = cnew;
-        if (ckc && s + 1 < len && (s + 1) % every == 0)
-          ckc[((int64_t)(s + 1) / every - 1) * B * H + (int64_t)b * H + j] = cnew;
-      } else if (Kind == CellGru) {
-        hnew = gru_unit(xr, hr, bhh, H, j, hp, sv);
-      } else {
-        hnew = rnn_unit(xr, hr, bhh, j, Kind == CellRnnRelu, sv, H);
+        if (Kind == CellGruCho) {
+          S rg, zg;
+          srh[i] = gru_cho_gates(xl, hl, bl, 1, 0, hp, rg, zg);
+          shg[r * GH + j] = rg; // own slots, read above by this thread only
+          shg[r * GH + H + j] = zg;
+          continue;
+        }
+        S hnew;
+        if (Kind == CellLstm) {
+          S cnew;
+          lstm_unit(xl, hl, bl, 1, 0, sc[i], cnew, hnew, sl);
+          if (zo_p > 0.0f &&
+              zoneout_keep_prev(zo_seed, zo_offset,
+                                lstm_zoneout_counter(sd, t, b, j, B, Tn, H), zo_p)) {
+            cnew = sc[i]; // zoned out: h and c stay, the saved c slot the kept c
+            hnew = hp;
+            sl[NS - 1] = cnew;
+          }
+          sc[i] = cnew;
+          if (ckc && s + 1 < len && (s + 1) % every == 0)
+            ckc[((int64_t)(s + 1) / every - 1) * B * H + (int64_t)b * H + j] =
+                store_acc<T>(cnew);
+        } else if (Kind == CellGru) {
+          hnew = gru_unit(xl, hl, bl, 1, 0, hp, sl);
+        } else {
+          hnew = rnn_unit(xl, hl, bl, 0, Kind == CellRnnRelu, sl, 1);
+        }
+        if (sv)
+#pragma unroll
+          for (int q = 0; q < NS; ++q)
+            sv[(int64_t)q * H + j] = store_acc<T>(sl[q]);
+        sh[i] = hnew;
+        out[((int64_t)b * Tn + t) * ld_out + col_off + j] = store_acc<T>(hnew);
+      } else { // float, double: in place at gate stride H
+        if (Kind == CellGruCho) {
+          T rg, zg;
+          srh[i] = gru_cho_gates(xr, hr, bhh, H, j, hp, rg, zg);
+          // Each thread owns unit j of row r: park r, z in its own hg slots
+          // (they were read above by this thread only).
+          shg[r * GH + j] = rg;
+          shg[r * GH + H + j] = zg;
+          continue;
+        }
+        T hnew;
+        if (Kind == CellLstm) {
+          T cnew;
+          lstm_unit(xr, hr, bhh, H, j, sc[i], cnew, hnew, sv);
+          if (zo_p > 0.0f &&
+              zoneout_keep_prev(zo_seed, zo_offset,
+                                lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
+                                zo_p)) {
+            // Zoned-out unit: h and c stay; the saved c slot holds the kept
+            // c (the next step's c_prev, as on the CPU).
+            cnew = sc[i];
+            hnew = hp;
+            if (sv)
+              sv[4 * H + j] = cnew;
+          }
+          sc[i] = cnew;
+          if (ckc && s + 1 < len && (s + 1) % every == 0)
+            ckc[((int64_t)(s + 1) / every - 1) * B * H + (int64_t)b * H + j] = cnew;
+        } else if (Kind == CellGru) {
+          hnew = gru_unit(xr, hr, bhh, H, j, hp, sv);
+        } else {
+          hnew = rnn_unit(xr, hr, bhh, j, Kind == CellRnnRelu, sv, H);
+        }
+        sh[i] = hnew;
+        out[((int64_t)b * Tn + t) * ld_out + col_off + j] = hnew;
       }
-      sh[i] = hnew;
-      out[((int64_t)b * Tn + t) * ld_out + col_off + j] = hnew;
     }
     if (Kind == CellGruCho) {
       __syncthreads();
@@ -201,10 +267,10 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
         const int r = i / H, o = i % H;
         if (s >= rnn_len(lengths, b0 + r, Tn))
           continue;
-        const T *rh = srh + r * H;
-        T acc = T(0);
+        const S *rh = srh + r * H;
+        S acc = S(0);
         for (int k = 0; k < H; ++k)
-          acc += W[(int64_t)k * GH + 2 * H + o] * rh[k];
+          acc += load_acc(W[(int64_t)k * GH + 2 * H + o]) * rh[k];
         shg[r * GH + 2 * H + o] = acc;
       }
       __syncthreads();
@@ -216,10 +282,27 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
         const int t = rnn_time_index(s, len, reverse != 0);
         const T *xr = xg + ((int64_t)b * Tn + t) * GH;
         T *sv = saved ? saved + ((int64_t)b * Tn + t) * saved_stride_bt : nullptr;
-        T hnew = gru_cho_update(xr, shg[r * GH + 2 * H + j], bhh, H, j, sh[i],
-                                shg[r * GH + j], shg[r * GH + H + j], sv);
-        sh[i] = hnew;
-        out[((int64_t)b * Tn + t) * ld_out + col_off + j] = hnew;
+        if constexpr (is_bf16_v<T>) {
+          S xl[3], bl[3], sl[3];
+#pragma unroll
+          for (int g = 0; g < 3; ++g) {
+            xl[g] = load_acc(xr[g * H + j]);
+            bl[g] = rnn_bias_acc(bhh, g * H + j);
+          }
+          const S hnew = gru_cho_update(xl, shg[r * GH + 2 * H + j], bl, 1, 0, sh[i],
+                                        shg[r * GH + j], shg[r * GH + H + j], sl);
+          if (sv)
+#pragma unroll
+            for (int q = 0; q < 3; ++q)
+              sv[(int64_t)q * H + j] = store_acc<T>(sl[q]);
+          sh[i] = hnew;
+          out[((int64_t)b * Tn + t) * ld_out + col_off + j] = store_acc<T>(hnew);
+        } else {
+          T hnew = gru_cho_update(xr, shg[r * GH + 2 * H + j], bhh, H, j, sh[i],
+                                  shg[r * GH + j], shg[r * GH + H + j], sv);
+          sh[i] = hnew;
+          out[((int64_t)b * Tn + t) * ld_out + col_off + j] = hnew;
+        }
       }
     }
     __syncthreads();
@@ -229,14 +312,14 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
     const int r = (int)(i / ((int64_t)Tn * H));
     const int t = (int)((i / H) % Tn), j = (int)(i % H), b = b0 + r;
     if (t >= rnn_len(lengths, b, Tn))
-      out[((int64_t)b * Tn + t) * ld_out + col_off + j] = T(0);
+      out[((int64_t)b * Tn + t) * ld_out + col_off + j] = T{};
   }
   for (int i = threadIdx.x; i < nr * H; i += blockDim.x) {
     const int64_t b = b0 + i / H, j = i % H;
     if (hn)
-      hn[b * H + j] = sh[i];
+      hn[b * H + j] = store_acc<T>(sh[i]);
     if (Kind == CellLstm && cn)
-      cn[b * H + j] = sc[i];
+      cn[b * H + j] = store_acc<T>(sc[i]);
   }
 }
 
@@ -294,6 +377,7 @@ template <typename T> struct RnnVec;
 template <> struct RnnVec<float> {
   typedef float4 type;
   static constexpr int n = 4;
+  static __device__ __forceinline__ const float4 &widen(const float4 &a) { return a; }
   static __device__ __forceinline__ float dot(const float4 &a, const float4 &b) {
     return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
   }
@@ -301,8 +385,27 @@ template <> struct RnnVec<float> {
 template <> struct RnnVec<double> {
   typedef double2 type;
   static constexpr int n = 2;
+  static __device__ __forceinline__ const double2 &widen(const double2 &a) { return a; }
   static __device__ __forceinline__ double dot(const double2 &a, const double2 &b) {
     return a.x * b.x + a.y * b.y;
+  }
+};
+/// bf16 weights: 8-byte vectors of 4 (two 32-bit words, little-endian: the
+/// first bf16 in the low half), widened to a float4 when loaded, then
+/// multiplied as float's (the float kernel's sums on the widened values).
+struct __align__(8) RnnBf16x4 {
+  uint32_t lo, hi;
+};
+template <> struct RnnVec<bf16_t> {
+  typedef RnnBf16x4 type;
+  static constexpr int n = 4;
+  static __device__ __forceinline__ float4 widen(const RnnBf16x4 &a) {
+    float4 f;
+    f.x = bf16_bits_float(a.lo << 16);
+    f.y = bf16_bits_float(a.lo & 0xffff0000u);
+    f.z = bf16_bits_float(a.hi << 16);
+    f.w = bf16_bits_float(a.hi & 0xffff0000u);
+    return f;
   }
 };
 
@@ -326,16 +429,26 @@ __host__ __device__ inline RnnGridShape rnn_grid_shape(int H, int us) {
   return s;
 }
 
-/// Dynamic shared memory of one CTA: the weight slice [rp, hp], the staged
-/// h (or r*h) [B, hp], the products and the step's xg [B, rp] each, the
-/// units' h and (LSTM) c [B, us], the clamped lengths [B] (int).
+/// Dynamic shared memory of one CTA: the weight slice [rp, hp] and the
+/// step's xg [B, rp] in T; the staged h (or r*h) [B, hp], the products
+/// [B, rp] and the units' h and (LSTM) c [B, us] in acc_t<T> (bf16: fp32
+/// state, bf16 weights and xg); the clamped lengths [B] (int).
 template <typename T, int Kind>
 __host__ __device__ inline size_t rnn_grid_smem_bytes(int B, int H, int us) {
   const RnnGridShape s = rnn_grid_shape<T, Kind>(H, us);
-  return ((size_t)s.rp * s.hp + (size_t)B * s.hp + 2 * (size_t)B * s.rp +
-          (size_t)B * us * (Kind == CellLstm ? 2 : 1)) *
-             sizeof(T) +
+  return ((size_t)s.rp * s.hp + (size_t)B * s.rp) * sizeof(T) +
+         ((size_t)B * s.hp + (size_t)B * s.rp + (size_t)B * us * (Kind == CellLstm ? 2 : 1)) *
+             sizeof(acc_t<T>) +
          (size_t)B * sizeof(int);
+}
+
+/// Bytes of the grid kernel's exchange buffer in the caller's scratch
+/// (acc_t<T>): Cho's r*h [B, H], after, for bf16, the fp32 h of the
+/// previous and the current step [2, B, H] (y holds h rounded).
+template <typename T, int Kind>
+__host__ __device__ inline size_t rnn_grid_exchange_bytes(int B, int H) {
+  const size_t n = (Kind == CellGruCho ? 1 : 0) + (is_bf16_v<T> ? 2 : 0);
+  return n * (size_t)B * H * sizeof(acc_t<T>);
 }
 
 /// prod[b*rp + r] = W_slice[r, :] . hs[b, :] for rows r in [lo, hi), all B
@@ -343,11 +456,15 @@ __host__ __device__ inline size_t rnn_grid_smem_bytes(int B, int H, int us) {
 /// held in registers; lanes stride over the vectors of a row (consecutive
 /// lanes, consecutive 16 bytes: conflict-free), then a butterfly reduction.
 /// Rows past hi inside an item exist (rp padding) and are not stored.
-template <typename T>
-__device__ __forceinline__ void rnn_grid_product(const T *sw, const T *hs, T *prod, int B,
+/// The weights in T, hs and prod in S = acc_t<T> (bf16: 8-byte vectors of 4
+/// weights, widened to float4 when loaded; 16 bytes per lane otherwise).
+template <typename T, typename S>
+__device__ __forceinline__ void rnn_grid_product(const T *sw, const S *hs, S *prod, int B,
                                                  int hp, int rp, int lo, int hi) {
-  typedef RnnVec<T> Vec;
-  typedef typename Vec::type V;
+  typedef RnnVec<S> Vec;
+  typedef typename RnnVec<T>::type V;
+  typedef typename Vec::type HV;
+  static_assert(RnnVec<T>::n == Vec::n, "as many weights as states per vector");
   constexpr int RO = kRnnGridRows, RB = kRnnGridBatch;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   const int groups = (hi - lo + RO - 1) / RO, chunks = (B + RB - 1) / RB;
@@ -356,22 +473,22 @@ __device__ __forceinline__ void rnn_grid_product(const T *sw, const T *hs, T *pr
     const int r0 = lo + (item % groups) * RO, b0 = (item / groups) * RB;
     const int nb = min(RB, B - b0);
     const V *w = reinterpret_cast<const V *>(sw + (int64_t)r0 * hp);
-    const V *h = reinterpret_cast<const V *>(hs + (int64_t)b0 * hp);
-    T acc[RO][RB];
+    const HV *h = reinterpret_cast<const HV *>(hs + (int64_t)b0 * hp);
+    S acc[RO][RB];
 #pragma unroll
     for (int o = 0; o < RO; ++o)
 #pragma unroll
       for (int b = 0; b < RB; ++b)
-        acc[o][b] = T(0);
+        acc[o][b] = S(0);
     for (int q = lane; q < nv; q += 32) {
-      V wv[RO];
+      HV wv[RO];
 #pragma unroll
       for (int o = 0; o < RO; ++o)
-        wv[o] = w[o * nv + q];
+        wv[o] = RnnVec<T>::widen(w[o * nv + q]);
 #pragma unroll
       for (int b = 0; b < RB; ++b) {
         if (b < nb) {
-          const V hv = h[b * nv + q];
+          const HV hv = h[b * nv + q];
 #pragma unroll
           for (int o = 0; o < RO; ++o)
             acc[o][b] += Vec::dot(wv[o], hv);
@@ -382,7 +499,7 @@ __device__ __forceinline__ void rnn_grid_product(const T *sw, const T *hs, T *pr
     for (int o = 0; o < RO; ++o)
 #pragma unroll
       for (int b = 0; b < RB; ++b) {
-        T v = acc[o][b];
+        S v = acc[o][b];
 #pragma unroll
         for (int m = 16; m > 0; m >>= 1)
           v += __shfl_xor_sync(0xffffffffu, v, m);
@@ -404,7 +521,7 @@ __device__ __forceinline__ void rnn_grid_gather(int n, Ok ok, Ld ld, St st) {
     for (int q = 0; q < K; ++q) {
       const int i = i0 + q * blockDim.x;
       a[q] = i < n && ok(i);
-      v[q] = a[q] ? ld(i) : T(0);
+      v[q] = a[q] ? ld(i) : T{};
     }
 #pragma unroll
     for (int q = 0; q < K; ++q)
@@ -483,6 +600,10 @@ __device__ __forceinline__ bool rnn_aligned16(const void *p) {
 /// more at the first step (h0 may alias y or h_n).
 /// Values written by other CTAs in this launch (y, rh_x) are read through
 /// L2 (__ldcg), never through the non-coherent path.
+/// bf16: rh_x (fp32, rnn_grid_exchange_bytes) holds h_s at
+/// rh_x + (s & 1) * B * H, which the next step stages instead of the
+/// rounded y (h0 widened into the slot of step -1 before a first grid.sync,
+/// which also covers h0 aliasing y or h_n), and Cho's r*h after both.
 template <typename T, typename L, int Kind>
 __global__ void __launch_bounds__(kRnnGridThreads)
     rnn_grid_kernel(int B, int Tn, int H, int reverse, int64_t ld_out, int col_off, int us,
@@ -490,7 +611,9 @@ __global__ void __launch_bounds__(kRnnGridThreads)
                     const T *__restrict__ whh, const T *__restrict__ bhh, const T *h0,
                     const T *c0, T *out, T *hn, T *cn, T *saved, int64_t saved_stride_bt,
                     T *ckc, int every, float zo_p, uint64_t zo_seed, uint64_t zo_offset, int sd,
-                    T *rh_x) {
+                    acc_t<T> *rh_x) {
+  typedef acc_t<T> S; // the state's and the arithmetic's type
+  constexpr bool BF = is_bf16_v<T>;
   namespace cg = cooperative_groups;
   extern __shared__ __align__(16) unsigned char nncc_rnn_grid_smem[];
   cg::grid_group grid = cg::this_grid();
@@ -498,13 +621,16 @@ __global__ void __launch_bounds__(kRnnGridThreads)
   const int GH = G * H;
   const RnnGridShape sh = rnn_grid_shape<T, Kind>(H, us);
   const int hp = sh.hp, rp = sh.rp;
-  T *sw = reinterpret_cast<T *>(nncc_rnn_grid_smem); // [rp, hp] weight slice
-  T *shs = sw + (int64_t)rp * hp;                     // [B, hp] staged h or r*h
-  T *shg = shs + (int64_t)B * hp;                     // [B, rp] products
-  T *sxg = shg + (int64_t)B * rp;                     // [B, rp] this step's xg
-  T *sho = sxg + (int64_t)B * rp;                     // [B, us] own units' h
-  T *sc = sho + (int64_t)B * us;                      // [B, us] own units' c (LSTM)
+  T *sw = reinterpret_cast<T *>(nncc_rnn_grid_smem);        // [rp, hp] weight slice
+  S *shs = reinterpret_cast<S *>(sw + (int64_t)rp * hp);     // [B, hp] staged h or r*h
+  S *shg = shs + (int64_t)B * hp;                            // [B, rp] products
+  T *sxg = reinterpret_cast<T *>(shg + (int64_t)B * rp);     // [B, rp] this step's xg
+  S *sho = reinterpret_cast<S *>(sxg + (int64_t)B * rp);     // [B, us] own units' h
+  S *sc = sho + (int64_t)B * us;                             // [B, us] own units' c (LSTM)
   int *slen = reinterpret_cast<int *>(sc + (Kind == CellLstm ? (int64_t)B * us : 0)); // [B]
+  // bf16: the fp32 h of step s at hx + (s & 1) * B * H; Cho's r*h.
+  S *const hx = rh_x;
+  S *const rh = rh_x + (BF ? 2 * (int64_t)B * H : 0);
 
   const int nc = gridDim.x, c = blockIdx.x;
   const int j0 = (int)((int64_t)c * H / nc), u = (int)((int64_t)(c + 1) * H / nc) - j0;
@@ -512,13 +638,23 @@ __global__ void __launch_bounds__(kRnnGridThreads)
   // The weight slice, zero rows past u and zero columns past H.
   for (int64_t i = threadIdx.x; i < (int64_t)rp * hp; i += blockDim.x) {
     const int r = (int)(i / hp), k = (int)(i % hp), g = r / us, jj = r % us;
-    sw[i] = g < G && jj < u && k < H ? whh[((int64_t)g * H + j0 + jj) * H + k] : T(0);
+    sw[i] = g < G && jj < u && k < H ? whh[((int64_t)g * H + j0 + jj) * H + k] : T{};
   }
   for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
     const int b = i / u, j = j0 + i % u;
-    sho[b * us + i % u] = h0 ? h0[(int64_t)b * H + j] : T(0);
+    sho[b * us + i % u] = h0 ? load_acc(h0[(int64_t)b * H + j]) : S(0);
     if (Kind == CellLstm)
-      sc[b * us + i % u] = c0 ? c0[(int64_t)b * H + j] : T(0);
+      sc[b * us + i % u] = c0 ? load_acc(c0[(int64_t)b * H + j]) : S(0);
+  }
+  if constexpr (BF) {
+    // h0 of the own units, widened, where step 0 stages h_{-1} from; then
+    // every CTA has read all it reads of h0 (it may alias y or h_n).
+    if (h0)
+      for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
+        const int b = i / u, j = j0 + i % u;
+        hx[(int64_t)B * H + (int64_t)b * H + j] = load_acc(h0[(int64_t)b * H + j]);
+      }
+    grid.sync();
   }
   for (int b = threadIdx.x; b < B; b += blockDim.x)
     slen[b] = rnn_len(lengths, b, Tn);
@@ -530,23 +666,28 @@ __global__ void __launch_bounds__(kRnnGridThreads)
   constexpr int Ga = Kind == CellGruCho ? 2 : G; // gates of the first product
   // Whether the staged rows (h0's, y's, Cho's r*h) can move in vectors.
   constexpr int V = RnnVec<T>::n;
-  const bool vec_h0 = H % V == 0 && (!h0 || rnn_aligned16(h0));
+  const bool vec_hx = BF && H % V == 0 && rnn_aligned16(hx) && rnn_aligned16(hx + (int64_t)B * H);
+  const bool vec_h0 = BF ? vec_hx : H % V == 0 && (!h0 || rnn_aligned16(h0));
   const bool vec_out =
-      H % V == 0 && ld_out % V == 0 && col_off % V == 0 && rnn_aligned16(out);
-  const bool vec_rh = H % V == 0 && rh_x && rnn_aligned16(rh_x);
+      BF ? vec_hx : H % V == 0 && ld_out % V == 0 && col_off % V == 0 && rnn_aligned16(out);
+  const bool vec_rh = H % V == 0 && rh && rnn_aligned16(rh);
   for (int s = 0; s < maxLen; ++s) {
     // h_{s-1} of the active rows (from y, where its owners wrote it the
     // step before; h0 or zeros at s = 0), row by row in vectors, and this
     // step's xg of the own units while those loads are in flight.
     rnn_grid_stage_rows<8>(
         B, H, hp, s == 0 ? vec_h0 : vec_out,
-        [&](int b) -> const T * {
+        [&](int b) -> const S * {
           if (s >= slen[b])
             return nullptr;
-          if (s == 0)
-            return h0 ? h0 + (int64_t)b * H : nullptr;
-          const int tp = rnn_time_index(s - 1, slen[b], reverse != 0);
-          return out + ((int64_t)b * Tn + tp) * ld_out + col_off;
+          if constexpr (BF) {
+            return s == 0 && !h0 ? nullptr : hx + (int64_t)((s + 1) & 1) * B * H + (int64_t)b * H;
+          } else {
+            if (s == 0)
+              return h0 ? h0 + (int64_t)b * H : nullptr;
+            const int tp = rnn_time_index(s - 1, slen[b], reverse != 0);
+            return out + ((int64_t)b * Tn + tp) * ld_out + col_off;
+          }
         },
         shs,
         [&] {
@@ -563,8 +704,8 @@ __global__ void __launch_bounds__(kRnnGridThreads)
               });
         });
     // h0 may be y's or h_n's own buffer (a cell step in place): every CTA
-    // has read all of it before any writes there.
-    if (s == 0)
+    // has read all of it before any writes there (bf16: before the loop).
+    if (!BF && s == 0)
       grid.sync();
     __syncthreads();
     rnn_grid_product(sw, shs, shg, B, hp, rp, 0, Ga * us);
@@ -579,25 +720,25 @@ __global__ void __launch_bounds__(kRnnGridThreads)
         continue;
       const int t = rnn_time_index(s, len, reverse != 0);
       T *sv = saved ? saved + ((int64_t)b * Tn + t) * saved_stride_bt : nullptr;
-      T xl[G], hl[G], bl[G], sl[NS];
+      S xl[G], hl[G], bl[G], sl[NS];
 #pragma unroll
       for (int g = 0; g < G; ++g) {
-        xl[g] = sxg[b * rp + g * us + jj];
-        hl[g] = g < Ga ? shg[b * rp + g * us + jj] : T(0);
-        bl[g] = bias_at(bhh, g * H + j);
+        xl[g] = load_acc(sxg[b * rp + g * us + jj]);
+        hl[g] = g < Ga ? shg[b * rp + g * us + jj] : S(0);
+        bl[g] = rnn_bias_acc(bhh, g * H + j);
       }
-      const T hprev = sho[b * us + jj];
+      const S hprev = sho[b * us + jj];
       if (Kind == CellGruCho) {
-        T rg, zg;
-        rh_x[(int64_t)b * H + j] = gru_cho_gates(xl, hl, bl, 1, 0, hprev, rg, zg);
+        S rg, zg;
+        rh[(int64_t)b * H + j] = gru_cho_gates(xl, hl, bl, 1, 0, hprev, rg, zg);
         shg[b * rp + jj] = rg; // own slots, read above by this thread only
         shg[b * rp + us + jj] = zg;
         continue;
       }
-      T hnew;
+      S hnew;
       if (Kind == CellLstm) {
-        const T cprev = sc[b * us + jj];
-        T cnew;
+        const S cprev = sc[b * us + jj];
+        S cnew;
         lstm_unit(xl, hl, bl, 1, 0, cprev, cnew, hnew, sl);
         if (zo_p > 0.0f &&
             zoneout_keep_prev(zo_seed, zo_offset, lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
@@ -608,7 +749,7 @@ __global__ void __launch_bounds__(kRnnGridThreads)
         }
         sc[b * us + jj] = cnew;
         if (ckc && s + 1 < len && (s + 1) % every == 0)
-          ckc[((int64_t)(s + 1) / every - 1) * B * H + (int64_t)b * H + j] = cnew;
+          ckc[((int64_t)(s + 1) / every - 1) * B * H + (int64_t)b * H + j] = store_acc<T>(cnew);
       } else if (Kind == CellGru) {
         hnew = gru_unit(xl, hl, bl, 1, 0, hprev, sl);
       } else {
@@ -617,15 +758,17 @@ __global__ void __launch_bounds__(kRnnGridThreads)
       if (sv)
 #pragma unroll
         for (int q = 0; q < NS; ++q)
-          sv[(int64_t)q * H + j] = sl[q];
+          sv[(int64_t)q * H + j] = store_acc<T>(sl[q]);
       sho[b * us + jj] = hnew;
-      out[((int64_t)b * Tn + t) * ld_out + col_off + j] = hnew;
+      out[((int64_t)b * Tn + t) * ld_out + col_off + j] = store_acc<T>(hnew);
+      if constexpr (BF)
+        hx[(int64_t)(s & 1) * B * H + (int64_t)b * H + j] = hnew;
     }
     if (Kind == CellGruCho) {
       grid.sync(); // every unit's r*h is in rh_x
       rnn_grid_stage_rows<8>(
           B, H, hp, vec_rh,
-          [&](int b) -> const T * { return s < slen[b] ? rh_x + (int64_t)b * H : nullptr; },
+          [&](int b) -> const S * { return s < slen[b] ? rh + (int64_t)b * H : nullptr; },
           shs, [] {});
       __syncthreads();
       rnn_grid_product(sw, shs, shg, B, hp, rp, 2 * us, 3 * us);
@@ -637,20 +780,22 @@ __global__ void __launch_bounds__(kRnnGridThreads)
           continue;
         const int t = rnn_time_index(s, len, reverse != 0);
         T *sv = saved ? saved + ((int64_t)b * Tn + t) * saved_stride_bt : nullptr;
-        T xl[3], bl[3], sl[NS];
+        S xl[3], bl[3], sl[NS];
 #pragma unroll
         for (int g = 0; g < 3; ++g) {
-          xl[g] = sxg[b * rp + g * us + jj];
-          bl[g] = bias_at(bhh, g * H + j);
+          xl[g] = load_acc(sxg[b * rp + g * us + jj]);
+          bl[g] = rnn_bias_acc(bhh, g * H + j);
         }
-        const T hnew = gru_cho_update(xl, shg[b * rp + 2 * us + jj], bl, 1, 0, sho[b * us + jj],
+        const S hnew = gru_cho_update(xl, shg[b * rp + 2 * us + jj], bl, 1, 0, sho[b * us + jj],
                                       shg[b * rp + jj], shg[b * rp + us + jj], sl);
         if (sv)
 #pragma unroll
           for (int q = 0; q < NS; ++q)
-            sv[(int64_t)q * H + j] = sl[q];
+            sv[(int64_t)q * H + j] = store_acc<T>(sl[q]);
         sho[b * us + jj] = hnew;
-        out[((int64_t)b * Tn + t) * ld_out + col_off + j] = hnew;
+        out[((int64_t)b * Tn + t) * ld_out + col_off + j] = store_acc<T>(hnew);
+        if constexpr (BF)
+          hx[(int64_t)(s & 1) * B * H + (int64_t)b * H + j] = hnew;
       }
     }
     // Step s + 1 reads every unit's h_s from y (after the last step nothing
@@ -663,14 +808,14 @@ __global__ void __launch_bounds__(kRnnGridThreads)
   for (int64_t i = threadIdx.x; i < (int64_t)B * Tn * u; i += blockDim.x) {
     const int b = (int)(i / ((int64_t)Tn * u)), t = (int)((i / u) % Tn), j = j0 + (int)(i % u);
     if (t >= slen[b])
-      out[((int64_t)b * Tn + t) * ld_out + col_off + j] = T(0);
+      out[((int64_t)b * Tn + t) * ld_out + col_off + j] = T{};
   }
   for (int i = threadIdx.x; i < B * u; i += blockDim.x) {
     const int64_t b = i / u, jj = i % u;
     if (hn)
-      hn[b * H + j0 + jj] = sho[b * us + jj];
+      hn[b * H + j0 + jj] = store_acc<T>(sho[b * us + jj]);
     if (Kind == CellLstm && cn)
-      cn[b * H + j0 + jj] = sc[b * us + jj];
+      cn[b * H + j0 + jj] = store_acc<T>(sc[b * us + jj]);
   }
 }
 
@@ -720,20 +865,23 @@ inline cudaError_t rnn_grid_fit(K k, int H, int &nc, int &us, size_t &smem, Byte
 /// min(H, SMs) CTAs of kRnnGridThreads threads, us = ceil(H / nc) units
 /// each, `smem` bytes of dynamic shared memory (the attribute is set). It
 /// can run when the device supports cooperative launches, the slices fit
-/// shared memory with all CTAs co-resident, and (Cho's GRU) r*h [B, H] fits
-/// the caller's [G*H, H] scratch. Otherwise: cudaErrorNotSupported (no
+/// shared memory with all CTAs co-resident, and the exchange buffer
+/// (rnn_grid_exchange_bytes: Cho's r*h [B, H]; bf16 also the fp32 h
+/// [2, B, H], so B <= G*H/4, Cho's B <= H/2) fits the caller's [G*H, H]
+/// scratch of T. Otherwise: cudaErrorNotSupported (no
 /// cooperative launch, or the exchange buffer does not fit) or
 /// cudaErrorCooperativeLaunchTooLarge (the slices do not fit on chip).
 template <typename T, typename L, int Kind>
 inline cudaError_t rnn_grid_config(int B, int H, int &nc, int &us, size_t &smem) {
-  if (Kind == CellGruCho && (int64_t)B > 3 * (int64_t)H)
+  if (rnn_grid_exchange_bytes<T, Kind>(B, H) > (size_t)cell_gates(Kind) * H * H * sizeof(T))
     return cudaErrorNotSupported;
   return rnn_grid_fit(rnn_grid_kernel<T, L, Kind>, H, nc, us, smem,
                       [&](int u) { return rnn_grid_smem_bytes<T, Kind>(B, H, u); });
 }
 
 /// The cooperative launch of rnn_grid_kernel in the shape of
-/// rnn_grid_config (which must have succeeded). `scratch` holds Cho's r*h.
+/// rnn_grid_config (which must have succeeded). `scratch` holds the
+/// exchange buffer (Cho's r*h; bf16's fp32 h).
 template <typename T, typename L, int Kind>
 inline cudaError_t launch_rnn_grid(int nc, int us, size_t smem, int B, int Tn, int H,
                                    int reverse, int64_t ld_out, int col_off, const L *lengths,
@@ -742,7 +890,8 @@ inline cudaError_t launch_rnn_grid(int nc, int us, size_t smem, int B, int Tn, i
                                    int64_t saved_stride_bt, T *ckc, int every, T *scratch,
                                    cudaStream_t stream, float zo_p, uint64_t seed,
                                    uint64_t offset, int sd) {
-  T *rh = Kind == CellGruCho ? scratch : nullptr;
+  acc_t<T> *rh =
+      Kind == CellGruCho || is_bf16_v<T> ? reinterpret_cast<acc_t<T> *>(scratch) : nullptr;
   void *args[] = {&B,   &Tn,    &H,    &reverse, &ld_out, &col_off, &us,
                   &lengths, &xg, &whh,  &bhh,     &h0,     &c0,      &out,
                   &hn,  &cn,    &saved, &saved_stride_bt, &ckc, &every, &zo_p,
