@@ -382,13 +382,16 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
   std::string text, kernelsBefore = generatedKernels;
   int kernelsCount = numKernels, ltPlansCount = numLtPlans;
   size_t checksBefore = indexChecks.size();
-  std::string why;
+  std::string why, whyMessage;
+  std::optional<Location> whyLoc;
   LogicalResult ok = success();
   {
     ScopedDiagnosticHandler capture(module.getContext(), [&](Diagnostic &d) {
       if (why.empty() && d.getSeverity() == DiagnosticSeverity::Error) {
         std::string loc = locString(d.getLocation());
         why = (loc.empty() ? "" : loc + ": ") + d.str();
+        whyLoc = d.getLocation();
+        whyMessage = d.str();
       }
       return success();
     });
@@ -397,6 +400,11 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
     auto [fwd, bwd] = trainHalves();
     ok = success(succeeded(emitSequence(t, "forward_train_cuda", train, fwd)) &&
                  succeeded(emitSequence(t, "backward_cuda", train, bwd)));
+  }
+  // bf16 has no CPU path to train on instead: the reason is the error.
+  if (failed(ok) && isBf16() && whyLoc) {
+    mlir::emitError(*whyLoc) << whyMessage;
+    return failure();
   }
   f << "// CUDA training: forward_train and backward (the CPU pair's split), the\n"
        "// global gradient norm and the optimizer update over every parameter.\n";
