@@ -11,6 +11,11 @@
 // Philox counters, AttentionMath.h) and the log-sum-exp the backward
 // (AttentionBackward.cuh) reads. fp32 and the BF16 forward ran on an H100
 // (docs/cuda.md, "First run on an H100 (2026-11-26)"); fp64 and TF32 have not.
+// bf16 training forwards (a bf16 lse, as generated code passes it:
+// attn_bf16_exact_v) run attention_tile_fwd_kernel<bf16_t>, the fp32 SIMT
+// kernel on rows widened when staged: exactly the f32 out and lse for the
+// widened inputs, rounded once (head sizes up to 128; emulation-tested,
+// not yet run on a GPU).
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_ATTENTION_CUH
@@ -352,6 +357,42 @@ __device__ __forceinline__ void attn_stage_rows(T *dst, const T *src, int64_t ld
         x.e[u] = __uint_as_float(attn_to_tf32(x.e[u]));
     }
     *reinterpret_cast<AttnVec<T> *>(dst + rr * LD + d0) = x;
+  }
+}
+
+/// attn_stage_rows of rows stored as S into a shared tile of T: S = T is
+/// attn_stage_rows itself; bf16 rows are widened to fp32 (T = float, no
+/// TF32) and times `mul` in fp32 (the product the fp32 rows would get),
+/// 16-byte loads when `vec` (aligned rows, dh a multiple of 8).
+template <typename T, int DH, int R, int LD, int NT, bool Tf32 = false, typename S = T,
+          typename RowOf>
+__device__ __forceinline__ void attn_stage_rows_from(T *dst, const S *src, int64_t ld_in, int dh,
+                                                     bool vec, T mul, RowOf rowOf) {
+  if constexpr (std::is_same_v<S, T>) {
+    attn_stage_rows<T, DH, R, LD, NT, Tf32>(dst, src, ld_in, dh, vec, mul, rowOf);
+  } else {
+    static_assert(is_bf16_v<S> && std::is_same_v<T, acc_t<S>> && !Tf32, "bf16 to fp32");
+    constexpr int VW = 16 / (int)sizeof(S), CPR = DH / VW, TW = 16 / (int)sizeof(T);
+    for (int e = threadIdx.x; e < R * CPR; e += NT) {
+      const int rr = e / CPR, d0 = (e % CPR) * VW;
+      const int row = rowOf(rr);
+      AttnVec<S> x;
+      if (row >= 0 && vec && d0 < dh) {
+        x = attn_ld16(src + (int64_t)row * ld_in + d0);
+      } else {
+#pragma unroll
+        for (int u = 0; u < VW; ++u)
+          x.e[u] = row >= 0 && d0 + u < dh ? src[(int64_t)row * ld_in + d0 + u] : S{};
+      }
+#pragma unroll
+      for (int w = 0; w < VW / TW; ++w) {
+        AttnVec<T> y;
+#pragma unroll
+        for (int u = 0; u < TW; ++u)
+          y.e[u] = load_acc(x.e[w * TW + u]) * mul;
+        *reinterpret_cast<AttnVec<T> *>(dst + rr * LD + d0 + w * TW) = y;
+      }
+    }
   }
 }
 
@@ -754,7 +795,8 @@ template <typename T> __device__ __forceinline__ T attn_row_lanes_sum(T x) {
 /// The end of the tile forwards: each row's sum over its 8 lanes, the
 /// output row out = acc / l (0 for an empty row) at outRow(m) (null: not
 /// stored; the thread's columns VW c + 8 VW g + e, those below dh unless
-/// Exact) and, from lane c = 0, lseOut(m, m_row + log l, or neg_big).
+/// Exact; stored as the pointer's element type, store_acc: bf16 rounded
+/// once) and, from lane c = 0, lseOut(m, m_row + log l, or neg_big).
 template <typename T, int TM, int NA, int VW, bool Exact, typename OutRow, typename LseOut>
 __device__ __forceinline__ void attn_tile_finish_rows(const T (&mrow)[TM], const T (&lrow)[TM],
                                                       const T (&acc)[TM][NA], int c, int dh,
@@ -763,12 +805,13 @@ __device__ __forceinline__ void attn_tile_finish_rows(const T (&mrow)[TM], const
 #pragma unroll
   for (int m = 0; m < TM; ++m) {
     const T l = attn_row_lanes_sum(lrow[m]);
-    T *orow = outRow(m);
+    auto *orow = outRow(m);
     if (!orow)
       continue;
+    using O = std::remove_pointer_t<decltype(orow)>;
     const T inv = l > T(0) ? T(1) / l : T(0);
-    attn_mt_row_cols<TG, VW, Exact>(c, dh,
-                                    [&](int x, int col) { orow[col] = acc[m][x] * inv; });
+    attn_mt_row_cols<TG, VW, Exact>(
+        c, dh, [&](int x, int col) { orow[col] = store_acc<O>(acc[m][x] * inv); });
     if (c == 0)
       lseOut(m, l > T(0) ? mrow[m] + nlog(l) : neg_big<T>());
   }
@@ -776,25 +819,31 @@ __device__ __forceinline__ void attn_tile_finish_rows(const T (&mrow)[TM], const
 
 /// The tiled forward (see above). grid: dense (ceil(T/64), H, B); band
 /// (min(dilation, T) * ceil(ceil(T/dilation)/64), H, B). Dynamic shared memory
-/// AttnTile<T, DH>::smem_bytes. Exact: dh == DH, else dh_rt < DH (padded).
-/// `vec`: q, k, v rows allow aligned 16-byte loads. Dropout multiplies the
-/// weights after the softmax statistics (counter ((b H + h) T + i) T + j),
-/// as the CPU does; `lse` (optional) [B, H, T].
+/// AttnTile<acc_t<T>, DH>::smem_bytes. Exact: dh == DH, else dh_rt < DH
+/// (padded). `vec`: q, k, v rows allow aligned 16-byte loads. Dropout
+/// multiplies the weights after the softmax statistics (counter
+/// ((b H + h) T + i) T + j), as the CPU does; `lse` (optional) [B, H, T].
+/// T = bf16_t: q, k, v widened to fp32 when staged, the f32 kernel's
+/// arithmetic (A = float, never TF32), out and lse rounded once: the f32
+/// instantiation's values for the widened inputs (the bf16 training
+/// forwards; inference runs attention_tile_bf16_kernel).
 template <typename T, int DH, int Mode, bool Exact>
 __global__ void __launch_bounds__(128)
     attention_tile_fwd_kernel(int Tn, const T *__restrict__ q, const T *__restrict__ k,
                               const T *__restrict__ v, int64_t ld_in, T *out, int64_t ld_out,
-                              const uint8_t *kpm, int causal, T scale, T *lse, int dh_rt,
+                              const uint8_t *kpm, int causal, acc_t<T> scale, T *lse, int dh_rt,
                               int vec, int window, int dilation, const uint8_t *is_global,
-                              const int32_t *globals, int n_global, AttentionDropout<T> drop) {
-  using C = AttnTile<T, DH>;
+                              const int32_t *globals, int n_global,
+                              AttentionDropout<acc_t<T>> drop) {
+  using A = acc_t<T>;
+  using C = AttnTile<A, DH>;
   constexpr int BQ = C::BQ, BK = C::BK, NT = C::NT, VW = C::VW;
   constexpr int TM = C::TM, TN = C::TN, TG = C::TG, LDQ = C::LDQ, LDP = C::LDP;
   extern __shared__ __align__(16) unsigned char nncc_attn_tile_smem[];
-  T *Qs = reinterpret_cast<T *>(nncc_attn_tile_smem); // [BQ][LDQ]
-  T *Ks = Qs + BQ * LDQ;                                // [BK][LDQ]
-  T *Vs = Ks + BK * LDQ;                                // [BK][DH]
-  T *Ps = Vs + BK * DH;                                 // [BQ][LDP]
+  A *Qs = reinterpret_cast<A *>(nncc_attn_tile_smem); // [BQ][LDQ]
+  A *Ks = Qs + BQ * LDQ;                                // [BK][LDQ]
+  A *Vs = Ks + BK * LDQ;                                // [BK][DH]
+  A *Ps = Vs + BK * DH;                                 // [BQ][LDP]
   int *kadm = reinterpret_cast<int *>(Ps + BQ * LDP);   // [BK] key or -1
 
   const int dh = Exact ? DH : dh_rt;
@@ -807,26 +856,29 @@ __global__ void __launch_bounds__(128)
     return;
 
   const int64_t headOff = (int64_t)b * Tn * ld_in + (int64_t)h * dh;
-  attn_stage_rows<T, DH, BQ, LDQ, NT>(Qs, q + headOff, ld_in, dh, vec != 0, scale,
-                                      [&](int t) { return t < S.nq ? S.row(t) : -1; });
+  attn_stage_rows_from<A, DH, BQ, LDQ, NT, false, T>(
+      Qs, q + headOff, ld_in, dh, vec != 0, scale,
+      [&](int t) { return t < S.nq ? S.row(t) : -1; });
 
   int qi[TM];
-  T mrow[TM], lrow[TM], acc[TM][TG * VW];
+  A mrow[TM], lrow[TM], acc[TM][TG * VW];
 #pragma unroll
   for (int m = 0; m < TM; ++m) {
     qi[m] = S.row(warp * 16 + r + 4 * m);
-    mrow[m] = neg_big<T>();
-    lrow[m] = T(0);
+    mrow[m] = neg_big<A>();
+    lrow[m] = A(0);
 #pragma unroll
     for (int x = 0; x < TG * VW; ++x)
-      acc[m][x] = T(0);
+      acc[m][x] = A(0);
   }
 
   for (int tile = 0; tile < S.nTiles; ++tile) {
     const bool gTile = S.globalTile(tile);
     auto rowOf = [&](int jj) { return S.col(tile, jj); };
-    attn_stage_rows<T, DH, BK, LDQ, NT>(Ks, k + headOff, ld_in, dh, vec != 0, T(1), rowOf);
-    attn_stage_rows<T, DH, BK, DH, NT>(Vs, v + headOff, ld_in, dh, vec != 0, T(1), rowOf);
+    attn_stage_rows_from<A, DH, BK, LDQ, NT, false, T>(Ks, k + headOff, ld_in, dh, vec != 0,
+                                                       A(1), rowOf);
+    attn_stage_rows_from<A, DH, BK, DH, NT, false, T>(Vs, v + headOff, ld_in, dh, vec != 0,
+                                                      A(1), rowOf);
     for (int jj = threadIdx.x; jj < BK; jj += NT) {
       const int j = S.col(tile, jj);
       kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
@@ -834,26 +886,26 @@ __global__ void __launch_bounds__(128)
     __syncthreads();
 
     // S = (scale Q) K^T on the micro-tile.
-    T s[TM][TN];
-    attn_mt_scores<T, DH, TM, TN, LDQ, LDQ, Exact>(s, Qs + (warp * 16 + r) * LDQ, Ks + c * LDQ,
+    A s[TM][TN];
+    attn_mt_scores<A, DH, TM, TN, LDQ, LDQ, Exact>(s, Qs + (warp * 16 + r) * LDQ, Ks + c * LDQ,
                                                   dh);
 
     // Masks, online softmax, weights into the warp's own rows of Ps.
-    attn_tile_softmax_step<T, TM, TN, TG * VW, LDP>(
+    attn_tile_softmax_step<A, TM, TN, TG * VW, LDP>(
         s, mrow, lrow, acc, Ps + (warp * 16 + r) * LDP + c,
         [&](int m, int n) { return S.admits(qi[m], kadm[c + 8 * n], gTile); });
     __syncwarp(); // Ps rows are private to their warp
     if (drop.on()) {
-      attn_tile_dropout<T, Mode, BQ, BK, LDP>(Ps, kadm, S, tile, b, h, H, Tn, drop);
+      attn_tile_dropout<A, Mode, BQ, BK, LDP>(Ps, kadm, S, tile, b, h, H, Tn, drop);
       __syncwarp();
     }
 
     // O += P V on the micro-tile.
-    attn_mt_accum<T, TM, TG, BK, LDP, DH>(acc, Ps + (warp * 16 + r) * LDP, Vs + c * VW);
+    attn_mt_accum<A, TM, TG, BK, LDP, DH>(acc, Ps + (warp * 16 + r) * LDP, Vs + c * VW);
     __syncthreads(); // before the next tile overwrites Ks, Vs, kadm
   }
 
-  attn_tile_finish_rows<T, TM, TG * VW, VW, Exact>(
+  attn_tile_finish_rows<A, TM, TG * VW, VW, Exact>(
       mrow, lrow, acc, c, dh,
       [&](int m) -> T * {
         const int t = warp * 16 + r + 4 * m, i = qi[m];
@@ -861,9 +913,9 @@ __global__ void __launch_bounds__(128)
           return nullptr;
         return out + ((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh;
       },
-      [&](int m, T value) {
+      [&](int m, A value) {
         if (lse)
-          lse[((int64_t)b * H + h) * Tn + qi[m]] = value;
+          lse[((int64_t)b * H + h) * Tn + qi[m]] = store_acc<T>(value);
       });
 }
 
@@ -1316,13 +1368,13 @@ __global__ void __launch_bounds__(128)
 /// states are merged once at the end. Exact / dh_rt as
 /// attention_tile_fwd_kernel (DH = 32, 64, 128). S: the element type of q,
 /// k, v and out (bf16_t with T = float: widened when read, rounded when
-/// stored).
+/// stored); LseT: lse's (T, or bf16_t: rounded when stored).
 constexpr int kAttnGlobalWarps = 8;
-template <typename T, int DH, bool Exact, typename S = T>
+template <typename T, int DH, bool Exact, typename S = T, typename LseT = T>
 __global__ void __launch_bounds__(32 * kAttnGlobalWarps)
     attention_global_rows_kernel(int Tn, const S *__restrict__ q, const S *__restrict__ k,
                                  const S *__restrict__ v, int64_t ld_in, S *out, int64_t ld_out,
-                                 const uint8_t *kpm, int causal, T scale, T *lse, int dh_rt,
+                                 const uint8_t *kpm, int causal, T scale, LseT *lse, int dh_rt,
                                  const int32_t *globals, AttentionDropout<T> drop) {
   constexpr int NW = kAttnGlobalWarps, E = DH / 32, U = 4;
   static_assert(DH % 32 == 0, "whole dims per lane");
@@ -1415,7 +1467,7 @@ __global__ void __launch_bounds__(32 * kAttnGlobalWarps)
     out[((int64_t)b * Tn + i) * ld_out + (int64_t)h * dh + d] = store_acc<S>(a * inv);
   }
   if (lse && threadIdx.x == 0)
-    lse[((int64_t)b * H + h) * Tn + i] = L > T(0) ? M + nlog(L) : neg_big<T>();
+    lse[((int64_t)b * H + h) * Tn + i] = store_acc<LseT>(L > T(0) ? M + nlog(L) : neg_big<T>());
 }
 
 /// Whether q, k, v rows of a head allow aligned 16-byte loads.
@@ -1426,20 +1478,49 @@ inline bool attn_vec_loads(const T *q, const T *k, const T *v, int64_t ld_in, in
   return al(q) && al(k) && al(v) && ld_in % VW == 0 && dh % VW == 0;
 }
 
+/// While one of these lives on a host thread, attention_tf32_allowed() is
+/// false there: the bf16 backwards (AttentionBackward.cuh) run the fp32
+/// launchers on widened copies inside one, so that the forward they
+/// recompute is the fp32 SIMT one the bf16 training forward runs.
+struct AttentionNoTf32Scope {
+  AttentionNoTf32Scope() { ++depth(); }
+  ~AttentionNoTf32Scope() { --depth(); }
+  AttentionNoTf32Scope(const AttentionNoTf32Scope &) = delete;
+  AttentionNoTf32Scope &operator=(const AttentionNoTf32Scope &) = delete;
+  static int &depth() {
+    static thread_local int d = 0;
+    return d;
+  }
+};
+
 /// Whether the user allows TF32 tensor cores (NNCC_CUDA_ALLOW_TF32 set and
-/// not "0", read at each launch; off by default, as PyTorch's allow_tf32).
+/// not "0", read at each launch; off by default, as PyTorch's allow_tf32),
+/// outside an AttentionNoTf32Scope.
 inline bool attention_tf32_allowed() {
+  if (AttentionNoTf32Scope::depth() > 0)
+    return false;
   const char *e = getenv("NNCC_CUDA_ALLOW_TF32");
   return e && *e && strcmp(e, "0") != 0;
 }
 
-/// Launch the tile kernel <T, DH, Mode, Exact> on `grid`: the BF16 one for
-/// bf16_t, the TF32 one for fp32 when attention_tf32_allowed(), else
-/// attention_tile_fwd_kernel.
-template <typename T, int DH, int Mode, bool Exact>
+/// Whether a forward over storage T keeping its log-sum-exp as L runs the
+/// exact bf16 path: bf16 q, k, v, out and a bf16 lse (the bf16 training
+/// forwards of generated code, where every float tensor is real_t). Their
+/// values are the fp32 forward's for the widened inputs, rounded once:
+/// attention_tile_fwd_kernel<bf16_t> (fp32 SIMT, never TF32), the global
+/// rows in fp32. bf16 with an fp32 (or no) lse runs the BF16 tensor-core
+/// kernel: faster, but its weights are rounded to bf16 before P.V.
+template <typename T, typename L>
+inline constexpr bool attn_bf16_exact_v = is_bf16_v<T> && is_bf16_v<L>;
+
+/// Launch the tile kernel <T, DH, Mode, Exact> on `grid`: for bf16_t the
+/// BF16 one, or attention_tile_fwd_kernel<bf16_t> with a bf16 lse
+/// (attn_bf16_exact_v); the TF32 one for fp32 when attention_tf32_allowed(),
+/// else attention_tile_fwd_kernel. L: lse's element type (acc_t<T>, or T).
+template <typename T, int DH, int Mode, bool Exact, typename L>
 inline cudaError_t attn_tile_launch(dim3 grid, int Tn, const T *q, const T *k, const T *v,
                                     int64_t ld_in, T *out, int64_t ld_out, const uint8_t *kpm,
-                                    int causal, acc_t<T> scale, acc_t<T> *lse, int dh, int window,
+                                    int causal, acc_t<T> scale, L *lse, int dh, int window,
                                     int dilation, const DilatedGlobals &g,
                                     const AttentionDropout<acc_t<T>> &drop, cudaStream_t stream) {
   const int vec = attn_vec_loads(q, k, v, ld_in, dh) ? 1 : 0;
@@ -1453,7 +1534,11 @@ inline cudaError_t attn_tile_launch(dim3 grid, int Tn, const T *q, const T *k, c
     return cudaGetLastError();
   };
   static_assert(AttnTile<acc_t<T>, DH>::NT == 128 && AttnTileBf16<DH>::NT == 128, "128-thread CTAs");
-  if constexpr (is_bf16_v<T>) {
+  static_assert(std::is_same_v<L, acc_t<T>> || std::is_same_v<L, T>, "lse in acc_t<T> or T");
+  if constexpr (attn_bf16_exact_v<T, L>) {
+    return launch(attention_tile_fwd_kernel<T, DH, Mode, Exact>,
+                  AttnTile<acc_t<T>, DH>::smem_bytes);
+  } else if constexpr (is_bf16_v<T>) {
     return launch(attention_tile_bf16_kernel<DH, Mode, Exact>, AttnTileBf16<DH>::smem_bytes);
   } else {
     if constexpr (std::is_same_v<T, float>)
@@ -1490,11 +1575,12 @@ template <int DHS, typename Run> inline cudaError_t attn_tile_dispatch(int dh, R
 
 /// The tile kernel for head size dh <= 128 (DHS as flash_attention_forward;
 /// dh 32/64/128 exact, others padded to the next of them) and, for band
-/// mode with global tokens, the global-query rows.
-template <typename T, int DHS, int Mode>
+/// mode with global tokens, the global-query rows. L: lse's element type
+/// (attn_tile_launch).
+template <typename T, int DHS, int Mode, typename L>
 inline cudaError_t attn_tile_forward(int dh, dim3 grid, int Tn, const T *q, const T *k,
                                      const T *v, int64_t ld_in, T *out, int64_t ld_out,
-                                     const uint8_t *kpm, int causal, acc_t<T> scale, acc_t<T> *lse,
+                                     const uint8_t *kpm, int causal, acc_t<T> scale, L *lse,
                                      int window, int dilation, const DilatedGlobals &g,
                                      const AttentionDropout<acc_t<T>> &drop, cudaStream_t stream) {
   auto run = [&](auto dhTag, auto exactTag) -> cudaError_t {
@@ -1506,7 +1592,7 @@ inline cudaError_t attn_tile_forward(int dh, dim3 grid, int Tn, const T *q, cons
     if constexpr (Mode == kAttnTileBand) {
       if (e != cudaSuccess || g.n == 0)
         return e;
-      attention_global_rows_kernel<acc_t<T>, DH, Exact, T>
+      attention_global_rows_kernel<acc_t<T>, DH, Exact, T, L>
           <<<dim3(g.n, grid.y, grid.z), 32 * kAttnGlobalWarps, 0, stream>>>(
           Tn, q, k, v, ld_in, out, ld_out, kpm, causal, scale, lse, dh, g.list, drop);
       return cudaGetLastError();
@@ -1552,12 +1638,13 @@ inline cudaError_t launch_flash_attention(int B, int Tn, int H, const T *q,
 /// inference): DHS = 32/64/128 builds only that kernel (dh must match);
 /// DHS = 0 dispatches at run time: the tile kernel (exact for dh = 32, 64,
 /// 128, zero-padded to the next of them below 128), the one-query-per-thread
-/// kernel for 128 < dh <= kMaxHeadDim.
-template <typename T, int DHS = 0>
+/// kernel for 128 < dh <= kMaxHeadDim (not bf16). L: lse's element type
+/// (acc_t<T>, or bf16_t for bf16: attn_bf16_exact_v).
+template <typename T, int DHS = 0, typename L = acc_t<T>>
 inline cudaError_t flash_attention_forward(int dh, int B, int Tn, int H, const T *q,
                                            const T *k, const T *v, int64_t ld_in, T *out,
                                            int64_t ld_out, const uint8_t *kpm, int causal,
-                                           acc_t<T> scale, acc_t<T> *lse, const AttentionDropout<acc_t<T>> &drop,
+                                           acc_t<T> scale, L *lse, const AttentionDropout<acc_t<T>> &drop,
                                            cudaStream_t stream) {
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
@@ -1608,6 +1695,27 @@ inline cudaError_t launch_flash_attention_train(int dh, int B, int Tn, int H, co
   return flash_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm, causal,
                                          scale, lse,
                                          attention_dropout_of<acc_t<T>>(dropout, seed, offset), stream);
+}
+
+/// The bf16 training forward with a bf16 `lse` (what generated code passes:
+/// every float tensor is real_t): exactly the f32 training forward's out
+/// and lse for q, k, v widened to fp32, rounded once (attn_bf16_exact_v:
+/// rows widened when staged into the fp32 SIMT tile kernel, never TF32;
+/// the same dropout counters). Head sizes up to 128. (The bf16 call above,
+/// with an fp32 lse, runs the faster BF16 tensor-core kernel instead.)
+template <typename T, int DHS = 0, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_flash_attention_train(int dh, int B, int Tn, int H, const T *q,
+                                                const T *k, const T *v, int64_t ld_in, T *out,
+                                                int64_t ld_out, const uint8_t *kpm, int causal,
+                                                acc_t<T> scale, T *lse, double dropout,
+                                                uint64_t seed, uint64_t offset,
+                                                cudaStream_t stream = 0) {
+  if (!attention_dropout_valid(dropout))
+    return cudaErrorInvalidValue;
+  return flash_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm, causal,
+                                         scale, lse,
+                                         attention_dropout_of<acc_t<T>>(dropout, seed, offset),
+                                         stream);
 }
 
 /// is_global[t] = 1 for t in globals (sorted, unique, < T), else 0.
@@ -1673,13 +1781,14 @@ inline cudaError_t dilated_upload_globals(int Tn, const int32_t *host_globals,
 /// The dilated forward for head size dh (DHS as for flash_attention_forward)
 /// over uploaded global tables; `lse` may be NULL. dh <= 128: the band tile
 /// kernel plus, with global tokens, attention_global_rows_kernel; larger
-/// heads: the one-query-per-thread kernel.
-template <typename T, int DHS = 0>
+/// heads (not bf16): the one-query-per-thread kernel. L: lse's element type
+/// as flash_attention_forward.
+template <typename T, int DHS = 0, typename L = acc_t<T>>
 inline cudaError_t dilated_attention_forward(int dh, int B, int Tn, int H, const T *q,
                                              const T *k, const T *v, int64_t ld_in, T *out,
                                              int64_t ld_out, const uint8_t *kpm, int causal,
                                              acc_t<T> scale, int window, int dilation,
-                                             const DilatedGlobals &g, acc_t<T> *lse,
+                                             const DilatedGlobals &g, L *lse,
                                              const AttentionDropout<acc_t<T>> &drop,
                                              cudaStream_t stream) {
   if (B <= 0 || Tn <= 0)
@@ -1736,6 +1845,30 @@ inline cudaError_t launch_dilated_attention_train(
     int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in, T *out,
     int64_t ld_out, const uint8_t *kpm, int causal, acc_t<T> scale, int window, int dilation,
     const int32_t *host_globals, int n_host_globals, acc_t<T> *lse, double dropout, uint64_t seed,
+    uint64_t offset, void *scratch, cudaStream_t stream = 0) {
+  if (!attention_dropout_valid(dropout) || window < 1 || dilation < 1)
+    return cudaErrorInvalidValue;
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  DilatedGlobals g;
+  cudaError_t e = dilated_upload_globals(Tn, host_globals, n_host_globals, scratch, g, stream);
+  if (e != cudaSuccess)
+    return e;
+  return dilated_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm,
+                                           causal, scale, window, dilation, g, lse,
+                                           attention_dropout_of<acc_t<T>>(dropout, seed, offset),
+                                           stream);
+}
+
+/// The bf16 training forward of nnk.banded_attention with a bf16 `lse`:
+/// exactly the f32 one's out and lse for the widened q, k, v, rounded once
+/// (as the bf16 launch_flash_attention_train with a bf16 lse; the global
+/// rows by attention_global_rows_kernel in fp32). Head sizes up to 128.
+template <typename T, int DHS = 0, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_dilated_attention_train(
+    int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in, T *out,
+    int64_t ld_out, const uint8_t *kpm, int causal, acc_t<T> scale, int window, int dilation,
+    const int32_t *host_globals, int n_host_globals, T *lse, double dropout, uint64_t seed,
     uint64_t offset, void *scratch, cudaStream_t stream = 0) {
   if (!attention_dropout_valid(dropout) || window < 1 || dilation < 1)
     return cudaErrorInvalidValue;

@@ -72,9 +72,16 @@
 // dK/dV / dQ: 400 / 104 B dense, 564 / 276 B dilated; f64 dh 128: up to
 // 20 KB); they remain for other head sizes (dh 256 kernels: 2.2-31 KB).
 //
+// bf16 (T = bf16_t): the f32 launcher in recompute mode on fp32 copies of
+// the inputs in the workspace, outputs rounded once (below, "bf16: the
+// fp32 backward on widened copies"): bit for bit the f32 gradients of the
+// widened inputs, rounded; fp32 SIMT throughout, no bf16 tensor cores.
+//
 // Status: compiled with nvcc (sm_90, -Werror all-warnings) for fp32 and
 // fp64; fp32 ran on an H100 in the seed models' training steps (docs/cuda.md,
-// "First run on an H100 (2026-11-26)"), fp64 has not run on a GPU.
+// "First run on an H100 (2026-11-26)"), fp64 has not run on a GPU. bf16:
+// compiled with nvcc and tested under the host emulation
+// (cuda-emu-attention-train-bf16.test), not yet run on a GPU.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_ATTENTIONBACKWARD_CUH
@@ -107,6 +114,127 @@ struct AttnScratch {
     return p;
   }
 };
+
+//===----------------------------------------------------------------------===//
+// bf16: the fp32 backward on widened copies
+//
+// The bf16 launchers (T = bf16_t: bf16 q, k, v, dout, gradients and core,
+// fp32 scale and LSH rotations) widen q, k, v and dout into fp32 copies in
+// their workspace, run the f32 launcher on them in recompute mode (the
+// saved bf16 lse, 8 significant bits, is too coarse for exp(s - lse): the
+// saved output and lse are never read) inside an AttentionNoTf32Scope (the
+// fp32 SIMT forward, as the bf16 training forward), then round dq, dk, dv
+// and the recomputed output (into `core` when given) once. So every bf16
+// output is exactly the f32 launcher's (recompute mode) for the widened
+// inputs, rounded. The *_workspace_bytes functions give this layout for
+// elem == sizeof(bf16_t), whatever `recompute` says: the f32 launcher's
+// recompute-mode scratch, then the fp32 copies (attention_bf16_backward_layout).
+//===----------------------------------------------------------------------===//
+
+/// Workspace of a bf16 backward: `f32` (f32_bytes: the f32 launcher's
+/// scratch), then fp32 [rows, E] copies (row stride E), 256-byte aligned
+/// each, of the nin inputs (q, k, v, dout; LSH: qk, v, dout) and the ngrad
+/// gradients (dq, dk, dv; LSH: dqk, dv), in that order.
+struct AttnBf16BackwardLayout {
+  char *f32 = nullptr;
+  char *in[4] = {nullptr, nullptr, nullptr, nullptr};
+  char *grad[3] = {nullptr, nullptr, nullptr};
+  int64_t bytes = 0;
+};
+inline AttnBf16BackwardLayout attention_bf16_backward_layout(char *base, int64_t rows, int64_t E,
+                                                             int64_t f32_bytes, int nin,
+                                                             int ngrad) {
+  AttnScratch a{base};
+  AttnBf16BackwardLayout l;
+  l.f32 = a.take(f32_bytes);
+  for (int i = 0; i < nin; ++i)
+    l.in[i] = a.take(rows * E * (int64_t)sizeof(float));
+  for (int i = 0; i < ngrad; ++i)
+    l.grad[i] = a.take(rows * E * (int64_t)sizeof(float));
+  l.bytes = a.used;
+  return l;
+}
+
+/// Up to four [rows, cols] row blocks to convert (blockIdx.y picks one),
+/// each with its own row strides.
+struct AttnRowBlocks {
+  const void *src[4];
+  void *dst[4];
+  int64_t ld_src[4], ld_dst[4];
+};
+
+/// dst[r, c] = src[r, c] as To (load_acc, then store_acc<To>: bf16 widened
+/// exactly, or fp32 rounded once to nearest even) for block blockIdx.y.
+template <typename From, typename To>
+__global__ void attn_convert_rows_kernel(int64_t rows, int cols, AttnRowBlocks blk) {
+  const int y = blockIdx.y;
+  const From *src = static_cast<const From *>(blk.src[y]);
+  To *dst = static_cast<To *>(blk.dst[y]);
+  const int64_t lds = blk.ld_src[y], ldd = blk.ld_dst[y], n = rows * cols;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = i / cols, c = i % cols;
+    dst[r * ldd + c] = store_acc<To>(load_acc(src[r * lds + c]));
+  }
+}
+
+/// The row blocks (src, ld_src, dst, ld_dst) whose src and dst are both
+/// given, converted From -> To in one launch.
+template <typename From, typename To, int N>
+inline cudaError_t attn_convert_rows(int64_t rows, int cols, const From *const (&src)[N],
+                                     const int64_t (&ld_src)[N], To *const (&dst)[N],
+                                     const int64_t (&ld_dst)[N], cudaStream_t stream) {
+  static_assert(N <= 4, "four blocks per launch");
+  AttnRowBlocks blk{};
+  int n = 0;
+  for (int i = 0; i < N; ++i)
+    if (src[i] && dst[i]) {
+      blk.src[n] = src[i];
+      blk.dst[n] = dst[i];
+      blk.ld_src[n] = ld_src[i];
+      blk.ld_dst[n] = ld_dst[i];
+      ++n;
+    }
+  if (n == 0 || rows <= 0 || cols <= 0)
+    return cudaSuccess;
+  attn_convert_rows_kernel<From, To>
+      <<<dim3(grid_for(rows * cols, 256), (unsigned)n), 256, 0, stream>>>(rows, cols, blk);
+  return cudaGetLastError();
+}
+
+/// A bf16 backward over the layout `l` (see above): widens q, k, v, dout
+/// (k null: LSH's shared qk, no dk) into l.in, runs run(in, grad) (the f32
+/// launcher in recompute mode on l.in / l.grad, row stride E, scratch l.f32)
+/// without TF32, then rounds l.grad into dq, dk, dv and, when `core` is
+/// given, the recomputed output out32 (row stride E) into it.
+template <typename Run>
+inline cudaError_t attn_bf16_backward(int64_t rows, int E, const bf16_t *q, const bf16_t *k,
+                                      const bf16_t *v, int64_t ld_in, const bf16_t *dout,
+                                      int64_t ld_dout, bf16_t *dq, bf16_t *dk, bf16_t *dv,
+                                      int64_t ld_grad, bf16_t *core, const float *out32,
+                                      const AttnBf16BackwardLayout &l, Run &&run,
+                                      cudaStream_t stream) {
+  auto f32 = [](char *p) { return reinterpret_cast<float *>(p); };
+  const bool hasK = k != nullptr;
+  float *q32 = f32(l.in[0]), *k32 = hasK ? f32(l.in[1]) : nullptr;
+  float *v32 = f32(l.in[hasK ? 2 : 1]), *dout32 = f32(l.in[hasK ? 3 : 2]);
+  float *dq32 = f32(l.grad[0]), *dk32 = hasK ? f32(l.grad[1]) : nullptr;
+  float *dv32 = f32(l.grad[hasK ? 2 : 1]);
+  cudaError_t e;
+  if ((e = attn_convert_rows<bf16_t, float, 4>(rows, E, {q, k, v, dout},
+                                               {ld_in, ld_in, ld_in, ld_dout},
+                                               {q32, k32, v32, dout32}, {E, E, E, E},
+                                               stream)) != cudaSuccess)
+    return e;
+  {
+    AttentionNoTf32Scope noTf32;
+    if ((e = run(q32, k32, v32, dout32, dq32, dk32, dv32)) != cudaSuccess)
+      return e;
+  }
+  return attn_convert_rows<float, bf16_t, 4>(rows, E, {dq32, dk32, dv32, out32}, {E, E, E, E},
+                                             {dq, dk, dv, core},
+                                             {ld_grad, ld_grad, ld_grad, ld_dout}, stream);
+}
 
 /// Runs f(std::integral_constant<int, DH>, std::bool_constant<Exact>) for
 /// head size dh: DHS = 32/64/128 builds only that kernel (dh must match);
@@ -906,10 +1034,16 @@ inline AttnBackwardLayout attention_backward_layout(char *base, int64_t B, int64
 }
 
 /// Device scratch (bytes) of launch_flash_attention_backward; `recompute`
-/// = no saved log-sum-exp is passed.
+/// = no saved log-sum-exp is passed. elem = sizeof(bf16_t): the bf16
+/// launcher's (attention_bf16_backward_layout; it always recomputes).
 inline int64_t flash_attention_backward_workspace_bytes(int64_t B, int64_t Tn, int64_t H,
                                                         int64_t dh, int64_t elem,
                                                         int recompute) {
+  if (elem == (int64_t)sizeof(bf16_t))
+    return attention_bf16_backward_layout(
+               nullptr, B * Tn, H * dh,
+               flash_attention_backward_workspace_bytes(B, Tn, H, dh, sizeof(float), 1), 4, 3)
+        .bytes;
   return attention_backward_layout(nullptr, B, Tn, H, dh, elem, recompute != 0, 0).bytes;
 }
 
@@ -948,12 +1082,13 @@ inline bool attention_backward_refs(const T *saved_out, const T *saved_lse, T *c
 /// them the forward runs again and `core` (optional, stride ld_dout)
 /// receives its output. scratch: flash_attention_backward_workspace_bytes(
 /// B, T, H, dh, sizeof(T), saved_lse == NULL). DHS as flash_attention_forward.
-template <typename T, int DHS = 0>
+/// f32 / f64 (bf16: the overload below).
+template <typename T, int DHS = 0, std::enable_if_t<!is_bf16_v<T>, int> = 0>
 inline cudaError_t launch_flash_attention_backward(
     int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
     const T *dout, int64_t ld_dout, T *dq, T *dk, T *dv, int64_t ld_grad, const uint8_t *kpm,
-    int causal, T scale, double dropout, uint64_t seed, uint64_t offset, const T *saved_out,
-    const T *saved_lse, T *core, char *scratch, cudaStream_t stream = 0) {
+    int causal, acc_t<T> scale, double dropout, uint64_t seed, uint64_t offset,
+    const T *saved_out, const T *saved_lse, T *core, char *scratch, cudaStream_t stream = 0) {
   if (!attention_dropout_valid(dropout) || dh <= 0 || dh > kMaxHeadDim)
     return cudaErrorInvalidValue;
   if (B <= 0 || Tn <= 0)
@@ -1001,6 +1136,43 @@ inline cudaError_t launch_flash_attention_backward(
       return cudaGetLastError();
     }
   });
+}
+
+/// The bf16 dense backward (see "bf16: the fp32 backward on widened
+/// copies"): launch_flash_attention_backward<float, DHS> in recompute mode
+/// on fp32 copies of q, k, v, dout, its dq, dk, dv and output rounded once;
+/// saved_out / saved_lse (both or neither) are not read, but as in f32 the
+/// recomputed output goes to `core` only without them. Operands otherwise
+/// as the f32 launcher. scratch: flash_attention_backward_workspace_bytes(
+/// B, T, H, dh, sizeof(bf16_t), any).
+template <typename T, int DHS = 0, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_flash_attention_backward(
+    int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
+    const T *dout, int64_t ld_dout, T *dq, T *dk, T *dv, int64_t ld_grad, const uint8_t *kpm,
+    int causal, acc_t<T> scale, double dropout, uint64_t seed, uint64_t offset,
+    const T *saved_out, const T *saved_lse, T *core, char *scratch, cudaStream_t stream = 0) {
+  if (!attention_dropout_valid(dropout) || dh <= 0 || dh > kMaxHeadDim ||
+      (DHS != 0 && dh != DHS) || (saved_lse && !saved_out))
+    return cudaErrorInvalidValue;
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  const int E = H * dh;
+  const int64_t rows = (int64_t)B * Tn;
+  const AttnBf16BackwardLayout l = attention_bf16_backward_layout(
+      scratch, rows, E, flash_attention_backward_workspace_bytes(B, Tn, H, dh, sizeof(float), 1),
+      4, 3);
+  const float *out32 = reinterpret_cast<const float *>(
+      attention_backward_layout(l.f32, B, Tn, H, dh, sizeof(float), true, 0).out);
+  return attn_bf16_backward(
+      rows, E, q, k, v, ld_in, dout, ld_dout, dq, dk, dv, ld_grad,
+      saved_lse ? nullptr : core, out32, l,
+      [&](const float *q32, const float *k32, const float *v32, const float *dout32, float *dq32,
+          float *dk32, float *dv32) {
+        return launch_flash_attention_backward<float, DHS>(
+            dh, B, Tn, H, q32, k32, v32, E, dout32, E, dq32, dk32, dv32, E, kpm, causal, scale,
+            dropout, seed, offset, nullptr, nullptr, nullptr, l.f32, stream);
+      },
+      stream);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1127,10 +1299,17 @@ __global__ void dilated_attention_bwd_dkdv_kernel(
 }
 
 /// Device scratch (bytes) of launch_dilated_attention_backward; n_global =
-/// the number of host global positions passed.
+/// the number of host global positions passed. elem = sizeof(bf16_t): the
+/// bf16 launcher's (attention_bf16_backward_layout; it always recomputes).
 inline int64_t dilated_attention_backward_workspace_bytes(int64_t B, int64_t Tn, int64_t H,
                                                           int64_t dh, int64_t n_global,
                                                           int64_t elem, int recompute) {
+  if (elem == (int64_t)sizeof(bf16_t))
+    return attention_bf16_backward_layout(nullptr, B * Tn, H * dh,
+                                          dilated_attention_backward_workspace_bytes(
+                                              B, Tn, H, dh, n_global, sizeof(float), 1),
+                                          4, 3)
+        .bytes;
   return attention_backward_layout(nullptr, B, Tn, H, dh, elem, recompute != 0,
                                    dilated_attention_scratch_bytes(Tn, n_global))
       .bytes;
@@ -1143,12 +1322,13 @@ inline int64_t dilated_attention_backward_workspace_bytes(int64_t B, int64_t Tn,
 /// tiles with the dilated mask (useDenseForDilated): the same keys and
 /// counters, so the key lists here give the same gradients up to rounding.
 /// scratch: dilated_attention_backward_workspace_bytes(B, T, H, dh,
-/// n_host_globals, sizeof(T), saved_lse == NULL).
-template <typename T, int DHS = 0>
+/// n_host_globals, sizeof(T), saved_lse == NULL). f32 / f64 (bf16: the
+/// overload below).
+template <typename T, int DHS = 0, std::enable_if_t<!is_bf16_v<T>, int> = 0>
 inline cudaError_t launch_dilated_attention_backward(
     int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
     const T *dout, int64_t ld_dout, T *dq, T *dk, T *dv, int64_t ld_grad, const uint8_t *kpm,
-    int causal, T scale, int window, int dilation, const int32_t *host_globals,
+    int causal, acc_t<T> scale, int window, int dilation, const int32_t *host_globals,
     int n_host_globals, double dropout, uint64_t seed, uint64_t offset, const T *saved_out,
     const T *saved_lse, T *core, char *scratch, cudaStream_t stream = 0) {
   if (!attention_dropout_valid(dropout) || dh <= 0 || dh > kMaxHeadDim || window < 1 ||
@@ -1202,6 +1382,47 @@ inline cudaError_t launch_dilated_attention_backward(
       return cudaGetLastError();
     }
   });
+}
+
+/// The bf16 dilated backward: launch_dilated_attention_backward<float, DHS>
+/// in recompute mode on fp32 copies, as the bf16
+/// launch_flash_attention_backward. scratch:
+/// dilated_attention_backward_workspace_bytes(B, T, H, dh, n_host_globals,
+/// sizeof(bf16_t), any).
+template <typename T, int DHS = 0, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_dilated_attention_backward(
+    int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
+    const T *dout, int64_t ld_dout, T *dq, T *dk, T *dv, int64_t ld_grad, const uint8_t *kpm,
+    int causal, acc_t<T> scale, int window, int dilation, const int32_t *host_globals,
+    int n_host_globals, double dropout, uint64_t seed, uint64_t offset, const T *saved_out,
+    const T *saved_lse, T *core, char *scratch, cudaStream_t stream = 0) {
+  if (!attention_dropout_valid(dropout) || dh <= 0 || dh > kMaxHeadDim ||
+      (DHS != 0 && dh != DHS) || window < 1 || dilation < 1 || n_host_globals < 0 ||
+      (saved_lse && !saved_out))
+    return cudaErrorInvalidValue;
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  const int E = H * dh;
+  const int64_t rows = (int64_t)B * Tn;
+  const AttnBf16BackwardLayout l = attention_bf16_backward_layout(
+      scratch, rows, E,
+      dilated_attention_backward_workspace_bytes(B, Tn, H, dh, n_host_globals, sizeof(float), 1),
+      4, 3);
+  const float *out32 = reinterpret_cast<const float *>(
+      attention_backward_layout(l.f32, B, Tn, H, dh, sizeof(float), true,
+                                dilated_attention_scratch_bytes(Tn, n_host_globals))
+          .out);
+  return attn_bf16_backward(
+      rows, E, q, k, v, ld_in, dout, ld_dout, dq, dk, dv, ld_grad,
+      saved_lse ? nullptr : core, out32, l,
+      [&](const float *q32, const float *k32, const float *v32, const float *dout32, float *dq32,
+          float *dk32, float *dv32) {
+        return launch_dilated_attention_backward<float, DHS>(
+            dh, B, Tn, H, q32, k32, v32, E, dout32, E, dq32, dk32, dv32, E, kpm, causal, scale,
+            window, dilation, host_globals, n_host_globals, dropout, seed, offset, nullptr,
+            nullptr, nullptr, l.f32, stream);
+      },
+      stream);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1695,10 +1916,18 @@ inline LshBackwardLayout lsh_attention_backward_layout(char *base, int64_t B, in
   return l;
 }
 
-/// Device scratch (bytes) of launch_lsh_attention_backward.
+/// Device scratch (bytes) of launch_lsh_attention_backward. elem =
+/// sizeof(bf16_t): the bf16 launcher's (attention_bf16_backward_layout: qk,
+/// v, dout, dqk, dv; it always recomputes).
 inline int64_t lsh_attention_backward_workspace_bytes(int64_t B, int64_t Tn, int64_t H,
                                                       int64_t dh, int64_t rounds,
                                                       int64_t elem, int recompute) {
+  if (elem == (int64_t)sizeof(bf16_t))
+    return attention_bf16_backward_layout(
+               nullptr, B * Tn, H * dh,
+               lsh_attention_backward_workspace_bytes(B, Tn, H, dh, rounds, sizeof(float), 1), 3,
+               2)
+        .bytes;
   return lsh_attention_backward_layout(nullptr, B, Tn, H, dh, rounds, elem, recompute != 0)
       .bytes;
 }
@@ -1711,11 +1940,12 @@ inline int64_t lsh_attention_backward_workspace_bytes(int64_t B, int64_t Tn, int
 /// saved_out / saved_lse / core, dropout as launch_flash_attention_backward
 /// (the saved lse is the combined one of launch_lsh_attention_train).
 /// scratch: lsh_attention_backward_workspace_bytes(B, T, H, dh, rounds,
-/// sizeof(T), saved_lse == NULL).
-template <typename T, int DHS = 0>
+/// sizeof(T), saved_lse == NULL). f32 / f64 (bf16: the overload below).
+template <typename T, int DHS = 0, std::enable_if_t<!is_bf16_v<T>, int> = 0>
 inline cudaError_t launch_lsh_attention_backward(
-    int dh, int B, int Tn, int H, int rounds, int nbuckets, int chunk, int causal, T scale,
-    int same_bucket, const T *qk, const T *v, int64_t ld_in, const T *rot, const T *dout,
+    int dh, int B, int Tn, int H, int rounds, int nbuckets, int chunk, int causal,
+    acc_t<T> scale, int same_bucket, const T *qk, const T *v, int64_t ld_in,
+    const acc_t<T> *rot, const T *dout,
     int64_t ld_dout, T *dqk, T *dv, int64_t ld_grad, const uint8_t *kpm, double dropout,
     uint64_t seed, uint64_t offset, const T *saved_out, const T *saved_lse, T *core,
     char *scratch, cudaStream_t stream = 0) {
@@ -1797,6 +2027,45 @@ inline cudaError_t launch_lsh_attention_backward(
   } else {
     return cudaErrorInvalidValue; // dh past the one head size built
   }
+}
+
+/// The bf16 LSH backward: launch_lsh_attention_backward<float, DHS> in
+/// recompute mode on fp32 copies of qk, v and dout (rot is fp32 already),
+/// its dqk, dv and output rounded once, as the bf16
+/// launch_flash_attention_backward. scratch:
+/// lsh_attention_backward_workspace_bytes(B, T, H, dh, rounds,
+/// sizeof(bf16_t), any).
+template <typename T, int DHS = 0, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_lsh_attention_backward(
+    int dh, int B, int Tn, int H, int rounds, int nbuckets, int chunk, int causal,
+    acc_t<T> scale, int same_bucket, const T *qk, const T *v, int64_t ld_in,
+    const acc_t<T> *rot, const T *dout, int64_t ld_dout, T *dqk, T *dv, int64_t ld_grad,
+    const uint8_t *kpm, double dropout, uint64_t seed, uint64_t offset, const T *saved_out,
+    const T *saved_lse, T *core, char *scratch, cudaStream_t stream = 0) {
+  if (!attention_dropout_valid(dropout) || dh <= 0 || dh > kMaxHeadDim ||
+      (DHS != 0 && dh != DHS) || rounds < 1 || rounds > kLshMaxRounds || nbuckets < 2 ||
+      nbuckets % 2 || chunk < 1 || (saved_lse && !saved_out))
+    return cudaErrorInvalidValue;
+  if (B <= 0 || Tn <= 0)
+    return cudaSuccess;
+  const int E = H * dh;
+  const int64_t rows = (int64_t)B * Tn;
+  const AttnBf16BackwardLayout l = attention_bf16_backward_layout(
+      scratch, rows, E,
+      lsh_attention_backward_workspace_bytes(B, Tn, H, dh, rounds, sizeof(float), 1), 3, 2);
+  const float *out32 = reinterpret_cast<const float *>(
+      lsh_attention_backward_layout(l.f32, B, Tn, H, dh, rounds, sizeof(float), true).out);
+  return attn_bf16_backward(
+      rows, E, qk, (const T *)nullptr, v, ld_in, dout, ld_dout, dqk, (T *)nullptr, dv, ld_grad,
+      saved_lse ? nullptr : core, out32, l,
+      [&](const float *qk32, const float *, const float *v32, const float *dout32,
+          float *dqk32, float *, float *dv32) {
+        return launch_lsh_attention_backward<float, DHS>(
+            dh, B, Tn, H, rounds, nbuckets, chunk, causal, scale, same_bucket, qk32, v32, E, rot,
+            dout32, E, dqk32, dv32, E, kpm, dropout, seed, offset, nullptr, nullptr, nullptr,
+            l.f32, stream);
+      },
+      stream);
 }
 
 } // namespace cuda

@@ -33,12 +33,14 @@
 // (reformer_lsh, electra_reformer: docs/cuda.md, "First run on an H100
 // (2026-11-26)"); fp64 and the TF32 paths have not run on a GPU.
 //
-// bf16 (inference only, launch_lsh_attention<bf16_t>): qk, v and out are
-// bf16, everything else fp32 (acc_t<T>): the rotations, the normalised keys,
-// the per-round o_r / lse_r in the scratch, all arithmetic. Rows are widened
-// when loaded (buckets: lsh_bucket_widened_kernel; chunks: the fp32 SIMT
-// tile kernel, never TF32), so the launch computes the f32 launch's buckets
-// and values for the widened inputs and rounds only the output. Not yet run
+// bf16 (launch_lsh_attention<bf16_t>, launch_lsh_attention_train<bf16_t>):
+// qk, v, out and the training lse are bf16, everything else fp32
+// (acc_t<T>): the rotations, the normalised keys, the per-round o_r / lse_r
+// in the scratch, all arithmetic. Rows are widened when loaded (buckets:
+// lsh_bucket_widened_kernel; chunks: the fp32 SIMT tile kernel, never
+// TF32), so the launch computes the f32 launch's buckets and values
+// (dropout included) for the widened inputs and rounds only the output and
+// lse. The backward (AttentionBackward.cuh) recomputes in fp32. Not yet run
 // on a GPU.
 //
 //===----------------------------------------------------------------------===//
@@ -405,39 +407,13 @@ template <typename S> struct LshChunkCta : LshTileCta {
   }
 };
 
-/// attn_stage_rows of rows stored as S into a shared tile of T: S = T is
-/// attn_stage_rows itself; bf16 rows are widened to fp32 (T = float, no
-/// TF32) and times `mul` in fp32, 16-byte loads when `vec`.
+/// attn_stage_rows_from (Attention.cuh): rows stored as S staged as T (bf16
+/// rows widened to fp32).
 template <typename T, int DH, int R, int LD, int NT, bool Tf32 = false, typename S = T,
           typename RowOf>
 __device__ __forceinline__ void lsh_stage_rows(T *dst, const S *src, int64_t ld_in, int dh,
                                                bool vec, T mul, RowOf rowOf) {
-  if constexpr (std::is_same_v<S, T>) {
-    attn_stage_rows<T, DH, R, LD, NT, Tf32>(dst, src, ld_in, dh, vec, mul, rowOf);
-  } else {
-    static_assert(is_bf16_v<S> && std::is_same_v<T, acc_t<S>> && !Tf32, "bf16 to fp32");
-    constexpr int VW = 16 / (int)sizeof(S), CPR = DH / VW, TW = 16 / (int)sizeof(T);
-    for (int e = threadIdx.x; e < R * CPR; e += NT) {
-      const int rr = e / CPR, d0 = (e % CPR) * VW;
-      const int row = rowOf(rr);
-      AttnVec<S> x;
-      if (row >= 0 && vec && d0 < dh) {
-        x = attn_ld16(src + (int64_t)row * ld_in + d0);
-      } else {
-#pragma unroll
-        for (int u = 0; u < VW; ++u)
-          x.e[u] = row >= 0 && d0 + u < dh ? src[(int64_t)row * ld_in + d0 + u] : S{};
-      }
-#pragma unroll
-      for (int w = 0; w < VW / TW; ++w) {
-        AttnVec<T> y;
-#pragma unroll
-        for (int u = 0; u < TW; ++u)
-          y.e[u] = load_acc(x.e[w * TW + u]) * mul;
-        *reinterpret_cast<AttnVec<T> *>(dst + rr * LD + d0 + w * TW) = y;
-      }
-    }
-  }
+  attn_stage_rows_from<T, DH, R, LD, NT, Tf32, S>(dst, src, ld_in, dh, vec, mul, rowOf);
 }
 
 /// Stages the LSH key tile of sorted positions [k0, min(k0 + BK, hi)): the
@@ -659,15 +635,16 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_tf32_kernel(
 /// another key attends to itself alone (lsh_self_only), if not padded: out
 /// = (mean of its rounds' dropout multipliers) v, lse = lsh_self_lse. `lse`
 /// (optional) [B, H, T]: the combined log-sum-exp (logsumexp_rounds), as
-/// the CPU forward writes it. v, qk and out in T, the rest in acc_t<T>.
-template <typename T>
+/// the CPU forward writes it. v, qk and out in T, the rest in acc_t<T>;
+/// L: lse's element type (acc_t<T>, or bf16_t: rounded once).
+template <typename T, typename L = acc_t<T>>
 __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
                                    const acc_t<T> *__restrict__ o_r,
                                    const acc_t<T> *__restrict__ lse_r,
                                    const T *__restrict__ v, int64_t ld_in,
                                    const uint8_t *kpm, T *out, int64_t ld_out,
                                    const T *__restrict__ qk, const acc_t<T> *__restrict__ kn,
-                                   acc_t<T> scale, acc_t<T> *lse,
+                                   acc_t<T> scale, L *lse,
                                    AttentionDropout<acc_t<T>> drop) {
   using A = acc_t<T>;
   // One warp per (b, t, h) row, lanes over the head's columns (coalesced
@@ -699,12 +676,12 @@ __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
       }
       s = warp_sum(s);
       if (lse && lane == 0)
-        lse[(b * H + h) * Tn + t] = lsh_self_lse(s * scale, rounds);
+        lse[(b * H + h) * Tn + t] = store_acc<L>(lsh_self_lse(s * scale, rounds));
       continue;
     }
     lse_round_weights(l, rounds, w);
     if (lse && lane == 0)
-      lse[(b * H + h) * Tn + t] = logsumexp_rounds(l, rounds);
+      lse[(b * H + h) * Tn + t] = store_acc<L>(logsumexp_rounds(l, rounds));
     for (int d = lane; d < dh; d += 32) {
       A s = A(0);
       for (int r = 0; r < rounds; ++r)
@@ -729,16 +706,18 @@ inline void lsh_launch_chunks(dim3 grid, cudaStream_t stream, int Tn, int H, int
 
 /// The five launches of LSH attention (see the top of this file) with
 /// dropout `drop` (off: inference) and the combined log-sum-exp into `lse`
-/// (may be NULL). Arguments as launch_lsh_attention.
-template <typename T, int DHS = 0>
+/// (may be NULL; L = acc_t<T>, or bf16_t for bf16: rounded once). Arguments
+/// as launch_lsh_attention.
+template <typename T, int DHS = 0, typename L = acc_t<T>>
 inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int rounds,
                                          int nbuckets, int chunk, int causal, acc_t<T> scale,
                                          int same_bucket, const T *qk, const T *v,
                                          int64_t ld_in, const acc_t<T> *rot, T *out,
-                                         int64_t ld_out, const uint8_t *kpm, acc_t<T> *lse,
+                                         int64_t ld_out, const uint8_t *kpm, L *lse,
                                          const AttentionDropout<acc_t<T>> &drop, void *scratch,
                                          cudaStream_t stream) {
   using A = acc_t<T>;
+  static_assert(std::is_same_v<L, A> || std::is_same_v<L, T>, "lse in acc_t<T> or T");
   if (dh <= 0 || dh > kMaxHeadDim || (DHS != 0 && dh != DHS) || rounds < 1 ||
       rounds > kLshMaxRounds || nbuckets < 2 || nbuckets % 2 || chunk < 1)
     return cudaErrorInvalidValue;
@@ -823,7 +802,7 @@ inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int round
   } else {
     return cudaErrorInvalidValue;
   }
-  lsh_combine_kernel<T><<<grid_for((int64_t)B * Tn * H * 32, 256), 256, 0, stream>>>(
+  lsh_combine_kernel<T, L><<<grid_for((int64_t)B * Tn * H * 32, 256), 256, 0, stream>>>(
       B, Tn, H, dh, rounds, o_r, lse_r, v, ld_in, kpm, out, ld_out, qk, kn, scale, lse, drop);
   return cudaGetLastError();
 }
@@ -852,22 +831,24 @@ inline cudaError_t launch_lsh_attention(int dh, int B, int Tn, int H, int rounds
 /// Training forward of nnk.lsh_attention: launch_lsh_attention plus
 /// attention dropout per hash round (rate, seed, step offset as
 /// launch_flash_attention_train) and the combined log-sum-exp [B, H, T]
-/// into `lse` (may be NULL). Same scratch. f32 / f64 only (bf16 is inference).
+/// into `lse` (may be NULL). Same scratch. T = bf16_t: bf16 qk, v, out and
+/// lse around the fp32 kernels, as the bf16 inference (see the top of the
+/// file), the same dropout counters: exactly the f32 training forward's out
+/// and lse for the widened inputs, rounded once.
 template <typename T, int DHS = 0>
 inline cudaError_t launch_lsh_attention_train(int dh, int B, int Tn, int H, int rounds,
-                                              int nbuckets, int chunk, int causal, T scale,
-                                              int same_bucket, const T *qk, const T *v,
-                                              int64_t ld_in, const T *rot, T *out,
-                                              int64_t ld_out, const uint8_t *kpm, T *lse,
+                                              int nbuckets, int chunk, int causal,
+                                              acc_t<T> scale, int same_bucket, const T *qk,
+                                              const T *v, int64_t ld_in, const acc_t<T> *rot,
+                                              T *out, int64_t ld_out, const uint8_t *kpm, T *lse,
                                               double dropout, uint64_t seed, uint64_t offset,
                                               void *scratch, cudaStream_t stream = 0) {
-  static_assert(!is_bf16_v<T>, "bf16 LSH attention is inference only");
   if (!attention_dropout_valid(dropout))
     return cudaErrorInvalidValue;
   return lsh_attention_forward<T, DHS>(dh, B, Tn, H, rounds, nbuckets, chunk, causal, scale,
                                        same_bucket, qk, v, ld_in, rot, out, ld_out, kpm, lse,
-                                       attention_dropout_of<T>(dropout, seed, offset), scratch,
-                                       stream);
+                                       attention_dropout_of<acc_t<T>>(dropout, seed, offset),
+                                       scratch, stream);
 }
 
 } // namespace cuda
