@@ -3,7 +3,8 @@
 library's weights file loads into it rounded to bf16 (its own save is BF16,
 bit for bit the rounding); float32 inputs are rounded on set_input, bf16
 outputs come back as float32 and agree with the f32 library on the CPU to
-bf16's error; the Python rounding matches nncc_f32_to_bf16 bit for bit.
+bf16's error; the Python rounding matches nncc_f32_to_bf16 bit for bit;
+nncc.compile builds a bf16 training library and refuses a bf16 CPU one.
 
     bf16_library.py F32_LIB BF16_LIB TOL LIBNNCC_RUNTIME TMPDIR
 """
@@ -70,19 +71,20 @@ def main(f32_path, bf16_path, tol, runtime, tmp):
     theirs = np.array([rt.nncc_f32_to_bf16(float(v)) for v in vals], dtype=np.uint16)
     same = np.array_equal(mine, theirs)
     print("rounding matches nncc_f32_to_bf16 over %d values: %s" % (len(vals), same))
-    # nncc.compile(precision=...): a bf16 library, and the compiler's refusal
-    # of a bf16 training build as a typed error.
+    # nncc.compile(precision=...): a bf16 training library, and the
+    # compiler's refusal of a bf16 CPU build as a typed error.
     model = os.path.join(os.path.dirname(__file__), "..", "..", "..", "models", "deep_mlp.nn")
-    lib = nncc.compile(model, target="cuda", grad=False, precision="bf16",
+    lib = nncc.compile(model, target="cuda", grad=True, precision="bf16",
                        output_dir=os.path.join(tmp, "py_bf16"))
-    print("nncc.compile(precision='bf16'):", sorted({s.dtype for s in lib.inputs}))
+    print("nncc.compile(precision='bf16', grad=True):", sorted({s.dtype for s in lib.inputs}),
+          "gradients:", lib.has_grad)
     try:
-        nncc.compile(model, target="cuda", grad=True, precision="bf16",
-                     output_dir=os.path.join(tmp, "py_bf16_grad"))
-        print("nncc.compile(precision='bf16', grad=True) did not fail")
+        nncc.compile(model, target="cpu", precision="bf16",
+                     output_dir=os.path.join(tmp, "py_bf16_cpu"))
+        print("nncc.compile(precision='bf16', target='cpu') did not fail")
         same = False
     except nncc.Error as e:
-        print("nncc.compile(precision='bf16', grad=True): %s" % str(e).splitlines()[0])
+        print("nncc.compile(precision='bf16', target='cpu'): %s" % str(e).splitlines()[0])
     print("PASS" if ok and same else "FAIL")
     return 0 if ok and same else 1
 

