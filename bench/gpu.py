@@ -14,7 +14,8 @@ with the equivalent mask, and FlexAttention with the band as a block mask
 where available), the LSTM / GRU training steps (forward, backward, Adam)
 at B32 T128 H256, and the seed's BERT-small training step (models/
 bert_small.nn, B64 T128, AdamW, dropout 0.1; against bench/memory_table.py's
-torch twin, each side with its own initial weights: time only). fp32, TF32 off on both sides (nncc's cuBLAS uses
+torch twin, each side with its own initial weights: time only; also in
+bf16: nncc's bf16 library against torch's bf16 autocast). fp32, TF32 off on both sides (nncc's cuBLAS uses
 TF32 only with NNCC_CUDA_ALLOW_TF32=1). nncc reads its inputs and writes
 its outputs in place in torch CUDA tensors (ABI 6 bind) on torch's current
 stream, so both sides are timed the same way: CUDA events around the call,
@@ -68,6 +69,10 @@ CASES = {
                                                    dtype="bfloat16")),
     "attn_dense_bf16": ("attn_dense.nn", "attn_dense", dict(B=1, T=4096, D=256, A=4, W=64,
                                                             DIL=2, dtype="bfloat16")),
+    # The seed's BERT-small training step in bf16 (fp32 master weights and
+    # Adam state) against torch's fp32 module under bf16 autocast.
+    "bert_train_bf16": ("models/bert_small.nn", "bert_train", dict(B=64, T=128,
+                                                                   dtype="bfloat16")),
     # The attention core alone (no projections; bench/kernels/attention_core.cu
     # over Attention.cuh) in fp32 and bf16 against SDPA / FlexAttention in the
     # same precision: q, k, v [B, T, heads, dh].
@@ -352,9 +357,13 @@ def run_bert_train(cd, case, reps, nncc_only):
     m.train()
     opt = torch.optim.AdamW(m.parameters(), lr=5e-4, weight_decay=0.01)
 
+    bf16 = s.get("dtype") == "bfloat16"
+
     def step():
         opt.zero_grad(set_to_none=True)
-        m(ins["tokens"], ins["segments"], ins["replaced"]).backward()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            loss = m(ins["tokens"], ins["segments"], ins["replaced"])
+        loss.backward()
         opt.step()
     return result_rows(case, timed, [("torch", cuda_time(step, reps), None)])
 

@@ -97,6 +97,24 @@ for m in ${BF16_MODELS:-bert_small reversible_dilated_bert reformer_lsh deep_mlp
   xz -T2 "$OUT/bf16/$m/lib$m.so"
 done
 
+# bf16 training on the GPU: each of BF16_TRAIN_MODELS as a bf16 CUDA
+# training library and an f32 CPU one, with inputs; run.sh compares one
+# step's loss and gradients and three train_step calls
+# (test/Target/Inputs/bf16_training.py, as test/Target/cuda-emu-bf16-train.test
+# does on the emulation).
+mkdir -p "$OUT/bf16train"
+for m in ${BF16_TRAIN_MODELS:-bert_small reversible_dilated_bert reformer_lsh deep_mlp}; do
+  dims="--dim B=2 --dim T=128"
+  [ "$m" = deep_mlp ] && dims="--dim N=16"
+  "$NNCC" compile "$ROOT/models/$m.nn" --grad --target cuda --precision bf16 \
+    -o "$OUT/bf16train/$m" >/dev/null
+  "$NNCC" compile "$ROOT/models/$m.nn" --grad --target cpu -o "$OUT/bf16train/$m.f32" >/dev/null
+  "$NNCC" run "$ROOT/models/$m.nn" --random-inputs $dims --seed 0 --inputs-only \
+    --save-inputs "$OUT/bf16train/$m.in.st" >/dev/null
+  find "$OUT/bf16train/$m" "$OUT/bf16train/$m.f32" -type f ! -name "lib$m.so" -delete
+  xz -T2 "$OUT/bf16train/$m/lib$m.so" "$OUT/bf16train/$m.f32/lib$m.so"
+done
+
 # The GPU benchmark against PyTorch (bench/gpu.py): libraries, weights, inputs.
 /usr/bin/python3 "$ROOT/bench/gpu.py" --prepare "$OUT/bench" >/dev/null
 find "$OUT/bench" -name '*.so' -exec xz -T2 {} \;
@@ -231,6 +249,19 @@ for lib in "$HERE"/bf16/*/lib*.so.xz; do
     --inputs "$HERE/bf16/$m.in.st" --seed 1 --expect "$HERE/bf16/$m.ref.st" --tol 3e-2 \
     --repeat 5 || fails=$((fails + 1))
   cat "$LOGS/$m.bf16.txt"
+done
+for d in "$HERE"/bf16train/*.f32; do
+  [ -d "$d" ] || continue
+  m=$(basename "$d" .f32)
+  mkdir -p "$WORK/bf16train/$m"
+  xz -dc "$HERE/bf16train/$m/lib$m.so.xz" > "$WORK/bf16train/lib$m.bf16.so"
+  xz -dc "$d/lib$m.so.xz" > "$WORK/bf16train/lib$m.f32.so"
+  echo "=== $m: --precision bf16 training on CUDA against the f32 CPU library"
+  run_logged "$m.bf16train.txt" 120 env PYTHONPATH="$HERE/../python:$HERE/../test/Target/Inputs" \
+    python3 "$HERE/../test/Target/Inputs/bf16_training.py" "$WORK/bf16train/lib$m.f32.so" \
+    "$WORK/bf16train/lib$m.bf16.so" "$HERE/bf16train/$m.in.st" 0.5 5e-2 2e-2 3 \
+    "$WORK/bf16train/$m" || fails=$((fails + 1))
+  cat "$LOGS/$m.bf16train.txt"
 done
 if [ "$(left)" -gt 120 ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   echo "=== bench/gpu.py: nncc against PyTorch on this GPU"
