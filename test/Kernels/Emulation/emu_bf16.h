@@ -99,6 +99,21 @@ struct Bf16UlpGroup : Tally {
     }
     return cmp(what, ref.data(), got.data(), ref.size());
   }
+  /// Bit equality (copies and gathers).
+  bool same(const std::string &what, const uint16_t *ref, const nncc::kernels::bf16_t *got,
+            size_t n) {
+    ++checks;
+    for (size_t i = 0; i < n; ++i)
+      if (ref[i] != got[i].bits) {
+        ++fails;
+        worst = std::max(worst, 1L << 20);
+        if (fails <= 10)
+          printf("FAIL %s: %s: bits %04x, expected %04x at [%zu]\n", name.c_str(),
+                 what.c_str(), got[i].bits, ref[i], i);
+        return false;
+      }
+    return true;
+  }
   ~Bf16UlpGroup() {
     report("worst " + std::to_string(worst) + " ulps, tol " + std::to_string(tol));
   }

@@ -17,6 +17,7 @@
 #include "nncc/Kernels/CUDA/Elementwise.cuh"
 #include "nncc/Kernels/CUDA/LayerNorm.cuh"
 
+#include "emu_bf16.h"
 #include "emu_test.h"
 
 #include <cstring>
@@ -47,68 +48,7 @@ Bf16Data rndB(size_t n, double sc = 0.5, double shift = 0) {
 
 std::vector<bf16_t> nanB(size_t n) { return std::vector<bf16_t>(n + 1, bf16_from_float(NAN)); }
 
-/// Distance in bf16 steps (NaN to NaN: 0; NaN to a number: huge).
-long ulps(bf16_t a, bf16_t b) {
-  const bool na = (a.bits & 0x7fff) > 0x7f80, nb = (b.bits & 0x7fff) > 0x7f80;
-  if (na || nb)
-    return na && nb ? 0 : 1L << 20;
-  auto ord = [](bf16_t x) -> long {
-    return (x.bits & 0x8000) ? -(long)(x.bits & 0x7fff) : (long)x.bits;
-  };
-  return std::labs(ord(a) - ord(b));
-}
-
-/// Comparison groups over bf16 outputs, in bf16 steps.
-struct UlpGroup : Tally {
-  long tol;
-  long worst = 0;
-  UlpGroup(std::string n, long t) : Tally(std::move(n)), tol(t) {}
-  /// got[i] against ref[i] rounded to bf16, for n elements.
-  bool cmp(const std::string &what, const float *ref, const bf16_t *got, size_t n) {
-    ++checks;
-    long md = 0;
-    size_t where = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const long d = ulps(bf16_from_float(ref[i]), got[i]);
-      if (d > md)
-        md = d, where = i;
-    }
-    worst = std::max(worst, md);
-    if (md > tol) {
-      ++fails;
-      if (fails <= 10)
-        printf("FAIL %s: %s: %ld ulps at [%zu] (float %.9g, bf16 %.9g)\n", name.c_str(),
-               what.c_str(), md, where, (double)ref[where],
-               (double)bf16_to_float(got[where]));
-      return false;
-    }
-    return true;
-  }
-  bool cmp(const std::string &what, const std::vector<float> &ref,
-           const std::vector<bf16_t> &got) {
-    if (ref.size() != got.size()) {
-      ++checks, ++fails;
-      printf("FAIL %s: %s: sizes differ\n", name.c_str(), what.c_str());
-      return false;
-    }
-    return cmp(what, ref.data(), got.data(), ref.size());
-  }
-  /// Bit equality (copies and gathers).
-  bool same(const std::string &what, const uint16_t *ref, const bf16_t *got, size_t n) {
-    ++checks;
-    for (size_t i = 0; i < n; ++i)
-      if (ref[i] != got[i].bits) {
-        ++fails;
-        worst = std::max(worst, 1L << 20);
-        if (fails <= 10)
-          printf("FAIL %s: %s: bits %04x, expected %04x at [%zu]\n", name.c_str(),
-                 what.c_str(), got[i].bits, ref[i], i);
-        return false;
-      }
-    return true;
-  }
-  ~UlpGroup() { report("worst " + std::to_string(worst) + " ulps, tol " + std::to_string(tol)); }
-};
+using UlpGroup = Bf16UlpGroup;
 
 /// Layer norm: warp-per-row widths (1, 7, 33, 300, 256, 1024) and
 /// block-per-row ones (1025, 1999, 4099); var 0: plain, 1: residual and

@@ -9,9 +9,7 @@ nncc.compile builds a bf16 training library and refuses a bf16 CPU one.
     bf16_library.py F32_LIB BF16_LIB TOL LIBNNCC_RUNTIME TMPDIR
 """
 import ctypes
-import json
 import os
-import struct
 import sys
 
 import numpy as np
@@ -19,18 +17,7 @@ import numpy as np
 import nncc
 from nncc.library import _bf16_bits
 
-
-def read_safetensors(path):
-    """{name: (dtype string, raw little-endian array)}: F32 as float32, BF16 as uint16."""
-    data = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", data[:8])
-    out = {}
-    for name, e in json.loads(data[8:8 + n]).items():
-        if name != "__metadata__":
-            lo, hi = e["data_offsets"]
-            dt = {"F32": np.float32, "BF16": np.uint16}[e["dtype"]]
-            out[name] = (e["dtype"], np.frombuffer(data[8 + n + lo:8 + n + hi], dtype=dt))
-    return out
+from bf16_training import read_safetensors  # beside this file
 
 
 def main(f32_path, bf16_path, tol, runtime, tmp):

@@ -1683,39 +1683,24 @@ inline cudaError_t launch_flash_attention_dyn(int dh, int B, int Tn, int H,
 /// Training forward of nnk.flash_attention: attention dropout with rate
 /// `dropout` (0 = off), Philox key `seed`, step offset `offset`, and the
 /// log-sum-exp [B, H, T] into `lse` (may be NULL). DHS as for
-/// flash_attention_forward.
-template <typename T, int DHS = 0>
+/// flash_attention_forward. L, lse's element type: acc_t<T>, or for bf16
+/// T also bf16_t (what generated code passes: every float tensor is
+/// real_t), which makes it exactly the f32 training forward's out and lse
+/// for q, k, v widened to fp32, rounded once (attn_bf16_exact_v: rows
+/// widened when staged into the fp32 SIMT tile kernel, never TF32; the
+/// same dropout counters; head sizes up to 128). bf16 with an fp32 lse runs
+/// the faster BF16 tensor-core kernel instead.
+template <typename T, int DHS = 0, typename L = acc_t<T>>
 inline cudaError_t launch_flash_attention_train(int dh, int B, int Tn, int H, const T *q,
                                                 const T *k, const T *v, int64_t ld_in, T *out,
                                                 int64_t ld_out, const uint8_t *kpm, int causal,
-                                                acc_t<T> scale, acc_t<T> *lse, double dropout, uint64_t seed,
+                                                acc_t<T> scale, L *lse, double dropout, uint64_t seed,
                                                 uint64_t offset, cudaStream_t stream = 0) {
   if (!attention_dropout_valid(dropout))
     return cudaErrorInvalidValue;
   return flash_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm, causal,
                                          scale, lse,
                                          attention_dropout_of<acc_t<T>>(dropout, seed, offset), stream);
-}
-
-/// The bf16 training forward with a bf16 `lse` (what generated code passes:
-/// every float tensor is real_t): exactly the f32 training forward's out
-/// and lse for q, k, v widened to fp32, rounded once (attn_bf16_exact_v:
-/// rows widened when staged into the fp32 SIMT tile kernel, never TF32;
-/// the same dropout counters). Head sizes up to 128. (The bf16 call above,
-/// with an fp32 lse, runs the faster BF16 tensor-core kernel instead.)
-template <typename T, int DHS = 0, std::enable_if_t<is_bf16_v<T>, int> = 0>
-inline cudaError_t launch_flash_attention_train(int dh, int B, int Tn, int H, const T *q,
-                                                const T *k, const T *v, int64_t ld_in, T *out,
-                                                int64_t ld_out, const uint8_t *kpm, int causal,
-                                                acc_t<T> scale, T *lse, double dropout,
-                                                uint64_t seed, uint64_t offset,
-                                                cudaStream_t stream = 0) {
-  if (!attention_dropout_valid(dropout))
-    return cudaErrorInvalidValue;
-  return flash_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm, causal,
-                                         scale, lse,
-                                         attention_dropout_of<acc_t<T>>(dropout, seed, offset),
-                                         stream);
 }
 
 /// is_global[t] = 1 for t in globals (sorted, unique, < T), else 0.
@@ -1839,36 +1824,14 @@ inline cudaError_t launch_dilated_attention_dyn(
 /// Training forward of nnk.banded_attention: launch_dilated_attention_dyn
 /// plus attention dropout (rate, seed, step offset as
 /// launch_flash_attention_train) and the log-sum-exp [B, H, T] into `lse`
-/// (may be NULL). `scratch`: dilated_attention_scratch_bytes(T, n).
-template <typename T, int DHS = 0>
+/// (may be NULL). `scratch`: dilated_attention_scratch_bytes(T, n). L as
+/// for launch_flash_attention_train (a bf16 lse: exactly f32's values,
+/// rounded; the global rows by attention_global_rows_kernel in fp32).
+template <typename T, int DHS = 0, typename L = acc_t<T>>
 inline cudaError_t launch_dilated_attention_train(
     int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in, T *out,
     int64_t ld_out, const uint8_t *kpm, int causal, acc_t<T> scale, int window, int dilation,
-    const int32_t *host_globals, int n_host_globals, acc_t<T> *lse, double dropout, uint64_t seed,
-    uint64_t offset, void *scratch, cudaStream_t stream = 0) {
-  if (!attention_dropout_valid(dropout) || window < 1 || dilation < 1)
-    return cudaErrorInvalidValue;
-  if (B <= 0 || Tn <= 0)
-    return cudaSuccess;
-  DilatedGlobals g;
-  cudaError_t e = dilated_upload_globals(Tn, host_globals, n_host_globals, scratch, g, stream);
-  if (e != cudaSuccess)
-    return e;
-  return dilated_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ld_out, kpm,
-                                           causal, scale, window, dilation, g, lse,
-                                           attention_dropout_of<acc_t<T>>(dropout, seed, offset),
-                                           stream);
-}
-
-/// The bf16 training forward of nnk.banded_attention with a bf16 `lse`:
-/// exactly the f32 one's out and lse for the widened q, k, v, rounded once
-/// (as the bf16 launch_flash_attention_train with a bf16 lse; the global
-/// rows by attention_global_rows_kernel in fp32). Head sizes up to 128.
-template <typename T, int DHS = 0, std::enable_if_t<is_bf16_v<T>, int> = 0>
-inline cudaError_t launch_dilated_attention_train(
-    int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in, T *out,
-    int64_t ld_out, const uint8_t *kpm, int causal, acc_t<T> scale, int window, int dilation,
-    const int32_t *host_globals, int n_host_globals, T *lse, double dropout, uint64_t seed,
+    const int32_t *host_globals, int n_host_globals, L *lse, double dropout, uint64_t seed,
     uint64_t offset, void *scratch, cudaStream_t stream = 0) {
   if (!attention_dropout_valid(dropout) || window < 1 || dilation < 1)
     return cudaErrorInvalidValue;
