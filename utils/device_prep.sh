@@ -100,7 +100,7 @@ done
 # bf16 training on the GPU: each of BF16_TRAIN_MODELS as a bf16 CUDA
 # training library and an f32 CPU one, with inputs; run.sh compares one
 # step's loss and gradients and three train_step calls
-# (test/Target/Inputs/bf16_training.py, as test/Target/cuda-emu-bf16-train.test
+# (test/Target/Inputs/bf16_training.py, as test/Target/cuda-emu-bf16.test
 # does on the emulation).
 mkdir -p "$OUT/bf16train"
 for m in ${BF16_TRAIN_MODELS:-bert_small reversible_dilated_bert reformer_lsh deep_mlp}; do
