@@ -85,7 +85,7 @@ mkdir -p "$OUT/bf16"
 cp -L "$ROOT/build/bin/nncc-runner" "$OUT/bin/"
 for m in ${BF16_MODELS:-bert_small reversible_dilated_bert reformer_lsh deep_mlp}; do
   dims="--dim B=2 --dim T=128"
-  [ "$m" = deep_mlp ] && dims="--dim N=8"
+  case $m in deep_mlp | residual_mlp) dims="--dim N=8" ;; esac
   "$NNCC" compile "$ROOT/models/$m.nn" --target cuda --precision bf16 -o "$OUT/bf16/$m" >/dev/null
   "$NNCC" compile "$ROOT/models/$m.nn" --target cpu -o "$OUT/bf16/$m.f32" >/dev/null
   "$NNCC" run "$ROOT/models/$m.nn" --random-inputs $dims --seed 0 --inputs-only \
@@ -105,7 +105,7 @@ done
 mkdir -p "$OUT/bf16train"
 for m in ${BF16_TRAIN_MODELS:-bert_small reversible_dilated_bert reformer_lsh deep_mlp}; do
   dims="--dim B=2 --dim T=128"
-  [ "$m" = deep_mlp ] && dims="--dim N=16"
+  case $m in deep_mlp | residual_mlp) dims="--dim N=16" ;; esac
   "$NNCC" compile "$ROOT/models/$m.nn" --grad --target cuda --precision bf16 \
     -o "$OUT/bf16train/$m" >/dev/null
   "$NNCC" compile "$ROOT/models/$m.nn" --grad --target cpu -o "$OUT/bf16train/$m.f32" >/dev/null
@@ -201,8 +201,10 @@ cat > "$OUT/run.sh" <<'EOS'
 # reversible_dilated_bert where they train on CUDA, else the first two that
 # do). Each stage is skipped, saying so, once less than its share of
 # RUN_BUDGET_S (default 480 s) is left. Logs and bench.json go to $OUT
-# (the device runner's folder that comes back) when set. Exit status 1 if
-# anything failed.
+# (the device runner's folder that comes back) when set. SKIP (words of
+# "parity bf16 bench profile ncu torch bundle sanitize") leaves those
+# stages out. Exit status
+# 1 if anything failed.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 WORK="${TMPDIR:-/tmp}/nncc-device"
@@ -210,6 +212,7 @@ LOGS="${OUT:-$WORK/logs}"
 BUDGET="${RUN_BUDGET_S:-480}"
 T0=$SECONDS
 left() { echo $((BUDGET - (SECONDS - T0))); }
+skipped() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
 . "$HERE/device_env.sh" run.sh
 fails=0
 trainers=()
@@ -238,10 +241,10 @@ while read -r m reason; do
   else
     echo "=== $m: trains on the CPU only: $reason"
   fi
-done < "$HERE/models/train-support.txt"
+done < <(skipped parity || cat "$HERE/models/train-support.txt")
 echo "=== parity done at $((SECONDS - T0)) s"
 for lib in "$HERE"/bf16/*/lib*.so.xz; do
-  [ -e "$lib" ] || continue
+  [ -e "$lib" ] && ! skipped bf16 || continue
   m=$(basename "$(dirname "$lib")")
   xz -dc "$lib" > "$WORK/lib$m.bf16.so"
   echo "=== $m: --precision bf16 forward on CUDA against the f32 CPU library"
@@ -251,7 +254,7 @@ for lib in "$HERE"/bf16/*/lib*.so.xz; do
   cat "$LOGS/$m.bf16.txt"
 done
 for d in "$HERE"/bf16train/*.f32; do
-  [ -d "$d" ] || continue
+  [ -d "$d" ] && ! skipped bf16 || continue
   m=$(basename "$d" .f32)
   mkdir -p "$WORK/bf16train/$m"
   xz -dc "$HERE/bf16train/$m/lib$m.so.xz" > "$WORK/bf16train/lib$m.bf16.so"
@@ -263,20 +266,20 @@ for d in "$HERE"/bf16train/*.f32; do
     "$WORK/bf16train/$m" || fails=$((fails + 1))
   cat "$LOGS/$m.bf16train.txt"
 done
-if [ "$(left)" -gt 120 ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+if [ "$(left)" -gt 120 ] && ! skipped bench && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   echo "=== bench/gpu.py: nncc against PyTorch on this GPU"
   rm -rf "$WORK/bench" && cp -r "$HERE/bench" "$WORK/bench"
   find "$WORK/bench" -name '*.so.xz' -exec xz -d {} \;
   run_logged bench.txt $(( $(left) - 60 )) python3 "$HERE/../bench/gpu.py" --run "$WORK/bench" \
     --markdown --json "$LOGS/bench.json" || fails=$((fails + 1))
   cat "$LOGS/bench.txt"
-  if [ "$(left)" -gt 150 ]; then
+  if [ "$(left)" -gt 150 ] && ! skipped profile; then
     echo "=== per-launch device time of nncc's cases (NNCC_PROFILE, slowest first)"
     NNCC_PROFILE="$LOGS/profile.tsv" NNCC_PROFILE_SKIP=1 run_logged profile.txt 90 \
       python3 "$HERE/../bench/gpu.py" --run "$WORK/bench" --nncc-only --reps 3 || fails=$((fails + 1))
     grep -v '^#' "$LOGS/profile.tsv" 2>/dev/null | sort -t$'\t' -k1,1 -g -r | head -n 40
   fi
-  if [ "$(left)" -gt 150 ] && command -v ncu >/dev/null; then
+  if [ "$(left)" -gt 150 ] && ! skipped ncu && command -v ncu >/dev/null; then
     echo "=== DRAM / SM throughput per kernel of nncc's cases (ncu, bench/ncu_summary.py)"
     run_logged ncu.csv 100 ncu --csv --print-kernel-base function --launch-count 400 \
       --metrics gpu__time_duration.sum,dram__bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed \
@@ -294,7 +297,7 @@ if [ "$(left)" -gt 120 ] && python3 -c 'import torch; assert torch.cuda.is_avail
 else
   echo "=== bench/gpu.py skipped ($(left) s left, or no CUDA torch)"
 fi
-if [ "$(left)" -gt 60 ] && python3 -c 'import torch' 2>/dev/null; then
+if [ "$(left)" -gt 60 ] && ! skipped torch && python3 -c 'import torch' 2>/dev/null; then
   echo "=== nncc.torch on CUDA (utils/device_torch_check.py)"
   xz -dc "$HERE/torch/libgru_forecaster.so.xz" > "$WORK/libgru_forecaster.so"
   run_logged torch.txt 60 python3 "$HERE/../utils/device_torch_check.py" \
@@ -306,7 +309,7 @@ if [ "$(left)" -gt 60 ] && python3 -c 'import torch' 2>/dev/null; then
     --backend nccl --world 1 --lib "$WORK/libgru_forecaster.so" || fails=$((fails + 1))
   tail -n 1 "$LOGS/ddp_nccl.txt"
 fi
-if [ "$(left)" -gt 30 ]; then
+if [ "$(left)" -gt 30 ] && ! skipped bundle; then
   # The bundle sees the driver and cuBLAS only (no LD_LIBRARY_PATH of ours).
   echo "=== a deploy bundle on CUDA (nncc-runner --target cuda, against the CPU's outputs)"
   mkdir -p "$WORK/b" && tar xJf "$HERE/bundle.tar.xz" -C "$WORK/b"
@@ -323,6 +326,7 @@ if [ -z "${SANITIZE:-}" ]; then
   done
   SANITIZE="${SANITIZE:-${trainers[*]:0:2}}"
 fi
+skipped sanitize && SANITIZE=
 for m in $SANITIZE; do
   for tool in memcheck racecheck synccheck; do
     if [ "$(left)" -lt 45 ]; then

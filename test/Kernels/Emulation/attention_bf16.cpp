@@ -101,6 +101,8 @@ int main() {
   std::vector<Case> cs;
   cs.push_back({"dense dh64 causal pad", NNCC_ATTN_DENSE, 2, 150, 2, 64, true, true});
   cs.push_back({"dense dh128", NNCC_ATTN_DENSE, 1, 100, 1, 128, false, false});
+  // Unmasked 128-key tiles (dh <= 64) and a partial last one.
+  cs.push_back({"dense dh64 T300", NNCC_ATTN_DENSE, 1, 300, 2, 64, false, false});
   cs.push_back({"dense dh32 T64", NNCC_ATTN_DENSE, 1, 64, 2, 32, true, false});
   cs.push_back({"dense dh15 causal pad", NNCC_ATTN_DENSE, 2, 97, 2, 15, true, true});
   cs.push_back({"dense dh40 pad scale0.3", NNCC_ATTN_DENSE, 1, 70, 2, 40, false, true, 0.3});

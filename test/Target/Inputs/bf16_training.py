@@ -111,11 +111,16 @@ def main(f32_path, bf16_path, inputs, tensor_tol, global_tol, loss_tol, steps, t
     errs = [abs(b - a) / max(abs(a), 1e-30) for a, b in zip(la, lb)]
     track = max(errs) <= loss_tol
     # Dropout makes single steps noisy: a lower loss than the first reached.
-    falls = min(lb[1:]) < lb[0] and min(la[1:]) < la[0]
-    ok &= track and falls
+    # Where the f32 twin itself does not get below its first loss in these
+    # steps (reformer_lsh at B2 T128 in 3 steps), the tracking bound is the
+    # check.
+    falls, ref_falls = min(lb[1:]) < lb[0], min(la[1:]) < la[0]
+    ok &= track and (falls or not ref_falls)
+    verdict = ("falling" if falls else "not falling, as f32 (not counted)" if not ref_falls
+               else "FAIL: not falling")
     print("train_step x%d: f32 losses %s, bf16 %s, worst rel %.2e %s, %s" % (
         steps, " ".join("%.5g" % x for x in la), " ".join("%.5g" % x for x in lb), max(errs),
-        "ok" if track else "FAIL", "falling" if falls else "FAIL: not falling"))
+        "ok" if track else "FAIL", verdict))
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

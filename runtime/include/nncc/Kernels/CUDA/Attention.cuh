@@ -429,15 +429,20 @@ template <int N> __device__ __forceinline__ void attn_cp_async_wait() {
 /// (vec), by cp.async: row rr of src + row(rr) * ld_in into dst + rr * LD,
 /// zeros for row(rr) < 0 and for the column groups at or past dh. The
 /// caller commits and waits.
+/// A thread copies the same column group of rows NT / CPR apart (a static
+/// trip count, no division per copy).
 template <typename T, int DH, int R, int LD, int NT, typename RowOf>
 __device__ __forceinline__ void attn_stage_rows_async(T *dst, const T *src, int64_t ld_in, int dh,
                                                       RowOf rowOf) {
   static_assert(sizeof(T) == 2, "16-bit elements");
-  constexpr int VW = 8, CPR = DH / VW;
-  for (int e = threadIdx.x; e < R * CPR; e += NT) {
-    const int rr = e / CPR, d0 = (e % CPR) * VW;
-    const int row = rowOf(rr);
-    const bool valid = row >= 0 && d0 < dh;
+  constexpr int VW = 8, CPR = DH / VW, RSTEP = NT / CPR;
+  static_assert(NT % CPR == 0 && R % RSTEP == 0, "whole rows per pass");
+  const int d0 = (threadIdx.x % CPR) * VW, r0 = threadIdx.x / CPR;
+  const bool colValid = d0 < dh;
+#pragma unroll
+  for (int i = 0; i < R / RSTEP; ++i) {
+    const int rr = r0 + i * RSTEP, row = rowOf(rr);
+    const bool valid = colValid && row >= 0;
     attn_cp_async16(dst + rr * LD + d0, valid ? src + (int64_t)row * ld_in + d0 : src, valid);
   }
 }
@@ -678,20 +683,6 @@ template <int Mode, int BQ, int BK, bool KeyRows = false> struct AttnTileSchedul
   }
 };
 
-/// f(admits), or f(always true) when `full` (the tile needs no masks): the
-/// softmax step is compiled both ways and the masked one runs only on the
-/// tiles that need it. Used by the tensor-core kernels, where the per-weight
-/// mask is a large share of the instructions besides the mma; the fp32
-/// kernel's FMAs dwarf it, and the second copy cost it registers (dh 32:
-/// 128 -> 158, one CTA per SM less).
-template <typename Admits, typename F>
-__device__ __forceinline__ void attn_with_masks(bool full, Admits &admits, F &&f) {
-  if (full)
-    f([](auto...) { return true; });
-  else
-    f(admits);
-}
-
 /// Dropout on the weights a warp wrote to Ps (after the statistics): two
 /// threads per query row, BK/2 consecutive weights each (the rows of warp w
 /// are 16w..16w+15, so only the warp's own rows are touched). Dense keys
@@ -928,17 +919,42 @@ template <int N> __device__ __forceinline__ void attn_mma_zero(float (&a)[N][4])
       a[n][e] = 0.f;
 }
 
+/// 2^x by the special-function unit (ex2.approx.ftz: about 2 ulp; 0 for
+/// very negative x). Without the instruction (the host emulation) exp2f.
+__device__ __forceinline__ float attn_exp2(float x) {
+#if defined(__CUDA_ARCH__) && !defined(NNCC_CUDA_EMULATION)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return exp2f(x);
+#endif
+}
+
+/// log2(e) and ln(2): the mma kernels' softmax runs in base 2.
+inline constexpr float kAttnLog2e = 1.4426950408889634f, kAttnLn2 = 0.6931471805599453f;
+
 /// One key tile of the online softmax in the mma accumulator layout (the
 /// TF32 and BF16 kernels): a thread holds s[n][2 hr + e] = S[g + 8 hr][8 n +
-/// 2 t + e]. Masks the scores where !admits(hr, n, e), scales the others
-/// by `scale`, reduces each row's maximum over its 4 lanes, replaces s by
-/// the weights, updates the running maxima and sums and rescales the NO
-/// output accumulators; then s[n][2 hr + e] = weight(hr, n, e, p) (the sums
-/// keep the weights before it: dropout).
-template <int NS, int NO, typename Admits, typename Weight>
+/// 2 t + e]. Masks the scores where !admits(hr, n, e), multiplies the others
+/// by `scaleLog2` (the softmax scale times log2(e): scores in base 2, so
+/// each weight is one ex2), reduces each row's maximum over its 4 lanes,
+/// replaces s by the weights, updates the running maxima (base 2) and sums
+/// and rescales the NO output accumulators; then s[n][2 hr + e] =
+/// weight(hr, n, e, p) (the sums keep the weights before it: dropout).
+/// Full (a tile every score of which is admitted, and scaleLog2 > 0): no
+/// masks, the maximum taken over the raw scores and each weight one FFMA
+/// and one ex2 (FlashAttention-2's form); callers compile both forms and
+/// run the masked one only on the tiles that need it (the fp32 SIMT kernel
+/// keeps one: its FMAs dwarf the masks, and a second copy cost it registers,
+/// dh 32: 128 -> 158, one CTA per SM less). `weight` runs once per score; a
+/// per-score branch in it (dropout) splits the exponentials into basic
+/// blocks that cannot overlap — callers apply dropout in a pass of its own
+/// after the step.
+template <bool Full = false, int NS, int NO, typename Admits, typename Weight>
 __device__ __forceinline__ void attn_mma_softmax_step(float (&s)[NS][4], float (&mrow)[2],
                                                       float (&lrow)[2], float (&oacc)[NO][4],
-                                                      float scale, Admits &&admits,
+                                                      float scaleLog2, Admits &&admits,
                                                       Weight &&weight) {
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
@@ -948,23 +964,26 @@ __device__ __forceinline__ void attn_mma_softmax_step(float (&s)[NS][4], float (
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float &sv = s[n][2 * hr + e];
-        sv = admits(hr, n, e) ? sv * scale : neg_big<float>();
-        tmax = sv > tmax ? sv : tmax;
+        if constexpr (!Full)
+          sv = admits(hr, n, e) ? sv * scaleLog2 : neg_big<float>();
+        tmax = fmaxf(tmax, sv);
       }
 #pragma unroll
-    for (int x = 1; x < 4; x <<= 1) {
-      const float o = __shfl_xor_sync(0xffffffffu, tmax, x);
-      tmax = o > tmax ? o : tmax;
-    }
-    const float mnew = tmax > mrow[hr] ? tmax : mrow[hr];
-    const float alpha = nexp(mrow[hr] - mnew);
+    for (int x = 1; x < 4; x <<= 1)
+      tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, x));
+    const float mnew = fmaxf(mrow[hr], Full ? tmax * scaleLog2 : tmax);
+    const float alpha = attn_exp2(mrow[hr] - mnew);
     float sum = 0.f;
 #pragma unroll
     for (int n = 0; n < NS; ++n)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float &sv = s[n][2 * hr + e];
-        const float p = sv <= neg_big<float>() ? 0.f : nexp(sv - mnew);
+        float p;
+        if constexpr (Full)
+          p = attn_exp2(fmaf(sv, scaleLog2, -mnew));
+        else
+          p = sv <= neg_big<float>() ? 0.f : attn_exp2(sv - mnew);
         sum += p;
         sv = weight(hr, n, e, p);
       }
@@ -1007,7 +1026,7 @@ __device__ __forceinline__ void attn_mma_finish_rows(const float (&mrow)[2], con
           orow[col] = store_acc<OT>(oacc[n][2 * hr + e] * inv);
       }
     if (lse && t4 == 0)
-      lse[lseIndex(hr)] = l > 0.f ? mrow[hr] + nlog(l) : neg_big<float>();
+      lse[lseIndex(hr)] = l > 0.f ? kAttnLn2 * (mrow[hr] + log2f(l)) : neg_big<float>();
   }
 }
 
@@ -1146,14 +1165,14 @@ __global__ void __launch_bounds__(128)
     auto admits = [&](int hr, int n, int e) {
       return S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile);
     };
-    attn_with_masks(S.denseTileFull(tile, 16 * warp, kpmRow != nullptr), admits,
-                    [&](auto &&adm) {
-                      attn_mma_softmax_step(sacc, mrow, lrow, oacc, 1.f, adm,
-                                            [&](int hr, int n, int e, float p) {
-                                              Ps[(row0 + 8 * hr) * LDP + 8 * n + 2 * t4 + e] = p;
-                                              return p;
-                                            });
-                    });
+    auto toPs = [&](int hr, int n, int e, float p) {
+      Ps[(row0 + 8 * hr) * LDP + 8 * n + 2 * t4 + e] = p;
+      return p;
+    };
+    if (S.denseTileFull(tile, 16 * warp, kpmRow != nullptr))
+      attn_mma_softmax_step<true>(sacc, mrow, lrow, oacc, kAttnLog2e, admits, toPs);
+    else
+      attn_mma_softmax_step(sacc, mrow, lrow, oacc, kAttnLog2e, admits, toPs);
     __syncwarp(); // Ps rows are private to their warp
     if (drop.on()) {
       attn_tile_dropout<float, Mode, BQ, BK, LDP>(Ps, kadm, S, tile, b, h, H, Tn, drop);
@@ -1177,17 +1196,23 @@ __global__ void __launch_bounds__(128)
 }
 
 /// Tile shape of the BF16 kernel: 64 queries (4 warps of 16 rows) per CTA,
-/// 64 keys per tile, two K/V stages (the next tile's copies in flight while
-/// this one is computed). Q is staged once in the second K buffer, then held
-/// as A fragments. K and V rows are padded to DH + 8: the 8 rows of each
-/// ldmatrix phase (K's and V's) hit 32 distinct banks.
-template <int DH> struct AttnTileBf16 {
+/// BK keys per tile, two K/V stages (the next tile's copies in flight while
+/// this one is computed). Dense heads up to 64 take 128 keys per tile: each
+/// warp then has 16 independent accumulator tiles per k step of QK^T and
+/// half as many softmax reductions and barriers per key (with one or two
+/// warps per scheduler at small B x heads, that independence is what hides
+/// the mma latency); dh 128 (registers) and the band (its tiles are mostly
+/// masked past the window) keep 64. Q is staged once in the second K
+/// buffer, then held as A fragments. K and V rows are padded to DH + 8: the
+/// 8 rows of each ldmatrix phase (K's and V's) hit 32 distinct banks.
+template <int DH, int Mode> struct AttnTileBf16 {
   static_assert(DH == 32 || DH == 64 || DH == 128, "tile kernel head sizes");
-  static constexpr int BQ = 64, BK = 64, NT = 128, LD = DH + 8;
+  static constexpr int BQ = 64, NT = 128, LD = DH + 8;
+  static constexpr int BK = Mode == kAttnTileDense && DH <= 64 ? 128 : 64;
   static constexpr int STAGE = 2 * BK * LD; // K then V of one tile, elements
   static constexpr size_t smem_bytes =
       sizeof(bf16_t) * (size_t)(2 * STAGE) + sizeof(int) * 2 * BK;
-  static_assert(BQ == BK, "Q is staged in a K buffer");
+  static_assert(BQ <= BK, "Q is staged in a K buffer");
 };
 
 /// attention_tile_fwd_kernel for bf16 q, k, v and output on BF16 tensor
@@ -1212,7 +1237,7 @@ __global__ void __launch_bounds__(128)
                                int window, int dilation, const uint8_t *is_global,
                                const int32_t *globals, int n_global,
                                AttentionDropout<float> drop) {
-  using C = AttnTileBf16<DH>;
+  using C = AttnTileBf16<DH, Mode>;
   constexpr int BQ = C::BQ, BK = C::BK, NT = C::NT, LD = C::LD, STAGE = C::STAGE;
   constexpr int NS = BK / 8, KD = DH / 16, ND = DH / 8;
   extern __shared__ __align__(16) unsigned char nncc_attn_bf16_smem[];
@@ -1313,16 +1338,25 @@ __global__ void __launch_bounds__(128)
     auto admits = [&](int hr, int n, int e) {
       return S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile);
     };
-    auto dropped = [&](int hr, int n, int e, float p) {
-      if (p == 0.f || !drop.on())
-        return p;
-      const uint64_t row = (uint64_t)((((int64_t)b * H + h) * Tn + qi[hr]) * (int64_t)Tn);
-      return p * drop.mult(row + (uint64_t)kadm[8 * n + 2 * t4 + e]);
-    };
-    attn_with_masks(S.denseTileFull(tile, 16 * warp, kpmRow != nullptr), admits,
-                    [&](auto &&adm) {
-                      attn_mma_softmax_step(sacc, mrow, lrow, oacc, scale, adm, dropped);
-                    });
+    auto kept = [](int, int, int, float p) { return p; };
+    if (S.denseTileFull(tile, 16 * warp, kpmRow != nullptr) && scale > 0.f)
+      attn_mma_softmax_step<true>(sacc, mrow, lrow, oacc, scale * kAttnLog2e, admits, kept);
+    else
+      attn_mma_softmax_step(sacc, mrow, lrow, oacc, scale * kAttnLog2e, admits, kept);
+    if (drop.on()) { // one uniform branch: the exponentials above stay one block
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const uint64_t row = (uint64_t)((((int64_t)b * H + h) * Tn + qi[hr]) * (int64_t)Tn);
+#pragma unroll
+        for (int n = 0; n < NS; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float &p = sacc[n][2 * hr + e];
+            if (p != 0.f)
+              p *= drop.mult(row + (uint64_t)kadm[8 * n + 2 * t4 + e]);
+          }
+      }
+    }
 
     // O += P V: key tiles 2 ks and 2 ks + 1 of S are the A fragment of key
     // step ks; one ldmatrix.x4.trans gives the B fragments of two head
@@ -1533,13 +1567,15 @@ inline cudaError_t attn_tile_launch(dim3 grid, int Tn, const T *q, const T *k, c
                                       dh, vec, window, dilation, g.is_global, g.list, g.n, drop);
     return cudaGetLastError();
   };
-  static_assert(AttnTile<acc_t<T>, DH>::NT == 128 && AttnTileBf16<DH>::NT == 128, "128-thread CTAs");
+  static_assert(AttnTile<acc_t<T>, DH>::NT == 128 && AttnTileBf16<DH, Mode>::NT == 128,
+                "128-thread CTAs");
   static_assert(std::is_same_v<L, acc_t<T>> || std::is_same_v<L, T>, "lse in acc_t<T> or T");
   if constexpr (attn_bf16_exact_v<T, L>) {
     return launch(attention_tile_fwd_kernel<T, DH, Mode, Exact>,
                   AttnTile<acc_t<T>, DH>::smem_bytes);
   } else if constexpr (is_bf16_v<T>) {
-    return launch(attention_tile_bf16_kernel<DH, Mode, Exact>, AttnTileBf16<DH>::smem_bytes);
+    return launch(attention_tile_bf16_kernel<DH, Mode, Exact>,
+                  AttnTileBf16<DH, Mode>::smem_bytes);
   } else {
     if constexpr (std::is_same_v<T, float>)
       if (attention_tf32_allowed())

@@ -605,7 +605,7 @@ __global__ void __launch_bounds__(128) lsh_chunk_tile_tf32_kernel(
     float sacc[NS][4];
     attn_tf32_scores<NS, KD, LDQ, Exact>(sacc, qa, Ks, g, t4, dh);
     attn_mma_softmax_step(
-        sacc, mrow, lrow, oacc, 1.f,
+        sacc, mrow, lrow, oacc, kAttnLog2e,
         [&](int hr, int n, int e) {
           const int jj = 8 * n + 2 * t4 + e, u = kpos[jj];
           return qt[hr] >= 0 && u >= 0 && u != qt[hr] && !(causal && u > qt[hr]) &&
