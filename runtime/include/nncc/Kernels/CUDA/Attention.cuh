@@ -956,9 +956,15 @@ __device__ __forceinline__ void attn_mma_softmax_step(float (&s)[NS][4], float (
                                                       float (&lrow)[2], float (&oacc)[NO][4],
                                                       float scaleLog2, Admits &&admits,
                                                       Weight &&weight) {
+  // Row maxima and sums over KP partial accumulators (key group n % KP):
+  // chains of NS/KP dependent instructions instead of 2 NS.
+  constexpr int KP = NS % 4 == 0 ? 4 : NS % 2 == 0 ? 2 : 1;
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
-    float tmax = neg_big<float>();
+    float part[KP];
+#pragma unroll
+    for (int u = 0; u < KP; ++u)
+      part[u] = neg_big<float>();
 #pragma unroll
     for (int n = 0; n < NS; ++n)
 #pragma unroll
@@ -966,14 +972,20 @@ __device__ __forceinline__ void attn_mma_softmax_step(float (&s)[NS][4], float (
         float &sv = s[n][2 * hr + e];
         if constexpr (!Full)
           sv = admits(hr, n, e) ? sv * scaleLog2 : neg_big<float>();
-        tmax = fmaxf(tmax, sv);
+        part[n % KP] = fmaxf(part[n % KP], sv);
       }
+    float tmax = part[0];
+#pragma unroll
+    for (int u = 1; u < KP; ++u)
+      tmax = fmaxf(tmax, part[u]);
 #pragma unroll
     for (int x = 1; x < 4; x <<= 1)
       tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, x));
     const float mnew = fmaxf(mrow[hr], Full ? tmax * scaleLog2 : tmax);
     const float alpha = attn_exp2(mrow[hr] - mnew);
-    float sum = 0.f;
+#pragma unroll
+    for (int u = 0; u < KP; ++u)
+      part[u] = 0.f;
 #pragma unroll
     for (int n = 0; n < NS; ++n)
 #pragma unroll
@@ -984,9 +996,13 @@ __device__ __forceinline__ void attn_mma_softmax_step(float (&s)[NS][4], float (
           p = attn_exp2(fmaf(sv, scaleLog2, -mnew));
         else
           p = sv <= neg_big<float>() ? 0.f : attn_exp2(sv - mnew);
-        sum += p;
+        part[n % KP] += p;
         sv = weight(hr, n, e, p);
       }
+    float sum = part[0];
+#pragma unroll
+    for (int u = 1; u < KP; ++u)
+      sum += part[u];
     lrow[hr] = lrow[hr] * alpha + sum;
     mrow[hr] = mnew;
 #pragma unroll
