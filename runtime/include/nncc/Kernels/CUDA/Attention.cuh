@@ -1410,23 +1410,28 @@ __global__ void __launch_bounds__(128)
 /// The rows of the global queries of dilated attention (every admissible
 /// key): a single query per CTA against all Tn keys, so the keys are split
 /// over the CTA's warps instead of being swept in block-wide tiles. grid =
-/// (n_global, H, B), block = 256 (kAttnGlobalWarps warps). Lane l holds the
+/// (n_global, H, B), block = 512 (kAttnGlobalWarps warps). Lane l holds the
 /// dims l, l + 32, ... of q, of its keys' rows and of the output (rows read
 /// coalesced); each warp walks the keys warp*U, warp*U + NW*U, ... U at a
 /// time (their K and V loads in flight together), scores them with a warp
 /// reduction and keeps its own online-softmax state (m, l, acc); the warps'
-/// states are merged once at the end. Exact / dh_rt as
+/// states are merged once at the end. A global query is one CTA per head,
+/// so its latency is the pass's: 16 warps with 16 / E keys in flight each
+/// (on an H200, 8 warps x 4 keys made the pass most of dilated attention's
+/// time at T 4096). Exact / dh_rt as
 /// attention_tile_fwd_kernel (DH = 32, 64, 128). S: the element type of q,
 /// k, v and out (bf16_t with T = float: widened when read, rounded when
 /// stored); LseT: lse's (T, or bf16_t: rounded when stored).
-constexpr int kAttnGlobalWarps = 8;
+constexpr int kAttnGlobalWarps = 16;
 template <typename T, int DH, bool Exact, typename S = T, typename LseT = T>
 __global__ void __launch_bounds__(32 * kAttnGlobalWarps)
     attention_global_rows_kernel(int Tn, const S *__restrict__ q, const S *__restrict__ k,
                                  const S *__restrict__ v, int64_t ld_in, S *out, int64_t ld_out,
                                  const uint8_t *kpm, int causal, T scale, LseT *lse, int dh_rt,
                                  const int32_t *globals, AttentionDropout<T> drop) {
-  constexpr int NW = kAttnGlobalWarps, E = DH / 32, U = 4;
+  // Keys in flight per warp: 16 rows of fp32 (8 of fp64) dims per lane
+  // (K and V registers within the 128 a 512-thread CTA allows).
+  constexpr int NW = kAttnGlobalWarps, E = DH / 32, U = (sizeof(T) == 8 ? 8 : 16) / E;
   static_assert(DH % 32 == 0, "whole dims per lane");
   __shared__ T accs[NW][DH];
   __shared__ T ms[NW], ls[NW];
@@ -1479,15 +1484,22 @@ __global__ void __launch_bounds__(32 * kAttnGlobalWarps)
 #pragma unroll
     for (int e = 0; e < E; ++e)
       acc[e] *= alpha;
+    T p[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const T p = sc[u] <= neg_big<T>() ? T(0) : nexp(sc[u] - tmax);
-      l += p;
-      const T pd = p != T(0) ? p * drop.mult(rowCounter + (uint64_t)(j0 + u)) : T(0);
+      p[u] = sc[u] <= neg_big<T>() ? T(0) : nexp(sc[u] - tmax);
+      l += p[u];
+    }
+    if (drop.on()) // one branch, not one per key between the exponentials
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (p[u] != T(0))
+          p[u] *= drop.mult(rowCounter + (uint64_t)(j0 + u));
+#pragma unroll
+    for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int e = 0; e < E; ++e)
-        acc[e] += pd * vr[u][e];
-    }
+        acc[e] += p[u] * vr[u][e];
     m = tmax;
   }
   // Merge the warps' states: M = max m_w, L = sum l_w e^(m_w - M), out =
