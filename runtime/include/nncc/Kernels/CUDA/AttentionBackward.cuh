@@ -80,8 +80,10 @@
 // Status: compiled with nvcc (sm_90, -Werror all-warnings) for fp32 and
 // fp64; fp32 ran on an H100 in the seed models' training steps (docs/cuda.md,
 // "First run on an H100 (2026-11-26)"), fp64 has not run on a GPU. bf16:
-// compiled with nvcc and tested under the host emulation
-// (cuda-emu-attention-train-bf16.test), not yet run on a GPU.
+// compiled with nvcc, tested under the host emulation
+// (cuda-emu-attention-train-bf16.test) and run on an H200 in the bf16
+// training steps of BERT-small, the reversible dilated BERT and the
+// Reformer (docs/design.md, "Precisions").
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_ATTENTIONBACKWARD_CUH
