@@ -476,6 +476,37 @@ def plot(rows, path, title, mem="rss_growth", mem_label="RSS growth"):
     plt.close(fig)
 
 
+def plot_gpu_csvs(ap, args):
+    """--plot-gpu-csv PNG CSV...: the rows of several --run-gpu CSVs (the
+    GPU table is often gathered over device calls of its own) in one plot,
+    the same as --run-gpu draws; a row whose step did not run is left out."""
+    if len(args) < 2:
+        ap.error("--plot-gpu-csv: a PNG path and at least one CSV")
+    png, rows, devices = args[0], [], set()
+    for path in args[1:]:
+        try:
+            with open(path, newline="") as f:
+                got = list(csv.DictReader(f))
+        except OSError as e:
+            ap.error("--plot-gpu-csv: %s" % e)
+        if got and not {"step_ms", "dev_used_MiB", "T"} <= set(got[0]):
+            ap.error("--plot-gpu-csv: %s is not a --run-gpu CSV" % path)
+        for r in got:
+            if not r["step_ms"] or not r["dev_used_MiB"]:
+                continue
+            r["T"] = int(r["T"])
+            r["_res"] = dict(times=[float(r["step_ms"]) / 1e3],
+                             dev_used=float(r["dev_used_MiB"]) * 2**20)
+            devices.add(r["device"])
+            rows.append(r)
+    plot(rows, png, "nncc vs PyTorch BERT-small training step on %s: %d rows of %d CSVs "
+         "(device calls of their own; the CSVs name them)" % (
+             ", ".join(sorted(devices)) or "-", len(rows), len(args) - 1),
+         mem="dev_used", mem_label="device memory used")
+    print("# wrote %s (%d rows)" % (png, len(rows)))
+    return 0
+
+
 # ---------------------------------------------------------------------------
 # the GPU table: --prepare-gpu here (nncc, nvcc), --run-gpu on the GPU machine
 # ---------------------------------------------------------------------------
@@ -693,10 +724,15 @@ def main():
                         "OUT/memory_table_gpu.csv and .png")
     g.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                    help="--run-gpu: where the steps run (cpu: a test without a GPU)")
+    g.add_argument("--plot-gpu-csv", nargs="+", metavar=("PNG", "CSV"),
+                   help="join --run-gpu CSVs (device calls of their own, e.g. one per T) "
+                        "into one plot PNG")
     g.add_argument("--budget-s", type=float, default=0,
                    help="--run-gpu: start no configuration once the time left is under "
                         "1.5x the slowest so far (0: no limit)")
     args = ap.parse_args()
+    if args.plot_gpu_csv:
+        return plot_gpu_csvs(ap, args.plot_gpu_csv)
     gpu = bool(args.prepare_gpu or args.run_gpu)
     if args.prepare_gpu and args.run_gpu:
         ap.error("--prepare-gpu and --run-gpu are separate steps")
