@@ -6,7 +6,8 @@
 // double accumulation. Every sum over rows runs in a fixed order, so the
 // results do not depend on scheduling. The loss adjoint `g` is a device
 // scalar. fp32 ran on an H100 in the seed models' training steps (docs/cuda.md,
-// "First run on an H100 (2026-11-26)"); fp64 has not run on a GPU.
+// "First run on an H100 (2026-11-26)"), bf16 on an H200 in five models'
+// bf16 training steps (2026-11-27); fp64 has not run on a GPU.
 //
 // Element types: float, double and bf16_t (Bf16.h). T is the storage type
 // of every tensor (g, the loss adjoint, included); elements are read through

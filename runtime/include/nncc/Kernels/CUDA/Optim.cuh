@@ -8,7 +8,8 @@
 // (docs/cuda.md, "First run on an H100 (2026-11-26)"); fp64 has not run.
 // bf16 (mixed precision): bf16 parameters and gradients, fp32 optimizer
 // state and fp32 master copies of the parameters (OptimTensors); tested on
-// the CUDA emulation only.
+// the CUDA emulation, and run on an H200 in the bf16 train_step of five
+// models on 2026-11-27 (docs/design.md, "Precisions").
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_OPTIM_CUH
