@@ -944,8 +944,8 @@ inline constexpr float kAttnLog2e = 1.4426950408889634f, kAttnLn2 = 0.6931471805
 /// weight(hr, n, e, p) (the sums keep the weights before it: dropout).
 /// Full (a tile every score of which is admitted, and scaleLog2 > 0): no
 /// masks, the maximum taken over the raw scores and each weight one FFMA
-/// and one ex2 (FlashAttention-2's form); callers compile both forms and
-/// run the masked one only on the tiles that need it (the fp32 SIMT kernel
+/// and one ex2 (FlashAttention-2's form); attn_mma_softmax_tile compiles
+/// both forms and runs the masked one only on the tiles that need it (the fp32 SIMT kernel
 /// keeps one: its FMAs dwarf the masks, and a second copy cost it registers,
 /// dh 32: 128 -> 158, one CTA per SM less). `weight` runs once per score; a
 /// per-score branch in it (dropout) splits the exponentials into basic
@@ -1011,6 +1011,19 @@ __device__ __forceinline__ void attn_mma_softmax_step(float (&s)[NS][4], float (
       oacc[n][2 * hr + 1] *= alpha;
     }
   }
+}
+
+/// attn_mma_softmax_step for one tile: the unmasked form when `full` (every
+/// score of the tile admitted) and scaleLog2 > 0, else the masked one.
+template <int NS, int NO, typename Admits, typename Weight>
+__device__ __forceinline__ void attn_mma_softmax_tile(bool full, float (&s)[NS][4],
+                                                      float (&mrow)[2], float (&lrow)[2],
+                                                      float (&oacc)[NO][4], float scaleLog2,
+                                                      Admits &&admits, Weight &&weight) {
+  if (full && scaleLog2 > 0.f)
+    attn_mma_softmax_step<true>(s, mrow, lrow, oacc, scaleLog2, admits, weight);
+  else
+    attn_mma_softmax_step(s, mrow, lrow, oacc, scaleLog2, admits, weight);
 }
 
 /// The end of the mma-layout tile forwards: each row's sum over its 4
@@ -1185,10 +1198,8 @@ __global__ void __launch_bounds__(128)
       Ps[(row0 + 8 * hr) * LDP + 8 * n + 2 * t4 + e] = p;
       return p;
     };
-    if (S.denseTileFull(tile, 16 * warp, kpmRow != nullptr))
-      attn_mma_softmax_step<true>(sacc, mrow, lrow, oacc, kAttnLog2e, admits, toPs);
-    else
-      attn_mma_softmax_step(sacc, mrow, lrow, oacc, kAttnLog2e, admits, toPs);
+    attn_mma_softmax_tile(S.denseTileFull(tile, 16 * warp, kpmRow != nullptr), sacc, mrow, lrow,
+                          oacc, kAttnLog2e, admits, toPs);
     __syncwarp(); // Ps rows are private to their warp
     if (drop.on()) {
       attn_tile_dropout<float, Mode, BQ, BK, LDP>(Ps, kadm, S, tile, b, h, H, Tn, drop);
@@ -1354,11 +1365,9 @@ __global__ void __launch_bounds__(128)
     auto admits = [&](int hr, int n, int e) {
       return S.admits(qi[hr], kadm[8 * n + 2 * t4 + e], gTile);
     };
-    auto kept = [](int, int, int, float p) { return p; };
-    if (S.denseTileFull(tile, 16 * warp, kpmRow != nullptr) && scale > 0.f)
-      attn_mma_softmax_step<true>(sacc, mrow, lrow, oacc, scale * kAttnLog2e, admits, kept);
-    else
-      attn_mma_softmax_step(sacc, mrow, lrow, oacc, scale * kAttnLog2e, admits, kept);
+    attn_mma_softmax_tile(S.denseTileFull(tile, 16 * warp, kpmRow != nullptr), sacc, mrow, lrow,
+                          oacc, scale * kAttnLog2e, admits,
+                          [](int, int, int, float p) { return p; });
     if (drop.on()) { // one uniform branch: the exponentials above stay one block
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
