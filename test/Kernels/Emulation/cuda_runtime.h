@@ -185,6 +185,7 @@ struct Cta {
   unsigned live = 0, at_block = 0;
   const void *block_site = nullptr;
   std::vector<unsigned> warp_waiting; // per warp: mask of lanes waiting
+  std::vector<unsigned> warp_done;    // per warp: mask of lanes that returned
   unsigned char *dyn = nullptr;       // its dynamic shared memory
 };
 
@@ -284,12 +285,17 @@ inline uint64_t next_random() {
   return x * 0x2545F4914F6CDD1Dull;
 }
 
+/// A pseudo-random index below n (multiply-high instead of a division).
+inline size_t random_below(size_t n) {
+  return (size_t)(((unsigned __int128)next_random() * n) >> 64);
+}
+
 inline void shuffle(std::vector<unsigned> &ids) {
   if (g.schedule == 1)
     std::reverse(ids.begin(), ids.end());
   else if (g.schedule == 2)
     for (size_t i = ids.size(); i > 1; --i)
-      std::swap(ids[i - 1], ids[next_random() % i]);
+      std::swap(ids[i - 1], ids[random_below(i)]);
 }
 
 /// Appends the released threads to the run queue in the schedule's order.
@@ -310,7 +316,7 @@ inline void release(std::vector<unsigned> &ids) {
     // runnable already (other warps, other CTAs of a cooperative launch).
     if (g.schedule == 2) {
       const size_t n = g.runq.size() - g.runq_head;
-      std::swap(g.runq.back(), g.runq[g.runq_head + next_random() % n]);
+      std::swap(g.runq.back(), g.runq[g.runq_head + random_below(n)]);
     }
   }
 }
@@ -411,12 +417,24 @@ inline unsigned existing_lanes(unsigned w) {
   return n >= 32 ? 0xffffffffu : ((1u << n) - 1u);
 }
 
-/// The lanes of warp `w` waiting with mask `m` form a complete group:
+/// The lanes of warp `w` named by mask `m` (that of lane `last`, the last to
+/// arrive) all wait: check that they agree on the mask and the call,
 /// compute every lane's answer and release them.
-inline void complete_warp_group(Cta &c, unsigned w, unsigned m) {
+inline void complete_warp_group(Cta &c, unsigned w, unsigned m, unsigned last) {
   Fiber *lane0 = &g.fibers[c.base + w * kWarp];
   const unsigned live = m & existing_lanes(w);
-  std::vector<unsigned> ids;
+  const Fiber &ref = lane0[last];
+  for (unsigned l = 0; l < 32; ++l) {
+    if (!(live >> l & 1))
+      continue;
+    const Fiber &o = lane0[l];
+    if (o.mask != m)
+      problem("warp masks disagree: lane %u 0x%08x, lane %u 0x%08x", last, m, l, o.mask);
+    else if (o.op != ref.op || o.site != ref.site)
+      problem("lanes %u and %u meet at different warp primitives (divergence)", last, l);
+  }
+  static std::vector<unsigned> ids; // reused: the emulation runs on one OS thread
+  ids.clear();
   unsigned ballot = 0;
   for (unsigned l = 0; l < 32; ++l)
     if (live >> l & 1)
@@ -488,46 +506,27 @@ inline void complete_warp_group(Cta &c, unsigned w, unsigned m) {
   release(ids);
 }
 
-inline void check_warp(Cta &c, unsigned w) {
-  // Groups: lanes waiting with the same mask, all of whose live lanes wait.
-  unsigned waiting = c.warp_waiting[w], seen = 0;
-  for (unsigned l = 0; l < 32; ++l) {
-    if (!(waiting >> l & 1) || (seen >> l & 1))
-      continue;
-    const unsigned m = g.fibers[c.base + w * kWarp + l].mask;
-    const unsigned need = m & existing_lanes(w);
-    seen |= need;
-    if ((waiting & need) == need)
-      complete_warp_group(c, w, m);
-  }
-}
-
+/// A lane arrives at a warp primitive. Agreement within a group is checked
+/// when the group completes (complete_warp_group); lanes that never form a
+/// complete group end in a reported deadlock. Only the arriving lane's group
+/// can have become complete: every other group was checked at its own last
+/// arrival.
 [[gnu::noinline]] inline uint64_t warp_op(int op, unsigned mask, uint64_t value, int arg,
                                            int width, const void *site) {
   Fiber *f = g.cur;
   Cta &c = g.cta[f->cta];
   const unsigned lane = f->tid % kWarp, w = f->tid / kWarp;
-  Fiber *lane0 = &g.fibers[c.base + w * kWarp];
   if (!(mask >> lane & 1))
     problem("lane %u calls a warp primitive with mask 0x%08x that does not name it", lane, mask);
   const unsigned need = mask & existing_lanes(w);
-  // Lanes already waiting in this group must agree on the mask and the op.
-  for (unsigned l = 0; l < 32; ++l) {
-    if (!(c.warp_waiting[w] >> l & 1) || !(need >> l & 1))
-      continue;
-    Fiber &o = lane0[l];
-    if (o.mask != mask)
-      problem("warp masks disagree: lane %u 0x%08x, lane %u 0x%08x", lane, mask, l, o.mask);
-    if (o.op != op || o.site != site)
-      problem("lanes %u and %u meet at different warp primitives (divergence)", lane, l);
-  }
-  for (unsigned l = 0; l < 32; ++l)
-    if ((need >> l & 1) && lane0[l].state == Fiber::Done)
-      problem("warp mask 0x%08x names lane %u, which has exited", mask, l);
+  if (const unsigned gone = need & c.warp_done[w])
+    problem("warp mask 0x%08x names lane %u, which has exited", mask,
+            (unsigned)__builtin_ctz(gone));
   f->op = op, f->mask = mask, f->value = value, f->arg = arg, f->width = width, f->site = site;
   f->state = Fiber::AtWarp;
   c.warp_waiting[w] |= 1u << lane;
-  check_warp(c, w);
+  if ((c.warp_waiting[w] & need) == need)
+    complete_warp_group(c, w, mask, lane);
   yield_to_scheduler();
   return f->result;
 }
@@ -555,6 +554,7 @@ template <typename T> inline T from_bits(uint64_t b) {
   --c.live;
   --g.grid_live;
   const unsigned w = f->tid / kWarp;
+  c.warp_done[w] |= 1u << (f->tid % kWarp);
   for (unsigned l = 0; l < 32; ++l)
     if ((c.warp_waiting[w] >> l & 1) &&
         (g.fibers[c.base + w * kWarp + l].mask >> (f->tid % kWarp) & 1))
@@ -681,6 +681,7 @@ inline void run_ctas(const std::vector<dim3> &idx, void (*body)(void *), void *a
     C.base = c * n;
     C.live = n;
     C.warp_waiting.assign((n + kWarp - 1) / kWarp, 0);
+    C.warp_done.assign((n + kWarp - 1) / kWarp, 0);
     C.dyn = dynamic_buffer(c, g.dyn_bytes);
     for (unsigned t = 0; t < n; ++t) {
       Fiber &f = g.fibers[C.base + t];
@@ -915,7 +916,18 @@ emu_ctx_switch:
 namespace emu {
 inline const void *site_of(const std::source_location &l) {
   static std::map<std::tuple<const char *, unsigned, unsigned>, char> sites;
-  return &sites[{l.file_name(), (unsigned)l.line(), (unsigned)l.column()}];
+  // A direct-mapped cache in front of the map (called at every primitive).
+  struct Entry {
+    const char *file = nullptr;
+    unsigned line = 0, column = 0;
+    const void *site = nullptr;
+  };
+  static Entry cache[256];
+  const unsigned line = (unsigned)l.line(), column = (unsigned)l.column();
+  Entry &e = cache[(line * 2654435761u ^ column * 40503u) >> 24];
+  if (e.file != l.file_name() || e.line != line || e.column != column)
+    e = {l.file_name(), line, column, &sites[{l.file_name(), line, column}]};
+  return e.site;
 }
 } // namespace emu
 #define EMU_LOC std::source_location emu_loc = std::source_location::current()
