@@ -32,6 +32,16 @@ config.substitutions.append(("%python", python))
 # compiled models, libnncc_kernels bindings, PyTorch references).
 config.environment["PYTHONPATH"] = os.path.join(config.nncc_src_root, "utils")
 
+# One compile cache for the whole suite (NNCC_CACHE_DIR of nncc run /
+# train / inspect): tests that build the same model at the same dims share
+# the library. The key covers the generated source, the options, nncc and
+# the runtime (headers and libraries), so a rebuilt tree never reuses a stale
+# library, and concurrent builds of one key are safe (CompileCache.cpp).
+# Tests that look into the cache directory give their own.
+nncc_cache = os.path.join(config.nncc_obj_root, "test", "nncc-cache")
+config.environment["NNCC_CACHE_DIR"] = nncc_cache
+config.substitutions.append(("%nncc_cache", nncc_cache))
+
 llvm_config.with_environment("PATH", config.nncc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
