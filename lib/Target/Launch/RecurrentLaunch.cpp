@@ -249,9 +249,13 @@ LogicalResult emitStackForwardCuda(LaunchEmitter &e, nnk::RecurrentForwardOp o) 
   FailureOr<std::string> lengthType = lengthTypeOf(e, o.getLengths());
   if (failed(s) || failed(lengthType))
     return failure();
-  std::string ws = e.workspace("rnn_forward_train_scratch_bytes(" + s->cell + ", " + s->B +
-                               ", " + s->T + ", " + s->H + ", sizeof(real_t))");
   std::optional<int64_t> every = o.getCheckpointEvery();
+  // bf16: the f32 launch on fp32 copies in the scratch (the function adds
+  // them when sizeof(real_t) is 2).
+  std::string ws = e.workspace("rnn_stack_forward_scratch_bytes(" + s->cell + ", " + s->B +
+                               ", " + s->T + ", " + s->I + ", " + s->H + ", " + s->L + ", " +
+                               s->D + ", " + LaunchEmitter::flag(o.getHasBias()) + ", " +
+                               std::to_string(every.value_or(0)) + ", sizeof(real_t))");
   e.out() << "{\n";
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\n";
@@ -328,14 +332,13 @@ LogicalResult emitStackGradCuda(LaunchEmitter &e, nnk::RecurrentGradOp o) {
     return failure();
   const bool reserved = static_cast<bool>(o.getReserve());
   std::optional<int64_t> every = o.getCheckpointEvery();
-  std::string sizes = s->cell + ", " + s->B + ", " + s->T + ", ";
+  // The checkpointed, reserved or recomputing launch's scratch (bf16: with
+  // the fp32 copies).
   std::string ws = e.workspace(
-      every      ? "rnn_backward_ckpt_scratch_bytes(" + sizes + s->I + ", " + s->H + ", " +
-                       s->L + ", " + s->D + ", " + std::to_string(*every) + ", sizeof(real_t))"
-      : reserved ? "rnn_backward_reserved_scratch_bytes(" + sizes + s->H + ", " + s->L + ", " +
-                       s->D + ", sizeof(real_t))"
-                 : "rnn_backward_scratch_bytes(" + sizes + s->H + ", " + s->L + ", " + s->D +
-                       ", sizeof(real_t))");
+      "rnn_stack_backward_scratch_bytes(" + s->cell + ", " + s->B + ", " + s->T + ", " + s->I +
+      ", " + s->H + ", " + s->L + ", " + s->D + ", " + LaunchEmitter::flag(o.getHasBias()) +
+      ", " + std::to_string(every.value_or(0)) + ", " + LaunchEmitter::flag(reserved) +
+      ", sizeof(real_t))");
   e.out() << "{\n";
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\nreal_t *dw_[] = {"
@@ -425,8 +428,8 @@ void attachRecurrentLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::RecurrentScanOp, emitScan, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::RecurrentCellOp, emitCell>(ctx);
   attachLaunch<nnk::RecurrentCellGradOp, emitCellGrad>(ctx);
-  attachLaunch<nnk::RecurrentForwardOp, emitStackForward>(ctx);
-  attachLaunch<nnk::RecurrentGradOp, emitStackGrad>(ctx);
+  attachLaunch<nnk::RecurrentForwardOp, emitStackForward, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::RecurrentGradOp, emitStackGrad, Bf16Kernel::Yes>(ctx);
 }
 
 } // namespace nncc::target

@@ -1244,6 +1244,8 @@ extern "C" int64_t nncc_rnn_backward_workspace_size(int cell, int64_t B,
                                                     int64_t H, int64_t L,
                                                     int64_t D, int64_t elem) {
   (void)I;
+  if (elem == 2) // bf16 never runs the CPU kernels: their slot (plans are
+    elem = 4;    // shared by both targets) is sized as f32's
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       H <= 0 || L <= 0 || (D != 1 && D != 2))
     return -1;
@@ -1262,6 +1264,8 @@ extern "C" int64_t nncc_rnn_reserve_size(int cell, int64_t B, int64_t Tn,
 extern "C" int64_t nncc_rnn_forward_train_workspace_size(int cell, int64_t B,
                                                          int64_t Tn, int64_t H,
                                                          int64_t elem) {
+  if (elem == 2) // bf16 never runs the CPU kernels: their slot (plans are
+    elem = 4;    // shared by both targets) is sized as f32's
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       H <= 0)
     return -1;
@@ -1274,6 +1278,8 @@ extern "C" int64_t nncc_rnn_forward_train_workspace_size(int cell, int64_t B,
 extern "C" int64_t nncc_rnn_backward_reserved_workspace_size(
     int cell, int64_t B, int64_t Tn, int64_t H, int64_t L, int64_t D,
     int64_t elem) {
+  if (elem == 2) // bf16 never runs the CPU kernels: their slot (plans are
+    elem = 4;    // shared by both targets) is sized as f32's
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       H <= 0 || L <= 0 || (D != 1 && D != 2))
     return -1;
@@ -1294,6 +1300,8 @@ extern "C" int64_t nncc_rnn_reserve_ckpt_size(int cell, int64_t B,
 extern "C" int64_t nncc_rnn_backward_ckpt_workspace_size(
     int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
     int64_t D, int64_t every, int64_t elem) {
+  if (elem == 2) // bf16 never runs the CPU kernels: their slot (plans are
+    elem = 4;    // shared by both targets) is sized as f32's
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       I <= 0 || H <= 0 || L <= 0 || (D != 1 && D != 2) || every < 1)
     return -1;

@@ -1,4 +1,4 @@
-// Instantiates, for fp32 and fp64, every cell kind and both length index
+// Instantiates, for fp32 and fp64 (and the stacks for bf16), every cell kind and both length index
 // types, each launcher of runtime/include/nncc/Kernels/CUDA/RecurrentBackward.cuh
 // with the template arguments lib/Target/Launch/RecurrentLaunch.cpp prints
 // (<real_t, length type, cell code>), so that nvcc compiles all of them
@@ -81,10 +81,24 @@ template <typename T> void instantiate(cublasHandle_t blas, cudaStream_t s) {
 template void instantiate<float>(cublasHandle_t, cudaStream_t);
 template void instantiate<double>(cublasHandle_t, cudaStream_t);
 
+/// bf16: the stack launchers (the f32 ones on fp32 copies), with zoneout.
+void instantiateBf16(cublasHandle_t blas, cudaStream_t s) {
+  instantiateCells<bf16_t, int32_t>(blas, s);
+  instantiateCells<bf16_t, int64_t>(blas, s);
+  bf16_t *p = nullptr;
+  const bf16_t *w[8] = {};
+  bf16_t *dw[8] = {};
+  launch_rnn_backward_ckpt<bf16_t, int32_t, CellLstm>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p,
+                                                      nullptr, p, p, p, p, p, p, p, dw, 3,
+                                                      nullptr, s, 0.25, 1234ULL, 77ULL);
+}
+
 /// The scratch-size functions the generated code's scratch expression calls.
 uint64_t scratchSizes(int cell, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L,
                       int64_t D, int64_t elem) {
-  return rnn_forward_train_scratch_bytes(cell, B, T, H, elem) +
+  return rnn_stack_forward_scratch_bytes(cell, B, T, I, H, L, D, 1, 3, elem) +
+         rnn_stack_backward_scratch_bytes(cell, B, T, I, H, L, D, 1, 0, 1, elem) +
+         rnn_forward_train_scratch_bytes(cell, B, T, H, elem) +
          rnn_backward_reserved_scratch_bytes(cell, B, T, H, L, D, elem) +
          rnn_backward_scratch_bytes(cell, B, T, H, L, D, elem) +
          rnn_backward_ckpt_scratch_bytes(cell, B, T, I, H, L, D, 3, elem) +

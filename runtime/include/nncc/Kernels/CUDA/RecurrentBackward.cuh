@@ -18,9 +18,16 @@
 // (the saved c slot holds the kept c). No binomial (Revolve) schedule: that
 // stays CPU-only.
 //
+// bf16 (T = bf16_t): the stack launchers run the f32 ones on fp32 copies
+// in the scratch and round the outputs once (section "bf16 stacks" at the
+// end); their scratch is rnn_stack_forward_scratch_bytes /
+// rnn_stack_backward_scratch_bytes, which the generated code uses for
+// every precision.
+//
 // Status: compiled with nvcc (sm_90, -Werror all-warnings); fp32 ran on an
 // H100 in the recurrent seed models' training steps (docs/cuda.md, "First
-// run on an H100 (2026-11-26)"), fp64 has not run on a GPU.
+// run on an H100 (2026-11-26)"), fp64 has not run on a GPU; bf16 has run
+// under the host emulation only (cuda-emu-recurrent-train-bf16.test).
 //
 // Shape of the work, per layer and direction (as the CPU):
 //   forward: xg = X W_ih^T + b_ih (cuBLAS) and the persistent scan kernel of
@@ -57,6 +64,8 @@
 
 #include <cublas_v2.h>
 #include <limits.h>
+
+#include <vector>
 
 namespace nncc {
 namespace kernels {
@@ -928,7 +937,8 @@ inline cudaError_t rnn_forward_train_impl(
 /// `zoneout` in [0, 1) (0: off; > 0 only for the LSTM, else
 /// cudaErrorInvalidValue), the op's `seed` and the step's `offset`
 /// (nncc_ms_dropout_offset): the CPU's masks, the kept c in the c slot.
-template <typename T, typename Len, int Kind>
+template <typename T, typename Len, int Kind,
+          std::enable_if_t<!is_bf16_v<T>, int> = 0>
 inline cudaError_t launch_rnn_forward_train(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
@@ -950,7 +960,8 @@ inline cudaError_t launch_rnn_forward_train(
 /// steps after the first (nncc_rnn_reserve_ckpt_size bytes; with zoneout
 /// the kept c). Scratch: rnn_forward_train_scratch_bytes. Zoneout as
 /// launch_rnn_forward_train.
-template <typename T, typename Len, int Kind>
+template <typename T, typename Len, int Kind,
+          std::enable_if_t<!is_bf16_v<T>, int> = 0>
 inline cudaError_t launch_rnn_forward_train_ckpt(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
@@ -973,6 +984,16 @@ inline cudaError_t launch_rnn_forward_train_ckpt(
 // Stack backward from the full reserve (and with the forward recomputed)
 //===----------------------------------------------------------------------===//
 
+/// Elements of weight i of a stack's table (per layer and direction W_ih
+/// [GH, inSize], W_hh [GH, H], then with biases b_ih, b_hh [GH]).
+inline int64_t rnn_stack_weight_elems(int64_t i, int64_t D, int per,
+                                      int64_t I, int64_t DH, int64_t H,
+                                      int64_t GH) {
+  const int64_t l = i / (D * per), kind = i % per;
+  const int64_t inSize = l == 0 ? I : DH;
+  return kind == 0 ? GH * inSize : kind == 1 ? GH * H : GH;
+}
+
 /// Zeroes what the layer backwards accumulate into (the CPU's
 /// zeroStackGradients): every weight gradient and dx.
 template <typename T>
@@ -984,9 +1005,7 @@ inline cudaError_t rnn_zero_stack_grads(T *const *dweights, T *dx, int64_t L,
   for (int64_t i = 0; dweights && i < L * D * per; ++i) {
     if (!dweights[i])
       continue;
-    const int64_t l = i / (D * per), kind = i % per;
-    const int64_t inSize = l == 0 ? I : DH;
-    const int64_t n = kind == 0 ? GH * inSize : kind == 1 ? GH * H : GH;
+    const int64_t n = rnn_stack_weight_elems(i, D, per, I, DH, H, GH);
     if ((e = cudaMemsetAsync(dweights[i], 0, sizeof(T) * n, stream)) !=
         cudaSuccess)
       return e;
@@ -1069,7 +1088,8 @@ inline cudaError_t rnn_backward_reserved_impl(
 /// forward's rate, seed and offset (masks regenerated; at a zoned-out unit
 /// dh and dc pass to step t-1, the gates get no adjoint).
 /// Scratch: rnn_backward_reserved_scratch_bytes.
-template <typename T, typename Len, int Kind>
+template <typename T, typename Len, int Kind,
+          std::enable_if_t<!is_bf16_v<T>, int> = 0>
 inline cudaError_t launch_rnn_backward_reserved(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
@@ -1110,7 +1130,8 @@ inline uint64_t rnn_backward_scratch_bytes(int cell, int64_t B, int64_t Tn,
 /// stack's forward is run again into the scratch (layer outputs and gates,
 /// the same zoneout masks), then the reserved backward. Same outputs as
 /// launch_rnn_backward_reserved. Scratch: rnn_backward_scratch_bytes.
-template <typename T, typename Len, int Kind>
+template <typename T, typename Len, int Kind,
+          std::enable_if_t<!is_bf16_v<T>, int> = 0>
 inline cudaError_t launch_rnn_backward(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
@@ -1454,7 +1475,8 @@ inline cudaError_t rnn_layer_backward_ckpt(
 /// checkpoints), recomputing each segment's gates (zoneout masks
 /// regenerated). Outputs and zoneout arguments as
 /// launch_rnn_backward_reserved. Scratch: rnn_backward_ckpt_scratch_bytes.
-template <typename T, typename Len, int Kind>
+template <typename T, typename Len, int Kind,
+          std::enable_if_t<!is_bf16_v<T>, int> = 0>
 inline cudaError_t launch_rnn_backward_ckpt(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
@@ -1737,6 +1759,375 @@ inline cudaError_t launch_rnn_cell_backward(
     return e;
   return gemm_rowmajor<T>(blas, false, false, B, H, Gc, T(1), dhg, GH, whh, H, T(1),
                      dh, H);
+}
+
+//===----------------------------------------------------------------------===//
+// bf16 stacks: the fp32 launchers on widened copies
+//===----------------------------------------------------------------------===//
+//
+// T = bf16_t (bf16 x, weights, states, reserve and gradients): the inputs
+// are widened into fp32 copies in the scratch, the f32 launcher runs on
+// them (its own scratch carved first) and every output is rounded to bf16
+// once. Between the forward and the backward the reserve is the arena's
+// bf16 one, so the backward reads the saved layer outputs and gates
+// rounded; everything else is the f32 computation (fp32 states, fp32
+// gradient sums). The fp32 copies (x, weights, states and reserve, and in
+// the backward their gradients) are scratch, outside the memory plan as
+// every CUDA scratch is. The scratch of a launch at element size `elem`
+// (sizeof(real_t)): rnn_stack_forward_scratch_bytes and
+// rnn_stack_backward_scratch_bytes.
+
+/// dst[i] = src[i] in the other element type (load_acc, store_acc<To>).
+template <typename From, typename To>
+__global__ void rnn_convert_kernel(int64_t n, const From *__restrict__ src,
+                                   To *__restrict__ dst) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    dst[i] = store_acc<To>(load_acc(src[i]));
+}
+
+/// Converts n elements (nothing when either pointer is null or n <= 0).
+template <typename From, typename To>
+inline cudaError_t rnn_convert(int64_t n, const From *src, To *dst,
+                               cudaStream_t stream) {
+  if (!src || !dst || n <= 0)
+    return cudaSuccess;
+  rnn_convert_kernel<From, To><<<grid_for(n, 256), 256, 0, stream>>>(n, src, dst);
+  return cudaGetLastError();
+}
+
+/// The stack launches a bf16 launch runs in fp32.
+enum class RnnStackLaunch { Forward, Backward, BackwardReserved, BackwardCkpt };
+
+/// Scratch bytes of the f32 / f64 stack launch `launch` (element size
+/// elem; every >= 1: the checkpointed forward / backward).
+inline uint64_t rnn_stack_launch_scratch_bytes(RnnStackLaunch launch, int cell,
+                                               int64_t B, int64_t Tn, int64_t I,
+                                               int64_t H, int64_t L, int64_t D,
+                                               int64_t every, int64_t elem) {
+  switch (launch) {
+  case RnnStackLaunch::Forward:
+    return rnn_forward_train_scratch_bytes(cell, B, Tn, H, elem);
+  case RnnStackLaunch::Backward:
+    return rnn_backward_scratch_bytes(cell, B, Tn, H, L, D, elem);
+  case RnnStackLaunch::BackwardReserved:
+    return rnn_backward_reserved_scratch_bytes(cell, B, Tn, H, L, D, elem);
+  case RnnStackLaunch::BackwardCkpt:
+    break;
+  }
+  return rnn_backward_ckpt_scratch_bytes(cell, B, Tn, I, H, L, D, every, elem);
+}
+
+/// Elements of the reserve the training forward writes and the backward
+/// reads: the layer outputs [L, B*T, D*H], then the gates
+/// [L*D, B, T, slots*H] or, with every >= 1, the LSTM's cell-state
+/// checkpoints [L*D, rnn_ckpt_count, B, H].
+inline int64_t rnn_reserve_elems(int cell, int64_t B, int64_t Tn, int64_t H,
+                                 int64_t L, int64_t D, int64_t every) {
+  const int64_t outs = L * B * Tn * D * H;
+  if (every > 0)
+    return outs + (cell == CellLstm ? L * D * rnn_ckpt_count(Tn, every) * B * H : 0);
+  return outs * (1 + cell_saved_slots(cell));
+}
+
+/// The scratch of a bf16 stack launch: the f32 launch's scratch, then the
+/// fp32 copies of its operands (x, the weight table end to end, h0, c0, the
+/// reserve; the forward's y, h_n, c_n; the backward's dy, dh_n, dc_n, dx,
+/// dh0, dc0 and weight gradients). With a null base it only counts.
+struct RnnBf16Layout {
+  char *f32 = nullptr;
+  float *x = nullptr, *w = nullptr, *h0 = nullptr, *c0 = nullptr, *reserve = nullptr;
+  float *y = nullptr, *hn = nullptr, *cn = nullptr;
+  float *dy = nullptr, *dhn = nullptr, *dcn = nullptr, *dx = nullptr, *dh0 = nullptr,
+        *dc0 = nullptr, *dw = nullptr;
+  int64_t reserveElems = 0;
+};
+
+inline RnnBf16Layout rnn_bf16_carve(RnnScratch &a, RnnStackLaunch launch, int cell,
+                                    int64_t B, int64_t Tn, int64_t I, int64_t H,
+                                    int64_t L, int64_t D, int has_bias,
+                                    int64_t every) {
+  const int per = rnn_weights_per_cell(has_bias != 0);
+  const int64_t GH = cell_gates(cell) * H, DH = D * H, BT = B * Tn;
+  const int64_t states = L * D * B * H;
+  int64_t weights = 0;
+  for (int64_t i = 0; i < L * D * per; ++i)
+    weights += rnn_stack_weight_elems(i, D, per, I, DH, H, GH);
+  const int64_t f = sizeof(float);
+  RnnBf16Layout c;
+  c.f32 = a.take((int64_t)rnn_stack_launch_scratch_bytes(launch, cell, B, Tn, I, H, L,
+                                                         D, every, f));
+  c.x = a.take<float>(BT * I, f);
+  c.w = a.take<float>(weights, f);
+  c.h0 = a.take<float>(states, f);
+  c.c0 = a.take<float>(states, f);
+  if (launch != RnnStackLaunch::Backward) {
+    c.reserveElems = rnn_reserve_elems(cell, B, Tn, H, L, D, every);
+    c.reserve = a.take<float>(c.reserveElems, f);
+  }
+  if (launch == RnnStackLaunch::Forward) {
+    c.y = a.take<float>(BT * DH, f);
+    c.hn = a.take<float>(states, f);
+    c.cn = a.take<float>(states, f);
+  } else {
+    c.dy = a.take<float>(BT * DH, f);
+    c.dhn = a.take<float>(states, f);
+    c.dcn = a.take<float>(states, f);
+    c.dx = a.take<float>(BT * I, f);
+    c.dh0 = a.take<float>(states, f);
+    c.dc0 = a.take<float>(states, f);
+    c.dw = a.take<float>(weights, f);
+  }
+  return c;
+}
+
+/// Device scratch bytes of the stack's training forward at element size
+/// elem (launch_rnn_forward_train, with every >= 1 _ckpt); bf16 adds the
+/// fp32 copies (rnn_bf16_carve). The generated code's scratch expression.
+inline uint64_t rnn_stack_forward_scratch_bytes(int cell, int64_t B, int64_t Tn,
+                                                int64_t I, int64_t H, int64_t L,
+                                                int64_t D, int has_bias,
+                                                int64_t every, int64_t elem) {
+  if (elem != (int64_t)sizeof(bf16_t))
+    return rnn_forward_train_scratch_bytes(cell, B, Tn, H, elem);
+  RnnScratch a(nullptr);
+  rnn_bf16_carve(a, RnnStackLaunch::Forward, cell, B, Tn, I, H, L, D, has_bias, every);
+  return a.bytes();
+}
+
+/// Device scratch bytes of the stack's backward at element size elem:
+/// launch_rnn_backward_ckpt with every >= 1, else
+/// launch_rnn_backward_reserved with `reserved`, else launch_rnn_backward;
+/// bf16 adds the fp32 copies. The generated code's scratch expression.
+inline uint64_t rnn_stack_backward_scratch_bytes(int cell, int64_t B, int64_t Tn,
+                                                 int64_t I, int64_t H, int64_t L,
+                                                 int64_t D, int has_bias,
+                                                 int64_t every, int reserved,
+                                                 int64_t elem) {
+  const RnnStackLaunch launch = every > 0  ? RnnStackLaunch::BackwardCkpt
+                                : reserved ? RnnStackLaunch::BackwardReserved
+                                           : RnnStackLaunch::Backward;
+  if (elem != (int64_t)sizeof(bf16_t))
+    return rnn_stack_launch_scratch_bytes(launch, cell, B, Tn, I, H, L, D, every, elem);
+  RnnScratch a(nullptr);
+  rnn_bf16_carve(a, launch, cell, B, Tn, I, H, L, D, has_bias, every);
+  return a.bytes();
+}
+
+/// Widens x, the weight table (into c.w end to end; w32 gets its fp32
+/// table), h0 and c0.
+inline cudaError_t rnn_bf16_widen_stack(const RnnBf16Layout &c, int cell, int64_t B,
+                                        int64_t Tn, int64_t I, int64_t H, int64_t L,
+                                        int64_t D, int has_bias, const bf16_t *x,
+                                        const bf16_t *const *weights,
+                                        const bf16_t *h0, const bf16_t *c0,
+                                        std::vector<const float *> &w32,
+                                        cudaStream_t stream) {
+  const int per = rnn_weights_per_cell(has_bias != 0);
+  const int64_t GH = cell_gates(cell) * H, DH = D * H, states = L * D * B * H;
+  cudaError_t e;
+  if ((e = rnn_convert(B * Tn * I, x, c.x, stream)) != cudaSuccess ||
+      (e = rnn_convert(states, h0, c.h0, stream)) != cudaSuccess ||
+      (e = rnn_convert(states, c0, c.c0, stream)) != cudaSuccess)
+    return e;
+  w32.assign((size_t)(L * D * per), nullptr);
+  float *at = c.w;
+  for (int64_t i = 0; i < L * D * per; ++i) {
+    const int64_t n = rnn_stack_weight_elems(i, D, per, I, DH, H, GH);
+    if ((e = rnn_convert(n, weights[i], at, stream)) != cudaSuccess)
+      return e;
+    w32[(size_t)i] = at;
+    at += n;
+  }
+  return cudaSuccess;
+}
+
+/// The bf16 training forward (launch_rnn_forward_train, with every >= 1
+/// launch_rnn_forward_train_ckpt): the f32 launch on fp32 copies; y, h_n,
+/// c_n and the reserve rounded once.
+template <typename Len, int Kind>
+inline cudaError_t rnn_bf16_forward_train(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
+    int64_t D, int has_bias, const bf16_t *x, const bf16_t *const *weights,
+    const bf16_t *h0, const bf16_t *c0, const Len *lengths, bf16_t *y, bf16_t *hn,
+    bf16_t *cn, bf16_t *reserve, int64_t every, char *scratch, cudaStream_t stream,
+    double zoneout, uint64_t seed, uint64_t offset) {
+  if (!rnn_stack_args_ok<bf16_t, Len>(Kind, B, Tn, I, H, L, D, has_bias, x, weights) ||
+      !scratch || !y || (B * Tn > 0 && !reserve))
+    return cudaErrorInvalidValue;
+  RnnScratch a(scratch);
+  const RnnBf16Layout c =
+      rnn_bf16_carve(a, RnnStackLaunch::Forward, Kind, B, Tn, I, H, L, D, has_bias, every);
+  std::vector<const float *> w32;
+  cudaError_t e = rnn_bf16_widen_stack(c, Kind, B, Tn, I, H, L, D, has_bias, x, weights,
+                                       h0, c0, w32, stream);
+  if (e != cudaSuccess)
+    return e;
+  float *h0f = h0 ? c.h0 : nullptr, *c0f = c0 ? c.c0 : nullptr;
+  float *hnf = hn ? c.hn : nullptr, *cnf = cn ? c.cn : nullptr;
+  e = every > 0 ? launch_rnn_forward_train_ckpt<float, Len, Kind>(
+                      blas, B, Tn, I, H, L, D, has_bias, c.x, w32.data(), h0f, c0f,
+                      lengths, c.y, hnf, cnf, c.reserve, every, c.f32, stream, zoneout,
+                      seed, offset)
+                : launch_rnn_forward_train<float, Len, Kind>(
+                      blas, B, Tn, I, H, L, D, has_bias, c.x, w32.data(), h0f, c0f,
+                      lengths, c.y, hnf, cnf, c.reserve, c.f32, stream, zoneout, seed,
+                      offset);
+  const int64_t states = L * D * B * H;
+  if (e != cudaSuccess ||
+      (e = rnn_convert(B * Tn * D * H, (const float *)c.y, y, stream)) != cudaSuccess ||
+      (e = rnn_convert(states, (const float *)hnf, hn, stream)) != cudaSuccess ||
+      (e = rnn_convert(states, (const float *)cnf, cn, stream)) != cudaSuccess)
+    return e;
+  return rnn_convert(c.reserveElems, (const float *)c.reserve, reserve, stream);
+}
+
+/// The bf16 backwards (launch_rnn_backward, _reserved, _ckpt as `launch`):
+/// the f32 launch on fp32 copies (the reserve widened); dx, dh0, dc0 and the
+/// weight gradients rounded once.
+template <typename Len, int Kind>
+inline cudaError_t rnn_bf16_backward(
+    RnnStackLaunch launch, cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I,
+    int64_t H, int64_t L, int64_t D, int has_bias, const bf16_t *x,
+    const bf16_t *const *weights, const bf16_t *h0, const bf16_t *c0,
+    const Len *lengths, const bf16_t *reserve, const bf16_t *dy, const bf16_t *dhn,
+    const bf16_t *dcn, bf16_t *dx, bf16_t *dh0, bf16_t *dc0, bf16_t *const *dweights,
+    int64_t every, char *scratch, cudaStream_t stream, double zoneout, uint64_t seed,
+    uint64_t offset) {
+  if (!rnn_stack_args_ok<bf16_t, Len>(Kind, B, Tn, I, H, L, D, has_bias, x, weights) ||
+      !scratch || (launch != RnnStackLaunch::Backward && B * Tn > 0 && !reserve))
+    return cudaErrorInvalidValue;
+  RnnScratch a(scratch);
+  const RnnBf16Layout c =
+      rnn_bf16_carve(a, launch, Kind, B, Tn, I, H, L, D, has_bias, every);
+  std::vector<const float *> w32;
+  cudaError_t e = rnn_bf16_widen_stack(c, Kind, B, Tn, I, H, L, D, has_bias, x, weights,
+                                       h0, c0, w32, stream);
+  const int64_t states = L * D * B * H, BT = B * Tn;
+  if (e != cudaSuccess ||
+      (e = rnn_convert(c.reserveElems, reserve, c.reserve, stream)) != cudaSuccess ||
+      (e = rnn_convert(BT * D * H, dy, c.dy, stream)) != cudaSuccess ||
+      (e = rnn_convert(states, dhn, c.dhn, stream)) != cudaSuccess ||
+      (e = rnn_convert(states, dcn, c.dcn, stream)) != cudaSuccess)
+    return e;
+  // fp32 gradient outputs where the caller wants the bf16 ones.
+  const int per = rnn_weights_per_cell(has_bias != 0);
+  const int64_t GH = cell_gates(Kind) * H, DH = D * H;
+  std::vector<float *> dw32((size_t)(L * D * per), nullptr);
+  float *at = c.dw;
+  for (int64_t i = 0; i < L * D * per; ++i) {
+    if (dweights && dweights[i])
+      dw32[(size_t)i] = at;
+    at += rnn_stack_weight_elems(i, D, per, I, DH, H, GH);
+  }
+  const float *h0f = h0 ? c.h0 : nullptr, *c0f = c0 ? c.c0 : nullptr;
+  const float *dyf = dy ? c.dy : nullptr, *dhnf = dhn ? c.dhn : nullptr,
+              *dcnf = dcn ? c.dcn : nullptr;
+  float *dxf = dx ? c.dx : nullptr, *dh0f = dh0 ? c.dh0 : nullptr,
+        *dc0f = dc0 ? c.dc0 : nullptr;
+  float *const *dwf = dweights ? dw32.data() : nullptr;
+  switch (launch) {
+  case RnnStackLaunch::Backward:
+    e = launch_rnn_backward<float, Len, Kind>(
+        blas, B, Tn, I, H, L, D, has_bias, c.x, w32.data(), h0f, c0f, lengths, dyf, dhnf,
+        dcnf, dxf, dh0f, dc0f, dwf, c.f32, stream, zoneout, seed, offset);
+    break;
+  case RnnStackLaunch::BackwardReserved:
+    e = launch_rnn_backward_reserved<float, Len, Kind>(
+        blas, B, Tn, I, H, L, D, has_bias, c.x, w32.data(), h0f, c0f, lengths, c.reserve,
+        dyf, dhnf, dcnf, dxf, dh0f, dc0f, dwf, c.f32, stream, zoneout, seed, offset);
+    break;
+  case RnnStackLaunch::BackwardCkpt:
+    e = launch_rnn_backward_ckpt<float, Len, Kind>(
+        blas, B, Tn, I, H, L, D, has_bias, c.x, w32.data(), h0f, c0f, lengths, c.reserve,
+        dyf, dhnf, dcnf, dxf, dh0f, dc0f, dwf, every, c.f32, stream, zoneout, seed, offset);
+    break;
+  case RnnStackLaunch::Forward:
+    e = cudaErrorInvalidValue;
+    break;
+  }
+  if (e != cudaSuccess ||
+      (e = rnn_convert(BT * I, (const float *)dxf, dx, stream)) != cudaSuccess ||
+      (e = rnn_convert(states, (const float *)dh0f, dh0, stream)) != cudaSuccess ||
+      (e = rnn_convert(states, (const float *)dc0f, dc0, stream)) != cudaSuccess)
+    return e;
+  for (int64_t i = 0; dweights && i < L * D * per; ++i)
+    if ((e = rnn_convert(rnn_stack_weight_elems(i, D, per, I, DH, H, GH),
+                         (const float *)dw32[(size_t)i], dweights[i], stream)) !=
+        cudaSuccess)
+      return e;
+  return cudaSuccess;
+}
+
+// The bf16 overloads of the stack launchers (same operands as the f32 /
+// f64 templates above; scratch: rnn_stack_forward_scratch_bytes /
+// rnn_stack_backward_scratch_bytes at elem = sizeof(bf16_t)).
+
+template <typename T, typename Len, int Kind, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_rnn_forward_train(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
+    int64_t D, int has_bias, const T *x, const T *const *weights, const T *h0,
+    const T *c0, const Len *lengths, T *y, T *hn, T *cn, T *reserve, char *scratch,
+    cudaStream_t stream, double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
+  return rnn_bf16_forward_train<Len, Kind>(blas, B, Tn, I, H, L, D, has_bias, x, weights,
+                                           h0, c0, lengths, y, hn, cn, reserve, 0, scratch,
+                                           stream, zoneout, seed, offset);
+}
+
+template <typename T, typename Len, int Kind, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_rnn_forward_train_ckpt(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
+    int64_t D, int has_bias, const T *x, const T *const *weights, const T *h0,
+    const T *c0, const Len *lengths, T *y, T *hn, T *cn, T *reserve, int64_t every,
+    char *scratch, cudaStream_t stream, double zoneout = 0, uint64_t seed = 0,
+    uint64_t offset = 0) {
+  if (every < 1)
+    return cudaErrorInvalidValue;
+  return rnn_bf16_forward_train<Len, Kind>(blas, B, Tn, I, H, L, D, has_bias, x, weights,
+                                           h0, c0, lengths, y, hn, cn, reserve, every,
+                                           scratch, stream, zoneout, seed, offset);
+}
+
+template <typename T, typename Len, int Kind, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_rnn_backward_reserved(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
+    int64_t D, int has_bias, const T *x, const T *const *weights, const T *h0,
+    const T *c0, const Len *lengths, const T *reserve, const T *dy, const T *dhn,
+    const T *dcn, T *dx, T *dh0, T *dc0, T *const *dweights, char *scratch,
+    cudaStream_t stream, double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
+  return rnn_bf16_backward<Len, Kind>(RnnStackLaunch::BackwardReserved, blas, B, Tn, I, H,
+                                      L, D, has_bias, x, weights, h0, c0, lengths, reserve,
+                                      dy, dhn, dcn, dx, dh0, dc0, dweights, 0, scratch,
+                                      stream, zoneout, seed, offset);
+}
+
+template <typename T, typename Len, int Kind, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_rnn_backward(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
+    int64_t D, int has_bias, const T *x, const T *const *weights, const T *h0,
+    const T *c0, const Len *lengths, const T *dy, const T *dhn, const T *dcn, T *dx,
+    T *dh0, T *dc0, T *const *dweights, char *scratch, cudaStream_t stream,
+    double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
+  return rnn_bf16_backward<Len, Kind>(RnnStackLaunch::Backward, blas, B, Tn, I, H, L, D,
+                                      has_bias, x, weights, h0, c0, lengths, nullptr, dy,
+                                      dhn, dcn, dx, dh0, dc0, dweights, 0, scratch, stream,
+                                      zoneout, seed, offset);
+}
+
+template <typename T, typename Len, int Kind, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_rnn_backward_ckpt(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
+    int64_t D, int has_bias, const T *x, const T *const *weights, const T *h0,
+    const T *c0, const Len *lengths, const T *reserve, const T *dy, const T *dhn,
+    const T *dcn, T *dx, T *dh0, T *dc0, T *const *dweights, int64_t every,
+    char *scratch, cudaStream_t stream, double zoneout = 0, uint64_t seed = 0,
+    uint64_t offset = 0) {
+  if (every < 1)
+    return cudaErrorInvalidValue;
+  return rnn_bf16_backward<Len, Kind>(RnnStackLaunch::BackwardCkpt, blas, B, Tn, I, H, L,
+                                      D, has_bias, x, weights, h0, c0, lengths, reserve, dy,
+                                      dhn, dcn, dx, dh0, dc0, dweights, every, scratch,
+                                      stream, zoneout, seed, offset);
 }
 
 } // namespace cuda
