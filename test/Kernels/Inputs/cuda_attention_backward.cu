@@ -1,10 +1,9 @@
-// Instantiates, for fp32 or fp64, the attention training launchers of
+// Instantiates, for fp32 and fp64, the attention training launchers of
 // runtime/include/nncc/Kernels/CUDA (training forwards with dropout and the
 // kept log-sum-exp, and the backward of every kind), with the template
 // arguments lib/Target/Launch/AttentionLaunch.cpp prints: a static head size
 // (32/64/128) or 0 (run-time dispatch over every head-size kernel), so that
-// nvcc has to compile all of them (cuda-attention-backward.test and
-// cuda-attention-backward-f64.test).
+// nvcc has to compile all of them (cuda-attention-backward.test).
 #include "nncc/Kernels/CUDA/AttentionBackward.cuh"
 
 using namespace nncc::kernels;
@@ -47,12 +46,8 @@ template <typename T> void instantiate(cudaStream_t s) {
   instantiateHead<T, 128>(s);
 }
 
-// One element type per compile (NNCC_TEST_REAL: float or double), so that
-// the two halves are two tests lit runs side by side.
-#ifndef NNCC_TEST_REAL
-#error "compile with -DNNCC_TEST_REAL=float or -DNNCC_TEST_REAL=double"
-#endif
-template void instantiate<NNCC_TEST_REAL>(cudaStream_t);
+template void instantiate<float>(cudaStream_t);
+template void instantiate<double>(cudaStream_t);
 
 /// The workspace sizes are host functions (the generated code's scratch
 /// expression uses them).

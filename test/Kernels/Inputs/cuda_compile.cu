@@ -1,14 +1,7 @@
-// Instantiates, for fp32 or fp64, every launcher and kernel of
+// Instantiates, for fp32 and fp64, every launcher and kernel of
 // runtime/include/nncc/Kernels/CUDA that generated CUDA code calls
 // (lib/Target/Launch, lib/Target/Cuda), with the template arguments the
 // emitters print, so that nvcc has to compile all of them (cuda-compile.test).
-// One element type per compile (NNCC_TEST_REAL: float or double), so that
-// the two halves are two tests lit runs side by side (cuda-compile.test,
-// cuda-compile-f64.test); the launchers of other element types (bf16, index
-// copies, token masking) with NNCC_TEST_UNTYPED=1, in the float half.
-#ifndef NNCC_TEST_REAL
-#error "compile with -DNNCC_TEST_REAL=float or -DNNCC_TEST_REAL=double"
-#endif
 #include "nncc/Kernels/CUDA/Attention.cuh"
 #include "nncc/Kernels/CUDA/Backward.cuh"
 #include "nncc/Kernels/CUDA/Data.cuh"
@@ -89,9 +82,9 @@ template <typename T> void instantiate(cudaStream_t s) {
                                p, p, p, p, p, p, 4, p, 4, p, nullptr, dyn, vjp, cell);
 }
 
-template void instantiate<NNCC_TEST_REAL>(cudaStream_t);
+template void instantiate<float>(cudaStream_t);
+template void instantiate<double>(cudaStream_t);
 
-#ifdef NNCC_TEST_UNTYPED
 /// The bf16 attention forwards (attention_tile_bf16_kernel at every head
 /// size and mode; the global rows widened to fp32).
 void instantiateBf16Attention(cudaStream_t s) {
@@ -117,8 +110,6 @@ void instantiateCopies(cudaStream_t s) {
   launch_copy_nd<uint8_t>(c, nullptr, nullptr, s);
 }
 
-#endif
-
 /// Token masking (i32 and i64 tokens), Gumbel-max sampling and axial
 /// positions (Tokens.cuh), fp32 and fp64.
 template <typename T> void instantiateTokens(cudaStream_t s) {
@@ -128,14 +119,13 @@ template <typename T> void instantiateTokens(cudaStream_t s) {
   launch_axial_position<T>(2, 16, 4, 8, 24, p, p, p, p, s);
   launch_axial_position_backward<T>(2, 16, 4, 4, 8, 24, p, p, p, s);
 }
-template void instantiateTokens<NNCC_TEST_REAL>(cudaStream_t);
+template void instantiateTokens<float>(cudaStream_t);
+template void instantiateTokens<double>(cudaStream_t);
 
-#ifdef NNCC_TEST_UNTYPED
 void instantiateMaskTokens(cudaStream_t s) {
   launch_mask_tokens<int32_t>(2, 16, 0.15, 103, 1, 0, nullptr, nullptr, nullptr, s);
   launch_mask_tokens<int64_t>(2, 16, 0.15, 103, 1, 0, nullptr, nullptr, nullptr, s);
 }
-#endif
 
 /// The training side of Backward.cuh and Optim.cuh (emitted by the
 /// backward launches and the CUDA train_step functions).
@@ -163,4 +153,5 @@ template <typename T> void instantiateTraining(cudaStream_t s) {
   launch_sgd_step<T>(1024, p, p, p, 0.5, 1e-3, 0.9, 0.01, 1, 0, s);
   launch_adam_step<T>(1024, p, p, p, p, 1.0, 1e-3, 0.9, 0.999, 1e-8, 0.01, 1, 3, s);
 }
-template void instantiateTraining<NNCC_TEST_REAL>(cudaStream_t);
+template void instantiateTraining<float>(cudaStream_t);
+template void instantiateTraining<double>(cudaStream_t);
