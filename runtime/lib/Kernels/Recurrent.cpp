@@ -505,8 +505,7 @@ template int nncc::kernels::rnnLayerTrain<double>(
 extern "C" int64_t nncc_rnn_workspace_size(int cell, int64_t B, int64_t Tn,
                                            int64_t I, int64_t H, int64_t L,
                                            int64_t D, int64_t elem) {
-  if (elem == 2) // bf16 never runs the CPU kernels: their slot (plans are
-    elem = 4;    // shared by both targets) is sized as f32's
+  elem = workspaceElem(elem);
   (void)I;
   if (!validCell(cell) || (elem != 4 && elem != 8))
     return -1;
@@ -521,8 +520,7 @@ extern "C" int64_t nncc_rnn_workspace_size(int cell, int64_t B, int64_t Tn,
 
 extern "C" int64_t nncc_rnn_layer_workspace_size(int cell, int64_t B,
                                                  int64_t H, int64_t elem) {
-  if (elem == 2) // bf16 never runs the CPU kernels: their slot (plans are
-    elem = 4;    // shared by both targets) is sized as f32's
+  elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || H <= 0)
     return -1;
   RnnShape s{B, 1, 0, H, 1, 1, cell};
@@ -536,8 +534,7 @@ extern "C" int64_t nncc_rnn_layer_workspace_size(int cell, int64_t B,
 
 extern "C" int64_t nncc_rnn_cell_workspace_size(int cell, int64_t B, int64_t H,
                                                 int64_t elem) {
-  if (elem == 2) // bf16 never runs the CPU kernels: their slot (plans are
-    elem = 4;    // shared by both targets) is sized as f32's
+  elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || H <= 0)
     return -1;
   const int64_t G = cell_gates(cell);

@@ -1244,8 +1244,7 @@ extern "C" int64_t nncc_rnn_backward_workspace_size(int cell, int64_t B,
                                                     int64_t H, int64_t L,
                                                     int64_t D, int64_t elem) {
   (void)I;
-  if (elem == 2) // bf16 never runs the CPU kernels: their slot (plans are
-    elem = 4;    // shared by both targets) is sized as f32's
+  elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       H <= 0 || L <= 0 || (D != 1 && D != 2))
     return -1;
@@ -1264,8 +1263,7 @@ extern "C" int64_t nncc_rnn_reserve_size(int cell, int64_t B, int64_t Tn,
 extern "C" int64_t nncc_rnn_forward_train_workspace_size(int cell, int64_t B,
                                                          int64_t Tn, int64_t H,
                                                          int64_t elem) {
-  if (elem == 2) // bf16 never runs the CPU kernels: their slot (plans are
-    elem = 4;    // shared by both targets) is sized as f32's
+  elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       H <= 0)
     return -1;
@@ -1278,8 +1276,7 @@ extern "C" int64_t nncc_rnn_forward_train_workspace_size(int cell, int64_t B,
 extern "C" int64_t nncc_rnn_backward_reserved_workspace_size(
     int cell, int64_t B, int64_t Tn, int64_t H, int64_t L, int64_t D,
     int64_t elem) {
-  if (elem == 2) // bf16 never runs the CPU kernels: their slot (plans are
-    elem = 4;    // shared by both targets) is sized as f32's
+  elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       H <= 0 || L <= 0 || (D != 1 && D != 2))
     return -1;
@@ -1300,8 +1297,7 @@ extern "C" int64_t nncc_rnn_reserve_ckpt_size(int cell, int64_t B,
 extern "C" int64_t nncc_rnn_backward_ckpt_workspace_size(
     int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
     int64_t D, int64_t every, int64_t elem) {
-  if (elem == 2) // bf16 never runs the CPU kernels: their slot (plans are
-    elem = 4;    // shared by both targets) is sized as f32's
+  elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       I <= 0 || H <= 0 || L <= 0 || (D != 1 && D != 2) || every < 1)
     return -1;

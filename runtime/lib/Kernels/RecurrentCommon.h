@@ -30,6 +30,11 @@ void cellRecurrentInputs(int cell, int64_t B, int64_t H, const T *xproj,
 }
 
 /// Whether `cell` is one of the kernel cell codes (RecurrentMath.h).
+/// The element size a CPU workspace slot is sized for: bf16 libraries never
+/// run the CPU kernels, but their plans (shared by both targets) keep the
+/// slot, sized as f32's.
+inline int64_t workspaceElem(int64_t elem) { return elem == 2 ? 4 : elem; }
+
 inline bool validCell(int cell) {
   return cell >= CellRnnTanh && cell <= CellGruCho;
 }
