@@ -313,20 +313,15 @@ LogicalResult emitEmbeddingGrad(LaunchEmitter &e, nnk::EmbeddingGradOp o) {
 
 LogicalResult emitSinusoidalPosition(LaunchEmitter &e, nnk::SinusoidalPositionOp o) {
   auto B = e.dim(o.getX(), 0), T = e.dim(o.getX(), 1), E = e.dim(o.getX(), 2);
-  auto n = e.numel(o.getX());
-  if (failed(B) || failed(T) || failed(E) || failed(n))
+  if (failed(B) || failed(T) || failed(E))
     return failure();
+  SmallVector<std::string> args = {*B, *T, *E, e.name(o.getX()), e.name(o.getOut())};
   if (!e.isCuda()) {
-    e.call({"NNCC_KFN(nncc_sinusoidal_position)",
-            {*B, *T, *E, e.name(o.getX()), e.name(o.getOut())}});
+    e.call({"NNCC_KFN(nncc_sinusoidal_position)", args});
     return success();
   }
-  e.out() << "if (" << *n << " > 0) {\n";
-  e.out() << "  sinusoidal_position_kernel<real_t><<<grid_for(" << *n
-          << ", 256), 256, 0, stream>>>(" << *B << ", " << *T << ", " << *E << ", "
-          << e.name(o.getX()) << ", " << e.name(o.getOut()) << ");\n";
-  e.out() << "  " << e.checked("cudaGetLastError()");
-  e.out() << "}\n";
+  args.push_back("stream");
+  e.call({"launch_sinusoidal_position<real_t>", args});
   return success();
 }
 
@@ -385,9 +380,9 @@ void attachDataLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::BroadcastAxesOp, emitBroadcastAxes, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::EmbeddingOp, emitEmbedding, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::EmbeddingGradOp, emitEmbeddingGrad, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::SinusoidalPositionOp, emitSinusoidalPosition>(ctx);
-  attachLaunch<nnk::AxialPositionOp, emitAxialPosition>(ctx);
-  attachLaunch<nnk::AxialPositionGradOp, emitAxialPositionGrad>(ctx);
+  attachLaunch<nnk::SinusoidalPositionOp, emitSinusoidalPosition, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::AxialPositionOp, emitAxialPosition, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::AxialPositionGradOp, emitAxialPositionGrad, Bf16Kernel::Yes>(ctx);
 }
 
 } // namespace nncc::target

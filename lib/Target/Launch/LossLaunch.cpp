@@ -159,8 +159,8 @@ LogicalResult emitLinearCrossEntropy(LaunchEmitter &e, nnk::LinearCrossEntropyOp
     auto index = e.cType(e.bufferType(o.getTarget()).getElementType());
     if (failed(index))
       return failure();
-    std::string ws = e.workspace("linear_cross_entropy_scratch_bytes(" + *N + ", " + *V +
-                                 ", sizeof(real_t))");
+    std::string ws = e.workspace("linear_cross_entropy_scratch_bytes(" + *N + ", " + *K +
+                                 ", " + *V + ", sizeof(real_t))");
     e.call({"launch_linear_cross_entropy<real_t, " + *index + ">",
             {"blas", *N, *K, *V, e.name(o.getX()), e.name(o.getWeight()),
              e.nameOr(o.getBias(), "const real_t *"), e.name(o.getTarget()),
@@ -296,12 +296,12 @@ LogicalResult emitLinearSample(LaunchEmitter &e, nnk::LinearSampleOp o) {
 void attachLossLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::LossOp, emitLoss, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::LossGradOp, emitLossGrad, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::LinearCrossEntropyOp, emitLinearCrossEntropy>(ctx);
+  attachLaunch<nnk::LinearCrossEntropyOp, emitLinearCrossEntropy, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::DropoutOp, emitDropout, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::ZoneoutOp, emitZoneout>(ctx);
-  attachLaunch<nnk::MaskTokensOp, emitMaskTokens>(ctx);
-  attachLaunch<nnk::SampleOp, emitSample>(ctx);
-  attachLaunch<nnk::LinearSampleOp, emitLinearSample>(ctx);
+  attachLaunch<nnk::ZoneoutOp, emitZoneout, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::MaskTokensOp, emitMaskTokens, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::SampleOp, emitSample, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::LinearSampleOp, emitLinearSample, Bf16Kernel::Yes>(ctx);
 }
 
 } // namespace nncc::target

@@ -1307,6 +1307,7 @@ extern "C" int64_t nncc_rnn_backward_ckpt_workspace_size(
 extern "C" int64_t nncc_rnn_backward_revolve_workspace_size(
     int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
     int64_t D, int64_t snapshots, int64_t elem) {
+  elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       I <= 0 || H <= 0 || L <= 0 || (D != 1 && D != 2) || snapshots < 1)
     return -1;

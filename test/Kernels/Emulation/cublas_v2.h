@@ -7,7 +7,8 @@
 // beta are host pointers (CUBLAS_POINTER_MODE_HOST only). cublasGemmEx and
 // its strided-batched form serve bf16 A, B, C with CUBLAS_COMPUTE_32F and
 // float alpha / beta (the sum rounded to bf16 once, as cuBLAS stores it);
-// any other type combination is refused.
+// cublasGemmEx also an fp32 C with bf16 A and B. Any other type
+// combination is refused.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_TEST_EMU_CUBLAS_V2_H
@@ -52,11 +53,12 @@ template <class T, class S> T gemm_store(S v) {
     return (T)v;
 }
 
-/// T: the matrices' element type; S: alpha's and beta's (float for bf16).
-template <class T, class S = T>
+/// T: A's and B's element type; S: alpha's and beta's (float for bf16); O:
+/// C's (T, or float for bf16 operands).
+template <class T, class S = T, class O = T>
 cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                     const S *alpha, const T *A, int lda, long long sA, const T *B, int ldb,
-                    long long sB, const S *beta, T *C, int ldc, long long sC, int batch) {
+                    long long sB, const S *beta, O *C, int ldc, long long sC, int batch) {
   ++gemms;
   const bool at = ta != CUBLAS_OP_N, bt = tb != CUBLAS_OP_N;
   if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < one_if_zero(at ? k : m) ||
@@ -67,7 +69,7 @@ cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, in
   }
   for (int b = 0; b < batch; ++b) {
     const T *Ab = A + b * sA, *Bb = B + b * sB;
-    T *Cb = C + b * sC;
+    O *Cb = C + b * sC;
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) {
         long double s = 0;
@@ -76,9 +78,9 @@ cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, in
           const T v = bt ? Bb[j + (long long)p * ldb] : Bb[p + (long long)j * ldb];
           s += gemm_load(a) * gemm_load(v);
         }
-        T &c = Cb[i + (long long)j * ldc];
-        c = *beta == S(0) ? gemm_store<T>(*alpha * (S)s)
-                          : gemm_store<T>(*alpha * (S)s + *beta * (S)gemm_load(c));
+        O &c = Cb[i + (long long)j * ldc];
+        c = *beta == S(0) ? gemm_store<O>(*alpha * (S)s)
+                          : gemm_store<O>(*alpha * (S)s + *beta * (S)gemm_load(c));
       }
   }
   return CUBLAS_STATUS_SUCCESS;
@@ -120,7 +122,8 @@ EMU_GEMMS(D, double)
 namespace emu {
 inline bool gemm_ex_bf16(cudaDataType_t a, cudaDataType_t b, cudaDataType_t c,
                          cublasComputeType_t compute) {
-  if (a == CUDA_R_16BF && b == CUDA_R_16BF && c == CUDA_R_16BF && compute == CUBLAS_COMPUTE_32F)
+  if (a == CUDA_R_16BF && b == CUDA_R_16BF && (c == CUDA_R_16BF || c == CUDA_R_32F) &&
+      compute == CUBLAS_COMPUTE_32F)
     return true;
   fprintf(stderr, "EMU cuBLAS: cublasGemmEx types outside the emulated bf16 subset\n");
   return false;
@@ -134,6 +137,10 @@ inline cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasO
   using nncc::kernels::bf16_t;
   if (!emu::gemm_ex_bf16(at, bt, ct, compute))
     return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (ct == CUDA_R_32F)
+    return emu::gemm<bf16_t, float, float>(ta, tb, m, n, k, (const float *)al,
+                                           (const bf16_t *)A, lda, 0, (const bf16_t *)B, ldb, 0,
+                                           (const float *)be, (float *)C, ldc, 0, 1);
   return emu::gemm<bf16_t, float>(ta, tb, m, n, k, (const float *)al, (const bf16_t *)A, lda, 0,
                                   (const bf16_t *)B, ldb, 0, (const float *)be, (bf16_t *)C, ldc,
                                   0, 1);

@@ -1,7 +1,7 @@
 // CUDA-emulation parity of the bf16_t instantiations of the forward
 // launchers with bf16 storage and fp32 arithmetic: layer norm (both kernels),
 // the GEMM epilogue (vector and scalar paths), dropout / zoneout, copy_nd,
-// embedding, reduce and the losses. Each runs on bf16 inputs and is compared
+// embedding, reduce, the losses and the sinusoidal position encoding. Each runs on bf16 inputs and is compared
 // with the float instantiation run on the same values widened to float
 // (exact), whose outputs are rounded to bf16 here.
 //
@@ -20,6 +20,7 @@
 #include "emu_bf16.h"
 #include "emu_test.h"
 
+#include <array>
 #include <cstring>
 
 using namespace nncc::kernels;
@@ -342,6 +343,26 @@ void losses(UlpGroup &G) {
     }
 }
 
+/// The sinusoidal position encoding added to x (launch_sinusoidal_position:
+/// the fp32 sum rounded once), over a grid that is not a multiple of the
+/// block and odd widths.
+void sinusoidal(UlpGroup &G) {
+  for (auto [B, Tn, E] : {std::array<int64_t, 3>{1, 1, 1}, {2, 9, 7}, {3, 130, 64}}) {
+    const size_t n = (size_t)(B * Tn * E);
+    auto x = rndB(n, 2.0);
+    auto yF = nanv<float>(n);
+    auto yB = nanB(n);
+    yB.resize(n);
+    G.ok("float sinusoidal",
+         launch_sinusoidal_position<float>(B, Tn, E, x.f.data(), yF.data(), nullptr));
+    G.ok("bf16 sinusoidal",
+         launch_sinusoidal_position<bf16_t>(B, Tn, E, x.b.data(), yB.data(), nullptr));
+    G.cmp("sinusoidal B" + std::to_string(B) + " T" + std::to_string(Tn) + " E" +
+              std::to_string(E),
+          yF, yB);
+  }
+}
+
 } // namespace
 
 int main() {
@@ -362,5 +383,6 @@ int main() {
   // double accumulation for float and bf16 alike: the same sum, rounded.
   { UlpGroup G("bf16 reduce", 0); reduce(G); }
   { UlpGroup G("bf16 losses", 0); losses(G); }
+  { UlpGroup G("bf16 sinusoidal position", 0); sinusoidal(G); }
   return finish();
 }

@@ -5,11 +5,15 @@
 // nncc_linear_sample_* / nncc_axial_position{,_backward}_* of
 // libnncc_kernels.so. Masks, masked tokens and samples must match exactly;
 // the axial sums too (the same double accumulation in the same order).
+// The bf16 instantiations against the float ones on the widened values:
+// the same samples, and the axial outputs rounded once.
 #include "nncc/Kernels/CUDA/Tokens.cuh"
 #include "nncc/Kernels/Kernels.h"
 
+#include "emu_bf16.h"
 #include "emu_test.h"
 
+using namespace nncc::kernels;
 using namespace nncc::kernels::cuda;
 using namespace emutest;
 
@@ -142,6 +146,89 @@ template <typename T> void axial(Group &G) {
   }
 }
 
+/// bf16 logits and tables: the bf16 launchers against the float ones on the
+/// same values widened (the float launchers are checked against the CPU
+/// above). Samples must be the same (the noise is double, the widened
+/// logits exact; linear_sample's fp32 logits are the float GEMM's sums);
+/// axial outputs the float outputs rounded once (0 ulps).
+void sampleBf16(Group &G) {
+  cublasHandle_t blas;
+  cublasCreate(&blas);
+  for (auto [rows, V] : {std::pair<int64_t, int64_t>{1, 1}, {5, 7}, {6, 300}, {3, 1000}})
+    for (int withMask = 0; withMask < 2; ++withMask) {
+      Bf16Values logits = normal_bf16((size_t)(rows * V));
+      std::vector<uint8_t> rm(rows);
+      for (int64_t r = 0; r < rows; ++r) rm[r] = r % 3 != 1;
+      const uint8_t *m = withMask ? rm.data() : nullptr;
+      std::vector<int32_t> oF(rows, -1), oB(rows, -1);
+      G.ok("float sample", launch_sample<float>(rows, V, 9, (uint64_t)rows, logits.f.data(), m,
+                                                oF.data(), nullptr));
+      G.ok("bf16 sample", launch_sample<bf16_t>(rows, V, 9, (uint64_t)rows, logits.b.data(), m,
+                                                oB.data(), nullptr));
+      same(G, "bf16 sample " + std::to_string(rows) + "x" + std::to_string(V), oF, oB);
+    }
+  struct S {
+    int64_t N, K, V;
+  };
+  // The last shape takes chunks of 3 rows (3 + 3 + 1).
+  for (S s : {S{1, 1, 1}, S{9, 4, 17}, S{20, 8, 300}, S{7, 3, (1 << 19) + 3}})
+    for (int var = 0; var < 4; ++var) {
+      const bool bias = var & 1, withMask = var & 2;
+      Bf16Values x = normal_bf16((size_t)(s.N * s.K)), w = normal_bf16((size_t)(s.V * s.K)),
+                 b = normal_bf16((size_t)s.V);
+      std::vector<uint8_t> rm(s.N);
+      for (int64_t r = 0; r < s.N; ++r) rm[r] = r % 3 != 1;
+      const uint8_t *m = withMask ? rm.data() : nullptr;
+      std::vector<int32_t> oF(s.N, -1), oB(s.N, -1);
+      auto wsF = garbage(linear_sample_scratch_bytes(s.N, s.V, sizeof(float)));
+      auto wsB = garbage(linear_sample_scratch_bytes(s.N, s.V, sizeof(bf16_t)));
+      G.ok("float linear_sample",
+           launch_linear_sample<float>(blas, s.N, s.K, s.V, 3, 77, x.f.data(), w.f.data(),
+                                       bias ? b.f.data() : nullptr, m, wsF.data(), oF.data(),
+                                       nullptr));
+      G.ok("bf16 linear_sample",
+           launch_linear_sample<bf16_t>(blas, s.N, s.K, s.V, 3, 77, x.b.data(), w.b.data(),
+                                        bias ? b.b.data() : nullptr, m, wsB.data(), oB.data(),
+                                        nullptr));
+      same(G, "bf16 linear_sample N" + std::to_string(s.N) + " V" + std::to_string(s.V) + " v" +
+                  std::to_string(var),
+           oF, oB);
+    }
+  cublasDestroy(blas);
+}
+
+void axialBf16(Bf16UlpGroup &G) {
+  struct S {
+    int64_t B, Tn, n1, n2, d1, d2;
+  };
+  for (S s : {S{1, 1, 1, 1, 1, 1}, S{2, 12, 3, 4, 2, 3}, S{3, 10, 3, 4, 5, 1},
+              S{2, 70, 8, 9, 4, 6}}) {
+    const int64_t E = s.d1 + s.d2, n = s.B * s.Tn * E;
+    Bf16Values x = normal_bf16((size_t)n), w0 = normal_bf16((size_t)(s.n1 * s.d1)),
+               w1 = normal_bf16((size_t)(s.n2 * s.d2)), dy = normal_bf16((size_t)n);
+    auto yF = nanv<float>(n);
+    auto yB = fill_bf16((size_t)n, 0x7fc1);
+    const std::string tag = "bf16 axial B" + std::to_string(s.B) + " T" + std::to_string(s.Tn);
+    G.ok("float axial", launch_axial_position<float>(s.B, s.Tn, s.n2, s.d1, s.d2, x.f.data(),
+                                                     w0.f.data(), w1.f.data(), yF.data(),
+                                                     nullptr));
+    G.ok("bf16 axial", launch_axial_position<bf16_t>(s.B, s.Tn, s.n2, s.d1, s.d2, x.b.data(),
+                                                     w0.b.data(), w1.b.data(), yB.data(),
+                                                     nullptr));
+    G.cmp(tag + " y", yF, yB);
+    auto d0F = nanv<float>(s.n1 * s.d1), d1F = nanv<float>(s.n2 * s.d2);
+    auto d0B = fill_bf16(d0F.size(), 0x7fc1), d1B = fill_bf16(d1F.size(), 0x7fc1);
+    G.ok("float axial backward",
+         launch_axial_position_backward<float>(s.B, s.Tn, s.n1, s.n2, s.d1, s.d2, dy.f.data(),
+                                               d0F.data(), d1F.data(), nullptr));
+    G.ok("bf16 axial backward",
+         launch_axial_position_backward<bf16_t>(s.B, s.Tn, s.n1, s.n2, s.d1, s.d2, dy.b.data(),
+                                                d0B.data(), d1B.data(), nullptr));
+    G.cmp(tag + " dw0", d0F, d0B);
+    G.cmp(tag + " dw1", d1F, d1B);
+  }
+}
+
 int main() {
   { Group G("mask_tokens i32", 0); maskTokens<int32_t>(G); }
   { Group G("mask_tokens i64", 0); maskTokens<int64_t>(G); }
@@ -151,5 +238,7 @@ int main() {
   { Group G("linear_sample f32", 0); linearSample<float>(G, false); }
   { Group G("axial_position f64", 0); axial<double>(G); }
   { Group G("axial_position f32", 0); axial<float>(G); }
+  { Group G("sample bf16", 0); sampleBf16(G); }
+  { Bf16UlpGroup G("axial_position bf16", 0); axialBf16(G); }
   return finish();
 }

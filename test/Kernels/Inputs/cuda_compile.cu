@@ -60,7 +60,7 @@ template <typename T> void instantiate(cudaStream_t s) {
   launch_linear_epilogue<T>(16, 256, p, p, ActGeluErf, T(0), p, s);
   launch_dropout<T>(1024, 0.1f, 42, 0, p, p, nullptr, s);
   launch_zoneout<T>(1024, 0.1f, 42, 0, p, p, p, s);
-  sinusoidal_position_kernel<T><<<1, 32, 0, s>>>(1, 8, 16, p, p);
+  launch_sinusoidal_position<T>(1, 8, 16, p, p, s);
   CopyNd c{};
   launch_copy_nd<T>(c, p, p, s);
   ReduceNd r{};
@@ -111,7 +111,8 @@ void instantiateCopies(cudaStream_t s) {
 }
 
 /// Token masking (i32 and i64 tokens), Gumbel-max sampling and axial
-/// positions (Tokens.cuh), fp32 and fp64.
+/// positions (Tokens.cuh), fp32, fp64 and bf16; the sinusoidal positions
+/// and the fused loss head in bf16.
 template <typename T> void instantiateTokens(cudaStream_t s) {
   T *p = nullptr;
   launch_sample<T>(8, 100, 1, 0, p, nullptr, nullptr, s);
@@ -121,6 +122,15 @@ template <typename T> void instantiateTokens(cudaStream_t s) {
 }
 template void instantiateTokens<float>(cudaStream_t);
 template void instantiateTokens<double>(cudaStream_t);
+template void instantiateTokens<bf16_t>(cudaStream_t);
+void instantiateBf16Heads(cudaStream_t s) {
+  bf16_t *p = nullptr;
+  launch_sinusoidal_position<bf16_t>(1, 8, 16, p, p, s);
+  launch_linear_cross_entropy<bf16_t, int32_t>(nullptr, 16, 8, 100, p, p, p, nullptr, -100, p,
+                                               p, p, p, p, nullptr, 1, nullptr, s);
+  launch_linear_cross_entropy<bf16_t, int64_t>(nullptr, 16, 8, 100, p, p, p, nullptr, -100, p,
+                                               p, p, p, p, nullptr, 1, nullptr, s);
+}
 
 void instantiateMaskTokens(cudaStream_t s) {
   launch_mask_tokens<int32_t>(2, 16, 0.15, 103, 1, 0, nullptr, nullptr, nullptr, s);

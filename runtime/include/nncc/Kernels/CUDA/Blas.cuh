@@ -15,6 +15,8 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "nncc/Kernels/Bf16.h"
+
 namespace nncc {
 namespace kernels {
 namespace cuda {
@@ -55,15 +57,31 @@ inline cublasStatus_t cublas_gemm(cublasHandle_t h, cublasOperation_t a, cublasO
                                   double *C, int ldc) {
   return cublasDgemm(h, a, b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
+/// bf16 operands, fp32 accumulation; C in bf16 (rounded once) or in fp32.
+inline cublasStatus_t cublas_gemm(cublasHandle_t h, cublasOperation_t a, cublasOperation_t b,
+                                  int m, int n, int k, const float *alpha, const bf16_t *A,
+                                  int lda, const bf16_t *B, int ldb, const float *beta,
+                                  bf16_t *C, int ldc) {
+  return cublasGemmEx(h, a, b, m, n, k, alpha, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb, beta, C,
+                      CUDA_R_16BF, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+inline cublasStatus_t cublas_gemm(cublasHandle_t h, cublasOperation_t a, cublasOperation_t b,
+                                  int m, int n, int k, const float *alpha, const bf16_t *A,
+                                  int lda, const bf16_t *B, int ldb, const float *beta, float *C,
+                                  int ldc) {
+  return cublasGemmEx(h, a, b, m, n, k, alpha, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb, beta, C,
+                      CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
 
 /// Row-major C[M, N] = alpha op(A) op(B) + beta C, the CPU kernels' gemm():
 /// cuBLAS computes the column-major C^T = op(B)^T op(A)^T. Empty products
-/// with beta = 1 are no-ops (every such use accumulates).
-template <typename T>
+/// with beta = 1 are no-ops (every such use accumulates). bf16 A and B
+/// accumulate in fp32 into a bf16 or an fp32 C.
+template <typename T, typename Out = T>
 inline cudaError_t gemm_rowmajor(cublasHandle_t blas, bool ta, bool tb, int64_t M, int64_t N,
-                                 int64_t K, T alpha, const T *A, int64_t lda, const T *B,
-                                 int64_t ldb, T beta, T *C, int64_t ldc) {
-  if (M == 0 || N == 0 || (K == 0 && beta == T(1)))
+                                 int64_t K, acc_t<T> alpha, const T *A, int64_t lda, const T *B,
+                                 int64_t ldb, acc_t<T> beta, Out *C, int64_t ldc) {
+  if (M == 0 || N == 0 || (K == 0 && beta == acc_t<T>(1)))
     return cudaSuccess;
   if (M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
       ldc > INT_MAX)

@@ -64,12 +64,13 @@ template <typename T> __device__ T block_max(T v, T *scratch) {
   return r;
 }
 
-/// z[i, c] += b[c] over m rows of V (the bias of a launcher's own GEMM).
-template <typename T>
-__global__ void add_bias_rows_kernel(int64_t m, int64_t V, const T *b, T *z) {
+/// z[i, c] += b[c] over m rows of V (the bias of a launcher's own GEMM; a
+/// bf16 bias may be added to fp32 rows).
+template <typename T, typename Z = T>
+__global__ void add_bias_rows_kernel(int64_t m, int64_t V, const T *b, Z *z) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m * V;
        i += (int64_t)gridDim.x * blockDim.x)
-    z[i] += b[i % V];
+    z[i] += load_acc(b[i % V]);
 }
 
 inline unsigned grid_for(int64_t n, int block, unsigned cap = 65535u * 8u) {
@@ -77,6 +78,24 @@ inline unsigned grid_for(int64_t n, int block, unsigned cap = 65535u * 8u) {
   if (g < 1)
     g = 1;
   return (unsigned)(g > (int64_t)cap ? cap : g);
+}
+
+/// dst[i] = src[i] in the other element type (load_acc, store_acc<To>).
+template <typename From, typename To>
+__global__ void convert_elements_kernel(int64_t n, const From *__restrict__ src,
+                                        To *__restrict__ dst) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    dst[i] = store_acc<To>(load_acc(src[i]));
+}
+
+/// Converts n elements (nothing when either pointer is null or n <= 0).
+template <typename From, typename To>
+inline cudaError_t convert_elements(int64_t n, const From *src, To *dst, cudaStream_t stream) {
+  if (!src || !dst || n <= 0)
+    return cudaSuccess;
+  convert_elements_kernel<From, To><<<grid_for(n, 256), 256, 0, stream>>>(n, src, dst);
+  return cudaGetLastError();
 }
 
 //===----------------------------------------------------------------------===//

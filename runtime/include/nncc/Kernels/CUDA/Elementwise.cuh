@@ -141,8 +141,19 @@ __global__ void sinusoidal_position_kernel(int64_t B, int64_t Tn, int64_t E,
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t e = i % E, t = (i / E) % Tn;
-    y[i] = x[i] + sinusoidal_pe<T>(t, e, E);
+    y[i] = store_acc<T>(load_acc(x[i]) + sinusoidal_pe<acc_t<T>>(t, e, E));
   }
+}
+
+/// y = x + the sinusoidal encoding of each position (x, y: [B, Tn, E]).
+template <typename T>
+inline cudaError_t launch_sinusoidal_position(int64_t B, int64_t Tn, int64_t E, const T *x,
+                                              T *y, cudaStream_t stream = 0) {
+  const int64_t n = B * Tn * E;
+  if (n <= 0)
+    return cudaSuccess;
+  sinusoidal_position_kernel<T><<<grid_for(n, 256), 256, 0, stream>>>(B, Tn, E, x, y);
+  return cudaGetLastError();
 }
 
 /// Vector path: 16-byte accesses (4 floats, 2 doubles, 8 bf16).

@@ -1777,25 +1777,6 @@ inline cudaError_t launch_rnn_cell_backward(
 // (sizeof(real_t)): rnn_stack_forward_scratch_bytes and
 // rnn_stack_backward_scratch_bytes.
 
-/// dst[i] = src[i] in the other element type (load_acc, store_acc<To>).
-template <typename From, typename To>
-__global__ void rnn_convert_kernel(int64_t n, const From *__restrict__ src,
-                                   To *__restrict__ dst) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    dst[i] = store_acc<To>(load_acc(src[i]));
-}
-
-/// Converts n elements (nothing when either pointer is null or n <= 0).
-template <typename From, typename To>
-inline cudaError_t rnn_convert(int64_t n, const From *src, To *dst,
-                               cudaStream_t stream) {
-  if (!src || !dst || n <= 0)
-    return cudaSuccess;
-  rnn_convert_kernel<From, To><<<grid_for(n, 256), 256, 0, stream>>>(n, src, dst);
-  return cudaGetLastError();
-}
-
 /// The stack launches a bf16 launch runs in fp32.
 enum class RnnStackLaunch { Forward, Backward, BackwardReserved, BackwardCkpt };
 
@@ -1926,15 +1907,15 @@ inline cudaError_t rnn_bf16_widen_stack(const RnnBf16Layout &c, int cell, int64_
   const int per = rnn_weights_per_cell(has_bias != 0);
   const int64_t GH = cell_gates(cell) * H, DH = D * H, states = L * D * B * H;
   cudaError_t e;
-  if ((e = rnn_convert(B * Tn * I, x, c.x, stream)) != cudaSuccess ||
-      (e = rnn_convert(states, h0, c.h0, stream)) != cudaSuccess ||
-      (e = rnn_convert(states, c0, c.c0, stream)) != cudaSuccess)
+  if ((e = convert_elements(B * Tn * I, x, c.x, stream)) != cudaSuccess ||
+      (e = convert_elements(states, h0, c.h0, stream)) != cudaSuccess ||
+      (e = convert_elements(states, c0, c.c0, stream)) != cudaSuccess)
     return e;
   w32.assign((size_t)(L * D * per), nullptr);
   float *at = c.w;
   for (int64_t i = 0; i < L * D * per; ++i) {
     const int64_t n = rnn_stack_weight_elems(i, D, per, I, DH, H, GH);
-    if ((e = rnn_convert(n, weights[i], at, stream)) != cudaSuccess)
+    if ((e = convert_elements(n, weights[i], at, stream)) != cudaSuccess)
       return e;
     w32[(size_t)i] = at;
     at += n;
@@ -1975,11 +1956,11 @@ inline cudaError_t rnn_bf16_forward_train(
                       offset);
   const int64_t states = L * D * B * H;
   if (e != cudaSuccess ||
-      (e = rnn_convert(B * Tn * D * H, (const float *)c.y, y, stream)) != cudaSuccess ||
-      (e = rnn_convert(states, (const float *)hnf, hn, stream)) != cudaSuccess ||
-      (e = rnn_convert(states, (const float *)cnf, cn, stream)) != cudaSuccess)
+      (e = convert_elements(B * Tn * D * H, (const float *)c.y, y, stream)) != cudaSuccess ||
+      (e = convert_elements(states, (const float *)hnf, hn, stream)) != cudaSuccess ||
+      (e = convert_elements(states, (const float *)cnf, cn, stream)) != cudaSuccess)
     return e;
-  return rnn_convert(c.reserveElems, (const float *)c.reserve, reserve, stream);
+  return convert_elements(c.reserveElems, (const float *)c.reserve, reserve, stream);
 }
 
 /// The bf16 backwards (launch_rnn_backward, _reserved, _ckpt as `launch`):
@@ -2005,10 +1986,10 @@ inline cudaError_t rnn_bf16_backward(
                                        h0, c0, w32, stream);
   const int64_t states = L * D * B * H, BT = B * Tn;
   if (e != cudaSuccess ||
-      (e = rnn_convert(c.reserveElems, reserve, c.reserve, stream)) != cudaSuccess ||
-      (e = rnn_convert(BT * D * H, dy, c.dy, stream)) != cudaSuccess ||
-      (e = rnn_convert(states, dhn, c.dhn, stream)) != cudaSuccess ||
-      (e = rnn_convert(states, dcn, c.dcn, stream)) != cudaSuccess)
+      (e = convert_elements(c.reserveElems, reserve, c.reserve, stream)) != cudaSuccess ||
+      (e = convert_elements(BT * D * H, dy, c.dy, stream)) != cudaSuccess ||
+      (e = convert_elements(states, dhn, c.dhn, stream)) != cudaSuccess ||
+      (e = convert_elements(states, dcn, c.dcn, stream)) != cudaSuccess)
     return e;
   // fp32 gradient outputs where the caller wants the bf16 ones.
   const int per = rnn_weights_per_cell(has_bias != 0);
@@ -2047,12 +2028,12 @@ inline cudaError_t rnn_bf16_backward(
     break;
   }
   if (e != cudaSuccess ||
-      (e = rnn_convert(BT * I, (const float *)dxf, dx, stream)) != cudaSuccess ||
-      (e = rnn_convert(states, (const float *)dh0f, dh0, stream)) != cudaSuccess ||
-      (e = rnn_convert(states, (const float *)dc0f, dc0, stream)) != cudaSuccess)
+      (e = convert_elements(BT * I, (const float *)dxf, dx, stream)) != cudaSuccess ||
+      (e = convert_elements(states, (const float *)dh0f, dh0, stream)) != cudaSuccess ||
+      (e = convert_elements(states, (const float *)dc0f, dc0, stream)) != cudaSuccess)
     return e;
   for (int64_t i = 0; dweights && i < L * D * per; ++i)
-    if ((e = rnn_convert(rnn_stack_weight_elems(i, D, per, I, DH, H, GH),
+    if ((e = convert_elements(rnn_stack_weight_elems(i, D, per, I, DH, H, GH),
                          (const float *)dw32[(size_t)i], dweights[i], stream)) !=
         cudaSuccess)
       return e;

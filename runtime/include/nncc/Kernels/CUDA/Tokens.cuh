@@ -8,7 +8,9 @@
 //                           row's (key, t) pairs; rank < floor(p*n) -> masked
 //   sample_kernel           one CTA per row: argmax of logit + Gumbel noise,
 //                           block reduction keeping the first index on ties
-//   axial_position_kernel   y = x + the axial row of t (one thread/element)
+//                           (bf16 logits widened: f32's samples for them)
+//   axial_position_kernel   y = x + the axial row of t (one thread/element;
+//                           bf16: the fp32 sum rounded once)
 //   axial_position_backward_kernel
 //                           one thread per (row of w0 or w1, column): a fixed-
 //                           order sum over the batch and the grid positions
@@ -90,7 +92,7 @@ __global__ void sample_kernel(int64_t row0, int64_t V, uint64_t seed, uint64_t o
   double best = -INFINITY;
   int64_t arg = V;
   for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
-    const double s = (double)logits[r * V + v] + sample_noise(seed, offset, r, V, v);
+    const double s = (double)load_acc(logits[r * V + v]) + sample_noise(seed, offset, r, V, v);
     if (s > best) { // v increases: the first maximum is kept
       best = s;
       arg = v;
@@ -133,9 +135,11 @@ inline cudaError_t launch_sample(int64_t rows, int64_t V, uint64_t seed,
   return cudaGetLastError();
 }
 
-/// Scratch of launch_linear_sample: one chunk of logits.
+/// Scratch of launch_linear_sample: one chunk of logits (fp32 for bf16,
+/// elem 2).
 inline uint64_t linear_sample_scratch_bytes(int64_t N, int64_t V, uint64_t elem) {
-  return (uint64_t)nncc_linear_ce_chunk_rows(N, V) * (uint64_t)(V > 0 ? V : 1) * elem;
+  return (uint64_t)nncc_linear_ce_chunk_rows(N, V) * (uint64_t)(V > 0 ? V : 1) *
+         (elem == 2 ? 4 : elem);
 }
 
 /// nnk.linear_sample, the twin of nncc_linear_sample: samples of
@@ -143,7 +147,9 @@ inline uint64_t linear_sample_scratch_bytes(int64_t N, int64_t V, uint64_t elem)
 /// nncc_linear_ce_chunk_rows(N, V) rows at a time, with the same noise as
 /// launch_sample. Unlike the CPU kernel, which gathers the drawn rows first,
 /// every row's logits are computed (the mask is on the device) and only the
-/// drawn ones are sampled; the results are the same.
+/// drawn ones are sampled; the results are the same. bf16 x, w and b: the
+/// logits are fp32 (GEMM accumulated and stored in fp32, the bias added in
+/// fp32), so the samples are f32's for the same bf16 values.
 template <typename T>
 cudaError_t launch_linear_sample(cublasHandle_t blas, int64_t N, int64_t K, int64_t V,
                                  uint64_t seed, uint64_t offset, const T *x, const T *w,
@@ -157,15 +163,16 @@ cudaError_t launch_linear_sample(cublasHandle_t blas, int64_t N, int64_t K, int6
   if (e != cudaSuccess)
     return e;
   const int64_t R = nncc_linear_ce_chunk_rows(N, V);
-  T *z = reinterpret_cast<T *>(scratch);
+  using A = acc_t<T>;
+  A *z = reinterpret_cast<A *>(scratch);
   for (int64_t r0 = 0; r0 < N; r0 += R) {
     const int64_t m = R < N - r0 ? R : N - r0;
-    if ((e = gemm_rowmajor<T>(blas, false, true, m, V, K, T(1), x + r0 * K, K, w, K, T(0), z,
+    if ((e = gemm_rowmajor<T>(blas, false, true, m, V, K, A(1), x + r0 * K, K, w, K, A(0), z,
                               V)))
       return e;
     if (b)
-      add_bias_rows_kernel<T><<<grid_for(m * V, 256), 256, 0, stream>>>(m, V, b, z);
-    sample_kernel<T><<<(unsigned)m, 256, 0, stream>>>(r0, V, seed, offset, z, rows_mask, out);
+      add_bias_rows_kernel<T, A><<<grid_for(m * V, 256), 256, 0, stream>>>(m, V, b, z);
+    sample_kernel<A><<<(unsigned)m, 256, 0, stream>>>(r0, V, seed, offset, z, rows_mask, out);
   }
   return cudaGetLastError();
 }
@@ -178,7 +185,7 @@ __global__ void axial_position_kernel(int64_t B, int64_t Tn, int64_t n2,
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t e = i % E, t = (i / E) % Tn;
-    y[i] = x[i] + axial_value<T>(w0, w1, n2, d1, d2, t, e);
+    y[i] = store_acc<T>(load_acc(x[i]) + load_acc(axial_value<T>(w0, w1, n2, d1, d2, t, e)));
   }
 }
 
