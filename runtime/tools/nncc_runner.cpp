@@ -88,6 +88,10 @@ std::vector<double> toDouble(nncc_dtype dtype, const void *data, uint64_t n) {
     case NNCC_DTYPE_I64: v[i] = double(static_cast<const int64_t *>(data)[i]); break;
     case NNCC_DTYPE_I32: v[i] = static_cast<const int32_t *>(data)[i]; break;
     case NNCC_DTYPE_BF16: v[i] = nncc_bf16_to_f32(static_cast<const uint16_t *>(data)[i]); break;
+    case NNCC_DTYPE_I16: v[i] = static_cast<const int16_t *>(data)[i]; break;
+    case NNCC_DTYPE_I8: v[i] = static_cast<const int8_t *>(data)[i]; break;
+    case NNCC_DTYPE_U8:
+    case NNCC_DTYPE_BOOL: v[i] = static_cast<const uint8_t *>(data)[i]; break;
     default: v[i] = NAN; break;
     }
   }
@@ -220,8 +224,15 @@ bool run(const Options &o) {
       }
       std::vector<double> ref = toDouble(e.dtype, e.data, e.numel);
       double diff = 0, scale = 1;
-      for (uint64_t k = 0; k < n; ++k)
+      // NaN matches NaN only (std::max would drop a NaN difference).
+      for (uint64_t k = 0; k < n; ++k) {
+        if (std::isnan(v[k]) || std::isnan(ref[k])) {
+          if (std::isnan(v[k]) != std::isnan(ref[k]))
+            diff = INFINITY;
+          continue;
+        }
         diff = std::max(diff, std::fabs(v[k] - ref[k])), scale = std::max(scale, std::fabs(ref[k]));
+      }
       double rel = std::isfinite(diff) ? diff / scale : INFINITY;
       bool pass = rel <= o.tol;
       within = within && pass;
