@@ -813,7 +813,7 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
   emitOdeDevice(os);
   os << checked("cudaMemcpyAsync(" + name(o.getOut()) + ", " + name(o.getH0()) +
                 ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
-  os << "real_t tv0 = 0, tv1 = 0;\n";
+  os << "real_t tv0{}, tv1{};\n";
   os << checked("cudaMemcpyAsync(&tv0, " + name(o.getT0()) +
                 ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
   os << checked("cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
@@ -824,7 +824,7 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
     return failure();
   os << "const int rc_ = ode_integrate_device<real_t>(ode_dev, " << method << ", "
      << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
-     << ", n, n, (const real_t *)NULL, (double)tv0, (double)tv1, " << name(o.getOut())
+     << ", n, n, (const real_t *)NULL, (double)load_acc(tv0), (double)load_acc(tv1), " << name(o.getOut())
      << ", k, work + " << S << "LL * n, "
      << (adaptive ? "work + " + std::to_string(S + 1) + "LL * n" : std::string("(real_t *)NULL"))
      << ", dynamics, (int64_t *)NULL);\n";
@@ -1039,7 +1039,7 @@ LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESo
   if (!dyn.getArgument(0).use_empty() || !vjp.getArgument(0).use_empty())
     os << "real_t *tbuf = (real_t *)" << workspace("sizeof(real_t)") << ";\n";
   emitOdeDevice(os);
-  os << "real_t tv0 = 0, tv1 = 0;\n";
+  os << "real_t tv0{}, tv1{};\n";
   os << checked("cudaMemcpyAsync(&tv0, " + name(o.getT0()) +
                 ", sizeof(real_t), cudaMemcpyDeviceToHost, stream)");
   os << checked("cudaMemcpyAsync(&tv1, " + name(o.getT1()) +
@@ -1061,7 +1061,7 @@ LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESo
   os << "const int rc_ = ode_grad_device<real_t>(ode_dev, " << method << ", " << o.getSteps()
      << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
      << fmtDouble(o.getAtol()) << ", " << (o.getAdjoint() ? 1 : 0)
-     << ", n, n, (const real_t *)NULL, (double)tv0, (double)tv1, " << name(o.getH()) << ", "
+     << ", n, n, (const real_t *)NULL, (double)load_acc(tv0), (double)load_acc(tv1), " << name(o.getH()) << ", "
      << name(o.getDh0()) << ", P, thacc_, ws_, dynamics, vjp);\n";
   os << odeGradFailure(o.getMaxSteps(), odeDeviceBranch());
   for (const OdeParamSlice &sl : *slices)

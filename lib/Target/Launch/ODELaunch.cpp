@@ -21,10 +21,10 @@ LogicalResult emitODE(LaunchEmitter &e, ODEOp o) {
 } // namespace
 
 void attachODELaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::ODESolveOp, emitODE<nnk::ODESolveOp>>(ctx);
-  attachLaunch<nnk::ODERNNOp, emitODE<nnk::ODERNNOp>>(ctx);
-  attachLaunch<nnk::ODESolveGradOp, emitODE<nnk::ODESolveGradOp>>(ctx);
-  attachLaunch<nnk::ODERNNGradOp, emitODE<nnk::ODERNNGradOp>>(ctx);
+  attachLaunch<nnk::ODESolveOp, emitODE<nnk::ODESolveOp>, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::ODERNNOp, emitODE<nnk::ODERNNOp>, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::ODESolveGradOp, emitODE<nnk::ODESolveGradOp>, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::ODERNNGradOp, emitODE<nnk::ODERNNGradOp>, Bf16Kernel::Yes>(ctx);
 }
 
 } // namespace nncc::target

@@ -426,8 +426,8 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
 
 void attachRecurrentLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::RecurrentScanOp, emitScan, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::RecurrentCellOp, emitCell>(ctx);
-  attachLaunch<nnk::RecurrentCellGradOp, emitCellGrad>(ctx);
+  attachLaunch<nnk::RecurrentCellOp, emitCell, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::RecurrentCellGradOp, emitCellGrad, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::RecurrentForwardOp, emitStackForward, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::RecurrentGradOp, emitStackGrad, Bf16Kernel::Yes>(ctx);
 }

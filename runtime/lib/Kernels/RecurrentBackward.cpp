@@ -1326,6 +1326,7 @@ extern "C" int64_t nncc_rnn_revolve_forward_steps(int cell, int64_t Tn,
 extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
                                                          int64_t H,
                                                          int64_t elem) {
+  elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || H <= 0)
     return -1;
   const int64_t G = cell_gates(cell);

@@ -111,8 +111,8 @@ void instantiateCopies(cudaStream_t s) {
 }
 
 /// Token masking (i32 and i64 tokens), Gumbel-max sampling and axial
-/// positions (Tokens.cuh), fp32, fp64 and bf16; the sinusoidal positions
-/// and the fused loss head in bf16.
+/// positions (Tokens.cuh), fp32, fp64 and bf16; the sinusoidal positions,
+/// the fused loss head and the ODE solve's drivers in bf16.
 template <typename T> void instantiateTokens(cudaStream_t s) {
   T *p = nullptr;
   launch_sample<T>(8, 100, 1, 0, p, nullptr, nullptr, s);
@@ -125,6 +125,13 @@ template void instantiateTokens<double>(cudaStream_t);
 template void instantiateTokens<bf16_t>(cudaStream_t);
 void instantiateBf16Heads(cudaStream_t s) {
   bf16_t *p = nullptr;
+  // The ODE solve's drivers (ode_grad_device runs ode_integrate_device).
+  OdeDevice od;
+  od.stream = s;
+  auto dyn = [](double, const bf16_t *, bf16_t *) { return 0; };
+  auto vjp = [](double, const bf16_t *, const bf16_t *, bf16_t *, bf16_t *) { return 0; };
+  (void)ode_grad_device<bf16_t>(od, nncc::kernels::OdeDopri5, 0, 10, 1e-6, 1e-8, 1, 16, 4, p,
+                                0.0, 1.0, p, p, 4, p, nullptr, dyn, vjp);
   launch_sinusoidal_position<bf16_t>(1, 8, 16, p, p, s);
   launch_linear_cross_entropy<bf16_t, int32_t>(nullptr, 16, 8, 100, p, p, p, nullptr, -100, p,
                                                p, p, p, p, nullptr, 1, nullptr, s);

@@ -54,9 +54,9 @@ __global__ void ode_lincomb_kernel(OdeTerms<T> t, int64_t n, int64_t row_len,
     double acc = 0.0;
     for (int j = 0; j < t.nk; ++j)
       if (t.c[j] != 0.0)
-        acc += t.c[j] * (double)t.k[j][i];
-    const double sc = row_scale ? (double)row_scale[i / row_len] : 1.0;
-    y[i] = (T)((double)h[i] + ds * sc * acc);
+        acc += t.c[j] * (double)load_acc(t.k[j][i]);
+    const double sc = row_scale ? (double)load_acc(row_scale[i / row_len]) : 1.0;
+    y[i] = store_acc<T>((acc_t<T>)((double)load_acc(h[i]) + ds * sc * acc));
   }
 }
 
@@ -67,9 +67,9 @@ __global__ void ode_axpy_kernel(int64_t n, int64_t row_len, const T *__restrict_
                                 double ds, double c, const T *x, T *y, bool accumulate) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
-    const double sc = row_scale ? (double)row_scale[i / row_len] : 1.0;
-    const T v = (T)(ds * sc * c * (double)x[i]);
-    y[i] = accumulate ? (T)(y[i] + v) : v;
+    const double sc = row_scale ? (double)load_acc(row_scale[i / row_len]) : 1.0;
+    const acc_t<T> v = (acc_t<T>)(ds * sc * c * (double)load_acc(x[i]));
+    y[i] = store_acc<T>(accumulate ? (acc_t<T>)(load_acc(y[i]) + v) : v);
   }
 }
 
@@ -88,12 +88,13 @@ __global__ void ode_step_error_kernel(OdeTerms<T> t, int64_t n, int64_t row_len,
     double acc = 0.0;
     for (int j = 0; j < t.nk; ++j)
       if (t.c[j] != 0.0)
-        acc += t.c[j] * (double)t.k[j][i];
-    const double sc = row_scale ? (double)row_scale[i / row_len] : 1.0;
+        acc += t.c[j] * (double)load_acc(t.k[j][i]);
+    const double sc = row_scale ? (double)load_acc(row_scale[i / row_len]) : 1.0;
     const double ei = ds * sc * acc;
     if (err)
-      err[i] = (T)ei;
-    const double q = ode_error_ratio(ei, (double)h[i], (double)hn[i], atol, rtol);
+      err[i] = store_acc<T>((acc_t<T>)ei);
+    const double q =
+        ode_error_ratio(ei, (double)load_acc(h[i]), (double)load_acc(hn[i]), atol, rtol);
     s += q * q;
   }
   block_partial(s, blockIdx.x == 0 && threadIdx.x == 0 ? (double)n : 0.0, part);
@@ -109,7 +110,7 @@ __global__ void ode_rnn_interval_kernel(int64_t B, int64_t Tn, int64_t i,
        b += (int64_t)gridDim.x * blockDim.x) {
     const T t0 = times[b * Tn + i - 1];
     tprev[b] = t0;
-    delta[b] = times[b * Tn + i] - t0;
+    delta[b] = store_acc<T>(load_acc(times[b * Tn + i]) - load_acc(t0));
   }
 }
 
@@ -120,7 +121,7 @@ __global__ void ode_rnn_row_time_kernel(int64_t B, double s, const T *__restrict
                                         const T *__restrict__ delta, T *__restrict__ t) {
   for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < B;
        b += (int64_t)gridDim.x * blockDim.x)
-    t[b] = (T)((double)tprev[b] + s * (double)delta[b]);
+    t[b] = store_acc<T>((acc_t<T>)((double)load_acc(tprev[b]) + s * (double)load_acc(delta[b])));
 }
 
 /// The cell's adjoint at observation i: a[b, j] = dhs[b, i, j] + carry[b, j]
@@ -133,7 +134,7 @@ __global__ void ode_rnn_adjoint_in_kernel(int64_t B, int64_t Tn, int64_t H, int6
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
        e += (int64_t)gridDim.x * blockDim.x) {
     const int64_t b = e / H, j = e % H;
-    a[e] = dhs[(b * Tn + i) * H + j] + carry[e];
+    a[e] = store_acc<T>(load_acc(dhs[(b * Tn + i) * H + j]) + load_acc(carry[e]));
   }
 }
 

@@ -1666,12 +1666,39 @@ inline void rnn_cell_backward_carve(RnnScratch &a, int cell, int64_t B,
   p[7] = a.take(cho ? B * H * elem : 0);
 }
 
-/// Device scratch bytes of launch_rnn_cell_backward.
+/// bf16 (launch_rnn_cell_backward<bf16_t>): fp32 copies of the operands,
+/// after the f32 launcher's own scratch. dW_hh and db_hh are widened too
+/// (the launcher accumulates into them).
+struct RnnCellBf16Copies {
+  float *xproj, *h, *c, *whh, *bhh, *dh_out, *dc_out, *dxproj, *dh, *dc, *dwhh, *dbhh;
+};
+inline RnnCellBf16Copies rnn_cell_bf16_carve(RnnScratch &a, int cell, int64_t B, int64_t H) {
+  const int64_t GH = cell_gates(cell) * H;
+  RnnCellBf16Copies f;
+  f.xproj = a.take<float>(B * GH, 4);
+  f.h = a.take<float>(B * H, 4);
+  f.c = a.take<float>(B * H, 4);
+  f.whh = a.take<float>(GH * H, 4);
+  f.bhh = a.take<float>(GH, 4);
+  f.dh_out = a.take<float>(B * H, 4);
+  f.dc_out = a.take<float>(B * H, 4);
+  f.dxproj = a.take<float>(B * GH, 4);
+  f.dh = a.take<float>(B * H, 4);
+  f.dc = a.take<float>(B * H, 4);
+  f.dwhh = a.take<float>(GH * H, 4);
+  f.dbhh = a.take<float>(GH, 4);
+  return f;
+}
+
+/// Device scratch bytes of launch_rnn_cell_backward at element size `elem`
+/// (sizeof(real_t); 2: the f32 launcher's scratch and the fp32 copies).
 inline uint64_t rnn_cell_backward_scratch_bytes(int cell, int64_t B,
                                                 int64_t H, int64_t elem) {
   RnnScratch a(nullptr);
   char *p[8];
-  rnn_cell_backward_carve(a, cell, B, H, elem, p);
+  rnn_cell_backward_carve(a, cell, B, H, elem == 2 ? 4 : elem, p);
+  if (elem == 2)
+    (void)rnn_cell_bf16_carve(a, cell, B, H);
   return a.bytes();
 }
 
@@ -1681,7 +1708,7 @@ inline uint64_t rnn_cell_backward_scratch_bytes(int cell, int64_t B,
 /// [B, G*H], dh [B, H] and dc (LSTM, required); ACCUMULATES dw_hh += and
 /// db_hh += (each may be null; the caller zeroes them, as on the CPU).
 /// Scratch: rnn_cell_backward_scratch_bytes.
-template <typename T, int Kind>
+template <typename T, int Kind, std::enable_if_t<!is_bf16_v<T>, int> = 0>
 inline cudaError_t launch_rnn_cell_backward(
     cublasHandle_t blas, int64_t B, int64_t H, const T *xproj, const T *h,
     const T *c, const T *whh, const T *bhh, const T *dh_out, const T *dc_out,
@@ -2109,6 +2136,49 @@ inline cudaError_t launch_rnn_backward_ckpt(
                                       D, has_bias, x, weights, h0, c0, lengths, reserve, dy,
                                       dhn, dcn, dx, dh0, dc0, dweights, every, scratch,
                                       stream, zoneout, seed, offset);
+}
+
+/// bf16 launch_rnn_cell_backward (one step of a cell, the ODE-RNN's): the
+/// f32 launcher on fp32 copies in the scratch (rnn_cell_bf16_carve), every
+/// output rounded once; dW_hh and db_hh accumulate in fp32 as on f32.
+template <typename T, int Kind, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_rnn_cell_backward(
+    cublasHandle_t blas, int64_t B, int64_t H, const T *xproj, const T *h,
+    const T *c, const T *whh, const T *bhh, const T *dh_out, const T *dc_out,
+    T *dxproj, T *dh, T *dc, T *dwhh, T *dbhh, char *scratch,
+    cudaStream_t stream) {
+  if (B < 0 || H <= 0 || !whh || !scratch)
+    return cudaErrorInvalidValue;
+  RnnScratch a(scratch);
+  char *p[8];
+  rnn_cell_backward_carve(a, Kind, B, H, 4, p); // the f32 launcher's own
+  const RnnCellBf16Copies f = rnn_cell_bf16_carve(a, Kind, B, H);
+  const int64_t GH = cell_gates(Kind) * H, BH = B * H;
+  // Widened where given; null stays null.
+  auto wide = [](const void *src, float *copy) { return src ? copy : nullptr; };
+  cudaError_t e;
+  if ((e = convert_elements(B * GH, xproj, f.xproj, stream)) ||
+      (e = convert_elements(BH, h, f.h, stream)) || (e = convert_elements(BH, c, f.c, stream)) ||
+      (e = convert_elements(GH * H, whh, f.whh, stream)) ||
+      (e = convert_elements(GH, bhh, f.bhh, stream)) ||
+      (e = convert_elements(BH, dh_out, f.dh_out, stream)) ||
+      (e = convert_elements(BH, dc_out, f.dc_out, stream)) ||
+      (e = convert_elements(GH * H, (const T *)dwhh, f.dwhh, stream)) ||
+      (e = convert_elements(GH, (const T *)dbhh, f.dbhh, stream)))
+    return e;
+  if ((e = launch_rnn_cell_backward<float, Kind>(
+           blas, B, H, wide(xproj, f.xproj), wide(h, f.h), wide(c, f.c), f.whh, wide(bhh, f.bhh),
+           wide(dh_out, f.dh_out), wide(dc_out, f.dc_out), wide(dxproj, f.dxproj),
+           wide(dh, f.dh), wide(dc, f.dc), wide(dwhh, f.dwhh), wide(dbhh, f.dbhh), scratch,
+           stream)))
+    return e;
+  if ((e = convert_elements(B * GH, (const float *)f.dxproj, dxproj, stream)) ||
+      (e = convert_elements(BH, (const float *)f.dh, dh, stream)) ||
+      (e = convert_elements(BH, (const float *)f.dc, dc, stream)) ||
+      (e = convert_elements(GH * H, (const float *)f.dwhh, dwhh, stream)) ||
+      (e = convert_elements(GH, (const float *)f.dbhh, dbhh, stream)))
+    return e;
+  return cudaSuccess;
 }
 
 } // namespace cuda
