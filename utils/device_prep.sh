@@ -102,13 +102,17 @@ done
 # step's loss and gradients and three train_step calls
 # (test/Target/Inputs/bf16_training.py, as test/Target/cuda-emu-bf16.test
 # and cuda-emu-bf16-rnn.test do on the emulation). The recurrent models at
-# T 32: their training scans are serial in T.
+# T 32: their training scans are serial in T; the neural ODE at B 4 and the
+# ODE-RNN at T 16 (their solves are host loops of small launches). The
+# ELECTRA library's nvcc build takes about 5 minutes here.
 mkdir -p "$OUT/bf16train"
-for m in ${BF16_TRAIN_MODELS:-bert_small reversible_dilated_bert reformer_lsh deep_mlp lstm_lm gru_forecaster}; do
+for m in ${BF16_TRAIN_MODELS:-bert_small reversible_dilated_bert reformer_lsh deep_mlp lstm_lm gru_forecaster neural_ode ode_rnn electra_reversible_dilated_bert}; do
   dims="--dim B=2 --dim T=128"
   case $m in
   deep_mlp | residual_mlp) dims="--dim N=16" ;;
   lstm_lm | gru_forecaster | bilstm_tagger | elman_lm) dims="--dim B=2 --dim T=32" ;;
+  neural_ode) dims="--dim B=4" ;;
+  ode_rnn) dims="--dim B=2 --dim T=16" ;;
   esac
   "$NNCC" compile "$ROOT/models/$m.nn" --grad --target cuda --precision bf16 \
     -o "$OUT/bf16train/$m" >/dev/null
