@@ -4,7 +4,8 @@
 // with T = bf16_t) against the float launchers run on the same bf16 values
 // widened to float: every cell kind, stacked and bidirectional, biases or
 // not, lengths (i32, i64) or none, states or none, LSTM BPTT checkpoints and
-// zoneout, absent outputs (dx, one weight gradient).
+// zoneout, absent outputs (dx, one weight gradient); and the single-step
+// cell backward (launch_rnn_cell_backward, the ODE-RNN's) likewise.
 //
 // Tolerance: 0 ulps. A bf16 launch is the float launch on widened copies
 // with its outputs rounded once, and its backward reads the bf16 reserve the
@@ -271,6 +272,61 @@ template <int Kind> void cellCases(const std::string &name) {
   stackCase<int32_t, Kind>(Gr, {0, T, I, H, 1, 1, 1, 0, true, 0, 0.0, false});
 }
 
+/// launch_rnn_cell_backward<bf16_t> (one step, the ODE-RNN's cell) against
+/// the float launcher on the widened values: 0 ulps for dxproj, dh, dc and
+/// the accumulated dW_hh, db_hh (both start from a nonzero bf16 value, as
+/// the launcher adds to them). `full`: c, b_hh, dh_out and dc_out given;
+/// otherwise absent (null).
+template <int Kind> void cellBackwardCase(Bf16UlpGroup &Gr, int64_t B, int64_t H, bool full) {
+  const int64_t GH = cell_gates(Kind) * H;
+  const bool lstm = Kind == CellLstm;
+  auto draw = [](int64_t n) {
+    Bf16Values v = normal_bf16((size_t)n);
+    return v;
+  };
+  Bf16Values xproj = draw(B * GH), h = draw(B * H), c = draw(B * H), whh = draw(GH * H),
+             bhh = draw(GH), dho = draw(B * H), dco = draw(B * H), dw0 = draw(GH * H),
+             db0 = draw(GH);
+  const bool withC = lstm && full;
+  auto dxB = nans<bf16_t>(B * GH), dhB = nans<bf16_t>(B * H), dcB = nans<bf16_t>(B * H);
+  auto dxF = nans<float>(B * GH), dhF = nans<float>(B * H), dcF = nans<float>(B * H);
+  std::vector<bf16_t> dwB = dw0.b, dbB = db0.b;
+  std::vector<float> dwF = dw0.f, dbF = db0.f;
+  cublasHandle_t blas;
+  cublasCreate(&blas);
+  Scratch sB(rnn_cell_backward_scratch_bytes(Kind, B, H, sizeof(bf16_t)));
+  Scratch sF(rnn_cell_backward_scratch_bytes(Kind, B, H, sizeof(float)));
+  const std::string tag = "cell B" + std::to_string(B) + (full ? " full" : " bare");
+  Gr.ok(tag + " float", launch_rnn_cell_backward<float, Kind>(
+                            blas, B, H, xproj.f.data(), h.f.data(), withC ? c.f.data() : nullptr,
+                            whh.f.data(), full ? bhh.f.data() : nullptr,
+                            full ? dho.f.data() : nullptr, withC ? dco.f.data() : nullptr,
+                            dxF.data(), dhF.data(), lstm ? dcF.data() : nullptr, dwF.data(),
+                            full ? dbF.data() : nullptr, sF.data(), nullptr));
+  Gr.ok(tag + " bf16", launch_rnn_cell_backward<bf16_t, Kind>(
+                           blas, B, H, xproj.b.data(), h.b.data(), withC ? c.b.data() : nullptr,
+                           whh.b.data(), full ? bhh.b.data() : nullptr,
+                           full ? dho.b.data() : nullptr, withC ? dco.b.data() : nullptr,
+                           dxB.data(), dhB.data(), lstm ? dcB.data() : nullptr, dwB.data(),
+                           full ? dbB.data() : nullptr, sB.data(), nullptr));
+  Gr.ok(tag + " scratch canary", !sB.intact());
+  Gr.cmp(tag + " dxproj", dxF, dxB);
+  Gr.cmp(tag + " dh", dhF, dhB);
+  if (lstm)
+    Gr.cmp(tag + " dc", dcF, dcB);
+  Gr.cmp(tag + " dW_hh", dwF, dwB);
+  if (full)
+    Gr.cmp(tag + " db_hh", dbF, dbB);
+  cublasDestroy(blas);
+}
+
+template <int Kind> void cellBackwardCases(const std::string &name) {
+  Bf16UlpGroup Gr("bf16 " + name + " cell backward", 0);
+  cellBackwardCase<Kind>(Gr, 3, 6, true);
+  cellBackwardCase<Kind>(Gr, 2, 5, false);
+  cellBackwardCase<Kind>(Gr, 0, 4, true);
+}
+
 } // namespace
 
 int main() {
@@ -279,6 +335,10 @@ int main() {
   cellCases<CellLstm>("lstm");
   cellCases<CellGru>("gru");
   cellCases<CellGruCho>("gru_cho");
+  cellBackwardCases<CellRnnTanh>("rnn_tanh");
+  cellBackwardCases<CellLstm>("lstm");
+  cellBackwardCases<CellGru>("gru");
+  cellBackwardCases<CellGruCho>("gru_cho");
   {
     // The scratch functions: f32 / f64 sizes are the f32 launchers' own;
     // bf16 adds the fp32 copies.
