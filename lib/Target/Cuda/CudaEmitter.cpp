@@ -824,8 +824,8 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
     return failure();
   os << "const int rc_ = ode_integrate_device<real_t>(ode_dev, " << method << ", "
      << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
-     << ", n, n, (const real_t *)NULL, (double)load_acc(tv0), (double)load_acc(tv1), " << name(o.getOut())
-     << ", k, work + " << S << "LL * n, "
+     << ", n, n, (const real_t *)NULL, (double)load_acc(tv0), (double)load_acc(tv1), "
+     << name(o.getOut()) << ", k, work + " << S << "LL * n, "
      << (adaptive ? "work + " + std::to_string(S + 1) + "LL * n" : std::string("(real_t *)NULL"))
      << ", dynamics, (int64_t *)NULL);\n";
   os << odeSolveFailure();
@@ -1061,8 +1061,8 @@ LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESo
   os << "const int rc_ = ode_grad_device<real_t>(ode_dev, " << method << ", " << o.getSteps()
      << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
      << fmtDouble(o.getAtol()) << ", " << (o.getAdjoint() ? 1 : 0)
-     << ", n, n, (const real_t *)NULL, (double)load_acc(tv0), (double)load_acc(tv1), " << name(o.getH()) << ", "
-     << name(o.getDh0()) << ", P, thacc_, ws_, dynamics, vjp);\n";
+     << ", n, n, (const real_t *)NULL, (double)load_acc(tv0), (double)load_acc(tv1), "
+     << name(o.getH()) << ", " << name(o.getDh0()) << ", P, thacc_, ws_, dynamics, vjp);\n";
   os << odeGradFailure(o.getMaxSteps(), odeDeviceBranch());
   for (const OdeParamSlice &sl : *slices)
     os << checked("cudaMemcpyAsync(" + sl.dest + ", thacc_ + (" + sl.offset + "), " + sl.size +
