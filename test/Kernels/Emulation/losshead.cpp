@@ -27,6 +27,13 @@ struct Shape {
   int64_t N, K, V;
 };
 
+/// The comparisons' name: shape, chunk rows, ignore pattern, bias.
+std::string caseTag(Shape s, int ignorePattern, bool bias) {
+  return "N" + std::to_string(s.N) + " K" + std::to_string(s.K) + " V" + std::to_string(s.V) +
+         " chunk" + std::to_string(nncc_linear_ce_chunk_rows(s.N, s.V)) + " ign" +
+         std::to_string(ignorePattern) + (bias ? " bias" : "");
+}
+
 template <typename T, typename I>
 void one(Group &G, cublasHandle_t blas, Shape s, int64_t ignore, bool bias, bool wantLogits,
          int ignorePattern) {
@@ -57,10 +64,7 @@ void one(Group &G, cublasHandle_t blas, Shape s, int64_t ignore, bool bias, bool
                              dxG.data(), dwG.data(), dbG.data(), wantLogits ? lG.data() : nullptr,
                              &flag, 5, wsG.data(), nullptr));
   G.ok("linear_ce flag", flag);
-  const std::string tag = "N" + std::to_string(N) + " K" + std::to_string(K) + " V" +
-                          std::to_string(V) + " chunk" +
-                          std::to_string(nncc_linear_ce_chunk_rows(N, V)) + " ign" +
-                          std::to_string(ignorePattern) + (bias ? " bias" : "");
+  const std::string tag = caseTag(s, ignorePattern, bias);
   G.cmp(tag + " loss", &lossC, &lossG, 1);
   G.cmp(tag + " dx", dxC, dxG);
   G.cmp(tag + " dw", dwC, dwG);
@@ -140,10 +144,7 @@ void oneBf16(Bf16UlpGroup &U, Group &G, cublasHandle_t blas, Shape s, bool bias,
                              t.data(), ignore, &lossB, dxB.data(), dwB.data(), dbB.data(),
                              wantLogits ? lB.data() : nullptr, &flag, 5, wsB.data(), nullptr));
   G.ok("bf16 linear_ce flag", flag);
-  const std::string tag = "bf16 N" + std::to_string(N) + " K" + std::to_string(K) + " V" +
-                          std::to_string(V) + " chunk" +
-                          std::to_string(nncc_linear_ce_chunk_rows(N, V)) + " ign" +
-                          std::to_string(ignorePattern) + (bias ? " bias" : "");
+  const std::string tag = "bf16 " + caseTag(s, ignorePattern, bias);
   U.cmp(tag + " loss", &lossF, &lossB, 1);
   U.cmp(tag + " db", dbF, dbB);
   if (wantLogits) U.cmp(tag + " logits", lF, lB);
