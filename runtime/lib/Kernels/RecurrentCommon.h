@@ -3,6 +3,7 @@
 #define NNCC_LIB_KERNELS_RECURRENTCOMMON_H
 
 #include "Internal.h"
+#include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/RecurrentMath.h"
 
 namespace nncc {
@@ -29,12 +30,12 @@ void cellRecurrentInputs(int cell, int64_t B, int64_t H, const T *xproj,
   gemm(false, true, B, H, H, T(1), rh, H, whh + 2 * H * H, H, T(0), hrh, H);
 }
 
-/// Whether `cell` is one of the kernel cell codes (RecurrentMath.h).
 /// The element size a CPU workspace slot is sized for: bf16 libraries never
 /// run the CPU kernels, but their plans (shared by both targets) keep the
 /// slot, sized as f32's.
-inline int64_t workspaceElem(int64_t elem) { return elem == 2 ? 4 : elem; }
+inline int64_t workspaceElem(int64_t elem) { return acc_elem_bytes(elem); }
 
+/// Whether `cell` is one of the kernel cell codes (RecurrentMath.h).
 inline bool validCell(int cell) {
   return cell >= CellRnnTanh && cell <= CellGruCho;
 }

@@ -71,6 +71,10 @@ template <typename T> using acc_t = typename AccOf<T>::type;
 
 template <typename T> inline constexpr bool is_bf16_v = std::is_same_v<T, bf16_t>;
 
+/// Bytes of the arithmetic type for a stored element of `elem` bytes
+/// (bf16's 2: fp32's 4): scratch and workspace sizes given sizeof(real_t).
+NNCC_HD constexpr int64_t acc_elem_bytes(int64_t elem) { return elem == 2 ? 4 : elem; }
+
 /// A stored element as its arithmetic type, and back.
 template <typename T> NNCC_HD acc_t<T> load_acc(T x) { return x; }
 template <> NNCC_HD float load_acc<bf16_t>(bf16_t x) { return bf16_to_float(x); }

@@ -103,8 +103,8 @@ struct LinearCeScratch {
   LinearCeScratch(int64_t N, int64_t K, int64_t V, uint64_t elem) {
     const uint64_t R = (uint64_t)nncc_linear_ce_chunk_rows(N, V);
     const uint64_t v = (uint64_t)(V > 0 ? V : 1), k = (uint64_t)(K > 0 ? K : 1);
-    const bool bf16 = elem == 2;
-    const uint64_t acc = bf16 ? 4 : elem;
+    const uint64_t acc = (uint64_t)acc_elem_bytes((int64_t)elem);
+    const bool bf16 = acc != elem;
     uint64_t at = 0;
     auto take = [&](uint64_t bytes) {
       const uint64_t here = at;

@@ -1696,7 +1696,7 @@ inline uint64_t rnn_cell_backward_scratch_bytes(int cell, int64_t B,
                                                 int64_t H, int64_t elem) {
   RnnScratch a(nullptr);
   char *p[8];
-  rnn_cell_backward_carve(a, cell, B, H, elem == 2 ? 4 : elem, p);
+  rnn_cell_backward_carve(a, cell, B, H, acc_elem_bytes(elem), p);
   if (elem == 2)
     (void)rnn_cell_bf16_carve(a, cell, B, H);
   return a.bytes();

@@ -139,7 +139,7 @@ inline cudaError_t launch_sample(int64_t rows, int64_t V, uint64_t seed,
 /// elem 2).
 inline uint64_t linear_sample_scratch_bytes(int64_t N, int64_t V, uint64_t elem) {
   return (uint64_t)nncc_linear_ce_chunk_rows(N, V) * (uint64_t)(V > 0 ? V : 1) *
-         (elem == 2 ? 4 : elem);
+         (uint64_t)acc_elem_bytes((int64_t)elem);
 }
 
 /// nnk.linear_sample, the twin of nncc_linear_sample: samples of
