@@ -259,10 +259,6 @@ std::string LaunchEmitter::odeGradFailure(int64_t maxSteps, const std::string &d
          "}\n";
 }
 
-LogicalResult LaunchEmitter::unsupported(StringRef why) {
-  return op()->emitOpError(why);
-}
-
 void LaunchEmitter::emitSharedHelpers(raw_indented_ostream &os, StringRef qual) {
   os << "// HuggingFace's bucket rule for LSH without given rotations.\n"
      << qual << " int64_t nncc_gen_lsh_buckets(int64_t T, int64_t chunk) {\n"

@@ -139,8 +139,6 @@ public:
   /// CUDA: a new slot of the state's cuBLASLt plans (one per fused
   /// nnk.gemm site); returns its index.
   int addLtPlan() { return numLtPlans++; }
-  /// A located error at the op: it has no launch on this target, `why`.
-  mlir::LogicalResult unsupported(llvm::StringRef why);
   //===--- what the ODE gradient loops of both targets share --------------===//
   /// Checks the regions' signatures of an ODE gradient op and names the
   /// arguments every target binds, `prefix` + t, h, dh (dynamics), vt, vh,

@@ -29,17 +29,6 @@ FailureOr<std::string> lengthTypeOf(LaunchEmitter &e, Value lengths) {
   return e.cType(e.bufferType(lengths).getElementType());
 }
 
-/// The CUDA recurrent training kernels have no binomial (Revolve) schedule.
-/// (LSTM zoneout is the launchers' trailing rate, seed and offset.)
-template <typename StackOp>
-LogicalResult cudaStackSupported(LaunchEmitter &e, StackOp o) {
-  if (o.getCheckpointSnapshots())
-    return e.unsupported("with the binomial BPTT schedule (checkpoint_snapshots) has no CUDA "
-                         "kernel yet (checkpoint_every has), so this model trains on the CPU "
-                         "target only");
-  return success();
-}
-
 LogicalResult emitScan(LaunchEmitter &e, nnk::RecurrentScanOp o) {
   auto B = e.dim(o.getXproj(), 0), T = e.dim(o.getXproj(), 1);
   if (failed(B) || failed(T))
@@ -227,39 +216,51 @@ SmallVector<std::string> stackInputs(LaunchEmitter &e, StackOp o, const Stack &s
 }
 
 /// The CUDA stack launchers' trailing arguments: the checkpoint segment
-/// (checkpoint_every), scratch and stream, then for LSTM zoneout its rate,
-/// seed and step offset, as the CPU branch passes them (the same masks).
+/// (checkpoint_every) or, in the backward, the binomial schedule's
+/// snapshots and its (unread) recomputed-step count; scratch and stream,
+/// then for LSTM zoneout its rate, seed and step offset, as the CPU branch
+/// passes them (the same masks).
 template <typename StackOp>
 void appendStackTail(KernelCall &c, StackOp o, std::optional<int64_t> every,
-                     const std::string &ws) {
+                     std::optional<int64_t> snapshots, const std::string &ws) {
   if (every)
     c.args.push_back(std::to_string(*every));
+  if (snapshots)
+    c.args.append({std::to_string(*snapshots), "(int64_t *)NULL"});
   c.args.append({ws, "stream"});
   if (o.getZoneout() > 0)
     c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
 }
 
+/// The two schedules' integers of a scratch-size call: checkpoint_every,
+/// checkpoint_snapshots (0 when absent).
+template <typename StackOp> std::string scheduleArgs(StackOp o) {
+  return std::to_string(o.getCheckpointEvery().value_or(0)) + ", " +
+         std::to_string(o.getCheckpointSnapshots().value_or(0));
+}
+
 /// CUDA (RecurrentBackward.cuh): the stack's training forward with the
-/// plain or the checkpointed reserve; lengths i32 or i64 read on the device;
-/// LSTM zoneout masks as the CPU's.
+/// plain, the checkpointed or the binomial schedule's reserve; lengths i32
+/// or i64 read on the device; LSTM zoneout masks as the CPU's.
 LogicalResult emitStackForwardCuda(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
-  if (failed(cudaStackSupported(e, o)))
-    return failure();
   FailureOr<Stack> s = stackOf(e, o);
   FailureOr<std::string> lengthType = lengthTypeOf(e, o.getLengths());
   if (failed(s) || failed(lengthType))
     return failure();
   std::optional<int64_t> every = o.getCheckpointEvery();
+  const bool revolve = o.getCheckpointSnapshots().has_value();
   // bf16: the f32 launch on fp32 copies in the scratch (the function adds
   // them when sizeof(real_t) is 2).
   std::string ws = e.workspace("rnn_stack_forward_scratch_bytes(" + s->cell + ", " + s->B +
                                ", " + s->T + ", " + s->I + ", " + s->H + ", " + s->L + ", " +
                                s->D + ", " + LaunchEmitter::flag(o.getHasBias()) + ", " +
-                               std::to_string(every.value_or(0)) + ", sizeof(real_t))");
+                               scheduleArgs(o) + ", sizeof(real_t))");
   e.out() << "{\n";
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\n";
-  KernelCall c{std::string(every ? "launch_rnn_forward_train_ckpt" : "launch_rnn_forward_train") +
+  KernelCall c{std::string(every     ? "launch_rnn_forward_train_ckpt"
+                           : revolve ? "launch_rnn_forward_train_revolve"
+                                     : "launch_rnn_forward_train") +
                    "<real_t, " + *lengthType + ", " + s->cell + ">",
                {"blas"}};
   c.args.append(s->sizes());
@@ -268,7 +269,7 @@ LogicalResult emitStackForwardCuda(LaunchEmitter &e, nnk::RecurrentForwardOp o) 
                  e.nameOr(o.getLengths(), "const " + *lengthType + " *"), e.name(o.getY()),
                  e.nameOr(o.getHN(), "real_t *"), e.nameOr(o.getCN(), "real_t *"),
                  e.name(o.getReserve())});
-  appendStackTail(c, o, every, ws);
+  appendStackTail(c, o, every, std::nullopt, ws);
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";
@@ -321,31 +322,31 @@ std::string gradOutOrNull(LaunchEmitter &e, nnk::RecurrentGradOp o, Value v,
 }
 
 /// CUDA (RecurrentBackward.cuh): BPTT of the stack from the plain reserve,
-/// from the checkpointed one, or with the forward recomputed into scratch;
-/// LSTM zoneout regenerates the forward's masks (same rate, seed, offset).
+/// from the checkpointed one, by the binomial schedule, or with the forward
+/// recomputed into scratch; LSTM zoneout regenerates the forward's masks
+/// (same rate, seed, offset).
 LogicalResult emitStackGradCuda(LaunchEmitter &e, nnk::RecurrentGradOp o) {
-  if (failed(cudaStackSupported(e, o)))
-    return failure();
   FailureOr<Stack> s = stackOf(e, o);
   FailureOr<std::string> lengthType = lengthTypeOf(e, o.getLengths());
   if (failed(s) || failed(lengthType))
     return failure();
   const bool reserved = static_cast<bool>(o.getReserve());
   std::optional<int64_t> every = o.getCheckpointEvery();
-  // The checkpointed, reserved or recomputing launch's scratch (bf16: with
-  // the fp32 copies).
+  std::optional<int64_t> snapshots = o.getCheckpointSnapshots();
+  // The checkpointed, binomial, reserved or recomputing launch's scratch
+  // (bf16: with the fp32 copies).
   std::string ws = e.workspace(
       "rnn_stack_backward_scratch_bytes(" + s->cell + ", " + s->B + ", " + s->T + ", " + s->I +
       ", " + s->H + ", " + s->L + ", " + s->D + ", " + LaunchEmitter::flag(o.getHasBias()) +
-      ", " + std::to_string(every.value_or(0)) + ", " + LaunchEmitter::flag(reserved) +
-      ", sizeof(real_t))");
+      ", " + scheduleArgs(o) + ", " + LaunchEmitter::flag(reserved) + ", sizeof(real_t))");
   e.out() << "{\n";
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\nreal_t *dw_[] = {"
           << e.commaNames(o.getDweights()) << "};\n";
-  KernelCall c{std::string(every      ? "launch_rnn_backward_ckpt"
-                           : reserved ? "launch_rnn_backward_reserved"
-                                      : "launch_rnn_backward") +
+  KernelCall c{std::string(every       ? "launch_rnn_backward_ckpt"
+                           : snapshots ? "launch_rnn_backward_revolve"
+                           : reserved  ? "launch_rnn_backward_reserved"
+                                       : "launch_rnn_backward") +
                    "<real_t, " + *lengthType + ", " + s->cell + ">",
                {"blas"}};
   c.args.append(s->sizes());
@@ -359,7 +360,7 @@ LogicalResult emitStackGradCuda(LaunchEmitter &e, nnk::RecurrentGradOp o) {
                  gradOutOrNull(e, o, o.getDx(), "(real_t *)NULL"),
                  gradOutOrNull(e, o, o.getDh0(), "(real_t *)NULL"),
                  gradOutOrNull(e, o, o.getDc0(), "(real_t *)NULL"), "dw_"});
-  appendStackTail(c, o, every, ws);
+  appendStackTail(c, o, every, snapshots, ws);
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";

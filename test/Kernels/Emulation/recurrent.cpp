@@ -1,6 +1,7 @@
 // CUDA-emulation parity: runtime/include/nncc/Kernels/CUDA/RecurrentBackward.cuh
-// (training forward with reserve / checkpoints, backward from the reserve,
-// recompute and checkpoint backward, the one-step cell backward) against the
+// (training forward with reserve / checkpoints / outputs only, backward from
+// the reserve, recompute, checkpoint and binomial-schedule backward, the
+// one-step cell backward) against the
 // CPU kernels of libnncc_kernels.so, f64, every cell kind, stacked and
 // bidirectional, with and without lengths (i32 and i64), states and biases.
 // Ported from a colleague's prototype (5,578 comparisons, worst 1.4e-15).
@@ -29,14 +30,15 @@ static void cmp(const char *what, const std::string &tag, const R *a, const R *b
 
 template <typename Len, int Kind>
 void stackCase(int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, int64_t D, int hb,
-               bool withLen, bool states, bool adj, int64_t every) {
+               bool withLen, bool states, bool adj, int64_t every, int64_t snaps = 0) {
   const int cell = Kind, G = cell_gates(Kind);
   const int64_t GH = G * H, DH = D * H, BT = B * T;
   std::string tag = "cell" + std::to_string(cell) + " B" + std::to_string(B) + " T" +
                     std::to_string(T) + " L" + std::to_string(L) + " D" + std::to_string(D) +
                     " hb" + std::to_string(hb) + " len" + std::to_string(withLen) + "/" +
                     std::to_string(sizeof(Len)) + " st" + std::to_string(states) + " adj" +
-                    std::to_string(adj) + " k" + std::to_string(every);
+                    std::to_string(adj) + " k" + std::to_string(every) + " s" +
+                    std::to_string(snaps);
   emutest::RnnStack<Len> S(B, T, I, H, L, D, G, hb, withLen);
   auto &W = S.W;
   auto &w = S.w;
@@ -47,7 +49,10 @@ void stackCase(int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, int64_t D,
   const R *c0p = states && Kind == CellLstm ? S.c0.data() : nullptr;
   // Forward.
   int64_t resBytes = every ? nncc_rnn_reserve_ckpt_size(cell, B, T, H, L, D, every, 8)
-                           : nncc_rnn_reserve_size(cell, B, T, H, L, D, 8);
+                     : snaps ? L * B * T * D * H * 8
+                             : nncc_rnn_reserve_size(cell, B, T, H, L, D, 8);
+  if ((uint64_t)resBytes / 8 != (uint64_t)rnn_reserve_elems(cell, B, T, H, L, D, every, snaps))
+    cur->ok(tag + " reserve size", 1);
   std::vector<R> resC(resBytes / 8 + 1, NAN), resG(resBytes / 8 + 1, NAN);
   std::vector<R> yC = nanv(BT * DH), yG = nanv(BT * DH), hnC = nanv(L * D * B * H),
                  hnG = nanv(L * D * B * H), cnC = nanv(L * D * B * H), cnG = nanv(L * D * B * H);
@@ -55,6 +60,9 @@ void stackCase(int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, int64_t D,
   int rc = every ? nncc_rnn_forward_train_ckpt_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(),
                        h0p, c0p, lc, yC.data(), hnC.data(), Kind == CellLstm ? cnC.data() : nullptr,
                        resC.data(), ws.data(), 0, 0, 0, every)
+         : snaps ? nncc_rnn_forward_train_revolve_f64(cell, B, T, I, H, L, D, hb, x.data(),
+                       w.data(), h0p, c0p, lc, yC.data(), hnC.data(),
+                       Kind == CellLstm ? cnC.data() : nullptr, resC.data(), ws.data(), 0, 0, 0)
                  : nncc_rnn_forward_train_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,
                        c0p, lc, yC.data(), hnC.data(), Kind == CellLstm ? cnC.data() : nullptr,
                        resC.data(), ws.data(), 0, 0, 0);
@@ -64,6 +72,9 @@ void stackCase(int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, int64_t D,
       ? launch_rnn_forward_train_ckpt<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb, x.data(),
             w.data(), h0p, c0p, lg, yG.data(), hnG.data(), Kind == CellLstm ? cnG.data() : nullptr,
             resG.data(), every, gs.data() + 8, nullptr)
+      : snaps ? launch_rnn_forward_train_revolve<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb,
+            x.data(), w.data(), h0p, c0p, lg, yG.data(), hnG.data(),
+            Kind == CellLstm ? cnG.data() : nullptr, resG.data(), gs.data() + 8, nullptr)
       : launch_rnn_forward_train<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb, x.data(), w.data(),
             h0p, c0p, lg, yG.data(), hnG.data(), Kind == CellLstm ? cnG.data() : nullptr,
             resG.data(), gs.data() + 8, nullptr);
@@ -84,20 +95,31 @@ void stackCase(int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, int64_t D,
   std::vector<R *> dwC, dwG;
   for (size_t i = 0; i < W.size(); ++i) { dwC.push_back(dWC[i].data()); dwG.push_back(dWG[i].data()); }
   std::vector<char> bws(every ? nncc_rnn_backward_ckpt_workspace_size(cell, B, T, I, H, L, D, every, 8)
+                        : snaps ? nncc_rnn_backward_revolve_workspace_size(cell, B, T, I, H, L, D, snaps, 8)
                               : nncc_rnn_backward_reserved_workspace_size(cell, B, T, H, L, D, 8));
+  int64_t advancedC = -1, advancedG = -1;
   rc = every ? nncc_rnn_backward_ckpt_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p, c0p,
                    lc, resC.data(), dyp, dhnp, dcnp, dxC.data(), dh0C.data(),
                    Kind == CellLstm ? dc0C.data() : nullptr, dwC.data(), bws.data(), 0, 0, 0, every)
+       : snaps ? nncc_rnn_backward_revolve_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,
+                   c0p, lc, resC.data(), dyp, dhnp, dcnp, dxC.data(), dh0C.data(),
+                   Kind == CellLstm ? dc0C.data() : nullptr, dwC.data(), bws.data(), 0, 0, 0,
+                   snaps, &advancedC)
              : nncc_rnn_backward_reserved_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,
                    c0p, lc, resC.data(), dyp, dhnp, dcnp, dxC.data(), dh0C.data(),
                    Kind == CellLstm ? dc0C.data() : nullptr, dwC.data(), bws.data(), 0, 0, 0);
   if (rc) { printf("CPU bwd rc %d %s\n", rc, tag.c_str()); cur->ok(tag, 1); return; }
   uint64_t gb = every ? rnn_backward_ckpt_scratch_bytes(cell, B, T, I, H, L, D, every, 8)
+                : snaps ? rnn_backward_revolve_scratch_bytes(cell, B, T, I, H, L, D, snaps, 8)
                       : rnn_backward_reserved_scratch_bytes(cell, B, T, H, L, D, 8);
   std::vector<char> gbs(gb, (char)0xff);
   e = every ? launch_rnn_backward_ckpt<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb, x.data(),
                   w.data(), h0p, c0p, lg, resG.data(), dyp, dhnp, dcnp, dxG.data(), dh0G.data(),
                   Kind == CellLstm ? dc0G.data() : nullptr, dwG.data(), every, gbs.data() + 8, nullptr)
+      : snaps ? launch_rnn_backward_revolve<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb, x.data(),
+                  w.data(), h0p, c0p, lg, resG.data(), dyp, dhnp, dcnp, dxG.data(), dh0G.data(),
+                  Kind == CellLstm ? dc0G.data() : nullptr, dwG.data(), snaps, &advancedG,
+                  gbs.data() + 8, nullptr)
             : launch_rnn_backward_reserved<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb, x.data(),
                   w.data(), h0p, c0p, lg, resG.data(), dyp, dhnp, dcnp, dxG.data(), dh0G.data(),
                   Kind == CellLstm ? dc0G.data() : nullptr, dwG.data(), gbs.data() + 8, nullptr);
@@ -107,7 +129,15 @@ void stackCase(int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, int64_t D,
   if (Kind == CellLstm) cmp("dc0", tag, dc0C.data(), dc0G.data(), dc0C.size());
   for (size_t i = 0; i < W.size(); ++i)
     cmp(("dw" + std::to_string(i)).c_str(), tag, dWC[i].data(), dWG[i].data(), W[i].size());
-  if (!every) {
+  // The binomial schedule: as many recomputed forward steps as the CPU's
+  // (its first row is full, so the longest length is T), the optimum.
+  if (B > 0 && snaps && (advancedG != advancedC ||
+                advancedG != (Kind == CellLstm ? L * D * revolve_forward_steps(T, snaps) : 0))) {
+    printf("FAIL %s: recomputed steps %lld (CPU %lld)\n", tag.c_str(), (long long)advancedG,
+           (long long)advancedC);
+    cur->ok(tag + " recomputed steps", 1);
+  }
+  if (!every && !snaps) {
     // Recompute variant against the same CPU result.
     std::vector<R> dx2 = nanv(BT * I), dh02 = nanv(L * D * B * H), dc02 = nanv(L * D * B * H);
     std::vector<std::vector<R>> dW2;
@@ -181,11 +211,14 @@ template <int Kind> void allFor() {
     stackCase<int32_t, Kind>(3, 0, I, H, 2, 2, 1, false, true, true, 2);
     stackCase<int32_t, Kind>(0, T, I, H, 1, 1, 1, false, true, true, 0);
     stackCase<int32_t, Kind>(0, T, I, H, 1, 1, 1, false, true, true, 2);
+    stackCase<int32_t, Kind>(3, 0, I, H, 2, 2, 1, false, true, true, 0, 2);
+    stackCase<int32_t, Kind>(0, T, I, H, 1, 1, 1, false, true, true, 0, 2);
     return;
   }
   if (mode == 2) {
     stackCase<int64_t, Kind>(4, T, I, H, 2, 2, 1, true, true, true, 0);
     stackCase<int32_t, Kind>(4, T, I, H, 2, 2, 0, true, true, true, 2);
+    stackCase<int32_t, Kind>(4, T, I, H, 2, 2, 1, true, true, true, 0, 2);
     return;
   }
   for (int64_t L : {1, 2})
@@ -195,6 +228,11 @@ template <int Kind> void allFor() {
           if (wl == 2) stackCase<int64_t, Kind>(4, T, I, H, L, D, (int)(L + D) % 2, true, D == 2, L == 1, every);
           else stackCase<int32_t, Kind>(wl ? 4 : 3, T, I, H, L, D, 1, wl == 1, L == 2, D == 1, every);
         }
+  // The binomial schedule: 1, 2, T - 1 and more than T snapshots.
+  for (int64_t snaps : {1, 2, 4, 9}) {
+    stackCase<int32_t, Kind>(4, T, I, H, 2, 2, 1, true, true, true, 0, snaps);
+    stackCase<int64_t, Kind>(3, T, I, H, 1, 1, 0, snaps % 2 == 0, false, false, 0, snaps);
+  }
   stackCase<int32_t, Kind>(3, 0, I, H, 2, 2, 1, false, true, true, 0);   // T = 0
   stackCase<int32_t, Kind>(0, T, I, H, 1, 1, 1, false, true, true, 0);   // B = 0
   for (int wc = 0; wc < 2; ++wc)

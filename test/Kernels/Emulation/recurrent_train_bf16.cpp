@@ -1,10 +1,11 @@
 // CUDA-emulation parity of the bf16 stack training launchers
-// (RecurrentBackward.cuh, "bf16 stacks": launch_rnn_forward_train(_ckpt),
-// launch_rnn_backward_reserved, launch_rnn_backward, launch_rnn_backward_ckpt
-// with T = bf16_t) against the float launchers run on the same bf16 values
-// widened to float: every cell kind, stacked and bidirectional, biases or
-// not, lengths (i32, i64) or none, states or none, LSTM BPTT checkpoints and
-// zoneout, absent outputs (dx, one weight gradient); and the single-step
+// (RecurrentBackward.cuh, "bf16 stacks": launch_rnn_forward_train(_ckpt,
+// _revolve), launch_rnn_backward_reserved, launch_rnn_backward,
+// launch_rnn_backward_ckpt, launch_rnn_backward_revolve with T = bf16_t)
+// against the float launchers run on the same bf16 values widened to float:
+// every cell kind, stacked and bidirectional, biases or not, lengths (i32,
+// i64) or none, states or none, BPTT checkpoints, the binomial schedule and
+// LSTM zoneout, absent outputs (dx, one weight gradient); and the single-step
 // cell backward (launch_rnn_cell_backward, the ODE-RNN's) likewise.
 //
 // Tolerance: 0 ulps. A bf16 launch is the float launch on widened copies
@@ -110,6 +111,7 @@ struct Case {
   int64_t every;
   double zoneout;
   bool someNull; // dx and the first weight gradient not wanted
+  int64_t snapshots = 0; // the binomial schedule (every = 0)
 };
 
 /// Gradients of one backward, in element type T.
@@ -129,12 +131,14 @@ template <typename T> struct Grads {
 
 template <typename Len, int Kind> void stackCase(Bf16UlpGroup &Gr, const Case &c) {
   const int64_t B = c.B, T = c.T, I = c.I, H = c.H, L = c.L, D = c.D, every = c.every;
+  const int64_t snaps = c.snapshots;
   const int64_t BT = B * T, DH = D * H, states = L * D * B * H;
   const bool lstm = Kind == CellLstm;
   std::string tag = "B" + std::to_string(B) + " T" + std::to_string(T) + " L" +
                     std::to_string(L) + " D" + std::to_string(D) + " hb" + std::to_string(c.hb) +
                     " len" + std::to_string(c.lens) + " st" + std::to_string(c.states) + " k" +
-                    std::to_string(every) + (c.zoneout > 0 ? " zoneout" : "") +
+                    std::to_string(every) + " s" + std::to_string(snaps) +
+                    (c.zoneout > 0 ? " zoneout" : "") +
                     (c.someNull ? " null-grads" : "");
   Operands<Len> O(B, T, I, H, L, D, cell_gates(Kind), c.hb, c.lens != 0);
   const Len *lens = O.S.lg();
@@ -159,13 +163,13 @@ template <typename Len, int Kind> void stackCase(Bf16UlpGroup &Gr, const Case &c
   };
 
   // Forward, both element types.
-  const int64_t resElems = rnn_reserve_elems(Kind, B, T, H, L, D, every);
+  const int64_t resElems = rnn_reserve_elems(Kind, B, T, H, L, D, every, snaps);
   std::vector<float> yF = nans<float>(BT * DH), hnF = nans<float>(states),
                      cnF = nans<float>(states), resF = nans<float>(resElems);
   std::vector<bf16_t> yB = nans<bf16_t>(BT * DH), hnB = nans<bf16_t>(states),
                       cnB = nans<bf16_t>(states), resB = nans<bf16_t>(resElems);
-  Scratch sF(rnn_stack_forward_scratch_bytes(Kind, B, T, I, H, L, D, c.hb, every, 4));
-  Scratch sB(rnn_stack_forward_scratch_bytes(Kind, B, T, I, H, L, D, c.hb, every, 2));
+  Scratch sF(rnn_stack_forward_scratch_bytes(Kind, B, T, I, H, L, D, c.hb, every, snaps, 4));
+  Scratch sB(rnn_stack_forward_scratch_bytes(Kind, B, T, I, H, L, D, c.hb, every, snaps, 2));
   const float *h0f = st ? O.h0f.data() : nullptr, *c0f = st && lstm ? O.c0f.data() : nullptr;
   const bf16_t *h0b = st ? O.h0b.data() : nullptr, *c0b = st && lstm ? O.c0b.data() : nullptr;
   float *hnf = st ? hnF.data() : nullptr, *cnf = st && lstm ? cnF.data() : nullptr;
@@ -178,6 +182,15 @@ template <typename Len, int Kind> void stackCase(Bf16UlpGroup &Gr, const Case &c
     ok("bf16 forward", launch_rnn_forward_train_ckpt<bf16_t, Len, Kind>(
                            nullptr, B, T, I, H, L, D, c.hb, O.xb.data(), O.wb.data(), h0b, c0b,
                            lens, yB.data(), hnb, cnb, resB.data(), every, sB.data(), nullptr,
+                           c.zoneout, seed, offset));
+  } else if (snaps) {
+    ok("f32 forward", launch_rnn_forward_train_revolve<float, Len, Kind>(
+                          nullptr, B, T, I, H, L, D, c.hb, O.xf.data(), O.wf.data(), h0f, c0f,
+                          lens, yF.data(), hnf, cnf, resF.data(), sF.data(), nullptr, c.zoneout,
+                          seed, offset));
+    ok("bf16 forward", launch_rnn_forward_train_revolve<bf16_t, Len, Kind>(
+                           nullptr, B, T, I, H, L, D, c.hb, O.xb.data(), O.wb.data(), h0b, c0b,
+                           lens, yB.data(), hnb, cnb, resB.data(), sB.data(), nullptr,
                            c.zoneout, seed, offset));
   } else {
     ok("f32 forward", launch_rnn_forward_train<float, Len, Kind>(
@@ -203,13 +216,16 @@ template <typename Len, int Kind> void stackCase(Bf16UlpGroup &Gr, const Case &c
               *dcnf = st && lstm ? O.dcnf.data() : nullptr;
   const bf16_t *dyb = O.dyb.data(), *dhnb = st ? O.dhnb.data() : nullptr,
                *dcnb = st && lstm ? O.dcnb.data() : nullptr;
-  for (int recompute = 0; recompute < (every ? 1 : 2); ++recompute) {
-    const std::string kind = every ? "checkpointed" : recompute ? "recomputed" : "reserved";
+  for (int recompute = 0; recompute < (every || snaps ? 1 : 2); ++recompute) {
+    const std::string kind = every       ? "checkpointed"
+                             : snaps     ? "binomial"
+                             : recompute ? "recomputed"
+                                         : "reserved";
     Grads<float> gF(c, O.S.W);
     Grads<bf16_t> gB(c, O.S.W);
-    Scratch bF(rnn_stack_backward_scratch_bytes(Kind, B, T, I, H, L, D, c.hb, every,
+    Scratch bF(rnn_stack_backward_scratch_bytes(Kind, B, T, I, H, L, D, c.hb, every, snaps,
                                                 !recompute, 4));
-    Scratch bB(rnn_stack_backward_scratch_bytes(Kind, B, T, I, H, L, D, c.hb, every,
+    Scratch bB(rnn_stack_backward_scratch_bytes(Kind, B, T, I, H, L, D, c.hb, every, snaps,
                                                 !recompute, 2));
     float *dxf = c.someNull ? nullptr : gF.dx.data(), *dh0f = st ? gF.dh0.data() : nullptr,
           *dc0f = st && lstm ? gF.dc0.data() : nullptr;
@@ -224,6 +240,18 @@ template <typename Len, int Kind> void stackCase(Bf16UlpGroup &Gr, const Case &c
                              nullptr, B, T, I, H, L, D, c.hb, O.xb.data(), O.wb.data(), h0b,
                              c0b, lens, resB.data(), dyb, dhnb, dcnb, dxb, dh0b, dc0b,
                              gB.dw.data(), every, bB.data(), nullptr, c.zoneout, seed, offset));
+    } else if (snaps) {
+      int64_t stepsF = -1, stepsB = -1;
+      ok("f32 " + kind, launch_rnn_backward_revolve<float, Len, Kind>(
+                            nullptr, B, T, I, H, L, D, c.hb, O.xf.data(), O.wf.data(), h0f, c0f,
+                            lens, resW.data(), dyf, dhnf, dcnf, dxf, dh0f, dc0f, gF.dw.data(),
+                            snaps, &stepsF, bF.data(), nullptr, c.zoneout, seed, offset));
+      ok("bf16 " + kind, launch_rnn_backward_revolve<bf16_t, Len, Kind>(
+                             nullptr, B, T, I, H, L, D, c.hb, O.xb.data(), O.wb.data(), h0b,
+                             c0b, lens, resB.data(), dyb, dhnb, dcnb, dxb, dh0b, dc0b,
+                             gB.dw.data(), snaps, &stepsB, bB.data(), nullptr, c.zoneout, seed,
+                             offset));
+      Gr.ok(tag + " recomputed steps", stepsB != stepsF || (lstm && stepsB <= 0));
     } else if (!recompute) {
       ok("f32 " + kind, launch_rnn_backward_reserved<float, Len, Kind>(
                             nullptr, B, T, I, H, L, D, c.hb, O.xf.data(), O.wf.data(), h0f, c0f,
@@ -264,8 +292,12 @@ template <int Kind> void cellCases(const std::string &name) {
     stackCase<int32_t, Kind>(Gr, {3, T, I, H, 2, 2, 1, 4, true, 2, 0.0, false});
     stackCase<int64_t, Kind>(Gr, {4, T, I, H, 1, 2, 0, 8, true, 3, 0.25, true});
     stackCase<int32_t, Kind>(Gr, {3, T, I, H, 2, 1, 1, 4, true, 0, 0.25, false});
+    // The binomial schedule, with and without zoneout.
+    stackCase<int32_t, Kind>(Gr, {3, T, I, H, 2, 2, 1, 4, true, 0, 0.0, false, 2});
+    stackCase<int64_t, Kind>(Gr, {4, T, I, H, 1, 2, 0, 8, true, 0, 0.25, true, 1});
   } else {
     stackCase<int32_t, Kind>(Gr, {3, T, I, H, 2, 2, 1, 4, true, 2, 0.0, false});
+    stackCase<int32_t, Kind>(Gr, {3, T, I, H, 2, 2, 1, 4, true, 0, 0.0, false, 3});
   }
   // T = 0 and B = 0.
   stackCase<int32_t, Kind>(Gr, {3, 0, I, H, 2, 2, 1, 0, true, 0, 0.0, false});
@@ -345,20 +377,23 @@ int main() {
     Bf16UlpGroup Gr("bf16 stack scratch sizes", 0);
     for (int64_t elem : {4, 8}) {
       Gr.ok("forward f32/f64", rnn_stack_forward_scratch_bytes(CellLstm, 3, 7, 5, 6, 2, 2, 1, 0,
-                                                               elem) !=
+                                                               0, elem) !=
                                    rnn_forward_train_scratch_bytes(CellLstm, 3, 7, 6, elem));
       Gr.ok("backward reserved f32/f64",
-            rnn_stack_backward_scratch_bytes(CellGru, 3, 7, 5, 6, 2, 2, 1, 0, 1, elem) !=
+            rnn_stack_backward_scratch_bytes(CellGru, 3, 7, 5, 6, 2, 2, 1, 0, 0, 1, elem) !=
                 rnn_backward_reserved_scratch_bytes(CellGru, 3, 7, 6, 2, 2, elem));
       Gr.ok("backward recomputed f32/f64",
-            rnn_stack_backward_scratch_bytes(CellGru, 3, 7, 5, 6, 2, 2, 1, 0, 0, elem) !=
+            rnn_stack_backward_scratch_bytes(CellGru, 3, 7, 5, 6, 2, 2, 1, 0, 0, 0, elem) !=
                 rnn_backward_scratch_bytes(CellGru, 3, 7, 6, 2, 2, elem));
       Gr.ok("backward checkpointed f32/f64",
-            rnn_stack_backward_scratch_bytes(CellLstm, 3, 7, 5, 6, 2, 2, 1, 2, 1, elem) !=
+            rnn_stack_backward_scratch_bytes(CellLstm, 3, 7, 5, 6, 2, 2, 1, 2, 0, 1, elem) !=
                 rnn_backward_ckpt_scratch_bytes(CellLstm, 3, 7, 5, 6, 2, 2, 2, elem));
+      Gr.ok("backward binomial f32/f64",
+            rnn_stack_backward_scratch_bytes(CellLstm, 3, 7, 5, 6, 2, 2, 1, 0, 3, 1, elem) !=
+                rnn_backward_revolve_scratch_bytes(CellLstm, 3, 7, 5, 6, 2, 2, 3, elem));
     }
     Gr.ok("bf16 forward > f32 forward",
-          rnn_stack_forward_scratch_bytes(CellLstm, 3, 7, 5, 6, 2, 2, 1, 0, 2) <=
+          rnn_stack_forward_scratch_bytes(CellLstm, 3, 7, 5, 6, 2, 2, 1, 0, 0, 2) <=
               rnn_forward_train_scratch_bytes(CellLstm, 3, 7, 6, 4));
   }
   return finish();

@@ -1,12 +1,13 @@
 // CUDA-emulation parity of LSTM zoneout in training: the zoneout arguments
 // of runtime/include/nncc/Kernels/CUDA/RecurrentBackward.cuh's stack
-// launchers (training forward with the plain and the checkpointed reserve,
-// backward from the reserve, with the forward recomputed, checkpointed) and
-// of Recurrent.cuh's launch_rnn_scan, against the CPU kernels of
-// libnncc_kernels.so (nncc_rnn_forward_train[_ckpt], nncc_rnn_backward_
-// {reserved,zoneout,ckpt}, nncc_rnn_layer_zoneout) in f64: rates 0, 0.3,
-// 0.7, one and two layers, both directions, lengths (i32 / i64), states,
-// checkpoint_every 1, 2, 4 and T + 3.
+// launchers (training forward with the plain, the checkpointed and the
+// outputs-only reserve, backward from the reserve, with the forward
+// recomputed, checkpointed, by the binomial schedule) and of Recurrent.cuh's
+// launch_rnn_scan, against the CPU kernels of libnncc_kernels.so
+// (nncc_rnn_forward_train[_ckpt,_revolve], nncc_rnn_backward_
+// {reserved,zoneout,ckpt,revolve}, nncc_rnn_layer_zoneout) in f64: rates 0,
+// 0.3, 0.7, one and two layers, both directions, lengths (i32 / i64),
+// states, checkpoint_every 1, 2, 4 and T + 3, 1 and 3 snapshots.
 //
 // Masks: besides the CPU comparison (a different mask changes h, c and the
 // gradients by O(1)), every valid (layer, direction, row, step, unit) of the
@@ -83,14 +84,14 @@ static void checkMasks(const std::string &tag, double p, int64_t B, int64_t T, i
 
 template <typename Len>
 void stackCase(double p, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, int64_t D,
-               int hb, bool withLen, bool states, int64_t every) {
+               int hb, bool withLen, bool states, int64_t every, int64_t snaps = 0) {
   const int cell = CellLstm, Kind = CellLstm;
   const int64_t GH = 4 * H, DH = D * H, BT = B * T;
   std::string tag = "p" + std::to_string(p).substr(0, 3) + " B" + std::to_string(B) + " T" +
                     std::to_string(T) + " L" + std::to_string(L) + " D" + std::to_string(D) +
                     " hb" + std::to_string(hb) + " len" + std::to_string(withLen) + "/" +
                     std::to_string(sizeof(Len)) + " st" + std::to_string(states) + " k" +
-                    std::to_string(every);
+                    std::to_string(every) + " s" + std::to_string(snaps);
   emutest::RnnStack<Len> S(B, T, I, H, L, D, 4, hb, withLen);
   auto &W = S.W;
   auto &w = S.w;
@@ -100,7 +101,8 @@ void stackCase(double p, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, 
   const R *h0p = states ? S.h0.data() : nullptr, *c0p = states ? S.c0.data() : nullptr;
   // Forward.
   int64_t resBytes = every ? nncc_rnn_reserve_ckpt_size(cell, B, T, H, L, D, every, 8)
-                           : nncc_rnn_reserve_size(cell, B, T, H, L, D, 8);
+                     : snaps ? L * BT * DH * 8
+                             : nncc_rnn_reserve_size(cell, B, T, H, L, D, 8);
   std::vector<R> resC(resBytes / 8 + 1, NAN), resG(resBytes / 8 + 1, NAN);
   std::vector<R> yC = nanv(BT * DH), yG = nanv(BT * DH), hnC = nanv(L * D * B * H),
                  hnG = nanv(L * D * B * H), cnC = nanv(L * D * B * H), cnG = nanv(L * D * B * H);
@@ -108,6 +110,9 @@ void stackCase(double p, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, 
   int rc = every ? nncc_rnn_forward_train_ckpt_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(),
                        h0p, c0p, lc, yC.data(), hnC.data(), cnC.data(), resC.data(), ws.data(),
                        p, kSeed, kOffset, every)
+         : snaps ? nncc_rnn_forward_train_revolve_f64(cell, B, T, I, H, L, D, hb, x.data(),
+                       w.data(), h0p, c0p, lc, yC.data(), hnC.data(), cnC.data(), resC.data(),
+                       ws.data(), p, kSeed, kOffset)
                  : nncc_rnn_forward_train_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,
                        c0p, lc, yC.data(), hnC.data(), cnC.data(), resC.data(), ws.data(), p,
                        kSeed, kOffset);
@@ -116,6 +121,9 @@ void stackCase(double p, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, 
   cudaError_t e = every
       ? launch_rnn_forward_train_ckpt<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb, x.data(),
             w.data(), h0p, c0p, lg, yG.data(), hnG.data(), cnG.data(), resG.data(), every,
+            gs.data() + 8, nullptr, p, kSeed, kOffset)
+      : snaps ? launch_rnn_forward_train_revolve<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb,
+            x.data(), w.data(), h0p, c0p, lg, yG.data(), hnG.data(), cnG.data(), resG.data(),
             gs.data() + 8, nullptr, p, kSeed, kOffset)
       : launch_rnn_forward_train<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb, x.data(), w.data(),
             h0p, c0p, lg, yG.data(), hnG.data(), cnG.data(), resG.data(), gs.data() + 8, nullptr,
@@ -126,7 +134,7 @@ void stackCase(double p, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, 
   cmp("cn", tag, cnC.data(), cnG.data(), cnC.size());
   cmp("reserve", tag, resC.data(), resG.data(), resC.size());
   checkMasks(tag, p, B, T, H, L, D, lc, h0p, c0p, resG.data(),
-             every ? nullptr : resG.data() + L * BT * DH);
+             every || snaps ? nullptr : resG.data() + L * BT * DH);
   // Backward (each side from its own reserve).
   auto dy = rnd(BT * DH), dhn = rnd(L * D * B * H), dcn = rnd(L * D * B * H);
   std::vector<R> dxC = nanv(BT * I), dxG = nanv(BT * I), dh0C = nanv(L * D * B * H),
@@ -136,21 +144,31 @@ void stackCase(double p, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, 
   std::vector<R *> dwC, dwG;
   for (size_t i = 0; i < W.size(); ++i) { dwC.push_back(dWC[i].data()); dwG.push_back(dWG[i].data()); }
   std::vector<char> bws(every ? nncc_rnn_backward_ckpt_workspace_size(cell, B, T, I, H, L, D, every, 8)
+                        : snaps ? nncc_rnn_backward_revolve_workspace_size(cell, B, T, I, H, L, D, snaps, 8)
                               : nncc_rnn_backward_reserved_workspace_size(cell, B, T, H, L, D, 8));
   rc = every ? nncc_rnn_backward_ckpt_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p, c0p,
                    lc, resC.data(), dy.data(), dhn.data(), dcn.data(), dxC.data(), dh0C.data(),
                    dc0C.data(), dwC.data(), bws.data(), p, kSeed, kOffset, every)
+       : snaps ? nncc_rnn_backward_revolve_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,
+                   c0p, lc, resC.data(), dy.data(), dhn.data(), dcn.data(), dxC.data(),
+                   dh0C.data(), dc0C.data(), dwC.data(), bws.data(), p, kSeed, kOffset, snaps,
+                   nullptr)
              : nncc_rnn_backward_reserved_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,
                    c0p, lc, resC.data(), dy.data(), dhn.data(), dcn.data(), dxC.data(),
                    dh0C.data(), dc0C.data(), dwC.data(), bws.data(), p, kSeed, kOffset);
   if (rc) { printf("CPU bwd rc %d %s\n", rc, tag.c_str()); cur->ok(tag, 1); return; }
   uint64_t gb = every ? rnn_backward_ckpt_scratch_bytes(cell, B, T, I, H, L, D, every, 8)
+                : snaps ? rnn_backward_revolve_scratch_bytes(cell, B, T, I, H, L, D, snaps, 8)
                       : rnn_backward_reserved_scratch_bytes(cell, B, T, H, L, D, 8);
   std::vector<char> gbs(gb, (char)0xff);
   e = every ? launch_rnn_backward_ckpt<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb, x.data(),
                   w.data(), h0p, c0p, lg, resG.data(), dy.data(), dhn.data(), dcn.data(),
                   dxG.data(), dh0G.data(), dc0G.data(), dwG.data(), every, gbs.data() + 8,
                   nullptr, p, kSeed, kOffset)
+      : snaps ? launch_rnn_backward_revolve<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb, x.data(),
+                  w.data(), h0p, c0p, lg, resG.data(), dy.data(), dhn.data(), dcn.data(),
+                  dxG.data(), dh0G.data(), dc0G.data(), dwG.data(), snaps, nullptr,
+                  gbs.data() + 8, nullptr, p, kSeed, kOffset)
             : launch_rnn_backward_reserved<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb, x.data(),
                   w.data(), h0p, c0p, lg, resG.data(), dy.data(), dhn.data(), dcn.data(),
                   dxG.data(), dh0G.data(), dc0G.data(), dwG.data(), gbs.data() + 8, nullptr, p,
@@ -161,7 +179,7 @@ void stackCase(double p, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, 
   cmp("dc0", tag, dc0C.data(), dc0G.data(), dc0C.size());
   for (size_t i = 0; i < W.size(); ++i)
     cmp(("dw" + std::to_string(i)).c_str(), tag, dWC[i].data(), dWG[i].data(), W[i].size());
-  if (every)
+  if (every || snaps)
     return;
   // No reserve: the CPU's nncc_rnn_backward_zoneout against the CUDA
   // launch_rnn_backward (the forward recomputed with the same masks).
@@ -270,6 +288,9 @@ int main(int argc, char **argv) {
         }
     stackCase<int32_t>(p, 3, 0, I, H, 2, 2, 1, false, true, 0); // T = 0
     stackCase<int32_t>(p, 3, 0, I, H, 2, 2, 1, false, true, 2);
+    // The binomial schedule: the advanced c recursion regenerates the masks.
+    stackCase<int32_t>(p, 4, T, I, H, 2, 2, 1, true, true, 0, 1);
+    stackCase<int64_t>(p, 3, T, I, H, 1, 2, 0, true, false, 0, 3);
     for (int rev = 0; rev < 2; ++rev) {
       scanCase<int32_t>(p, 2 + rev, rev, rev == 0);
       scanCase<int64_t>(p, 1, rev, true);

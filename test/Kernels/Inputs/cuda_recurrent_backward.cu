@@ -27,6 +27,10 @@ void instantiateStack(cublasHandle_t blas, cudaStream_t s) {
                                   p, dw, ws, s);
   launch_rnn_backward_ckpt<T, L, Kind>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p, p, p,
                                        p, p, p, p, dw, 3, ws, s);
+  launch_rnn_forward_train_revolve<T, L, Kind>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p,
+                                               p, p, p, ws, s);
+  launch_rnn_backward_revolve<T, L, Kind>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p, p, p,
+                                          p, p, p, p, dw, 3, (int64_t *)nullptr, ws, s);
 }
 
 /// LSTM zoneout (training): every stack launcher with the trailing rate,
@@ -48,6 +52,11 @@ template <typename T, typename L> void instantiateZoneout(cublasHandle_t blas, c
                                       p, p, dw, ws, s, 0.25, seed, off);
   launch_rnn_backward_ckpt<T, L, CellLstm>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p, p,
                                            p, p, p, p, p, dw, 3, ws, s, 0.25, seed, off);
+  launch_rnn_forward_train_revolve<T, L, CellLstm>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len,
+                                                   p, p, p, p, ws, s, 0.25, seed, off);
+  launch_rnn_backward_revolve<T, L, CellLstm>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, len, p,
+                                              p, p, p, p, p, p, dw, 3, (int64_t *)nullptr, ws,
+                                              s, 0.25, seed, off);
   launch_rnn_scan<T, L, CellLstm>(4, 8, 32, 1, 64, 32, len, p, p, p, p, p, p, p, p, p, 0, p, s,
                                   0.25, seed, off, 3);
 }
@@ -91,16 +100,22 @@ void instantiateBf16(cublasHandle_t blas, cudaStream_t s) {
   launch_rnn_backward_ckpt<bf16_t, int32_t, CellLstm>(blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p,
                                                       nullptr, p, p, p, p, p, p, p, dw, 3,
                                                       nullptr, s, 0.25, 1234ULL, 77ULL);
+  launch_rnn_backward_revolve<bf16_t, int32_t, CellLstm>(
+      blas, 4, 8, 16, 32, 2, 2, 1, p, w, p, p, nullptr, p, p, p, p, p, p, p, dw, 3,
+      (int64_t *)nullptr, nullptr, s, 0.25, 1234ULL, 77ULL);
 }
 
 /// The scratch-size functions the generated code's scratch expression calls.
 uint64_t scratchSizes(int cell, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L,
                       int64_t D, int64_t elem) {
-  return rnn_stack_forward_scratch_bytes(cell, B, T, I, H, L, D, 1, 3, elem) +
-         rnn_stack_backward_scratch_bytes(cell, B, T, I, H, L, D, 1, 0, 1, elem) +
+  return rnn_stack_forward_scratch_bytes(cell, B, T, I, H, L, D, 1, 3, 0, elem) +
+         rnn_stack_forward_scratch_bytes(cell, B, T, I, H, L, D, 1, 0, 2, elem) +
+         rnn_stack_backward_scratch_bytes(cell, B, T, I, H, L, D, 1, 0, 0, 1, elem) +
+         rnn_stack_backward_scratch_bytes(cell, B, T, I, H, L, D, 1, 0, 2, 1, elem) +
          rnn_forward_train_scratch_bytes(cell, B, T, H, elem) +
          rnn_backward_reserved_scratch_bytes(cell, B, T, H, L, D, elem) +
          rnn_backward_scratch_bytes(cell, B, T, H, L, D, elem) +
          rnn_backward_ckpt_scratch_bytes(cell, B, T, I, H, L, D, 3, elem) +
+         rnn_backward_revolve_scratch_bytes(cell, B, T, I, H, L, D, 2, elem) +
          rnn_cell_backward_scratch_bytes(cell, B, H, elem);
 }

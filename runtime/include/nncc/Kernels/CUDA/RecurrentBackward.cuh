@@ -9,14 +9,17 @@
 //   launch_rnn_backward_reserved   nncc_rnn_backward_reserved
 //   launch_rnn_backward            nncc_rnn_backward (forward recomputed)
 //   launch_rnn_backward_ckpt       nncc_rnn_backward_ckpt
+//   launch_rnn_forward_train_revolve  nncc_rnn_forward_train_revolve
+//   launch_rnn_backward_revolve    nncc_rnn_backward_revolve
 //   launch_rnn_cell_backward       nncc_rnn_cell_backward
 //
 // LSTM zoneout (training) is an optional trailing argument of the stack
 // launchers (rate, seed, offset; the CPU's nncc_rnn_*_zoneout / the zoneout
 // arguments of the reserve and checkpoint kernels): the same Philox masks
 // (Philox.h zoneout_keep_prev with lstm_zoneout_counter), the same reserve
-// (the saved c slot holds the kept c). No binomial (Revolve) schedule: that
-// stays CPU-only.
+// (the saved c slot holds the kept c). The binomial (Revolve) schedule
+// drives the same RevolveCursor (Revolve.h) from the host, its state
+// operations enqueued on the stream.
 //
 // bf16 (T = bf16_t): the stack launchers run the f32 ones on fp32 copies
 // in the scratch and round the outputs once (section "bf16 stacks" at the
@@ -26,8 +29,9 @@
 //
 // Status: compiled with nvcc (sm_90, -Werror all-warnings); fp32 ran on an
 // H100 in the recurrent seed models' training steps (docs/cuda.md, "First
-// run on an H100 (2026-11-26)"), fp64 has not run on a GPU; bf16 has run
-// under the host emulation only (cuda-emu-recurrent-train-bf16.test).
+// run on an H100 (2026-11-26)"), fp64 has not run on a GPU; bf16 and the
+// binomial schedule have run under the host emulation only
+// (cuda-emu-recurrent-train-bf16.test, cuda-emu-recurrent.test).
 //
 // Shape of the work, per layer and direction (as the CPU):
 //   forward: xg = X W_ih^T + b_ih (cuBLAS) and the persistent scan kernel of
@@ -61,6 +65,7 @@
 #include "nncc/Kernels/CUDA/Common.cuh"
 #include "nncc/Kernels/CUDA/Recurrent.cuh"
 #include "nncc/Kernels/RecurrentMath.h"
+#include "nncc/Kernels/Revolve.h"
 
 #include <cublas_v2.h>
 #include <limits.h>
@@ -898,6 +903,9 @@ inline bool rnn_stack_args_ok(int cell, int64_t B, int64_t Tn, int64_t I,
   return true;
 }
 
+/// The training forward of every launcher: the reserve with the gates
+/// (every = 0), the LSTM's checkpoints every `every` > 0 scan steps, or
+/// the layer outputs only (every < 0, the binomial schedule).
 template <typename T, typename Len, int Kind>
 inline cudaError_t rnn_forward_train_impl(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
@@ -915,14 +923,15 @@ inline cudaError_t rnn_forward_train_impl(
     return e;
   const int64_t BT = B * Tn, DH = D * H;
   // The reserve: every layer's output [L, B*T, D*H], then the gates of
-  // every layer and direction [L*D, B, T, slots*H] (checkpointed: the
-  // LSTM's cell states [L*D, ckpt count, B, H] instead of the gates).
+  // every layer and direction [L*D, B, T, slots*H] (checkpointed, every >
+  // 0: the LSTM's cell states [L*D, ckpt count, B, H] instead of the gates;
+  // the binomial schedule, every < 0: nothing more).
   T *outs = reserve, *rest = reserve ? reserve + L * BT * DH : nullptr;
   if ((e = rnn_stack_forward<T, Len, Kind>(
            blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths,
-           outs, every > 0 ? nullptr : rest, hn, cn,
-           every > 0 && Kind == CellLstm ? rest : nullptr, every, scratch,
-           stream, zo)) != cudaSuccess)
+           outs, every == 0 ? rest : nullptr, hn, cn,
+           every > 0 && Kind == CellLstm ? rest : nullptr, every > 0 ? every : 0,
+           scratch, stream, zo)) != cudaSuccess)
     return e;
   if (BT * DH == 0)
     return cudaSuccess;
@@ -978,6 +987,28 @@ inline cudaError_t launch_rnn_forward_train_ckpt(
                                               has_bias, x, weights, h0, c0,
                                               lengths, y, hn, cn, reserve,
                                               every, scratch, stream, zo);
+}
+
+/// nncc_rnn_forward_train_revolve: the reserve of the binomial schedule,
+/// every layer's output [L, B*T, D*H] only (rnn_reserve_elems with
+/// snapshots > 0). Scratch: rnn_forward_train_scratch_bytes. Zoneout as
+/// launch_rnn_forward_train.
+template <typename T, typename Len, int Kind,
+          std::enable_if_t<!is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_rnn_forward_train_revolve(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
+    int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
+    const T *h0, const T *c0, const Len *lengths, T *y, T *hn, T *cn,
+    T *reserve, char *scratch, cudaStream_t stream, double zoneout = 0,
+    uint64_t seed = 0, uint64_t offset = 0) {
+  RnnZoneout zo;
+  zo.p = zoneout;
+  zo.seed = seed;
+  zo.offset = offset;
+  return rnn_forward_train_impl<T, Len, Kind>(blas, B, Tn, I, H, L, D,
+                                              has_bias, x, weights, h0, c0,
+                                              lengths, y, hn, cn, reserve, -1,
+                                              scratch, stream, zo);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1360,10 +1391,147 @@ inline uint64_t rnn_backward_ckpt_scratch_bytes(int cell, int64_t B,
   return a.bytes();
 }
 
+/// The binomial schedule's device state of one layer and direction (the
+/// LSTM only; other cells carry h, which the reserve keeps): `snapshots`
+/// cell-state slots snaps [snapshots, B, H] and the working state cur
+/// [B, H]. Rows in batch order (the CPU sorts them by length).
+template <typename T> struct RnnRevolveState {
+  int64_t snapshots = 0;
+  T *snaps = nullptr, *cur = nullptr;
+};
+
+/// launch_rnn_backward_revolve's scratch: rnn_ckpt_carve's with one-step
+/// segments, then the LSTM's RnnRevolveState (reused by every layer and
+/// direction).
+template <typename T>
+inline RnnRevolveState<T> rnn_revolve_carve(RnnScratch &a, int cell, int64_t B,
+                                            int64_t H, int64_t snapshots,
+                                            int64_t elem) {
+  RnnRevolveState<T> rv;
+  if (cell != CellLstm)
+    return rv;
+  rv.snapshots = snapshots;
+  rv.snaps = a.take<T>(snapshots * B * H, elem);
+  rv.cur = a.take<T>(B * H, elem);
+  return rv;
+}
+
+/// Device scratch bytes of launch_rnn_backward_revolve.
+inline uint64_t rnn_backward_revolve_scratch_bytes(int cell, int64_t B,
+                                                   int64_t Tn, int64_t I,
+                                                   int64_t H, int64_t L,
+                                                   int64_t D, int64_t snapshots,
+                                                   int64_t elem) {
+  RnnScratch a(nullptr);
+  rnn_ckpt_carve(a, cell, B, Tn, I, H, L, D, 1, elem);
+  rnn_revolve_carve<char>(a, cell, B, H, snapshots, elem);
+  return a.bytes();
+}
+
+/// One forward step of the LSTM's c recursion for the binomial schedule
+/// (the CPU's RevolveOps::advance), thread per (row b, unit j): c[b, j]
+/// becomes the cell state entering scan step s + 1 from xg / hg of step s
+/// ([B, 4H], gathered one row per sequence). Rows past their length keep
+/// their (unused) state; a zoned-out unit keeps c_{t-1} as the forward did.
+template <typename T, typename Len>
+__global__ void rnn_revolve_advance_kernel(int B, int Tn, int H, int s,
+                                           int reverse, float zo_p,
+                                           uint64_t zo_seed, uint64_t zo_offset,
+                                           int sd, const Len *__restrict__ lengths,
+                                           const T *__restrict__ xg,
+                                           const T *__restrict__ hg,
+                                           const T *__restrict__ bhh,
+                                           T *__restrict__ c) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+       i < (int64_t)B * H; i += (int64_t)gridDim.x * blockDim.x) {
+    const int b = (int)(i / H), j = (int)(i % H);
+    const int len = rnn_len(lengths, b, Tn);
+    if (s >= len)
+      continue;
+    T cn, hn;
+    lstm_unit(xg + (int64_t)b * 4 * H, hg + (int64_t)b * 4 * H, bhh, H, j,
+              c[i], cn, hn, (T *)nullptr);
+    if (!(zo_p > 0.0f &&
+          zoneout_keep_prev(zo_seed, zo_offset,
+                            lstm_zoneout_counter(
+                                sd, rnn_time_index(s, len, reverse != 0), b,
+                                j, B, Tn, H),
+                            zo_p)))
+      c[i] = cn;
+  }
+}
+
+/// The state operations of a RevolveCursor on an RnnRevolveState, enqueued
+/// on the stream (the CPU's RevolveOps). advance(s) recomputes step s's
+/// xg and hg for every row with the segment's buffers (xs, hprev, dxg, hg;
+/// free between segments) and keeps c only. The first error sticks in
+/// `err` and turns the later operations into no-ops.
+template <typename T, typename Len> struct RnnRevolveOps {
+  cublasHandle_t blas;
+  int64_t B, Tn, inSize, H, DH, d;
+  const Len *lengths;
+  const T *in, *wih, *whh, *bih, *bhh, *y, *h0, *c0;
+  T *xs, *hprev, *xg, *hg;
+  const RnnRevolveState<T> &rv;
+  const RnnZoneout &zo;
+  int sd;
+  cudaStream_t stream;
+  cudaError_t err = cudaSuccess;
+
+  void reset() {
+    if (err == cudaSuccess)
+      err = c0 ? cudaMemcpyAsync(rv.cur, c0, sizeof(T) * B * H,
+                                 cudaMemcpyDeviceToDevice, stream)
+               : cudaMemsetAsync(rv.cur, 0, sizeof(T) * B * H, stream);
+  }
+  void load(int64_t slot) {
+    if (err == cudaSuccess)
+      err = cudaMemcpyAsync(rv.cur, rv.snaps + slot * B * H, sizeof(T) * B * H,
+                            cudaMemcpyDeviceToDevice, stream);
+  }
+  void store(int64_t slot) {
+    if (err == cudaSuccess)
+      err = cudaMemcpyAsync(rv.snaps + slot * B * H, rv.cur, sizeof(T) * B * H,
+                            cudaMemcpyDeviceToDevice, stream);
+  }
+  void advance(int64_t st) {
+    if (err != cudaSuccess)
+      return;
+    const int64_t GH = 4 * H;
+    const int s = (int)st;
+    rnn_ckpt_gather_kernel<T, Len>
+        <<<grid_for(B * (inSize + H), 256), 256, 0, stream>>>(
+            (int)B, (int)Tn, (int)H, 1, s, s + 1, (int)d, inSize, DH, d * H,
+            lengths, in, y, h0, xs, hprev, nullptr);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+      return;
+    if (bih) {
+      rnn_bias_rows_kernel<T><<<grid_for(B * GH, 256), 256, 0, stream>>>(
+          B, GH, bih, xg);
+      if ((err = cudaGetLastError()) != cudaSuccess)
+        return;
+    }
+    if ((err = gemm_rowmajor<T>(blas, false, true, B, GH, inSize, T(1), xs,
+                                inSize, wih, inSize, bih ? T(1) : T(0), xg,
+                                GH)) != cudaSuccess ||
+        (err = gemm_rowmajor<T>(blas, false, true, B, GH, H, T(1), hprev, H,
+                                whh, H, T(0), hg, GH)) != cudaSuccess)
+      return;
+    rnn_revolve_advance_kernel<T, Len>
+        <<<grid_for(B * H, 128), 128, 0, stream>>>(
+            (int)B, (int)Tn, (int)H, s, (int)d, (float)zo.p, zo.seed,
+            zo.offset, sd, lengths, xg, hg, bhh, rv.cur);
+    err = cudaGetLastError();
+  }
+};
+
 /// One layer and direction of the checkpointed backward (the CPU's
-/// layerBackwardCkpt without revolve): segments of K scan steps,
-/// last first. Segments cover [0, T) (the host does not know the longest
-/// length; a segment past every length does no work).
+/// layerBackwardCkpt): segments of K scan steps, last first. Segments
+/// cover [0, T) (the host does not know the longest length; a segment past
+/// every length does no work). With `rv` (the binomial schedule, K = 1,
+/// LSTM) the cell state entering each step comes from a RevolveCursor over
+/// rv's snapshots instead of ckc; `advanced` (may be null) accumulates the
+/// forward steps it recomputed.
 template <typename T, typename Len, int Kind>
 inline cudaError_t rnn_layer_backward_ckpt(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t inSize, int64_t H,
@@ -1372,7 +1540,8 @@ inline cudaError_t rnn_layer_backward_ckpt(
     const T *h0, const T *c0, const T *ckc, const T *dy, const T *dhn,
     const T *dcn, T *dx, T *dh0, T *dc0, T *dwih, T *dwhh, T *dbih, T *dbhh,
     const RnnCkptLayout &c, cudaStream_t stream,
-    const RnnZoneout &zo = RnnZoneout(), int sd = 0) {
+    const RnnZoneout &zo = RnnZoneout(), int sd = 0,
+    const RnnRevolveState<T> *rv = nullptr, int64_t *advanced = nullptr) {
   const float zp = Kind == CellLstm ? (float)zo.p : 0.0f;
   const int64_t GH = cell_gates(Kind) * H, DH = D * H, M = B * K;
   const bool cho = Kind == CellGruCho;
@@ -1387,8 +1556,21 @@ inline cudaError_t rnn_layer_backward_ckpt(
   T *dhs = reinterpret_cast<T *>(c.dh), *dcs = reinterpret_cast<T *>(c.dc);
   const int64_t nseg = (Tn + K - 1) / K;
   cudaError_t e;
+  // The binomial schedule: the cursor's positions live on the host.
+  const bool revolve = Kind == CellLstm && rv && rv->cur;
+  std::vector<int64_t> pos(revolve ? (size_t)rv->snapshots + 1 : 1);
+  RnnRevolveState<T> noRv;
+  RnnRevolveOps<T, Len> ops{blas, B, Tn, inSize, H, DH, d, lengths, in, wih,
+                            whh, bih, bhh, y, h0, c0, xs, w.hprev, w.dxg, hg,
+                            revolve ? *rv : noRv, zo, sd, stream};
+  RevolveCursor cursor(revolve ? rv->snapshots : 0, pos.data());
   for (int64_t m = nseg - 1; m >= 0; --m) {
     const int s0 = (int)(m * K), s1 = (int)(m * K + K < Tn ? m * K + K : Tn);
+    if (revolve) {
+      cursor.seek(s0, ops);
+      if (ops.err != cudaSuccess)
+        return ops.err;
+    }
     // 1. Gather the segment's inputs and previous states.
     rnn_ckpt_gather_kernel<T, Len>
         <<<grid_for(M * (inSize + H), 256), 256, 0, stream>>>(
@@ -1415,8 +1597,11 @@ inline cudaError_t rnn_layer_backward_ckpt(
         <<<grid_for(B * H, 128), 128, 0, stream>>>(
             Bi, Ti, Hi, Ki, s0, s1, rev, zp, zo.seed, zo.offset, sd, lengths,
             w.dxg, hg, bhh,
-            s0 > 0 && ckc ? ckc + (m - 1) * B * H : nullptr, c0, w.hprev, seg,
-            cho ? w.rh : nullptr);
+            s0 == 0 ? nullptr
+            : revolve ? rv->cur
+            : ckc     ? ckc + (m - 1) * B * H
+                      : nullptr,
+            c0, w.hprev, seg, cho ? w.rh : nullptr);
     if ((e = cudaGetLastError()) != cudaSuccess)
       return e;
     if (cho) {
@@ -1467,45 +1652,45 @@ inline cudaError_t rnn_layer_backward_ckpt(
         return e;
     }
   }
+  if (advanced)
+    *advanced += cursor.advanced();
   return cudaSuccess;
 }
 
-/// nncc_rnn_backward_ckpt: BPTT of the stack from
-/// launch_rnn_forward_train_ckpt's reserve (layer outputs, then the LSTM's
-/// checkpoints), recomputing each segment's gates (zoneout masks
-/// regenerated). Outputs and zoneout arguments as
-/// launch_rnn_backward_reserved. Scratch: rnn_backward_ckpt_scratch_bytes.
-template <typename T, typename Len, int Kind,
-          std::enable_if_t<!is_bf16_v<T>, int> = 0>
-inline cudaError_t launch_rnn_backward_ckpt(
+/// The checkpointed and the binomial backwards of the whole stack (every
+/// >= 1 xor snapshots >= 1): rnn_layer_backward_ckpt per layer, last
+/// first, and direction.
+template <typename T, typename Len, int Kind>
+inline cudaError_t rnn_backward_ckpt_impl(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
     int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
     const T *h0, const T *c0, const Len *lengths, const T *reserve,
     const T *dy, const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0,
-    T *const *dweights, int64_t every, char *scratch, cudaStream_t stream,
-    double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
+    T *const *dweights, int64_t every, int64_t snapshots, int64_t *advanced,
+    char *scratch, cudaStream_t stream, const RnnZoneout &zo) {
   if (!rnn_stack_args_ok<T, Len>(Kind, B, Tn, I, H, L, D, has_bias, x,
                                  weights) ||
-      !rnn_zoneout_ok(Kind, zoneout) || !scratch || every < 1 ||
+      !rnn_zoneout_ok(Kind, zo.p) || !scratch || (every < 1) == (snapshots < 1) ||
       (B * Tn > 0 && !reserve))
     return cudaErrorInvalidValue;
-  RnnZoneout zo;
-  zo.p = zoneout;
-  zo.seed = seed;
-  zo.offset = offset;
   cudaError_t e = cublas_error(cublasSetStream(blas, stream));
   if (e != cudaSuccess)
     return e;
   const int per = rnn_weights_per_cell(has_bias != 0);
   const int64_t GH = cell_gates(Kind) * H, DH = D * H, BT = B * Tn;
-  const int64_t K = rnn_ckpt_segment(Tn, every), nck = rnn_ckpt_count(Tn, every);
+  const bool revolve = snapshots > 0;
+  const int64_t K = revolve ? 1 : rnn_ckpt_segment(Tn, every);
+  const int64_t nck = revolve ? 0 : rnn_ckpt_count(Tn, every);
   if (B * K * (I > DH ? I : DH) > INT_MAX || B * K * GH > INT_MAX)
     return cudaErrorInvalidValue;
   RnnScratch a(scratch);
-  const RnnCkptLayout c = rnn_ckpt_carve(a, Kind, B, Tn, I, H, L, D, every,
-                                         sizeof(T));
+  const RnnCkptLayout c =
+      rnn_ckpt_carve(a, Kind, B, Tn, I, H, L, D, revolve ? 1 : every, sizeof(T));
+  const RnnRevolveState<T> rv =
+      revolve ? rnn_revolve_carve<T>(a, Kind, B, H, snapshots, sizeof(T))
+              : RnnRevolveState<T>();
   T *din = reinterpret_cast<T *>(c.din);
-  const T *outs = reserve, *ck = reserve ? reserve + L * BT * DH : nullptr;
+  const T *outs = reserve, *ck = reserve && !revolve ? reserve + L * BT * DH : nullptr;
   if ((e = rnn_zero_stack_grads<T>(dweights, dx, L, D, per, I, DH, H, GH, BT,
                                    stream)) != cudaSuccess)
     return e;
@@ -1532,12 +1717,72 @@ inline cudaError_t launch_rnn_backward_ckpt(
                dh0 ? dh0 + st : nullptr, dc0 ? dc0 + st : nullptr,
                dwp ? dwp[0] : nullptr, dwp ? dwp[1] : nullptr,
                (dwp && has_bias) ? dwp[2] : nullptr,
-               (dwp && has_bias) ? dwp[3] : nullptr, c, stream, zo, (int)sd)) !=
-          cudaSuccess)
+               (dwp && has_bias) ? dwp[3] : nullptr, c, stream, zo, (int)sd,
+               revolve ? &rv : nullptr, advanced)) != cudaSuccess)
         return e;
     }
   }
   return cudaSuccess;
+}
+
+/// nncc_rnn_backward_ckpt: BPTT of the stack from
+/// launch_rnn_forward_train_ckpt's reserve (layer outputs, then the LSTM's
+/// checkpoints), recomputing each segment's gates (zoneout masks
+/// regenerated). Outputs and zoneout arguments as
+/// launch_rnn_backward_reserved. Scratch: rnn_backward_ckpt_scratch_bytes.
+template <typename T, typename Len, int Kind,
+          std::enable_if_t<!is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_rnn_backward_ckpt(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
+    int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
+    const T *h0, const T *c0, const Len *lengths, const T *reserve,
+    const T *dy, const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0,
+    T *const *dweights, int64_t every, char *scratch, cudaStream_t stream,
+    double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
+  if (every < 1)
+    return cudaErrorInvalidValue;
+  RnnZoneout zo;
+  zo.p = zoneout;
+  zo.seed = seed;
+  zo.offset = offset;
+  return rnn_backward_ckpt_impl<T, Len, Kind>(
+      blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths, reserve,
+      dy, dhn, dcn, dx, dh0, dc0, dweights, every, 0, nullptr, scratch, stream,
+      zo);
+}
+
+/// nncc_rnn_backward_revolve: BPTT of the stack from
+/// launch_rnn_forward_train_revolve's reserve (the layer outputs only), one
+/// scan step at a time; the LSTM's cell state entering each step is served
+/// by the binomial schedule (Revolve.h) from at most `snapshots` (>= 1)
+/// device snapshots, recomputed forward steps enqueued on the stream.
+/// `recomputed_steps` (may be null) receives the forward steps advanced:
+/// L*D*revolve_forward_steps(T, snapshots) for the LSTM, 0 otherwise (the
+/// host schedules over T, not the longest length, which it does not know).
+/// Outputs and zoneout arguments as launch_rnn_backward_reserved. Scratch:
+/// rnn_backward_revolve_scratch_bytes.
+template <typename T, typename Len, int Kind,
+          std::enable_if_t<!is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_rnn_backward_revolve(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H,
+    int64_t L, int64_t D, int has_bias, const T *x, const T *const *weights,
+    const T *h0, const T *c0, const Len *lengths, const T *reserve,
+    const T *dy, const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0,
+    T *const *dweights, int64_t snapshots, int64_t *recomputed_steps,
+    char *scratch, cudaStream_t stream, double zoneout = 0, uint64_t seed = 0,
+    uint64_t offset = 0) {
+  if (recomputed_steps)
+    *recomputed_steps = 0;
+  if (snapshots < 1)
+    return cudaErrorInvalidValue;
+  RnnZoneout zo;
+  zo.p = zoneout;
+  zo.seed = seed;
+  zo.offset = offset;
+  return rnn_backward_ckpt_impl<T, Len, Kind>(
+      blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths, reserve,
+      dy, dhn, dcn, dx, dh0, dc0, dweights, 0, snapshots, recomputed_steps,
+      scratch, stream, zo);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1805,14 +2050,22 @@ inline cudaError_t launch_rnn_cell_backward(
 // rnn_stack_backward_scratch_bytes.
 
 /// The stack launches a bf16 launch runs in fp32.
-enum class RnnStackLaunch { Forward, Backward, BackwardReserved, BackwardCkpt };
+enum class RnnStackLaunch {
+  Forward,
+  Backward,
+  BackwardReserved,
+  BackwardCkpt,
+  BackwardRevolve
+};
 
 /// Scratch bytes of the f32 / f64 stack launch `launch` (element size
-/// elem; every >= 1: the checkpointed forward / backward).
+/// elem; every >= 1: the checkpointed forward / backward; snapshots >= 1:
+/// the binomial schedule's).
 inline uint64_t rnn_stack_launch_scratch_bytes(RnnStackLaunch launch, int cell,
                                                int64_t B, int64_t Tn, int64_t I,
                                                int64_t H, int64_t L, int64_t D,
-                                               int64_t every, int64_t elem) {
+                                               int64_t every, int64_t snapshots,
+                                               int64_t elem) {
   switch (launch) {
   case RnnStackLaunch::Forward:
     return rnn_forward_train_scratch_bytes(cell, B, Tn, H, elem);
@@ -1820,6 +2073,8 @@ inline uint64_t rnn_stack_launch_scratch_bytes(RnnStackLaunch launch, int cell,
     return rnn_backward_scratch_bytes(cell, B, Tn, H, L, D, elem);
   case RnnStackLaunch::BackwardReserved:
     return rnn_backward_reserved_scratch_bytes(cell, B, Tn, H, L, D, elem);
+  case RnnStackLaunch::BackwardRevolve:
+    return rnn_backward_revolve_scratch_bytes(cell, B, Tn, I, H, L, D, snapshots, elem);
   case RnnStackLaunch::BackwardCkpt:
     break;
   }
@@ -1829,10 +2084,14 @@ inline uint64_t rnn_stack_launch_scratch_bytes(RnnStackLaunch launch, int cell,
 /// Elements of the reserve the training forward writes and the backward
 /// reads: the layer outputs [L, B*T, D*H], then the gates
 /// [L*D, B, T, slots*H] or, with every >= 1, the LSTM's cell-state
-/// checkpoints [L*D, rnn_ckpt_count, B, H].
+/// checkpoints [L*D, rnn_ckpt_count, B, H]; with snapshots >= 1 (the
+/// binomial schedule) nothing more.
 inline int64_t rnn_reserve_elems(int cell, int64_t B, int64_t Tn, int64_t H,
-                                 int64_t L, int64_t D, int64_t every) {
+                                 int64_t L, int64_t D, int64_t every,
+                                 int64_t snapshots) {
   const int64_t outs = L * B * Tn * D * H;
+  if (snapshots > 0)
+    return outs;
   if (every > 0)
     return outs + (cell == CellLstm ? L * D * rnn_ckpt_count(Tn, every) * B * H : 0);
   return outs * (1 + cell_saved_slots(cell));
@@ -1854,7 +2113,7 @@ struct RnnBf16Layout {
 inline RnnBf16Layout rnn_bf16_carve(RnnScratch &a, RnnStackLaunch launch, int cell,
                                     int64_t B, int64_t Tn, int64_t I, int64_t H,
                                     int64_t L, int64_t D, int has_bias,
-                                    int64_t every) {
+                                    int64_t every, int64_t snapshots) {
   const int per = rnn_weights_per_cell(has_bias != 0);
   const int64_t GH = cell_gates(cell) * H, DH = D * H, BT = B * Tn;
   const int64_t states = L * D * B * H;
@@ -1864,13 +2123,13 @@ inline RnnBf16Layout rnn_bf16_carve(RnnScratch &a, RnnStackLaunch launch, int ce
   const int64_t f = sizeof(float);
   RnnBf16Layout c;
   c.f32 = a.take((int64_t)rnn_stack_launch_scratch_bytes(launch, cell, B, Tn, I, H, L,
-                                                         D, every, f));
+                                                         D, every, snapshots, f));
   c.x = a.take<float>(BT * I, f);
   c.w = a.take<float>(weights, f);
   c.h0 = a.take<float>(states, f);
   c.c0 = a.take<float>(states, f);
   if (launch != RnnStackLaunch::Backward) {
-    c.reserveElems = rnn_reserve_elems(cell, B, Tn, H, L, D, every);
+    c.reserveElems = rnn_reserve_elems(cell, B, Tn, H, L, D, every, snapshots);
     c.reserve = a.take<float>(c.reserveElems, f);
   }
   if (launch == RnnStackLaunch::Forward) {
@@ -1890,35 +2149,41 @@ inline RnnBf16Layout rnn_bf16_carve(RnnScratch &a, RnnStackLaunch launch, int ce
 }
 
 /// Device scratch bytes of the stack's training forward at element size
-/// elem (launch_rnn_forward_train, with every >= 1 _ckpt); bf16 adds the
-/// fp32 copies (rnn_bf16_carve). The generated code's scratch expression.
+/// elem (launch_rnn_forward_train; with every >= 1 _ckpt, with snapshots
+/// >= 1 _revolve); bf16 adds the fp32 copies (rnn_bf16_carve). The
+/// generated code's scratch expression.
 inline uint64_t rnn_stack_forward_scratch_bytes(int cell, int64_t B, int64_t Tn,
                                                 int64_t I, int64_t H, int64_t L,
                                                 int64_t D, int has_bias,
-                                                int64_t every, int64_t elem) {
+                                                int64_t every, int64_t snapshots,
+                                                int64_t elem) {
   if (elem != (int64_t)sizeof(bf16_t))
     return rnn_forward_train_scratch_bytes(cell, B, Tn, H, elem);
   RnnScratch a(nullptr);
-  rnn_bf16_carve(a, RnnStackLaunch::Forward, cell, B, Tn, I, H, L, D, has_bias, every);
+  rnn_bf16_carve(a, RnnStackLaunch::Forward, cell, B, Tn, I, H, L, D, has_bias, every,
+                 snapshots);
   return a.bytes();
 }
 
 /// Device scratch bytes of the stack's backward at element size elem:
-/// launch_rnn_backward_ckpt with every >= 1, else
-/// launch_rnn_backward_reserved with `reserved`, else launch_rnn_backward;
-/// bf16 adds the fp32 copies. The generated code's scratch expression.
+/// launch_rnn_backward_ckpt with every >= 1, launch_rnn_backward_revolve
+/// with snapshots >= 1, else launch_rnn_backward_reserved with `reserved`,
+/// else launch_rnn_backward; bf16 adds the fp32 copies. The generated
+/// code's scratch expression.
 inline uint64_t rnn_stack_backward_scratch_bytes(int cell, int64_t B, int64_t Tn,
                                                  int64_t I, int64_t H, int64_t L,
                                                  int64_t D, int has_bias,
-                                                 int64_t every, int reserved,
-                                                 int64_t elem) {
-  const RnnStackLaunch launch = every > 0  ? RnnStackLaunch::BackwardCkpt
-                                : reserved ? RnnStackLaunch::BackwardReserved
-                                           : RnnStackLaunch::Backward;
+                                                 int64_t every, int64_t snapshots,
+                                                 int reserved, int64_t elem) {
+  const RnnStackLaunch launch = every > 0       ? RnnStackLaunch::BackwardCkpt
+                                : snapshots > 0 ? RnnStackLaunch::BackwardRevolve
+                                : reserved      ? RnnStackLaunch::BackwardReserved
+                                                : RnnStackLaunch::Backward;
   if (elem != (int64_t)sizeof(bf16_t))
-    return rnn_stack_launch_scratch_bytes(launch, cell, B, Tn, I, H, L, D, every, elem);
+    return rnn_stack_launch_scratch_bytes(launch, cell, B, Tn, I, H, L, D, every,
+                                          snapshots, elem);
   RnnScratch a(nullptr);
-  rnn_bf16_carve(a, launch, cell, B, Tn, I, H, L, D, has_bias, every);
+  rnn_bf16_carve(a, launch, cell, B, Tn, I, H, L, D, has_bias, every, snapshots);
   return a.bytes();
 }
 
@@ -1950,22 +2215,22 @@ inline cudaError_t rnn_bf16_widen_stack(const RnnBf16Layout &c, int cell, int64_
   return cudaSuccess;
 }
 
-/// The bf16 training forward (launch_rnn_forward_train, with every >= 1
-/// launch_rnn_forward_train_ckpt): the f32 launch on fp32 copies; y, h_n,
-/// c_n and the reserve rounded once.
+/// The bf16 training forward (launch_rnn_forward_train; with every >= 1
+/// launch_rnn_forward_train_ckpt, with snapshots >= 1 _revolve): the f32
+/// launch on fp32 copies; y, h_n, c_n and the reserve rounded once.
 template <typename Len, int Kind>
 inline cudaError_t rnn_bf16_forward_train(
     cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
     int64_t D, int has_bias, const bf16_t *x, const bf16_t *const *weights,
     const bf16_t *h0, const bf16_t *c0, const Len *lengths, bf16_t *y, bf16_t *hn,
-    bf16_t *cn, bf16_t *reserve, int64_t every, char *scratch, cudaStream_t stream,
-    double zoneout, uint64_t seed, uint64_t offset) {
+    bf16_t *cn, bf16_t *reserve, int64_t every, int64_t snapshots, char *scratch,
+    cudaStream_t stream, double zoneout, uint64_t seed, uint64_t offset) {
   if (!rnn_stack_args_ok<bf16_t, Len>(Kind, B, Tn, I, H, L, D, has_bias, x, weights) ||
       !scratch || !y || (B * Tn > 0 && !reserve))
     return cudaErrorInvalidValue;
   RnnScratch a(scratch);
-  const RnnBf16Layout c =
-      rnn_bf16_carve(a, RnnStackLaunch::Forward, Kind, B, Tn, I, H, L, D, has_bias, every);
+  const RnnBf16Layout c = rnn_bf16_carve(a, RnnStackLaunch::Forward, Kind, B, Tn, I, H, L,
+                                         D, has_bias, every, snapshots);
   std::vector<const float *> w32;
   cudaError_t e = rnn_bf16_widen_stack(c, Kind, B, Tn, I, H, L, D, has_bias, x, weights,
                                        h0, c0, w32, stream);
@@ -1973,14 +2238,18 @@ inline cudaError_t rnn_bf16_forward_train(
     return e;
   float *h0f = h0 ? c.h0 : nullptr, *c0f = c0 ? c.c0 : nullptr;
   float *hnf = hn ? c.hn : nullptr, *cnf = cn ? c.cn : nullptr;
-  e = every > 0 ? launch_rnn_forward_train_ckpt<float, Len, Kind>(
-                      blas, B, Tn, I, H, L, D, has_bias, c.x, w32.data(), h0f, c0f,
-                      lengths, c.y, hnf, cnf, c.reserve, every, c.f32, stream, zoneout,
-                      seed, offset)
-                : launch_rnn_forward_train<float, Len, Kind>(
-                      blas, B, Tn, I, H, L, D, has_bias, c.x, w32.data(), h0f, c0f,
-                      lengths, c.y, hnf, cnf, c.reserve, c.f32, stream, zoneout, seed,
-                      offset);
+  e = every > 0       ? launch_rnn_forward_train_ckpt<float, Len, Kind>(
+                            blas, B, Tn, I, H, L, D, has_bias, c.x, w32.data(), h0f, c0f,
+                            lengths, c.y, hnf, cnf, c.reserve, every, c.f32, stream,
+                            zoneout, seed, offset)
+      : snapshots > 0 ? launch_rnn_forward_train_revolve<float, Len, Kind>(
+                            blas, B, Tn, I, H, L, D, has_bias, c.x, w32.data(), h0f, c0f,
+                            lengths, c.y, hnf, cnf, c.reserve, c.f32, stream, zoneout,
+                            seed, offset)
+                      : launch_rnn_forward_train<float, Len, Kind>(
+                            blas, B, Tn, I, H, L, D, has_bias, c.x, w32.data(), h0f, c0f,
+                            lengths, c.y, hnf, cnf, c.reserve, c.f32, stream, zoneout,
+                            seed, offset);
   const int64_t states = L * D * B * H;
   if (e != cudaSuccess ||
       (e = convert_elements(B * Tn * D * H, (const float *)c.y, y, stream)) != cudaSuccess ||
@@ -1990,9 +2259,9 @@ inline cudaError_t rnn_bf16_forward_train(
   return convert_elements(c.reserveElems, (const float *)c.reserve, reserve, stream);
 }
 
-/// The bf16 backwards (launch_rnn_backward, _reserved, _ckpt as `launch`):
-/// the f32 launch on fp32 copies (the reserve widened); dx, dh0, dc0 and the
-/// weight gradients rounded once.
+/// The bf16 backwards (launch_rnn_backward, _reserved, _ckpt, _revolve as
+/// `launch`): the f32 launch on fp32 copies (the reserve widened); dx, dh0,
+/// dc0 and the weight gradients rounded once.
 template <typename Len, int Kind>
 inline cudaError_t rnn_bf16_backward(
     RnnStackLaunch launch, cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I,
@@ -2000,14 +2269,14 @@ inline cudaError_t rnn_bf16_backward(
     const bf16_t *const *weights, const bf16_t *h0, const bf16_t *c0,
     const Len *lengths, const bf16_t *reserve, const bf16_t *dy, const bf16_t *dhn,
     const bf16_t *dcn, bf16_t *dx, bf16_t *dh0, bf16_t *dc0, bf16_t *const *dweights,
-    int64_t every, char *scratch, cudaStream_t stream, double zoneout, uint64_t seed,
-    uint64_t offset) {
+    int64_t every, int64_t snapshots, int64_t *recomputed_steps, char *scratch,
+    cudaStream_t stream, double zoneout, uint64_t seed, uint64_t offset) {
   if (!rnn_stack_args_ok<bf16_t, Len>(Kind, B, Tn, I, H, L, D, has_bias, x, weights) ||
       !scratch || (launch != RnnStackLaunch::Backward && B * Tn > 0 && !reserve))
     return cudaErrorInvalidValue;
   RnnScratch a(scratch);
   const RnnBf16Layout c =
-      rnn_bf16_carve(a, launch, Kind, B, Tn, I, H, L, D, has_bias, every);
+      rnn_bf16_carve(a, launch, Kind, B, Tn, I, H, L, D, has_bias, every, snapshots);
   std::vector<const float *> w32;
   cudaError_t e = rnn_bf16_widen_stack(c, Kind, B, Tn, I, H, L, D, has_bias, x, weights,
                                        h0, c0, w32, stream);
@@ -2050,6 +2319,12 @@ inline cudaError_t rnn_bf16_backward(
         blas, B, Tn, I, H, L, D, has_bias, c.x, w32.data(), h0f, c0f, lengths, c.reserve,
         dyf, dhnf, dcnf, dxf, dh0f, dc0f, dwf, every, c.f32, stream, zoneout, seed, offset);
     break;
+  case RnnStackLaunch::BackwardRevolve:
+    e = launch_rnn_backward_revolve<float, Len, Kind>(
+        blas, B, Tn, I, H, L, D, has_bias, c.x, w32.data(), h0f, c0f, lengths, c.reserve,
+        dyf, dhnf, dcnf, dxf, dh0f, dc0f, dwf, snapshots, recomputed_steps, c.f32, stream,
+        zoneout, seed, offset);
+    break;
   case RnnStackLaunch::Forward:
     e = cudaErrorInvalidValue;
     break;
@@ -2078,7 +2353,7 @@ inline cudaError_t launch_rnn_forward_train(
     const T *c0, const Len *lengths, T *y, T *hn, T *cn, T *reserve, char *scratch,
     cudaStream_t stream, double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
   return rnn_bf16_forward_train<Len, Kind>(blas, B, Tn, I, H, L, D, has_bias, x, weights,
-                                           h0, c0, lengths, y, hn, cn, reserve, 0, scratch,
+                                           h0, c0, lengths, y, hn, cn, reserve, 0, 0, scratch,
                                            stream, zoneout, seed, offset);
 }
 
@@ -2092,7 +2367,19 @@ inline cudaError_t launch_rnn_forward_train_ckpt(
   if (every < 1)
     return cudaErrorInvalidValue;
   return rnn_bf16_forward_train<Len, Kind>(blas, B, Tn, I, H, L, D, has_bias, x, weights,
-                                           h0, c0, lengths, y, hn, cn, reserve, every,
+                                           h0, c0, lengths, y, hn, cn, reserve, every, 0,
+                                           scratch, stream, zoneout, seed, offset);
+}
+
+template <typename T, typename Len, int Kind, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_rnn_forward_train_revolve(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
+    int64_t D, int has_bias, const T *x, const T *const *weights, const T *h0,
+    const T *c0, const Len *lengths, T *y, T *hn, T *cn, T *reserve, char *scratch,
+    cudaStream_t stream, double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
+  return rnn_bf16_forward_train<Len, Kind>(blas, B, Tn, I, H, L, D, has_bias, x, weights,
+                                           h0, c0, lengths, y, hn, cn, reserve, 0,
+                                           /*snapshots (any >= 1: outputs only)=*/1,
                                            scratch, stream, zoneout, seed, offset);
 }
 
@@ -2105,8 +2392,8 @@ inline cudaError_t launch_rnn_backward_reserved(
     cudaStream_t stream, double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
   return rnn_bf16_backward<Len, Kind>(RnnStackLaunch::BackwardReserved, blas, B, Tn, I, H,
                                       L, D, has_bias, x, weights, h0, c0, lengths, reserve,
-                                      dy, dhn, dcn, dx, dh0, dc0, dweights, 0, scratch,
-                                      stream, zoneout, seed, offset);
+                                      dy, dhn, dcn, dx, dh0, dc0, dweights, 0, 0, nullptr,
+                                      scratch, stream, zoneout, seed, offset);
 }
 
 template <typename T, typename Len, int Kind, std::enable_if_t<is_bf16_v<T>, int> = 0>
@@ -2118,8 +2405,8 @@ inline cudaError_t launch_rnn_backward(
     double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
   return rnn_bf16_backward<Len, Kind>(RnnStackLaunch::Backward, blas, B, Tn, I, H, L, D,
                                       has_bias, x, weights, h0, c0, lengths, nullptr, dy,
-                                      dhn, dcn, dx, dh0, dc0, dweights, 0, scratch, stream,
-                                      zoneout, seed, offset);
+                                      dhn, dcn, dx, dh0, dc0, dweights, 0, 0, nullptr,
+                                      scratch, stream, zoneout, seed, offset);
 }
 
 template <typename T, typename Len, int Kind, std::enable_if_t<is_bf16_v<T>, int> = 0>
@@ -2134,8 +2421,27 @@ inline cudaError_t launch_rnn_backward_ckpt(
     return cudaErrorInvalidValue;
   return rnn_bf16_backward<Len, Kind>(RnnStackLaunch::BackwardCkpt, blas, B, Tn, I, H, L,
                                       D, has_bias, x, weights, h0, c0, lengths, reserve, dy,
-                                      dhn, dcn, dx, dh0, dc0, dweights, every, scratch,
-                                      stream, zoneout, seed, offset);
+                                      dhn, dcn, dx, dh0, dc0, dweights, every, 0, nullptr,
+                                      scratch, stream, zoneout, seed, offset);
+}
+
+template <typename T, typename Len, int Kind, std::enable_if_t<is_bf16_v<T>, int> = 0>
+inline cudaError_t launch_rnn_backward_revolve(
+    cublasHandle_t blas, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
+    int64_t D, int has_bias, const T *x, const T *const *weights, const T *h0,
+    const T *c0, const Len *lengths, const T *reserve, const T *dy, const T *dhn,
+    const T *dcn, T *dx, T *dh0, T *dc0, T *const *dweights, int64_t snapshots,
+    int64_t *recomputed_steps, char *scratch, cudaStream_t stream, double zoneout = 0,
+    uint64_t seed = 0, uint64_t offset = 0) {
+  if (recomputed_steps)
+    *recomputed_steps = 0;
+  if (snapshots < 1)
+    return cudaErrorInvalidValue;
+  return rnn_bf16_backward<Len, Kind>(RnnStackLaunch::BackwardRevolve, blas, B, Tn, I, H,
+                                      L, D, has_bias, x, weights, h0, c0, lengths, reserve,
+                                      dy, dhn, dcn, dx, dh0, dc0, dweights, 0, snapshots,
+                                      recomputed_steps, scratch, stream, zoneout, seed,
+                                      offset);
 }
 
 /// bf16 launch_rnn_cell_backward (one step of a cell, the ODE-RNN's): the
