@@ -39,6 +39,10 @@ config.environment["PYTHONPATH"] = os.path.join(config.nncc_src_root, "utils")
 # library, and concurrent builds of one key are safe (CompileCache.cpp).
 # Tests that look into the cache directory give their own.
 nncc_cache = os.path.join(config.nncc_obj_root, "test", "nncc-cache")
+# Model libraries built at -O1 (nncc's default is -O3): about a quarter less
+# host-compiler time over the suite's hundreds of builds, the same kernels
+# (libnncc_kernels) and results; test/Run/opt-level.test covers the levels.
+config.environment["NNCC_OPT_LEVEL"] = "1"
 config.environment["NNCC_CACHE_DIR"] = nncc_cache
 config.substitutions.append(("%nncc_cache", nncc_cache))
 

@@ -27,12 +27,19 @@ std::string driver::cacheRoot() {
 
 bool driver::compileCached(mlir::ModuleOp module, llvm::StringRef source,
                            const CacheKeyOptions &options, std::string &libPath) {
+  std::string optError;
+  std::optional<int> optLevel =
+      options.optLevel ? options.optLevel : defaultOptLevel(optError);
+  if (!optLevel) {
+    fail(optError);
+    return false;
+  }
   llvm::SHA256 h;
   h.update(source);
   h.update(llvm::StringRef("\0", 1));
   h.update(compilerFingerprint());
   h.update(options.cuda ? "|target=cuda" : "|target=cpu");
-  h.update("|opts=O3");
+  h.update("|opts=O" + std::to_string(*optLevel));
   if (options.precision != Precision::F32)
     h.update(std::string("|precision=") + precisionName(options.precision));
   if (!options.remat.empty())
@@ -66,6 +73,7 @@ bool driver::compileCached(mlir::ModuleOp module, llvm::StringRef source,
   opts.outputDir = std::string(tmp);
   opts.target = options.cuda ? CompileTarget::CUDA : CompileTarget::CPU;
   opts.precision = options.precision;
+  opts.optLevel = *optLevel;
   CompileArtifacts artifacts;
   if (mlir::failed(compileModel(module, opts, artifacts))) {
     llvm::sys::fs::remove_directories(tmp);

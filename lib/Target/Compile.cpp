@@ -51,7 +51,7 @@ LogicalResult writeFile(ModuleOp module, const std::string &path,
   std::error_code ec;
   llvm::raw_fd_ostream file(path, ec);
   if (ec)
-    return module.emitError() << "cannot write '" << path << "': " << ec.message();
+    return mlir::emitError(module.getLoc()) << "cannot write '" << path << "': " << ec.message();
   file << text;
   return success();
 }
@@ -64,7 +64,7 @@ LogicalResult run(ModuleOp module, llvm::ArrayRef<std::string> argv, llvm::Strin
   if (!llvm::sys::path::is_absolute(program)) {
     auto found = llvm::sys::findProgramByName(program);
     if (!found)
-      return module.emitError() << "cannot " << what << ": '" << program
+      return mlir::emitError(module.getLoc()) << "cannot " << what << ": '" << program
                                 << "' not found in PATH";
     program = *found;
   }
@@ -88,7 +88,7 @@ LogicalResult run(ModuleOp module, llvm::ArrayRef<std::string> argv, llvm::Strin
     cmd += (cmd.empty() ? "" : " ") + a;
   if (output.size() > 8000)
     output = output.substr(0, 8000) + "\n... (output truncated)";
-  return module.emitError() << "cannot " << what << ": the command failed (exit " << rc
+  return mlir::emitError(module.getLoc()) << "cannot " << what << ": the command failed (exit " << rc
                             << (errMsg.empty() ? "" : ", " + errMsg) << "):\n  " << cmd
                             << "\n"
                             << output;
@@ -113,7 +113,7 @@ bundledDependencies(ModuleOp module, const std::string &library) {
     if (rest.empty() || llvm::any_of(system, [&](const char *s) { return name.starts_with(s); }))
       continue;
     if (rest.starts_with("not found"))
-      return module.emitError() << "cannot bundle lib" << target::modelIdentifier(module)
+      return mlir::emitError(module.getLoc()) << "cannot bundle lib" << target::modelIdentifier(module)
                                 << ".so: " << name << " is not found on this machine";
     deps.push_back({name.str(), rest.split(" (").first.str()});
   }
@@ -135,7 +135,7 @@ LogicalResult makeBundle(ModuleOp module, const CompileArtifacts &out,
     return failure();
   auto copy = [&](const std::string &from, const std::string &to) -> LogicalResult {
     if (std::error_code ec = llvm::sys::fs::copy_file(from, to))
-      return module.emitError() << "cannot bundle '" << from << "' as '" << to
+      return mlir::emitError(module.getLoc()) << "cannot bundle '" << from << "' as '" << to
                                 << "': " << ec.message();
     llvm::sys::fs::setPermissions(to, llvm::sys::fs::perms(0755));
     return success();
@@ -153,7 +153,7 @@ LogicalResult makeBundle(ModuleOp module, const CompileArtifacts &out,
     return failure();
   std::string headers = dir + "/include/nncc/Runtime";
   if (std::error_code ec = llvm::sys::fs::create_directories(headers))
-    return module.emitError() << "cannot create '" << headers << "': " << ec.message();
+    return mlir::emitError(module.getLoc()) << "cannot create '" << headers << "': " << ec.message();
   for (const char *h : {"nncc_model.h", "nncc_runtime.h"})
     if (failed(copy(runtime.includeDir + "/nncc/Runtime/" + h, headers + "/" + h)))
       return failure();
@@ -167,7 +167,7 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
   std::string model = target::modelIdentifier(module);
   out.modelName = model;
   if (std::error_code ec = llvm::sys::fs::create_directories(opts.outputDir))
-    return module.emitError() << "cannot create '" << opts.outputDir << "': " << ec.message();
+    return mlir::emitError(module.getLoc()) << "cannot create '" << opts.outputDir << "': " << ec.message();
   llvm::SmallString<256> dir(opts.outputDir);
   llvm::sys::fs::make_absolute(dir);
   auto path = [&](llvm::StringRef name) {
@@ -186,7 +186,7 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     nvcc.clear();
   bool wantCuda = opts.target != CompileTarget::CPU;
   if (opts.target == CompileTarget::CUDA && nvcc.empty() && opts.build)
-    return module.emitError("--target cuda needs nvcc, which was not found (CUDA toolkit "
+    return mlir::emitError(module.getLoc(), "--target cuda needs nvcc, which was not found (CUDA toolkit "
                             "at /usr/local/cuda); use --target cpu");
   bool withCuda = wantCuda && (!nvcc.empty() || !opts.build);
   if (opts.precision == Precision::BF16 && !withCuda)
@@ -224,6 +224,10 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
   const std::string &libDir = runtime.libDir;
   std::vector<std::string> objects;
   std::string cudaLib;
+  if (opts.optLevel < 0 || opts.optLevel > 3)
+    return mlir::emitError(module.getLoc()) << "optimisation level " << opts.optLevel
+                              << " out of range: expected 0, 1, 2 or 3";
+  const std::string optFlag = "-O" + std::to_string(opts.optLevel);
   // real_t of both translation units (the sources are precision-neutral).
   const std::string precisionDefine =
       opts.precision == Precision::F32
@@ -231,7 +235,7 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
           : std::string("-DNNCC_PRECISION_") + (opts.precision == Precision::F64 ? "F64" : "BF16");
   if (withCuda) {
     std::string obj = path(model + ".cu.o");
-    std::vector<std::string> argv = {nvcc, "-std=c++17", "-O3", "-arch=" + opts.cudaArch,
+    std::vector<std::string> argv = {nvcc, "-std=c++17", optFlag, "-arch=" + opts.cudaArch,
                                      "-Xcompiler", "-fPIC,-fvisibility=hidden"};
     if (!precisionDefine.empty())
       argv.push_back(precisionDefine);
@@ -256,7 +260,7 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
                   const std::vector<std::string> &preload) {
     // -fno-trapping-math: generated loops call the kernels' branch-free exp
     // and tanh; it lets them vectorise and changes no result (docs/kernels.md).
-    std::vector<std::string> argv = {cxx,     "-std=c++17", "-O3",    "-fno-trapping-math",
+    std::vector<std::string> argv = {cxx,     "-std=c++17", optFlag,  "-fno-trapping-math",
                                      "-fPIC", "-shared",    "-fopenmp", "-fvisibility=hidden"};
     if (llvm::StringRef(NNCC_HOST_MARCH).size())
       argv.push_back(std::string("-march=") + NNCC_HOST_MARCH);
@@ -388,6 +392,17 @@ FailureOr<ModelSignature> getSignature(ModuleOp module) {
     sig.params.back().lrDepth = p.lrDepth;
   }
   return sig;
+}
+
+std::optional<int> defaultOptLevel(std::string &error) {
+  const char *env = std::getenv("NNCC_OPT_LEVEL");
+  if (!env || !*env)
+    return 3;
+  llvm::StringRef v(env);
+  if (v.size() == 1 && v[0] >= '0' && v[0] <= '3')
+    return v[0] - '0';
+  error = "NNCC_OPT_LEVEL=" + v.str() + ": expected 0, 1, 2 or 3";
+  return std::nullopt;
 }
 
 std::string compilerFingerprint() {

@@ -104,6 +104,11 @@ cl::opt<bool> compileBundle(
              "libraries, OpenBLAS and the other libraries they load (not the C/C++ runtime "
              "or CUDA), nncc-runner and the ABI headers (docs/runtime.md)"),
     cl::sub(compileCmd), cl::cat(nnccCategory));
+cl::opt<char> compileOptLevel(
+    "O",
+    cl::desc("Library build: optimisation level of the generated host code, -O0 to -O3 "
+             "(default: $NNCC_OPT_LEVEL, else 3)"),
+    cl::Prefix, cl::value_desc("0-3"), cl::sub(compileCmd), cl::cat(nnccCategory));
 cl::opt<bool> compileF64("f64", cl::desc("Library build: the same as --precision f64"),
                          cl::sub(compileCmd), cl::cat(nnccCategory));
 cl::opt<nncc::Precision> compilePrecision(
@@ -173,6 +178,18 @@ int buildLibrary(mlir::ModuleOp module) {
   opts.outputDir = outputFile;
   opts.target = compileTarget;
   opts.cudaArch = cudaArch;
+  if (compileOptLevel.getNumOccurrences()) {
+    char c = compileOptLevel;
+    if (c < '0' || c > '3')
+      return nncc::driver::fail(std::string("-O") + c + ": expected -O0, -O1, -O2 or -O3");
+    opts.optLevel = c - '0';
+  } else {
+    std::string error;
+    std::optional<int> level = nncc::defaultOptLevel(error);
+    if (!level)
+      return nncc::driver::fail(error);
+    opts.optLevel = *level;
+  }
   nncc::CompileArtifacts artifacts;
   if (mlir::failed(nncc::compileModel(module, opts, artifacts)))
     return 1;

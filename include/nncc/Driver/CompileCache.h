@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
 #include <string>
 
 namespace nncc::driver {
@@ -19,6 +20,7 @@ struct CacheKeyOptions {
   bool evalMode = false; // with grad: the inference-mode loss
   Precision precision = Precision::F32; // real_t of the library
   std::string remat;     // the residuals recomputed under a memory budget
+  std::optional<int> optLevel; // -O of the host code; none: defaultOptLevel()
 };
 
 /// The cache directory: $NNCC_CACHE_DIR, else $XDG_CACHE_HOME/nncc, else

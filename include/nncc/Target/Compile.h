@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,13 @@ struct CompileOptions {
   bool build = true;                  // false: write the sources only
   Precision precision = Precision::F32; // real_t (-DNNCC_PRECISION_F64 / _BF16)
   bool bundle = false;                // a self-contained directory (nncc-runner, libraries)
+  int optLevel = 3;                   // -O of the host C++ (and nvcc's host pass), 0-3
 };
+
+/// The host code's optimisation level when no -O is given:
+/// $NNCC_OPT_LEVEL (0, 1, 2 or 3) when set, else 3. An invalid value
+/// returns std::nullopt with the reason in `error`.
+std::optional<int> defaultOptLevel(std::string &error);
 
 struct CompileArtifacts {
   std::string modelName;
