@@ -62,6 +62,21 @@ for m in "${MODELS[@]}"; do
   xz -T2 "$OUT/models/$m/lib$m.so"
 done
 
+# The LSTM LM under the smallest memory budget at run.sh's parity shape
+# (B 3, T 16): the binomial BPTT schedule (launch_rnn_backward_revolve),
+# checked by the same parity loop as lstm_lm_min (REVOLVE=0 leaves it out).
+if [ "${REVOLVE:-1}" != 0 ]; then
+  echo "device_prep: lstm_lm_min (binomial BPTT)" >&2
+  "$NNCC" compile "$ROOT/models/lstm_lm.nn" --grad --target all --memory-budget min \
+    --dim B=3 --dim T=16 -o "$OUT/models/lstm_lm_min" >/dev/null
+  grep -q launch_rnn_backward_revolve "$OUT/models/lstm_lm_min/lstm_lm.cu" ||
+    { echo "device_prep: lstm_lm at --memory-budget min no longer picks the binomial schedule" >&2; exit 1; }
+  mv "$OUT/models/lstm_lm_min/liblstm_lm.so" "$OUT/models/lstm_lm_min/liblstm_lm_min.so"
+  find "$OUT/models/lstm_lm_min" -type f ! -name "liblstm_lm_min.so" ! -name "lstm_lm.cu" -delete
+  echo "lstm_lm_min NULL" >> "$OUT/models/train-support.txt"
+  xz -T2 "$OUT/models/lstm_lm_min/liblstm_lm_min.so"
+fi
+
 # nncc.torch on the GPU: the GRU forecaster with the VJP, for both targets.
 mkdir -p "$OUT/torch"
 "$NNCC" compile "$ROOT/models/gru_forecaster.nn" --grad --vjp --target all -o "$OUT/torch/build" >/dev/null
