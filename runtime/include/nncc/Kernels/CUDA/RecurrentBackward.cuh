@@ -954,10 +954,7 @@ inline cudaError_t launch_rnn_forward_train(
     const T *h0, const T *c0, const Len *lengths, T *y, T *hn, T *cn,
     T *reserve, char *scratch, cudaStream_t stream, double zoneout = 0,
     uint64_t seed = 0, uint64_t offset = 0) {
-  RnnZoneout zo;
-  zo.p = zoneout;
-  zo.seed = seed;
-  zo.offset = offset;
+  const RnnZoneout zo{zoneout, seed, offset};
   return rnn_forward_train_impl<T, Len, Kind>(blas, B, Tn, I, H, L, D,
                                               has_bias, x, weights, h0, c0,
                                               lengths, y, hn, cn, reserve, 0,
@@ -979,10 +976,7 @@ inline cudaError_t launch_rnn_forward_train_ckpt(
     double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
   if (every < 1)
     return cudaErrorInvalidValue;
-  RnnZoneout zo;
-  zo.p = zoneout;
-  zo.seed = seed;
-  zo.offset = offset;
+  const RnnZoneout zo{zoneout, seed, offset};
   return rnn_forward_train_impl<T, Len, Kind>(blas, B, Tn, I, H, L, D,
                                               has_bias, x, weights, h0, c0,
                                               lengths, y, hn, cn, reserve,
@@ -1001,10 +995,7 @@ inline cudaError_t launch_rnn_forward_train_revolve(
     const T *h0, const T *c0, const Len *lengths, T *y, T *hn, T *cn,
     T *reserve, char *scratch, cudaStream_t stream, double zoneout = 0,
     uint64_t seed = 0, uint64_t offset = 0) {
-  RnnZoneout zo;
-  zo.p = zoneout;
-  zo.seed = seed;
-  zo.offset = offset;
+  const RnnZoneout zo{zoneout, seed, offset};
   return rnn_forward_train_impl<T, Len, Kind>(blas, B, Tn, I, H, L, D,
                                               has_bias, x, weights, h0, c0,
                                               lengths, y, hn, cn, reserve, -1,
@@ -1135,10 +1126,7 @@ inline cudaError_t launch_rnn_backward_reserved(
   cudaError_t e = cublas_error(cublasSetStream(blas, stream));
   if (e != cudaSuccess)
     return e;
-  RnnZoneout zo;
-  zo.p = zoneout;
-  zo.seed = seed;
-  zo.offset = offset;
+  const RnnZoneout zo{zoneout, seed, offset};
   return rnn_backward_reserved_impl<T, Len, Kind>(
       blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths, reserve,
       dy, dhn, dcn, dx, dh0, dc0, dweights, scratch, stream, zo);
@@ -1174,10 +1162,7 @@ inline cudaError_t launch_rnn_backward(
                                  weights) ||
       !rnn_zoneout_ok(Kind, zoneout) || !scratch)
     return cudaErrorInvalidValue;
-  RnnZoneout zo;
-  zo.p = zoneout;
-  zo.seed = seed;
-  zo.offset = offset;
+  const RnnZoneout zo{zoneout, seed, offset};
   cudaError_t e = cublas_error(cublasSetStream(blas, stream));
   if (e != cudaSuccess)
     return e;
@@ -1741,10 +1726,7 @@ inline cudaError_t launch_rnn_backward_ckpt(
     double zoneout = 0, uint64_t seed = 0, uint64_t offset = 0) {
   if (every < 1)
     return cudaErrorInvalidValue;
-  RnnZoneout zo;
-  zo.p = zoneout;
-  zo.seed = seed;
-  zo.offset = offset;
+  const RnnZoneout zo{zoneout, seed, offset};
   return rnn_backward_ckpt_impl<T, Len, Kind>(
       blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths, reserve,
       dy, dhn, dcn, dx, dh0, dc0, dweights, every, 0, nullptr, scratch, stream,
@@ -1775,10 +1757,7 @@ inline cudaError_t launch_rnn_backward_revolve(
     *recomputed_steps = 0;
   if (snapshots < 1)
     return cudaErrorInvalidValue;
-  RnnZoneout zo;
-  zo.p = zoneout;
-  zo.seed = seed;
-  zo.offset = offset;
+  const RnnZoneout zo{zoneout, seed, offset};
   return rnn_backward_ckpt_impl<T, Len, Kind>(
       blas, B, Tn, I, H, L, D, has_bias, x, weights, h0, c0, lengths, reserve,
       dy, dhn, dcn, dx, dh0, dc0, dweights, 0, snapshots, recomputed_steps,
