@@ -42,6 +42,10 @@ RuntimeLocation runtimeLocation() {
 
 namespace {
 
+/// An error about the build of `module`, located at the model's source
+/// (module.emitError would attach the whole module to the message).
+InFlightDiagnostic buildError(ModuleOp module) { return mlir::emitError(module.getLoc()); }
+
 LogicalResult writeFile(ModuleOp module, const std::string &path,
                         llvm::function_ref<LogicalResult(llvm::raw_ostream &)> emit) {
   std::string text;
@@ -51,7 +55,8 @@ LogicalResult writeFile(ModuleOp module, const std::string &path,
   std::error_code ec;
   llvm::raw_fd_ostream file(path, ec);
   if (ec)
-    return mlir::emitError(module.getLoc()) << "cannot write '" << path << "': " << ec.message();
+    return buildError(module)
+           << "cannot write '" << path << "': " << ec.message();
   file << text;
   return success();
 }
@@ -64,8 +69,8 @@ LogicalResult run(ModuleOp module, llvm::ArrayRef<std::string> argv, llvm::Strin
   if (!llvm::sys::path::is_absolute(program)) {
     auto found = llvm::sys::findProgramByName(program);
     if (!found)
-      return mlir::emitError(module.getLoc()) << "cannot " << what << ": '" << program
-                                << "' not found in PATH";
+      return buildError(module)
+             << "cannot " << what << ": '" << program << "' not found in PATH";
     program = *found;
   }
   llvm::SmallString<128> log;
@@ -88,10 +93,10 @@ LogicalResult run(ModuleOp module, llvm::ArrayRef<std::string> argv, llvm::Strin
     cmd += (cmd.empty() ? "" : " ") + a;
   if (output.size() > 8000)
     output = output.substr(0, 8000) + "\n... (output truncated)";
-  return mlir::emitError(module.getLoc()) << "cannot " << what << ": the command failed (exit " << rc
-                            << (errMsg.empty() ? "" : ", " + errMsg) << "):\n  " << cmd
-                            << "\n"
-                            << output;
+  return buildError(module)
+         << "cannot " << what << ": the command failed (exit " << rc
+         << (errMsg.empty() ? "" : ", " + errMsg) << "):\n  " << cmd << "\n"
+         << output;
 }
 
 /// The shared libraries `library` loads that a machine with only a driver
@@ -113,8 +118,9 @@ bundledDependencies(ModuleOp module, const std::string &library) {
     if (rest.empty() || llvm::any_of(system, [&](const char *s) { return name.starts_with(s); }))
       continue;
     if (rest.starts_with("not found"))
-      return mlir::emitError(module.getLoc()) << "cannot bundle lib" << target::modelIdentifier(module)
-                                << ".so: " << name << " is not found on this machine";
+      return buildError(module)
+             << "cannot bundle lib" << target::modelIdentifier(module)
+             << ".so: " << name << " is not found on this machine";
     deps.push_back({name.str(), rest.split(" (").first.str()});
   }
   return deps;
@@ -135,7 +141,7 @@ LogicalResult makeBundle(ModuleOp module, const CompileArtifacts &out,
     return failure();
   auto copy = [&](const std::string &from, const std::string &to) -> LogicalResult {
     if (std::error_code ec = llvm::sys::fs::copy_file(from, to))
-      return mlir::emitError(module.getLoc()) << "cannot bundle '" << from << "' as '" << to
+      return buildError(module) << "cannot bundle '" << from << "' as '" << to
                                 << "': " << ec.message();
     llvm::sys::fs::setPermissions(to, llvm::sys::fs::perms(0755));
     return success();
@@ -153,7 +159,8 @@ LogicalResult makeBundle(ModuleOp module, const CompileArtifacts &out,
     return failure();
   std::string headers = dir + "/include/nncc/Runtime";
   if (std::error_code ec = llvm::sys::fs::create_directories(headers))
-    return mlir::emitError(module.getLoc()) << "cannot create '" << headers << "': " << ec.message();
+    return buildError(module)
+           << "cannot create '" << headers << "': " << ec.message();
   for (const char *h : {"nncc_model.h", "nncc_runtime.h"})
     if (failed(copy(runtime.includeDir + "/nncc/Runtime/" + h, headers + "/" + h)))
       return failure();
@@ -167,7 +174,8 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
   std::string model = target::modelIdentifier(module);
   out.modelName = model;
   if (std::error_code ec = llvm::sys::fs::create_directories(opts.outputDir))
-    return mlir::emitError(module.getLoc()) << "cannot create '" << opts.outputDir << "': " << ec.message();
+    return buildError(module)
+           << "cannot create '" << opts.outputDir << "': " << ec.message();
   llvm::SmallString<256> dir(opts.outputDir);
   llvm::sys::fs::make_absolute(dir);
   auto path = [&](llvm::StringRef name) {
@@ -186,8 +194,9 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     nvcc.clear();
   bool wantCuda = opts.target != CompileTarget::CPU;
   if (opts.target == CompileTarget::CUDA && nvcc.empty() && opts.build)
-    return mlir::emitError(module.getLoc(), "--target cuda needs nvcc, which was not found (CUDA toolkit "
-                            "at /usr/local/cuda); use --target cpu");
+    return buildError(module)
+           << "--target cuda needs nvcc, which was not found (CUDA toolkit "
+              "at /usr/local/cuda); use --target cpu";
   bool withCuda = wantCuda && (!nvcc.empty() || !opts.build);
   if (opts.precision == Precision::BF16 && !withCuda)
     return mlir::emitError(module.getLoc(),
@@ -225,7 +234,7 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
   std::vector<std::string> objects;
   std::string cudaLib;
   if (opts.optLevel < 0 || opts.optLevel > 3)
-    return mlir::emitError(module.getLoc()) << "optimisation level " << opts.optLevel
+    return buildError(module) << "optimisation level " << opts.optLevel
                               << " out of range: expected 0, 1, 2 or 3";
   const std::string optFlag = "-O" + std::to_string(opts.optLevel);
   // real_t of both translation units (the sources are precision-neutral).
@@ -235,7 +244,8 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
           : std::string("-DNNCC_PRECISION_") + (opts.precision == Precision::F64 ? "F64" : "BF16");
   if (withCuda) {
     std::string obj = path(model + ".cu.o");
-    std::vector<std::string> argv = {nvcc, "-std=c++17", optFlag, "-arch=" + opts.cudaArch,
+    std::vector<std::string> argv = {nvcc,         "-std=c++17",
+                                     optFlag,      "-arch=" + opts.cudaArch,
                                      "-Xcompiler", "-fPIC,-fvisibility=hidden"};
     if (!precisionDefine.empty())
       argv.push_back(precisionDefine);
@@ -260,8 +270,9 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
                   const std::vector<std::string> &preload) {
     // -fno-trapping-math: generated loops call the kernels' branch-free exp
     // and tanh; it lets them vectorise and changes no result (docs/kernels.md).
-    std::vector<std::string> argv = {cxx,     "-std=c++17", optFlag,  "-fno-trapping-math",
-                                     "-fPIC", "-shared",    "-fopenmp", "-fvisibility=hidden"};
+    std::vector<std::string> argv = {
+        cxx,     "-std=c++17", optFlag,    "-fno-trapping-math",
+        "-fPIC", "-shared",    "-fopenmp", "-fvisibility=hidden"};
     if (llvm::StringRef(NNCC_HOST_MARCH).size())
       argv.push_back(std::string("-march=") + NNCC_HOST_MARCH);
     if (!precisionDefine.empty())

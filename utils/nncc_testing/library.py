@@ -180,9 +180,13 @@ def _nncc_stamp():
 
 
 def compile_model(nn_path, extra_args=()):
-    """`nncc compile nn_path -o DIR`, cached; returns the path of lib<model>.so."""
+    """`nncc compile nn_path -o DIR`, cached; returns the path of lib<model>.so.
+    The key covers $NNCC_OPT_LEVEL (the test suite builds at -O1, the
+    benchmarks at the default -O3, and both share this cache)."""
     src = open(nn_path, "rb").read()
-    key = hashlib.sha256(src + _nncc_stamp().encode() + repr(tuple(extra_args)).encode()).hexdigest()[:16]
+    opt = "|opt=%s" % os.environ.get("NNCC_OPT_LEVEL", "")
+    key = hashlib.sha256(src + _nncc_stamp().encode() + repr(tuple(extra_args)).encode() +
+                         opt.encode()).hexdigest()[:16]
     stem = os.path.splitext(os.path.basename(nn_path))[0]
     root = cache_dir()
     out = os.path.join(root, "%s-%s" % (stem, key))
