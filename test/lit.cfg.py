@@ -66,6 +66,12 @@ config.substitutions.append(("%nncc_fake_cuda", fake_cuda))
 # A GPU is present only where a CUDA driver answers; nvcc alone compiles.
 if config.nncc_have_nvcc:
     config.available_features.add("nvcc")
+    # %nvcc_check: nvcc with the optimisers off (host, cicc and ptxas at -O0),
+    # for the tests that only check that sources compile without warnings:
+    # the front end still checks every instantiation and ptxas every resource
+    # limit, in a twentieth of the time. Kernels that run are built at -O3
+    # (utils/device_prep.sh, nncc compile).
+    config.substitutions.append(("%nvcc_check", config.nncc_nvcc + " -O0 -Xcicc -O0 -Xptxas -O0"))
     config.substitutions.append(("%nvcc", config.nncc_nvcc))
 if shutil.which("nvidia-smi"):
     try:
