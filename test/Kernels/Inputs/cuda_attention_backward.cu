@@ -1,4 +1,5 @@
-// Instantiates, for fp32 and fp64, the attention training launchers of
+// Instantiates, for fp32 and fp64 (and the dense and dilated backwards for
+// bf16), the attention training launchers of
 // runtime/include/nncc/Kernels/CUDA (training forwards with dropout and the
 // kept log-sum-exp, and the backward of every kind), with the template
 // arguments lib/Target/Launch/AttentionLaunch.cpp prints: a static head size
@@ -48,6 +49,30 @@ template <typename T> void instantiate(cudaStream_t s) {
 
 template void instantiate<float>(cudaStream_t);
 template void instantiate<double>(cudaStream_t);
+
+/// The bf16 dense and dilated backwards at each static head size and at
+/// run-time dispatch (dh 32/64/128: the BF16 tensor-core kernels; dh 48:
+/// the widened fp32 path), with dropout and causal and without.
+template <int DHS> void instantiateBf16(cudaStream_t s) {
+  bf16_t *p = nullptr;
+  const bf16_t *c = nullptr;
+  char *ws = nullptr;
+  const int dh = DHS ? DHS : 48, H = 4, E = H * dh;
+  launch_flash_attention_backward<bf16_t, DHS>(dh, 2, 128, H, p, p, p, 3 * E, p, E, p, p, p,
+                                               3 * E, nullptr, 1, 0.125f, 0.1, 42ULL, 7ULL,
+                                               nullptr, nullptr, p, ws, s);
+  launch_flash_attention_backward<bf16_t, DHS>(dh, 2, 128, H, p, p, p, 3 * E, p, E, p, p, p,
+                                               3 * E, nullptr, 0, 0.125f, 0.0, 42ULL, 7ULL, c, c,
+                                               p, ws, s);
+  static const int32_t kGlobal[] = {0, 5, 5, 200};
+  launch_dilated_attention_backward<bf16_t, DHS>(dh, 2, 128, H, p, p, p, 3 * E, p, E, p, p, p,
+                                                 3 * E, nullptr, 1, 0.125f, 8, 2, kGlobal, 4,
+                                                 0.1, 42ULL, 7ULL, nullptr, nullptr, p, ws, s);
+}
+template void instantiateBf16<0>(cudaStream_t);
+template void instantiateBf16<32>(cudaStream_t);
+template void instantiateBf16<64>(cudaStream_t);
+template void instantiateBf16<128>(cudaStream_t);
 
 /// The workspace sizes are host functions (the generated code's scratch
 /// expression uses them).

@@ -72,18 +72,26 @@
 // dK/dV / dQ: 400 / 104 B dense, 564 / 276 B dilated; f64 dh 128: up to
 // 20 KB); they remain for other head sizes (dh 256 kernels: 2.2-31 KB).
 //
-// bf16 (T = bf16_t): the f32 launcher in recompute mode on fp32 copies of
-// the inputs in the workspace, outputs rounded once (below, "bf16: the
-// fp32 backward on widened copies"): bit for bit the f32 gradients of the
-// widened inputs, rounded; fp32 SIMT throughout, no bf16 tensor cores.
+// bf16 (T = bf16_t): dense and dilated attention at dh 32/64/128 on BF16
+// tensor cores (below, "bf16: the dense and band backward on BF16 tensor
+// cores": the forward recomputed by attention_tile_bf16_kernel, then
+// FlashAttention-2's dK/dV and dQ kernels on m16n8k16 mma, fp32
+// accumulation, dense or band mode, the dilated global rows in fp32; P and
+// dS rounded to bf16 as mma operands, so within a tolerance of the f32
+// gradients, not bit for bit). Every other case (other head sizes, LSH):
+// the f32 launcher in recompute mode on fp32 copies of the inputs in the
+// workspace, outputs rounded once (below, "bf16: the fp32 backward on
+// widened copies"): bit for bit the f32 gradients of the widened inputs,
+// rounded; fp32 SIMT throughout.
 //
 // Status: compiled with nvcc (sm_90, -Werror all-warnings) for fp32 and
 // fp64; fp32 ran on an H100 in the seed models' training steps (docs/cuda.md,
 // "First run on an H100 (2026-11-26)"), fp64 has not run on a GPU. bf16:
 // compiled with nvcc, tested under the host emulation
-// (cuda-emu-attention-train-bf16.test) and run on an H200 in the bf16
-// training steps of BERT-small, the reversible dilated BERT and the
-// Reformer (docs/design.md, "Precisions").
+// (cuda-emu-attention-train-bf16.test); the widened path ran on an H200 in
+// the bf16 training steps of BERT-small, the reversible dilated BERT and
+// the Reformer (docs/design.md, "Precisions"); the tensor-core backward
+// is tested under the emulation only, not yet on a GPU.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_ATTENTIONBACKWARD_CUH
@@ -121,15 +129,18 @@ struct AttnScratch {
 // bf16: the fp32 backward on widened copies
 //
 // The bf16 launchers (T = bf16_t: bf16 q, k, v, dout, gradients and core,
-// fp32 scale and LSH rotations) widen q, k, v and dout into fp32 copies in
-// their workspace, run the f32 launcher on them in recompute mode (the
+// fp32 scale and LSH rotations; but dense and dilated at dh 32/64/128,
+// "bf16: the dense and band backward on BF16 tensor cores") widen q, k, v
+// and dout into fp32 copies in their workspace, run the f32 launcher on
+// them in recompute mode (the
 // saved bf16 lse, 8 significant bits, is too coarse for exp(s - lse): the
 // saved output and lse are never read) inside an AttentionNoTf32Scope (the
 // fp32 SIMT forward, as the bf16 training forward), then round dq, dk, dv
 // and the recomputed output (into `core` when given) once. So every bf16
 // output is exactly the f32 launcher's (recompute mode) for the widened
 // inputs, rounded. The *_workspace_bytes functions give this layout for
-// elem == sizeof(bf16_t), whatever `recompute` says: the f32 launcher's
+// elem == sizeof(bf16_t), whatever `recompute` says (dense and dilated at
+// dh 32/64/128: attention_bf16_tc_backward_layout): the f32 launcher's
 // recompute-mode scratch, then the fp32 copies (attention_bf16_backward_layout).
 //===----------------------------------------------------------------------===//
 
@@ -332,14 +343,14 @@ __device__ __forceinline__ void attn_query_pair(const T (&qr)[DH], const T (&dor
   attn_row_axpy<T, DH, Exact>(acc, attn_pair_grad(s, dp, scale, lse, Dq, c, cp), kr, dh);
 }
 
-/// D[b, h, t] = dO_t . O_t over head h: one warp per row (lanes over the
-/// head's columns: coalesced reads), the lanes' partial sums added by a
-/// fixed shuffle tree (deterministic).
+/// D[b, h, t] = dO_t . O_t over head h in acc_t<T> (bf16 widened): one
+/// warp per row (lanes over the head's columns: coalesced reads), the
+/// lanes' partial sums added by a fixed shuffle tree (deterministic).
 template <typename T>
 __global__ void attention_bwd_rowdot_kernel(int B, int Tn, int H, int dh,
                                             const T *__restrict__ dout, int64_t ld_dout,
                                             const T *__restrict__ out, int64_t ld_out,
-                                            T *__restrict__ D) {
+                                            acc_t<T> *__restrict__ D) {
   const int64_t n = (int64_t)B * H * Tn;
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
@@ -347,9 +358,9 @@ __global__ void attention_bwd_rowdot_kernel(int B, int Tn, int H, int dh,
     const int64_t t = i % Tn, h = (i / Tn) % H, b = i / ((int64_t)Tn * H);
     const T *a = dout + (b * Tn + t) * ld_dout + h * dh;
     const T *o = out + (b * Tn + t) * ld_out + h * dh;
-    T s = T(0);
+    acc_t<T> s = acc_t<T>(0);
     for (int d = lane; d < dh; d += 32)
-      s += a[d] * o[d];
+      s += load_acc(a[d]) * load_acc(o[d]);
     s = warp_sum(s);
     if (lane == 0)
       D[i] = s;
@@ -358,8 +369,8 @@ __global__ void attention_bwd_rowdot_kernel(int B, int Tn, int H, int dh,
 
 template <typename T>
 inline cudaError_t attention_bwd_rowdot(int B, int Tn, int H, int dh, const T *dout,
-                                        int64_t ld_dout, const T *out, int64_t ld_out, T *D,
-                                        cudaStream_t stream) {
+                                        int64_t ld_dout, const T *out, int64_t ld_out,
+                                        acc_t<T> *D, cudaStream_t stream) {
   attention_bwd_rowdot_kernel<T><<<grid_for((int64_t)B * H * Tn * 32, 256), 256, 0, stream>>>(
       B, Tn, H, dh, dout, ld_dout, out, ld_out, D);
   return cudaGetLastError();
@@ -868,11 +879,13 @@ __global__ void __launch_bounds__(128) attention_tile_bwd_dq_kernel(
 /// 256 partners thread t forms the pair's ds (and c p) into shared memory;
 /// then thread t adds column t % DH of every (256 / DH)-th partner of the
 /// tile; the 256 / DH partial sums are added in a fixed order at the end.
-template <typename T, int DH, bool KeyOwner>
+/// S: the storage of q, k, v, dout and the gradients (T, or bf16_t with T =
+/// float: widened when read, rounded once when stored).
+template <typename T, int DH, bool KeyOwner, typename S = T>
 __global__ void __launch_bounds__(256) attention_bwd_global_kernel(
-    int Tn, const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-    int64_t ld_in, const T *__restrict__ dout, int64_t ld_dout, const T *__restrict__ lse,
-    const T *__restrict__ Dq, T *g1, T *g2, int64_t ld_grad, const uint8_t *kpm, int causal,
+    int Tn, const S *__restrict__ q, const S *__restrict__ k, const S *__restrict__ v,
+    int64_t ld_in, const S *__restrict__ dout, int64_t ld_dout, const T *__restrict__ lse,
+    const T *__restrict__ Dq, S *g1, S *g2, int64_t ld_grad, const uint8_t *kpm, int causal,
     T scale, const int32_t *globals, AttentionDropout<T> drop) {
   constexpr int NT = 256, NKG = NT / DH;
   static_assert(NT % DH == 0, "whole partner groups");
@@ -883,16 +896,16 @@ __global__ void __launch_bounds__(256) attention_bwd_global_kernel(
   const int o = globals[blockIdx.x];
   const int d = threadIdx.x % DH, pg = threadIdx.x / DH;
   const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
-  const T *qb = q + (int64_t)b * Tn * ld_in + (int64_t)h * DH;
-  const T *kb = k + (int64_t)b * Tn * ld_in + (int64_t)h * DH;
-  const T *vb = v + (int64_t)b * Tn * ld_in + (int64_t)h * DH;
-  const T *dob = dout + (int64_t)b * Tn * ld_dout + (int64_t)h * DH;
+  const S *qb = q + (int64_t)b * Tn * ld_in + (int64_t)h * DH;
+  const S *kb = k + (int64_t)b * Tn * ld_in + (int64_t)h * DH;
+  const S *vb = v + (int64_t)b * Tn * ld_in + (int64_t)h * DH;
+  const S *dob = dout + (int64_t)b * Tn * ld_dout + (int64_t)h * DH;
   // Partner rows: the keys' k, v (query owner) or the queries' q, dO (key owner).
-  const T *p1 = KeyOwner ? qb : kb, *p2 = KeyOwner ? dob : vb;
+  const S *p1 = KeyOwner ? qb : kb, *p2 = KeyOwner ? dob : vb;
   const int64_t ld2 = KeyOwner ? ld_dout : ld_in;
   for (int x = threadIdx.x; x < DH; x += NT) {
-    own1[x] = KeyOwner ? kb[(int64_t)o * ld_in + x] : qb[(int64_t)o * ld_in + x];
-    own2[x] = KeyOwner ? vb[(int64_t)o * ld_in + x] : dob[(int64_t)o * ld_dout + x];
+    own1[x] = load_acc(KeyOwner ? kb[(int64_t)o * ld_in + x] : qb[(int64_t)o * ld_in + x]);
+    own2[x] = load_acc(KeyOwner ? vb[(int64_t)o * ld_in + x] : dob[(int64_t)o * ld_dout + x]);
   }
   const T ownL = KeyOwner ? T(0) : lse[bh * Tn + o], ownD = KeyOwner ? T(0) : Dq[bh * Tn + o];
   __syncthreads();
@@ -905,12 +918,12 @@ __global__ void __launch_bounds__(256) attention_bwd_global_kernel(
     if (pt < Tn && key_admissible(i, j, causal != 0, kpmRow)) {
       const T L = KeyOwner ? lse[bh * Tn + i] : ownL;
       if (L > neg_big<T>()) {
-        const T *r1 = p1 + (int64_t)pt * ld_in, *r2 = p2 + (int64_t)pt * ld2;
+        const S *r1 = p1 + (int64_t)pt * ld_in, *r2 = p2 + (int64_t)pt * ld2;
         T s = T(0), dp = T(0);
 #pragma unroll 8
         for (int x = 0; x < DH; ++x) {
-          s += own1[x] * r1[x];
-          dp += own2[x] * r2[x];
+          s += own1[x] * load_acc(r1[x]);
+          dp += own2[x] * load_acc(r2[x]);
         }
         ds = attn_pair_grad(s, dp, scale, L, KeyOwner ? Dq[bh * Tn + i] : ownD,
                             drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j)), cp);
@@ -921,9 +934,9 @@ __global__ void __launch_bounds__(256) attention_bwd_global_kernel(
     __syncthreads();
     const int np = min(NT, Tn - p0);
     for (int pp = pg; pp < np; pp += NKG) {
-      a1 += w1[pp] * p1[(int64_t)(p0 + pp) * ld_in + d];
+      a1 += w1[pp] * load_acc(p1[(int64_t)(p0 + pp) * ld_in + d]);
       if (KeyOwner)
-        a2 += w2[pp] * p2[(int64_t)(p0 + pp) * ld2 + d];
+        a2 += w2[pp] * load_acc(p2[(int64_t)(p0 + pp) * ld2 + d]);
     }
     __syncthreads(); // w1, w2 are rewritten by the next tile
   }
@@ -938,9 +951,9 @@ __global__ void __launch_bounds__(256) attention_bwd_global_kernel(
       s2 += w2[x * DH + threadIdx.x];
     }
     const int64_t row = ((int64_t)b * Tn + o) * ld_grad + (int64_t)h * DH + threadIdx.x;
-    g1[row] = s1;
+    g1[row] = store_acc<S>(s1);
     if (KeyOwner)
-      g2[row] = s2;
+      g2[row] = store_acc<S>(s2);
   }
 }
 
@@ -998,17 +1011,460 @@ inline cudaError_t attn_tile_backward(int B, int Tn, int H, const T *q, const T 
     return e;
   if (Mode == kAttnTileBand && g.n > 0) {
     const dim3 grid(g.n, H, B);
-    attention_bwd_global_kernel<T, DH, true><<<grid, 256, 0, stream>>>(
+    attention_bwd_global_kernel<T, DH, true, T><<<grid, 256, 0, stream>>>(
         Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, g.list,
         drop);
     if ((e = cudaGetLastError()) != cudaSuccess)
       return e;
-    attention_bwd_global_kernel<T, DH, false><<<grid, 256, 0, stream>>>(
+    attention_bwd_global_kernel<T, DH, false, T><<<grid, 256, 0, stream>>>(
         Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, nullptr, ld_grad, kpm, causal, scale,
         g.list, drop);
     return cudaGetLastError();
   }
   return cudaSuccess;
+}
+
+//===----------------------------------------------------------------------===//
+// bf16: the dense and band backward on BF16 tensor cores
+//
+// FlashAttention-2's backward for bf16 q, k, v, dout at dh 32, 64, 128 with
+// the dense and dilated launchers' masks (causal, key padding, dropout;
+// window, dilation, global tokens): the forward recomputed by
+// attention_tile_bf16_kernel (bf16 output, fp32 lse; dilated: with
+// attention_global_rows_kernel) into the workspace or `core`, D =
+// rowsum(dO * O) in fp32 (attention_bwd_rowdot), then two kernels on
+// m16n8k16 BF16 mma with fp32 accumulation, dense or band mode (Mode, as
+// the fp32 tile kernels): attention_bf16_bwd_dkdv_kernel (a CTA owns 64
+// keys and walks the query tiles that see them) and
+// attention_bf16_bwd_dq_kernel (a CTA owns 64 queries and walks their key
+// tiles); band mode leaves the global tokens' rows to
+// attention_bwd_global_kernel<float, DH, KeyOwner, bf16_t> (fp32 SIMT on
+// the bf16 rows, widened when read). Both recompute S, P = exp(scale S -
+// lse) (fp32, ex2 in base 2), dP and dS = P (c dP - D) (c: the pair's
+// dropout multiplier, AttentionDropout::mult on the forward's counters, so
+// the mask is the forward's bit for bit), with the schedule and masks of
+// the forward (AttnTileSchedule; no T x T buffer, no atomics: every output
+// element has one owner thread that adds its terms in a fixed order). P
+// and dS are rounded to bf16 as mma A operands (FlashAttention-2's register
+// reuse of the accumulators), the gradients once at the end: not the f32
+// launcher's values bit for bit (cuda-emu-attention-train-bf16.test holds
+// them to a tolerance). K/V or Q/dO tiles are staged synchronously (no
+// cp.async pipeline). Other head sizes take the widened path above.
+//
+// ptxas -v registers, dense / band (sm_90, CUDA 13.0, -O3; no spills, no
+// stack; the bf16 global-row kernels 32 (query) / 48 (key)):
+//   dh    dK/dV (64 keys, BC_KV queries a tile)   dQ (64 queries, 64 keys a tile)
+//   32    145 / 157 (64 queries)                  127 / 128
+//   64    185 / 194 (64 queries)                  135 / 162
+//   128   238 / 237 (32 queries)                  171 / 234
+// Compiled and tested under the host emulation only; not yet run on a GPU.
+//===----------------------------------------------------------------------===//
+
+/// Tile shapes of the BF16 backward kernels: 128 threads, warp w owns rows
+/// [16 w, 16 w + 16) of the CTA's 64 (keys for dK/dV, queries for dQ) and
+/// a thread rows g, g + 8 and columns 8 n + 2 t, 8 n + 2 t + 1 of every
+/// accumulator tile (g = lane / 4, t = lane % 4: the mma layout). Columns
+/// per tile: BC_KV queries (64; 32 at dh 128, whose dK and dV accumulators
+/// alone are 128 registers a thread), BC_Q keys. Registers a thread: S and
+/// dP 8 BC / 8 (dK/dV: 64, dh 128: 32; dQ: 64), the accumulators dK, dV:
+/// DH (dQ: DH / 2); A and B fragments come from shared memory by ldmatrix.
+/// Shared rows padded to DH + 8 as AttnTileBf16 (conflict-free ldmatrix).
+template <int DH> struct AttnBwdBf16Tile {
+  static_assert(DH == 32 || DH == 64 || DH == 128, "tile kernel head sizes");
+  static constexpr int NT = 128, BR = 64, LD = DH + 8;
+  static constexpr int BC_KV = DH == 128 ? 32 : 64, BC_Q = 64;
+  /// dK/dV: K, V [BR][LD] (staged once); Q, dO [BC_KV][LD] (per tile); the
+  /// columns' lse (base 2) and D (fp32) and query (-1: none).
+  static constexpr size_t smem_dkdv =
+      sizeof(bf16_t) * (size_t)(2 * BR * LD + 2 * BC_KV * LD) +
+      (2 * sizeof(float) + sizeof(int)) * BC_KV;
+  /// dQ: Q, dO [BR][LD] (staged once); K, V [BC_Q][LD] (per tile); the
+  /// columns' key (-1: none or padded).
+  static constexpr size_t smem_dq =
+      sizeof(bf16_t) * (size_t)(2 * BR * LD + 2 * BC_Q * LD) + sizeof(int) * BC_Q;
+};
+
+/// Whether the BF16 tensor-core backward (dense and dilated) serves head
+/// size dh.
+inline bool attn_bf16_tc_backward_covers(int dh) { return dh == 32 || dh == 64 || dh == 128; }
+
+/// Lane `lane`'s ldmatrix.x4 offsets (elements, row stride LD) from a tile's
+/// first row: A fragments of 16 rows x 16 columns (with .trans: the B
+/// fragments of two 8-column groups of 16 k-major rows, as the forward's V)
+/// and, aOff vs bOff, the B fragments of two 8-row groups of n-major rows
+/// (as the forward's K).
+template <int LD> __device__ __forceinline__ int attn_bf16_a_off(int lane) {
+  return ((lane & 7) + 8 * ((lane >> 3) & 1)) * LD + 8 * (lane >> 4);
+}
+template <int LD> __device__ __forceinline__ int attn_bf16_b_off(int lane) {
+  return ((lane & 7) + 8 * (lane >> 4)) * LD + 8 * ((lane >> 3) & 1);
+}
+
+/// acc = A B^T over DH columns for the warp's 16 rows of A (As, its first
+/// row) and NC rows of B (Bs): acc[n][2 hr + e] = A[g + 8 hr] . B[8 n + 2 t
+/// + e] (mma layout).
+template <int DH, int NC, int LD>
+__device__ __forceinline__ void attn_bf16_bwd_abt(float (&acc)[NC / 8][4], const bf16_t *As,
+                                                  const bf16_t *Bs, int aOff, int bOff) {
+  attn_mma_zero(acc);
+#pragma unroll
+  for (int kd = 0; kd < DH / 16; ++kd) {
+    uint32_t a[4];
+    attn_ldmatrix_x4<false>(a, As, aOff + 16 * kd);
+#pragma unroll
+    for (int n = 0; n < NC / 8; n += 2) {
+      uint32_t bb[4];
+      attn_ldmatrix_x4<false>(bb, Bs, bOff + 8 * n * LD + 16 * kd);
+      attn_mma_bf16(acc[n], a, bb[0], bb[1]);
+      attn_mma_bf16(acc[n + 1], a, bb[2], bb[3]);
+    }
+  }
+}
+
+/// acc += W M: W the warp's 16 x NC weights in the mma layout (w[n][2 hr +
+/// e] = W[g + 8 hr][8 n + 2 t + e]; rounded to bf16 as A fragments: tiles
+/// 2 ks and 2 ks + 1 are k step ks), M's NC rows of DH columns at Ms
+/// (ldmatrix.trans): DH / 8 output tiles.
+template <int DH, int NC, int LD>
+__device__ __forceinline__ void attn_bf16_bwd_accum(float (&acc)[DH / 8][4],
+                                                    const float (&w)[NC / 8][4],
+                                                    const bf16_t *Ms, int aOff) {
+#pragma unroll
+  for (int ks = 0; ks < NC / 16; ++ks) {
+    const uint32_t wa[4] = {attn_pack_bf16x2(w[2 * ks][0], w[2 * ks][1]),
+                            attn_pack_bf16x2(w[2 * ks][2], w[2 * ks][3]),
+                            attn_pack_bf16x2(w[2 * ks + 1][0], w[2 * ks + 1][1]),
+                            attn_pack_bf16x2(w[2 * ks + 1][2], w[2 * ks + 1][3])};
+#pragma unroll
+    for (int n = 0; n < DH / 8; n += 2) {
+      uint32_t bb[4];
+      attn_ldmatrix_x4<true>(bb, Ms, aOff + 16 * ks * LD + 8 * n);
+      attn_mma_bf16(acc[n], wa, bb[0], bb[1]);
+      attn_mma_bf16(acc[n + 1], wa, bb[2], bb[3]);
+    }
+  }
+}
+
+/// The pairs of one tile in the mma layout: s (unscaled scores) becomes c P
+/// and dp (unscaled dO . v) becomes dS / scale = P (c dp - D); zero where
+/// pair(n, hr, e, i, j, L2, D) is false (not one of the forward's pairs),
+/// else (i, j) = (query, key), L2 the query's lse in base 2 and D its D.
+template <int NS, typename Pair>
+__device__ __forceinline__ void attn_bf16_bwd_pairs(float (&s)[NS][4], float (&dp)[NS][4],
+                                                    float scaleLog2, int64_t bh, int Tn,
+                                                    const AttentionDropout<float> &drop,
+                                                    Pair &&pair) {
+#pragma unroll
+  for (int n = 0; n < NS; ++n)
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        int i, j;
+        float L2, D, p = 0.f, c = 0.f;
+        if (pair(n, hr, e, i, j, L2, D)) {
+          p = attn_exp2(fmaf(s[n][2 * hr + e], scaleLog2, -L2));
+          c = drop.mult((uint64_t)((bh * Tn + i) * (int64_t)Tn + j));
+          dp[n][2 * hr + e] = softmax_score_grad(p, c * dp[n][2 * hr + e], D);
+        } else {
+          dp[n][2 * hr + e] = 0.f;
+        }
+        s[n][2 * hr + e] = c * p;
+      }
+}
+
+/// dK and dV of the CTA's 64 keys: per tile of BC_KV queries that see them
+/// (AttnTileSchedule with KeyRows: dense from the first key's on when
+/// causal; band the class's range, then the global queries) S^T = K Q^T
+/// and dP^T = V dO^T, then dV += (c P)^T dO and dK += dS^T Q; dk = scale dK.
+/// grid: dense (ceil(T/64), H, B); band (min(dilation, T) *
+/// ceil(ceil(T/dilation)/64), H, B). Dynamic shared memory
+/// AttnBwdBf16Tile<DH>::smem_dkdv. lse (natural log) and Dq fp32 [B, H, T].
+/// Overwrites the dk, dv rows of its keys (zeros for padded keys; band
+/// mode: not of global keys).
+template <int DH, int Mode>
+__global__ void __launch_bounds__(128) attention_bf16_bwd_dkdv_kernel(
+    int Tn, const bf16_t *__restrict__ q, const bf16_t *__restrict__ k,
+    const bf16_t *__restrict__ v, int64_t ld_in, const bf16_t *__restrict__ dout,
+    int64_t ld_dout, const float *__restrict__ lse, const float *__restrict__ Dq, bf16_t *dk,
+    bf16_t *dv, int64_t ld_grad, const uint8_t *kpm, int causal, float scale, int vec,
+    int window, int dilation, const uint8_t *is_global, const int32_t *globals, int n_global,
+    AttentionDropout<float> drop) {
+  using C = AttnBwdBf16Tile<DH>;
+  constexpr int BR = C::BR, BC = C::BC_KV, NT = C::NT, LD = C::LD, NS = BC / 8, ND = DH / 8;
+  extern __shared__ __align__(16) unsigned char nncc_attn_bf16_bwd_smem[];
+  bf16_t *Ks = reinterpret_cast<bf16_t *>(nncc_attn_bf16_bwd_smem), *Vs = Ks + BR * LD;
+  bf16_t *Qs = Vs + BR * LD, *dOs = Qs + BC * LD;
+  float *colL = reinterpret_cast<float *>(dOs + BC * LD), *colD = colL + BC;
+  int *colQ = reinterpret_cast<int *>(colD + BC);
+
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int64_t bh = (int64_t)b * H + h;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
+  const int row0 = warp * 16 + g; // and row0 + 8
+  const int aOff = attn_bf16_a_off<LD>(lane), bOff = attn_bf16_b_off<LD>(lane);
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  AttnTileSchedule<Mode, BR, BC, true> S;
+  if (!S.init(Tn, causal, window, dilation, globals, n_global)) // CTA-uniform
+    return;
+
+  const int64_t headIn = (int64_t)b * Tn * ld_in + (int64_t)h * DH;
+  const int64_t headOut = (int64_t)b * Tn * ld_dout + (int64_t)h * DH;
+  auto keyOf = [&](int t) { return t < S.nq ? S.row(t) : -1; };
+  attn_stage_rows<bf16_t, DH, BR, LD, NT>(Ks, k + headIn, ld_in, DH, vec != 0, 1.f, keyOf);
+  attn_stage_rows<bf16_t, DH, BR, LD, NT>(Vs, v + headIn, ld_in, DH, vec != 0, 1.f, keyOf);
+  int kj[2]; // the thread's keys; -1: past the end or padded (no query sees it)
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int t = row0 + 8 * hr;
+    kj[hr] = t < S.nq && !(kpmRow && kpmRow[S.row(t)]) ? S.row(t) : -1;
+  }
+  float dka[ND][4], dva[ND][4];
+  attn_mma_zero(dka);
+  attn_mma_zero(dva);
+  const float scaleLog2 = scale * kAttnLog2e;
+
+  for (int tile = 0; tile < S.nTiles; ++tile) {
+    const bool gTile = S.globalTile(tile);
+    auto queryOf = [&](int jj) { return S.col(tile, jj); };
+    attn_stage_rows<bf16_t, DH, BC, LD, NT>(Qs, q + headIn, ld_in, DH, vec != 0, 1.f, queryOf);
+    attn_stage_rows<bf16_t, DH, BC, LD, NT>(dOs, dout + headOut, ld_dout, DH, vec != 0, 1.f,
+                                            queryOf);
+    for (int jj = threadIdx.x; jj < BC; jj += NT) {
+      const int i = S.col(tile, jj);
+      const float L = i >= 0 ? lse[bh * Tn + i] : neg_big<float>();
+      colQ[jj] = L > neg_big<float>() ? i : -1; // a query without keys has no pairs
+      colL[jj] = L * kAttnLog2e;
+      colD[jj] = i >= 0 ? Dq[bh * Tn + i] : 0.f;
+    }
+    __syncthreads();
+
+    float s[NS][4], dp[NS][4];
+    attn_bf16_bwd_abt<DH, BC, LD>(s, Ks + 16 * warp * LD, Qs, aOff, bOff);
+    attn_bf16_bwd_abt<DH, BC, LD>(dp, Vs + 16 * warp * LD, dOs, aOff, bOff);
+    attn_bf16_bwd_pairs(s, dp, scaleLog2, bh, Tn, drop,
+                        [&](int n, int hr, int e, int &i, int &j, float &L2, float &D) {
+                          const int jj = 8 * n + 2 * t4 + e;
+                          i = colQ[jj], j = kj[hr], L2 = colL[jj], D = colD[jj];
+                          return i >= 0 && S.admits(i, j, gTile);
+                        });
+    attn_bf16_bwd_accum<DH, BC, LD>(dva, s, dOs, aOff);
+    attn_bf16_bwd_accum<DH, BC, LD>(dka, dp, Qs, aOff);
+    __syncthreads(); // before the next tile overwrites Qs, dOs, the columns
+  }
+
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int t = row0 + 8 * hr;
+    if (t >= S.nq || (Mode == kAttnTileBand && is_global[S.row(t)]))
+      continue;
+    const int64_t row = ((int64_t)b * Tn + S.row(t)) * ld_grad + (int64_t)h * DH;
+#pragma unroll
+    for (int n = 0; n < ND; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = 8 * n + 2 * t4 + e;
+        dk[row + col] = bf16_from_float(dka[n][2 * hr + e] * scale);
+        dv[row + col] = bf16_from_float(dva[n][2 * hr + e]);
+      }
+  }
+}
+
+/// dQ of the CTA's 64 queries: per tile of BC_Q keys (the forward's: dense
+/// up to the last query when causal; band the class's range, then the
+/// global keys) S = Q K^T and dP = dO V^T, then dQ += dS K; dq = scale dQ.
+/// Grid as the dK/dV kernel's, dynamic shared memory
+/// AttnBwdBf16Tile<DH>::smem_dq; operands as the dK/dV kernel. Overwrites
+/// the dq rows of its queries (band mode: not of global queries).
+template <int DH, int Mode>
+__global__ void __launch_bounds__(128) attention_bf16_bwd_dq_kernel(
+    int Tn, const bf16_t *__restrict__ q, const bf16_t *__restrict__ k,
+    const bf16_t *__restrict__ v, int64_t ld_in, const bf16_t *__restrict__ dout,
+    int64_t ld_dout, const float *__restrict__ lse, const float *__restrict__ Dq, bf16_t *dq,
+    int64_t ld_grad, const uint8_t *kpm, int causal, float scale, int vec, int window,
+    int dilation, const uint8_t *is_global, const int32_t *globals, int n_global,
+    AttentionDropout<float> drop) {
+  using C = AttnBwdBf16Tile<DH>;
+  constexpr int BR = C::BR, BC = C::BC_Q, NT = C::NT, LD = C::LD, NS = BC / 8, ND = DH / 8;
+  extern __shared__ __align__(16) unsigned char nncc_attn_bf16_bwd_smem[];
+  bf16_t *Qs = reinterpret_cast<bf16_t *>(nncc_attn_bf16_bwd_smem), *dOs = Qs + BR * LD;
+  bf16_t *Ks = dOs + BR * LD, *Vs = Ks + BC * LD;
+  int *kadm = reinterpret_cast<int *>(Vs + BC * LD);
+
+  const int b = blockIdx.z, h = blockIdx.y, H = gridDim.y;
+  const int64_t bh = (int64_t)b * H + h;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
+  const int row0 = warp * 16 + g; // and row0 + 8
+  const int aOff = attn_bf16_a_off<LD>(lane), bOff = attn_bf16_b_off<LD>(lane);
+  const uint8_t *kpmRow = kpm ? kpm + (int64_t)b * Tn : nullptr;
+  AttnTileSchedule<Mode, BR, BC> S;
+  if (!S.init(Tn, causal, window, dilation, globals, n_global)) // CTA-uniform
+    return;
+
+  const int64_t headIn = (int64_t)b * Tn * ld_in + (int64_t)h * DH;
+  const int64_t headOut = (int64_t)b * Tn * ld_dout + (int64_t)h * DH;
+  auto queryOf = [&](int t) { return t < S.nq ? S.row(t) : -1; };
+  attn_stage_rows<bf16_t, DH, BR, LD, NT>(Qs, q + headIn, ld_in, DH, vec != 0, 1.f, queryOf);
+  attn_stage_rows<bf16_t, DH, BR, LD, NT>(dOs, dout + headOut, ld_dout, DH, vec != 0, 1.f,
+                                          queryOf);
+  int qi[2]; // the thread's queries; -1: past the end or without keys
+  float rowL[2], rowD[2];
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int t = row0 + 8 * hr;
+    const float L = t < S.nq ? lse[bh * Tn + S.row(t)] : neg_big<float>();
+    qi[hr] = L > neg_big<float>() ? S.row(t) : -1;
+    rowL[hr] = L * kAttnLog2e;
+    rowD[hr] = t < S.nq ? Dq[bh * Tn + S.row(t)] : 0.f;
+  }
+  float dqa[ND][4];
+  attn_mma_zero(dqa);
+  const float scaleLog2 = scale * kAttnLog2e;
+
+  for (int tile = 0; tile < S.nTiles; ++tile) {
+    const bool gTile = S.globalTile(tile);
+    auto keyOf = [&](int jj) { return S.col(tile, jj); };
+    attn_stage_rows<bf16_t, DH, BC, LD, NT>(Ks, k + headIn, ld_in, DH, vec != 0, 1.f, keyOf);
+    attn_stage_rows<bf16_t, DH, BC, LD, NT>(Vs, v + headIn, ld_in, DH, vec != 0, 1.f, keyOf);
+    for (int jj = threadIdx.x; jj < BC; jj += NT) {
+      const int j = S.col(tile, jj);
+      kadm[jj] = j >= 0 && !(kpmRow && kpmRow[j]) ? j : -1;
+    }
+    __syncthreads();
+
+    float s[NS][4], dp[NS][4];
+    attn_bf16_bwd_abt<DH, BC, LD>(s, Qs + 16 * warp * LD, Ks, aOff, bOff);
+    attn_bf16_bwd_abt<DH, BC, LD>(dp, dOs + 16 * warp * LD, Vs, aOff, bOff);
+    attn_bf16_bwd_pairs(s, dp, scaleLog2, bh, Tn, drop,
+                        [&](int n, int hr, int e, int &i, int &j, float &L2, float &D) {
+                          i = qi[hr], j = kadm[8 * n + 2 * t4 + e], L2 = rowL[hr], D = rowD[hr];
+                          return i >= 0 && S.admits(i, j, gTile);
+                        });
+    attn_bf16_bwd_accum<DH, BC, LD>(dqa, dp, Ks, aOff);
+    __syncthreads(); // before the next tile overwrites Ks, Vs, kadm
+  }
+
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int t = row0 + 8 * hr;
+    if (t >= S.nq || (Mode == kAttnTileBand && is_global[S.row(t)]))
+      continue;
+    const int64_t row = ((int64_t)b * Tn + S.row(t)) * ld_grad + (int64_t)h * DH;
+#pragma unroll
+    for (int n = 0; n < ND; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        dq[row + 8 * n + 2 * t4 + e] = bf16_from_float(dqa[n][2 * hr + e] * scale);
+  }
+}
+
+/// The two BF16 backward kernels of head size DH (they write disjoint
+/// outputs; both on `stream`) and, in band mode with global tokens, the
+/// global rows (attention_bwd_global_kernel in fp32 on the bf16 rows).
+/// lse, D: fp32 [B, H, T].
+template <int DH, int Mode>
+inline cudaError_t attn_bf16_tc_backward(int B, int Tn, int H, const bf16_t *q, const bf16_t *k,
+                                         const bf16_t *v, int64_t ld_in, const bf16_t *dout,
+                                         int64_t ld_dout, const float *lse, const float *D,
+                                         bf16_t *dq, bf16_t *dk, bf16_t *dv, int64_t ld_grad,
+                                         const uint8_t *kpm, int causal, float scale, int window,
+                                         int dilation, const DilatedGlobals &g,
+                                         const AttentionDropout<float> &drop,
+                                         cudaStream_t stream) {
+  using C = AttnBwdBf16Tile<DH>;
+  const int vec = attn_bwd_vec_loads(q, k, v, ld_in, dout, ld_dout, DH) ? 1 : 0;
+  // Band: perClass CTAs for each residue class r < min(dilation, T).
+  const int perClass = ((Tn + dilation - 1) / dilation + C::BR - 1) / C::BR;
+  const dim3 grid(Mode == kAttnTileDense ? (Tn + C::BR - 1) / C::BR
+                                         : std::min(dilation, Tn) * perClass,
+                  H, B);
+  cudaError_t e;
+  auto dkdv = attention_bf16_bwd_dkdv_kernel<DH, Mode>;
+  if ((e = cudaFuncSetAttribute(dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)C::smem_dkdv)) != cudaSuccess)
+    return e;
+  dkdv<<<grid, C::NT, C::smem_dkdv, stream>>>(Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv,
+                                              ld_grad, kpm, causal, scale, vec, window, dilation,
+                                              g.is_global, g.list, g.n, drop);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  auto dqk = attention_bf16_bwd_dq_kernel<DH, Mode>;
+  if ((e = cudaFuncSetAttribute(dqk, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)C::smem_dq)) != cudaSuccess)
+    return e;
+  dqk<<<grid, C::NT, C::smem_dq, stream>>>(Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq,
+                                           ld_grad, kpm, causal, scale, vec, window, dilation,
+                                           g.is_global, g.list, g.n, drop);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  if (Mode == kAttnTileBand && g.n > 0) {
+    const dim3 gg(g.n, H, B);
+    attention_bwd_global_kernel<float, DH, true, bf16_t><<<gg, 256, 0, stream>>>(
+        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, g.list,
+        drop);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+      return e;
+    attention_bwd_global_kernel<float, DH, false, bf16_t><<<gg, 256, 0, stream>>>(
+        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, nullptr, ld_grad, kpm, causal, scale,
+        g.list, drop);
+    return cudaGetLastError();
+  }
+  return cudaSuccess;
+}
+
+/// Workspace of the BF16 tensor-core backward: the dilated kernels'
+/// global-token tables (globals_bytes, as launch_dilated_attention_dyn;
+/// none for dense), the recomputed forward's lse and D (fp32 [B, H, T])
+/// and its output (bf16 [B T, H dh]; unused when it goes to `core`).
+struct AttnBf16TcBackwardLayout {
+  char *globals = nullptr, *lse = nullptr, *D = nullptr, *out = nullptr;
+  int64_t bytes = 0;
+};
+inline AttnBf16TcBackwardLayout attention_bf16_tc_backward_layout(char *base, int64_t B,
+                                                                  int64_t Tn, int64_t H,
+                                                                  int64_t dh,
+                                                                  int64_t globals_bytes) {
+  AttnScratch a{base};
+  AttnBf16TcBackwardLayout l;
+  if (globals_bytes > 0)
+    l.globals = a.take(globals_bytes);
+  l.lse = a.take(B * H * Tn * (int64_t)sizeof(float));
+  l.D = a.take(B * H * Tn * (int64_t)sizeof(float));
+  l.out = a.take(B * Tn * H * dh * (int64_t)sizeof(bf16_t));
+  l.bytes = a.used;
+  return l;
+}
+
+/// The BF16 tensor-core backward (dh 32/64/128; DHS 0 or dh) over the
+/// layout l: forward(out, ld_out, lse) recomputes the forward (into `core`
+/// when given and nothing is saved, as the f32 launchers, else l.out), then
+/// D and the Mode kernels.
+template <int DHS, int Mode, typename Forward>
+inline cudaError_t attn_bf16_tc_backward_run(
+    int dh, int B, int Tn, int H, const bf16_t *q, const bf16_t *k, const bf16_t *v,
+    int64_t ld_in, const bf16_t *dout, int64_t ld_dout, bf16_t *dq, bf16_t *dk, bf16_t *dv,
+    int64_t ld_grad, const uint8_t *kpm, int causal, float scale, int window, int dilation,
+    const DilatedGlobals &g, const AttentionDropout<float> &drop, bool toCore, bf16_t *core,
+    const AttnBf16TcBackwardLayout &l, Forward &&forward, cudaStream_t stream) {
+  bf16_t *out = toCore ? core : reinterpret_cast<bf16_t *>(l.out);
+  const int64_t ldOut = toCore ? ld_dout : (int64_t)H * dh;
+  float *lse = reinterpret_cast<float *>(l.lse), *D = reinterpret_cast<float *>(l.D);
+  cudaError_t e;
+  if ((e = forward(out, ldOut, lse)) != cudaSuccess ||
+      (e = attention_bwd_rowdot<bf16_t>(B, Tn, H, dh, dout, ld_dout, out, ldOut, D, stream)) !=
+          cudaSuccess)
+    return e;
+  auto run = [&](auto dhc) -> cudaError_t {
+    return attn_bf16_tc_backward<decltype(dhc)::value, Mode>(
+        B, Tn, H, q, k, v, ld_in, dout, ld_dout, lse, D, dq, dk, dv, ld_grad, kpm, causal, scale,
+        window, dilation, g, drop, stream);
+  };
+  if constexpr (DHS != 0)
+    return run(std::integral_constant<int, DHS>());
+  else
+    return dh == 32   ? run(std::integral_constant<int, 32>())
+           : dh == 64 ? run(std::integral_constant<int, 64>())
+                      : run(std::integral_constant<int, 128>());
 }
 
 /// Workspace layout of the dense and dilated backwards (bytes from their
@@ -1037,10 +1493,13 @@ inline AttnBackwardLayout attention_backward_layout(char *base, int64_t B, int64
 
 /// Device scratch (bytes) of launch_flash_attention_backward; `recompute`
 /// = no saved log-sum-exp is passed. elem = sizeof(bf16_t): the bf16
-/// launcher's (attention_bf16_backward_layout; it always recomputes).
+/// launcher's, which always recomputes (dh 32/64/128:
+/// attention_bf16_tc_backward_layout, else attention_bf16_backward_layout).
 inline int64_t flash_attention_backward_workspace_bytes(int64_t B, int64_t Tn, int64_t H,
                                                         int64_t dh, int64_t elem,
                                                         int recompute) {
+  if (elem == (int64_t)sizeof(bf16_t) && attn_bf16_tc_backward_covers((int)dh))
+    return attention_bf16_tc_backward_layout(nullptr, B, Tn, H, dh, 0).bytes;
   if (elem == (int64_t)sizeof(bf16_t))
     return attention_bf16_backward_layout(
                nullptr, B * Tn, H * dh,
@@ -1140,13 +1599,15 @@ inline cudaError_t launch_flash_attention_backward(
   });
 }
 
-/// The bf16 dense backward (see "bf16: the fp32 backward on widened
-/// copies"): launch_flash_attention_backward<float, DHS> in recompute mode
-/// on fp32 copies of q, k, v, dout, its dq, dk, dv and output rounded once;
-/// saved_out / saved_lse (both or neither) are not read, but as in f32 the
-/// recomputed output goes to `core` only without them. Operands otherwise
-/// as the f32 launcher. scratch: flash_attention_backward_workspace_bytes(
-/// B, T, H, dh, sizeof(bf16_t), any).
+/// The bf16 dense backward: dh 32/64/128 on BF16 tensor cores (see "bf16:
+/// the dense backward on BF16 tensor cores"), other head sizes
+/// launch_flash_attention_backward<float, DHS> in recompute mode on fp32
+/// copies of q, k, v, dout, its dq, dk, dv and output rounded once (see
+/// "bf16: the fp32 backward on widened copies"). Both recompute the
+/// forward: saved_out / saved_lse (both or neither) are not read, but as in
+/// f32 the recomputed output goes to `core` only without them. Operands
+/// otherwise as the f32 launcher. scratch:
+/// flash_attention_backward_workspace_bytes(B, T, H, dh, sizeof(bf16_t), any).
 template <typename T, int DHS = 0, std::enable_if_t<is_bf16_v<T>, int> = 0>
 inline cudaError_t launch_flash_attention_backward(
     int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
@@ -1159,6 +1620,18 @@ inline cudaError_t launch_flash_attention_backward(
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
   const int E = H * dh;
+  if (attn_bf16_tc_backward_covers(dh)) {
+    const AttentionDropout<float> drop = attention_dropout_of<float>(dropout, seed, offset);
+    return attn_bf16_tc_backward_run<DHS, kAttnTileDense>(
+        dh, B, Tn, H, q, k, v, ld_in, dout, ld_dout, dq, dk, dv, ld_grad, kpm, causal, scale, 0,
+        1, DilatedGlobals(), drop, core && !saved_lse, core,
+        attention_bf16_tc_backward_layout(scratch, B, Tn, H, dh, 0),
+        [&](T *out, int64_t ldOut, float *lse) {
+          return flash_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ldOut, kpm,
+                                                 causal, scale, lse, drop, stream);
+        },
+        stream);
+  }
   const int64_t rows = (int64_t)B * Tn;
   const AttnBf16BackwardLayout l = attention_bf16_backward_layout(
       scratch, rows, E, flash_attention_backward_workspace_bytes(B, Tn, H, dh, sizeof(float), 1),
@@ -1302,10 +1775,15 @@ __global__ void dilated_attention_bwd_dkdv_kernel(
 
 /// Device scratch (bytes) of launch_dilated_attention_backward; n_global =
 /// the number of host global positions passed. elem = sizeof(bf16_t): the
-/// bf16 launcher's (attention_bf16_backward_layout; it always recomputes).
+/// bf16 launcher's, which always recomputes (dh 32/64/128:
+/// attention_bf16_tc_backward_layout, else attention_bf16_backward_layout).
 inline int64_t dilated_attention_backward_workspace_bytes(int64_t B, int64_t Tn, int64_t H,
                                                           int64_t dh, int64_t n_global,
                                                           int64_t elem, int recompute) {
+  if (elem == (int64_t)sizeof(bf16_t) && attn_bf16_tc_backward_covers((int)dh))
+    return attention_bf16_tc_backward_layout(nullptr, B, Tn, H, dh,
+                                             dilated_attention_scratch_bytes(Tn, n_global))
+        .bytes;
   if (elem == (int64_t)sizeof(bf16_t))
     return attention_bf16_backward_layout(nullptr, B * Tn, H * dh,
                                           dilated_attention_backward_workspace_bytes(
@@ -1386,11 +1864,12 @@ inline cudaError_t launch_dilated_attention_backward(
   });
 }
 
-/// The bf16 dilated backward: launch_dilated_attention_backward<float, DHS>
-/// in recompute mode on fp32 copies, as the bf16
-/// launch_flash_attention_backward. scratch:
-/// dilated_attention_backward_workspace_bytes(B, T, H, dh, n_host_globals,
-/// sizeof(bf16_t), any).
+/// The bf16 dilated backward, as the bf16 launch_flash_attention_backward:
+/// dh 32/64/128 on BF16 tensor cores in band mode (the global rows in fp32
+/// on the bf16 rows: attention_bwd_global_kernel), other head sizes
+/// launch_dilated_attention_backward<float, DHS> in recompute mode on fp32
+/// copies. scratch: dilated_attention_backward_workspace_bytes(B, T, H, dh,
+/// n_host_globals, sizeof(bf16_t), any).
 template <typename T, int DHS = 0, std::enable_if_t<is_bf16_v<T>, int> = 0>
 inline cudaError_t launch_dilated_attention_backward(
     int dh, int B, int Tn, int H, const T *q, const T *k, const T *v, int64_t ld_in,
@@ -1404,6 +1883,25 @@ inline cudaError_t launch_dilated_attention_backward(
     return cudaErrorInvalidValue;
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
+  if (attn_bf16_tc_backward_covers(dh)) {
+    const AttentionDropout<float> drop = attention_dropout_of<float>(dropout, seed, offset);
+    const AttnBf16TcBackwardLayout l = attention_bf16_tc_backward_layout(
+        scratch, B, Tn, H, dh, dilated_attention_scratch_bytes(Tn, n_host_globals));
+    DilatedGlobals g;
+    const cudaError_t e =
+        dilated_upload_globals(Tn, host_globals, n_host_globals, l.globals, g, stream);
+    if (e != cudaSuccess)
+      return e;
+    return attn_bf16_tc_backward_run<DHS, kAttnTileBand>(
+        dh, B, Tn, H, q, k, v, ld_in, dout, ld_dout, dq, dk, dv, ld_grad, kpm, causal, scale,
+        window, dilation, g, drop, core && !saved_lse, core, l,
+        [&](T *out, int64_t ldOut, float *lse) {
+          return dilated_attention_forward<T, DHS>(dh, B, Tn, H, q, k, v, ld_in, out, ldOut, kpm,
+                                                   causal, scale, window, dilation, g, lse, drop,
+                                                   stream);
+        },
+        stream);
+  }
   const int E = H * dh;
   const int64_t rows = (int64_t)B * Tn;
   const AttnBf16BackwardLayout l = attention_bf16_backward_layout(
