@@ -159,6 +159,8 @@ namespace emu {
 
 inline constexpr unsigned kWarp = 32;
 inline constexpr size_t kStaticSmemLimit = 48 * 1024;
+inline constexpr int kGatherWords = 8; // words a lane deposits in one warp_gather
+using WarpWords = uint32_t[kWarp][kGatherWords];
 
 struct Fiber {
   unsigned tid = 0; // threadIdx.x
@@ -176,6 +178,7 @@ struct Fiber {
   int arg = 0, width = 32;
   uint64_t result = 0;
   const void *site = nullptr;
+  uint32_t words[kGatherWords] = {}; // OpGather: the words the lane deposits
 };
 
 /// One running CTA: its threads are fibers [base, base + blockDim.x).
@@ -186,6 +189,10 @@ struct Cta {
   const void *block_site = nullptr;
   std::vector<unsigned> warp_waiting; // per warp: mask of lanes waiting
   std::vector<unsigned> warp_done;    // per warp: mask of lanes that returned
+  struct Gathered {
+    WarpWords words;
+  };
+  std::vector<Gathered> gathered; // per warp: the last warp_gather's table
   unsigned char *dyn = nullptr;       // its dynamic shared memory
 };
 
@@ -410,7 +417,18 @@ inline void check_grid_barrier() {
   yield_to_scheduler();
 }
 
-enum WarpOp { OpSync = 1, OpShflIdx, OpShflUp, OpShflDown, OpShflXor, OpBallot, OpAny, OpAll, OpMatchAny };
+enum WarpOp {
+  OpSync = 1,
+  OpShflIdx,
+  OpShflUp,
+  OpShflDown,
+  OpShflXor,
+  OpBallot,
+  OpAny,
+  OpAll,
+  OpMatchAny,
+  OpGather
+};
 
 inline unsigned existing_lanes(unsigned w) {
   const unsigned n = g.block.x - w * kWarp;
@@ -432,6 +450,14 @@ inline void complete_warp_group(Cta &c, unsigned w, unsigned m, unsigned last) {
       problem("warp masks disagree: lane %u 0x%08x, lane %u 0x%08x", last, m, l, o.mask);
     else if (o.op != ref.op || o.site != ref.site)
       problem("lanes %u and %u meet at different warp primitives (divergence)", last, l);
+  }
+  if (ref.op == OpGather) {
+    if (live != 0xffffffffu)
+      problem("warp_gather by lanes 0x%08x: it needs the whole warp", live);
+    if (c.gathered.empty())
+      c.gathered.resize((g.block.x + kWarp - 1) / kWarp);
+    for (unsigned l = 0; l < 32; ++l)
+      memcpy(c.gathered[w].words[l], lane0[l].words, sizeof(lane0[l].words));
   }
   static std::vector<unsigned> ids; // reused: the emulation runs on one OS thread
   ids.clear();
@@ -468,6 +494,7 @@ inline void complete_warp_group(Cta &c, unsigned w, unsigned m, unsigned last) {
     }
     switch (f.op) {
     case OpSync:
+    case OpGather:
       f.result = 0;
       break;
     case OpShflIdx:
@@ -529,6 +556,22 @@ inline void complete_warp_group(Cta &c, unsigned w, unsigned m, unsigned last) {
     complete_warp_group(c, w, mask, lane);
   yield_to_scheduler();
   return f->result;
+}
+
+/// Every lane of the (whole) warp deposits n <= kGatherWords words and
+/// receives the table of all 32 lanes' words: one warp collective where the
+/// same exchange by shuffles costs one per word and source lane (the
+/// emulation's cost is per collective: a context switch per lane). The
+/// table stays valid until the warp's next warp_gather, which needs every
+/// lane, so no lane overwrites it while another still reads it.
+[[gnu::noinline]] inline const WarpWords &warp_gather(const uint32_t *w, int n,
+                                                      const void *site) {
+  Fiber *f = g.cur;
+  if (n < 0 || n > kGatherWords)
+    problem("warp_gather of %d words (at most %d)", n, kGatherWords);
+  memcpy(f->words, w, sizeof(uint32_t) * (size_t)std::clamp(n, 0, kGatherWords));
+  warp_op(OpGather, 0xffffffffu, 0, n, 32, site);
+  return g.cta[f->cta].gathered[f->tid / kWarp].words;
 }
 
 template <typename T> inline uint64_t to_bits(T v) {
@@ -965,6 +1008,12 @@ template <typename T> [[gnu::noinline]] T __shfl_xor_sync(unsigned m, T v, int x
 }
 template <typename T> [[gnu::noinline]] unsigned __match_any_sync(unsigned m, T v, EMU_LOC) {
   return (unsigned)emu::warp_op(emu::OpMatchAny, m, emu::to_bits(v), 0, 32, EMU_SITE);
+}
+/// The emulation's warp_gather for the kernels' fragment exchanges
+/// (AttnWarpWords in nncc/Kernels/CUDA/Attention.cuh).
+[[gnu::noinline]] inline const emu::WarpWords &__nncc_emu_warp_gather(const uint32_t *w, int n,
+                                                                    EMU_LOC) {
+  return emu::warp_gather(w, n, EMU_SITE);
 }
 inline unsigned __activemask() { return 0xffffffffu; }
 inline void __threadfence() {}

@@ -14,6 +14,10 @@
 //          split      two groups that overlap at one lane (a mask
 //                     disagreement, an exit the other group waits for, or a
 //                     deadlock: whichever the schedule meets first)
+//          gather     __nncc_emu_warp_gather in a warp of 16 lanes
+// The checks include __nncc_emu_warp_gather (the kernels' fragment exchange
+// for mma and ldmatrix): every lane's words, round after round (a lane that
+// runs ahead must not overwrite the table another lane still reads).
 #include <cuda_runtime.h>
 
 #include "emu_test.h"
@@ -77,6 +81,28 @@ __global__ void misuse_kernel(int mode, int *out) {
   out[threadIdx.x] = v;
 }
 
+/// Round r: lane t deposits r * 1000 + 8 t + i (i < 6) and checks the whole
+/// table; out[t] counts the wrong words.
+__global__ void gather_kernel(int rounds, int *out) {
+  const int t = (int)threadIdx.x, w0 = t - t % 32;
+  int wrong = 0;
+  for (int r = 0; r < rounds; ++r) {
+    uint32_t mine[6];
+    for (int i = 0; i < 6; ++i)
+      mine[i] = (uint32_t)(r * 1000 + 8 * t + i);
+    const uint32_t(*all)[8] = __nncc_emu_warp_gather(mine, 6);
+    for (int l = 0; l < 32; ++l)
+      for (int i = 0; i < 6; ++i)
+        wrong += all[l][i] != (uint32_t)(r * 1000 + 8 * (w0 + l) + i);
+  }
+  out[t] = wrong;
+}
+
+__global__ void gather_partial_kernel(int *out) {
+  const uint32_t mine[1] = {threadIdx.x};
+  out[threadIdx.x] = (int)__nncc_emu_warp_gather(mine, 1)[0][0];
+}
+
 template <typename K, typename... A> void run(K k, const char *name, dim3 block, A... a) {
   ::emu::launch(k, dim3(1), block, 0, nullptr, name, [&](auto... x) { k(x...); })(a...);
 }
@@ -84,17 +110,20 @@ template <typename K, typename... A> void run(K k, const char *name, dim3 block,
 int main(int argc, char **argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (!mode.empty()) {
-    const char *modes[] = {"self", "masks", "sites", "outside", "exited", "split"};
+    const char *modes[] = {"self", "masks", "sites", "outside", "exited", "split", "gather"};
     int m = -1;
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < 7; ++i)
       if (mode == modes[i])
         m = i;
     if (m < 0) {
       fprintf(stderr, "unknown mode %s\n", mode.c_str());
       return 2;
     }
-    std::vector<int> out(32);
-    run(misuse_kernel, "misuse_kernel", dim3(32), m, out.data());
+    std::vector<int> out(48);
+    if (mode == "gather")
+      run(gather_partial_kernel, "gather_partial_kernel", dim3(48), out.data());
+    else
+      run(misuse_kernel, "misuse_kernel", dim3(32), m, out.data());
     return emutest::finish();
   }
   {
@@ -127,6 +156,9 @@ int main(int argc, char **argv) {
       }
       G.cmp(std::to_string(threads) + " threads", want.data(), out.data(), want.size());
     }
+    std::vector<int> wrong(64, -1), none(64, 0);
+    run(gather_kernel, "gather_kernel", dim3(64), 50, wrong.data());
+    G.cmp("gather, 2 warps x 50 rounds", none.data(), wrong.data(), none.size());
   }
   return emutest::finish();
 }

@@ -296,11 +296,34 @@ __device__ __forceinline__ uint32_t attn_to_tf32(float x) {
 #endif
 }
 
+/// Words w[0..N) of every lane of the warp, for the fallbacks of the
+/// warp-wide instructions below (mma, ldmatrix): get(i, l) = lane l's w[i],
+/// by one shuffle each (sm < 80) or, under the host emulation, from one
+/// warp collective (__nncc_emu_warp_gather: the emulation's cost is per
+/// collective, so an mma is one instead of 32 or 64). Every lane of the
+/// warp must take part, as in the instructions.
+template <int N> struct AttnWarpWords {
+#if defined(NNCC_CUDA_EMULATION)
+  const uint32_t (*all)[8];
+  __device__ explicit AttnWarpWords(const uint32_t (&w)[N]) : all(__nncc_emu_warp_gather(w, N)) {}
+  __device__ uint32_t get(int i, int lane) const { return all[lane][i]; }
+#else
+  uint32_t w[N];
+  __device__ explicit AttnWarpWords(const uint32_t (&v)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      w[i] = v[i];
+  }
+  __device__ uint32_t get(int i, int lane) const { return __shfl_sync(0xffffffffu, w[i], lane); }
+#endif
+};
+
 /// d += A B for one m16n8k8 TF32 tensor-core tile, fp32 accumulation, in
 /// PTX's fragment layout (g = lane / 4, t = lane % 4): a = A[g][t],
 /// A[g+8][t], A[g][t+4], A[g+8][t+4]; b = B[t][g], B[t+4][g]; d = D[g][2t],
 /// D[g][2t+1], D[g+8][2t], D[g+8][2t+1]. Without the instruction (sm < 80,
-/// the host emulation) the same product by warp shuffles.
+/// the host emulation) the same product from the lanes' fragments
+/// (AttnWarpWords).
 __device__ __forceinline__ void attn_mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                               uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
@@ -310,14 +333,16 @@ __device__ __forceinline__ void attn_mma_tf32(float (&d)[4], const uint32_t (&a)
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #else
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b0, b1};
+  const AttnWarpWords<6> w(mine);
 #pragma unroll
   for (int kk = 0; kk < 8; ++kk) {
     const bool hi = kk >= 4;
     const int kl = kk & 3;
-    const float aLo = __uint_as_float(__shfl_sync(0xffffffffu, hi ? a[2] : a[0], g * 4 + kl));
-    const float aHi = __uint_as_float(__shfl_sync(0xffffffffu, hi ? a[3] : a[1], g * 4 + kl));
-    const float bE = __uint_as_float(__shfl_sync(0xffffffffu, hi ? b1 : b0, 8 * t + kl));
-    const float bO = __uint_as_float(__shfl_sync(0xffffffffu, hi ? b1 : b0, 8 * t + 4 + kl));
+    const float aLo = __uint_as_float(w.get(hi ? 2 : 0, g * 4 + kl));
+    const float aHi = __uint_as_float(w.get(hi ? 3 : 1, g * 4 + kl));
+    const float bE = __uint_as_float(w.get(hi ? 5 : 4, 8 * t + kl));
+    const float bO = __uint_as_float(w.get(hi ? 5 : 4, 8 * t + 4 + kl));
     d[0] += aLo * bE;
     d[1] += aLo * bO;
     d[2] += aHi * bE;
@@ -453,7 +478,7 @@ __device__ __forceinline__ void attn_stage_rows_async(T *dst, const T *src, int6
 /// (g, 2t) and (g, 2t + 1), or with Trans (2t, g) and (2t + 1, g) (g = l / 4,
 /// t = l % 4; the first in the low half): mma B fragments of K^T from key
 /// rows, and of V from its rows with Trans. Without the instruction the same
-/// by warp shuffles of the offsets.
+/// from the lanes' offsets (AttnWarpWords).
 template <bool Trans>
 __device__ __forceinline__ void attn_ldmatrix_x4(uint32_t (&r)[4], const bf16_t *base, int off) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
@@ -468,10 +493,12 @@ __device__ __forceinline__ void attn_ldmatrix_x4(uint32_t (&r)[4], const bf16_t 
                  : "r"(a));
 #else
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const uint32_t mine[1] = {(uint32_t)off};
+  const AttnWarpWords<1> w(mine);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const int o0 = __shfl_sync(0xffffffffu, off, 8 * i + (Trans ? 2 * t : g));
-    const int o1 = __shfl_sync(0xffffffffu, off, 8 * i + (Trans ? 2 * t + 1 : g));
+    const int o0 = (int)w.get(0, 8 * i + (Trans ? 2 * t : g));
+    const int o1 = (int)w.get(0, 8 * i + (Trans ? 2 * t + 1 : g));
     const int c0 = Trans ? g : 2 * t, c1 = Trans ? g : 2 * t + 1;
     r[i] = (uint32_t)base[o0 + c0].bits | ((uint32_t)base[o1 + c1].bits << 16);
   }
@@ -500,7 +527,8 @@ __device__ __forceinline__ uint32_t attn_ld_bf16x2(const bf16_t *p) {
 /// two bf16, the lower column or row in the low half): a = A[g][2t..2t+1],
 /// A[g+8][2t..2t+1], A[g][2t+8..2t+9], A[g+8][2t+8..2t+9]; b = B[2t..2t+1][g],
 /// B[2t+8..2t+9][g]; d as attn_mma_tf32. Without the instruction the same
-/// product by warp shuffles (bf16 products are exact in fp32).
+/// product from the lanes' fragments (AttnWarpWords; bf16 products are
+/// exact in fp32).
 __device__ __forceinline__ void attn_mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                               uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && !defined(NNCC_CUDA_EMULATION)
@@ -511,14 +539,16 @@ __device__ __forceinline__ void attn_mma_bf16(float (&d)[4], const uint32_t (&a)
 #else
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   auto half = [](uint32_t x, int hi) { return bf16_bits_float(hi ? x & 0xffff0000u : x << 16); };
+  const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b0, b1};
+  const AttnWarpWords<6> w(mine);
 #pragma unroll
   for (int kk = 0; kk < 16; ++kk) {
     const bool hi = kk >= 8;
     const int kl = kk & 7, src = kl >> 1, h = kl & 1;
-    const float aLo = half(__shfl_sync(0xffffffffu, hi ? a[2] : a[0], g * 4 + src), h);
-    const float aHi = half(__shfl_sync(0xffffffffu, hi ? a[3] : a[1], g * 4 + src), h);
-    const float bE = half(__shfl_sync(0xffffffffu, hi ? b1 : b0, 8 * t + src), h);
-    const float bO = half(__shfl_sync(0xffffffffu, hi ? b1 : b0, 8 * t + 4 + src), h);
+    const float aLo = half(w.get(hi ? 2 : 0, g * 4 + src), h);
+    const float aHi = half(w.get(hi ? 3 : 1, g * 4 + src), h);
+    const float bE = half(w.get(hi ? 5 : 4, 8 * t + src), h);
+    const float bO = half(w.get(hi ? 5 : 4, 8 * t + 4 + src), h);
     d[0] += aLo * bE;
     d[1] += aLo * bO;
     d[2] += aHi * bE;
