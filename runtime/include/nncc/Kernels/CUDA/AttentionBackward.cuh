@@ -957,6 +957,31 @@ __global__ void __launch_bounds__(256) attention_bwd_global_kernel(
   }
 }
 
+/// The dilated backward's global-token rows (none when g.n == 0): dk, dv of
+/// the global keys, then dq of the global queries (attention_bwd_global_kernel,
+/// computing in T on rows stored as S).
+template <typename T, int DH, typename S>
+inline cudaError_t attn_bwd_global_rows(int B, int Tn, int H, const S *q, const S *k, const S *v,
+                                        int64_t ld_in, const S *dout, int64_t ld_dout,
+                                        const T *lse, const T *D, S *dq, S *dk, S *dv,
+                                        int64_t ld_grad, const uint8_t *kpm, int causal, T scale,
+                                        const DilatedGlobals &g, const AttentionDropout<T> &drop,
+                                        cudaStream_t stream) {
+  if (g.n <= 0)
+    return cudaSuccess;
+  const dim3 grid(g.n, H, B);
+  attention_bwd_global_kernel<T, DH, true, S><<<grid, 256, 0, stream>>>(
+      Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, g.list,
+      drop);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return e;
+  attention_bwd_global_kernel<T, DH, false, S><<<grid, 256, 0, stream>>>(
+      Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, nullptr, ld_grad, kpm, causal, scale, g.list,
+      drop);
+  return cudaGetLastError();
+}
+
 /// Whether the backward tile kernels may use 16-byte loads of q, k, v and
 /// dout rows.
 template <typename T>
@@ -1009,18 +1034,9 @@ inline cudaError_t attn_tile_backward(int B, int Tn, int H, const T *q, const T 
       dilation, g.is_global, g.list, g.n, drop);
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
-  if (Mode == kAttnTileBand && g.n > 0) {
-    const dim3 grid(g.n, H, B);
-    attention_bwd_global_kernel<T, DH, true, T><<<grid, 256, 0, stream>>>(
-        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, g.list,
-        drop);
-    if ((e = cudaGetLastError()) != cudaSuccess)
-      return e;
-    attention_bwd_global_kernel<T, DH, false, T><<<grid, 256, 0, stream>>>(
-        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, nullptr, ld_grad, kpm, causal, scale,
-        g.list, drop);
-    return cudaGetLastError();
-  }
+  if (Mode == kAttnTileBand)
+    return attn_bwd_global_rows<T, DH>(B, Tn, H, q, k, v, ld_in, dout, ld_dout, lse, D, dq, dk,
+                                       dv, ld_grad, kpm, causal, scale, g, drop, stream);
   return cudaSuccess;
 }
 
@@ -1397,18 +1413,9 @@ inline cudaError_t attn_bf16_tc_backward(int B, int Tn, int H, const bf16_t *q, 
                                            g.is_global, g.list, g.n, drop);
   if ((e = cudaGetLastError()) != cudaSuccess)
     return e;
-  if (Mode == kAttnTileBand && g.n > 0) {
-    const dim3 gg(g.n, H, B);
-    attention_bwd_global_kernel<float, DH, true, bf16_t><<<gg, 256, 0, stream>>>(
-        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dk, dv, ld_grad, kpm, causal, scale, g.list,
-        drop);
-    if ((e = cudaGetLastError()) != cudaSuccess)
-      return e;
-    attention_bwd_global_kernel<float, DH, false, bf16_t><<<gg, 256, 0, stream>>>(
-        Tn, q, k, v, ld_in, dout, ld_dout, lse, D, dq, nullptr, ld_grad, kpm, causal, scale,
-        g.list, drop);
-    return cudaGetLastError();
-  }
+  if (Mode == kAttnTileBand)
+    return attn_bwd_global_rows<float, DH>(B, Tn, H, q, k, v, ld_in, dout, ld_dout, lse, D, dq,
+                                           dk, dv, ld_grad, kpm, causal, scale, g, drop, stream);
   return cudaSuccess;
 }
 
