@@ -1189,6 +1189,29 @@ __device__ __forceinline__ void attn_bf16_bwd_pairs(float (&s)[NS][4], float (&d
       }
 }
 
+/// The end of both kernels: the warp's rows of `acc` (mma layout; rows
+/// row0, row0 + 8 of the CTA's, columns 8 n + 2 t4 + e) times `mul`, rounded
+/// into dst's rows (head column h0, row stride ld; row base0 + S.row(t)),
+/// but rows past the CTA's and, in band mode, global rows.
+template <int Mode, int ND, typename Sched>
+__device__ __forceinline__ void attn_bf16_bwd_store(bf16_t *dst, const float (&acc)[ND][4],
+                                                    float mul, const Sched &S, int row0, int t4,
+                                                    int64_t base0, int64_t h0, int64_t ld,
+                                                    const uint8_t *is_global) {
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int t = row0 + 8 * hr;
+    if (t >= S.nq || (Mode == kAttnTileBand && is_global[S.row(t)]))
+      continue;
+    bf16_t *row = dst + (base0 + S.row(t)) * ld + h0;
+#pragma unroll
+    for (int n = 0; n < ND; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        row[8 * n + 2 * t4 + e] = bf16_from_float(acc[n][2 * hr + e] * mul);
+  }
+}
+
 /// dK and dV of the CTA's 64 keys: per tile of BC_KV queries that see them
 /// (AttnTileSchedule with KeyRows: dense from the first key's on when
 /// causal; band the class's range, then the global queries) S^T = K Q^T
@@ -1269,21 +1292,10 @@ __global__ void __launch_bounds__(128) attention_bf16_bwd_dkdv_kernel(
     __syncthreads(); // before the next tile overwrites Qs, dOs, the columns
   }
 
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    const int t = row0 + 8 * hr;
-    if (t >= S.nq || (Mode == kAttnTileBand && is_global[S.row(t)]))
-      continue;
-    const int64_t row = ((int64_t)b * Tn + S.row(t)) * ld_grad + (int64_t)h * DH;
-#pragma unroll
-    for (int n = 0; n < ND; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int col = 8 * n + 2 * t4 + e;
-        dk[row + col] = bf16_from_float(dka[n][2 * hr + e] * scale);
-        dv[row + col] = bf16_from_float(dva[n][2 * hr + e]);
-      }
-  }
+  attn_bf16_bwd_store<Mode>(dk, dka, scale, S, row0, t4, (int64_t)b * Tn, (int64_t)h * DH,
+                            ld_grad, is_global);
+  attn_bf16_bwd_store<Mode>(dv, dva, 1.f, S, row0, t4, (int64_t)b * Tn, (int64_t)h * DH,
+                            ld_grad, is_global);
 }
 
 /// dQ of the CTA's 64 queries: per tile of BC_Q keys (the forward's: dense
@@ -1360,18 +1372,8 @@ __global__ void __launch_bounds__(128) attention_bf16_bwd_dq_kernel(
     __syncthreads(); // before the next tile overwrites Ks, Vs, kadm
   }
 
-#pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    const int t = row0 + 8 * hr;
-    if (t >= S.nq || (Mode == kAttnTileBand && is_global[S.row(t)]))
-      continue;
-    const int64_t row = ((int64_t)b * Tn + S.row(t)) * ld_grad + (int64_t)h * DH;
-#pragma unroll
-    for (int n = 0; n < ND; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e)
-        dq[row + 8 * n + 2 * t4 + e] = bf16_from_float(dqa[n][2 * hr + e] * scale);
-  }
+  attn_bf16_bwd_store<Mode>(dq, dqa, scale, S, row0, t4, (int64_t)b * Tn, (int64_t)h * DH,
+                            ld_grad, is_global);
 }
 
 /// The two BF16 backward kernels of head size DH (they write disjoint
