@@ -41,7 +41,7 @@ def main():
         plan = json.loads(nncc("inspect", src, "--memory", *extra, *dim_args))
         stats_path = os.path.join(tmp, model + ".json")
         nncc("run", src, "--random-inputs", "--quiet", *extra, *dim_args,
-             "--memory-stats", stats_path, "-o", os.path.join(tmp, model + ".st"))
+             "--memory-stats", stats_path)
         with open(stats_path) as f:
             stats = json.load(f)
         mode = "training" if a.grad else "forward"

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 TEST(Philox, MatchesRandom123KnownAnswers) {
@@ -64,6 +65,37 @@ TEST(Philox, FillsAreReproducibleAndOffsetable) {
   for (size_t i = 0; i < n2.size(); ++i) {
     ASSERT_EQ(n2[i], n1[401 + i]);
     ASSERT_EQ(n1[401 + i], nncc_rng_normal(1, 2, 3 + 401 + i));
+  }
+}
+
+TEST(Philox, FillsEqualThePerElementFunctions) {
+  // The fills share one Philox block (and one Box-Muller pair) between
+  // neighbouring elements; every element must still be the per-element
+  // function's value, for every alignment of offset and length to a block.
+  const uint64_t seed = 0x5eedull, stream = 3;
+  for (uint64_t offset : {0, 1, 2, 3, 5, 1000001}) {
+    for (uint64_t n : {0, 1, 2, 3, 4, 5, 7, 8, 9, 13, 64, 67}) {
+      SCOPED_TRACE("offset " + std::to_string(offset) + " n " + std::to_string(n));
+      std::vector<uint32_t> u(n);
+      std::vector<float> uf(n), nf(n);
+      std::vector<double> ud(n), nd(n);
+      std::vector<uint8_t> bern(n);
+      nncc_rng_fill_u32(u.data(), n, seed, stream, offset);
+      nncc_rng_fill_uniform_f32(uf.data(), n, seed, stream, offset, -0.5f, 0.25f);
+      nncc_rng_fill_normal_f32(nf.data(), n, seed, stream, offset, 0.1f, 0.02f);
+      nncc_rng_fill_uniform_f64(ud.data(), n, seed, stream, offset, -2.0, 3.0);
+      nncc_rng_fill_normal_f64(nd.data(), n, seed, stream, offset, 1.0, 0.5);
+      nncc_rng_fill_bernoulli_u8(bern.data(), n, seed, stream, offset, 0.3f);
+      for (uint64_t i = 0; i < n; ++i) {
+        uint64_t e = offset + i;
+        ASSERT_EQ(u[i], nncc_rng_u32(seed, stream, e)) << i;
+        ASSERT_EQ(uf[i], nncc_rng_uniform_range(seed, stream, e, -0.5f, 0.25f)) << i;
+        ASSERT_EQ(nf[i], NNCC_RNG_FMA(0.02f, nncc_rng_normal(seed, stream, e), 0.1f)) << i;
+        ASSERT_EQ(ud[i], -2.0 + 5.0 * nncc_rng_uniform_double(seed, stream, e)) << i;
+        ASSERT_EQ(nd[i], 1.0 + 0.5 * nncc_rng_normal_double(seed, stream, e)) << i;
+        ASSERT_EQ(bern[i], nncc_rng_bernoulli(seed, stream, e, 0.3f)) << i;
+      }
+    }
   }
 }
 
