@@ -50,6 +50,16 @@ nncc_cache = lit_config.params.get("nncc_cache",
 config.environment["NNCC_OPT_LEVEL"] = lit_config.params.get("nncc_opt_level", "0")
 config.environment["NNCC_CACHE_DIR"] = nncc_cache
 config.substitutions.append(("%nncc_cache", nncc_cache))
+# One directory of precompiled host preludes (NNCC_PCH_DIR) for every test,
+# those with a cache of their own included: the prelude is built once per
+# optimisation level and precision, not once per test.
+config.environment["NNCC_PCH_DIR"] = os.path.join(nncc_cache, "pch")
+
+# `gnu-cxx`: the tests' host compiler (c++: lit passes no $CXX) is GCC's,
+# which the precompiled prelude needs (test/Target/host-pch.test).
+host_cxx = shutil.which("c++")
+if host_cxx and "g++" in os.path.basename(os.path.realpath(host_cxx)):
+    config.available_features.add("gnu-cxx")
 
 llvm_config.with_environment("PATH", config.nncc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -25,6 +25,14 @@ std::string driver::cacheRoot() {
   return "/tmp/nncc-cache";
 }
 
+std::string driver::pchRoot() {
+  if (const char *e = std::getenv("NNCC_PCH"); e && llvm::StringRef(e) == "0")
+    return "";
+  if (const char *d = std::getenv("NNCC_PCH_DIR"); d && *d)
+    return d;
+  return cacheRoot() + "/pch";
+}
+
 bool driver::compileCached(mlir::ModuleOp module, llvm::StringRef source,
                            const CacheKeyOptions &options, std::string &libPath) {
   std::string optError;
@@ -74,6 +82,7 @@ bool driver::compileCached(mlir::ModuleOp module, llvm::StringRef source,
   opts.target = options.cuda ? CompileTarget::CUDA : CompileTarget::CPU;
   opts.precision = options.precision;
   opts.optLevel = *optLevel;
+  opts.pchDir = pchRoot();
   CompileArtifacts artifacts;
   if (mlir::failed(compileModel(module, opts, artifacts))) {
     llvm::sys::fs::remove_directories(tmp);

@@ -9,11 +9,15 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Chrono.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
 
 using namespace mlir;
 
@@ -167,6 +171,115 @@ LogicalResult makeBundle(ModuleOp module, const CompileArtifacts &out,
   return success();
 }
 
+/// `cxx` resolved through PATH and symlinks; empty when not found.
+std::string resolvedProgram(const std::string &cxx) {
+  std::string program = cxx;
+  if (!llvm::sys::path::is_absolute(program)) {
+    auto found = llvm::sys::findProgramByName(program);
+    if (!found)
+      return "";
+    program = *found;
+  }
+  llvm::SmallString<256> real;
+  if (llvm::sys::fs::real_path(program, real))
+    return "";
+  return std::string(real);
+}
+
+/// Removes the precompiled preludes in `pchDir` beyond the newest few, and
+/// abandoned builds; only those untouched for an hour, so that no running
+/// compile loses the prelude it chose.
+void prunePreludes(const std::string &pchDir) {
+  constexpr size_t kKept = 6;
+  auto hourAgo = std::chrono::system_clock::now() - std::chrono::hours(1);
+  std::vector<std::pair<llvm::sys::TimePoint<>, std::string>> dirs;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(pchDir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    llvm::sys::fs::file_status st;
+    if (llvm::sys::fs::status(it->path(), st) || st.type() != llvm::sys::fs::file_type::directory_file)
+      continue;
+    dirs.push_back({st.getLastModificationTime(), it->path()});
+  }
+  std::sort(dirs.begin(), dirs.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
+  size_t kept = 0;
+  for (const auto &[time, path] : dirs) {
+    bool abandoned = llvm::sys::path::filename(path).starts_with("tmp-");
+    if (!abandoned && kept < kKept) {
+      ++kept;
+      continue;
+    }
+    if (time < hourAgo)
+      llvm::sys::fs::remove_directories(path);
+  }
+}
+
+/// The precompiled prelude (target::hostPrelude()) for a GCC host compile
+/// with `flags`: the header to pass to -include, its .gch beside it, built
+/// on first use in pchDir/<key>. The key covers the compiler binary, the
+/// flags and compilerFingerprint() (the runtime headers' sizes and times),
+/// so any change gets a new one. Empty when none can be used (no pchDir,
+/// another compiler, a failed build): the compile then parses the headers.
+/// Built in a private directory and renamed into place, like the compile
+/// cache, so concurrent compiles are safe.
+std::string precompiledPrelude(const std::string &cxx, llvm::ArrayRef<std::string> flags,
+                               const std::string &pchDir) {
+  if (pchDir.empty())
+    return "";
+  // GCC's driver (g++, or c++ and versioned names that resolve to it):
+  // the prelude is GCC's .gch format.
+  std::string program = resolvedProgram(cxx);
+  llvm::StringRef name = llvm::sys::path::filename(program);
+  if (!name.contains("g++") || name.contains("clang"))
+    return "";
+  llvm::sys::fs::file_status st;
+  if (llvm::sys::fs::status(program, st))
+    return "";
+  llvm::SHA256 h;
+  h.update(program + ":" + std::to_string(st.getSize()) + ":" +
+           std::to_string(st.getLastModificationTime().time_since_epoch().count()));
+  for (const std::string &f : flags) {
+    h.update(llvm::StringRef("\0", 1));
+    h.update(f);
+  }
+  h.update(llvm::StringRef("\0", 1));
+  h.update(compilerFingerprint());
+  std::string key = llvm::toHex(h.final(), /*LowerCase=*/true).substr(0, 32);
+  std::string dir = pchDir + "/" + key;
+  std::string prelude = dir + "/prelude.h";
+  if (llvm::sys::fs::exists(prelude + ".gch"))
+    return prelude;
+  llvm::SmallString<256> tmp;
+  if (llvm::sys::fs::create_directories(pchDir) ||
+      llvm::sys::fs::createUniqueDirectory(pchDir + "/tmp-" + key, tmp))
+    return "";
+  std::string tmpPrelude = std::string(tmp) + "/prelude.h";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(tmpPrelude, ec);
+    if (!ec)
+      os << target::hostPrelude();
+  }
+  llvm::SmallVector<llvm::StringRef> args = {program};
+  args.append(flags.begin(), flags.end());
+  std::string gch = tmpPrelude + ".gch";
+  args.append({"-x", "c++-header", tmpPrelude, "-o", gch});
+  std::optional<llvm::StringRef> quiet[] = {llvm::StringRef(""), llvm::StringRef(""),
+                                           llvm::StringRef("")};
+  if (llvm::sys::ExecuteAndWait(program, args, std::nullopt, quiet) != 0 ||
+      !llvm::sys::fs::exists(gch)) {
+    llvm::sys::fs::remove_directories(tmp);
+    return "";
+  }
+  if (llvm::sys::fs::rename(tmp, dir)) {
+    // Another compile built the same prelude first: use that one.
+    llvm::sys::fs::remove_directories(tmp);
+    return llvm::sys::fs::exists(prelude + ".gch") ? prelude : "";
+  }
+  prunePreludes(pchDir);
+  return prelude;
+}
+
 } // namespace
 
 LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
@@ -260,6 +373,17 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     out.builtCuda = true;
   }
   out.libraryPath = path("lib" + model + ".so");
+  // The host source's compile flags. -fno-trapping-math: generated loops
+  // call the kernels' branch-free exp and tanh; it lets them vectorise and
+  // changes no result (docs/kernels.md).
+  std::vector<std::string> hostFlags = {"-std=c++17", optFlag, "-fno-trapping-math", "-fPIC",
+                                        "-fopenmp", "-fvisibility=hidden"};
+  if (llvm::StringRef(NNCC_HOST_MARCH).size())
+    hostFlags.push_back(std::string("-march=") + NNCC_HOST_MARCH);
+  if (!precisionDefine.empty())
+    hostFlags.push_back(precisionDefine);
+  hostFlags.insert(hostFlags.end(), {"-I", runtime.includeDir});
+  std::string prelude = precompiledPrelude(cxx, hostFlags, opts.pchDir);
   // The link. `rpaths`: where the runtime libraries are found when the
   // library loads (the build's or install's lib/, or $ORIGIN in a bundle);
   // `preload`: libraries of the bundle recorded as direct dependencies, so
@@ -268,16 +392,11 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
   auto link = [&](const std::vector<std::string> &searchDirs,
                   const std::vector<std::string> &rpaths,
                   const std::vector<std::string> &preload) {
-    // -fno-trapping-math: generated loops call the kernels' branch-free exp
-    // and tanh; it lets them vectorise and changes no result (docs/kernels.md).
-    std::vector<std::string> argv = {
-        cxx,     "-std=c++17", optFlag,    "-fno-trapping-math",
-        "-fPIC", "-shared",    "-fopenmp", "-fvisibility=hidden"};
-    if (llvm::StringRef(NNCC_HOST_MARCH).size())
-      argv.push_back(std::string("-march=") + NNCC_HOST_MARCH);
-    if (!precisionDefine.empty())
-      argv.push_back(precisionDefine);
-    argv.insert(argv.end(), {"-I", runtime.includeDir, out.cppPath});
+    std::vector<std::string> argv = {cxx};
+    argv.insert(argv.end(), hostFlags.begin(), hostFlags.end());
+    if (!prelude.empty())
+      argv.insert(argv.end(), {"-include", prelude});
+    argv.insert(argv.end(), {"-shared", out.cppPath});
     argv.insert(argv.end(), objects.begin(), objects.end());
     argv.insert(argv.end(), {"-o", out.libraryPath, "-Wl,-soname,lib" + model + ".so",
                              "-Wl,--exclude-libs,ALL"});

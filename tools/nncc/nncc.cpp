@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "Run.h"
 
+#include "nncc/Driver/CompileCache.h"
 #include "nncc/Driver/FrontEnd.h"
 #include "nncc/Driver/Support.h"
 #include "nncc/Frontend/AST.h"
@@ -178,6 +179,7 @@ int buildLibrary(mlir::ModuleOp module) {
   opts.outputDir = outputFile;
   opts.target = compileTarget;
   opts.cudaArch = cudaArch;
+  opts.pchDir = nncc::driver::pchRoot();
   if (compileOptLevel.getNumOccurrences()) {
     char c = compileOptLevel;
     if (c < '0' || c > '3')

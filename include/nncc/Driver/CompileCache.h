@@ -27,6 +27,11 @@ struct CacheKeyOptions {
 /// ~/.cache/nncc.
 std::string cacheRoot();
 
+/// Where host compiles keep their precompiled prelude
+/// (CompileOptions::pchDir): $NNCC_PCH_DIR, else cacheRoot()/pch; empty
+/// (none) when $NNCC_PCH is 0.
+std::string pchRoot();
+
 /// Compiles `module` (at the nnk stage) into the cache unless a library for
 /// the same source, compiler and options is there; sets `libPath`. Built in
 /// a private directory and renamed into place, so concurrent runs are safe.

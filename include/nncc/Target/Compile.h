@@ -25,6 +25,11 @@ struct CompileOptions {
   Precision precision = Precision::F32; // real_t (-DNNCC_PRECISION_F64 / _BF16)
   bool bundle = false;                // a self-contained directory (nncc-runner, libraries)
   int optLevel = 3;                   // -O of the host C++ (and nvcc's host pass), 0-3
+  /// Where the host compile keeps its precompiled prelude (GCC only): the
+  /// runtime headers every generated source includes, parsed once per
+  /// compiler, flags and header state instead of once per model. Empty:
+  /// none (the headers are parsed each time).
+  std::string pchDir;
 };
 
 /// The host code's optimisation level when no -O is given:

@@ -25,6 +25,9 @@ namespace nncc::target {
 /// that the library runs on CUDA only (f32 and f64 print the same source).
 mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os, bool withCuda,
                             Precision precision = Precision::F32);
+/// A header that includes every header emitCpp's sources may include: the
+/// host compile's precompiled prelude (nncc/Target/Compile.h).
+std::string hostPrelude();
 /// <model>.cu: the CUDA launch sequence (generated kernels, cuBLAS, the
 /// .cuh kernels of runtime/include/nncc/Kernels/CUDA). `precision` bf16:
 /// fails at the first op without a bf16 kernel, and for a training module.
