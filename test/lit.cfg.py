@@ -86,7 +86,13 @@ if config.nncc_have_nvcc:
     # the front end still checks every instantiation and ptxas every resource
     # limit, in a twentieth of the time. Kernels that run are built at -O3
     # (utils/device_prep.sh, nncc compile).
-    config.substitutions.append(("%nvcc_check", config.nncc_nvcc + " -O0 -Xcicc -O0 -Xptxas -O0"))
+    nvcc_check = config.nncc_nvcc + " -O0 -Xcicc -O0 -Xptxas -O0"
+    # %nvcc_syntax: the same, with the host pass stopped after semantic
+    # analysis (g++ -fsyntax-only: every instantiation checked, no object
+    # file written), for generated model sources whose host side is only
+    # checked; 9 s instead of 13 s for bert_small's training source.
+    config.substitutions.append(("%nvcc_syntax", nvcc_check + " -Xcompiler -fsyntax-only"))
+    config.substitutions.append(("%nvcc_check", nvcc_check))
     config.substitutions.append(("%nvcc", config.nncc_nvcc))
 if shutil.which("nvidia-smi"):
     try:

@@ -557,6 +557,20 @@ void reduceImpl(int32_t rank, const int64_t *shape, uint32_t mask, int mean,
     y[o] = static_cast<T>(mean ? acc[o] / cnt : acc[o]);
 }
 
+/// fill(dst + at, count, at) over [0, n) in chunks, on all threads. The
+/// runtime's fills are pure functions of the element index, so the values
+/// do not depend on the split (or on OpenMP being there at all).
+template <typename T, typename Fill>
+void fillInChunks(T *dst, uint64_t n, Fill fill) {
+  constexpr uint64_t kChunk = uint64_t(1) << 16;
+  int64_t chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    uint64_t at = static_cast<uint64_t>(c) * kChunk;
+    fill(dst + at, std::min(kChunk, n - at), at);
+  }
+}
+
 } // namespace
 
 extern "C" {
@@ -733,19 +747,25 @@ nncc_status nncc_ms_init_weights(nncc_model *m, uint64_t seed, nncc_error *err) 
       continue;
     case NNCC_MS_INIT_UNIFORM:
       if (f64)
-        nncc_rng_fill_uniform_f64(static_cast<double *>(t.data()), n, seed, stream, 0,
-                                  init.a, init.b);
+        fillInChunks(static_cast<double *>(t.data()), n, [&](double *d, uint64_t k, uint64_t at) {
+          nncc_rng_fill_uniform_f64(d, k, seed, stream, at, init.a, init.b);
+        });
       else
-        nncc_rng_fill_uniform_f32(f32, n, seed, stream, 0, static_cast<float>(init.a),
-                                  static_cast<float>(init.b));
+        fillInChunks(f32, n, [&](float *d, uint64_t k, uint64_t at) {
+          nncc_rng_fill_uniform_f32(d, k, seed, stream, at, static_cast<float>(init.a),
+                                    static_cast<float>(init.b));
+        });
       break;
     case NNCC_MS_INIT_NORMAL:
       if (f64)
-        nncc_rng_fill_normal_f64(static_cast<double *>(t.data()), n, seed, stream, 0,
-                                 init.a, init.b);
+        fillInChunks(static_cast<double *>(t.data()), n, [&](double *d, uint64_t k, uint64_t at) {
+          nncc_rng_fill_normal_f64(d, k, seed, stream, at, init.a, init.b);
+        });
       else
-        nncc_rng_fill_normal_f32(f32, n, seed, stream, 0, static_cast<float>(init.a),
-                                 static_cast<float>(init.b));
+        fillInChunks(f32, n, [&](float *d, uint64_t k, uint64_t at) {
+          nncc_rng_fill_normal_f32(d, k, seed, stream, at, static_cast<float>(init.a),
+                                   static_cast<float>(init.b));
+        });
       break;
     case NNCC_MS_INIT_ZEROS:
       fill = 0;
