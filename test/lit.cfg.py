@@ -48,6 +48,17 @@ nncc_cache = lit_config.params.get("nncc_cache",
 # `lit --param nncc_opt_level=N` runs the suite at another level,
 # `--param nncc_cache=DIR` with another cache.
 config.environment["NNCC_OPT_LEVEL"] = lit_config.params.get("nncc_opt_level", "0")
+# OpenMP threads that wait sleep instead of spinning: lit runs one test per
+# core, each with a thread per core, and spinning threads took the cores the
+# other test's threads were waiting for (Parity + Train: 170 s -> 116 s,
+# 2 cores, 2026-11-27; as fast as one thread per test, and the threaded
+# kernel paths stay exercised). `--param omp_wait=active` restores the
+# default, `--param omp_threads=N` sets OMP_NUM_THREADS and
+# OPENBLAS_NUM_THREADS.
+config.environment["OMP_WAIT_POLICY"] = lit_config.params.get("omp_wait", "passive")
+if "omp_threads" in lit_config.params:
+    config.environment["OMP_NUM_THREADS"] = lit_config.params["omp_threads"]
+    config.environment["OPENBLAS_NUM_THREADS"] = lit_config.params["omp_threads"]
 config.environment["NNCC_CACHE_DIR"] = nncc_cache
 config.substitutions.append(("%nncc_cache", nncc_cache))
 # One directory of precompiled host preludes (NNCC_PCH_DIR) for every test,
