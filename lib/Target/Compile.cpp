@@ -171,6 +171,16 @@ LogicalResult makeBundle(ModuleOp module, const CompileArtifacts &out,
   return success();
 }
 
+/// "path:size:mtime" of a file, the cache keys' stamp of a compiler, library
+/// or header; empty when it cannot be read.
+std::string fileStamp(const std::string &path) {
+  llvm::sys::fs::file_status st;
+  if (llvm::sys::fs::status(path, st))
+    return "";
+  return path + ":" + std::to_string(st.getSize()) + ":" +
+         std::to_string(st.getLastModificationTime().time_since_epoch().count());
+}
+
 /// `cxx` resolved through PATH and symlinks; empty when not found.
 std::string resolvedProgram(const std::string &cxx) {
   std::string program = cxx;
@@ -232,12 +242,11 @@ std::string precompiledPrelude(const std::string &cxx, llvm::ArrayRef<std::strin
   llvm::StringRef name = llvm::sys::path::filename(program);
   if (!name.contains("g++") || name.contains("clang"))
     return "";
-  llvm::sys::fs::file_status st;
-  if (llvm::sys::fs::status(program, st))
+  std::string compilerStamp = fileStamp(program);
+  if (compilerStamp.empty())
     return "";
   llvm::SHA256 h;
-  h.update(program + ":" + std::to_string(st.getSize()) + ":" +
-           std::to_string(st.getLastModificationTime().time_since_epoch().count()));
+  h.update(compilerStamp);
   for (const std::string &f : flags) {
     h.update(llvm::StringRef("\0", 1));
     h.update(f);
@@ -538,11 +547,8 @@ std::optional<int> defaultOptLevel(std::string &error) {
 std::string compilerFingerprint() {
   std::string fp = "nncc " NNCC_COMPILER_VERSION;
   auto add = [&](const std::string &path) {
-    llvm::sys::fs::file_status st;
-    if (llvm::sys::fs::status(path, st))
-      return;
-    fp += "|" + path + ":" + std::to_string(st.getSize()) + ":" +
-          std::to_string(st.getLastModificationTime().time_since_epoch().count());
+    if (std::string stamp = fileStamp(path); !stamp.empty())
+      fp += "|" + stamp;
   };
   add(llvm::sys::fs::getMainExecutable(nullptr, nullptr));
   RuntimeLocation runtime = runtimeLocation();
