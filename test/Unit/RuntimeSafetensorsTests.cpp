@@ -396,8 +396,9 @@ TEST(SafetensorsWriter, RoundTripsEveryDtype) {
     ASSERT_EQ(nncc_safetensors_find(f, name, &v, &err), NNCC_OK) << err.message;
     EXPECT_EQ(v.dtype, dt) << name;
     ASSERT_EQ(v.nbytes, nbytes) << name;
-    if (nbytes)
+    if (nbytes) {
       EXPECT_EQ(std::memcmp(v.data, data, nbytes), 0) << name;
+    }
   };
   check("f64", NNCC_DTYPE_F64, f64.data(), 24);
   check("enc.layers.0.w", NNCC_DTYPE_F32, f32.data(), 24);

@@ -336,7 +336,7 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
         return fail(llvm::Twine("train_step ") + std::to_string(step + 1) + ": " +
                     err.message);
       ++step;
-      double loss;
+      double loss = 0;
       if (int rc = readScalar(h, "loss", loss))
         return rc;
       for (size_t k = 0; k < metrics.size(); ++k) {
