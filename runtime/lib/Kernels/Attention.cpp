@@ -1,16 +1,16 @@
 //===- Attention.cpp - CPU twins of dense / dilated / LSH attention -------===//
 //
-// All three kernels stream keys through OnlineSoftmax (AttentionMath.h): no
-// T x T score matrix is ever formed. Dense attention works in BLAS tiles
+// No T x T score matrix is ever formed. Dense attention works in BLAS tiles
 // (DenseAttention.cpp, flash-style); dilated attention visits the
-// O(w + |G|) admissible keys of each query; LSH attention sorts each hash
-// round by (bucket, position) and visits the own and previous chunk; a
-// query sees itself only when no round offers it another key (Reformer's
-// self mask, lsh_self_only).
+// O(w + |G|) admissible keys of each query through OnlineSoftmax
+// (AttentionMath.h), or runs on the dense tiles with its mask when the band
+// covers much of the sequence; LSH attention (LshAttention.cpp) sorts each
+// hash round by (bucket, position) and multiplies each chunk's queries with
+// the own and previous chunk's keys in BLAS tiles.
 // Attention dropout (training) scales each kept weight by 1/(1-p) after the
 // softmax statistics, with the Philox counters of Kernels.h.
 //
-// Per-thread scratch (a few tiles, or O(T*dh) for LSH) is allocated once per
+// Per-thread scratch (a few tiles, or O(rounds T dh) for LSH) is allocated once per
 // call per thread, outside the loops; the workspace argument carries the
 // per-call tables (global-token flags) and the MHA projections.
 //
@@ -98,118 +98,6 @@ void dilatedAttention(const Dims &g, T scale, bool causal, int window,
 }
 
 template <typename T>
-void lshAttention(const Dims &g, T scale, bool causal, const T *rot,
-                  int rounds, int nbuckets, int chunk, bool sameBucket,
-                  const T *qk, const T *v, T *out, const uint8_t *kpm,
-                  int32_t *bucketsOut, const AttentionDropout<T> &drop,
-                  T *lseOut) {
-  const int64_t tasks = g.B * g.H;
-  const int nb2 = nbuckets / 2;
-  const int64_t Tn = g.T, dh = g.dh;
-#pragma omp parallel
-  {
-    std::vector<T> kn(Tn * dh), o(rounds * Tn * dh), lse(rounds * Tn);
-    std::vector<int32_t> bucket(Tn), order(Tn), count(nbuckets + 1);
-    std::vector<int32_t> keys(2 * chunk + 1);
-    std::vector<T> scores(2 * chunk + 1), w(rounds), l(rounds);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t b = task / g.H, h = task % g.H;
-      const uint8_t *kpmRow = kpm ? kpm + b * Tn : nullptr;
-      const T *qbase = qk + b * Tn * g.ldi + h * dh;
-      const T *vbase = v + b * Tn * g.ldi + h * dh;
-      // Keys are the unit-normalised shared QK vectors.
-      for (int64_t t = 0; t < Tn; ++t) {
-        const T *x = qbase + t * g.ldi;
-        T ss = T(0);
-        for (int64_t d = 0; d < dh; ++d)
-          ss += x[d] * x[d];
-        T inv = ss > T(0) ? T(1) / nsqrt(ss) : T(0);
-        for (int64_t d = 0; d < dh; ++d)
-          kn[t * dh + d] = x[d] * inv;
-      }
-      for (int r = 0; r < rounds; ++r) {
-        const T *R = rot + (int64_t)r * dh * nb2;
-        for (int64_t t = 0; t < Tn; ++t)
-          bucket[t] = lsh_bucket(qbase + t * g.ldi, R, (int)dh, nb2);
-        if (bucketsOut)
-          std::memcpy(bucketsOut + ((b * g.H + h) * rounds + r) * Tn,
-                      bucket.data(), sizeof(int32_t) * Tn);
-        // Stable counting sort by bucket: order = positions sorted by
-        // (bucket, position).
-        std::fill(count.begin(), count.end(), 0);
-        for (int64_t t = 0; t < Tn; ++t)
-          ++count[bucket[t] + 1];
-        for (int c = 0; c < nbuckets; ++c)
-          count[c + 1] += count[c];
-        for (int64_t t = 0; t < Tn; ++t)
-          order[count[bucket[t]]++] = (int32_t)t;
-        for (int64_t p = 0; p < Tn; ++p) {
-          const int t = order[p];
-          const int64_t c = p / chunk;
-          const int64_t lo = c > 0 ? (c - 1) * chunk : 0;
-          const int64_t hi = std::min<int64_t>(Tn, (c + 1) * chunk);
-          int nk = 0;
-          for (int64_t pp = lo; pp < hi; ++pp) {
-            const int u = order[pp];
-            if (u == t || !key_admissible(t, u, causal, kpmRow))
-              continue;
-            if (sameBucket && bucket[u] != bucket[t])
-              continue;
-            keys[nk++] = u;
-          }
-          // Self is masked here; see the self-only case below.
-          OnlineSoftmax<T> sm;
-          sm.init();
-          T *acc = o.data() + (r * Tn + t) * dh;
-          std::fill(acc, acc + dh, T(0));
-          attendList(qbase + t * g.ldi, keys.data(), nk, kn.data(), dh,
-                     vbase, g.ldi, dh, scale, scores.data(), acc, sm, drop,
-                     (uint64_t)((((b * g.H + h) * rounds + r) * Tn + t) * Tn));
-          T inv = sm.inv();
-          for (int64_t d = 0; d < dh; ++d)
-            acc[d] *= inv;
-          lse[r * Tn + t] = sm.lse();
-        }
-      }
-      // Combine hash rounds with softmax(lse_r) weights (duplicates counted).
-      for (int64_t t = 0; t < Tn; ++t) {
-        for (int r = 0; r < rounds; ++r)
-          l[r] = lse[r * Tn + t];
-        T *orow = out + (b * Tn + t) * g.ldo + h * dh;
-        if (lsh_self_only(l.data(), rounds) &&
-            key_admissible((int)t, (int)t, causal, kpmRow)) {
-          // No round offered another key: the query attends to itself in
-          // every round, each round weighted 1/R (with its dropout draw).
-          const T *x = qbase + t * g.ldi;
-          T mult = T(0), s = T(0);
-          for (int r = 0; r < rounds; ++r)
-            mult += drop.mult(
-                (uint64_t)((((b * g.H + h) * rounds + r) * Tn + t) * Tn + t));
-          mult /= T(rounds);
-          for (int64_t d = 0; d < dh; ++d) {
-            orow[d] = mult * vbase[t * g.ldi + d];
-            s += x[d] * kn[t * dh + d];
-          }
-          if (lseOut)
-            lseOut[(b * g.H + h) * Tn + t] = lsh_self_lse(s * scale, rounds);
-          continue;
-        }
-        lse_round_weights(l.data(), rounds, w.data());
-        if (lseOut)
-          lseOut[(b * g.H + h) * Tn + t] = logsumexp_rounds(l.data(), rounds);
-        for (int64_t d = 0; d < dh; ++d) {
-          T s = T(0);
-          for (int r = 0; r < rounds; ++r)
-            s += w[r] * o[(r * Tn + t) * dh + d];
-          orow[d] = s;
-        }
-      }
-    }
-  }
-}
-
-template <typename T>
 int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
                   int64_t H, int64_t dh, const T *q, const T *k, const T *v,
                   int64_t ldi, T *out, int64_t ldo, const uint8_t *kpm,
@@ -242,10 +130,12 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
     dilatedAttention<T>(g, scale, causal, p->window, p->dilation, globals, q,
                         k, v, out, kpm, drop, lse);
   } else {
-    lshAttention<T>(g, scale, causal, static_cast<const T *>(p->rotations),
-                    p->n_hashes, p->n_buckets, p->chunk,
-                    p->same_bucket_only != 0, q, v, out, kpm, bucketsOut, drop,
-                    lse);
+    lshAttentionForward<T>(LshAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, v,
+                                               static_cast<const T *>(p->rotations),
+                                               p->n_hashes, p->n_buckets, p->chunk,
+                                               p->same_bucket_only != 0, causal, kpm,
+                                               scale, drop},
+                           out, bucketsOut, lse);
   }
   return NNCC_K_OK;
 }

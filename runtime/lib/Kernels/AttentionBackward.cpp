@@ -1,10 +1,10 @@
 //===- AttentionBackward.cpp - Backward of dense / dilated / LSH attention ===//
 //
 // Flash-style: nothing of size T x T is stored. Dense attention works in
-// BLAS tiles (DenseAttention.cpp). Dilated and LSH attention, per (batch,
-// head) task and per query, rebuild the key list of the forward (the
-// dilated band plus global tokens; the LSH own+previous chunk of every hash
-// round, hashes recomputed = constant), recompute the softmax statistics
+// BLAS tiles (DenseAttention.cpp), LSH attention in BLAS chunk tiles of
+// each hash round's sorted order (LshAttention.cpp). Dilated attention, per
+// (batch, head) task and per query, rebuilds the key list of the forward
+// (the dilated band plus global tokens), recomputes the softmax statistics
 // (log-sum-exp) and the output row in a first streaming pass, then a second
 // pass recomputes every probability p = exp(s - lse) and accumulates, with
 // c the attention-dropout multiplier (1 without dropout),
@@ -12,12 +12,6 @@
 //   dq_i += scale ds k_j,  dk_j += scale ds q_i.
 // One task owns one head of one batch row, so dk/dv accumulation has no
 // races and the result does not depend on the thread count.
-//
-// LSH: the rounds' combination out = sum_r softmax_r(lse_r) o_r equals one
-// softmax over the multiset union of the rounds' keys, so p uses the
-// combined log-sum-exp. Keys are k^ = qk/|qk|: the key-path gradient goes
-// through the normalisation and is added to the shared projection's
-// gradient, together with the query path.
 //
 //===----------------------------------------------------------------------===//
 #include "AttentionCommon.h"
@@ -149,168 +143,6 @@ void dilatedBackward(const Dims &g, const nncc_attention_params *p, T scale,
 }
 
 template <typename T>
-void lshBackward(const Dims &g, const nncc_attention_params *p, T scale,
-                 const T *qk, const T *v, const T *dout, T *dqk, T *dv,
-                 const uint8_t *kpm, const AttentionDropout<T> &drop, T *out,
-                 const T *savedLse) {
-  const bool causal = p->causal != 0;
-  const int rounds = p->n_hashes, nbuckets = p->n_buckets,
-            chunk = p->chunk, nb2 = nbuckets / 2;
-  const bool sameBucket = p->same_bucket_only != 0;
-  const T *rot = static_cast<const T *>(p->rotations);
-  const int64_t Tn = g.T, dh = g.dh, tasks = g.B * g.H;
-#pragma omp parallel
-  {
-    std::vector<T> kn(Tn * dh), invn(Tn), dkn(Tn * dh), o(rounds * Tn * dh),
-        lse(rounds * Tn), L(Tn), O(dh);
-    std::vector<int32_t> bucket(rounds * Tn), order(rounds * Tn),
-        count(nbuckets + 1), keys(2 * chunk + 1);
-    std::vector<uint8_t> selfOnly(Tn), other(Tn);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t b = task / g.H, h = task % g.H;
-      const uint8_t *kpmRow = kpm ? kpm + b * Tn : nullptr;
-      const T *qbase = qk + b * Tn * g.ldi + h * dh;
-      const T *vbase = v + b * Tn * g.ldi + h * dh;
-      const T *dobase = dout + b * Tn * g.ldo + h * dh;
-      T *dqbase = dqk + b * Tn * g.ldg + h * dh;
-      T *dvbase = dv + b * Tn * g.ldg + h * dh;
-      for (int64_t t = 0; t < Tn; ++t) {
-        std::memset(dqbase + t * g.ldg, 0, sizeof(T) * dh);
-        std::memset(dvbase + t * g.ldg, 0, sizeof(T) * dh);
-        const T *x = qbase + t * g.ldi;
-        T ss = dot(x, x, dh);
-        T inv = ss > T(0) ? T(1) / nsqrt(ss) : T(0);
-        invn[t] = inv;
-        for (int64_t d = 0; d < dh; ++d)
-          kn[t * dh + d] = x[d] * inv;
-      }
-      std::fill(dkn.begin(), dkn.end(), T(0));
-      // Buckets and sorted orders of every round (constant w.r.t. inputs).
-      for (int r = 0; r < rounds; ++r) {
-        const T *R = rot + (int64_t)r * dh * nb2;
-        int32_t *bk = bucket.data() + r * Tn, *ord = order.data() + r * Tn;
-        for (int64_t t = 0; t < Tn; ++t)
-          bk[t] = lsh_bucket(qbase + t * g.ldi, R, (int)dh, nb2);
-        std::fill(count.begin(), count.end(), 0);
-        for (int64_t t = 0; t < Tn; ++t)
-          ++count[bk[t] + 1];
-        for (int c = 0; c < nbuckets; ++c)
-          count[c + 1] += count[c];
-        for (int64_t t = 0; t < Tn; ++t)
-          ord[count[bk[t]]++] = (int32_t)t;
-      }
-      // Key list of sorted position pos in round r (as the forward): the
-      // other admissible keys; self (every round) only for a query that no
-      // round offers another key (selfOnly, Reformer's self mask).
-      auto keyList = [&](int r, int64_t pos) {
-        const int32_t *bk = bucket.data() + r * Tn, *ord = order.data() + r * Tn;
-        const int t = ord[pos];
-        const int64_t c = pos / chunk;
-        const int64_t lo = c > 0 ? (c - 1) * chunk : 0;
-        const int64_t hi = std::min<int64_t>(Tn, (c + 1) * chunk);
-        int nk = 0;
-        for (int64_t pp = lo; pp < hi; ++pp) {
-          const int u = ord[pp];
-          if (u == t || !key_admissible(t, u, causal, kpmRow))
-            continue;
-          if (sameBucket && bk[u] != bk[t])
-            continue;
-          keys[nk++] = u;
-        }
-        if (nk == 0 && selfOnly[t])
-          keys[nk++] = t;
-        return nk;
-      };
-      // selfOnly is 0 while it is computed, so keyList counts other keys.
-      std::fill(selfOnly.begin(), selfOnly.end(), (uint8_t)0);
-      std::fill(other.begin(), other.end(), (uint8_t)0);
-      for (int r = 0; r < rounds; ++r)
-        for (int64_t pos = 0; pos < Tn; ++pos) {
-          const int t = order[r * Tn + pos];
-          if (!other[t] && keyList(r, pos) > 0)
-            other[t] = 1;
-        }
-      for (int64_t t = 0; t < Tn; ++t)
-        selfOnly[t] = !other[t] && key_admissible((int)t, (int)t, causal, kpmRow);
-      // Dropout counter of (round r, query t)'s first key (Kernels.h).
-      auto rowCounter = [&](int r, int64_t t) {
-        return (uint64_t)((((b * g.H + h) * rounds + r) * Tn + t) * Tn);
-      };
-      std::vector<T> Dq(Tn);
-      if (savedLse) {
-        // The forward's combined log-sum-exp and output: no pass 1.
-        for (int64_t t = 0; t < Tn; ++t) {
-          L[t] = savedLse[(b * g.H + h) * Tn + t];
-          Dq[t] = L[t] > neg_big<T>()
-                      ? dot(dobase + t * g.ldo,
-                            out + (b * Tn + t) * g.ldo + h * dh, dh)
-                      : T(0);
-        }
-      } else {
-        // Pass 1: per-round statistics and outputs.
-        for (int r = 0; r < rounds; ++r)
-          for (int64_t pos = 0; pos < Tn; ++pos) {
-            const int t = order[r * Tn + pos];
-            int nk = keyList(r, pos);
-            lse[r * Tn + t] = listForward(qbase + t * g.ldi, keys.data(), nk,
-                                          kn.data(), dh, vbase, g.ldi, dh,
-                                          scale, o.data() + (r * Tn + t) * dh,
-                                          drop, rowCounter(r, t));
-          }
-        // Combined log-sum-exp and output; Dq = dO . O.
-        for (int64_t t = 0; t < Tn; ++t) {
-          T mx = neg_big<T>();
-          for (int r = 0; r < rounds; ++r)
-            mx = nmax(mx, lse[r * Tn + t]);
-          T *orow = out ? out + (b * Tn + t) * g.ldo + h * dh : O.data();
-          if (!(mx > neg_big<T>())) {
-            L[t] = neg_big<T>();
-            Dq[t] = T(0);
-            std::fill(orow, orow + dh, T(0));
-            continue;
-          }
-          T s = T(0);
-          for (int r = 0; r < rounds; ++r)
-            if (lse[r * Tn + t] > neg_big<T>())
-              s += nexp(lse[r * Tn + t] - mx);
-          L[t] = mx + nlog(s);
-          std::fill(orow, orow + dh, T(0));
-          for (int r = 0; r < rounds; ++r) {
-            if (!(lse[r * Tn + t] > neg_big<T>()))
-              continue;
-            const T wr = nexp(lse[r * Tn + t] - L[t]);
-            for (int64_t d = 0; d < dh; ++d)
-              orow[d] += wr * o[(r * Tn + t) * dh + d];
-          }
-          Dq[t] = dot(dobase + t * g.ldo, orow, dh);
-        }
-      }
-      // Pass 2: gradients; keys are k^ (dkn), queries qk.
-      for (int r = 0; r < rounds; ++r)
-        for (int64_t pos = 0; pos < Tn; ++pos) {
-          const int t = order[r * Tn + pos];
-          if (!(L[t] > neg_big<T>()))
-            continue;
-          int nk = keyList(r, pos);
-          listBackward(qbase + t * g.ldi, dobase + t * g.ldo, keys.data(), nk,
-                       kn.data(), dh, vbase, g.ldi, dh, scale, L[t], Dq[t],
-                       dqbase + t * g.ldg, dkn.data(), dh, dvbase, g.ldg, drop,
-                       rowCounter(r, t));
-        }
-      // Key path through k^ = qk/|qk| into the shared projection.
-      for (int64_t t = 0; t < Tn; ++t) {
-        const T *kh = kn.data() + t * dh, *dkh = dkn.data() + t * dh;
-        const T kd = dot(kh, dkh, dh);
-        T *dr = dqbase + t * g.ldg;
-        for (int64_t d = 0; d < dh; ++d)
-          dr[d] += unit_norm_grad(kh[d], dkh[d], kd, invn[t]);
-      }
-    }
-  }
-}
-
-template <typename T>
 int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
                       int64_t H, int64_t dh, const T *q, const T *k,
                       const T *v, int64_t ldi, const T *dout, int64_t ldo,
@@ -326,7 +158,12 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   T scale = p->scale != 0 ? T(p->scale) : T(1) / nsqrt(T(dh));
   AttentionDropout<T> drop = attentionDropoutOf<T>(p);
   if (lsh) {
-    lshBackward<T>(g, p, scale, q, v, dout, dq, dv, kpm, drop, out, savedLse);
+    lshAttentionBackward<T>(LshAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, v,
+                                                static_cast<const T *>(p->rotations),
+                                                p->n_hashes, p->n_buckets, p->chunk,
+                                                p->same_bucket_only != 0, p->causal != 0,
+                                                kpm, scale, drop},
+                            dout, dq, dv, ldg, out, savedLse);
     return NNCC_K_OK;
   }
   if (p->kind == NNCC_ATTN_DENSE) {

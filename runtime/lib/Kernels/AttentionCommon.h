@@ -183,6 +183,31 @@ template <typename T>
 void denseAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout,
                             T *dq, T *dk, T *dv, int64_t ldg);
 
+/// Operands of the LSH attention core (LshAttention.cpp): shared
+/// query-key rows qk and value rows v (stride ldi; head h at columns
+/// [h dh, (h + 1) dh)), the rounds' rotations [rounds, dh, nbuckets / 2].
+template <typename Real> struct LshAttentionArgs {
+  int64_t B, T, H, dh, ldi, ldo;
+  const Real *qk, *v, *rot;
+  int rounds, nbuckets, chunk;
+  bool sameBucket, causal;
+  const uint8_t *kpm;
+  Real scale;
+  AttentionDropout<Real> drop;
+};
+
+/// out (row stride a.ldo) = LSH attention of every head; the buckets
+/// [B, H, rounds, T] and the combined log-sum-exp [B, H, T] when asked.
+template <typename T>
+void lshAttentionForward(const LshAttentionArgs<T> &a, T *out, int32_t *bucketsOut, T *lseOut);
+/// Overwrites dqk (query and key path) and dv (row stride ldg) given dout
+/// (row stride a.ldo). With savedLse (the forward's combined log-sum-exp)
+/// `out` is the forward's output; without, the forward runs again and
+/// `out` (optional) receives its output.
+template <typename T>
+void lshAttentionBackward(const LshAttentionArgs<T> &a, const T *dout, T *dqk, T *dv,
+                          int64_t ldg, T *out, const T *savedLse);
+
 } // namespace kernels
 } // namespace nncc
 
