@@ -503,6 +503,18 @@ void setRole(nn::InputRoleAttr role, TensorSignature &sig) {
 }
 } // namespace
 
+std::string DimRange::rejection(llvm::StringRef name, int64_t size) const {
+  if (size < min)
+    return (name + " = " + llvm::Twine(size) + " is below " + llvm::Twine(min) +
+            ", the smallest the model serves (" + minWhy + ")")
+        .str();
+  if (max >= 0 && size > max)
+    return (name + " = " + llvm::Twine(size) + " is above " + llvm::Twine(max) +
+            ", the largest the model serves (" + maxWhy + ")")
+        .str();
+  return "";
+}
+
 FailureOr<ModelSignature> getSignature(ModuleOp module) {
   target::ModelEmitter e(module);
   if (failed(e.analyze()))
@@ -510,6 +522,7 @@ FailureOr<ModelSignature> getSignature(ModuleOp module) {
   ModelSignature sig;
   sig.model = e.modelName;
   sig.dims = e.dims;
+  sig.dimRanges = e.dimRanges;
   Block &body = e.forward.getBody().front();
   size_t in = 0;
   for (BlockArgument arg : body.getArguments()) {

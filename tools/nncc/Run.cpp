@@ -265,6 +265,17 @@ struct RunInputs {
   std::vector<HostTensor> tensors;     // one per model input, in order
 };
 
+} // namespace
+
+int checkDimRange(const ModelSignature &sig, llvm::StringRef dim, int64_t size) {
+  auto it = std::find(sig.dims.begin(), sig.dims.end(), dim.str());
+  if (it == sig.dims.end() || sig.dimRanges.size() != sig.dims.size())
+    return 0;
+  std::string why = sig.dimRanges[it - sig.dims.begin()].rejection(dim, size);
+  return why.empty() ? 0 : fail("--dim " + why);
+}
+
+namespace {
 /// --dim NAME=SIZE for dims of the model.
 int parseDims(const ModelSignature &sig, std::map<std::string, int64_t> &dimMap) {
   for (const std::string &d : dimValues) {
@@ -272,9 +283,12 @@ int parseDims(const ModelSignature &sig, std::map<std::string, int64_t> &dimMap)
     int64_t x;
     if (k.empty() || v.getAsInteger(10, x) || x < 0)
       return fail("--dim expects NAME=SIZE with SIZE >= 0, got '" + d + "'");
-    if (std::find(sig.dims.begin(), sig.dims.end(), k.str()) == sig.dims.end())
+    auto it = std::find(sig.dims.begin(), sig.dims.end(), k.str());
+    if (it == sig.dims.end())
       return fail("--dim " + k + ": model '" + sig.model + "' has no dim '" + k +
                   "' (dims: " + llvm::join(sig.dims, ", ") + ")");
+    if (int rc = checkDimRange(sig, k, x))
+      return rc;
     dimMap[k.str()] = x;
   }
   return 0;

@@ -3,6 +3,7 @@
 #define NNCC_TOOLS_NNCC_RUN_H
 
 #include "nncc/Driver/FrontEnd.h"
+#include "nncc/Target/Compile.h"
 #include "nncc/Target/Precision.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -31,6 +32,10 @@ int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::Module
                           const std::map<std::string, int64_t> &dims,
                           driver::GradKind grad, bool trainMode, Precision precision,
                           driver::RematRequest &remat);
+/// 0 when the model's dim `dim` may be `size` (ModelSignature::dimRanges:
+/// e.g. T no larger than a position table); else reports why (--dim ...)
+/// and returns 1.
+int checkDimRange(const ModelSignature &sig, llvm::StringRef dim, int64_t size);
 int runRun();
 int runTrain();
 } // namespace nncc::tool

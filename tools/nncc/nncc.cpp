@@ -252,6 +252,12 @@ int runCompile() {
                                                    inputFile, modelDims, dims, gradKind,
                                                    /*trainMode=*/true, compilePrecisionChoice(), remat))
       return rc;
+    mlir::FailureOr<nncc::ModelSignature> sig = nncc::getSignature(*module);
+    if (mlir::failed(sig))
+      return 1;
+    for (const auto &[name, size] : dims)
+      if (int rc = nncc::tool::checkDimRange(*sig, name, size))
+        return rc;
   } else if (mlir::failed(nncc::driver::runPipeline(
                  *module, gradKind, /*trainMode=*/true,
                  backEnd ? nncc::PipelineStage::NNK : nncc::PipelineStage::NN))) {

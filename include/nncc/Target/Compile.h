@@ -73,9 +73,23 @@ struct TensorSignature {
   int64_t lrDepth = 0;            // parameters: lr multiplier = layer_decay^lrDepth
 };
 
+/// The sizes one symbolic dim may take: [min, max] (max < 0: no upper
+/// bound), set by ops that read a window of a static dim with it (a
+/// position table of S rows serves T <= S) or a static window of it (the
+/// first token: T >= 1). minWhy / maxWhy name the op that sets each bound
+/// ("file:line:col: ..."), empty when none does.
+struct DimRange {
+  int64_t min = 0, max = -1;
+  std::string minWhy, maxWhy;
+  bool admits(int64_t size) const { return size >= min && (max < 0 || size <= max); }
+  /// Why `size` (for dim `name`) is not admitted; empty when it is.
+  std::string rejection(llvm::StringRef name, int64_t size) const;
+};
+
 struct ModelSignature {
   std::string model;
   std::vector<std::string> dims;
+  std::vector<DimRange> dimRanges; // one per dims entry
   std::vector<TensorSignature> inputs, outputs, params;  // outputs end with "loss"
 };
 

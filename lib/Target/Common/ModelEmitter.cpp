@@ -118,7 +118,88 @@ LogicalResult ModelEmitter::analyze() {
     return failure();
   numLaunches = index;
   boundaryIndex = boundary ? launchIndex.lookup(boundary) : numLaunches;
+  analyzeDimRanges();
   return success();
+}
+
+void ModelEmitter::analyzeDimRanges() {
+  dimRanges.assign(dims.size(), DimRange());
+  auto dimIndex = [&](nncc::Dim d) -> int {
+    if (!d.isSymbolic())
+      return -1;
+    auto it = std::find(dims.begin(), dims.end(), d.getSymbol().getValue().str());
+    return it == dims.end() ? -1 : static_cast<int>(it - dims.begin());
+  };
+  auto where = [](Operation *op) {
+    std::string loc = locString(op->getLoc());
+    return (loc.empty() ? std::string() : loc + ": ") + op->getName().getStringRef().str();
+  };
+  auto atMost = [&](int sym, int64_t max, std::string why) {
+    DimRange &r = dimRanges[sym];
+    if (r.max < 0 || max < r.max) {
+      r.max = max;
+      r.maxWhy = std::move(why);
+    }
+  };
+  auto atLeast = [&](int sym, int64_t min, std::string why) {
+    DimRange &r = dimRanges[sym];
+    if (min > r.min) {
+      r.min = min;
+      r.minWhy = std::move(why);
+    }
+  };
+  // A window of `whole` (per dim: start, negative from the end; step;
+  // squeezed dims are one index) that `part` has the extent of.
+  auto window = [&](Operation *op, Value whole, Value part, ArrayRef<int64_t> starts,
+                    ArrayRef<int64_t> steps, ArrayRef<int64_t> squeeze) {
+    auto w = dyn_cast<nnk::BufferType>(whole.getType());
+    auto pt = dyn_cast<nnk::BufferType>(part.getType());
+    if (!w || !pt || starts.size() != (size_t)w.getRank() || steps.size() != starts.size())
+      return;
+    int64_t pd = 0;
+    for (int64_t d = 0; d < w.getRank(); ++d) {
+      nncc::Dim W = w.getDim(d);
+      const int64_t start = starts[d], step = std::max<int64_t>(1, steps[d]);
+      const bool squeezed = llvm::is_contained(squeeze, d);
+      nncc::Dim P = squeezed ? nncc::Dim() : pt.getDim(pd++);
+      // Index start (start >= 0) or W - |start| reaches start + (n - 1)
+      // step for the n = P entries (1 when squeezed).
+      if (int sym = dimIndex(W); sym >= 0 && (squeezed || P.isStatic())) {
+        const int64_t n = squeezed ? 1 : P.getSize();
+        if (n > 0)
+          atLeast(sym, start >= 0 ? start + (n - 1) * step + 1 : -start,
+                  where(op) + " reads index " +
+                      std::to_string(start >= 0 ? start + (n - 1) * step : start) + " of " +
+                      dims[sym]);
+      } else if (int psym = squeezed ? -1 : dimIndex(P); psym >= 0 && W.isStatic()) {
+        const int64_t room = start >= 0 ? W.getSize() - start : -start;
+        atMost(psym, room > 0 ? (room - 1) / step + 1 : 0,
+               where(op) + " takes " + dims[psym] + " entries (from " +
+                   std::to_string(start) + ", step " + std::to_string(step) +
+                   ") of a dim of size " + std::to_string(W.getSize()));
+      }
+    }
+  };
+  module.walk([&](Operation *op) {
+    if (auto s = dyn_cast<nnk::SliceOp>(op))
+      window(op, s.getX(), s.getOut(), s.getStarts(), s.getSteps(), s.getSqueeze());
+    else if (auto g = dyn_cast<nnk::SliceGradOp>(op))
+      window(op, g.getOut(), g.getDy(), g.getStarts(), g.getSteps(), g.getSqueeze());
+    else if (auto a = dyn_cast<nnk::AxialPositionOp>(op)) {
+      // T <= n1 n2, the positions of the grid.
+      auto x = dyn_cast<nnk::BufferType>(a.getX().getType());
+      auto rows = dyn_cast<nnk::BufferType>(a.getRows().getType());
+      auto cols = dyn_cast<nnk::BufferType>(a.getCols().getType());
+      if (!x || !rows || !cols || x.getRank() != 3 || rows.getRank() != 3 ||
+          cols.getRank() != 3 || !rows.getDim(0).isStatic() || !cols.getDim(1).isStatic())
+        return;
+      const int64_t n1 = rows.getDim(0).getSize(), n2 = cols.getDim(1).getSize();
+      if (int sym = dimIndex(x.getDim(1)); sym >= 0)
+        atMost(sym, n1 * n2,
+               where(op) + " has a grid of " + std::to_string(n1) + " x " +
+                   std::to_string(n2) + " positions");
+    }
+  });
 }
 
 LogicalResult ModelEmitter::analyzeFunction(func::FuncOp fn, int &index, int &weights) {
@@ -396,6 +477,12 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
     for (size_t i = 0; i < dims.size(); ++i)
       os << (i ? ", " : "") << cString(dims[i]);
     os << "};\n";
+    // The sizes each dim may take (nnk.slice windows; set_input checks).
+    os << "static const nncc_ms_dim_range kDimRanges[] = {\n";
+    for (const DimRange &r : dimRanges)
+      os << "  {" << r.min << ", " << r.max << ", " << cString(r.minWhy) << ", "
+         << cString(r.maxWhy) << "},\n";
+    os << "};\n";
   }
   auto emitInfos = [&](llvm::StringRef table, const std::vector<TensorSig> &sigs) {
     for (size_t i = 0; i < sigs.size(); ++i)
@@ -627,6 +714,7 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
   } else {
     os << "NULL, NULL, NULL, NULL, NULL, // no CUDA training\n";
   }
+  os << (dims.empty() ? "NULL" : "kDimRanges") << ",\n";
   os.unindent();
   os << "};\n";
   os << "static nncc_status create(nncc_target target, nncc_model **out, nncc_error *err) {\n"

@@ -11,6 +11,7 @@
 
 #include "dialects/NNK/IR/NNKOps.h"
 #include "dialects/NN/IR/NNOps.h"
+#include "nncc/Target/Compile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -56,6 +57,7 @@ public:
 
   std::string modelName;                 // C identifier
   std::vector<std::string> dims;         // symbolic dims, in order
+  std::vector<DimRange> dimRanges;       // per dims entry (analyzeDimRanges)
   std::vector<TensorSig> inputs, outputs;
   std::vector<ParamSig> params;
   std::vector<PlannedBuffer> buffers;
@@ -105,6 +107,9 @@ protected:
   mlir::LogicalResult emitForwardPrologue(mlir::raw_indented_ostream &os,
                                           mlir::func::FuncOp fn = nullptr);
   mlir::LogicalResult analyzeFunction(mlir::func::FuncOp fn, int &index, int &weights);
+  /// Narrows dimRanges by the windows of nnk.slice / nnk.slice_grad and
+  /// the grids of nnk.axial_position.
+  void analyzeDimRanges();
   /// The C type of float scalars in generated code: real_t's arithmetic
   /// type (Bf16.h's acc_t: float for a bf16 library, real_t otherwise).
   static inline const std::string kRealScalar = "acc_t<real_t>";

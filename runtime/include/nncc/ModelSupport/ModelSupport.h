@@ -80,6 +80,14 @@ typedef struct nncc_ms_cuda_update {
   int32_t init_master;
 } nncc_ms_cuda_update;
 
+/* The sizes a model dim may take: [min, max] (max < 0: no upper bound);
+ * min_why / max_why name the op that sets each bound ("file:line:col:
+ * ..."; "" when none does). */
+typedef struct nncc_ms_dim_range {
+  int64_t min, max;
+  const char *min_why, *max_why;
+} nncc_ms_dim_range;
+
 struct nncc_ms_model_def {
   const nncc_model_abi *abi;        /* names, dims, signature */
   const nncc_ms_init *param_inits;  /* abi->num_params entries (may be NULL) */
@@ -121,6 +129,9 @@ struct nncc_ms_model_def {
   nncc_status (*grad_sum_squares_cuda)(nncc_model *model, double *out, nncc_error *err);
   nncc_status (*update_cuda)(nncc_model *model, const nncc_ms_cuda_update *update,
                              nncc_error *err);
+  /* abi->num_dims entries (NULL: any size): set_input rejects a size
+   * outside its dim's range (a window the kernels would read past). */
+  const nncc_ms_dim_range *dim_ranges;
 };
 
 /* ---- The ABI entry points (point nncc_model_abi's members at these). ---- */
