@@ -1,18 +1,17 @@
 //===- Attention.cpp - CPU twins of dense / dilated / LSH attention -------===//
 //
-// No T x T score matrix is ever formed. Dense attention works in BLAS tiles
-// (DenseAttention.cpp, flash-style); dilated attention visits the
-// O(w + |G|) admissible keys of each query through OnlineSoftmax
-// (AttentionMath.h), or runs on the dense tiles with its mask when the band
-// covers much of the sequence; LSH attention (LshAttention.cpp) sorts each
-// hash round by (bucket, position) and multiplies each chunk's queries with
-// the own and previous chunk's keys in BLAS tiles.
-// Attention dropout (training) scales each kept weight by 1/(1-p) after the
-// softmax statistics, with the Philox counters of Kernels.h.
+// No T x T score matrix is ever formed; every kind works in single-threaded
+// OpenBLAS tiles inside OpenMP tasks. Dense attention (DenseAttention.cpp,
+// flash-style); dilated attention in residue-class tiles
+// (DilatedAttention.cpp); LSH
+// attention sorts each hash round by (bucket, position) and multiplies each
+// chunk's queries with the own and previous chunk's keys
+// (LshAttention.cpp). Attention dropout (training) scales each kept weight
+// by 1/(1-p) after the softmax statistics, with the Philox counters of
+// Kernels.h.
 //
-// Per-thread scratch (a few tiles, or O(rounds T dh) for LSH) is allocated once per
-// call per thread, outside the loops; the workspace argument carries the
-// per-call tables (global-token flags) and the MHA projections.
+// The workspace argument carries the per-call tables (global-token flags)
+// and the MHA projections; per-thread tiles are allocated once per call.
 //
 //===----------------------------------------------------------------------===//
 #include "AttentionCommon.h"
@@ -27,76 +26,6 @@ using namespace nncc::kernels;
 
 namespace {
 
-struct Dims {
-  int64_t B, T, H, dh, ldi, ldo;
-};
-
-/// Visit an explicit list of keys for one query with the online softmax;
-/// key j's dropout counter is rowCounter + j.
-template <typename T>
-void attendList(const T *qr, const int32_t *keys, int nk, const T *kbase,
-                int64_t ldk, const T *vbase, int64_t ldv, int64_t dh, T scale,
-                T *scores, T *acc, OnlineSoftmax<T> &sm,
-                const AttentionDropout<T> &drop, uint64_t rowCounter) {
-  T tmax = neg_big<T>();
-  for (int jj = 0; jj < nk; ++jj) {
-    const T *kr = kbase + keys[jj] * ldk;
-    const T s = laneDot(qr, kr, dh) * scale;
-    scores[jj] = s;
-    tmax = s > tmax ? s : tmax;
-  }
-  if (nk == 0)
-    return;
-  T alpha = sm.push_tile(scores, nk, tmax);
-  for (int64_t d = 0; d < dh; ++d)
-    acc[d] *= alpha;
-  if (drop.on())
-    for (int jj = 0; jj < nk; ++jj)
-      scores[jj] *= drop.mult(rowCounter + (uint64_t)keys[jj]);
-  for (int jj = 0; jj < nk; ++jj) {
-    const T p = scores[jj];
-    const T *vr = vbase + keys[jj] * ldv;
-    for (int64_t d = 0; d < dh; ++d)
-      acc[d] += p * vr[d];
-  }
-}
-
-template <typename T>
-void dilatedAttention(const Dims &g, T scale, bool causal, int window,
-                      int dil, const GlobalTokens &globals, const T *q,
-                      const T *k, const T *v, T *out, const uint8_t *kpm,
-                      const AttentionDropout<T> &drop, T *lseOut) {
-  const int64_t tasks = g.B * g.H * g.T;
-#pragma omp parallel
-  {
-    std::vector<int32_t> keys(g.T + 1);
-    std::vector<T> scores(g.T + 1), acc(g.dh);
-#pragma omp for schedule(static)
-    for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t b = task / (g.H * g.T);
-      const int64_t h = (task / g.T) % g.H;
-      const int i = (int)(task % g.T);
-      const uint8_t *kpmRow = kpm ? kpm + b * g.T : nullptr;
-      const int nk = dilatedKeys(i, g.T, window, dil, globals, causal, kpmRow,
-                                 keys.data());
-      OnlineSoftmax<T> sm;
-      sm.init();
-      std::fill(acc.begin(), acc.end(), T(0));
-      const T *qr = q + (b * g.T + i) * g.ldi + h * g.dh;
-      attendList(qr, keys.data(), nk, k + b * g.T * g.ldi + h * g.dh, g.ldi,
-                 v + b * g.T * g.ldi + h * g.dh, g.ldi, g.dh, scale,
-                 scores.data(), acc.data(), sm, drop,
-                 (uint64_t)(((b * g.H + h) * g.T + i) * g.T));
-      T inv = sm.inv();
-      T *orow = out + (b * g.T + i) * g.ldo + h * g.dh;
-      for (int64_t d = 0; d < g.dh; ++d)
-        orow[d] = acc[d] * inv;
-      if (lseOut)
-        lseOut[(b * g.H + h) * g.T + i] = sm.lse();
-    }
-  }
-}
-
 template <typename T>
 int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
                   int64_t H, int64_t dh, const T *q, const T *k, const T *v,
@@ -107,7 +36,6 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
     return NNCC_K_EINVAL;
   if (p->kind != NNCC_ATTN_LSH && !k)
     return NNCC_K_EINVAL;
-  Dims g{B, Tn, H, dh, ldi, ldo};
   T scale = p->scale != 0 ? T(p->scale) : T(1) / nsqrt(T(dh));
   bool causal = p->causal != 0;
   AttentionDropout<T> drop = attentionDropoutOf<T>(p);
@@ -118,17 +46,12 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
     GlobalTokens globals;
     if (int rc = globalTokens(p, Tn, ws, globals))
       return rc;
-    if (useDenseForDilated(p, Tn)) {
-      DenseAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, k, v, out, lse, kpm, causal, scale,
-                              drop};
-      a.dilated = &globals;
-      a.window = p->window;
-      a.dilation = p->dilation;
-      denseAttentionForward<T>(a);
-      return NNCC_K_OK;
-    }
-    dilatedAttention<T>(g, scale, causal, p->window, p->dilation, globals, q,
-                        k, v, out, kpm, drop, lse);
+    DenseAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, k, v, out, lse, kpm, causal, scale,
+                            drop};
+    a.dilated = &globals;
+    a.window = p->window;
+    a.dilation = p->dilation;
+    dilatedAttentionForward<T>(a);
   } else {
     lshAttentionForward<T>(LshAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, v,
                                                static_cast<const T *>(p->rotations),

@@ -1,13 +1,11 @@
 //===- AttentionBackward.cpp - Backward of dense / dilated / LSH attention ===//
 //
-// Flash-style: nothing of size T x T is stored. Dense attention works in
-// BLAS tiles (DenseAttention.cpp), LSH attention in BLAS chunk tiles of
-// each hash round's sorted order (LshAttention.cpp). Dilated attention, per
-// (batch, head) task and per query, rebuilds the key list of the forward
-// (the dilated band plus global tokens), recomputes the softmax statistics
-// (log-sum-exp) and the output row in a first streaming pass, then a second
-// pass recomputes every probability p = exp(s - lse) and accumulates, with
-// c the attention-dropout multiplier (1 without dropout),
+// Flash-style: nothing of size T x T is stored. Every kind works in BLAS
+// tiles: dense attention in DenseAttention.cpp, dilated attention in residue-class tiles
+// (DilatedAttention.cpp), LSH attention in chunk tiles of each hash round's
+// sorted order (LshAttention.cpp). Each recomputes the forward's softmax
+// statistics unless the caller kept them, then with p = exp(s - lse) and
+// c the attention-dropout multiplier (1 without dropout)
 //   dv_j += c p dO_i,  ds = p (c dO_i.v_j - dO_i.O_i),
 //   dq_i += scale ds k_j,  dk_j += scale ds q_i.
 // One task owns one head of one batch row, so dk/dv accumulation has no
@@ -27,121 +25,6 @@ using namespace nncc::kernels;
 
 namespace {
 
-struct Dims {
-  int64_t B, T, H, dh, ldi, ldo, ldg;
-};
-
-/// Streaming statistics of one query over an explicit key list: returns the
-/// log-sum-exp (neg_big when empty) and writes the normalised output row
-/// (with dropout; key j's counter is rowCounter + j).
-template <typename T>
-T listForward(const T *qr, const int32_t *keys, int nk, const T *kb,
-              int64_t ldk, const T *vb, int64_t ldv, int64_t dh, T scale,
-              T *o, const AttentionDropout<T> &drop, uint64_t rowCounter) {
-  OnlineSoftmax<T> sm;
-  sm.init();
-  for (int64_t d = 0; d < dh; ++d)
-    o[d] = T(0);
-  for (int jj = 0; jj < nk; ++jj) {
-    const T *kr = kb + keys[jj] * ldk;
-    const T s = laneDot(qr, kr, dh) * scale;
-    T p;
-    T alpha = sm.push(s, p);
-    p *= drop.mult(rowCounter + (uint64_t)keys[jj]);
-    const T *vr = vb + keys[jj] * ldv;
-    for (int64_t d = 0; d < dh; ++d)
-      o[d] = o[d] * alpha + p * vr[d];
-  }
-  T inv = sm.inv();
-  for (int64_t d = 0; d < dh; ++d)
-    o[d] *= inv;
-  return sm.lse();
-}
-
-/// Second pass for one query: gradients with p = exp(s - lse).
-template <typename T>
-void listBackward(const T *qr, const T *dor, const int32_t *keys, int nk,
-                  const T *kb, int64_t ldk, const T *vb, int64_t ldv,
-                  int64_t dh, T scale, T lse, T Dq, T *dqr, T *dkb,
-                  int64_t lddk, T *dvb, int64_t lddv,
-                  const AttentionDropout<T> &drop, uint64_t rowCounter) {
-  for (int jj = 0; jj < nk; ++jj) {
-    const T *kr = kb + keys[jj] * ldk;
-    const T *vr = vb + keys[jj] * ldv;
-    T s, dp;
-    laneDot2(qr, kr, dor, vr, dh, s, dp);
-    const T p = nexp(s * scale - lse);
-    const T c = drop.mult(rowCounter + (uint64_t)keys[jj]);
-    const T ds = softmax_score_grad(p, c * dp, Dq) * scale;
-    T *dkr = dkb + keys[jj] * lddk;
-    T *dvr = dvb + keys[jj] * lddv;
-    // Three loops of two streams each (one fused loop over six pointers is
-    // past the vectoriser's alias-check budget and stays scalar).
-    const T cp = c * p;
-    for (int64_t d = 0; d < dh; ++d)
-      dqr[d] += ds * kr[d];
-    for (int64_t d = 0; d < dh; ++d)
-      dkr[d] += ds * qr[d];
-    for (int64_t d = 0; d < dh; ++d)
-      dvr[d] += cp * dor[d];
-  }
-}
-
-template <typename T> T dot(const T *a, const T *b, int64_t n) {
-  return laneDot(a, b, n);
-}
-
-/// Dilated: per (b,h), per query, key list then two passes.
-template <typename T>
-void dilatedBackward(const Dims &g, const nncc_attention_params *p, T scale,
-                     const GlobalTokens &globals, const T *q, const T *k,
-                     const T *v, const T *dout, T *dq, T *dk, T *dv,
-                     const uint8_t *kpm, const AttentionDropout<T> &drop,
-                     T *out, const T *savedLse) {
-  const bool causal = p->causal != 0;
-  const int dil = p->dilation, window = p->window;
-  const int64_t tasks = g.B * g.H;
-#pragma omp parallel
-  {
-    std::vector<int32_t> keys(g.T + 1);
-    std::vector<T> o(g.dh);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t b = task / g.H, h = task % g.H;
-      const uint8_t *kpmRow = kpm ? kpm + b * g.T : nullptr;
-      const int64_t io = b * g.T * g.ldi + h * g.dh;
-      const int64_t go = b * g.T * g.ldg + h * g.dh;
-      for (int64_t t = 0; t < g.T; ++t) {
-        std::memset(dq + go + t * g.ldg, 0, sizeof(T) * g.dh);
-        std::memset(dk + go + t * g.ldg, 0, sizeof(T) * g.dh);
-        std::memset(dv + go + t * g.ldg, 0, sizeof(T) * g.dh);
-      }
-      for (int i = 0; i < (int)g.T; ++i) {
-        const int nk = dilatedKeys(i, g.T, window, dil, globals, causal,
-                                   kpmRow, keys.data());
-        if (nk == 0) {
-          if (out && !savedLse)
-            std::memset(out + (b * g.T + i) * g.ldo + h * g.dh, 0,
-                        sizeof(T) * g.dh);
-          continue;
-        }
-        const T *qr = q + io + i * g.ldi;
-        const T *dor = dout + b * g.T * g.ldo + h * g.dh + i * g.ldo;
-        const uint64_t rowCounter = (uint64_t)(((b * g.H + h) * g.T + i) * g.T);
-        T *orow = out ? out + (b * g.T + i) * g.ldo + h * g.dh : o.data();
-        T lse = savedLse ? savedLse[(b * g.H + h) * g.T + i]
-                         : listForward(qr, keys.data(), nk, k + io, g.ldi,
-                                       v + io, g.ldi, g.dh, scale, orow, drop,
-                                       rowCounter);
-        T Dq = dot(dor, orow, g.dh);
-        listBackward(qr, dor, keys.data(), nk, k + io, g.ldi, v + io, g.ldi,
-                     g.dh, scale, lse, Dq, dq + go + i * g.ldg, dk + go,
-                     g.ldg, dv + go, g.ldg, drop, rowCounter);
-      }
-    }
-  }
-}
-
 template <typename T>
 int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
                       int64_t H, int64_t dh, const T *q, const T *k,
@@ -154,7 +37,6 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   const bool lsh = p->kind == NNCC_ATTN_LSH;
   if (!lsh && (!k || !dk))
     return NNCC_K_EINVAL;
-  Dims g{B, Tn, H, dh, ldi, ldo, ldg};
   T scale = p->scale != 0 ? T(p->scale) : T(1) / nsqrt(T(dh));
   AttentionDropout<T> drop = attentionDropoutOf<T>(p);
   if (lsh) {
@@ -176,17 +58,12 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   GlobalTokens globals;
   if (int rc = globalTokens(p, Tn, ws, globals))
     return rc;
-  if (useDenseForDilated(p, Tn)) {
-    DenseAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, k, v, out, nullptr,
-                            kpm, p->causal != 0, scale, drop, savedLse};
-    a.dilated = &globals;
-    a.window = p->window;
-    a.dilation = p->dilation;
-    denseAttentionBackward<T>(a, dout, dq, dk, dv, ldg);
-    return NNCC_K_OK;
-  }
-  dilatedBackward<T>(g, p, scale, globals, q, k, v, dout, dq, dk, dv, kpm,
-                     drop, out, savedLse);
+  DenseAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, k, v, out, nullptr,
+                          kpm, p->causal != 0, scale, drop, savedLse};
+  a.dilated = &globals;
+  a.window = p->window;
+  a.dilation = p->dilation;
+  dilatedAttentionBackward<T>(a, dout, dq, dk, dv, ldg);
   return NNCC_K_OK;
 }
 

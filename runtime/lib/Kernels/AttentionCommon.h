@@ -31,8 +31,7 @@ template <typename T> struct Lanes {
 
 /// sum_d a[d] b[d] in SIMD-lane partial sums, added in a fixed order at the
 /// end: one running sum (which strict IEEE order forbids reassociating)
-/// stays scalar. The key-list kernels (dilated at long T, LSH) spend their
-/// time in these dots.
+/// stays scalar (the row dots D = dO . O, norms).
 template <typename T> inline T laneDot(const T *a, const T *b, int64_t n) {
   using L = Lanes<T>;
   typename L::V acc = {};
@@ -43,25 +42,6 @@ template <typename T> inline T laneDot(const T *a, const T *b, int64_t n) {
   for (; d < n; ++d)
     s += a[d] * b[d];
   return s;
-}
-
-/// The two dots a.b and c.e in one pass (listBackward's s and dp).
-template <typename T>
-inline void laneDot2(const T *a, const T *b, const T *c, const T *e, int64_t n, T &ab,
-                     T &ce) {
-  using L = Lanes<T>;
-  typename L::V x = {}, y = {};
-  int64_t d = 0;
-  for (; d + L::N <= n; d += L::N) {
-    x += L::load(a + d) * L::load(b + d);
-    y += L::load(c + d) * L::load(e + d);
-  }
-  ab = L::sum(x);
-  ce = L::sum(y);
-  for (; d < n; ++d) {
-    ab += a[d] * b[d];
-    ce += c[d] * e[d];
-  }
 }
 
 /// Whether `p` describes a valid attention of its kind for head size `dh`.
@@ -147,7 +127,8 @@ AttentionDropout<T> attentionDropoutOf(const nncc_attention_params *p) {
   return d;
 }
 
-/// Operands of the dense attention core (DenseAttention.cpp).
+/// Operands of the dense attention core (DenseAttention.cpp) and, with
+/// `dilated` set, of the dilated one (DilatedAttention.cpp).
 template <typename Real> struct DenseAttentionArgs {
   int64_t B, T, H, dh, ldi, ldo;
   const Real *q, *k, *v;
@@ -158,20 +139,18 @@ template <typename Real> struct DenseAttentionArgs {
   Real scale;
   AttentionDropout<Real> drop;
   const Real *savedLse = nullptr; // backward only: the forward's lse
-  // Dilated attention run densely (useDenseForDilated): the admissible keys
-  // of for_each_dilated_key as a mask on the dense tiles.
+  // Dilated attention (dilatedAttentionForward / Backward): its global
+  // tokens, window and dilation.
   const GlobalTokens *dilated = nullptr;
   int window = 0, dilation = 1;
 };
 
-/// Whether dilated attention over T positions runs on the dense tile kernel
-/// with a mask instead of per-query key lists: when the band covers a
-/// quarter of the sequence or more, the dense BLAS tiles do the T keys of a
-/// query faster than the scalar list loop does its window + 1 (the list
-/// path is several times slower per key). Same keys, same dropout counters.
-inline bool useDenseForDilated(const nncc_attention_params *p, int64_t T) {
-  return p->kind == NNCC_ATTN_DILATED && T <= 4 * ((int64_t)p->window + 1);
-}
+/// Dilated attention (a.dilated, a.window, a.dilation) in residue-class
+/// tiles (DilatedAttention.cpp); operands as the dense kernels'.
+template <typename T> void dilatedAttentionForward(const DenseAttentionArgs<T> &a);
+template <typename T>
+void dilatedAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout, T *dq, T *dk,
+                              T *dv, int64_t ldg);
 
 /// out = softmax(scale q kᵀ, masked) v per head, with attention dropout.
 template <typename T> void denseAttentionForward(const DenseAttentionArgs<T> &a);

@@ -42,23 +42,12 @@ template <typename T> struct DenseScratch {
 };
 
 /// Masks inadmissible scores of row `i` of a tile to neg_big (causal, key
-/// padding, and for dilated attention run densely the dilated pattern).
+/// padding).
 template <typename T>
 void maskRow(const DenseAttentionArgs<T> &a, const uint8_t *kpmRow, int64_t i,
              int64_t k0, int64_t nk, T *srow) {
-  if (!a.causal && !kpmRow && !a.dilated)
+  if (!a.causal && !kpmRow)
     return;
-  if (a.dilated && !a.dilated->isGlobal[i]) {
-    // A band query sees its dilated band and the global keys.
-    const uint8_t *globalKey = a.dilated->isGlobal;
-    for (int64_t jj = 0; jj < nk; ++jj) {
-      const int j = (int)(k0 + jj);
-      if (!key_admissible((int)i, j, a.causal, kpmRow) ||
-          !(globalKey[j] || dilated_band((int)i, j, a.window, a.dilation)))
-        srow[jj] = neg_big<T>();
-    }
-    return;
-  }
   for (int64_t jj = 0; jj < nk; ++jj)
     if (!key_admissible((int)i, (int)(k0 + jj), a.causal, kpmRow))
       srow[jj] = neg_big<T>();

@@ -140,7 +140,10 @@ for dtype in (np.float64, np.float32):
     dilated_case(dtype, 2, 30, 16, 2, 4, 2, [0], 0, 0)
     dilated_case(dtype, 2, 30, 16, 2, 6, 3, [0, 17, 17, 29, 99], 0, 1)
     dilated_case(dtype, 2, 30, 16, 2, 5, 1, [3], 1, 0)
-    # T <= 4 (window + 1): the dense tile kernel with the dilated mask.
+    # several 64-query tiles per residue class (DilatedAttention.cpp)
+    dilated_case(dtype, 2, 203, 16, 2, 6, 2, [0, 100, 202], 0, 1)
+    dilated_case(dtype, 1, 150, 8, 1, 10, 1, [5], 1, 0)
+    # the window covers most of the sequence
     dilated_case(dtype, 2, 30, 16, 2, 8, 2, [0, 17], 0, 1)
     dilated_case(dtype, 2, 24, 16, 2, 6, 1, [3], 1, 0)
     lsh_case(dtype, 2, 23, 16, 2, 3, 4, 5, 0, 1, 0)
@@ -176,7 +179,10 @@ for dtype in (np.float64, np.float32):
                                        dropout_offset=1 << 40), dtype, 2, 70, 16, 2, 3, None)
     saved_case("dilated global", params("dilated", window=4, dilation=2, globals_=[0, 9],
                                         dropout=0.2, dropout_seed=3), dtype, 2, 40, 16, 2, 3, None)
-    saved_case("dilated dense-tiled", params("dilated", window=10, dilation=2, globals_=[0, 9],
+    saved_case("dilated class tiles", params("dilated", window=6, dilation=2,
+                                             globals_=[0, 100], dropout=0.2, dropout_seed=3),
+               dtype, 1, 203, 16, 2, 3, None)
+    saved_case("dilated wide window", params("dilated", window=10, dilation=2, globals_=[0, 9],
                                              dropout=0.2, dropout_seed=3),
                dtype, 2, 40, 16, 2, 3, None)
     saved_case("lsh", params("lsh", rot=np.ascontiguousarray(Rs, dtype), n_hashes=3,

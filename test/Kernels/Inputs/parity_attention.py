@@ -132,7 +132,11 @@ for dtype in (np.float32, np.float64):
     dilated_case(dtype, 2, 50, 16, 2, 6, 3, [0, 17, 17, 45, 99], 0, 1)
     dilated_case(dtype, 2, 50, 16, 2, 5, 1, [3], 1, 0)
     dilated_case(dtype, 1, 30, 8, 1, 2, 4, [], 0, 0)
-    # T <= 4 (window + 1): the dense tile kernel with the dilated mask.
+    # several 64-query tiles per residue class (DilatedAttention.cpp), T not
+    # a multiple of the dilation, globals at both ends and inside
+    dilated_case(dtype, 2, 203, 16, 2, 6, 2, [0, 100, 202], 0, 1)
+    dilated_case(dtype, 1, 150, 8, 1, 10, 1, [5], 1, 0)
+    # the window covers most of the sequence
     dilated_case(dtype, 2, 30, 16, 2, 8, 2, [0, 17], 0, 1)
     dilated_case(dtype, 2, 24, 16, 2, 6, 1, [3], 1, 0)
     lsh_case(dtype, 2, 23, 16, 2, 3, 4, 5, 0, 1, 0)

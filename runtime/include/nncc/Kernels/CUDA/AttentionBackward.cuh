@@ -1807,9 +1807,9 @@ inline int64_t dilated_attention_backward_workspace_bytes(int64_t B, int64_t Tn,
 /// nnk.attention_grad, kind dilated (nncc_attention_backward with
 /// NNCC_ATTN_DILATED): operands as launch_flash_attention_backward, window,
 /// dilation and host global positions as launch_dilated_attention_dyn (at
-/// most 64 distinct ones < T). The CPU runs T <= 4 (w + 1) on its dense
-/// tiles with the dilated mask (useDenseForDilated): the same keys and
-/// counters, so the key lists here give the same gradients up to rounding.
+/// most 64 distinct ones < T). The CPU runs residue-class tiles
+/// (DilatedAttention.cpp) over the same keys and counters, so the key lists
+/// here give the same gradients up to rounding.
 /// scratch: dilated_attention_backward_workspace_bytes(B, T, H, dh,
 /// n_host_globals, sizeof(T), saved_lse == NULL). f32 / f64 (bf16: the
 /// overload below).
