@@ -4,6 +4,7 @@
 
 #include "Internal.h"
 #include "nncc/Kernels/AttentionMath.h"
+#include "nncc/Kernels/BackwardMath.h"
 
 #include <algorithm>
 #include <cstring>
@@ -42,6 +43,16 @@ template <typename T> inline T laneDot(const T *a, const T *b, int64_t n) {
   for (; d < n; ++d)
     s += a[d] * b[d];
   return s;
+}
+
+/// One (query, key) pair of the attention backward, from its score s
+/// (scale included) and dp = dO . v: with p = exp(s - lse) and c the
+/// pair's dropout multiplier, s becomes c p (dO's weight in dV) and dp
+/// becomes dS = scale p (c dp - D).
+template <typename T> inline void backwardPair(T &s, T &dp, T lse, T D, T c, T scale) {
+  const T p = nexp(s - lse);
+  dp = softmax_score_grad(p, c * dp, D) * scale;
+  s = c * p;
 }
 
 /// Whether `p` describes a valid attention of its kind for head size `dh`.

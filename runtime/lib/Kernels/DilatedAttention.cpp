@@ -26,7 +26,6 @@
 //===----------------------------------------------------------------------===//
 #include "AttentionCommon.h"
 #include "nncc/Kernels/AttentionMath.h"
-#include "nncc/Kernels/BackwardMath.h"
 
 #include <algorithm>
 #include <cstring>
@@ -257,13 +256,7 @@ void backwardTile(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd, cons
     gemm(false, true, ct.nq, ng, dh, a.scale, qb, ld, s.Kg.data(), dh, T(0), s.Sg.data(), ng);
     gemm(false, true, ct.nq, ng, dh, T(1), dob, ldo, s.Vg.data(), dh, T(0), s.dPg.data(), ng);
   }
-  // P = exp(S - lse) on the pairs; S <- c P, dP <- dS.
-  auto pair = [&](T &sv, T &dpv, T lse, T D, uint64_t counter) {
-    const T p = nexp(sv - lse);
-    const T c = a.drop.mult(counter);
-    dpv = softmax_score_grad(p, c * dpv, D) * a.scale;
-    sv = c * p;
-  };
+  // On the pairs S <- c P, dP <- dS (backwardPair).
   for (int64_t x = 0; x < ct.nq; ++x) {
     const int64_t m = ct.m0 + x, i = ct.r + m * d;
     T *srow = &s.S[x * s.ldS], *dsrow = &s.dP[x * s.ldS];
@@ -279,13 +272,15 @@ void backwardTile(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd, cons
     const uint64_t c0 = hd.counter(a, i);
     for (int64_t jj = 0; jj < ct.nk; ++jj) {
       if (bandPair(a, hd, ct, m, jj))
-        pair(srow[jj], dsrow[jj], lse, D, c0 + (uint64_t)(ct.r + (ct.k0 + jj) * d));
+        backwardPair(srow[jj], dsrow[jj], lse, D,
+                     a.drop.mult(c0 + (uint64_t)(ct.r + (ct.k0 + jj) * d)), a.scale);
       else
         srow[jj] = dsrow[jj] = T(0);
     }
     for (int64_t g = 0; g < ng; ++g) {
       if (globalPair(a, hd, i, g))
-        pair(grow[g], dgrow[g], lse, D, c0 + (uint64_t)a.dilated->list[g]);
+        backwardPair(grow[g], dgrow[g], lse, D, a.drop.mult(c0 + (uint64_t)a.dilated->list[g]),
+                     a.scale);
       else
         grow[g] = dgrow[g] = T(0);
     }
@@ -416,10 +411,7 @@ void dilatedAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout, T *
             row[j] = drow[j] = T(0);
             continue;
           }
-          const T p = nexp(row[j] - lse);
-          const T c = a.drop.mult(c0 + (uint64_t)j);
-          drow[j] = softmax_score_grad(p, c * drow[j], D) * a.scale;
-          row[j] = c * p;
+          backwardPair(row[j], drow[j], lse, D, a.drop.mult(c0 + (uint64_t)j), a.scale);
         }
         gemm(false, false, 1, dh, a.T, T(1), drow, a.T, hd.k, a.ldi, T(0), dqh + i * ldg, ldg);
         gemm(true, false, a.T, dh, 1, T(1), drow, a.T, hd.q + i * a.ldi, a.ldi, T(1), dkh, ldg);

@@ -268,10 +268,7 @@ void backwardTile(const LshAttentionArgs<T> &a, const LshHead<T> &hd, int r, int
         prow[jj] = dsrow[jj] = T(0);
         continue;
       }
-      const T p = nexp(prow[jj] - Lt);
-      const T c = a.drop.mult(rc + (uint64_t)u);
-      dsrow[jj] = softmax_score_grad(p, c * dsrow[jj], Dt) * a.scale;
-      prow[jj] = c * p;
+      backwardPair(prow[jj], dsrow[jj], Lt, Dt, a.drop.mult(rc + (uint64_t)u), a.scale);
     }
   }
   gemm(false, false, nq, dh, nk, T(1), s.dP.data(), ldS, &s.Ks[lo * dh], dh, T(0),
