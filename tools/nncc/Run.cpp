@@ -589,8 +589,24 @@ int runInspect() {
   llvm::json::Array dims;
   for (const std::string &d : sig->dims)
     dims.push_back(d);
+  // The dims that cannot take every size: [min, max] and the ops that say so.
+  llvm::json::Object ranges;
+  for (size_t i = 0; i < sig->dims.size() && i < sig->dimRanges.size(); ++i) {
+    const nncc::DimRange &r = sig->dimRanges[i];
+    if (r.min == 0 && r.max < 0)
+      continue;
+    llvm::json::Object o{{"min", r.min}};
+    if (!r.minWhy.empty())
+      o["min_why"] = r.minWhy;
+    if (r.max >= 0) {
+      o["max"] = r.max;
+      o["max_why"] = r.maxWhy;
+    }
+    ranges[sig->dims[i]] = std::move(o);
+  }
   llvm::json::Object obj{{"model", sig->model},
                          {"dims", std::move(dims)},
+                         {"dim_ranges", std::move(ranges)},
                          {"inputs", jsonTensors(sig->inputs)},
                          {"outputs", jsonTensors(sig->outputs)},
                          {"parameters", jsonParams(sig->params)}};
