@@ -283,8 +283,7 @@ int parseDims(const ModelSignature &sig, std::map<std::string, int64_t> &dimMap)
     int64_t x;
     if (k.empty() || v.getAsInteger(10, x) || x < 0)
       return fail("--dim expects NAME=SIZE with SIZE >= 0, got '" + d + "'");
-    auto it = std::find(sig.dims.begin(), sig.dims.end(), k.str());
-    if (it == sig.dims.end())
+    if (std::find(sig.dims.begin(), sig.dims.end(), k.str()) == sig.dims.end())
       return fail("--dim " + k + ": model '" + sig.model + "' has no dim '" + k +
                   "' (dims: " + llvm::join(sig.dims, ", ") + ")");
     if (int rc = checkDimRange(sig, k, x))

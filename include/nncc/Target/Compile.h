@@ -81,7 +81,6 @@ struct TensorSignature {
 struct DimRange {
   int64_t min = 0, max = -1;
   std::string minWhy, maxWhy;
-  bool admits(int64_t size) const { return size >= min && (max < 0 || size <= max); }
   /// Why `size` (for dim `name`) is not admitted; empty when it is.
   std::string rejection(llvm::StringRef name, int64_t size) const;
 };

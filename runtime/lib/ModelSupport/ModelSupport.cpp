@@ -889,17 +889,17 @@ nncc_status acceptInput(nncc_model *m, const char *what, const char *name, nncc_
   }
   for (int32_t sym = 0; m->def->dim_ranges && sym < abi->num_dims; ++sym) {
     const nncc_ms_dim_range &r = m->def->dim_ranges[sym];
-    const char *name_ = abi->dim_names[sym];
+    const char *dim = abi->dim_names[sym];
     if (mine[sym] >= 0 && mine[sym] < r.min)
       return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
                             "input '%s': %s = %" PRId64 " is below %" PRId64
                             ", the smallest the model serves (%s)",
-                            name, name_, mine[sym], r.min, r.min_why);
+                            name, dim, mine[sym], r.min, r.min_why);
     if (mine[sym] >= 0 && r.max >= 0 && mine[sym] > r.max)
       return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
                             "input '%s': %s = %" PRId64 " is above %" PRId64
                             ", the largest the model serves (%s)",
-                            name, name_, mine[sym], r.max, r.max_why);
+                            name, dim, mine[sym], r.max, r.max_why);
   }
   for (int32_t j = 0; j < abi->num_inputs; ++j) {
     const Tensor &o = m->inputs[j];
