@@ -119,6 +119,8 @@ std::string driver::RematRequest::key() const {
     ids += (ids.empty() ? "" : ",") + std::to_string(id);
   for (auto [id, snapshots] : chosen.bpttSnapshots)
     ids += ";binomial:" + std::to_string(id) + "=" + std::to_string(snapshots);
+  if (chosen.shareChains)
+    ids += ";shared-chains";
   return (fusedHeads ? "fused-heads;" : "heads-as-written;") + ids;
 }
 

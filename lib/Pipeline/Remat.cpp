@@ -111,6 +111,7 @@ static nn::RematCostEnv costEnv(const RematSearchOptions &options) {
   env.realSize = options.realSize;
   for (auto [id, snapshots] : options.bpttSnapshots)
     env.bpttSnapshots[id] = snapshots;
+  env.shareChains = options.shareChains;
   return env;
 }
 
@@ -124,7 +125,10 @@ FailureOr<RematPlan> evaluateRemat(ModuleOp module, ArrayRef<int64_t> ids,
   FailureOr<nn::RematCost> cost = nn::applyRemat(fn, ids, costEnv(options));
   if (failed(cost))
     return failure();
+  // Only the plan of this clone is read: the chosen plan is applied again
+  // and lowered by the verifying pipeline.
   PassManager pm(module.getContext());
+  pm.enableVerifier(false);
   NNCCPipelineOptions lower;
   lower.stop = PipelineStage::NNK;
   buildNNCCPipeline(pm, lower);
@@ -140,10 +144,27 @@ FailureOr<RematPlan> evaluateRemat(ModuleOp module, ArrayRef<int64_t> ids,
   out.peakBytes = plan->peakBytes;
   out.arenaBytes = plan->arenaBytes;
   out.flops = cost->flops;
+  out.shareChains = options.shareChains;
   for (auto [id, snapshots] : options.bpttSnapshots)
     if (llvm::is_contained(out.recompute, id))
       out.bpttSnapshots.push_back({id, snapshots});
   return out;
+}
+
+FailureOr<RematPlan> RematMemo::get(ModuleOp module, ArrayRef<int64_t> ids,
+                                    const RematSearchOptions &options) {
+  SmallVector<int64_t> sorted(ids);
+  llvm::sort(sorted);
+  std::string key = options.shareChains ? "shared:" : "per-save:";
+  for (int64_t id : sorted)
+    key += std::to_string(id) + ",";
+  auto it = plans.find(key);
+  if (it != plans.end())
+    return it->second;
+  FailureOr<RematPlan> p = evaluateRemat(module, sorted, options);
+  if (succeeded(p))
+    plans[key] = *p;
+  return p;
 }
 
 /// The binomial (Revolve) variants of the plans that checkpoint a recurrent
@@ -181,6 +202,7 @@ static LogicalResult appendBinomialVariants(ModuleOp module, SmallVector<RematPl
   for (const RematPlan &p : front)
     for (int kind = 0; kind < 3; ++kind) {
       RematSearchOptions variant = options;
+      variant.shareChains = p.shareChains;
       for (int64_t id : p.recompute) {
         auto it = steps.find(id);
         if (it == steps.end())
@@ -199,44 +221,6 @@ static LogicalResult appendBinomialVariants(ModuleOp module, SmallVector<RematPl
   return success();
 }
 
-namespace {
-/// Exact plans of subsets of the candidates, each evaluated once. A
-/// subset is a string of '0'/'1' over the candidate ids in increasing order;
-/// walks over subsets use bit masks (at most 64 candidates).
-struct PlanCache {
-  ModuleOp module;
-  const RematSearchOptions &options;
-  SmallVector<int64_t> order; // the candidates in nn::rematOrder's order
-  SmallVector<int64_t> ids;   // sorted
-  llvm::StringMap<RematPlan> plans;
-
-  PlanCache(ModuleOp module, const RematSearchOptions &options, SmallVector<int64_t> order)
-      : module(module), options(options), order(std::move(order)), ids(this->order) {
-    llvm::sort(ids);
-  }
-  SmallVector<int64_t> members(uint64_t mask) const {
-    SmallVector<int64_t> out;
-    for (size_t i = 0; i < ids.size() && i < 64; ++i)
-      if (mask >> i & 1)
-        out.push_back(ids[i]);
-    return out;
-  }
-  FailureOr<RematPlan> get(ArrayRef<int64_t> subset) {
-    std::string key(ids.size(), '0');
-    for (int64_t id : subset)
-      key[llvm::lower_bound(ids, id) - ids.begin()] = '1';
-    auto it = plans.find(key);
-    if (it != plans.end())
-      return it->second;
-    FailureOr<RematPlan> p = evaluateRemat(module, subset, options);
-    if (succeeded(p))
-      plans[key] = *p;
-    return p;
-  }
-  FailureOr<RematPlan> get(uint64_t mask) { return get(members(mask)); }
-};
-} // namespace
-
 /// The recomputation FLOPs of `ids` (what applyRemat returns), without the
 /// rewrite and the lowering.
 static double rematFlops(func::FuncOp fn, ArrayRef<int64_t> ids, const nn::RematCostEnv &env) {
@@ -247,8 +231,80 @@ static double rematFlops(func::FuncOp fn, ArrayRef<int64_t> ids, const nn::Remat
   return flops;
 }
 
+namespace {
+/// Exact plans of subsets of the candidates, chains per save or shared,
+/// each evaluated once per search (or once for all searches sharing
+/// `options.memo`); walks over subsets use bit masks (at most 64
+/// candidates).
+struct PlanCache {
+  ModuleOp module;
+  func::FuncOp fn;
+  const RematSearchOptions &options;
+  SmallVector<int64_t> order; // the candidates in nn::rematOrder's order
+  SmallVector<int64_t> ids;   // sorted
+  RematMemo ownMemo;
+  RematMemo &memo;
+
+  PlanCache(ModuleOp module, func::FuncOp fn, const RematSearchOptions &options,
+            SmallVector<int64_t> order)
+      : module(module), fn(fn), options(options), order(std::move(order)), ids(this->order),
+        memo(options.memo ? *options.memo : ownMemo) {
+    llvm::sort(ids);
+  }
+  SmallVector<int64_t> members(uint64_t mask) const {
+    SmallVector<int64_t> out;
+    for (size_t i = 0; i < ids.size() && i < 64; ++i)
+      if (mask >> i & 1)
+        out.push_back(ids[i]);
+    return out;
+  }
+  /// The plan of `subset`; with `shared`, its chains shared, or the plain
+  /// plan when no two chains have an op in common (the same rewrite).
+  FailureOr<RematPlan> get(ArrayRef<int64_t> subset, bool shared = false) {
+    RematSearchOptions mode = options;
+    mode.shareChains = shared && sharesWork(subset);
+    return memo.get(module, subset, mode);
+  }
+  FailureOr<RematPlan> get(uint64_t mask, bool shared = false) {
+    return get(members(mask), shared);
+  }
+  /// The cost model's FLOPs of recomputing `subset`, chains shared or not.
+  double flops(ArrayRef<int64_t> subset, bool shared) const {
+    RematSearchOptions mode = options;
+    mode.shareChains = shared;
+    return rematFlops(fn, subset, costEnv(mode));
+  }
+  /// Whether sharing the chains of `subset` saves any recomputation.
+  bool sharesWork(ArrayRef<int64_t> subset) const {
+    return flops(subset, true) < flops(subset, false);
+  }
+};
+} // namespace
+
+/// The plans with per-save chains `unsharedPlans` considers, and the same
+/// subsets with shared chains where that saves recomputation.
+static FailureOr<SmallVector<RematPlan>> unsharedPlans(PlanCache &cache, ArrayRef<int64_t> order,
+                                                       const RematSearchOptions &options);
+
 static FailureOr<SmallVector<RematPlan>> rematPlans(PlanCache &cache, ArrayRef<int64_t> order,
                                                     const RematSearchOptions &options) {
+  FailureOr<SmallVector<RematPlan>> plans = unsharedPlans(cache, order, options);
+  if (failed(plans))
+    return failure();
+  size_t unshared = plans->size();
+  for (size_t i = 0; i < unshared; ++i) {
+    if (!cache.sharesWork((*plans)[i].recompute))
+      continue;
+    FailureOr<RematPlan> p = cache.get((*plans)[i].recompute, /*shared=*/true);
+    if (failed(p))
+      return failure();
+    plans->push_back(*p);
+  }
+  return plans;
+}
+
+static FailureOr<SmallVector<RematPlan>> unsharedPlans(PlanCache &cache, ArrayRef<int64_t> order,
+                                                       const RematSearchOptions &options) {
   SmallVector<RematPlan> plans;
   // Few candidates: every subset (the exact optimum for every budget).
   if (order.size() <= options.exhaustiveLimit) {
@@ -324,7 +380,7 @@ FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
   FailureOr<func::FuncOp> fn = requireTrainingFunction(module);
   if (failed(fn))
     return failure();
-  PlanCache cache(module, options, nn::rematOrder(*fn, costEnv(options)));
+  PlanCache cache(module, *fn, options, nn::rematOrder(*fn, costEnv(options)));
   return rematPlans(cache, cache.order, options);
 }
 
@@ -334,27 +390,29 @@ static bool cheaper(const RematPlan &a, const RematPlan &b) {
 }
 
 /// Improves `best` (the cheapest plan of `plans` within `budget`) with the
-/// subsets of the candidates taken in order of increasing FLOPs, stopping
-/// at the first one costing more than `best` or after `limit` subsets.
-/// The FLOPs of a set never fall when a candidate is added (the chains of
-/// the others only grow), so a best-first walk of the tree in which a set's
-/// parent is the set without its last candidate visits every subset in
-/// order of (FLOPs, mask): the first `limit` are the same for every budget.
-static LogicalResult costOrderWalk(PlanCache &cache, func::FuncOp fn, uint64_t budget,
-                                   size_t limit, const nn::RematCostEnv &env, RematPlan &best) {
-  using Entry = std::pair<double, uint64_t>; // (FLOPs, mask)
+/// subsets of the candidates, chains per save and shared, taken in order of
+/// increasing FLOPs, stopping at the first one costing more than `best` or
+/// after `limit` of them. The FLOPs of a set never fall when a candidate is
+/// added (the chains of the others only grow; shared, their union does), so
+/// a best-first walk of the tree in which a set's parent is the set without
+/// its last candidate visits every (subset, mode) in order of
+/// (FLOPs, mask, mode): the first `limit` are the same for every budget.
+static LogicalResult costOrderWalk(PlanCache &cache, uint64_t budget, size_t limit,
+                                   RematPlan &best) {
+  using Entry = std::tuple<double, uint64_t, bool>; // (FLOPs, mask, shared)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
-  queue.push({0.0, 0});
+  queue.push({0.0, 0, false});
+  queue.push({0.0, 0, true});
   size_t n = cache.ids.size();
   size_t visited = 0;
   while (!queue.empty()) {
-    auto [flops, mask] = queue.top();
+    auto [flops, mask, shared] = queue.top();
     // Stop when every remaining subset costs more than `best`.
     if (flops > best.flops || visited == limit)
       return success();
     queue.pop();
     ++visited;
-    FailureOr<RematPlan> p = cache.get(mask);
+    FailureOr<RematPlan> p = cache.get(mask, shared);
     if (failed(p))
       return failure();
     if (p->peakBytes <= budget && cheaper(*p, best))
@@ -364,7 +422,7 @@ static LogicalResult costOrderWalk(PlanCache &cache, func::FuncOp fn, uint64_t b
       uint64_t child = mask | uint64_t{1} << j;
       // Kept at least the parent's, so the order holds even if the
       // estimate were not monotone.
-      queue.push({std::max(flops, rematFlops(fn, cache.members(child), env)), child});
+      queue.push({std::max(flops, cache.flops(cache.members(child), shared)), child, shared});
     }
   }
   return success();
@@ -384,7 +442,7 @@ FailureOr<RematPlan> chooseRemat(ModuleOp module, const MemoryBudget &budget,
   if (failed(required))
     return failure();
   func::FuncOp fn = *required;
-  PlanCache cache(module, options, nn::rematOrder(fn, costEnv(options)));
+  PlanCache cache(module, fn, options, nn::rematOrder(fn, costEnv(options)));
   ArrayRef<int64_t> order = cache.order;
   FailureOr<SmallVector<RematPlan>> plans = rematPlans(cache, order, options);
   if (failed(plans) || failed(appendBinomialVariants(module, *plans, options)))
@@ -417,7 +475,7 @@ FailureOr<RematPlan> chooseRemat(ModuleOp module, const MemoryBudget &budget,
   // Up to `pruneLimit` candidates: the subsets cheaper than the heuristic's
   // choice, in order of FLOPs; the first that fits is the exact optimum.
   if (order.size() > options.exhaustiveLimit && order.size() <= options.pruneLimit) {
-    if (failed(costOrderWalk(cache, fn, bytes, options.costOrderLimit, costEnv(options), best)))
+    if (failed(costOrderWalk(cache, bytes, options.costOrderLimit, best)))
       return failure();
   }
   return best;
@@ -471,6 +529,7 @@ FailureOr<RematPlan> applyRematPlan(ModuleOp module, RematPlan plan,
   func::FuncOp fn = *required;
   RematSearchOptions chosen = options;
   chosen.bpttSnapshots = plan.bpttSnapshots;
+  chosen.shareChains = plan.shareChains;
   plan.report = report(fn, plan.recompute, costEnv(chosen));
   if (!plan.recompute.empty() && failed(nn::applyRemat(fn, plan.recompute, costEnv(chosen))))
     return failure();

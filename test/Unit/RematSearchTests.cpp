@@ -1,12 +1,13 @@
 //===- RematSearchTests.cpp - nncc-remat against exhaustive search --------===//
 //
-// On graphs small enough to try every subset of residuals, the plan
-// nncc-remat chooses for a budget recomputes at most 10% more FLOPs than
-// the cheapest subset whose exact memory plan fits, its planned peak fits,
-// and a larger budget never recomputes more: with 9 candidates (the pass
-// itself tries every subset up to 12) and with 13 (the pass walks the
-// subsets in order of FLOPs from its heuristic plans; those alone are
-// 1.3-2x off the optimum at some budgets).
+// On graphs small enough to try every subset of residuals, each with its
+// recomputation chains per save and shared, the plan nncc-remat chooses for
+// a budget recomputes at most 10% more FLOPs than the cheapest plan whose
+// exact memory plan fits, its planned peak fits, and a larger budget never
+// recomputes more: with 9 candidates (the pass itself tries every subset up
+// to 12) and with 13 (the pass walks the subsets in order of FLOPs from its
+// heuristic plans; those alone are 1.3-2x off the optimum at some budgets).
+// The searches and the exhaustive reference share one memo of exact plans.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/NN/Transforms/Remat.h"
@@ -23,7 +24,7 @@ using namespace nncc;
 
 namespace {
 struct Exhaustive {
-  std::vector<RematPlan> all; // every subset, planned exactly
+  std::vector<RematPlan> all; // every subset and chain mode, planned exactly
   uint64_t lo = 0, hi = 0;    // smallest and largest peak
 };
 
@@ -38,24 +39,52 @@ void checkAgainstExhaustive(const char *path, size_t minCands, size_t maxCands) 
   ASSERT_TRUE(module);
   ASSERT_TRUE(mlir::succeeded(driver::runPipeline(*module, driver::GradKind::Loss, /*trainMode=*/true,
                                                   PipelineStage::NN)));
+  RematMemo memo;
   RematSearchOptions options;
   options.dims["N"] = 32;
+  options.memo = &memo;
   auto fn = module->lookupSymbol<mlir::func::FuncOp>("forward_backward");
   ASSERT_TRUE(fn);
   llvm::SmallVector<nn::RematCandidate> cands = nn::collectRematCandidates(fn);
   ASSERT_GE(cands.size(), minCands);
   ASSERT_LE(cands.size(), maxCands);
 
+  // Shared chains rewrite a subset differently only when two of its chains
+  // have an op in common, which is when sharing lowers the cost model's
+  // FLOPs; those subsets are planned in both modes.
+  auto modelFlops = [&](llvm::ArrayRef<int64_t> ids, bool shared) {
+    nn::RematCostEnv env;
+    env.dims["N"] = 32;
+    env.shareChains = shared;
+    double f = 0;
+    for (const nn::RematEntry &e : nn::describeRemat(fn, ids, env))
+      if (e.decision == nn::RematEntry::Decision::Recomputed)
+        f += e.flops;
+    return f;
+  };
   Exhaustive ex;
+  size_t sharing = 0;
   for (uint32_t mask = 0; mask < (1u << cands.size()); ++mask) {
     llvm::SmallVector<int64_t> ids;
     for (size_t i = 0; i < cands.size(); ++i)
       if (mask >> i & 1)
         ids.push_back(cands[i].id);
-    mlir::FailureOr<RematPlan> p = evaluateRemat(*module, ids, options);
-    ASSERT_TRUE(mlir::succeeded(p));
-    ex.all.push_back(*p);
+    for (bool shared : {false, true}) {
+      if (shared && !(modelFlops(ids, true) < modelFlops(ids, false)))
+        continue;
+      RematSearchOptions mode = options;
+      mode.shareChains = shared;
+      mlir::FailureOr<RematPlan> p = memo.get(*module, ids, mode);
+      ASSERT_TRUE(mlir::succeeded(p));
+      ASSERT_EQ(p->shareChains, shared);
+      if (shared) {
+        ++sharing;
+        EXPECT_LT(p->flops, modelFlops(ids, false)) << "sharing chains recomputes less";
+      }
+      ex.all.push_back(*p);
+    }
   }
+  ASSERT_GT(sharing, 0u) << "some subsets must have chains to share here";
   ex.lo = ex.hi = ex.all.front().peakBytes;
   for (const RematPlan &p : ex.all) {
     ex.lo = std::min(ex.lo, p.peakBytes);

@@ -111,6 +111,7 @@ llvm::json::Object rematJSON(const driver::RematRequest &remat) {
   return llvm::json::Object{
       {"budget", remat.budget.str()},
       {"fused_loss_heads", remat.fusedHeads},
+      {"shared_chains", remat.chosen.shareChains},
       {"kept_bytes", static_cast<int64_t>(keptBytes)},
       {"recomputed_bytes", static_cast<int64_t>(recomputedBytes)},
       {"recomputed_flops", recomputedFlops},

@@ -137,7 +137,9 @@ def NNRematApply : Pass<"nn-remat-apply", "::mlir::ModuleOp"> {
     - `nn.save`: the ops that compute the saved value from kept saves,
       arguments, parameters and constants are cloned (unit attribute
       `nn.recomputed`) right before the first backward op that reads it,
-      which then reads the clone; the save goes.
+      which then reads the clone; the save goes. With `share-chains`, the
+      saves are handled in the order the backward first reads them and a
+      chain reuses what earlier chains cloned instead of cloning it again.
     - reserve: the gradient op's `reserve` operand goes (it recomputes its
       forward's internals); a forward whose reserve nothing reads any more
       loses that result.
@@ -149,6 +151,9 @@ def NNRematApply : Pass<"nn-remat-apply", "::mlir::ModuleOp"> {
            "The differentiated function">,
     ListOption<"recompute", "recompute", "int64_t",
                "Candidate ids to recompute">,
+    Option<"shareChains", "share-chains", "bool", "false",
+           "Recomputed saves reuse the clones of earlier chains (in the "
+           "order the backward first reads them)">,
   ];
   let dependentDialects = ["::nncc::nn::NNDialect",
                            "::mlir::func::FuncDialect"];

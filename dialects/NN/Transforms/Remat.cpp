@@ -237,6 +237,39 @@ struct RematState {
 
 } // namespace
 
+/// The top-level op of `block` containing `op`.
+static Operation *topLevel(Operation *op, Block *block) {
+  while (op && op->getBlock() != block)
+    op = op->getParentOp();
+  return op;
+}
+
+/// The top-level op that first reads `save`'s result (null when none does).
+static Operation *firstReader(SaveOp save, Block *block) {
+  Operation *first = nullptr;
+  for (Operation *user : save.getResult().getUsers()) {
+    Operation *top = topLevel(user, block);
+    if (top && (!first || top->isBeforeInBlock(first)))
+      first = top;
+  }
+  return first;
+}
+
+/// `saves` in the order the backward first reads them (unread ones last),
+/// ties in their given order: the order their chains are cloned in, so that
+/// a shared chain's clones come before every later reader.
+static SmallVector<SaveOp> inReadOrder(ArrayRef<SaveOp> saves, Block *block) {
+  SmallVector<std::pair<Operation *, SaveOp>> keyed;
+  for (SaveOp s : saves)
+    keyed.push_back({firstReader(s, block), s});
+  llvm::stable_sort(keyed, [](const auto &a, const auto &b) {
+    if (!a.first || !b.first)
+      return a.first && !b.first;
+    return a.first->isBeforeInBlock(b.first);
+  });
+  return llvm::to_vector(llvm::make_second_range(keyed));
+}
+
 SmallVector<int64_t> rematOrder(func::FuncOp fn, const RematCostEnv &env) {
   SmallVector<RematCandidate> cands = collectRematCandidates(fn);
   RematState state(fn, env);
@@ -285,6 +318,18 @@ SmallVector<RematEntry> describeRemat(func::FuncOp fn, ArrayRef<int64_t> ids,
   for (const RematCandidate &c : cands)
     if (c.kind == RematKind::Save && wanted.contains(c.id))
       state.recomputedSaves.insert(c.op);
+  // A recomputed save's FLOPs: its chain, less what earlier chains already
+  // cloned when chains are shared.
+  llvm::DenseMap<Operation *, double> saveFlops;
+  SmallVector<SaveOp> recomputed;
+  for (Operation *save : state.recomputedSaves)
+    recomputed.push_back(cast<SaveOp>(save));
+  llvm::sort(recomputed, [](SaveOp a, SaveOp b) { return a.getIndex() < b.getIndex(); });
+  llvm::DenseSet<Operation *> sharedSeen;
+  for (SaveOp save : inReadOrder(recomputed, &fn.getBody().front())) {
+    llvm::DenseSet<Operation *> ownSeen;
+    saveFlops[save] = state.chainFlops(save.getValue(), env.shareChains ? sharedSeen : ownSeen);
+  }
   SmallVector<RematEntry> out;
   for (const RematCandidate &c : cands) {
     RematEntry e;
@@ -295,8 +340,7 @@ SmallVector<RematEntry> describeRemat(func::FuncOp fn, ArrayRef<int64_t> ids,
     e.decision = recompute ? RematEntry::Decision::Recomputed : RematEntry::Decision::Kept;
     if (c.kind == RematKind::Save) {
       e.bytes = tensorBytes(c.value, env);
-      llvm::DenseSet<Operation *> seen;
-      e.flops = recompute ? state.chainFlops(c.value, seen) : 0;
+      e.flops = recompute ? saveFlops.lookup(c.op) : 0;
     } else {
       e.bytes = reserveBytes(e.producer, env);
       e.flops = recompute ? reserveFlops(e.producer, c.id, env) : 0;
@@ -383,13 +427,6 @@ struct Rewriter {
 };
 } // namespace
 
-/// The top-level op of `block` containing `op`.
-static Operation *topLevel(Operation *op, Block *block) {
-  while (op && op->getBlock() != block)
-    op = op->getParentOp();
-  return op;
-}
-
 /// Rebuilds `forward` without its (now unread) trailing reserve result.
 static void dropReserveResult(Operation *forward) {
   OpBuilder b(forward);
@@ -442,17 +479,15 @@ FailureOr<RematCost> applyRemat(func::FuncOp fn, ArrayRef<int64_t> ids,
   }
   OpBuilder builder(fn.getContext());
   Rewriter rewriter{state, builder};
-  for (SaveOp save : saves) {
-    Operation *first = nullptr;
-    for (Operation *user : save.getResult().getUsers()) {
-      Operation *top = topLevel(user, block);
-      if (top && (!first || top->isBeforeInBlock(first)))
-        first = top;
-    }
-    if (first) {
+  // In read order, each chain right before its save's first reader; shared
+  // chains memoise every clone across saves (the earlier insertion points
+  // dominate the later ones).
+  IRMapping shared;
+  for (SaveOp save : inReadOrder(saves, block)) {
+    if (Operation *first = firstReader(save, block)) {
       builder.setInsertionPoint(first);
-      IRMapping chain;
-      Value v = rewriter.materialize(save.getValue(), chain);
+      IRMapping own;
+      Value v = rewriter.materialize(save.getValue(), env.shareChains ? shared : own);
       save.getResult().replaceAllUsesWith(v);
     }
     save.erase();
@@ -475,7 +510,9 @@ struct NNRematApply : impl::NNRematApplyBase<NNRematApply> {
       return signalPassFailure();
     }
     SmallVector<int64_t> ids(recompute.begin(), recompute.end());
-    if (failed(applyRemat(fn, ids, RematCostEnv())))
+    RematCostEnv env;
+    env.shareChains = shareChains;
+    if (failed(applyRemat(fn, ids, env)))
       signalPassFailure();
   }
 };

@@ -8,7 +8,11 @@
 //
 //  - for a save: cloning the ops that compute the value from kept saves,
 //    arguments, parameters and constants into the backward, right before
-//    its first reader, and dropping the save;
+//    its first reader, and dropping the save. Each save's chain is cloned
+//    on its own, or (shared chains) a chain reuses every clone an earlier
+//    one made: the saves of one segment between kept values are then
+//    recomputed once, as in Chen et al.'s checkpointing, and the clones
+//    stay live until their last reader;
 //  - for a reserve: dropping the gradient op's `reserve` operand (it then
 //    recomputes the forward's internals from the saved input); for a
 //    recurrent stack, checkpointing its BPTT scan instead (`checkpoint_every`
@@ -57,6 +61,9 @@ struct RematCostEnv {
   /// Recomputed recurrent reserves (candidate id) reversed by the binomial
   /// schedule with that many snapshots instead of sqrt(T) checkpointing.
   llvm::DenseMap<int64_t, int64_t> bpttSnapshots;
+  /// Recomputed saves share their chains: a clone made for one save is
+  /// reused by the later ones (in the order the backward first reads them).
+  bool shareChains = false;
 };
 
 /// Bytes of a tensor value in `env` (0 when a dim is unbound).

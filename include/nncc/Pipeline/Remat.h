@@ -2,7 +2,8 @@
 //
 // The search of the `nncc-remat` pass (include/nncc/Pipeline/Passes.td):
 // candidate plans are sets of residuals to recompute (nncc::nn::applyRemat),
-// each judged by the exact memory plan of the lowered training step
+// each with its recomputation chains cloned per save or shared, each judged
+// by the exact memory plan of the lowered training step
 // (nncc::target::planMemory) and by its recomputation FLOPs (the cost
 // model of dialects/NN/Transforms/Remat.h), each set planned at most once
 // per search: every subset for at most `exhaustiveLimit` candidates, else
@@ -64,7 +65,23 @@ struct RematPlan {
   /// Recomputed recurrent reserves reversed by the binomial schedule:
   /// (candidate id, snapshots); the others are checkpointed every sqrt(T).
   llvm::SmallVector<std::pair<int64_t, int64_t>> bpttSnapshots;
+  /// The recomputed saves share their chains (nn::RematCostEnv::shareChains).
+  bool shareChains = false;
   std::vector<RematReportEntry> report; // filled by applyMemoryBudget
+};
+
+struct RematSearchOptions;
+
+/// Exact plans already evaluated, by (subset, chains shared or not), for
+/// one module and one binding: a search given one
+/// (RematSearchOptions::memo) reads and fills it, so searches for several
+/// budgets on the same module plan each set once.
+struct RematMemo {
+  llvm::StringMap<RematPlan> plans;
+  /// The plan of recomputing `ids` (with `options.shareChains`), from the
+  /// memo or evaluated (evaluateRemat) and remembered.
+  mlir::FailureOr<RematPlan> get(mlir::ModuleOp module, llvm::ArrayRef<int64_t> ids,
+                                 const RematSearchOptions &options);
 };
 
 struct RematSearchOptions {
@@ -78,9 +95,15 @@ struct RematSearchOptions {
   /// Recurrent reserves (candidate id) to reverse by the binomial schedule
   /// with that many snapshots when recomputed (evaluateRemat).
   llvm::SmallVector<std::pair<int64_t, int64_t>> bpttSnapshots;
+  /// evaluateRemat: the recomputed saves share their chains.
+  bool shareChains = false;
   /// Above `exhaustiveLimit` and up to `pruneLimit` candidates, at most this
-  /// many subsets are planned in order of FLOPs (chooseRemat).
-  size_t costOrderLimit = 8192;
+  /// many (subset, chains shared or not) pairs are planned in order of
+  /// FLOPs (chooseRemat).
+  size_t costOrderLimit = 16384;
+  /// Plans evaluated by earlier searches on the same module with the same
+  /// dims and element size (null: each search keeps its own).
+  RematMemo *memo = nullptr;
 };
 
 /// The plan of `module` (nn, with @forward_backward) recomputing `ids`.

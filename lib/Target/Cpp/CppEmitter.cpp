@@ -634,9 +634,7 @@ std::string hostPrelude() {
 LogicalResult withCpuBufferPlan(ModuleOp module,
                                 llvm::function_ref<LogicalResult(const ModelEmitter &)> use) {
   CppEmitter emitter(module);
-  std::string sink;
-  llvm::raw_string_ostream ss(sink);
-  raw_indented_ostream os(ss);
+  raw_indented_ostream os(llvm::nulls());
   if (failed(emitter.emit(os, /*withCuda=*/false)))
     return failure();
   return use(emitter);
