@@ -61,7 +61,7 @@ def main():
     a = ap.parse_args()
     sys.path.insert(0, os.path.join(ROOT, "utils"))
     import nncc_testing as nt
-    src = a.model if a.model.endswith(".nn") else os.path.join(ROOT, "models", a.model + ".nn")
+    src = a.model if os.path.exists(a.model) else os.path.join(ROOT, "models", a.model + ".nn")
     flags = ["--grad"]
     if a.memory_budget:
         flags += ["--memory-budget", a.memory_budget, "--dim", "B=%d" % a.B, "--dim", "T=%d" % a.T]

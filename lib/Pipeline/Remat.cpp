@@ -5,6 +5,7 @@
 #include "dialects/NN/IR/NNOps.h"
 #include "dialects/NN/IR/NNTypes.h"
 #include "dialects/NN/Transforms/Remat.h"
+#include "nncc/Conversion/NNToNNK/NNToNNK.h"
 #include "nncc/Pipeline/Passes.h"
 #include "nncc/Pipeline/Pipeline.h"
 #include "nncc/Target/MemoryPlan.h"
@@ -112,6 +113,7 @@ static nn::RematCostEnv costEnv(const RematSearchOptions &options) {
   for (auto [id, snapshots] : options.bpttSnapshots)
     env.bpttSnapshots[id] = snapshots;
   env.shareChains = options.shareChains;
+  env.fusedIntoConsumer = [](Operation *op) { return isFusedIntoConsumer(op); };
   return env;
 }
 
@@ -531,8 +533,16 @@ FailureOr<RematPlan> applyRematPlan(ModuleOp module, RematPlan plan,
   chosen.bpttSnapshots = plan.bpttSnapshots;
   chosen.shareChains = plan.shareChains;
   plan.report = report(fn, plan.recompute, costEnv(chosen));
-  if (!plan.recompute.empty() && failed(nn::applyRemat(fn, plan.recompute, costEnv(chosen))))
+  if (plan.recompute.empty())
+    return plan;
+  FailureOr<nn::RematCost> cost = nn::applyRemat(fn, plan.recompute, costEnv(chosen));
+  if (failed(cost))
     return failure();
+  // What the rewrite cloned for each save (shared chains clone an op again
+  // rather than split a fused kernel, which the estimate does not know).
+  for (RematReportEntry &e : plan.report)
+    if (e.kind == "save" && e.decision == "recomputed")
+      e.flops = cost->saveFlops.lookup(e.id);
   return plan;
 }
 

@@ -79,7 +79,7 @@ void checkAgainstExhaustive(const char *path, size_t minCands, size_t maxCands) 
       ASSERT_EQ(p->shareChains, shared);
       if (shared) {
         ++sharing;
-        EXPECT_LT(p->flops, modelFlops(ids, false)) << "sharing chains recomputes less";
+        EXPECT_LE(p->flops, modelFlops(ids, false)) << "sharing chains never recomputes more";
       }
       ex.all.push_back(*p);
     }

@@ -139,7 +139,9 @@ def NNRematApply : Pass<"nn-remat-apply", "::mlir::ModuleOp"> {
       `nn.recomputed`) right before the first backward op that reads it,
       which then reads the clone; the save goes. With `share-chains`, the
       saves are handled in the order the backward first reads them and a
-      chain reuses what earlier chains cloned instead of cloning it again.
+      chain reuses what earlier chains cloned instead of cloning it again
+      (all of it here; `nncc-remat` clones an op again rather than split a
+      kernel the lowering fuses).
     - reserve: the gradient op's `reserve` operand goes (it recomputes its
       forward's internals); a forward whose reserve nothing reads any more
       loses that result.

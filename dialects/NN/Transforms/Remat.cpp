@@ -402,11 +402,22 @@ struct Rewriter {
   RematState &state;
   OpBuilder &builder;
   double flops = 0;
+  llvm::DenseSet<Operation *> chainClones; // the clones of the current chain
+
+  /// Whether `m`, a value memoised in the map, is read again: always within
+  /// a chain, and an earlier chain's clone unless that would split a fused
+  /// kernel (RematCostEnv::fusedIntoConsumer).
+  bool reusable(Value m) const {
+    Operation *def = m.getDefiningOp();
+    return !def || chainClones.contains(def) || !def->hasAttr("nn.recomputed") ||
+           !state.env.fusedIntoConsumer || !state.env.fusedIntoConsumer(def);
+  }
 
   /// `v` available at the insertion point: a kept save, an argument, or a
-  /// recomputation (memoised in `map` for this chain).
+  /// recomputation (memoised in `map`: this chain's, or with shared chains
+  /// every chain's so far).
   Value materialize(Value v, IRMapping &map) {
-    if (Value m = map.lookupOrNull(v))
+    if (Value m = map.lookupOrNull(v); m && reusable(m))
       return m;
     if (isa<BlockArgument>(v))
       return v;
@@ -421,7 +432,7 @@ struct Rewriter {
       map.map(c, materialize(c, map));
     if (!isFree(def))
       flops += estimateFlops(def, state.env);
-    cloneForRecompute(builder, def, map);
+    chainClones.insert(cloneForRecompute(builder, def, map));
     return map.lookup(v);
   }
 };
@@ -487,8 +498,11 @@ FailureOr<RematCost> applyRemat(func::FuncOp fn, ArrayRef<int64_t> ids,
     if (Operation *first = firstReader(save, block)) {
       builder.setInsertionPoint(first);
       IRMapping own;
+      rewriter.chainClones.clear();
+      double before = rewriter.flops;
       Value v = rewriter.materialize(save.getValue(), env.shareChains ? shared : own);
       save.getResult().replaceAllUsesWith(v);
+      cost.saveFlops[save.getIndex()] = rewriter.flops - before;
     }
     save.erase();
   }

@@ -37,6 +37,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cstdint>
+#include <functional>
 
 namespace nncc::nn {
 
@@ -64,6 +65,12 @@ struct RematCostEnv {
   /// Recomputed saves share their chains: a clone made for one save is
   /// reused by the later ones (in the order the backward first reads them).
   bool shareChains = false;
+  /// Whether an op is fused into its (single) consumer's kernel by the
+  /// lowering (nncc::isFusedIntoConsumer). Shared chains do not reuse such
+  /// a clone of an earlier chain: a second reader would split that kernel
+  /// (a GEMM and its epilogue, an elementwise group), which costs a pass
+  /// over memory that the FLOP count does not show; the op is cloned again.
+  std::function<bool(mlir::Operation *)> fusedIntoConsumer;
 };
 
 /// Bytes of a tensor value in `env` (0 when a dim is unbound).
@@ -77,6 +84,9 @@ struct RematCost {
   double flops = 0;     // FLOPs of the recomputations (clones, and the
                         // forward a reserve-less gradient op runs again)
   uint64_t bytes = 0;   // bytes of the candidates no longer kept
+  /// Per recomputed save (by candidate id): the FLOPs of the clones made
+  /// for it, which describeRemat estimates before the rewrite.
+  llvm::DenseMap<int64_t, double> saveFlops;
 };
 
 /// The candidates in the order a growing budget pressure recomputes them:
