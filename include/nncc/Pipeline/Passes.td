@@ -16,8 +16,12 @@ def NNCCRemat : Pass<"nncc-remat", "::mlir::ModuleOp"> {
     exact memory plan of the lowered training step (the arena high-water
     mark `nncc inspect --memory --grad` reports for the `dims` binding)
     does not exceed `budget`, with the least recomputation among the plans
-    it considers (nncc/Pipeline/Remat.h: the prefixes of a cost-model
-    order, and for at most 20 candidates each prefix pruned). Reversible
+    it considers (nncc/Pipeline/Remat.h: every subset for at most 12
+    candidates, else the prefixes of a cost-model order, and for at most 20
+    the greedy path, pruned prefixes and a walk in order of FLOPs), each
+    with its recomputation chains cloned per save or shared between saves
+    (`nn-remat-apply`'s `share-chains`, except that a clone the lowering
+    fuses into its consumer is not shared). Reversible
     blocks already reconstruct their inputs (the `nn.reversible` rule);
     ODE solves keep the adjoint / stored-steps choice of the model.
 
