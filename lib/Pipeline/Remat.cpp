@@ -283,30 +283,11 @@ struct PlanCache {
 };
 } // namespace
 
-/// The plans with per-save chains `unsharedPlans` considers, and the same
-/// subsets with shared chains where that saves recomputation.
-static FailureOr<SmallVector<RematPlan>> unsharedPlans(PlanCache &cache, ArrayRef<int64_t> order,
-                                                       const RematSearchOptions &options);
-
-static FailureOr<SmallVector<RematPlan>> rematPlans(PlanCache &cache, ArrayRef<int64_t> order,
-                                                    const RematSearchOptions &options) {
-  FailureOr<SmallVector<RematPlan>> plans = unsharedPlans(cache, order, options);
-  if (failed(plans))
-    return failure();
-  size_t unshared = plans->size();
-  for (size_t i = 0; i < unshared; ++i) {
-    if (!cache.sharesWork((*plans)[i].recompute))
-      continue;
-    FailureOr<RematPlan> p = cache.get((*plans)[i].recompute, /*shared=*/true);
-    if (failed(p))
-      return failure();
-    plans->push_back(*p);
-  }
-  return plans;
-}
-
-static FailureOr<SmallVector<RematPlan>> unsharedPlans(PlanCache &cache, ArrayRef<int64_t> order,
-                                                       const RematSearchOptions &options) {
+/// The plans with per-save chains: every subset, or the prefixes of
+/// `order` (and for at most `pruneLimit` candidates the greedy path and the
+/// pruned prefixes).
+static FailureOr<SmallVector<RematPlan>> perSavePlans(PlanCache &cache, ArrayRef<int64_t> order,
+                                                      const RematSearchOptions &options) {
   SmallVector<RematPlan> plans;
   // Few candidates: every subset (the exact optimum for every budget).
   if (order.size() <= options.exhaustiveLimit) {
@@ -377,6 +358,25 @@ static FailureOr<SmallVector<RematPlan>> unsharedPlans(PlanCache &cache, ArrayRe
   return plans;
 }
 
+/// perSavePlans, and the same subsets with shared chains where the cost
+/// model says sharing saves recomputation.
+static FailureOr<SmallVector<RematPlan>> rematPlans(PlanCache &cache, ArrayRef<int64_t> order,
+                                                    const RematSearchOptions &options) {
+  FailureOr<SmallVector<RematPlan>> plans = perSavePlans(cache, order, options);
+  if (failed(plans))
+    return failure();
+  size_t perSave = plans->size();
+  for (size_t i = 0; i < perSave; ++i) {
+    if (!cache.sharesWork((*plans)[i].recompute))
+      continue;
+    FailureOr<RematPlan> p = cache.get((*plans)[i].recompute, /*shared=*/true);
+    if (failed(p))
+      return failure();
+    plans->push_back(*p);
+  }
+  return plans;
+}
+
 FailureOr<SmallVector<RematPlan>> rematPlans(ModuleOp module,
                                              const RematSearchOptions &options) {
   FailureOr<func::FuncOp> fn = requireTrainingFunction(module);
@@ -399,6 +399,9 @@ static bool cheaper(const RematPlan &a, const RematPlan &b) {
 /// a best-first walk of the tree in which a set's parent is the set without
 /// its last candidate visits every (subset, mode) in order of
 /// (FLOPs, mask, mode): the first `limit` are the same for every budget.
+/// The order is the cost model's; a shared rewrite may clone an op again
+/// rather than split a fused kernel, so its plan costs at least the
+/// estimate, and stopping at the first estimate above `best` misses none.
 static LogicalResult costOrderWalk(PlanCache &cache, uint64_t budget, size_t limit,
                                    RematPlan &best) {
   using Entry = std::tuple<double, uint64_t, bool>; // (FLOPs, mask, shared)
