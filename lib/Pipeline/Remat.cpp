@@ -367,12 +367,12 @@ static FailureOr<SmallVector<RematPlan>> rematPlans(PlanCache &cache, ArrayRef<i
     return failure();
   size_t perSave = plans->size();
   for (size_t i = 0; i < perSave; ++i) {
-    if (!cache.sharesWork((*plans)[i].recompute))
-      continue;
+    // The plain plan again (a memo hit) when sharing saves nothing.
     FailureOr<RematPlan> p = cache.get((*plans)[i].recompute, /*shared=*/true);
     if (failed(p))
       return failure();
-    plans->push_back(*p);
+    if (p->shareChains)
+      plans->push_back(*p);
   }
   return plans;
 }
