@@ -1,6 +1,7 @@
 //===- FrontEnd.cpp - Source file -> verified nn module -------------------===//
 
 #include "nncc/Driver/FrontEnd.h"
+#include "nncc/Driver/RematPlanCache.h"
 #include "nncc/Driver/Support.h"
 
 #include "nncc/Frontend/Diagnostics.h"
@@ -156,13 +157,28 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
     fused->walk([&](nn::LinearCrossEntropyOp) { any = true; });
     tryFused = any;
   }
+  // The same model, binding and budget were searched before: the choice is
+  // in the cache (RematPlanCache.h).
+  std::string choiceKey =
+      rematChoiceKey(module, tryFused ? *fused : ModuleOp(), remat.budget, remat.search);
+  std::optional<RematChoice> cached = loadRematChoice(choiceKey);
   FailureOr<RematPlan> plan = failure();
-  if (!tryFused) {
+  if (cached) {
+    remat.fusedHeads = cached->fusedHeads && tryFused;
+    if (remat.fusedHeads)
+      module.getBodyRegion().takeBody(fused->getBodyRegion());
+    plan = cached->plan;
+  } else if (!tryFused) {
     plan = chooseRemat(module, remat.budget, remat.search);
   } else {
+    // Each form's searches share their exact plans (an infeasible budget
+    // searches each form again for `min`, and once more for the error).
+    RematMemo writtenMemo, fusedMemo;
     auto quietly = [&](ModuleOp m, const MemoryBudget &b) {
       ScopedDiagnosticHandler quiet(module.getContext(), [](Diagnostic &) { return success(); });
-      return chooseRemat(m, b, remat.search);
+      RematSearchOptions search = remat.search;
+      search.memo = m == module ? &writtenMemo : &fusedMemo;
+      return chooseRemat(m, b, search);
     };
     FailureOr<RematPlan> asWritten = quietly(module, remat.budget);
     FailureOr<RematPlan> withFused = quietly(*fused, remat.budget);
@@ -173,7 +189,9 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
       FailureOr<RematPlan> minWritten = quietly(module, min), minFused = quietly(*fused, min);
       bool fusedSmaller = succeeded(minFused) &&
                           (failed(minWritten) || minFused->peakBytes < minWritten->peakBytes);
-      (void)chooseRemat(fusedSmaller ? *fused : module, remat.budget, remat.search);
+      RematSearchOptions search = remat.search;
+      search.memo = fusedSmaller ? &fusedMemo : &writtenMemo;
+      (void)chooseRemat(fusedSmaller ? *fused : module, remat.budget, search);
       return failure();
     }
     auto better = [&](const RematPlan &a, const RematPlan &b) {
@@ -192,6 +210,8 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
   }
   if (failed(plan))
     return failure();
+  if (!cached)
+    storeRematChoice(choiceKey, {remat.fusedHeads, *plan});
   FailureOr<RematPlan> applied = applyRematPlan(module, *plan, remat.search);
   if (failed(applied))
     return failure();

@@ -6,6 +6,9 @@
 
 #include "nncc/ModelSupport/ArenaPlan.h"
 
+#include <algorithm>
+#include <vector>
+
 using namespace mlir;
 
 namespace nncc::target {
@@ -106,12 +109,23 @@ FailureOr<MemoryPlan> planMemory(ModuleOp module, const llvm::StringMap<int64_t>
           }
         }
     }
+    // Live bytes per launch in one sweep: each slot adds its bytes at its
+    // first launch and takes them off after its last.
+    std::vector<int64_t> delta(e.numLaunches + 1, 0);
+    for (size_t i = 0; i < n; ++i) {
+      int lo = std::max(first[i], 0), hi = std::min(last[i], e.numLaunches - 1);
+      if (lo > hi)
+        continue;
+      delta[lo] += static_cast<int64_t>(nncc::plan::alignUp(bytes[i]));
+      delta[hi + 1] -= static_cast<int64_t>(nncc::plan::alignUp(bytes[i]));
+    }
+    std::vector<uint64_t> live(e.numLaunches, 0);
+    int64_t sum = 0;
+    for (int k = 0; k < e.numLaunches; ++k)
+      live[k] = static_cast<uint64_t>(sum += delta[k]);
     for (auto [lo, hi] : ranges)
       for (int k = lo; k < hi; ++k) {
-        PlannedLaunch launch{k, e.launchOps[k], 0};
-        for (size_t i = 0; i < n; ++i)
-          if (first[i] <= k && k <= last[i])
-            launch.liveBytes += nncc::plan::alignUp(bytes[i]);
+        PlannedLaunch launch{k, e.launchOps[k], live[k]};
         if (plan.peakLaunch < 0 || launch.liveBytes > plan.launches[plan.peakLaunch].liveBytes)
           plan.peakLaunch = static_cast<int>(plan.launches.size());
         plan.launches.push_back(launch);

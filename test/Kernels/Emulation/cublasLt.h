@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 enum cublasLtEpilogue_t {
   CUBLASLT_EPILOGUE_DEFAULT = 1,
@@ -254,14 +255,17 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d,
   const bool at = d->trans[0] != CUBLAS_OP_N, bt = d->trans[1] != CUBLAS_OP_N;
   const int64_t m = (int64_t)dl->rows, n = (int64_t)dl->cols;
   const int64_t k = (int64_t)(at ? a->rows : a->cols);
+  // The rows of op(A) and the columns of op(B), widened and contiguous.
+  std::vector<double> rowsA(m * k), colsB(n * k);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p)
+      rowsA[i * k + p] = elem(A, at ? p + i * a->ld : i + p * a->ld);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t p = 0; p < k; ++p)
+      colsB[j * k + p] = elem(B, bt ? j + p * b->ld : p + j * b->ld);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < m; ++i) {
-      long double s = 0;
-      for (int64_t p = 0; p < k; ++p) {
-        const float x = at ? elem(A, p + i * a->ld) : elem(A, i + p * a->ld);
-        const float y = bt ? elem(B, j + p * b->ld) : elem(B, p + j * b->ld);
-        s += (long double)x * y;
-      }
+      const double s = emu::dot(&rowsA[i * k], &colsB[j * k], k);
       double v = (double)al * (double)s;
       if (be != 0.0f)
         v += (double)be * elem(C, i + j * c->ld);

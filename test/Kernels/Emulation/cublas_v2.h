@@ -1,7 +1,7 @@
 //===- cublas_v2.h - host emulation of the cuBLAS subset --------*- C++ -*-===//
 //
-// Test-only: a plain column-major reference GEMM (accumulating in long
-// double) behind cuBLAS's argument checks (m, n, k >= 0, batch >= 0,
+// Test-only: a plain column-major reference GEMM (operands widened to
+// double, each dot product accumulated in double) behind cuBLAS's argument checks (m, n, k >= 0, batch >= 0,
 // lda >= max(1, rows of op(A) as stored), ldb likewise, ldc >= max(1, m)).
 // beta == 0 does not read C (cuBLAS's rule: C may hold NaN then). Alpha and
 // beta are host pointers (CUBLAS_POINTER_MODE_HOST only). cublasGemmEx and
@@ -17,7 +17,9 @@
 #include "cuda_runtime.h"
 #include "nncc/Kernels/Bf16.h"
 
+#include <cstdint>
 #include <type_traits>
+#include <vector>
 
 typedef struct emu_cublas_context *cublasHandle_t;
 enum cublasStatus_t {
@@ -45,12 +47,38 @@ inline long gemms = 0;
 inline int one_if_zero(int v) { return v > 1 ? v : 1; }
 
 /// Element value as the GEMM reads it, and the store (bf16: rounded).
-template <class T> long double gemm_load(T x) { return (long double)nncc::kernels::load_acc(x); }
+template <class T> double gemm_load(T x) { return (double)nncc::kernels::load_acc(x); }
 template <class T, class S> T gemm_store(S v) {
   if constexpr (std::is_same_v<T, nncc::kernels::bf16_t>)
     return nncc::kernels::bf16_from_float((float)v);
   else
     return (T)v;
+}
+
+/// The rows of op(X) (rows x k, X column-major with leading dimension ld,
+/// transposed when `t`) widened to double, each row contiguous.
+template <class T>
+void pack_rows(std::vector<double> &out, const T *X, bool t, int64_t rows, int64_t k,
+               int64_t ld) {
+  out.resize(rows * k);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t p = 0; p < k; ++p)
+      out[r * k + p] = gemm_load(t ? X[p + r * ld] : X[r + p * ld]);
+}
+
+/// sum x[p] y[p] over p < k in double (four partial sums).
+inline double dot(const double *x, const double *y, int64_t k) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t p = 0;
+  for (; p + 4 <= k; p += 4) {
+    s0 += x[p] * y[p];
+    s1 += x[p + 1] * y[p + 1];
+    s2 += x[p + 2] * y[p + 2];
+    s3 += x[p + 3] * y[p + 3];
+  }
+  for (; p < k; ++p)
+    s0 += x[p] * y[p];
+  return (s0 + s1) + (s2 + s3);
 }
 
 /// T: A's and B's element type; S: alpha's and beta's (float for bf16); O:
@@ -67,17 +95,14 @@ cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, in
             m, n, k, lda, ldb, ldc, at ? 'T' : 'N', bt ? 'T' : 'N');
     return CUBLAS_STATUS_INVALID_VALUE;
   }
+  std::vector<double> rowsA, colsB;
   for (int b = 0; b < batch; ++b) {
-    const T *Ab = A + b * sA, *Bb = B + b * sB;
+    pack_rows(rowsA, A + b * sA, at, m, k, lda);
+    pack_rows(colsB, B + b * sB, !bt, n, k, ldb); // the columns of op(B)
     O *Cb = C + b * sC;
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) {
-        long double s = 0;
-        for (int p = 0; p < k; ++p) {
-          const T a = at ? Ab[p + (long long)i * lda] : Ab[i + (long long)p * lda];
-          const T v = bt ? Bb[j + (long long)p * ldb] : Bb[p + (long long)j * ldb];
-          s += gemm_load(a) * gemm_load(v);
-        }
+        const double s = dot(&rowsA[(int64_t)i * k], &colsB[(int64_t)j * k], k);
         O &c = Cb[i + (long long)j * ldc];
         c = *beta == S(0) ? gemm_store<O>(*alpha * (S)s)
                           : gemm_store<O>(*alpha * (S)s + *beta * (S)gemm_load(c));

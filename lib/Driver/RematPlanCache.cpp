@@ -1,0 +1,142 @@
+//===- RematPlanCache.cpp - On-disk cache of memory-budget decisions ------===//
+
+#include "nncc/Driver/RematPlanCache.h"
+#include "nncc/Driver/CompileCache.h"
+
+#include "nncc/Target/Compile.h"
+
+#include "mlir/IR/OperationSupport.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace nncc;
+
+namespace {
+
+/// Bump when the entry's format or the meaning of a key part changes.
+constexpr llvm::StringLiteral kFormat = "nncc-remat-choice-1";
+
+std::string cacheDir() { return driver::cacheRoot() + "/remat"; }
+
+void hashModule(llvm::SHA256 &h, mlir::ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  // Locations do not change the choice (the report takes them from the
+  // module the plan is applied to).
+  module->print(os);
+  h.update(text);
+  h.update(llvm::StringRef("\0", 1));
+}
+
+} // namespace
+
+std::string driver::rematChoiceKey(mlir::ModuleOp asWritten, mlir::ModuleOp fusedHeads,
+                                   const MemoryBudget &budget,
+                                   const RematSearchOptions &options) {
+  llvm::SHA256 h;
+  h.update(kFormat);
+  h.update("|" + compilerFingerprint() + "|");
+  hashModule(h, asWritten);
+  if (fusedHeads)
+    hashModule(h, fusedHeads);
+  else
+    h.update("no-fused-heads|");
+  h.update("budget=" + budget.str());
+  std::vector<std::pair<std::string, int64_t>> dims;
+  for (const auto &d : options.dims)
+    dims.emplace_back(d.getKey().str(), d.getValue());
+  llvm::sort(dims);
+  for (const auto &[name, size] : dims)
+    h.update("|dim " + name + "=" + std::to_string(size));
+  h.update("|real=" + std::to_string(options.realSize) +
+           "|exhaustive=" + std::to_string(options.exhaustiveLimit) +
+           "|prune=" + std::to_string(options.pruneLimit) +
+           "|cost-order=" + std::to_string(options.costOrderLimit) +
+           (options.shareChains ? "|shared" : "|per-save"));
+  for (auto [id, snapshots] : options.bpttSnapshots)
+    h.update("|binomial " + std::to_string(id) + "=" + std::to_string(snapshots));
+  return llvm::toHex(h.final(), /*LowerCase=*/true).substr(0, 32);
+}
+
+std::optional<driver::RematChoice> driver::loadRematChoice(const std::string &key) {
+  auto buffer = llvm::MemoryBuffer::getFile(cacheDir() + "/" + key + ".json");
+  if (!buffer)
+    return std::nullopt;
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed) {
+    llvm::consumeError(parsed.takeError());
+    return std::nullopt;
+  }
+  const llvm::json::Object *o = parsed->getAsObject();
+  if (!o || o->getString("format") != kFormat)
+    return std::nullopt;
+  RematChoice c;
+  std::optional<bool> fused = o->getBoolean("fused_heads");
+  std::optional<bool> shared = o->getBoolean("share_chains");
+  std::optional<int64_t> peak = o->getInteger("peak_bytes");
+  std::optional<int64_t> arena = o->getInteger("arena_bytes");
+  std::optional<double> flops = o->getNumber("flops");
+  const llvm::json::Array *ids = o->getArray("recompute");
+  const llvm::json::Array *binomial = o->getArray("binomial");
+  if (!fused || !shared || !peak || !arena || !flops || !ids || !binomial || *peak < 0 ||
+      *arena < 0)
+    return std::nullopt;
+  c.fusedHeads = *fused;
+  c.plan.shareChains = *shared;
+  c.plan.peakBytes = static_cast<uint64_t>(*peak);
+  c.plan.arenaBytes = static_cast<uint64_t>(*arena);
+  c.plan.flops = *flops;
+  for (const llvm::json::Value &v : *ids) {
+    std::optional<int64_t> id = v.getAsInteger();
+    if (!id)
+      return std::nullopt;
+    c.plan.recompute.push_back(*id);
+  }
+  for (const llvm::json::Value &v : *binomial) {
+    const llvm::json::Array *pair = v.getAsArray();
+    if (!pair || pair->size() != 2 || !(*pair)[0].getAsInteger() || !(*pair)[1].getAsInteger())
+      return std::nullopt;
+    c.plan.bpttSnapshots.push_back({*(*pair)[0].getAsInteger(), *(*pair)[1].getAsInteger()});
+  }
+  return c;
+}
+
+void driver::storeRematChoice(const std::string &key, const RematChoice &choice) {
+  std::string dir = cacheDir();
+  if (llvm::sys::fs::create_directories(dir))
+    return;
+  llvm::json::Array ids, binomial;
+  for (int64_t id : choice.plan.recompute)
+    ids.push_back(id);
+  for (auto [id, snapshots] : choice.plan.bpttSnapshots)
+    binomial.push_back(llvm::json::Array{id, snapshots});
+  llvm::json::Object o{{"format", kFormat},
+                       {"fused_heads", choice.fusedHeads},
+                       {"share_chains", choice.plan.shareChains},
+                       {"recompute", std::move(ids)},
+                       {"binomial", std::move(binomial)},
+                       {"peak_bytes", static_cast<int64_t>(choice.plan.peakBytes)},
+                       {"arena_bytes", static_cast<int64_t>(choice.plan.arenaBytes)},
+                       {"flops", choice.plan.flops}};
+  llvm::SmallString<256> tmp;
+  int fd;
+  if (llvm::sys::fs::createUniqueFile(dir + "/tmp-" + key + "-%%%%%%.json", fd, tmp))
+    return;
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << llvm::json::Value(std::move(o)) << "\n";
+    if (os.has_error()) {
+      os.clear_error();
+      llvm::sys::fs::remove(tmp);
+      return;
+    }
+  }
+  if (llvm::sys::fs::rename(tmp, dir + "/" + key + ".json"))
+    llvm::sys::fs::remove(tmp);
+}
