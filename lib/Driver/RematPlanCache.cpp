@@ -80,17 +80,14 @@ std::optional<driver::RematChoice> driver::loadRematChoice(const std::string &ke
   std::optional<bool> fused = o->getBoolean("fused_heads");
   std::optional<bool> shared = o->getBoolean("share_chains");
   std::optional<int64_t> peak = o->getInteger("peak_bytes");
-  std::optional<int64_t> arena = o->getInteger("arena_bytes");
   std::optional<double> flops = o->getNumber("flops");
   const llvm::json::Array *ids = o->getArray("recompute");
   const llvm::json::Array *binomial = o->getArray("binomial");
-  if (!fused || !shared || !peak || !arena || !flops || !ids || !binomial || *peak < 0 ||
-      *arena < 0)
+  if (!fused || !shared || !peak || !flops || !ids || !binomial || *peak < 0)
     return std::nullopt;
   c.fusedHeads = *fused;
   c.plan.shareChains = *shared;
   c.plan.peakBytes = static_cast<uint64_t>(*peak);
-  c.plan.arenaBytes = static_cast<uint64_t>(*arena);
   c.plan.flops = *flops;
   for (const llvm::json::Value &v : *ids) {
     std::optional<int64_t> id = v.getAsInteger();
@@ -122,7 +119,6 @@ void driver::storeRematChoice(const std::string &key, const RematChoice &choice)
                        {"recompute", std::move(ids)},
                        {"binomial", std::move(binomial)},
                        {"peak_bytes", static_cast<int64_t>(choice.plan.peakBytes)},
-                       {"arena_bytes", static_cast<int64_t>(choice.plan.arenaBytes)},
                        {"flops", choice.plan.flops}};
   llvm::SmallString<256> tmp;
   int fd;

@@ -136,15 +136,13 @@ FailureOr<RematPlan> evaluateRemat(ModuleOp module, ArrayRef<int64_t> ids,
   buildNNCCPipeline(pm, lower);
   if (failed(pm.run(*clone)))
     return failure();
-  FailureOr<target::MemoryPlan> plan =
-      target::planMemory(*clone, options.dims, target::PlanMode::Training, options.realSize);
-  if (failed(plan))
+  FailureOr<uint64_t> peak = target::trainingPeak(*clone, options.dims, options.realSize);
+  if (failed(peak))
     return failure();
   RematPlan out;
   out.recompute.assign(ids.begin(), ids.end());
   llvm::sort(out.recompute);
-  out.peakBytes = plan->peakBytes;
-  out.arenaBytes = plan->arenaBytes;
+  out.peakBytes = *peak;
   out.flops = cost->flops;
   out.shareChains = options.shareChains;
   for (auto [id, snapshots] : options.bpttSnapshots)

@@ -12,10 +12,13 @@
 //===----------------------------------------------------------------------===//
 #include "dialects/NN/Transforms/Remat.h"
 #include "nncc/Driver/FrontEnd.h"
+#include "nncc/Pipeline/Pipeline.h"
 #include "nncc/Pipeline/Remat.h"
+#include "nncc/Target/MemoryPlan.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <gtest/gtest.h>
@@ -131,4 +134,62 @@ TEST(RematSearch, NineCandidatesWithinTenPercentOfExhaustiveOptimum) {
 
 TEST(RematSearch, ThirteenCandidatesWithinTenPercentOfExhaustiveOptimum) {
   checkAgainstExhaustive(NNCC_REMAT_MID_MODEL, 13, 14); // 13: above the exhaustive limit
+}
+
+// The search compares trainingPeak, which plans the training step without
+// @forward's launches; it must equal the full plan's training peak, with
+// everything kept and with every candidate recomputed (chains per save and
+// shared), on models with workspaces, recurrences, ODE solves and
+// reversible blocks.
+TEST(RematSearch, TrainingPeakEqualsTheFullPlan) {
+  struct Case {
+    const char *model;
+    std::vector<std::pair<const char *, int64_t>> dims;
+  };
+  const Case cases[] = {{"deep_mlp", {{"N", 5}}},
+                        {"lstm_lm", {{"B", 2}, {"T", 8}}},
+                        {"ode_rnn", {{"B", 2}, {"T", 6}}},
+                        {"bert_small", {{"B", 2}, {"T", 16}}},
+                        {"reversible_dilated_bert", {{"B", 2}, {"T", 16}}},
+                        {"reformer_lsh", {{"B", 2}, {"T", 16}}}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.model);
+    mlir::MLIRContext context;
+    driver::prepareContext(context);
+    llvm::SourceMgr sourceMgr;
+    mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    std::string path = std::string(NNCC_MODELS_DIR) + "/" + c.model + ".nn";
+    auto module = driver::loadModule(context, sourceMgr, path);
+    ASSERT_TRUE(module);
+    ASSERT_TRUE(mlir::succeeded(driver::runPipeline(*module, driver::GradKind::Loss,
+                                                    /*trainMode=*/true, PipelineStage::NN)));
+    llvm::StringMap<int64_t> dims;
+    for (auto [name, size] : c.dims)
+      dims[name] = size;
+    auto fn = module->lookupSymbol<mlir::func::FuncOp>("forward_backward");
+    ASSERT_TRUE(fn);
+    llvm::SmallVector<int64_t> all;
+    for (const nn::RematCandidate &cand : nn::collectRematCandidates(fn))
+      all.push_back(cand.id);
+    for (int variant = 0; variant < 3; ++variant) {
+      mlir::OwningOpRef<mlir::ModuleOp> clone(mlir::cast<mlir::ModuleOp>((*module)->clone()));
+      if (variant > 0) {
+        nn::RematCostEnv env;
+        env.dims = dims;
+        env.shareChains = variant == 2;
+        auto cloneFn = clone->lookupSymbol<mlir::func::FuncOp>("forward_backward");
+        ASSERT_TRUE(mlir::succeeded(nn::applyRemat(cloneFn, all, env)));
+      }
+      mlir::PassManager pm(&context);
+      NNCCPipelineOptions lower;
+      lower.stop = PipelineStage::NNK;
+      buildNNCCPipeline(pm, lower);
+      ASSERT_TRUE(mlir::succeeded(pm.run(*clone)));
+      auto full = target::planMemory(*clone, dims, target::PlanMode::Training);
+      auto step = target::trainingPeak(*clone, dims);
+      ASSERT_TRUE(mlir::succeeded(full) && mlir::succeeded(step));
+      EXPECT_GT(full->peakBytes, 0u) << "variant " << variant;
+      EXPECT_EQ(*step, full->peakBytes) << "variant " << variant;
+    }
+  }
 }

@@ -4,7 +4,7 @@
 // candidate plans are sets of residuals to recompute (nncc::nn::applyRemat),
 // each with its recomputation chains cloned per save or shared, each judged
 // by the exact memory plan of the lowered training step
-// (nncc::target::planMemory) and by its recomputation FLOPs (the cost
+// (nncc::target::trainingPeak) and by its recomputation FLOPs (the cost
 // model of dialects/NN/Transforms/Remat.h), each set planned at most once
 // per search: every subset for at most `exhaustiveLimit` candidates, else
 // the prefixes of the cost model's order (plus, for at most `pruneLimit`,
@@ -59,8 +59,7 @@ struct RematReportEntry {
 /// One candidate plan, evaluated exactly.
 struct RematPlan {
   llvm::SmallVector<int64_t> recompute; // candidate ids (collectRematCandidates)
-  uint64_t peakBytes = 0;               // planned arena high-water mark
-  uint64_t arenaBytes = 0;
+  uint64_t peakBytes = 0;               // the training step's planned high-water mark
   double flops = 0;                     // recomputation FLOPs
   /// Recomputed recurrent reserves reversed by the binomial schedule:
   /// (candidate id, snapshots); the others are checkpointed every sqrt(T).

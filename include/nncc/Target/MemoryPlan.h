@@ -56,6 +56,15 @@ mlir::FailureOr<MemoryPlan> planMemory(mlir::ModuleOp module,
                                        const llvm::StringMap<int64_t> &dims,
                                        PlanMode mode, int64_t realSize = 4);
 
+/// The training step's high-water mark: planMemory(module, dims,
+/// PlanMode::Training, realSize)->peakBytes, planned without the launches
+/// of @forward (the inference function), which share no launch with the
+/// step, so the step's slots get the same offsets. Faster; what the
+/// rematerialisation search compares.
+mlir::FailureOr<uint64_t> trainingPeak(mlir::ModuleOp module,
+                                       const llvm::StringMap<int64_t> &dims,
+                                       int64_t realSize = 4);
+
 } // namespace nncc::target
 
 #endif // NNCC_TARGET_MEMORYPLAN_H

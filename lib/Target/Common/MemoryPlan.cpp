@@ -59,10 +59,12 @@ FailureOr<uint64_t> slotBytes(const PlannedBuffer &b, const SizeEnv &env) {
 
 } // namespace
 
-FailureOr<MemoryPlan> planMemory(ModuleOp module, const llvm::StringMap<int64_t> &dims,
-                                 PlanMode mode, int64_t realSize) {
+/// planMemory; `stepPeakOnly` (Training): @forward's workspaces left out of
+/// the plan and no per-launch figures, so only `peakBytes` is meaningful.
+static FailureOr<MemoryPlan> plan(ModuleOp module, const llvm::StringMap<int64_t> &dims,
+                                  PlanMode mode, int64_t realSize, bool stepPeakOnly) {
   MemoryPlan plan;
-  LogicalResult r = withCpuBufferPlan(module, [&](const ModelEmitter &e) -> LogicalResult {
+  auto planBuffers = [&](const ModelEmitter &e) -> LogicalResult {
     for (const std::string &d : e.dims)
       if (!dims.count(d))
         return module.emitError() << "the memory plan of '" << e.modelName
@@ -123,6 +125,8 @@ FailureOr<MemoryPlan> planMemory(ModuleOp module, const llvm::StringMap<int64_t>
     int64_t sum = 0;
     for (int k = 0; k < e.numLaunches; ++k)
       live[k] = static_cast<uint64_t>(sum += delta[k]);
+    if (stepPeakOnly)
+      return success();
     for (auto [lo, hi] : ranges)
       for (int k = lo; k < hi; ++k) {
         PlannedLaunch launch{k, e.launchOps[k], live[k]};
@@ -131,10 +135,23 @@ FailureOr<MemoryPlan> planMemory(ModuleOp module, const llvm::StringMap<int64_t>
         plan.launches.push_back(launch);
       }
     return success();
-  });
-  if (failed(r))
+  };
+  if (failed(withCpuBufferPlan(module, planBuffers, /*trainingOnly=*/stepPeakOnly)))
     return failure();
   return plan;
+}
+
+FailureOr<MemoryPlan> planMemory(ModuleOp module, const llvm::StringMap<int64_t> &dims,
+                                 PlanMode mode, int64_t realSize) {
+  return plan(module, dims, mode, realSize, /*stepPeakOnly=*/false);
+}
+
+FailureOr<uint64_t> trainingPeak(ModuleOp module, const llvm::StringMap<int64_t> &dims,
+                                 int64_t realSize) {
+  FailureOr<MemoryPlan> p = plan(module, dims, PlanMode::Training, realSize, true);
+  if (failed(p))
+    return failure();
+  return p->peakBytes;
 }
 
 } // namespace nncc::target

@@ -70,6 +70,8 @@ std::string ModelEmitter::locString(Location loc) {
 }
 
 std::string ModelEmitter::launchComment(Operation *op) {
+  if (planOnly)
+    return "";
   std::string s = "launch " + std::to_string(launchIndex.lookup(op)) + ": " +
                   op->getName().getStringRef().str();
   std::string loc = locString(op->getLoc());

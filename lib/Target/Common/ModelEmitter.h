@@ -81,6 +81,9 @@ public:
 
 protected:
   mlir::ModuleOp module;
+  /// Printing only to plan the buffers (withCpuBufferPlan): the text is
+  /// discarded, so launch comments are left empty.
+  bool planOnly = false;
   llvm::DenseMap<mlir::Value, std::string> names;  // C++ variable of a buffer
   llvm::DenseMap<mlir::Operation *, int> launchIndex;
   llvm::StringMap<int> paramIndex;
@@ -137,11 +140,14 @@ protected:
   std::string launchComment(mlir::Operation *op);
 };
 
-/// Runs the CPU emitter over `module` (output discarded) and hands `use`
-/// the analysis with every buffer of the plan, workspaces included.
+/// Runs the CPU emitter's launch sequences over `module` (output
+/// discarded; no tables, preludes or comments) and hands `use` the analysis
+/// with every buffer of the plan, workspaces included; `trainingOnly`: not
+/// the workspaces of @forward (the inference function's launches).
 mlir::LogicalResult
 withCpuBufferPlan(mlir::ModuleOp module,
-                  llvm::function_ref<mlir::LogicalResult(const ModelEmitter &)> use);
+                  llvm::function_ref<mlir::LogicalResult(const ModelEmitter &)> use,
+                  bool trainingOnly = false);
 
 std::string cIdentifier(llvm::StringRef s);
 std::string cString(llvm::StringRef s);

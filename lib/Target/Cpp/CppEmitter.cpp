@@ -43,6 +43,15 @@ class CppEmitter : public LaunchEmitter {
 public:
   explicit CppEmitter(ModuleOp module, Precision precision = Precision::F32)
       : LaunchEmitter(module, Target::CPU, precision) {}
+
+  /// Only the buffer plan: the launch sequences run (they add the
+  /// workspaces) without their comments, and nothing else is printed;
+  /// `trainingOnly`: not @forward's sequence either (its workspaces are
+  /// missing from the plan).
+  void planBuffersOnly(bool trainingOnly) {
+    planOnly = true;
+    skipForward = trainingOnly;
+  }
   LogicalResult emit(raw_indented_ostream &os, bool withCuda);
 
   //===--- target hooks -----------------------------------------------------===//
@@ -69,6 +78,7 @@ public:
   LogicalResult emitODE(Operation *odeOp) override;
 
 private:
+  bool skipForward = false;
   bool needsODE = false;
   int regionCounter = 0; // unique names of region lambdas
   /// A region's body as a lambda `name(args...) -> int` (0 or a status);
@@ -148,11 +158,12 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
     raw_indented_ostream f(fs);
     f << "static nncc_status forward_cpu(nncc_model *m, nncc_error *err) {\n";
     f.indent();
-    if (failed(emitForwardPrologue(f)))
+    if (!planOnly && failed(emitForwardPrologue(f)))
       return failure();
     SmallVector<Operation *> ops;
-    for (Operation &op : forward.getBody().front().without_terminator())
-      ops.push_back(&op);
+    if (!skipForward)
+      for (Operation &op : forward.getBody().front().without_terminator())
+        ops.push_back(&op);
     if (failed(emitLaunchSequence(f, ops)))
       return failure();
     f << "return NNCC_OK;\n";
@@ -164,7 +175,7 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
         f << (half == 0 ? "static nncc_status forward_train_cpu(nncc_model *m, nncc_error *err) {\n"
                         : "static nncc_status backward_cpu(nncc_model *m, nncc_error *err) {\n");
         f.indent();
-        if (failed(emitForwardPrologue(f, train)))
+        if (!planOnly && failed(emitForwardPrologue(f, train)))
           return failure();
         if (failed(emitLaunchSequence(f, half == 0 ? fwdTrain : bwd)))
           return failure();
@@ -174,6 +185,8 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
       }
     }
   }
+  if (planOnly)
+    return success();
   // bf16 has no CPU kernels: the sequence above only planned the CPU
   // workspaces (the arena is the same plan on both targets).
   if (isBf16()) {
@@ -632,8 +645,10 @@ std::string hostPrelude() {
 }
 
 LogicalResult withCpuBufferPlan(ModuleOp module,
-                                llvm::function_ref<LogicalResult(const ModelEmitter &)> use) {
+                                llvm::function_ref<LogicalResult(const ModelEmitter &)> use,
+                                bool trainingOnly) {
   CppEmitter emitter(module);
+  emitter.planBuffersOnly(trainingOnly);
   raw_indented_ostream os(llvm::nulls());
   if (failed(emitter.emit(os, /*withCuda=*/false)))
     return failure();
