@@ -127,6 +127,10 @@ FailureOr<RematPlan> evaluateRemat(ModuleOp module, ArrayRef<int64_t> ids,
   FailureOr<nn::RematCost> cost = nn::applyRemat(fn, ids, costEnv(options));
   if (failed(cost))
     return failure();
+  // Only the training step is planned (trainingPeak), so the inference
+  // function is not lowered.
+  if (auto inference = clone->lookupSymbol<func::FuncOp>("forward"))
+    inference.erase();
   // Only the plan of this clone is read: the chosen plan is applied again
   // and lowered by the verifying pipeline.
   PassManager pm(module.getContext());

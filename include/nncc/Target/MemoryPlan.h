@@ -59,8 +59,8 @@ mlir::FailureOr<MemoryPlan> planMemory(mlir::ModuleOp module,
 /// The training step's high-water mark: planMemory(module, dims,
 /// PlanMode::Training, realSize)->peakBytes, planned without the launches
 /// of @forward (the inference function), which share no launch with the
-/// step, so the step's slots get the same offsets. Faster; what the
-/// rematerialisation search compares.
+/// step, so the step's slots get the same offsets; `module` need not have
+/// @forward at all. Faster; what the rematerialisation search compares.
 mlir::FailureOr<uint64_t> trainingPeak(mlir::ModuleOp module,
                                        const llvm::StringMap<int64_t> &dims,
                                        int64_t realSize = 4);

@@ -106,14 +106,14 @@ LogicalResult ModelEmitter::analyze() {
   for (auto f : module.getOps<func::FuncOp>()) {
     if (f.getSymName() == "forward_backward")
       train = f;
-    else if (f.getSymName() == "forward" || !forward)
+    else if (f.getSymName() == "forward" || (!forward && !trainingOnly))
       forward = f;
   }
-  if (!forward)
+  if (!forward && !(trainingOnly && train))
     return module.emitError("no func.func @forward to emit: the module must be "
                             "in the nnk dialect (see docs/nnk-spec.md)");
   int index = 0, weights = 0;
-  if (failed(analyzeFunction(forward, index, weights)))
+  if (forward && failed(analyzeFunction(forward, index, weights)))
     return failure();
   trainBegin = index;
   if (train && failed(analyzeFunction(train, index, weights)))

@@ -84,6 +84,10 @@ protected:
   /// Printing only to plan the buffers (withCpuBufferPlan): the text is
   /// discarded, so launch comments are left empty.
   bool planOnly = false;
+  /// Planning only the training step: @forward is neither emitted nor
+  /// required (the search's clones drop it; the signature tables, which
+  /// need it, are not printed).
+  bool trainingOnly = false;
   llvm::DenseMap<mlir::Value, std::string> names;  // C++ variable of a buffer
   llvm::DenseMap<mlir::Operation *, int> launchIndex;
   llvm::StringMap<int> paramIndex;

@@ -46,11 +46,11 @@ public:
 
   /// Only the buffer plan: the launch sequences run (they add the
   /// workspaces) without their comments, and nothing else is printed;
-  /// `trainingOnly`: not @forward's sequence either (its workspaces are
-  /// missing from the plan).
-  void planBuffersOnly(bool trainingOnly) {
+  /// `onlyTraining`: not @forward's sequence either (its workspaces are
+  /// missing from the plan), and the module need not have @forward.
+  void planBuffersOnly(bool onlyTraining) {
     planOnly = true;
-    skipForward = trainingOnly;
+    trainingOnly = onlyTraining;
   }
   LogicalResult emit(raw_indented_ostream &os, bool withCuda);
 
@@ -78,7 +78,6 @@ public:
   LogicalResult emitODE(Operation *odeOp) override;
 
 private:
-  bool skipForward = false;
   bool needsODE = false;
   int regionCounter = 0; // unique names of region lambdas
   /// A region's body as a lambda `name(args...) -> int` (0 or a status);
@@ -161,7 +160,7 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
     if (!planOnly && failed(emitForwardPrologue(f)))
       return failure();
     SmallVector<Operation *> ops;
-    if (!skipForward)
+    if (!trainingOnly)
       for (Operation &op : forward.getBody().front().without_terminator())
         ops.push_back(&op);
     if (failed(emitLaunchSequence(f, ops)))
