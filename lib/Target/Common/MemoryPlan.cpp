@@ -60,7 +60,7 @@ FailureOr<uint64_t> slotBytes(const PlannedBuffer &b, const SizeEnv &env) {
 } // namespace
 
 /// planMemory; `stepPeakOnly` (Training): @forward's workspaces left out of
-/// the plan and no per-launch figures, so only `peakBytes` is meaningful.
+/// the plan and no slots or per-launch figures, only `peakBytes`.
 static FailureOr<MemoryPlan> plan(ModuleOp module, const llvm::StringMap<int64_t> &dims,
                                   PlanMode mode, int64_t realSize, bool stepPeakOnly) {
   MemoryPlan plan;
@@ -100,7 +100,8 @@ static FailureOr<MemoryPlan> plan(ModuleOp module, const llvm::StringMap<int64_t
       ranges = {{e.trainBegin, e.boundaryIndex}, {e.boundaryIndex + 1, e.numLaunches}};
     for (size_t i = 0; i < n; ++i) {
       const PlannedBuffer &b = e.buffers[i];
-      plan.slots.push_back({b.name, !b.type, bytes[i], offsets[i], b.first, b.last, b.owner});
+      if (!stepPeakOnly)
+        plan.slots.push_back({b.name, !b.type, bytes[i], offsets[i], b.first, b.last, b.owner});
       for (auto [lo, hi] : ranges)
         if (nncc::plan::meets(b.first, b.last, lo, hi)) {
           // The runtime's high-water mark: the end of the region claimed.
@@ -111,6 +112,8 @@ static FailureOr<MemoryPlan> plan(ModuleOp module, const llvm::StringMap<int64_t
           }
         }
     }
+    if (stepPeakOnly)
+      return success();
     // Live bytes per launch in one sweep: each slot adds its bytes at its
     // first launch and takes them off after its last.
     std::vector<int64_t> delta(e.numLaunches + 1, 0);
@@ -125,8 +128,6 @@ static FailureOr<MemoryPlan> plan(ModuleOp module, const llvm::StringMap<int64_t
     int64_t sum = 0;
     for (int k = 0; k < e.numLaunches; ++k)
       live[k] = static_cast<uint64_t>(sum += delta[k]);
-    if (stepPeakOnly)
-      return success();
     for (auto [lo, hi] : ranges)
       for (int k = lo; k < hi; ++k) {
         PlannedLaunch launch{k, e.launchOps[k], live[k]};
