@@ -12,6 +12,7 @@
 #include "dialects/NN/IR/NNDialect.h"
 #include "dialects/NN/IR/NNOps.h"
 #include "dialects/NN/Transforms/GradientRules.h"
+#include "dialects/NN/Transforms/Remat.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -122,7 +123,57 @@ std::string driver::RematRequest::key() const {
     ids += ";binomial:" + std::to_string(id) + "=" + std::to_string(snapshots);
   if (chosen.shareChains)
     ids += ";shared-chains";
+  if (chosen.storedReversible)
+    ids += ";stored-reversible:" + std::to_string(chosen.storedReversible);
   return (fusedHeads ? "fused-heads;" : "heads-as-written;") + ids;
+}
+
+namespace {
+/// One form of the model that the budget's search plans: its loss heads as
+/// written or fused (nn.linear_cross_entropy), and the last `stored`
+/// top-level reversible blocks of @forward stored instead of reconstructed
+/// (nn::storeReversibleBlocks). Each form is differentiated on its own.
+struct RematForm {
+  OwningOpRef<ModuleOp> owned; // null for the module being compiled
+  ModuleOp module;
+  bool fusedHeads = false;
+  unsigned stored = 0;
+  double reconstructFlops = 0;
+  RematMemo memo;
+};
+} // namespace
+
+static SmallVector<nn::ReversibleOp> topLevelReversibles(ModuleOp module) {
+  SmallVector<nn::ReversibleOp> out;
+  auto fn = module.lookupSymbol<func::FuncOp>("forward");
+  if (fn && !fn.getBody().empty())
+    llvm::append_range(out, fn.getBody().front().getOps<nn::ReversibleOp>());
+  return out;
+}
+
+/// `source` (not differentiated) with its last `stored` reversible blocks
+/// stored and its heads as `fusedHeads` says, differentiated; null when that
+/// form cannot be built (quietly: the form is then not planned).
+static OwningOpRef<ModuleOp> buildForm(ModuleOp source, driver::GradKind grad, bool trainMode,
+                                       bool fusedHeads, unsigned stored) {
+  ScopedDiagnosticHandler quiet(source.getContext(), [](Diagnostic &) { return success(); });
+  OwningOpRef<ModuleOp> form(cast<ModuleOp>(source->clone()));
+  SmallVector<nn::ReversibleOp> blocks = topLevelReversibles(*form);
+  if (stored > blocks.size() ||
+      failed(nn::storeReversibleBlocks(ArrayRef(blocks).take_back(stored))) ||
+      failed(driver::runPipeline(*form, grad, trainMode, PipelineStage::NN, "", fusedHeads)))
+    return nullptr;
+  return form;
+}
+
+static double formReconstructFlops(ModuleOp module, const RematSearchOptions &search) {
+  auto fn = module.lookupSymbol<func::FuncOp>("forward_backward");
+  if (!fn)
+    return 0;
+  nn::RematCostEnv env;
+  env.dims = search.dims;
+  env.realSize = search.realSize;
+  return nn::reconstructionFlops(fn, env);
 }
 
 LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode,
@@ -137,81 +188,147 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
     if (failed(plan))
       return failure();
     remat.chosen = *plan;
+    remat.chosen.reconstructFlops = formReconstructFlops(module, remat.search);
     return runPipeline(module, GradKind::None, trainMode, stop, what);
   }
-  OwningOpRef<ModuleOp> fused(cast<ModuleOp>(module->clone()));
+  // Forms other than the one as written are built from the source (a module
+  // already differentiated has only that one).
+  bool differentiate = grad != GradKind::None &&
+                       !module.lookupSymbol<func::FuncOp>("forward_backward");
+  OwningOpRef<ModuleOp> source(cast<ModuleOp>(module->clone()));
   if (failed(runPipeline(module, grad, trainMode, PipelineStage::NN, what)))
     return failure();
-  // Under a budget the loss heads may be fused (nn.linear_cross_entropy: no
-  // [..., V] logits or their gradient in the arena, but the head's weight
-  // gradient is held from the forward to the backward, which costs more
-  // than it saves on small batches). Both forms are planned; the better one
-  // for the budget wins: `min` the smaller peak, a size the fewer FLOPs.
-  // Each form's plans do not depend on the budget, so neither does their
-  // union, and a larger budget still never recomputes more.
-  bool tryFused = grad != GradKind::VJP &&
-                  succeeded(runPipeline(*fused, grad, trainMode, PipelineStage::NN, "",
-                                        /*fuseLossHeads=*/true));
+  SmallVector<std::unique_ptr<RematForm>> forms;
+  auto addForm = [&](OwningOpRef<ModuleOp> owned, ModuleOp m, bool fusedHeads, unsigned stored) {
+    auto form = std::make_unique<RematForm>();
+    form->owned = std::move(owned);
+    form->module = m;
+    form->fusedHeads = fusedHeads;
+    form->stored = stored;
+    form->reconstructFlops = formReconstructFlops(m, remat.search);
+    forms.push_back(std::move(form));
+  };
+  addForm(nullptr, module, false, 0);
+  // Under a budget the loss heads may be fused (no [..., V] logits or their
+  // gradient in the arena, but the head's weight gradient is held from the
+  // forward to the backward, which costs more than it saves on small
+  // batches), and reversible blocks may be stored (no reconstruction in
+  // the backward, their activations held instead). Every form is planned;
+  // the best one for the budget wins: `min` the smaller peak, a size the
+  // fewer FLOPs (recomputation and reconstruction). Each form's plans do
+  // not depend on the budget, so neither does their union, and a larger
+  // budget still never recomputes more.
+  unsigned reversibles = differentiate ? topLevelReversibles(*source).size() : 0;
+  bool tryFused = differentiate && grad != GradKind::VJP;
   if (tryFused) {
+    OwningOpRef<ModuleOp> fused = buildForm(*source, grad, trainMode, true, 0);
     bool any = false;
-    fused->walk([&](nn::LinearCrossEntropyOp) { any = true; });
+    if (fused)
+      fused->walk([&](nn::LinearCrossEntropyOp) { any = true; });
+    // Without a head to fuse, the fused forms are the written ones.
     tryFused = any;
+    if (any) {
+      ModuleOp m = *fused;
+      addForm(std::move(fused), m, true, 0);
+    }
   }
   // The same model, binding and budget were searched before: the choice is
-  // in the cache (RematPlanCache.h).
+  // in the cache (RematPlanCache.h), and only its form is built.
   std::string choiceKey =
-      rematChoiceKey(module, tryFused ? *fused : ModuleOp(), remat.budget, remat.search);
+      rematChoiceKey(module, tryFused ? forms.back()->module : ModuleOp(), remat.budget,
+                     remat.search);
   std::optional<RematChoice> cached = loadRematChoice(choiceKey);
+  auto buildForms = [&](std::optional<std::pair<bool, unsigned>> only) {
+    for (bool fusedHeads : {false, true})
+      for (unsigned stored = 1; stored <= reversibles; ++stored) {
+        if ((fusedHeads && !tryFused) || (only && *only != std::make_pair(fusedHeads, stored)))
+          continue;
+        if (OwningOpRef<ModuleOp> form = buildForm(*source, grad, trainMode, fusedHeads, stored)) {
+          ModuleOp m = *form;
+          addForm(std::move(form), m, fusedHeads, stored);
+        }
+      }
+  };
+  RematForm *chosenForm = nullptr;
   FailureOr<RematPlan> plan = failure();
-  if (cached) {
-    remat.fusedHeads = cached->fusedHeads && tryFused;
-    if (remat.fusedHeads)
-      module.getBodyRegion().takeBody(fused->getBodyRegion());
-    plan = cached->plan;
-  } else if (!tryFused) {
+  if (cached && (!cached->fusedHeads || tryFused) &&
+      cached->plan.storedReversible <= reversibles) {
+    buildForms(std::make_pair(cached->fusedHeads, cached->plan.storedReversible));
+    for (const auto &form : forms)
+      if (form->fusedHeads == cached->fusedHeads &&
+          form->stored == cached->plan.storedReversible) {
+        chosenForm = form.get();
+        plan = cached->plan;
+      }
+  }
+  bool fromCache = chosenForm != nullptr;
+  if (!fromCache)
+    buildForms(std::nullopt);
+  // Forms with stored blocks are searched along the cost model's order only
+  // (its prefixes): with a block stored, its reserves are no longer
+  // candidates, and an exhaustive search of what remains would plan up to
+  // 2^12 sets for each of the N forms.
+  auto formSearch = [&](RematForm &form) {
+    RematSearchOptions search = remat.search;
+    search.memo = &form.memo;
+    if (form.stored) {
+      search.exhaustiveLimit = 0;
+      search.pruneLimit = 0;
+    }
+    return search;
+  };
+  if (!fromCache && forms.size() == 1) {
+    chosenForm = forms.front().get();
     plan = chooseRemat(module, remat.budget, remat.search);
-  } else {
+  } else if (!fromCache) {
     // Each form's searches share their exact plans (an infeasible budget
     // searches each form again for `min`, and once more for the error).
-    RematMemo writtenMemo, fusedMemo;
-    auto quietly = [&](ModuleOp m, const MemoryBudget &b) {
+    auto quietly = [&](RematForm &form, const MemoryBudget &b) {
       ScopedDiagnosticHandler quiet(module.getContext(), [](Diagnostic &) { return success(); });
-      RematSearchOptions search = remat.search;
-      search.memo = m == module ? &writtenMemo : &fusedMemo;
-      return chooseRemat(m, b, search);
+      return chooseRemat(form.module, b, formSearch(form));
     };
-    FailureOr<RematPlan> asWritten = quietly(module, remat.budget);
-    FailureOr<RematPlan> withFused = quietly(*fused, remat.budget);
-    if (failed(asWritten) && failed(withFused)) {
-      // Infeasible for both: the error names the smaller of their minima.
+    auto total = [](const RematPlan &p) { return p.flops + p.reconstructFlops; };
+    auto better = [&](const MemoryBudget &budget, const RematPlan &a, const RematPlan &b) {
+      if (budget.kind == MemoryBudget::Kind::Min)
+        return a.peakBytes < b.peakBytes || (a.peakBytes == b.peakBytes && total(a) < total(b));
+      return total(a) < total(b) || (total(a) == total(b) && a.peakBytes < b.peakBytes);
+    };
+    auto bestOf = [&](const MemoryBudget &b) {
+      FailureOr<RematPlan> best = failure();
+      RematForm *where = nullptr;
+      for (const auto &form : forms) {
+        FailureOr<RematPlan> p = quietly(*form, b);
+        if (failed(p))
+          continue;
+        p->reconstructFlops = form->reconstructFlops;
+        if (failed(best) || better(b, *p, *best)) {
+          best = p;
+          where = form.get();
+        }
+      }
+      return std::make_pair(best, where);
+    };
+    std::tie(plan, chosenForm) = bestOf(remat.budget);
+    if (failed(plan)) {
+      // Infeasible for every form: the error names the smallest of their
+      // minima (the form with the smallest `min` plan reports it).
       MemoryBudget min;
       min.kind = MemoryBudget::Kind::Min;
-      FailureOr<RematPlan> minWritten = quietly(module, min), minFused = quietly(*fused, min);
-      bool fusedSmaller = succeeded(minFused) &&
-                          (failed(minWritten) || minFused->peakBytes < minWritten->peakBytes);
-      RematSearchOptions search = remat.search;
-      search.memo = fusedSmaller ? &fusedMemo : &writtenMemo;
-      (void)chooseRemat(fusedSmaller ? *fused : module, remat.budget, search);
+      RematForm *smallest = bestOf(min).second;
+      (void)chooseRemat(smallest ? smallest->module : module, remat.budget,
+                        smallest ? formSearch(*smallest) : remat.search);
       return failure();
-    }
-    auto better = [&](const RematPlan &a, const RematPlan &b) {
-      if (remat.budget.kind == MemoryBudget::Kind::Min)
-        return a.peakBytes < b.peakBytes || (a.peakBytes == b.peakBytes && a.flops < b.flops);
-      return a.flops < b.flops || (a.flops == b.flops && a.peakBytes < b.peakBytes);
-    };
-    remat.fusedHeads = succeeded(withFused) &&
-                       (failed(asWritten) || better(*withFused, *asWritten));
-    if (remat.fusedHeads) {
-      module.getBodyRegion().takeBody(fused->getBodyRegion());
-      plan = withFused;
-    } else {
-      plan = asWritten;
     }
   }
   if (failed(plan))
     return failure();
-  if (!cached)
-    storeRematChoice(choiceKey, {remat.fusedHeads, *plan});
+  plan->storedReversible = chosenForm->stored;
+  plan->reconstructFlops = chosenForm->reconstructFlops;
+  if (!fromCache)
+    storeRematChoice(choiceKey, {chosenForm->fusedHeads, *plan});
+  remat.fusedHeads = chosenForm->fusedHeads;
+  if (chosenForm->module != module)
+    module.getBodyRegion().takeBody(chosenForm->module.getBodyRegion());
   FailureOr<RematPlan> applied = applyRematPlan(module, *plan, remat.search);
   if (failed(applied))
     return failure();

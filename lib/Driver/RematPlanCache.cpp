@@ -20,7 +20,7 @@ using namespace nncc;
 namespace {
 
 /// Bump when the entry's format or the meaning of a key part changes.
-constexpr llvm::StringLiteral kFormat = "nncc-remat-choice-1";
+constexpr llvm::StringLiteral kFormat = "nncc-remat-choice-2";
 
 std::string cacheDir() { return driver::cacheRoot() + "/remat"; }
 
@@ -81,14 +81,19 @@ std::optional<driver::RematChoice> driver::loadRematChoice(const std::string &ke
   std::optional<bool> shared = o->getBoolean("share_chains");
   std::optional<int64_t> peak = o->getInteger("peak_bytes");
   std::optional<double> flops = o->getNumber("flops");
+  std::optional<int64_t> stored = o->getInteger("stored_reversible");
+  std::optional<double> reconstructFlops = o->getNumber("reconstruct_flops");
   const llvm::json::Array *ids = o->getArray("recompute");
   const llvm::json::Array *binomial = o->getArray("binomial");
-  if (!fused || !shared || !peak || !flops || !ids || !binomial || *peak < 0)
+  if (!fused || !shared || !peak || !flops || !stored || !reconstructFlops || !ids ||
+      !binomial || *peak < 0 || *stored < 0 || *stored > UINT32_MAX)
     return std::nullopt;
   c.fusedHeads = *fused;
   c.plan.shareChains = *shared;
   c.plan.peakBytes = static_cast<uint64_t>(*peak);
   c.plan.flops = *flops;
+  c.plan.storedReversible = static_cast<unsigned>(*stored);
+  c.plan.reconstructFlops = *reconstructFlops;
   for (const llvm::json::Value &v : *ids) {
     std::optional<int64_t> id = v.getAsInteger();
     if (!id)
@@ -119,7 +124,9 @@ void driver::storeRematChoice(const std::string &key, const RematChoice &choice)
                        {"recompute", std::move(ids)},
                        {"binomial", std::move(binomial)},
                        {"peak_bytes", static_cast<int64_t>(choice.plan.peakBytes)},
-                       {"flops", choice.plan.flops}};
+                       {"flops", choice.plan.flops},
+                       {"stored_reversible", static_cast<int64_t>(choice.plan.storedReversible)},
+                       {"reconstruct_flops", choice.plan.reconstructFlops}};
   llvm::SmallString<256> tmp;
   int fd;
   if (llvm::sys::fs::createUniqueFile(dir + "/tmp-" + key + "-%%%%%%.json", fd, tmp))

@@ -505,6 +505,7 @@ static std::vector<RematReportEntry> report(func::FuncOp fn, ArrayRef<int64_t> i
     r.loc = e.producer ? LocationAttr(e.producer->getLoc()) : LocationAttr();
     r.bytes = e.bytes;
     r.flops = e.flops;
+    r.stored = e.stored;
     if (e.kind == nn::RematKind::Reserve && r.decision == "recomputed" && recurrent(e.producer))
       r.schedule = env.bpttSnapshots.contains(e.id)
                        ? "binomial:" + std::to_string(env.bpttSnapshots.lookup(e.id))

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Budgets of `nncc inspect --memory --grad --memory-budget X` for one model
-and binding: the plan at `min` and with no budget bound the range; for
-budgets spread over it (and at both ends) the planned peak never exceeds the
-budget, and a larger budget never recomputes more (FLOPs and bytes of the
-report are non-increasing); just below `min` the budget is an error that
-names the smallest feasible size.
+and binding: the plan at `min` and the larger of the plan with no budget
+and the plan under an unbounded budget (reversible blocks stored rather than
+reconstructed) bound the range; for budgets spread over it (and at both
+ends) the planned peak never exceeds the budget, and a larger budget never
+recomputes more (the FLOPs of recomputation plus reconstruction are
+non-increasing, and zero once everything fits); just below `min` the budget
+is an error that names the smallest feasible size.
 
     budget_sweep.py MODEL.nn DIM=SIZE... [--steps N]
 """
@@ -37,8 +39,13 @@ def main():
     rc, out, err = inspect(model, dims, "min")
     assert rc == 0, err
     low = json.loads(out)
-    top, bottom = full["peak_bytes"], low["peak_bytes"]
-    print(f"keep everything: peak {top}; min: peak {bottom}, "
+    rc, out, err = inspect(model, dims, 10**18)
+    assert rc == 0, err
+    unbounded = json.loads(out)
+    top, bottom = max(full["peak_bytes"], unbounded["peak_bytes"]), low["peak_bytes"]
+    print(f"keep everything: peak {full['peak_bytes']}; unbounded: peak "
+          f"{unbounded['peak_bytes']}, {unbounded['remat']['stored_reversible_blocks']} "
+          f"reversible blocks stored; min: peak {bottom}, "
           f"{len(low['remat']['recomputed'])} recomputed")
     assert bottom <= top, (bottom, top)
     budgets = sorted({bottom + (top - bottom) * k // steps for k in range(steps + 1)})
@@ -51,12 +58,17 @@ def main():
         line = (f"budget {b}: peak {plan['peak_bytes']}, recomputed "
                 f"{len(r['recomputed'])} ({r['recomputed_bytes']} bytes, "
                 f"{r['recomputed_flops']:.4g} FLOPs)")
+        if r["reconstructed"] or r["stored_reversible_blocks"]:
+            line += (f", reconstructed {len(r['reconstructed'])} "
+                     f"({r['reconstructed_flops']:.4g} FLOPs), stored "
+                     f"{r['stored_reversible_blocks']}")
         print(line)
         if plan["peak_bytes"] > b:
             sys.exit("FAIL: over budget: " + line)
-        if last is not None and r["recomputed_flops"] > last + 1e-9 * max(1.0, last):
-            sys.exit(f"FAIL: not monotone: {r['recomputed_flops']} FLOPs after {last}")
-        last = r["recomputed_flops"]
+        flops = r["recomputed_flops"] + r["reconstructed_flops"]
+        if last is not None and flops > last + 1e-9 * max(1.0, last):
+            sys.exit(f"FAIL: not monotone: {flops} FLOPs after {last}")
+        last = flops
     if budgets[-1] >= top and last != 0:
         sys.exit("FAIL: a budget that fits everything still recomputes")
     rc, out, err = inspect(model, dims, bottom - 1)

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-FORMAT = "nncc-remat-choice-1"
+FORMAT = "nncc-remat-choice-2"
 
 
 def nncc(cache, *args):

@@ -3,9 +3,11 @@
 budget gives the loss, outputs and every gradient of the run without one
 (f64; same kernels on the same values, dropout masks drawn from the same
 seeds): recomputed residuals bit for bit; a checkpointed BPTT scan sums its
-weight gradients segment by segment, so there the metric
-max|a - b| / max(1, max|a|) must stay below 1e-12. The budgeted run never
-uses more memory.
+weight gradients segment by segment, and a stored reversible block reads
+its input where the run without a budget reconstructs it (y2 - G(y1) is x2
+up to rounding), so there the metric max|a - b| / max(1, max|a|) must stay
+below 1e-12. The budgeted run never uses more memory than the budget, nor,
+for a budget below the unbudgeted run's peak, more than that run.
 
     remat_equiv.py [--train-mode] MODELS_DIR MODEL:DIM=SIZE,... BUDGET
 """
@@ -29,6 +31,14 @@ def run(src, dims, extra, out, stats):
         sys.exit(f"FAIL: {' '.join(args)}\n{r.stderr}")
     with open(stats) as f:
         return json.load(f)
+
+
+def budget_bytes(budget):
+    """The size of a --memory-budget in bytes (None for `min`)."""
+    for suffix, scale in (("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("", 1)):
+        if budget != "min" and budget.endswith(suffix):
+            return int(float(budget[:len(budget) - len(suffix)]) * scale)
+    return None
 
 
 def main():
@@ -55,7 +65,10 @@ def main():
           f"bit-identical, worst {worst:.2e}; peak {a['peak_bytes']} -> {b['peak_bytes']}")
     if worst > 1e-12:
         sys.exit(f"FAIL: worst difference {worst}")
-    if b["peak_bytes"] > a["peak_bytes"]:
+    limit = budget_bytes(budget)
+    if limit is not None and b["peak_bytes"] > limit:
+        sys.exit("FAIL: the budgeted run exceeds its budget")
+    if (limit is None or limit < a["peak_bytes"]) and b["peak_bytes"] > a["peak_bytes"]:
         sys.exit("FAIL: the budgeted run uses more memory")
     print("OK")
 

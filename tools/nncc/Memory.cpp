@@ -95,6 +95,8 @@ llvm::json::Object rematJSON(const driver::RematRequest &remat) {
       o["id"] = e.id;
     if (!e.schedule.empty())
       o["schedule"] = e.schedule;
+    if (e.stored)
+      o["stored_block"] = true;
     if (e.decision == "kept") {
       keptBytes += e.bytes;
       kept.push_back(std::move(o));
@@ -112,6 +114,7 @@ llvm::json::Object rematJSON(const driver::RematRequest &remat) {
       {"budget", remat.budget.str()},
       {"fused_loss_heads", remat.fusedHeads},
       {"shared_chains", remat.chosen.shareChains},
+      {"stored_reversible_blocks", static_cast<int64_t>(remat.chosen.storedReversible)},
       {"kept_bytes", static_cast<int64_t>(keptBytes)},
       {"recomputed_bytes", static_cast<int64_t>(recomputedBytes)},
       {"recomputed_flops", recomputedFlops},

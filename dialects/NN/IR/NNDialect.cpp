@@ -69,10 +69,12 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError("'") << name << "' must be a unit attribute";
     return success();
   }
-  if (name == "nn.recomputed") {
-    // A clone of a forward op in the backward (the rematerialisation).
+  if (name == "nn.recomputed" || name == "nn.stored") {
+    // nn.recomputed: a clone of a forward op in the backward (the
+    // rematerialisation); nn.stored: an op of a reversible block inlined so
+    // that its activations are kept rather than reconstructed.
     if (!isa<UnitAttr>(value) || isa<FunctionOpInterface, ModuleOp>(op))
-      return op->emitOpError("'nn.recomputed' is a unit attribute of an op in a function");
+      return op->emitOpError("'") << name << "' is a unit attribute of an op in a function";
     return success();
   }
   return op->emitOpError("unknown nn dialect attribute '") << name << "'";

@@ -30,7 +30,8 @@ def NN_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   // The discardable attributes: nn.model, nn.dims, nn.train (module),
   // nn.training, nn.eval_mode (func), nn.name (func arguments and
-  // results); see NNDialect.cpp.
+  // results), nn.recomputed and nn.stored (ops, nncc-remat); see
+  // NNDialect.cpp.
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;

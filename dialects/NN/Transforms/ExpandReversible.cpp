@@ -2,12 +2,17 @@
 //
 // The nn-expand-reversible pass: each reversible block becomes
 // split + F + add + G + add + concat; split(concat) pairs are then folded.
+// nncc-remat inlines chosen blocks the same way, before differentiation,
+// when it stores their activations instead of reconstructing them
+// (storeReversibleBlocks).
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/NN/Transforms/Passes.h"
+#include "dialects/NN/Transforms/Remat.h"
 
 #include "dialects/NN/IR/NNOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
@@ -21,7 +26,8 @@ using namespace mlir;
 using namespace nncc::nn;
 
 /// y = concat(x1 + F(x2), x2 + G(x1 + F(x2))) with x1, x2 the halves of x.
-static LogicalResult expandReversible(ReversibleOp op) {
+/// With `mark`, every top-level op created gets that unit attribute.
+static LogicalResult expandReversible(ReversibleOp op, StringRef mark = "") {
   OpBuilder builder(op);
   Location loc = op.getLoc();
   auto xType = cast<nncc::nn::TensorType>(op.getX().getType());
@@ -37,13 +43,14 @@ static LogicalResult expandReversible(ReversibleOp op) {
   auto half = xType.withDims(halfDims);
   auto split = SplitOp::create(builder, loc, TypeRange{half, half}, op.getX(),
                                rank - 1, ArrayRef<int64_t>{F, F});
+  SmallVector<Operation *> created{split};
   Value x1 = split.getResult(0), x2 = split.getResult(1);
   auto inlineRegion = [&](Region &region, Value arg) -> Value {
     Block &block = region.front();
     IRMapping map;
     map.map(block.getArgument(0), arg);
     for (Operation &inner : block.without_terminator())
-      builder.clone(inner, map);
+      created.push_back(builder.clone(inner, map));
     return map.lookupOrDefault(block.getTerminator()->getOperand(0));
   };
   // The branch output first, so the add joins the branch's GEMM chain
@@ -53,6 +60,11 @@ static LogicalResult expandReversible(ReversibleOp op) {
   Value gy = inlineRegion(op.getG(), y1);
   Value y2 = AddOp::create(builder, loc, half, gy, x2);
   Value y = ConcatOp::create(builder, loc, xType, ValueRange{y1, y2}, rank - 1);
+  if (!mark.empty()) {
+    created.append({y1.getDefiningOp(), y2.getDefiningOp(), y.getDefiningOp()});
+    for (Operation *c : created)
+      c->setAttr(mark, builder.getUnitAttr());
+  }
   op.getResult().replaceAllUsesWith(y);
   op.erase();
   return success();
@@ -84,6 +96,28 @@ struct FoldSplitOfConcat : OpRewritePattern<SplitOp> {
   }
 };
 
+} // namespace
+
+static void foldSplitsOfConcats(Operation *root) {
+  // Only the split(concat) fold: no folding or dead-code elimination of
+  // anything else (the walk driver does neither).
+  RewritePatternSet patterns(root->getContext());
+  patterns.add<FoldSplitOfConcat>(root->getContext());
+  walkAndApplyPatterns(root, std::move(patterns));
+}
+
+LogicalResult nncc::nn::storeReversibleBlocks(ArrayRef<ReversibleOp> blocks) {
+  if (blocks.empty())
+    return success();
+  Operation *fn = blocks.front()->getParentOp();
+  for (ReversibleOp op : blocks)
+    if (failed(expandReversible(op, kStoredAttrName)))
+      return failure();
+  foldSplitsOfConcats(fn);
+  return success();
+}
+
+namespace {
 struct NNExpandReversiblePass
     : public nncc::nn::impl::NNExpandReversibleBase<NNExpandReversiblePass> {
   void runOnOperation() override {
@@ -106,11 +140,7 @@ struct NNExpandReversiblePass
       reversibles.clear();
       collect();
     }
-    // Only the split(concat) fold: no folding or dead-code elimination of
-    // anything else (the walk driver does neither).
-    RewritePatternSet patterns(&getContext());
-    patterns.add<FoldSplitOfConcat>(&getContext());
-    walkAndApplyPatterns(module, std::move(patterns));
+    foldSplitsOfConcats(module);
   }
 };
 } // namespace

@@ -177,20 +177,40 @@ static Value reserveOperand(Operation *op) {
   return {};
 }
 
+/// Whether `v` is computed by a stored reversible block (storeReversibleBlocks).
+static bool isStored(Value v) {
+  Operation *def = v.getDefiningOp();
+  return def && def->hasAttr(kStoredAttrName);
+}
+
 SmallVector<RematCandidate> collectRematCandidates(func::FuncOp fn) {
   SmallVector<RematCandidate> out;
   if (fn.getBody().empty())
     return out;
   int64_t next = 0;
   for (auto save : fn.getBody().front().getOps<SaveOp>()) {
-    out.push_back({save.getIndex(), RematKind::Save, save, save.getValue()});
     next = std::max(next, save.getIndex() + 1);
+    if (!isStored(save.getValue()))
+      out.push_back({save.getIndex(), RematKind::Save, save, save.getValue()});
   }
   llvm::sort(out, [](const RematCandidate &a, const RematCandidate &b) { return a.id < b.id; });
+  // Reserve ids count the stored blocks' reserves too, so that the ids of
+  // the others do not depend on which blocks are stored.
   for (Operation &op : fn.getBody().front())
-    if (Value reserve = reserveOperand(&op))
-      out.push_back({next++, RematKind::Reserve, &op, reserve});
+    if (Value reserve = reserveOperand(&op)) {
+      int64_t id = next++;
+      if (!isStored(reserve))
+        out.push_back({id, RematKind::Reserve, &op, reserve});
+    }
   return out;
+}
+
+double reconstructionFlops(func::FuncOp fn, const RematCostEnv &env) {
+  double flops = 0;
+  if (!fn.getBody().empty())
+    for (auto rev : fn.getBody().front().getOps<ReversibleOp>())
+      flops += estimateFlops(rev, env);
+  return flops;
 }
 
 /// Ops recomputed by cloning rather than kept: no cost, no memory.
@@ -347,6 +367,25 @@ SmallVector<RematEntry> describeRemat(func::FuncOp fn, ArrayRef<int64_t> ids,
     }
     out.push_back(e);
   }
+  // Stored reversible blocks: everything their backward reads is kept.
+  for (auto save : fn.getBody().front().getOps<SaveOp>())
+    if (isStored(save.getValue())) {
+      RematEntry e;
+      e.id = save.getIndex();
+      e.producer = save.getValue().getDefiningOp();
+      e.bytes = tensorBytes(save.getValue(), env);
+      e.stored = true;
+      out.push_back(e);
+    }
+  for (Operation &op : fn.getBody().front())
+    if (Value reserve = reserveOperand(&op); reserve && isStored(reserve)) {
+      RematEntry e;
+      e.kind = RematKind::Reserve;
+      e.producer = reserve.getDefiningOp();
+      e.bytes = reserveBytes(e.producer, env);
+      e.stored = true;
+      out.push_back(e);
+    }
   // Reversible blocks rebuild their input from their output (the rule of
   // nn.reversible): one F and one G evaluation.
   for (auto rev : fn.getBody().front().getOps<ReversibleOp>()) {

@@ -21,6 +21,13 @@
 //    cost environment names its id in `bpttSnapshots`, reversing it by the
 //    binomial (Revolve) schedule with that many cell-state snapshots.
 //
+// A reversible block (nn.reversible) rebuilds its input from its output in
+// the backward (docs/autodiff.md). Storing its activations instead is a
+// choice made before differentiation: storeReversibleBlocks inlines the
+// block as plain ops marked `nn.stored`, and the backward then reads their
+// saves like any other layer's. Those saves and reserves are kept, never
+// candidates: a block is either stored whole or reconstructed.
+//
 // The cost model gives each candidate its bytes and the FLOPs of its
 // recomputation for a binding of the dims. Choosing the set under a budget
 // needs the exact memory plan of the lowered module; that search lives with
@@ -40,6 +47,16 @@
 #include <functional>
 
 namespace nncc::nn {
+
+class ReversibleOp;
+
+/// The unit attribute of the ops of a stored reversible block.
+inline constexpr llvm::StringLiteral kStoredAttrName = "nn.stored";
+
+/// Inlines `blocks` (top-level nn.reversible ops of one function, before
+/// differentiation) as nn-expand-reversible does, each created op marked
+/// `nn.stored`, and folds the function's split(concat) pairs.
+mlir::LogicalResult storeReversibleBlocks(llvm::ArrayRef<ReversibleOp> blocks);
 
 enum class RematKind { Save, Reserve };
 
@@ -73,6 +90,10 @@ struct RematCostEnv {
   std::function<bool(mlir::Operation *)> fusedIntoConsumer;
 };
 
+/// FLOPs of the reversible blocks' reconstructions in `fn`'s backward (one
+/// F and one G evaluation per top-level nn.reversible).
+double reconstructionFlops(mlir::func::FuncOp fn, const RematCostEnv &env);
+
 /// Bytes of a tensor value in `env` (0 when a dim is unbound).
 uint64_t tensorBytes(mlir::Value value, const RematCostEnv &env);
 /// Estimated floating-point operations of one execution of `op`
@@ -105,6 +126,7 @@ struct RematEntry {
   mlir::Operation *producer = nullptr; // the forward op of the value
   uint64_t bytes = 0;            // of the value (reserves: the estimate)
   double flops = 0;              // of recomputing / reconstructing it
+  bool stored = false;           // kept as part of a stored reversible block
 };
 
 /// The report of `fn` if `ids` are recomputed (before applyRemat).

@@ -54,6 +54,7 @@ struct RematReportEntry {
   double flops = 0;
   std::string schedule;      // recomputed recurrent reserves: "sqrt_t" or
                              // "binomial:<snapshots>"
+  bool stored = false;       // kept as part of a stored reversible block
 };
 
 /// One candidate plan, evaluated exactly.
@@ -66,6 +67,12 @@ struct RematPlan {
   llvm::SmallVector<std::pair<int64_t, int64_t>> bpttSnapshots;
   /// The recomputed saves share their chains (nn::RematCostEnv::shareChains).
   bool shareChains = false;
+  /// How many of the last top-level reversible blocks of @forward are
+  /// stored instead of reconstructed (nn::storeReversibleBlocks, before
+  /// differentiation: the driver's forms of the model), and the FLOPs of
+  /// reconstructing the others.
+  unsigned storedReversible = 0;
+  double reconstructFlops = 0;
   std::vector<RematReportEntry> report; // filled by applyMemoryBudget
 };
 
