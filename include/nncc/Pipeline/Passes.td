@@ -22,8 +22,12 @@ def NNCCRemat : Pass<"nncc-remat", "::mlir::ModuleOp"> {
     with its recomputation chains cloned per save or shared between saves
     (`nn-remat-apply`'s `share-chains`, except that a clone the lowering
     fuses into its consumer is not shared). Reversible
-    blocks already reconstruct their inputs (the `nn.reversible` rule);
-    ODE solves keep the adjoint / stored-steps choice of the model.
+    blocks reconstruct their inputs (the `nn.reversible` rule): storing
+    them instead is decided before differentiation, so this pass cannot
+    make that choice on a module already differentiated; the compiler
+    driver (`nncc --memory-budget`) plans forms of the model with the last
+    k blocks stored (`nn::storeReversibleBlocks`) and runs this search on
+    each. ODE solves keep the adjoint / stored-steps choice of the model.
 
     `budget`: bytes, `NNNKiB`, `NNNMiB`, `NNNGiB`, or `min` (the smallest
     peak any considered plan reaches). Empty: nothing changes. Fails with
