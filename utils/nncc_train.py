@@ -1,4 +1,4 @@
-"""ctypes access to the training half of a generated library (ABI 6).
+"""ctypes access to the training half of a generated library (ABI 7).
 
     lib = TrainLib.compile("models/deep_mlp.nn", f64=False)   # nncc compile --grad
     m = lib.context(seed=0)
@@ -42,8 +42,8 @@ class TrainLib(T.Library):
         self.dll = C.CDLL(so_path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
         self.dll.nncc_model_get_abi.restype = C.POINTER(_abi.ABI)
         self.abi = self.dll.nncc_model_get_abi().contents
-        if self.abi.abi_version != 6:
-            raise T.NNCCError("ABI version %d, expected 6" % self.abi.abi_version)
+        if self.abi.abi_version != _abi.ABI_VERSION:
+            raise T.NNCCError("ABI version %d, expected %d" % (self.abi.abi_version, _abi.ABI_VERSION))
         dims = [self.abi.dim_names[i].decode() for i in range(self.abi.num_dims)]
 
         def infos(n, arr):

@@ -1,8 +1,8 @@
-"""ctypes mirror of nncc_model.h (ABI 6): the table every generated
+"""ctypes mirror of nncc_model.h (ABI 7): the table every generated
 lib<model>.so returns from nncc_model_get_abi()."""
 import ctypes as C
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 
 STATUS_NAMES = {
     0: "OK", 1: "INVALID_ARGUMENT", 2: "SHAPE_MISMATCH", 3: "DTYPE_MISMATCH", 4: "NOT_FOUND",
@@ -96,4 +96,6 @@ class ABI(C.Structure):
                              C.POINTER(C.c_int64), C.c_void_p, PErr)),
         ("set_step", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int64, PErr)),
         ("set_cuda_stream", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, PErr)),
+        ("save_train_state", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, PErr)),
+        ("load_train_state", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, PErr)),
     ]

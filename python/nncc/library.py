@@ -190,6 +190,15 @@ class Context:
     def save_weights(self, path):
         self._call(self.abi.save_weights, "save_weights", os.fspath(path).encode())
 
+    def save_train_state(self, path):
+        """Parameters, optimizer state and step counter in one safetensors
+        file (ABI 7; docs/training.md, "Resuming")."""
+        self._call(self.abi.save_train_state, "save_train_state", os.fspath(path).encode())
+
+    def load_train_state(self, path):
+        """What save_train_state wrote: the next train_step continues that run."""
+        self._call(self.abi.load_train_state, "load_train_state", os.fspath(path).encode())
+
     def forward(self):
         self._call(self.abi.forward, "forward")
 

@@ -160,7 +160,8 @@ const nncc_model_abi kAbi = {
     nncc_ms_memory_stats, nncc_ms_forward_train, nncc_ms_backward, nncc_ms_forward_backward,
     3, kGrads, nncc_ms_train_step, &kTrain, nncc_ms_train_stats, nncc_ms_reset_optimizer,
     nncc_ms_schedule_lr, nncc_ms_param_group, kGroups, 0, nullptr, 0, nullptr, nullptr,
-    nncc_ms_bind, nncc_ms_set_step, nncc_ms_set_cuda_stream,
+    nncc_ms_bind, nncc_ms_set_step, nncc_ms_set_cuda_stream, nncc_ms_save_train_state,
+    nncc_ms_load_train_state,
 };
 // Launch ranges: forward [0, 1), forward_train [1, 2), backward (2, 3).
 const nncc_ms_model_def kTrainDef = {
@@ -310,6 +311,45 @@ TEST_F(CudaFakeTrain, AdamStateIsZeroedDeviceMemoryAndReset) {
   EXPECT_EQ(gLog.u.first, 1);
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(gLog.state1Before[i], 0.0f) << "reset gives zeroed state";
+}
+
+// ABI 7: the optimizer state lives on the device; save_train_state copies
+// it out, load_train_state into a fresh context's device memory, and the
+// next step continues the saved run (the toy update counts steps in state1).
+TEST_F(CudaFakeTrain, TrainStateRoundTripsThroughTheDevice) {
+  nncc_train_config c = kTrain;
+  c.optimizer = NNCC_OPTIM_ADAMW;
+  ASSERT_EQ(kAbi.train_step(m, &c, &err), NNCC_OK) << err.message;
+  ASSERT_EQ(kAbi.train_step(m, &c, &err), NNCC_OK) << err.message;
+  std::string path = std::string("/tmp/nncc-cuda-state-") + std::to_string(getpid()) +
+                     ".safetensors";
+  ASSERT_EQ(kAbi.save_train_state(m, path.c_str(), &err), NNCC_OK) << err.message;
+  std::vector<float> weights = saved("fc.weight");
+
+  nncc_model *other = nullptr;
+  ASSERT_EQ(nncc_ms_create(&kTrainDef, NNCC_TARGET_CUDA, &other, &err), NNCC_OK);
+  ASSERT_EQ(kAbi.load_train_state(other, path.c_str(), &err), NNCC_OK) << err.message;
+  std::remove(path.c_str());
+  std::vector<float> x(8);
+  for (int i = 0; i < 8; ++i)
+    x[i] = 0.5f * float(i) - 1.0f;
+  int64_t shape[] = {2, 4};
+  ASSERT_EQ(kAbi.set_input(other, "x", NNCC_DTYPE_F32, 2, shape, x.data(), &err), NNCC_OK);
+  ASSERT_EQ(kAbi.train_step(other, &c, &err), NNCC_OK) << err.message;
+  EXPECT_EQ(gLog.u.step, 3);
+  EXPECT_EQ(gLog.u.first, 0);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(gLog.state1Before[i], 2.0f) << "the loaded state has seen two steps";
+    EXPECT_NE(gLog.state2[i], nullptr);
+  }
+  nncc_model *mine = m;
+  m = other;
+  std::vector<float> resumed = saved("fc.weight");
+  m = mine;
+  ASSERT_EQ(kAbi.train_step(m, &c, &err), NNCC_OK) << err.message;
+  EXPECT_EQ(saved("fc.weight"), resumed) << "the third step, uninterrupted and resumed";
+  EXPECT_NE(resumed, weights);
+  nncc_ms_destroy(other);
 }
 
 TEST_F(CudaFakeTrain, InitWeightsKeepsTheTrainedValueOfAnUninitialisedParameter) {

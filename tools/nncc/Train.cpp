@@ -4,12 +4,15 @@
 //        [--seed S] [--log L.csv] [-o W.safetensors] [--weights init.safetensors]
 //        [--precision f32|f64|bf16] [--max-steps K] [--progress] [--quiet]
 //        [--target cpu|cuda] [--memory-budget SIZE|min]
+//        [--save-state S.safetensors] [--resume S.safetensors]
 //
 // Compiles the model with gradients (cached, as `nncc run --grad`), loads the
 // data file (one tensor per model input, leading dim = samples), and runs
 // the model's train clause through the generated `train_step`: batches are
 // slices of the leading dim in a permutation drawn from the seed each epoch
-// (the last partial batch is kept). See docs/training.md.
+// (the last partial batch is kept). --save-state writes the parameters, the
+// optimizer state and the step after every epoch; --resume continues such
+// a run at its next step, as if it had not stopped. See docs/training.md.
 //
 //===----------------------------------------------------------------------===//
 #include "Run.h"
@@ -77,6 +80,16 @@ cl::opt<std::string> outWeights("o",
 cl::opt<std::string> initWeights("weights", cl::desc("Start from these weights"),
                                  cl::value_desc("init.safetensors"), cl::sub(trainCmd),
                                  cl::cat(runCategory));
+cl::opt<std::string> saveState(
+    "save-state",
+    cl::desc("After every epoch (and at --max-steps), write the training state: parameters, "
+             "optimizer state and step (ABI 7 save_train_state), for --resume"),
+    cl::value_desc("S.safetensors"), cl::sub(trainCmd), cl::cat(runCategory));
+cl::opt<std::string> resumeState(
+    "resume",
+    cl::desc("Continue the run that wrote this training state (--save-state) at its next "
+             "step: same model, data, batch, seed and epochs give the uninterrupted run"),
+    cl::value_desc("S.safetensors"), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<Precision> trainPrecision(
     "precision", cl::desc("Float precision"), cl::init(Precision::F32),
     cl::values(clEnumValN(Precision::F32, "f32", "float"),
@@ -308,9 +321,23 @@ int readScalar(const ModelHandle &h, const std::string &name, double &value) {
   return 0;
 }
 
-/// The epochs: shuffled batches through train_step, logged.
+/// Writes the training state to `path` (aside, then renamed into place, so
+/// that an interrupted write leaves the previous state).
+int writeState(const ModelHandle &h, const std::string &path) {
+  std::string tmp = path + ".tmp";
+  nncc_error err;
+  if (h.abi->save_train_state(h.model, tmp.c_str(), &err) != NNCC_OK)
+    return fail(llvm::Twine("--save-state: ") + err.message);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return fail("--save-state: cannot write '" + path + "': " + strerror(errno));
+  return 0;
+}
+
+/// The epochs: shuffled batches through train_step, logged. A resumed run
+/// starts after `startStep` steps, with the permutations of the epochs
+/// before drawn again.
 int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
-              const std::vector<std::string> &metrics, FILE *log) {
+              const std::vector<std::string> &metrics, FILE *log, int64_t startStep) {
   const int64_t N = data.numSamples;
   const int64_t B = std::min<int64_t>(cfg.batch, N);
   const int64_t stepsPerEpoch = (N + B - 1) / B;
@@ -318,17 +345,21 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
   std::vector<int64_t> perm(N);
   std::iota(perm.begin(), perm.end(), 0);
   std::mt19937_64 rng((uint64_t)cfg.seed * 0x9E3779B97F4A7C15ull + 12345);
-  int64_t step = 0;
-  bool stop = false;
+  int64_t step = startStep;
+  bool stop = maxSteps > 0 && step >= maxSteps;
   nncc_error err;
-  for (int64_t epoch = 1; epoch <= cfg.epochs && !stop; ++epoch) {
+  const int64_t firstEpoch = startStep / stepsPerEpoch + 1;
+  for (int64_t epoch = 1; epoch < firstEpoch && !noShuffle; ++epoch)
+    std::shuffle(perm.begin(), perm.end(), rng);
+  for (int64_t epoch = firstEpoch; epoch <= cfg.epochs && !stop; ++epoch) {
     if (!noShuffle)
       std::shuffle(perm.begin(), perm.end(), rng);
     double lossSum = 0.0;
     int64_t lossCount = 0;
     std::vector<double> values(metrics.size()), sums(metrics.size(), 0.0);
     auto t0 = std::chrono::steady_clock::now();
-    for (int64_t b = 0; b < stepsPerEpoch; ++b) {
+    const int64_t firstBatch = epoch == firstEpoch ? startStep % stepsPerEpoch : 0;
+    for (int64_t b = firstBatch; b < stepsPerEpoch; ++b) {
       int64_t lo = b * B, n = std::min(N, lo + B) - lo;
       if (int rc = setBatch(h, data, perm, lo, n))
         return rc;
@@ -374,6 +405,9 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
         llvm::outs() << "  " << metrics[k] << llvm::format(" %.6g", sums[k] / count);
       llvm::outs() << llvm::format("  (%lld steps, %.2f s)\n", (long long)lossCount, secs);
     }
+    if (!saveState.empty() && lossCount > 0)
+      if (int rc = writeState(h, saveState))
+        return rc;
   }
   return 0;
 }
@@ -384,6 +418,8 @@ int runTrain() {
   if (dataFile.empty())
     return fail("nncc train needs --data D.safetensors (one tensor per model input, "
                 "leading dim = samples)");
+  if (!resumeState.empty() && !initWeights.empty())
+    return fail("--resume and --weights both give the starting weights: use one");
   const Precision precision = trainPrecision;
   const bool f64 = precision == Precision::F64;
   if (precision == Precision::BF16 && trainTarget != TTarget::CUDA)
@@ -450,8 +486,19 @@ int runTrain() {
   nncc_train_config cfg;
   if (int rc = configure(h.abi, data.numSamples, cfg))
     return rc;
-  if (int rc = h.initWeights(initWeights, (uint64_t)cfg.seed))
+  int64_t startStep = 0;
+  if (!resumeState.empty()) {
+    // The state replaces the initial weights, the optimizer and the step.
+    nncc_error err;
+    if (h.abi->load_train_state(h.model, resumeState.c_str(), &err) != NNCC_OK)
+      return fail(llvm::Twine("--resume: ") + err.message);
+    nncc_train_stats st;
+    if (h.abi->train_stats(h.model, &st, &err) != NNCC_OK)
+      return fail(llvm::Twine("--resume: ") + err.message);
+    startStep = st.step;
+  } else if (int rc = h.initWeights(initWeights, (uint64_t)cfg.seed)) {
     return rc;
+  }
 
   const std::vector<std::string> metrics = scalarMetrics(*sig);
   FILE *log = nullptr;
@@ -477,7 +524,9 @@ int runTrain() {
                      : cfg.optimizer == NNCC_OPTIM_ADAM ? "adam"
                                                         : "adamw")
                  << " lr " << llvm::format("%g", cfg.lr) << "\n";
-  if (int rc = trainLoop(h, cfg, data, metrics, log))
+  if (startStep > 0 && !trainQuiet)
+    llvm::outs() << "resuming at step " << startStep + 1 << " (" << resumeState << ")\n";
+  if (int rc = trainLoop(h, cfg, data, metrics, log, startStep))
     return rc;
   std::string out = outWeights.empty() ? sig->model + ".safetensors" : std::string(outWeights);
   nncc_error err;

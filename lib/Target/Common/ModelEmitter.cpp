@@ -692,7 +692,8 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
      << (cotangents.empty() ? "NULL" : "nncc_ms_set_cotangent")
      << ", // ABI 5: cotangents, input gradients, set_cotangent\n"
      << "nncc_ms_bind, nncc_ms_set_step,\n"
-     << "nncc_ms_set_cuda_stream, // ABI 6\n";
+     << "nncc_ms_set_cuda_stream, // ABI 6\n"
+     << "nncc_ms_save_train_state, nncc_ms_load_train_state, // ABI 7\n";
   os.unindent();
   os << "};\n";
   os << "static const nncc_ms_model_def kDef = {\n";

@@ -170,6 +170,9 @@ nncc_status nncc_ms_set_cotangent(nncc_model *model, const char *name, nncc_dtyp
                                   nncc_error *err);
 /* ABI 6: the caller's CUDA stream. */
 nncc_status nncc_ms_set_cuda_stream(nncc_model *model, void *stream, nncc_error *err);
+/* ABI 7: resumable training. */
+nncc_status nncc_ms_save_train_state(nncc_model *model, const char *path, nncc_error *err);
+nncc_status nncc_ms_load_train_state(nncc_model *model, const char *path, nncc_error *err);
 
 /* ---- For the generated launch sequences. ---- */
 nncc_target nncc_ms_target(const nncc_model *model);

@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define NNCC_MODEL_ABI_VERSION 6
+#define NNCC_MODEL_ABI_VERSION 7
 
 typedef struct nncc_model nncc_model; /* one context: weights, arena, streams */
 
@@ -245,6 +245,23 @@ typedef struct nncc_model_abi {
    * before is finished first. The caller keeps the stream alive while it is
    * set. NNCC_ERROR_UNSUPPORTED on a CPU context. */
   nncc_status (*set_cuda_stream)(nncc_model *model, void *stream, nncc_error *err);
+
+  /* ---- ABI 7: resumable training (docs/training.md, "Resuming"). ----
+   * save_train_state writes one safetensors file: every parameter (as
+   * save_weights), the optimizer state as torch.optim names it,
+   * "optimizer.exp_avg.<param>" and "optimizer.exp_avg_sq.<param>" (Adam,
+   * AdamW) or "optimizer.momentum_buffer.<param>" (SGD with momentum), in
+   * the parameters' type (bf16 libraries: fp32, with the fp32 master weights
+   * "optimizer.master.<param>"), and the metadata nncc_train_state = "1",
+   * nncc_model, nncc_precision, nncc_step (train_step calls so far) and
+   * nncc_optimizer (sgd, adam, adamw, or none before the first step).
+   * load_train_state reads such a file of the same model and precision and
+   * replaces the parameters, the optimizer state and the step counter, so
+   * that the next train_step (with the same configuration and data) is the
+   * one the saved run would have taken; anything wrong with the file is an
+   * error that leaves the model as it was. */
+  nncc_status (*save_train_state)(nncc_model *model, const char *path, nncc_error *err);
+  nncc_status (*load_train_state)(nncc_model *model, const char *path, nncc_error *err);
 } nncc_model_abi;
 
 typedef const nncc_model_abi *(*nncc_model_get_abi_fn)(void);

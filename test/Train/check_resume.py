@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""`nncc train --save-state` / `--resume`: a run stopped after K steps and
+resumed from its state ends with the same weights, bit for bit, and logs the
+same losses for every later step as the run that was never stopped (same
+model, data, batch, seed and epochs: the optimizer state, the step counter
+behind the schedule and the dropout masks, and the shuffling all continue).
+
+    check_resume.py NNCC MODEL.nn WORKDIR K [--dim D=N ...] [--precision P] [--batch B] [--epochs E]
+"""
+import argparse
+import csv
+import os
+import subprocess
+import sys
+
+import numpy as np
+from nncc_testing.safetensors import load_safetensors
+
+ap = argparse.ArgumentParser()
+ap.add_argument("nncc")
+ap.add_argument("model")
+ap.add_argument("work")
+ap.add_argument("stop", type=int)
+ap.add_argument("--dim", action="append", default=[])
+ap.add_argument("--precision", default="f32")
+ap.add_argument("--batch", default="2")
+ap.add_argument("--epochs", default="3")
+a = ap.parse_args()
+os.makedirs(a.work, exist_ok=True)
+data = os.path.join(a.work, "data.safetensors")
+dims = sum((["--dim", d] for d in a.dim), [])
+p = subprocess.run([a.nncc, "run", a.model, "--random-inputs", "--inputs-only",
+                    "--save-inputs", data] + dims, capture_output=True, text=True)
+if p.returncode:
+    sys.exit("data: " + p.stderr)
+
+
+def train(tag, extra):
+    log = os.path.join(a.work, tag + ".csv")
+    out = os.path.join(a.work, tag + ".safetensors")
+    p = subprocess.run([a.nncc, "train", a.model, "--data", data, "--batch", a.batch,
+                        "--epochs", a.epochs, "--seed", "7", "--quiet", "--precision",
+                        a.precision, "--log", log, "-o", out] + extra,
+                       capture_output=True, text=True)
+    if p.returncode:
+        sys.exit("FAIL: nncc train %s: %s" % (tag, p.stderr))
+    rows = {int(r["step"]): r for r in csv.DictReader(open(log))}
+    return rows, load_safetensors(out)
+
+
+state = os.path.join(a.work, "state.safetensors")
+straight, w_straight = train("straight", [])
+first, _ = train("first", ["--max-steps", str(a.stop), "--save-state", state])
+resumed, w_resumed = train("resumed", ["--resume", state])
+if sorted(first) != list(range(1, a.stop + 1)):
+    sys.exit("FAIL: the first run logged steps %s" % sorted(first))
+if sorted(resumed) != [s for s in sorted(straight) if s > a.stop]:
+    sys.exit("FAIL: the resumed run logged steps %s" % sorted(resumed))
+for s, row in resumed.items():
+    for k in ("epoch", "lr", "loss", "grad_norm"):
+        if row[k] != straight[s][k]:
+            sys.exit("FAIL: step %d: %s %s resumed, %s straight" % (s, k, row[k], straight[s][k]))
+same = sum(np.array_equal(np.asarray(w_straight[k]), np.asarray(w_resumed[k]))
+           for k in w_straight)
+print("%s %s: stopped after %d of %d steps, resumed: %d logged steps equal, %d/%d weights "
+      "bit-identical" % (os.path.basename(a.model), a.precision, a.stop, len(straight),
+                         len(resumed), same, len(w_straight)))
+if same != len(w_straight) or sorted(w_straight) != sorted(w_resumed):
+    sys.exit("FAIL: the weights differ")
+print("OK")
