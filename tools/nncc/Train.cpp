@@ -5,6 +5,7 @@
 //        [--precision f32|f64|bf16] [--max-steps K] [--progress] [--quiet]
 //        [--target cpu|cuda] [--memory-budget SIZE|min]
 //        [--save-state S.safetensors] [--resume S.safetensors]
+//        [--validation V.safetensors]
 //
 // Compiles the model with gradients (cached, as `nncc run --grad`), loads the
 // data file (one tensor per model input, leading dim = samples), and runs
@@ -33,6 +34,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -80,6 +82,12 @@ cl::opt<std::string> outWeights("o",
 cl::opt<std::string> initWeights("weights", cl::desc("Start from these weights"),
                                  cl::value_desc("init.safetensors"), cl::sub(trainCmd),
                                  cl::cat(runCategory));
+cl::opt<std::string> validationFile(
+    "validation",
+    cl::desc("Held-out samples (the --data format): after every epoch, the sample-weighted "
+             "mean of the loss (and of the other scalar outputs) in inference mode, in "
+             "batches of the training batch size"),
+    cl::value_desc("V.safetensors"), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<std::string> saveState(
     "save-state",
     cl::desc("After every epoch (and at --max-steps), write the training state: parameters, "
@@ -137,6 +145,7 @@ struct DataTensor {
 
 /// The data file's tensors, checked against the inputs and converted.
 struct TrainData {
+  std::string path; // the safetensors file, for messages
   std::vector<DataTensor> tensors;
   int64_t numSamples = -1;
 };
@@ -147,7 +156,7 @@ int checkDataShape(const ModelSignature &sig, const TensorSignature &s,
                    const nncc_tensor_view &view, TrainData &data, std::string &nFrom) {
   std::vector<int64_t> shape(view.shape, view.shape + view.rank);
   if ((size_t)view.rank != s.dims.size() || s.dims.empty())
-    return fail("'" + dataFile + "': tensor '" + s.name + "' has shape " +
+    return fail("'" + data.path + "': tensor '" + s.name + "' has shape " +
                 shapeString(shape) + ", expected " + signatureString(s) +
                 " with the samples along the first dim");
   int64_t lead;
@@ -158,11 +167,11 @@ int checkDataShape(const ModelSignature &sig, const TensorSignature &s,
   for (size_t k = 1; k < s.dims.size(); ++k) {
     int64_t x;
     if (!llvm::StringRef(s.dims[k]).getAsInteger(10, x) && x != shape[k])
-      return fail("'" + dataFile + "': tensor '" + s.name + "' has shape " +
+      return fail("'" + data.path + "': tensor '" + s.name + "' has shape " +
                   shapeString(shape) + ", expected " + signatureString(s));
   }
   if (data.numSamples >= 0 && shape[0] != data.numSamples)
-    return fail("'" + dataFile + "': tensors disagree on the number of samples: '" + nFrom +
+    return fail("'" + data.path + "': tensors disagree on the number of samples: '" + nFrom +
                 "' has " + std::to_string(data.numSamples) + ", '" + s.name + "' has " +
                 std::to_string(shape[0]));
   data.numSamples = shape[0];
@@ -171,7 +180,8 @@ int checkDataShape(const ModelSignature &sig, const TensorSignature &s,
 }
 
 /// Copies `view` into `t` (dtype t.dtype), converting element by element.
-int convertData(const TensorSignature &s, const nncc_tensor_view &view, DataTensor &t) {
+int convertData(const TensorSignature &s, const nncc_tensor_view &view, DataTensor &t,
+                const std::string &path) {
   if (view.dtype == t.dtype) {
     if (view.nbytes)
       memcpy(t.data(), view.data, view.nbytes);
@@ -181,7 +191,7 @@ int convertData(const TensorSignature &s, const nncc_tensor_view &view, DataTens
   for (uint64_t i = 0; i < view.numel; ++i) {
     double v = elementAsDouble(view.dtype, view.data, i);
     if (std::isnan(v) && !srcFloat)
-      return fail("'" + dataFile + "': tensor '" + s.name + "': unsupported dtype " +
+      return fail("'" + path + "': tensor '" + s.name + "': unsupported dtype " +
                   nncc_dtype_name(view.dtype));
     char *dst = t.data() + i * nncc_dtype_size(t.dtype);
     switch (t.dtype) {
@@ -192,31 +202,34 @@ int convertData(const TensorSignature &s, const nncc_tensor_view &view, DataTens
     }
     case NNCC_DTYPE_I32: {
       if (v != std::floor(v) || v < INT32_MIN || v > INT32_MAX)
-        return fail("'" + dataFile + "': tensor '" + s.name + "': value " +
+        return fail("'" + path + "': tensor '" + s.name + "': value " +
                     std::to_string(v) + " does not fit in I32");
       int32_t x = (int32_t)v; memcpy(dst, &x, 4); break;
     }
     case NNCC_DTYPE_I64: { int64_t x = (int64_t)v; memcpy(dst, &x, 8); break; }
     default:
-      return fail("'" + dataFile + "': tensor '" + s.name + "': cannot convert " +
+      return fail("'" + path + "': tensor '" + s.name + "': cannot convert " +
                   nncc_dtype_name(view.dtype) + " to " + nncc_dtype_name(t.dtype));
     }
   }
   return 0;
 }
 
-/// --data: one tensor per model input, samples along the leading dim.
-int loadData(const ModelSignature &sig, Precision precision, TrainData &data) {
+/// --data (and --validation): one tensor per model input, samples along
+/// the leading dim.
+int loadData(const ModelSignature &sig, Precision precision, const std::string &path,
+             llvm::StringRef what, TrainData &data) {
+  data.path = path;
   nncc_safetensors *file = nullptr;
   nncc_error err;
-  if (nncc_safetensors_open(dataFile.c_str(), &file, &err) != NNCC_OK)
-    return fail(llvm::Twine("reading data: ") + err.message);
+  if (nncc_safetensors_open(data.path.c_str(), &file, &err) != NNCC_OK)
+    return fail("reading " + what + ": " + err.message);
   llvm::scope_exit closeFile([&] { nncc_safetensors_close(file); });
   std::string nFrom;
   for (const TensorSignature &s : sig.inputs) {
     nncc_tensor_view view;
     if (nncc_safetensors_find(file, s.name.c_str(), &view, &err) != NNCC_OK)
-      return failMissingInput(s, dataFile, file);
+      return failMissingInput(s, data.path, file);
     if (int rc = checkDataShape(sig, s, view, data, nFrom))
       return rc;
     DataTensor t;
@@ -227,7 +240,7 @@ int loadData(const ModelSignature &sig, Precision precision, TrainData &data) {
              : precision == Precision::BF16 ? NNCC_DTYPE_BF16
                                             : NNCC_DTYPE_F32;
     if (isFloatDType(view.dtype) != isFloatDType(want) && view.dtype != want)
-      return fail("'" + dataFile + "': tensor '" + s.name + "' is " +
+      return fail("'" + data.path + "': tensor '" + s.name + "' is " +
                   nncc_dtype_name(view.dtype) + ", expected " + signatureString(s));
     t.dtype = want;
     t.shape.assign(view.shape, view.shape + view.rank);
@@ -236,12 +249,12 @@ int loadData(const ModelSignature &sig, Precision precision, TrainData &data) {
       per *= (uint64_t)t.shape[k];
     t.rowBytes = per * nncc_dtype_size(want);
     t.storage.assign(((uint64_t)data.numSamples * t.rowBytes + 7) / 8, 0);
-    if (int rc = convertData(s, view, t))
+    if (int rc = convertData(s, view, t, data.path))
       return rc;
     data.tensors.push_back(std::move(t));
   }
   if (data.numSamples <= 0)
-    return fail("'" + dataFile + "' holds no samples");
+    return fail("'" + data.path + "' holds no samples");
   return 0;
 }
 
@@ -281,7 +294,7 @@ int setBatch(const ModelHandle &h, TrainData &data, const std::vector<int64_t> &
     shape[0] = n;
     if (h.abi->set_input(h.model, t.name.c_str(), t.dtype, (int32_t)shape.size(),
                          shape.data(), dst, &err) != NNCC_OK)
-      return fail("'" + dataFile + "': " + err.message);
+      return fail("'" + data.path + "': " + err.message);
   }
   return 0;
 }
@@ -321,6 +334,31 @@ int readScalar(const ModelHandle &h, const std::string &name, double &value) {
   return 0;
 }
 
+/// The loss and `metrics` on `val` in inference mode: per batch of `B`
+/// samples in data order, weighted by the batch's size.
+int evaluate(const ModelHandle &h, TrainData &val, int64_t B,
+             const std::vector<std::string> &metrics, std::vector<double> &means) {
+  const int64_t N = val.numSamples;
+  std::vector<int64_t> order(N);
+  std::iota(order.begin(), order.end(), 0);
+  means.assign(metrics.size() + 1, 0.0);
+  nncc_error err;
+  for (int64_t lo = 0; lo < N; lo += B) {
+    int64_t n = std::min(N, lo + B) - lo;
+    if (int rc = setBatch(h, val, order, lo, n))
+      return rc;
+    if (h.abi->forward(h.model, &err) != NNCC_OK)
+      return fail(llvm::Twine("validation: ") + err.message);
+    for (size_t k = 0; k <= metrics.size(); ++k) {
+      double v = 0;
+      if (int rc = readScalar(h, k == 0 ? std::string("loss") : metrics[k - 1], v))
+        return rc;
+      means[k] += v * double(n) / double(N);
+    }
+  }
+  return 0;
+}
+
 /// Writes the training state to `path` (aside, then renamed into place, so
 /// that an interrupted write leaves the previous state).
 int writeState(const ModelHandle &h, const std::string &path) {
@@ -337,7 +375,8 @@ int writeState(const ModelHandle &h, const std::string &path) {
 /// starts after `startStep` steps, with the permutations of the epochs
 /// before drawn again.
 int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
-              const std::vector<std::string> &metrics, FILE *log, int64_t startStep) {
+              TrainData &validation, const std::vector<std::string> &metrics, FILE *log,
+              int64_t startStep) {
   const int64_t N = data.numSamples;
   const int64_t B = std::min<int64_t>(cfg.batch, N);
   const int64_t stepsPerEpoch = (N + B - 1) / B;
@@ -347,6 +386,13 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
   std::mt19937_64 rng((uint64_t)cfg.seed * 0x9E3779B97F4A7C15ull + 12345);
   int64_t step = startStep;
   bool stop = maxSteps > 0 && step >= maxSteps;
+  const bool validating = validation.numSamples > 0;
+  std::string pendingRow, emptyValidation(validating ? metrics.size() + 1 : 0, ',');
+  auto g9 = [](double v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.9g", v);
+    return std::string(buf);
+  };
   nncc_error err;
   const int64_t firstEpoch = startStep / stepsPerEpoch + 1;
   for (int64_t epoch = 1; epoch < firstEpoch && !noShuffle; ++epoch)
@@ -380,11 +426,18 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
       lossSum += loss;
       ++lossCount;
       if (log) {
-        fprintf(log, "%lld,%lld,%.9g,%.9g,%.9g", (long long)epoch, (long long)step, st.lr,
-                loss, st.grad_norm);
+        // With validation the row's last columns wait for the epoch's end.
+        if (!pendingRow.empty())
+          fprintf(log, "%s%s\n", pendingRow.c_str(), emptyValidation.c_str());
+        pendingRow = llvm::formatv("{0},{1},{2},{3},{4}", epoch, step, g9(st.lr), g9(loss),
+                                   g9(st.grad_norm))
+                         .str();
         for (double v : values)
-          fprintf(log, ",%.9g", v);
-        fprintf(log, "\n");
+          pendingRow += "," + g9(v);
+        if (!validating) {
+          fprintf(log, "%s\n", pendingRow.c_str());
+          pendingRow.clear();
+        }
       }
       if (bar)
         progressBar(epoch, cfg.epochs, b, stepsPerEpoch, loss, metrics, values);
@@ -397,12 +450,27 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
       fprintf(stderr, "\n");
     double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<double> val;
+    if (validating && lossCount > 0) {
+      if (int rc = evaluate(h, validation, B, metrics, val))
+        return rc;
+      if (log && !pendingRow.empty()) {
+        fprintf(log, "%s", pendingRow.c_str());
+        for (double v : val)
+          fprintf(log, ",%s", g9(v).c_str());
+        fprintf(log, "\n");
+        pendingRow.clear();
+      }
+    }
     if (!trainQuiet) {
       const double count = double(std::max<int64_t>(1, lossCount));
       llvm::outs() << llvm::format("epoch %lld/%lld  loss %.6g", (long long)epoch,
                                    (long long)cfg.epochs, lossSum / count);
       for (size_t k = 0; k < metrics.size(); ++k)
         llvm::outs() << "  " << metrics[k] << llvm::format(" %.6g", sums[k] / count);
+      for (size_t k = 0; k < val.size(); ++k)
+        llvm::outs() << "  val_" << (k == 0 ? std::string("loss") : metrics[k - 1])
+                     << llvm::format(" %.6g", val[k]);
       llvm::outs() << llvm::format("  (%lld steps, %.2f s)\n", (long long)lossCount, secs);
     }
     if (!saveState.empty() && lossCount > 0)
@@ -439,8 +507,12 @@ int runTrain() {
 
   // The data (checked before compiling), then compile, load, configure.
   TrainData data;
-  if (int rc = loadData(*sig, precision, data))
+  if (int rc = loadData(*sig, precision, dataFile, "data", data))
     return rc;
+  TrainData validation;
+  if (!validationFile.empty())
+    if (int rc = loadData(*sig, precision, validationFile, "validation data", validation))
+      return rc;
   RematRequest remat;
   if (!trainBudget.empty()) {
     // The binding of a full batch: its dim and the data's other sizes.
@@ -509,6 +581,11 @@ int runTrain() {
     fprintf(log, "epoch,step,lr,loss,grad_norm");
     for (const std::string &m : metrics)
       fprintf(log, ",%s", m.c_str());
+    if (!validationFile.empty()) {
+      fprintf(log, ",val_loss");
+      for (const std::string &m : metrics)
+        fprintf(log, ",val_%s", m.c_str());
+    }
     fprintf(log, "\n");
   }
   llvm::scope_exit closeLog([&] {
@@ -526,7 +603,7 @@ int runTrain() {
                  << " lr " << llvm::format("%g", cfg.lr) << "\n";
   if (startStep > 0 && !trainQuiet)
     llvm::outs() << "resuming at step " << startStep + 1 << " (" << resumeState << ")\n";
-  if (int rc = trainLoop(h, cfg, data, metrics, log, startStep))
+  if (int rc = trainLoop(h, cfg, data, validation, metrics, log, startStep))
     return rc;
   std::string out = outWeights.empty() ? sig->model + ".safetensors" : std::string(outWeights);
   nncc_error err;
