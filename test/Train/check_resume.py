@@ -8,13 +8,11 @@ behind the schedule and the dropout masks, and the shuffling all continue).
     check_resume.py NNCC MODEL.nn WORKDIR K [--dim D=N ...] [--precision P] [--batch B] [--epochs E]
 """
 import argparse
-import csv
 import os
-import subprocess
 import sys
 
 import numpy as np
-from nncc_testing.safetensors import load_safetensors
+from nncc_testing.train_runs import random_data, train
 
 ap = argparse.ArgumentParser()
 ap.add_argument("nncc")
@@ -28,30 +26,20 @@ ap.add_argument("--epochs", default="3")
 a = ap.parse_args()
 os.makedirs(a.work, exist_ok=True)
 data = os.path.join(a.work, "data.safetensors")
-dims = sum((["--dim", d] for d in a.dim), [])
-p = subprocess.run([a.nncc, "run", a.model, "--random-inputs", "--inputs-only",
-                    "--save-inputs", data] + dims, capture_output=True, text=True)
-if p.returncode:
-    sys.exit("data: " + p.stderr)
+random_data(a.nncc, a.model, data, a.dim)
 
 
-def train(tag, extra):
-    log = os.path.join(a.work, tag + ".csv")
-    out = os.path.join(a.work, tag + ".safetensors")
-    p = subprocess.run([a.nncc, "train", a.model, "--data", data, "--batch", a.batch,
-                        "--epochs", a.epochs, "--seed", "7", "--quiet", "--precision",
-                        a.precision, "--log", log, "-o", out] + extra,
-                       capture_output=True, text=True)
-    if p.returncode:
-        sys.exit("FAIL: nncc train %s: %s" % (tag, p.stderr))
-    rows = {int(r["step"]): r for r in csv.DictReader(open(log))}
-    return rows, load_safetensors(out)
+def run(tag, extra):
+    rows, weights = train(a.nncc, a.model, data, a.work, tag,
+                          ["--batch", a.batch, "--epochs", a.epochs, "--seed", "7",
+                           "--precision", a.precision] + extra)
+    return {int(r["step"]): r for r in rows}, weights
 
 
 state = os.path.join(a.work, "state.safetensors")
-straight, w_straight = train("straight", [])
-first, _ = train("first", ["--max-steps", str(a.stop), "--save-state", state])
-resumed, w_resumed = train("resumed", ["--resume", state])
+straight, w_straight = run("straight", [])
+first, _ = run("first", ["--max-steps", str(a.stop), "--save-state", state])
+resumed, w_resumed = run("resumed", ["--resume", state])
 if sorted(first) != list(range(1, a.stop + 1)):
     sys.exit("FAIL: the first run logged steps %s" % sorted(first))
 if sorted(resumed) != [s for s in sorted(straight) if s > a.stop]:

@@ -12,10 +12,10 @@ import argparse
 import csv
 import os
 import re
-import subprocess
 import sys
 
 from nncc_testing.safetensors import load_safetensors
+from nncc_testing.train_runs import nncc_checked, random_data
 
 ap = argparse.ArgumentParser()
 ap.add_argument("nncc")
@@ -28,27 +28,14 @@ ap.add_argument("--precision", default="f32")
 ap.add_argument("--batch", default="4")
 a = ap.parse_args()
 os.makedirs(a.work, exist_ok=True)
-
-
-def run(args):
-    p = subprocess.run([a.nncc] + args, capture_output=True, text=True)
-    if p.returncode:
-        sys.exit("FAIL: nncc %s: %s" % (" ".join(args), p.stderr))
-    return p.stdout
-
-
-def dims(ds):
-    return sum((["--dim", d] for d in ds), [])
-
-
-train, val = os.path.join(a.work, "train.safetensors"), os.path.join(a.work, "val.safetensors")
-run(["run", a.model, "--random-inputs", "--inputs-only", "--seed", "1", "--save-inputs", train]
-    + dims(a.dim))
-run(["run", a.model, "--random-inputs", "--inputs-only", "--seed", "2", "--save-inputs", val]
-    + dims(a.val_dim or a.dim))
+train_data = os.path.join(a.work, "train.safetensors")
+val = os.path.join(a.work, "val.safetensors")
+random_data(a.nncc, a.model, train_data, a.dim, seed=1)
+random_data(a.nncc, a.model, val, a.val_dim or a.dim, seed=2)
 log, weights = os.path.join(a.work, "log.csv"), os.path.join(a.work, "w.safetensors")
-out = run(["train", a.model, "--data", train, "--validation", val, "--epochs", "2", "--batch",
-           a.batch, "--precision", a.precision, "--log", log, "-o", weights])
+out = nncc_checked(a.nncc, ["train", a.model, "--data", train_data, "--validation", val,
+                            "--epochs", "2", "--batch", a.batch, "--precision", a.precision,
+                            "--log", log, "-o", weights])
 epochs = re.findall(r"^epoch (\d+)/2 .* val_loss (\S+)", out, re.M)
 if [e for e, _ in epochs] != ["1", "2"]:
     sys.exit("FAIL: the epoch lines have no val_loss:\n" + out)
@@ -61,8 +48,8 @@ ends = {e: max(int(r["step"]) for r in rows if r["epoch"] == e) for e in ("1", "
 if sorted(last) != ["1", "2"] or any(last[e][0] != ends[e] for e in last):
     sys.exit("FAIL: val_loss should be on each epoch's last row only: %s" % last)
 outputs = os.path.join(a.work, "outputs.safetensors")
-run(["run", a.model, "--inputs", val, "--weights", weights, "--precision", a.precision,
-     "--quiet", "-o", outputs])
+nncc_checked(a.nncc, ["run", a.model, "--inputs", val, "--weights", weights, "--precision",
+                      a.precision, "--quiet", "-o", outputs])
 whole, logged = float(load_safetensors(outputs)["loss"]), last["2"][1]
 rel = abs(whole - logged) / max(1e-30, abs(whole))
 print("%s %s: val_loss %.9g after 2 epochs, nncc run on the whole set %.9g, relative %.1e "

@@ -10,13 +10,11 @@ several steps of Adam with clipping.
     fused_head_equiv.py NNCC MODEL.nn WORKDIR BUDGET TOL [--dim ...] [--precision f64]
 """
 import argparse
-import csv
 import os
-import subprocess
 import sys
 
 import numpy as np
-from nncc_testing.safetensors import load_safetensors
+from nncc_testing.train_runs import random_data, train
 
 ap = argparse.ArgumentParser()
 ap.add_argument("nncc")
@@ -29,31 +27,20 @@ ap.add_argument("--precision", default="f32")
 a = ap.parse_args()
 os.makedirs(a.work, exist_ok=True)
 data = os.path.join(a.work, "data.safetensors")
-dims = sum((["--dim", d] for d in a.dim), [])
-p = subprocess.run([a.nncc, "run", a.model, "--random-inputs", "--inputs-only",
-                    "--save-inputs", data] + dims, capture_output=True, text=True)
-if p.returncode:
-    sys.exit("data: " + p.stderr)
+random_data(a.nncc, a.model, data, a.dim)
 
 
-def train(tag, extra):
-    log = os.path.join(a.work, tag + ".csv")
-    p = subprocess.run([a.nncc, "train", a.model, "--data", data, "--batch", "2",
-                        "--epochs", "3", "--no-shuffle", "--seed", "4", "--quiet",
-                        "--precision", a.precision, "--log", log, "-o",
-                        os.path.join(a.work, tag + ".safetensors")] + extra,
-                       capture_output=True, text=True)
-    if p.returncode:
-        sys.exit("FAIL: nncc train %s: %s" % (tag, p.stderr))
-    return [(float(r["loss"]), float(r["grad_norm"])) for r in csv.DictReader(open(log))]
+def run(tag, extra):
+    rows, weights = train(a.nncc, a.model, data, a.work, tag,
+                          ["--batch", "2", "--epochs", "3", "--no-shuffle", "--seed", "4",
+                           "--precision", a.precision] + extra)
+    return [(float(r["loss"]), float(r["grad_norm"])) for r in rows], weights
 
 
-keep = train("keep", [])
-fused = train("fused", ["--memory-budget", a.budget])
+keep, wa = run("keep", [])
+fused, wb = run("fused", ["--memory-budget", a.budget])
 assert len(keep) == len(fused) >= 6, (len(keep), len(fused))
 worst = max(abs(x - y) / max(1e-30, abs(x)) for k, f in zip(keep, fused) for x, y in zip(k, f))
-wa = load_safetensors(os.path.join(a.work, "keep.safetensors"))
-wb = load_safetensors(os.path.join(a.work, "fused.safetensors"))
 assert sorted(wa) == sorted(wb)
 for name in wa:
     x, y = np.asarray(wa[name], np.float64), np.asarray(wb[name], np.float64)
