@@ -92,7 +92,7 @@ cl::opt<bool> inspectMemory(
              "arena_bytes, peak_bytes (the high-water mark `nncc run --memory-stats` "
              "reports for the same run), live bytes per launch, every arena slot"),
     cl::sub(inspectCmd), cl::cat(runCategory));
-cl::opt<std::string> memoryBudget(
+MemoryBudgetOpt memoryBudget(
     "memory-budget",
     cl::desc("With --grad: the most arena memory the training step may use (bytes, "
              "NNNKiB, NNNMiB, NNNGiB or min), for the dims of this run; residuals are "

@@ -22,6 +22,21 @@ extern llvm::cl::SubCommand runCmd;
 extern llvm::cl::SubCommand trainCmd;
 int runInspect();
 
+/// The value of a --memory-budget option: a size or `min`, checked by
+/// MemoryBudget::parse later; an empty one is refused here (otherwise it
+/// would read as no budget at all).
+struct MemoryBudgetParser : llvm::cl::parser<std::string> {
+  using llvm::cl::parser<std::string>::parser;
+  bool parse(llvm::cl::Option &option, llvm::StringRef argName, llvm::StringRef arg,
+             std::string &value) {
+    if (arg.trim().empty())
+      return option.error("expects a size (bytes, NNNKiB, NNNMiB, NNNGiB) or min, got ''");
+    value = arg.str();
+    return false;
+  }
+};
+using MemoryBudgetOpt = llvm::cl::opt<std::string, false, MemoryBudgetParser>;
+
 /// --memory-budget X for the dims `dims` (precision f64: sizeof(real_t) 8):
 /// `module` again from `path`, differentiated (training-mode loss when
 /// `trainMode`), rematerialised and lowered to nnk; `remat` records the

@@ -115,7 +115,7 @@ cl::opt<bool> noSchedule("no-schedule",
                          cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<bool> noShuffle("no-shuffle", cl::desc("Batches in data order"), cl::sub(trainCmd),
                         cl::cat(runCategory));
-cl::opt<std::string> trainBudget(
+MemoryBudgetOpt trainBudget(
     "memory-budget",
     cl::desc("The most arena memory a training step may use (bytes, NNNKiB, NNNMiB, "
              "NNNGiB or min), for a full batch of this data; residuals are recomputed in "

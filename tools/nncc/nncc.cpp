@@ -127,7 +127,7 @@ nncc::Precision compilePrecisionChoice() {
   return compileF64 ? nncc::Precision::F64 : compilePrecision.getValue();
 }
 
-cl::opt<std::string> compileBudget(
+nncc::tool::MemoryBudgetOpt compileBudget(
     "memory-budget",
     cl::desc("With --grad: the most arena memory the training step may use (bytes, "
              "NNNKiB, NNNMiB, NNNGiB or min) for the --dim binding; residuals are "
