@@ -121,6 +121,28 @@ def main(f32_path, bf16_path, inputs, tensor_tol, global_tol, loss_tol, steps, t
     print("train_step x%d: f32 losses %s, bf16 %s, worst rel %.2e %s, %s" % (
         steps, " ".join("%.5g" % x for x in la), " ".join("%.5g" % x for x in lb), max(errs),
         "ok" if track else "FAIL", verdict))
+    # Resuming (ABI 7): the state after these steps, loaded into a fresh
+    # context, takes the next step as this one does, bit for bit (the fp32
+    # masters and moments come from the file, not from the bf16 weights).
+    state = os.path.join(tmp, "state.safetensors")
+    got.save_train_state(state)
+    again = bf16.context("cuda")
+    again.load_train_state(state)
+    for name, (dt, a) in read_safetensors(inputs).items():
+        again.set_input(name, widen(_bf16_bits(a)) if dt == "F32" else a)
+    ends = []
+    for ctx, tag in ((got, "run"), (again, "resumed")):
+        ctx.train_step()
+        path = os.path.join(tmp, "after_%s.safetensors" % tag)
+        ctx.save_weights(path)
+        ends.append((float(ctx.output("loss")), read_safetensors(path)))
+    (l0, w0), (l1, w1) = ends
+    same = sum(np.array_equal(w0[k][1], w1[k][1]) for k in w0)
+    resumed = l0 == l1 and same == len(w0) and sorted(w0) == sorted(w1)
+    ok &= resumed
+    print("resume: step %d from the saved state: loss %s, %d/%d weights bit-identical %s" % (
+        steps + 1, "equal" if l0 == l1 else "%.9g vs %.9g" % (l0, l1), same, len(w0),
+        "ok" if resumed else "FAIL"))
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
