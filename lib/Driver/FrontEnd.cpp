@@ -264,18 +264,24 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
   bool fromCache = chosenForm != nullptr;
   if (!fromCache)
     buildForms(std::nullopt);
-  // Forms with stored blocks are searched along the cost model's order only
-  // (its prefixes): with a block stored, its reserves are no longer
-  // candidates, and an exhaustive search of what remains would plan up to
-  // 2^12 sets for each of the N forms.
   auto formSearch = [&](RematForm &form) {
     RematSearchOptions search = remat.search;
     search.memo = &form.memo;
-    if (form.stored) {
-      search.exhaustiveLimit = 0;
-      search.pruneLimit = 0;
-    }
     return search;
+  };
+  // A form with stored blocks has one plan: every other residual kept. So a
+  // budget recomputes residuals only while it cannot keep them all, and
+  // stores blocks only beyond that: any stored form that fits costs fewer
+  // FLOPs than every plan that reconstructs all blocks, and the
+  // recomputation, like the reconstruction, only shrinks as budgets grow.
+  auto planForm = [&](RematForm &form, const MemoryBudget &b) -> FailureOr<RematPlan> {
+    if (!form.stored)
+      return chooseRemat(form.module, b, formSearch(form));
+    RematSearchOptions search = formSearch(form);
+    FailureOr<RematPlan> keepAll = form.memo.get(form.module, {}, search);
+    if (failed(keepAll) || (b.kind == MemoryBudget::Kind::Bytes && keepAll->peakBytes > b.bytes))
+      return failure();
+    return keepAll;
   };
   if (!fromCache && forms.size() == 1) {
     chosenForm = forms.front().get();
@@ -285,7 +291,7 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
     // searches each form again for `min`, and once more for the error).
     auto quietly = [&](RematForm &form, const MemoryBudget &b) {
       ScopedDiagnosticHandler quiet(module.getContext(), [](Diagnostic &) { return success(); });
-      return chooseRemat(form.module, b, formSearch(form));
+      return planForm(form, b);
     };
     auto total = [](const RematPlan &p) { return p.flops + p.reconstructFlops; };
     auto better = [&](const MemoryBudget &budget, const RematPlan &a, const RematPlan &b) {
@@ -293,10 +299,12 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
         return a.peakBytes < b.peakBytes || (a.peakBytes == b.peakBytes && total(a) < total(b));
       return total(a) < total(b) || (total(a) == total(b) && a.peakBytes < b.peakBytes);
     };
-    auto bestOf = [&](const MemoryBudget &b) {
+    auto bestOf = [&](const MemoryBudget &b, bool withStored) {
       FailureOr<RematPlan> best = failure();
       RematForm *where = nullptr;
       for (const auto &form : forms) {
+        if (form->stored && !withStored)
+          continue;
         FailureOr<RematPlan> p = quietly(*form, b);
         if (failed(p))
           continue;
@@ -308,15 +316,18 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
       }
       return std::make_pair(best, where);
     };
-    std::tie(plan, chosenForm) = bestOf(remat.budget);
+    std::tie(plan, chosenForm) = bestOf(remat.budget, /*withStored=*/true);
     if (failed(plan)) {
       // Infeasible for every form: the error names the smallest of their
-      // minima (the form with the smallest `min` plan reports it).
+      // minima, which a form without stored blocks reaches (a stored form's
+      // one plan is never smaller than its sibling's keeping everything);
+      // that form's search reports it.
       MemoryBudget min;
       min.kind = MemoryBudget::Kind::Min;
-      RematForm *smallest = bestOf(min).second;
-      (void)chooseRemat(smallest ? smallest->module : module, remat.budget,
-                        smallest ? formSearch(*smallest) : remat.search);
+      RematForm *smallest = bestOf(min, /*withStored=*/false).second;
+      if (!smallest)
+        smallest = forms.front().get();
+      (void)chooseRemat(smallest->module, remat.budget, formSearch(*smallest));
       return failure();
     }
   }

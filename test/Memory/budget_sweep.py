@@ -4,8 +4,8 @@ and binding: the plan at `min` and the larger of the plan with no budget
 and the plan under an unbounded budget (reversible blocks stored rather than
 reconstructed) bound the range; for budgets spread over it (and at both
 ends) the planned peak never exceeds the budget, and a larger budget never
-recomputes more (the FLOPs of recomputation plus reconstruction are
-non-increasing, and zero once everything fits); just below `min` the budget
+recomputes more (the FLOPs of recomputation, and of recomputation plus
+reconstruction, are non-increasing, and zero once everything fits); just below `min` the budget
 is an error that names the smallest feasible size.
 
     budget_sweep.py MODEL.nn DIM=SIZE... [--steps N]
@@ -49,7 +49,7 @@ def main():
           f"{len(low['remat']['recomputed'])} recomputed")
     assert bottom <= top, (bottom, top)
     budgets = sorted({bottom + (top - bottom) * k // steps for k in range(steps + 1)})
-    last = None
+    last = last_recomputed = None
     for b in budgets:
         rc, out, err = inspect(model, dims, b)
         assert rc == 0, f"budget {b}: {err}"
@@ -68,7 +68,11 @@ def main():
         flops = r["recomputed_flops"] + r["reconstructed_flops"]
         if last is not None and flops > last + 1e-9 * max(1.0, last):
             sys.exit(f"FAIL: not monotone: {flops} FLOPs after {last}")
-        last = flops
+        if last_recomputed is not None and \
+                r["recomputed_flops"] > last_recomputed + 1e-9 * max(1.0, last_recomputed):
+            sys.exit(f"FAIL: recomputation not monotone: {r['recomputed_flops']} FLOPs "
+                     f"after {last_recomputed}")
+        last, last_recomputed = flops, r["recomputed_flops"]
     if budgets[-1] >= top and last != 0:
         sys.exit("FAIL: a budget that fits everything still recomputes")
     rc, out, err = inspect(model, dims, bottom - 1)

@@ -3,7 +3,8 @@
 budget: at `min` every block is reconstructed; under an unbounded budget
 every block is stored (no reconstruction, nothing recomputed, its saves
 reported kept with `stored_block`); between the two, the number of stored
-blocks never falls as the budget grows, and a budget just below a plan's
+blocks never falls as the budget grows, and blocks are stored only with
+every residual kept, and a budget just below a plan's
 peak stores fewer blocks than that plan.
 
     reversible_store.py MODEL.nn DIM=SIZE...
@@ -58,6 +59,8 @@ def main():
         n = plan["remat"]["stored_reversible_blocks"]
         if plan["peak_bytes"] > budget or n < last:
             fail(f"budget {budget}: peak {plan['peak_bytes']}, {n} stored after {last}")
+        if n and plan["remat"]["recomputed"]:
+            fail(f"budget {budget}: {n} blocks stored while residuals are recomputed")
         last = n
         counts.append(n)
     print("between: stored", " ".join(map(str, counts)))
