@@ -77,6 +77,26 @@ if [ "${REVOLVE:-1}" != 0 ]; then
   xz -T2 "$OUT/models/lstm_lm_min/liblstm_lm_min.so"
 fi
 
+# The reversible dilated BERT with every block stored (a budget that holds
+# them all, at run.sh's parity shape B 3, T 16): the forms nncc-remat builds
+# with reversible blocks inlined before differentiation (docs/memory.md),
+# checked by the same parity loop (STORED=0 leaves it out).
+if [ "${STORED:-1}" != 0 ]; then
+  echo "device_prep: reversible_dilated_bert_stored" >&2
+  m=reversible_dilated_bert
+  stored=$("$NNCC" inspect "$ROOT/models/$m.nn" --memory --grad --memory-budget 64GiB \
+             --dim B=3 --dim T=16 | python3 -c \
+             'import json, sys; print(json.load(sys.stdin)["remat"]["stored_reversible_blocks"])')
+  [ "$stored" = 12 ] ||
+    { echo "device_prep: $m under 64GiB stores $stored blocks, not 12" >&2; exit 1; }
+  "$NNCC" compile "$ROOT/models/$m.nn" --grad --target all --memory-budget 64GiB \
+    --dim B=3 --dim T=16 -o "$OUT/models/${m}_stored" >/dev/null
+  mv "$OUT/models/${m}_stored/lib$m.so" "$OUT/models/${m}_stored/lib${m}_stored.so"
+  find "$OUT/models/${m}_stored" -type f ! -name "lib${m}_stored.so" ! -name "$m.cu" -delete
+  echo "${m}_stored NULL" >> "$OUT/models/train-support.txt"
+  xz -T2 "$OUT/models/${m}_stored/lib${m}_stored.so"
+fi
+
 # nncc.torch on the GPU: the GRU forecaster with the VJP, for both targets.
 mkdir -p "$OUT/torch"
 "$NNCC" compile "$ROOT/models/gru_forecaster.nn" --grad --vjp --target all -o "$OUT/torch/build" >/dev/null
