@@ -5,7 +5,7 @@
 //        [--precision f32|f64|bf16] [--max-steps K] [--progress] [--quiet]
 //        [--target cpu|cuda] [--memory-budget SIZE|min]
 //        [--save-state S.safetensors] [--resume S.safetensors]
-//        [--validation V.safetensors]
+//        [--validation V.safetensors [--keep-best] [--patience N]]
 //
 // Compiles the model with gradients (cached, as `nncc run --grad`), loads the
 // data file (one tensor per model input, leading dim = samples), and runs
@@ -88,6 +88,14 @@ cl::opt<std::string> validationFile(
              "mean of the loss (and of the other scalar outputs) in inference mode, in "
              "batches of the training batch size"),
     cl::value_desc("V.safetensors"), cl::sub(trainCmd), cl::cat(runCategory));
+cl::opt<bool> keepBest("keep-best",
+                       cl::desc("With --validation: -o gets the weights of the epoch with the "
+                                "lowest val_loss, not the last epoch's"),
+                       cl::sub(trainCmd), cl::cat(runCategory));
+cl::opt<int64_t> patience("patience",
+                          cl::desc("With --validation: stop when val_loss has not improved "
+                                   "for this many epochs (0: never)"),
+                          cl::init(0), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<std::string> saveState(
     "save-state",
     cl::desc("After every epoch (and at --max-steps), write the training state: parameters, "
@@ -374,9 +382,27 @@ int writeState(const ModelHandle &h, const std::string &path) {
 /// The epochs: shuffled batches through train_step, logged. A resumed run
 /// starts after `startStep` steps, with the permutations of the epochs
 /// before drawn again.
+/// The best validation loss so far and what --keep-best saved.
+struct BestEpoch {
+  double valLoss = INFINITY;
+  int64_t epoch = 0;
+  int64_t sinceBest = 0; // epochs validated since the best one
+};
+
+/// Saves the weights to `path` (aside, then renamed into place).
+int writeWeights(const ModelHandle &h, const std::string &path) {
+  std::string tmp = path + ".tmp";
+  nncc_error err;
+  if (h.abi->save_weights(h.model, tmp.c_str(), &err) != NNCC_OK)
+    return fail(llvm::Twine("saving weights: ") + err.message);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return fail("cannot write '" + path + "': " + strerror(errno));
+  return 0;
+}
+
 int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
               TrainData &validation, const std::vector<std::string> &metrics, FILE *log,
-              int64_t startStep) {
+              int64_t startStep, const std::string &outPath, BestEpoch &best) {
   const int64_t N = data.numSamples;
   const int64_t B = std::min<int64_t>(cfg.batch, N);
   const int64_t stepsPerEpoch = (N + B - 1) / B;
@@ -471,8 +497,31 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
       for (size_t k = 0; k < val.size(); ++k)
         llvm::outs() << "  val_" << (k == 0 ? std::string("loss") : metrics[k - 1])
                      << llvm::format(" %.6g", val[k]);
-      llvm::outs() << llvm::format("  (%lld steps, %.2f s)\n", (long long)lossCount, secs);
+      llvm::outs() << llvm::format("  (%lld steps, %.2f s)", (long long)lossCount, secs);
     }
+    if (!val.empty()) {
+      bool improved = val[0] < best.valLoss;
+      if (improved) {
+        best = {val[0], epoch, 0};
+        if (keepBest)
+          if (int rc = writeWeights(h, outPath))
+            return rc;
+      } else {
+        ++best.sinceBest;
+      }
+      if (!trainQuiet && improved && keepBest)
+        llvm::outs() << "  best, saved";
+      if (patience > 0 && best.sinceBest >= patience) {
+        stop = true;
+        if (!trainQuiet)
+          llvm::outs() << llvm::format("\nearly stop: val_loss has not improved for %lld "
+                                       "epoch(s); best %.6g at epoch %lld",
+                                       (long long)best.sinceBest, best.valLoss,
+                                       (long long)best.epoch);
+      }
+    }
+    if (!trainQuiet)
+      llvm::outs() << "\n";
     if (!saveState.empty() && lossCount > 0)
       if (int rc = writeState(h, saveState))
         return rc;
@@ -488,6 +537,11 @@ int runTrain() {
                 "leading dim = samples)");
   if (!resumeState.empty() && !initWeights.empty())
     return fail("--resume and --weights both give the starting weights: use one");
+  if ((keepBest || patience.getNumOccurrences()) && validationFile.empty())
+    return fail(llvm::Twine(keepBest ? "--keep-best" : "--patience") +
+                " compares validation losses: add --validation V.safetensors");
+  if (patience < 0)
+    return fail("--patience must be >= 0");
   const Precision precision = trainPrecision;
   const bool f64 = precision == Precision::F64;
   if (precision == Precision::BF16 && trainTarget != TTarget::CUDA)
@@ -603,12 +657,19 @@ int runTrain() {
                  << " lr " << llvm::format("%g", cfg.lr) << "\n";
   if (startStep > 0 && !trainQuiet)
     llvm::outs() << "resuming at step " << startStep + 1 << " (" << resumeState << ")\n";
-  if (int rc = trainLoop(h, cfg, data, validation, metrics, log, startStep))
-    return rc;
   std::string out = outWeights.empty() ? sig->model + ".safetensors" : std::string(outWeights);
-  nncc_error err;
-  if (h.abi->save_weights(h.model, out.c_str(), &err) != NNCC_OK)
-    return fail(llvm::Twine("saving weights: ") + err.message);
+  BestEpoch best;
+  if (int rc = trainLoop(h, cfg, data, validation, metrics, log, startStep, out, best))
+    return rc;
+  if (keepBest && best.epoch > 0) {
+    if (!trainQuiet)
+      llvm::outs() << llvm::format("saved the weights of epoch %lld (val_loss %.6g) to ",
+                                   (long long)best.epoch, best.valLoss)
+                   << out << "\n";
+    return 0;
+  }
+  if (int rc = writeWeights(h, out))
+    return rc;
   if (!trainQuiet)
     llvm::outs() << "saved weights to " << out << "\n";
   return 0;
