@@ -367,15 +367,17 @@ int evaluate(const ModelHandle &h, TrainData &val, int64_t B,
   return 0;
 }
 
-/// Writes the training state to `path` (aside, then renamed into place, so
-/// that an interrupted write leaves the previous state).
-int writeState(const ModelHandle &h, const std::string &path) {
+/// Writes `path` with `save` (save_weights or save_train_state) aside, then
+/// renames it into place, so that an interrupted write leaves the previous
+/// file; errors start with `what`.
+int writeAside(const ModelHandle &h, const std::string &path, llvm::StringRef what,
+               nncc_status (*save)(nncc_model *, const char *, nncc_error *)) {
   std::string tmp = path + ".tmp";
   nncc_error err;
-  if (h.abi->save_train_state(h.model, tmp.c_str(), &err) != NNCC_OK)
-    return fail(llvm::Twine("--save-state: ") + err.message);
+  if (save(h.model, tmp.c_str(), &err) != NNCC_OK)
+    return fail(what + ": " + err.message);
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return fail("--save-state: cannot write '" + path + "': " + strerror(errno));
+    return fail(what + ": cannot write '" + path + "': " + strerror(errno));
   return 0;
 }
 
@@ -388,17 +390,6 @@ struct BestEpoch {
   int64_t epoch = 0;
   int64_t sinceBest = 0; // epochs validated since the best one
 };
-
-/// Saves the weights to `path` (aside, then renamed into place).
-int writeWeights(const ModelHandle &h, const std::string &path) {
-  std::string tmp = path + ".tmp";
-  nncc_error err;
-  if (h.abi->save_weights(h.model, tmp.c_str(), &err) != NNCC_OK)
-    return fail(llvm::Twine("saving weights: ") + err.message);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return fail("cannot write '" + path + "': " + strerror(errno));
-  return 0;
-}
 
 int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
               TrainData &validation, const std::vector<std::string> &metrics, FILE *log,
@@ -504,7 +495,7 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
       if (improved) {
         best = {val[0], epoch, 0};
         if (keepBest)
-          if (int rc = writeWeights(h, outPath))
+          if (int rc = writeAside(h, outPath, "saving weights", h.abi->save_weights))
             return rc;
       } else {
         ++best.sinceBest;
@@ -523,7 +514,7 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
     if (!trainQuiet)
       llvm::outs() << "\n";
     if (!saveState.empty() && lossCount > 0)
-      if (int rc = writeState(h, saveState))
+      if (int rc = writeAside(h, saveState, "--save-state", h.abi->save_train_state))
         return rc;
   }
   return 0;
@@ -668,7 +659,7 @@ int runTrain() {
                    << out << "\n";
     return 0;
   }
-  if (int rc = writeWeights(h, out))
+  if (int rc = writeAside(h, out, "saving weights", h.abi->save_weights))
     return rc;
   if (!trainQuiet)
     llvm::outs() << "saved weights to " << out << "\n";

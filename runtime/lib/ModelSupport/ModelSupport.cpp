@@ -22,6 +22,7 @@
 #include <new>
 #include <string>
 #include <unordered_map>
+#include <deque>
 #include <vector>
 
 using nncc::kernels::merge_reduce_dims;
@@ -1846,10 +1847,11 @@ extern "C" nncc_status nncc_ms_save_train_state(nncc_model *m, const char *path,
                                     m->params[i].data(), m->params[i].bytes, e);
   }
   // The state as the optimizer left it; device state is copied out first
-  // (the writer copies what it is given). Masters are written only when
-  // current (stale ones are rebuilt from the parameters by the next step).
-  std::vector<HostBuffer> staged;
-  staged.reserve(size_t(abi->num_params) * 3);
+  // into buffers that live until the file is written (the writer borrows
+  // its data; a deque never moves its elements). Masters are written only
+  // when current (stale ones are rebuilt from the parameters by the next
+  // step).
+  std::deque<HostBuffer> staged;
   const nncc_dtype dt = stateDtype(m);
   if (m->stateOptimizer >= 0)
     for (const StateGroup &g : stateGroups(m, m->stateOptimizer)) {
