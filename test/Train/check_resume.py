@@ -48,10 +48,24 @@ for s, row in resumed.items():
     for k in ("epoch", "lr", "loss", "grad_norm"):
         if row[k] != straight[s][k]:
             sys.exit("FAIL: step %d: %s %s resumed, %s straight" % (s, k, row[k], straight[s][k]))
+# One log across the stop: the resumed run keeps the rows up to the saved
+# step and drops later ones (here a row the stopped run would have written
+# after its last state), so the log reads as the uninterrupted run's.
+state2 = os.path.join(a.work, "state2.safetensors")
+joint = os.path.join(a.work, "joint.csv")
+run_logged = lambda extra: train(a.nncc, a.model, data, a.work, "joint",
+                                 ["--batch", a.batch, "--epochs", a.epochs, "--seed", "7",
+                                  "--precision", a.precision] + extra, log=joint)
+run_logged(["--max-steps", str(a.stop), "--save-state", state2])
+with open(joint, "a") as f:
+    f.write("9,%d,0,1,1\n" % (a.stop + 1))
+run_logged(["--resume", state2])
+if open(joint).read() != open(os.path.join(a.work, "straight.csv")).read():
+    sys.exit("FAIL: the resumed log is not the uninterrupted run's")
 same = sum(np.array_equal(np.asarray(w_straight[k]), np.asarray(w_resumed[k]))
            for k in w_straight)
-print("%s %s: stopped after %d of %d steps, resumed: %d logged steps equal, %d/%d weights "
-      "bit-identical" % (os.path.basename(a.model), a.precision, a.stop, len(straight),
+print("%s %s: stopped after %d of %d steps, resumed: %d logged steps equal, one log equal, "
+      "%d/%d weights bit-identical" % (os.path.basename(a.model), a.precision, a.stop, len(straight),
                          len(resumed), same, len(w_straight)))
 if same != len(w_straight) or sorted(w_straight) != sorted(w_resumed):
     sys.exit("FAIL: the weights differ")

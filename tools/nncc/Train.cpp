@@ -34,6 +34,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -620,18 +621,37 @@ int runTrain() {
   const std::vector<std::string> metrics = scalarMetrics(*sig);
   FILE *log = nullptr;
   if (!logFile.empty()) {
+    std::string header = "epoch,step,lr,loss,grad_norm";
+    for (const std::string &m : metrics)
+      header += "," + m;
+    if (!validationFile.empty()) {
+      header += ",val_loss";
+      for (const std::string &m : metrics)
+        header += ",val_" + m;
+    }
+    // A resumed run continues its log: the rows up to the saved step stay,
+    // the later ones (steps taken after the state was written) go.
+    std::vector<std::string> kept{header};
+    if (startStep > 0) {
+      if (auto old = llvm::MemoryBuffer::getFile(logFile)) {
+        llvm::SmallVector<llvm::StringRef> lines;
+        (*old)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
+        if (lines.empty() || lines.front() != header)
+          return fail("--log: '" + logFile + "' is not this run's log (its columns differ); "
+                      "give the resumed run another --log");
+        for (llvm::StringRef row : llvm::ArrayRef(lines).drop_front()) {
+          int64_t step = 0;
+          if (!row.split(',').second.split(',').first.getAsInteger(10, step) &&
+              step <= startStep)
+            kept.push_back(row.str());
+        }
+      }
+    }
     log = fopen(logFile.c_str(), "w");
     if (!log)
       return fail("cannot write '" + logFile + "': " + strerror(errno));
-    fprintf(log, "epoch,step,lr,loss,grad_norm");
-    for (const std::string &m : metrics)
-      fprintf(log, ",%s", m.c_str());
-    if (!validationFile.empty()) {
-      fprintf(log, ",val_loss");
-      for (const std::string &m : metrics)
-        fprintf(log, ",val_%s", m.c_str());
-    }
-    fprintf(log, "\n");
+    for (const std::string &line : kept)
+      fprintf(log, "%s\n", line.c_str());
   }
   llvm::scope_exit closeLog([&] {
     if (log)

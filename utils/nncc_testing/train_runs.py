@@ -23,10 +23,11 @@ def random_data(nncc, model, path, dims, seed=0):
                         "--save-inputs", path] + sum((["--dim", d] for d in dims), []))
 
 
-def train(nncc, model, data, work, tag, args):
-    """`nncc train MODEL --data DATA ARGS` logging to WORK/TAG.csv and saving
-    WORK/TAG.safetensors: (the log's rows as dicts, the weights by name)."""
-    log = os.path.join(work, tag + ".csv")
+def train(nncc, model, data, work, tag, args, log=None):
+    """`nncc train MODEL --data DATA ARGS` logging to LOG (default
+    WORK/TAG.csv) and saving WORK/TAG.safetensors: (the log's rows as dicts,
+    the weights by name)."""
+    log = log or os.path.join(work, tag + ".csv")
     out = os.path.join(work, tag + ".safetensors")
     nncc_checked(nncc, ["train", model, "--data", data, "--quiet", "--log", log, "-o", out]
                  + list(args))
