@@ -120,8 +120,20 @@ LogicalResult nncc::nn::storeReversibleBlocks(ArrayRef<ReversibleOp> blocks) {
 namespace {
 struct NNExpandReversiblePass
     : public nncc::nn::impl::NNExpandReversibleBase<NNExpandReversiblePass> {
+  using NNExpandReversibleBase::NNExpandReversibleBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (storedLast >= 0) {
+      for (auto fn : module.getOps<func::FuncOp>()) {
+        if (fn.getBody().empty())
+          continue;
+        SmallVector<ReversibleOp> blocks(fn.getBody().front().getOps<ReversibleOp>());
+        size_t n = std::min<size_t>(blocks.size(), static_cast<size_t>(storedLast));
+        if (failed(storeReversibleBlocks(ArrayRef(blocks).take_back(n))))
+          return signalPassFailure();
+      }
+      return;
+    }
     // Outermost blocks only: a reversible nested in another's region is
     // cloned with it (the original is erased with its parent) and expanded
     // when the next walk reaches the clone.

@@ -119,7 +119,18 @@ def NNExpandReversible : Pass<"nn-expand-reversible", "::mlir::ModuleOp"> {
     the concat/split pair between consecutive blocks.
 
     Fails at the block when its last dim is not static and even.
+
+    With `stored-last=N` (N >= 0), only the last N top-level blocks of each
+    function are inlined, each op this creates marked `nn.stored`: the form
+    of the model in which `nncc-remat` stores those blocks' activations
+    instead of reconstructing them (`nn::storeReversibleBlocks`, run before
+    differentiation); the other blocks stay `nn.reversible`.
   }];
+  let options = [
+    Option<"storedLast", "stored-last", "int64_t", "-1",
+           "Inline only the last N top-level blocks of each function, marked "
+           "nn.stored (-1: every block, unmarked)">,
+  ];
   let dependentDialects = ["::nncc::nn::NNDialect"];
 }
 
