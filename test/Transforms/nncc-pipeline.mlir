@@ -37,7 +37,7 @@
 // PASSES-NEXT: nn-insert-training-boundary,
 // PASSES-NEXT: nn-inference-semantics
 // PASSES-NEXT: ),
-// PASSES-NEXT: nn-expand-reversible,
+// PASSES-NEXT: nn-expand-reversible{stored-last=-1},
 // PASSES-NEXT: convert-nn-to-nnk,
 // PASSES-NEXT: nnk-forward-destinations
 // PASSES-NEXT: )
