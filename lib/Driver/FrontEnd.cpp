@@ -144,11 +144,8 @@ struct RematForm {
 } // namespace
 
 static SmallVector<nn::ReversibleOp> topLevelReversibles(ModuleOp module) {
-  SmallVector<nn::ReversibleOp> out;
   auto fn = module.lookupSymbol<func::FuncOp>("forward");
-  if (fn && !fn.getBody().empty())
-    llvm::append_range(out, fn.getBody().front().getOps<nn::ReversibleOp>());
-  return out;
+  return fn ? nn::topLevelReversibleBlocks(fn) : SmallVector<nn::ReversibleOp>();
 }
 
 /// `source` (not differentiated) with its last `stored` reversible blocks

@@ -35,7 +35,6 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -447,9 +446,8 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
         // With validation the row's last columns wait for the epoch's end.
         if (!pendingRow.empty())
           fprintf(log, "%s%s\n", pendingRow.c_str(), emptyValidation.c_str());
-        pendingRow = llvm::formatv("{0},{1},{2},{3},{4}", epoch, step, g9(st.lr), g9(loss),
-                                   g9(st.grad_norm))
-                         .str();
+        pendingRow = std::to_string(epoch) + "," + std::to_string(step) + "," + g9(st.lr) +
+                     "," + g9(loss) + "," + g9(st.grad_norm);
         for (double v : values)
           pendingRow += "," + g9(v);
         if (!validating) {

@@ -106,6 +106,13 @@ static void foldSplitsOfConcats(Operation *root) {
   walkAndApplyPatterns(root, std::move(patterns));
 }
 
+SmallVector<ReversibleOp> nncc::nn::topLevelReversibleBlocks(func::FuncOp fn) {
+  SmallVector<ReversibleOp> blocks;
+  if (!fn.getBody().empty())
+    llvm::append_range(blocks, fn.getBody().front().getOps<ReversibleOp>());
+  return blocks;
+}
+
 LogicalResult nncc::nn::storeReversibleBlocks(ArrayRef<ReversibleOp> blocks) {
   if (blocks.empty())
     return success();
@@ -125,9 +132,7 @@ struct NNExpandReversiblePass
     ModuleOp module = getOperation();
     if (storedLast >= 0) {
       for (auto fn : module.getOps<func::FuncOp>()) {
-        if (fn.getBody().empty())
-          continue;
-        SmallVector<ReversibleOp> blocks(fn.getBody().front().getOps<ReversibleOp>());
+        SmallVector<ReversibleOp> blocks = topLevelReversibleBlocks(fn);
         size_t n = std::min<size_t>(blocks.size(), static_cast<size_t>(storedLast));
         if (failed(storeReversibleBlocks(ArrayRef(blocks).take_back(n))))
           return signalPassFailure();

@@ -207,9 +207,8 @@ SmallVector<RematCandidate> collectRematCandidates(func::FuncOp fn) {
 
 double reconstructionFlops(func::FuncOp fn, const RematCostEnv &env) {
   double flops = 0;
-  if (!fn.getBody().empty())
-    for (auto rev : fn.getBody().front().getOps<ReversibleOp>())
-      flops += estimateFlops(rev, env);
+  for (ReversibleOp rev : topLevelReversibleBlocks(fn))
+    flops += estimateFlops(rev, env);
   return flops;
 }
 

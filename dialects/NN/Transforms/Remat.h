@@ -37,6 +37,7 @@
 #ifndef NNCC_DIALECT_NN_TRANSFORMS_REMAT_H
 #define NNCC_DIALECT_NN_TRANSFORMS_REMAT_H
 
+#include "dialects/NN/IR/NNOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
@@ -48,10 +49,11 @@
 
 namespace nncc::nn {
 
-class ReversibleOp;
-
 /// The unit attribute of the ops of a stored reversible block.
 inline constexpr llvm::StringLiteral kStoredAttrName = "nn.stored";
+
+/// The nn.reversible ops at the top level of `fn`, in order.
+llvm::SmallVector<ReversibleOp> topLevelReversibleBlocks(mlir::func::FuncOp fn);
 
 /// Inlines `blocks` (top-level nn.reversible ops of one function, before
 /// differentiation) as nn-expand-reversible does, each created op marked
