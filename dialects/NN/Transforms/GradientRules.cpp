@@ -721,19 +721,53 @@ NN_RULE(BCEWithLogitsOp) {
     if (op.getPosWeight())
       s.push_back(op.getPosWeight());
   }
+  /// Per element, with s = loss adjoint / N (the mean) and p the positive
+  /// weight (1 without one): dlogits by nn.bce_with_logits_grad;
+  /// dtarget = s (p softplus(-x) - softplus(x)) = s ((p - 1) softplus(-x) - x)
+  /// (just -s x without p); dpos_weight = s t softplus(-x), summed over the
+  /// broadcast dims. softplus(-x) = relu(-x) + log(1 + exp(-|x|)), which
+  /// neither overflows nor loses the small values.
   NN_BUILD(BCEWithLogitsOp) {
-    if (gb.needsAdjoint(op.getTarget()) ||
-        (op.getPosWeight() && gb.needsAdjoint(op.getPosWeight())))
-      return op.emitOpError(
-          "gradient with respect to the target or pos_weight is not "
-          "supported");
+    OpBuilder &b = gb.getBuilder();
+    Location loc = op.getLoc();
+    Value x = gb.get(op.getLogits()), t = gb.get(op.getTarget());
     Value posWeight = op.getPosWeight() ? gb.get(op.getPosWeight()) : Value();
-    out.push_back(BCEWithLogitsGradOp::create(
-        gb.getBuilder(), op.getLoc(), gb.get(op.getLogits()),
-        gb.get(op.getTarget()), posWeight, r[0]));
-    out.push_back(Value());
+    out.push_back(
+        BCEWithLogitsGradOp::create(b, loc, x, t, posWeight, r[0]));
+    const bool needTarget = gb.needsAdjoint(op.getTarget());
+    const bool needPosWeight =
+        posWeight && gb.needsAdjoint(op.getPosWeight());
+    Value dtarget, dposWeight;
+    if (needTarget || needPosWeight) {
+      NNTensor xType = tensorType(x);
+      Value s = ReduceGradOp::create(b, loc, r[0], xType, /*axes=all*/ {},
+                                     /*keepdim=*/false, /*mean=*/true);
+      if (!posWeight) {
+        dtarget = NegOp::create(b, loc, mul(b, loc, s, x));
+      } else {
+        Type elem = xType.getElementType();
+        Value reluNegX = ReluOp::create(b, loc, NegOp::create(b, loc, x));
+        Value absX = add(b, loc, ReluOp::create(b, loc, x), reluNegX);
+        Value expNegAbs =
+            ExpOp::create(b, loc, NegOp::create(b, loc, absX));
+        Value softplusNegX = add(
+            b, loc, reluNegX,
+            LogOp::create(b, loc,
+                          add(b, loc, expNegAbs, scalar(b, loc, 1.0, elem))));
+        if (needTarget) {
+          Value pMinus1 = sub(b, loc, posWeight, scalar(b, loc, 1.0, elem));
+          dtarget = mul(b, loc, s,
+                        sub(b, loc, mul(b, loc, pMinus1, softplusNegX), x));
+        }
+        if (needPosWeight)
+          dposWeight = unbroadcast(
+              b, loc, mul(b, loc, s, mul(b, loc, t, softplusNegX)),
+              posWeight.getType());
+      }
+    }
+    out.push_back(dtarget);
     if (op.getPosWeight())
-      out.push_back(Value());
+      out.push_back(dposWeight);
     return success();
   }
 };
