@@ -114,6 +114,13 @@ class TrainContext(T.Context):
         self._call(self.abi.train_step, "train_step",
                    C.cast(C.byref(cfg), C.c_void_p) if cfg is not None else None)
 
+    def accumulate_gradients(self, weight=1.0):
+        self._call(self.abi.accumulate_gradients, "accumulate_gradients", float(weight))
+
+    def apply_gradients(self, cfg=None):
+        self._call(self.abi.apply_gradients, "apply_gradients",
+                   C.cast(C.byref(cfg), C.c_void_p) if cfg is not None else None)
+
     def stats(self):
         s = TrainStats()
         self._call(self.abi.train_stats, "train_stats", C.byref(s))

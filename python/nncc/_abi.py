@@ -2,7 +2,7 @@
 lib<model>.so returns from nncc_model_get_abi()."""
 import ctypes as C
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 
 STATUS_NAMES = {
     0: "OK", 1: "INVALID_ARGUMENT", 2: "SHAPE_MISMATCH", 3: "DTYPE_MISMATCH", 4: "NOT_FOUND",
@@ -98,4 +98,7 @@ class ABI(C.Structure):
         ("set_cuda_stream", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, PErr)),
         ("save_train_state", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, PErr)),
         ("load_train_state", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, PErr)),
+        # ABI 8: gradient accumulation
+        ("accumulate_gradients", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_double, PErr)),
+        ("apply_gradients", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, PErr)),
     ]

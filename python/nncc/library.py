@@ -214,6 +214,18 @@ class Context:
         self._need_grad("train_step")
         self._call(self.abi.train_step, "train_step", None)
 
+    def accumulate_gradients(self, weight=1.0):
+        """forward_backward on the current inputs (one micro-batch), folded
+        into the weighted mean of the gradients since the last step (ABI 8;
+        docs/training.md, "Micro-batches")."""
+        self._need_grad("accumulate_gradients")
+        self._call(self.abi.accumulate_gradients, "accumulate_gradients", float(weight))
+
+    def apply_gradients(self):
+        """One optimizer step (the model's train clause) on the accumulated mean."""
+        self._need_grad("apply_gradients")
+        self._call(self.abi.apply_gradients, "apply_gradients", None)
+
     def set_step(self, step):
         self._call(self.abi.set_step, "set_step", step)
 

@@ -133,6 +133,30 @@ nncc_status cudaUpdate(nncc_model *m, const nncc_ms_cuda_update *u, nncc_error *
   return NNCC_OK;
 }
 
+/// Gradient accumulation's running mean (Optim.cuh's launch_grad_mean on
+/// the host): the means of every call, and how often it ran per mode.
+int gMeanCalls[3];
+std::vector<void *> gMeans;
+nncc_status cudaGradMean(nncc_model *m, void *const *means, int32_t mode, double alpha,
+                         nncc_error *) {
+  const int64_t numel[] = {12, 3, 2};
+  ++gMeanCalls[mode];
+  gMeans.assign(means, means + 3);
+  for (int i = 0; i < 3; ++i) {
+    float *mean = static_cast<float *>(means[i]);
+    for (int64_t k = 0; k < numel[i]; ++k) {
+      float &g = grad(m, i)[k];
+      if (mode == 0)
+        mean[k] = g;
+      else if (mode == 1)
+        mean[k] += float(alpha) * (g - mean[k]);
+      else
+        g = mean[k];
+    }
+  }
+  return NNCC_OK;
+}
+
 const char *trainSupported() { return nullptr; }
 const char *trainUnsupported() {
   return "toy.nn:3:7: 'nnk.foo_grad' op has no CUDA kernel yet, so this model trains on the "
@@ -161,14 +185,14 @@ const nncc_model_abi kAbi = {
     3, kGrads, nncc_ms_train_step, &kTrain, nncc_ms_train_stats, nncc_ms_reset_optimizer,
     nncc_ms_schedule_lr, nncc_ms_param_group, kGroups, 0, nullptr, 0, nullptr, nullptr,
     nncc_ms_bind, nncc_ms_set_step, nncc_ms_set_cuda_stream, nncc_ms_save_train_state,
-    nncc_ms_load_train_state,
+    nncc_ms_load_train_state, nncc_ms_accumulate_gradients, nncc_ms_apply_gradients,
 };
 // Launch ranges: forward [0, 1), forward_train [1, 2), backward (2, 3).
 const nncc_ms_model_def kTrainDef = {
     &kAbi,      kInits,         1,           kBuffers,       nullptr,
     forwardCpu, cudaForward,    nullptr,     nullptr,        unusedCpu,
     unusedCpu,  1,              2,           3,              cudaForwardTrain,
-    cudaBackward, trainSupported, cudaSumSquares, cudaUpdate};
+    cudaBackward, trainSupported, cudaSumSquares, cudaUpdate, nullptr, cudaGradMean};
 const nncc_ms_model_def kUnsupportedDef = {
     &kAbi,      kInits,         1,           kBuffers,       nullptr,
     forwardCpu, cudaForward,    nullptr,     nullptr,        unusedCpu,
@@ -248,6 +272,33 @@ TEST_F(CudaFakeTrain, GradientsStayOnTheDeviceUntilRead) {
   std::vector<float> y = output("y", 6);
   EXPECT_FLOAT_EQ(y[0], -0.25f);
   EXPECT_FLOAT_EQ(y[3], 1.75f);
+}
+
+TEST_F(CudaFakeTrain, AccumulatedGradientsAreAveragedOnTheDevice) {
+  gMeanCalls[0] = gMeanCalls[1] = gMeanCalls[2] = 0;
+  // Micro-batch 1: the rows of SetUp (grad.fc.bias 1.5 each); micro-batch
+  // 2: one row of ones (y = 1, grad.fc.bias 1), weight 3.
+  ASSERT_EQ(kAbi.accumulate_gradients(m, 1.0, &err), NNCC_OK) << err.message;
+  std::vector<void *> first = gMeans;
+  std::vector<float> ones(4, 1.0f);
+  int64_t shape[] = {1, 4};
+  ASSERT_EQ(kAbi.set_input(m, "x", NNCC_DTYPE_F32, 2, shape, ones.data(), &err), NNCC_OK);
+  ASSERT_EQ(kAbi.accumulate_gradients(m, 3.0, &err), NNCC_OK) << err.message;
+  EXPECT_EQ(gMeans, first) << "the means stay in the same device buffers";
+  EXPECT_EQ(gLog.calls, 0) << "no update before apply_gradients";
+  EXPECT_STATUS_MSG(kAbi.train_step(m, nullptr, &err), err, NNCC_ERROR_INVALID_ARGUMENT,
+                    "2 accumulated micro-batch(es) are waiting for apply_gradients");
+  ASSERT_EQ(kAbi.apply_gradients(m, nullptr, &err), NNCC_OK) << err.message;
+  EXPECT_EQ(gMeanCalls[0], 1);
+  EXPECT_EQ(gMeanCalls[1], 1);
+  EXPECT_EQ(gMeanCalls[2], 1);
+  ASSERT_EQ(gLog.calls, 1);
+  EXPECT_EQ(gLog.u.step, 1);
+  // grad.<param> holds the weighted mean the update used: (1.5 + 3) / 4.
+  for (float v : output("grad.fc.bias", 3))
+    EXPECT_FLOAT_EQ(v, (1.5f + 3.0f * 1.0f) / 4.0f);
+  EXPECT_STATUS_MSG(kAbi.apply_gradients(m, nullptr, &err), err, NNCC_ERROR_INVALID_ARGUMENT,
+                    "no gradients accumulated since the last step");
 }
 
 TEST_F(CudaFakeTrain, TrainStepUpdatesTheDeviceCopy) {

@@ -666,6 +666,9 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
          << "_grad_sum_squares_cuda(nncc_model *m, double *out, nncc_error *err);\n";
       os << "extern \"C\" nncc_status nncc_" << modelName
          << "_update_cuda(nncc_model *m, const nncc_ms_cuda_update *u, nncc_error *err);\n";
+      os << "extern \"C\" nncc_status nncc_" << modelName
+         << "_grad_mean_cuda(nncc_model *m, void *const *means, int32_t mode, double alpha, "
+            "nncc_error *err);\n";
     }
   }
   os << "static nncc_status create(nncc_target target, nncc_model **out, nncc_error *err);\n";
@@ -693,7 +696,10 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
      << ", // ABI 5: cotangents, input gradients, set_cotangent\n"
      << "nncc_ms_bind, nncc_ms_set_step,\n"
      << "nncc_ms_set_cuda_stream, // ABI 6\n"
-     << "nncc_ms_save_train_state, nncc_ms_load_train_state, // ABI 7\n";
+     << "nncc_ms_save_train_state, nncc_ms_load_train_state, // ABI 7\n"
+     << (train && !grads.empty()
+             ? "nncc_ms_accumulate_gradients, nncc_ms_apply_gradients, // ABI 8\n"
+             : "NULL, NULL, // ABI 8: compiled without gradients\n");
   os.unindent();
   os << "};\n";
   os << "static const nncc_ms_model_def kDef = {\n";
@@ -718,6 +724,8 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
     os << "NULL, NULL, NULL, NULL, NULL, // no CUDA training\n";
   }
   os << (dims.empty() ? "NULL" : "kDimRanges") << ",\n";
+  os << (withCuda && train ? "nncc_" + modelName + "_grad_mean_cuda" : std::string("NULL"))
+     << ", // gradient accumulation on CUDA\n";
   os.unindent();
   os << "};\n";
   os << "static nncc_status create(nncc_target target, nncc_model **out, nncc_error *err) {\n"

@@ -493,6 +493,22 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
        "return NNCC_OK;\n";
   f.unindent();
   f << "}\n";
+  f << "extern \"C\" nncc_status nncc_" << modelName
+    << "_grad_mean_cuda(nncc_model *m, void *const *means, int32_t mode, double alpha, "
+       "nncc_error *err) {\n";
+  f.indent();
+  f << "cudaStream_t stream = (cudaStream_t)nncc_ms_cuda_stream(m);\n"
+       "real_t *g[" << arrayLen << "];\n"
+       "acc_t<real_t> *mean[" << arrayLen << "];\n"
+       "for (int32_t i = 0; i < " << numParams << "; ++i) {\n"
+       "  g[i] = (real_t *)nncc_ms_grad(m, i);\n"
+       "  mean[i] = (acc_t<real_t> *)means[i];\n"
+       "}\n"
+       "NNCC_CUDA_CHECK((launch_grad_mean<real_t>(" << numParams
+    << ", kParamNumel, g, mean, mode, alpha, stream)), \"the gradient mean\");\n"
+       "return NNCC_OK;\n";
+  f.unindent();
+  f << "}\n";
   return success();
 }
 

@@ -54,6 +54,21 @@ int adamStep(int64_t n, T *p, const T *g, T *m, T *v, double gscale, double lr, 
   return NNCC_K_OK;
 }
 
+template <typename T>
+int gradMean(int64_t n, T *mean, const T *g, double alpha, int first) {
+  if (n < 0 || (n && (!mean || !g)) || !(alpha > 0.0 && alpha <= 1.0))
+    return NNCC_K_EINVAL;
+  const T a = T(alpha);
+#pragma omp parallel for if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i) {
+    if (first)
+      mean[i] = g[i];
+    else
+      runningMeanUpdate<T>(mean[i], g[i], a);
+  }
+  return NNCC_K_OK;
+}
+
 } // namespace
 
 extern "C" {
@@ -76,5 +91,11 @@ int nncc_adam_step_f64(int64_t n, double *p, const double *g, double *m, double 
                        double gscale, double lr, double beta1, double beta2, double eps,
                        double wd, int decoupled, int64_t step) {
   return adamStep(n, p, g, m, v, gscale, lr, beta1, beta2, eps, wd, decoupled, step);
+}
+int nncc_grad_mean_f32(int64_t n, float *mean, const float *g, double alpha, int first) {
+  return gradMean(n, mean, g, alpha, first);
+}
+int nncc_grad_mean_f64(int64_t n, double *mean, const double *g, double alpha, int first) {
+  return gradMean(n, mean, g, alpha, first);
 }
 }

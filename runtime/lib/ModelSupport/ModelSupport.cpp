@@ -105,6 +105,14 @@ struct nncc_model {
   int64_t optStep = 0;
   int32_t stateOptimizer = -1; // nncc_optimizer_kind of the state held (-1: none)
   nncc_train_stats stats{};
+  // Gradient accumulation (ABI 8): the running mean of the micro-batches'
+  // gradients since the last step, per parameter (CUDA: in the arithmetic
+  // type, fp32 for bf16).
+  std::vector<HostBuffer> accMean;
+  std::vector<Tensor> cudaAccMean;
+  int32_t accCount = 0;     // micro-batches folded in
+  double accWeight = 0.0;   // their total weight
+  int32_t microBatch = 0;   // the running forward_train's micro-batch (its masks)
 
   // Plan for planDims.
   std::vector<int64_t> planDims;
@@ -380,7 +388,8 @@ void releaseCuda(nncc_model *m) {
     m->def->cuda_teardown(m->cudaState);
   m->cudaState = nullptr;
   for (auto *group : {&m->inputs, &m->params, &m->outputs, &m->grads, &m->cotangents,
-                      &m->inputGrads, &m->cudaOptM, &m->cudaOptV, &m->cudaOptW})
+                      &m->inputGrads, &m->cudaOptM, &m->cudaOptV, &m->cudaOptW,
+                      &m->cudaAccMean})
     for (Tensor &t : *group) {
       if (t.device && !t.deviceBound)
         nncc_cuda_free(m->cuda, t.device, nullptr);
@@ -699,6 +708,7 @@ nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *er
     p.set = true;
   m->trainReady = m->gradsValid = false;
   m->paramsDirty = true;
+  m->accCount = 0; // gradients of other weights
   if (nncc_status s = pushBoundParams(m, e))
     return nncc_error_prefix(e, "loading weights from '%s': ", path), s;
   nncc_error_clear(err);
@@ -793,6 +803,7 @@ nncc_status nncc_ms_init_weights(nncc_model *m, uint64_t seed, nncc_error *err) 
     p.set = true;
   m->trainReady = m->gradsValid = false;
   m->paramsDirty = true;
+  m->accCount = 0; // gradients of other weights
   if (nncc_status s = pushBoundParams(m, err))
     return nncc_error_prefix(err, "init_weights: "), s;
   nncc_error_clear(err);
@@ -1054,8 +1065,14 @@ nncc_status nncc_ms_forward_backward(nncc_model *m, nncc_error *err) {
   return nncc_ms_backward(m, err);
 }
 
+/// Micro-batches per optimizer step: the k-th draws its dropout masks at
+/// (step << 40) + (k << 32), so 256 fit between two steps' offsets.
+static constexpr int32_t kMaxMicroBatches = 256;
+
 uint64_t nncc_ms_dropout_offset(const nncc_model *m) {
-  return m ? static_cast<uint64_t>(m->optStep) << 40 : 0;
+  return m ? (static_cast<uint64_t>(m->optStep) << 40) +
+                 (static_cast<uint64_t>(m->microBatch) << 32)
+           : 0;
 }
 
 static void *tensorData(nncc_model *m, Tensor &t) {
@@ -2002,6 +2019,7 @@ extern "C" nncc_status nncc_ms_load_train_state(nncc_model *m, const char *path,
   m->paramsHostStale = false;
   m->trainReady = m->gradsValid = false;
   m->paramsDirty = true;
+  m->accCount = 0; // gradients of other weights
   if (optimizer >= 0) {
     m->optM = std::vector<HostBuffer>(cuda ? 0 : size_t(n));
     m->optV = std::vector<HostBuffer>(cuda ? 0 : size_t(n));
@@ -2065,9 +2083,10 @@ namespace {
 /// buffers, allocated on first use) and the generated update_cuda. bf16:
 /// the state is fp32, and so are the master copies of the parameters (set
 /// by the update from the bf16 parameters when new or stale).
-nncc_status cudaUpdate(nncc_model *m, const nncc_train_config *c, bool adam, bool needM,
-                       bool first, int64_t step, double scale, const std::vector<double> &lrs,
-                       const std::vector<double> &wds, nncc_error *err) {
+nncc_status cudaUpdate(nncc_model *m, const nncc_train_config *c, const char *what, bool adam,
+                       bool needM, bool first, int64_t step, double scale,
+                       const std::vector<double> &lrs, const std::vector<double> &wds,
+                       nncc_error *err) {
   const nncc_model_abi *abi = m->abi;
   const int32_t n = abi->num_params;
   const bool bf16 = strcmp(abi->precision, "bf16") == 0;
@@ -2087,18 +2106,18 @@ nncc_status cudaUpdate(nncc_model *m, const nncc_train_config *c, bool adam, boo
       if (!t.device && group == &m->cudaOptW) { // set by the update itself
         t.bytes = bytes;
         if (nncc_status s = ensureDevice(m, t, bytes, abi->params[i].name, err))
-          return nncc_error_prefix(err, "train_step: master weights: "), s;
+          return nncc_error_prefix(err, "%s: master weights: ", what), s;
         m->masterStale = true;
       } else if (!t.device) {
         if (!zeros.reserve(bytes))
           return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
-                                "train_step: cannot allocate the optimizer state");
+                                "%s: cannot allocate the optimizer state", what);
         t.bytes = bytes;
         if (nncc_status s = ensureDevice(m, t, bytes, abi->params[i].name, err))
-          return nncc_error_prefix(err, "train_step: optimizer state: "), s;
+          return nncc_error_prefix(err, "%s: optimizer state: ", what), s;
         if (nncc_status s = nncc_cuda_memcpy_htod(m->cuda, t.device, zeros.data, bytes,
                                                   m->stream, err))
-          return nncc_error_prefix(err, "train_step: optimizer state: "), s;
+          return nncc_error_prefix(err, "%s: optimizer state: ", what), s;
       }
       (*out)[i] = reinterpret_cast<void *>(t.device);
     }
@@ -2120,33 +2139,36 @@ nncc_status cudaUpdate(nncc_model *m, const nncc_train_config *c, bool adam, boo
   u.master = bf16 ? w.data() : nullptr;
   u.init_master = bf16 && m->masterStale ? 1 : 0;
   if (nncc_status s = m->def->update_cuda(m, &u, err))
-    return nncc_error_prefix(err, "train_step: the optimizer update: "), s;
+    return nncc_error_prefix(err, "%s: the optimizer update: ", what), s;
   if (nncc_status s = nncc_stream_synchronize(m->stream, err))
-    return nncc_error_prefix(err, "train_step: the optimizer update: "), s;
+    return nncc_error_prefix(err, "%s: the optimizer update: ", what), s;
   m->masterStale = false;
   return NNCC_OK;
 }
-} // namespace
 
-extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
-                                          nncc_error *err) {
-  if (nncc_status s = checkModel(m, "train_step", err))
-    return s;
-  const nncc_model_abi *abi = m->abi;
-  const nncc_train_config *c =
-      config ? static_cast<const nncc_train_config *>(config) : abi->train_config;
+/// The configuration of a step (`config`, or the model's own when NULL),
+/// checked, for `what` (train_step or apply_gradients).
+nncc_status stepConfig(nncc_model *m, const void *config, const char *what,
+                       const nncc_train_config *&c, nncc_error *err) {
+  c = config ? static_cast<const nncc_train_config *>(config) : m->abi->train_config;
   if (!c)
-    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "train_step: no configuration");
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "%s: no configuration", what);
   if (c->optimizer < NNCC_OPTIM_SGD || c->optimizer > NNCC_OPTIM_ADAMW)
-    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
-                          "train_step: unknown optimizer %d", c->optimizer);
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "%s: unknown optimizer %d", what,
+                          c->optimizer);
   if (m->target == NNCC_TARGET_CUDA && m->def->forward_train_cuda &&
       (!m->def->grad_sum_squares_cuda || !m->def->update_cuda))
-    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
-                          "train_step: '%s' has no CUDA optimizer update",
-                          abi->model_name);
-  if (nncc_status s = nncc_ms_forward_backward(m, err))
-    return s;
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED, "%s: '%s' has no CUDA optimizer update",
+                          what, m->abi->model_name);
+  return NNCC_OK;
+}
+
+/// One optimizer step on the gradients grad.<param> hold: the global norm,
+/// clipping, the update of every parameter, the schedule and step counter
+/// (train_step after its forward_backward, apply_gradients on the mean).
+nncc_status optimizerStep(nncc_model *m, const nncc_train_config *c, const char *what,
+                          nncc_error *err) {
+  const nncc_model_abi *abi = m->abi;
   const double profT0 = nncc_ms_prof_begin();
   const bool f64 = strcmp(abi->precision, "f64") == 0;
   const int32_t n = abi->num_params;
@@ -2156,7 +2178,7 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
   double sq = 0.0;
   if (cuda) {
     if (nncc_status s = m->def->grad_sum_squares_cuda(m, &sq, err))
-      return nncc_error_prefix(err, "train_step: the gradient norm: "), s;
+      return nncc_error_prefix(err, "%s: the gradient norm: ", what), s;
   } else {
     for (int32_t i = 0; i < n; ++i) {
       int64_t numel = int64_t(m->params[i].bytes / (f64 ? 8 : 4));
@@ -2173,9 +2195,9 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
   }
   if (!std::isfinite(norm))
     return nncc_error_set(err, NNCC_ERROR_INTERNAL,
-                          "train_step: the gradient norm is not finite (%g); parameters "
-                          "left unchanged",
-                          norm);
+                          "%s: the gradient norm is not finite (%g); parameters left "
+                          "unchanged",
+                          what, norm);
   bool adam = c->optimizer != NNCC_OPTIM_SGD;
   bool needM = adam || c->momentum != 0.0;
   if ((cuda ? m->cudaOptM.size() : m->optM.size()) != size_t(n)) {
@@ -2196,7 +2218,7 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
     lrs[i] = lr * paramLrScale(abi, i, c->layer_decay);
   }
   if (cuda) {
-    if (nncc_status s = cudaUpdate(m, c, adam, needM, first, step, scale, lrs, wds, err))
+    if (nncc_status s = cudaUpdate(m, c, what, adam, needM, first, step, scale, lrs, wds, err))
       return s;
     m->paramsDirty = false;     // the device copy is the newer one now
     m->paramsHostStale = true;
@@ -2205,10 +2227,10 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
     uint64_t bytes = m->params[i].bytes;
     if (needM && !m->optM[i].reserve(bytes))
       return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
-                            "train_step: cannot allocate the optimizer state");
+                            "%s: cannot allocate the optimizer state", what);
     if (adam && !m->optV[i].reserve(bytes))
       return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
-                            "train_step: cannot allocate the optimizer state");
+                            "%s: cannot allocate the optimizer state", what);
     double wd = wds[i], lri = lrs[i];
     int64_t numel = int64_t(bytes / (f64 ? 8 : 4));
     void *p = m->params[i].data(), *g = m->grads[i].data();
@@ -2241,4 +2263,124 @@ extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
   nncc_ms_prof_end(profT0, "train_step: gradient norm + optimizer update (all parameters)");
   nncc_error_clear(err);
   return NNCC_OK;
+}
+} // namespace
+
+extern "C" nncc_status nncc_ms_train_step(nncc_model *m, const void *config,
+                                          nncc_error *err) {
+  if (nncc_status s = checkModel(m, "train_step", err))
+    return s;
+  const nncc_train_config *c = nullptr;
+  if (nncc_status s = stepConfig(m, config, "train_step", c, err))
+    return s;
+  if (m->accCount > 0)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "train_step: %d accumulated micro-batch(es) are waiting for "
+                          "apply_gradients",
+                          m->accCount);
+  if (nncc_status s = nncc_ms_forward_backward(m, err))
+    return s;
+  return optimizerStep(m, c, "train_step", err);
+}
+
+extern "C" nncc_status nncc_ms_accumulate_gradients(nncc_model *m, double weight,
+                                                    nncc_error *err) {
+  if (nncc_status s = checkModel(m, "accumulate_gradients", err))
+    return s;
+  const nncc_model_abi *abi = m->abi;
+  const int32_t n = abi->num_params;
+  const bool cuda = m->target == NNCC_TARGET_CUDA;
+  if (!(weight > 0.0) || !std::isfinite(weight))
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "accumulate_gradients: the weight must be positive and finite, got %g",
+                          weight);
+  if (m->accCount >= kMaxMicroBatches)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "accumulate_gradients: at most %d micro-batches per optimizer step "
+                          "(their dropout masks); call apply_gradients",
+                          kMaxMicroBatches);
+  if (cuda && m->def->forward_train_cuda && !m->def->grad_mean_cuda)
+    return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
+                          "accumulate_gradients: '%s' has no CUDA gradient accumulation",
+                          abi->model_name);
+  m->microBatch = m->accCount;
+  nncc_status s = nncc_ms_forward_backward(m, err);
+  m->microBatch = 0;
+  if (s)
+    return nncc_error_prefix(err, "accumulate_gradients: "), s;
+  const bool first = m->accCount == 0;
+  if (first)
+    m->accWeight = 0.0;
+  const double alpha = weight / (m->accWeight + weight);
+  const bool f64 = strcmp(abi->precision, "f64") == 0;
+  if (cuda) {
+    const uint64_t accElem = strcmp(abi->precision, "bf16") == 0 ? 4 : (f64 ? 8 : 4);
+    if (m->cudaAccMean.size() != size_t(n))
+      m->cudaAccMean = std::vector<Tensor>(size_t(n));
+    std::vector<void *> means(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) {
+      Tensor &t = m->cudaAccMean[i];
+      t.bytes = paramNumel(m, i) * accElem;
+      if (nncc_status s = ensureDevice(m, t, t.bytes, abi->params[i].name, err))
+        return nncc_error_prefix(err, "accumulate_gradients: "), s;
+      means[i] = reinterpret_cast<void *>(t.device);
+    }
+    if (nncc_status s = m->def->grad_mean_cuda(m, means.data(), first ? 0 : 1, alpha, err))
+      return nncc_error_prefix(err, "accumulate_gradients: "), s;
+    if (nncc_status s = nncc_stream_synchronize(m->stream, err))
+      return nncc_error_prefix(err, "accumulate_gradients: "), s;
+  } else {
+    if (m->accMean.size() != size_t(n))
+      m->accMean = std::vector<HostBuffer>(size_t(n));
+    for (int32_t i = 0; i < n; ++i) {
+      const uint64_t bytes = m->params[i].bytes;
+      if (!m->accMean[i].reserve(bytes))
+        return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                              "accumulate_gradients: cannot allocate the gradient means");
+      const int64_t numel = int64_t(paramNumel(m, i));
+      const int rc =
+          f64 ? nncc_grad_mean_f64(numel, static_cast<double *>(m->accMean[i].data),
+                                   static_cast<const double *>(m->grads[i].data()), alpha,
+                                   first)
+              : nncc_grad_mean_f32(numel, static_cast<float *>(m->accMean[i].data),
+                                   static_cast<const float *>(m->grads[i].data()), alpha,
+                                   first);
+      if (nncc_status s = nncc_ms_kernel_status(rc, abi->params[i].name, err))
+        return nncc_error_prefix(err, "accumulate_gradients: "), s;
+    }
+  }
+  ++m->accCount;
+  m->accWeight += weight;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+extern "C" nncc_status nncc_ms_apply_gradients(nncc_model *m, const void *config,
+                                               nncc_error *err) {
+  if (nncc_status s = checkModel(m, "apply_gradients", err))
+    return s;
+  const nncc_train_config *c = nullptr;
+  if (nncc_status s = stepConfig(m, config, "apply_gradients", c, err))
+    return s;
+  if (m->accCount == 0)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "apply_gradients: no gradients accumulated since the last step "
+                          "(accumulate_gradients first)");
+  const int32_t n = m->abi->num_params;
+  if (m->target == NNCC_TARGET_CUDA) {
+    std::vector<void *> means(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i)
+      means[i] = reinterpret_cast<void *>(m->cudaAccMean[i].device);
+    if (nncc_status s = m->def->grad_mean_cuda(m, means.data(), 2, 1.0, err))
+      return nncc_error_prefix(err, "apply_gradients: "), s;
+    for (Tensor &t : m->grads)
+      t.hostStale = true;
+  } else {
+    for (int32_t i = 0; i < n; ++i)
+      std::memcpy(m->grads[i].data(), m->accMean[i].data, m->params[i].bytes);
+  }
+  m->accCount = 0;
+  m->accWeight = 0.0;
+  m->gradsValid = true;
+  return optimizerStep(m, c, "apply_gradients", err);
 }

@@ -12,7 +12,14 @@ every activation and gradient (fp32 arithmetic both sides).
   parameters updated through fp32 master copies): the losses must track the
   f32 run's within LOSS_TOL of their size, and go below the first.
 
-    bf16_training.py F32_LIB BF16_LIB INPUTS TENSOR_TOL GLOBAL_TOL LOSS_TOL STEPS TMPDIR
+- Gradient accumulation (ABI 8) from the state after those steps: one
+  micro-batch (accumulate_gradients + apply_gradients) takes train_step's
+  step bit for bit; two micro-batches of the same rows either give the same
+  step (MASKS "same": no dropout, the fp32 running mean of equal gradients)
+  or draw different dropout masks (MASKS "differ"); "any" (the default)
+  accepts either.
+
+    bf16_training.py F32_LIB BF16_LIB INPUTS TENSOR_TOL GLOBAL_TOL LOSS_TOL STEPS TMPDIR [MASKS]
 """
 import json
 import os
@@ -63,7 +70,8 @@ def rel(a, b):
     return float(np.linalg.norm((a - b).ravel()) / max(np.linalg.norm(a.ravel()), 1e-30))
 
 
-def main(f32_path, bf16_path, inputs, tensor_tol, global_tol, loss_tol, steps, tmp):
+def main(f32_path, bf16_path, inputs, tensor_tol, global_tol, loss_tol, steps, tmp,
+         masks="any"):
     f32, bf16 = nncc.Library(f32_path), nncc.Library(bf16_path)
     ref, got = f32.context("cpu"), bf16.context("cuda")
     got.init_weights(1)
@@ -143,10 +151,47 @@ def main(f32_path, bf16_path, inputs, tensor_tol, global_tol, loss_tol, steps, t
     print("resume: step %d from the saved state: loss %s, %d/%d weights bit-identical %s" % (
         steps + 1, "equal" if l0 == l1 else "%.9g vs %.9g" % (l0, l1), same, len(w0),
         "ok" if resumed else "FAIL"))
+    # Gradient accumulation (ABI 8) from the same state: one micro-batch is
+    # train_step's step bit for bit; two micro-batches of the same rows
+    # (weights 1 and 3) give the same mean in fp32 when the model has no
+    # dropout, and draw different masks when it has.
+    micro = []
+    for count in (1, 2):
+        ctx = bf16.context("cuda")
+        ctx.load_train_state(state)
+        for name, (dt, a) in read_safetensors(inputs).items():
+            ctx.set_input(name, widen(_bf16_bits(a)) if dt == "F32" else a)
+        losses, grads = [], []
+        for k in range(count):
+            ctx.accumulate_gradients(1.0 + 2.0 * k)
+            losses.append(float(ctx.output("loss")))
+            grads.append([ctx.output("grad." + p.name) for p in bf16.params])
+        # The micro-batches' own gradients (bf16 losses are too coarse to
+        # tell masks apart).
+        equal = all(np.array_equal(a, b) for a, b in zip(grads[0], grads[-1]))
+        ctx.apply_gradients()
+        path = os.path.join(tmp, "after_micro%d.safetensors" % count)
+        ctx.save_weights(path)
+        w = read_safetensors(path)
+        micro.append((losses, equal, sum(np.array_equal(w0[k][1], w[k][1]) for k in w0)))
+    (l_one, _, same_one), (l_two, equal_two, same_two) = micro
+    one_ok = l_one[0] == l0 and same_one == len(w0)
+    same_step = l_two[0] == l_two[1] == l0 and equal_two and same_two == len(w0)
+    own_masks = l_two[0] == l0 and not equal_two
+    two_ok = {"same": same_step, "differ": own_masks, "any": same_step or own_masks}[masks]
+    two = ("the same step, %d/%d weights bit-identical" % (same_two, len(w0)) if same_step else
+           "the second drew its own masks (other gradients)" if own_masks else
+           "neither the same step nor other masks (losses %s, gradients %s, %d/%d weights "
+           "bit-identical)" % (l_two, "equal" if equal_two else "differ", same_two, len(w0)))
+    ok &= one_ok and two_ok
+    print("micro-batches: one = train_step, %d/%d weights bit-identical %s; two of the same "
+          "rows: %s %s" % (same_one, len(w0), "ok" if one_ok else "FAIL", two,
+                           "ok" if two_ok else "FAIL"))
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
     a = sys.argv[1:]
-    sys.exit(main(a[0], a[1], a[2], float(a[3]), float(a[4]), float(a[5]), int(a[6]), a[7]))
+    sys.exit(main(a[0], a[1], a[2], float(a[3]), float(a[4]), float(a[5]), int(a[6]), a[7],
+                  a[8] if len(a) > 8 else "any"))

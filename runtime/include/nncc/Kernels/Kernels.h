@@ -439,7 +439,9 @@ int64_t nncc_ode_grad_workspace_size(int method, int64_t steps,
  * sgd: momentum buffer `buf` (may be NULL when momentum == 0), `first` = the
  * buffer is uninitialised (buf = g). adam: m, v moments; decoupled = AdamW
  * (p *= 1 - lr*wd), else L2 (g += wd*p); step >= 1 is the bias-correction
- * exponent. sum_squares: sum of g^2 in double (for the global norm). ---- */
+ * exponent. sum_squares: sum of g^2 in double (for the global norm).
+ * grad_mean: gradient accumulation's running mean over micro-batches,
+ * mean = g when `first`, else mean += alpha (g - mean). ---- */
 #define NNCC_DECLARE_OPTIM_KERNELS(S, T)                                        \
   double nncc_sum_squares_##S(int64_t n, const T *g);                           \
   int nncc_sgd_step_##S(int64_t n, T *p, const T *g, T *buf, double gscale,     \
@@ -447,7 +449,8 @@ int64_t nncc_ode_grad_workspace_size(int method, int64_t steps,
                         int first);                                             \
   int nncc_adam_step_##S(int64_t n, T *p, const T *g, T *m, T *v,               \
                          double gscale, double lr, double beta1, double beta2,  \
-                         double eps, double wd, int decoupled, int64_t step);
+                         double eps, double wd, int decoupled, int64_t step);  \
+  int nncc_grad_mean_##S(int64_t n, T *mean, const T *g, double alpha, int first);
 
 NNCC_DECLARE_OPTIM_KERNELS(f32, float)
 NNCC_DECLARE_OPTIM_KERNELS(f64, double)

@@ -48,6 +48,14 @@ NNCC_HD void adamUpdate(T &p, T g, T &m, T &v, T lr, T beta1, T beta2, T eps, T 
   p = p - stepSize * (m / denom);
 }
 
+/// Gradient accumulation (apply_gradients): the weighted mean of the
+/// micro-batches' gradients as a running mean, mean += alpha (g - mean)
+/// with alpha = w_k / (w_1 + ... + w_k); the first micro-batch sets mean = g
+/// (exactly its gradient when it is the only one).
+template <typename T> NNCC_HD void runningMeanUpdate(T &mean, T g, T alpha) {
+  mean = mean + alpha * (g - mean);
+}
+
 } // namespace nncc::kernels
 
 #endif

@@ -132,6 +132,13 @@ struct nncc_ms_model_def {
   /* abi->num_dims entries (NULL: any size): set_input rejects a size
    * outside its dim's range (a window the kernels would read past). */
   const nncc_ms_dim_range *dim_ranges;
+  /* Gradient accumulation on the device (ABI 8; NULL: no CUDA training):
+   * Optim.cuh's launch_grad_mean over every parameter's gradient and its
+   * running mean, `means` num_params device buffers of the arithmetic type
+   * (fp32 for bf16); mode a GradMeanMode (0: mean = g, 1: mean += alpha
+   * (g - mean), 2: g = mean). */
+  nncc_status (*grad_mean_cuda)(nncc_model *model, void *const *means, int32_t mode,
+                                double alpha, nncc_error *err);
 };
 
 /* ---- The ABI entry points (point nncc_model_abi's members at these). ---- */
@@ -173,6 +180,9 @@ nncc_status nncc_ms_set_cuda_stream(nncc_model *model, void *stream, nncc_error 
 /* ABI 7: resumable training. */
 nncc_status nncc_ms_save_train_state(nncc_model *model, const char *path, nncc_error *err);
 nncc_status nncc_ms_load_train_state(nncc_model *model, const char *path, nncc_error *err);
+/* ABI 8: gradient accumulation. */
+nncc_status nncc_ms_accumulate_gradients(nncc_model *model, double weight, nncc_error *err);
+nncc_status nncc_ms_apply_gradients(nncc_model *model, const void *config, nncc_error *err);
 
 /* ---- For the generated launch sequences. ---- */
 nncc_target nncc_ms_target(const nncc_model *model);
@@ -186,7 +196,8 @@ void *nncc_ms_output(nncc_model *model, int32_t index);
 /* Philox counter offset of training-mode dropout masks: (optimizer steps
  * taken) << 40, so each train_step draws fresh masks while forward_train and
  * backward of one step (and repeated forward_backward calls without a step)
- * use the same ones. */
+ * use the same ones; plus (k << 32) for the k-th micro-batch of
+ * accumulate_gradients (k < 256), so micro-batches draw different masks. */
 uint64_t nncc_ms_dropout_offset(const nncc_model *model);
 /* Gradient buffer of parameter i (written by backward): host memory on
  * the CPU, device memory on CUDA, like nncc_ms_param. */

@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define NNCC_MODEL_ABI_VERSION 7
+#define NNCC_MODEL_ABI_VERSION 8
 
 typedef struct nncc_model nncc_model; /* one context: weights, arena, streams */
 
@@ -262,6 +262,24 @@ typedef struct nncc_model_abi {
    * error that leaves the model as it was. */
   nncc_status (*save_train_state)(nncc_model *model, const char *path, nncc_error *err);
   nncc_status (*load_train_state)(nncc_model *model, const char *path, nncc_error *err);
+
+  /* ---- ABI 8: gradient accumulation (docs/training.md, "Micro-batches").
+   * accumulate_gradients runs forward_backward on the current inputs (one
+   * micro-batch) and folds its gradients into the context's weighted mean
+   * with `weight` > 0 (e.g. the micro-batch's sample count); the k-th
+   * micro-batch of a step draws its own dropout masks (at most 256 per
+   * step). apply_gradients then takes one optimizer step, as train_step
+   * after its forward_backward (norm, clipping, update, schedule, step
+   * counter), on that mean, which grad.<param> holds afterwards; the
+   * accumulation starts over. One micro-batch gives exactly train_step's
+   * step. For a loss that is a mean over samples, micro-batches weighted by
+   * their sample counts give the whole batch's gradient up to rounding.
+   * Errors: apply_gradients with nothing accumulated; train_step while
+   * micro-batches are pending. Changing the weights (load_weights,
+   * init_weights, load_train_state) drops a pending accumulation.
+   * NULL in libraries compiled without gradients. ---- */
+  nncc_status (*accumulate_gradients)(nncc_model *model, double weight, nncc_error *err);
+  nncc_status (*apply_gradients)(nncc_model *model, const void *config, nncc_error *err);
 } nncc_model_abi;
 
 typedef const nncc_model_abi *(*nncc_model_get_abi_fn)(void);

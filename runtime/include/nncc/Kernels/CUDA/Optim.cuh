@@ -493,6 +493,56 @@ inline cudaError_t launch_adam_step(int64_t n, T *p, const T *g, T *m, T *v, dou
   return launch_adam_steps<T>(ts, gscale, beta1, beta2, eps, decoupled, step, stream);
 }
 
+//===----------------------------------------------------------------------===//
+// Gradient accumulation
+//===----------------------------------------------------------------------===//
+
+/// What launch_grad_mean does with a gradient g and its running mean
+/// (acc_t<T>, so bf16 gradients are averaged in fp32).
+enum GradMeanMode {
+  kGradMeanFirst = 0, ///< mean = g (the first micro-batch)
+  kGradMeanAdd = 1,   ///< mean += alpha (g - mean) (OptimMath.h)
+  kGradMeanStore = 2  ///< g = mean, rounded to T once (before the update)
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kOptimThreads)
+    grad_mean_chunks_kernel(const OptimTable<T> tab, int mode, acc_t<T> alpha) {
+  int64_t begin, end;
+  const int s = optim_chunk_range(tab, begin, end);
+  T *g = tab.p[s];
+  acc_t<T> *mean = tab.s1[s];
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    if (mode == kGradMeanFirst)
+      mean[i] = load_acc(g[i]);
+    else if (mode == kGradMeanAdd)
+      runningMeanUpdate(mean[i], load_acc(g[i]), alpha);
+    else
+      g[i] = store_acc<T>(mean[i]);
+  }
+}
+
+/// The running mean of gradient accumulation over `count` tensors of n[i]
+/// elements: grads[i] the gradient buffers (written only by kGradMeanStore),
+/// means[i] their means in acc_t<T>; alpha in (0, 1] (kGradMeanAdd).
+template <typename T>
+inline cudaError_t launch_grad_mean(int32_t count, const int64_t *n, T *const *grads,
+                                    acc_t<T> *const *means, int mode, double alpha,
+                                    cudaStream_t stream, int64_t chunk = kOptimChunk) {
+  if (mode < kGradMeanFirst || mode > kGradMeanStore ||
+      (mode == kGradMeanAdd && !(alpha > 0.0 && alpha <= 1.0)))
+    return cudaErrorInvalidValue;
+  for (int32_t i = 0; i < count; ++i)
+    if (n[i] > 0 && (!grads || !means || !grads[i] || !means[i]))
+      return cudaErrorInvalidValue;
+  OptimTensors<T> ts;
+  ts.count = count, ts.n = n, ts.p = grads, ts.s1 = means;
+  return optim_for_each_launch(ts, chunk, [&](const OptimTable<T> &tab, int ctas) {
+    grad_mean_chunks_kernel<T><<<ctas, kOptimThreads, 0, stream>>>(tab, mode, acc_t<T>(alpha));
+    return cudaGetLastError();
+  });
+}
+
 } // namespace cuda
 } // namespace kernels
 } // namespace nncc
