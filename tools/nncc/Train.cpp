@@ -65,6 +65,14 @@ cl::opt<int64_t> epochsOpt("epochs", cl::desc("Epochs (default: the train clause
                            cl::init(-1), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<int64_t> batchOpt("batch", cl::desc("Batch size (default: the train clause)"),
                           cl::init(-1), cl::sub(trainCmd), cl::cat(runCategory));
+cl::opt<int64_t> microBatchOpt(
+    "micro-batch",
+    cl::desc("Run each batch as micro-batches of at most this many samples whose gradients are "
+             "averaged (weighted by their sizes) before one optimizer step (ABI 8 "
+             "accumulate_gradients / apply_gradients): the step of the whole batch in the "
+             "memory of a micro-batch; --memory-budget and validation then work per "
+             "micro-batch (0: whole batches)"),
+    cl::init(0), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<double> lrOpt("lr", cl::desc("Base learning rate (default: the train clause)"),
                       cl::init(-1.0), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<int64_t> seedOpt("seed",
@@ -126,8 +134,9 @@ cl::opt<bool> noShuffle("no-shuffle", cl::desc("Batches in data order"), cl::sub
 MemoryBudgetOpt trainBudget(
     "memory-budget",
     cl::desc("The most arena memory a training step may use (bytes, NNNKiB, NNNMiB, "
-             "NNNGiB or min), for a full batch of this data; residuals are recomputed in "
-             "the backward until the plan fits (nncc-remat)"),
+             "NNNGiB or min), for a full batch of this data (a micro-batch with "
+             "--micro-batch); residuals are recomputed in the backward until the plan fits "
+             "(nncc-remat)"),
     cl::value_desc("SIZE|min"), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<bool> trainQuiet("quiet", cl::desc("No per-epoch lines on stdout"), cl::sub(trainCmd),
                          cl::cat(runCategory));
@@ -283,6 +292,8 @@ int configure(const nncc_model_abi *abi, int64_t N, nncc_train_config &cfg) {
     return fail("--epochs must be positive");
   if (batchOpt.getNumOccurrences() && batchOpt <= 0)
     return fail("--batch must be positive");
+  if (microBatchOpt < 0)
+    return fail("--micro-batch must be positive (0: whole batches)");
   const int64_t B = std::min<int64_t>(cfg.batch, N);
   if (cfg.total <= 0)
     cfg.total = cfg.epochs * ((N + B - 1) / B);
@@ -381,6 +392,42 @@ int writeAside(const ModelHandle &h, const std::string &path, llvm::StringRef wh
   return 0;
 }
 
+/// One optimizer step on rows perm[lo, lo + n): train_step, or with
+/// --micro-batch M < n the micro-batches of at most M rows through
+/// accumulate_gradients (weighted by their sizes) and apply_gradients.
+/// `loss` and `values` (the metrics) are the batch's sample-weighted means.
+int trainBatch(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
+               const std::vector<int64_t> &perm, int64_t lo, int64_t n, int64_t step,
+               const std::vector<std::string> &metrics, double &loss,
+               std::vector<double> &values) {
+  nncc_error err;
+  const int64_t M = microBatchOpt > 0 ? std::min<int64_t>(microBatchOpt, n) : n;
+  loss = 0.0;
+  std::fill(values.begin(), values.end(), 0.0);
+  for (int64_t off = 0; off < n; off += M) {
+    const int64_t m = std::min(n - off, M);
+    if (int rc = setBatch(h, data, perm, lo + off, m))
+      return rc;
+    nncc_status s = M == n ? h.abi->train_step(h.model, &cfg, &err)
+                           : h.abi->accumulate_gradients(h.model, double(m), &err);
+    if (s != NNCC_OK)
+      return fail(llvm::Twine("train_step ") + std::to_string(step) + ": " + err.message);
+    const double w = double(m) / double(n);
+    double v = 0;
+    if (int rc = readScalar(h, "loss", v))
+      return rc;
+    loss += w * v;
+    for (size_t k = 0; k < metrics.size(); ++k) {
+      if (int rc = readScalar(h, metrics[k], v))
+        return rc;
+      values[k] += w * v;
+    }
+  }
+  if (M < n && h.abi->apply_gradients(h.model, &cfg, &err) != NNCC_OK)
+    return fail(llvm::Twine("train_step ") + std::to_string(step) + ": " + err.message);
+  return 0;
+}
+
 /// The epochs: shuffled batches through train_step, logged. A resumed run
 /// starts after `startStep` steps, with the permutations of the epochs
 /// before drawn again.
@@ -410,7 +457,6 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
     snprintf(buf, sizeof buf, "%.9g", v);
     return std::string(buf);
   };
-  nncc_error err;
   const int64_t firstEpoch = startStep / stepsPerEpoch + 1;
   for (int64_t epoch = 1; epoch < firstEpoch && !noShuffle; ++epoch)
     std::shuffle(perm.begin(), perm.end(), rng);
@@ -424,20 +470,12 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
     const int64_t firstBatch = epoch == firstEpoch ? startStep % stepsPerEpoch : 0;
     for (int64_t b = firstBatch; b < stepsPerEpoch; ++b) {
       int64_t lo = b * B, n = std::min(N, lo + B) - lo;
-      if (int rc = setBatch(h, data, perm, lo, n))
-        return rc;
-      if (h.abi->train_step(h.model, &cfg, &err) != NNCC_OK)
-        return fail(llvm::Twine("train_step ") + std::to_string(step + 1) + ": " +
-                    err.message);
-      ++step;
       double loss = 0;
-      if (int rc = readScalar(h, "loss", loss))
+      if (int rc = trainBatch(h, cfg, data, perm, lo, n, step + 1, metrics, loss, values))
         return rc;
-      for (size_t k = 0; k < metrics.size(); ++k) {
-        if (int rc = readScalar(h, metrics[k], values[k]))
-          return rc;
+      ++step;
+      for (size_t k = 0; k < metrics.size(); ++k)
         sums[k] += values[k];
-      }
       nncc_train_stats st;
       h.abi->train_stats(h.model, &st, nullptr);
       lossSum += loss;
@@ -468,7 +506,8 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::vector<double> val;
     if (validating && lossCount > 0) {
-      if (int rc = evaluate(h, validation, B, metrics, val))
+      if (int rc = evaluate(h, validation, microBatchOpt > 0 ? std::min<int64_t>(microBatchOpt, B) : B,
+                            metrics, val))
         return rc;
       if (log && !pendingRow.empty()) {
         fprintf(log, "%s", pendingRow.c_str());
@@ -564,6 +603,8 @@ int runTrain() {
     if (!batch)
       if (auto tr = (*module)->getAttrOfType<nncc::nn::TrainAttr>("nn.train"))
         batch = tr.getBatch();
+    if (microBatchOpt > 0) // the largest run is a micro-batch
+      batch = batch > 0 ? std::min<int64_t>(batch, microBatchOpt) : int64_t(microBatchOpt);
     std::map<std::string, int64_t> dims;
     for (size_t i = 0; i < sig->inputs.size() && i < data.tensors.size(); ++i)
       for (size_t k = 0; k < sig->inputs[i].dims.size(); ++k)
@@ -658,8 +699,12 @@ int runTrain() {
   const int64_t B = std::min<int64_t>(cfg.batch, data.numSamples);
   if (!trainQuiet)
     llvm::outs() << "nncc train: " << sig->model << ", " << data.numSamples
-                 << " samples, batch " << B << ", " << (data.numSamples + B - 1) / B
-                 << " steps/epoch, " << cfg.epochs << " epochs, "
+                 << " samples, batch " << B
+                 << (microBatchOpt > 0 && microBatchOpt < B
+                         ? " in micro-batches of " + std::to_string(microBatchOpt)
+                         : std::string())
+                 << ", " << (data.numSamples + B - 1) / B << " steps/epoch, " << cfg.epochs
+                 << " epochs, "
                  << (cfg.optimizer == NNCC_OPTIM_SGD    ? "sgd"
                      : cfg.optimizer == NNCC_OPTIM_ADAM ? "adam"
                                                         : "adamw")

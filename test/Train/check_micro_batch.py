@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""`nncc train --micro-batch M`: every batch runs as micro-batches of at
+most M rows whose gradients are averaged (weighted by their sizes) before one
+optimizer step. For a model without dropout whose loss is a mean over
+samples, the run logs the same steps, learning rates, losses and gradient
+norms as the run on whole batches, and ends with the same weights, up to
+rounding (relative 1e-12 in f64); --micro-batch >= the batch is the plain
+run bit for bit. Under --memory-budget the plan is the micro-batch's: a
+budget below the whole batch's smallest plan but above the micro-batch's
+trains with --micro-batch and is refused without it.
+
+    check_micro_batch.py NNCC MODEL.nn WORKDIR --micro M [--dim D=N ...] [--precision P] [--batch B] [--epochs E]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+from nncc_testing.train_runs import nncc_checked, random_data, train
+
+ap = argparse.ArgumentParser()
+ap.add_argument("nncc")
+ap.add_argument("model")
+ap.add_argument("work")
+ap.add_argument("--micro", required=True)
+ap.add_argument("--dim", action="append", default=[])
+ap.add_argument("--precision", default="f64")
+ap.add_argument("--batch", default="5")
+ap.add_argument("--epochs", default="2")
+a = ap.parse_args()
+os.makedirs(a.work, exist_ok=True)
+data = os.path.join(a.work, "data.safetensors")
+random_data(a.nncc, a.model, data, a.dim)
+common = ["--batch", a.batch, "--epochs", a.epochs, "--seed", "7", "--precision", a.precision]
+
+
+def run(tag, extra):
+    rows, weights = train(a.nncc, a.model, data, a.work, tag, common + extra)
+    return rows, weights
+
+
+whole, w_whole = run("whole", [])
+micro, w_micro = run("micro", ["--micro-batch", a.micro])
+big, w_big = run("big", ["--micro-batch", str(int(a.batch) + 3)])
+name = os.path.basename(a.model)
+
+
+def rel(x, y):
+    return abs(x - y) / max(abs(y), 1e-300)
+
+
+worst = {"loss": 0.0, "grad_norm": 0.0}
+same_lr = len(whole) == len(micro)
+for r, m in zip(whole, micro):
+    same_lr &= (r["epoch"], r["step"], r["lr"]) == (m["epoch"], m["step"], m["lr"])
+    for k in worst:
+        worst[k] = max(worst[k], rel(float(m[k]), float(r[k])))
+w_err = max(float(np.max(np.abs(w_micro[k] - v)) / max(float(np.max(np.abs(v))), 1e-300))
+            for k, v in w_whole.items())
+ok = same_lr and max(worst.values()) <= 1e-12 and w_err <= 1e-12 and sorted(w_micro) == sorted(w_whole)
+print("%s %s: batch %s in micro-batches of %s: %d steps, lr equal %s, loss rel %.1e, "
+      "grad_norm rel %.1e, weights rel %.1e %s" % (
+          name, a.precision, a.batch, a.micro, len(micro), same_lr, worst["loss"],
+          worst["grad_norm"], w_err, "ok" if ok else "FAIL"))
+same = whole == big and all(np.array_equal(w_big[k], v) for k, v in w_whole.items())
+print("%s: --micro-batch above the batch: log and %d weights bit-identical %s" % (
+    name, len(w_whole), "ok" if same else "FAIL"))
+ok &= same
+
+# The budget: between the micro-batch's smallest plan and the batch's.
+dims = {d.split("=")[0]: d for d in a.dim}
+batch_dim = next(k for k in dims if k in ("B", "N"))
+
+
+def smallest(rows_):
+    d = dict(dims, **{batch_dim: "%s=%s" % (batch_dim, rows_)})
+    p = subprocess.run([a.nncc, "inspect", a.model, "--memory", "--grad", "--memory-budget",
+                        "min", "--precision", a.precision] +
+                       sum((["--dim", v] for v in d.values()), []),
+                       capture_output=True, text=True, check=True)
+    return json.loads(p.stdout)["peak_bytes"]
+
+
+lo, hi = smallest(a.micro), smallest(a.batch)
+budget = str((lo + hi) // 2)
+fits = subprocess.run([a.nncc, "train", a.model, "--data", data, "--quiet", "--memory-budget",
+                       budget, "--micro-batch", a.micro, "-o",
+                       os.path.join(a.work, "budget.safetensors")] + common,
+                      capture_output=True, text=True)
+refused = subprocess.run([a.nncc, "train", a.model, "--data", data, "--quiet",
+                          "--memory-budget", budget, "-o",
+                          os.path.join(a.work, "refused.safetensors")] + common,
+                         capture_output=True, text=True)
+good = (lo < hi and fits.returncode == 0 and refused.returncode == 1 and
+        "is infeasible" in refused.stderr)
+print("%s: budget %s bytes (micro-batch's smallest plan %d, batch's %d): trains with "
+      "--micro-batch %s, refused without (%s) %s" % (
+          name, budget, lo, hi, fits.returncode == 0 and "yes" or "no: " + fits.stderr.strip(),
+          refused.stderr.strip().splitlines()[0] if refused.stderr else "no error",
+          "ok" if good else "FAIL"))
+ok &= good
+sys.exit(0 if ok else 1)
