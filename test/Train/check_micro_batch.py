@@ -7,7 +7,10 @@ norms as the run on whole batches, and ends with the same weights, up to
 rounding (relative 1e-12 in f64); --micro-batch >= the batch is the plain
 run bit for bit. Under --memory-budget the plan is the micro-batch's: a
 budget below the whole batch's smallest plan but above the micro-batch's
-trains with --micro-batch and is refused without it.
+trains with --micro-batch and is refused without it; with --micro-batch
+auto and a budget between the keep-everything plans of M and M + 1 rows the
+trainer picks M (and trains as --micro-batch M does, bit for bit); below
+one sample's keep-everything plan it picks 1 and recomputes.
 
     check_micro_batch.py NNCC MODEL.nn WORKDIR --micro M [--dim D=N ...] [--precision P] [--batch B] [--epochs E]
 """
@@ -18,6 +21,7 @@ import subprocess
 import sys
 
 import numpy as np
+from nncc_testing.safetensors import load_safetensors
 from nncc_testing.train_runs import nncc_checked, random_data, train
 
 ap = argparse.ArgumentParser()
@@ -100,5 +104,42 @@ print("%s: budget %s bytes (micro-batch's smallest plan %d, batch's %d): trains 
           name, budget, lo, hi, fits.returncode == 0 and "yes" or "no: " + fits.stderr.strip(),
           refused.stderr.strip().splitlines()[0] if refused.stderr else "no error",
           "ok" if good else "FAIL"))
+ok &= good
+
+
+def keep_all(rows_):
+    d = dict(dims, **{batch_dim: "%s=%s" % (batch_dim, rows_)})
+    p = subprocess.run([a.nncc, "inspect", a.model, "--memory", "--grad", "--precision",
+                        a.precision] + sum((["--dim", v] for v in d.values()), []),
+                       capture_output=True, text=True, check=True)
+    return json.loads(p.stdout)["peak_bytes"]
+
+
+# --micro-batch auto: the largest micro-batch whose keep-everything plan fits.
+m = int(a.micro)
+budget = str((keep_all(m) + keep_all(m + 1)) // 2)
+auto = nncc_checked(a.nncc, ["train", a.model, "--data", data, "--memory-budget", budget,
+                             "--micro-batch", "auto", "-o",
+                             os.path.join(a.work, "auto.safetensors")] + common)
+line = [l for l in auto.splitlines() if l.startswith("--micro-batch auto")][0]
+_, w_fixed = run("fixed", ["--memory-budget", budget, "--micro-batch", a.micro])
+w_auto = load_safetensors(os.path.join(a.work, "auto.safetensors"))
+chosen = line.split()[2] == a.micro
+same = all(np.array_equal(w_auto[k], v) for k, v in w_fixed.items())
+print("%s: budget %s: %s; weights %s --micro-batch %s's %s" % (
+    name, budget, line, "bit-identical to" if same else "differ from", a.micro,
+    "ok" if chosen and same else "FAIL"))
+ok &= chosen and same
+
+# Not even one sample keeping everything: one, with recomputation.
+lo1, keep1 = smallest(1), keep_all(1)
+budget = str((lo1 + keep1) // 2)
+auto = nncc_checked(a.nncc, ["train", a.model, "--data", data, "--memory-budget", budget,
+                             "--micro-batch", "auto", "-o",
+                             os.path.join(a.work, "auto1.safetensors")] + common)
+line = [l for l in auto.splitlines() if l.startswith("--micro-batch auto")][0]
+good = lo1 < keep1 and line.split()[2] == "1"
+print("%s: budget %s (one sample: smallest plan %d, keeping everything %d): %s %s" % (
+    name, budget, lo1, keep1, line, "ok" if good else "FAIL"))
 ok &= good
 sys.exit(0 if ok else 1)

@@ -24,9 +24,11 @@
 #include "nncc/Driver/ModelHandle.h"
 #include "nncc/Driver/Support.h"
 #include "dialects/NN/IR/NNAttrs.h"
+#include "nncc/Pipeline/Remat.h"
 #include "nncc/Runtime/nncc_model.h"
 #include "nncc/Runtime/nncc_runtime.h"
 #include "nncc/Target/Compile.h"
+#include "nncc/Target/MemoryPlan.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -65,14 +67,18 @@ cl::opt<int64_t> epochsOpt("epochs", cl::desc("Epochs (default: the train clause
                            cl::init(-1), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<int64_t> batchOpt("batch", cl::desc("Batch size (default: the train clause)"),
                           cl::init(-1), cl::sub(trainCmd), cl::cat(runCategory));
-cl::opt<int64_t> microBatchOpt(
+cl::opt<std::string> microBatchArg(
     "micro-batch",
-    cl::desc("Run each batch as micro-batches of at most this many samples whose gradients are "
+    cl::desc("Run each batch as micro-batches of at most M samples whose gradients are "
              "averaged (weighted by their sizes) before one optimizer step (ABI 8 "
              "accumulate_gradients / apply_gradients): the step of the whole batch in the "
              "memory of a micro-batch; --memory-budget and validation then work per "
-             "micro-batch (0: whole batches)"),
-    cl::init(0), cl::sub(trainCmd), cl::cat(runCategory));
+             "micro-batch. auto (with --memory-budget): the largest M whose plan keeps every "
+             "residual within the budget"),
+    cl::value_desc("M|auto"), cl::sub(trainCmd), cl::cat(runCategory));
+/// --micro-batch as decided by runTrain: 0 for whole batches.
+int64_t microBatch = 0;
+
 cl::opt<double> lrOpt("lr", cl::desc("Base learning rate (default: the train clause)"),
                       cl::init(-1.0), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<int64_t> seedOpt("seed",
@@ -292,8 +298,6 @@ int configure(const nncc_model_abi *abi, int64_t N, nncc_train_config &cfg) {
     return fail("--epochs must be positive");
   if (batchOpt.getNumOccurrences() && batchOpt <= 0)
     return fail("--batch must be positive");
-  if (microBatchOpt < 0)
-    return fail("--micro-batch must be positive (0: whole batches)");
   const int64_t B = std::min<int64_t>(cfg.batch, N);
   if (cfg.total <= 0)
     cfg.total = cfg.epochs * ((N + B - 1) / B);
@@ -401,7 +405,7 @@ int trainBatch(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
                const std::vector<std::string> &metrics, double &loss,
                std::vector<double> &values) {
   nncc_error err;
-  const int64_t M = microBatchOpt > 0 ? std::min<int64_t>(microBatchOpt, n) : n;
+  const int64_t M = microBatch > 0 ? std::min<int64_t>(microBatch, n) : n;
   loss = 0.0;
   std::fill(values.begin(), values.end(), 0.0);
   for (int64_t off = 0; off < n; off += M) {
@@ -506,7 +510,7 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::vector<double> val;
     if (validating && lossCount > 0) {
-      if (int rc = evaluate(h, validation, microBatchOpt > 0 ? std::min<int64_t>(microBatchOpt, B) : B,
+      if (int rc = evaluate(h, validation, microBatch > 0 ? std::min<int64_t>(microBatch, B) : B,
                             metrics, val))
         return rc;
       if (log && !pendingRow.empty()) {
@@ -558,6 +562,69 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
   return 0;
 }
 
+/// The binding of `batch` samples (the data's count when 0 or larger) with
+/// the data's other sizes.
+std::map<std::string, int64_t> dataBinding(const ModelSignature &sig, const TrainData &data,
+                                           int64_t batch) {
+  std::map<std::string, int64_t> dims;
+  for (size_t i = 0; i < sig.inputs.size() && i < data.tensors.size(); ++i)
+    for (size_t k = 0; k < sig.inputs[i].dims.size(); ++k)
+      dims.emplace(sig.inputs[i].dims[k],
+                   k == 0 ? std::min<int64_t>(batch > 0 ? batch : data.numSamples,
+                                              data.numSamples)
+                          : data.tensors[i].shape[k]);
+  return dims;
+}
+
+/// --micro-batch auto: the largest micro-batch of at most `batch` samples
+/// whose training step, keeping every residual (`module`, lowered without a
+/// budget), plans within --memory-budget; 1 when none does (the budget's
+/// rematerialisation then plans that one) or for `min`. Sets microBatch.
+int autoMicroBatch(mlir::ModuleOp module, const ModelSignature &sig, const TrainData &data,
+                   int64_t batch, Precision precision) {
+  std::string error;
+  mlir::FailureOr<nncc::MemoryBudget> budget = nncc::MemoryBudget::parse(trainBudget, error);
+  if (mlir::failed(budget))
+    return fail("--memory-budget: " + error);
+  const int64_t most = std::min<int64_t>(batch > 0 ? batch : data.numSamples, data.numSamples);
+  auto peakAt = [&](int64_t m) -> mlir::FailureOr<uint64_t> {
+    llvm::StringMap<int64_t> binding;
+    for (const auto &[name, size] : dataBinding(sig, data, m))
+      binding[name] = size;
+    mlir::FailureOr<nncc::target::MemoryPlan> plan = nncc::target::planMemory(
+        module, binding, nncc::target::PlanMode::Training, realBytes(precision));
+    if (mlir::failed(plan))
+      return mlir::failure();
+    return plan->peakBytes;
+  };
+  // The plan grows with the micro-batch: the largest that fits, by bisection.
+  int64_t lo = 0, hi = most;
+  uint64_t fitPeak = 0;
+  while (budget->kind == nncc::MemoryBudget::Kind::Bytes && lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    mlir::FailureOr<uint64_t> peak = peakAt(mid);
+    if (mlir::failed(peak))
+      return 1;
+    if (*peak <= budget->bytes) {
+      lo = mid;
+      fitPeak = *peak;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  microBatch = std::max<int64_t>(lo, 1);
+  if (!trainQuiet) {
+    llvm::outs() << "--micro-batch auto: " << microBatch;
+    if (lo > 0)
+      llvm::outs() << " (keeping every residual, its step plans "
+                   << nncc::formatBytes(fitPeak) << " of the " << budget->str() << " budget)\n";
+    else
+      llvm::outs() << " (not even one sample's step fits " << budget->str()
+                   << " keeping every residual: residuals are recomputed)\n";
+  }
+  return 0;
+}
+
 } // namespace
 
 int runTrain() {
@@ -571,6 +638,15 @@ int runTrain() {
                 " compares validation losses: add --validation V.safetensors");
   if (patience < 0)
     return fail("--patience must be >= 0");
+  const bool microAuto = microBatchArg == "auto";
+  microBatch = 0;
+  if (!microBatchArg.empty() && !microAuto &&
+      (llvm::StringRef(microBatchArg).getAsInteger(10, microBatch) || microBatch <= 0))
+    return fail("--micro-batch must be a positive number of samples or auto, got '" +
+                microBatchArg + "'");
+  if (microAuto && trainBudget.empty())
+    return fail("--micro-batch auto chooses the micro-batch for a memory budget: add "
+                "--memory-budget");
   const Precision precision = trainPrecision;
   const bool f64 = precision == Precision::F64;
   if (precision == Precision::BF16 && trainTarget != TTarget::CUDA)
@@ -603,15 +679,12 @@ int runTrain() {
     if (!batch)
       if (auto tr = (*module)->getAttrOfType<nncc::nn::TrainAttr>("nn.train"))
         batch = tr.getBatch();
-    if (microBatchOpt > 0) // the largest run is a micro-batch
-      batch = batch > 0 ? std::min<int64_t>(batch, microBatchOpt) : int64_t(microBatchOpt);
-    std::map<std::string, int64_t> dims;
-    for (size_t i = 0; i < sig->inputs.size() && i < data.tensors.size(); ++i)
-      for (size_t k = 0; k < sig->inputs[i].dims.size(); ++k)
-        dims.emplace(sig->inputs[i].dims[k],
-                     k == 0 ? std::min<int64_t>(batch > 0 ? batch : data.numSamples,
-                                                data.numSamples)
-                            : data.tensors[i].shape[k]);
+    if (microAuto)
+      if (int rc = autoMicroBatch(*module, *sig, data, batch, precision))
+        return rc;
+    if (microBatch > 0) // the largest run is a micro-batch
+      batch = batch > 0 ? std::min<int64_t>(batch, microBatch) : microBatch;
+    std::map<std::string, int64_t> dims = dataBinding(*sig, data, batch);
     if (int rc = lowerWithMemoryBudget(trainBudget, module, context, sourceMgr, trainInput,
                                        sig->dims, dims, GradKind::Loss, /*trainMode=*/true,
                                        precision, remat))
@@ -700,8 +773,8 @@ int runTrain() {
   if (!trainQuiet)
     llvm::outs() << "nncc train: " << sig->model << ", " << data.numSamples
                  << " samples, batch " << B
-                 << (microBatchOpt > 0 && microBatchOpt < B
-                         ? " in micro-batches of " + std::to_string(microBatchOpt)
+                 << (microBatch > 0 && microBatch < B
+                         ? " in micro-batches of " + std::to_string(microBatch)
                          : std::string())
                  << ", " << (data.numSamples + B - 1) / B << " steps/epoch, " << cfg.epochs
                  << " epochs, "
