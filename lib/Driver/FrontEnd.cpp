@@ -128,6 +128,21 @@ std::string driver::RematRequest::key() const {
   return (fusedHeads ? "fused-heads;" : "heads-as-written;") + ids;
 }
 
+static SmallVector<nn::ReversibleOp> topLevelReversibles(ModuleOp module) {
+  auto fn = module.lookupSymbol<func::FuncOp>("forward");
+  return fn ? nn::topLevelReversibleBlocks(fn) : SmallVector<nn::ReversibleOp>();
+}
+
+static double formReconstructFlops(ModuleOp module, const RematSearchOptions &search) {
+  auto fn = module.lookupSymbol<func::FuncOp>("forward_backward");
+  if (!fn)
+    return 0;
+  nn::RematCostEnv env;
+  env.dims = search.dims;
+  env.realSize = search.realSize;
+  return nn::reconstructionFlops(fn, env);
+}
+
 namespace {
 /// One form of the model that the budget's search plans: its loss heads as
 /// written or fused (nn.linear_cross_entropy), and the last `stored`
@@ -141,37 +156,159 @@ struct RematForm {
   double reconstructFlops = 0;
   RematMemo memo;
 };
-} // namespace
 
-static SmallVector<nn::ReversibleOp> topLevelReversibles(ModuleOp module) {
-  auto fn = module.lookupSymbol<func::FuncOp>("forward");
-  return fn ? nn::topLevelReversibleBlocks(fn) : SmallVector<nn::ReversibleOp>();
-}
+/// The forms of one model under a memory budget and the choice among them.
+///
+/// Under a budget the loss heads may be fused (no [..., V] logits or their
+/// gradient in the arena, but the head's weight gradient is held from the
+/// forward to the backward, which costs more than it saves on small
+/// batches), and reversible blocks may be stored (no reconstruction in the
+/// backward, their activations held instead). Every form is planned; the
+/// best one for the budget wins: `min` the smaller peak, a size the fewer
+/// FLOPs (recomputation and reconstruction). Each form's plans do not
+/// depend on the budget, so neither does their union, and a larger budget
+/// still never recomputes more.
+class RematForms {
+public:
+  RematForms(ModuleOp source, driver::GradKind grad, bool trainMode,
+             const RematSearchOptions &search)
+      : source(source), grad(grad), trainMode(trainMode), search(search) {}
 
-/// `source` (not differentiated) with its last `stored` reversible blocks
-/// stored and its heads as `fusedHeads` says, differentiated; null when that
-/// form cannot be built (quietly: the form is then not planned).
-static OwningOpRef<ModuleOp> buildForm(ModuleOp source, driver::GradKind grad, bool trainMode,
-                                       bool fusedHeads, unsigned stored) {
-  ScopedDiagnosticHandler quiet(source.getContext(), [](Diagnostic &) { return success(); });
-  OwningOpRef<ModuleOp> form(cast<ModuleOp>(source->clone()));
-  SmallVector<nn::ReversibleOp> blocks = topLevelReversibles(*form);
-  if (stored > blocks.size() ||
-      failed(nn::storeReversibleBlocks(ArrayRef(blocks).take_back(stored))) ||
-      failed(driver::runPipeline(*form, grad, trainMode, PipelineStage::NN, "", fusedHeads)))
+  RematForm &add(OwningOpRef<ModuleOp> owned, ModuleOp module, bool fusedHeads,
+                 unsigned stored) {
+    auto form = std::make_unique<RematForm>();
+    form->owned = std::move(owned);
+    form->module = module;
+    form->fusedHeads = fusedHeads;
+    form->stored = stored;
+    form->reconstructFlops = formReconstructFlops(module, search);
+    forms.push_back(std::move(form));
+    return *forms.back();
+  }
+
+  /// The source (not differentiated) with its last `stored` reversible
+  /// blocks stored and its heads as `fusedHeads` says, differentiated; null
+  /// when that form cannot be built (quietly: the form is then not planned).
+  OwningOpRef<ModuleOp> build(bool fusedHeads, unsigned stored) {
+    ScopedDiagnosticHandler quiet(source.getContext(), [](Diagnostic &) { return success(); });
+    OwningOpRef<ModuleOp> form(cast<ModuleOp>(source->clone()));
+    SmallVector<nn::ReversibleOp> blocks = topLevelReversibles(*form);
+    if (stored > blocks.size() ||
+        failed(nn::storeReversibleBlocks(ArrayRef(blocks).take_back(stored))) ||
+        failed(driver::runPipeline(*form, grad, trainMode, PipelineStage::NN, "", fusedHeads)))
+      return nullptr;
+    return form;
+  }
+
+  /// Adds the forms storing 1..`reversibles` blocks, with the heads as
+  /// written and, when `fused`, fused; `only` (fusedHeads, stored) limits
+  /// them to that one.
+  void addStoredForms(unsigned reversibles, bool fused,
+                      std::optional<std::pair<bool, unsigned>> only) {
+    for (bool fusedHeads : {false, true})
+      for (unsigned stored = 1; stored <= reversibles; ++stored) {
+        if ((fusedHeads && !fused) || (only && *only != std::make_pair(fusedHeads, stored)))
+          continue;
+        if (OwningOpRef<ModuleOp> form = build(fusedHeads, stored)) {
+          ModuleOp m = *form;
+          add(std::move(form), m, fusedHeads, stored);
+        }
+      }
+  }
+
+  RematForm *find(bool fusedHeads, unsigned stored) const {
+    for (const auto &form : forms)
+      if (form->fusedHeads == fusedHeads && form->stored == stored)
+        return form.get();
     return nullptr;
-  return form;
-}
+  }
+  size_t size() const { return forms.size(); }
+  RematForm &front() const { return *forms.front(); }
+  RematForm &back() const { return *forms.back(); }
 
-static double formReconstructFlops(ModuleOp module, const RematSearchOptions &search) {
-  auto fn = module.lookupSymbol<func::FuncOp>("forward_backward");
-  if (!fn)
-    return 0;
-  nn::RematCostEnv env;
-  env.dims = search.dims;
-  env.realSize = search.realSize;
-  return nn::reconstructionFlops(fn, env);
-}
+  /// The form's best plan within `budget`. A form with stored blocks has
+  /// one plan: every other residual kept. So a budget recomputes residuals
+  /// only while it cannot keep them all, and stores blocks only beyond
+  /// that: any stored form that fits costs fewer FLOPs than every plan that
+  /// reconstructs all blocks, and the recomputation, like the
+  /// reconstruction, only shrinks as budgets grow.
+  FailureOr<RematPlan> plan(RematForm &form, const MemoryBudget &budget) {
+    RematSearchOptions formSearch = searchOf(form);
+    if (!form.stored)
+      return chooseRemat(form.module, budget, formSearch);
+    FailureOr<RematPlan> keepAll = form.memo.get(form.module, {}, formSearch);
+    if (failed(keepAll) ||
+        (budget.kind == MemoryBudget::Kind::Bytes && keepAll->peakBytes > budget.bytes))
+      return failure();
+    return keepAll;
+  }
+
+  /// The best plan over every form and its form; when no form fits, the
+  /// infeasible budget's error, from the search of the form with the
+  /// smallest minimum (a form without stored blocks: a stored form's one
+  /// plan is never smaller than its sibling's keeping everything). Each
+  /// form's searches share their exact plans through its memo.
+  FailureOr<std::pair<RematPlan, RematForm *>> choose(const MemoryBudget &budget) {
+    auto [plan, where] = bestOf(budget, /*withStored=*/true);
+    if (succeeded(plan))
+      return std::make_pair(*plan, where);
+    MemoryBudget min;
+    min.kind = MemoryBudget::Kind::Min;
+    RematForm *smallest = bestOf(min, /*withStored=*/false).second;
+    if (!smallest)
+      smallest = &front();
+    (void)chooseRemat(smallest->module, budget, searchOf(*smallest));
+    return failure();
+  }
+
+private:
+  RematSearchOptions searchOf(RematForm &form) const {
+    RematSearchOptions formSearch = search;
+    formSearch.memo = &form.memo;
+    return formSearch;
+  }
+
+  static double totalFlops(const RematPlan &p) { return p.flops + p.reconstructFlops; }
+  /// Whether `a` is the better plan for `budget`: `min` the smaller peak,
+  /// else the fewer FLOPs (ties the other way).
+  static bool better(const MemoryBudget &budget, const RematPlan &a, const RematPlan &b) {
+    if (budget.kind == MemoryBudget::Kind::Min)
+      return a.peakBytes < b.peakBytes ||
+             (a.peakBytes == b.peakBytes && totalFlops(a) < totalFlops(b));
+    return totalFlops(a) < totalFlops(b) ||
+           (totalFlops(a) == totalFlops(b) && a.peakBytes < b.peakBytes);
+  }
+
+  std::pair<FailureOr<RematPlan>, RematForm *> bestOf(const MemoryBudget &budget,
+                                                      bool withStored) {
+    FailureOr<RematPlan> best = failure();
+    RematForm *where = nullptr;
+    for (const auto &form : forms) {
+      if (form->stored && !withStored)
+        continue;
+      FailureOr<RematPlan> p = [&] {
+        ScopedDiagnosticHandler quiet(source.getContext(),
+                                      [](Diagnostic &) { return success(); });
+        return plan(*form, budget);
+      }();
+      if (failed(p))
+        continue;
+      p->reconstructFlops = form->reconstructFlops;
+      if (failed(best) || better(budget, *p, *best)) {
+        best = p;
+        where = form.get();
+      }
+    }
+    return {best, where};
+  }
+
+  ModuleOp source;
+  driver::GradKind grad;
+  bool trainMode;
+  RematSearchOptions search;
+  SmallVector<std::unique_ptr<RematForm>> forms;
+};
+} // namespace
 
 LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode,
                                   PipelineStage stop, RematRequest &remat,
@@ -195,30 +332,12 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
   OwningOpRef<ModuleOp> source(cast<ModuleOp>(module->clone()));
   if (failed(runPipeline(module, grad, trainMode, PipelineStage::NN, what)))
     return failure();
-  SmallVector<std::unique_ptr<RematForm>> forms;
-  auto addForm = [&](OwningOpRef<ModuleOp> owned, ModuleOp m, bool fusedHeads, unsigned stored) {
-    auto form = std::make_unique<RematForm>();
-    form->owned = std::move(owned);
-    form->module = m;
-    form->fusedHeads = fusedHeads;
-    form->stored = stored;
-    form->reconstructFlops = formReconstructFlops(m, remat.search);
-    forms.push_back(std::move(form));
-  };
-  addForm(nullptr, module, false, 0);
-  // Under a budget the loss heads may be fused (no [..., V] logits or their
-  // gradient in the arena, but the head's weight gradient is held from the
-  // forward to the backward, which costs more than it saves on small
-  // batches), and reversible blocks may be stored (no reconstruction in
-  // the backward, their activations held instead). Every form is planned;
-  // the best one for the budget wins: `min` the smaller peak, a size the
-  // fewer FLOPs (recomputation and reconstruction). Each form's plans do
-  // not depend on the budget, so neither does their union, and a larger
-  // budget still never recomputes more.
+  RematForms forms(*source, grad, trainMode, remat.search);
+  forms.add(nullptr, module, false, 0);
   unsigned reversibles = differentiate ? topLevelReversibles(*source).size() : 0;
   bool tryFused = differentiate && grad != GradKind::VJP;
   if (tryFused) {
-    OwningOpRef<ModuleOp> fused = buildForm(*source, grad, trainMode, true, 0);
+    OwningOpRef<ModuleOp> fused = forms.build(/*fusedHeads=*/true, 0);
     bool any = false;
     if (fused)
       fused->walk([&](nn::LinearCrossEntropyOp) { any = true; });
@@ -226,106 +345,34 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
     tryFused = any;
     if (any) {
       ModuleOp m = *fused;
-      addForm(std::move(fused), m, true, 0);
+      forms.add(std::move(fused), m, true, 0);
     }
   }
   // The same model, binding and budget were searched before: the choice is
   // in the cache (RematPlanCache.h), and only its form is built.
-  std::string choiceKey =
-      rematChoiceKey(module, tryFused ? forms.back()->module : ModuleOp(), remat.budget,
-                     remat.search);
+  std::string choiceKey = rematChoiceKey(module, tryFused ? forms.back().module : ModuleOp(),
+                                         remat.budget, remat.search);
   std::optional<RematChoice> cached = loadRematChoice(choiceKey);
-  auto buildForms = [&](std::optional<std::pair<bool, unsigned>> only) {
-    for (bool fusedHeads : {false, true})
-      for (unsigned stored = 1; stored <= reversibles; ++stored) {
-        if ((fusedHeads && !tryFused) || (only && *only != std::make_pair(fusedHeads, stored)))
-          continue;
-        if (OwningOpRef<ModuleOp> form = buildForm(*source, grad, trainMode, fusedHeads, stored)) {
-          ModuleOp m = *form;
-          addForm(std::move(form), m, fusedHeads, stored);
-        }
-      }
-  };
   RematForm *chosenForm = nullptr;
   FailureOr<RematPlan> plan = failure();
   if (cached && (!cached->fusedHeads || tryFused) &&
       cached->plan.storedReversible <= reversibles) {
-    buildForms(std::make_pair(cached->fusedHeads, cached->plan.storedReversible));
-    for (const auto &form : forms)
-      if (form->fusedHeads == cached->fusedHeads &&
-          form->stored == cached->plan.storedReversible) {
-        chosenForm = form.get();
-        plan = cached->plan;
-      }
+    forms.addStoredForms(reversibles, tryFused,
+                         std::make_pair(cached->fusedHeads, cached->plan.storedReversible));
+    if ((chosenForm = forms.find(cached->fusedHeads, cached->plan.storedReversible)))
+      plan = cached->plan;
   }
   bool fromCache = chosenForm != nullptr;
-  if (!fromCache)
-    buildForms(std::nullopt);
-  auto formSearch = [&](RematForm &form) {
-    RematSearchOptions search = remat.search;
-    search.memo = &form.memo;
-    return search;
-  };
-  // A form with stored blocks has one plan: every other residual kept. So a
-  // budget recomputes residuals only while it cannot keep them all, and
-  // stores blocks only beyond that: any stored form that fits costs fewer
-  // FLOPs than every plan that reconstructs all blocks, and the
-  // recomputation, like the reconstruction, only shrinks as budgets grow.
-  auto planForm = [&](RematForm &form, const MemoryBudget &b) -> FailureOr<RematPlan> {
-    if (!form.stored)
-      return chooseRemat(form.module, b, formSearch(form));
-    RematSearchOptions search = formSearch(form);
-    FailureOr<RematPlan> keepAll = form.memo.get(form.module, {}, search);
-    if (failed(keepAll) || (b.kind == MemoryBudget::Kind::Bytes && keepAll->peakBytes > b.bytes))
-      return failure();
-    return keepAll;
-  };
-  if (!fromCache && forms.size() == 1) {
-    chosenForm = forms.front().get();
-    plan = chooseRemat(module, remat.budget, remat.search);
-  } else if (!fromCache) {
-    // Each form's searches share their exact plans (an infeasible budget
-    // searches each form again for `min`, and once more for the error).
-    auto quietly = [&](RematForm &form, const MemoryBudget &b) {
-      ScopedDiagnosticHandler quiet(module.getContext(), [](Diagnostic &) { return success(); });
-      return planForm(form, b);
-    };
-    auto total = [](const RematPlan &p) { return p.flops + p.reconstructFlops; };
-    auto better = [&](const MemoryBudget &budget, const RematPlan &a, const RematPlan &b) {
-      if (budget.kind == MemoryBudget::Kind::Min)
-        return a.peakBytes < b.peakBytes || (a.peakBytes == b.peakBytes && total(a) < total(b));
-      return total(a) < total(b) || (total(a) == total(b) && a.peakBytes < b.peakBytes);
-    };
-    auto bestOf = [&](const MemoryBudget &b, bool withStored) {
-      FailureOr<RematPlan> best = failure();
-      RematForm *where = nullptr;
-      for (const auto &form : forms) {
-        if (form->stored && !withStored)
-          continue;
-        FailureOr<RematPlan> p = quietly(*form, b);
-        if (failed(p))
-          continue;
-        p->reconstructFlops = form->reconstructFlops;
-        if (failed(best) || better(b, *p, *best)) {
-          best = p;
-          where = form.get();
-        }
-      }
-      return std::make_pair(best, where);
-    };
-    std::tie(plan, chosenForm) = bestOf(remat.budget, /*withStored=*/true);
-    if (failed(plan)) {
-      // Infeasible for every form: the error names the smallest of their
-      // minima, which a form without stored blocks reaches (a stored form's
-      // one plan is never smaller than its sibling's keeping everything);
-      // that form's search reports it.
-      MemoryBudget min;
-      min.kind = MemoryBudget::Kind::Min;
-      RematForm *smallest = bestOf(min, /*withStored=*/false).second;
-      if (!smallest)
-        smallest = forms.front().get();
-      (void)chooseRemat(smallest->module, remat.budget, formSearch(*smallest));
-      return failure();
+  if (!fromCache) {
+    forms.addStoredForms(reversibles, tryFused, std::nullopt);
+    if (forms.size() == 1) {
+      chosenForm = &forms.front();
+      plan = chooseRemat(module, remat.budget, remat.search);
+    } else {
+      FailureOr<std::pair<RematPlan, RematForm *>> choice = forms.choose(remat.budget);
+      if (failed(choice))
+        return failure();
+      std::tie(plan, chosenForm) = *choice;
     }
   }
   if (failed(plan))
