@@ -523,10 +523,16 @@ NN_RULE(LinearOp) {
     OpBuilder &b = gb.getBuilder();
     Location loc = op.getLoc();
     if (gb.needsAdjoint(op.getX())) {
-      if (tensorType(op.getX()).getRank() < 2)
-        return op.emitOpError("gradient of a rank-1 input is not supported");
-      // dx = dy W (dy [..., out], W [out, in])
-      out.push_back(MatmulOp::create(b, loc, r[0], gb.get(op.getWeight())));
+      // dx = dy W (dy [..., out], W [out, in]); a vector's as the linear map
+      // of W^T (nn.matmul wants matrices).
+      Value weight = gb.get(op.getWeight());
+      out.push_back(tensorType(op.getX()).getRank() < 2
+                        ? LinearOp::create(b, loc, r[0],
+                                           TransposeOp::create(b, loc, weight,
+                                                               ArrayRef<int64_t>{1, 0}),
+                                           Value())
+                              .getResult()
+                        : MatmulOp::create(b, loc, r[0], weight).getResult());
     } else {
       out.push_back(Value());
     }
