@@ -149,7 +149,9 @@ using nncc::kernels::acc_t;
 using nncc::kernels::load_acc;
 using nncc::kernels::store_acc;
 // A float constant as real_t (rounded once, on the host).
-static inline real_t nncc_gen_real(double v) { return store_acc<real_t>((acc_t<real_t>)v); }
+[[maybe_unused]] static inline real_t nncc_gen_real(double v) {
+  return store_acc<real_t>((acc_t<real_t>)v);
+}
 
 )";
 }
