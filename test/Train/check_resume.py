@@ -5,7 +5,7 @@ same losses for every later step as the run that was never stopped (same
 model, data, batch, seed and epochs: the optimizer state, the step counter
 behind the schedule and the dropout masks, and the shuffling all continue).
 
-    check_resume.py NNCC MODEL.nn WORKDIR K [--dim D=N ...] [--precision P] [--batch B] [--epochs E]
+    check_resume.py NNCC MODEL.nn WORKDIR K [--dim D=N ...] [--precision P] [--batch B] [--epochs E] [--every N]
 """
 import argparse
 import os
@@ -23,6 +23,8 @@ ap.add_argument("--dim", action="append", default=[])
 ap.add_argument("--precision", default="f32")
 ap.add_argument("--batch", default="2")
 ap.add_argument("--epochs", default="3")
+ap.add_argument("--every", type=int, default=0,
+                help="also check --save-every EVERY (STOP must be a multiple of it)")
 a = ap.parse_args()
 os.makedirs(a.work, exist_ok=True)
 data = os.path.join(a.work, "data.safetensors")
@@ -69,4 +71,39 @@ print("%s %s: stopped after %d of %d steps, resumed: %d logged steps equal, one 
                          len(resumed), same, len(w_straight)))
 if same != len(w_straight) or sorted(w_straight) != sorted(w_resumed):
     sys.exit("FAIL: the weights differ")
+
+if a.every:
+    # --save-every: the uninterrupted run leaves one state per step that is a
+    # multiple of `every` ('{step}' in the path) and at each epoch's end;
+    # resuming from the state of step `stop` (mid-epoch) with a copy of that
+    # run's log ends with the same weights and the same log.
+    pattern = os.path.join(a.work, "every-{step}.safetensors")
+    log_every = os.path.join(a.work, "every.csv")
+    rows_every, _ = train(a.nncc, a.model, data, a.work, "every",
+                          ["--batch", a.batch, "--epochs", a.epochs, "--seed", "7",
+                           "--precision", a.precision, "--save-state", pattern,
+                           "--save-every", str(a.every)], log=log_every)
+    written = sorted(int(f[len("every-"):-len(".safetensors")]) for f in os.listdir(a.work)
+                     if f.startswith("every-") and f.endswith(".safetensors"))
+    steps_per_epoch = len(rows_every) // int(a.epochs)
+    want = sorted({s for s in range(1, len(rows_every) + 1)
+                   if s % a.every == 0 or s % steps_per_epoch == 0})
+    if written != want:
+        sys.exit("FAIL: --save-every %d wrote the states of steps %s, expected %s" % (
+            a.every, written, want))
+    joint = os.path.join(a.work, "joint_every.csv")
+    open(joint, "w").write(open(log_every).read())
+    _, w_again = train(a.nncc, a.model, data, a.work, "again",
+                       ["--batch", a.batch, "--epochs", a.epochs, "--seed", "7",
+                        "--precision", a.precision, "--resume",
+                        pattern.replace("{step}", str(a.stop))], log=joint)
+    same = sum(np.array_equal(np.asarray(w_straight[k]), np.asarray(w_again[k]))
+               for k in w_straight)
+    if open(joint).read() != open(os.path.join(a.work, "straight.csv")).read():
+        sys.exit("FAIL: the log resumed from a --save-every state is not the uninterrupted run's")
+    print("--save-every %d: states of steps %s; resumed from step %d: one log equal, "
+          "%d/%d weights bit-identical" % (a.every, " ".join(map(str, written)), a.stop, same,
+                                          len(w_straight)))
+    if same != len(w_straight):
+        sys.exit("FAIL: the weights differ")
 print("OK")

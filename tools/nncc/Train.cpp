@@ -4,8 +4,8 @@
 //        [--seed S] [--log L.csv] [-o W.safetensors] [--weights init.safetensors]
 //        [--precision f32|f64|bf16] [--max-steps K] [--progress] [--quiet]
 //        [--target cpu|cuda] [--memory-budget SIZE|min]
-//        [--save-state S.safetensors] [--resume S.safetensors]
-//        [--validation V.safetensors [--keep-best] [--patience N]]
+//        [--save-state S.safetensors [--save-every N]] [--resume S.safetensors]
+//        [--micro-batch M|auto] [--validation V.safetensors [--keep-best] [--patience N]]
 //
 // Compiles the model with gradients (cached, as `nncc run --grad`), loads the
 // data file (one tensor per model input, leading dim = samples), and runs
@@ -112,9 +112,15 @@ cl::opt<int64_t> patience("patience",
                           cl::init(0), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<std::string> saveState(
     "save-state",
-    cl::desc("After every epoch (and at --max-steps), write the training state: parameters, "
-             "optimizer state and step (ABI 7 save_train_state), for --resume"),
+    cl::desc("After every epoch (and at --max-steps, and every --save-every steps), write "
+             "the training state: parameters, optimizer state and step (ABI 7 "
+             "save_train_state), for --resume; '{step}' in the path becomes the step"),
     cl::value_desc("S.safetensors"), cl::sub(trainCmd), cl::cat(runCategory));
+cl::opt<int64_t> saveEvery(
+    "save-every",
+    cl::desc("With --save-state: also write the state every N steps (0: after every epoch "
+             "only); '{step}' in the --save-state path keeps one file per step"),
+    cl::init(0), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<std::string> resumeState(
     "resume",
     cl::desc("Continue the run that wrote this training state (--save-state) at its next "
@@ -432,6 +438,17 @@ int trainBatch(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
   return 0;
 }
 
+/// --save-state after `step` steps ('{step}' in the path replaced), with the
+/// log flushed first: a state on disk never runs ahead of its log.
+int saveTrainState(const ModelHandle &h, FILE *log, int64_t step) {
+  if (log)
+    fflush(log);
+  std::string path = saveState;
+  for (size_t at = path.find("{step}"); at != std::string::npos; at = path.find("{step}", at))
+    path.replace(at, 6, std::to_string(step));
+  return writeAside(h, path, "--save-state", h.abi->save_train_state);
+}
+
 /// The epochs: shuffled batches through train_step, logged. A resumed run
 /// starts after `startStep` steps, with the permutations of the epochs
 /// before drawn again.
@@ -497,6 +514,18 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
           pendingRow.clear();
         }
       }
+      // --save-every: mid-epoch states (the epoch's end and a --max-steps
+      // stop are saved below); the log is written up to this step first,
+      // so that a run resumed from this state continues it.
+      if (saveEvery > 0 && step % saveEvery == 0 && b + 1 < stepsPerEpoch &&
+          !(maxSteps > 0 && step >= maxSteps)) {
+        if (log && !pendingRow.empty()) {
+          fprintf(log, "%s%s\n", pendingRow.c_str(), emptyValidation.c_str());
+          pendingRow.clear();
+        }
+        if (int rc = saveTrainState(h, log, step))
+          return rc;
+      }
       if (bar)
         progressBar(epoch, cfg.epochs, b, stepsPerEpoch, loss, metrics, values);
       if (maxSteps > 0 && step >= maxSteps) {
@@ -556,7 +585,7 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
     if (!trainQuiet)
       llvm::outs() << "\n";
     if (!saveState.empty() && lossCount > 0)
-      if (int rc = writeAside(h, saveState, "--save-state", h.abi->save_train_state))
+      if (int rc = saveTrainState(h, log, step))
         return rc;
   }
   return 0;
@@ -638,6 +667,11 @@ int runTrain() {
                 " compares validation losses: add --validation V.safetensors");
   if (patience < 0)
     return fail("--patience must be >= 0");
+  if (saveEvery < 0)
+    return fail("--save-every must be >= 0");
+  if (saveEvery > 0 && saveState.empty())
+    return fail("--save-every says how often to write --save-state: add --save-state "
+                "S.safetensors");
   const bool microAuto = microBatchArg == "auto";
   microBatch = 0;
   if (!microBatchArg.empty() && !microAuto &&
