@@ -9,8 +9,9 @@ run bit for bit. Under --memory-budget the plan is the micro-batch's: a
 budget below the whole batch's smallest plan but above the micro-batch's
 trains with --micro-batch and is refused without it; with --micro-batch
 auto and a budget between the keep-everything plans of M and M + 1 rows the
-trainer picks M (and trains as --micro-batch M does, bit for bit); below
-one sample's keep-everything plan it picks 1 and recomputes.
+trainer takes ceil(B / M) micro-batches of even size (and trains as
+--micro-batch with that size does, bit for bit); below one sample's
+keep-everything plan it picks 1 and recomputes.
 
     check_micro_batch.py NNCC MODEL.nn WORKDIR --micro M [--dim D=N ...] [--precision P] [--batch B] [--epochs E]
 """
@@ -115,19 +116,23 @@ def keep_all(rows_):
     return json.loads(p.stdout)["peak_bytes"]
 
 
-# --micro-batch auto: the largest micro-batch whose keep-everything plan fits.
+# --micro-batch auto: as few micro-batches as fit keeping everything, evened
+# out: under a budget between the plans of M and M + 1 rows, ceil(B / M)
+# micro-batches of ceil(B / ceil(B / M)) rows.
 m = int(a.micro)
 budget = str((keep_all(m) + keep_all(m + 1)) // 2)
+count = -(-int(a.batch) // m)
+even = str(-(-int(a.batch) // count))
 auto = nncc_checked(a.nncc, ["train", a.model, "--data", data, "--memory-budget", budget,
                              "--micro-batch", "auto", "-o",
                              os.path.join(a.work, "auto.safetensors")] + common)
 line = [l for l in auto.splitlines() if l.startswith("--micro-batch auto")][0]
-_, w_fixed = run("fixed", ["--memory-budget", budget, "--micro-batch", a.micro])
+_, w_fixed = run("fixed", ["--memory-budget", budget, "--micro-batch", even])
 w_auto = load_safetensors(os.path.join(a.work, "auto.safetensors"))
-chosen = line.split()[2] == a.micro
+chosen = line.split()[2] == even
 same = all(np.array_equal(w_auto[k], v) for k, v in w_fixed.items())
-print("%s: budget %s: %s; weights %s --micro-batch %s's %s" % (
-    name, budget, line, "bit-identical to" if same else "differ from", a.micro,
+print("%s: budget %s (plans of %d and %d rows around it): %s; weights %s --micro-batch %s's %s" % (
+    name, budget, m, m + 1, line, "bit-identical to" if same else "differ from", even,
     "ok" if chosen and same else "FAIL"))
 ok &= chosen and same
 

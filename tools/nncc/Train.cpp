@@ -605,10 +605,10 @@ std::map<std::string, int64_t> dataBinding(const ModelSignature &sig, const Trai
   return dims;
 }
 
-/// --micro-batch auto: the largest micro-batch of at most `batch` samples
-/// whose training step, keeping every residual (`module`, lowered without a
-/// budget), plans within --memory-budget; 1 when none does (the budget's
-/// rematerialisation then plans that one) or for `min`. Sets microBatch.
+/// --micro-batch auto: as few micro-batches of a batch as fit --memory-budget
+/// with the training step keeping every residual (`module`, lowered without
+/// a budget), of even sizes; 1 sample when not even that fits (the budget's
+/// rematerialisation then plans it) or for `min`. Sets microBatch.
 int autoMicroBatch(mlir::ModuleOp module, const ModelSignature &sig, const TrainData &data,
                    int64_t batch, Precision precision) {
   std::string error;
@@ -641,16 +641,28 @@ int autoMicroBatch(mlir::ModuleOp module, const ModelSignature &sig, const Train
       hi = mid - 1;
     }
   }
-  microBatch = std::max<int64_t>(lo, 1);
-  if (!trainQuiet) {
-    llvm::outs() << "--micro-batch auto: " << microBatch;
-    if (lo > 0)
-      llvm::outs() << " (keeping every residual, its step plans "
-                   << nncc::formatBytes(fitPeak) << " of the " << budget->str() << " budget)\n";
-    else
-      llvm::outs() << " (not even one sample's step fits " << budget->str()
-                   << " keeping every residual: residuals are recomputed)\n";
+  if (lo == 0) {
+    microBatch = 1;
+    if (!trainQuiet)
+      llvm::outs() << "--micro-batch auto: 1 (not even one sample's step fits "
+                   << budget->str() << " keeping every residual: residuals are recomputed)\n";
+    return 0;
   }
+  // As many micro-batches as the largest fitting size needs, evened out
+  // (64 rows under a limit of 36: two of 32, not 36 + 28).
+  const int64_t count = (most + lo - 1) / lo;
+  microBatch = (most + count - 1) / count;
+  if (microBatch != lo) {
+    mlir::FailureOr<uint64_t> peak = peakAt(microBatch);
+    if (mlir::failed(peak))
+      return 1;
+    fitPeak = *peak;
+  }
+  if (!trainQuiet)
+    llvm::outs() << "--micro-batch auto: " << microBatch << " (" << count
+                 << " micro-batch(es) per batch of " << most
+                 << "; keeping every residual, its step plans " << nncc::formatBytes(fitPeak)
+                 << " of the " << budget->str() << " budget)\n";
   return 0;
 }
 
