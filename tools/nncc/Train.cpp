@@ -606,11 +606,14 @@ std::map<std::string, int64_t> dataBinding(const ModelSignature &sig, const Trai
 }
 
 /// --micro-batch auto: as few micro-batches of a batch as fit --memory-budget
-/// with the training step keeping every residual (`module`, lowered without
-/// a budget), of even sizes; 1 sample when not even that fits (the budget's
-/// rematerialisation then plans it) or for `min`. Sets microBatch.
-int autoMicroBatch(mlir::ModuleOp module, const ModelSignature &sig, const TrainData &data,
-                   int64_t batch, Precision precision) {
+/// with the training step keeping every residual, of even sizes; 1 sample
+/// when not even that fits (the budget's rematerialisation then plans it)
+/// or for `min`. A size fits when one of `forms` (the step lowered without
+/// a budget, with the loss heads as written and fused) plans within the
+/// budget keeping everything: the budget's search then finds a plan that
+/// recomputes nothing. Sets microBatch.
+int autoMicroBatch(llvm::ArrayRef<mlir::ModuleOp> forms, const ModelSignature &sig,
+                   const TrainData &data, int64_t batch, Precision precision) {
   std::string error;
   mlir::FailureOr<nncc::MemoryBudget> budget = nncc::MemoryBudget::parse(trainBudget, error);
   if (mlir::failed(budget))
@@ -620,11 +623,15 @@ int autoMicroBatch(mlir::ModuleOp module, const ModelSignature &sig, const Train
     llvm::StringMap<int64_t> binding;
     for (const auto &[name, size] : dataBinding(sig, data, m))
       binding[name] = size;
-    mlir::FailureOr<nncc::target::MemoryPlan> plan = nncc::target::planMemory(
-        module, binding, nncc::target::PlanMode::Training, realBytes(precision));
-    if (mlir::failed(plan))
-      return mlir::failure();
-    return plan->peakBytes;
+    uint64_t least = UINT64_MAX;
+    for (mlir::ModuleOp form : forms) {
+      mlir::FailureOr<nncc::target::MemoryPlan> plan = nncc::target::planMemory(
+          form, binding, nncc::target::PlanMode::Training, realBytes(precision));
+      if (mlir::failed(plan))
+        return mlir::failure();
+      least = std::min(least, plan->peakBytes);
+    }
+    return least;
   };
   // The plan grows with the micro-batch: the largest that fits, by bisection.
   int64_t lo = 0, hi = most;
@@ -725,9 +732,17 @@ int runTrain() {
     if (!batch)
       if (auto tr = (*module)->getAttrOfType<nncc::nn::TrainAttr>("nn.train"))
         batch = tr.getBatch();
-    if (microAuto)
-      if (int rc = autoMicroBatch(*module, *sig, data, batch, precision))
+    if (microAuto) {
+      // The fused loss heads (on under any budget) may fit where the heads
+      // as written do not.
+      mlir::OwningOpRef<mlir::ModuleOp> fused = loadModule(context, sourceMgr, trainInput);
+      if (!fused || mlir::failed(runPipeline(*fused, GradKind::Loss, /*trainMode=*/true,
+                                             nncc::PipelineStage::NNK, trainInput,
+                                             /*fuseLossHeads=*/true)))
+        return 1;
+      if (int rc = autoMicroBatch({*module, *fused}, *sig, data, batch, precision))
         return rc;
+    }
     if (microBatch > 0) // the largest run is a micro-batch
       batch = batch > 0 ? std::min<int64_t>(batch, microBatch) : microBatch;
     std::map<std::string, int64_t> dims = dataBinding(*sig, data, batch);
