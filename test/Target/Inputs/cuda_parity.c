@@ -4,7 +4,9 @@
  * max(|cpu|, 1e-3) must be <= 1e-4 (fp32). With `train` (a library built
  * with --grad) also the training step: forward_train + backward (every
  * output and every grad.<param>), then one train_step of the model's own
- * configuration on each side and a forward with the updated weights.
+ * configuration on each side and a forward with the updated weights, then
+ * one step on two accumulated micro-batches (accumulate_gradients,
+ * apply_gradients) and a forward after it.
  * Prints one line per compared tensor and "PARITY OK" or "PARITY FAIL";
  * exit status 0 only when everything matched. A fifth argument `cpu` runs
  * the second context on the CPU too, `cpu-perturbed` with other weights
@@ -197,6 +199,27 @@ int main(int argc, char **argv) {
       if (abi->forward(m[k], &e))
         return fail(k ? "forward after train_step (cuda)" : "forward after train_step (cpu)", &e);
     ok &= compareAll(abi, m, "after train_step", 0);
+    /* Gradient accumulation (ABI 8): two micro-batches of the same rows
+     * (weights 1 and 2; each draws its own dropout masks) and one step on
+     * their weighted mean, on each side. */
+    for (int k = 0; k < 2 && ok; ++k)
+      if (abi->accumulate_gradients(m[k], 1.0, &e) ||
+          abi->accumulate_gradients(m[k], 2.0, &e) || abi->apply_gradients(m[k], NULL, &e) ||
+          abi->train_stats(m[k], &st[k], &e))
+        return fail(k ? "accumulated step (cuda)" : "accumulated step (cpu)", &e);
+    if (ok) {
+      rel = fabs(st[1].grad_norm - st[0].grad_norm) /
+            (st[0].grad_norm > 1e-3 ? st[0].grad_norm : 1e-3);
+      printf("accumulated step: gradient norm cpu %.6g cuda %.6g, relative %.3g %s\n",
+             st[0].grad_norm, st[1].grad_norm, rel, rel <= 1e-4 ? "ok" : "MISMATCH");
+      ok &= rel <= 1e-4;
+      for (int k = 0; k < 2; ++k)
+        if (abi->forward(m[k], &e))
+          return fail(k ? "forward after the accumulated step (cuda)"
+                        : "forward after the accumulated step (cpu)",
+                      &e);
+      ok &= compareAll(abi, m, "after the accumulated step", 0);
+    }
   }
   for (int k = 0; k < 2; ++k)
     abi->destroy(m[k]);
