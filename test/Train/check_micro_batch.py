@@ -79,13 +79,19 @@ dims = {d.split("=")[0]: d for d in a.dim}
 batch_dim = next(k for k in dims if k in ("B", "N"))
 
 
-def smallest(rows_):
+def planned_peak(rows_, budget=None):
+    """`nncc inspect --memory --grad` of `rows_` rows: the plan under
+    `budget` (None: keeping everything)."""
     d = dict(dims, **{batch_dim: "%s=%s" % (batch_dim, rows_)})
-    p = subprocess.run([a.nncc, "inspect", a.model, "--memory", "--grad", "--memory-budget",
-                        "min", "--precision", a.precision] +
+    p = subprocess.run([a.nncc, "inspect", a.model, "--memory", "--grad", "--precision",
+                        a.precision] + (["--memory-budget", budget] if budget else []) +
                        sum((["--dim", v] for v in d.values()), []),
                        capture_output=True, text=True, check=True)
     return json.loads(p.stdout)["peak_bytes"]
+
+
+def smallest(rows_):
+    return planned_peak(rows_, "min")
 
 
 lo, hi = smallest(a.micro), smallest(a.batch)
@@ -108,12 +114,7 @@ print("%s: budget %s bytes (micro-batch's smallest plan %d, batch's %d): trains 
 ok &= good
 
 
-def keep_all(rows_):
-    d = dict(dims, **{batch_dim: "%s=%s" % (batch_dim, rows_)})
-    p = subprocess.run([a.nncc, "inspect", a.model, "--memory", "--grad", "--precision",
-                        a.precision] + sum((["--dim", v] for v in d.values()), []),
-                       capture_output=True, text=True, check=True)
-    return json.loads(p.stdout)["peak_bytes"]
+keep_all = planned_peak
 
 
 # --micro-batch auto: as few micro-batches as fit keeping everything, evened

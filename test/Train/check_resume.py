@@ -29,12 +29,11 @@ a = ap.parse_args()
 os.makedirs(a.work, exist_ok=True)
 data = os.path.join(a.work, "data.safetensors")
 random_data(a.nncc, a.model, data, a.dim)
+common = ["--batch", a.batch, "--epochs", a.epochs, "--seed", "7", "--precision", a.precision]
 
 
 def run(tag, extra):
-    rows, weights = train(a.nncc, a.model, data, a.work, tag,
-                          ["--batch", a.batch, "--epochs", a.epochs, "--seed", "7",
-                           "--precision", a.precision] + extra)
+    rows, weights = train(a.nncc, a.model, data, a.work, tag, common + extra)
     return {int(r["step"]): r for r in rows}, weights
 
 
@@ -55,9 +54,8 @@ for s, row in resumed.items():
 # after its last state), so the log reads as the uninterrupted run's.
 state2 = os.path.join(a.work, "state2.safetensors")
 joint = os.path.join(a.work, "joint.csv")
-run_logged = lambda extra: train(a.nncc, a.model, data, a.work, "joint",
-                                 ["--batch", a.batch, "--epochs", a.epochs, "--seed", "7",
-                                  "--precision", a.precision] + extra, log=joint)
+run_logged = lambda extra: train(a.nncc, a.model, data, a.work, "joint", common + extra,
+                                 log=joint)
 run_logged(["--max-steps", str(a.stop), "--save-state", state2])
 with open(joint, "a") as f:
     f.write("9,%d,0,1,1\n" % (a.stop + 1))
@@ -80,9 +78,8 @@ if a.every:
     pattern = os.path.join(a.work, "every-{step}.safetensors")
     log_every = os.path.join(a.work, "every.csv")
     rows_every, _ = train(a.nncc, a.model, data, a.work, "every",
-                          ["--batch", a.batch, "--epochs", a.epochs, "--seed", "7",
-                           "--precision", a.precision, "--save-state", pattern,
-                           "--save-every", str(a.every)], log=log_every)
+                          common + ["--save-state", pattern, "--save-every", str(a.every)],
+                          log=log_every)
     written = sorted(int(f[len("every-"):-len(".safetensors")]) for f in os.listdir(a.work)
                      if f.startswith("every-") and f.endswith(".safetensors"))
     steps_per_epoch = len(rows_every) // int(a.epochs)
@@ -94,9 +91,8 @@ if a.every:
     joint = os.path.join(a.work, "joint_every.csv")
     open(joint, "w").write(open(log_every).read())
     _, w_again = train(a.nncc, a.model, data, a.work, "again",
-                       ["--batch", a.batch, "--epochs", a.epochs, "--seed", "7",
-                        "--precision", a.precision, "--resume",
-                        pattern.replace("{step}", str(a.stop))], log=joint)
+                       common + ["--resume", pattern.replace("{step}", str(a.stop))],
+                       log=joint)
     same = sum(np.array_equal(np.asarray(w_straight[k]), np.asarray(w_again[k]))
                for k in w_straight)
     if open(joint).read() != open(os.path.join(a.work, "straight.csv")).read():

@@ -73,8 +73,8 @@ cl::opt<std::string> microBatchArg(
              "averaged (weighted by their sizes) before one optimizer step (ABI 8 "
              "accumulate_gradients / apply_gradients): the step of the whole batch in the "
              "memory of a micro-batch; --memory-budget and validation then work per "
-             "micro-batch. auto (with --memory-budget): the largest M whose plan keeps every "
-             "residual within the budget"),
+             "micro-batch. auto (with --memory-budget): as few micro-batches, of even size, as "
+             "fit the budget keeping every residual"),
     cl::value_desc("M|auto"), cl::sub(trainCmd), cl::cat(runCategory));
 /// --micro-batch as decided by runTrain: 0 for whole batches.
 int64_t microBatch = 0;

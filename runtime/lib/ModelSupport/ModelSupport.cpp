@@ -2314,7 +2314,7 @@ extern "C" nncc_status nncc_ms_accumulate_gradients(nncc_model *m, double weight
   const double alpha = weight / (m->accWeight + weight);
   const bool f64 = strcmp(abi->precision, "f64") == 0;
   if (cuda) {
-    const uint64_t accElem = strcmp(abi->precision, "bf16") == 0 ? 4 : (f64 ? 8 : 4);
+    const uint64_t accElem = f64 ? 8 : 4; // acc_t: fp32 for f32 and bf16
     if (m->cudaAccMean.size() != size_t(n))
       m->cudaAccMean = std::vector<Tensor>(size_t(n));
     std::vector<void *> means(static_cast<size_t>(n));
