@@ -9,6 +9,9 @@ packages=(
   nlohmann-json3-dev libgtest-dev
   python3 python3-torch python3-numpy python3-matplotlib libopenblas0-pthread libopenblas-dev
   python3-venv python3-pip python3-setuptools python3-wheel
+  # utils/sanitize.sh: libFuzzer targets (clang-22 from the same source as
+  # llvm-22; libclang-rt-22-dev holds libFuzzer and the sanitizer runtimes)
+  clang-22 libclang-rt-22-dev
 )
 
 missing=()
