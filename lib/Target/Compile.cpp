@@ -50,12 +50,7 @@ namespace {
 /// (module.emitError would attach the whole module to the message).
 InFlightDiagnostic buildError(ModuleOp module) { return mlir::emitError(module.getLoc()); }
 
-LogicalResult writeFile(ModuleOp module, const std::string &path,
-                        llvm::function_ref<LogicalResult(llvm::raw_ostream &)> emit) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (failed(emit(os)))
-    return failure();
+LogicalResult writeFile(ModuleOp module, const std::string &path, llvm::StringRef text) {
   std::error_code ec;
   llvm::raw_fd_ostream file(path, ec);
   if (ec)
@@ -291,9 +286,71 @@ std::string precompiledPrelude(const std::string &cxx, llvm::ArrayRef<std::strin
 
 } // namespace
 
+namespace {
+
+/// The CUDA compiler compileModel uses: the caller's, else $NNCC_NVCC, else
+/// configure's; empty when none is executable.
+std::string resolvedNvcc(const CompileOptions &opts) {
+  std::string nvcc = opts.nvcc;
+  if (const char *env = std::getenv("NNCC_NVCC"); nvcc.empty() && env && *env)
+    nvcc = env;
+  if (nvcc.empty())
+    nvcc = NNCC_NVCC_PATH;
+  if (!nvcc.empty() && !llvm::sys::fs::can_execute(nvcc))
+    nvcc.clear();
+  return nvcc;
+}
+
+} // namespace
+
+LogicalResult emitModelSources(ModuleOp module, const CompileOptions &opts,
+                               ModelSources &out) {
+  out.modelName = target::modelIdentifier(module);
+  bool wantCuda = opts.target != CompileTarget::CPU;
+  bool haveNvcc = !resolvedNvcc(opts).empty();
+  if (opts.target == CompileTarget::CUDA && !haveNvcc && opts.build)
+    return buildError(module)
+           << "--target cuda needs nvcc, which was not found (CUDA toolkit "
+              "at /usr/local/cuda); use --target cpu";
+  out.withCuda = wantCuda && (haveNvcc || !opts.build);
+  if (opts.precision == Precision::BF16 && !out.withCuda)
+    return mlir::emitError(module.getLoc(),
+                           opts.target == CompileTarget::CPU
+                                ? "--precision bf16 runs on CUDA only (there are no CPU bf16 "
+                                  "kernels): use --target cuda"
+                                : "--precision bf16 runs on CUDA only, and nvcc was not found");
+  auto emitInto = [](std::string &text,
+                     llvm::function_ref<LogicalResult(llvm::raw_ostream &)> emit) {
+    text.clear();
+    llvm::raw_string_ostream os(text);
+    return emit(os);
+  };
+  if (failed(emitInto(out.cpp, [&](llvm::raw_ostream &os) {
+        return target::emitCpp(module, os, out.withCuda, opts.precision);
+      })) ||
+      failed(emitInto(out.header, [&](llvm::raw_ostream &os) {
+        return target::emitHeader(module, os);
+      })))
+    return failure();
+  out.cuda.clear();
+  if (out.withCuda && failed(emitInto(out.cuda, [&](llvm::raw_ostream &os) {
+        return target::emitCuda(module, os, opts.precision);
+      })))
+    return failure();
+  return success();
+}
+
 LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
                            CompileArtifacts &out) {
-  std::string model = target::modelIdentifier(module);
+  ModelSources sources;
+  if (failed(emitModelSources(module, opts, sources)))
+    return failure();
+  return buildModel(module, sources, opts, out);
+}
+
+LogicalResult buildModel(ModuleOp module, const ModelSources &sources,
+                         const CompileOptions &opts, CompileArtifacts &out) {
+  const std::string &model = sources.modelName;
   out.modelName = model;
   if (std::error_code ec = llvm::sys::fs::create_directories(opts.outputDir))
     return buildError(module)
@@ -305,42 +362,16 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
     llvm::sys::path::append(p, name);
     return std::string(p);
   };
-
-  // The CUDA compiler: the caller's, else $NNCC_NVCC, else configure's.
-  std::string nvcc = opts.nvcc;
-  if (const char *env = std::getenv("NNCC_NVCC"); nvcc.empty() && env && *env)
-    nvcc = env;
-  if (nvcc.empty())
-    nvcc = NNCC_NVCC_PATH;
-  if (!nvcc.empty() && !llvm::sys::fs::can_execute(nvcc))
-    nvcc.clear();
-  bool wantCuda = opts.target != CompileTarget::CPU;
-  if (opts.target == CompileTarget::CUDA && nvcc.empty() && opts.build)
-    return buildError(module)
-           << "--target cuda needs nvcc, which was not found (CUDA toolkit "
-              "at /usr/local/cuda); use --target cpu";
-  bool withCuda = wantCuda && (!nvcc.empty() || !opts.build);
-  if (opts.precision == Precision::BF16 && !withCuda)
-    return mlir::emitError(module.getLoc(),
-                           opts.target == CompileTarget::CPU
-                                ? "--precision bf16 runs on CUDA only (there are no CPU bf16 "
-                                  "kernels): use --target cuda"
-                                : "--precision bf16 runs on CUDA only, and nvcc was not found");
-
+  const bool withCuda = sources.withCuda;
+  const std::string nvcc = resolvedNvcc(opts);
   out.cppPath = path(model + ".cpp");
   out.headerPath = path(model + ".h");
-  if (failed(writeFile(module, out.cppPath, [&](llvm::raw_ostream &os) {
-        return target::emitCpp(module, os, withCuda, opts.precision);
-      })) ||
-      failed(writeFile(module, out.headerPath, [&](llvm::raw_ostream &os) {
-        return target::emitHeader(module, os);
-      })))
+  if (failed(writeFile(module, out.cppPath, sources.cpp)) ||
+      failed(writeFile(module, out.headerPath, sources.header)))
     return failure();
   if (withCuda) {
     out.cuPath = path(model + ".cu");
-    if (failed(writeFile(module, out.cuPath, [&](llvm::raw_ostream &os) {
-          return target::emitCuda(module, os, opts.precision);
-        })))
+    if (failed(writeFile(module, out.cuPath, sources.cuda)))
       return failure();
   }
   if (!opts.build)

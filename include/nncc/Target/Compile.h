@@ -50,6 +50,23 @@ struct CompileArtifacts {
 mlir::LogicalResult compileModel(mlir::ModuleOp module, const CompileOptions &opts,
                                  CompileArtifacts &out);
 
+/// The generated sources of a model, before anything is written or built.
+struct ModelSources {
+  std::string modelName;            // C identifier
+  std::string cpp, header, cuda;    // cuda: empty without CUDA
+  bool withCuda = false;
+};
+
+/// compileModel's first half: the sources it would write for `opts` (the
+/// target, the precision and whether nvcc is there decide them).
+mlir::LogicalResult emitModelSources(mlir::ModuleOp module, const CompileOptions &opts,
+                                     ModelSources &out);
+
+/// compileModel's second half: writes `sources` into opts.outputDir and
+/// builds the library.
+mlir::LogicalResult buildModel(mlir::ModuleOp module, const ModelSources &sources,
+                               const CompileOptions &opts, CompileArtifacts &out);
+
 /// What a model input is used for (so that `nncc run --random-inputs` can
 /// draw valid values): the front end's `nn.role` on the forward function's
 /// argument (#nn.role<...>); Data for an input without one.

@@ -28,7 +28,7 @@ LogicalResult LaunchEmitter::emitLaunch(raw_indented_ostream &os, Operation *lau
   if (isBf16() && isCuda() && !iface.hasBf16Kernel())
     return launch->emitOpError()
            << "has no bf16 kernel: compile without --precision bf16 (f32 runs every op)";
-  os << "// " << launchComment(launch) << "\n";
+  os << cComment(launchComment(launch)) << "\n";
   // The opt-in per-launch timer (NNCC_PROFILE, docs/runtime.md) around each
   // top-level launch of a library's functions; a region's launches are part
   // of their op's time.

@@ -13,29 +13,6 @@ using namespace mlir;
 
 namespace nncc::target {
 
-std::string cIdentifier(llvm::StringRef s) {
-  std::string out;
-  for (char c : s)
-    out += (llvm::isAlnum(c) || c == '_') ? c : '_';
-  if (out.empty() || llvm::isDigit(out[0]))
-    out = "m_" + out;
-  return out;
-}
-
-std::string cString(llvm::StringRef s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += llvm::formatv("\\{0:o3}", static_cast<unsigned>(c)).str();
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string fmtDouble(double v) {
   if (std::isnan(v))
     return "NAN";
@@ -57,7 +34,7 @@ std::string modelIdentifier(ModuleOp module) {
 
 std::string ModelEmitter::locString(Location loc) {
   if (auto fl = dyn_cast<FileLineColLoc>(loc))
-    return (llvm::sys::path::filename(fl.getFilename().getValue()) + ":" +
+    return (printableAscii(llvm::sys::path::filename(fl.getFilename().getValue())) + ":" +
             llvm::Twine(fl.getLine()) + ":" + llvm::Twine(fl.getColumn()))
         .str();
   if (auto nl = dyn_cast<NameLoc>(loc))

@@ -11,6 +11,7 @@
 
 #include "dialects/NNK/IR/NNKOps.h"
 #include "dialects/NN/IR/NNOps.h"
+#include "Escape.h"
 #include "nncc/Target/Compile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -153,8 +154,6 @@ withCpuBufferPlan(mlir::ModuleOp module,
                   llvm::function_ref<mlir::LogicalResult(const ModelEmitter &)> use,
                   bool trainingOnly = false);
 
-std::string cIdentifier(llvm::StringRef s);
-std::string cString(llvm::StringRef s);
 std::string fmtDouble(double v);
 
 } // namespace nncc::target

@@ -95,7 +95,7 @@ LogicalResult emitElementwise(LaunchEmitter &e, nnk::ElementwiseOp o) {
   }
   std::string comment = e.launchComment(o);
   std::string kernel = e.addGeneratedKernel("nncc_ew_", [&](const std::string &kernelName) {
-    std::string k = "// " + comment + "\ntemplate <typename I>\n__global__ void " + kernelName +
+    std::string k = cComment(comment) + "\ntemplate <typename I>\n__global__ void " + kernelName +
                     "(" + params + ") {\n";
     for (const std::string &d : e.dims)
       k += "  (void)d_" + cIdentifier(d) + ";\n";
