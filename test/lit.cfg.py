@@ -72,6 +72,10 @@ host_cxx = shutil.which("c++")
 if host_cxx and "g++" in os.path.basename(os.path.realpath(host_cxx)):
     config.available_features.add("gnu-cxx")
 
+# `root`: tests that change a file's owner (test/Run/cache-trust.test).
+if os.geteuid() == 0:
+    config.available_features.add("root")
+
 llvm_config.with_environment("PATH", config.nncc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

@@ -310,6 +310,24 @@ private:
 };
 } // namespace
 
+/// Whether a choice read from the cache (RematPlanCache.h) may be used: an
+/// entry is only a hint, so its plan is planned again on `form` and taken
+/// only when that gives the peak the entry records and, for a size, fits
+/// within the budget (an edited or stale entry is searched again).
+static bool cachedChoiceHolds(ModuleOp form, const RematPlan &cached,
+                              const driver::RematRequest &remat) {
+  ScopedDiagnosticHandler quiet(form.getContext(), [](Diagnostic &) { return success(); });
+  RematSearchOptions options = remat.search;
+  options.bpttSnapshots = cached.bpttSnapshots;
+  options.shareChains = cached.shareChains;
+  options.memo = nullptr;
+  FailureOr<RematPlan> planned = evaluateRemat(form, cached.recompute, options);
+  if (failed(planned) || planned->peakBytes != cached.peakBytes)
+    return false;
+  return remat.budget.kind != MemoryBudget::Kind::Bytes ||
+         planned->peakBytes <= remat.budget.bytes;
+}
+
 LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode,
                                   PipelineStage stop, RematRequest &remat,
                                   llvm::StringRef what) {
@@ -359,8 +377,11 @@ LogicalResult driver::runPipeline(ModuleOp module, GradKind grad, bool trainMode
       cached->plan.storedReversible <= reversibles) {
     forms.addStoredForms(reversibles, tryFused,
                          std::make_pair(cached->fusedHeads, cached->plan.storedReversible));
-    if ((chosenForm = forms.find(cached->fusedHeads, cached->plan.storedReversible)))
+    if ((chosenForm = forms.find(cached->fusedHeads, cached->plan.storedReversible)) &&
+        cachedChoiceHolds(chosenForm->module, cached->plan, remat))
       plan = cached->plan;
+    else
+      chosenForm = nullptr;
   }
   bool fromCache = chosenForm != nullptr;
   if (!fromCache) {

@@ -22,7 +22,17 @@ namespace {
 /// Bump when the entry's format or the meaning of a key part changes.
 constexpr llvm::StringLiteral kFormat = "nncc-remat-choice-2";
 
-std::string cacheDir() { return driver::cacheRoot() + "/remat"; }
+/// The entries' folder; empty when the cache is not this user's alone (a
+/// choice is then neither read nor stored).
+std::string cacheDir() {
+  std::string root = driver::cacheRoot(), error;
+  if (!driver::privateCacheDir(root, error))
+    return "";
+  std::string dir = root + "/remat";
+  if (!driver::privateCacheDir(dir, error))
+    return "";
+  return dir;
+}
 
 void hashModule(llvm::SHA256 &h, mlir::ModuleOp module) {
   std::string text;
@@ -65,7 +75,16 @@ std::string driver::rematChoiceKey(mlir::ModuleOp asWritten, mlir::ModuleOp fuse
 }
 
 std::optional<driver::RematChoice> driver::loadRematChoice(const std::string &key) {
-  auto buffer = llvm::MemoryBuffer::getFile(cacheDir() + "/" + key + ".json");
+  std::string dir = cacheDir();
+  if (dir.empty())
+    return std::nullopt;
+  std::string path = dir + "/" + key + ".json";
+  // A regular file of a sane size only (a FIFO would block the read).
+  llvm::sys::fs::file_status st;
+  if (llvm::sys::fs::status(path, st, /*follow=*/false) ||
+      st.type() != llvm::sys::fs::file_type::regular_file || st.getSize() > (1u << 20))
+    return std::nullopt;
+  auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return std::nullopt;
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buffer)->getBuffer());
@@ -111,8 +130,9 @@ std::optional<driver::RematChoice> driver::loadRematChoice(const std::string &ke
 
 void driver::storeRematChoice(const std::string &key, const RematChoice &choice) {
   std::string dir = cacheDir();
-  if (llvm::sys::fs::create_directories(dir))
+  if (dir.empty())
     return;
+  removeStaleTemporaries(dir, "tmp-");
   llvm::json::Array ids, binomial;
   for (int64_t id : choice.plan.recompute)
     ids.push_back(id);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The memory-budget search's choice is cached (lib/Driver/RematPlanCache.cpp):
 the same model, binding and budget again read it instead of searching,
-`nncc run` reads what `nncc inspect` stored, a damaged entry is searched
-again and replaced, other budgets and bindings get entries of their own, and
+`nncc run` reads what `nncc inspect` stored, a damaged entry (one whose plan
+does not give the peak it records, or overruns its budget) is searched again
+and replaced, other budgets and bindings get entries of their own, and
 a cache that cannot be written changes nothing but the time.
 
     remat_cache_check.py MODEL.nn WORKDIR
@@ -57,16 +58,27 @@ def main():
         fail("the second inspect differs or added an entry")
     print("repeat: the same plan, no new entry")
 
-    # The entry is what the second run used: one that keeps everything
-    # (valid, but not what the search chose) is taken as it is.
-    json.dump(dict(stored, recompute=[], share_chains=False, binomial=[]), open(path, "w"))
+    # The entry is what the second run used: a valid one that keeps
+    # everything (another budget's choice: a budget far above the peak) is
+    # taken as it is.
+    loose = inspect(budget="64GiB")
+    loose_name = (set(entries()) - set(names)).pop()
+    loose_entry = json.load(open(os.path.join(entries_dir, loose_name)))
+    if loose_entry["recompute"] or loose["remat"]["recomputed"]:
+        fail(f"a budget of 64 GiB should keep everything: {loose_entry}")
+    os.remove(os.path.join(entries_dir, loose_name))
+    json.dump(loose_entry, open(path, "w"))
     kept = inspect()
     if kept["remat"]["recomputed"] or kept["peak_bytes"] <= first["peak_bytes"]:
         fail("the edited entry was not read")
     print("read: the entry decides the plan")
 
+    # An entry is planned again before it is used: one whose recorded peak
+    # is not its plan's is searched again and replaced.
     for damage in ["", "not json", json.dumps({"format": FORMAT, "recompute": "x"}),
-                   json.dumps(dict(stored, format="nncc-remat-choice-0"))]:
+                   json.dumps(dict(stored, format="nncc-remat-choice-0")),
+                   json.dumps(dict(loose_entry, peak_bytes=stored["peak_bytes"])),
+                   json.dumps(dict(stored, recompute=[10**9]))]:
         open(path, "w").write(damage)
         if inspect() != first:
             fail(f"a damaged entry {damage!r} changed the plan")
@@ -82,11 +94,25 @@ def main():
         fail("nncc run did not share inspect's entry")
     print("run: the same entry, the same peak")
 
-    inspect(budget=str(first["peak_bytes"] + 64))
+    tight_budget = first["peak_bytes"] + 64
+    tight = inspect(budget=str(tight_budget))
+    tight_name = (set(entries()) - set(names)).pop()
     inspect(n="4")
     if len(entries()) != 3:
         fail(f"another budget and another binding should add one entry each: {entries()}")
     print("keys: one entry per budget and binding")
+
+    # An entry whose plan overruns its budget (it keeps everything) is
+    # searched again: the budget holds.
+    tight_path = os.path.join(entries_dir, tight_name)
+    tight_entry = json.load(open(tight_path))
+    json.dump(loose_entry, open(tight_path, "w"))
+    again = inspect(budget=str(tight_budget))
+    if again != tight or again["peak_bytes"] > tight_budget:
+        fail(f"an entry over the budget was used: peak {again['peak_bytes']} > {tight_budget}")
+    if json.load(open(tight_path)) != tight_entry:
+        fail("the entry over the budget was not replaced")
+    print("over the budget: searched again, the budget holds")
 
     blocked = os.path.join(work, "not-a-directory")
     open(blocked, "w").write("a file where the cache should be\n")
