@@ -224,6 +224,7 @@ std::string driver::pchRoot() {
   std::string error;
   if (dir.empty() || !privateCacheDir(dir, error))
     return "";
+  removeStaleTemporaries(dir, "tmp-");
   return dir;
 }
 

@@ -39,6 +39,9 @@ void driver::prepareContext(MLIRContext &context) {
 
 std::optional<unsigned> driver::readSourceFile(llvm::SourceMgr &sourceMgr,
                                                llvm::StringRef path) {
+  // A FIFO or device would block the read or never end it ("-": stdin).
+  if (path != "-" && checkInputPath("the model", path.str()))
+    return std::nullopt;
   auto bufOrErr = llvm::MemoryBuffer::getFileOrSTDIN(path);
   if (std::error_code ec = bufOrErr.getError()) {
     fail("cannot read '" + path + "': " + ec.message());

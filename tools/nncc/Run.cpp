@@ -308,6 +308,10 @@ int randomTensor(const TensorSignature &s, size_t index,
                   "' is " + signatureString(s) + "): add --dim " + d + "=N");
     t.shape.push_back(it->second);
   }
+  // The draw holds two doubles per element beside the tensor.
+  if (int rc = checkAllocation("input '" + s.name + "' (" + signatureString(s) + ")", t.shape,
+                               16 + nncc_dtype_size(t.dtype)))
+    return rc;
   randomInput(t, s, dimMap, 1000 + index);
   return 0;
 }
@@ -376,7 +380,8 @@ int collectInputs(const ModelSignature &sig, RunInputs &in) {
       for (const TensorSignature &s : sig.inputs)
         known |= s.name == o.name;
       if (!known)
-        llvm::errs() << "nncc: warning: '" << inputsFile << "' has a tensor '" << o.name
+        llvm::errs() << "nncc: warning: '" << printable(inputsFile) << "' has a tensor '"
+                     << printable(o.name)
                      << "' that is not an input of model '" << sig.model << "'\n";
     }
   return 0;
@@ -613,11 +618,29 @@ int runInspect() {
   return 0;
 }
 
+/// Every file nncc run writes, checked before any work (Support.h).
+int checkRunOutputs() {
+  std::vector<InputPath> reads = {
+      {"the model", runInput}, {"--inputs", inputsFile}, {"--weights", weightsFile}};
+  for (auto [flag, path] : {std::pair<llvm::StringRef, const std::string *>{"-o", &runOutput},
+                            {"--save-inputs", &saveInputs},
+                            {"--memory-stats", &memoryStatsFile}}) {
+    if (path->empty())
+      continue;
+    if (int rc = checkOutputPath(flag, *path, reads))
+      return rc;
+    reads.push_back({flag, *path});
+  }
+  return 0;
+}
+
 int runRun() {
   if (inputsFile.empty() && !randomInputs)
     return fail("nncc run needs --inputs I.safetensors or --random-inputs");
   if (!inputsFile.empty() && randomInputs)
     return fail("--inputs and --random-inputs exclude each other");
+  if (int rc = checkRunOutputs())
+    return rc;
   bool cuda = runTarget == RunTarget::CUDA;
   if (precision == Precision::BF16 && !cuda)
     return fail("--precision bf16 runs on the CUDA target only: add --target cuda");

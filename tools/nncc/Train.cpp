@@ -56,6 +56,9 @@ namespace nncc::tool {
 cl::SubCommand trainCmd("train", "Train a model on a safetensors data file with its train clause");
 
 namespace {
+/// The most epochs a run may ask for (their step count must fit in 64 bits).
+constexpr int64_t kMostEpochs = 1000000000;
+
 cl::opt<std::string> trainInput(cl::Positional, cl::desc("<model.nn>"), cl::Required,
                                 cl::sub(trainCmd));
 cl::opt<std::string> dataFile("data",
@@ -276,6 +279,12 @@ int loadData(const ModelSignature &sig, Precision precision, const std::string &
     uint64_t per = 1;
     for (size_t k = 1; k < t.shape.size(); ++k)
       per *= (uint64_t)t.shape[k];
+    if (per == 0)
+      return fail("'" + data.path + "': tensor '" + s.name + "' has shape " +
+                  shapeString(t.shape) + ": its samples hold no elements");
+    if (int rc = checkAllocation("'" + data.path + "': tensor '" + s.name + "'", t.shape,
+                                 nncc_dtype_size(want)))
+      return rc;
     t.rowBytes = per * nncc_dtype_size(want);
     t.storage.assign(((uint64_t)data.numSamples * t.rowBytes + 7) / 8, 0);
     if (int rc = convertData(s, view, t, data.path))
@@ -290,23 +299,25 @@ int loadData(const ModelSignature &sig, Precision precision, const std::string &
 /// The train clause's configuration with the command line's overrides.
 int configure(const nncc_model_abi *abi, int64_t N, nncc_train_config &cfg) {
   cfg = *abi->train_config;
-  if (epochsOpt > 0)
+  // checkTrainOptions refused every value out of range.
+  if (epochsOpt.getNumOccurrences())
     cfg.epochs = epochsOpt;
-  if (batchOpt > 0)
+  if (batchOpt.getNumOccurrences())
     cfg.batch = batchOpt;
-  if (lrOpt > 0)
+  if (lrOpt.getNumOccurrences())
     cfg.lr = lrOpt;
-  if (seedOpt >= 0)
+  if (seedOpt.getNumOccurrences())
     cfg.seed = seedOpt;
   if (noSchedule)
     cfg.schedule = NNCC_SCHEDULE_CONSTANT;
-  if (epochsOpt.getNumOccurrences() && epochsOpt <= 0)
-    return fail("--epochs must be positive");
-  if (batchOpt.getNumOccurrences() && batchOpt <= 0)
-    return fail("--batch must be positive");
   const int64_t B = std::min<int64_t>(cfg.batch, N);
-  if (cfg.total <= 0)
-    cfg.total = cfg.epochs * ((N + B - 1) / B);
+  int64_t total;
+  if (cfg.total <= 0) {
+    if (__builtin_mul_overflow(cfg.epochs, (N + B - 1) / B, &total))
+      return fail(std::to_string(cfg.epochs) + " epochs of " + std::to_string((N + B - 1) / B) +
+                  " steps overflow the step count");
+    cfg.total = total;
+  }
   return 0;
 }
 
@@ -388,17 +399,14 @@ int evaluate(const ModelHandle &h, TrainData &val, int64_t B,
   return 0;
 }
 
-/// Writes `path` with `save` (save_weights or save_train_state) aside, then
-/// renames it into place, so that an interrupted write leaves the previous
-/// file; errors start with `what`.
+/// Writes `path` with `save` (save_weights or save_train_state), which
+/// writes a private temporary beside it and renames it into place, so that
+/// an interrupted write leaves the previous file; errors start with `what`.
 int writeAside(const ModelHandle &h, const std::string &path, llvm::StringRef what,
                nncc_status (*save)(nncc_model *, const char *, nncc_error *)) {
-  std::string tmp = path + ".tmp";
   nncc_error err;
-  if (save(h.model, tmp.c_str(), &err) != NNCC_OK)
+  if (save(h.model, path.c_str(), &err) != NNCC_OK)
     return fail(what + ": " + err.message);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return fail(what + ": cannot write '" + path + "': " + strerror(errno));
   return 0;
 }
 
@@ -673,6 +681,60 @@ int autoMicroBatch(llvm::ArrayRef<mlir::ModuleOp> forms, const ModelSignature &s
   return 0;
 }
 
+/// `v` as printf's %g.
+std::string formatG(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+/// The numeric options, refused (never replaced by the clause's values)
+/// when out of range.
+int checkTrainOptions() {
+  if (lrOpt.getNumOccurrences() && !(std::isfinite(lrOpt) && lrOpt > 0))
+    return fail("--lr " + llvm::Twine(formatG(lrOpt)) +
+                ": the learning rate must be a finite number > 0");
+  if (seedOpt.getNumOccurrences() && seedOpt < 0)
+    return fail("--seed " + std::to_string(seedOpt) + ": the seed must be >= 0");
+  if (maxSteps.getNumOccurrences() && maxSteps < 1)
+    return fail("--max-steps " + std::to_string(maxSteps) + ": expected at least 1 step");
+  if (epochsOpt.getNumOccurrences() && (epochsOpt < 1 || epochsOpt > kMostEpochs))
+    return fail("--epochs " + std::to_string(epochsOpt) + ": expected 1 to " +
+                std::to_string(kMostEpochs));
+  if (batchOpt.getNumOccurrences() && batchOpt < 1)
+    return fail("--batch " + std::to_string(batchOpt) + ": expected at least 1 sample");
+  return 0;
+}
+
+/// Every file the run writes, checked before any work: folders that exist
+/// and can be written, regular files, none of them a file the run reads,
+/// and no two of them the same.
+int checkTrainOutputs(const std::string &out) {
+  std::vector<InputPath> reads = {{"the model", trainInput},
+                                  {"--data", dataFile},
+                                  {"--validation", validationFile},
+                                  {"--weights", initWeights},
+                                  {"--resume", resumeState}};
+  if (int rc = checkOutputPath("-o", out, reads))
+    return rc;
+  reads.push_back({"-o", out});
+  if (!logFile.empty())
+    if (int rc = checkOutputPath("--log", logFile, reads))
+      return rc;
+  reads.push_back({"--log", logFile});
+  if (!saveState.empty()) {
+    // The state may replace the one the run resumed from.
+    llvm::ArrayRef<InputPath> others(reads);
+    std::vector<InputPath> notResume;
+    for (const InputPath &r : others)
+      if (r.flag != "--resume")
+        notResume.push_back(r);
+    if (int rc = checkOutputPath("--save-state", saveState, notResume, "{step}"))
+      return rc;
+  }
+  return 0;
+}
+
 } // namespace
 
 int runTrain() {
@@ -684,6 +746,8 @@ int runTrain() {
   if ((keepBest || patience.getNumOccurrences()) && validationFile.empty())
     return fail(llvm::Twine(keepBest ? "--keep-best" : "--patience") +
                 " compares validation losses: add --validation V.safetensors");
+  if (int rc = checkTrainOptions())
+    return rc;
   if (patience < 0)
     return fail("--patience must be >= 0");
   if (saveEvery < 0)
@@ -716,6 +780,10 @@ int runTrain() {
   mlir::FailureOr<ModelSignature> sig = getSignature(*module);
   if (mlir::failed(sig))
     return 1;
+  const std::string out =
+      outWeights.empty() ? sig->model + ".safetensors" : std::string(outWeights);
+  if (int rc = checkTrainOutputs(out))
+    return rc;
 
   // The data (checked before compiling), then compile, load, configure.
   TrainData data;
@@ -787,6 +855,10 @@ int runTrain() {
     if (h.abi->train_stats(h.model, &st, &err) != NNCC_OK)
       return fail(llvm::Twine("--resume: ") + err.message);
     startStep = st.step;
+    if (startStep < 0 || startStep > cfg.total)
+      return fail("--resume: '" + resumeState + "' is at step " + std::to_string(startStep) +
+                  ", past this run's " + std::to_string(cfg.total) +
+                  " steps (same model, data, batch and epochs as the run that wrote it?)");
   } else if (int rc = h.initWeights(initWeights, (uint64_t)cfg.seed)) {
     return rc;
   }
@@ -820,11 +892,13 @@ int runTrain() {
         }
       }
     }
-    log = fopen(logFile.c_str(), "w");
+    // The kept rows go to a temporary beside the log, renamed over it: a
+    // kill during the rewrite leaves the old log whole.
+    if (int rc = replaceFile(logFile, llvm::join(kept, "\n") + "\n", "--log"))
+      return rc;
+    log = fopen(logFile.c_str(), "a");
     if (!log)
       return fail("cannot write '" + logFile + "': " + strerror(errno));
-    for (const std::string &line : kept)
-      fprintf(log, "%s\n", line.c_str());
   }
   llvm::scope_exit closeLog([&] {
     if (log)
@@ -845,7 +919,6 @@ int runTrain() {
                  << " lr " << llvm::format("%g", cfg.lr) << "\n";
   if (startStep > 0 && !trainQuiet)
     llvm::outs() << "resuming at step " << startStep + 1 << " (" << resumeState << ")\n";
-  std::string out = outWeights.empty() ? sig->model + ".safetensors" : std::string(outWeights);
   BestEpoch best;
   if (int rc = trainLoop(h, cfg, data, validation, metrics, log, startStep, out, best))
     return rc;

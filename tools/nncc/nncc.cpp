@@ -30,10 +30,14 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <exception>
+#include <unistd.h>
 
 #ifndef NNCC_VERSION
 #define NNCC_VERSION "0.1.0"
@@ -289,6 +293,20 @@ int runCompile() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // Never an abort: an allocation that fails anyway (a size no check
+  // foresaw) ends the process with one error line and status 1.
+  llvm::install_bad_alloc_error_handler([](void *, const char *, bool) {
+    static const char msg[] = "nncc: error: out of memory: an allocation failed (a size too "
+                              "large for this machine?)\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    ::_exit(1);
+  });
+  std::set_terminate([] {
+    static const char msg[] = "nncc: error: out of memory or a size out of range (the "
+                              "standard library refused an allocation)\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    ::_exit(1);
+  });
   cl::SetVersionPrinter(printVersion);
   // libLLVM registers many global options; show only ours in --help.
   const cl::OptionCategory *cats[] = {&nnccCategory, &nncc::tool::runCategory};

@@ -13,8 +13,49 @@
 
 namespace nncc::driver {
 
-/// Prints `nncc: error: <msg>`; returns 1 (the exit status).
+/// Prints `nncc: error: <msg>` on one line; returns 1 (the exit status).
+/// Control characters in `msg` (from a file name or a tensor name, say)
+/// are printed as `\xNN`, so no name can forge a line or drive the terminal.
 int fail(const llvm::Twine &msg);
+
+/// `s` with control characters (and DEL) as `\xNN`; other bytes kept.
+std::string printable(llvm::StringRef s);
+
+/// The most memory this process can expect to allocate: the machine's
+/// physical memory, or its address-space or data limit when smaller.
+uint64_t allocatableBytes();
+
+/// Refuses `what` (e.g. "input 'x' (F32 [B, 3])") of `shape` with
+/// `bytesPerElement` when its size overflows or exceeds allocatableBytes(),
+/// naming the size it needs. Returns the exit status.
+int checkAllocation(const llvm::Twine &what, llvm::ArrayRef<int64_t> shape,
+                    uint64_t bytesPerElement);
+
+/// One path a command reads (`flag` names it in messages: "--data").
+struct InputPath {
+  llvm::StringRef flag;
+  std::string path;
+};
+
+/// Checks, before any work, that `path` can be written as the output of
+/// `flag`: its folder exists and can be written; it is not a directory,
+/// device or FIFO (a symlink to a regular file is written through); it is
+/// none of `inputs` (the same file or the same path). With `placeholder`
+/// (e.g. "{step}") in the path only its folder is checked. Returns the exit
+/// status.
+int checkOutputPath(llvm::StringRef flag, const std::string &path,
+                    llvm::ArrayRef<InputPath> inputs, llvm::StringRef placeholder = "");
+
+/// Replaces `path` with `contents` through a private temporary beside it
+/// (O_EXCL, a random name), synced and renamed into place, so a kill leaves
+/// the old file or the new one whole. Errors name `flag`. Returns the exit
+/// status.
+int replaceFile(const std::string &path, llvm::StringRef contents, llvm::StringRef flag);
+
+/// Refuses, before it is opened, an input path that is not a regular file
+/// (a FIFO would block, a device never end); a missing one is left to the
+/// reader's message. Returns the exit status.
+int checkInputPath(llvm::StringRef flag, const std::string &path);
 
 /// "[4, 32]".
 std::string shapeString(llvm::ArrayRef<int64_t> shape);
