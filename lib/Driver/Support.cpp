@@ -157,6 +157,53 @@ int driver::replaceFile(const std::string &given, llvm::StringRef contents,
   return 0;
 }
 
+int driver::checkInputValues(const TensorSignature &s, nncc_dtype dtype,
+                             llvm::ArrayRef<int64_t> shape, const void *data,
+                             const std::map<std::string, int64_t> &dims,
+                             llvm::StringRef source) {
+  if (s.role != InputRole::TokenIds && s.role != InputRole::ClassTargets &&
+      s.role != InputRole::Lengths)
+    return 0;
+  if (dtype != NNCC_DTYPE_I32 && dtype != NNCC_DTYPE_I64)
+    return 0;
+  int64_t limit = -1;
+  if (!llvm::StringRef(s.limit).getAsInteger(10, limit)) {
+  } else if (auto it = dims.find(s.limit); it != dims.end()) {
+    limit = it->second;
+  } else {
+    return 0; // the size is not known here; the kernel checks it
+  }
+  const bool lengths = s.role == InputRole::Lengths;
+  const int64_t lo = lengths ? 1 : 0, hi = lengths ? limit + 1 : limit;
+  uint64_t n = 1;
+  for (int64_t d : shape)
+    n *= uint64_t(d);
+  for (uint64_t i = 0; i < n; ++i) {
+    int64_t v = dtype == NNCC_DTYPE_I32 ? static_cast<const int32_t *>(data)[i]
+                                        : static_cast<const int64_t *>(data)[i];
+    if ((v >= lo && v < hi) || llvm::is_contained(s.exempt, v))
+      continue;
+    std::string index;
+    for (size_t k = shape.size(), rest = i; k-- > 0;) {
+      index = std::to_string(rest % uint64_t(shape[k])) + (index.empty() ? "" : ", ") + index;
+      rest /= uint64_t(shape[k]);
+    }
+    std::string range =
+        lengths ? "[1, " + std::to_string(limit) + "] (a length at most " + s.limit + ")"
+        : s.role == InputRole::TokenIds
+            ? "[0, " + std::to_string(limit) + ") (an embedding of " + std::to_string(limit) +
+                  " rows)"
+            : "[0, " + std::to_string(limit) + ") (" + std::to_string(limit) + " classes" +
+                  (s.exempt.empty() ? std::string(")")
+                                    : ", or the ignore_index " +
+                                          std::to_string(s.exempt.front()) + ")");
+    const char *what = lengths ? "length" : s.role == InputRole::TokenIds ? "token id" : "class";
+    return fail("'" + source + "': input '" + s.name + "' at [" + index + "] is " + what + " " +
+                std::to_string(v) + ", outside " + range);
+  }
+  return 0;
+}
+
 int driver::checkInputPath(llvm::StringRef flag, const std::string &path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)

@@ -532,6 +532,17 @@ void setRole(nn::InputRoleAttr role, TensorSignature &sig) {
   else if (role.getSymbol())
     sig.limit = role.getSymbol().getValue().str();
 }
+/// The ignore_index of every cross-entropy in `module` (the target values
+/// that count as no target).
+std::vector<int64_t> ignoredTargets(ModuleOp module) {
+  std::vector<int64_t> values;
+  module.walk([&](Operation *op) {
+    if (auto a = op->getAttrOfType<IntegerAttr>("ignore_index"))
+      if (llvm::find(values, a.getInt()) == values.end())
+        values.push_back(a.getInt());
+  });
+  return values;
+}
 } // namespace
 
 std::string DimRange::rejection(llvm::StringRef name, int64_t size) const {
@@ -563,6 +574,8 @@ FailureOr<ModelSignature> getSignature(ModuleOp module) {
     const target::TensorSig &t = e.inputs[in++];
     TensorSignature ts{t.name, dtypeName(t.type.getElementType()), dimStrings(t.type.getDims())};
     setRole(e.forward.getArgAttrOfType<nn::InputRoleAttr>(arg.getArgNumber(), "nn.role"), ts);
+    if (ts.role == InputRole::ClassTargets)
+      ts.exempt = ignoredTargets(module);
     sig.inputs.push_back(ts);
   }
   for (const target::TensorSig &t : e.outputs)

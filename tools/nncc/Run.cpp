@@ -281,8 +281,8 @@ int parseDims(const ModelSignature &sig, std::map<std::string, int64_t> &dimMap)
   for (const std::string &d : dimValues) {
     auto [k, v] = llvm::StringRef(d).split('=');
     int64_t x;
-    if (k.empty() || v.getAsInteger(10, x) || x < 0)
-      return fail("--dim expects NAME=SIZE with SIZE >= 0, got '" + d + "'");
+    if (k.empty() || v.getAsInteger(10, x) || x < 1)
+      return fail("--dim expects NAME=SIZE with SIZE >= 1, got '" + d + "'");
     if (std::find(sig.dims.begin(), sig.dims.end(), k.str()) == sig.dims.end())
       return fail("--dim " + k + ": model '" + sig.model + "' has no dim '" + k +
                   "' (dims: " + llvm::join(sig.dims, ", ") + ")");
@@ -668,6 +668,15 @@ int runRun() {
   RunInputs in;
   if (int rc = collectInputs(*sig, in))
     return rc;
+  if (!randomInputs) {
+    std::map<std::string, int64_t> dims = boundDims(*sig, in);
+    for (size_t i = 0; i < sig->inputs.size() && i < in.tensors.size(); ++i) {
+      HostTensor &t = in.tensors[i];
+      if (int rc = checkInputValues(sig->inputs[i], t.dtype, t.shape, t.data(), dims,
+                                    inputsFile))
+        return rc;
+    }
+  }
   if (trainMode && !gradMode)
     return fail("--train-mode applies to --grad runs");
   if (inputsOnly) {

@@ -613,6 +613,18 @@ std::map<std::string, int64_t> dataBinding(const ModelSignature &sig, const Trai
   return dims;
 }
 
+/// The values of `data` in the ranges their inputs' roles admit (token ids,
+/// classes, lengths), checked once when the data is loaded.
+int checkDataValues(const ModelSignature &sig, TrainData &data) {
+  std::map<std::string, int64_t> dims = dataBinding(sig, data, 0);
+  for (size_t i = 0; i < sig.inputs.size() && i < data.tensors.size(); ++i) {
+    DataTensor &t = data.tensors[i];
+    if (int rc = checkInputValues(sig.inputs[i], t.dtype, t.shape, t.data(), dims, data.path))
+      return rc;
+  }
+  return 0;
+}
+
 /// --micro-batch auto: as few micro-batches of a batch as fit --memory-budget
 /// with the training step keeping every residual, of even sizes; 1 sample
 /// when not even that fits (the budget's rematerialisation then plans it)
@@ -789,9 +801,12 @@ int runTrain() {
   TrainData data;
   if (int rc = loadData(*sig, precision, dataFile, "data", data))
     return rc;
+  if (int rc = checkDataValues(*sig, data))
+    return rc;
   TrainData validation;
   if (!validationFile.empty())
-    if (int rc = loadData(*sig, precision, validationFile, "validation data", validation))
+    if (int rc = loadData(*sig, precision, validationFile, "validation data", validation);
+        rc || (rc = checkDataValues(*sig, validation)))
       return rc;
   RematRequest remat;
   if (!trainBudget.empty()) {

@@ -245,8 +245,8 @@ int runCompile() {
     for (const std::string &d : compileDims) {
       auto [k, v] = llvm::StringRef(d).split('=');
       int64_t x;
-      if (k.empty() || v.getAsInteger(10, x) || x < 0)
-        return nncc::driver::fail("--dim expects NAME=SIZE with SIZE >= 0, got '" + d + "'");
+      if (k.empty() || v.getAsInteger(10, x) || x < 1)
+        return nncc::driver::fail("--dim expects NAME=SIZE with SIZE >= 1, got '" + d + "'");
       if (std::find(modelDims.begin(), modelDims.end(), k.str()) == modelDims.end())
         return nncc::driver::fail("--dim " + k + ": the model has no dim '" + k + "'");
       dims[k.str()] = x;

@@ -9,6 +9,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Twine.h"
 
+#include <map>
 #include <string>
 
 namespace nncc::driver {
@@ -30,6 +31,16 @@ uint64_t allocatableBytes();
 /// naming the size it needs. Returns the exit status.
 int checkAllocation(const llvm::Twine &what, llvm::ArrayRef<int64_t> shape,
                     uint64_t bytesPerElement);
+
+/// Checks the values of input `s` (dtype, shape, data) against the range
+/// its role admits: token ids in [0, vocabulary), class targets in
+/// [0, classes) or an ignore_index, lengths in [1, T]. `dims` binds the
+/// symbolic dims a limit may name; `source` says where the data came from.
+/// The first value out of range is named with its index, value and limit.
+/// Returns the exit status.
+int checkInputValues(const TensorSignature &s, nncc_dtype dtype, llvm::ArrayRef<int64_t> shape,
+                     const void *data, const std::map<std::string, int64_t> &dims,
+                     llvm::StringRef source);
 
 /// One path a command reads (`flag` names it in messages: "--data").
 struct InputPath {

@@ -86,6 +86,8 @@ struct TensorSignature {
   std::vector<std::string> dims;  // "16" or a symbolic dim name "B"
   InputRole role = InputRole::Data;
   std::string limit;              // TokenIds/ClassTargets/Lengths: a size or dim name
+  std::vector<int64_t> exempt;    // ClassTargets: values outside the range that count as
+                                  // no target (cross-entropy's ignore_index)
   bool decay = true;              // parameters: weight decay applies (#nn.param_group)
   int64_t lrDepth = 0;            // parameters: lr multiplier = layer_decay^lrDepth
 };

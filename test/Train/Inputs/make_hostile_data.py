@@ -1,6 +1,6 @@
 """Data files for safe-io.test in DIR: huge.safetensors claims 2^62 token
 rows of length 0 for tiny_lstm_lm (a 200-byte file), good.safetensors is
-tiny_mlp's data."""
+tiny_mlp's data, oov.safetensors has a token id past tiny_lstm_lm's vocabulary."""
 import json
 import os
 import struct
@@ -18,3 +18,6 @@ open(os.path.join(d, "huge.safetensors"), "wb").write(struct.pack("<Q", len(head
 r = np.random.default_rng(0)
 T.save_safetensors(os.path.join(d, "good.safetensors"), {"x": r.random((8, 6), np.float32),
                                                          "y": r.random((8, 3), np.float32)})
+tokens = r.integers(0, 20, (6, 5)).astype(np.int32)
+tokens[4, 2] = 20
+T.save_safetensors(os.path.join(d, "oov.safetensors"), {"tokens": tokens, "next_tokens": tokens})
