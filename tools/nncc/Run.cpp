@@ -523,6 +523,10 @@ int execute(const std::string &libPath, bool cuda, RunInputs &in) {
     return rc;
   if (int rc = h.initWeights(weightsFile, seed))
     return rc;
+  if (weightsFile.empty() && h.abi->num_params > 0 && !quiet)
+    llvm::errs() << "nncc: note: no --weights: the weights are random (PyTorch's default "
+                    "init, --seed "
+                 << seed << ")\n";
   nncc_error err;
   for (HostTensor &t : in.tensors)
     if (h.abi->set_input(h.model, t.name.c_str(), t.dtype, (int32_t)t.shape.size(),

@@ -307,6 +307,24 @@ int main(int argc, char **argv) {
     (void)!::write(2, msg, sizeof msg - 1);
     ::_exit(1);
   });
+  // A mistyped subcommand: the nearest one (cl suggests flags itself).
+  if (argc > 1 && argv[1][0] != '-') {
+    llvm::StringRef given = argv[1];
+    const llvm::StringRef commands[] = {"compile", "inspect", "run", "train"};
+    if (!llvm::is_contained(commands, given)) {
+      llvm::StringRef nearest;
+      unsigned best = 3; // at most two edits away
+      for (llvm::StringRef c : commands)
+        if (unsigned d = given.edit_distance(c, /*AllowReplacements=*/true, best); d < best) {
+          best = d;
+          nearest = c;
+        }
+      return nncc::driver::fail(
+          "unknown command '" + given + "'" +
+          (nearest.empty() ? llvm::Twine("") : llvm::Twine(": did you mean '") + nearest + "'?") +
+          " (commands: compile, inspect, run, train; see 'nncc --help')");
+    }
+  }
   cl::SetVersionPrinter(printVersion);
   // libLLVM registers many global options; show only ours in --help.
   const cl::OptionCategory *cats[] = {&nnccCategory, &nncc::tool::runCategory};
