@@ -4,6 +4,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
@@ -79,6 +81,111 @@ llvm::json::Object memoryPlanJSON(const target::MemoryPlan &plan, llvm::StringRe
   obj["launches"] = std::move(launches);
   obj["slots"] = std::move(slots);
   return obj;
+}
+
+namespace {
+/// Bytes of one tensor of `t` at `dims` (F32 elements in the run's precision).
+uint64_t tensorBytes(const TensorSignature &t, const std::map<std::string, int64_t> &dims,
+                     Precision precision) {
+  uint64_t n = 1;
+  for (const std::string &d : t.dims) {
+    int64_t x;
+    if (llvm::StringRef(d).getAsInteger(10, x)) {
+      auto it = dims.find(d);
+      x = it == dims.end() ? 0 : it->second;
+    }
+    n *= uint64_t(x);
+  }
+  uint64_t element = t.dtype == "F32"                       ? uint64_t(realBytes(precision))
+                     : t.dtype == "F64" || t.dtype == "I64" ? 8
+                     : t.dtype == "BOOL"                    ? 1
+                     : t.dtype == "BF16" || t.dtype == "F16" ? 2
+                                                             : 4;
+  return n * element;
+}
+} // namespace
+
+MemoryTotals memoryTotals(const target::MemoryPlan &plan, const ModelSignature &sig,
+                          const std::map<std::string, int64_t> &dims, Precision precision,
+                          bool training, nn::OptimizerAttr optimizer) {
+  MemoryTotals t;
+  t.arena = plan.arenaBytes;
+  uint64_t masters = 0; // fp32 copies of bf16 parameters, and moments in fp32
+  for (const TensorSignature &p : sig.params) {
+    t.parameters += tensorBytes(p, dims, precision);
+    masters += tensorBytes(p, dims, Precision::F32);
+  }
+  for (const TensorSignature &in : sig.inputs)
+    t.inputs += tensorBytes(in, dims, precision);
+  for (const TensorSignature &out : sig.outputs)
+    t.outputs += tensorBytes(out, dims, precision);
+  if (!training)
+    return t;
+  t.gradients = t.parameters;
+  // Optimizer state in acc_t: fp32 for f32 and bf16, fp64 for f64.
+  uint64_t stateCopy = precision == Precision::F64 ? t.parameters : masters;
+  unsigned copies = 0;
+  if (optimizer)
+    copies = optimizer.getKind() == nn::OptimizerKind::sgd
+                 ? (optimizer.getMomentum().isZero() ? 0 : 1)
+                 : 2;
+  t.optimizerState = copies * stateCopy + (precision == Precision::BF16 ? masters : 0);
+  return t;
+}
+
+llvm::json::Object totalsJSON(const MemoryTotals &t) {
+  return llvm::json::Object{{"activation_arena", static_cast<int64_t>(t.arena)},
+                            {"parameters", static_cast<int64_t>(t.parameters)},
+                            {"gradients", static_cast<int64_t>(t.gradients)},
+                            {"optimizer_state", static_cast<int64_t>(t.optimizerState)},
+                            {"inputs", static_cast<int64_t>(t.inputs)},
+                            {"outputs", static_cast<int64_t>(t.outputs)},
+                            {"total", static_cast<int64_t>(t.total())}};
+}
+
+void printMemorySummary(llvm::raw_ostream &os, const target::MemoryPlan &plan,
+                        const MemoryTotals &totals, llvm::StringRef model,
+                        const std::map<std::string, int64_t> &dims, bool training,
+                        llvm::StringRef precision, const driver::RematRequest *remat) {
+  std::string binding;
+  for (const auto &[k, v] : dims)
+    binding += (binding.empty() ? "" : ", ") + k + "=" + std::to_string(v);
+  os << model << ", " << (training ? "one training step" : "inference") << " at " << binding
+     << " (" << precision << "):\n";
+  auto row = [&](llvm::StringRef what, uint64_t bytes, llvm::StringRef note) {
+    os << llvm::formatv("  {0,-18} {1,12}", what, formatBytes(bytes));
+    if (!note.empty())
+      os << "  " << note;
+    os << "\n";
+  };
+  std::string peakWhere;
+  if (plan.peakLaunch >= 0) {
+    const target::PlannedLaunch &p = plan.launches[plan.peakLaunch];
+    std::string loc = p.op ? sourceLocation(p.op->getLoc()) : "";
+    peakWhere = "peak " + formatBytes(plan.peakBytes) + " at launch " +
+                std::to_string(p.index) +
+                (p.op ? " (" + p.op->getName().getStringRef().str() +
+                            (loc.empty() ? "" : ", " + loc) + ")"
+                      : std::string());
+  }
+  row("activations", totals.arena, peakWhere);
+  row("parameters", totals.parameters, "");
+  if (training) {
+    row("gradients", totals.gradients, "");
+    row("optimizer state", totals.optimizerState, "");
+  }
+  row("inputs", totals.inputs, "");
+  row("outputs", totals.outputs, "");
+  row("total", totals.total(), "");
+  if (remat && remat->budget.kind != MemoryBudget::Kind::Unlimited) {
+    os << "--memory-budget " << remat->budget.str()
+       << " bounds the activations (the arena) only; ";
+    size_t recomputed = 0;
+    for (const RematReportEntry &e : remat->chosen.report)
+      recomputed += e.decision == "recomputed";
+    os << recomputed << " residual(s) recomputed, " << remat->chosen.storedReversible
+       << " reversible block(s) stored\n";
+  }
 }
 
 llvm::json::Object rematJSON(const driver::RematRequest &remat) {

@@ -92,6 +92,16 @@ cl::opt<bool> inspectMemory(
              "arena_bytes, peak_bytes (the high-water mark `nncc run --memory-stats` "
              "reports for the same run), live bytes per launch, every arena slot"),
     cl::sub(inspectCmd), cl::cat(runCategory));
+enum class MemoryFormat { Auto, Text, Json };
+cl::opt<MemoryFormat> memoryFormat(
+    "format", cl::desc("How --memory prints the plan (default: text on a terminal, else json)"),
+    cl::init(MemoryFormat::Auto),
+    cl::values(clEnumValN(MemoryFormat::Text, "text",
+                          "a summary: activations, parameters, gradients, optimizer state, "
+                          "inputs, outputs and their total"),
+               clEnumValN(MemoryFormat::Json, "json",
+                          "the whole plan (every launch and slot) with the totals")),
+    cl::sub(inspectCmd), cl::cat(runCategory));
 MemoryBudgetOpt memoryBudget(
     "memory-budget",
     cl::desc("With --grad: the most arena memory the training step may use (bytes, "
@@ -489,8 +499,20 @@ int inspectMemoryPlan(mlir::ModuleOp module, llvm::SourceMgr &sourceMgr,
       realBytes(precision));
   if (mlir::failed(plan))
     return 1;
+  nncc::nn::OptimizerAttr optimizer;
+  if (auto tr = module->getAttrOfType<nncc::nn::TrainAttr>("nn.train"))
+    optimizer = tr.getOptimizer();
+  MemoryTotals totals = memoryTotals(*plan, sig, dims, precision, gradMode, optimizer);
+  bool text = memoryFormat == MemoryFormat::Text ||
+              (memoryFormat == MemoryFormat::Auto && llvm::outs().is_displayed());
+  if (text) {
+    printMemorySummary(llvm::outs(), *plan, totals, sig.model, dims, gradMode,
+                       precisionName(precision), gradMode ? &remat : nullptr);
+    return 0;
+  }
   llvm::json::Object obj =
       memoryPlanJSON(*plan, sig.model, dims, gradMode, precisionName(precision));
+  obj["totals"] = totalsJSON(totals);
   if (gradMode)
     obj["remat"] = rematJSON(remat);
   llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(obj))) << "\n";
