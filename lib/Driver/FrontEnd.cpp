@@ -47,6 +47,11 @@ std::optional<unsigned> driver::readSourceFile(llvm::SourceMgr &sourceMgr,
     fail("cannot read '" + path + "': " + ec.message());
     return std::nullopt;
   }
+  // The name every diagnostic and location shows: control characters of a
+  // file name escaped, so a name cannot forge a line of nncc's output.
+  std::string shown = printable(path);
+  if (shown != path)
+    *bufOrErr = llvm::MemoryBuffer::getMemBufferCopy((*bufOrErr)->getBuffer(), shown);
   return sourceMgr.AddNewSourceBuffer(std::move(*bufOrErr), llvm::SMLoc());
 }
 

@@ -525,16 +525,13 @@ int writeMemoryStats(const ModelHandle &h) {
   nncc_error err;
   if (h.abi->memory_stats(h.model, &arena, &peak, &err) != NNCC_OK)
     return fail(llvm::Twine("memory_stats: ") + err.message);
-  std::error_code ec;
-  llvm::raw_fd_ostream os(memoryStatsFile, ec);
-  if (ec)
-    return fail("cannot write '" + memoryStatsFile + "': " + ec.message());
   llvm::json::Object obj{{"model", std::string(h.abi->model_name)},
                          {"mode", gradMode ? "training" : "forward"},
                          {"arena_bytes", static_cast<int64_t>(arena)},
                          {"peak_bytes", static_cast<int64_t>(peak)}};
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(obj))) << "\n";
-  return 0;
+  return replaceFile(memoryStatsFile,
+                     llvm::formatv("{0:2}", llvm::json::Value(std::move(obj))).str() + "\n",
+                     "--memory-stats");
 }
 
 /// Loads the library, sets the weights and inputs, runs forward (or

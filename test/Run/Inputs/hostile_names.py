@@ -84,6 +84,17 @@ def main():
                 if b"INJECTED" in line and not (b"//" in line or b'"' in line):
                     fail(f"{name!r}: {f} has the name outside a comment or string: {line!r}")
         print(f"{name!r}: own entry, clean outputs, nothing injected")
+    # A diagnostic names the file with its control characters escaped: the
+    # name cannot forge a line of nncc's output.
+    forged = os.path.join(work, "bad\nnncc: error: forged")
+    open(forged, "w").write("model x {\n  bogus\n}\n")
+    r = subprocess.run(["nncc", "run", forged, "--random-inputs"], capture_output=True, text=True,
+                       env=dict(os.environ, NNCC_CACHE_DIR=cache))
+    if r.returncode != 1 or any(l.startswith("nncc: error: forged") for l in r.stderr.splitlines()):
+        fail(f"a file name forged a diagnostic line: {r.stderr!r}")
+    if "bad\\x0anncc: error: forged:3:1: error:" not in r.stderr:
+        fail(f"the diagnostic does not show the escaped name: {r.stderr!r}")
+    print("diagnostics: the name escaped, no forged line")
     # The clean text again: its first entry, untouched by the hostile names.
     before = entries(cache)
     run(cache, work, clean, "again.st")
