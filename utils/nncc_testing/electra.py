@@ -195,10 +195,11 @@ class Electra(torch.nn.Module):
                     loss=gen_loss + LAMBDA * disc_loss)
 
     def forward(self, tokens, segments):
-        """Algorithm 2 with torch's randomness: floor(p T) masked positions per
-        sequence, samples from the generator's softmax at those positions."""
+        """Algorithm 2 with torch's randomness: max(1, floor(p T)) masked
+        positions per sequence (Clark et al.'s max), samples from the
+        generator's softmax at those positions."""
         B, T = tokens.shape
-        l = int(math.floor(P_MASK * T))
+        l = max(1, int(math.floor(P_MASK * T)))
         mask = torch.zeros(B, T, dtype=torch.bool)
         if l:
             mask.scatter_(1, torch.rand(B, T).topk(l, dim=1).indices, True)

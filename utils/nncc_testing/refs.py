@@ -62,9 +62,12 @@ def mask_stream_bits(seed, offset, count):
 
 
 def mask_positions(rows, n, p, seed, offset=0):
-    """nn.mask_tokens' choice: per row of n, the floor(p n) positions with the
-    smallest (key, position), key = bits(seed, offset, row*n + t)."""
+    """nn.mask_tokens' choice: per row of n, the max(1, floor(p n)) positions
+    (none at p = 0) with the smallest (key, position), key = bits(seed,
+    offset, row*n + t)."""
     k = int(np.floor(p * n + 1e-9))
+    if p > 0 and n > 0:
+        k = max(1, k)
     keys = mask_stream_bits(seed, offset, rows * n).reshape(rows, n)
     mask = np.zeros((rows, n), bool)
     for r in range(rows):

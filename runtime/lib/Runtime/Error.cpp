@@ -50,24 +50,83 @@ std::string nncc::rt::formatShape(const int64_t *shape, size_t rank) {
   return out + "]";
 }
 
+std::string nncc::rt::formatCallerShape(const int64_t *shape, size_t rank, size_t due) {
+  if (rank <= due)
+    return formatShape(shape, rank);
+  std::string out = formatShape(shape, std::min<size_t>(due, 16));
+  out.insert(out.size() - 1,
+             std::string(due ? ", " : "") + "... (" + std::to_string(rank) + " dims)");
+  return out;
+}
+
+namespace {
+/// Length of the valid UTF-8 sequence at s[i] (1 to 4), or 0 when the byte
+/// there does not start one (overlongs, surrogates, > U+10FFFF, truncated).
+size_t utf8SequenceAt(const unsigned char *s, size_t i, size_t size) {
+  unsigned char c = s[i];
+  if (c < 0x80)
+    return 1;
+  size_t n;
+  uint32_t cp;
+  if ((c & 0xe0) == 0xc0) {
+    n = 1;
+    cp = c & 0x1f;
+  } else if ((c & 0xf0) == 0xe0) {
+    n = 2;
+    cp = c & 0x0f;
+  } else if ((c & 0xf8) == 0xf0) {
+    n = 3;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (size - i <= n)
+    return 0;
+  for (size_t k = 1; k <= n; ++k) {
+    if ((s[i + k] & 0xc0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (s[i + k] & 0x3f);
+  }
+  if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+      cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  return n + 1;
+}
+
+constexpr size_t kQuotedBytes = 200; // longer texts are cut
+} // namespace
+
 std::string nncc::rt::quote(const char *text, size_t length) {
+  if (!text)
+    return "(null)";
+  const auto *s = reinterpret_cast<const unsigned char *>(text);
   std::string out = "'";
-  size_t shown = length > 200 ? 200 : length;
-  for (size_t i = 0; i < shown; ++i) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
+  size_t i = 0;
+  while (i < length) {
+    unsigned char c = s[i];
+    size_t n = utf8SequenceAt(s, i, length);
+    // C0 and C1 controls (U+0080..U+009F, 0xc2 0x80..0x9f), DEL and bytes
+    // outside valid UTF-8 are shown as \xNN: a terminal never sees them.
+    // (n != 0 with c == 0xc2 means s[i + 1] exists.)
+    bool escape = n == 0 || c < 0x20 || c == 0x7f || (c == 0xc2 && s[i + 1] < 0xa0);
+    if (escape)
+      n = 1;
+    if (i + n > kQuotedBytes) // never cut a character in two
+      break;
     if (c == '\\' || c == '\'') {
       out += '\\';
       out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
+    } else if (escape) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;
     } else {
-      out += static_cast<char>(c);
+      out.append(text + i, n);
     }
+    i += n;
   }
   out += "'";
-  if (shown < length)
+  if (i < length)
     out += "... (" + std::to_string(length) + " bytes)";
   return out;
 }
@@ -76,37 +135,10 @@ size_t nncc::rt::firstInvalidUtf8(const char *data, size_t size) {
   const auto *s = reinterpret_cast<const unsigned char *>(data);
   size_t i = 0;
   while (i < size) {
-    unsigned char c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n;
-    uint32_t cp;
-    if ((c & 0xe0) == 0xc0) {
-      n = 1;
-      cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 2;
-      cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
+    size_t n = utf8SequenceAt(s, i, size);
+    if (n == 0)
       return i;
-    }
-    if (size - i <= n)
-      return i;
-    for (size_t k = 1; k <= n; ++k) {
-      if ((s[i + k] & 0xc0) != 0x80)
-        return i;
-      cp = (cp << 6) | (s[i + k] & 0x3f);
-    }
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
-        (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-      return i;
-    i += n + 1;
+    i += n;
   }
   return size;
 }
@@ -177,6 +209,16 @@ nncc_status nncc_error_prefix(nncc_error *err, const char *format, ...) {
 }
 
 void nncc_free(void *p) { std::free(p); }
+
+size_t nncc_quote(const char *text, size_t length, char *out, size_t capacity) {
+  std::string q = quote(text, length);
+  if (out && capacity) {
+    size_t n = std::min(q.size(), capacity - 1);
+    std::memcpy(out, q.data(), n);
+    out[n] = '\0';
+  }
+  return q.size();
+}
 
 const char *nncc_dtype_name(nncc_dtype dtype) {
   switch (dtype) {

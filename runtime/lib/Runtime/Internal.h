@@ -11,6 +11,7 @@
 
 #include <cstdarg>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,13 @@ std::string formatShape(const int64_t *shape, size_t rank);
 inline std::string formatShape(const std::vector<int64_t> &shape) {
   return formatShape(shape.data(), shape.size());
 }
-/// Quotes and escapes a user string for messages; long names are cut.
+/// formatShape of a caller's `rank` dims where the right rank is `due`:
+/// reads at most `due` of them (a wrong rank says nothing of the array's
+/// length) and counts the rest.
+std::string formatCallerShape(const int64_t *shape, size_t rank, size_t due);
+/// Quotes and escapes a name or path from a caller or a file for messages
+/// (nncc_quote): control characters, DEL and bytes that are not valid UTF-8
+/// as \xNN, backslash and quote escaped; long texts are cut.
 std::string quote(const char *text, size_t length);
 inline std::string quote(const std::string &s) { return quote(s.data(), s.size()); }
 /// Index of the first byte that is not valid UTF-8 (overlongs and
@@ -39,6 +46,20 @@ size_t firstInvalidUtf8(const char *data, size_t size);
 inline bool isValidUtf8(const char *data, size_t size) {
   return firstInvalidUtf8(data, size) == size;
 }
+
+/// "a FIFO", "a directory", ... for an st_mode.
+const char *fileKind(unsigned mode);
+/// Opens `path` to read: refused unless it is a regular file (a FIFO or a
+/// device is refused without blocking); fd and size on success.
+nncc_status openRegularFile(const char *path, int &fd, uint64_t &size, nncc_error *err);
+/// Replaces `path` with what `fill` writes to a new temporary in the same
+/// directory (created O_EXCL | O_NOFOLLOW under a random name), synced and
+/// renamed over it; fill returns 0 or an errno. A symbolic link at `path` is
+/// written through (its target is replaced, the link stays); a destination
+/// that is not a regular file is refused. On failure the temporary is gone
+/// and `path` is unchanged.
+nncc_status writeFileAtomically(const char *path, const std::function<int(int fd)> &fill,
+                                nncc_error *err);
 
 /// The loaded driver, or null with err filled (NNCC_ERROR_CUDA_UNAVAILABLE).
 const nncc_cuda_driver *cudaDriver(nncc_error *err);

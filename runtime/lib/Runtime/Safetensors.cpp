@@ -19,11 +19,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <set>
+#include <unordered_set>
 #include <string>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
 #include <vector>
@@ -34,6 +33,13 @@ using json = nlohmann::json;
 namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 100ull * 1000 * 1000; // as HF safetensors
+// The smallest entry, "a":{"dtype":"U8","shape":[],"data_offsets":[0,0]},
+// takes 50 bytes, so a 100 MB header could list 2,000,000; no checkpoint
+// comes near a million, and refusing more bounds the memory a header costs.
+constexpr uint64_t kMaxTensors = 1000 * 1000;
+// A header is three levels deep (entries, their shapes and offsets); deeper
+// JSON is never a valid header and costs memory per level.
+constexpr size_t kMaxDepth = 64;
 
 struct TensorEntry {
   std::string name;
@@ -41,6 +47,7 @@ struct TensorEntry {
   std::vector<int64_t> shape;
   uint64_t numel = 0;
   uint64_t begin = 0, end = 0; // relative to the data buffer
+  uint64_t order = 0;          // header reading: its key's place among all keys
 };
 
 } // namespace
@@ -63,30 +70,6 @@ struct nncc_safetensors {
 };
 
 namespace {
-
-// Records only the first syntax error of a failed parse.
-struct ErrorOnlySax : nlohmann::json_sax<json> {
-  size_t position = 0;
-  std::string what;
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t &) override { return true; }
-  bool string(string_t &) override { return true; }
-  bool binary(binary_t &) override { return true; }
-  bool start_object(std::size_t) override { return true; }
-  bool key(string_t &) override { return true; }
-  bool end_object() override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
-  bool parse_error(std::size_t pos, const std::string &,
-                   const nlohmann::detail::exception &ex) override {
-    position = pos;
-    what = ex.what();
-    return false;
-  }
-};
 
 const char *jsonKind(const json &j) { return j.type_name(); }
 
@@ -111,25 +94,27 @@ bool isSpecDtypeWeDoNotSupport(const std::string &d) {
   return false;
 }
 
-// Parses a tensor entry; `prefix` is "'file': tensor 'name'".
-nncc_status parseEntry(const std::string &prefix, const json &info,
-                       uint64_t dataSize, TensorEntry &t, nncc_error *err) {
+// Parses the entry of tensor t.name in `source` (messages start "'file':
+// tensor 'name'", formatted only on failure).
+nncc_status parseEntry(const std::string &source, const json &info, uint64_t dataSize,
+                       TensorEntry &t, nncc_error *err) {
+  auto prefix = [&] { return source + ": tensor " + quote(t.name); };
   if (!info.is_object())
     return fail(err, NNCC_ERROR_CORRUPT_FILE,
                 "%s: entry is a JSON %s, expected an object with dtype, shape, "
                 "data_offsets",
-                prefix.c_str(), jsonKind(info));
+                prefix().c_str(), jsonKind(info));
   auto dt = info.find("dtype");
   auto sh = info.find("shape");
   auto off = info.find("data_offsets");
   if (dt == info.end() || sh == info.end() || off == info.end())
-    return fail(err, NNCC_ERROR_CORRUPT_FILE, "%s: missing \"%s\"", prefix.c_str(),
+    return fail(err, NNCC_ERROR_CORRUPT_FILE, "%s: missing \"%s\"", prefix().c_str(),
                 dt == info.end() ? "dtype" : sh == info.end() ? "shape" : "data_offsets");
 
   // dtype
   if (!dt->is_string())
     return fail(err, NNCC_ERROR_CORRUPT_FILE, "%s: dtype is a JSON %s, expected a string",
-                prefix.c_str(), jsonKind(*dt));
+                prefix().c_str(), jsonKind(*dt));
   const std::string &dname = dt->get_ref<const std::string &>();
   t.dtype = nncc_dtype_from_name(dname.c_str());
   if (t.dtype == NNCC_DTYPE_INVALID || dname.size() != std::strlen(dname.c_str()))
@@ -137,12 +122,12 @@ nncc_status parseEntry(const std::string &prefix, const json &info,
                 isSpecDtypeWeDoNotSupport(dname) ? NNCC_ERROR_UNSUPPORTED
                                                  : NNCC_ERROR_CORRUPT_FILE,
                 "%s: unknown dtype %s (supported: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL)",
-                prefix.c_str(), quote(dname).c_str());
+                prefix().c_str(), quote(dname).c_str());
 
   // shape
   if (!sh->is_array())
     return fail(err, NNCC_ERROR_CORRUPT_FILE, "%s: shape is a JSON %s, expected an array",
-                prefix.c_str(), jsonKind(*sh));
+                prefix().c_str(), jsonKind(*sh));
   t.shape.clear();
   t.shape.reserve(sh->size());
   uint64_t numel = 1;
@@ -153,7 +138,7 @@ nncc_status parseEntry(const std::string &prefix, const json &info,
       uint64_t v = d.get<uint64_t>();
       if (v > static_cast<uint64_t>(INT64_MAX))
         return fail(err, NNCC_ERROR_CORRUPT_FILE,
-                    "%s: shape[%zu] = %s does not fit in int64", prefix.c_str(), i,
+                    "%s: shape[%zu] = %s does not fit in int64", prefix().c_str(), i,
                     describeNumber(d).c_str());
       t.shape.push_back(static_cast<int64_t>(v));
       if (__builtin_mul_overflow(numel, v, &numel))
@@ -162,20 +147,20 @@ nncc_status parseEntry(const std::string &prefix, const json &info,
     }
     if (d.is_number_integer()) // signed and not unsigned: negative
       return fail(err, NNCC_ERROR_CORRUPT_FILE, "%s: shape[%zu] = %s is negative",
-                  prefix.c_str(), i, describeNumber(d).c_str());
+                  prefix().c_str(), i, describeNumber(d).c_str());
     if (d.is_number_float())
       return fail(err, NNCC_ERROR_CORRUPT_FILE,
                   "%s: shape[%zu] = %s is not an integer (or does not fit in 64 bits)",
-                  prefix.c_str(), i, describeNumber(d).c_str());
+                  prefix().c_str(), i, describeNumber(d).c_str());
     return fail(err, NNCC_ERROR_CORRUPT_FILE,
                 "%s: shape[%zu] is a JSON %s, expected a non-negative integer",
-                prefix.c_str(), i, jsonKind(d));
+                prefix().c_str(), i, jsonKind(d));
   }
   uint64_t itemsize = nncc_dtype_size(t.dtype);
   uint64_t nbytes = 0;
   if (overflow || __builtin_mul_overflow(numel, itemsize, &nbytes))
     return fail(err, NNCC_ERROR_CORRUPT_FILE,
-                "%s: shape %s with dtype %s overflows 64-bit byte counts", prefix.c_str(),
+                "%s: shape %s with dtype %s overflows 64-bit byte counts", prefix().c_str(),
                 formatShape(t.shape).c_str(), dname.c_str());
   t.numel = numel;
 
@@ -183,7 +168,7 @@ nncc_status parseEntry(const std::string &prefix, const json &info,
   if (!off->is_array() || off->size() != 2)
     return fail(err, NNCC_ERROR_CORRUPT_FILE,
                 "%s: data_offsets must be an array of 2 non-negative integers, got %s",
-                prefix.c_str(),
+                prefix().c_str(),
                 off->is_array() ? ("an array of " + std::to_string(off->size())).c_str()
                                 : (std::string("a JSON ") + jsonKind(*off)).c_str());
   for (size_t i = 0; i < 2; ++i) {
@@ -191,27 +176,331 @@ nncc_status parseEntry(const std::string &prefix, const json &info,
     if (!v.is_number_unsigned())
       return fail(err, NNCC_ERROR_CORRUPT_FILE,
                   "%s: data_offsets[%zu] = %s is not a non-negative 64-bit integer",
-                  prefix.c_str(), i, describeNumber(v).c_str());
+                  prefix().c_str(), i, describeNumber(v).c_str());
   }
   t.begin = (*off)[0].get<uint64_t>();
   t.end = (*off)[1].get<uint64_t>();
   if (t.end < t.begin)
     return fail(err, NNCC_ERROR_CORRUPT_FILE,
-                "%s: data_offsets [%llu, %llu] end before begin", prefix.c_str(),
+                "%s: data_offsets [%llu, %llu] end before begin", prefix().c_str(),
                 (unsigned long long)t.begin, (unsigned long long)t.end);
   if (t.end > dataSize)
     return fail(err, NNCC_ERROR_CORRUPT_FILE,
                 "%s: data_offsets [%llu, %llu] end beyond the data buffer (%llu bytes)",
-                prefix.c_str(), (unsigned long long)t.begin, (unsigned long long)t.end,
+                prefix().c_str(), (unsigned long long)t.begin, (unsigned long long)t.end,
                 (unsigned long long)dataSize);
   if (t.end - t.begin != nbytes)
     return fail(err, NNCC_ERROR_CORRUPT_FILE,
                 "%s: data_offsets [%llu, %llu] span %llu bytes but dtype %s and shape %s "
                 "need %llu bytes",
-                prefix.c_str(), (unsigned long long)t.begin, (unsigned long long)t.end,
+                prefix().c_str(), (unsigned long long)t.begin, (unsigned long long)t.end,
                 (unsigned long long)(t.end - t.begin), dname.c_str(),
                 formatShape(t.shape).c_str(), (unsigned long long)nbytes);
   return NNCC_OK;
+}
+
+// Reads the header in one pass of nlohmann's SAX parser and keeps only what
+// the file describes: each tensor entry is checked (parseEntry, on a small
+// DOM of its dtype, shape and data_offsets) when it closes and stored as a
+// TensorEntry, metadata goes straight to its list, and everything else is
+// skipped. Linear in the header, and a few hundred bytes per tensor. (A DOM
+// of the whole header costs about 1 KB per tensor, and nlohmann's callback
+// parser, which the reader used before, rescans the enclosing object at
+// every object_end: minutes for 50,000 tensors.)
+//
+// Errors keep the order of a DOM walk: a syntax error anywhere first, then
+// too many tensors, the first duplicate key, a header that is not an
+// object, and then the first bad entry in name order.
+class HeaderReader : public nlohmann::json_sax<json> {
+public:
+  HeaderReader(const std::string &source, uint64_t dataSize)
+      : source(source), dataSize(dataSize) {}
+
+  std::vector<TensorEntry> tensors;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  size_t errorPosition = 0; // syntax error: the byte after the failing token
+  std::string errorWhat;
+  bool tooDeep = false;
+  uint64_t tensorCount = 0; // top-level keys other than __metadata__
+  bool hasDuplicate = false;
+  std::string duplicate; // the first duplicate key (may be ""), at `duplicateDepth`
+  size_t duplicateDepth = 0;
+  const char *rootKind = nullptr; // set when the header is not an object
+
+  /// The first failing entry in name order (__metadata__ among them).
+  bool hasBadEntry() const { return bad; }
+  /// Sorts the tensors by name and notes the first duplicate name.
+  void sortTensors();
+  nncc_status badEntry(nncc_error *err) const {
+    if (err)
+      *err = badError;
+    return badError.status;
+  }
+
+  bool null() override { return scalar(json(nullptr)); }
+  bool boolean(bool v) override { return scalar(json(v)); }
+  bool number_integer(number_integer_t v) override { return scalar(json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return scalar(json(v)); }
+  bool number_float(number_float_t v, const string_t &) override { return scalar(json(v)); }
+  bool string(string_t &v) override { return scalar(json(std::move(v))); }
+  bool binary(binary_t &) override { return true; } // not in JSON text
+  bool start_object(std::size_t) override { return open(/*object=*/true); }
+  bool start_array(std::size_t) override { return open(/*object=*/false); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t &k) override;
+  bool parse_error(std::size_t pos, const std::string &,
+                   const nlohmann::detail::exception &ex) override {
+    errorPosition = pos;
+    errorWhat = ex.what();
+    return false;
+  }
+
+private:
+  enum class Kind {
+    Tensors,  // the header object: tensor names and __metadata__
+    Metadata, // the __metadata__ object
+    Entry,    // a tensor's entry object (into `entry`)
+    Array,    // an entry's shape or data_offsets (into `*node`)
+    Skip,     // anything else, only checked for duplicate keys
+  };
+  struct Frame {
+    Kind kind;
+    bool entryValue = false; // the value of a tensor name: check it when it closes
+    json *node = nullptr;    // Array
+    std::unordered_set<std::string> keys; // objects: duplicates
+  };
+
+  const std::string &source;
+  uint64_t dataSize;
+  std::vector<Frame> stack;
+  std::string name;      // the tensor name (or __metadata__) being read
+  std::string metaKey;   // the metadata key whose value comes next
+  json entry;            // the entry being read
+  json *slot = nullptr;  // Entry: where the value of the last key goes (NULL: skipped)
+  bool slotIsArray = false; // ... and it is shape or data_offsets
+  bool counting = false; // over kMaxTensors: only count the rest
+  uint64_t keys = 0;     // key events so far
+  uint64_t nameOrder = 0; // the key event of `name`
+  bool seenMetadata = false;
+  uint64_t duplicateOrder = 0;
+  bool bad = false;
+  std::string badName;
+  nncc_error badError{};
+  std::string badMetaKey; // the first bad metadata value in key order
+  const char *badMetaKind = nullptr;
+
+  // Duplicate keys below the top level are noted as they come; duplicate
+  // tensor names are found by sorting (a hash set of a million names costs
+  // more than the rest of the reading), and the earlier key wins.
+  void noteDuplicate(const std::string &k, size_t depth, uint64_t order) {
+    if (!hasDuplicate || order < duplicateOrder) {
+      hasDuplicate = true;
+      duplicate = k;
+      duplicateDepth = depth;
+      duplicateOrder = order;
+    }
+  }
+  void noteBad(const std::string &entryName, const nncc_error &e) {
+    if (bad && badName <= entryName)
+      return;
+    bad = true;
+    badName = entryName;
+    badError = e;
+  }
+  void metaValueBad(const char *kind) {
+    if (!badMetaKind || metaKey < badMetaKey) {
+      badMetaKey = metaKey;
+      badMetaKind = kind;
+    }
+  }
+  void finishEntry(const json &info);
+  void finishMetadata();
+  void push(Kind kind, bool entryValue = false, json *node = nullptr) {
+    stack.push_back(Frame{kind, entryValue, node, {}});
+  }
+  bool scalar(json &&v);
+  bool open(bool object);
+  bool close();
+};
+
+void HeaderReader::finishEntry(const json &info) {
+  if (counting)
+    return;
+  if (name == "__metadata__") { // an object goes through Metadata instead
+    nncc_error e{};
+    fail(&e, NNCC_ERROR_CORRUPT_FILE,
+         "%s: __metadata__ is a JSON %s, expected an object of strings", source.c_str(),
+         info.type_name());
+    noteBad(name, e);
+    return;
+  }
+  TensorEntry t;
+  t.name = name;
+  t.order = nameOrder;
+  nncc_error e{};
+  if (parseEntry(source, info, dataSize, t, &e) != NNCC_OK)
+    noteBad(name, e);
+  tensors.push_back(std::move(t)); // bad ones too: their names may repeat
+}
+
+void HeaderReader::sortTensors() {
+  std::sort(tensors.begin(), tensors.end(), [](const TensorEntry &a, const TensorEntry &b) {
+    int c = a.name.compare(b.name);
+    return c != 0 ? c < 0 : a.order < b.order;
+  });
+  for (size_t i = 1; i < tensors.size(); ++i)
+    if (tensors[i].name == tensors[i - 1].name)
+      noteDuplicate(tensors[i].name, 1, tensors[i].order);
+}
+
+void HeaderReader::finishMetadata() {
+  if (!badMetaKind)
+    return;
+  nncc_error e{};
+  fail(&e, NNCC_ERROR_CORRUPT_FILE, "%s: __metadata__ %s is a JSON %s, expected a string",
+       source.c_str(), quote(badMetaKey).c_str(), badMetaKind);
+  noteBad("__metadata__", e);
+}
+
+bool HeaderReader::key(string_t &k) {
+  Frame &top = stack.back();
+  const uint64_t order = keys++;
+  switch (top.kind) {
+  case Kind::Tensors:
+    if (k == "__metadata__") {
+      if (seenMetadata && !counting)
+        noteDuplicate(k, 1, order);
+      seenMetadata = true;
+    } else {
+      ++tensorCount;
+    }
+    counting = counting || tensorCount > kMaxTensors;
+    name = std::move(k);
+    nameOrder = order;
+    return true;
+  case Kind::Metadata:
+    if (!top.keys.insert(k).second)
+      noteDuplicate(k, stack.size(), order);
+    metaKey = std::move(k);
+    return true;
+  case Kind::Entry: {
+    slotIsArray = k == "shape" || k == "data_offsets";
+    bool known = slotIsArray || k == "dtype";
+    if (known ? entry.contains(k) : !top.keys.insert(k).second)
+      noteDuplicate(k, stack.size(), order);
+    slot = known ? &entry[k] : nullptr;
+    return true;
+  }
+  case Kind::Skip:
+    if (!counting && !top.keys.insert(k).second)
+      noteDuplicate(k, stack.size(), order);
+    return true;
+  case Kind::Array:
+    break; // arrays have no keys
+  }
+  return true;
+}
+
+bool HeaderReader::scalar(json &&v) {
+  if (stack.empty()) { // the whole header
+    rootKind = v.type_name();
+    return true;
+  }
+  Frame &top = stack.back();
+  switch (top.kind) {
+  case Kind::Tensors:
+    finishEntry(v);
+    return true;
+  case Kind::Metadata:
+    if (v.is_string())
+      metadata.emplace_back(metaKey, std::move(v.get_ref<std::string &>()));
+    else
+      metaValueBad(v.type_name());
+    return true;
+  case Kind::Entry:
+    if (slot)
+      *slot = std::move(v);
+    return true;
+  case Kind::Array:
+    top.node->push_back(std::move(v));
+    return true;
+  case Kind::Skip:
+    return true;
+  }
+  return true;
+}
+
+bool HeaderReader::open(bool object) {
+  if (stack.size() >= kMaxDepth) {
+    tooDeep = true;
+    return false;
+  }
+  const char *kind = object ? "object" : "array";
+  if (stack.empty()) {
+    if (object) {
+      push(Kind::Tensors);
+    } else {
+      rootKind = kind;
+      push(Kind::Skip);
+    }
+    return true;
+  }
+  Frame &top = stack.back();
+  switch (top.kind) {
+  case Kind::Tensors:
+    if (counting) {
+      push(Kind::Skip);
+    } else if (object && name == "__metadata__") {
+      push(Kind::Metadata);
+    } else if (object) {
+      entry = json::object();
+      push(Kind::Entry, /*entryValue=*/true);
+    } else {
+      push(Kind::Skip, /*entryValue=*/true); // "entry is a JSON array"
+    }
+    return true;
+  case Kind::Metadata:
+    metaValueBad(kind);
+    push(Kind::Skip);
+    return true;
+  case Kind::Entry: {
+    // shape and data_offsets arrays are read; other containers are kept
+    // as empty ones of their kind, which is all parseEntry reports of them.
+    json *into = slot;
+    slot = nullptr;
+    if (!into) {
+      push(Kind::Skip);
+    } else if (!object) {
+      *into = json::array();
+      push(slotIsArray ? Kind::Array : Kind::Skip, false, into);
+    } else {
+      *into = json::object();
+      push(Kind::Skip);
+    }
+    return true;
+  }
+  case Kind::Array:
+    top.node->push_back(object ? json::object() : json::array());
+    push(Kind::Skip);
+    return true;
+  case Kind::Skip:
+    push(Kind::Skip);
+    return true;
+  }
+  return true;
+}
+
+bool HeaderReader::close() {
+  Frame top = std::move(stack.back());
+  stack.pop_back();
+  if (top.kind == Kind::Metadata) {
+    finishMetadata();
+  } else if (top.entryValue) {
+    finishEntry(top.kind == Kind::Entry ? entry : json::array());
+    entry = json();
+  }
+  return true;
 }
 
 nncc_status parseImage(nncc_safetensors &f, nncc_error *err) {
@@ -243,77 +532,45 @@ nncc_status parseImage(nncc_safetensors &f, nncc_error *err) {
                 "%s: header is not valid UTF-8 (byte 0x%02x at file offset %llu)", src,
                 static_cast<unsigned>(static_cast<unsigned char>(text[bad])),
                 (unsigned long long)(8 + bad));
+  // Safetensors pads headers with spaces; JSON allows no raw NUL anywhere
+  // (Python's json and the Rust reader refuse it, nlohmann stops at it).
+  if (const void *nul = std::memchr(text, 0, n))
+    return fail(err, NNCC_ERROR_CORRUPT_FILE,
+                "%s: header is not valid JSON: NUL byte at file offset %llu (headers are "
+                "padded with spaces)",
+                src, (unsigned long long)(8 + (static_cast<const char *>(nul) - text)));
   f.dataStart = 8 + n;
   uint64_t dataSize = f.size - f.dataStart;
 
-  // Duplicate keys: nlohmann keeps the last one silently, so watch them go by.
-  std::vector<std::set<std::string>> open;
-  std::string duplicate;
-  size_t duplicateDepth = 0;
-  json::parser_callback_t watch = [&](int, json::parse_event_t event, json &parsed) {
-    switch (event) {
-    case json::parse_event_t::object_start:
-      open.emplace_back();
-      break;
-    case json::parse_event_t::object_end:
-      if (!open.empty())
-        open.pop_back();
-      break;
-    case json::parse_event_t::key:
-      if (!open.empty() && parsed.is_string() &&
-          !open.back().insert(parsed.get_ref<const std::string &>()).second &&
-          duplicate.empty()) {
-        duplicate = parsed.get_ref<const std::string &>();
-        duplicateDepth = open.size();
-      }
-      break;
-    default:
-      break;
-    }
-    return true;
-  };
-  json header = json::parse(text, text + n, watch, /*allow_exceptions=*/false);
-  if (header.is_discarded()) {
-    ErrorOnlySax sax;
-    json::sax_parse(text, text + n, &sax);
+  HeaderReader reader(f.source, dataSize);
+  bool parsed = json::sax_parse(text, text + n, &reader);
+  if (reader.tooDeep)
+    return fail(err, NNCC_ERROR_CORRUPT_FILE,
+                "%s: header nests JSON arrays and objects deeper than %zu levels (a "
+                "safetensors header needs 3)",
+                src, kMaxDepth);
+  if (!parsed)
     return fail(err, NNCC_ERROR_CORRUPT_FILE,
                 "%s: header is not valid JSON (near file offset %llu): %s", src,
-                (unsigned long long)(8 + (sax.position ? sax.position - 1 : 0)),
-                sax.what.empty() ? "parse error" : sax.what.c_str());
-  }
-  if (!duplicate.empty())
-    return fail(err, NNCC_ERROR_CORRUPT_FILE, "%s: duplicate %s %s in header", src,
-                duplicateDepth == 1 ? "tensor name" : "key", quote(duplicate).c_str());
-  if (!header.is_object())
+                (unsigned long long)(8 + (reader.errorPosition ? reader.errorPosition - 1 : 0)),
+                reader.errorWhat.empty() ? "parse error" : reader.errorWhat.c_str());
+  if (reader.tensorCount > kMaxTensors)
     return fail(err, NNCC_ERROR_CORRUPT_FILE,
-                "%s: header is a JSON %s, expected an object", src, jsonKind(header));
-
-  f.tensors.clear();
-  f.tensors.reserve(header.size());
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    const std::string &name = it.key();
-    if (name == "__metadata__") {
-      const json &meta = it.value();
-      if (!meta.is_object())
-        return fail(err, NNCC_ERROR_CORRUPT_FILE,
-                    "%s: __metadata__ is a JSON %s, expected an object of strings", src,
-                    jsonKind(meta));
-      for (auto m = meta.begin(); m != meta.end(); ++m) {
-        if (!m.value().is_string())
-          return fail(err, NNCC_ERROR_CORRUPT_FILE,
-                      "%s: __metadata__ %s is a JSON %s, expected a string", src,
-                      quote(m.key()).c_str(), jsonKind(m.value()));
-        f.metadata.emplace_back(m.key(), m.value().get_ref<const std::string &>());
-      }
-      continue;
-    }
-    TensorEntry t;
-    t.name = name;
-    std::string prefix = std::string(src) + ": tensor " + quote(name);
-    if (nncc_status s = parseEntry(prefix, it.value(), dataSize, t, err))
-      return s;
-    f.tensors.push_back(std::move(t));
-  }
+                "%s: header lists %llu tensors, more than the %llu this reader accepts", src,
+                (unsigned long long)reader.tensorCount, (unsigned long long)kMaxTensors);
+  reader.sortTensors();
+  if (reader.hasDuplicate)
+    return fail(err, NNCC_ERROR_CORRUPT_FILE, "%s: duplicate %s %s in header", src,
+                reader.duplicateDepth == 1 ? "tensor name" : "key",
+                quote(reader.duplicate).c_str());
+  if (reader.rootKind)
+    return fail(err, NNCC_ERROR_CORRUPT_FILE,
+                "%s: header is a JSON %s, expected an object", src, reader.rootKind);
+  if (reader.hasBadEntry())
+    return reader.badEntry(err);
+  f.tensors = std::move(reader.tensors); // sorted by name
+  f.metadata = std::move(reader.metadata);
+  std::sort(f.metadata.begin(), f.metadata.end());
 
   // Overlaps between non-empty ranges.
   std::vector<const TensorEntry *> byOffset;
@@ -486,25 +743,13 @@ nncc_status nncc_safetensors_open(const char *path, nncc_safetensors **out,
   if (!path)
     return fail(err, NNCC_ERROR_INVALID_ARGUMENT, "nncc_safetensors_open: path is NULL");
   std::string source = quote(path, std::strlen(path));
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    return fail(err, e == ENOENT ? NNCC_ERROR_NOT_FOUND : NNCC_ERROR_IO,
-                "cannot open %s: %s", source.c_str(), std::strerror(e));
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    return fail(err, NNCC_ERROR_IO, "cannot stat %s: %s", source.c_str(), std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail(err, NNCC_ERROR_IO, "%s is not a regular file", source.c_str());
-  }
+  int fd = -1;
+  uint64_t size = 0;
+  if (nncc_status s = openRegularFile(path, fd, size, err))
+    return s;
   auto *f = new nncc_safetensors();
   f->source = source;
-  f->size = static_cast<uint64_t>(st.st_size);
+  f->size = size;
   if (f->size > 0) {
     void *map = mmap(nullptr, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED) {
@@ -513,7 +758,7 @@ nncc_status nncc_safetensors_open(const char *path, nncc_safetensors **out,
       delete f;
       return fail(err, e == ENOMEM ? NNCC_ERROR_OUT_OF_MEMORY : NNCC_ERROR_IO,
                   "cannot map %s (%llu bytes): %s", source.c_str(),
-                  (unsigned long long)st.st_size, std::strerror(e));
+                  (unsigned long long)size, std::strerror(e));
     }
     f->mapping = map;
     f->bytes = static_cast<const uint8_t *>(map);
@@ -615,7 +860,8 @@ nncc_status nncc_safetensors_get(const nncc_safetensors *file, const char *name,
   if (!same)
     return fail(err, NNCC_ERROR_SHAPE_MISMATCH,
                 "tensor %s in %s: expected shape %s, got %s", qn.c_str(),
-                file->source.c_str(), formatShape(expected_shape, rank).c_str(),
+                file->source.c_str(),
+                formatCallerShape(expected_shape, rank, t->shape.size()).c_str(),
                 formatShape(t->shape).c_str());
   fillView(*file, *t, out);
   return ok(err);
@@ -794,34 +1040,16 @@ nncc_status nncc_safetensors_writer_write(const nncc_safetensors_writer *writer,
   uint64_t dataBytes;
   if (nncc_status s = buildHeader(*writer, header, dataBytes, err))
     return s;
-  std::string tmp = std::string(path) + ".tmp";
-  std::string qtmp = quote(tmp);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    int e = errno;
-    return fail(err, e == ENOENT ? NNCC_ERROR_NOT_FOUND : NNCC_ERROR_IO,
-                "cannot create %s: %s", qtmp.c_str(), std::strerror(e));
-  }
   uint8_t len[8];
   putLength(len, header.size());
-  bool good = writeAll(fd, len, 8) && writeAll(fd, header.data(), header.size());
-  for (size_t i = 0; good && i < writer->entries.size(); ++i)
-    good = writeAll(fd, writer->entries[i].data, writer->entries[i].nbytes);
-  int e = good ? 0 : errno;
-  if (::close(fd) != 0 && good) {
-    good = false;
-    e = errno;
-  }
-  if (!good) {
-    ::unlink(tmp.c_str());
-    return fail(err, NNCC_ERROR_IO, "cannot write %s: %s", qtmp.c_str(), std::strerror(e));
-  }
-  if (std::rename(tmp.c_str(), path) != 0) {
-    e = errno;
-    ::unlink(tmp.c_str());
-    return fail(err, NNCC_ERROR_IO, "cannot rename %s to %s: %s", qtmp.c_str(),
-                quote(path, std::strlen(path)).c_str(), std::strerror(e));
-  }
+  auto fill = [&](int fd) {
+    bool good = writeAll(fd, len, 8) && writeAll(fd, header.data(), header.size());
+    for (size_t i = 0; good && i < writer->entries.size(); ++i)
+      good = writeAll(fd, writer->entries[i].data, writer->entries[i].nbytes);
+    return good ? 0 : errno ? errno : EIO;
+  };
+  if (nncc_status s = writeFileAtomically(path, fill, err))
+    return s;
   return ok(err);
 }
 

@@ -29,7 +29,7 @@ def ref_sample(logits, seed, offset, rows_mask=None):
 for itype, name in ((np.int32, "i32"), (np.int64, "i64")):
     for rows, n, p, seed, offset in ((4, 12, 0.15, 7, 0), (3, 128, 0.15, 11, 5 << 40),
                                      (2, 20, 0.15, 3, 0), (5, 7, 0.0, 1, 0),
-                                     (2, 1000, 0.5, 9, 123)):
+                                     (2, 1000, 0.5, 9, 123), (3, 6, 0.15, 2, 0)):
         tokens = rng.integers(1000, 30000, (rows, n)).astype(itype)
         masked = np.zeros_like(tokens)
         mask = np.zeros((rows, n), np.uint8)
@@ -38,6 +38,7 @@ for itype, name in ((np.int32, "i32"), (np.int64, "i64")):
             ptr(tokens), ptr(masked), ptr(mask))
         want = ref_mask(rows, n, p, seed, offset)
         k = int(math.floor(p * n + 1e-9))
+        k = max(1, k) if p > 0 else k  # at least one masked position (n = 6: 0.9)
         expect("mask_tokens %s rows=%d n=%d p=%g offset=%d: the reference's %d "
                "positions per row" % (name, rows, n, p, offset, k),
                rc == 0 and np.array_equal(mask.astype(bool), want)

@@ -5,7 +5,7 @@ One `nncc run --grad` (inference mode: dropout off; masking and sampling are
 part of the model and active) reports the masked sequence, the mask, the
 corrupted sequence, the discriminator logits, both losses, the total and the
 gradient of every parameter. Checked:
-  steps 1-3: each row has exactly floor(0.15 T) masked positions; `masked` is
+  steps 1-3: each row has exactly max(1, floor(0.15 T)) masked positions; `masked` is
      the input with [MASK] (103) there and nothing else changed;
   step 5: `corrupted` equals the input outside the mask, holds token ids;
   steps 2 and 5 redrawn: the mask is the one an independent numpy Philox
@@ -68,9 +68,9 @@ def electra(name, B=2, T=12, budget=None):
     tok = nt.to_numpy(tokens)
     mask, masked, corrupted = out["mask"].astype(bool), out["masked"], out["corrupted"]
     counts = mask.sum(1)
-    expect((counts == math.floor(0.15 * T)).all(),
-           "%s steps 1-2: floor(0.15 T) = %d masked per row (got %s)"
-           % (name, math.floor(0.15 * T), counts.tolist()))
+    expect((counts == max(1, math.floor(0.15 * T))).all(),
+           "%s steps 1-2: max(1, floor(0.15 T)) = %d masked per row (got %s)"
+           % (name, max(1, math.floor(0.15 * T)), counts.tolist()))
     expect(np.array_equal(masked, np.where(mask, 103, tok)),
            "%s step 3: masked = input with [MASK] at the mask only" % name)
     expect(np.array_equal(corrupted[~mask], tok[~mask]) and

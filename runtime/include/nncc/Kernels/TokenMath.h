@@ -8,7 +8,7 @@
 // stream (Philox.h):
 //
 //   mask_tokens: position t of row r has the key philox_bits(seed, offset,
-//     r*n + t); the row's k = floor(p*n) positions with the smallest
+//     r*n + t); the row's k = max(1, floor(p*n)) positions with the smallest
 //     (key, t) are masked (uniform without replacement, Algorithm 2 step 2).
 //   sample: class v of row r gets the Gumbel noise g = -log(-log(u)) with
 //     u = ((bits >> 8) + 1/2) * 2^-24 in (0, 1), bits = philox_bits(seed,
@@ -26,11 +26,14 @@
 namespace nncc {
 namespace kernels {
 
-/// Positions masked per row of n tokens at rate p: floor(p*n) (Algorithm 2),
-/// with a 1e-9 guard so that a product that is an integer up to rounding
-/// (0.29 * 100 = 28.999999999999996) counts fully.
+/// Positions masked per row of n tokens at rate p > 0: floor(p*n)
+/// (Algorithm 2), with a 1e-9 guard so that a product that is an integer up
+/// to rounding (0.29 * 100 = 28.999999999999996) counts fully, and at least
+/// one (Clark et al.'s code, max(1, ...)): with none the generator's mean
+/// loss over the masked positions would be 0/0.
 NNCC_HD int64_t masked_per_row(double p, int64_t n) {
-  return (int64_t)floor(p * (double)n + 1e-9);
+  const int64_t k = (int64_t)floor(p * (double)n + 1e-9);
+  return p > 0 && n > 0 && k < 1 ? 1 : k;
 }
 
 /// Masking key of position t of row r (rows of n tokens).

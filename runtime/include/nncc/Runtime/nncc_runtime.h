@@ -82,6 +82,14 @@ NNCC_RT_API nncc_status nncc_error_prefix(nncc_error *err, const char *format, .
     ;
 /* Frees memory the library handed out (nncc_safetensors_writer_serialize). */
 NNCC_RT_API void nncc_free(void *p);
+/* How every message of the library shows a name or path that came from a
+ * caller or a file: `length` bytes of `text` in single quotes, with C0 and
+ * C1 control characters, DEL and bytes that are not valid UTF-8 written as
+ * \xNN, and backslash and quote as \\ and \'; after 200 bytes the text is
+ * cut and "... (N bytes)" follows. Writes at most capacity - 1 bytes and a
+ * NUL to `out` (out may be NULL when capacity is 0) and returns the length
+ * of the whole quoted text, as snprintf does. NULL text: "(null)". */
+NNCC_RT_API size_t nncc_quote(const char *text, size_t length, char *out, size_t capacity);
 
 /* ------------------------------------------------------------------------ */
 /* Element types (safetensors spelling)                                      */
@@ -138,9 +146,11 @@ typedef struct nncc_tensor_view {
 
 typedef struct nncc_safetensors nncc_safetensors;
 
-/* Maps the file (read-only) and validates all of it: header length, JSON,
- * dtypes, shapes (incl. overflow), data_offsets (bounds, size, overlap),
- * duplicate names, __metadata__ (string -> string). */
+/* Maps the file (read-only) and validates all of it: header length, JSON
+ * (no NUL bytes, at most 1,000,000 tensors, 64 levels of nesting), dtypes,
+ * shapes (incl. overflow), data_offsets (bounds, size, overlap), duplicate
+ * names, __metadata__ (string -> string). Only regular files are opened: a
+ * FIFO, device or directory is NNCC_ERROR_IO, without blocking. */
 NNCC_RT_API nncc_status nncc_safetensors_open(const char *path, nncc_safetensors **out,
                                               nncc_error *err);
 /* Same validation on an in-memory image; the bytes are copied. */
@@ -201,8 +211,13 @@ NNCC_RT_API nncc_status nncc_safetensors_writer_add(nncc_safetensors_writer *wri
 /* Adds / replaces a __metadata__ entry (both UTF-8). */
 NNCC_RT_API nncc_status nncc_safetensors_writer_set_metadata(
     nncc_safetensors_writer *writer, const char *key, const char *value, nncc_error *err);
-/* Writes PATH.tmp then renames it to PATH. Header padded with spaces to a
- * multiple of 8 bytes; data contiguous in insertion order. */
+/* Replaces PATH atomically: writes a new temporary in PATH's directory
+ * (O_EXCL | O_NOFOLLOW, a random name), syncs it and renames it over PATH.
+ * A symbolic link at PATH is written through (its target is replaced, the
+ * link stays); a PATH that is not a regular file (a device, a FIFO, a
+ * directory) is refused. On failure PATH is unchanged and no temporary is
+ * left. Header padded with spaces to a multiple of 8 bytes; data contiguous
+ * in insertion order. */
 NNCC_RT_API nncc_status nncc_safetensors_writer_write(const nncc_safetensors_writer *writer,
                                                       const char *path, nncc_error *err);
 /* The same bytes in memory; release *out with nncc_free. */
