@@ -166,6 +166,36 @@ std::string shapeString(const int64_t *shape, int64_t rank) {
   return s + "]";
 }
 
+/// A caller's shape of `rank` dims when `expected` are due: at most
+/// `expected` dims are read (the caller's array may hold no more than the
+/// tensor does when `rank` is wrong), the rest is counted.
+std::string callerShape(const int64_t *shape, int32_t rank, int32_t expected) {
+  int32_t shown = std::min(rank, std::max(expected, 0));
+  if (shown > 0 && !shape)
+    return "[?]";
+  std::string s = shapeString(shape, shown);
+  if (rank > shown)
+    s.insert(s.size() - 1, std::string(shown ? ", " : "") + "... (" + std::to_string(rank) +
+                               " dims)");
+  return s;
+}
+
+/// A name or path from the caller or a file, quoted for a message
+/// (nncc_quote: control characters and invalid UTF-8 escaped, long ones cut).
+std::string q(const char *text) {
+  if (!text)
+    return "(null)";
+  size_t len = std::strlen(text);
+  std::string out(nncc_quote(text, len, nullptr, 0), '\0');
+  nncc_quote(text, len, &out[0], out.size() + 1);
+  return out;
+}
+std::string q(const std::string &text) {
+  std::string out(nncc_quote(text.data(), text.size(), nullptr, 0), '\0');
+  nncc_quote(text.data(), text.size(), &out[0], out.size() + 1);
+  return out;
+}
+
 std::string dimsString(const nncc_model_abi *abi, const nncc_tensor_info &t) {
   std::string s = "[";
   for (int32_t i = 0; i < t.rank; ++i) {
@@ -669,7 +699,7 @@ nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *er
     return nncc_error_prefix(e, "load_weights: "), s;
   nncc_safetensors *file = nullptr;
   if (nncc_status s = nncc_safetensors_open(path, &file, e)) {
-    nncc_error_prefix(e, "loading weights from '%s': ", path);
+    nncc_error_prefix(e, "loading weights from %s: ", q(path).c_str());
     return s;
   }
   const nncc_model_abi *abi = m->abi;
@@ -689,7 +719,7 @@ nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *er
     }
     if (nncc_status s = nncc_safetensors_get(file, info.name, info.dtype, info.rank,
                                              info.dims, &views[i], e)) {
-      nncc_error_prefix(e, "loading weights from '%s': parameter '%s': ", path,
+      nncc_error_prefix(e, "loading weights from %s: parameter '%s': ", q(path).c_str(),
                         info.name);
       nncc_safetensors_close(file);
       return s;
@@ -710,7 +740,7 @@ nncc_status nncc_ms_load_weights(nncc_model *m, const char *path, nncc_error *er
   m->paramsDirty = true;
   m->accCount = 0; // gradients of other weights
   if (nncc_status s = pushBoundParams(m, e))
-    return nncc_error_prefix(e, "loading weights from '%s': ", path), s;
+    return nncc_error_prefix(e, "loading weights from %s: ", q(path).c_str()), s;
   nncc_error_clear(err);
   return NNCC_OK;
 }
@@ -834,7 +864,7 @@ nncc_status nncc_ms_save_weights(nncc_model *m, const char *path, nncc_error *er
     s = nncc_safetensors_writer_write(w, path, e);
   nncc_safetensors_writer_destroy(w);
   if (s)
-    nncc_error_prefix(e, "saving weights to '%s': ", path);
+    nncc_error_prefix(e, "saving weights to %s: ", q(path).c_str());
   else
     nncc_error_clear(err);
   return s;
@@ -849,31 +879,33 @@ nncc_status acceptInput(nncc_model *m, const char *what, const char *name, nncc_
   const nncc_model_abi *abi = m->abi;
   if (!name)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "%s: name is NULL", what);
+  const std::string qs = q(name);
+  const char *qn = qs.c_str();
   int32_t idx = findByName(abi->inputs, abi->num_inputs, name);
   if (idx < 0)
     return nncc_error_set(err, NNCC_ERROR_NOT_FOUND,
-                          "%s: model '%s' has no input '%s' (inputs: %s)", what,
-                          abi->model_name, name,
+                          "%s: model '%s' has no input %s (inputs: %s)", what,
+                          abi->model_name, qn,
                           nameList(abi->inputs, abi->num_inputs).c_str());
   const nncc_tensor_info &info = abi->inputs[idx];
   if (dtype != info.dtype)
     return nncc_error_set(err, NNCC_ERROR_DTYPE_MISMATCH,
-                          "input '%s': expected element type %s, got %s", name,
+                          "input %s: expected element type %s, got %s", qn,
                           nncc_dtype_name(info.dtype), nncc_dtype_name(dtype));
   if (rank < 0 || (rank > 0 && !shape))
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
-                          "input '%s': invalid rank %d or NULL shape", name, rank);
+                          "input %s: invalid rank %d or NULL shape", qn, rank);
   std::string expected = dimsString(abi, info);
   if (rank != info.rank)
     return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
-                          "input '%s': expected rank %d %s, got rank %d %s", name,
+                          "input %s: expected rank %d %s, got rank %d %s", qn,
                           info.rank, expected.c_str(), rank,
-                          shapeString(shape, rank).c_str());
+                          callerShape(shape, rank, info.rank).c_str());
   std::string got = shapeString(shape, rank);
   for (int32_t i = 0; i < rank; ++i)
     if (shape[i] < 0)
       return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
-                            "input '%s': negative size %" PRId64 " in dim %d of %s", name,
+                            "input %s: negative size %" PRId64 " in dim %d of %s", qn,
                             shape[i], i, got.c_str());
   // Static dims must match; symbolic dims must agree within this input and
   // with every input set since the last forward (inputs set before it that
@@ -884,19 +916,19 @@ nncc_status acceptInput(nncc_model *m, const char *what, const char *name, nncc_
     if (d >= 0) {
       if (shape[i] != d)
         return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
-                              "input '%s': dim %d must be %" PRId64 ", got %" PRId64
+                              "input %s: dim %d must be %" PRId64 ", got %" PRId64
                               " (expected %s, got %s)",
-                              name, i, d, shape[i], expected.c_str(), got.c_str());
+                              qn, i, d, shape[i], expected.c_str(), got.c_str());
       continue;
     }
     int64_t sym = -d - 1;
     if (sym >= abi->num_dims)
       return nncc_error_set(err, NNCC_ERROR_INTERNAL,
-                            "input '%s': dim %d refers to unknown symbol %" PRId64, name,
+                            "input %s: dim %d refers to unknown symbol %" PRId64, qn,
                             i, sym);
     if (mine[sym] >= 0 && mine[sym] != shape[i])
       return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
-                            "input '%s': dims of %s must agree (%s), got %s", name,
+                            "input %s: dims of %s must agree (%s), got %s", qn,
                             abi->dim_names[sym], expected.c_str(), got.c_str());
     mine[sym] = shape[i];
   }
@@ -905,14 +937,14 @@ nncc_status acceptInput(nncc_model *m, const char *what, const char *name, nncc_
     const char *dim = abi->dim_names[sym];
     if (mine[sym] >= 0 && mine[sym] < r.min)
       return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
-                            "input '%s': %s = %" PRId64 " is below %" PRId64
+                            "input %s: %s = %" PRId64 " is below %" PRId64
                             ", the smallest the model serves (%s)",
-                            name, dim, mine[sym], r.min, r.min_why);
+                            qn, dim, mine[sym], r.min, r.min_why);
     if (mine[sym] >= 0 && r.max >= 0 && mine[sym] > r.max)
       return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
-                            "input '%s': %s = %" PRId64 " is above %" PRId64
+                            "input %s: %s = %" PRId64 " is above %" PRId64
                             ", the largest the model serves (%s)",
-                            name, dim, mine[sym], r.max, r.max_why);
+                            qn, dim, mine[sym], r.max, r.max_why);
   }
   for (int32_t j = 0; j < abi->num_inputs; ++j) {
     const Tensor &o = m->inputs[j];
@@ -926,9 +958,9 @@ nncc_status acceptInput(nncc_model *m, const char *what, const char *name, nncc_
       int64_t sym = -d - 1;
       if (mine[sym] >= 0 && mine[sym] != o.shape[k])
         return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
-                              "input '%s': %s = %" PRId64 " (shape %s) but input '%s' "
+                              "input %s: %s = %" PRId64 " (shape %s) but input '%s' "
                               "set %s = %" PRId64 " (shape %s)",
-                              name, abi->dim_names[sym], mine[sym], got.c_str(), oi.name,
+                              qn, abi->dim_names[sym], mine[sym], got.c_str(), oi.name,
                               abi->dim_names[sym], o.shape[k],
                               shapeString(o.shape.data(), oi.rank).c_str());
     }
@@ -936,10 +968,10 @@ nncc_status acceptInput(nncc_model *m, const char *what, const char *name, nncc_
   uint64_t bytes = 0;
   if (!byteSize(shape, rank, nncc_dtype_size(dtype), bytes))
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
-                          "input '%s': size of %s overflows", name, got.c_str());
+                          "input %s: size of %s overflows", qn, got.c_str());
   if (bytes && !data)
-    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "input '%s': data is NULL",
-                          name);
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "input %s: data is NULL",
+                          qn);
   Tensor &t = m->inputs[idx];
   if (borrow) {
     t.bound = const_cast<void *>(data);
@@ -949,7 +981,7 @@ nncc_status acceptInput(nncc_model *m, const char *what, const char *name, nncc_
     t.bound = nullptr;
     if (!t.host.reserve(bytes))
       return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
-                            "input '%s': cannot allocate %" PRIu64 " bytes", name, bytes);
+                            "input %s: cannot allocate %" PRIu64 " bytes", qn, bytes);
     if (bytes)
       std::memcpy(t.data(), data, bytes);
   }
@@ -1089,17 +1121,19 @@ nncc_status nncc_ms_bind(nncc_model *m, int32_t binding, const char *name, nncc_
   const nncc_model_abi *abi = m->abi;
   if (!name)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "bind: name is NULL");
+  const std::string qs = q(name);
+  const char *qn = qs.c_str();
   // On CUDA the memory is device memory of the context's device (e.g. a
   // framework's CUDA tensor), used in place of the context's device copy.
   const bool cuda = m->target == NNCC_TARGET_CUDA;
   uint32_t elem = nncc_dtype_size(dtype);
   if (data && elem && reinterpret_cast<uintptr_t>(data) % elem != 0)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
-                          "bind '%s': the memory is not aligned to its %u-byte elements", name,
+                          "bind %s: the memory is not aligned to its %u-byte elements", qn,
                           elem);
   if (data && (rank < 0 || (rank > 0 && !shape)))
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
-                          "bind '%s': invalid rank %d or NULL shape", name, rank);
+                          "bind %s: invalid rank %d or NULL shape", qn, rank);
 
   if (binding == NNCC_BIND_INPUT) {
     if (data) {
@@ -1111,8 +1145,8 @@ nncc_status nncc_ms_bind(nncc_model *m, int32_t binding, const char *name, nncc_
     }
     int32_t idx = findByName(abi->inputs, abi->num_inputs, name);
     if (idx < 0)
-      return nncc_error_set(err, NNCC_ERROR_NOT_FOUND, "bind: model '%s' has no input '%s'",
-                            abi->model_name, name);
+      return nncc_error_set(err, NNCC_ERROR_NOT_FOUND, "bind: model '%s' has no input %s",
+                            abi->model_name, qn);
     Tensor &t = m->inputs[idx];
     if (t.bound || t.deviceBound) { // unbound: to be set again
       t.bound = nullptr;
@@ -1149,25 +1183,25 @@ nncc_status nncc_ms_bind(nncc_model *m, int32_t binding, const char *name, nncc_
     break;
   default:
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
-                          "bind '%s': unknown binding kind %d", name, binding);
+                          "bind %s: unknown binding kind %d", qn, binding);
   }
   int32_t idx = infos ? findByName(infos, count, name) : -1;
   if (idx < 0)
-    return nncc_error_set(err, NNCC_ERROR_NOT_FOUND, "bind: model '%s' has no %s '%s'%s",
-                          abi->model_name, kind, name,
+    return nncc_error_set(err, NNCC_ERROR_NOT_FOUND, "bind: model '%s' has no %s %s%s",
+                          abi->model_name, kind, qn,
                           count ? "" : " (none: see nncc compile --grad / --vjp)");
   const nncc_tensor_info &info = infos[idx];
   if (data && dtype != info.dtype)
     return nncc_error_set(err, NNCC_ERROR_DTYPE_MISMATCH,
-                          "bind %s '%s': expected element type %s, got %s", kind, name,
+                          "bind %s %s: expected element type %s, got %s", kind, qn,
                           nncc_dtype_name(info.dtype), nncc_dtype_name(dtype));
   bool shapeOk = !data || rank == info.rank;
   for (int32_t i = 0; data && shapeOk && i < rank; ++i)
     shapeOk = shape[i] >= 0 && (info.dims[i] < 0 || info.dims[i] == shape[i]);
   if (!shapeOk)
-    return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH, "bind %s '%s': expected %s, got %s",
-                          kind, name, dimsString(abi, info).c_str(),
-                          shapeString(shape, rank).c_str());
+    return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH, "bind %s %s: expected %s, got %s",
+                          kind, qn, dimsString(abi, info).c_str(),
+                          callerShape(shape, rank, info.rank).c_str());
   if (tensors->size() < static_cast<size_t>(count))
     tensors->resize(static_cast<size_t>(count));
   Tensor &t = (*tensors)[idx];
@@ -1180,7 +1214,7 @@ nncc_status nncc_ms_bind(nncc_model *m, int32_t binding, const char *name, nncc_
     } else if (t.deviceBound) { // the context takes a copy of the current values
       if (nncc_status s = nncc_cuda_memcpy_dtoh(m->cuda, t.data(), t.device, t.bytes, nullptr,
                                                 err))
-        return nncc_error_prefix(err, "bind parameter '%s': ", name), s;
+        return nncc_error_prefix(err, "bind parameter %s: ", qn), s;
       bindDevice(m, t, nullptr);
       if (nncc_status s = ensureDevice(m, t, t.bytes, name, err))
         return s;
@@ -1195,7 +1229,7 @@ nncc_status nncc_ms_bind(nncc_model *m, int32_t binding, const char *name, nncc_
     } else if (t.bound) { // the context takes a copy of the current values
       if (!t.host.reserve(t.bytes))
         return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
-                              "bind parameter '%s': cannot allocate %" PRIu64 " bytes", name,
+                              "bind parameter %s: cannot allocate %" PRIu64 " bytes", qn,
                               t.bytes);
       std::memcpy(t.host.data, t.bound, t.bytes);
       t.bound = nullptr;
@@ -1226,42 +1260,45 @@ nncc_status nncc_ms_set_cotangent(nncc_model *m, const char *name, nncc_dtype dt
   const nncc_model_abi *abi = m->abi;
   if (!name)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "set_cotangent: name is NULL");
+  const std::string qs = q(name);
+  const char *qn = qs.c_str();
   int32_t idx = findByName(abi->cotangents, abi->num_cotangents, name);
   if (idx < 0)
     return nncc_error_set(err, NNCC_ERROR_NOT_FOUND,
-                          "set_cotangent: model '%s' has no cotangent '%s' (cotangents: %s)",
-                          abi->model_name, name,
+                          "set_cotangent: model '%s' has no cotangent %s (cotangents: %s)",
+                          abi->model_name, qn,
                           abi->num_cotangents
                               ? nameList(abi->cotangents, abi->num_cotangents).c_str()
                               : "none: compile with --grad --vjp");
   const nncc_tensor_info &info = abi->cotangents[idx];
   if (!m->trainReady)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
-                          "set_cotangent '%s': no forward_train since the last forward, "
+                          "set_cotangent %s: no forward_train since the last forward, "
                           "input or weight change (the cotangent's shape is its output's "
-                          "for the dims of that forward_train)", name);
+                          "for the dims of that forward_train)", qn);
   if (dtype != info.dtype)
     return nncc_error_set(err, NNCC_ERROR_DTYPE_MISMATCH,
-                          "cotangent '%s': expected element type %s, got %s", name,
+                          "cotangent %s: expected element type %s, got %s", qn,
                           nncc_dtype_name(info.dtype), nncc_dtype_name(dtype));
   Tensor &t = m->cotangents[idx];
   if (rank != info.rank || (rank > 0 && !shape) ||
       !std::equal(t.shape.begin(), t.shape.end(), shape))
     return nncc_error_set(err, NNCC_ERROR_SHAPE_MISMATCH,
-                          "cotangent '%s': expected shape %s, got %s", name,
+                          "cotangent %s: expected shape %s, got %s", qn,
                           shapeString(t.shape.data(), info.rank).c_str(),
-                          rank >= 0 && (shape || rank == 0) ? shapeString(shape, rank).c_str()
-                                                            : "an invalid shape");
+                          rank >= 0 && (shape || rank == 0)
+                              ? callerShape(shape, rank, info.rank).c_str()
+                              : "an invalid shape");
   if (t.bytes && !data)
-    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "cotangent '%s': data is NULL",
-                          name);
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "cotangent %s: data is NULL",
+                          qn);
   if (t.bound || t.deviceBound) { // a copy replaces the caller's memory
     t.bound = nullptr;
     t.deviceBound = false;
     t.device = 0;
     if (!t.host.reserve(t.bytes))
       return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
-                            "cotangent '%s': cannot allocate %" PRIu64 " bytes", name, t.bytes);
+                            "cotangent %s: cannot allocate %" PRIu64 " bytes", qn, t.bytes);
   }
   if (t.bytes)
     std::memcpy(t.data(), data, t.bytes);
@@ -1450,6 +1487,8 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
     return s;
   if (!name)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "get_output: name is NULL");
+  const std::string qs = q(name);
+  const char *qn = qs.c_str();
   const nncc_model_abi *abi = m->abi;
   // grad.<param> and grad.<input>: valid after a successful backward.
   if (strncmp(name, "grad.", 5) == 0) {
@@ -1461,8 +1500,8 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
         continue;
       if (!m->gradsValid)
         return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
-                              "get_output '%s': no successful backward since the last "
-                              "forward, input, cotangent or weight change", name);
+                              "get_output %s: no successful backward since the last "
+                              "forward, input, cotangent or weight change", qn);
       if (nncc_status s = syncToHost(m, (*tensors)[g], name, err))
         return nncc_error_prefix(err, "get_output: "), s;
       if (dtype)
@@ -1480,14 +1519,14 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
   int32_t idx = findByName(abi->outputs, abi->num_outputs, name);
   if (idx < 0)
     return nncc_error_set(err, NNCC_ERROR_NOT_FOUND,
-                          "get_output: model '%s' has no output '%s' (outputs: %s)",
-                          abi->model_name, name,
+                          "get_output: model '%s' has no output %s (outputs: %s)",
+                          abi->model_name, qn,
                           nameList(abi->outputs, abi->num_outputs).c_str());
   if (!m->outputsValid)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
-                          "get_output '%s': no successful forward since the model was "
+                          "get_output %s: no successful forward since the model was "
                           "created or last failed",
-                          name);
+                          qn);
   const Tensor &t = m->outputs[idx];
   if (dtype)
     *dtype = abi->outputs[idx].dtype;
@@ -1702,6 +1741,28 @@ double paramLrScale(const nncc_model_abi *abi, int32_t i, double layerDecay) {
   int32_t depth = abi->param_groups ? abi->param_groups[i].lr_depth : 0;
   return depth == 0 ? 1.0 : std::pow(layerDecay, double(depth));
 }
+
+/// `field` = `v` of a configuration is outside `range` (a message; `v` in
+/// the fewest digits that give it back).
+nncc_status badField(nncc_error *err, const char *what, const char *field, double v,
+                     const char *range) {
+  char text[40];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, v);
+    if (std::isnan(v) || std::strtod(text, nullptr) == v)
+      break;
+  }
+  return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                        "%s: the configuration's %s = %s is outside its range: %s", what,
+                        field, text, range);
+}
+
+/// layer_decay, which param_group reads too.
+nncc_status checkLayerDecay(const nncc_train_config *c, const char *what, nncc_error *err) {
+  if (!(c->layer_decay > 0.0 && c->layer_decay <= 1.0))
+    return badField(err, what, "layer_decay", c->layer_decay, "(0, 1] (1: none)");
+  return NNCC_OK;
+}
 } // namespace
 
 extern "C" double nncc_ms_schedule_lr(const nncc_train_config *c, int64_t t) {
@@ -1746,6 +1807,9 @@ extern "C" nncc_status nncc_ms_param_group(nncc_model *m, int32_t i,
                           m->abi->num_params);
   if (!c)
     c = m->abi->train_config;
+  if (c)
+    if (nncc_status s = checkLayerDecay(c, "param_group", err))
+      return s;
   if (decay)
     *decay = paramDecays(m->abi, i) ? 1 : 0;
   if (lr_scale)
@@ -1911,7 +1975,7 @@ extern "C" nncc_status nncc_ms_save_train_state(nncc_model *m, const char *path,
     s = nncc_safetensors_writer_write(w, path, e);
   nncc_safetensors_writer_destroy(w);
   if (s)
-    nncc_error_prefix(e, "saving the training state to '%s': ", path);
+    nncc_error_prefix(e, "saving the training state to %s: ", q(path).c_str());
   else
     nncc_error_clear(err);
   return s;
@@ -1929,18 +1993,25 @@ extern "C" nncc_status nncc_ms_load_train_state(nncc_model *m, const char *path,
   const bool cuda = m->target == NNCC_TARGET_CUDA;
   nncc_safetensors *file = nullptr;
   if (nncc_status s = nncc_safetensors_open(path, &file, e))
-    return nncc_error_prefix(e, "loading the training state from '%s': ", path), s;
+    return nncc_error_prefix(e, "loading the training state from %s: ", q(path).c_str()), s;
   struct Closer {
     nncc_safetensors *f;
     ~Closer() { nncc_safetensors_close(f); }
   } closer{file};
   auto bad = [&](nncc_status status, const std::string &msg) {
-    return nncc_error_set(e, status, "loading the training state from '%s': %s", path,
-                          msg.c_str());
+    return nncc_error_set(e, status, "loading the training state from %s: %s",
+                          q(path).c_str(), msg.c_str());
   };
   auto meta = [&](const char *key) {
     const char *v = nncc_safetensors_metadata_get(file, key);
     return std::string(v ? v : "");
+  };
+  // A metadata value for a message: as is when it is a plain word, else quoted.
+  auto shown = [](const std::string &v) {
+    bool word = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    });
+    return word ? v : q(v);
   };
   // Check everything before changing anything: a failed load leaves the
   // model and its optimizer as they were.
@@ -1949,17 +2020,17 @@ extern "C" nncc_status nncc_ms_load_train_state(nncc_model *m, const char *path,
                "not a training state (no nncc_train_state metadata; weights alone load "
                "with load_weights)");
   if (meta("nncc_model") != abi->model_name)
-    return bad(NNCC_ERROR_INVALID_ARGUMENT, "it is of model '" + meta("nncc_model") +
-                                                "', this library is '" + abi->model_name + "'");
+    return bad(NNCC_ERROR_INVALID_ARGUMENT, "it is of model " + q(meta("nncc_model")) +
+                                                ", this library is '" + abi->model_name + "'");
   if (meta("nncc_precision") != abi->precision)
-    return bad(NNCC_ERROR_INVALID_ARGUMENT, "it is " + meta("nncc_precision") +
+    return bad(NNCC_ERROR_INVALID_ARGUMENT, "it is " + shown(meta("nncc_precision")) +
                                                 ", this library is " + abi->precision);
   const std::string stepText = meta("nncc_step");
   char *end = nullptr;
   errno = 0;
   long long step = std::strtoll(stepText.c_str(), &end, 10);
   if (stepText.empty() || *end || errno || step < 0)
-    return bad(NNCC_ERROR_INVALID_ARGUMENT, "nncc_step '" + stepText + "' is not a step count");
+    return bad(NNCC_ERROR_INVALID_ARGUMENT, "nncc_step " + q(stepText) + " is not a step count");
   const std::string opt = meta("nncc_optimizer");
   int32_t optimizer = -1;
   for (int32_t k : {NNCC_OPTIM_SGD, NNCC_OPTIM_ADAM, NNCC_OPTIM_ADAMW})
@@ -1967,15 +2038,15 @@ extern "C" nncc_status nncc_ms_load_train_state(nncc_model *m, const char *path,
       optimizer = k;
   if (optimizer < 0 && opt != "none")
     return bad(NNCC_ERROR_INVALID_ARGUMENT,
-               "nncc_optimizer '" + opt + "' is not one of sgd, adam, adamw, none");
+               "nncc_optimizer " + q(opt) + " is not one of sgd, adam, adamw, none");
   const int32_t n = abi->num_params;
   std::vector<nncc_tensor_view> params(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
     const nncc_tensor_info &info = abi->params[i];
     if (nncc_status s = nncc_safetensors_get(file, info.name, info.dtype, info.rank, info.dims,
                                              &params[i], e))
-      return nncc_error_prefix(e, "loading the training state from '%s': parameter '%s': ",
-                               path, info.name),
+      return nncc_error_prefix(e, "loading the training state from %s: parameter '%s': ",
+                               q(path).c_str(), info.name),
              s;
   }
   // Each state group is present for every parameter or for none (SGD
@@ -2000,8 +2071,8 @@ extern "C" nncc_status nncc_ms_load_train_state(nncc_model *m, const char *path,
       std::string name = stateName(groups[g].kind, info.name);
       if (nncc_status s = nncc_safetensors_get(file, name.c_str(), dt, info.rank, info.dims,
                                                &views[g][i], e))
-        return nncc_error_prefix(e, "loading the training state from '%s': '%s': ", path,
-                                 name.c_str()),
+        return nncc_error_prefix(e, "loading the training state from %s: '%s': ",
+                                 q(path).c_str(), name.c_str()),
                s;
     }
   }
@@ -2146,6 +2217,66 @@ nncc_status cudaUpdate(nncc_model *m, const nncc_train_config *c, const char *wh
   return NNCC_OK;
 }
 
+/// Every field of `c` that a step reads (the optimizer's own, and the
+/// schedule's), against the ranges the compiler's #nn.train verifies, with
+/// non-finite values refused: a bad value would otherwise turn every
+/// weight into NaN. epochs, batch and seed are the trainer's.
+nncc_status checkTrainConfig(const nncc_train_config *c, const char *what, nncc_error *err) {
+  const bool sgd = c->optimizer == NNCC_OPTIM_SGD;
+  if (c->optimizer < NNCC_OPTIM_SGD || c->optimizer > NNCC_OPTIM_ADAMW)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "%s: the configuration's optimizer = %d is not one of 0 (sgd), 1 "
+                          "(adam), 2 (adamw)",
+                          what, c->optimizer);
+  if (!(std::isfinite(c->lr) && c->lr > 0.0))
+    return badField(err, what, "lr", c->lr, "finite and > 0");
+  if (!(std::isfinite(c->weight_decay) && c->weight_decay >= 0.0))
+    return badField(err, what, "weight_decay", c->weight_decay, "finite and >= 0");
+  if (sgd) {
+    if (!(std::isfinite(c->momentum) && c->momentum >= 0.0))
+      return badField(err, what, "momentum", c->momentum, "finite and >= 0");
+    if (c->nesterov != 0 && c->nesterov != 1)
+      return badField(err, what, "nesterov", c->nesterov, "0 or 1");
+  } else {
+    if (!(c->beta1 >= 0.0 && c->beta1 < 1.0))
+      return badField(err, what, "beta1", c->beta1, "[0, 1)");
+    if (!(c->beta2 >= 0.0 && c->beta2 < 1.0))
+      return badField(err, what, "beta2", c->beta2, "[0, 1)");
+    if (!(std::isfinite(c->eps) && c->eps > 0.0))
+      return badField(err, what, "eps", c->eps, "finite and > 0");
+  }
+  if (std::isnan(c->clip))
+    return badField(err, what, "clip", c->clip, "a number (<= 0 or infinite: no clipping)");
+  if (nncc_status s = checkLayerDecay(c, what, err))
+    return s;
+  switch (c->schedule) {
+  case NNCC_SCHEDULE_CONSTANT:
+  case NNCC_SCHEDULE_COSINE:
+    break;
+  case NNCC_SCHEDULE_WARMUP_COSINE:
+    if (!(c->cycles >= 0.0 && c->cycles <= 1.0))
+      return badField(err, what, "cycles", c->cycles, "[0, 1] (the final lr fraction)");
+    [[fallthrough]];
+  case NNCC_SCHEDULE_LINEAR:
+    if (c->warmup < 0 && !(c->warmup_fraction >= 0.0 && c->warmup_fraction < 1.0))
+      return badField(err, what, "warmup_fraction", c->warmup_fraction,
+                      "[0, 1) (used since warmup < 0)");
+    break;
+  case NNCC_SCHEDULE_STEP:
+    if (c->step_size < 1)
+      return badField(err, what, "step_size", double(c->step_size), ">= 1");
+    if (!(std::isfinite(c->gamma) && c->gamma > 0.0))
+      return badField(err, what, "gamma", c->gamma, "finite and > 0");
+    break;
+  default:
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "%s: the configuration's schedule = %d is not one of 0 (constant), "
+                          "1 (warmup_cosine), 2 (cosine), 3 (linear), 4 (step)",
+                          what, c->schedule);
+  }
+  return NNCC_OK;
+}
+
 /// The configuration of a step (`config`, or the model's own when NULL),
 /// checked, for `what` (train_step or apply_gradients).
 nncc_status stepConfig(nncc_model *m, const void *config, const char *what,
@@ -2153,9 +2284,8 @@ nncc_status stepConfig(nncc_model *m, const void *config, const char *what,
   c = config ? static_cast<const nncc_train_config *>(config) : m->abi->train_config;
   if (!c)
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "%s: no configuration", what);
-  if (c->optimizer < NNCC_OPTIM_SGD || c->optimizer > NNCC_OPTIM_ADAMW)
-    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "%s: unknown optimizer %d", what,
-                          c->optimizer);
+  if (nncc_status s = checkTrainConfig(c, what, err))
+    return s;
   if (m->target == NNCC_TARGET_CUDA && m->def->forward_train_cuda &&
       (!m->def->grad_sum_squares_cuda || !m->def->update_cuda))
     return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED, "%s: '%s' has no CUDA optimizer update",

@@ -171,6 +171,13 @@ typedef struct nncc_model_abi {
    * model's own (train_config below). Optimizer state (moments, momentum
    * buffers, step counter) lives in the context; loss and grad.<param>
    * (of the weights before the update) stay readable with get_output.
+   * The configuration is checked first (NNCC_ERROR_INVALID_ARGUMENT naming
+   * the field, its value and its range; nothing changes): optimizer and
+   * schedule known; lr and eps finite and > 0; weight_decay and momentum
+   * finite and >= 0; nesterov 0 or 1; beta1, beta2 in [0, 1); clip not NaN;
+   * layer_decay in (0, 1]; cycles in [0, 1]; warmup_fraction in [0, 1)
+   * (when warmup < 0); step_size >= 1, gamma finite and > 0; each where
+   * the optimizer or schedule reads it. apply_gradients checks the same.
    * NULL in libraries compiled without gradients. */
   nncc_status (*train_step)(nncc_model *model, const void *config, nncc_error *err);
 
