@@ -104,7 +104,10 @@ def main():
                                                       target)[0], a, 0)
         path = os.path.join(work, "module.pt")
         torch.save(m, path)
-        m4 = torch.load(path)
+        try:  # a whole module: not torch >= 2.6's default (weights_only=True)
+            m4 = torch.load(path, weights_only=False)
+        except TypeError:  # a torch without weights_only
+            m4 = torch.load(path)
         close("torch.save / torch.load of the module", m4(x0[..., :1].expand(B, T, 6).contiguous(),
                                                           target)[0], a, 0)
     xin = torch.randn(B, T, 6, requires_grad=True)
