@@ -4,7 +4,7 @@
 # (docs/runtime.md, "Sanitizers and fuzzing"). utils/check.sh runs it after
 # the lit suite; it also runs on its own after utils/setup.sh:
 #
-#   bash utils/sanitize.sh            # ~3 min warm on 2 cores, more cold
+#   bash utils/sanitize.sh            # 2 cores: about 4.5 min cold, 1.5 min warm
 #
 # 1. build-asan: the whole project configured with GCC and
 #    -fsanitize=address,undefined -fno-sanitize-recover=all; only the runtime,
