@@ -174,7 +174,8 @@ int driver::checkInputValues(const TensorSignature &s, nncc_dtype dtype,
     return 0; // the size is not known here; the kernel checks it
   }
   const bool lengths = s.role == InputRole::Lengths;
-  const int64_t lo = lengths ? 1 : 0, hi = lengths ? limit + 1 : limit;
+  // A length may be 0 (an empty sequence: the recurrent kernels emit zeros).
+  const int64_t lo = 0, hi = lengths ? limit + 1 : limit;
   uint64_t n = 1;
   for (int64_t d : shape)
     n *= uint64_t(d);
@@ -189,7 +190,7 @@ int driver::checkInputValues(const TensorSignature &s, nncc_dtype dtype,
       rest /= uint64_t(shape[k]);
     }
     std::string range =
-        lengths ? "[1, " + std::to_string(limit) + "] (a length at most " + s.limit + ")"
+        lengths ? "[0, " + std::to_string(limit) + "] (a length at most " + s.limit + ")"
         : s.role == InputRole::TokenIds
             ? "[0, " + std::to_string(limit) + ") (an embedding of " + std::to_string(limit) +
                   " rows)"

@@ -34,7 +34,7 @@ int checkAllocation(const llvm::Twine &what, llvm::ArrayRef<int64_t> shape,
 
 /// Checks the values of input `s` (dtype, shape, data) against the range
 /// its role admits: token ids in [0, vocabulary), class targets in
-/// [0, classes) or an ignore_index, lengths in [1, T]. `dims` binds the
+/// [0, classes) or an ignore_index, lengths in [0, T]. `dims` binds the
 /// symbolic dims a limit may name; `source` says where the data came from.
 /// The first value out of range is named with its index, value and limit.
 /// Returns the exit status.
