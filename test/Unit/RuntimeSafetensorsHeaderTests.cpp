@@ -106,6 +106,17 @@ TEST(SafetensorsHeader, RefusesNulBytes) {
   EXPECT_EQ(o.status, NNCC_OK) << o.err.message;
 }
 
+// An escaped NUL (\u0000) in a tensor name or metadata key: the C API's
+// NUL-terminated names would read "a\u0000b" as "a" (found by the fuzzer).
+TEST(SafetensorsHeader, RefusesEscapedNulInNames) {
+  expectRejected(stFile(std::string("{\"a\\u0000b\":") + kGood + "}"),
+                 NNCC_ERROR_CORRUPT_FILE, "the tensor name 'a\\x00b' contains a NUL character");
+  expectRejected(stFile(std::string("{\"a\":") + kGood + ",\"a\\u0000\":" + kGood + "}"),
+                 NNCC_ERROR_CORRUPT_FILE, "contains a NUL character");
+  expectRejected(stFile("{\"__metadata__\":{\"k\\u0000x\":\"v\"}}"), NNCC_ERROR_CORRUPT_FILE,
+                 "the metadata key 'k\\x00x' contains a NUL character");
+}
+
 // A header is three levels deep; 64 are accepted (in a field the reader
 // ignores), deeper nesting is refused before it costs memory per level.
 TEST(SafetensorsHeader, BoundsTheNesting) {

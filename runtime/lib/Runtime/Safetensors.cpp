@@ -366,6 +366,16 @@ void HeaderReader::finishMetadata() {
 bool HeaderReader::key(string_t &k) {
   Frame &top = stack.back();
   const uint64_t order = keys++;
+  // An escaped \u0000 in a name: the C API's NUL-terminated names could not
+  // tell it from its prefix (two tensors reading as one name).
+  if ((top.kind == Kind::Tensors || top.kind == Kind::Metadata) &&
+      k.find('\0') != std::string::npos) {
+    nncc_error e{};
+    fail(&e, NNCC_ERROR_CORRUPT_FILE, "%s: the %s %s contains a NUL character (\\u0000)",
+         source.c_str(), top.kind == Kind::Tensors ? "tensor name" : "metadata key",
+         quote(k).c_str());
+    noteBad(top.kind == Kind::Tensors ? k : std::string("__metadata__"), e);
+  }
   switch (top.kind) {
   case Kind::Tensors:
     if (k == "__metadata__") {
