@@ -245,6 +245,7 @@ class _Apply(torch.autograd.Function):
         # outputs in place: saved, so that torch keeps them alive and refuses
         # a backward after one of them was modified in place.
         ctx.save_for_backward(*converted, *params, *outputs)
+        ctx.nncc_param_ptrs = [p.data_ptr() for p in params]
         ctx.nncc = (module, lib, held, dims, training, step, device,
                     [(t.dtype, t.device) for t in tensors[:n]])
         for spec, o in zip(lib.outputs, outputs):
@@ -264,6 +265,13 @@ class _Apply(torch.autograd.Function):
         converted, params, outputs = saved[:n], saved[n:n + m], saved[n + m:]
         cot = _cotangents(lib, grad_outputs, dims, device)
         grads = _grad_buffers(lib, dims, device)
+        if held is not None and [p.data_ptr() for p in params] != ctx.nncc_param_ptrs:
+            # The parameters moved since the forward (FSDP2 frees the gathered
+            # parameters after the forward and gathers them anew, maybe
+            # elsewhere, for the backward): the context's pointers are stale,
+            # and binding the new ones discards the residuals; run again.
+            held.release()
+            held = None
         if held is not None and held.context is not None:
             # The forward's residuals are in this context: only the backward.
             try:
