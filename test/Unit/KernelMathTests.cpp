@@ -96,20 +96,31 @@ TEST(KernelMath, DoubleUsesTheMathLibrary) {
 
 
 // The kernels' masks are stream 0 of the runtime's Philox, with `offset`
-// counting blocks: the same bits as nncc_rng_u32(seed, 0, 4 offset + i).
+// counting draws: the same bits as nncc_rng_u32(seed, 0, offset + i).
 TEST(SharedMath, MaskBitsAreRuntimePhiloxStreamZero) {
   EXPECT_EQ(philox_bits(0, 0, 0), 0x6627e8d5u); // Random123 KAT, zero key/counter
   const uint64_t seeds[] = {0, 1, 0x0123456789abcdefull};
-  const uint64_t offsets[] = {0, 3, 0xfffffffffull};
+  const uint64_t offsets[] = {0, 3, 12, 0xfffffffffull, 1ull << 42};
   for (uint64_t seed : seeds)
-    for (uint64_t off : offsets)
+    for (uint64_t off : offsets) {
       for (uint64_t i = 0; i < 64; ++i) {
-        ASSERT_EQ(philox_bits(seed, off, i), nncc_rng_u32(seed, 0, 4 * off + i));
-        nncc_philox_u32x4 c = {{(uint32_t)(off + i / 4), (uint32_t)((off + i / 4) >> 32), 0, 0}};
+        const uint64_t g = off + i;
+        ASSERT_EQ(philox_bits(seed, off, i), nncc_rng_u32(seed, 0, g));
+        nncc_philox_u32x4 c = {{(uint32_t)(g / 4), (uint32_t)((g / 4) >> 32), 0, 0}};
         ASSERT_EQ(philox_bits(seed, off, i),
-                  nncc_philox_bijection(c, (uint32_t)seed, (uint32_t)(seed >> 32)).x[i & 3]);
-        ASSERT_EQ(philox_uniform(seed, off, i), nncc_rng_uniform(seed, 0, 4 * off + i));
+                  nncc_philox_bijection(c, (uint32_t)seed, (uint32_t)(seed >> 32)).x[g & 3]);
+        ASSERT_EQ(philox_uniform(seed, off, i), nncc_rng_uniform(seed, 0, g));
+        // A shifted call draws the same stream (micro-batches' rows).
+        ASSERT_EQ(philox_bits(seed, off + 5, i), philox_bits(seed, off, i + 5));
       }
+      // The batched chunks equal the element-wise bits, aligned or not.
+      uint32_t chunk[4 * kMaskBatch];
+      for (uint64_t c : {0ull, 3ull}) {
+        philox_mask_chunk(seed, off, c, chunk);
+        for (int j = 0; j < 4 * kMaskBatch; ++j)
+          ASSERT_EQ(chunk[j], philox_bits(seed, off, c * 4 * kMaskBatch + j));
+      }
+    }
 }
 
 TEST(SharedMath, AttentionDropoutRowMatchesElementwise) {

@@ -31,9 +31,9 @@ def _philox_words(blocks, key):
 
 def dropout_multipliers(seed, offset, counters, p):
     """1/(1-p) where weight `counter` is kept, else 0 (float64)."""
-    counters = np.asarray(counters, dtype=np.uint64)
-    words = _philox_words(np.uint64(offset) + (counters >> np.uint64(2)), seed ^ _SALT)
-    w = np.take_along_axis(words, (counters & np.uint64(3)).astype(np.int64)[None], 0)[0]
+    g = np.uint64(offset) + np.asarray(counters, dtype=np.uint64)  # draw g (offset counts draws)
+    words = _philox_words(g >> np.uint64(2), seed ^ _SALT)
+    w = np.take_along_axis(words, (g & np.uint64(3)).astype(np.int64)[None], 0)[0]
     u = (w >> np.uint64(8)).astype(np.float32) * np.float32(2.0 ** -24)
     return np.where(u >= np.float32(p), 1.0 / (1.0 - p), 0.0)
 
@@ -53,12 +53,12 @@ def lsh_dropout(seed, offset, p, B, H, R, T):
 
 # --- token masking and Gumbel-max sampling (independent numpy Philox) --------
 def mask_stream_bits(seed, offset, count):
-    """Elements [0, count) of the kernels' mask stream (seed, offset): word
-    i % 4 of Philox block offset + i / 4, stream 0, key = seed
-    (runtime/include/nncc/Kernels/Philox.h)."""
-    i = np.arange(count, dtype=np.uint64)
-    words = _philox_words(np.uint64(offset) + (i >> np.uint64(2)), seed)
-    return np.take_along_axis(words, (i & np.uint64(3)).astype(np.int64)[None], 0)[0]
+    """Elements [0, count) of the kernels' mask stream (seed, offset): draw
+    g = offset + i, word g % 4 of Philox block g / 4, stream 0, key = seed
+    (runtime/include/nncc/Kernels/Philox.h: `offset` counts draws)."""
+    g = np.uint64(offset) + np.arange(count, dtype=np.uint64)
+    words = _philox_words(g >> np.uint64(2), seed)
+    return np.take_along_axis(words, (g & np.uint64(3)).astype(np.int64)[None], 0)[0]
 
 
 def mask_positions(rows, n, p, seed, offset=0):

@@ -99,6 +99,16 @@ std::string kindCode(AttentionKind kind) {
   llvm_unreachable("attention kind");
 }
 
+/// The counter offset of attention dropout (Kernels.h's counters: B*H*T*T
+/// weights, times the hash rounds for LSH; batch-major, so micro-batches
+/// draw their rows' masks; docs/training.md, "Random streams").
+std::string attentionDropoutOffset(const AttentionConfig &c, const std::string &B,
+                                   const std::string &T) {
+  std::string rounds = c.kind == AttentionKind::lsh ? std::to_string(c.hashes) : "1";
+  return "nncc_ms_rng_offset(m, (uint64_t)(" + B + ") * " + std::to_string(c.heads) + "ULL * " +
+         rounds + "ULL * (uint64_t)(" + T + ") * (uint64_t)(" + T + "))";
+}
+
 /// Prints `nncc_attention_params p` for `c` and returns its workspace. The LSH
 /// rotations, when not given, are drawn into a workspace slot from the op's
 /// seed (stream 0x15A), the same values in the forward and the backward.
@@ -143,8 +153,8 @@ FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
   // Training only (prepareNNForKernels zeroes the rate elsewhere): the step
   // offset makes every step draw a new mask, the backward the same one.
   if (c.dropout > 0)
-    e.out() << "p.dropout = " << fmtDouble(c.dropout) << "; p.dropout_seed = " << c.seed
-            << "ULL; p.dropout_offset = nncc_ms_dropout_offset(m);\n";
+    e.out() << "p.dropout = " << fmtDouble(c.dropout) << "; p.dropout_seed = nncc_ms_rng_key(m, "
+            << c.seed << "ULL); p.dropout_offset = " << attentionDropoutOffset(c, B, T) << ";\n";
   if (!rotBytes.empty()) {
     e.out() << "real_t *rot = (real_t *)" << e.workspace(rotBytes) << ";\n";
     e.out() << "NNCC_RNG_NORMAL(rot, (uint64_t)(" << rotBytes << " / sizeof(real_t)), " << c.seed
@@ -203,11 +213,16 @@ FailureOr<CudaHead> cudaHead(LaunchEmitter &e, Operation *op, const AttentionCon
 }
 
 /// The launcher arguments of attention dropout: rate, Philox key (the op's
-/// seed) and step offset, the values the CPU puts in nncc_attention_params
-/// (the offset only matters, and is only read, when the rate is > 0).
-SmallVector<std::string> cudaDropoutArgs(const AttentionConfig &c) {
-  return {fmtDouble(c.dropout), std::to_string(c.seed) + "ULL",
-          c.dropout > 0 ? "nncc_ms_dropout_offset(m)" : "0ULL"};
+/// seed and the run seed) and counter offset, the values the CPU puts in
+/// nncc_attention_params (the offset only matters, and is only read, when
+/// the rate is > 0).
+SmallVector<std::string> cudaDropoutArgs(const AttentionConfig &c, const std::string &B,
+                                         const std::string &T) {
+  std::string seed = std::to_string(c.seed) + "ULL";
+  if (c.dropout <= 0)
+    return {fmtDouble(c.dropout), seed, "0ULL"};
+  return {fmtDouble(c.dropout), "nncc_ms_rng_key(m, " + seed + ")",
+          attentionDropoutOffset(c, B, T)};
 }
 
 /// Checks of the dilated kind's global positions; prints the static table.
@@ -274,7 +289,7 @@ LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const Attention
   std::string maskArg = e.nameOr(mask, "const uint8_t *"), causal = LaunchEmitter::flag(c.causal);
   std::string heads = std::to_string(c.heads);
   std::string lseArg = e.nameOr(lse, "real_t *");
-  SmallVector<std::string> drop = cudaDropoutArgs(c);
+  SmallVector<std::string> drop = cudaDropoutArgs(c, *B, *T);
   PackedQKV p = unpack(e.name(qkv), *E, c.kind, "const real_t *");
   e.out() << "{\n";
   e.out().indent();
@@ -378,7 +393,7 @@ LogicalResult emitCudaAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o,
                                        "(real_t *)NULL"}
             : SmallVector<std::string>{"(const real_t *)NULL", "(const real_t *)NULL",
                                        e.nameOr(o.getCore(), "real_t *")};
-  SmallVector<std::string> drop = cudaDropoutArgs(c);
+  SmallVector<std::string> drop = cudaDropoutArgs(c, *B, *T);
   PackedQKV x = unpack(e.name(qkv), *E, c.kind, "const real_t *");
   PackedQKV dx = unpack(e.name(o.getDqkv()), *E, c.kind, "real_t *");
   e.out() << "{\n";

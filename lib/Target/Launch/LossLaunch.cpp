@@ -179,15 +179,20 @@ LogicalResult emitLinearCrossEntropy(LaunchEmitter &e, nnk::LinearCrossEntropyOp
   return success();
 }
 
-/// The seed and step offset of a dropout-style mask: every training step
-/// draws a new one (nncc_ms_dropout_offset), the backward the same, on both
-/// targets alike (the same masks on the CPU and on CUDA at every step).
-SmallVector<std::string> seedAndOffset(LaunchEmitter &, int64_t seed) {
-  return {std::to_string(seed) + "ULL", "nncc_ms_dropout_offset(m)"};
+/// The key and counter offset of a random op drawing `draws` values from
+/// batch-major rows (docs/training.md, "Random streams"): the op's seed
+/// mixed with the run seed (nncc_ms_rng_key), and the step's offset plus the
+/// micro-batch's first sample times the draws per sample
+/// (nncc_ms_rng_offset). Every training step draws anew, the backward the
+/// same, on both targets alike (the same masks on the CPU and on CUDA).
+SmallVector<std::string> seedAndOffset(LaunchEmitter &, int64_t seed, const std::string &draws) {
+  return {"nncc_ms_rng_key(m, " + std::to_string(seed) + "ULL)",
+          "nncc_ms_rng_offset(m, (uint64_t)(" + draws + "))"};
 }
-SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t seed) {
+SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t seed,
+                                    const std::string &draws) {
   SmallVector<std::string> args = {fmtDouble(p)};
-  args.append(seedAndOffset(e, seed));
+  args.append(seedAndOffset(e, seed, draws));
   return args;
 }
 
@@ -196,7 +201,7 @@ LogicalResult emitDropout(LaunchEmitter &e, nnk::DropoutOp o) {
   if (failed(n))
     return failure();
   SmallVector<std::string> args = {*n};
-  args.append(maskStream(e, o.getP(), o.getSeed()));
+  args.append(maskStream(e, o.getP(), o.getSeed(), *n));
   args.append({e.name(o.getX()), e.name(o.getOut()), e.nameOr(o.getMask(), "uint8_t *")});
   if (!e.isCuda()) {
     e.call({"NNCC_KFN(nncc_dropout)", args});
@@ -213,7 +218,7 @@ LogicalResult emitZoneout(LaunchEmitter &e, nnk::ZoneoutOp o) {
   if (failed(n))
     return failure();
   SmallVector<std::string> args = {*n};
-  args.append(maskStream(e, o.getP(), o.getSeed()));
+  args.append(maskStream(e, o.getP(), o.getSeed(), *n));
   args.append({e.name(o.getNewState()), e.name(o.getPrev()), e.name(o.getOut())});
   if (!e.isCuda()) {
     e.call({"NNCC_KFN(nncc_zoneout)", args});
@@ -234,7 +239,7 @@ LogicalResult emitMaskTokens(LaunchEmitter &e, nnk::MaskTokensOp o) {
   bool i32 = LaunchEmitter::bufferType(o.getTokens()).getElementType().isInteger(32);
   SmallVector<std::string> args = {*rows, *n, fmtDouble(o.getP()),
                                    std::to_string(o.getMaskId()) + "LL"};
-  args.append(seedAndOffset(e, o.getSeed()));
+  args.append(seedAndOffset(e, o.getSeed(), "(" + *rows + ") * (" + *n + ")"));
   args.append({e.name(o.getTokens()), e.name(o.getMasked()), e.name(o.getMask())});
   if (!e.isCuda()) {
     e.call({i32 ? "nncc_mask_tokens_i32" : "nncc_mask_tokens_i64", args});
@@ -252,7 +257,7 @@ LogicalResult emitSample(LaunchEmitter &e, nnk::SampleOp o) {
   if (failed(rows) || failed(V))
     return failure();
   SmallVector<std::string> args = {*rows, *V};
-  args.append(seedAndOffset(e, o.getSeed()));
+  args.append(seedAndOffset(e, o.getSeed(), "(" + *rows + ") * (" + *V + ")"));
   args.append({e.name(o.getLogits()), e.nameOr(o.getRows(), "const uint8_t *"),
                e.name(o.getOut())});
   if (!e.isCuda()) {
@@ -275,7 +280,7 @@ LogicalResult emitLinearSample(LaunchEmitter &e, nnk::LinearSampleOp o) {
     std::string ws = e.workspace("linear_sample_scratch_bytes(" + *N + ", " + *V +
                                  ", sizeof(real_t))");
     SmallVector<std::string> args = {"blas", *N, *K, *V};
-    args.append(seedAndOffset(e, o.getSeed()));
+    args.append(seedAndOffset(e, o.getSeed(), "(" + *N + ") * (" + *V + ")"));
     args.append({e.name(o.getX()), e.name(o.getWeight()), e.nameOr(o.getBias(), "const real_t *"),
                  e.nameOr(o.getRows(), "const uint8_t *"), ws, e.name(o.getOut()), "stream"});
     e.call({"launch_linear_sample<real_t>", args});
@@ -284,7 +289,7 @@ LogicalResult emitLinearSample(LaunchEmitter &e, nnk::LinearSampleOp o) {
   std::string ws = e.workspace("nncc_linear_sample_workspace_size(" + *N + ", " + *K +
                                ", " + *V + ", sizeof(real_t))");
   SmallVector<std::string> args = {*N, *K, *V};
-  args.append(seedAndOffset(e, o.getSeed()));
+  args.append(seedAndOffset(e, o.getSeed(), "(" + *N + ") * (" + *V + ")"));
   args.append({e.name(o.getX()), e.name(o.getWeight()), e.nameOrNull(o.getBias()),
                e.nameOrNull(o.getRows()), ws, e.name(o.getOut())});
   e.call({"NNCC_KFN(nncc_linear_sample)", args});

@@ -16,9 +16,14 @@ namespace {
 std::string cellCode(nnk::Cell cell) { return std::to_string(static_cast<int>(cell)); }
 
 /// LSTM zoneout arguments (training only; prepareNNForKernels zeroes the
-/// rate in inference): rate, seed and the step's mask offset.
-std::string zoneoutArgs(double rate, int64_t seed) {
-  return fmtDouble(rate) + ", " + std::to_string(seed) + "ULL, nncc_ms_dropout_offset(m)";
+/// rate in inference): rate, key (the op's seed and the run seed) and the
+/// counter offset of B*T*H batch-major draws per layer and direction (Philox.h
+/// lstm_zoneout_counter; docs/training.md, "Random streams").
+std::string zoneoutArgs(double rate, int64_t seed, const std::string &B, const std::string &T,
+                        const std::string &H) {
+  return fmtDouble(rate) + ", nncc_ms_rng_key(m, " + std::to_string(seed) +
+         "ULL), nncc_ms_rng_offset(m, (uint64_t)(" + B + ") * (uint64_t)(" + T +
+         ") * (uint64_t)(" + H + "))";
 }
 
 /// The C++ type of an optional lengths buffer (the CUDA launchers'
@@ -52,7 +57,7 @@ LogicalResult emitScan(LaunchEmitter &e, nnk::RecurrentScanOp o) {
                   e.name(o.getY()), e.nameOrNull(o.getHN()), e.nameOrNull(o.getCN()), ws,
                   "NULL"}};
     if (zoneout)
-      c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
+      c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed(), *B, *T, hs));
     e.call(c);
     return success();
   }
@@ -80,7 +85,8 @@ LogicalResult emitScan(LaunchEmitter &e, nnk::RecurrentScanOp o) {
                 "(real_t *)NULL", "0", "(real_t *)" + transposed, "stream"}};
   // LSTM zoneout (training): the CPU's masks, counter slot = state index.
   if (o.getZoneout() > 0)
-    c.args.append({zoneoutArgs(o.getZoneout(), o.getSeed()), std::to_string(o.getStateIndex())});
+    c.args.append({zoneoutArgs(o.getZoneout(), o.getSeed(), *B, *T, hs),
+                   std::to_string(o.getStateIndex())});
   e.call(c);
   return success();
 }
@@ -221,7 +227,7 @@ SmallVector<std::string> stackInputs(LaunchEmitter &e, StackOp o, const Stack &s
 /// then for LSTM zoneout its rate, seed and step offset, as the CPU branch
 /// passes them (the same masks).
 template <typename StackOp>
-void appendStackTail(KernelCall &c, StackOp o, std::optional<int64_t> every,
+void appendStackTail(KernelCall &c, StackOp o, const Stack &s, std::optional<int64_t> every,
                      std::optional<int64_t> snapshots, const std::string &ws) {
   if (every)
     c.args.push_back(std::to_string(*every));
@@ -229,7 +235,7 @@ void appendStackTail(KernelCall &c, StackOp o, std::optional<int64_t> every,
     c.args.append({std::to_string(*snapshots), "(int64_t *)NULL"});
   c.args.append({ws, "stream"});
   if (o.getZoneout() > 0)
-    c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
+    c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed(), s.B, s.T, s.H));
 }
 
 /// The two schedules' integers of a scratch-size call: checkpoint_every,
@@ -269,7 +275,7 @@ LogicalResult emitStackForwardCuda(LaunchEmitter &e, nnk::RecurrentForwardOp o) 
                  e.nameOr(o.getLengths(), "const " + *lengthType + " *"), e.name(o.getY()),
                  e.nameOr(o.getHN(), "real_t *"), e.nameOr(o.getCN(), "real_t *"),
                  e.name(o.getReserve())});
-  appendStackTail(c, o, every, std::nullopt, ws);
+  appendStackTail(c, o, *s, every, std::nullopt, ws);
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";
@@ -299,7 +305,8 @@ LogicalResult emitStackForward(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
                                             : "NNCC_KFN(nncc_rnn_forward_train)",
                stackInputs(e, o, *s)};
   c.args.append({e.name(o.getY()), e.nameOrNull(o.getHN()), e.nameOrNull(o.getCN()),
-                 e.name(o.getReserve()), ws, zoneoutArgs(o.getZoneout(), o.getSeed())});
+                 e.name(o.getReserve()), ws,
+                 zoneoutArgs(o.getZoneout(), o.getSeed(), s->B, s->T, s->H)});
   if (every)
     c.args.push_back(std::to_string(*every));
   e.call(c);
@@ -360,7 +367,7 @@ LogicalResult emitStackGradCuda(LaunchEmitter &e, nnk::RecurrentGradOp o) {
                  gradOutOrNull(e, o, o.getDx(), "(real_t *)NULL"),
                  gradOutOrNull(e, o, o.getDh0(), "(real_t *)NULL"),
                  gradOutOrNull(e, o, o.getDc0(), "(real_t *)NULL"), "dw_"});
-  appendStackTail(c, o, every, snapshots, ws);
+  appendStackTail(c, o, *s, every, snapshots, ws);
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";
@@ -412,7 +419,7 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
   c.args.append({e.nameOrNull(o.getDy()), e.nameOrNull(o.getDhN()), e.nameOrNull(o.getDcN()),
                  outOrNull(o.getDx()), outOrNull(o.getDh0()), outOrNull(o.getDc0()), "dw_", ws});
   if (zoneout)
-    c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed()));
+    c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed(), s->B, s->T, s->H));
   if (every)
     c.args.push_back(std::to_string(*every));
   if (snapshots)

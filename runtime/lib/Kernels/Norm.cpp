@@ -102,7 +102,7 @@ int dropout(int64_t n, double p, uint64_t seed, uint64_t offset, const T *x,
 #pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
     uint32_t bits[kChunk];
-    philox_mask_blocks(seed, offset, (uint64_t)c * kMaskBatch, bits);
+    philox_mask_chunk(seed, offset, (uint64_t)c, bits);
     const int64_t i0 = c * kChunk, m = std::min<int64_t>(kChunk, n - i0);
     for (int64_t j = 0; j < m; ++j) {
       const bool keep = nncc_rng_u32_to_unit_float(bits[j]) >= pf;

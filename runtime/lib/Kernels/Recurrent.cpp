@@ -209,7 +209,7 @@ void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
           T cnew, hnew;
           lstm_unit(xr, w.hg + k * GH, bias, (int)H, (int)j, crow[j], cnew,
                     hnew, sv);
-          if (zoneout_keep_prev(zo.seed, zo.offset,
+          if (zoneout_keep_prev(lstm_zoneout_key(zo.seed, sd), zo.offset,
                                 lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
                                 pf)) {
             cnew = crow[j];

@@ -309,7 +309,7 @@ void scanBackwardSteps(const LayerArgs &s, const Index &ix, int64_t stBegin,
       if (zoneout) {
         for (int64_t j = 0; j < H; ++j) {
           const T dht = w.dh[k * H + j] + dyr[j];
-          if (zoneout_keep_prev(zo.seed, zo.offset,
+          if (zoneout_keep_prev(lstm_zoneout_key(zo.seed, sd), zo.offset,
                                 lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
                                 (float)zo.p)) {
             // Zoned-out unit: h_t = h_{t-1}, c_t = c_{t-1}. The adjoints
@@ -627,7 +627,7 @@ void layerBackwardCkpt(const LayerArgs &s, int64_t K, const T *in,
           lstm_unit(w.dxg + k * GH, sw.hg + k * GH, bhh, (int)H, (int)j, c[j],
                     cn, hn, (T *)nullptr);
           if (!(zo.p > 0 &&
-                zoneout_keep_prev(zo.seed, zo.offset,
+                zoneout_keep_prev(lstm_zoneout_key(zo.seed, s.sd), zo.offset,
                                   lstm_zoneout_counter(s.sd, t, b, j, B, Tn, H),
                                   (float)zo.p)))
             c[j] = cn;
@@ -701,7 +701,7 @@ void layerBackwardCkpt(const LayerArgs &s, int64_t K, const T *in,
             T cn, hn;
             lstm_unit(xr, hr, bhh, (int)H, (int)j, cp[j], cn, hn, sv);
             if (zoneout &&
-                zoneout_keep_prev(zo.seed, zo.offset,
+                zoneout_keep_prev(lstm_zoneout_key(zo.seed, sd), zo.offset,
                                   lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
                                   (float)zo.p))
               sv[4 * H + j] = cp[j];

@@ -61,9 +61,9 @@ int32_t sampleRow(const T *l, int64_t V, uint64_t seed, uint64_t offset,
                   int64_t r) {
   double best = -INFINITY;
   int64_t arg = 0;
-  const uint64_t first = (uint64_t)(r * V), last = first + (uint64_t)V;
+  const uint64_t first = offset + (uint64_t)(r * V), last = first + (uint64_t)V;
   for (uint64_t blk = first >> 2; blk <= (last - 1) >> 2; ++blk) {
-    const nncc_philox_u32x4 bits = philox_mask_block(seed, offset, blk);
+    const nncc_philox_u32x4 bits = philox_stream_block(seed, blk);
     for (int w = 0; w < 4; ++w) {
       const uint64_t i = (blk << 2) + (uint64_t)w;
       if (i < first || i >= last)

@@ -112,7 +112,12 @@ struct nncc_model {
   std::vector<Tensor> cudaAccMean;
   int32_t accCount = 0;     // micro-batches folded in
   double accWeight = 0.0;   // their total weight
-  int32_t microBatch = 0;   // the running forward_train's micro-batch (its masks)
+  // Random streams (ABI 9: sample offset; docs/training.md, "Random
+  // streams"): the run seed mixed into every op's key, and the batch row of
+  // the current inputs' first sample (advanced by accumulate_gradients,
+  // reset by each optimizer step).
+  uint64_t rngSeed = 0;
+  int64_t sampleOffset = 0;
 
   // Plan for planDims.
   std::vector<int64_t> planDims;
@@ -1097,14 +1102,69 @@ nncc_status nncc_ms_forward_backward(nncc_model *m, nncc_error *err) {
   return nncc_ms_backward(m, err);
 }
 
-/// Micro-batches per optimizer step: the k-th draws its dropout masks at
-/// (step << 40) + (k << 32), so 256 fit between two steps' offsets.
-static constexpr int32_t kMaxMicroBatches = 256;
-
+/// Random streams (docs/training.md, "Random streams"): a step's draws
+/// start at draw step << 42 of each op's stream (Philox.h counts draws), so
+/// an op draws up to 2^42 values per step.
 uint64_t nncc_ms_dropout_offset(const nncc_model *m) {
-  return m ? (static_cast<uint64_t>(m->optStep) << 40) +
-                 (static_cast<uint64_t>(m->microBatch) << 32)
-           : 0;
+  return m ? static_cast<uint64_t>(m->optStep) << 42 : 0;
+}
+
+/// The current inputs' samples: the leading dim of the first set input of
+/// rank >= 1 (nncc train's data: leading dim = samples); 0 when none.
+static int64_t batchRows(const nncc_model *m) {
+  for (const Tensor &t : m->inputs)
+    if (t.set && !t.shape.empty())
+      return t.shape[0];
+  return 0;
+}
+
+uint64_t nncc_ms_rng_offset(const nncc_model *m, uint64_t draws) {
+  if (!m)
+    return 0;
+  uint64_t offset = nncc_ms_dropout_offset(m);
+  const int64_t rows = batchRows(m);
+  // Batch-major draws (sample b's are [b, b + 1) * draws / rows): sample b
+  // of this call is sample sampleOffset + b of the batch.
+  if (m->sampleOffset > 0 && rows > 0 && draws % static_cast<uint64_t>(rows) == 0)
+    offset += static_cast<uint64_t>(m->sampleOffset) * (draws / static_cast<uint64_t>(rows));
+  return offset;
+}
+
+/// murmur3's 64-bit finaliser: a bijection with mix(0) = 0, so run seed 0
+/// keeps each op's own key (the streams of libraries before ABI 9).
+static uint64_t mixSeed(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+uint64_t nncc_ms_rng_key(const nncc_model *m, uint64_t opSeed) {
+  return m ? opSeed ^ mixSeed(m->rngSeed) : opSeed;
+}
+
+extern "C" nncc_status nncc_ms_set_seed(nncc_model *m, uint64_t seed, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "set_seed", err))
+    return s;
+  m->rngSeed = seed;
+  m->trainReady = m->gradsValid = false; // residuals of other masks
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+extern "C" nncc_status nncc_ms_set_sample_offset(nncc_model *m, int64_t row, nncc_error *err) {
+  if (nncc_status s = checkModel(m, "set_sample_offset", err))
+    return s;
+  if (row < 0)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "set_sample_offset: the row must be >= 0, got %" PRId64, row);
+  if (row != m->sampleOffset)
+    m->trainReady = m->gradsValid = false;
+  m->sampleOffset = row;
+  nncc_error_clear(err);
+  return NNCC_OK;
 }
 
 static void *tensorData(nncc_model *m, Tensor &t) {
@@ -2303,6 +2363,7 @@ nncc_status optimizerStep(nncc_model *m, const nncc_train_config *c, const char 
   const bool f64 = strcmp(abi->precision, "f64") == 0;
   const int32_t n = abi->num_params;
   const bool cuda = m->target == NNCC_TARGET_CUDA;
+  m->sampleOffset = 0; // the next step's batch starts at row 0
   // Global norm (double accumulation), clipping factor as torch's
   // clip_grad_norm_: max_norm / (norm + 1e-6) when below 1.
   double sq = 0.0;
@@ -2424,20 +2485,15 @@ extern "C" nncc_status nncc_ms_accumulate_gradients(nncc_model *m, double weight
     return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
                           "accumulate_gradients: the weight must be positive and finite, got %g",
                           weight);
-  if (m->accCount >= kMaxMicroBatches)
-    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
-                          "accumulate_gradients: at most %d micro-batches per optimizer step "
-                          "(their dropout masks); call apply_gradients",
-                          kMaxMicroBatches);
   if (cuda && m->def->forward_train_cuda && !m->def->grad_mean_cuda)
     return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
                           "accumulate_gradients: '%s' has no CUDA gradient accumulation",
                           abi->model_name);
-  m->microBatch = m->accCount;
   nncc_status s = nncc_ms_forward_backward(m, err);
-  m->microBatch = 0;
   if (s)
     return nncc_error_prefix(err, "accumulate_gradients: "), s;
+  // The next micro-batch's samples follow this one's in the batch.
+  m->sampleOffset += batchRows(m);
   const bool first = m->accCount == 0;
   if (first)
     m->accWeight = 0.0;

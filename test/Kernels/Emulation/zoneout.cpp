@@ -12,8 +12,8 @@
 // Masks: besides the CPU comparison (a different mask changes h, c and the
 // gradients by O(1)), every valid (layer, direction, row, step, unit) of the
 // CUDA forward is checked bit for bit: h_t == h_{t-1} and the reserve's
-// c_t == c_{t-1} exactly iff Philox.h's zoneout_keep_prev(seed, offset,
-// lstm_zoneout_counter(sd, t, b, j, B, T, H), p) says the unit is zoned out.
+// c_t == c_{t-1} exactly iff Philox.h's lstm_zoneout_keep_prev(seed, offset,
+// sd, t, b, j, T, H, p) says the unit is zoned out.
 //
 // usage: zoneout [OPTIN_BYTES]  (small: W_hh read from global memory)
 #include "nncc/Kernels/CUDA/RecurrentBackward.cuh"
@@ -58,9 +58,8 @@ static void checkMasks(const std::string &tag, double p, int64_t B, int64_t T, i
         for (int s = 0; s < ln; ++s) {
           const int64_t t = rnn_time_index(s, ln, d == 1), tp = d == 1 ? t + 1 : t - 1;
           for (int64_t j = 0; j < H; ++j) {
-            const bool m = p > 0 && zoneout_keep_prev(kSeed, kOffset,
-                                                      lstm_zoneout_counter(sd, t, b, j, B, T, H),
-                                                      (float)p);
+            const bool m = p > 0 && lstm_zoneout_keep_prev(kSeed, kOffset, sd, t, b, j, T, H,
+                                                           (float)p);
             const R hp = s > 0 ? y[(b * T + tp) * DH + d * H + j]
                                : (h0 ? h0[(sd * B + b) * H + j] : R(0));
             bool same = bitEq(y[(b * T + t) * DH + d * H + j], hp);

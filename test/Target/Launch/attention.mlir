@@ -41,9 +41,9 @@ module attributes {nn.dims = ["B", "T"]} {
                       %dqkv: !nnk.buffer<[B, T, 24], f32> {nnk.output}) {
     // Training forward: dropout from the op's seed at the step's offset, and
     // the log-sum-exp kept for the backward (the _train launchers on CUDA).
-    // CPU: p.dropout = 0.10000000000000001; p.dropout_seed = 7ULL; p.dropout_offset = nncc_ms_dropout_offset(m);
+    // CPU: p.dropout = 0.10000000000000001; p.dropout_seed = nncc_ms_rng_key(m, 7ULL); p.dropout_offset = nncc_ms_rng_offset(m, (uint64_t)(d_B) * 2ULL * 1ULL * (uint64_t)(d_T) * (uint64_t)(d_T));
     // CPU: NNCC_KFN(nncc_attention)(&p, {{.*}}, out0, 8LL, NULL, nncc_ms_buffer_ptr(m, 0), NULL, out1)
-    // CUDA: launch_flash_attention_train<real_t, 0>((int)4, (int)d_B, (int)d_T, 2, in0, in0 + 8LL, in0 + 2 * 8LL, 24LL, out0, 8LL, (const uint8_t *)NULL, 0, scale, out1, 0.10000000000000001, 7ULL, nncc_ms_dropout_offset(m), stream)
+    // CUDA: launch_flash_attention_train<real_t, 0>((int)4, (int)d_B, (int)d_T, 2, in0, in0 + 8LL, in0 + 2 * 8LL, 24LL, out0, 8LL, (const uint8_t *)NULL, 0, scale, out1, 0.10000000000000001, nncc_ms_rng_key(m, 7ULL), nncc_ms_rng_offset(m, (uint64_t)(d_B) * 2ULL * 1ULL * (uint64_t)(d_T) * (uint64_t)(d_T)), stream)
     nnk.flash_attention ins(%qkv) outs(%o) lse(%lse) {dropout = 0.1 : f64, num_heads = 2 : i64, seed = 7 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, 2, T], f32>
     // The backward of the dilated core from the kept output and lse.
     // CPU: p.kind = NNCC_ATTN_DILATED; p.window = 4; p.dilation = 1;

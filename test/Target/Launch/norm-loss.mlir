@@ -53,8 +53,8 @@ module attributes {nn.dims = ["B"]} {
   // CUDA-LABEL: // launches of @dropout
   func.func @dropout(%x: !nnk.buffer<[B, 8], f32>, %y: !nnk.buffer<[B, 8], f32> {nnk.output}) {
     // The CPU's mask moves with the training step; the seed is the op's.
-    // CPU: NNCC_KFN(nncc_dropout)((8LL * d_B), 0.25, 11ULL, nncc_ms_dropout_offset(m), in0, out0, (uint8_t *)NULL)
-    // CUDA: launch_dropout<real_t>((8LL * d_B), 0.25, 11ULL, nncc_ms_dropout_offset(m), in0, out0, (uint8_t *)NULL, stream)
+    // CPU: NNCC_KFN(nncc_dropout)((8LL * d_B), 0.25, nncc_ms_rng_key(m, 11ULL), nncc_ms_rng_offset(m, (uint64_t)((8LL * d_B))), in0, out0, (uint8_t *)NULL)
+    // CUDA: launch_dropout<real_t>((8LL * d_B), 0.25, nncc_ms_rng_key(m, 11ULL), nncc_ms_rng_offset(m, (uint64_t)((8LL * d_B))), in0, out0, (uint8_t *)NULL, stream)
     nnk.dropout ins(%x) outs(%y) {p = 0.25 : f64, seed = 11 : i64} : !nnk.buffer<[B, 8], f32>, !nnk.buffer<[B, 8], f32>
     return
   }

@@ -91,8 +91,8 @@ typedef struct nncc_attention_params {
                          void *workspace, T *saved);                           \
   /* nncc_rnn_layer with LSTM zoneout (training; cell must be lstm when     \
      zoneout > 0): per unit j of row b at time t, with probability zoneout  \
-     h_t = h_{t-1} and c_t = c_{t-1} (one mask), drawn from Philox(seed,     \
-     offset + lstm_zoneout_counter(state_index, t, b, j)), Philox.h.         \
+     h_t = h_{t-1} and c_t = c_{t-1} (one mask): Philox.h's                 \
+     lstm_zoneout_keep_prev(seed, offset, state_index, t, b, j, T, H, p).    \
      zoneout = 0 is nncc_rnn_layer exactly. */                               \
   int nncc_rnn_layer_zoneout_##S(                                              \
       int cell, int64_t B, int64_t T_, int64_t H, int64_t D,                   \

@@ -6,10 +6,15 @@
 // index) only: the CPU twin and the CUDA kernel draw identical bits
 // regardless of threading.
 //
-// Mask convention (dropout, zoneout, attention dropout):
-//   element i of (seed, offset) = word i%4 of nncc_rng_block(seed, 0,
-//   offset + i/4), i.e. `offset` counts Philox blocks of four draws;
-//   uniform u = (bits >> 8) * 2^-24 in [0, 1)  (24 bits: exact in float)
+// Mask convention (dropout, zoneout, attention dropout, token masking,
+// sampling):
+//   element i of (seed, offset) is draw g = offset + i of the stream: word
+//   g%4 of nncc_rng_block(seed, 0, g/4), i.e. `offset` counts draws (four
+//   per Philox block), so a call on rows [r0, r1) of a batch-major tensor
+//   with offset + r0 * (draws per row) draws exactly what the call on the
+//   whole tensor draws for those rows (micro-batches: docs/training.md,
+//   "Random streams"); uniform u = (bits >> 8) * 2^-24 in [0, 1)  (24 bits:
+//   exact in float)
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_PHILOX_H
@@ -28,18 +33,27 @@ namespace kernels {
 /// Stream of the kernels' masks in the runtime's counter convention.
 constexpr uint64_t kMaskStream = 0;
 
-/// Philox block `offset + block` of the mask stream of `seed`.
+/// Philox block `block` of the mask stream of `seed` (draws 4*block ..
+/// 4*block + 3).
+NNCC_HD nncc_philox_u32x4 philox_stream_block(uint64_t seed, uint64_t block) {
+  return nncc_rng_block(seed, kMaskStream, block);
+}
+
+/// The Philox block holding element `4*block` of the mask stream (seed,
+/// offset) when `offset` is a multiple of 4 (callers check, see
+/// philox_mask_chunk); `block + offset/4` otherwise rounded down.
 NNCC_HD nncc_philox_u32x4 philox_mask_block(uint64_t seed, uint64_t offset,
                                             uint64_t block) {
-  return nncc_rng_block(seed, kMaskStream, offset + block);
+  return philox_stream_block(seed, (offset >> 2) + block);
 }
 
 /// 32 random bits for element `i` of the mask stream (seed, offset).
 NNCC_HD uint32_t philox_bits(uint64_t seed, uint64_t offset, uint64_t i) {
-  const nncc_philox_u32x4 r = philox_mask_block(seed, offset, i >> 2);
-  // A select, not r.x[i & 3]: a run-time index puts r in local memory on
+  const uint64_t g = offset + i;
+  const nncc_philox_u32x4 r = philox_stream_block(seed, g >> 2);
+  // A select, not r.x[g & 3]: a run-time index puts r in local memory on
   // the GPU.
-  const unsigned w = (unsigned)(i & 3);
+  const unsigned w = (unsigned)(g & 3);
   return w == 0 ? r.x[0] : w == 1 ? r.x[1] : w == 2 ? r.x[2] : r.x[3];
 }
 
@@ -122,6 +136,19 @@ inline void philox_mask_blocks(uint64_t seed, uint64_t offset, uint64_t first,
   }
 }
 
+/// The bits of elements [c*4*kMaskBatch, (c+1)*4*kMaskBatch) of the mask
+/// stream (seed, offset): the batched Philox when offset is a multiple of 4
+/// (whole blocks), else element by element. CPU kernels only.
+inline void philox_mask_chunk(uint64_t seed, uint64_t offset, uint64_t c,
+                              uint32_t *out) {
+  if ((offset & 3) == 0) {
+    philox_mask_blocks(seed, offset >> 2, c * kMaskBatch, out);
+    return;
+  }
+  for (int j = 0; j < 4 * kMaskBatch; ++j)
+    out[j] = philox_bits(seed, offset, c * 4 * kMaskBatch + (uint64_t)j);
+}
+
 /// Zoneout decision for element i: the previous state is kept iff u < p
 /// (probability p); the same draw as dropout_keep, negated.
 NNCC_HD bool zoneout_keep_prev(uint64_t seed, uint64_t offset, uint64_t i,
@@ -130,11 +157,31 @@ NNCC_HD bool zoneout_keep_prev(uint64_t seed, uint64_t offset, uint64_t i,
 }
 
 /// Philox element index of LSTM zoneout's mask for unit j of batch row b at
-/// time t of layer-and-direction slot sd = l*D + d (shape [L*D, T, B, H]).
+/// time t (batch-major, [B, T, H] per layer-and-direction slot, so that a
+/// micro-batch's rows draw what the whole batch's draw: the caller's offset
+/// adds first_row * T * H); the slot sd = l*D + d is in the key
+/// (lstm_zoneout_key). `sd` and `B` are unused (kept for the call sites).
 NNCC_HD uint64_t lstm_zoneout_counter(int64_t sd, int64_t t, int64_t b,
                                       int64_t j, int64_t B, int64_t T_,
                                       int64_t H) {
-  return (uint64_t)(((sd * T_ + t) * B + b) * H + j);
+  (void)sd;
+  (void)B;
+  return (uint64_t)((b * T_ + t) * H + j);
+}
+
+/// The key of LSTM zoneout's masks in slot sd: the op's key for slot 0,
+/// else mixed with the slot (an odd multiplier: distinct slots, distinct
+/// keys).
+NNCC_HD uint64_t lstm_zoneout_key(uint64_t seed, int64_t sd) {
+  return seed ^ ((uint64_t)sd * 0x9E3779B97F4A7C15ull);
+}
+
+/// Zoneout decision of LSTM unit j of batch row b at time t in slot sd.
+NNCC_HD bool lstm_zoneout_keep_prev(uint64_t seed, uint64_t offset, int64_t sd,
+                                    int64_t t, int64_t b, int64_t j, int64_t T_,
+                                    int64_t H, float p) {
+  return zoneout_keep_prev(lstm_zoneout_key(seed, sd), offset,
+                           lstm_zoneout_counter(sd, t, b, j, 0, T_, H), p);
 }
 
 } // namespace kernels

@@ -193,12 +193,23 @@ const int64_t *nncc_ms_dims(const nncc_model *model);
 void *nncc_ms_input(nncc_model *model, int32_t index);
 void *nncc_ms_param(nncc_model *model, int32_t index);
 void *nncc_ms_output(nncc_model *model, int32_t index);
-/* Philox counter offset of training-mode dropout masks: (optimizer steps
- * taken) << 40, so each train_step draws fresh masks while forward_train and
- * backward of one step (and repeated forward_backward calls without a step)
- * use the same ones; plus (k << 32) for the k-th micro-batch of
- * accumulate_gradients (k < 256), so micro-batches draw different masks. */
+/* Random streams (docs/training.md, "Random streams"; Philox.h counts
+ * draws). The step's first draw: (optimizer steps taken) << 42, so each
+ * train_step draws fresh masks while forward_train and backward of one step
+ * (and repeated forward_backward calls without a step) use the same ones. */
 uint64_t nncc_ms_dropout_offset(const nncc_model *model);
+/* The counter offset of an op drawing `draws` values from batch-major rows
+ * of the current inputs (draws / rows per sample): the step's offset plus
+ * the sample offset (set_sample_offset; accumulate_gradients advances it)
+ * times the draws per sample, so a micro-batch draws what its rows draw in
+ * the whole batch. Without the sample term when draws is not a multiple of
+ * the rows (an op that is not batch-major). */
+uint64_t nncc_ms_rng_offset(const nncc_model *model, uint64_t draws);
+/* The Philox key of an op with compile-time seed `op_seed`: op_seed mixed
+ * with the run seed (set_seed); op_seed itself for run seed 0. */
+uint64_t nncc_ms_rng_key(const nncc_model *model, uint64_t op_seed);
+nncc_status nncc_ms_set_seed(nncc_model *model, uint64_t seed, nncc_error *err);
+nncc_status nncc_ms_set_sample_offset(nncc_model *model, int64_t row, nncc_error *err);
 /* Gradient buffer of parameter i (written by backward): host memory on
  * the CPU, device memory on CUDA, like nncc_ms_param. */
 void *nncc_ms_grad(nncc_model *model, int32_t index);

@@ -730,15 +730,16 @@ __device__ __forceinline__ void attn_tile_dropout(T *Ps, const int *kadm,
   T *pr = Ps + t * LDP + jj0;
   const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
   if (Mode == kAttnTileDense) {
-    const uint64_t first = rowCounter + (uint64_t)(S.kBegin + tile * BK + jj0);
+    // Draw `first` of the stream (drop.offset counts draws, Philox.h).
+    const uint64_t first = drop.offset + rowCounter + (uint64_t)(S.kBegin + tile * BK + jj0);
     const uint64_t key = drop.seed ^ kAttentionDropoutSalt;
-    nncc_philox_u32x4 blk = philox_mask_block(key, drop.offset, first >> 2);
+    nncc_philox_u32x4 blk = philox_stream_block(key, first >> 2);
 #pragma unroll
     for (int x = 0; x < SEG; ++x) {
       const uint64_t cnt = first + (uint64_t)x;
       const int w = (int)(cnt & 3);
       if (x > 0 && w == 0)
-        blk = philox_mask_block(key, drop.offset, cnt >> 2);
+        blk = philox_stream_block(key, cnt >> 2);
       const uint32_t bits = w == 0 ? blk.x[0] : w == 1 ? blk.x[1] : w == 2 ? blk.x[2] : blk.x[3];
       pr[x] *= nncc_rng_u32_to_unit_float(bits) >= drop.p ? drop.keep_scale : T(0);
     }

@@ -74,8 +74,15 @@ template <typename F>
 __device__ __forceinline__ void for_each_mask_uniform(int64_t n, uint64_t seed,
                                                       uint64_t offset, F &&f) {
   const int64_t blocks = (n + 3) / 4;
+  const bool aligned = (offset & 3) == 0; // whole Philox blocks (Philox.h)
   for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < blocks;
        b += (int64_t)gridDim.x * blockDim.x) {
+    if (!aligned) {
+      for (int w = 0; w < 4; ++w)
+        if (4 * b + w < n)
+          f(4 * b + w, philox_uniform(seed, offset, (uint64_t)(4 * b + w)));
+      continue;
+    }
     const nncc_philox_u32x4 bits = philox_mask_block(seed, offset, (uint64_t)b);
 #pragma unroll
     for (int w = 0; w < 4; ++w)
@@ -88,8 +95,8 @@ __device__ __forceinline__ void for_each_mask_uniform(int64_t n, uint64_t seed,
 /// (compared in float, dropout_keep), and the same scale 1 / (1 - p) in
 /// acc_t<T>.
 /// Vec: the four elements of a Philox block as one aligned access of x and
-/// y and one 4-byte store of the mask (n % 4 == 0 and the pointers aligned:
-/// launcher-checked).
+/// y and one 4-byte store of the mask (n % 4 == 0, offset % 4 == 0 and the
+/// pointers aligned: launcher-checked).
 template <typename T, bool Vec = false>
 __global__ void dropout_kernel(int64_t n, double p, uint64_t seed,
                                uint64_t offset, const T *x, T *y,
@@ -187,8 +194,8 @@ inline cudaError_t launch_dropout(int64_t n, double p, uint64_t seed,
   if (n <= 0)
     return cudaSuccess;
   const unsigned grid = grid_for((n + 3) / 4, 256);
-  if (n % 4 == 0 && aligned_to(x, 4 * sizeof(T)) && aligned_to(y, 4 * sizeof(T)) &&
-      aligned_to(mask, 4))
+  if (n % 4 == 0 && offset % 4 == 0 && aligned_to(x, 4 * sizeof(T)) &&
+      aligned_to(y, 4 * sizeof(T)) && aligned_to(mask, 4))
     dropout_kernel<T, true><<<grid, 256, 0, stream>>>(n, p, seed, offset, x, y, mask);
   else
     dropout_kernel<T, false><<<grid, 256, 0, stream>>>(n, p, seed, offset, x, y, mask);

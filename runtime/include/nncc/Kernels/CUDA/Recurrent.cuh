@@ -204,7 +204,7 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
           S cnew;
           lstm_unit(xl, hl, bl, 1, 0, sc[i], cnew, hnew, sl);
           if (zo_p > 0.0f &&
-              zoneout_keep_prev(zo_seed, zo_offset,
+              zoneout_keep_prev(lstm_zoneout_key(zo_seed, sd), zo_offset,
                                 lstm_zoneout_counter(sd, t, b, j, B, Tn, H), zo_p)) {
             cnew = sc[i]; // zoned out: h and c stay, the saved c slot the kept c
             hnew = hp;
@@ -240,7 +240,7 @@ __global__ void rnn_scan_kernel(int B, int Tn, int H, int reverse,
           T cnew;
           lstm_unit(xr, hr, bhh, H, j, sc[i], cnew, hnew, sv);
           if (zo_p > 0.0f &&
-              zoneout_keep_prev(zo_seed, zo_offset,
+              zoneout_keep_prev(lstm_zoneout_key(zo_seed, sd), zo_offset,
                                 lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
                                 zo_p)) {
             // Zoned-out unit: h and c stay; the saved c slot holds the kept
@@ -743,7 +743,7 @@ __global__ void __launch_bounds__(kRnnGridThreads)
         S cnew;
         lstm_unit(xl, hl, bl, 1, 0, cprev, cnew, hnew, sl);
         if (zo_p > 0.0f &&
-            zoneout_keep_prev(zo_seed, zo_offset, lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
+            zoneout_keep_prev(lstm_zoneout_key(zo_seed, sd), zo_offset, lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
                               zo_p)) {
           cnew = cprev; // zoned out: h and c stay, the saved c slot the kept c
           hnew = hprev;

@@ -345,7 +345,7 @@ __global__ void rnn_scan_backward_kernel(
       T *dsr = sdst + r * GH;
       hprev[row * H + j] = hp;
       if (Kind == CellLstm && zo_p > 0.0f &&
-          zoneout_keep_prev(zo_seed, zo_offset,
+          zoneout_keep_prev(lstm_zoneout_key(zo_seed, sd), zo_offset,
                             lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
                             zo_p)) {
         // Zoned-out unit (h_t = h_{t-1}, c_t = c_{t-1}): dh and dc pass to
@@ -585,7 +585,7 @@ __global__ void __launch_bounds__(kRnnGridThreads) rnn_grid_backward_kernel(
       hprev[row * H + j] = hp;
       T direct = T(0);
       if (Kind == CellLstm && zo_p > 0.0f &&
-          zoneout_keep_prev(zo_seed, zo_offset, lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
+          zoneout_keep_prev(lstm_zoneout_key(zo_seed, sd), zo_offset, lstm_zoneout_counter(sd, t, b, j, B, Tn, H),
                             zo_p)) {
         // Zoned-out unit: dh and dc pass to step t-1, the gates get none.
 #pragma unroll
@@ -1266,8 +1266,7 @@ __global__ void rnn_ckpt_gates_kernel(int B, int Tn, int H, int K, int s0,
         const T cp = (sv - slots * H)[4 * H + j];
         lstm_unit(xr, hr, bhh, H, j, cp, cn, hn, sv);
         if (zo_p > 0.0f &&
-            zoneout_keep_prev(
-                zo_seed, zo_offset,
+            zoneout_keep_prev(lstm_zoneout_key(zo_seed, sd), zo_offset,
                 lstm_zoneout_counter(sd, rnn_time_index(s, len, reverse != 0),
                                      b, j, B, Tn, H),
                 zo_p))
@@ -1437,9 +1436,8 @@ __global__ void rnn_revolve_advance_kernel(int B, int Tn, int H, int s,
     lstm_unit(xg + (int64_t)b * 4 * H, hg + (int64_t)b * 4 * H, bhh, H, j,
               c[i], cn, hn, (T *)nullptr);
     if (!(zo_p > 0.0f &&
-          zoneout_keep_prev(zo_seed, zo_offset,
-                            lstm_zoneout_counter(
-                                sd, rnn_time_index(s, len, reverse != 0), b,
+          zoneout_keep_prev(lstm_zoneout_key(zo_seed, sd), zo_offset,
+                            lstm_zoneout_counter(sd, rnn_time_index(s, len, reverse != 0), b,
                                 j, B, Tn, H),
                             zo_p)))
       c[i] = cn;
