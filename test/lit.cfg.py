@@ -121,3 +121,42 @@ try:
         config.available_features.add("torch")
 except Exception:
     pass
+
+# `torch2` and %torch2_python: an interpreter with PyTorch >= 2.4 (the
+# torch.library custom ops that torch.compile traces, FSDP2's fully_shard),
+# beside Debian's torch 1.13 under %python. utils/setup.sh makes one, a
+# virtual environment with PyTorch from PyPI at $NNCC_VENV (default
+# ~/.cache/nncc-venv); `lit --param torch2_python=PATH` names another.
+# Without one the torch2 tests are unsupported, with a note saying why.
+torch2_python = lit_config.params.get("torch2_python")
+if not torch2_python:
+    venv = os.environ.get("NNCC_VENV") or os.path.join(os.path.expanduser("~"), ".cache", "nncc-venv")
+    torch2_python = os.path.join(venv, "bin", "python")
+torch2_why = None
+if not os.path.exists(torch2_python):
+    torch2_why = "%s does not exist (utils/setup.sh makes it)" % torch2_python
+else:
+    try:
+        r = subprocess.run([torch2_python, "-c",
+                            "import torch; print(torch.__version__); "
+                            "print(hasattr(torch.library, 'custom_op'))"],
+                           capture_output=True, text=True, timeout=120)
+        lines = r.stdout.split()
+        version = tuple(int("".join(c for c in p if c.isdigit()) or 0)
+                        for p in lines[0].split("+")[0].split(".")[:2]) if lines else ()
+        if r.returncode != 0 or len(lines) < 2:
+            torch2_why = "%s cannot import torch: %s" % (
+                torch2_python, (r.stderr.strip().splitlines() or ["?"])[-1])
+        elif version < (2, 4) or lines[1] != "True":
+            torch2_why = "%s has torch %s, not >= 2.4" % (torch2_python, lines[0])
+        else:
+            config.available_features.add("torch2")
+            config.substitutions.append(("%torch2_python", torch2_python))
+    except Exception as e:
+        torch2_why = "%s: %s" % (torch2_python, e)
+# torch.compile's inductor caches its kernels in the suite's cache folder
+# (not /tmp/torchinductor_$USER; lit passes no USER).
+config.environment["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(nncc_cache, "torchinductor")
+if torch2_why:
+    lit_config.note("no `torch2` feature, the tests that need PyTorch >= 2.4 are unsupported: "
+                    + torch2_why)

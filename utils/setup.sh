@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what nncc needs to build and test, idempotently (Debian 12, root or sudo).
-# Packages already present are left alone; nothing is downloaded outside apt.
+# Packages already present are left alone. Besides apt, one download: the
+# torch 2.x virtual environment from PyPI at the end (once per machine).
 set -euo pipefail
 
 packages=(
@@ -27,4 +28,73 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup: all packages present"
+fi
+
+# A virtual environment with current PyTorch from PyPI, beside Debian's torch
+# 1.13 (python3-torch above): the `torch2` tests (torch.compile over nncc
+# modules through the torch.library custom ops, DDP and FSDP2 with torch 2.x,
+# the Python module tests again) run in it (test/lit.cfg.py, %torch2_python).
+# Made once per machine at $NNCC_VENV (default ~/.cache/nncc-venv, about
+# 2.2 GB on disk, a 1.2 GB download) and left alone while it imports the
+# pinned torch and holds the pinned list below (a stamp file). PyPI's Linux
+# torch is the CUDA build: it is installed --no-deps with only what `import
+# torch` needs on a machine without a GPU (the NVIDIA libraries that
+# libtorch_cuda.so links; cuBLAS, cuDNN, the CUDA runtime and triton are
+# loaded only when CUDA is used, and are left out); the versions are those
+# torch 2.15.0 declares. NNCC_VENV=none skips it (the torch2 tests are then
+# unsupported; lit prints a note). A failed download is an error.
+venv_pins=(
+  torch==2.15.0
+  filelock==4.3.1 typing_extensions==4.16.0 sympy==1.14.0 mpmath==1.3.0
+  networkx==3.6.1 jinja2==3.1.6 markupsafe==3.0.4 fsspec==2026.9.0 numpy==2.4.6
+  nvidia-cufile==1.20.0.107 nvidia-cusparselt-cu13==0.8.1 nvidia-nccl-cu13==2.30.7
+  nvidia-nvshmem-cu13==3.7.2
+)
+venv=${NNCC_VENV:-$HOME/.cache/nncc-venv}
+stamp="$venv/nncc-venv-pins"
+venv_ok() {
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${venv_pins[*]}" ] &&
+    "$venv/bin/python" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != sys.argv[1])' \
+      "${venv_pins[0]#torch==}" >/dev/null 2>&1
+}
+if [ "$venv" = none ]; then
+  echo "setup: NNCC_VENV=none: no torch 2.x virtual environment (the torch2 tests will not run)"
+else
+mkdir -p "$(dirname "$venv")"
+(
+  flock 9  # one setup at a time makes it
+  if venv_ok; then
+    echo "setup: $venv has ${venv_pins[0]}"
+    exit 0
+  fi
+  if [ -d "$venv" ] && [ -z "$(ls -A "$venv")" ]; then
+    rmdir "$venv"
+  elif [ -e "$venv" ]; then
+    # Only a virtual environment is replaced, never another directory.
+    if [ ! -f "$venv/pyvenv.cfg" ]; then
+      echo "setup: $venv exists and is not a virtual environment; set NNCC_VENV elsewhere" >&2
+      exit 1
+    fi
+    echo "setup: $venv is incomplete or holds other versions: made again"
+    rm -rf "$venv"
+  fi
+  echo "setup: making $venv (${venv_pins[0]} from PyPI, a 1.2 GB download)"
+  start=$SECONDS
+  /usr/bin/python3 -m venv "$venv"
+  log="$venv/nncc-venv-install.log"
+  if ! "$venv/bin/python" -m pip install --no-deps --no-input --disable-pip-version-check \
+      --progress-bar off --quiet "${venv_pins[@]}" >"$log" 2>&1; then
+    echo "setup: error: pip could not install ${venv_pins[*]} into $venv (PyPI unreachable?); its last lines:" >&2
+    tail -n 15 "$log" >&2
+    echo "setup: NNCC_VENV=none skips this environment (the torch2 tests then do not run)" >&2
+    exit 1
+  fi
+  if ! "$venv/bin/python" -c 'import torch' >>"$log" 2>&1; then
+    echo "setup: error: torch installed into $venv does not import; the last lines of $log:" >&2
+    tail -n 15 "$log" >&2
+    exit 1
+  fi
+  echo "${venv_pins[*]}" >"$stamp"
+  echo "setup: $venv made in $((SECONDS - start)) s ($(du -sh "$venv" | cut -f1))"
+) 9>"$venv.lock"
 fi

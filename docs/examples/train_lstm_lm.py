@@ -55,7 +55,7 @@ def main():
         opt.step()
         sched.step()
         if step == 1 or step % 20 == 0 or step == args.steps:
-            print("step %4d  loss %.4f  (log V = %.2f)" % (step, float(loss), math.log(vocab)))
+            print("step %4d  loss %.4f  (log V = %.2f)" % (step, loss.item(), math.log(vocab)))
     torch.save(model.state_dict(), args.checkpoint)
     print("saved %s" % args.checkpoint)
 

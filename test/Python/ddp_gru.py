@@ -43,7 +43,7 @@ def train(module, x, lengths, target, steps):
         _, loss = module(x, lengths, target)
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     return losses
 
 

@@ -4,7 +4,9 @@ module_compile.py INPUTS_DIR WORKDIR [--backend aot_eager|inductor|...]
 
 The forward and backward are torch.library custom ops (nncc::forward,
 nncc::backward), so torch.compile traces a model with an nncc layer inside
-it without a graph break (fullgraph=True fails on one). Checked against the
+it without a graph break (fullgraph=True fails on one; torch._dynamo.explain
+counts the graphs and breaks and finds nncc::forward in the graph, and a
+break put in on purpose is seen by both). Checked against the
 same model run eagerly by torch with a torch twin of the layer: an nncc GRU
 layer without a loss between torch layers, and an LSTM model with its loss,
 over batch sizes and lengths that change from call to call (recompiled or
@@ -23,7 +25,47 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import module_loops as L  # noqa: E402  (the models and their torch twins)
 
 
+def explain(name, net, inputs):
+    """torch._dynamo.explain: one graph, no break, the nncc::forward custom op
+    in it (fullgraph=True below also fails on a break)."""
+    torch._dynamo.reset()
+    ex = torch._dynamo.explain(net)(*inputs)
+    ops = [str(n.target) for g in ex.graphs for n in g.graph.nodes if n.op == "call_function"]
+    nncc_ops = sorted({o for o in ops if o.startswith("nncc.")})
+    L.check("%s: torch._dynamo.explain: %d graph, %d graph breaks, nncc ops in it: %s"
+            % (name, ex.graph_count, ex.graph_break_count, ", ".join(nncc_ops) or "none"),
+            ex.graph_count == 1 and ex.graph_break_count == 0 and nncc_ops == ["nncc.forward.default"],
+            "; ".join(str(r.reason)[:100] for r in ex.break_reasons))
+    torch._dynamo.reset()
+
+
+def break_is_seen(gru):
+    """The checks see a graph break: the same layer with one put in front."""
+    class Broken(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nncc.torch.Module(gru, seed=0)
+
+        def forward(self, x):
+            x = x * 2
+            torch._dynamo.graph_break()
+            return self.layer(x).sum()
+
+    net, x = Broken(), torch.randn(2, 3, 4)
+    torch._dynamo.reset()
+    count = torch._dynamo.explain(net)(x).graph_break_count
+    try:
+        torch.compile(net, fullgraph=True, backend="eager")(x)
+        refused = False
+    except Exception:  # torch._dynamo.exc.Unsupported
+        refused = True
+    torch._dynamo.reset()
+    L.check("a graph break put in front of the layer: explain counts %d, fullgraph=True refuses"
+            % count, count == 1 and refused)
+
+
 def run(name, net, ref, batches, backend):
+    explain(name, net, batches[0])
     compiled = torch.compile(net, fullgraph=True, backend=backend)
     opt = torch.optim.Adam(net.parameters(), lr=1e-2)
     ropt = torch.optim.Adam(ref.parameters(), lr=1e-2)
@@ -92,6 +134,7 @@ def main():
     gru = nncc.compile(os.path.join(a.inputs, "gru_layer.nn"))
     seq = nncc.compile(os.path.join(a.inputs, "seq_head.nn"))
     torch.manual_seed(0)
+    L.guarded("graph break seen", lambda: break_is_seen(gru))
     batches = [(torch.randn(B, T, 3),) for B, T in ((4, 5), (4, 5), (2, 7))]
     L.guarded("no-loss layer", lambda: run("nncc GRU layer (no loss) between torch layers",
                                            *L.gru_pair(gru, 1), batches, a.backend))

@@ -89,7 +89,7 @@ def main():
             l.backward()
             opt.step()
     r2 = dict(ref2.named_parameters())
-    worst = max(float((p - r2[n]).abs().max()) for n, p in m2.named_parameters())
+    worst = max(float((p - r2[n]).detach().abs().max()) for n, p in m2.named_parameters())
     check("3 Adam steps (torch.optim) give torch's parameters", worst <= 1e-5,
           "err=%.1e" % worst)
 
