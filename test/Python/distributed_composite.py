@@ -14,7 +14,8 @@ the whole batch. The losses are means over the batch, so the all-reduced
 - DDP: after each backward every rank's gradients equal the reference's
   within 1e-5 relative and each other's exactly (all-reduced), while a
   rank's own, not reduced gradients (no_sync) differ from them; 3 SGD steps,
-  the parameters equal the reference's after them.
+  the parameters equal the reference's after them. The LSTM model also
+  under torch.compile(DDP(model), backend="aot_eager").
 - FSDP2: fully_shard on the nncc module and on the whole model: the
   parameters are DTensors sharded over the ranks between calls (each rank
   holds its part of dim 0), all-gathered into ordinary tensors for the
@@ -65,9 +66,12 @@ def report(rank, ok, name, worst, detail=""):
         L.check(name, t[0] == 0, "max rel err %.1e%s" % (float(t[1]), detail))
 
 
-def ddp_case(rank, world, kind, libs):
+def ddp_case(rank, world, kind, libs, compiled=False):
     name, net, ref, batches = pairs_of(kind, libs)
     ddp = torch.nn.parallel.DistributedDataParallel(net)
+    # torch.compile over the DDP module (its DDPOptimizer splits the graph
+    # at the gradient buckets; the nncc layer is the nncc::forward op).
+    run = torch.compile(ddp, backend="aot_eager") if compiled else ddp
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
     ropt = torch.optim.SGD(ref.parameters(), lr=0.1)
     worst, ok, same, local_differs = 0.0, True, True, True
@@ -82,7 +86,7 @@ def ddp_case(rank, world, kind, libs):
         local = {n: p.grad.clone() for n, p in net.named_parameters()}
         opt.zero_grad(set_to_none=True)
         ropt.zero_grad(set_to_none=True)
-        ddp(*mine).backward()
+        run(*mine).backward()
         ref(*inputs).backward()
         rp = dict(ref.named_parameters())
         step_differs = False
@@ -99,9 +103,10 @@ def ddp_case(rank, world, kind, libs):
     rp = dict(ref.named_parameters())
     pworst = max(L.rel(p.detach(), rp[n].detach()) for n, p in net.named_parameters())
     report(rank, ok and same and (local_differs or world == 1) and pworst <= 1e-5,
-           "DDP, %d gloo ranks: %s: all-reduced gradients (equal on every rank%s) = torch's on "
+           "DDP%s, %d gloo ranks: %s: all-reduced gradients (equal on every rank%s) = torch's on "
            "the whole batch at each of %d SGD steps, and the parameters after them"
-           % (world, name, ", a rank's own differ" if world > 1 else "", STEPS),
+           % (" under torch.compile" if compiled else "", world, name,
+              ", a rank's own differ" if world > 1 else "", STEPS),
            max(worst, pworst),
            "" if same and local_differs else " (same on every rank: %s, local differ: %s)"
            % (same, local_differs))
@@ -149,16 +154,18 @@ def worker(rank, args, lib_paths, port):
     dist.init_process_group("gloo", rank=rank, world_size=args.world)
     libs = lib_paths  # nncc.torch.Module loads a library from its path
     try:
-        for mode, case in (("ddp", ddp_case), ("fsdp2", fsdp2_case)):
+        cases = [("ddp", ddp_case, "gru", {}), ("ddp", ddp_case, "seq", {}),
+                 ("ddp", ddp_case, "seq", dict(compiled=True)),
+                 ("fsdp2", fsdp2_case, "gru", {}), ("fsdp2", fsdp2_case, "seq", {})]
+        for mode, case, kind, kw in cases:
             if args.only and args.only != mode:
                 continue
-            for kind in ("gru", "seq"):
-                try:
-                    case(rank, args.world, kind, libs)
-                except Exception as e:  # a case that dies fails; the group may be broken
-                    L.check("%s %s" % (mode, kind), False, "rank %d: %s: %s"
-                            % (rank, type(e).__name__, str(e)[:300]))
-                    raise
+            try:
+                case(rank, args.world, kind, libs, **kw)
+            except Exception as e:  # a case that dies fails; the group may be broken
+                L.check("%s %s" % (mode, kind), False, "rank %d: %s: %s"
+                        % (rank, type(e).__name__, str(e)[:300]))
+                raise
         dist.barrier()
     finally:
         dist.destroy_process_group()
