@@ -50,7 +50,8 @@ venv_pins=(
   nvidia-cufile==1.20.0.107 nvidia-cusparselt-cu13==0.8.1 nvidia-nccl-cu13==2.30.7
   nvidia-nvshmem-cu13==3.7.2
 )
-venv=${NNCC_VENV:-$HOME/.cache/nncc-venv}
+home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}  # as lit's os.path.expanduser("~")
+venv=${NNCC_VENV:-$home/.cache/nncc-venv}
 stamp="$venv/nncc-venv-pins"
 venv_ok() {
   [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${venv_pins[*]}" ] &&
