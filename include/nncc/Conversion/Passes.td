@@ -44,10 +44,16 @@ def NNInsertTrainingBoundary : Pass<"nn-insert-training-boundary",
   let description = [{
     In a function marked `nn.training` (the `@forward_backward` that
     `nncc-autodiff` adds), inserts one `nnk.boundary` after the last `nn.save`
-    (the last residual), or before the return when nothing is saved. The
-    back end splits the lowered function there into the generated
-    `forward_train` and `backward` entry points. Other functions are left
-    alone. Runs before `convert-nn-to-nnk`, which keeps the marker.
+    (the last residual), or, when nothing is saved, after the last op that
+    a forward result (a result not named `grad.<...>`: the outputs, the
+    loss) reads, which is where the backward begins. The back end splits
+    the lowered function there into the generated `forward_train` and
+    `backward` entry points; every op that reads a `cotangent.<...>`
+    argument (the VJP, `vjp=1`; directly or through other ops) must come
+    after it, since `set_cotangent` runs between the two: one before the
+    boundary is an error (nncc-autodiff never builds one). Other functions
+    are left alone. Runs before `convert-nn-to-nnk`, which keeps the
+    marker.
   }];
   let dependentDialects = ["::nncc::nnk::NNKDialect"];
 }

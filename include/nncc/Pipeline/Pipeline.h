@@ -6,7 +6,8 @@
 //   [nncc-autodiff]                     grad=1: adds @forward_backward (vjp=1: the VJP;
 //                                       fuse-loss-heads=1: nn.linear_cross_entropy)
 //   -- stop=nn ends here (with grad: the `--emit nn-grad` module) --
-//   nn-insert-training-boundary         (func) nnk.boundary after the residuals
+//   nn-insert-training-boundary         (func) nnk.boundary after the residuals (none:
+//                                       after the forward), before any cotangent reader
 //   nn-inference-semantics              (func) dropout/zoneout off outside training
 //   nn-expand-reversible                reversible blocks inline, split(concat) folded
 //   convert-nn-to-nnk                   fused kernels over buffers
