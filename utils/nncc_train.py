@@ -117,6 +117,14 @@ class TrainContext(T.Context):
     def accumulate_gradients(self, weight=1.0):
         self._call(self.abi.accumulate_gradients, "accumulate_gradients", float(weight))
 
+    def set_seed(self, seed):
+        """The run seed of the random streams (ABI 9; 0: the op seeds' own)."""
+        self._call(self.abi.set_seed, "set_seed", int(seed))
+
+    def set_sample_offset(self, row):
+        """The batch row of the current inputs' first sample (ABI 9)."""
+        self._call(self.abi.set_sample_offset, "set_sample_offset", int(row))
+
     def apply_gradients(self, cfg=None):
         self._call(self.abi.apply_gradients, "apply_gradients",
                    C.cast(C.byref(cfg), C.c_void_p) if cfg is not None else None)

@@ -2,7 +2,7 @@
 lib<model>.so returns from nncc_model_get_abi()."""
 import ctypes as C
 
-ABI_VERSION = 8
+ABI_VERSION = 9
 
 STATUS_NAMES = {
     0: "OK", 1: "INVALID_ARGUMENT", 2: "SHAPE_MISMATCH", 3: "DTYPE_MISMATCH", 4: "NOT_FOUND",
@@ -101,4 +101,7 @@ class ABI(C.Structure):
         # ABI 8: gradient accumulation
         ("accumulate_gradients", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_double, PErr)),
         ("apply_gradients", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, PErr)),
+        # ABI 9: sample offset (the run seed; the first sample's batch row)
+        ("set_seed", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_uint64, PErr)),
+        ("set_sample_offset", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int64, PErr)),
     ]

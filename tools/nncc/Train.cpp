@@ -85,8 +85,9 @@ int64_t microBatch = 0;
 cl::opt<double> lrOpt("lr", cl::desc("Base learning rate (default: the train clause)"),
                       cl::init(-1.0), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<int64_t> seedOpt("seed",
-                         cl::desc("Seed of the weight init and of the shuffling (default: "
-                                  "the train clause, else 0)"),
+                         cl::desc("Seed of the weight init, the shuffling and the random "
+                                  "streams (dropout masks, token masks, samples; default: the "
+                                  "train clause, else 0)"),
                          cl::init(-1), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<std::string> logFile("log", cl::desc("CSV log: epoch,step,lr,loss,grad_norm per step, "
                                              "then the model's other scalar outputs"),
@@ -387,7 +388,10 @@ int evaluate(const ModelHandle &h, TrainData &val, int64_t B,
     int64_t n = std::min(N, lo + B) - lo;
     if (int rc = setBatch(h, val, order, lo, n))
       return rc;
-    if (h.abi->forward(h.model, &err) != NNCC_OK)
+    // Random ops of the forward (ELECTRA's masks and samples) draw by the
+    // sample's row in the validation set, whatever the batch.
+    if (h.abi->set_sample_offset(h.model, lo, &err) != NNCC_OK ||
+        h.abi->forward(h.model, &err) != NNCC_OK)
       return fail(llvm::Twine("validation: ") + err.message);
     for (size_t k = 0; k <= metrics.size(); ++k) {
       double v = 0;
@@ -396,6 +400,8 @@ int evaluate(const ModelHandle &h, TrainData &val, int64_t B,
       means[k] += v * double(n) / double(N);
     }
   }
+  if (h.abi->set_sample_offset(h.model, 0, &err) != NNCC_OK)
+    return fail(llvm::Twine("validation: ") + err.message);
   return 0;
 }
 
@@ -426,6 +432,10 @@ int trainBatch(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
     const int64_t m = std::min(n - off, M);
     if (int rc = setBatch(h, data, perm, lo + off, m))
       return rc;
+    // Micro-batch rows draw their masks and samples as row off + r of the
+    // batch (the whole batch's draws: docs/training.md, "Random streams").
+    if (h.abi->set_sample_offset(h.model, off, &err) != NNCC_OK)
+      return fail(llvm::Twine("train_step ") + std::to_string(step) + ": " + err.message);
     nncc_status s = M == n ? h.abi->train_step(h.model, &cfg, &err)
                            : h.abi->accumulate_gradients(h.model, double(m), &err);
     if (s != NNCC_OK)
@@ -876,6 +886,13 @@ int runTrain() {
                   " steps (same model, data, batch and epochs as the run that wrote it?)");
   } else if (int rc = h.initWeights(initWeights, (uint64_t)cfg.seed)) {
     return rc;
+  }
+  // The run seed reaches every random stream (dropout, zoneout, masks,
+  // samples; docs/training.md, "Random streams").
+  {
+    nncc_error err;
+    if (h.abi->set_seed(h.model, (uint64_t)cfg.seed, &err) != NNCC_OK)
+      return fail(llvm::Twine("--seed: ") + err.message);
   }
 
   const std::vector<std::string> metrics = scalarMetrics(*sig);

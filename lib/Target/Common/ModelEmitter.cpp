@@ -676,7 +676,8 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
      << "nncc_ms_save_train_state, nncc_ms_load_train_state, // ABI 7\n"
      << (train && !grads.empty()
              ? "nncc_ms_accumulate_gradients, nncc_ms_apply_gradients, // ABI 8\n"
-             : "NULL, NULL, // ABI 8: compiled without gradients\n");
+             : "NULL, NULL, // ABI 8: compiled without gradients\n")
+     << "nncc_ms_set_seed, nncc_ms_set_sample_offset, // ABI 9: sample offset\n";
   os.unindent();
   os << "};\n";
   os << "static const nncc_ms_model_def kDef = {\n";

@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define NNCC_MODEL_ABI_VERSION 8
+#define NNCC_MODEL_ABI_VERSION 9
 
 typedef struct nncc_model nncc_model; /* one context: weights, arena, streams */
 
@@ -240,7 +240,7 @@ typedef struct nncc_model_abi {
   nncc_status (*bind)(nncc_model *model, int32_t binding, const char *name, nncc_dtype dtype,
                       int32_t rank, const int64_t *shape, void *data, nncc_error *err);
   /* ABI 5: sets the step counter: the dropout/zoneout masks of
-   * forward_train (drawn from (step << 40) + counter) and Adam's t (the next
+   * forward_train (drawn from (step << 42) + counter) and Adam's t (the next
    * train_step is step + 1). A framework that runs its own optimizer sets a
    * new step before each training forward to draw fresh masks. */
   nncc_status (*set_step)(nncc_model *model, int64_t step, nncc_error *err);
@@ -273,9 +273,8 @@ typedef struct nncc_model_abi {
   /* ---- ABI 8: gradient accumulation (docs/training.md, "Micro-batches").
    * accumulate_gradients runs forward_backward on the current inputs (one
    * micro-batch) and folds its gradients into the context's weighted mean
-   * with `weight` > 0 (e.g. the micro-batch's sample count); the k-th
-   * micro-batch of a step draws its own dropout masks (at most 256 per
-   * step). apply_gradients then takes one optimizer step, as train_step
+   * with `weight` > 0 (e.g. the micro-batch's sample count); its masks are
+   * its rows' masks in the whole batch (set_sample_offset, ABI 9). apply_gradients then takes one optimizer step, as train_step
    * after its forward_backward (norm, clipping, update, schedule, step
    * counter), on that mean, which grad.<param> holds afterwards; the
    * accumulation starts over. One micro-batch gives exactly train_step's
@@ -287,6 +286,25 @@ typedef struct nncc_model_abi {
    * NULL in libraries compiled without gradients. ---- */
   nncc_status (*accumulate_gradients)(nncc_model *model, double weight, nncc_error *err);
   nncc_status (*apply_gradients)(nncc_model *model, const void *config, nncc_error *err);
+
+  /* ---- ABI 9: sample offset (docs/training.md, "Random streams"). Every
+   * random op (dropout, zoneout, attention dropout, mask_tokens, sample)
+   * draws from Philox keyed by its compile-time seed mixed with the run
+   * seed, at counters of (step, sample's row in the batch, position in the
+   * sample), so micro-batches draw exactly what their rows draw in the
+   * whole batch.
+   * set_seed: the run seed (nncc train --seed, the train clause's seed);
+   * 0, the default, keeps the op seeds' own streams. It changes the masks
+   * and samples only (LSH rotations stay the op's: they are part of the
+   * inference function).
+   * set_sample_offset: the batch row of the current inputs' first sample
+   * for the next training forwards (>= 0). accumulate_gradients advances it
+   * by its micro-batch's rows (so consecutive micro-batches need not set
+   * it); train_step and apply_gradients reset it to 0 after their step.
+   * Both drop residuals of other masks (backward needs a new
+   * forward_train). ---- */
+  nncc_status (*set_seed)(nncc_model *model, uint64_t seed, nncc_error *err);
+  nncc_status (*set_sample_offset)(nncc_model *model, int64_t row, nncc_error *err);
 } nncc_model_abi;
 
 typedef const nncc_model_abi *(*nncc_model_get_abi_fn)(void);
