@@ -5,20 +5,22 @@
 //
 //   nncc-runner [lib<model>.so] --inputs I.safetensors [--weights W | --seed N]
 //               [--target cpu|cuda] [-o O.safetensors] [--expect E --tol X]
-//               [--repeat N]
+//               [--repeat N] [--threads N]
 //
 // Without a library argument it runs the one lib*.so beside itself (the
 // bundle's). Prints every output (shape, min, max, mean), the arena figures
 // and, with --repeat, the median forward time; with --expect, the error of
 // each output against E (max|a - e| / max(1, max|e|)) and exit status 1
-// above --tol. Exit status 2 on usage errors, 1 on any failure, 3 when the
-// CUDA target cannot run here.
+// above --tol. --help lists the options. Errors are one line
+// `nncc-runner: error: ...` (as nncc's) with exit status 1; 3 when the CUDA
+// target cannot run here.
 //
 //===----------------------------------------------------------------------===//
 
 #include "nncc/Runtime/nncc_model.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -39,21 +41,136 @@ struct Options {
   uint64_t seed = 0;
   double tol = 1e-4;
   int repeat = 0;
+  int threads = 0; // 0: the OpenMP / OpenBLAS defaults
 };
 
-int usage(const char *why) {
-  std::fprintf(stderr,
-               "nncc-runner: %s\nusage: nncc-runner [lib<model>.so] --inputs I.safetensors "
-               "[--weights W.safetensors | --seed N] [--target cpu|cuda] [-o O.safetensors] "
-               "[--expect E.safetensors] [--tol X] [--repeat N]\n",
-               why);
-  return 2;
+/// The options, for --help and for the suggestion after a misspelt one.
+struct OptionSpec {
+  const char *name, *value, *help;
+};
+const OptionSpec kOptions[] = {
+    {"--inputs", "I.safetensors", "every model input, by name (required)"},
+    {"--weights", "W.safetensors", "the parameters (default: init_weights(--seed))"},
+    {"--seed", "N", "the seed of init_weights without --weights (default 0)"},
+    {"--target", "cpu|cuda", "where to run (default cpu)"},
+    {"-o", "O.safetensors", "write every output here"},
+    {"--expect", "E.safetensors",
+     "compare every output with E's: max|a - e| / max(1, max|e|), exit status 1 above --tol"},
+    {"--tol", "X", "the error --expect accepts (default 1e-4)"},
+    {"--repeat", "N", "time N more forwards, print the median and the fastest"},
+    {"--threads", "N",
+     "threads of the CPU kernels (OpenMP and OpenBLAS), N >= 1 (default: OMP_NUM_THREADS, "
+     "else one per core)"},
+    {"--help", "", "print this and exit (also -h)"},
+};
+
+void printHelp() {
+  std::printf("usage: nncc-runner [lib<model>.so] --inputs I.safetensors [options]\n\n"
+              "Runs a model library compiled by nncc (without one: the one lib*.so beside "
+              "nncc-runner, a deploy bundle's) and prints every output.\n\noptions:\n");
+  for (const OptionSpec &o : kOptions) {
+    std::string left = std::string(o.name) + (*o.value ? " " : "") + o.value;
+    std::printf("  %-24s %s\n", left.c_str(), o.help);
+  }
+}
+
+/// Control characters escaped (\xNN), so that an error stays one line.
+std::string printable(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      char hex[5];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", byte);
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// One line `nncc-runner: error: <message>` (as nncc's driver::fail); 1.
+int error(const std::string &message) {
+  std::fprintf(stderr, "nncc-runner: error: %s\n", printable(message).c_str());
+  return 1;
 }
 
 bool fail(const char *what, const nncc_error &err) {
-  std::fprintf(stderr, "nncc-runner: %s: %s: %s\n", what, nncc_status_name(err.status),
-               err.message);
+  error(std::string(what) + ": " + err.message);
   return false;
+}
+
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// "unknown option 'X'", with the nearest known option when one is close.
+int unknownOption(const std::string &given) {
+  std::string name = given.substr(0, given.find('='));
+  const char *best = nullptr;
+  size_t bestDistance = 0;
+  for (const OptionSpec &o : kOptions) {
+    size_t d = editDistance(name, o.name);
+    if (!best || d < bestDistance)
+      best = o.name, bestDistance = d;
+  }
+  std::string message = "unknown option '" + given + "'";
+  if (best && bestDistance <= std::max<size_t>(2, name.size() / 3))
+    message += "; did you mean '" + std::string(best) + "'?";
+  return error(message + " (nncc-runner --help lists the options)");
+}
+
+/// A whole number in [lo, hi], or an error naming the option and the value.
+bool parseInteger(const std::string &option, const std::string &value, long long lo,
+                  long long hi, long long &into, int &rc) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(value.c_str(), &end, 10);
+  const bool number = !value.empty() && !*end && value[0] != ' ';
+  if (!number || v < lo) {
+    rc = error(option + " expects a whole number >= " + std::to_string(lo) + ", got '" + value +
+               "'");
+    return false;
+  }
+  if (v > hi) {
+    rc = error(option + " expects a whole number of at most " + std::to_string(hi) + ", got '" +
+               value + "'");
+    return false;
+  }
+  into = v;
+  return true;
+}
+
+/// Sets the threads of the CPU kernels: OpenMP's (their parallel loops and
+/// GEMM panels) and OpenBLAS's (its own pool, for a GEMM outside a parallel
+/// region), both loaded by `lib` (libnncc_kernels' dependencies). Before the
+/// library is loaded, OMP_NUM_THREADS and OPENBLAS_NUM_THREADS are set as
+/// well (main), so that neither starts a thread per core first.
+bool setThreads(void *lib, int threads) {
+  auto omp = reinterpret_cast<void (*)(int)>(dlsym(lib, "omp_set_num_threads"));
+  auto blas = reinterpret_cast<void (*)(int)>(dlsym(lib, "openblas_set_num_threads"));
+  if (!omp && !blas) {
+    error("--threads: the library loads neither OpenMP nor OpenBLAS");
+    return false;
+  }
+  if (omp)
+    omp(threads);
+  if (blas)
+    blas(threads);
+  return true;
 }
 
 /// The one lib*.so in the directory of this executable.
@@ -124,20 +241,22 @@ void narrowForBf16(nncc_dtype want, nncc_tensor_view &v, std::vector<char> &buff
 bool run(const Options &o) {
   void *lib = dlopen(o.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
-    std::fprintf(stderr, "nncc-runner: cannot load %s: %s\n", o.library.c_str(), dlerror());
+    error("cannot load '" + o.library + "': " + dlerror());
     return false;
   }
   auto getAbi = reinterpret_cast<nncc_model_get_abi_fn>(dlsym(lib, "nncc_model_get_abi"));
   if (!getAbi) {
-    std::fprintf(stderr, "nncc-runner: %s is not an nncc model library\n", o.library.c_str());
+    error("'" + o.library + "' is not a library generated by nncc (no nncc_model_get_abi)");
     return false;
   }
   const nncc_model_abi *abi = getAbi();
   if (abi->abi_version != NNCC_MODEL_ABI_VERSION) {
-    std::fprintf(stderr, "nncc-runner: %s has ABI version %u, this runner %d\n",
-                 o.library.c_str(), abi->abi_version, NNCC_MODEL_ABI_VERSION);
+    error("'" + o.library + "' has ABI version " + std::to_string(abi->abi_version) +
+          ", this runner " + std::to_string(NNCC_MODEL_ABI_VERSION));
     return false;
   }
+  if (o.threads > 0 && !setThreads(lib, o.threads))
+    return false;
   nncc_error err;
   nncc_model *model = nullptr;
   nncc_target target = o.target == "cuda" ? NNCC_TARGET_CUDA : NNCC_TARGET_CPU;
@@ -146,21 +265,21 @@ bool run(const Options &o) {
   bool ok = o.weights.empty() ? abi->init_weights(model, o.seed, &err) == NNCC_OK ||
                                     fail("init_weights", err)
                               : abi->load_weights(model, o.weights.c_str(), &err) == NNCC_OK ||
-                                    fail("load_weights", err);
+                                    fail("--weights", err);
   nncc_safetensors *in = nullptr;
   if (ok && nncc_safetensors_open(o.inputs.c_str(), &in, &err) != NNCC_OK)
-    ok = fail("inputs", err);
+    ok = fail("--inputs", err);
   for (int32_t i = 0; ok && i < abi->num_inputs; ++i) {
     nncc_tensor_view v;
     std::vector<char> buffer;
     ok = (nncc_safetensors_find(in, abi->inputs[i].name, &v, &err) == NNCC_OK ||
-          fail("inputs", err));
+          fail("--inputs", err));
     if (!ok)
       break;
     buffer.resize(v.nbytes + 1);
     ok = (nncc_safetensors_read_into(in, v.name, v.dtype, v.rank, v.shape, buffer.data(),
                                      v.nbytes, &err) == NNCC_OK ||
-          fail("inputs", err)) &&
+          fail("--inputs", err)) &&
          (narrowForBf16(abi->inputs[i].dtype, v, buffer),
           abi->set_input(model, v.name, v.dtype, v.rank, v.shape, buffer.data(), &err) ==
               NNCC_OK ||
@@ -185,10 +304,10 @@ bool run(const Options &o) {
 
   nncc_safetensors *expect = nullptr;
   if (ok && !o.expect.empty() && nncc_safetensors_open(o.expect.c_str(), &expect, &err) != NNCC_OK)
-    ok = fail("expect", err);
+    ok = fail("--expect", err);
   nncc_safetensors_writer *writer = nullptr;
   if (ok && !o.output.empty() && nncc_safetensors_writer_create(&writer, &err) != NNCC_OK)
-    ok = fail("output", err);
+    ok = fail("-o", err);
   bool within = true;
   for (int32_t i = 0; ok && i < abi->num_outputs; ++i) {
     const char *name = abi->outputs[i].name;
@@ -211,7 +330,7 @@ bool run(const Options &o) {
                 shapeString(rank, shape).c_str(), lo, hi, n ? sum / double(n) : 0.0);
     if (writer && nncc_safetensors_writer_add(writer, name, dtype, rank, shape, data,
                                               n * nncc_dtype_size(dtype), &err) != NNCC_OK)
-      ok = fail("output", err);
+      ok = fail("-o", err);
     if (expect) {
       // A bf16 library's outputs compare with an f32 run's.
       nncc_tensor_view e;
@@ -219,7 +338,7 @@ bool run(const Options &o) {
            nncc_safetensors_get(expect, name, NNCC_DTYPE_F32, rank, shape, &e, nullptr) !=
                NNCC_OK) &&
           nncc_safetensors_get(expect, name, dtype, rank, shape, &e, &err) != NNCC_OK) {
-        ok = fail("expect", err);
+        ok = fail("--expect", err);
         break;
       }
       std::vector<double> ref = toDouble(e.dtype, e.data, e.numel);
@@ -240,7 +359,7 @@ bool run(const Options &o) {
     }
   }
   if (ok && writer && nncc_safetensors_writer_write(writer, o.output.c_str(), &err) != NNCC_OK)
-    ok = fail("output", err);
+    ok = fail("-o", err);
   uint64_t arena = 0, peak = 0;
   if (ok && abi->memory_stats(model, &arena, &peak, &err) == NNCC_OK)
     std::printf("arena %llu bytes, peak %llu bytes\n", (unsigned long long)arena,
@@ -259,53 +378,92 @@ int main(int argc, char **argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto value = [&](std::string &into) {
-      if (i + 1 >= argc)
-        return false;
-      into = argv[++i];
-      return true;
-    };
-    std::string v;
-    if (a == "--inputs") {
-      if (!value(o.inputs)) return usage("--inputs needs a file");
-    } else if (a == "--weights") {
-      if (!value(o.weights)) return usage("--weights needs a file");
-    } else if (a == "-o") {
-      if (!value(o.output)) return usage("-o needs a file");
-    } else if (a == "--expect") {
-      if (!value(o.expect)) return usage("--expect needs a file");
-    } else if (a == "--target") {
-      if (!value(o.target) || (o.target != "cpu" && o.target != "cuda"))
-        return usage("--target is cpu or cuda");
-    } else if (a == "--seed" || a == "--tol" || a == "--repeat") {
-      char *end = nullptr;
-      if (!value(v) || v.empty())
-        return usage((a + " needs a number").c_str());
-      if (a == "--tol")
-        o.tol = std::strtod(v.c_str(), &end);
-      else if (a == "--seed")
-        o.seed = std::strtoull(v.c_str(), &end, 10);
-      else
-        o.repeat = int(std::strtol(v.c_str(), &end, 10));
-      if (*end || o.tol < 0 || o.repeat < 0)
-        return usage((a + ": '" + v + "' is not a valid number").c_str());
-    } else if (!a.empty() && a[0] == '-') {
-      return usage(("unknown option " + a).c_str());
-    } else if (o.library.empty()) {
+    if (a == "--help" || a == "-h") {
+      printHelp();
+      return 0;
+    }
+    // --name=value as well as --name value.
+    std::string inlineValue;
+    bool hasInline = false;
+    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
+      inlineValue = a.substr(a.find('=') + 1);
+      a = a.substr(0, a.find('='));
+      hasInline = true;
+    }
+    const OptionSpec *spec = nullptr;
+    for (const OptionSpec &s : kOptions)
+      if (a == s.name && *s.value)
+        spec = &s;
+    if (!spec) {
+      if (!a.empty() && a[0] == '-' && a != "-")
+        return unknownOption(argv[i]);
+      if (hasInline)
+        return unknownOption(argv[i]);
+      if (!o.library.empty())
+        return error("more than one library: '" + o.library + "' and '" + a + "'");
       o.library = a;
+      continue;
+    }
+    std::string v;
+    if (hasInline) {
+      v = inlineValue;
+    } else if (i + 1 < argc) {
+      v = argv[++i];
     } else {
-      return usage("more than one library");
+      return error("option '" + a + "' needs a value: " + a + " " + spec->value);
+    }
+    if (v.empty())
+      return error("option '" + a + "' needs a value: " + a + " " + spec->value + ", got ''");
+    int rc = 0;
+    long long n = 0;
+    if (a == "--inputs") {
+      o.inputs = v;
+    } else if (a == "--weights") {
+      o.weights = v;
+    } else if (a == "-o") {
+      o.output = v;
+    } else if (a == "--expect") {
+      o.expect = v;
+    } else if (a == "--target") {
+      if (v != "cpu" && v != "cuda")
+        return error("--target is cpu or cuda, got '" + v + "'");
+      o.target = v;
+    } else if (a == "--seed") {
+      char *end = nullptr;
+      errno = 0;
+      o.seed = std::strtoull(v.c_str(), &end, 10);
+      if (*end || errno == ERANGE || v[0] == '-' || v[0] == '+' || v[0] == ' ')
+        return error("--seed expects a whole number in [0, 2^64), got '" + v + "'");
+    } else if (a == "--tol") {
+      char *end = nullptr;
+      o.tol = std::strtod(v.c_str(), &end);
+      if (*end || !std::isfinite(o.tol) || o.tol < 0)
+        return error("--tol expects a number >= 0, got '" + v + "'");
+    } else if (a == "--repeat") {
+      if (!parseInteger(a, v, 0, INT_MAX, n, rc))
+        return rc;
+      o.repeat = int(n);
+    } else if (a == "--threads") {
+      if (!parseInteger(a, v, 1, INT_MAX, n, rc))
+        return rc;
+      o.threads = int(n);
     }
   }
   if (o.inputs.empty())
-    return usage("--inputs is required");
+    return error("--inputs I.safetensors is required (nncc-runner --help lists the options)");
   if (o.library.empty() && (o.library = bundledLibrary()).empty())
-    return usage("no library given and not exactly one lib*.so beside the runner");
+    return error("no library given and not exactly one lib*.so beside nncc-runner");
+  if (o.threads > 0) {
+    // Read by OpenMP and OpenBLAS when the library loads them (setThreads
+    // then sets both again, in case they were loaded before).
+    setenv("OMP_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
+    setenv("OPENBLAS_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
+  }
   nncc_error err;
   if (o.target == "cuda") {
     const nncc_cuda_driver *drv = nullptr;
     if (nncc_cuda_driver_get(&drv, &err) != NNCC_OK) {
-      std::fprintf(stderr, "nncc-runner: --target cuda: %s\n", err.message);
+      error(std::string("--target cuda: ") + err.message);
       return 3;
     }
   }

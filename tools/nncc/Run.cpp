@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <dlfcn.h>
 #include <map>
 
 namespace cl = llvm::cl;
@@ -116,6 +117,12 @@ cl::opt<std::string> saveInputs("save-inputs",
                                 cl::desc("Also write the inputs used (e.g. the generated "
                                          "ones) to this safetensors file"),
                                 cl::value_desc("FILE"), cl::sub(runCmd), cl::cat(runCategory));
+
+cl::opt<std::string> runThreads(
+    "threads",
+    cl::desc("Threads of the CPU kernels (OpenMP and OpenBLAS), N >= 1 (default: "
+             "OMP_NUM_THREADS, else one per core; docs/runtime.md, \"Threads\")"),
+    cl::value_desc("N"), cl::sub(runCmd), cl::cat(runCategory));
 
 cl::opt<bool> inputsOnly("inputs-only",
                          cl::desc("Only write the inputs (--save-inputs) and stop: no compile"),
@@ -657,7 +664,39 @@ int checkRunOutputs() {
   return 0;
 }
 
+/// --threads N (0 without it), or an error naming the value (-1).
+int parseThreads() {
+  if (runThreads.getNumOccurrences() == 0)
+    return 0;
+  int n = 0;
+  llvm::StringRef v(runThreads);
+  if (v.getAsInteger(10, n) || n < 1) {
+    fail("--threads expects a whole number >= 1, got '" + v + "'");
+    return -1;
+  }
+  return n;
+}
+
+/// Sets the threads of the CPU kernels: OpenMP's (their parallel loops and
+/// GEMM panels) and OpenBLAS's (its pool, for a GEMM outside a parallel
+/// region). nncc loads both with libnncc_kernels, the model libraries share
+/// them.
+int setKernelThreads(int n) {
+  auto omp = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  auto blas = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (!omp && !blas)
+    return fail("--threads: neither OpenMP nor OpenBLAS is loaded");
+  if (omp)
+    omp(n);
+  if (blas)
+    blas(n);
+  return 0;
+}
+
 int runRun() {
+  int threads = parseThreads();
+  if (threads < 0 || (threads > 0 && setKernelThreads(threads)))
+    return 1;
   if (inputsFile.empty() && !randomInputs)
     return fail("nncc run needs --inputs I.safetensors or --random-inputs");
   if (!inputsFile.empty() && randomInputs)
