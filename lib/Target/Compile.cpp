@@ -576,6 +576,7 @@ FailureOr<ModelSignature> getSignature(ModuleOp module) {
     setRole(e.forward.getArgAttrOfType<nn::InputRoleAttr>(arg.getArgNumber(), "nn.role"), ts);
     if (ts.role == InputRole::ClassTargets)
       ts.exempt = ignoredTargets(module);
+    ts.inference = in > e.inferenceInputs.size() || e.inferenceInputs[in - 1];
     sig.inputs.push_back(ts);
   }
   for (const target::TensorSig &t : e.outputs)

@@ -101,6 +101,8 @@ class ABI(C.Structure):
         # ABI 8: gradient accumulation
         ("accumulate_gradients", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_double, PErr)),
         ("apply_gradients", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_void_p, PErr)),
+        # ABI 9: per input, 1 when forward needs it, 0 when only the loss reads it
+        ("inference_inputs", C.POINTER(C.c_int32)),
         # ABI 9: sample offset (the run seed; the first sample's batch row)
         ("set_seed", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_uint64, PErr)),
         ("set_sample_offset", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int64, PErr)),

@@ -269,9 +269,15 @@ bool run(const Options &o) {
   nncc_safetensors *in = nullptr;
   if (ok && nncc_safetensors_open(o.inputs.c_str(), &in, &err) != NNCC_OK)
     ok = fail("--inputs", err);
+  std::string leftOut; // inputs only the loss reads, not in the file: no loss
   for (int32_t i = 0; ok && i < abi->num_inputs; ++i) {
     nncc_tensor_view v;
     std::vector<char> buffer;
+    if (abi->inference_inputs && !abi->inference_inputs[i] &&
+        nncc_safetensors_find(in, abi->inputs[i].name, &v, nullptr) != NNCC_OK) {
+      leftOut += (leftOut.empty() ? "'" : ", '") + std::string(abi->inputs[i].name) + "'";
+      continue;
+    }
     ok = (nncc_safetensors_find(in, abi->inputs[i].name, &v, &err) == NNCC_OK ||
           fail("--inputs", err));
     if (!ok)
@@ -311,6 +317,11 @@ bool run(const Options &o) {
   bool within = true;
   for (int32_t i = 0; ok && i < abi->num_outputs; ++i) {
     const char *name = abi->outputs[i].name;
+    if (!leftOut.empty() && i + 1 == abi->num_outputs && std::strcmp(name, "loss") == 0) {
+      std::printf("output loss: not computed (%s, which only the loss reads, not given)\n",
+                  leftOut.c_str());
+      continue;
+    }
     nncc_dtype dtype;
     int32_t rank;
     const int64_t *shape;

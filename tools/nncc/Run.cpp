@@ -170,6 +170,15 @@ llvm::json::Array jsonTensors(const std::vector<TensorSignature> &ts) {
   return a;
 }
 
+/// Inputs, with whether inference needs each (false: only the loss reads
+/// it; forward runs without it and leaves the loss out).
+llvm::json::Array jsonInputs(const std::vector<TensorSignature> &ts) {
+  llvm::json::Array a = jsonTensors(ts);
+  for (size_t i = 0; i < ts.size(); ++i)
+    (*a[i].getAsObject())["inference"] = ts[i].inference;
+  return a;
+}
+
 /// Parameters with their optimizer group (docs/training.md).
 llvm::json::Array jsonParams(const std::vector<TensorSignature> &ts) {
   llvm::json::Array a;
@@ -279,7 +288,15 @@ void summary(const char *name, nncc_dtype dtype, int32_t rank, const int64_t *sh
 /// The command-line inputs of `run`, checked against the signature.
 struct RunInputs {
   std::map<std::string, int64_t> dims; // --dim NAME=SIZE
-  std::vector<HostTensor> tensors;     // one per model input, in order
+  std::vector<HostTensor> tensors;     // the inputs given, in the model's order
+  std::vector<std::string> leftOut;    // inputs only the loss reads, not given
+  /// The signature of each given tensor.
+  const TensorSignature &signatureOf(const ModelSignature &sig, size_t i) const {
+    for (const TensorSignature &s : sig.inputs)
+      if (s.name == tensors[i].name)
+        return s;
+    llvm_unreachable("a run input that is not a model input");
+  }
 };
 
 } // namespace
@@ -384,6 +401,13 @@ int collectInputs(const ModelSignature &sig, RunInputs &in) {
     HostTensor t;
     t.name = s.name;
     t.dtype = nncc_dtype_from_name(s.dtype.c_str());
+    // Serving: an input only the loss reads may be left out (no loss then).
+    nncc_tensor_view view;
+    if (!randomInputs && !gradMode && !s.inference &&
+        nncc_safetensors_find(file, s.name.c_str(), &view, nullptr) != NNCC_OK) {
+      in.leftOut.push_back(s.name);
+      continue;
+    }
     if (int rc = randomInputs ? randomTensor(s, i, in.dims, t) : readTensor(s, file, t))
       return rc;
     in.tensors.push_back(std::move(t));
@@ -421,7 +445,7 @@ int writeInputs(std::vector<HostTensor> &inputs) {
 
 /// Prints a summary of every output (and grad.<param> with --grad) and
 /// writes them to -o.
-int writeOutputs(const ModelHandle &h) {
+int writeOutputs(const ModelHandle &h, const RunInputs &in) {
   nncc_error err;
   nncc_safetensors_writer *w = nullptr;
   if (!runOutput.empty())
@@ -434,6 +458,14 @@ int writeOutputs(const ModelHandle &h) {
   for (int32_t i = 0; i < numWritten; ++i) {
     const char *name = i < h.abi->num_outputs ? h.abi->outputs[i].name
                                               : h.abi->grads[i - h.abi->num_outputs].name;
+    if (!in.leftOut.empty() && i + 1 == h.abi->num_outputs && llvm::StringRef(name) == "loss") {
+      if (!quiet)
+        llvm::errs() << "nncc: note: no loss: '" << printable(llvm::join(in.leftOut, "', '")) << "'"
+                     << (in.leftOut.size() == 1 ? " (which only the loss reads) is"
+                                                : " (which only the loss reads) are")
+                     << " not in '" << printable(inputsFile) << "'\n";
+      continue;
+    }
     nncc_dtype dt;
     int32_t rank;
     const int64_t *shape;
@@ -458,9 +490,10 @@ int writeOutputs(const ModelHandle &h) {
 /// The dims of this run: --dim, and for the others the shapes of the inputs.
 std::map<std::string, int64_t> boundDims(const ModelSignature &sig, const RunInputs &in) {
   std::map<std::string, int64_t> dims = in.dims;
-  for (size_t i = 0; i < sig.inputs.size() && i < in.tensors.size(); ++i)
-    for (size_t k = 0; k < sig.inputs[i].dims.size() && k < in.tensors[i].shape.size(); ++k) {
-      const std::string &d = sig.inputs[i].dims[k];
+  for (size_t i = 0; i < in.tensors.size(); ++i)
+    for (size_t k = 0; k < in.signatureOf(sig, i).dims.size() && k < in.tensors[i].shape.size();
+         ++k) {
+      const std::string &d = in.signatureOf(sig, i).dims[k];
       if (std::find(sig.dims.begin(), sig.dims.end(), d) != sig.dims.end())
         dims.emplace(d, in.tensors[i].shape[k]);
     }
@@ -571,7 +604,7 @@ int execute(const std::string &libPath, bool cuda, RunInputs &in) {
   if (!memoryStatsFile.empty())
     if (int rc = writeMemoryStats(h))
       return rc;
-  return writeOutputs(h);
+  return writeOutputs(h, in);
 }
 } // namespace
 
@@ -641,7 +674,7 @@ int runInspect() {
   llvm::json::Object obj{{"model", sig->model},
                          {"dims", std::move(dims)},
                          {"dim_ranges", std::move(ranges)},
-                         {"inputs", jsonTensors(sig->inputs)},
+                         {"inputs", jsonInputs(sig->inputs)},
                          {"outputs", jsonTensors(sig->outputs)},
                          {"parameters", jsonParams(sig->params)}};
   llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(obj))) << "\n";
@@ -732,9 +765,9 @@ int runRun() {
     return rc;
   if (!randomInputs) {
     std::map<std::string, int64_t> dims = boundDims(*sig, in);
-    for (size_t i = 0; i < sig->inputs.size() && i < in.tensors.size(); ++i) {
+    for (size_t i = 0; i < in.tensors.size(); ++i) {
       HostTensor &t = in.tensors[i];
-      if (int rc = checkInputValues(sig->inputs[i], t.dtype, t.shape, t.data(), dims,
+      if (int rc = checkInputValues(in.signatureOf(*sig, i), t.dtype, t.shape, t.data(), dims,
                                     inputsFile))
         return rc;
     }

@@ -88,6 +88,7 @@ struct TensorSignature {
   std::string limit;              // TokenIds/ClassTargets/Lengths: a size or dim name
   std::vector<int64_t> exempt;    // ClassTargets: values outside the range that count as
                                   // no target (cross-entropy's ignore_index)
+  bool inference = true;          // inputs: forward needs it (false: only the loss reads it)
   bool decay = true;              // parameters: weight decay applies (#nn.param_group)
   int64_t lrDepth = 0;            // parameters: lr multiplier = layer_decay^lrDepth
 };

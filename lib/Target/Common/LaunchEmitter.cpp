@@ -59,6 +59,18 @@ LogicalResult LaunchEmitter::emitLaunchSequence(raw_indented_ostream &os,
       return failure();
     if (afterEach)
       afterEach();
+    if (!text.empty() && lossOnlyOps.contains(op)) {
+      // Served without the inputs only the loss reads: not run.
+      std::string guarded;
+      llvm::raw_string_ostream gs(guarded);
+      raw_indented_ostream g(gs);
+      g << "if (nncc_ms_computes_loss(m)) {\n";
+      g.indent();
+      g << text;
+      g.unindent();
+      g << "}\n";
+      text = std::move(guarded);
+    }
     if (!text.empty())
       texts.push_back(std::move(text));
   }

@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -93,12 +94,101 @@ LogicalResult ModelEmitter::analyze() {
   if (forward && failed(analyzeFunction(forward, index, weights)))
     return failure();
   trainBegin = index;
+  if (forward)
+    analyzeInference();
   if (train && failed(analyzeFunction(train, index, weights)))
     return failure();
   numLaunches = index;
   boundaryIndex = boundary ? launchIndex.lookup(boundary) : numLaunches;
   analyzeDimRanges();
   return success();
+}
+
+namespace {
+/// The buffers defined outside `top` that it (or an op in its regions)
+/// reads and writes. An op without declared memory effects reads and
+/// writes every buffer operand it has.
+void topLevelEffects(Operation *top, llvm::SmallVectorImpl<Value> &reads,
+                     llvm::SmallVectorImpl<Value> &writes) {
+  auto outside = [&](Value v) {
+    Region *r = v.getParentRegion();
+    return !(r && top->isProperAncestor(r->getParentOp())) &&
+           !(v.getDefiningOp() && top->isAncestor(v.getDefiningOp()));
+  };
+  top->walk([&](Operation *op) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects) {
+      for (Value v : op->getOperands())
+        if (isa<nnk::BufferType>(v.getType()) && outside(v)) {
+          reads.push_back(v);
+          writes.push_back(v);
+        }
+      return;
+    }
+    SmallVector<MemoryEffects::EffectInstance> list;
+    effects.getEffects(list);
+    for (const MemoryEffects::EffectInstance &e : list) {
+      Value v = e.getValue();
+      if (!v || !outside(v))
+        continue;
+      if (isa<MemoryEffects::Read>(e.getEffect()))
+        reads.push_back(v);
+      else if (isa<MemoryEffects::Write>(e.getEffect()))
+        writes.push_back(v);
+    }
+    // Buffers an op in a region uses without a declared effect (captured
+    // operands of a region op) count as read.
+    if (op != top)
+      for (Value v : op->getOperands())
+        if (isa<nnk::BufferType>(v.getType()) && outside(v))
+          reads.push_back(v);
+  });
+}
+} // namespace
+
+void ModelEmitter::analyzeInference() {
+  Block &body = forward.getBody().front();
+  llvm::DenseSet<Value> needed;
+  size_t out = 0;
+  std::vector<Value> inputArgs;
+  for (BlockArgument arg : body.getArguments()) {
+    if (!forward.getArgAttr(arg.getArgNumber(), "nnk.output")) {
+      inputArgs.push_back(arg);
+      continue;
+    }
+    // The loss is the last output, named "loss" (docs/language.md).
+    bool isLoss = out + 1 == outputs.size() && outputs[out].name == "loss";
+    if (isLoss)
+      lossOutput = static_cast<int>(out);
+    else
+      needed.insert(arg);
+    ++out;
+  }
+  if (lossOutput < 0) {
+    inferenceInputs.assign(inputs.size(), true);
+    return;
+  }
+  // Backwards over the launches: an op that writes a needed buffer (or
+  // writes none: its effect is elsewhere) is needed, and so is every buffer
+  // it reads or writes (an earlier write of a buffer it only partly
+  // overwrites matters too).
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops)) {
+    if (isa<nnk::AllocOp, nnk::WeightOp>(op))
+      continue;
+    SmallVector<Value> reads, writes;
+    topLevelEffects(op, reads, writes);
+    if (!writes.empty() && llvm::none_of(writes, [&](Value v) { return needed.contains(v); })) {
+      lossOnlyOps.insert(op);
+      continue;
+    }
+    needed.insert(reads.begin(), reads.end());
+    needed.insert(writes.begin(), writes.end());
+  }
+  for (Value arg : inputArgs)
+    inferenceInputs.push_back(needed.contains(arg));
 }
 
 void ModelEmitter::analyzeDimRanges() {
@@ -488,6 +578,14 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
       failed(emitInfos("kCotangents", cotangents)) ||
       failed(emitInfos("kInputGrads", inputGrads)))
     return failure();
+  if (!inputs.empty()) {
+    os << "// Per input: 1 when forward needs it, 0 when only the loss reads it.\n";
+    os << "static const int32_t kInferenceInputs[] = {";
+    for (size_t i = 0; i < inputs.size(); ++i)
+      os << (i ? ", " : "")
+         << (i >= inferenceInputs.size() || inferenceInputs[i] ? "1" : "0");
+    os << "};\n";
+  }
 
   for (size_t i = 0; i < params.size(); ++i)
     if (params[i].type.getRank())
@@ -677,6 +775,7 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
      << (train && !grads.empty()
              ? "nncc_ms_accumulate_gradients, nncc_ms_apply_gradients, // ABI 8\n"
              : "NULL, NULL, // ABI 8: compiled without gradients\n")
+     << (inputs.empty() ? "NULL" : "kInferenceInputs") << ", // ABI 9\n"
      << "nncc_ms_set_seed, nncc_ms_set_sample_offset, // ABI 9: sample offset\n";
   os.unindent();
   os << "};\n";

@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/IndentedOstream.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <string>
@@ -79,6 +80,13 @@ public:
   int trainBegin = 0, boundaryIndex = 0, numLaunches = 0;
   /// The top-level op of each launch index.
   std::vector<mlir::Operation *> launchOps;
+  /// Serving without targets (analyzeInference): per `inputs` entry, whether
+  /// @forward needs it for an output other than the loss; the top-level ops
+  /// of @forward that only the loss needs (run only when every input is
+  /// set); the index of the loss in `outputs` (-1: none).
+  std::vector<bool> inferenceInputs;
+  llvm::DenseSet<mlir::Operation *> lossOnlyOps;
+  int lossOutput = -1;
 
 protected:
   mlir::ModuleOp module;
@@ -115,6 +123,10 @@ protected:
   mlir::LogicalResult emitForwardPrologue(mlir::raw_indented_ostream &os,
                                           mlir::func::FuncOp fn = nullptr);
   mlir::LogicalResult analyzeFunction(mlir::func::FuncOp fn, int &index, int &weights);
+  /// Fills inferenceInputs / lossOnlyOps / lossOutput: the ops of @forward
+  /// that write, transitively, an output other than the loss are needed for
+  /// inference, and so is every input they read.
+  void analyzeInference();
   /// Narrows dimRanges by the windows of nnk.slice / nnk.slice_grad and
   /// the grids of nnk.axial_position.
   void analyzeDimRanges();

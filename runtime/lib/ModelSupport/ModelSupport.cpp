@@ -89,6 +89,10 @@ struct nncc_model {
   bool paramsDirty = true;     // device copy out of date
   bool paramsHostStale = false; // CUDA: a train_step updated the device copy
   bool outputsValid = false;
+  // The last forward computed the loss (ABI 9: false when it served without
+  // an input only the loss reads; lossMissing names them).
+  bool withLoss = true;
+  std::string lossMissing;
   std::vector<Tensor> grads;   // "grad.<param>" (training)
   // VJP libraries: the backward's seeds and the gradients of float inputs.
   std::vector<Tensor> cotangents, inputGrads;
@@ -370,7 +374,7 @@ nncc_status prepareDevice(nncc_model *m, nncc_error *e) {
   }
   for (int32_t i = 0; i < abi->num_inputs; ++i) {
     Tensor &t = m->inputs[i];
-    if (t.deviceBound)
+    if (t.deviceBound || !t.set) // unset: an input only the loss reads (ABI 9)
       continue;
     if (nncc_status s = ensureDevice(m, t, t.bytes, abi->inputs[i].name, e))
       return s;
@@ -1436,11 +1440,21 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
                           "forward: the parameters of '%s' are not initialised; call "
                           "load_weights or init_weights first (or bind every parameter)",
                           abi->model_name);
-  // Bind every dim from the inputs (all must be set and agree).
+  // Bind every dim from the inputs (all must be set and agree; in
+  // inference, the inputs only the loss reads may be missing, and then the
+  // loss is not computed).
   std::vector<int64_t> dims(static_cast<size_t>(abi->num_dims), -1);
+  m->withLoss = true;
+  m->lossMissing.clear();
   for (int32_t j = 0; j < abi->num_inputs; ++j) {
     const nncc_tensor_info &info = abi->inputs[j];
     const Tensor &t = m->inputs[j];
+    if (!t.set && kind == RunKind::Forward && abi->abi_version >= 9 &&
+        abi->inference_inputs && !abi->inference_inputs[j]) {
+      m->withLoss = false;
+      m->lossMissing += (m->lossMissing.empty() ? "'" : ", '") + std::string(info.name) + "'";
+      continue;
+    }
     if (!t.set)
       return nncc_error_set(err, NNCC_ERROR_NOT_FOUND,
                             "forward: input '%s' %s has not been set%s", info.name,
@@ -1463,8 +1477,9 @@ nncc_status runModel(nncc_model *m, RunKind kind, nncc_error *err) {
   for (int32_t s = 0; s < abi->num_dims; ++s)
     if (dims[s] < 0)
       return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED,
-                            "forward: dim %s is not the size of any input",
-                            abi->dim_names[s]);
+                            "forward: dim %s is not the size of any input%s%s%s",
+                            abi->dim_names[s], m->withLoss ? "" : " given (not set: ",
+                            m->lossMissing.c_str(), m->withLoss ? "" : ")");
   m->dims = dims;
   // Outputs.
   for (int32_t j = 0; j < abi->num_outputs; ++j) {
@@ -1587,6 +1602,12 @@ nncc_status nncc_ms_get_output(nncc_model *m, const char *name, nncc_dtype *dtyp
                           "get_output %s: no successful forward since the model was "
                           "created or last failed",
                           qn);
+  if (!m->withLoss && idx + 1 == abi->num_outputs && strcmp(name, "loss") == 0)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "get_output %s: the last forward ran without %s, which only the "
+                          "loss reads, so it did not compute the loss; set %s to compute it",
+                          qn, m->lossMissing.c_str(),
+                          m->lossMissing.find(',') == std::string::npos ? "it" : "them");
   const Tensor &t = m->outputs[idx];
   if (dtype)
     *dtype = abi->outputs[idx].dtype;
@@ -1634,6 +1655,7 @@ nncc_status nncc_ms_memory_stats(nncc_model *m, uint64_t *arena_bytes,
 }
 
 nncc_target nncc_ms_target(const nncc_model *m) { return m->target; }
+int nncc_ms_computes_loss(const nncc_model *m) { return m->withLoss ? 1 : 0; }
 const int64_t *nncc_ms_dims(const nncc_model *m) { return m->dims.data(); }
 int64_t nncc_ms_bound_dim(const nncc_model *m, int32_t i) {
   return m && i >= 0 && i < static_cast<int32_t>(m->bound.size()) ? m->bound[i] : -1;

@@ -5,7 +5,9 @@ package).
   st.py weights SIG.json OUT [--missing NAME]   random weights for a signature
   st.py inputs OUT NAME:DTYPE:d0,d1,...[=v0,v1,...] ...   random (or given) inputs
   st.py corrupt IN OUT (truncate|offsets|header)
-  st.py same A B                                 two files hold equal tensors
+  st.py same A B [--except NAME...]              two files hold equal tensors (B
+                                                 without the NAMEs A has)
+  st.py drop IN OUT NAME...                      IN without the named tensors
 """
 import json
 import random
@@ -83,11 +85,21 @@ def main():
         open(sys.argv[3], "wb").write(data)
     elif cmd == "same":
         a, b = load_safetensors(sys.argv[2]), load_safetensors(sys.argv[3])
+        left_out = sys.argv[5:] if sys.argv[4:5] == ["--except"] else []
+        for name in left_out:
+            assert name in a and name not in b, "%s: in %s, %s" % (name, list(a), list(b))
+            del a[name]
         assert list(a) == list(b), "files hold %s and %s" % (list(a), list(b))
         for name in a:
             assert a[name].dtype == b[name].dtype and a[name].shape == b[name].shape and \
                 np.array_equal(a[name], b[name]), "%s differs" % name
         print("same")
+    elif cmd == "drop":
+        t = load_safetensors(sys.argv[2])
+        for name in sys.argv[4:]:
+            assert name in t, "no tensor %s in %s" % (name, sys.argv[2])
+            del t[name]
+        save_safetensors(sys.argv[3], t)
     else:
         raise SystemExit("unknown command " + cmd)
 

@@ -186,6 +186,10 @@ nncc_status nncc_ms_apply_gradients(nncc_model *model, const void *config, nncc_
 
 /* ---- For the generated launch sequences. ---- */
 nncc_target nncc_ms_target(const nncc_model *model);
+/* 1 when the running forward computes the loss (every input is set), 0
+ * when it serves without the inputs only the loss reads (ABI 9): the
+ * launches only the loss needs are skipped. */
+int nncc_ms_computes_loss(const nncc_model *model);
 /* The bound value of every dim (abi->num_dims entries), valid in forward. */
 const int64_t *nncc_ms_dims(const nncc_model *model);
 /* Data of input / parameter / output i: host pointers on the CPU, device

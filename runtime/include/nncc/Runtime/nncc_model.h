@@ -138,7 +138,8 @@ typedef struct nncc_model_abi {
   nncc_status (*set_input)(nncc_model *model, const char *name, nncc_dtype dtype,
                            int32_t rank, const int64_t *shape, const void *data,
                            nncc_error *err);
-  /* Runs the forward pass in inference mode (dropout and zoneout off). */
+  /* Runs the forward pass in inference mode (dropout and zoneout off);
+   * inputs that only the loss reads may be left unset (inference_inputs). */
   nncc_status (*forward)(nncc_model *model, nncc_error *err);
   /* A view of one output after forward; shape has `*rank` entries. */
   nncc_status (*get_output)(nncc_model *model, const char *name, nncc_dtype *dtype,
@@ -286,6 +287,17 @@ typedef struct nncc_model_abi {
    * NULL in libraries compiled without gradients. ---- */
   nncc_status (*accumulate_gradients)(nncc_model *model, double weight, nncc_error *err);
   nncc_status (*apply_gradients)(nncc_model *model, const void *config, nncc_error *err);
+
+  /* ---- ABI 9: serving without targets (docs/runtime.md, "Serving without
+   * targets"). num_inputs entries: 1 when forward needs the input for an
+   * output other than the loss, 0 when only the loss reads it (a target:
+   * labels, next tokens). forward runs with any of the inputs marked 0
+   * unset: it then computes every output but the loss (the same values)
+   * and get_output("loss") fails, naming the unset ones; with all of them
+   * set it computes the loss too. forward_train, train_step and
+   * accumulate_gradients need every input. NULL when the model has no
+   * inputs. ---- */
+  const int32_t *inference_inputs;
 
   /* ---- ABI 9: sample offset (docs/training.md, "Random streams"). Every
    * random op (dropout, zoneout, attention dropout, mask_tokens, sample)
