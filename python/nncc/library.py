@@ -394,6 +394,19 @@ class Library:
         self.input_grads = self._specs(a.num_input_grads, a.input_grads)
         self.has_grad = a.num_grads > 0
         self.has_vjp = a.num_cotangents > 0
+        # ABI 9: whether forward needs each input (False: only the loss reads it).
+        self.inference_inputs = [bool(a.inference_inputs[i]) if a.inference_inputs else True
+                                 for i in range(a.num_inputs)]
+        self._served = None
+
+    def serving(self):
+        """This library served without the inputs only the loss reads: a view
+        whose inputs are those forward needs and whose outputs leave out the
+        loss (docs/runtime.md, "Serving without targets"); its contexts are
+        this library's."""
+        if self._served is None:
+            self._served = _Served(self)
+        return self._served
 
     def _specs(self, n, arr):
         res = []
@@ -441,6 +454,22 @@ class Library:
 
     def __repr__(self):
         return "nncc.Library(%r: %s)" % (self.name, self.path)
+
+
+class _Served:
+    def __init__(self, lib):
+        self._lib = lib
+        self.inputs = [s for s, needed in zip(lib.inputs, lib.inference_inputs) if needed]
+        self.outputs = [s for s in lib.outputs if s.name != "loss"]
+        self.targets = [s.name for s, needed in zip(lib.inputs, lib.inference_inputs)
+                        if not needed]
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+    def __repr__(self):
+        return "nncc.Library(%r served without %s: %s)" % (self.name, ", ".join(self.targets),
+                                                          self.path)
 
 
 def _bf16_bits(a):

@@ -88,44 +88,6 @@ class _Held:
             pass
 
 
-# Per library and target: does forward_train already run the backward (True),
-# or does backward (False)? A library whose backward reads no residual at all
-# (e.g. one GRU whose states are the output) was built with its training
-# boundary after the backward, so its backward is part of forward_train and
-# runs there with the default cotangents; such a library is differentiated by
-# running forward_train again with the caller's cotangents bound (bound
-# cotangents are never reset). Found once by binding NaN-filled gradient
-# buffers over the first differentiated forward: a backward that runs in
-# forward_train writes them.
-def _backward_in_forward(lib):
-    """{target: bool} of what the probe found for `lib` so far."""
-    found = getattr(lib, "_nncc_torch_backward_in_forward", None)
-    if found is None:
-        found = lib._nncc_torch_backward_in_forward = {}
-    return found
-
-
-def _probe_buffers(lib, device, dims, held):
-    bufs = []
-    for spec in lib.params:
-        g = torch.full(spec.shape, float("nan"), dtype=_TORCH_DTYPES[spec.dtype], device=device)
-        held.bind(_abi.BIND_GRAD, "grad." + spec.name, g, spec.dtype, spec.shape)
-        bufs.append(g)
-    for spec in lib.input_grads:
-        g = torch.full(spec.concrete(dims), float("nan"), dtype=_TORCH_DTYPES[spec.dtype],
-                       device=device)
-        held.bind(_abi.BIND_GRAD, spec.name, g, spec.dtype, tuple(g.shape))
-        bufs.append(g)
-    return bufs
-
-
-def _unbind_grads(lib, held):
-    for spec in lib.params:
-        held.unbind(_abi.BIND_GRAD, "grad." + spec.name)
-    for spec in lib.input_grads:
-        held.unbind(_abi.BIND_GRAD, spec.name)
-
-
 def _convert_inputs(lib, tensors, device):
     """The inputs as contiguous tensors of the library's dtypes on `device`,
     and the symbolic dims they bind."""
@@ -210,8 +172,10 @@ def _grad_buffers(lib, dims, device):
 
 class _Apply(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, module, needs_grad, *tensors):
+    def forward(ctx, module, needs_grad, serving, *tensors):
         lib = module._library()
+        if serving:
+            lib = lib.serving()
         n = len(lib.inputs)
         device = module._device()
         training = module.training
@@ -222,23 +186,16 @@ class _Apply(torch.autograd.Function):
         if training:
             module._step += 1
             step = module._step
-        in_forward = _backward_in_forward(lib)
-        probe = differentiated and device.type not in in_forward
         held = module._checkout(lib, device)
         try:
-            bufs = _probe_buffers(lib, device, dims, held) if probe else None
             outputs = _run_forward(module, lib, held, device, converted, dims, params, training,
                                    step)
-            if probe:
-                in_forward[device.type] = any(not bool(torch.isnan(g).all()) for g in bufs)
-                _unbind_grads(lib, held)
         except BaseException:
             held.release()
             raise
         # The residuals stay in the held context's arena until the backward;
-        # nothing to keep when there will be none, or when the backward reruns
-        # the forward anyway.
-        if not differentiated or in_forward[device.type]:
+        # nothing to keep when there will be none.
+        if not differentiated:
             held.release()
             held = None
         # The backward reads the inputs, the parameters and (as residuals) the
@@ -284,8 +241,8 @@ class _Apply(torch.autograd.Function):
                 held.release()
         else:
             # Forward again (same inputs, parameters and dropout masks) with the
-            # cotangents bound, then backward: a library whose backward runs in
-            # forward_train, or a second backward (retain_graph=True).
+            # cotangents bound, then backward: a second backward
+            # (retain_graph=True), or parameters that moved.
             again = module._checkout(lib, device)
             try:
                 scratch = [torch.empty_like(o) for o in outputs]
@@ -296,13 +253,13 @@ class _Apply(torch.autograd.Function):
         param_grads, input_grad_list = grads
         input_grads = {spec.name[len("grad."):]: g
                        for spec, g in zip(lib.input_grads, input_grad_list)}
-        needs = ctx.needs_input_grad[2:]
+        needs = ctx.needs_input_grad[3:]
         res = []
         for spec, (dtype, dev), need in zip(lib.inputs, in_types, needs[:n]):
             g = input_grads.get(spec.name)
             res.append(g.to(device=dev, dtype=dtype) if g is not None and need else None)
         res += [g if need else None for g, need in zip(param_grads, needs[n:])]
-        return (None, None, *res)
+        return (None, None, None, *res)
 
 
 class Module(torch.nn.Module):
@@ -441,19 +398,31 @@ class Module(torch.nn.Module):
                 raise Error("INVALID_ARGUMENT", "input '%s' given twice" % k)
             values[k] = v
         missing = [n for n in names if n not in values]
-        if missing:
-            raise Error("INVALID_ARGUMENT", "%s: missing inputs %s" % (
-                self._lib.name, ", ".join(missing)))
+        # Eval mode serves without the inputs only the loss reads (ABI 9):
+        # the outputs are then those of lib.serving(), the loss left out.
+        targets = [s.name for s, needed in zip(specs, self._lib.inference_inputs) if not needed]
+        serving = bool(missing) and not self.training and all(n in targets for n in missing)
+        if serving:
+            names = [n for n in names if n not in missing]
+        elif missing:
+            why = ""
+            if not self.training and any(n not in targets for n in missing):
+                why = " (in eval mode only %s may be left out)" % (
+                    ", ".join(targets) if targets else "no input")
+            elif self.training and all(n in targets for n in missing):
+                why = " (training needs the loss's inputs; eval mode serves without them)"
+            raise Error("INVALID_ARGUMENT", "%s: missing inputs %s%s" % (
+                self._lib.name, ", ".join(missing), why))
         tensors = [torch.as_tensor(values[n]) for n in names]
         device = self._device()
         for n, t in zip(names, tensors):
             if t.device.type not in ("cpu", device.type):
                 raise Error("UNSUPPORTED", "input '%s' is on %s, the module on %s"
                             % (n, t.device, device))
-        return tensors
+        return tensors, serving
 
     def forward(self, *args, **kwargs):
-        tensors = self._inputs(args, kwargs)
+        tensors, serving = self._inputs(args, kwargs)
         params = self._parameter_list()
         ops = _custom_ops()
         if ops is not None and _use_custom_ops(tensors + params):
@@ -461,7 +430,7 @@ class Module(torch.nn.Module):
         else:
             needs_grad = torch.is_grad_enabled() and any(
                 t.requires_grad for t in tensors + params)
-            outputs = _Apply.apply(self, needs_grad, *tensors, *params)
+            outputs = _Apply.apply(self, needs_grad, serving, *tensors, *params)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def __getstate__(self):
@@ -535,6 +504,12 @@ def _custom_ops():
     return _OPS
 
 
+def _served_if_short(lib, inputs):
+    """The library, or its serving view when the call left out the inputs
+    only the loss reads (Module._inputs decided so)."""
+    return lib.serving() if len(inputs) != len(lib.inputs) else lib
+
+
 def _build_custom_ops():
     from typing import List
 
@@ -552,7 +527,7 @@ def _build_custom_ops():
     def forward_op(handle: int, training: bool, inputs: List[Tensor],
                    params: List[Tensor]) -> List[Tensor]:
         module = _module(handle)
-        lib = module._library()
+        lib = _served_if_short(module._library(), inputs)
         device = module._device()
         converted, dims = _convert_inputs(lib, inputs, device)
         step = 0
@@ -569,7 +544,7 @@ def _build_custom_ops():
 
     @forward_op.register_fake
     def _(handle, training, inputs, params):
-        lib = _module(handle)._library()
+        lib = _served_if_short(_module(handle)._library(), inputs)
         dims = symbolic_dims(lib, inputs)
         like = params[0] if params else inputs[0]
         outs = [like.new_empty(spec.concrete(dims), dtype=_TORCH_DTYPES[spec.dtype])

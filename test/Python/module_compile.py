@@ -121,6 +121,23 @@ def fsdp2(gru):
         dist.destroy_process_group()
 
 
+def served(seq, backend):
+    """Eval mode without the target under torch.compile(fullgraph=True): the
+    logits alone, equal to eager's, in one graph."""
+    m = nncc.torch.Module(seq, seed=4)
+    m.eval()
+    x = torch.randn(3, 6, 6)
+    with torch.no_grad():
+        eager = m(x)
+        explain("served without the target (eval)", m, (x,))
+        compiled = torch.compile(m, fullgraph=True, backend=backend)(x)
+    L.check("served without the target under torch.compile(fullgraph=True, backend=%s): the "
+            "logits = eager's" % backend, isinstance(compiled, torch.Tensor) and
+            compiled.shape == (3, 6, 3) and L.rel(compiled, eager) <= 1e-6,
+            "shape %s" % (str(tuple(compiled.shape)) if isinstance(compiled, torch.Tensor)
+                          else type(compiled).__name__))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("inputs")
@@ -142,6 +159,7 @@ def main():
                ((3, 4), (3, 4), (5, 6))]
     L.guarded("with loss", lambda: run("nncc LSTM model with its loss and a torch term on "
                                        "its logits", *L.seq_pair(seq, 2), batches, a.backend))
+    L.guarded("served", lambda: served(seq, a.backend))
     L.guarded("fsdp2", lambda: fsdp2(gru))
     print("ALL PASSED" if not L.FAILED else "FAILED: " + ", ".join(L.FAILED))
     sys.exit(1 if L.FAILED else 0)

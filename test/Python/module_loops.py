@@ -424,6 +424,50 @@ def test_compile(inputs_dir, work):
           m2.library.precision == "f64")
 
 
+def test_serving(seq):
+    """Eval mode serves without the target (ABI 9): the logits alone, bit for
+    bit those of a call with it and torch's within 1e-5; batch and length
+    change; training still needs the target; leaving out another input is
+    an error naming it."""
+    torch.manual_seed(5)
+    m = nncc.torch.Module(seq, seed=3)
+    ref = TorchSeqHead()
+    ref.load_state_dict(m.state_dict())
+    m.eval()
+    ok, worst = True, 0.0
+    for b, t in ((4, 7), (3, 11), (4, 7)):
+        x = torch.randn(b, t, 6)
+        target = torch.randint(0, 3, (b, t), dtype=torch.int32)
+        with torch.no_grad():
+            logits_full, loss = m(x, target)
+            logits = m(x)
+            by_name = m(x=x)
+            ref_logits, _ = ref(x, target)
+        ok = ok and isinstance(logits, torch.Tensor) and logits.shape == (b, t, 3) and \
+            torch.equal(logits, logits_full) and torch.equal(by_name, logits_full)
+        worst = max(worst, rel(logits, ref_logits))
+    check("eval mode serves without the target: the logits alone (B, T changing), equal to a "
+          "call with it", ok)
+    check("served logits = torch's", worst <= 1e-5, "max rel err %.1e" % worst)
+    m.train()
+    try:
+        m(torch.randn(2, 5, 6))
+        check("training without the target is an error", False)
+    except nncc.Error as e:
+        check("training without the target is an error", "target" in str(e) and
+              "eval mode serves without them" in str(e), str(e)[:120])
+    m.eval()
+    try:
+        m(target=torch.zeros(2, 5, dtype=torch.int32))
+        check("eval mode without an inference input is an error", False)
+    except nncc.Error as e:
+        check("eval mode without an inference input is an error", "missing inputs x" in str(e)
+              and "only target may be left out" in str(e), str(e)[:120])
+    with torch.no_grad():
+        after = m(torch.randn(2, 5, 6))
+    check("served after the failed calls", after.shape == (2, 5, 3))
+
+
 def main():
     inputs_dir, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -432,7 +476,7 @@ def main():
     seq = nncc.compile(os.path.join(inputs_dir, "seq_head.nn"))
     for section in (lambda: test_gradients(gru, seq), lambda: test_shapes(gru, seq),
                     lambda: test_backward_details(inputs_dir, work),
-                    lambda: test_compile(inputs_dir, work)):
+                    lambda: test_compile(inputs_dir, work), lambda: test_serving(seq)):
         try:
             section()
         except Exception as e:  # a section that dies fails, and the next still runs
