@@ -36,6 +36,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdio>
 #include <exception>
 #include <unistd.h>
 
@@ -291,6 +292,32 @@ int runCompile() {
 }
 } // namespace
 
+/// LLVM's option errors ("nncc: Unknown command line argument '--x'.  Try:
+/// ...", "nncc: Did you mean '--y'?") as one `nncc: error:` line.
+static int failOptions(llvm::StringRef text, llvm::StringRef subcommand) {
+  llvm::SmallVector<llvm::StringRef> lines, parts;
+  text.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef line : lines) {
+    line = line.trim();
+    if (line.starts_with("nncc")) // "nncc: " or "nncc run: "
+      line = line.split(": ").second;
+    line = line.split("  Try:").first.split(": See:").first;
+    if (line.starts_with("for the ")) // "for the --dim option: requires a value!"
+      line = line.substr(8);
+    line = line.rtrim(" .!");
+    if (!line.empty())
+      parts.push_back(line);
+  }
+  std::string message;
+  for (llvm::StringRef part : parts)
+    message += (message.empty() ? part.substr(0, 1).lower() : "; " + part.substr(0, 1).lower()) +
+               part.substr(1).str();
+  if (message.empty())
+    message = "invalid command line";
+  return nncc::driver::fail(message + " (see 'nncc " +
+                            (subcommand.empty() ? "" : subcommand.str() + " ") + "--help')");
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   // Never an abort: an allocation that fails anyway (a size no check
@@ -329,9 +356,34 @@ int main(int argc, char **argv) {
   // libLLVM registers many global options; show only ours in --help.
   const cl::OptionCategory *cats[] = {&nnccCategory, &nncc::tool::runCategory};
   cl::HideUnrelatedOptions(cats);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "nncc: compiles neural-network models written "
-                              "in the .nn language\n");
+  // Parse errors come back in clErrors; an option's own (a bad or missing
+  // value) go to stderr, which a temporary file holds meanwhile.
+  std::string clErrors;
+  llvm::raw_string_ostream clErrorStream(clErrors);
+  FILE *held = std::tmpfile();
+  const int savedStderr = held ? ::dup(2) : -1;
+  if (savedStderr >= 0)
+    ::dup2(::fileno(held), 2);
+  const bool parsed = cl::ParseCommandLineOptions(argc, argv,
+                                                  "nncc: compiles neural-network models "
+                                                  "written in the .nn language\n",
+                                                  &clErrorStream);
+  if (savedStderr >= 0) {
+    ::dup2(savedStderr, 2);
+    ::close(savedStderr);
+    std::string optionErrors;
+    char chunk[4096];
+    std::rewind(held);
+    for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, held)) > 0;)
+      optionErrors.append(chunk, n);
+    clErrors = optionErrors + clErrors;
+  }
+  if (held)
+    std::fclose(held);
+  if (!parsed)
+    return failOptions(clErrors, argc > 1 && argv[1][0] != '-' ? argv[1] : "");
+  if (!clErrors.empty()) // a warning of an option (none are known): as it was
+    llvm::errs() << clErrors;
   if (compileCmd)
     return runCompile();
   if (nncc::tool::inspectCmd)
