@@ -154,6 +154,21 @@ else:
             config.substitutions.append(("%torch2_python", torch2_python))
     except Exception as e:
         torch2_why = "%s: %s" % (torch2_python, e)
+# `hf`: %torch2_python also imports Hugging Face's tokenizers, safetensors and
+# transformers (utils/setup.sh adds them to its virtual environment): the
+# nncc.data tests (test/Data, docs/data.md).
+if "torch2" in config.available_features:
+    try:
+        r = subprocess.run([torch2_python, "-c", "import tokenizers, safetensors, transformers"],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode == 0:
+            config.available_features.add("hf")
+        else:
+            lit_config.note("no `hf` feature, the nncc.data tests are unsupported: %s cannot import "
+                            "tokenizers, safetensors and transformers (utils/setup.sh adds them): %s"
+                            % (torch2_python, (r.stderr.strip().splitlines() or ["?"])[-1]))
+    except Exception as e:
+        lit_config.note("no `hf` feature: %s: %s" % (torch2_python, e))
 # torch.compile's inductor caches its kernels in the suite's cache folder
 # (not /tmp/torchinductor_$USER; lit passes no USER).
 config.environment["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(nncc_cache, "torchinductor")
