@@ -768,6 +768,28 @@ Result lowerReduce(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
 }
 constexpr char kMean[] = "nn.reduce_mean", kSum[] = "nn.reduce_sum";
 
+/// argmax(x, axis: -1, keepdim: false) / max(...): one axis (`dim:` is
+/// torch's spelling of `axis:`; giving both is an error).
+template <const char *OpName>
+Result lowerAxisMax(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                    SrcLoc l) {
+  llvm::StringRef fn = llvm::StringRef(OpName).drop_front(3);
+  mlir::Value x = tensorArg(g, a[0], {}, l, fn);
+  if (!x)
+    return std::nullopt;
+  if (!a[1].isNone() && !a[3].isNone()) {
+    g.diag.error(a[3].loc, "give " + fn + " either 'axis' or 'dim' (the same "
+                           "argument), not both");
+    return std::nullopt;
+  }
+  int64_t axis = !a[1].isNone() ? a[1].c.i : !a[3].isNone() ? a[3].c.i : -1;
+  return tensorResult(g.op1(OpName, l, {x},
+                            {g.attrI64("axis", axis),
+                             g.attrBool("keepdim", a[2].c.b)}),
+                      l);
+}
+constexpr char kArgmax[] = "nn.argmax", kMax[] = "nn.max";
+
 Result lowerMatmul(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                    SrcLoc l) {
   mlir::Value x = tensorArg(g, a[0], {}, l, "matmul");
@@ -993,6 +1015,8 @@ FuncLowerFn nncc::frontend::lookupFuncLowering(llvm::StringRef name) {
       {"transpose", lowerTranspose},
       {"mean", lowerReduce<kMean>},
       {"sum", lowerReduce<kSum>},
+      {"argmax", lowerAxisMax<kArgmax>},
+      {"max", lowerAxisMax<kMax>},
       {"matmul", lowerMatmul},
       {"odesolve", lowerODESolve},
       {"ode_rnn", lowerODERNN},

@@ -118,6 +118,25 @@ LogicalResult ReduceGradOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult MaxGradOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<NNTensor> dy = diag.tensor(adaptor.getDy(), "dy");
+  FailureOr<NNTensor> x = diag.tensor(adaptor.getX(), "x");
+  if (failed(dy) || failed(x) ||
+      failed(diag.expectElementType(*dy, x->getElementType(), "dy")))
+    return failure();
+  FailureOr<SmallVector<Dim>> dims = nncc::nn::detail::inferAxisReduced(
+      diag, *x, adaptor.getAxis(), adaptor.getKeepdim());
+  if (failed(dims) ||
+      failed(diag.expectShape(*dy, *dims, "dy (nn.max's result)")))
+    return failure();
+  inferred.push_back(*x);
+  return success();
+}
+
 LogicalResult SliceGradOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,

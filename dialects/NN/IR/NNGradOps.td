@@ -90,6 +90,25 @@ def NN_ReduceGradOp : NN_Op<"reduce_grad", [Pure]> {
   let assemblyFormat = NN_FunctionalFormat;
 }
 
+def NN_MaxGradOp : NN_Op<"max_grad", [Pure]> {
+  let summary = "routes the adjoint of a max to the selected element";
+  let description = [{
+    The adjoint of `nn.max` of `x` along `axis` with `keepdim`: a tensor
+    of `x`'s type that holds `dy` at the first maximal element of each row
+    (the one `nn.argmax` selects; `torch.max(x, dim)`'s rule) and 0
+    elsewhere. `dy` has `nn.max`'s result shape.
+
+    ```mlir
+    %dx = nn.max_grad %dy, %x {axis = -1 : i64} : (!nn.tensor<[B], f32>, !nn.tensor<[B, 4], f32>) -> !nn.tensor<[B, 4], f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$dy, NN_FloatTensor:$x,
+                       DefaultValuedAttr<NN_I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
 def NN_SliceGradOp : NN_Op<"slice_grad", [Pure]> {
   let summary = "scatters the adjoint of a slice into zeros";
   let description = [{

@@ -843,6 +843,57 @@ LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *,
                      inferred);
 }
 
+FailureOr<SmallVector<Dim>>
+nncc::nn::detail::inferAxisReduced(const InferDiagnostics &diag,
+                                   nncc::nn::TensorType x, int64_t axis,
+                                   bool keepdim) {
+  std::optional<int64_t> dim = normalizeAxis(axis, x.getRank());
+  if (!dim)
+    return diag.error("axis ", axis, " is out of range for ", x);
+  SmallVector<Dim> dims;
+  for (int64_t d = 0; d < x.getRank(); ++d) {
+    if (d != *dim)
+      dims.push_back(x.getDim(d));
+    else if (keepdim)
+      dims.push_back(Dim::getStatic(1));
+  }
+  return dims;
+}
+
+/// nn.argmax / nn.max: a float x, one axis dropped (or kept as 1).
+static LogicalResult inferAxisMax(const InferDiagnostics &diag, Value input,
+                                  int64_t axis, bool keepdim, Type element,
+                                  SmallVectorImpl<Type> &inferred) {
+  FailureOr<nncc::nn::TensorType> x = diag.tensor(input, "x");
+  if (failed(x) || failed(diag.expectFloat(*x, "x")))
+    return failure();
+  FailureOr<SmallVector<Dim>> dims =
+      nncc::nn::detail::inferAxisReduced(diag, *x, axis, keepdim);
+  if (failed(dims))
+    return failure();
+  nncc::nn::TensorType result = x->withDims(*dims);
+  inferred.push_back(element ? result.withElementType(element) : result);
+  return success();
+}
+
+LogicalResult ArgmaxOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  return inferAxisMax(InferDiagnostics(loc, getOperationName()),
+                      adaptor.getX(), adaptor.getAxis(), adaptor.getKeepdim(),
+                      IntegerType::get(ctx, 32), inferred);
+}
+
+LogicalResult MaxOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  return inferAxisMax(InferDiagnostics(loc, getOperationName()),
+                      adaptor.getX(), adaptor.getAxis(), adaptor.getKeepdim(),
+                      Type(), inferred);
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

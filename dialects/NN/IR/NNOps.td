@@ -614,6 +614,47 @@ class NN_ReduceOp<string mnemonic, string noun> : NN_Op<mnemonic, [Pure]> {
 def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "mean">;
 def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "sum">;
 
+def NN_ArgmaxOp : NN_Op<"argmax", [Pure]> {
+  let summary = "the index of the first maximum along an axis (i32)";
+  let description = [{
+    For each row of `x` along `axis` (negative counts from the end), the
+    index of its largest element, as i32; of several equal maxima the
+    first (lowest index), as `torch.argmax`; a NaN counts as the largest
+    (the first NaN). The axis is dropped, or kept as size 1 with
+    `keepdim`. The result carries no gradient.
+
+    ```mlir
+    %i = nn.argmax %logits {axis = -1 : i64} : (!nn.tensor<[B, T, 10], f32>) -> !nn.tensor<[B, T], i32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x,
+                       DefaultValuedAttr<NN_I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs NN_IndexTensor:$result);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
+def NN_MaxOp : NN_Op<"max", [Pure]> {
+  let summary = "the maximum along an axis";
+  let description = [{
+    For each row of `x` along `axis` (negative counts from the end), its
+    largest element (`torch.amax(x, axis)`, the values of
+    `torch.max(x, axis)`; a NaN propagates). The axis is dropped, or kept
+    as size 1 with `keepdim`. The gradient (`nn.max_grad`) goes to the
+    element `nn.argmax` selects, the first of equal maxima, as
+    `torch.max(x, dim)`'s backward (not `torch.amax`'s even split).
+
+    ```mlir
+    %m = nn.max %x {axis = 1 : i64, keepdim = true} : (!nn.tensor<[B, 4], f32>) -> !nn.tensor<[B, 1], f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x,
+                       DefaultValuedAttr<NN_I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
 //===----------------------------------------------------------------------===//
 // Recurrent ops
 //===----------------------------------------------------------------------===//

@@ -110,6 +110,13 @@ private:
   llvm::StringRef opName;
 };
 
+/// The dims of `x` with `axis` (negative counts from the end) removed, or
+/// kept as size 1 when `keepdim`: the result shape of nn.argmax / nn.max.
+/// Fails with an error when `axis` is out of range for `x`.
+mlir::FailureOr<llvm::SmallVector<Dim>>
+inferAxisReduced(const InferDiagnostics &diag, TensorType x, int64_t axis,
+                 bool keepdim);
+
 /// The more precise of two compatible shapes, dim by dim (a `?` yields to
 /// the other dim).
 llvm::SmallVector<Dim> refineShape(llvm::ArrayRef<Dim> lhs,

@@ -660,6 +660,26 @@ template <typename OpTy, bool Mean> struct ReduceRule : RuleBase {
 template <> struct Rule<ReduceSumOp> : ReduceRule<ReduceSumOp, false> {};
 template <> struct Rule<ReduceMeanOp> : ReduceRule<ReduceMeanOp, true> {};
 
+/// argmax's integer result has no adjoint, and passes none to x.
+NN_RULE(ArgmaxOp) {
+  NN_SAVES_NOTHING
+  NN_BUILD(ArgmaxOp) { return out.push_back(Value()), success(); }
+};
+
+/// max: dy goes to the first maximal element of each row (torch.max(x,
+/// dim)'s rule), found again from the saved x.
+NN_RULE(MaxOp) {
+  static void saved(MaxOp op, SmallVectorImpl<Value> &s) {
+    s.push_back(op.getX());
+  }
+  NN_BUILD(MaxOp) {
+    out.push_back(MaxGradOp::create(gb.getBuilder(), op.getLoc(), r[0],
+                                    gb.get(op.getX()), op.getAxis(),
+                                    op.getKeepdim()));
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
@@ -1194,7 +1214,7 @@ void nncc::nn::registerNNGradientInterfaces(DialectRegistry &registry) {
            SinusoidalPositionOp, LearnedPositionOp, AxialPositionOp,
            MaskTokensOp, SampleOp, LinearSampleOp, StopGradientOp, MatmulOp, LinearOp,
            EmbeddingOp, LayerNormOp, ConcatOp, SplitOp, SliceOp, TransposeOp,
-           ReduceSumOp, ReduceMeanOp, MSEOp, CrossEntropyOp, BCEWithLogitsOp,
+           ReduceSumOp, ReduceMeanOp, ArgmaxOp, MaxOp, MSEOp, CrossEntropyOp, BCEWithLogitsOp,
            LinearCrossEntropyOp,
            RNNOp, LSTMOp, GRUOp, RNNCellOp, LSTMCellOp, GRUCellOp,
            AttentionOp, ReversibleOp, ODESolveOp, ODERNNOp>(ctx);

@@ -51,6 +51,22 @@ def NNK_BroadcastAxesOp : NNK_GradOp<"broadcast_axes"> {
   }];
 }
 
+def NNK_MaxGradOp : NNK_GradOp<"max_grad"> {
+  let summary = "dx = dy at each row's first maximum along one axis, 0 elsewhere";
+  let description = [{
+    The adjoint of `nnk.max`: x and dx `[outer, N, inner]` around `axis`,
+    dy `[outer, inner]` (nnk.max's out); dx is overwritten with dy at the
+    element `nnk.argmax` selects and 0 at the others.
+    `nncc_max_axis_backward_*`; CPU only.
+  }];
+  let arguments = (ins NNK_In<NNK_FloatBuffer>:$dy, NNK_In<NNK_FloatBuffer>:$x,
+                       NNK_Out<NNK_FloatBuffer>:$dx, NNK_I64Attr:$axis);
+  let assemblyFormat = [{
+    `ins` `(` $dy `,` $x `)` `outs` `(` $dx `)` attr-dict `:` qualified(type(operands))
+  }];
+  let hasVerifier = 1;
+}
+
 def NNK_SliceGradOp : NNK_GradOp<"slice_grad"> {
   let summary = "zero out, then scatter dy at the positions nnk.slice reads";
   let arguments = (ins NNK_In<NNK_FloatBuffer>:$dy, NNK_Out<NNK_FloatBuffer>:$out,

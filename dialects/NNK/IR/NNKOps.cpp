@@ -291,6 +291,41 @@ LogicalResult SoftmaxOp::verify() {
   return expectDims(*this, getOut(), x.getDims(), "out") ;
 }
 
+/// nnk.argmax / nnk.max / nnk.max_grad: `axis` in range and `out` x's
+/// dims without it (or with 1 in its place).
+static LogicalResult verifyAxisMax(Operation *op, Value xv, Value out,
+                                   int64_t axis, StringRef what) {
+  BufferType x = bufferOf(xv);
+  if (axis < 0 || axis >= x.getRank())
+    return op->emitOpError("axis ") << axis << " out of range for rank "
+                                    << x.getRank();
+  SmallVector<Dim> dropped(x.getDims()), kept(x.getDims());
+  dropped.erase(dropped.begin() + axis);
+  kept[axis] = Dim::getStatic(1);
+  if (bufferOf(out).getRank() == x.getRank())
+    return expectDims(op, out, kept, what);
+  return expectDims(op, out, dropped, what);
+}
+
+LogicalResult ArgmaxOp::verify() {
+  if (!bufferOf(getOut()).getElementType().isInteger(32))
+    return emitOpError("out must hold i32");
+  return verifyAxisMax(*this, getX(), getOut(), getAxis(), "out");
+}
+
+LogicalResult MaxOp::verify() {
+  if (failed(expectSameElementType(*this, {getX(), getOut()})))
+    return failure();
+  return verifyAxisMax(*this, getX(), getOut(), getAxis(), "out");
+}
+
+LogicalResult MaxGradOp::verify() {
+  if (failed(expectSameElementType(*this, {getDy(), getX(), getDx()})) ||
+      failed(expectDims(*this, getDx(), bufferOf(getX()).getDims(), "dx")))
+    return failure();
+  return verifyAxisMax(*this, getX(), getDy(), getAxis(), "dy");
+}
+
 LogicalResult ReduceOp::verify() {
   BufferType x = bufferOf(getX());
   if (failed(expectSameElementType(*this, {getX(), getOut()})))

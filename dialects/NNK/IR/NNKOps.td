@@ -267,6 +267,36 @@ def NNK_ReduceOp : NNK_Op<"reduce"> {
   }];
 }
 
+def NNK_ArgmaxOp : NNK_Op<"argmax"> {
+  let summary = "index of the first maximum along one axis (i32)";
+  let description = [{
+    x viewed as `[outer, N, inner]` around `axis` (in [0, rank)); out
+    `[outer, inner]` (x's dims without `axis`, or with 1 in its place)
+    holds, as i32, the lowest index of the row's largest value (a NaN
+    counts as the largest). `nncc_max_axis_*` with values NULL; CPU only.
+  }];
+  let arguments = (ins NNK_In<NNK_FloatBuffer>:$x, NNK_Out<NNK_IndexBuffer>:$out,
+                       NNK_I64Attr:$axis);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $out `)` attr-dict `:` qualified(type(operands))
+  }];
+}
+
+def NNK_MaxOp : NNK_Op<"max"> {
+  let summary = "maximum along one axis";
+  let description = [{
+    x viewed as `[outer, N, inner]` around `axis` (in [0, rank)); out
+    `[outer, inner]` (x's dims without `axis`, or with 1 in its place)
+    holds each row's largest value (a NaN propagates).
+    `nncc_max_axis_*` with indices NULL; CPU only.
+  }];
+  let arguments = (ins NNK_In<NNK_FloatBuffer>:$x, NNK_Out<NNK_FloatBuffer>:$out,
+                       NNK_I64Attr:$axis);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $out `)` attr-dict `:` qualified(type(operands))
+  }];
+}
+
 def NNK_EmbeddingOp : NNK_Op<"embedding"> {
   let summary = "row gather from a table";
   let description = [{

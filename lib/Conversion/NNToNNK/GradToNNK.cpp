@@ -542,6 +542,15 @@ void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
         nnk::ReduceToShapeOp::create(r, op.getLoc(), a.getX(), o[0]);
         return success();
       });
+  addGrad<nn::MaxGradOp>(
+      converter, patterns,
+      [](RW &r, nn::MaxGradOp op, nn::MaxGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        int64_t rank = cast<nn::TensorType>(op.getX().getType()).getRank();
+        nnk::MaxGradOp::create(r, op.getLoc(), a.getDy(), a.getX(), o[0],
+                               *nn::normalizeAxis(op.getAxis(), rank));
+        return success();
+      });
   addGrad<nn::ReduceGradOp>(
       converter, patterns,
       [](RW &r, nn::ReduceGradOp op, nn::ReduceGradOp::Adaptor a,

@@ -128,6 +128,22 @@ void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
       });
   addReduce<nn::ReduceSumOp, nnk::ReduceKind::sum>(converter, patterns);
   addReduce<nn::ReduceMeanOp, nnk::ReduceKind::mean>(converter, patterns);
+  addSimple<nn::ArgmaxOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::ArgmaxOp op,
+         nn::ArgmaxOp::Adaptor adaptor, Value out) -> LogicalResult {
+        int64_t axis = *nn::normalizeAxis(op.getAxis(), rankOf(op.getX()));
+        nnk::ArgmaxOp::create(rewriter, op.getLoc(), adaptor.getX(), out, axis);
+        return success();
+      });
+  addSimple<nn::MaxOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::MaxOp op,
+         nn::MaxOp::Adaptor adaptor, Value out) -> LogicalResult {
+        int64_t axis = *nn::normalizeAxis(op.getAxis(), rankOf(op.getX()));
+        nnk::MaxOp::create(rewriter, op.getLoc(), adaptor.getX(), out, axis);
+        return success();
+      });
   addSimple<nn::EmbeddingOp>(
       converter, patterns,
       [](ConversionPatternRewriter &rewriter, nn::EmbeddingOp op,

@@ -1,4 +1,4 @@
-//===- NormLaunch.cpp - launches of layer norm and softmax ----------------===//
+//===- NormLaunch.cpp - launches of layer norm, softmax, argmax/max -------===//
 #include "../Common/LaunchEmitter.h"
 
 using namespace mlir;
@@ -64,12 +64,57 @@ LogicalResult emitSoftmax(LaunchEmitter &e, nnk::SoftmaxOp o) {
   return success();
 }
 
+/// argmax / max / max_grad along one axis of [outer, N, inner]: CPU
+/// kernels only (nncc_max_axis{,_backward}_*); CUDA reports the op.
+template <typename OpT> LogicalResult axisMaxDims(LaunchEmitter &e, OpT o, Value x,
+                                                   SmallVectorImpl<std::string> &dims) {
+  if (e.isCuda())
+    return o.emitOpError("is not supported on CUDA yet (argmax and max with an axis "
+                         "run on the CPU target only)");
+  int64_t axis = o.getAxis();
+  auto outer = e.numel(x, 0, axis), n = e.dim(x, axis), inner = e.numel(x, axis + 1);
+  if (failed(outer) || failed(n) || failed(inner))
+    return failure();
+  dims.append({*outer, *n, *inner});
+  return success();
+}
+
+LogicalResult emitArgmax(LaunchEmitter &e, nnk::ArgmaxOp o) {
+  SmallVector<std::string> args;
+  if (failed(axisMaxDims(e, o, o.getX(), args)))
+    return failure();
+  args.append({e.name(o.getX()), "NULL", e.name(o.getOut())});
+  e.call({"NNCC_KFN(nncc_max_axis)", args});
+  return success();
+}
+
+LogicalResult emitMax(LaunchEmitter &e, nnk::MaxOp o) {
+  SmallVector<std::string> args;
+  if (failed(axisMaxDims(e, o, o.getX(), args)))
+    return failure();
+  args.append({e.name(o.getX()), e.name(o.getOut()), "NULL"});
+  e.call({"NNCC_KFN(nncc_max_axis)", args});
+  return success();
+}
+
+LogicalResult emitMaxGrad(LaunchEmitter &e, nnk::MaxGradOp o) {
+  SmallVector<std::string> args;
+  if (failed(axisMaxDims(e, o, o.getX(), args)))
+    return failure();
+  args.append({e.name(o.getX()), e.name(o.getDy()), e.name(o.getDx())});
+  e.call({"NNCC_KFN(nncc_max_axis_backward)", args});
+  return success();
+}
+
 } // namespace
 
 void attachNormLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::LayerNormOp, emitLayerNorm, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::LayerNormGradOp, emitLayerNormGrad, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::SoftmaxOp, emitSoftmax, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::ArgmaxOp, emitArgmax>(ctx);
+  attachLaunch<nnk::MaxOp, emitMax>(ctx);
+  attachLaunch<nnk::MaxGradOp, emitMaxGrad>(ctx);
 }
 
 } // namespace nncc::target

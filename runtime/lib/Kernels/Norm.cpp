@@ -177,6 +177,65 @@ int bceLogits(int64_t N, int64_t C, const T *x, const T *y, const T *pw,
   return NNCC_K_OK;
 }
 
+/// The first maximal index of the row at xr (stride inner, N > 0): the
+/// lowest index of the largest value, a NaN counting as the largest (the
+/// first NaN), as torch.argmax / torch.max(x, dim).
+template <typename T>
+int64_t firstMaxIndex(const T *xr, int64_t N, int64_t inner) {
+  int64_t arg = 0;
+  T best = xr[0];
+  if (best != best)
+    return 0;
+  for (int64_t j = 1; j < N; ++j) {
+    const T v = xr[j * inner];
+    if (v != v)
+      return j;
+    if (v > best) {
+      best = v;
+      arg = j;
+    }
+  }
+  return arg;
+}
+
+/// Max and argmax along the middle axis of [outer, N, inner]: values
+/// and/or indices (either may be NULL) of [outer, inner].
+template <typename T>
+int maxAxis(int64_t outer, int64_t N, int64_t inner, const T *x, T *values,
+            int32_t *indices) {
+  if (outer < 0 || N <= 0 || N > INT32_MAX || inner <= 0 ||
+      (outer > 0 && (!x || (!values && !indices))))
+    return NNCC_K_EINVAL;
+#pragma omp parallel for schedule(static)
+  for (int64_t oi = 0; oi < outer * inner; ++oi) {
+    const int64_t o = oi / inner, in = oi % inner;
+    const T *xr = x + o * N * inner + in;
+    const int64_t j = firstMaxIndex(xr, N, inner);
+    if (values)
+      values[oi] = xr[j * inner];
+    if (indices)
+      indices[oi] = (int32_t)j;
+  }
+  return NNCC_K_OK;
+}
+
+/// dx = dy at each row's first maximum, 0 elsewhere (overwrites dx).
+template <typename T>
+int maxAxisBackward(int64_t outer, int64_t N, int64_t inner, const T *x,
+                    const T *dy, T *dx) {
+  if (outer < 0 || N <= 0 || inner <= 0 || (outer > 0 && (!x || !dy || !dx)))
+    return NNCC_K_EINVAL;
+#pragma omp parallel for schedule(static)
+  for (int64_t oi = 0; oi < outer * inner; ++oi) {
+    const int64_t o = oi / inner, in = oi % inner;
+    const int64_t base = o * N * inner + in;
+    const int64_t j = firstMaxIndex(x + base, N, inner);
+    for (int64_t k = 0; k < N; ++k)
+      dx[base + k * inner] = k == j ? dy[oi] : T(0);
+  }
+  return NNCC_K_OK;
+}
+
 } // namespace
 
 #define NNCC_DEFINE_NORM(S, T)                                                 \
@@ -188,6 +247,14 @@ int bceLogits(int64_t N, int64_t C, const T *x, const T *y, const T *pw,
   extern "C" int nncc_softmax_##S(int64_t o, int64_t N, int64_t in,            \
                                   const T *x, T *y) {                          \
     return softmax<T>(o, N, in, x, y);                                         \
+  }                                                                            \
+  extern "C" int nncc_max_axis_##S(int64_t o, int64_t N, int64_t in,           \
+                                   const T *x, T *v, int32_t *i) {             \
+    return maxAxis<T>(o, N, in, x, v, i);                                      \
+  }                                                                            \
+  extern "C" int nncc_max_axis_backward_##S(int64_t o, int64_t N, int64_t in,  \
+                                            const T *x, const T *dy, T *dx) {  \
+    return maxAxisBackward<T>(o, N, in, x, dy, dx);                            \
   }                                                                            \
   extern "C" int nncc_embedding_##S(int64_t n, int64_t V, int64_t E,           \
                                     const int64_t *idx, const T *tab, T *o) {  \

@@ -143,6 +143,14 @@ typedef struct nncc_attention_params {
   /* softmax along the middle axis of [outer, N, inner] */                    \
   int nncc_softmax_##S(int64_t outer, int64_t N, int64_t inner, const T *x,    \
                        T *y);                                                  \
+  /* max / argmax along the middle axis of [outer, N, inner]: values and    \
+     indices [outer, inner], either may be NULL; the first of equal maxima,  \
+     a NaN counting as the largest (torch.max(x, dim), torch.argmax);        \
+     backward: dx = dy at that element, 0 elsewhere (overwritten). */        \
+  int nncc_max_axis_##S(int64_t outer, int64_t N, int64_t inner, const T *x,   \
+                        T *values, int32_t *indices);                          \
+  int nncc_max_axis_backward_##S(int64_t outer, int64_t N, int64_t inner,      \
+                                 const T *x, const T *dy, T *dx);              \
   int nncc_embedding_##S(int64_t n, int64_t V, int64_t E, const int64_t *idx,  \
                          const T *table, T *out);                              \
   int nncc_embedding_i32_##S(int64_t n, int64_t V, int64_t E,                  \
