@@ -20,6 +20,7 @@ extern llvm::cl::OptionCategory runCategory;
 extern llvm::cl::SubCommand inspectCmd;
 extern llvm::cl::SubCommand runCmd;
 extern llvm::cl::SubCommand trainCmd;
+extern llvm::cl::SubCommand evalCmd;
 int runInspect();
 
 /// The value of a --memory-budget option: a size or `min`, checked by
@@ -53,6 +54,9 @@ int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::Module
 int checkDimRange(const ModelSignature &sig, llvm::StringRef dim, int64_t size);
 int runRun();
 int runTrain();
+/// `nncc eval`: the loss and the classification metrics of trained weights on a
+/// data file (Train.cpp).
+int runEval();
 } // namespace nncc::tool
 
 #endif

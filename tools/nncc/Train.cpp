@@ -36,6 +36,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -54,22 +55,24 @@ using namespace nncc::driver;
 namespace nncc::tool {
 
 cl::SubCommand trainCmd("train", "Train a model on a safetensors data file with its train clause");
+cl::SubCommand evalCmd("eval", "The loss and classification metrics of weights on a data file");
 
 namespace {
 /// The most epochs a run may ask for (their step count must fit in 64 bits).
 constexpr int64_t kMostEpochs = 1000000000;
 
 cl::opt<std::string> trainInput(cl::Positional, cl::desc("<model.nn>"), cl::Required,
-                                cl::sub(trainCmd));
+                                cl::sub(trainCmd), cl::sub(evalCmd));
 cl::opt<std::string> dataFile("data",
                               cl::desc("safetensors with one tensor per model input, "
                                        "leading dim = samples"),
                               cl::value_desc("D.safetensors"), cl::sub(trainCmd),
-                              cl::cat(runCategory));
+                              cl::sub(evalCmd), cl::cat(runCategory));
 cl::opt<int64_t> epochsOpt("epochs", cl::desc("Epochs (default: the train clause)"),
                            cl::init(-1), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<int64_t> batchOpt("batch", cl::desc("Batch size (default: the train clause)"),
-                          cl::init(-1), cl::sub(trainCmd), cl::cat(runCategory));
+                          cl::init(-1), cl::sub(trainCmd), cl::sub(evalCmd),
+                          cl::cat(runCategory));
 cl::opt<std::string> microBatchArg(
     "micro-batch",
     cl::desc("Run each batch as micro-batches of at most M samples whose gradients are "
@@ -97,9 +100,11 @@ cl::opt<std::string> outWeights("o",
                                          "<model>.safetensors)"),
                                 cl::value_desc("W.safetensors"), cl::sub(trainCmd),
                                 cl::cat(runCategory));
-cl::opt<std::string> initWeights("weights", cl::desc("Start from these weights"),
+cl::opt<std::string> initWeights("weights",
+                                 cl::desc("Start from these weights (nncc eval: the weights "
+                                          "evaluated)"),
                                  cl::value_desc("init.safetensors"), cl::sub(trainCmd),
-                                 cl::cat(runCategory));
+                                 cl::sub(evalCmd), cl::cat(runCategory));
 cl::opt<std::string> validationFile(
     "validation",
     cl::desc("Held-out samples (the --data format): after every epoch, the sample-weighted "
@@ -137,7 +142,7 @@ cl::opt<Precision> trainPrecision(
                clEnumValN(Precision::BF16, "bf16",
                           "bf16 storage, fp32 arithmetic, fp32 master weights and optimizer "
                           "state (CUDA)")),
-    cl::sub(trainCmd), cl::cat(runCategory));
+    cl::sub(trainCmd), cl::sub(evalCmd), cl::cat(runCategory));
 cl::opt<int64_t> maxSteps("max-steps", cl::desc("Stop after this many steps (0: no limit)"),
                           cl::init(0), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<bool> progressOpt("progress", cl::desc("Progress bar on stderr even when not a TTY"),
@@ -155,7 +160,7 @@ MemoryBudgetOpt trainBudget(
              "(nncc-remat)"),
     cl::value_desc("SIZE|min"), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<bool> trainQuiet("quiet", cl::desc("No per-epoch lines on stdout"), cl::sub(trainCmd),
-                         cl::cat(runCategory));
+                         cl::sub(evalCmd), cl::cat(runCategory));
 enum class TTarget { CPU, CUDA };
 cl::opt<TTarget> trainTarget(
     "target", cl::desc("Where to train"), cl::init(TTarget::CPU),
@@ -163,7 +168,34 @@ cl::opt<TTarget> trainTarget(
                clEnumValN(TTarget::CUDA, "cuda",
                           "a CUDA GPU (models whose every training launch has a CUDA "
                           "kernel; docs/cuda.md)")),
-    cl::sub(trainCmd), cl::cat(runCategory));
+    cl::sub(trainCmd), cl::sub(evalCmd), cl::cat(runCategory));
+cl::opt<std::string> metricsOpt(
+    "metrics",
+    cl::desc("Classification metrics of the validation set (nncc eval: the data), "
+             "accumulated over all of it from the argmax of the logits: a comma-separated "
+             "list of accuracy, macro_f1, micro_f1, macro_precision, macro_recall, or "
+             "classification for all of them"),
+    cl::value_desc("LIST"), cl::sub(trainCmd), cl::sub(evalCmd), cl::cat(runCategory));
+cl::opt<std::string> logitsOpt(
+    "logits",
+    cl::desc("With --metrics: the output holding the logits [..., C] (default: the one "
+             "float output shaped as the class targets and their number of classes)"),
+    cl::value_desc("NAME"), cl::sub(trainCmd), cl::sub(evalCmd), cl::cat(runCategory));
+cl::opt<std::string> targetsOpt(
+    "targets",
+    cl::desc("With --metrics: the class-target input (default: the only one)"),
+    cl::value_desc("NAME"), cl::sub(trainCmd), cl::sub(evalCmd), cl::cat(runCategory));
+cl::opt<std::string> metricsJson(
+    "metrics-json",
+    cl::desc("With --metrics: a JSON file with the metrics, the per-class precision, recall "
+             "and F1 and the confusion matrix (nncc train: of every validated epoch)"),
+    cl::value_desc("F.json"), cl::sub(trainCmd), cl::sub(evalCmd), cl::cat(runCategory));
+cl::opt<std::string> bestBy(
+    "best-by",
+    cl::desc("With --validation: what --keep-best and --patience follow: val_loss (the "
+             "lowest; default) or val_<metric> of --metrics (the highest)"),
+    cl::init("val_loss"), cl::value_desc("val_loss|val_METRIC"), cl::sub(trainCmd),
+    cl::cat(runCategory));
 
 /// One model input: all samples, in the dtype the library takes.
 struct DataTensor {
@@ -375,10 +407,315 @@ int readScalar(const ModelHandle &h, const std::string &name, double &value) {
   return 0;
 }
 
+/// The classification metrics --metrics may ask for, in their order.
+const char *const kMetricNames[] = {"accuracy", "macro_f1", "micro_f1", "macro_precision",
+                                    "macro_recall"};
+
+/// --metrics as resolved against the signature: the chosen metrics, the
+/// logits output and the class-target input.
+struct MetricsSpec {
+  std::vector<std::string> names;
+  std::string logits, targets;
+  size_t targetIndex = 0;      // in sig.inputs (and TrainData::tensors)
+  std::string limit;           // the number of classes: a size or a dim name
+  std::vector<int64_t> exempt; // targets that count as none (ignore_index)
+  bool active() const { return !names.empty(); }
+};
+
+/// A confusion matrix accumulated over a whole data set.
+struct ClassMetrics {
+  int64_t classes = 0;
+  std::vector<int64_t> confusion; // [target * classes + predicted]
+  int64_t counted = 0, ignored = 0;
+  void reset(int64_t c) {
+    classes = c;
+    confusion.assign(size_t(c * c), 0);
+    counted = ignored = 0;
+  }
+  int64_t at(int64_t t, int64_t p) const { return confusion[size_t(t * classes + p)]; }
+  int64_t tp(int64_t c) const { return at(c, c); }
+  int64_t support(int64_t c) const {
+    int64_t s = 0;
+    for (int64_t p = 0; p < classes; ++p)
+      s += at(c, p);
+    return s;
+  }
+  int64_t predicted(int64_t c) const {
+    int64_t s = 0;
+    for (int64_t t = 0; t < classes; ++t)
+      s += at(t, c);
+    return s;
+  }
+  static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+  double precision(int64_t c) const { return ratio(tp(c), predicted(c)); }
+  double recall(int64_t c) const { return ratio(tp(c), support(c)); }
+  double f1(int64_t c) const {
+    return ratio(2.0 * tp(c), double(predicted(c)) + double(support(c)));
+  }
+  /// The mean of `f` over the classes that occur as a target or a prediction.
+  template <typename F> double macro(F f) const {
+    double sum = 0;
+    int64_t n = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      if (support(c) > 0 || predicted(c) > 0) {
+        sum += f(c);
+        ++n;
+      }
+    return ratio(sum, double(n));
+  }
+  double value(llvm::StringRef name) const {
+    int64_t hits = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      hits += tp(c);
+    if (name == "accuracy")
+      return ratio(double(hits), double(counted));
+    if (name == "micro_f1") // 2 tp / (2 tp + fp + fn): every sample is one fp and one fn
+      return ratio(2.0 * double(hits), 2.0 * double(counted));
+    if (name == "macro_f1")
+      return macro([&](int64_t c) { return f1(c); });
+    if (name == "macro_precision")
+      return macro([&](int64_t c) { return precision(c); });
+    return macro([&](int64_t c) { return recall(c); });
+  }
+};
+
+/// Parses --metrics and --best-by (before any work).
+int parseMetrics(MetricsSpec &spec, bool training) {
+  spec.names.clear();
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(metricsOpt).split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef p : parts) {
+    p = p.trim();
+    if (p == "classification") {
+      for (const char *n : kMetricNames)
+        if (!llvm::is_contained(spec.names, n))
+          spec.names.push_back(n);
+      continue;
+    }
+    if (!llvm::is_contained(kMetricNames, p))
+      return fail("--metrics: unknown metric '" + p +
+                  "' (known: accuracy, macro_f1, micro_f1, macro_precision, macro_recall, "
+                  "classification)");
+    if (!llvm::is_contained(spec.names, p))
+      spec.names.push_back(p.str());
+  }
+  if (metricsOpt.getNumOccurrences() && spec.names.empty())
+    return fail("--metrics: no metric named (known: accuracy, macro_f1, micro_f1, "
+                "macro_precision, macro_recall, classification)");
+  if (!spec.active()) {
+    for (const char *flag : {"logits", "targets", "metrics-json"}) {
+      bool given = llvm::StringRef(flag) == "logits"    ? logitsOpt.getNumOccurrences()
+                   : llvm::StringRef(flag) == "targets" ? targetsOpt.getNumOccurrences()
+                                                        : metricsJson.getNumOccurrences();
+      if (given)
+        return fail(llvm::Twine("--") + flag +
+                    " goes with the classification metrics: add --metrics LIST");
+    }
+  }
+  if (training) {
+    if (spec.active() && validationFile.empty())
+      return fail("--metrics are measured on the validation set: add --validation "
+                  "V.safetensors");
+    llvm::StringRef by = bestBy;
+    if (bestBy.getNumOccurrences() && validationFile.empty())
+      return fail("--best-by compares validation epochs: add --validation V.safetensors");
+    if (by != "val_loss") {
+      llvm::StringRef m = by;
+      if (!m.consume_front("val_") || !llvm::is_contained(kMetricNames, m))
+        return fail("--best-by '" + by +
+                    "': expected val_loss or val_ and a classification metric "
+                    "(val_accuracy, val_macro_f1, ...)");
+      if (!llvm::is_contained(spec.names, m))
+        return fail("--best-by " + by + ": add " + m + " to --metrics");
+    }
+  }
+  return 0;
+}
+
+/// Finds the logits output and the class-target input of --metrics in the
+/// signature and checks their shapes agree.
+int resolveMetrics(const ModelSignature &sig, MetricsSpec &spec) {
+  if (!spec.active())
+    return 0;
+  std::vector<size_t> targets;
+  for (size_t i = 0; i < sig.inputs.size(); ++i)
+    if (targetsOpt.empty() ? sig.inputs[i].role == InputRole::ClassTargets
+                           : sig.inputs[i].name == targetsOpt)
+      targets.push_back(i);
+  if (!targetsOpt.empty()) {
+    if (targets.empty())
+      return fail("--targets: model '" + sig.model + "' has no input '" + targetsOpt + "'");
+    if (sig.inputs[targets[0]].role != InputRole::ClassTargets)
+      return fail("--targets: input '" + targetsOpt + "' of model '" + sig.model + "' is " +
+                  signatureString(sig.inputs[targets[0]]) +
+                  ", not class targets (a cross-entropy's)");
+  } else if (targets.empty()) {
+    return fail("--metrics: model '" + sig.model +
+                "' has no class-target input (a cross-entropy's targets) to measure against");
+  } else if (targets.size() > 1) {
+    return fail("--metrics: model '" + sig.model +
+                "' has several class-target inputs: name one with --targets");
+  }
+  const TensorSignature &t = sig.inputs[targets[0]];
+  spec.targetIndex = targets[0];
+  spec.targets = t.name;
+  spec.limit = t.limit;
+  spec.exempt = t.exempt;
+  auto fits = [&](const TensorSignature &o) {
+    if (o.dims.size() != t.dims.size() + 1 || o.dims.back() != t.limit)
+      return false;
+    for (size_t k = 0; k < t.dims.size(); ++k)
+      if (o.dims[k] != t.dims[k])
+        return false;
+    return true;
+  };
+  std::string expected = "[";
+  for (const std::string &d : t.dims)
+    expected += d + ", ";
+  expected += t.limit + "]";
+  if (!logitsOpt.empty()) {
+    const TensorSignature *o = nullptr;
+    for (const TensorSignature &x : sig.outputs)
+      if (x.name == logitsOpt)
+        o = &x;
+    if (!o)
+      return fail("--logits: model '" + sig.model + "' has no output '" + logitsOpt + "'");
+    if (!(o->dtype == "F32" || o->dtype == "F64" || o->dtype == "BF16") || !fits(*o))
+      return fail("--logits: output '" + logitsOpt + "' is " + signatureString(*o) +
+                  ", expected float " + expected + " for targets '" + t.name + "' (" +
+                  signatureString(t) + ", " + t.limit + " classes)");
+    spec.logits = o->name;
+    return 0;
+  }
+  std::vector<std::string> found;
+  for (const TensorSignature &o : sig.outputs)
+    if ((o.dtype == "F32" || o.dtype == "F64" || o.dtype == "BF16") && fits(o))
+      found.push_back(o.name);
+  if (found.empty())
+    return fail("--metrics: model '" + sig.model + "' has no float output " + expected +
+                " (logits for targets '" + t.name + "'); add one or name it with --logits");
+  if (found.size() > 1)
+    return fail("--metrics: model '" + sig.model + "' has several outputs shaped " + expected +
+                " (" + llvm::join(found, ", ") + "): name the logits with --logits");
+  spec.logits = found[0];
+  return 0;
+}
+
+/// The number of classes of `spec` for `data`'s binding.
+int metricsClasses(const ModelSignature &sig, const MetricsSpec &spec,
+                   const std::map<std::string, int64_t> &dims, int64_t &classes) {
+  if (!llvm::StringRef(spec.limit).getAsInteger(10, classes))
+    return 0;
+  auto it = dims.find(spec.limit);
+  if (it == dims.end())
+    return fail("--metrics: the number of classes of '" + spec.targets + "' (" + spec.limit +
+                ") is not set by the data");
+  classes = it->second;
+  return 0;
+}
+
+/// Adds the batch of `n` rows from row `lo` of `val` (after forward) to `cm`:
+/// the argmax of the logits' last axis (the first of equal maxima, NaN the
+/// largest, as torch.argmax) against the targets, exempt targets skipped.
+int accumulateMetrics(const ModelHandle &h, const MetricsSpec &spec, TrainData &val,
+                      int64_t lo, int64_t n, ClassMetrics &cm) {
+  nncc_error err;
+  nncc_dtype dt;
+  int32_t rank;
+  const int64_t *shape;
+  const void *data;
+  if (h.abi->get_output(h.model, spec.logits.c_str(), &dt, &rank, &shape, &data, &err) !=
+      NNCC_OK)
+    return fail(llvm::Twine("--metrics: ") + err.message);
+  const DataTensor &t = val.tensors[spec.targetIndex];
+  const uint64_t esize = nncc_dtype_size(t.dtype);
+  const uint64_t perRow = t.rowBytes / esize;
+  uint64_t numel = 1;
+  for (int32_t k = 0; k < rank; ++k)
+    numel *= (uint64_t)shape[k];
+  const int64_t C = cm.classes;
+  if (rank < 1 || shape[rank - 1] != C || numel != uint64_t(n) * perRow * uint64_t(C))
+    return fail("--metrics: output '" + spec.logits + "' has shape " +
+                shapeString(std::vector<int64_t>(shape, shape + rank)) + ", expected " +
+                std::to_string(n * (int64_t)perRow) + " rows of " + std::to_string(C) +
+                " classes");
+  const char *rows = const_cast<TrainData &>(val).tensors[spec.targetIndex].data();
+  for (uint64_t i = 0; i < uint64_t(n) * perRow; ++i) {
+    const uint64_t e = uint64_t(lo) * perRow + i;
+    int64_t target = (int64_t)elementAsDouble(t.dtype, rows, e);
+    if (target < 0 || target >= C) { // checkDataValues admitted only exempt ones
+      ++cm.ignored;
+      continue;
+    }
+    int64_t best = 0;
+    double bestV = elementAsDouble(dt, data, i * C);
+    for (int64_t c = 1; c < C && !std::isnan(bestV); ++c) {
+      double v = elementAsDouble(dt, data, i * C + c);
+      if (std::isnan(v) || v > bestV) {
+        bestV = v;
+        best = c;
+      }
+    }
+    ++cm.confusion[size_t(target * C + best)];
+    ++cm.counted;
+  }
+  return 0;
+}
+
+/// `v` for JSON: 17 digits, null when not finite.
+std::string jsonNumber(double v) {
+  if (!std::isfinite(v))
+    return "null";
+  char buf[40];
+  snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+/// The JSON object of one evaluation: the loss, the metrics, the per-class
+/// figures and the confusion matrix (rows: targets, columns: predictions).
+std::string metricsEntryJson(const ClassMetrics &cm, double loss, llvm::StringRef indent) {
+  std::string s;
+  auto list = [&](auto f) {
+    std::string l = "[";
+    for (int64_t c = 0; c < cm.classes; ++c)
+      l += (c ? ", " : "") + f(c);
+    return l + "]";
+  };
+  s += std::string(indent) + "\"samples\": " + std::to_string(cm.counted) + ",\n";
+  s += std::string(indent) + "\"ignored\": " + std::to_string(cm.ignored) + ",\n";
+  s += std::string(indent) + "\"loss\": " + jsonNumber(loss) + ",\n";
+  for (const char *n : kMetricNames)
+    s += std::string(indent) + "\"" + n + "\": " + jsonNumber(cm.value(n)) + ",\n";
+  s += std::string(indent) + "\"precision\": " +
+       list([&](int64_t c) { return jsonNumber(cm.precision(c)); }) + ",\n";
+  s += std::string(indent) + "\"recall\": " +
+       list([&](int64_t c) { return jsonNumber(cm.recall(c)); }) + ",\n";
+  s += std::string(indent) + "\"f1\": " + list([&](int64_t c) { return jsonNumber(cm.f1(c)); }) +
+       ",\n";
+  s += std::string(indent) + "\"support\": " +
+       list([&](int64_t c) { return std::to_string(cm.support(c)); }) + ",\n";
+  s += std::string(indent) + "\"confusion\": [";
+  for (int64_t t = 0; t < cm.classes; ++t)
+    s += (t ? ", " : "") + list([&](int64_t p) { return std::to_string(cm.at(t, p)); });
+  s += "]";
+  return s;
+}
+
+/// The header of a --metrics-json file.
+std::string metricsJsonHead(const ModelSignature &sig, const MetricsSpec &spec,
+                            int64_t classes) {
+  std::string s = "{\n  \"model\": \"" + sig.model + "\",\n  \"logits\": \"" + spec.logits +
+                  "\",\n  \"targets\": \"" + spec.targets + "\",\n  \"classes\": " +
+                  std::to_string(classes) + ",\n";
+  return s;
+}
+
 /// The loss and `metrics` on `val` in inference mode: per batch of `B`
 /// samples in data order, weighted by the batch's size.
+/// With `cm`, also the confusion matrix of `spec` over all of `val`.
 int evaluate(const ModelHandle &h, TrainData &val, int64_t B,
-             const std::vector<std::string> &metrics, std::vector<double> &means) {
+             const std::vector<std::string> &metrics, std::vector<double> &means,
+             const MetricsSpec *spec = nullptr, ClassMetrics *cm = nullptr) {
   const int64_t N = val.numSamples;
   std::vector<int64_t> order(N);
   std::iota(order.begin(), order.end(), 0);
@@ -399,6 +736,9 @@ int evaluate(const ModelHandle &h, TrainData &val, int64_t B,
         return rc;
       means[k] += v * double(n) / double(N);
     }
+    if (cm)
+      if (int rc = accumulateMetrics(h, *spec, val, lo, n, *cm))
+        return rc;
   }
   if (h.abi->set_sample_offset(h.model, 0, &err) != NNCC_OK)
     return fail(llvm::Twine("validation: ") + err.message);
@@ -472,14 +812,24 @@ int saveTrainState(const ModelHandle &h, FILE *log, int64_t step) {
 /// before drawn again.
 /// The best validation loss so far and what --keep-best saved.
 struct BestEpoch {
-  double valLoss = INFINITY;
+  double value = INFINITY; // of --best-by, negated when the highest is best
   int64_t epoch = 0;
   int64_t sinceBest = 0; // epochs validated since the best one
 };
 
+/// What the epochs report of --metrics: the spec, the confusion matrix of
+/// each validation and the JSON entries so far.
+struct EpochMetrics {
+  const MetricsSpec *spec = nullptr;
+  int64_t classes = 0;
+  std::string jsonHead;
+  std::vector<std::string> entries;
+};
+
 int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
               TrainData &validation, const std::vector<std::string> &metrics, FILE *log,
-              int64_t startStep, const std::string &outPath, BestEpoch &best) {
+              int64_t startStep, const std::string &outPath, BestEpoch &best,
+              EpochMetrics &em) {
   const int64_t N = data.numSamples;
   const int64_t B = std::min<int64_t>(cfg.batch, N);
   const int64_t stepsPerEpoch = (N + B - 1) / B;
@@ -490,7 +840,10 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
   int64_t step = startStep;
   bool stop = maxSteps > 0 && step >= maxSteps;
   const bool validating = validation.numSamples > 0;
-  std::string pendingRow, emptyValidation(validating ? metrics.size() + 1 : 0, ',');
+  const std::vector<std::string> none;
+  const std::vector<std::string> &classMetrics = em.spec ? em.spec->names : none;
+  std::string pendingRow,
+      emptyValidation(validating ? metrics.size() + 1 + classMetrics.size() : 0, ',');
   auto g9 = [](double v) {
     char buf[32];
     snprintf(buf, sizeof buf, "%.9g", v);
@@ -555,14 +908,30 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
       fprintf(stderr, "\n");
     double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::vector<double> val;
+    std::vector<double> val, classVals;
     if (validating && lossCount > 0) {
+      ClassMetrics cm;
+      cm.reset(em.classes);
       if (int rc = evaluate(h, validation, microBatch > 0 ? std::min<int64_t>(microBatch, B) : B,
-                            metrics, val))
+                            metrics, val, em.spec, em.spec ? &cm : nullptr))
         return rc;
+      for (const std::string &m : classMetrics)
+        classVals.push_back(cm.value(m));
+      if (em.spec && !metricsJson.empty()) {
+        em.entries.push_back("    {\n      \"epoch\": " + std::to_string(epoch) + ",\n      \"step\": " +
+                             std::to_string(step) + ",\n" + metricsEntryJson(cm, val[0], "      ") +
+                             "\n    }");
+        if (int rc = replaceFile(metricsJson,
+                                 em.jsonHead + "  \"epochs\": [\n" + llvm::join(em.entries, ",\n") +
+                                     "\n  ]\n}\n",
+                                 "--metrics-json"))
+          return rc;
+      }
       if (log && !pendingRow.empty()) {
         fprintf(log, "%s", pendingRow.c_str());
         for (double v : val)
+          fprintf(log, ",%s", g9(v).c_str());
+        for (double v : classVals)
           fprintf(log, ",%s", g9(v).c_str());
         fprintf(log, "\n");
         pendingRow.clear();
@@ -577,12 +946,20 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
       for (size_t k = 0; k < val.size(); ++k)
         llvm::outs() << "  val_" << (k == 0 ? std::string("loss") : metrics[k - 1])
                      << llvm::format(" %.6g", val[k]);
+      for (size_t k = 0; k < classVals.size(); ++k)
+        llvm::outs() << "  val_" << classMetrics[k] << llvm::format(" %.6g", classVals[k]);
       llvm::outs() << llvm::format("  (%lld steps, %.2f s)", (long long)lossCount, secs);
     }
     if (!val.empty()) {
-      bool improved = val[0] < best.valLoss;
+      // --best-by: val_loss (the lowest) or a classification metric (the
+      // highest, negated here); ties keep the earlier epoch.
+      double score = val[0];
+      for (size_t k = 0; k < classMetrics.size(); ++k)
+        if ("val_" + classMetrics[k] == bestBy)
+          score = -classVals[k];
+      bool improved = score < best.value;
       if (improved) {
-        best = {val[0], epoch, 0};
+        best = {score, epoch, 0};
         if (keepBest)
           if (int rc = writeAside(h, outPath, "saving weights", h.abi->save_weights))
             return rc;
@@ -594,9 +971,11 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
       if (patience > 0 && best.sinceBest >= patience) {
         stop = true;
         if (!trainQuiet)
-          llvm::outs() << llvm::format("\nearly stop: val_loss has not improved for %lld "
+          llvm::outs() << "\nearly stop: " << bestBy
+                       << llvm::format(" has not improved for %lld "
                                        "epoch(s); best %.6g at epoch %lld",
-                                       (long long)best.sinceBest, best.valLoss,
+                                       (long long)best.sinceBest,
+                                       bestBy == "val_loss" ? best.value : -best.value,
                                        (long long)best.epoch);
       }
     }
@@ -744,6 +1123,11 @@ int checkTrainOutputs(const std::string &out) {
     if (int rc = checkOutputPath("--log", logFile, reads))
       return rc;
   reads.push_back({"--log", logFile});
+  if (!metricsJson.empty()) {
+    if (int rc = checkOutputPath("--metrics-json", metricsJson, reads))
+      return rc;
+    reads.push_back({"--metrics-json", metricsJson});
+  }
   if (!saveState.empty()) {
     // The state may replace the one the run resumed from.
     llvm::ArrayRef<InputPath> others(reads);
@@ -769,6 +1153,9 @@ int runTrain() {
     return fail(llvm::Twine(keepBest ? "--keep-best" : "--patience") +
                 " compares validation losses: add --validation V.safetensors");
   if (int rc = checkTrainOptions())
+    return rc;
+  MetricsSpec metricsSpec;
+  if (int rc = parseMetrics(metricsSpec, /*training=*/true))
     return rc;
   if (patience < 0)
     return fail("--patience must be >= 0");
@@ -804,6 +1191,8 @@ int runTrain() {
     return 1;
   const std::string out =
       outWeights.empty() ? sig->model + ".safetensors" : std::string(outWeights);
+  if (int rc = resolveMetrics(*sig, metricsSpec))
+    return rc;
   if (int rc = checkTrainOutputs(out))
     return rc;
 
@@ -818,6 +1207,14 @@ int runTrain() {
     if (int rc = loadData(*sig, precision, validationFile, "validation data", validation);
         rc || (rc = checkDataValues(*sig, validation)))
       return rc;
+  EpochMetrics epochMetrics;
+  if (metricsSpec.active()) {
+    epochMetrics.spec = &metricsSpec;
+    if (int rc = metricsClasses(*sig, metricsSpec, dataBinding(*sig, validation, 0),
+                                epochMetrics.classes))
+      return rc;
+    epochMetrics.jsonHead = metricsJsonHead(*sig, metricsSpec, epochMetrics.classes);
+  }
   RematRequest remat;
   if (!trainBudget.empty()) {
     // The binding of a full batch: its dim and the data's other sizes.
@@ -905,6 +1302,8 @@ int runTrain() {
       header += ",val_loss";
       for (const std::string &m : metrics)
         header += ",val_" + m;
+      for (const std::string &m : metricsSpec.names)
+        header += ",val_" + m;
     }
     // A resumed run continues its log: the rows up to the saved step stay,
     // the later ones (steps taken after the state was written) go.
@@ -952,12 +1351,14 @@ int runTrain() {
   if (startStep > 0 && !trainQuiet)
     llvm::outs() << "resuming at step " << startStep + 1 << " (" << resumeState << ")\n";
   BestEpoch best;
-  if (int rc = trainLoop(h, cfg, data, validation, metrics, log, startStep, out, best))
+  if (int rc = trainLoop(h, cfg, data, validation, metrics, log, startStep, out, best,
+                         epochMetrics))
     return rc;
   if (keepBest && best.epoch > 0) {
     if (!trainQuiet)
-      llvm::outs() << llvm::format("saved the weights of epoch %lld (val_loss %.6g) to ",
-                                   (long long)best.epoch, best.valLoss)
+      llvm::outs() << llvm::format("saved the weights of epoch %lld (", (long long)best.epoch)
+                   << bestBy
+                   << llvm::format(" %.6g) to ", bestBy == "val_loss" ? best.value : -best.value)
                    << out << "\n";
     return 0;
   }
@@ -965,6 +1366,120 @@ int runTrain() {
     return rc;
   if (!trainQuiet)
     llvm::outs() << "saved weights to " << out << "\n";
+  return 0;
+}
+
+} // namespace nncc::tool
+
+namespace nncc::tool {
+namespace {
+/// `s` as a JSON string.
+std::string jsonString(llvm::StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += std::string("\\") + c;
+    else if ((unsigned char)c < 0x20)
+      out += llvm::formatv("\\u{0:x-4}", (unsigned)(unsigned char)c).str();
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+} // namespace
+
+int runEval() {
+  if (dataFile.empty())
+    return fail("nncc eval needs --data D.safetensors (one tensor per model input, leading "
+                "dim = samples)");
+  if (initWeights.empty())
+    return fail("nncc eval needs --weights W.safetensors (the weights to evaluate)");
+  if (int rc = checkTrainOptions())
+    return rc;
+  MetricsSpec spec;
+  if (int rc = parseMetrics(spec, /*training=*/false))
+    return rc;
+  const Precision precision = trainPrecision;
+  const bool cuda = trainTarget == TTarget::CUDA;
+  if (precision == Precision::BF16 && !cuda)
+    return fail("--precision bf16 runs on the CUDA target only: add --target cuda");
+  if (cuda && precision == Precision::F64)
+    return fail("--precision f64 runs on the CPU target only");
+  mlir::MLIRContext context;
+  prepareContext(context);
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  std::string source;
+  // Compiled as nncc train compiles it (the same cached library): its
+  // forward in inference mode is what train's validation runs.
+  auto module = loadModule(context, sourceMgr, trainInput, &source);
+  if (!module || mlir::failed(runPipeline(*module, GradKind::Loss, /*trainMode=*/true,
+                                          nncc::PipelineStage::NNK, trainInput)))
+    return 1;
+  mlir::FailureOr<ModelSignature> sig = getSignature(*module);
+  if (mlir::failed(sig))
+    return 1;
+  if (int rc = resolveMetrics(*sig, spec))
+    return rc;
+  if (!metricsJson.empty())
+    if (int rc = checkOutputPath("--metrics-json", metricsJson,
+                                 {{"the model", trainInput},
+                                  {"--data", dataFile},
+                                  {"--weights", initWeights}}))
+      return rc;
+  TrainData data;
+  if (int rc = loadData(*sig, precision, dataFile, "data", data))
+    return rc;
+  if (int rc = checkDataValues(*sig, data))
+    return rc;
+  int64_t classes = 0;
+  if (spec.active())
+    if (int rc = metricsClasses(*sig, spec, dataBinding(*sig, data, 0), classes))
+      return rc;
+  if (cuda) {
+    const nncc_cuda_driver *drv = nullptr;
+    nncc_error err;
+    if (nncc_cuda_driver_get(&drv, &err) != NNCC_OK)
+      return fail("--target cuda: " + llvm::Twine(err.message));
+  }
+  std::string libPath;
+  CacheKeyOptions key;
+  key.grad = true;
+  key.precision = precision;
+  key.cuda = cuda;
+  if (!compileCached(*module, source, key, libPath))
+    return 1;
+  ModelHandle h;
+  if (int rc = h.load(libPath, cuda ? NNCC_TARGET_CUDA : NNCC_TARGET_CPU))
+    return rc;
+  if (int rc = h.initWeights(initWeights, 0))
+    return rc;
+  const int64_t B = std::min<int64_t>(
+      batchOpt > 0 ? int64_t(batchOpt) : std::max<int64_t>(1, h.abi->train_config->batch),
+      data.numSamples);
+  const std::vector<std::string> metrics = scalarMetrics(*sig);
+  std::vector<double> means;
+  ClassMetrics cm;
+  cm.reset(classes);
+  if (int rc = evaluate(h, data, B, metrics, means, &spec, spec.active() ? &cm : nullptr))
+    return rc;
+  if (!trainQuiet) {
+    llvm::outs() << "nncc eval: " << sig->model << ", " << data.numSamples << " samples, batch "
+                 << B << "\n";
+    llvm::outs() << llvm::format("loss %.6g", means[0]);
+    for (size_t k = 0; k < metrics.size(); ++k)
+      llvm::outs() << "  " << metrics[k] << llvm::format(" %.6g", means[k + 1]);
+    for (const std::string &m : spec.names)
+      llvm::outs() << "  " << m << llvm::format(" %.6g", cm.value(m));
+    llvm::outs() << "\n";
+  }
+  if (!metricsJson.empty())
+    if (int rc = replaceFile(metricsJson,
+                             metricsJsonHead(*sig, spec, classes) + "  \"data\": " +
+                                 jsonString(dataFile) + ",\n  \"metrics\": {\n" +
+                                 metricsEntryJson(cm, means[0], "    ") + "\n  }\n}\n",
+                             "--metrics-json"))
+      return rc;
   return 0;
 }
 

@@ -337,7 +337,7 @@ int main(int argc, char **argv) {
   // A mistyped subcommand: the nearest one (cl suggests flags itself).
   if (argc > 1 && argv[1][0] != '-') {
     llvm::StringRef given = argv[1];
-    const llvm::StringRef commands[] = {"compile", "inspect", "run", "train"};
+    const llvm::StringRef commands[] = {"compile", "eval", "inspect", "run", "train"};
     if (!llvm::is_contained(commands, given)) {
       llvm::StringRef nearest;
       unsigned best = 3; // at most two edits away
@@ -349,7 +349,7 @@ int main(int argc, char **argv) {
       return nncc::driver::fail(
           "unknown command '" + given + "'" +
           (nearest.empty() ? llvm::Twine("") : llvm::Twine(": did you mean '") + nearest + "'?") +
-          " (commands: compile, inspect, run, train; see 'nncc --help')");
+          " (commands: compile, eval, inspect, run, train; see 'nncc --help')");
     }
   }
   cl::SetVersionPrinter(printVersion);
@@ -392,6 +392,8 @@ int main(int argc, char **argv) {
     return nncc::tool::runRun();
   if (nncc::tool::trainCmd)
     return nncc::tool::runTrain();
+  if (nncc::tool::evalCmd)
+    return nncc::tool::runEval();
   llvm::errs() << "nncc: error: no subcommand given; try 'nncc --help'\n";
   return 1;
 }
