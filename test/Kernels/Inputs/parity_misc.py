@@ -161,11 +161,14 @@ for dtype in (np.float32, np.float64):
     check("dropout values = mask * x / (1-p)", y1, m1 * dt(x) / dt(0.7), dtype)
     rate = m1.mean()
     expect("dropout keep rate %.4f ~ 0.7" % rate, abs(rate - 0.7) < 0.02)
-    # offset k*4 shifts the stream by 4k elements (counter = offset + i/4).
-    y4 = np.zeros(n - 8, dtype)
-    d(C.c_int64(n - 8), C.c_double(0.3), C.c_uint64(42), C.c_uint64(2), ptr(dt(x[8:])),
-      ptr(y4), None)
-    expect("dropout offset shifts the stream", np.array_equal(y4, y1[8:]))
+    # Offset k shifts the stream by k draws (draw = offset + i; Philox.h):
+    # a multiple of 4 takes the blocked path, another the per-draw one.
+    for k in (8, 5):
+        yk = np.zeros(n - k, dtype)
+        d(C.c_int64(n - k), C.c_double(0.3), C.c_uint64(42), C.c_uint64(k), ptr(dt(x[k:])),
+          ptr(yk), None)
+        expect("dropout offset %d shifts the stream by %d draws" % (k, k),
+               np.array_equal(yk, y1[k:]))
 
 # Philox-4x32-10 known-answer vectors (Random123 kat_vectors).
 KAT = [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
