@@ -1,7 +1,8 @@
 //===- Train.cpp - `nncc train` --------------------------------------------===//
 //
 //   nncc train M.nn --data D.safetensors [--epochs N] [--batch B] [--lr X]
-//        [--seed S] [--log L.csv] [-o W.safetensors] [--weights init.safetensors]
+//        [--seed S] [--log L.csv] [-o W.safetensors] [--weights init.safetensors
+//        [--partial-weights] [--weights-prefix P]]
 //        [--precision f32|f64|bf16] [--max-steps K] [--progress] [--quiet]
 //        [--target cpu|cuda] [--memory-budget SIZE|min]
 //        [--save-state S.safetensors [--save-every N]] [--resume S.safetensors]
@@ -33,8 +34,11 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -105,6 +109,18 @@ cl::opt<std::string> initWeights("weights",
                                           "evaluated)"),
                                  cl::value_desc("init.safetensors"), cl::sub(trainCmd),
                                  cl::sub(evalCmd), cl::cat(runCategory));
+cl::opt<bool> partialWeights(
+    "partial-weights",
+    cl::desc("With --weights: load the parameters the file has by name and keep the others "
+             "at their initialisation (--seed); report the missing and unexpected names "
+             "(torch's load_state_dict(strict=False)). Default: every parameter and nothing "
+             "else"),
+    cl::sub(trainCmd), cl::cat(runCategory));
+cl::opt<std::string> weightsPrefix(
+    "weights-prefix",
+    cl::desc("With --weights: take the file's tensor PREFIX<name> as parameter <name> and "
+             "skip the tensors without the prefix (e.g. discriminator. for an ELECTRA run)"),
+    cl::value_desc("PREFIX"), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<std::string> validationFile(
     "validation",
     cl::desc("Held-out samples (the --data format): after every epoch, the sample-weighted "
@@ -1107,6 +1123,164 @@ int checkTrainOptions() {
   return 0;
 }
 
+/// "a, b, c, ... and N more" for a list of names.
+std::string nameList(const std::vector<std::string> &names, size_t shown = 8) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < shown; ++i)
+    out += (i ? ", " : "") + names[i];
+  if (names.size() > shown)
+    out += ", ... and " + std::to_string(names.size() - shown) + " more";
+  return out;
+}
+
+std::string shapeString(int32_t rank, const int64_t *dims) {
+  std::string out = "[";
+  for (int32_t i = 0; i < rank; ++i)
+    out += (i ? ", " : "") + std::to_string(dims[i]);
+  return out + "]";
+}
+
+/// The starting weights of nncc train: PyTorch's default init from `seed`
+/// without --weights; with it, every parameter by name (strict: a missing
+/// or an unexpected name is an error), or with --partial-weights the
+/// parameters the file has on top of that init, reporting the missing and
+/// unexpected names as torch's load_state_dict(strict=False). A matching
+/// name of another shape or dtype is an error either way.
+int loadTrainWeights(ModelHandle &h, uint64_t seed) {
+  if (initWeights.empty())
+    return h.initWeights("", seed);
+  const nncc_model_abi *abi = h.abi;
+  const std::string path = initWeights;
+  const std::string prefix = weightsPrefix;
+  nncc_error err;
+  nncc_safetensors *file = nullptr;
+  if (nncc_safetensors_open(path.c_str(), &file, &err) != NNCC_OK)
+    return fail(llvm::Twine("--weights: ") + err.message);
+  llvm::scope_exit closeFile([&] { nncc_safetensors_close(file); });
+
+  // Map the file's names onto the parameters.
+  llvm::StringMap<int32_t> paramIndex;
+  for (int32_t i = 0; i < abi->num_params; ++i)
+    paramIndex[abi->params[i].name] = i;
+  std::vector<nncc_tensor_view> views(static_cast<size_t>(abi->num_params));
+  std::vector<char> found(static_cast<size_t>(abi->num_params), 0);
+  std::vector<std::string> unexpected, missing;
+  size_t outside = 0, inside = 0;
+  for (size_t k = 0, n = nncc_safetensors_count(file); k < n; ++k) {
+    nncc_tensor_view v;
+    if (nncc_safetensors_tensor_at(file, k, &v, &err) != NNCC_OK)
+      return fail(llvm::Twine("--weights: ") + err.message);
+    llvm::StringRef name(v.name);
+    if (!name.consume_front(prefix)) {
+      ++outside;
+      continue;
+    }
+    ++inside;
+    auto it = paramIndex.find(name);
+    if (it == paramIndex.end()) {
+      unexpected.push_back(name.str());
+      continue;
+    }
+    int32_t i = it->second;
+    const nncc_tensor_info &info = abi->params[i];
+    // f64 and bf16 builds also take f32 tensors (load_weights converts them).
+    bool dtypeOk = v.dtype == info.dtype ||
+                   (v.dtype == NNCC_DTYPE_F32 &&
+                    (info.dtype == NNCC_DTYPE_F64 || info.dtype == NNCC_DTYPE_BF16));
+    bool shapeOk = v.rank == info.rank;
+    for (int32_t d = 0; shapeOk && d < v.rank; ++d)
+      shapeOk = info.dims[d] < 0 || info.dims[d] == v.shape[d];
+    if (!dtypeOk || !shapeOk)
+      return fail("--weights '" + path + "': parameter '" + info.name + "'" +
+                  (prefix.empty() ? std::string() : " (tensor '" + std::string(v.name) + "')") +
+                  ": expected " + nncc_dtype_name(info.dtype) + " " +
+                  shapeString(info.rank, info.dims) + ", got " + nncc_dtype_name(v.dtype) +
+                  " " + shapeString(v.rank, v.shape));
+    views[i] = v;
+    found[i] = 1;
+  }
+  for (int32_t i = 0; i < abi->num_params; ++i)
+    if (!found[i])
+      missing.push_back(abi->params[i].name);
+  if (!prefix.empty() && inside == 0)
+    return fail("--weights-prefix '" + prefix + "': no tensor of '" + path +
+                "' starts with it");
+  const std::string prefixNote =
+      prefix.empty() ? std::string() : " (after --weights-prefix '" + prefix + "')";
+  if (!partialWeights) {
+    if (!missing.empty() || !unexpected.empty()) {
+      std::string msg = "--weights '" + path + "' does not match the model's parameters" +
+                        prefixNote + ":";
+      if (!missing.empty())
+        msg += " missing " + std::to_string(missing.size()) + ": " + nameList(missing) + ";";
+      if (!unexpected.empty())
+        msg += " unexpected " + std::to_string(unexpected.size()) + ": " +
+               nameList(unexpected) + ";";
+      return fail(msg + " --partial-weights loads what matches and keeps the rest at their "
+                        "initialisation");
+    }
+  }
+  if (outside)
+    llvm::errs() << "nncc: note: --weights-prefix '" << prefix << "': " << outside
+                 << " tensor(s) without the prefix skipped\n";
+  if (partialWeights) {
+    llvm::errs() << "nncc: note: --partial-weights: loaded "
+                 << (abi->num_params - missing.size()) << " of " << abi->num_params
+                 << " parameters from '" << path << "'" << prefixNote << "\n";
+    llvm::errs() << "nncc: note: missing (left at their initialisation): " << (missing.empty() ? "none" : nameList(missing, missing.size()))
+                 << "\n";
+    llvm::errs() << "nncc: note: unexpected (ignored): "
+                 << (unexpected.empty() ? "none" : nameList(unexpected, unexpected.size()))
+                 << "\n";
+  }
+
+  if (missing.empty() && prefix.empty())
+    return h.initWeights(path, seed); // every parameter: load_weights as it is
+
+  // The init of every parameter, the file's tensors over it, one file that
+  // load_weights reads (through the ABI: every target and precision).
+  if (nncc_status s = abi->init_weights(h.model, seed, &err); s != NNCC_OK)
+    return fail(llvm::Twine("init_weights: ") + err.message);
+  llvm::SmallString<128> initPath, mergedPath;
+  int fd = -1;
+  if (llvm::sys::fs::createTemporaryFile("nncc-init", "safetensors", fd, initPath))
+    return fail("--weights: cannot create a temporary file");
+  ::close(fd);
+  if (llvm::sys::fs::createTemporaryFile("nncc-weights", "safetensors", fd, mergedPath)) {
+    llvm::sys::fs::remove(initPath);
+    return fail("--weights: cannot create a temporary file");
+  }
+  ::close(fd);
+  llvm::scope_exit removeTemps([&] {
+    llvm::sys::fs::remove(initPath);
+    llvm::sys::fs::remove(mergedPath);
+  });
+  if (abi->save_weights(h.model, initPath.c_str(), &err) != NNCC_OK)
+    return fail(llvm::Twine("--weights: saving the initial weights: ") + err.message);
+  nncc_safetensors *initFile = nullptr;
+  if (nncc_safetensors_open(initPath.c_str(), &initFile, &err) != NNCC_OK)
+    return fail(llvm::Twine("--weights: ") + err.message);
+  llvm::scope_exit closeInit([&] { nncc_safetensors_close(initFile); });
+  nncc_safetensors_writer *w = nullptr;
+  if (nncc_safetensors_writer_create(&w, &err) != NNCC_OK)
+    return fail(llvm::Twine("--weights: ") + err.message);
+  llvm::scope_exit destroyWriter([&] { nncc_safetensors_writer_destroy(w); });
+  for (int32_t i = 0; i < abi->num_params; ++i) {
+    const char *name = abi->params[i].name;
+    nncc_tensor_view v = views[i];
+    if (!found[i] && nncc_safetensors_find(initFile, name, &v, &err) != NNCC_OK)
+      return fail(llvm::Twine("--weights: the initial weights: ") + err.message);
+    if (nncc_safetensors_writer_add(w, name, v.dtype, v.rank, v.shape, v.data, v.nbytes,
+                                    &err) != NNCC_OK)
+      return fail(llvm::Twine("--weights: ") + err.message);
+  }
+  if (nncc_safetensors_writer_write(w, mergedPath.c_str(), &err) != NNCC_OK)
+    return fail(llvm::Twine("--weights: ") + err.message);
+  if (abi->load_weights(h.model, mergedPath.c_str(), &err) != NNCC_OK)
+    return fail(llvm::Twine("--weights: ") + err.message);
+  return 0;
+}
+
 /// Every file the run writes, checked before any work: folders that exist
 /// and can be written, regular files, none of them a file the run reads,
 /// and no two of them the same.
@@ -1149,6 +1323,9 @@ int runTrain() {
                 "leading dim = samples)");
   if (!resumeState.empty() && !initWeights.empty())
     return fail("--resume and --weights both give the starting weights: use one");
+  if ((partialWeights || weightsPrefix.getNumOccurrences()) && initWeights.empty())
+    return fail(llvm::Twine(partialWeights ? "--partial-weights" : "--weights-prefix") +
+                " applies to --weights init.safetensors: add it");
   if ((keepBest || patience.getNumOccurrences()) && validationFile.empty())
     return fail(llvm::Twine(keepBest ? "--keep-best" : "--patience") +
                 " compares validation losses: add --validation V.safetensors");
@@ -1281,7 +1458,7 @@ int runTrain() {
       return fail("--resume: '" + resumeState + "' is at step " + std::to_string(startStep) +
                   ", past this run's " + std::to_string(cfg.total) +
                   " steps (same model, data, batch and epochs as the run that wrote it?)");
-  } else if (int rc = h.initWeights(initWeights, (uint64_t)cfg.seed)) {
+  } else if (int rc = loadTrainWeights(h, (uint64_t)cfg.seed)) {
     return rc;
   }
   // The run seed reaches every random stream (dropout, zoneout, masks,
