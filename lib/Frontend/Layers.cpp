@@ -790,6 +790,27 @@ Result lowerAxisMax(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
 }
 constexpr char kArgmax[] = "nn.argmax", kMax[] = "nn.max";
 
+/// topk(x, k, axis: -1) -> (values, indices): `dim:` as for argmax; k's
+/// range against the axis size is nn.topk's type inference's error.
+Result lowerTopk(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
+                 SrcLoc l) {
+  mlir::Value x = tensorArg(g, a[0], {}, l, "topk");
+  if (!x)
+    return std::nullopt;
+  if (!a[2].isNone() && !a[3].isNone()) {
+    g.diag.error(a[3].loc, "give topk either 'axis' or 'dim' (the same "
+                           "argument), not both");
+    return std::nullopt;
+  }
+  int64_t axis = !a[2].isNone() ? a[2].c.i : !a[3].isNone() ? a[3].c.i : -1;
+  mlir::Operation *op =
+      g.create("nn.topk", l, {x},
+               {g.attrI64("k", a[1].c.i), g.attrI64("axis", axis)}, 2);
+  if (!op)
+    return std::nullopt;
+  return tupleResult(op, l);
+}
+
 Result lowerMatmul(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                    SrcLoc l) {
   mlir::Value x = tensorArg(g, a[0], {}, l, "matmul");
@@ -1017,6 +1038,7 @@ FuncLowerFn nncc::frontend::lookupFuncLowering(llvm::StringRef name) {
       {"sum", lowerReduce<kSum>},
       {"argmax", lowerAxisMax<kArgmax>},
       {"max", lowerAxisMax<kMax>},
+      {"topk", lowerTopk},
       {"matmul", lowerMatmul},
       {"odesolve", lowerODESolve},
       {"ode_rnn", lowerODERNN},

@@ -174,6 +174,11 @@ const std::vector<FuncSpec> &funcTable() {
        {tensor("x"), opt("axis", PK::Int), optB("keepdim", false),
         opt("dim", PK::Int)},
        ResultKind::Tensor},
+      // topk(x, k, axis: -1) -> (values, indices); `dim` as for argmax.
+      {"topk",
+       {tensor("x"), req("k", PK::PosInt), opt("axis", PK::Int),
+        opt("dim", PK::Int)},
+       ResultKind::Pair},
       {"matmul", {tensor("a"), tensor("b")}, ResultKind::Tensor},
       {"odesolve",
        {req("f", PK::LayerRef), tensor("h0"), tensor("t0"), tensor("t1"),

@@ -137,6 +137,32 @@ LogicalResult MaxGradOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult TopkGradOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<NNTensor> dy = diag.tensor(adaptor.getDy(), "dy");
+  FailureOr<NNTensor> indices = diag.tensor(adaptor.getIndices(), "indices");
+  if (failed(dy) || failed(indices) ||
+      failed(diag.expectElementType(*indices, IntegerType::get(
+                                                  dy->getContext(), 32),
+                                    "indices")) ||
+      failed(diag.expectShape(*indices, dy->getDims(),
+                              "indices (nn.topk's, of dy's shape)")))
+    return failure();
+  int64_t axis = adaptor.getAxis();
+  std::optional<int64_t> dim = normalizeAxis(axis, dy->getRank());
+  if (!dim)
+    return diag.error("axis ", axis, " is out of range for ", *dy);
+  if (adaptor.getSize() < 1)
+    return diag.error("size ", adaptor.getSize(), " must be positive");
+  SmallVector<Dim> dims(dy->getDims());
+  dims[*dim] = Dim::getStatic(adaptor.getSize());
+  inferred.push_back(dy->withDims(dims));
+  return success();
+}
+
 LogicalResult SliceGradOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,

@@ -109,6 +109,25 @@ def NN_MaxGradOp : NN_Op<"max_grad", [Pure]> {
   let assemblyFormat = NN_FunctionalFormat;
 }
 
+def NN_TopkGradOp : NN_Op<"topk_grad", [Pure]> {
+  let summary = "scatters the adjoint of topk's values to their indices";
+  let description = [{
+    The adjoint of `nn.topk`'s values along `axis`: a tensor of `dy`'s
+    element type and shape, but `size` along `axis` (the size of topk's
+    input there), that holds `dy` at the positions `indices` (topk's i32
+    indices, of `dy`'s shape) name and 0 elsewhere.
+
+    ```mlir
+    %dx = nn.topk_grad %dy, %i {axis = -1 : i64, size = 10 : i64} : (!nn.tensor<[B, 3], f32>, !nn.tensor<[B, 3], i32>) -> !nn.tensor<[B, 10], f32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$dy, NN_IndexTensor:$indices,
+                       DefaultValuedAttr<NN_I64Attr, "-1">:$axis,
+                       NN_I64Attr:$size);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
 def NN_SliceGradOp : NN_Op<"slice_grad", [Pure]> {
   let summary = "scatters the adjoint of a slice into zeros";
   let description = [{

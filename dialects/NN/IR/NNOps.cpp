@@ -894,6 +894,33 @@ LogicalResult MaxOp::inferReturnTypes(MLIRContext *,
                       Type(), inferred);
 }
 
+LogicalResult TopkOp::inferReturnTypes(MLIRContext *ctx,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<nncc::nn::TensorType> x = diag.tensor(adaptor.getX(), "x");
+  if (failed(x) || failed(diag.expectFloat(*x, "x")))
+    return failure();
+  int64_t axis = adaptor.getAxis(), k = adaptor.getK();
+  std::optional<int64_t> dim = normalizeAxis(axis, x->getRank());
+  if (!dim)
+    return diag.error("axis ", axis, " is out of range for ", *x);
+  Dim n = x->getDim(*dim);
+  if (!n.isStatic())
+    return diag.error("needs a static size along axis ", axis, " of ", *x,
+                      " (k is checked against it)");
+  if (k < 1 || k > n.getSize())
+    return diag.error("k = ", k, " must be in [1, ", n.getSize(),
+                      "] (the size of axis ", axis, " of ", *x, ")");
+  SmallVector<Dim> dims(x->getDims());
+  dims[*dim] = Dim::getStatic(k);
+  nncc::nn::TensorType values = x->withDims(dims);
+  inferred.push_back(values);
+  inferred.push_back(values.withElementType(IntegerType::get(ctx, 32)));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

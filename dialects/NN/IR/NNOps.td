@@ -655,6 +655,29 @@ def NN_MaxOp : NN_Op<"max", [Pure]> {
   let assemblyFormat = NN_FunctionalFormat;
 }
 
+def NN_TopkOp : NN_Op<"topk", [Pure]> {
+  let summary = "the k largest elements along an axis and their indices (i32)";
+  let description = [{
+    For each row of `x` along `axis` (negative counts from the end), its `k`
+    largest elements in descending order (`values`) and their indices as
+    i32 (`indices`); `axis` keeps its place with size `k`. A NaN counts as
+    the largest; equal elements come in ascending index order (the order of
+    `torch.sort(x, descending=True, stable=True)`, whose first `k` these
+    are; `torch.topk` gives the same values, but its CPU kernel may order
+    tied indices otherwise). `k` is in [1, n] of a static axis size n. The
+    gradient of `values` (`nn.topk_grad`) is scattered to the selected
+    indices; `indices` carries none.
+
+    ```mlir
+    %v, %i = nn.topk %logits {k = 3 : i64} : (!nn.tensor<[B, 10], f32>) -> (!nn.tensor<[B, 3], f32>, !nn.tensor<[B, 3], i32>)
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$x, NN_I64Attr:$k,
+                       DefaultValuedAttr<NN_I64Attr, "-1">:$axis);
+  let results = (outs NN_FloatTensor:$values, NN_IndexTensor:$indices);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
 //===----------------------------------------------------------------------===//
 // Recurrent ops
 //===----------------------------------------------------------------------===//

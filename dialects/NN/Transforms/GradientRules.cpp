@@ -680,6 +680,24 @@ NN_RULE(MaxOp) {
   }
 };
 
+/// topk: the adjoint of values is scattered to the saved indices (distinct
+/// within a row, so each position gets at most one); indices pass none.
+NN_RULE(TopkOp) {
+  static void saved(TopkOp op, SmallVectorImpl<Value> &s) {
+    s.push_back(op.getIndices());
+  }
+  NN_BUILD(TopkOp) {
+    if (!r[0])
+      return out.push_back(Value()), success();
+    int64_t rank = tensorType(op.getX()).getRank();
+    int64_t axis = *normalizeAxis(op.getAxis(), rank);
+    out.push_back(TopkGradOp::create(
+        gb.getBuilder(), op.getLoc(), r[0], gb.get(op.getIndices()),
+        op.getAxis(), tensorType(op.getX()).getDim(axis).getSize()));
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
@@ -1214,7 +1232,7 @@ void nncc::nn::registerNNGradientInterfaces(DialectRegistry &registry) {
            SinusoidalPositionOp, LearnedPositionOp, AxialPositionOp,
            MaskTokensOp, SampleOp, LinearSampleOp, StopGradientOp, MatmulOp, LinearOp,
            EmbeddingOp, LayerNormOp, ConcatOp, SplitOp, SliceOp, TransposeOp,
-           ReduceSumOp, ReduceMeanOp, ArgmaxOp, MaxOp, MSEOp, CrossEntropyOp, BCEWithLogitsOp,
+           ReduceSumOp, ReduceMeanOp, ArgmaxOp, MaxOp, TopkOp, MSEOp, CrossEntropyOp, BCEWithLogitsOp,
            LinearCrossEntropyOp,
            RNNOp, LSTMOp, GRUOp, RNNCellOp, LSTMCellOp, GRUCellOp,
            AttentionOp, ReversibleOp, ODESolveOp, ODERNNOp>(ctx);

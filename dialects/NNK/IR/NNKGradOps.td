@@ -67,6 +67,23 @@ def NNK_MaxGradOp : NNK_GradOp<"max_grad"> {
   let hasVerifier = 1;
 }
 
+def NNK_TopkGradOp : NNK_GradOp<"topk_grad"> {
+  let summary = "dx = dy scattered to topk's indices along one axis, 0 elsewhere";
+  let description = [{
+    The adjoint of `nnk.topk`'s values: dy and indices `[outer, k, inner]`
+    around `axis`, dx `[outer, N, inner]` (dy's dims with N at `axis`); dx
+    is overwritten with 0, then dy at the positions indices name.
+    `nncc_topk_axis_backward_*`; CPU only.
+  }];
+  let arguments = (ins NNK_In<NNK_FloatBuffer>:$dy,
+                       NNK_In<NNK_IndexBuffer>:$indices,
+                       NNK_Out<NNK_FloatBuffer>:$dx, NNK_I64Attr:$axis);
+  let assemblyFormat = [{
+    `ins` `(` $dy `,` $indices `)` `outs` `(` $dx `)` attr-dict `:` qualified(type(operands))
+  }];
+  let hasVerifier = 1;
+}
+
 def NNK_SliceGradOp : NNK_GradOp<"slice_grad"> {
   let summary = "zero out, then scatter dy at the positions nnk.slice reads";
   let arguments = (ins NNK_In<NNK_FloatBuffer>:$dy, NNK_Out<NNK_FloatBuffer>:$out,

@@ -326,6 +326,58 @@ LogicalResult MaxGradOp::verify() {
   return verifyAxisMax(*this, getX(), getDy(), getAxis(), "dy");
 }
 
+/// nnk.topk / nnk.topk_grad: `axis` in range for `big`, and `small` of
+/// `big`'s dims with `k` in place of `axis`.
+static LogicalResult verifyAxisTopk(Operation *op, Value big, Value small,
+                                    int64_t axis, Dim k, StringRef what) {
+  BufferType b = bufferOf(big);
+  if (axis < 0 || axis >= b.getRank())
+    return op->emitOpError("axis ") << axis << " out of range for rank "
+                                    << b.getRank();
+  SmallVector<Dim> dims(b.getDims());
+  dims[axis] = k;
+  return expectDims(op, small, dims, what);
+}
+
+LogicalResult TopkOp::verify() {
+  if (failed(expectSameElementType(*this, {getX(), getValues()})))
+    return failure();
+  if (!bufferOf(getIndices()).getElementType().isInteger(32))
+    return emitOpError("indices must hold i32");
+  BufferType x = bufferOf(getX());
+  int64_t axis = getAxis(), k = getK();
+  if (axis < 0 || axis >= x.getRank())
+    return emitOpError("axis ") << axis << " out of range for rank "
+                                << x.getRank();
+  Dim n = x.getDim(axis);
+  if (k < 1 || (n.isStatic() && k > n.getSize()))
+    return emitOpError("k = ")
+           << k << " out of range [1, "
+           << (n.isStatic() ? std::to_string(n.getSize()) : std::string("n"))
+           << "] of axis " << axis;
+  if (failed(verifyAxisTopk(*this, getX(), getValues(), axis,
+                            Dim::getStatic(k), "values")))
+    return failure();
+  return verifyAxisTopk(*this, getX(), getIndices(), axis, Dim::getStatic(k),
+                        "indices");
+}
+
+LogicalResult TopkGradOp::verify() {
+  if (failed(expectSameElementType(*this, {getDy(), getDx()})))
+    return failure();
+  if (!bufferOf(getIndices()).getElementType().isInteger(32))
+    return emitOpError("indices must hold i32");
+  BufferType dy = bufferOf(getDy());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= dy.getRank())
+    return emitOpError("axis ") << axis << " out of range for rank "
+                                << dy.getRank();
+  if (failed(verifyAxisTopk(*this, getDx(), getDy(), axis, dy.getDim(axis),
+                            "dy")))
+    return failure();
+  return expectDims(*this, getIndices(), dy.getDims(), "indices");
+}
+
 LogicalResult ReduceOp::verify() {
   BufferType x = bufferOf(getX());
   if (failed(expectSameElementType(*this, {getX(), getOut()})))

@@ -297,6 +297,24 @@ def NNK_MaxOp : NNK_Op<"max"> {
   }];
 }
 
+def NNK_TopkOp : NNK_Op<"topk"> {
+  let summary = "the k largest elements along one axis and their indices (i32)";
+  let description = [{
+    x viewed as `[outer, N, inner]` around `axis` (in [0, rank)); values and
+    indices `[outer, k, inner]` (x's dims with k at `axis`, 1 <= k <= N) hold
+    each row's k largest elements in descending order and their indices as
+    i32 (a NaN counts as the largest; equal elements by ascending index).
+    `nncc_topk_axis_*`; CPU only.
+  }];
+  let arguments = (ins NNK_In<NNK_FloatBuffer>:$x,
+                       NNK_Out<NNK_FloatBuffer>:$values,
+                       NNK_Out<NNK_IndexBuffer>:$indices,
+                       NNK_I64Attr:$axis, NNK_I64Attr:$k);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $values `,` $indices `)` attr-dict `:` qualified(type(operands))
+  }];
+}
+
 def NNK_EmbeddingOp : NNK_Op<"embedding"> {
   let summary = "row gather from a table";
   let description = [{

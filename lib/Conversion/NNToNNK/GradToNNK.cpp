@@ -551,6 +551,25 @@ void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
                                *nn::normalizeAxis(op.getAxis(), rank));
         return success();
       });
+  // topk's two outs (values, i32 indices) and its adjoint, axes normalised.
+  addGrad<nn::TopkOp>(
+      converter, patterns,
+      [](RW &r, nn::TopkOp op, nn::TopkOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        int64_t rank = cast<nn::TensorType>(op.getX().getType()).getRank();
+        nnk::TopkOp::create(r, op.getLoc(), a.getX(), o[0], o[1],
+                            *nn::normalizeAxis(op.getAxis(), rank), op.getK());
+        return success();
+      });
+  addGrad<nn::TopkGradOp>(
+      converter, patterns,
+      [](RW &r, nn::TopkGradOp op, nn::TopkGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        int64_t rank = cast<nn::TensorType>(op.getDy().getType()).getRank();
+        nnk::TopkGradOp::create(r, op.getLoc(), a.getDy(), a.getIndices(), o[0],
+                                *nn::normalizeAxis(op.getAxis(), rank));
+        return success();
+      });
   addGrad<nn::ReduceGradOp>(
       converter, patterns,
       [](RW &r, nn::ReduceGradOp op, nn::ReduceGradOp::Adaptor a,

@@ -1,4 +1,4 @@
-//===- NormLaunch.cpp - launches of layer norm, softmax, argmax/max -------===//
+//===- NormLaunch.cpp - launches of norms, softmax, argmax/max, topk ------===//
 #include "../Common/LaunchEmitter.h"
 
 using namespace mlir;
@@ -106,6 +106,41 @@ LogicalResult emitMaxGrad(LaunchEmitter &e, nnk::MaxGradOp o) {
   return success();
 }
 
+/// topk / topk_grad along one axis: [outer, N, inner] around it with k
+/// (CPU kernels nncc_topk_axis{,_backward}_*); CUDA reports the op.
+template <typename OpT>
+LogicalResult topkDims(LaunchEmitter &e, OpT o, Value full, Value part,
+                       SmallVectorImpl<std::string> &dims) {
+  if (e.isCuda())
+    return o.emitOpError("is not supported on CUDA yet (topk runs on the CPU "
+                         "target only)");
+  int64_t axis = o.getAxis();
+  auto outer = e.numel(full, 0, axis), n = e.dim(full, axis),
+       inner = e.numel(full, axis + 1), k = e.dim(part, axis);
+  if (failed(outer) || failed(n) || failed(inner) || failed(k))
+    return failure();
+  dims.append({*outer, *n, *inner, *k});
+  return success();
+}
+
+LogicalResult emitTopk(LaunchEmitter &e, nnk::TopkOp o) {
+  SmallVector<std::string> args;
+  if (failed(topkDims(e, o, o.getX(), o.getValues(), args)))
+    return failure();
+  args.append({e.name(o.getX()), e.name(o.getValues()), e.name(o.getIndices())});
+  e.call({"NNCC_KFN(nncc_topk_axis)", args});
+  return success();
+}
+
+LogicalResult emitTopkGrad(LaunchEmitter &e, nnk::TopkGradOp o) {
+  SmallVector<std::string> args;
+  if (failed(topkDims(e, o, o.getDx(), o.getDy(), args)))
+    return failure();
+  args.append({e.name(o.getIndices()), e.name(o.getDy()), e.name(o.getDx())});
+  e.call({"NNCC_KFN(nncc_topk_axis_backward)", args});
+  return success();
+}
+
 } // namespace
 
 void attachNormLaunches(MLIRContext &ctx) {
@@ -115,6 +150,8 @@ void attachNormLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::ArgmaxOp, emitArgmax>(ctx);
   attachLaunch<nnk::MaxOp, emitMax>(ctx);
   attachLaunch<nnk::MaxGradOp, emitMaxGrad>(ctx);
+  attachLaunch<nnk::TopkOp, emitTopk>(ctx);
+  attachLaunch<nnk::TopkGradOp, emitTopkGrad>(ctx);
 }
 
 } // namespace nncc::target

@@ -3,7 +3,10 @@
 #include "nncc/Kernels/NormMath.h"
 #include "nncc/Kernels/Philox.h"
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <vector>
 
 using namespace nncc::kernels;
 
@@ -236,6 +239,70 @@ int maxAxisBackward(int64_t outer, int64_t N, int64_t inner, const T *x,
   return NNCC_K_OK;
 }
 
+/// topk along the middle axis of [outer, N, inner]: each row's k largest
+/// in descending order, a NaN counting as the largest and equal elements
+/// (NaNs among them) by ascending index: the first k of a stable
+/// descending sort.
+template <typename T>
+int topkAxis(int64_t outer, int64_t N, int64_t inner, int64_t k, const T *x,
+             T *values, int32_t *indices) {
+  if (outer < 0 || N <= 0 || N > INT32_MAX || inner <= 0 || k < 1 || k > N ||
+      (outer > 0 && (!x || !values || !indices)))
+    return NNCC_K_EINVAL;
+#pragma omp parallel for schedule(static)
+  for (int64_t oi = 0; oi < outer * inner; ++oi) {
+    const int64_t o = oi / inner, in = oi % inner;
+    const T *xr = x + o * N * inner + in;
+    std::vector<int32_t> order(N);
+    std::iota(order.begin(), order.end(), 0);
+    // a before b: a NaN before any number, else larger first, else lower index
+    auto before = [&](int32_t a, int32_t b) {
+      const T va = xr[a * inner], vb = xr[b * inner];
+      const bool na = va != va, nb = vb != vb;
+      if (na || nb)
+        return na && nb ? a < b : na;
+      return va > vb || (va == vb && a < b);
+    };
+    if (k < N)
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+    else
+      std::sort(order.begin(), order.end(), before);
+    const int64_t base = o * k * inner + in;
+    for (int64_t j = 0; j < k; ++j) {
+      values[base + j * inner] = xr[order[j] * inner];
+      indices[base + j * inner] = order[j];
+    }
+  }
+  return NNCC_K_OK;
+}
+
+/// dx = 0, then dy at the indices topk chose (overwrites dx).
+template <typename T>
+int topkAxisBackward(int64_t outer, int64_t N, int64_t inner, int64_t k,
+                     const int32_t *indices, const T *dy, T *dx) {
+  if (outer < 0 || N <= 0 || inner <= 0 || k < 1 || k > N ||
+      (outer > 0 && (!indices || !dy || !dx)))
+    return NNCC_K_EINVAL;
+  int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad)
+  for (int64_t oi = 0; oi < outer * inner; ++oi) {
+    const int64_t o = oi / inner, in = oi % inner;
+    T *dr = dx + o * N * inner + in;
+    for (int64_t j = 0; j < N; ++j)
+      dr[j * inner] = T(0);
+    const int64_t base = o * k * inner + in;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t i = indices[base + j * inner];
+      if (i < 0 || i >= N) {
+        bad = 1;
+        continue;
+      }
+      dr[i * inner] += dy[base + j * inner];
+    }
+  }
+  return bad ? NNCC_K_EINVAL : NNCC_K_OK;
+}
+
 } // namespace
 
 #define NNCC_DEFINE_NORM(S, T)                                                 \
@@ -255,6 +322,15 @@ int maxAxisBackward(int64_t outer, int64_t N, int64_t inner, const T *x,
   extern "C" int nncc_max_axis_backward_##S(int64_t o, int64_t N, int64_t in,  \
                                             const T *x, const T *dy, T *dx) {  \
     return maxAxisBackward<T>(o, N, in, x, dy, dx);                            \
+  }                                                                            \
+  extern "C" int nncc_topk_axis_##S(int64_t o, int64_t N, int64_t in,          \
+                                    int64_t k, const T *x, T *v, int32_t *i) { \
+    return topkAxis<T>(o, N, in, k, x, v, i);                                  \
+  }                                                                            \
+  extern "C" int nncc_topk_axis_backward_##S(int64_t o, int64_t N, int64_t in, \
+                                             int64_t k, const int32_t *i,      \
+                                             const T *dy, T *dx) {             \
+    return topkAxisBackward<T>(o, N, in, k, i, dy, dx);                        \
   }                                                                            \
   extern "C" int nncc_embedding_##S(int64_t n, int64_t V, int64_t E,           \
                                     const int64_t *idx, const T *tab, T *o) {  \

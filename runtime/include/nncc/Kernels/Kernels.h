@@ -151,6 +151,15 @@ typedef struct nncc_attention_params {
                         T *values, int32_t *indices);                          \
   int nncc_max_axis_backward_##S(int64_t outer, int64_t N, int64_t inner,      \
                                  const T *x, const T *dy, T *dx);              \
+  /* topk along the middle axis of [outer, N, inner]: values and indices   \
+     [outer, k, inner] (1 <= k <= N), descending, a NaN counting as the      \
+     largest, equal elements by ascending index (torch.sort(descending,      \
+     stable)'s first k); backward: dx = 0, then dy at the indices. */         \
+  int nncc_topk_axis_##S(int64_t outer, int64_t N, int64_t inner, int64_t k,   \
+                         const T *x, T *values, int32_t *indices);             \
+  int nncc_topk_axis_backward_##S(int64_t outer, int64_t N, int64_t inner,     \
+                                  int64_t k, const int32_t *indices,           \
+                                  const T *dy, T *dx);                         \
   int nncc_embedding_##S(int64_t n, int64_t V, int64_t E, const int64_t *idx,  \
                          const T *table, T *out);                              \
   int nncc_embedding_i32_##S(int64_t n, int64_t V, int64_t E,                  \
