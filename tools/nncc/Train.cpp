@@ -1315,6 +1315,31 @@ int checkTrainOutputs(const std::string &out) {
   return 0;
 }
 
+/// The model as nncc train compiles it (the training pipeline down to nnk)
+/// and its signature, with the context and sources they live in.
+struct TrainingModel {
+  mlir::MLIRContext context;
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler handler{sourceMgr, &context};
+  std::string source;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  ModelSignature sig;
+
+  /// 0, or 1 after the diagnostics were printed.
+  int load(llvm::StringRef path) {
+    prepareContext(context);
+    module = loadModule(context, sourceMgr, path, &source);
+    if (!module || mlir::failed(runPipeline(*module, GradKind::Loss, /*trainMode=*/true,
+                                            nncc::PipelineStage::NNK, path)))
+      return 1;
+    mlir::FailureOr<ModelSignature> s = getSignature(*module);
+    if (mlir::failed(s))
+      return 1;
+    sig = std::move(*s);
+    return 0;
+  }
+};
+
 } // namespace
 
 int runTrain() {
@@ -1354,18 +1379,13 @@ int runTrain() {
   const bool f64 = precision == Precision::F64;
   if (precision == Precision::BF16 && trainTarget != TTarget::CUDA)
     return fail("--precision bf16 trains on the CUDA target only: add --target cuda");
-  mlir::MLIRContext context;
-  prepareContext(context);
-  llvm::SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  std::string source;
-  auto module = loadModule(context, sourceMgr, trainInput, &source);
-  if (!module || mlir::failed(runPipeline(*module, GradKind::Loss, /*trainMode=*/true,
-                                          nncc::PipelineStage::NNK, trainInput)))
-    return 1;
-  mlir::FailureOr<ModelSignature> sig = getSignature(*module);
-  if (mlir::failed(sig))
-    return 1;
+  TrainingModel model;
+  if (int rc = model.load(trainInput))
+    return rc;
+  mlir::MLIRContext &context = model.context;
+  llvm::SourceMgr &sourceMgr = model.sourceMgr;
+  mlir::OwningOpRef<mlir::ModuleOp> &module = model.module;
+  const ModelSignature *sig = &model.sig;
   const std::string out =
       outWeights.empty() ? sig->model + ".safetensors" : std::string(outWeights);
   if (int rc = resolveMetrics(*sig, metricsSpec))
@@ -1434,7 +1454,7 @@ int runTrain() {
   key.grad = true;
   key.precision = precision;
   key.cuda = cuda;
-  if (!compileCached(*module, source, key, libPath))
+  if (!compileCached(*module, model.source, key, libPath))
     return 1;
   ModelHandle h;
   if (int rc = h.load(libPath, cuda ? NNCC_TARGET_CUDA : NNCC_TARGET_CPU))
@@ -1582,20 +1602,13 @@ int runEval() {
     return fail("--precision bf16 runs on the CUDA target only: add --target cuda");
   if (cuda && precision == Precision::F64)
     return fail("--precision f64 runs on the CPU target only");
-  mlir::MLIRContext context;
-  prepareContext(context);
-  llvm::SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  std::string source;
   // Compiled as nncc train compiles it (the same cached library): its
   // forward in inference mode is what train's validation runs.
-  auto module = loadModule(context, sourceMgr, trainInput, &source);
-  if (!module || mlir::failed(runPipeline(*module, GradKind::Loss, /*trainMode=*/true,
-                                          nncc::PipelineStage::NNK, trainInput)))
-    return 1;
-  mlir::FailureOr<ModelSignature> sig = getSignature(*module);
-  if (mlir::failed(sig))
-    return 1;
+  TrainingModel model;
+  if (int rc = model.load(trainInput))
+    return rc;
+  mlir::OwningOpRef<mlir::ModuleOp> &module = model.module;
+  const ModelSignature *sig = &model.sig;
   if (int rc = resolveMetrics(*sig, spec))
     return rc;
   if (!metricsJson.empty())
@@ -1624,7 +1637,7 @@ int runEval() {
   key.grad = true;
   key.precision = precision;
   key.cuda = cuda;
-  if (!compileCached(*module, source, key, libPath))
+  if (!compileCached(*module, model.source, key, libPath))
     return 1;
   ModelHandle h;
   if (int rc = h.load(libPath, cuda ? NNCC_TARGET_CUDA : NNCC_TARGET_CPU))
