@@ -2,7 +2,8 @@
 # Installs what nncc needs to build and test, idempotently (Debian 12, root or sudo).
 # Packages already present are left alone. Besides apt, one download: the
 # torch 2.x virtual environment from PyPI at the end (once per machine), with
-# Hugging Face's tokenizers, safetensors and transformers.
+# Hugging Face's tokenizers, safetensors and transformers and ONNX Runtime with
+# onnx and onnxscript (bench/run.py's peers).
 set -euo pipefail
 
 packages=(
@@ -65,9 +66,23 @@ hf_pins=(
   packaging==26.4 pyyaml==6.0.4 regex==2026.11.19 tqdm==4.70.1
   httpx2==2.16.2 httpcore2==2.16.2 h11==0.16.0 idna==3.20 truststore==0.10.5
 )
+# ONNX Runtime with the ONNX exporter of torch 2.x (torch.onnx.export needs
+# onnx and onnxscript, which needs onnx-ir) for bench/run.py's ONNX Runtime
+# peer, its transformer optimiser (onnxruntime.transformers.optimizer)
+# included; also --no-deps: the versions pip resolves for onnxruntime, onnx
+# and onnxscript (current PyPI, 2026-12-02), less what the lists above hold
+# (numpy, packaging, sympy, mpmath, typing_extensions). An environment with
+# the right torch and Hugging Face pins but not these gets them added (a
+# 30 MB download; torch is not installed again).
+onnx_pins=(
+  onnxruntime==1.32.0 onnx==1.23.2 onnxscript==0.7.2 onnx-ir==1.1.0
+  ml_dtypes==0.7.0 protobuf==7.36.2 flatbuffers==25.12.19
+)
+onnx_imports="onnxruntime, onnx, onnxscript, onnxruntime.transformers.optimizer"
 home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}  # as lit's os.path.expanduser("~")
 venv=${NNCC_VENV:-$home/.cache/nncc-venv}
-# The stamp: torch's pins on its first line, the Hugging Face pins on its second.
+# The stamp: torch's pins on its first line, the Hugging Face pins on its
+# second, the ONNX pins on its third.
 stamp="$venv/nncc-venv-pins"
 torch_ok() {
   [ -f "$stamp" ] && [ "$(sed -n 1p "$stamp")" = "${torch_pins[*]}" ] &&
@@ -77,6 +92,13 @@ torch_ok() {
 hf_ok() {
   [ "$(sed -n 2p "$stamp")" = "${hf_pins[*]}" ] &&
     "$venv/bin/python" -c 'import tokenizers, safetensors, transformers' >/dev/null 2>&1
+}
+onnx_ok() {
+  [ "$(sed -n 3p "$stamp")" = "${onnx_pins[*]}" ] &&
+    "$venv/bin/python" -c "import $onnx_imports" >/dev/null 2>&1
+}
+write_stamp() {
+  printf '%s\n%s\n%s\n' "${torch_pins[*]}" "${hf_pins[*]}" "${onnx_pins[*]}" >"$stamp"
 }
 pip_install() {  # pip_install WHAT PINS...: --no-deps into $venv, or an error
   local what=$1
@@ -104,15 +126,22 @@ mkdir -p "$(dirname "$venv")"
   flock 9  # one setup at a time makes it
   log="$venv/nncc-venv-install.log"
   if torch_ok; then
-    if hf_ok; then
-      echo "setup: $venv has ${torch_pins[0]} and ${hf_pins[*]:0:3}"
+    if hf_ok && onnx_ok; then
+      echo "setup: $venv has ${torch_pins[0]}, ${hf_pins[*]:0:3} and ${onnx_pins[*]:0:3}"
       exit 0
     fi
-    echo "setup: adding ${hf_pins[*]:0:3} to $venv"
     start=$SECONDS
-    pip_install "${hf_pins[*]}" "${hf_pins[@]}"
-    imports "tokenizers, safetensors, transformers"
-    printf '%s\n%s\n' "${torch_pins[*]}" "${hf_pins[*]}" >"$stamp"
+    if ! hf_ok; then
+      echo "setup: adding ${hf_pins[*]:0:3} to $venv"
+      pip_install "${hf_pins[*]}" "${hf_pins[@]}"
+      imports "tokenizers, safetensors, transformers"
+    fi
+    if ! onnx_ok; then
+      echo "setup: adding ${onnx_pins[*]:0:3} to $venv"
+      pip_install "${onnx_pins[*]}" "${onnx_pins[@]}"
+      imports "$onnx_imports"
+    fi
+    write_stamp
     echo "setup: added to $venv in $((SECONDS - start)) s"
     exit 0
   fi
@@ -127,13 +156,15 @@ mkdir -p "$(dirname "$venv")"
     echo "setup: $venv is incomplete or holds other versions: made again"
     rm -rf "$venv"
   fi
-  echo "setup: making $venv (${torch_pins[0]} and ${hf_pins[*]:0:3} from PyPI, a 1.2 GB download)"
+  echo "setup: making $venv (${torch_pins[0]}, ${hf_pins[*]:0:3} and ${onnx_pins[*]:0:3} from PyPI, a 1.2 GB download)"
   start=$SECONDS
   /usr/bin/python3 -m venv "$venv"
-  pip_install "${torch_pins[*]} ${hf_pins[*]}" "${torch_pins[@]}" "${hf_pins[@]}"
+  pip_install "${torch_pins[*]} ${hf_pins[*]} ${onnx_pins[*]}" \
+    "${torch_pins[@]}" "${hf_pins[@]}" "${onnx_pins[@]}"
   imports torch
   imports "tokenizers, safetensors, transformers"
-  printf '%s\n%s\n' "${torch_pins[*]}" "${hf_pins[*]}" >"$stamp"
+  imports "$onnx_imports"
+  write_stamp
   echo "setup: $venv made in $((SECONDS - start)) s ($(du -sh "$venv" | cut -f1))"
 ) 9>"$venv.lock"
 fi
