@@ -85,11 +85,14 @@ mlir::Value activationOp(Gen &g, const CValue &act, mlir::Value x, SrcLoc l) {
         alpha = kv.second.asDouble();
     return g.op1("nn.leaky_relu", l, {x}, {g.attrF64("alpha", alpha)});
   }
-  if (n == "gelu")
+  // Hugging Face's names: gelu_new and gelu_pytorch_tanh are both the tanh
+  // approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).
+  if (n == "gelu" || n == "gelu_new" || n == "gelu_pytorch_tanh")
     return g.op1("nn.gelu", l, {x},
                  {g.attr("approximate",
                          nn::GeluApproximationAttr::get(
-                             &g.ctx, nn::GeluApproximation::none))});
+                             &g.ctx, n == "gelu" ? nn::GeluApproximation::none
+                                                 : nn::GeluApproximation::tanh))});
   return g.op1("nn." + n, l, {x});
 }
 

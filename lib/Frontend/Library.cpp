@@ -104,7 +104,7 @@ const std::vector<LayerSpec> &layerTable() {
       {"encoder_layer",
        {req("dim", PK::PosInt), optI("heads", PK::PosInt, 4),
         optI("ff", PK::PosInt, 1024), optF("dropout", PK::Prob, 0.1),
-        optE("activation", {"relu", "gelu"}, "relu"),
+        optE("activation", {"relu", "gelu", "gelu_new", "gelu_pytorch_tanh"}, "relu"),
         optEnumVal("kind", PK::AttnKind, "dense"),
         optF("eps", PK::Float, 1e-5)},
        {tensor("x"), optTensor("mask")},
@@ -442,7 +442,8 @@ bool nncc::frontend::checkValue(llvm::StringRef what, const ParamSpec &p,
   }
   case PK::Activation: {
     if (v.kind == CValue::Enum &&
-        llvm::is_contained({"relu", "gelu", "tanh", "sigmoid", "leaky_relu"},
+        llvm::is_contained({"relu", "gelu", "gelu_new", "gelu_pytorch_tanh", "tanh",
+                            "sigmoid", "leaky_relu"},
                            llvm::StringRef(v.name))) {
       if (v.name == "leaky_relu") {
         CValue c;
@@ -464,7 +465,7 @@ bool nncc::frontend::checkValue(llvm::StringRef what, const ParamSpec &p,
       v.kwargs = std::move(out);
       return true;
     }
-    return fail("relu, gelu, tanh, sigmoid or leaky_relu(alpha)");
+    return fail("relu, gelu, gelu_new, gelu_pytorch_tanh, tanh, sigmoid or leaky_relu(alpha)");
   }
   case PK::Layer:
     if (v.kind == CValue::Enum) {
