@@ -2,7 +2,7 @@
 lib<model>.so returns from nncc_model_get_abi()."""
 import ctypes as C
 
-ABI_VERSION = 9
+ABI_VERSION = 10
 
 STATUS_NAMES = {
     0: "OK", 1: "INVALID_ARGUMENT", 2: "SHAPE_MISMATCH", 3: "DTYPE_MISMATCH", 4: "NOT_FOUND",
@@ -106,4 +106,8 @@ class ABI(C.Structure):
         # ABI 9: sample offset (the run seed; the first sample's batch row)
         ("set_seed", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_uint64, PErr)),
         ("set_sample_offset", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int64, PErr)),
+        # ABI 10: frozen parameters (set_frozen(name, 0|1), get_frozen(name, &flag))
+        ("set_frozen", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, C.c_int32, PErr)),
+        ("get_frozen", C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_char_p, C.POINTER(C.c_int32),
+                                   PErr)),
     ]

@@ -576,6 +576,20 @@ class Context:
     def set_step(self, step):
         self._call(self.abi.set_step, "set_step", step)
 
+    def set_frozen(self, name, frozen=True):
+        """Freeze parameter `name` (False: trainable again): train_step and
+        apply_gradients leave it and its optimizer state unchanged and its
+        gradient out of the clipping norm (ABI 10; docs/training.md,
+        "Fine-tuning")."""
+        self._call(self.abi.set_frozen, "set_frozen(%s)" % name, name.encode(),
+                   1 if frozen else 0)
+
+    def frozen(self, name):
+        """Whether parameter `name` is frozen (set_frozen)."""
+        flag = C.c_int32()
+        self._call(self.abi.get_frozen, "get_frozen(%s)" % name, name.encode(), C.byref(flag))
+        return bool(flag.value)
+
     def set_cuda_stream(self, stream):
         """CUDA contexts: run on the CUstream `stream` (an int handle, e.g.
         torch.cuda.current_stream().cuda_stream; None or 0: the context's

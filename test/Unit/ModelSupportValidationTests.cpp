@@ -3,7 +3,8 @@
 // A hand-written CPU training model (y = x w^T + b; backward from the
 // cotangent of y, as a --vjp library) driven through nncc_model.h with
 // values the ABI must refuse: training configurations that would turn the
-// weights into NaN, ranks that do not match the caller's shape array (read
+// weights into NaN, set_frozen's arguments (and what a frozen parameter
+// gets from a step), ranks that do not match the caller's shape array (read
 // through a guard page: a read past the array crashes the test), and names
 // that must not reach a message unescaped.
 //
@@ -99,7 +100,8 @@ const nncc_model_abi kAbi = {
     nncc_ms_schedule_lr, nncc_ms_param_group, kGroups, 1, kCotangents, 0, nullptr,
     nncc_ms_set_cotangent, nncc_ms_bind, nncc_ms_set_step, nncc_ms_set_cuda_stream,
     nncc_ms_save_train_state, nncc_ms_load_train_state, nncc_ms_accumulate_gradients,
-    nncc_ms_apply_gradients,
+    nncc_ms_apply_gradients, nullptr, nncc_ms_set_seed, nncc_ms_set_sample_offset,
+    nncc_ms_set_frozen, nncc_ms_get_frozen,
 };
 const nncc_ms_model_def kDef = {&kAbi,      kInits,      0,       nullptr, nullptr,
                                 forwardCpu, nullptr,     nullptr, nullptr, forwardCpu,
@@ -411,4 +413,150 @@ TEST_F(Validation, SavesRefuseWhatTheWriterRefuses) {
   ASSERT_EQ(kAbi.load_train_state(m, out.c_str(), &err), NNCC_OK) << err.message;
   for (const std::string &p : {out, out + ".tmp", victim})
     std::remove(p.c_str());
+}
+
+//===--- ABI 10: set_frozen / get_frozen ------------------------------------===//
+
+namespace {
+// SGD with momentum and weight decay, a constant lr and a clip below the
+// gradients' norm: every part of the step that a frozen parameter skips.
+const nncc_train_config kFreezeTrain = {NNCC_OPTIM_SGD, 0.1, 0.9, 0.999, 1e-8, 0.01, 0.9, 0,
+                                        /*clip=*/1.0, 1.0, NNCC_SCHEDULE_CONSTANT, 0, 0.0, 10,
+                                        0.5, 1, 0.1, 1, 4, 0};
+
+int32_t frozenFlag(nncc_model *m, const char *name) {
+  int32_t flag = -1;
+  nncc_error err;
+  EXPECT_EQ(kAbi.get_frozen(m, name, &flag, &err), NNCC_OK) << err.message;
+  return flag;
+}
+} // namespace
+
+TEST_F(Validation, SetFrozenChecksItsArguments) {
+  EXPECT_STATUS_MSG(kAbi.set_frozen(nullptr, "fc.weight", 1, &err), err,
+                    NNCC_ERROR_INVALID_ARGUMENT, "set_frozen: model is NULL");
+  EXPECT_STATUS_MSG(kAbi.set_frozen(m, nullptr, 1, &err), err, NNCC_ERROR_INVALID_ARGUMENT,
+                    "set_frozen: name is NULL");
+  EXPECT_STATUS_MSG(kAbi.set_frozen(m, "fc.weights", 1, &err), err,
+                    NNCC_ERROR_INVALID_ARGUMENT,
+                    "set_frozen: 'toy' has no parameter 'fc.weights'; its parameters: "
+                    "'fc.weight', 'fc.bias'");
+  // A gradient's name is not a parameter's; the name is quoted escaped.
+  EXPECT_STATUS_MSG(kAbi.set_frozen(m, "grad.fc.bias", 1, &err), err,
+                    NNCC_ERROR_INVALID_ARGUMENT, "has no parameter 'grad.fc.bias'");
+  EXPECT_STATUS_MSG(kAbi.set_frozen(m, "fc\x1b[31m", 1, &err), err, NNCC_ERROR_INVALID_ARGUMENT,
+                    "has no parameter");
+  EXPECT_EQ(std::strchr(err.message, '\x1b'), nullptr) << err.message;
+  for (int32_t bad : {2, -1, 0x7fffffff}) {
+    EXPECT_STATUS_MSG(kAbi.set_frozen(m, "fc.weight", bad, &err), err,
+                      NNCC_ERROR_INVALID_ARGUMENT,
+                      "set_frozen: frozen must be 0 (trainable) or 1 (frozen), got " +
+                          std::to_string(bad));
+    EXPECT_EQ(frozenFlag(m, "fc.weight"), 0) << "a refused call changed the flag";
+  }
+  EXPECT_STATUS_MSG(kAbi.get_frozen(nullptr, "fc.weight", nullptr, &err), err,
+                    NNCC_ERROR_INVALID_ARGUMENT, "get_frozen: model is NULL");
+  EXPECT_STATUS_MSG(kAbi.get_frozen(m, nullptr, nullptr, &err), err,
+                    NNCC_ERROR_INVALID_ARGUMENT, "get_frozen: name is NULL");
+  int32_t flag = 7;
+  EXPECT_STATUS_MSG(kAbi.get_frozen(m, "nope", &flag, &err), err, NNCC_ERROR_INVALID_ARGUMENT,
+                    "get_frozen: 'toy' has no parameter 'nope'");
+  EXPECT_EQ(flag, 7);
+  // Valid calls: set, read (NULL out only checks the name), clear; err may be NULL.
+  ASSERT_EQ(kAbi.set_frozen(m, "fc.weight", 1, nullptr), NNCC_OK);
+  EXPECT_EQ(frozenFlag(m, "fc.weight"), 1);
+  EXPECT_EQ(frozenFlag(m, "fc.bias"), 0);
+  EXPECT_EQ(kAbi.get_frozen(m, "fc.weight", nullptr, &err), NNCC_OK) << err.message;
+  ASSERT_EQ(kAbi.set_frozen(m, "fc.weight", 1, &err), NNCC_OK) << err.message; // idempotent
+  ASSERT_EQ(kAbi.set_frozen(m, "fc.weight", 0, &err), NNCC_OK) << err.message;
+  EXPECT_EQ(frozenFlag(m, "fc.weight"), 0);
+  EXPECT_EQ(nncc_ms_frozen(m), nullptr); // none frozen: the CUDA tables take every parameter
+}
+
+// A frozen parameter gets nothing from a step: no update, no weight decay,
+// no momentum, and its gradient is left out of the clipping norm; the
+// other parameter trains as it would alone.
+TEST_F(Validation, FrozenParameterIsLeftAloneByTheStep) {
+  // The cotangent of y bound to ones, so that both gradients are nonzero.
+  std::vector<float> ones(6, 1.0f);
+  int64_t yShape[] = {2, 3};
+  ASSERT_EQ(kAbi.bind(m, NNCC_BIND_COTANGENT, "cotangent.y", NNCC_DTYPE_F32, 2, yShape,
+                      ones.data(), &err),
+            NNCC_OK)
+      << err.message;
+  ASSERT_EQ(kAbi.set_frozen(m, "fc.weight", 1, &err), NNCC_OK) << err.message;
+  ASSERT_NE(nncc_ms_frozen(m), nullptr);
+  EXPECT_EQ(nncc_ms_frozen(m)[0], 1);
+  EXPECT_EQ(nncc_ms_frozen(m)[1], 0);
+  std::vector<float> before = weights();
+  ASSERT_EQ(kAbi.train_step(m, &kFreezeTrain, &err), NNCC_OK) << err.message;
+  std::vector<float> after = weights();
+  EXPECT_EQ(std::memcmp(after.data(), before.data(), 12 * sizeof(float)), 0)
+      << "the frozen fc.weight changed";
+  // grad.fc.bias = the column sums of the cotangent (2 each), grad.fc.weight
+  // is computed (and readable) but not counted: norm sqrt(12), not more.
+  const float *gw = static_cast<const float *>(nncc_ms_grad(m, 0));
+  const float *gb = static_cast<const float *>(nncc_ms_grad(m, 1));
+  double sqW = 0, sqB = 0;
+  for (int k = 0; k < 12; ++k)
+    sqW += double(gw[k]) * gw[k];
+  for (int k = 0; k < 3; ++k) {
+    sqB += double(gb[k]) * gb[k];
+    EXPECT_EQ(gb[k], 2.0f);
+  }
+  EXPECT_GT(sqW, 0.0);
+  nncc_train_stats st{};
+  ASSERT_EQ(kAbi.train_stats(m, &st, &err), NNCC_OK);
+  EXPECT_DOUBLE_EQ(st.grad_norm, std::sqrt(sqB));
+  EXPECT_DOUBLE_EQ(st.clip_scale, 1.0 / (std::sqrt(sqB) + 1e-6));
+  // fc.bias (no decay group): p -= lr * clip_scale * g on the first step.
+  for (int k = 0; k < 3; ++k)
+    EXPECT_FLOAT_EQ(after[12 + k], before[12 + k] - float(0.1 * st.clip_scale * 2.0)) << k;
+
+  // The state file: fc.weight's momentum buffer is zero, fc.bias's is not,
+  // and the frozen set is recorded and restored by load_train_state.
+  std::string path = tempPath("frozen-state");
+  ASSERT_EQ(kAbi.save_train_state(m, path.c_str(), &err), NNCC_OK) << err.message;
+  nncc_safetensors *f = nullptr;
+  ASSERT_EQ(nncc_safetensors_open(path.c_str(), &f, &err), NNCC_OK) << err.message;
+  EXPECT_STREQ(nncc_safetensors_metadata_get(f, "nncc_frozen"), "fc.weight");
+  nncc_tensor_view v;
+  ASSERT_EQ(nncc_safetensors_find(f, "optimizer.momentum_buffer.fc.weight", &v, &err), NNCC_OK);
+  for (uint64_t k = 0; k < v.numel; ++k)
+    EXPECT_EQ(static_cast<const float *>(v.data)[k], 0.0f);
+  ASSERT_EQ(nncc_safetensors_find(f, "optimizer.momentum_buffer.fc.bias", &v, &err), NNCC_OK);
+  EXPECT_NE(static_cast<const float *>(v.data)[0], 0.0f);
+  nncc_safetensors_close(f);
+  nncc_model *other = nullptr;
+  ASSERT_EQ(kAbi.create(NNCC_TARGET_CPU, &other, &err), NNCC_OK) << err.message;
+  EXPECT_EQ(frozenFlag(other, "fc.weight"), 0);
+  ASSERT_EQ(kAbi.load_train_state(other, path.c_str(), &err), NNCC_OK) << err.message;
+  EXPECT_EQ(frozenFlag(other, "fc.weight"), 1);
+  EXPECT_EQ(frozenFlag(other, "fc.bias"), 0);
+  // A state saved with nothing frozen clears the flags again.
+  ASSERT_EQ(kAbi.set_frozen(m, "fc.weight", 0, &err), NNCC_OK) << err.message;
+  ASSERT_EQ(kAbi.save_train_state(m, path.c_str(), &err), NNCC_OK) << err.message;
+  ASSERT_EQ(kAbi.load_train_state(other, path.c_str(), &err), NNCC_OK) << err.message;
+  EXPECT_EQ(frozenFlag(other, "fc.weight"), 0);
+  kAbi.destroy(other);
+  std::remove(path.c_str());
+}
+
+// With every parameter frozen a step is refused before it runs: the
+// weights, the step counter and a pending accumulation stay.
+TEST_F(Validation, AStepWithEveryParameterFrozenIsRefused) {
+  ASSERT_EQ(kAbi.set_frozen(m, "fc.weight", 1, &err), NNCC_OK) << err.message;
+  ASSERT_EQ(kAbi.set_frozen(m, "fc.bias", 1, &err), NNCC_OK) << err.message;
+  std::vector<float> before = weights();
+  EXPECT_STATUS_MSG(kAbi.train_step(m, &kFreezeTrain, &err), err, NNCC_ERROR_INVALID_ARGUMENT,
+                    "train_step: every parameter of 'toy' is frozen (set_frozen): nothing to "
+                    "train");
+  ASSERT_EQ(kAbi.accumulate_gradients(m, 1.0, &err), NNCC_OK) << err.message;
+  EXPECT_STATUS_MSG(kAbi.apply_gradients(m, &kFreezeTrain, &err), err,
+                    NNCC_ERROR_INVALID_ARGUMENT, "apply_gradients: every parameter");
+  EXPECT_EQ(weights(), before);
+  EXPECT_EQ(steps(), 0);
+  ASSERT_EQ(kAbi.set_frozen(m, "fc.bias", 0, &err), NNCC_OK) << err.message;
+  ASSERT_EQ(kAbi.apply_gradients(m, &kFreezeTrain, &err), NNCC_OK) << err.message;
+  EXPECT_EQ(steps(), 1);
 }

@@ -776,7 +776,8 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
              ? "nncc_ms_accumulate_gradients, nncc_ms_apply_gradients, // ABI 8\n"
              : "NULL, NULL, // ABI 8: compiled without gradients\n")
      << (inputs.empty() ? "NULL" : "kInferenceInputs") << ", // ABI 9\n"
-     << "nncc_ms_set_seed, nncc_ms_set_sample_offset, // ABI 9: sample offset\n";
+     << "nncc_ms_set_seed, nncc_ms_set_sample_offset, // ABI 9: sample offset\n"
+     << "nncc_ms_set_frozen, nncc_ms_get_frozen, // ABI 10: frozen parameters\n";
   os.unindent();
   os << "};\n";
   os << "static const nncc_ms_model_def kDef = {\n";

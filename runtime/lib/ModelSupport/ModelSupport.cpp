@@ -107,6 +107,9 @@ struct nncc_model {
   std::vector<Tensor> cudaOptW;
   bool masterStale = true;
   int64_t optStep = 0;
+  // Frozen parameters (set_frozen, ABI 10): num_params flags and their count.
+  std::vector<int32_t> frozen;
+  int32_t numFrozen = 0;
   int32_t stateOptimizer = -1; // nncc_optimizer_kind of the state held (-1: none)
   nncc_train_stats stats{};
   // Gradient accumulation (ABI 8): the running mean of the micro-batches'
@@ -658,6 +661,7 @@ nncc_status nncc_ms_create(const nncc_ms_model_def *def, nncc_target target,
   m->params.resize(static_cast<size_t>(abi->num_params));
   m->bound.assign(static_cast<size_t>(abi->num_dims), -1);
   m->dims.assign(static_cast<size_t>(abi->num_dims), -1);
+  m->frozen.assign(static_cast<size_t>(abi->num_params), 0);
   for (int32_t i = 0; i < abi->num_params; ++i) {
     const nncc_tensor_info &info = abi->params[i];
     Tensor &t = m->params[i];
@@ -1669,6 +1673,9 @@ void *nncc_ms_cuda_stream(nncc_model *m) {
   return m->stream ? static_cast<void *>(nncc_stream_cuda_handle(m->stream)) : nullptr;
 }
 void *nncc_ms_cuda_state(nncc_model *m) { return m->cudaState; }
+const int32_t *nncc_ms_frozen(const nncc_model *m) {
+  return m && m->numFrozen > 0 ? m->frozen.data() : nullptr;
+}
 
 //===--- NNCC_PROFILE: per-launch wall time ---------------------------------===//
 namespace {
@@ -1930,6 +1937,51 @@ extern "C" nncc_status nncc_ms_set_step(nncc_model *m, int64_t step, nncc_error 
   return NNCC_OK;
 }
 
+namespace {
+/// The index of parameter `name` for `what` (set_frozen, get_frozen), or an
+/// error naming it and listing the parameters.
+nncc_status frozenIndex(nncc_model *m, const char *name, const char *what, int32_t &index,
+                        nncc_error *err) {
+  if (nncc_status s = checkModel(m, what, err))
+    return s;
+  if (!name)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, "%s: name is NULL", what);
+  index = findByName(m->abi->params, m->abi->num_params, name);
+  if (index < 0)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "%s: '%s' has no parameter %s; its parameters: %s", what,
+                          m->abi->model_name, q(name).c_str(),
+                          nameList(m->abi->params, m->abi->num_params).c_str());
+  return NNCC_OK;
+}
+} // namespace
+
+extern "C" nncc_status nncc_ms_set_frozen(nncc_model *m, const char *name, int32_t frozen,
+                                          nncc_error *err) {
+  int32_t i = -1;
+  if (nncc_status s = frozenIndex(m, name, "set_frozen", i, err))
+    return s;
+  if (frozen != 0 && frozen != 1)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "set_frozen: frozen must be 0 (trainable) or 1 (frozen), got %d",
+                          frozen);
+  m->numFrozen += frozen - m->frozen[i];
+  m->frozen[i] = frozen;
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
+extern "C" nncc_status nncc_ms_get_frozen(nncc_model *m, const char *name, int32_t *frozen,
+                                          nncc_error *err) {
+  int32_t i = -1;
+  if (nncc_status s = frozenIndex(m, name, "get_frozen", i, err))
+    return s;
+  if (frozen)
+    *frozen = m->frozen[i];
+  nncc_error_clear(err);
+  return NNCC_OK;
+}
+
 extern "C" nncc_status nncc_ms_train_stats(nncc_model *m, nncc_train_stats *out,
                                            nncc_error *err) {
   if (nncc_status s = checkModel(m, "train_stats", err))
@@ -2044,7 +2096,12 @@ extern "C" nncc_status nncc_ms_save_train_state(nncc_model *m, const char *path,
       }
     }
   const std::string step = std::to_string(m->optStep);
+  std::string frozenNames; // ABI 10: the frozen parameters, comma-separated
+  for (int32_t i = 0; i < abi->num_params; ++i)
+    if (m->frozen[i])
+      frozenNames += (frozenNames.empty() ? "" : ",") + std::string(abi->params[i].name);
   const std::pair<const char *, const char *> metadata[] = {
+      {"nncc_frozen", frozenNames.c_str()},
       {"nncc_model", abi->model_name},
       {"nncc_precision", abi->precision},
       {"nncc_train_state", "1"},
@@ -2122,6 +2179,25 @@ extern "C" nncc_status nncc_ms_load_train_state(nncc_model *m, const char *path,
     return bad(NNCC_ERROR_INVALID_ARGUMENT,
                "nncc_optimizer " + q(opt) + " is not one of sgd, adam, adamw, none");
   const int32_t n = abi->num_params;
+  // ABI 10: the frozen parameters (none in files without nncc_frozen).
+  std::vector<int32_t> frozen(static_cast<size_t>(n), 0);
+  {
+    const std::string names = meta("nncc_frozen");
+    for (size_t at = 0; at < names.size();) {
+      size_t comma = names.find(',', at);
+      std::string name = names.substr(at, comma == std::string::npos ? std::string::npos
+                                                                     : comma - at);
+      int32_t i = findByName(abi->params, n, name.c_str());
+      if (i < 0)
+        return bad(NNCC_ERROR_INVALID_ARGUMENT,
+                   "nncc_frozen names " + q(name.c_str()) + ", not a parameter of '" +
+                       abi->model_name + "'");
+      frozen[i] = 1;
+      if (comma == std::string::npos)
+        break;
+      at = comma + 1;
+    }
+  }
   std::vector<nncc_tensor_view> params(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
     const nncc_tensor_info &info = abi->params[i];
@@ -2223,6 +2299,8 @@ extern "C" nncc_status nncc_ms_load_train_state(nncc_model *m, const char *path,
     m->paramsDirty = false;
   }
   m->masterStale = !masters;
+  m->frozen = frozen;
+  m->numFrozen = int32_t(std::count(frozen.begin(), frozen.end(), 1));
   m->optStep = step;
   m->stateOptimizer = optimizer;
   m->stats = nncc_train_stats{};
@@ -2273,6 +2351,34 @@ nncc_status cudaUpdate(nncc_model *m, const nncc_train_config *c, const char *wh
           return nncc_error_prefix(err, "%s: optimizer state: ", what), s;
       }
       (*out)[i] = reinterpret_cast<void *>(t.device);
+    }
+  }
+  // The update leaves frozen parameters out of its tables, so it would not
+  // set their masters: set them here from the bf16 values (exact), so that
+  // every master is current (save_train_state writes them; a parameter
+  // unfrozen later starts from its own value).
+  if (bf16 && m->masterStale && m->numFrozen > 0) {
+    HostBuffer raw, wide;
+    for (int32_t i = 0; i < n; ++i) {
+      if (!m->frozen[i])
+        continue;
+      const uint64_t numel = m->params[i].bytes / 2;
+      if (!raw.reserve(m->params[i].bytes) || !wide.reserve(numel * 4))
+        return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
+                              "%s: cannot stage the master weights", what);
+      if (nncc_status s = nncc_cuda_memcpy_dtoh(m->cuda, raw.data, m->params[i].device,
+                                                m->params[i].bytes, m->stream, err))
+        return nncc_error_prefix(err, "%s: master weights: ", what), s;
+      if (nncc_status s = nncc_stream_synchronize(m->stream, err))
+        return nncc_error_prefix(err, "%s: master weights: ", what), s;
+      for (uint64_t k = 0; k < numel; ++k)
+        static_cast<float *>(wide.data)[k] =
+            nncc_bf16_to_f32(static_cast<const uint16_t *>(raw.data)[k]);
+      if (nncc_status s = nncc_cuda_memcpy_htod(m->cuda, m->cudaOptW[i].device, wide.data,
+                                                numel * 4, m->stream, err))
+        return nncc_error_prefix(err, "%s: master weights: ", what), s;
+      if (nncc_status s = nncc_stream_synchronize(m->stream, err))
+        return nncc_error_prefix(err, "%s: master weights: ", what), s;
     }
   }
   nncc_ms_cuda_update u{};
@@ -2372,6 +2478,11 @@ nncc_status stepConfig(nncc_model *m, const void *config, const char *what,
       (!m->def->grad_sum_squares_cuda || !m->def->update_cuda))
     return nncc_error_set(err, NNCC_ERROR_UNSUPPORTED, "%s: '%s' has no CUDA optimizer update",
                           what, m->abi->model_name);
+  if (m->abi->num_params > 0 && m->numFrozen == m->abi->num_params)
+    return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT,
+                          "%s: every parameter of '%s' is frozen (set_frozen): nothing to "
+                          "train",
+                          what, m->abi->model_name);
   return NNCC_OK;
 }
 
@@ -2394,6 +2505,8 @@ nncc_status optimizerStep(nncc_model *m, const nncc_train_config *c, const char 
       return nncc_error_prefix(err, "%s: the gradient norm: ", what), s;
   } else {
     for (int32_t i = 0; i < n; ++i) {
+      if (m->frozen[i]) // not trained: left out of the norm (torch's clip_grad_norm_ of the
+        continue;       // parameters that require gradients)
       int64_t numel = int64_t(m->params[i].bytes / (f64 ? 8 : 4));
       sq += f64 ? nncc_sum_squares_f64(numel, static_cast<const double *>(m->grads[i].data()))
                 : nncc_sum_squares_f32(numel, static_cast<const float *>(m->grads[i].data()));
@@ -2444,6 +2557,8 @@ nncc_status optimizerStep(nncc_model *m, const nncc_train_config *c, const char 
     if (adam && !m->optV[i].reserve(bytes))
       return nncc_error_set(err, NNCC_ERROR_OUT_OF_MEMORY,
                             "%s: cannot allocate the optimizer state", what);
+    if (m->frozen[i]) // no update, no decay, the state (zero-filled) left as it is
+      continue;
     double wd = wds[i], lri = lrs[i];
     int64_t numel = int64_t(bytes / (f64 ? 8 : 4));
     void *p = m->params[i].data(), *g = m->grads[i].data();

@@ -183,6 +183,11 @@ nncc_status nncc_ms_load_train_state(nncc_model *model, const char *path, nncc_e
 /* ABI 8: gradient accumulation. */
 nncc_status nncc_ms_accumulate_gradients(nncc_model *model, double weight, nncc_error *err);
 nncc_status nncc_ms_apply_gradients(nncc_model *model, const void *config, nncc_error *err);
+/* ABI 10: frozen parameters. */
+nncc_status nncc_ms_set_frozen(nncc_model *model, const char *name, int32_t frozen,
+                               nncc_error *err);
+nncc_status nncc_ms_get_frozen(nncc_model *model, const char *name, int32_t *frozen,
+                               nncc_error *err);
 
 /* ---- For the generated launch sequences. ---- */
 nncc_target nncc_ms_target(const nncc_model *model);
@@ -227,6 +232,11 @@ void *nncc_ms_buffer_ptr(nncc_model *model, int32_t index);
 /* CUDA only: the context's stream (CUstream) and the cuda_setup state. */
 void *nncc_ms_cuda_stream(nncc_model *model);
 void *nncc_ms_cuda_state(nncc_model *model);
+/* The frozen flags (set_frozen, ABI 10): abi->num_params entries, 1 for a
+ * frozen parameter, or NULL when none is frozen. The generated CUDA
+ * optimizer (update_cuda, grad_sum_squares_cuda) leaves the frozen ones out
+ * of its tables. */
+const int32_t *nncc_ms_frozen(const nncc_model *model);
 /* Opt-in per-launch timer of the generated CPU code (docs/runtime.md):
  * with NNCC_PROFILE set (a file to append to, or "1" / "-" for stderr)
  * nncc_ms_prof_begin returns the time and nncc_ms_prof_end adds the elapsed

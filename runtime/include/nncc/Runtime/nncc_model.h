@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define NNCC_MODEL_ABI_VERSION 9
+#define NNCC_MODEL_ABI_VERSION 10
 
 typedef struct nncc_model nncc_model; /* one context: weights, arena, streams */
 
@@ -317,6 +317,29 @@ typedef struct nncc_model_abi {
    * forward_train). ---- */
   nncc_status (*set_seed)(nncc_model *model, uint64_t seed, nncc_error *err);
   nncc_status (*set_sample_offset)(nncc_model *model, int64_t row, nncc_error *err);
+
+  /* ---- ABI 10: frozen parameters (docs/training.md, "Fine-tuning").
+   * set_frozen marks parameter `name` (as in params) frozen (`frozen` 1)
+   * or trainable again (0); every parameter starts trainable. The optimizer
+   * steps (train_step, apply_gradients) leave a frozen parameter unchanged
+   * bit for bit: no update, no weight decay, and its optimizer state
+   * (moments, momentum buffer) is not advanced, so it stays zero for a
+   * parameter frozen from the first step on; its gradient counts nowhere
+   * (not in the global norm of clipping nor in train_stats' grad_norm).
+   * That is torch's requires_grad=False under torch.optim and
+   * clip_grad_norm_. Its gradient is still computed (grad.<param> stays
+   * readable). A step with every parameter frozen is
+   * NNCC_ERROR_INVALID_ARGUMENT. save_train_state records the frozen
+   * names (metadata nncc_frozen, comma-separated) and load_train_state
+   * restores them (none for a file without it). Errors
+   * (NNCC_ERROR_INVALID_ARGUMENT, nothing changes): name NULL or not a
+   * parameter (the message lists them), `frozen` not 0 or 1.
+   * get_frozen reads the flag into *frozen (NULL: only checks the name).
+   * Libraries before ABI 10 lack both members: check abi_version >= 10. */
+  nncc_status (*set_frozen)(nncc_model *model, const char *name, int32_t frozen,
+                            nncc_error *err);
+  nncc_status (*get_frozen)(nncc_model *model, const char *name, int32_t *frozen,
+                            nncc_error *err);
 } nncc_model_abi;
 
 typedef const nncc_model_abi *(*nncc_model_get_abi_fn)(void);
