@@ -7,6 +7,8 @@
 //   nncc run M.nn [--weights W] (--inputs I | --random-inputs --dim B=2)
 //            [-o O.safetensors] [--target cpu|cuda] [--seed N] (Run.cpp)
 //   nncc train M.nn --data D.safetensors ... (Train.cpp)
+//   nncc import-hf DIR -o OUT          a Hugging Face checkpoint (HuggingFace.cpp)
+//   nncc export-hf M.nn --weights W -o DIR   and back
 //   nncc --help | --version
 //
 // Subcommands are llvm::cl SubCommands; each has a run function. They share
@@ -15,6 +17,7 @@
 // levels extend `EmitLevel` and `runCompile`.
 //
 //===----------------------------------------------------------------------===//
+#include "HuggingFace.h"
 #include "Run.h"
 
 #include "nncc/Driver/CompileCache.h"
@@ -337,7 +340,8 @@ int main(int argc, char **argv) {
   // A mistyped subcommand: the nearest one (cl suggests flags itself).
   if (argc > 1 && argv[1][0] != '-') {
     llvm::StringRef given = argv[1];
-    const llvm::StringRef commands[] = {"compile", "eval", "inspect", "run", "train"};
+    const llvm::StringRef commands[] = {"compile", "eval",    "export-hf", "import-hf",
+                                         "inspect", "run",     "train"};
     if (!llvm::is_contained(commands, given)) {
       llvm::StringRef nearest;
       unsigned best = 3; // at most two edits away
@@ -349,12 +353,13 @@ int main(int argc, char **argv) {
       return nncc::driver::fail(
           "unknown command '" + given + "'" +
           (nearest.empty() ? llvm::Twine("") : llvm::Twine(": did you mean '") + nearest + "'?") +
-          " (commands: compile, eval, inspect, run, train; see 'nncc --help')");
+          " (commands: compile, eval, export-hf, import-hf, inspect, run, train; see 'nncc --help')");
     }
   }
   cl::SetVersionPrinter(printVersion);
   // libLLVM registers many global options; show only ours in --help.
-  const cl::OptionCategory *cats[] = {&nnccCategory, &nncc::tool::runCategory};
+  const cl::OptionCategory *cats[] = {&nnccCategory, &nncc::tool::runCategory,
+                                      &nncc::tool::hfCategory};
   cl::HideUnrelatedOptions(cats);
   // Parse errors come back in clErrors; an option's own (a bad or missing
   // value) go to stderr, which a temporary file holds meanwhile.
@@ -394,6 +399,10 @@ int main(int argc, char **argv) {
     return nncc::tool::runTrain();
   if (nncc::tool::evalCmd)
     return nncc::tool::runEval();
+  if (nncc::tool::importHfCmd)
+    return nncc::tool::runImportHf();
+  if (nncc::tool::exportHfCmd)
+    return nncc::tool::runExportHf();
   llvm::errs() << "nncc: error: no subcommand given; try 'nncc --help'\n";
   return 1;
 }

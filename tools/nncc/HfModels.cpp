@@ -1,0 +1,268 @@
+//===- HfModels.cpp - Hugging Face architectures in nncc's language -------===//
+//
+// For each architecture nncc imports: the model source that computes what
+// transformers' class does, and where each of its parameters comes from in
+// the checkpoint. Sub-layers keep Hugging Face's names where a layer of
+// nncc's maps one to one (embeddings.*, pooler.dense.*, classifier.*,
+// discriminator_predictions.*); the encoder's layers are nncc's
+// `encoder_layer` (PyTorch's TransformerEncoderLayer names, q/k/v fused):
+//
+//   encoder.layer.i.attention.self.{query,key,value}  -> encoder.i.self_attn.in_proj_{weight,bias}
+//   encoder.layer.i.attention.output.dense            -> encoder.i.self_attn.out_proj
+//   encoder.layer.i.attention.output.LayerNorm        -> encoder.i.norm1
+//   encoder.layer.i.intermediate.dense                -> encoder.i.linear1
+//   encoder.layer.i.output.dense                      -> encoder.i.linear2
+//   encoder.layer.i.output.LayerNorm                  -> encoder.i.norm2
+//
+//===----------------------------------------------------------------------===//
+#include "HuggingFace.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+
+namespace nncc::tool {
+
+namespace {
+const HfArchitecture kArchitectures[] = {
+    {"BertModel", "bert", HfFamily::Bert, HfHead::Pooler, "bert"},
+    {"BertForSequenceClassification", "bert", HfFamily::Bert, HfHead::SequenceClassification,
+     "bert"},
+    {"ElectraModel", "electra", HfFamily::Electra, HfHead::None, "electra"},
+    {"ElectraForPreTraining", "electra", HfFamily::Electra, HfHead::PreTraining, "electra"},
+    {"ElectraForSequenceClassification", "electra", HfFamily::Electra,
+     HfHead::SequenceClassification, "electra"},
+};
+
+/// The shortest decimal that reads back as `v` exactly ("1e-12", "0.1").
+std::string number(double v) {
+  std::string s;
+  for (int digits = 1; digits <= 17; ++digits) {
+    s.clear();
+    llvm::raw_string_ostream os(s);
+    os << llvm::format("%.*g", digits, v);
+    if (std::strtod(s.c_str(), nullptr) == v)
+      break;
+  }
+  if (s.find_first_of(".eEn") == std::string::npos) // "0" -> "0.0": a float literal
+    s += ".0";
+  return s;
+}
+
+/// `x` through config.json's hidden_act.
+std::string activation(llvm::StringRef act, llvm::StringRef x) {
+  if (act == "relu")
+    return ("relu(" + x + ")").str();
+  if (act == "gelu")
+    return ("gelu(" + x + ")").str();
+  return ("gelu(" + x + ", approximate: tanh)").str(); // gelu_new, gelu_pytorch_tanh
+}
+} // namespace
+
+const HfArchitecture *findArchitecture(llvm::StringRef modelType, llvm::StringRef architecture,
+                                       std::string &error) {
+  std::string supported;
+  for (const HfArchitecture &a : kArchitectures)
+    if (a.modelType == modelType) {
+      if (architecture.empty() || a.architecture == architecture)
+        return &a;
+      supported += (supported.empty() ? "" : ", ") + a.architecture;
+    }
+  if (supported.empty()) {
+    error = "model_type '" + modelType.str() +
+            "' is not one nncc import-hf reads (model types: bert, electra)";
+    return nullptr;
+  }
+  error = "architecture '" + architecture.str() + "' of model_type '" + modelType.str() +
+          "' is not one nncc import-hf reads (" + supported +
+          "; --as " + kArchitectures[modelType == "bert" ? 0 : 2].architecture +
+          " imports the encoder alone)";
+  return nullptr;
+}
+
+std::string modelSource(const HfConfig &c, llvm::StringRef name) {
+  const HfArchitecture &a = *c.spec;
+  const bool electra = a.family == HfFamily::Electra;
+  const bool project = electra && c.embedding != c.hidden;
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "// " << a.architecture << " (model_type " << a.modelType
+     << "), imported by nncc import-hf.\n"
+     << "// Inputs and outputs carry Hugging Face's names: attention_mask is 1 = keep\n"
+     << "// (a token), 0 = padding. Weights: model.safetensors beside this file.\n\n";
+  if (c.head == HfHead::Pooler || (c.head == HfHead::SequenceClassification && !electra))
+    os << "// BertPooler: tanh(dense(h[:, 0])).\n"
+       << "block bert_pooler(d: int) {\n"
+       << "  dense = linear(d, d)\n"
+       << "  forward(h) {\n"
+       << "    return tanh(dense(h[:, 0]))\n"
+       << "  }\n}\n\n";
+  if (c.head == HfHead::SequenceClassification && electra)
+    os << "// ElectraClassificationHead: [CLS], dropout, dense, gelu, dropout, out_proj.\n"
+       << "block electra_classification_head(d: int, c: int, p: float) {\n"
+       << "  dense = linear(d, d)\n"
+       << "  out_proj = linear(d, c)\n"
+       << "  forward(h) {\n"
+       << "    x = gelu(dense(dropout(h[:, 0], p: p)))\n"
+       << "    return out_proj(dropout(x, p: p))\n"
+       << "  }\n}\n\n";
+  if (c.head == HfHead::PreTraining)
+    os << "// ElectraDiscriminatorPredictions: one logit per token.\n"
+       << "block electra_discriminator_predictions(d: int) {\n"
+       << "  dense = linear(d, d)\n"
+       << "  dense_prediction = linear(d, 1)\n"
+       << "  forward(h) {\n"
+       << "    return dense_prediction(" << activation(c.activation, "dense(h)") << ")\n"
+       << "  }\n}\n\n";
+
+  os << "model " << name << " {\n"
+     << "  dims B, T\n"
+     << "  const V = " << c.vocab << ", D = " << c.hidden << ", A = " << c.heads
+     << ", F = " << c.ff << ", N = " << c.layers << ", P = " << c.maxPositions
+     << ", TV = " << c.typeVocab;
+  if (electra)
+    os << ", E = " << c.embedding;
+  if (c.head == HfHead::SequenceClassification)
+    os << ", C = " << c.numLabels;
+  os << "\n\n"
+     << "  input input_ids: i32[B, T]\n"
+     << "  input token_type_ids: i32[B, T]\n"
+     << "  input attention_mask: i32[B, T]\n";
+  std::string loss;
+  if (c.head == HfHead::SequenceClassification) {
+    if (c.problemType == "regression" && c.numLabels == 1) {
+      os << "  input labels: f32[B]\n";
+      loss = "mse(logits[:, 0], labels)";
+    } else if (c.problemType == "regression" || c.problemType == "multi_label_classification") {
+      os << "  input labels: f32[B, C]\n";
+      loss = c.problemType == "regression" ? "mse(logits, labels)"
+                                           : "binary_cross_entropy_with_logits(logits, labels)";
+    } else {
+      os << "  input labels: i32[B]\n";
+      loss = "cross_entropy(logits, labels)";
+    }
+  } else if (c.head == HfHead::PreTraining) {
+    // transformers' loss: BCE with logits over the tokens attention_mask
+    // keeps, as a two-class cross-entropy over [0, logit] so that padding
+    // is ignored (-100) and the mean counts the kept tokens only.
+    os << "  input labels: i32[B, T]\n";
+    loss = "cross_entropy(concat(0 * logits3, logits3, axis: -1), "
+           "where(attention_mask == 0, -100, labels))";
+  }
+
+  os << "\n  embeddings = bert_embeddings(" << (electra ? "V, E" : "V, D")
+     << ", max_len: P, type_vocab: TV, eps: " << number(c.eps)
+     << ", dropout: " << number(c.hiddenDropout) << ")\n";
+  if (project)
+    os << "  embeddings_project = linear(E, D)\n";
+  os << "  encoder = repeat N encoder_layer(D, heads: A, ff: F, activation: " << c.activation
+     << ", dropout: " << number(c.hiddenDropout) << ", eps: " << number(c.eps) << ")\n";
+  if (c.head == HfHead::Pooler)
+    os << "  pooler = bert_pooler(D)\n";
+  if (c.head == HfHead::SequenceClassification && !electra)
+    os << "  pooler = bert_pooler(D)\n  classifier = linear(D, C)\n";
+  if (c.head == HfHead::SequenceClassification && electra)
+    os << "  classifier = electra_classification_head(D, C, " << number(c.classifierDropout)
+       << ")\n";
+  if (c.head == HfHead::PreTraining)
+    os << "  discriminator_predictions = electra_discriminator_predictions(D)\n";
+
+  os << "\n  forward {\n";
+  std::string embedded = "embeddings(input_ids, token_type_ids)";
+  if (project)
+    embedded = "embeddings_project(" + embedded + ")";
+  os << "    last_hidden_state = encoder(" << embedded << ", mask: attention_mask == 0)\n";
+  switch (c.head) {
+  case HfHead::None:
+    os << "    output last_hidden_state\n";
+    break;
+  case HfHead::Pooler:
+    os << "    pooler_output = pooler(last_hidden_state)\n"
+       << "    output last_hidden_state, pooler_output\n";
+    break;
+  case HfHead::SequenceClassification:
+    if (electra)
+      os << "    logits = classifier(last_hidden_state)\n";
+    else
+      os << "    logits = classifier(dropout(pooler(last_hidden_state), p: "
+         << number(c.classifierDropout) << "))\n";
+    os << "    output logits\n";
+    break;
+  case HfHead::PreTraining:
+    os << "    logits3 = discriminator_predictions(last_hidden_state)\n"
+       << "    logits = logits3[:, :, 0]\n"
+       << "    output logits\n";
+    break;
+  }
+  if (!loss.empty())
+    os << "    loss " << loss << "\n";
+  os << "  }\n}\n";
+  return s;
+}
+
+std::vector<HfWeightLink> weightLinks(const HfConfig &c, const std::string &basePrefix) {
+  std::vector<HfWeightLink> links;
+  auto add = [&](const std::string &name, std::vector<int64_t> shape,
+                 std::vector<std::string> sources) {
+    links.push_back({name, std::move(shape), std::move(sources)});
+  };
+  auto linear = [&](const std::string &to, const std::string &from, int64_t out, int64_t in) {
+    add(to + ".weight", {out, in}, {from + ".weight"});
+    add(to + ".bias", {out}, {from + ".bias"});
+  };
+  auto norm = [&](const std::string &to, const std::string &from, int64_t d) {
+    add(to + ".weight", {d}, {from + ".weight"});
+    add(to + ".bias", {d}, {from + ".bias"});
+  };
+  const std::string &base = basePrefix;
+  const int64_t d = c.hidden, e = c.embedding;
+  const std::string emb = base + "embeddings.";
+  add(c.embeddingsPath + ".word_embeddings.weight", {c.vocab, e}, {emb + "word_embeddings.weight"});
+  add(c.embeddingsPath + ".position_embeddings.weight", {c.maxPositions, e},
+      {emb + "position_embeddings.weight"});
+  add(c.embeddingsPath + ".token_type_embeddings.weight", {c.typeVocab, e},
+      {emb + "token_type_embeddings.weight"});
+  norm(c.embeddingsPath + ".LayerNorm", emb + "LayerNorm", e);
+  if (c.spec->family == HfFamily::Electra && e != d)
+    linear("embeddings_project", base + "embeddings_project", d, e);
+  for (int64_t i = 0; i < c.layers; ++i) {
+    std::string to = c.encoderPath + "." + std::to_string(i) + ".";
+    std::string from = base + "encoder.layer." + std::to_string(i) + ".";
+    std::string self = from + "attention.self.";
+    add(to + "self_attn.in_proj_weight", {3 * d, d},
+        {self + "query.weight", self + "key.weight", self + "value.weight"});
+    add(to + "self_attn.in_proj_bias", {3 * d},
+        {self + "query.bias", self + "key.bias", self + "value.bias"});
+    linear(to + "self_attn.out_proj", from + "attention.output.dense", d, d);
+    norm(to + "norm1", from + "attention.output.LayerNorm", d);
+    linear(to + "linear1", from + "intermediate.dense", c.ff, d);
+    linear(to + "linear2", from + "output.dense", d, c.ff);
+    norm(to + "norm2", from + "output.LayerNorm", d);
+  }
+  switch (c.head) {
+  case HfHead::None:
+    break;
+  case HfHead::Pooler:
+    linear("pooler.dense", base + "pooler.dense", d, d);
+    break;
+  case HfHead::SequenceClassification:
+    if (c.spec->family == HfFamily::Electra) {
+      linear("classifier.dense", "classifier.dense", d, d);
+      linear("classifier.out_proj", "classifier.out_proj", c.numLabels, d);
+    } else {
+      linear("pooler.dense", base + "pooler.dense", d, d);
+      linear("classifier", "classifier", c.numLabels, d);
+    }
+    break;
+  case HfHead::PreTraining:
+    linear("discriminator_predictions.dense", "discriminator_predictions.dense", d, d);
+    linear("discriminator_predictions.dense_prediction",
+           "discriminator_predictions.dense_prediction", 1, d);
+    break;
+  }
+  return links;
+}
+
+} // namespace nncc::tool

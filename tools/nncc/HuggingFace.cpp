@@ -1,0 +1,842 @@
+//===- HuggingFace.cpp - the `import-hf` subcommand -----------------------===//
+//
+//   nncc import-hf DIR -o OUT [--as ARCH] [--name NAME]
+//   nncc export-hf M.nn --weights W -o DIR [--architecture ARCH] [--dtype f16]
+//
+// Reads a Hugging Face checkpoint folder (config.json + model.safetensors, or
+// a sharded model.safetensors.index.json) and writes OUT/model.nn, which
+// computes what the config says with nncc's layers, and OUT/model.safetensors,
+// the weights under the names of that model (q/k/v fused into
+// in_proj_weight as nncc stores them; F16/BF16 widened to F32 exactly). The
+// imported model's inputs and outputs are named as the Hugging Face model's
+// forward arguments and output fields, so a tokenizer's output feeds it
+// unchanged (docs/huggingface.md). Families: BERT and ELECTRA (HfModels.cpp
+// holds what differs between them).
+//
+//===----------------------------------------------------------------------===//
+#include "HuggingFace.h"
+
+#include "nncc/Driver/FrontEnd.h"
+#include "nncc/Driver/Support.h"
+#include "nncc/Frontend/Sema.h"
+#include "nncc/Runtime/nncc_runtime.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <cstring>
+#include <memory>
+#include <set>
+
+namespace cl = llvm::cl;
+using namespace nncc::driver;
+
+namespace nncc::tool {
+
+cl::OptionCategory hfCategory("nncc import-hf options");
+cl::SubCommand importHfCmd("import-hf",
+                           "Import a Hugging Face checkpoint folder (config.json + "
+                           "model.safetensors) as a .nn model and its weights");
+
+namespace {
+cl::opt<std::string> importDir(cl::Positional, cl::desc("<checkpoint folder>"), cl::Required,
+                               cl::sub(importHfCmd), cl::cat(hfCategory));
+cl::opt<std::string> importOut("o", cl::desc("Folder for model.nn and model.safetensors"),
+                               cl::value_desc("OUT"), cl::Required, cl::sub(importHfCmd),
+                               cl::cat(hfCategory));
+cl::opt<std::string> importAs("as",
+                              cl::desc("Import as this architecture instead of the config's "
+                                       "(e.g. BertModel: the encoder of a checkpoint with "
+                                       "another head)"),
+                              cl::value_desc("ARCH"), cl::sub(importHfCmd), cl::cat(hfCategory));
+cl::opt<std::string> importName("name", cl::desc("The model's name (default: the model_type)"),
+                                cl::value_desc("NAME"), cl::sub(importHfCmd),
+                                cl::cat(hfCategory));
+
+//===----------------------------------------------------------------------===//
+// config.json
+//===----------------------------------------------------------------------===//
+
+/// Reads config.json's fields with the checks and messages of one place.
+class ConfigReader {
+public:
+  ConfigReader(const llvm::json::Object &object, std::string path)
+      : object(object), path(std::move(path)) {}
+
+  bool failed() const { return !error.empty(); }
+  const std::string &message() const { return error; }
+
+  int64_t positiveInt(llvm::StringRef key) {
+    std::optional<int64_t> v = object.getInteger(key);
+    if (!v || *v < 1 || *v > (int64_t(1) << 40))
+      return fail(key, "a positive integer"), 1;
+    return *v;
+  }
+  int64_t positiveInt(llvm::StringRef key, int64_t dflt) {
+    return object.get(key) && !isNull(key) ? positiveInt(key) : dflt;
+  }
+  double number(llvm::StringRef key, double dflt, double lo, double hi) {
+    if (!object.get(key) || isNull(key))
+      return dflt;
+    std::optional<double> v = object.getNumber(key);
+    if (!v || !(*v >= lo && *v <= hi))
+      return fail(key, llvm::formatv("a number in [{0}, {1}]", lo, hi).str()), dflt;
+    return *v;
+  }
+  std::string string(llvm::StringRef key, llvm::StringRef dflt) {
+    if (!object.get(key) || isNull(key))
+      return dflt.str();
+    std::optional<llvm::StringRef> v = object.getString(key);
+    if (!v)
+      return fail(key, "a string"), dflt.str();
+    return v->str();
+  }
+  bool boolean(llvm::StringRef key, bool dflt) {
+    if (!object.get(key) || isNull(key))
+      return dflt;
+    std::optional<bool> v = object.getBoolean(key);
+    if (!v)
+      return fail(key, "true or false"), dflt;
+    return *v;
+  }
+  /// A value this import cannot represent: `key` is `value`, nncc needs `need`.
+  void unsupported(llvm::StringRef key, llvm::StringRef value, llvm::StringRef need) {
+    if (error.empty())
+      error = path + ": '" + key.str() + "' is " + value.str() + "; nncc import-hf supports " +
+              need.str();
+  }
+
+private:
+  bool isNull(llvm::StringRef key) const {
+    const llvm::json::Value *v = object.get(key);
+    return v && v->kind() == llvm::json::Value::Null;
+  }
+  void fail(llvm::StringRef key, const llvm::Twine &what) {
+    if (error.empty())
+      error = path + ": '" + key.str() + "' must be " + what.str();
+  }
+
+  const llvm::json::Object &object;
+  std::string path;
+  std::string error;
+};
+
+const char *const kActivations[] = {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu"};
+
+std::optional<HfConfig> readConfig(const std::string &dir, std::string &error) {
+  std::string path = (llvm::Twine(dir) + "/config.json").str();
+  if (int rc = checkInputPath("import-hf", path); rc != 0) {
+    error = "";
+    return std::nullopt;
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer) {
+    error = "cannot read '" + path + "': " + buffer.getError().message() +
+            " (a Hugging Face checkpoint folder holds config.json and model.safetensors)";
+    return std::nullopt;
+  }
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse((*buffer)->getBuffer());
+  if (!json) {
+    error = path + ": not JSON: " + llvm::toString(json.takeError());
+    return std::nullopt;
+  }
+  const llvm::json::Object *object = json->getAsObject();
+  if (!object) {
+    error = path + ": expected a JSON object";
+    return std::nullopt;
+  }
+  ConfigReader r(*object, path);
+  HfConfig c;
+  c.modelType = r.string("model_type", "");
+  if (const llvm::json::Array *archs = object->getArray("architectures"))
+    if (!archs->empty())
+      if (std::optional<llvm::StringRef> a = (*archs)[0].getAsString())
+        c.architecture = a->str();
+  if (!importAs.empty())
+    c.architecture = importAs;
+  c.spec = findArchitecture(c.modelType, c.architecture, error);
+  if (!c.spec) {
+    error = path + ": " + error;
+    return std::nullopt;
+  }
+  c.head = c.spec->head;
+  c.vocab = r.positiveInt("vocab_size");
+  c.hidden = r.positiveInt("hidden_size");
+  c.layers = r.positiveInt("num_hidden_layers");
+  c.heads = r.positiveInt("num_attention_heads");
+  c.ff = r.positiveInt("intermediate_size");
+  c.maxPositions = r.positiveInt("max_position_embeddings");
+  c.typeVocab = r.positiveInt("type_vocab_size", 2);
+  c.embedding = c.spec->family == HfFamily::Electra ? r.positiveInt("embedding_size", c.hidden)
+                                                    : c.hidden;
+  c.eps = r.number("layer_norm_eps", 1e-12, 1e-30, 1.0);
+  c.hiddenDropout = r.number("hidden_dropout_prob", 0.1, 0.0, 1.0);
+  c.attentionDropout = r.number("attention_probs_dropout_prob", 0.1, 0.0, 1.0);
+  c.classifierDropout = r.number("classifier_dropout", c.hiddenDropout, 0.0, 1.0);
+  c.activation = r.string("hidden_act", "gelu");
+  c.problemType = r.string("problem_type", "");
+  c.numLabels = 2;
+  if (const llvm::json::Object *id2label = object->getObject("id2label"))
+    c.numLabels = int64_t(id2label->size());
+  c.numLabels = r.positiveInt("num_labels", c.numLabels);
+  if (r.failed()) {
+    error = r.message();
+    return std::nullopt;
+  }
+  if (!llvm::is_contained(kActivations, c.activation))
+    r.unsupported("hidden_act", "'" + c.activation + "'",
+                  "gelu, gelu_new, gelu_pytorch_tanh and relu");
+  if (std::string pos = r.string("position_embedding_type", "absolute"); pos != "absolute")
+    r.unsupported("position_embedding_type", "'" + pos + "'", "'absolute' only");
+  if (r.boolean("is_decoder", false))
+    r.unsupported("is_decoder", "true", "encoders (is_decoder false) only");
+  if (r.boolean("add_cross_attention", false))
+    r.unsupported("add_cross_attention", "true", "no cross-attention");
+  if (c.hidden % c.heads != 0)
+    r.unsupported("hidden_size", std::to_string(c.hidden),
+                  "a multiple of num_attention_heads (" + std::to_string(c.heads) + ")");
+  if (!c.problemType.empty() && c.problemType != "single_label_classification" &&
+      c.problemType != "multi_label_classification" && c.problemType != "regression")
+    r.unsupported("problem_type", "'" + c.problemType + "'",
+                  "single_label_classification, multi_label_classification and regression");
+  if (c.problemType.empty())
+    c.problemType = c.numLabels == 1 ? "regression" : "single_label_classification";
+  if (r.failed()) {
+    error = r.message();
+    return std::nullopt;
+  }
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// Weights
+//===----------------------------------------------------------------------===//
+
+/// The checkpoint's safetensors files, each open; a tensor is found in any.
+class Checkpoint {
+public:
+  ~Checkpoint() {
+    for (nncc_safetensors *f : files)
+      nncc_safetensors_close(f);
+  }
+
+  /// Opens DIR/model.safetensors, or the shards DIR/model.safetensors.index.json names.
+  bool open(const std::string &dir, std::string &error) {
+    std::string single = dir + "/model.safetensors";
+    std::string index = dir + "/model.safetensors.index.json";
+    std::vector<std::string> paths;
+    if (llvm::sys::fs::exists(single)) {
+      paths.push_back(single);
+    } else if (llvm::sys::fs::exists(index)) {
+      if (!readIndex(dir, index, paths, error))
+        return false;
+    } else {
+      error = "'" + dir + "' holds no model.safetensors";
+      if (llvm::sys::fs::exists(dir + "/pytorch_model.bin"))
+        error += " (only pytorch_model.bin: nncc reads safetensors, not pickles; in Python, "
+                 "AutoModel.from_pretrained(DIR).save_pretrained(DIR) writes one)";
+      return false;
+    }
+    for (const std::string &p : paths) {
+      if (checkInputPath("import-hf", p) != 0) {
+        error = "";
+        return false;
+      }
+      nncc_safetensors *f = nullptr;
+      nncc_error err{};
+      if (nncc_safetensors_open(p.c_str(), &f, &err) != NNCC_OK) {
+        error = err.message;
+        return false;
+      }
+      files.push_back(f);
+      for (size_t i = 0, n = nncc_safetensors_count(f); i < n; ++i) {
+        nncc_tensor_view v{};
+        if (nncc_safetensors_tensor_at(f, i, &v, &err) == NNCC_OK)
+          unused.insert(v.name);
+      }
+    }
+    return true;
+  }
+
+  bool has(const std::string &name) const { return find(name).has_value(); }
+
+  std::optional<nncc_tensor_view> find(const std::string &name) const {
+    for (nncc_safetensors *f : files) {
+      nncc_tensor_view v{};
+      if (nncc_safetensors_find(f, name.c_str(), &v, nullptr) == NNCC_OK)
+        return v;
+    }
+    return std::nullopt;
+  }
+
+  /// Appends tensor `name` of `shape`, as F32, to `out`; marks it used.
+  bool readF32(const std::string &name, llvm::ArrayRef<int64_t> shape, std::vector<float> &out,
+               std::string &error) {
+    std::optional<nncc_tensor_view> v = find(name);
+    if (!v) {
+      error = "the checkpoint has no tensor '" + name + "'";
+      return false;
+    }
+    if (llvm::ArrayRef<int64_t>(v->shape, v->rank) != shape) {
+      error = "tensor '" + name + "' is " + shapeString({v->shape, size_t(v->rank)}) +
+              "; config.json implies " + shapeString(shape);
+      return false;
+    }
+    unused.erase(name);
+    const auto *bytes = static_cast<const unsigned char *>(v->data);
+    size_t n = v->numel, base = out.size();
+    out.resize(base + n);
+    float *dst = out.data() + base;
+    // The data may be unaligned (docs of nncc_tensor_view): read bytewise.
+    switch (v->dtype) {
+    case NNCC_DTYPE_F32:
+      std::memcpy(dst, bytes, n * sizeof(float));
+      return true;
+    case NNCC_DTYPE_F64: // rounded to nearest (even), the only inexact case
+      for (size_t i = 0; i < n; ++i) {
+        double d;
+        std::memcpy(&d, bytes + 8 * i, 8);
+        dst[i] = float(d);
+      }
+      return true;
+    case NNCC_DTYPE_F16:
+    case NNCC_DTYPE_BF16: // widened exactly
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, bytes + 2 * i, 2);
+        dst[i] = v->dtype == NNCC_DTYPE_F16 ? nncc_f16_to_f32(h) : nncc_bf16_to_f32(h);
+      }
+      return true;
+    default:
+      error = "tensor '" + name + "' is " + nncc_dtype_name(v->dtype) +
+              "; weights must be F32, F64, F16 or BF16";
+      return false;
+    }
+  }
+
+  /// Tensors no parameter read (buffers such as position_ids excepted).
+  std::vector<std::string> unusedTensors() const {
+    std::vector<std::string> names;
+    for (const std::string &n : unused)
+      if (!llvm::StringRef(n).ends_with("position_ids"))
+        names.push_back(n);
+    return names;
+  }
+
+private:
+  bool readIndex(const std::string &dir, const std::string &index,
+                 std::vector<std::string> &paths, std::string &error) {
+    auto buffer = llvm::MemoryBuffer::getFile(index, /*IsText=*/true);
+    if (!buffer) {
+      error = "cannot read '" + index + "': " + buffer.getError().message();
+      return false;
+    }
+    llvm::Expected<llvm::json::Value> json = llvm::json::parse((*buffer)->getBuffer());
+    const llvm::json::Object *map =
+        json && json->getAsObject() ? json->getAsObject()->getObject("weight_map") : nullptr;
+    if (!map) {
+      if (!json)
+        llvm::consumeError(json.takeError());
+      error = index + ": expected an object with a 'weight_map'";
+      return false;
+    }
+    std::set<std::string> shards;
+    for (const auto &kv : *map) {
+      std::optional<llvm::StringRef> file = kv.second.getAsString();
+      if (!file || file->empty() || file->contains('/') || *file == "..") {
+        error = index + ": the shard of '" + kv.first.str() + "' must be a file name";
+        return false;
+      }
+      shards.insert(file->str());
+    }
+    for (const std::string &s : shards)
+      paths.push_back(dir + "/" + s);
+    return true;
+  }
+
+  std::vector<nncc_safetensors *> files;
+  std::set<std::string> unused;
+};
+
+/// Copies the tokenizer's files beside the model, so OUT is a whole folder
+/// for `python -m nncc.data encode --tokenizer OUT`.
+int copyTokenizerFiles(const std::string &dir, const std::string &out) {
+  for (const char *name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                           "vocab.txt"}) {
+    std::string from = dir + "/" + name, to = out + "/" + name;
+    if (!llvm::sys::fs::is_regular_file(from))
+      continue;
+    auto buffer = llvm::MemoryBuffer::getFile(from);
+    if (!buffer)
+      return fail("cannot read '" + from + "': " + buffer.getError().message());
+    if (int rc = replaceFile(to, (*buffer)->getBuffer(), "-o"))
+      return rc;
+  }
+  return 0;
+}
+} // namespace
+
+int runImportHf() {
+  std::string dir = importDir;
+  while (dir.size() > 1 && dir.back() == '/')
+    dir.pop_back();
+  if (!llvm::sys::fs::is_directory(dir))
+    return fail("'" + dir + "' is not a folder (nncc import-hf reads a Hugging Face checkpoint "
+                            "folder: config.json and model.safetensors)");
+  std::string error;
+  std::optional<HfConfig> config = readConfig(dir, error);
+  if (!config)
+    return error.empty() ? 1 : fail(error);
+
+  Checkpoint checkpoint;
+  if (!checkpoint.open(dir, error))
+    return error.empty() ? 1 : fail(error);
+
+  std::string name = importName.empty() ? config->modelType : importName.getValue();
+  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_') ||
+      !llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+    return fail("--name '" + name + "' is not an identifier (letters, digits, '_')");
+
+  // The encoder's tensors under base_model_prefix ("bert.") in a task
+  // model's checkpoint, without it in a base model's.
+  const std::string prefix =
+      checkpoint.has(config->spec->prefix + ".embeddings.word_embeddings.weight")
+          ? config->spec->prefix + "."
+          : "";
+  // BertModel(add_pooling_layer=False) saves no pooler.
+  if (config->head == HfHead::Pooler && !checkpoint.has(prefix + "pooler.dense.weight"))
+    config->head = HfHead::None;
+  // The weights first: a checkpoint that does not match its config fails
+  // before anything is written.
+  struct Tensor {
+    std::string name;
+    std::vector<int64_t> shape;
+    std::vector<float> data;
+  };
+  std::vector<Tensor> weights;
+  for (const HfWeightLink &link : weightLinks(*config, prefix)) {
+    Tensor t{link.name, link.shape, {}};
+    std::vector<int64_t> part = link.shape;
+    part[0] /= int64_t(link.sources.size());
+    for (const std::string &source : link.sources)
+      if (!checkpoint.readF32(source, part, t.data, error))
+        return fail(dir + ": " + error);
+    weights.push_back(std::move(t));
+  }
+
+  std::string out = importOut;
+  if (std::error_code ec = llvm::sys::fs::create_directories(out))
+    return fail("-o '" + out + "': cannot create the folder: " + ec.message());
+  std::string source = modelSource(*config, name);
+  if (int rc = replaceFile(out + "/model.nn", source, "-o"))
+    return rc;
+
+  nncc_safetensors_writer *writer = nullptr;
+  nncc_error err{};
+  if (nncc_safetensors_writer_create(&writer, &err) != NNCC_OK)
+    return fail(err.message);
+  std::unique_ptr<nncc_safetensors_writer, void (*)(nncc_safetensors_writer *)> owner(
+      writer, nncc_safetensors_writer_destroy);
+  for (const Tensor &t : weights)
+    if (nncc_safetensors_writer_add(writer, t.name.c_str(), NNCC_DTYPE_F32, int32_t(t.shape.size()),
+                                    t.shape.data(), t.data.data(),
+                                    uint64_t(t.data.size()) * sizeof(float), &err) != NNCC_OK)
+      return fail(err.message);
+  nncc_safetensors_writer_set_metadata(writer, "format", "pt", nullptr);
+  nncc_safetensors_writer_set_metadata(writer, "nncc.imported_from",
+                                       config->spec->architecture.c_str(), nullptr);
+  if (nncc_safetensors_writer_write(writer, (out + "/model.safetensors").c_str(), &err) !=
+      NNCC_OK)
+    return fail(err.message);
+  if (int rc = copyTokenizerFiles(dir, out))
+    return rc;
+
+  if (config->attentionDropout != config->hiddenDropout)
+    llvm::errs() << "nncc: note: attention_probs_dropout_prob " << config->attentionDropout
+                 << " differs from hidden_dropout_prob " << config->hiddenDropout
+                 << "; nncc's encoder_layer has one dropout probability: "
+                 << config->hiddenDropout << " for both (training only)\n";
+  std::vector<std::string> unused = checkpoint.unusedTensors();
+  if (!unused.empty()) {
+    std::string list;
+    for (size_t i = 0; i < unused.size() && i < 4; ++i)
+      list += (i ? ", '" : "'") + unused[i] + "'";
+    if (unused.size() > 4)
+      list += " and " + std::to_string(unused.size() - 4) + " more";
+    llvm::errs() << "nncc: note: " << unused.size() << " tensor(s) of the checkpoint are not part of "
+                 << config->spec->architecture << " and were left out: " << printable(list)
+                 << "\n";
+  }
+  llvm::outs() << "imported " << config->spec->architecture << " (" << config->layers
+               << " layers, hidden " << config->hidden << ", " << weights.size()
+               << " tensors) to " << out << "/model.nn and " << out << "/model.safetensors\n";
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// export-hf
+//===----------------------------------------------------------------------===//
+
+cl::SubCommand exportHfCmd("export-hf",
+                           "Write a BERT / ELECTRA model trained by nncc as a Hugging Face "
+                           "checkpoint folder (config.json + model.safetensors)");
+
+namespace {
+cl::opt<std::string> exportModel(cl::Positional, cl::desc("<model.nn>"), cl::Required,
+                                 cl::sub(exportHfCmd), cl::cat(hfCategory));
+cl::opt<std::string> exportWeights("weights", cl::desc("The model's weights (nncc's names)"),
+                                   cl::value_desc("W.safetensors"), cl::Required,
+                                   cl::sub(exportHfCmd), cl::cat(hfCategory));
+cl::opt<std::string> exportOut("o", cl::desc("Folder for config.json and model.safetensors"),
+                               cl::value_desc("DIR"), cl::Required, cl::sub(exportHfCmd),
+                               cl::cat(hfCategory));
+cl::opt<std::string> exportArchitecture(
+    "architecture",
+    cl::desc("The transformers class (default: from the model's layers: classifier, "
+             "discriminator_predictions, pooler, else ElectraModel)"),
+    cl::value_desc("ARCH"), cl::sub(exportHfCmd), cl::cat(hfCategory));
+cl::opt<std::string> exportEmbeddings("embeddings",
+                                      cl::desc("The bert_embeddings layer (when there are several)"),
+                                      cl::value_desc("NAME"), cl::sub(exportHfCmd),
+                                      cl::cat(hfCategory));
+cl::opt<std::string> exportEncoder("encoder",
+                                   cl::desc("The `repeat N encoder_layer` layer (when there are "
+                                            "several)"),
+                                   cl::value_desc("NAME"), cl::sub(exportHfCmd),
+                                   cl::cat(hfCategory));
+enum class ExportDtype { F32, F16, BF16 };
+cl::opt<ExportDtype> exportDtype(
+    "dtype", cl::desc("Element type of the written weights"), cl::init(ExportDtype::F32),
+    cl::values(clEnumValN(ExportDtype::F32, "f32", "float32 (F64 weights rounded to nearest)"),
+               clEnumValN(ExportDtype::F16, "f16", "float16, rounded to nearest even"),
+               clEnumValN(ExportDtype::BF16, "bf16", "bfloat16, rounded to nearest even")),
+    cl::sub(exportHfCmd), cl::cat(hfCategory));
+
+using frontend::LayerInstance;
+
+/// The one top-level layer that `matches` (or the one named `chosen`).
+const LayerInstance *findLayer(const frontend::ModelInfo &m, llvm::StringRef what,
+                               llvm::StringRef flag, const std::string &chosen,
+                               llvm::function_ref<bool(const LayerInstance &)> matches,
+                               std::string &error) {
+  std::vector<std::string> names;
+  const LayerInstance *found = nullptr;
+  for (const auto &[name, layer] : m.layers)
+    if (matches(*layer) && (chosen.empty() || name == chosen)) {
+      names.push_back(name);
+      found = layer.get();
+    }
+  if (names.size() == 1)
+    return found;
+  if (!chosen.empty())
+    error = "model '" + m.name + "' has no " + what.str() + " layer '" + chosen + "'";
+  else if (names.empty())
+    error = "model '" + m.name + "' has no " + what.str() + " layer";
+  else
+    error = "model '" + m.name + "' has several " + what.str() + " layers (" +
+            llvm::join(names, ", ") + "): choose one with " + flag.str();
+  return nullptr;
+}
+
+bool isLinear(const LayerInstance *l, int64_t in, int64_t out) {
+  return l && l->kind == LayerInstance::Library && l->callee == "linear" &&
+         l->intArg("in") == in && l->intArg("out") == out && l->boolArg("bias", true);
+}
+
+/// The Hugging Face config of a model in import-hf's layout (or a seed
+/// model's embeddings and encoder).
+std::optional<HfConfig> configFromModel(const frontend::ModelInfo &m, std::string &error) {
+  const LayerInstance *emb = findLayer(
+      m, "bert_embeddings", "--embeddings", exportEmbeddings,
+      [](const LayerInstance &l) { return l.kind == LayerInstance::Library &&
+                                          l.callee == "bert_embeddings"; },
+      error);
+  if (!emb)
+    return std::nullopt;
+  const LayerInstance *enc = findLayer(
+      m, "`repeat N encoder_layer`", "--encoder", exportEncoder,
+      [](const LayerInstance &l) {
+        return l.kind == LayerInstance::Repeat && !l.children.empty() &&
+               l.children[0].second->callee == "encoder_layer";
+      },
+      error);
+  if (!enc)
+    return std::nullopt;
+  const LayerInstance &layer = *enc->children[0].second;
+  HfConfig c;
+  c.embeddingsPath = emb->path;
+  c.encoderPath = enc->path;
+  c.vocab = emb->intArg("vocab");
+  c.embedding = emb->intArg("dim");
+  c.maxPositions = emb->intArg("max_len", 512);
+  c.typeVocab = emb->intArg("type_vocab", 2);
+  c.hidden = layer.intArg("dim");
+  c.heads = layer.intArg("heads", 4);
+  c.ff = layer.intArg("ff", 1024);
+  c.layers = int64_t(enc->children.size());
+  c.activation = layer.enumArg("activation", "relu");
+  c.eps = layer.floatArg("eps", 1e-5);
+  c.hiddenDropout = c.attentionDropout = c.classifierDropout = layer.floatArg("dropout", 0.1);
+  if (std::string pos = emb->enumArg("position", "learned"); pos != "learned") {
+    error = "layer '" + emb->path + "' has position: " + pos +
+            "; Hugging Face's BERT and ELECTRA learn absolute positions (position: learned)";
+    return std::nullopt;
+  }
+  if (std::string kind = layer.enumArg("kind", "dense"); kind != "dense") {
+    error = "layer '" + enc->path + "' has kind: " + kind +
+            " attention; BERT and ELECTRA attend densely (kind: dense)";
+    return std::nullopt;
+  }
+  if (double e = emb->floatArg("eps", 1e-12); e != c.eps) {
+    error = "the layer norms of '" + emb->path + "' (eps " + llvm::formatv("{0}", e).str() + ") and '" +
+            enc->path + "' (eps " + llvm::formatv("{0}", c.eps).str() +
+            ") differ; a Hugging Face config has one layer_norm_eps";
+    return std::nullopt;
+  }
+
+  // The architecture: given, or from the heads import-hf names.
+  const LayerInstance *classifier = m.layer("classifier");
+  const LayerInstance *pooler = m.layer("pooler");
+  std::string arch = exportArchitecture;
+  if (arch.empty()) {
+    if (classifier)
+      arch = classifier->kind == LayerInstance::Block ? "ElectraForSequenceClassification"
+                                                      : "BertForSequenceClassification";
+    else if (m.layer("discriminator_predictions"))
+      arch = "ElectraForPreTraining";
+    else if (pooler)
+      arch = "BertModel";
+    else
+      arch = "ElectraModel";
+  }
+  c.architecture = arch;
+  for (llvm::StringRef type : {"bert", "electra"}) {
+    std::string ignored;
+    if (const HfArchitecture *a = findArchitecture(type, arch, ignored))
+      c.spec = a;
+  }
+  if (!c.spec) {
+    error = "--architecture '" + arch +
+            "' is not one nncc export-hf writes (BertModel, BertForSequenceClassification, "
+            "ElectraModel, ElectraForPreTraining, ElectraForSequenceClassification)";
+    return std::nullopt;
+  }
+  c.modelType = c.spec->modelType;
+  c.head = c.spec->head;
+  if (c.spec->family == HfFamily::Bert && c.embedding != c.hidden) {
+    error = "the embeddings of '" + emb->path + "' are " + std::to_string(c.embedding) +
+            " wide and the encoder " + std::to_string(c.hidden) +
+            "; BERT has one width (ELECTRA projects: --architecture ElectraModel)";
+    return std::nullopt;
+  }
+  if (c.spec->family == HfFamily::Electra && c.embedding != c.hidden &&
+      !isLinear(m.layer("embeddings_project"), c.embedding, c.hidden)) {
+    error = "the embeddings are " + std::to_string(c.embedding) + " wide and the encoder " +
+            std::to_string(c.hidden) + ": ELECTRA needs embeddings_project = linear(" +
+            std::to_string(c.embedding) + ", " + std::to_string(c.hidden) + ")";
+    return std::nullopt;
+  }
+  // The head's layers; their weights' shapes are checked when they are read.
+  auto need = [&](llvm::StringRef name) {
+    if (m.layer(name))
+      return true;
+    error = c.spec->architecture + " needs a layer '" + name.str() + "' (as nncc import-hf writes it)";
+    return false;
+  };
+  if (c.head == HfHead::SequenceClassification) {
+    if (!need("classifier") || (c.spec->family == HfFamily::Bert && !need("pooler")))
+      return std::nullopt;
+    const LayerInstance *out = c.spec->family == HfFamily::Electra
+                                   ? classifier->child("out_proj")
+                                   : classifier;
+    if (!out || out->callee != "linear") {
+      error = "layer 'classifier' is not " +
+              std::string(c.spec->family == HfFamily::Electra
+                              ? "a block with linear layers dense and out_proj"
+                              : "a linear layer");
+      return std::nullopt;
+    }
+    c.numLabels = out->intArg("out");
+    c.problemType = "single_label_classification";
+    for (const frontend::InputInfo &in : m.inputs)
+      if (in.name == "labels" && in.dtype.front() == 'f')
+        c.problemType = c.numLabels == 1 ? "regression" : "multi_label_classification";
+  }
+  if ((c.head == HfHead::Pooler && !need("pooler")) ||
+      (c.head == HfHead::PreTraining && !need("discriminator_predictions")))
+    return std::nullopt;
+  return c;
+}
+
+llvm::json::Value configJSON(const HfConfig &c, llvm::StringRef dtype) {
+  llvm::json::Object o{
+      {"architectures", llvm::json::Array{c.spec->architecture}},
+      {"model_type", c.modelType},
+      {"vocab_size", c.vocab},
+      {"hidden_size", c.hidden},
+      {"num_hidden_layers", c.layers},
+      {"num_attention_heads", c.heads},
+      {"intermediate_size", c.ff},
+      {"hidden_act", c.activation},
+      {"hidden_dropout_prob", c.hiddenDropout},
+      {"attention_probs_dropout_prob", c.attentionDropout},
+      {"max_position_embeddings", c.maxPositions},
+      {"type_vocab_size", c.typeVocab},
+      {"layer_norm_eps", c.eps},
+      {"initializer_range", 0.02},
+      {"pad_token_id", 0},
+      {"position_embedding_type", "absolute"},
+      {"torch_dtype", dtype},
+  };
+  if (c.spec->family == HfFamily::Electra)
+    o["embedding_size"] = c.embedding;
+  if (c.head == HfHead::SequenceClassification) {
+    llvm::json::Object id2label, label2id;
+    for (int64_t i = 0; i < c.numLabels; ++i) {
+      std::string label = "LABEL_" + std::to_string(i);
+      id2label[std::to_string(i)] = label;
+      label2id[label] = i;
+    }
+    o["id2label"] = std::move(id2label);
+    o["label2id"] = std::move(label2id);
+    o["problem_type"] = c.problemType;
+  }
+  return llvm::json::Value(std::move(o));
+}
+} // namespace
+
+int runExportHf() {
+  mlir::MLIRContext context;
+  driver::prepareContext(context);
+  llvm::SourceMgr sourceMgr;
+  std::optional<unsigned> bufId = driver::readSourceFile(sourceMgr, exportModel);
+  if (!bufId)
+    return 1;
+  driver::CheckedModel checked = driver::checkModel(context, sourceMgr, *bufId);
+  if (!checked.model)
+    return 1;
+  std::string error;
+  std::optional<HfConfig> config = configFromModel(*checked.model, error);
+  if (!config)
+    return fail(error);
+
+  if (int rc = checkInputPath("--weights", exportWeights))
+    return rc;
+  nncc_safetensors *file = nullptr;
+  nncc_error err{};
+  if (nncc_safetensors_open(exportWeights.c_str(), &file, &err) != NNCC_OK)
+    return fail(err.message);
+  std::unique_ptr<nncc_safetensors, void (*)(nncc_safetensors *)> fileOwner(
+      file, nncc_safetensors_close);
+
+  // Each nncc parameter split into its Hugging Face tensors (rows of dim 0).
+  const std::string prefix = config->head == HfHead::None || config->head == HfHead::Pooler
+                                 ? ""
+                                 : config->spec->prefix + ".";
+  const bool half = exportDtype != ExportDtype::F32;
+  struct Tensor {
+    std::string name;
+    std::vector<int64_t> shape;
+    std::vector<float> f32;
+    std::vector<uint16_t> f16;
+  };
+  std::vector<Tensor> tensors;
+  std::set<std::string> used;
+  for (const HfWeightLink &link : weightLinks(*config, prefix)) {
+    nncc_tensor_view v{};
+    if (nncc_safetensors_find(file, link.name.c_str(), &v, &err) != NNCC_OK)
+      return fail("--weights: " + llvm::Twine(err.message) + " (the parameter '" + link.name +
+                  "' of " + config->spec->architecture + ")");
+    if (llvm::ArrayRef<int64_t>(v.shape, v.rank) != llvm::ArrayRef<int64_t>(link.shape))
+      return fail("--weights: tensor '" + link.name + "' is " +
+                  shapeString({v.shape, size_t(v.rank)}) + "; the model declares " +
+                  shapeString(link.shape));
+    if (v.dtype != NNCC_DTYPE_F32 && v.dtype != NNCC_DTYPE_F64)
+      return fail("--weights: tensor '" + link.name + "' is " + nncc_dtype_name(v.dtype) +
+                  "; expected F32 or F64");
+    used.insert(link.name);
+    const auto *bytes = static_cast<const unsigned char *>(v.data);
+    const size_t per = size_t(v.numel / link.sources.size());
+    for (size_t s = 0; s < link.sources.size(); ++s) {
+      Tensor t{link.sources[s], link.shape, {}, {}};
+      t.shape[0] /= int64_t(link.sources.size());
+      for (size_t i = s * per; i < (s + 1) * per; ++i) {
+        float f;
+        if (v.dtype == NNCC_DTYPE_F32) {
+          std::memcpy(&f, bytes + 4 * i, 4);
+        } else {
+          double d;
+          std::memcpy(&d, bytes + 8 * i, 8);
+          f = float(d);
+        }
+        if (!half)
+          t.f32.push_back(f);
+        else
+          t.f16.push_back(exportDtype == ExportDtype::F16 ? nncc_f32_to_f16(f)
+                                                           : nncc_f32_to_bf16(f));
+      }
+      tensors.push_back(std::move(t));
+    }
+  }
+
+  std::string out = exportOut;
+  if (std::error_code ec = llvm::sys::fs::create_directories(out))
+    return fail("-o '" + out + "': cannot create the folder: " + ec.message());
+  const char *dtypeName[] = {"float32", "float16", "bfloat16"};
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << llvm::formatv("{0:2}", configJSON(*config, dtypeName[int(exportDtype.getValue())]))
+     << "\n";
+  if (int rc = replaceFile(out + "/config.json", json, "-o"))
+    return rc;
+  nncc_safetensors_writer *writer = nullptr;
+  if (nncc_safetensors_writer_create(&writer, &err) != NNCC_OK)
+    return fail(err.message);
+  std::unique_ptr<nncc_safetensors_writer, void (*)(nncc_safetensors_writer *)> owner(
+      writer, nncc_safetensors_writer_destroy);
+  const nncc_dtype dtypes[] = {NNCC_DTYPE_F32, NNCC_DTYPE_F16, NNCC_DTYPE_BF16};
+  for (const Tensor &t : tensors) {
+    const void *data = half ? static_cast<const void *>(t.f16.data()) : t.f32.data();
+    uint64_t nbytes = half ? t.f16.size() * 2 : t.f32.size() * 4;
+    if (nncc_safetensors_writer_add(writer, t.name.c_str(), dtypes[int(exportDtype.getValue())],
+                                    int32_t(t.shape.size()), t.shape.data(), data, nbytes,
+                                    &err) != NNCC_OK)
+      return fail(err.message);
+  }
+  nncc_safetensors_writer_set_metadata(writer, "format", "pt", nullptr);
+  if (nncc_safetensors_writer_write(writer, (out + "/model.safetensors").c_str(), &err) !=
+      NNCC_OK)
+    return fail(err.message);
+  // The tokenizer beside the model (an imported folder keeps one).
+  if (int rc = copyTokenizerFiles(llvm::sys::path::parent_path(exportModel).str().empty()
+                                      ? std::string(".")
+                                      : llvm::sys::path::parent_path(exportModel).str(),
+                                  out))
+    return rc;
+
+  std::vector<std::string> left;
+  for (size_t i = 0, n = nncc_safetensors_count(file); i < n; ++i) {
+    nncc_tensor_view v{};
+    if (nncc_safetensors_tensor_at(file, i, &v, nullptr) == NNCC_OK && !used.count(v.name))
+      left.push_back(v.name);
+  }
+  if (!left.empty())
+    llvm::errs() << "nncc: note: " << left.size() << " tensor(s) of --weights are not part of "
+                 << config->spec->architecture << " and were left out: '"
+                 << printable(left[0]) << "'" << (left.size() > 1 ? ", ..." : "") << "\n";
+  llvm::outs() << "exported " << config->spec->architecture << " (" << config->layers
+               << " layers, hidden " << config->hidden << ", " << tensors.size()
+               << " tensors) to " << out << "/config.json and " << out << "/model.safetensors\n";
+  return 0;
+}
+
+} // namespace nncc::tool
