@@ -7,6 +7,7 @@
 //        [--target cpu|cuda] [--memory-budget SIZE|min]
 //        [--save-state S.safetensors [--save-every N]] [--resume S.safetensors]
 //        [--micro-batch M|auto] [--validation V.safetensors [--keep-best] [--patience N]]
+//        [--freeze PATTERN]... [--freeze-file F]
 //
 // Compiles the model with gradients (cached, as `nncc run --grad`), loads the
 // data file (one tensor per model input, leading dim = samples), and runs
@@ -41,6 +42,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -121,6 +123,17 @@ cl::opt<std::string> weightsPrefix(
     cl::desc("With --weights: take the file's tensor PREFIX<name> as parameter <name> and "
              "skip the tensors without the prefix (e.g. discriminator. for an ELECTRA run)"),
     cl::value_desc("PREFIX"), cl::sub(trainCmd), cl::cat(runCategory));
+cl::list<std::string> freezeOpt(
+    "freeze",
+    cl::desc("Freeze the parameters whose names (as nncc inspect lists them) match this glob "
+             "pattern or name (repeatable; e.g. 'embed.*'): the optimizer leaves them and "
+             "their state unchanged, and their gradients out of the clipping norm (ABI 10 "
+             "set_frozen; torch's requires_grad=False)"),
+    cl::value_desc("PATTERN"), cl::sub(trainCmd), cl::cat(runCategory));
+cl::opt<std::string> freezeFile(
+    "freeze-file",
+    cl::desc("Patterns for --freeze, one a line ('#' comments and blank lines skipped)"),
+    cl::value_desc("F"), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<std::string> validationFile(
     "validation",
     cl::desc("Held-out samples (the --data format): after every epoch, the sample-weighted "
@@ -1289,7 +1302,8 @@ int checkTrainOutputs(const std::string &out) {
                                   {"--data", dataFile},
                                   {"--validation", validationFile},
                                   {"--weights", initWeights},
-                                  {"--resume", resumeState}};
+                                  {"--resume", resumeState},
+                                  {"--freeze-file", freezeFile}};
   if (int rc = checkOutputPath("-o", out, reads))
     return rc;
   reads.push_back({"-o", out});
@@ -1342,6 +1356,116 @@ struct TrainingModel {
 
 } // namespace
 
+/// One --freeze pattern and where it came from ("--freeze" or "F:line").
+struct FreezePattern {
+  std::string text, where;
+};
+
+/// The name closest to `pattern` among the parameters' names and their
+/// module prefixes followed by ".*" (the form --freeze is mostly given in).
+std::string closestFreezeName(const ModelSignature &sig, llvm::StringRef pattern) {
+  std::string best;
+  unsigned bestDistance = ~0u;
+  auto consider = [&](llvm::StringRef candidate) {
+    unsigned d = pattern.edit_distance(candidate, /*AllowReplacements=*/true);
+    if (d < bestDistance)
+      bestDistance = d, best = candidate.str();
+  };
+  for (const TensorSignature &p : sig.params) {
+    llvm::StringRef name(p.name);
+    consider(name);
+    for (size_t dot = name.find('.'); dot != llvm::StringRef::npos;
+         dot = name.find('.', dot + 1))
+      consider((name.substr(0, dot) + ".*").str());
+  }
+  return best;
+}
+
+/// --freeze and --freeze-file against the model's parameters: `frozen` gets
+/// one flag per parameter (sig order). A pattern that matches nothing, a bad
+/// pattern and freezing every parameter are errors (one line).
+int resolveFreeze(const ModelSignature &sig, std::vector<char> &frozen) {
+  std::vector<FreezePattern> patterns;
+  for (const std::string &p : freezeOpt)
+    patterns.push_back({p, "--freeze"});
+  if (!freezeFile.empty()) {
+    auto buf = llvm::MemoryBuffer::getFile(freezeFile, /*IsText=*/true);
+    if (!buf)
+      return fail("--freeze-file: cannot read '" + freezeFile + "': " +
+                  buf.getError().message());
+    llvm::SmallVector<llvm::StringRef> lines;
+    (*buf)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/true);
+    for (size_t k = 0; k < lines.size(); ++k) {
+      llvm::StringRef line = lines[k].split('#').first.trim();
+      if (!line.empty())
+        patterns.push_back({line.str(), freezeFile + ":" + std::to_string(k + 1)});
+    }
+    if (patterns.size() == freezeOpt.size())
+      return fail("--freeze-file '" + freezeFile + "' has no pattern");
+  }
+  frozen.assign(sig.params.size(), 0);
+  std::vector<std::string> unmatched;
+  for (const FreezePattern &fp : patterns) {
+    auto glob = llvm::GlobPattern::create(fp.text);
+    if (!glob)
+      return fail(fp.where + " '" + printable(fp.text) + "': not a glob pattern: " +
+                  llvm::toString(glob.takeError()));
+    bool any = false;
+    for (size_t i = 0; i < sig.params.size(); ++i)
+      if (glob->match(sig.params[i].name))
+        frozen[i] = 1, any = true;
+    if (!any)
+      unmatched.push_back(
+          (fp.where == "--freeze" ? std::string() : fp.where + ": ") + "'" +
+          printable(fp.text) + "' (did you mean '" + closestFreezeName(sig, fp.text) + "'?)");
+  }
+  if (!unmatched.empty())
+    return fail("--freeze: no parameter of '" + sig.model + "' matches " +
+                llvm::join(unmatched, ", ") + "; nncc inspect lists the parameters");
+  if (!sig.params.empty() &&
+      std::count(frozen.begin(), frozen.end(), 1) == (long)sig.params.size())
+    return fail("--freeze: the patterns freeze every parameter of '" + sig.model + "' (" +
+                std::to_string(sig.params.size()) + "): nothing would be trained");
+  return 0;
+}
+
+/// Marks the parameters of `frozen` frozen in the context (the others
+/// trainable) and says how many, or with --resume and no --freeze keeps
+/// what the state recorded and says that.
+int applyFreeze(ModelHandle &h, const std::vector<char> &frozen, bool resumed) {
+  const nncc_model_abi *abi = h.abi;
+  nncc_error err;
+  const bool given = !freezeOpt.empty() || !freezeFile.empty();
+  if (!given && !resumed)
+    return 0;
+  std::vector<std::string> names;
+  int64_t elements = 0, total = 0;
+  for (int32_t i = 0; i < abi->num_params; ++i) {
+    const char *name = abi->params[i].name;
+    int32_t flag = 0;
+    if (given) {
+      flag = frozen[i];
+      if (abi->set_frozen(h.model, name, flag, &err) != NNCC_OK)
+        return fail(llvm::Twine("--freeze: ") + err.message);
+    } else if (abi->get_frozen(h.model, name, &flag, &err) != NNCC_OK) {
+      return fail(llvm::Twine("--resume: ") + err.message);
+    }
+    int64_t numel = 1;
+    for (int32_t d = 0; d < abi->params[i].rank; ++d)
+      numel *= abi->params[i].dims[d];
+    total += numel;
+    if (flag)
+      names.push_back(name), elements += numel;
+  }
+  if (names.empty())
+    return 0;
+  llvm::errs() << "nncc: note: " << (given ? "--freeze" : "--resume (as the state recorded)")
+               << ": " << names.size() << " of " << abi->num_params
+               << " parameters frozen (" << elements << " of " << total
+               << " elements): " << nameList(names) << "\n";
+  return 0;
+}
+
 int runTrain() {
   if (dataFile.empty())
     return fail("nncc train needs --data D.safetensors (one tensor per model input, "
@@ -1389,6 +1513,9 @@ int runTrain() {
   const std::string out =
       outWeights.empty() ? sig->model + ".safetensors" : std::string(outWeights);
   if (int rc = resolveMetrics(*sig, metricsSpec))
+    return rc;
+  std::vector<char> frozen;
+  if (int rc = resolveFreeze(*sig, frozen))
     return rc;
   if (int rc = checkTrainOutputs(out))
     return rc;
@@ -1481,6 +1608,8 @@ int runTrain() {
   } else if (int rc = loadTrainWeights(h, (uint64_t)cfg.seed)) {
     return rc;
   }
+  if (int rc = applyFreeze(h, frozen, !resumeState.empty()))
+    return rc;
   // The run seed reaches every random stream (dropout, zoneout, masks,
   // samples; docs/training.md, "Random streams").
   {
