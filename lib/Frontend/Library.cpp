@@ -420,12 +420,13 @@ bool nncc::frontend::checkValue(llvm::StringRef what, const ParamSpec &p,
     }
     if (v.kind != CValue::Ctor || (v.name != "dilated" && v.name != "lsh"))
       return fail("dense, dilated(window:, dilation:, global:) or "
-                  "lsh(hashes:, chunk:)");
+                  "lsh(hashes:, chunk:, convention:)");
     static const std::vector<ParamSpec> dilated = {
         optI("window", PK::PosInt, 64), optI("dilation", PK::PosInt, 1),
         {"global", PK::IntList, false, std::nullopt, {}}};
     static const std::vector<ParamSpec> lsh = {optI("hashes", PK::PosInt, 4),
-                                               optI("chunk", PK::PosInt, 64)};
+                                               optI("chunk", PK::PosInt, 64),
+                                               optE("convention", {"hf", "nncc"}, "hf")};
     std::vector<std::pair<std::string, CValue>> out;
     if (!bindCtor(v.name, v.name == "lsh" ? lsh : dilated, v, diag, out))
       return false;

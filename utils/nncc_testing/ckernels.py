@@ -29,6 +29,7 @@ class AttnParams(C.Structure):
                 ("n_global", C.c_int32), ("rotations", C.c_void_p),
                 ("n_hashes", C.c_int32), ("n_buckets", C.c_int32),
                 ("chunk", C.c_int32), ("same_bucket_only", C.c_int32),
+                ("lsh_convention", C.c_int32),
                 ("dropout", C.c_double), ("dropout_seed", C.c_uint64),
                 ("dropout_offset", C.c_uint64)]
 
@@ -74,7 +75,7 @@ def i64(*xs):
 # --- attention entry points -------------------------------------------------
 def params(kind, causal=0, window=0, dilation=1, globals_=None, rot=None,
            n_hashes=0, n_buckets=0, chunk=0, same_bucket=0, dropout=0.0,
-           dropout_seed=0, dropout_offset=0, scale=0.0):
+           dropout_seed=0, dropout_offset=0, scale=0.0, lsh_convention=0):
     p = AttnParams()
     p.kind, p.causal, p.scale = ATTN[kind], causal, scale
     p.window, p.dilation = window, dilation
@@ -87,6 +88,7 @@ def params(kind, causal=0, window=0, dilation=1, globals_=None, rot=None,
         p.rotations = rot.ctypes.data_as(C.c_void_p)
     p.n_hashes, p.n_buckets, p.chunk = n_hashes, n_buckets, chunk
     p.same_bucket_only = same_bucket
+    p.lsh_convention = lsh_convention  # 0 NNCC_LSH_NNCC, 1 NNCC_LSH_HF
     p.dropout, p.dropout_seed, p.dropout_offset = dropout, dropout_seed, dropout_offset
     return p
 

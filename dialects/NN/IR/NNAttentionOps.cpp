@@ -72,11 +72,19 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                        ? Dim::getStatic(embed.getSize() / numHeads)
                        : Dim::getDynamic();
     FailureOr<nncc::nn::TensorType> type = diag.tensor(rotations, "rotations");
-    if (failed(type) || failed(check(rotations,
-                                     {Dim::getStatic(lsh.getHashes()),
-                                      headSize, Dim::getDynamic()},
-                                     "rotations [hashes, E / num_heads, "
-                                     "buckets / 2]")))
+    if (failed(type))
+      return failure();
+    if (lsh.isHf()
+            ? failed(check(rotations,
+                           {Dim::getStatic(numHeads), headSize,
+                            Dim::getStatic(lsh.getHashes()), Dim::getDynamic()},
+                           "rotations [num_heads, E / num_heads, hashes, "
+                           "buckets / 2] (convention hf)"))
+            : failed(check(rotations,
+                           {Dim::getStatic(lsh.getHashes()), headSize,
+                            Dim::getDynamic()},
+                           "rotations [hashes, E / num_heads, buckets / 2] "
+                           "(convention nncc)")))
       return failure();
   }
   inferred.push_back(*x);

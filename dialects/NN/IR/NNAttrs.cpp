@@ -131,7 +131,10 @@ DilatedAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult
 LshAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                         int64_t hashes, int64_t chunk) {
+                         int64_t hashes, int64_t chunk, StringRef convention) {
+  if (convention != "hf" && convention != "nncc")
+    return emitError() << "lsh attention convention must be \"hf\" or \"nncc\", got \""
+                       << convention << "\"";
   if (hashes < 1)
     return emitError() << "lsh attention hashes must be >= 1, got " << hashes;
   if (chunk < 1)

@@ -253,11 +253,28 @@ def NN_LshAttentionAttr : NN_Attr<"LshAttention", "lsh",
     `chunk` positions. hashes >= 1, chunk >= 1. Input projection `[2E, E]`
     (shared query/key, then value).
 
+    `convention` (default `"hf"`, left out when printed) selects whose
+    semantics: `"hf"`, Hugging Face transformers' `LSHSelfAttention` (keys
+    normalised to unit length and 1/sqrt(dh) with eps 1e-6, no further
+    scale; all rounds sorted into one sequence, each chunk looking one chunk
+    back with wrap-around across rounds; self score -1e5; padded positions
+    in an extra bucket; plain attention when T <= chunk; rotations
+    `[num_heads, E / num_heads, hashes, buckets / 2]`, per head), or
+    `"nncc"`, nncc's earlier semantics (scores scaled by 1/sqrt(dh), no
+    look-back across rounds, rotations `[hashes, E / num_heads, buckets / 2]`
+    shared by the heads). docs/kernels.md, "LSH".
+
     ```mlir
     #nn.lsh<hashes = 4, chunk = 64>
+    #nn.lsh<hashes = 4, chunk = 64, convention = "nncc">
     ```
   }];
-  let parameters = (ins "int64_t":$hashes, "int64_t":$chunk);
+  let parameters = (ins "int64_t":$hashes, "int64_t":$chunk,
+                    StringRefParameter<"LSH convention: hf or nncc", "\"hf\"">:$convention);
+  let extraClassDeclaration = [{
+    /// Whether this is Hugging Face's convention (the default).
+    bool isHf() const { return getConvention() == "hf"; }
+  }];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

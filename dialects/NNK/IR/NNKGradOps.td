@@ -260,6 +260,8 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     training forward) nothing of the forward is recomputed; otherwise the
     optional `core` output `[B, T, E]` receives the forward core's output,
     recomputed on the way (what the out-projection's weight gradient needs).
+    `convention` (kind lsh only) is the forward's: `"hf"` or `"nncc"`, and
+    sets the rotations' layout as nnk.lsh_attention's.
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
@@ -280,7 +282,9 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     DefaultValuedAttr<NNK_I64Attr, "0">:$hashes,
     DefaultValuedAttr<NNK_I64Attr, "0">:$chunk,
     DefaultValuedAttr<NNK_I64Attr, "0">:$seed,
-    DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout);
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout,
+    DefaultValuedAttr<StrAttr, "\"hf\"">:$convention);
+  let hasVerifier = 1;
   let assemblyFormat = [{
     `ins` `(` $qkv `,` $dout `)` (`mask` `(` $mask^ `)`)?
     (`rotations` `(` $rotations^ `)`)?

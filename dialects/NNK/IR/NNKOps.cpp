@@ -737,26 +737,52 @@ LogicalResult BandedAttentionOp::verify() {
                          getNumHeads(), 3, getDropout());
 }
 
+/// The LSH convention and the rotations' shape of an LSH core (forward or
+/// backward): [hashes, dh, n_buckets/2] (nncc) or [num_heads, dh, hashes,
+/// n_buckets/2] (hf), E read from `e`.
+static LogicalResult verifyLshRotations(Operation *op, StringRef convention, Value r,
+                                        Dim e, int64_t heads, int64_t hashes,
+                                        Value sameType) {
+  if (convention != "hf" && convention != "nncc")
+    return op->emitOpError("convention must be \"hf\" or \"nncc\", got \"")
+           << convention << "\"";
+  if (!r)
+    return success();
+  const bool hf = convention == "hf";
+  if (failed(expectSameElementType(op, {r, sameType})) ||
+      failed(expectRank(op, r, hf ? 4 : 3, "rotations")))
+    return failure();
+  Dim dh = e.isStatic() && heads > 0 ? Dim::getStatic(e.getSize() / heads)
+                                     : Dim::getDynamic();
+  if (hf)
+    return expectDims(op, r,
+                      {Dim::getStatic(heads), dh, Dim::getStatic(hashes),
+                       bufferOf(r).getDim(3)},
+                      "rotations");
+  return expectDims(op, r, {Dim::getStatic(hashes), dh, bufferOf(r).getDim(2)},
+                    "rotations");
+}
+
 LogicalResult LSHAttentionOp::verify() {
   if (getHashes() < 1 || getChunk() < 1)
     return emitOpError("hashes and chunk must be >= 1");
   if (failed(verifyAttention(*this, getQkv(), getMask(), getOut(), getLse(),
                              getNumHeads(), 2, getDropout())))
     return failure();
-  if (Value r = getRotations()) {
-    if (failed(expectSameElementType(*this, {r, getOut()})) ||
-        failed(expectRank(*this, r, 3, "rotations")))
-      return failure();
-    Dim e = bufferOf(getOut()).getDim(2);
-    Dim dh = e.isStatic() ? Dim::getStatic(e.getSize() / getNumHeads())
-                          : Dim::getDynamic();
-    if (failed(expectDims(*this, r,
-                          {Dim::getStatic(getHashes()), dh,
-                           bufferOf(r).getDim(2)},
-                          "rotations")))
-      return failure();
+  return verifyLshRotations(*this, getConvention(), getRotations(),
+                            bufferOf(getOut()).getDim(2), getNumHeads(), getHashes(),
+                            getOut());
+}
+
+LogicalResult AttentionGradOp::verify() {
+  if (getKind() != AttentionKind::lsh) {
+    if (getConvention() != "hf")
+      return emitOpError("convention applies only to kind lsh");
+    return success();
   }
-  return success();
+  return verifyLshRotations(*this, getConvention(), getRotations(),
+                            bufferOf(getDout()).getDim(2), getNumHeads(), getHashes(),
+                            getDout());
 }
 
 //===----------------------------------------------------------------------===//

@@ -662,6 +662,13 @@ def NNK_LSHAttentionOp : NNK_Op<"lsh_attention", [AttrSizedOperandSegments]> {
     with the same `seed`. `lse` (optional) receives the log-sum-exp of each
     query's combined weights (over the rounds). `nncc_attention_*` with
     `NNCC_ATTN_LSH`.
+
+    `convention` is nn.lsh's: `"hf"` (the default; `NNCC_LSH_HF`: Hugging
+    Face's `LSHSelfAttention`, rotations
+    `[num_heads, dh, hashes, n_buckets/2]` per head, drawn that size when
+    not given; one sorted sequence over the rounds with look-back across
+    them, `scale` 0 meaning 1) or `"nncc"` (`NNCC_LSH_NNCC`: the semantics
+    above, rotations shared by the heads). docs/kernels.md, "LSH".
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
@@ -675,7 +682,8 @@ def NNK_LSHAttentionOp : NNK_Op<"lsh_attention", [AttrSizedOperandSegments]> {
     DefaultValuedAttr<BoolAttr, "false">:$causal,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale,
     DefaultValuedAttr<NNK_I64Attr, "0">:$seed,
-    DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout,
+    DefaultValuedAttr<StrAttr, "\"hf\"">:$convention
   );
   let assemblyFormat = [{
     `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? (`rotations` `(` $rotations^ `)`)?

@@ -65,7 +65,7 @@ FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
     nnk::LSHAttentionOp::create(rewriter, loc, *qkv, mask,
                                 remap(rewriter, op.getRotations()), *ctx, lse,
                                 heads, l.getHashes(), l.getChunk(), causal, 0.0,
-                                op.getSeed(), dropout);
+                                op.getSeed(), dropout, l.getConvention());
   } else {
     return op.emitError("unsupported attention kind ") << kind;
   }

@@ -281,6 +281,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     double dropout = op.getDropout();
     nnk::AttentionKind coreKind = nnk::AttentionKind::dense;
     int64_t window = 0, dilation = 1, hashes = 0, chunk = 0;
+    StringRef convention = "hf";
     ArrayRef<int64_t> global;
     if (auto d = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
       coreKind = nnk::AttentionKind::dilated;
@@ -291,6 +292,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
       coreKind = nnk::AttentionKind::lsh;
       hashes = l.getHashes();
       chunk = l.getChunk();
+      convention = l.getConvention();
     } else if (!isa<nn::DenseAttentionAttr>(kind)) {
       return op.emitError("unsupported attention kind ") << kind;
     }
@@ -306,7 +308,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
                                  savedOut, savedLse, *dqkv,
                                  savedOut ? Value() : *core, coreKind, heads,
                                  causal, 0.0, window, dilation, global, hashes,
-                                 chunk, op.getSeed(), dropout);
+                                 chunk, op.getSeed(), dropout, convention);
     SmallVector<Value> dparams;
     auto wOutT = cast<nnk::BufferType>(wOut.getType());
     FailureOr<Value> dWout = allocBuffer(rewriter, op, wOutT);

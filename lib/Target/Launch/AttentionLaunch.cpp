@@ -29,6 +29,7 @@ struct AttentionConfig {
   int64_t hashes = 0, chunk = 0, seed = 0;
   double dropout = 0;
   Value rotations; // LSH: given rotations (else a seeded draw)
+  bool lshHf = false; // LSH: Hugging Face's convention (NNCC_LSH_HF)
 };
 
 AttentionConfig configOf(Operation *op) {
@@ -49,6 +50,7 @@ AttentionConfig configOf(Operation *op) {
     c.hashes = g.getHashes();
     c.chunk = g.getChunk();
     c.rotations = g.getRotations();
+    c.lshHf = c.kind == AttentionKind::lsh && g.getConvention() == "hf";
   } else if (auto b = dyn_cast<nnk::BandedAttentionOp>(op)) {
     common(b);
     c.kind = AttentionKind::dilated;
@@ -61,6 +63,7 @@ AttentionConfig configOf(Operation *op) {
     c.hashes = l.getHashes();
     c.chunk = l.getChunk();
     c.rotations = l.getRotations();
+    c.lshHf = l.getConvention() == "hf";
   } else {
     common(cast<nnk::FlashAttentionOp>(op));
   }
@@ -75,12 +78,18 @@ std::string globalList(ArrayRef<int64_t> global) {
 }
 
 /// The LSH rotations' element count without given rotations: hashes x dh x
-/// buckets / 2, buckets by HuggingFace's rule from T and the chunk.
+/// buckets / 2 (times the heads for Hugging Face's per-head rotations),
+/// buckets by HuggingFace's rule from T and the chunk.
 std::string drawnRotationCount(const AttentionConfig &c, const std::string &T,
                                const std::string &dh) {
-  return std::to_string(c.hashes) + " * " + dh + " * (nncc_gen_lsh_buckets(" + T + ", " +
+  return (c.lshHf ? std::to_string(c.heads) + " * " : std::string()) +
+         std::to_string(c.hashes) + " * " + dh + " * (nncc_gen_lsh_buckets(" + T + ", " +
          std::to_string(c.chunk) + ") / 2)";
 }
+
+/// Index of the rotations' buckets / 2 dimension: [hashes, dh, nb/2] or
+/// Hugging Face's [heads, dh, hashes, nb/2].
+unsigned rotationHalfDim(const AttentionConfig &c) { return c.lshHf ? 3 : 2; }
 
 //===----------------------------------------------------------------------===//
 // CPU: one parameter block, forward and backward
@@ -131,9 +140,10 @@ FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
     break;
   case AttentionKind::lsh:
     p += "p.kind = NNCC_ATTN_LSH; p.n_hashes = " + std::to_string(c.hashes) +
-         "; p.chunk = " + std::to_string(c.chunk) + "; ";
+         "; p.chunk = " + std::to_string(c.chunk) +
+         "; p.lsh_convention = " + (c.lshHf ? "NNCC_LSH_HF" : "NNCC_LSH_NNCC") + "; ";
     if (c.rotations) {
-      auto half = e.dim(c.rotations, 2);
+      auto half = e.dim(c.rotations, rotationHalfDim(c));
       if (failed(half))
         return failure();
       p += "p.n_buckets = (int32_t)(2 * " + *half + "); ";
@@ -207,7 +217,9 @@ FailureOr<CudaHead> cudaHead(LaunchEmitter &e, Operation *op, const AttentionCon
                       : "(" + E + " / " + std::to_string(c.heads) + ")";
   bool specialised = staticDh == 32 || staticDh == 64 || staticDh == 128;
   h.dhTemplate = specialised ? std::to_string(staticDh) : "0";
+  // Hugging Face's LSH keys carry the 1/sqrt(dh): no further scale.
   h.scale = c.scale != 0 ? "(acc_t<real_t>)" + fmtDouble(c.scale)
+            : c.lshHf    ? std::string("(acc_t<real_t>)1")
                          : "(acc_t<real_t>)1 / sqrt((acc_t<real_t>)" + h.dh + ")";
   return h;
 }
@@ -239,6 +251,10 @@ LogicalResult cudaGlobals(LaunchEmitter &e, Operation *op, const AttentionConfig
   return success();
 }
 
+/// The LSH launchers' flags argument: kLshHfConvention (2) for Hugging
+/// Face's convention, else 0 (LshAttention.cuh).
+std::string lshFlags(const AttentionConfig &c) { return c.lshHf ? "2" : "0"; }
+
 /// Prints `nbuckets` and the LSH rotations in acc_t<real_t> (bf16: fp32):
 /// the op's (bf16 ones widened into workspace), or drawn on the device from
 /// the op's seed (the CPU's values); returns the rotations' pointer
@@ -249,11 +265,12 @@ FailureOr<std::string> cudaLshRotations(LaunchEmitter &e, Operation *op,
   if (c.hashes > 32)
     return op->emitError("the CUDA LSH attention serves up to 32 hash rounds");
   if (c.rotations) {
-    auto half = e.dim(c.rotations, 2);
+    auto half = e.dim(c.rotations, rotationHalfDim(c));
     if (failed(half))
       return failure();
     e.out() << "const int64_t nbuckets = 2 * " << *half << ";\n";
-    std::string count = std::to_string(c.hashes) + " * " + dh + " * " + *half;
+    std::string count = (c.lshHf ? std::to_string(c.heads) + " * " : std::string()) +
+                        std::to_string(c.hashes) + " * " + dh + " * " + *half;
     e.out() << "const acc_t<real_t> *rot = lsh_rotations_acc<real_t>(" << e.name(c.rotations)
             << ", " << count << ", "
             << e.workspace("lsh_rotations_acc_bytes<real_t>(" + count + ")") << ", stream);\n";
@@ -347,7 +364,8 @@ LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const Attention
                                  ", sizeof(acc_t<real_t>))");
     SmallVector<std::string> args = {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads,
                                      std::to_string(c.hashes), "(int)nbuckets",
-                                     std::to_string(c.chunk), causal, "scale", "0", p.q, p.v, *ld,
+                                     std::to_string(c.chunk), causal, "scale", lshFlags(c), p.q,
+                                     p.v, *ld,
                                      *rot, e.name(out), *E, maskArg};
     if (train) {
       args.push_back(lseArg);
@@ -438,7 +456,8 @@ LogicalResult emitCudaAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o,
                                  ", sizeof(real_t), " + recompute + ")");
     // The shared QK's gradient (query and key path) into dx.q, dv into dx.v.
     args.append({std::to_string(c.hashes), "(int)nbuckets", std::to_string(c.chunk), causal,
-                 "scale", "0", x.q, x.v, *ld, *rot, e.name(dout), *E, dx.q, dx.v, *ld, maskArg});
+                 "scale", lshFlags(c), x.q, x.v, *ld, *rot, e.name(dout), *E, dx.q, dx.v, *ld,
+                 maskArg});
     args.append(drop);
     args.append(fwd);
     args.append({ws, "stream"});

@@ -36,7 +36,7 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
     return NNCC_K_EINVAL;
   if (p->kind != NNCC_ATTN_LSH && !k)
     return NNCC_K_EINVAL;
-  T scale = p->scale != 0 ? T(p->scale) : T(1) / nsqrt(T(dh));
+  T scale = attentionScaleOf<T>(p, dh);
   bool causal = p->causal != 0;
   AttentionDropout<T> drop = attentionDropoutOf<T>(p);
   if (p->kind == NNCC_ATTN_DENSE) {
@@ -53,12 +53,13 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
     a.dilation = p->dilation;
     dilatedAttentionForward<T>(a);
   } else {
-    lshAttentionForward<T>(LshAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, v,
-                                               static_cast<const T *>(p->rotations),
-                                               p->n_hashes, p->n_buckets, p->chunk,
-                                               p->same_bucket_only != 0, causal, kpm,
-                                               scale, drop},
-                           out, bucketsOut, lse);
+    LshAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, v,
+                          static_cast<const T *>(p->rotations),
+                          p->n_hashes, p->n_buckets, p->chunk,
+                          p->same_bucket_only != 0, causal, kpm,
+                          scale, drop};
+    a.hf = p->lsh_convention == NNCC_LSH_HF;
+    lshAttentionForward<T>(a, out, bucketsOut, lse);
   }
   return NNCC_K_OK;
 }

@@ -37,15 +37,16 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   const bool lsh = p->kind == NNCC_ATTN_LSH;
   if (!lsh && (!k || !dk))
     return NNCC_K_EINVAL;
-  T scale = p->scale != 0 ? T(p->scale) : T(1) / nsqrt(T(dh));
+  T scale = attentionScaleOf<T>(p, dh);
   AttentionDropout<T> drop = attentionDropoutOf<T>(p);
   if (lsh) {
-    lshAttentionBackward<T>(LshAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, v,
-                                                static_cast<const T *>(p->rotations),
-                                                p->n_hashes, p->n_buckets, p->chunk,
-                                                p->same_bucket_only != 0, p->causal != 0,
-                                                kpm, scale, drop},
-                            dout, dq, dv, ldg, out, savedLse);
+    LshAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, v,
+                          static_cast<const T *>(p->rotations),
+                          p->n_hashes, p->n_buckets, p->chunk,
+                          p->same_bucket_only != 0, p->causal != 0,
+                          kpm, scale, drop};
+    a.hf = p->lsh_convention == NNCC_LSH_HF;
+    lshAttentionBackward<T>(a, dout, dq, dv, ldg, out, savedLse);
     return NNCC_K_OK;
   }
   if (p->kind == NNCC_ATTN_DENSE) {

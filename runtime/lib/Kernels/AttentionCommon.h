@@ -64,7 +64,9 @@ inline bool attentionParamsValid(const nncc_attention_params *p, int64_t dh) {
            (p->n_global == 0 || p->global_pos);
   if (p->kind == NNCC_ATTN_LSH)
     return p->rotations && p->n_hashes >= 1 && p->n_buckets >= 2 &&
-           p->n_buckets % 2 == 0 && p->chunk >= 1;
+           p->n_buckets % 2 == 0 && p->chunk >= 1 &&
+           (p->lsh_convention == NNCC_LSH_NNCC ||
+            (p->lsh_convention == NNCC_LSH_HF && !p->same_bucket_only));
   return p->kind == NNCC_ATTN_DENSE;
 }
 
@@ -175,7 +177,9 @@ void denseAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout,
 
 /// Operands of the LSH attention core (LshAttention.cpp): shared
 /// query-key rows qk and value rows v (stride ldi; head h at columns
-/// [h dh, (h + 1) dh)), the rounds' rotations [rounds, dh, nbuckets / 2].
+/// [h dh, (h + 1) dh)), the rounds' rotations [rounds, dh, nbuckets / 2]
+/// (hf: [H, dh, rounds, nbuckets / 2]). hf: Hugging Face's conventions
+/// (NNCC_LSH_HF; docs/kernels.md "LSH").
 template <typename Real> struct LshAttentionArgs {
   int64_t B, T, H, dh, ldi, ldo;
   const Real *qk, *v, *rot;
@@ -184,7 +188,18 @@ template <typename Real> struct LshAttentionArgs {
   const uint8_t *kpm;
   Real scale;
   AttentionDropout<Real> drop;
+  bool hf = false;
 };
+
+/// The score scale of `p` for head size dh: p->scale, or its default,
+/// 1/sqrt(dh) (1 for Hugging Face's LSH, whose keys carry the 1/sqrt(dh)).
+template <typename T> T attentionScaleOf(const nncc_attention_params *p, int64_t dh) {
+  if (p->scale != 0)
+    return T(p->scale);
+  if (p->kind == NNCC_ATTN_LSH && p->lsh_convention == NNCC_LSH_HF)
+    return T(1);
+  return T(1) / nsqrt(T(dh));
+}
 
 /// out (row stride a.ldo) = LSH attention of every head; the buckets
 /// [B, H, rounds, T] and the combined log-sum-exp [B, H, T] when asked.

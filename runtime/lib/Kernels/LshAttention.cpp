@@ -300,10 +300,406 @@ void markSelfOnly(const LshAttentionArgs<T> &a, const LshHead<T> &hd, LshScratch
     other[t] = !other[t] && key_admissible((int)t, (int)t, a.causal, hd.kpmRow);
 }
 
+
+//===----------------------------------------------------------------------===//
+// Hugging Face's conventions (NNCC_LSH_HF; transformers' LSHSelfAttention)
+//===----------------------------------------------------------------------===//
+//
+// Keys k = qk / sqrt(|qk|^2 + dh 1e-6) (lsh_hf_inv_norm), scores q.k times
+// a.scale (1 by default). Padded positions hash to the extra bucket
+// nbuckets. With T > chunk the rounds' sorted entries form one sequence of
+// N = R T (round r's positions sorted by (bucket, position), then round
+// r + 1's), cut into nc = ceil(N / chunk) chunks; the queries of chunk c
+// see the keys of chunk c - 1 (wrapping: chunk 0 sees chunk nc - 1, so a
+// round's first chunk sees the previous round's last) and of chunk c. A
+// key at the query's own position scores lsh_hf_self_score() (-1e5), a
+// padded or (causal) later one is left out; everything else counts, a
+// position met twice (from two rounds) twice. Each round's entry of a
+// position gives an output and a log-sum-exp, combined over the rounds by
+// softmax(lse_r). With T <= chunk: one plain attention over all T (HF's
+// standard path), the same masks, no hashing, no rounds.
+
+/// The sorted sequence of one head under the HF conventions.
+struct HfPlan {
+  int64_t N, C, nc; // entries, chunk length, chunks
+  int Rq;           // rounds of queries (1 on the standard path)
+  bool chunked;     // T > chunk
+  int64_t W;        // widest key window (score tile stride)
+};
+
+template <typename T> HfPlan hfPlan(const LshAttentionArgs<T> &a) {
+  HfPlan p;
+  p.chunked = a.T > a.chunk;
+  p.Rq = p.chunked ? a.rounds : 1;
+  p.N = (int64_t)p.Rq * a.T;
+  p.C = p.chunked ? (int64_t)a.chunk : std::max<int64_t>(1, a.T);
+  p.nc = (p.N + p.C - 1) / p.C;
+  p.W = p.chunked ? 2 * p.C : p.C;
+  return p;
+}
+
+/// The sorted entries [lo, hi) of chunk c and of the chunk its queries
+/// look back at ([plo, phi), empty on the standard path).
+inline void hfWindow(const HfPlan &p, int64_t c, int64_t &lo, int64_t &hi, int64_t &plo,
+                     int64_t &phi) {
+  lo = c * p.C;
+  hi = std::min(p.N, lo + p.C);
+  plo = phi = 0;
+  if (p.chunked) {
+    const int64_t pc = (c + p.nc - 1) % p.nc;
+    plo = pc * p.C;
+    phi = std::min(p.N, plo + p.C);
+  }
+}
+
+template <typename T> struct HfScratch {
+  std::vector<T> kn, invn;
+  std::vector<int32_t> bucket, order, count;
+  std::vector<T> Qs, Ks, Vs, S, Ot, inv, o, lse;
+  std::vector<T> L, Dq, O, dOs, dP, dQs, dKs, dVs, dkn, nself;
+
+  HfScratch(const LshAttentionArgs<T> &a, const HfPlan &p, bool backward)
+      : kn(a.T * a.dh), invn(a.T), bucket(a.rounds * a.T), order(std::max(p.N, a.T)),
+        count(a.nbuckets + 2), Qs(p.N * a.dh), Ks(p.N * a.dh), Vs(p.N * a.dh),
+        S(kRows * p.W), Ot(kRows * a.dh), inv(kRows), o(p.N * a.dh), lse(p.N) {
+    if (!backward)
+      return;
+    L.resize(a.T);
+    Dq.resize(a.T);
+    O.resize(a.dh);
+    dOs.resize(p.N * a.dh);
+    dP.resize(S.size());
+    dQs.resize(p.N * a.dh);
+    dKs.resize(p.N * a.dh);
+    dVs.resize(p.N * a.dh);
+    dkn.resize(a.T * a.dh);
+    nself.resize(a.T);
+  }
+};
+
+/// Whether a query's combined log-sum-exp L says it saw only its own
+/// position (every other key masked): L = -1e5 + log(copies) then, while any
+/// other key of score s gives L >= s (|s| <= |qk|, far above -5e4).
+template <typename T> inline bool hfSelfOnly(T L) { return L < lsh_hf_self_score<T>() / 2; }
+
+/// Keys, buckets (padded positions: bucket nbuckets) and the sorted
+/// sequence order[0, N) of head hd; every row gathered in that order (and
+/// dout's when given).
+template <typename T>
+void hfPrepareHead(const LshAttentionArgs<T> &a, const HfPlan &p, const LshHead<T> &hd,
+                   HfScratch<T> &s, const T *dout) {
+  const int64_t Tn = a.T, dh = a.dh;
+  const int nb2 = a.nbuckets / 2;
+  for (int64_t t = 0; t < Tn; ++t) {
+    const T *x = hd.qk + t * a.ldi;
+    const T inv = lsh_hf_inv_norm(laneDot(x, x, dh), dh);
+    s.invn[t] = inv;
+    for (int64_t d = 0; d < dh; ++d)
+      s.kn[t * dh + d] = x[d] * inv;
+  }
+  const int64_t ldr = (int64_t)a.rounds * nb2;
+  for (int r = 0; r < a.rounds; ++r) {
+    const T *R = a.rot + hd.h * dh * ldr + (int64_t)r * nb2;
+    int32_t *bk = s.bucket.data() + r * Tn;
+    for (int64_t t = 0; t < Tn; ++t)
+      bk[t] = hd.kpmRow && hd.kpmRow[t] ? a.nbuckets
+                                        : lsh_bucket_strided(hd.qk + t * a.ldi, R, (int)dh,
+                                                             nb2, ldr);
+    if (!p.chunked)
+      continue;
+    int32_t *ord = s.order.data() + r * Tn;
+    std::fill(s.count.begin(), s.count.end(), 0);
+    for (int64_t t = 0; t < Tn; ++t)
+      ++s.count[bk[t] + 1];
+    for (int c = 0; c <= a.nbuckets; ++c)
+      s.count[c + 1] += s.count[c];
+    for (int64_t t = 0; t < Tn; ++t)
+      ord[s.count[bk[t]]++] = (int32_t)t;
+  }
+  if (!p.chunked)
+    for (int64_t t = 0; t < Tn; ++t)
+      s.order[t] = (int32_t)t;
+  for (int64_t P = 0; P < p.N; ++P) {
+    const int64_t t = s.order[P];
+    std::memcpy(&s.Qs[P * dh], hd.qk + t * a.ldi, sizeof(T) * dh);
+    std::memcpy(&s.Ks[P * dh], &s.kn[t * dh], sizeof(T) * dh);
+    std::memcpy(&s.Vs[P * dh], hd.v + t * a.ldi, sizeof(T) * dh);
+    if (dout)
+      std::memcpy(&s.dOs[P * dh], dout + t * a.ldo, sizeof(T) * dh);
+  }
+}
+
+/// Calls f(p0, nq, plo, nkp, lo, nko) for every tile of sorted queries
+/// [p0, p0 + nq) (at most kRows, within one chunk) with its look-back keys
+/// [plo, plo + nkp) and own-chunk keys [lo, lo + nko).
+template <typename F> void hfForEachTile(const HfPlan &p, F &&f) {
+  for (int64_t c = 0; c < p.nc; ++c) {
+    int64_t lo, hi, plo, phi;
+    hfWindow(p, c, lo, hi, plo, phi);
+    for (int64_t p0 = lo; p0 < hi; p0 += kRows)
+      f(p0, std::min<int64_t>(kRows, hi - p0), plo, phi - plo, lo, hi - lo);
+  }
+}
+
+/// S[:, 0, nkp) = A Bᵀ over the look-back rows, S[:, nkp, nkp + nko) over
+/// the own chunk's (alpha, row stride ldS).
+template <typename T>
+void hfScores(int64_t nq, int64_t dh, T alpha, const T *A, const T *Bm, int64_t plo,
+              int64_t nkp, int64_t lo, int64_t nko, T *S, int64_t ldS) {
+  if (nkp > 0)
+    gemm(false, true, nq, nkp, dh, alpha, A, dh, Bm + plo * dh, dh, T(0), S, ldS);
+  gemm(false, true, nq, nko, dh, alpha, A, dh, Bm + lo * dh, dh, T(0), S + nkp, ldS);
+}
+
+/// Sorted index of key column jj of a tile.
+inline int64_t hfKeyIndex(int64_t jj, int64_t plo, int64_t nkp, int64_t lo) {
+  return jj < nkp ? plo + jj : lo + (jj - nkp);
+}
+
+/// Query round of sorted entry P.
+inline int hfRound(const HfPlan &p, int64_t P, int64_t Tn) {
+  return p.chunked ? (int)(P / Tn) : 0;
+}
+
+/// Every query entry's lse (s.lse[P]) and normalised output (s.o[P]).
+template <typename T>
+void hfForwardEntries(const LshAttentionArgs<T> &a, const HfPlan &p, const LshHead<T> &hd,
+                      HfScratch<T> &s) {
+  const int64_t dh = a.dh, ldS = p.W;
+  const T selfScore = lsh_hf_self_score<T>();
+  hfForEachTile(p, [&](int64_t p0, int64_t nq, int64_t plo, int64_t nkp, int64_t lo,
+                       int64_t nko) {
+    const int64_t nk = nkp + nko;
+    hfScores(nq, dh, a.scale, &s.Qs[p0 * dh], s.Ks.data(), plo, nkp, lo, nko, s.S.data(),
+             ldS);
+    for (int64_t i = 0; i < nq; ++i) {
+      const int64_t P = p0 + i;
+      const int t = s.order[P];
+      T *row = s.S.data() + i * ldS;
+      T m = neg_big<T>();
+      for (int64_t jj = 0; jj < nk; ++jj) {
+        const int u = s.order[hfKeyIndex(jj, plo, nkp, lo)];
+        if (u == t)
+          row[jj] = selfScore;
+        else if (!key_admissible(t, u, a.causal, hd.kpmRow)) {
+          row[jj] = neg_big<T>();
+          continue;
+        }
+        m = row[jj] > m ? row[jj] : m;
+      }
+      T l = T(0);
+      for (int64_t jj = 0; jj < nk; ++jj) {
+        const T e = row[jj] <= neg_big<T>() ? T(0) : nexp(row[jj] - m);
+        row[jj] = e;
+        l += e;
+      }
+      s.inv[i] = T(1) / l;
+      s.lse[P] = m + nlog(l);
+      if (a.drop.on()) {
+        const uint64_t rc = rowCounter(a, hd, hfRound(p, P, a.T), t);
+        for (int64_t jj = 0; jj < nk; ++jj)
+          if (row[jj] != T(0))
+            row[jj] *= a.drop.mult(rc + (uint64_t)s.order[hfKeyIndex(jj, plo, nkp, lo)]);
+      }
+    }
+    if (nkp > 0)
+      gemm(false, false, nq, dh, nkp, T(1), s.S.data(), ldS, &s.Vs[plo * dh], dh, T(0),
+           s.Ot.data(), dh);
+    gemm(false, false, nq, dh, nko, T(1), s.S.data() + nkp, ldS, &s.Vs[lo * dh], dh,
+         nkp > 0 ? T(1) : T(0), s.Ot.data(), dh);
+    for (int64_t i = 0; i < nq; ++i) {
+      const T *src = &s.Ot[i * dh];
+      T *dst = &s.o[(p0 + i) * dh];
+      for (int64_t d = 0; d < dh; ++d)
+        dst[d] = src[d] * s.inv[i];
+    }
+  });
+}
+
+/// Position t's rounds combined: the output row orow and the log-sum-exp.
+/// Round r's entry of t is the sorted index r T + rank, found through
+/// `entry` [Rq, T].
+template <typename T>
+T hfCombine(const LshAttentionArgs<T> &a, const HfPlan &p, const HfScratch<T> &s,
+            const int32_t *entry, int64_t t, T *orow, T *w, T *l) {
+  for (int r = 0; r < p.Rq; ++r)
+    l[r] = s.lse[entry[r * a.T + t]];
+  lse_round_weights(l, p.Rq, w);
+  for (int64_t d = 0; d < a.dh; ++d) {
+    T acc = T(0);
+    for (int r = 0; r < p.Rq; ++r)
+      acc += w[r] * s.o[(int64_t)entry[r * a.T + t] * a.dh + d];
+    orow[d] = acc;
+  }
+  return logsumexp_rounds(l, p.Rq);
+}
+
+/// entry[r T + t] = sorted index of position t's round-r entry.
+template <typename T>
+void hfEntries(const LshAttentionArgs<T> &a, const HfPlan &p, const HfScratch<T> &s,
+               std::vector<int32_t> &entry) {
+  for (int64_t P = 0; P < p.N; ++P)
+    entry[hfRound(p, P, a.T) * a.T + s.order[P]] = (int32_t)P;
+}
+
+template <typename T>
+void hfForward(const LshAttentionArgs<T> &a, T *out, int32_t *bucketsOut, T *lseOut) {
+  const HfPlan p = hfPlan(a);
+  const int64_t tasks = a.B * a.H, Tn = a.T, dh = a.dh;
+  SerialBlasScope serialBlas;
+#pragma omp parallel
+  {
+    HfScratch<T> s(a, p, false);
+    std::vector<T> w(a.rounds), l(a.rounds);
+    std::vector<int32_t> entry(p.N);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const LshHead<T> hd = headOf(a, task);
+      hfPrepareHead(a, p, hd, s, static_cast<const T *>(nullptr));
+      if (bucketsOut)
+        std::memcpy(bucketsOut + task * a.rounds * Tn, s.bucket.data(),
+                    sizeof(int32_t) * a.rounds * Tn);
+      hfForwardEntries(a, p, hd, s);
+      hfEntries(a, p, s, entry);
+      for (int64_t t = 0; t < Tn; ++t) {
+        const T L = hfCombine(a, p, s, entry.data(), t, out + (hd.b * Tn + t) * a.ldo + hd.h * dh,
+                              w.data(), l.data());
+        if (lseOut)
+          lseOut[task * Tn + t] = L;
+      }
+    }
+  }
+}
+
+template <typename T>
+void hfBackward(const LshAttentionArgs<T> &a, const T *dout, T *dqk, T *dv, int64_t ldg, T *out,
+                const T *savedLse) {
+  const HfPlan p = hfPlan(a);
+  const int64_t tasks = a.B * a.H, Tn = a.T, dh = a.dh, ldS = p.W;
+  const T selfScore = lsh_hf_self_score<T>();
+  SerialBlasScope serialBlas;
+#pragma omp parallel
+  {
+    HfScratch<T> s(a, p, true);
+    std::vector<T> w(a.rounds), l(a.rounds);
+    std::vector<int32_t> entry(p.N);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const LshHead<T> hd = headOf(a, task);
+      const T *dobase = dout + hd.b * Tn * a.ldo + hd.h * dh;
+      T *dqbase = dqk + hd.b * Tn * ldg + hd.h * dh;
+      T *dvbase = dv + hd.b * Tn * ldg + hd.h * dh;
+      hfPrepareHead(a, p, hd, s, dobase);
+      if (savedLse) {
+        for (int64_t t = 0; t < Tn; ++t) {
+          s.L[t] = savedLse[task * Tn + t];
+          s.Dq[t] = laneDot(dobase + t * a.ldo, out + (hd.b * Tn + t) * a.ldo + hd.h * dh, dh);
+        }
+      } else {
+        hfForwardEntries(a, p, hd, s);
+        hfEntries(a, p, s, entry);
+        for (int64_t t = 0; t < Tn; ++t) {
+          T *orow = out ? out + (hd.b * Tn + t) * a.ldo + hd.h * dh : s.O.data();
+          s.L[t] = hfCombine(a, p, s, entry.data(), t, orow, w.data(), l.data());
+          s.Dq[t] = laneDot(dobase + t * a.ldo, orow, dh);
+        }
+      }
+      // A query that saw only itself: each of its self copies (all rounds'
+      // windows) weighs 1/copies exactly. exp(-1e5 - L) would say the same
+      // but loses f32's precision at L ~ -1e5 (HF's f32 does).
+      bool anySelfOnly = false;
+      for (int64_t t = 0; t < Tn; ++t)
+        anySelfOnly = anySelfOnly || hfSelfOnly(s.L[t]);
+      if (anySelfOnly) {
+        std::fill(s.nself.begin(), s.nself.end(), T(0));
+        hfForEachTile(p, [&](int64_t p0, int64_t nq, int64_t plo, int64_t nkp, int64_t lo,
+                             int64_t nko) {
+          for (int64_t i = 0; i < nq; ++i) {
+            const int t = s.order[p0 + i];
+            if (hfSelfOnly(s.L[t]))
+              for (int64_t jj = 0; jj < nkp + nko; ++jj)
+                s.nself[t] += s.order[hfKeyIndex(jj, plo, nkp, lo)] == t ? T(1) : T(0);
+          }
+        });
+      }
+      std::fill(s.dKs.begin(), s.dKs.end(), T(0));
+      std::fill(s.dVs.begin(), s.dVs.end(), T(0));
+      hfForEachTile(p, [&](int64_t p0, int64_t nq, int64_t plo, int64_t nkp, int64_t lo,
+                           int64_t nko) {
+        const int64_t nk = nkp + nko;
+        hfScores(nq, dh, a.scale, &s.Qs[p0 * dh], s.Ks.data(), plo, nkp, lo, nko, s.S.data(),
+                 ldS);
+        hfScores(nq, dh, T(1), &s.dOs[p0 * dh], s.Vs.data(), plo, nkp, lo, nko, s.dP.data(),
+                 ldS);
+        for (int64_t i = 0; i < nq; ++i) {
+          const int64_t P = p0 + i;
+          const int t = s.order[P];
+          T *prow = s.S.data() + i * ldS, *dsrow = s.dP.data() + i * ldS;
+          const T Lt = s.L[t], Dt = s.Dq[t];
+          const uint64_t rc = rowCounter(a, hd, hfRound(p, P, Tn), t);
+          for (int64_t jj = 0; jj < nk; ++jj) {
+            const int u = s.order[hfKeyIndex(jj, plo, nkp, lo)];
+            if (u == t) { // constant score: weight for dV, no score gradient
+              prow[jj] = a.drop.mult(rc + (uint64_t)u) *
+                         (hfSelfOnly(Lt) ? T(1) / s.nself[t] : nexp(selfScore - Lt));
+              dsrow[jj] = T(0);
+            } else if (!key_admissible(t, u, a.causal, hd.kpmRow)) {
+              prow[jj] = dsrow[jj] = T(0);
+            } else {
+              backwardPair(prow[jj], dsrow[jj], Lt, Dt, a.drop.mult(rc + (uint64_t)u), a.scale);
+            }
+          }
+        }
+        // dQ = dS K; dK^ += dSᵀ Q; dV += (c P)ᵀ dO, look-back and own keys.
+        if (nkp > 0)
+          gemm(false, false, nq, dh, nkp, T(1), s.dP.data(), ldS, &s.Ks[plo * dh], dh, T(0),
+               &s.dQs[p0 * dh], dh);
+        gemm(false, false, nq, dh, nko, T(1), s.dP.data() + nkp, ldS, &s.Ks[lo * dh], dh,
+             nkp > 0 ? T(1) : T(0), &s.dQs[p0 * dh], dh);
+        if (nkp > 0) {
+          gemm(true, false, nkp, dh, nq, T(1), s.dP.data(), ldS, &s.Qs[p0 * dh], dh, T(1),
+               &s.dKs[plo * dh], dh);
+          gemm(true, false, nkp, dh, nq, T(1), s.S.data(), ldS, &s.dOs[p0 * dh], dh, T(1),
+               &s.dVs[plo * dh], dh);
+        }
+        gemm(true, false, nko, dh, nq, T(1), s.dP.data() + nkp, ldS, &s.Qs[p0 * dh], dh, T(1),
+             &s.dKs[lo * dh], dh);
+        gemm(true, false, nko, dh, nq, T(1), s.S.data() + nkp, ldS, &s.dOs[p0 * dh], dh, T(1),
+             &s.dVs[lo * dh], dh);
+      });
+      // Sorted entries to positions, then the key path through the norm.
+      for (int64_t t = 0; t < Tn; ++t) {
+        std::memset(dqbase + t * ldg, 0, sizeof(T) * dh);
+        std::memset(dvbase + t * ldg, 0, sizeof(T) * dh);
+      }
+      std::fill(s.dkn.begin(), s.dkn.end(), T(0));
+      for (int64_t P = 0; P < p.N; ++P) {
+        const int64_t t = s.order[P];
+        T *dqr = dqbase + t * ldg, *dvr = dvbase + t * ldg, *dkr = &s.dkn[t * dh];
+        const T *gq = &s.dQs[P * dh], *gk = &s.dKs[P * dh], *gv = &s.dVs[P * dh];
+        for (int64_t d = 0; d < dh; ++d) {
+          dqr[d] += gq[d];
+          dkr[d] += gk[d];
+          dvr[d] += gv[d];
+        }
+      }
+      for (int64_t t = 0; t < Tn; ++t) {
+        const T *kh = &s.kn[t * dh], *dkh = &s.dkn[t * dh];
+        const T kd = laneDot(kh, dkh, dh);
+        T *dr = dqbase + t * ldg;
+        for (int64_t d = 0; d < dh; ++d)
+          dr[d] += unit_norm_grad(kh[d], dkh[d], kd, s.invn[t]);
+      }
+    }
+  }
+}
+
 } // namespace
 
 template <typename T>
 void lshAttentionForward(const LshAttentionArgs<T> &a, T *out, int32_t *bucketsOut, T *lseOut) {
+  if (a.hf)
+    return hfForward(a, out, bucketsOut, lseOut);
   const int64_t tasks = a.B * a.H, Tn = a.T, dh = a.dh;
   const int R = a.rounds;
   SerialBlasScope serialBlas;
@@ -356,6 +752,8 @@ void lshAttentionForward(const LshAttentionArgs<T> &a, T *out, int32_t *bucketsO
 template <typename T>
 void lshAttentionBackward(const LshAttentionArgs<T> &a, const T *dout, T *dqk, T *dv,
                           int64_t ldg, T *out, const T *savedLse) {
+  if (a.hf)
+    return hfBackward(a, dout, dqk, dv, ldg, out, savedLse);
   const int64_t tasks = a.B * a.H, Tn = a.T, dh = a.dh;
   const int R = a.rounds;
   SerialBlasScope serialBlas;

@@ -24,13 +24,21 @@ func.func @dilated(%x: !nn.tensor<[B, T, 8], f32>, %wi: !nn.tensor<[24, 8], f32>
   return %a : !nn.tensor<[B, T, 8], f32>
 }
 
-// LSH: shared-QK projection [B, T, 2E], rotations passed through.
+// LSH: shared-QK projection [B, T, 2E], rotations passed through, the
+// convention with them (hf, the default, is not printed).
 // CHECK-LABEL: func.func @lsh
 // CHECK: %[[QKV:.*]] = nnk.alloc : !nnk.buffer<[B, T, 16], f32>
 // CHECK: nnk.gemm ins(%{{.*}}, %{{.*}}) outs(%[[QKV]])
-// CHECK: nnk.lsh_attention ins(%[[QKV]]) rotations(%{{.*}}) outs(%{{.*}}) {chunk = 4 : i64, hashes = 2 : i64, num_heads = 2 : i64}
+// CHECK: nnk.lsh_attention ins(%[[QKV]]) rotations(%{{.*}}) outs(%{{.*}}) {chunk = 4 : i64, convention = "nncc", hashes = 2 : i64, num_heads = 2 : i64}
 // CHECK: nnk.gemm
 func.func @lsh(%x: !nn.tensor<[B, T, 8], f32>, %wi: !nn.tensor<[16, 8], f32>, %wo: !nn.tensor<[8, 8], f32>, %rot: !nn.tensor<[2, 4, 2], f32>) -> !nn.tensor<[B, T, 8], f32> {
-  %a = nn.attention %x, %wi out %wo rotations %rot {kind = #nn.lsh<hashes = 2, chunk = 4>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[16, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[2, 4, 2], f32>) -> !nn.tensor<[B, T, 8], f32>
+  %a = nn.attention %x, %wi out %wo rotations %rot {kind = #nn.lsh<hashes = 2, chunk = 4, convention = "nncc">, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[16, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[2, 4, 2], f32>) -> !nn.tensor<[B, T, 8], f32>
+  return %a : !nn.tensor<[B, T, 8], f32>
+}
+
+// CHECK-LABEL: func.func @lsh_hf
+// CHECK: nnk.lsh_attention ins(%{{.*}}) rotations(%{{.*}}) outs(%{{.*}}) {chunk = 4 : i64, hashes = 2 : i64, num_heads = 2 : i64} : !nnk.buffer<[B, T, 16], f32>, !nnk.buffer<[2, 4, 2, 2], f32>
+func.func @lsh_hf(%x: !nn.tensor<[B, T, 8], f32>, %wi: !nn.tensor<[16, 8], f32>, %wo: !nn.tensor<[8, 8], f32>, %rot: !nn.tensor<[2, 4, 2, 2], f32>) -> !nn.tensor<[B, T, 8], f32> {
+  %a = nn.attention %x, %wi out %wo rotations %rot {kind = #nn.lsh<hashes = 2, chunk = 4>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[16, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[2, 4, 2, 2], f32>) -> !nn.tensor<[B, T, 8], f32>
   return %a : !nn.tensor<[B, T, 8], f32>
 }

@@ -720,9 +720,27 @@ func.func @attention_rotations_kind(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.ten
 // -----
 
 func.func @attention_rotations_shape(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[12, 6], f32>, %wo: !nn.tensor<[6, 6], f32>, %r: !nn.tensor<[2, 6, 4], f32>) {
-  // expected-error @+2 {{'nn.attention' op expected rotations [hashes, E / num_heads, buckets / 2] of shape [2, 3, ?], got [2, 6, 4]}}
+  // expected-error @+2 {{'nn.attention' op expected rotations [hashes, E / num_heads, buckets / 2] (convention nncc) of shape [2, 3, ?], got [2, 6, 4]}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = nn.attention %x, %wi out %wo rotations %r {kind = #nn.lsh<hashes = 2, chunk = 4>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[12, 6], f32>, !nn.tensor<[6, 6], f32>, !nn.tensor<[2, 6, 4], f32>) -> !nn.tensor<[B, T, 6], f32>
+  %0 = nn.attention %x, %wi out %wo rotations %r {kind = #nn.lsh<hashes = 2, chunk = 4, convention = "nncc">, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[12, 6], f32>, !nn.tensor<[6, 6], f32>, !nn.tensor<[2, 6, 4], f32>) -> !nn.tensor<[B, T, 6], f32>
+  return
+}
+
+// -----
+
+func.func @attention_rotations_shape_hf(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[12, 6], f32>, %wo: !nn.tensor<[6, 6], f32>, %r: !nn.tensor<[2, 3, 4], f32>) {
+  // expected-error @+2 {{'nn.attention' op expected rotations [num_heads, E / num_heads, hashes, buckets / 2] (convention hf) of shape [2, 3, 2, ?], got [2, 3, 4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.attention %x, %wi out %wo rotations %r {kind = #nn.lsh<hashes = 2, chunk = 4>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[12, 6], f32>, !nn.tensor<[6, 6], f32>, !nn.tensor<[2, 3, 4], f32>) -> !nn.tensor<[B, T, 6], f32>
+  return
+}
+
+// -----
+
+func.func @attention_rotations_heads_hf(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[12, 6], f32>, %wo: !nn.tensor<[6, 6], f32>, %r: !nn.tensor<[3, 3, 2, 4], f32>) {
+  // expected-error @+2 {{'nn.attention' op expected rotations [num_heads, E / num_heads, hashes, buckets / 2] (convention hf) of shape [2, 3, 2, ?], got [3, 3, 2, 4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.attention %x, %wi out %wo rotations %r {kind = #nn.lsh<hashes = 2, chunk = 4, convention = "hf">, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[12, 6], f32>, !nn.tensor<[6, 6], f32>, !nn.tensor<[3, 3, 2, 4], f32>) -> !nn.tensor<[B, T, 6], f32>
   return
 }
 
@@ -1254,7 +1272,12 @@ func.func private @f() attributes {kind = #nn.lsh<hashes = 2, chunk = -4>}
 
 // -----
 
-// expected-error @+1 {{expected ','}}
+// expected-error @+1 {{lsh attention convention must be "hf" or "nncc", got "trax"}}
+func.func private @f() attributes {kind = #nn.lsh<hashes = 2, chunk = 4, convention = "trax">}
+
+// -----
+
+// expected-error @+1 {{struct is missing required parameter: chunk}}
 func.func private @f() attributes {kind = #nn.lsh<hashes = 2>}
 
 // -----

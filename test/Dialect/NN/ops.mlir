@@ -163,15 +163,19 @@ func.func @cells(%x: !nn.tensor<[B, 3], f32>, %h: !nn.tensor<[B, 4], f32>,
 func.func @attention(%x: !nn.tensor<[B, T, 8], f32>, %win: !nn.tensor<[24, 8], f32>,
                      %bin: !nn.tensor<[24], f32>, %wout: !nn.tensor<[8, 8], f32>,
                      %bout: !nn.tensor<[8], f32>, %mask: !nn.tensor<[B, T], i1>,
-                     %wqk: !nn.tensor<[16, 8], f32>, %rot: !nn.tensor<[4, 4, 8], f32>) {
+                     %wqk: !nn.tensor<[16, 8], f32>, %rot: !nn.tensor<[4, 4, 8], f32>,
+                     %rothf: !nn.tensor<[2, 4, 4, 8], f32>) {
   // CHECK: nn.attention %[[X]], %{{.*}} in_bias %{{.*}} out %{{.*}} out_bias %{{.*}} mask %{{.*}} {causal = true, dropout = 1.000000e-01 : f64, kind = #nn.dense, num_heads = 2 : i64, seed = 3 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[24], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[8], f32>, !nn.tensor<[B, T], i1>) -> !nn.tensor<[B, T, 8], f32>
   %0 = nn.attention %x, %win in_bias %bin out %wout out_bias %bout mask %mask {causal = true, dropout = 0.1 : f64, kind = #nn.dense, num_heads = 2 : i64, seed = 3 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[24], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[8], f32>, !nn.tensor<[B, T], i1>) -> !nn.tensor<[B, T, 8], f32>
   // CHECK: nn.attention %[[X]], %{{.*}} out %{{.*}} {kind = #nn.dilated<window = 64, dilation = 2, global = [0, 5]>, num_heads = 4 : i64}
   %1 = nn.attention %x, %win out %wout {kind = #nn.dilated<window = 64, dilation = 2, global = [0, 5]>, num_heads = 4 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
   // CHECK: nn.attention %[[X]], %{{.*}} out %{{.*}} {kind = #nn.dilated<window = 3, dilation = 1>, num_heads = 1 : i64}
   %2 = nn.attention %x, %win out %wout {kind = #nn.dilated<window = 3, dilation = 1>, num_heads = 1 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
-  // CHECK: nn.attention %[[X]], %{{.*}} out %{{.*}} rotations %{{.*}} {kind = #nn.lsh<hashes = 4, chunk = 64>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[16, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[4, 4, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
-  %3 = nn.attention %x, %wqk out %wout rotations %rot {kind = #nn.lsh<hashes = 4, chunk = 64>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[16, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[4, 4, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
+  // CHECK: nn.attention %[[X]], %{{.*}} out %{{.*}} rotations %{{.*}} {kind = #nn.lsh<hashes = 4, chunk = 64, convention = "nncc">, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[16, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[4, 4, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
+  %3 = nn.attention %x, %wqk out %wout rotations %rot {kind = #nn.lsh<hashes = 4, chunk = 64, convention = "nncc">, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[16, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[4, 4, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
+  // Hugging Face's convention (the default, not printed): per-head rotations.
+  // CHECK: nn.attention %[[X]], %{{.*}} out %{{.*}} rotations %{{.*}} {kind = #nn.lsh<hashes = 4, chunk = 64>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[16, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[2, 4, 4, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
+  %4 = nn.attention %x, %wqk out %wout rotations %rothf {kind = #nn.lsh<hashes = 4, chunk = 64, convention = "hf">, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[16, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[2, 4, 4, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
   return
 }
 

@@ -302,6 +302,42 @@ func.func @case30_dropout(%q: !nnk.buffer<[B, T, 24], f32>, %o: !nnk.buffer<[B, 
 // -----
 
 nn.parameter @p : !nn.tensor<[4], f32>
+func.func @case30_convention(%q: !nnk.buffer<[B, T, 16], f32>, %o: !nnk.buffer<[B, T, 8], f32>) {
+  // expected-error @+1 {{convention must be "hf" or "nncc", got "trax"}}
+  nnk.lsh_attention ins(%q) outs(%o) {chunk = 4 : i64, convention = "trax", hashes = 2 : i64, num_heads = 2 : i64} : !nnk.buffer<[B, T, 16], f32>, !nnk.buffer<[B, T, 8], f32>
+  return
+}
+
+// -----
+
+nn.parameter @p : !nn.tensor<[4], f32>
+func.func @case30_rotations_hf(%q: !nnk.buffer<[B, T, 16], f32>, %r: !nnk.buffer<[2, 4, 2], f32>, %o: !nnk.buffer<[B, T, 8], f32>) {
+  // expected-error @+1 {{rotations must have rank 4, got 3}}
+  nnk.lsh_attention ins(%q) rotations(%r) outs(%o) {chunk = 4 : i64, hashes = 2 : i64, num_heads = 2 : i64} : !nnk.buffer<[B, T, 16], f32>, !nnk.buffer<[2, 4, 2], f32>, !nnk.buffer<[B, T, 8], f32>
+  return
+}
+
+// -----
+
+nn.parameter @p : !nn.tensor<[4], f32>
+func.func @case30_rotations_heads_hf(%q: !nnk.buffer<[B, T, 16], f32>, %r: !nnk.buffer<[1, 4, 2, 2], f32>, %o: !nnk.buffer<[B, T, 8], f32>) {
+  // expected-error @+1 {{rotations must have shape [2, 4, 2, 2], got [1, 4, 2, 2]}}
+  nnk.lsh_attention ins(%q) rotations(%r) outs(%o) {chunk = 4 : i64, hashes = 2 : i64, num_heads = 2 : i64} : !nnk.buffer<[B, T, 16], f32>, !nnk.buffer<[1, 4, 2, 2], f32>, !nnk.buffer<[B, T, 8], f32>
+  return
+}
+
+// -----
+
+nn.parameter @p : !nn.tensor<[4], f32>
+func.func @case30_grad_convention(%qkv: !nnk.buffer<[B, T, 24], f32>, %o: !nnk.buffer<[B, T, 8], f32>, %d: !nnk.buffer<[B, T, 24], f32>) {
+  // expected-error @+1 {{convention applies only to kind lsh}}
+  nnk.attention_grad ins(%qkv, %o) outs(%d) {convention = "nncc", kind = #nnk<attention dense>, num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, T, 24], f32>
+  return
+}
+
+// -----
+
+nn.parameter @p : !nn.tensor<[4], f32>
 func.func @case30_dropout_lsh(%q: !nnk.buffer<[B, T, 16], f32>, %o: !nnk.buffer<[B, T, 8], f32>) {
   // expected-error @+1 {{dropout must be in [0, 1), got -5.000000e-01}}
   nnk.lsh_attention ins(%q) outs(%o) {chunk = 4 : i64, dropout = -0.5 : f64, hashes = 2 : i64, num_heads = 2 : i64} : !nnk.buffer<[B, T, 16], f32>, !nnk.buffer<[B, T, 8], f32>

@@ -31,7 +31,11 @@ struct Case {
   int window = 0, dilation = 1;
   std::vector<int32_t> globals;
   int hashes = 0, buckets = 0, chunk = 0, same = 0;
+  int hf = 0; // LSH: 1 = Hugging Face's convention (NNCC_LSH_HF; launcher flag kLshHfConvention)
 };
+
+/// The LSH launchers' flags argument of case `c`.
+static int lshFlags(const Case &c) { return c.same | (c.hf ? kLshHfConvention : 0); }
 
 template <typename T> std::vector<T> normal(size_t n) {
   std::normal_distribution<double> nd(0, 1);
@@ -58,6 +62,7 @@ static nncc_attention_params paramsOf(const Case &c, const void *rot, double dro
   p.n_buckets = c.buckets;
   p.chunk = c.chunk;
   p.same_bucket_only = c.same;
+  p.lsh_convention = c.hf ? NNCC_LSH_HF : NNCC_LSH_NNCC;
   p.dropout = dropout;
   p.dropout_seed = seed;
   p.dropout_offset = offset;
@@ -91,11 +96,12 @@ template <typename T, int DHS> void run(Group &G, const Case &c, double dropout)
         kpm[(size_t)b * Tn + t] = (t >= Tn - 4 - 3 * b) || (t % 9 == 2) || (c.pad > 1 && t < 2);
   const uint8_t *kp = c.pad ? kpm.data() : nullptr;
   std::vector<T> rot;
-  if (lsh) rot = normal<T>((size_t)c.hashes * dh * (c.buckets / 2));
+  // HF: per-head rotations [H, dh, hashes, buckets / 2].
+  if (lsh) rot = normal<T>((size_t)(c.hf ? H : 1) * c.hashes * dh * (c.buckets / 2));
   const int ng = (int)c.globals.size();
 
   nncc_attention_params p = paramsOf(c, lsh ? rot.data() : nullptr, dropout, seed, offset);
-  const T scale = c.scale != 0 ? (T)c.scale : T(1) / std::sqrt(T(dh));
+  const T scale = c.scale != 0 ? (T)c.scale : c.hf ? T(1) : T(1) / std::sqrt(T(dh));
 
   const T *q = qkv.data(), *k = lsh ? qkv.data() : qkv.data() + E, *v = qkv.data() + (P - 1) * E;
   const int64_t wsBytes =
@@ -135,8 +141,8 @@ template <typename T, int DHS> void run(Group &G, const Case &c, double dropout)
   } else {
     auto ws = garbage(lsh_attention_scratch_bytes(B, Tn, H, dh, c.hashes, sizeof(T)));
     G.ok(tag + " fwd", launch_lsh_attention_train<T, DHS>(
-                           dh, B, Tn, H, c.hashes, c.buckets, c.chunk, c.causal, scale, c.same, q,
-                           v, ld, rot.data(), out.data(), E, kp, lse.data(), dropout, seed,
+                           dh, B, Tn, H, c.hashes, c.buckets, c.chunk, c.causal, scale, lshFlags(c),
+                           q, v, ld, rot.data(), out.data(), E, kp, lse.data(), dropout, seed,
                            offset, ws.data(), nullptr));
   }
   G.cmp(tag + " out", outC, out);
@@ -170,7 +176,7 @@ template <typename T, int DHS> void run(Group &G, const Case &c, double dropout)
           dropout, seed, offset, so, sl, co, ws.data(), nullptr);
     else
       rc = launch_lsh_attention_backward<T, DHS>(
-          dh, B, Tn, H, c.hashes, c.buckets, c.chunk, c.causal, scale, c.same, q, v, ld,
+          dh, B, Tn, H, c.hashes, c.buckets, c.chunk, c.causal, scale, lshFlags(c), q, v, ld,
           rot.data(), dout.data(), E, d.data(), d.data() + E, ld, kp, dropout, seed, offset, so,
           sl, co, ws.data(), nullptr);
     static const char *modes[] = {" d(saved)", " d(recompute+core)", " d(recompute)"};
@@ -237,6 +243,25 @@ std::vector<Case> cases() {
     // Past the tile kernels' head sizes: one query per thread.
     t.name = "lsh dh136 causal", t.dh = 136, t.Tn = 23, t.chunk = 6, t.causal = true;
     cs.push_back(t);
+  }
+  {
+    // Hugging Face's convention: one sorted sequence over the rounds with
+    // wrap-around look-back (T > chunk, also T not a multiple of chunk),
+    // padded keys in their own bucket, causal self-only queries (pad 2), the
+    // standard path (T <= chunk), dh past the tile sizes.
+    Case h{"lsh hf causal pad", NNCC_ATTN_LSH, 2, 61, 2, 32, true, 2};
+    h.hashes = 3, h.buckets = 4, h.chunk = 8, h.hf = 1;
+    cs.push_back(h);
+    h.name = "lsh hf pad dh24 chunk5", h.causal = false, h.pad = 1, h.dh = 24, h.chunk = 5;
+    h.hashes = 2, h.buckets = 8;
+    cs.push_back(h);
+    h.name = "lsh hf no pad 1 round", h.pad = 0, h.hashes = 1, h.Tn = 40, h.chunk = 4;
+    cs.push_back(h);
+    h.name = "lsh hf standard path causal pad", h.Tn = 20, h.chunk = 32, h.causal = true;
+    h.pad = 1, h.hashes = 2;
+    cs.push_back(h);
+    h.name = "lsh hf dh136 causal", h.dh = 136, h.Tn = 23, h.chunk = 6, h.B = 1, h.H = 1;
+    cs.push_back(h);
   }
   return cs;
 }
@@ -365,7 +390,7 @@ template <typename T> void forward(Group &G, bool tf32 = false) {
 void lshTf32(Group &G) {
   for (const Case &c : cases())
     for (double dropout : {0.0, 0.2}) {
-      if (c.kind != NNCC_ATTN_LSH || c.dh > 128)
+      if (c.kind != NNCC_ATTN_LSH || c.dh > 128 || c.hf) // HF: no tile kernel yet
         continue;
       const int B = c.B, Tn = c.Tn, H = c.H, dh = c.dh, E = H * dh, ld = 2 * E;
       const uint64_t seed = 77, offset = 3;

@@ -12,6 +12,7 @@
 // (lsh_rotations_kernel<bf16_t>: the f32 draw, bit for bit) or given as
 // bf16 (lsh_rotations_acc<bf16_t>: widened). The launch must stay inside
 // lsh_attention_scratch_bytes(..., sizeof(float)) (a guard after it).
+// Nncc's convention and Hugging Face's (flags kLshHfConvention).
 #include "nncc/Kernels/CUDA/LshAttention.cuh"
 #include "nncc/Kernels/Kernels.h"
 
@@ -29,7 +30,7 @@ struct Case {
   bool causal, pad;
   int buckets = 0;  // 0: drawn rotations (lsh_num_buckets); else given
   int ldExtra = 0;  // row stride 2 E + ldExtra (odd: no 16-byte loads)
-  int same = 0;     // same_bucket
+  int same = 0;     // same_bucket flags: kLshSameBucket, or kLshHfConvention (Hugging Face's)
   int dhs = 0;      // the launchers' DHS
 };
 
@@ -79,10 +80,11 @@ static void run(Group &G, Group &C, const Case &c) {
   const uint8_t *kp = c.pad ? kpm.data() : nullptr;
   const std::string tag = c.name;
 
-  // Rotations [hashes, dh, nb/2]: the bf16 launch's (fp32) and the f32 one's.
-  const bool given = c.buckets > 0;
+  // Rotations [hashes, dh, nb/2] (HF: [H, dh, hashes, nb/2]): the bf16
+  // launch's (fp32) and the f32 one's.
+  const bool given = c.buckets > 0, hf = (c.same & kLshHfConvention) != 0;
   const int nb = given ? c.buckets : (int)lsh_num_buckets(Tn, c.chunk);
-  const int64_t nrot = (int64_t)c.hashes * dh * (nb / 2);
+  const int64_t nrot = (int64_t)(hf ? H : 1) * c.hashes * dh * (nb / 2);
   std::vector<float> rot(nrot, NAN), rotF(nrot, NAN);
   std::vector<bf16_t> rotB(nrot);
   if (given) {
@@ -106,7 +108,7 @@ static void run(Group &G, Group &C, const Case &c) {
          memcmp(rot.data(), rotF.data(), nrot * sizeof(float)) == 0 ? 0 : 1);
   }
 
-  const float scale = 1.f / std::sqrt((float)dh);
+  const float scale = hf ? 1.f : 1.f / std::sqrt((float)dh);
   const int64_t bytes = lsh_attention_scratch_bytes(B, Tn, H, dh, c.hashes, sizeof(float));
   // f32 reference launch on the widened values (fp32 SIMT kernels: no TF32).
   unsetenv("NNCC_CUDA_ALLOW_TF32");
@@ -150,7 +152,8 @@ static void run(Group &G, Group &C, const Case &c) {
   p.n_hashes = c.hashes;
   p.n_buckets = nb;
   p.chunk = c.chunk;
-  p.same_bucket_only = c.same;
+  p.same_bucket_only = c.same & kLshSameBucket;
+  p.lsh_convention = hf ? NNCC_LSH_HF : NNCC_LSH_NNCC;
   auto wsC = garbage(nncc_attention_workspace_size(&p, B, Tn, H, dh, sizeof(float)));
   auto outC = nanv<float>(outF.size());
   if (C.ok(tag + " cpu", nncc_attention_f32(&p, B, Tn, H, dh, qkvF.data(), qkvF.data(),
@@ -177,6 +180,14 @@ int main() {
       {"dh128 T45 chunk20 r2 same-bucket pad given", 1, 45, 1, 128, 2, 20, false, true, 4, 0, 1},
       // Past the tile kernels' head sizes: one query per thread.
       {"dh136 T23 chunk6 r2 causal", 1, 23, 2, 136, 2, 6, true, false},
+      // Hugging Face's convention: drawn per-head rotations, look-back across
+      // rounds; given ones with causal padding; the standard path (T <= chunk).
+      {"hf dh64 T100 chunk24 r2 drawn", 2, 100, 2, 64, 2, 24, false, false, 0, 0,
+       kLshHfConvention},
+      {"hf dh32 T61 chunk8 r3 causal pad given", 2, 61, 2, 32, 3, 8, true, true, 4, 3,
+       kLshHfConvention},
+      {"hf dh32 T20 chunk32 r2 causal pad", 1, 20, 2, 32, 2, 32, true, true, 4, 0,
+       kLshHfConvention},
   };
   {
     // Bit for bit (see the top); the rounding, at most 2^-8 of an element

@@ -19,14 +19,15 @@ module attributes {nn.dims = ["B", "T"]} {
     // CUDA: static const int32_t kGlobal[] = {0};
     // CUDA: launch_dilated_attention_dyn<real_t, 0>((int)4, (int)d_B, (int)d_T, 2, in0, in0 + 8LL, in0 + 2 * 8LL, 24LL, out0, 8LL, (const uint8_t *)NULL, 0, scale, 4, 2, kGlobal, 1, (nncc_scratch + (0)), stream)
     nnk.banded_attention ins(%qkv) outs(%o) {dilation = 2 : i64, global = array<i64: 0>, num_heads = 2 : i64, window = 4 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>
-    // LSH with drawn rotations: the seeded N(0, 1) draw (stream 0x15A) on
-    // the CPU, the same values from a kernel on CUDA; shared QK.
-    // CPU: p.kind = NNCC_ATTN_LSH; p.n_hashes = 2; p.chunk = 4; p.n_buckets = (int32_t)nncc_gen_lsh_buckets(d_T, 4);
+    // LSH (convention nncc) with drawn rotations: the seeded N(0, 1) draw
+    // (stream 0x15A) on the CPU, the same values from a kernel on CUDA;
+    // shared QK.
+    // CPU: p.kind = NNCC_ATTN_LSH; p.n_hashes = 2; p.chunk = 4; p.lsh_convention = NNCC_LSH_NNCC; p.n_buckets = (int32_t)nncc_gen_lsh_buckets(d_T, 4);
     // CPU: NNCC_RNG_NORMAL(rot, (uint64_t)(2 * (8LL / 2) * (nncc_gen_lsh_buckets(d_T, 4) / 2) * sizeof(real_t) / sizeof(real_t)), 9ULL, 0x15AULL, 0, 0, 1);
     // CPU: NNCC_KFN(nncc_attention)(&p, d_B, d_T, 2, (8LL / 2), in1, in1, in1 + 8LL, 16LL, out0, 8LL, NULL, nncc_ms_buffer_ptr(m, 2), NULL, NULL)
     // CUDA: lsh_rotations_kernel<real_t><<<grid_for(nrot, 256), 256, 0, stream>>>(nrot, 9ULL, rot);
     // CUDA: launch_lsh_attention<real_t, 0>((int)4, (int)d_B, (int)d_T, 2, 2, (int)nbuckets, 4, 0, scale, 0, in1, in1 + 8LL, 16LL, rot, out0, 8LL, (const uint8_t *)NULL,
-    nnk.lsh_attention ins(%qk) outs(%o) {chunk = 4 : i64, hashes = 2 : i64, num_heads = 2 : i64, seed = 9 : i64} : !nnk.buffer<[B, T, 16], f32>, !nnk.buffer<[B, T, 8], f32>
+    nnk.lsh_attention ins(%qk) outs(%o) {chunk = 4 : i64, convention = "nncc", hashes = 2 : i64, num_heads = 2 : i64, seed = 9 : i64} : !nnk.buffer<[B, T, 16], f32>, !nnk.buffer<[B, T, 8], f32>
     return
   }
 }

@@ -128,9 +128,11 @@ NNCC_HD int64_t lsh_num_buckets(int64_t T, int64_t chunk) {
 }
 
 /// Reformer / angular LSH bucket: h(x) = argmax([xR ; -xR]) with
-/// R [dh, nb2] row-major (nb2 = n_buckets/2). Ties go to the lowest index.
+/// R [dh, nb2] with rows of stride ld, R[d, c] = rot[d * ld + c]
+/// (nb2 = n_buckets/2; Hugging Face's [H, dh, hashes, nb2] layout: ld =
+/// hashes * nb2). Ties go to the lowest index, as torch.argmax's.
 template <typename T, typename R>
-NNCC_HD int lsh_bucket(const T *x, const R *rot, int dh, int nb2) {
+NNCC_HD int lsh_bucket_strided(const T *x, const R *rot, int dh, int nb2, int64_t ld) {
   // argmax over the concatenation: first half wins ties (strict >), and in
   // each half the lowest index wins (strict comparisons).
   int imax = 0, imin = 0;
@@ -138,7 +140,7 @@ NNCC_HD int lsh_bucket(const T *x, const R *rot, int dh, int nb2) {
   for (int c = 0; c < nb2; ++c) {
     T s = T(0);
     for (int d = 0; d < dh; ++d)
-      s += x[d] * T(rot[d * nb2 + c]);
+      s += x[d] * T(rot[d * ld + c]);
     if (s > vmax) {
       vmax = s;
       imax = c;
@@ -149,6 +151,26 @@ NNCC_HD int lsh_bucket(const T *x, const R *rot, int dh, int nb2) {
     }
   }
   return (-vmin > vmax) ? nb2 + imin : imax;
+}
+
+/// lsh_bucket_strided of R [dh, nb2] row-major.
+template <typename T, typename R>
+NNCC_HD int lsh_bucket(const T *x, const R *rot, int dh, int nb2) {
+  return lsh_bucket_strided(x, rot, dh, nb2, nb2);
+}
+
+/// Hugging Face's LSH conventions (NNCC_LSH_HF, docs/kernels.md "LSH"):
+/// keys k = x / sqrt(|x|^2 + dh eps), eps = 1e-6 (_len_and_dim_norm: RMS
+/// normalisation with eps, then 1/sqrt(dh)); a query's score with its own
+/// position (any round) is the constant -1e5 (self_mask_value), which only
+/// carries weight when every other key is masked.
+constexpr double kLshHfNormEps = 1e-6;
+template <typename T> NNCC_HD T lsh_hf_self_score() { return T(-1e5); }
+
+/// 1 / sqrt(ss + dh eps): the factor of Hugging Face's key normalisation
+/// for a row with sum of squares ss.
+template <typename T> NNCC_HD T lsh_hf_inv_norm(T ss, int64_t dh) {
+  return T(1) / nsqrt(ss + T(dh) * T(kLshHfNormEps));
 }
 
 /// Combine per-round outputs: weight_r = exp(lse_r - logsumexp_r(lse_r)).

@@ -35,6 +35,12 @@ enum {
 /* Attention kinds (nncc_attention_params.kind). */
 enum { NNCC_ATTN_DENSE = 0, NNCC_ATTN_DILATED = 1, NNCC_ATTN_LSH = 2 };
 
+/* LSH conventions (nncc_attention_params.lsh_convention, nn.lsh's
+   `convention`): nncc's own (scores scaled by 1/sqrt(dh), no look-back
+   across rounds, rotations shared by the heads) or Hugging Face's
+   (ReformerModel's LSHSelfAttention). docs/kernels.md, "LSH". */
+enum { NNCC_LSH_NNCC = 0, NNCC_LSH_HF = 1 };
+
 /* ODE integration schemes (nn ODEMethod, OdeMethod). */
 enum { NNCC_ODE_EULER = 0, NNCC_ODE_RK4 = 1, NNCC_ODE_DOPRI5 = 2 };
 

@@ -39,16 +39,22 @@ typedef struct nncc_attention_params {
   const int32_t *global_pos;/* sorted or not, duplicates allowed */
   int32_t n_global;
   /* lsh */
-  const void *rotations;    /* [n_hashes, head_dim, n_buckets/2], element type of the call */
+  /* rotations, element type of the call: NNCC_LSH_NNCC
+     [n_hashes, head_dim, n_buckets/2] shared by the heads; NNCC_LSH_HF
+     [H, head_dim, n_hashes, n_buckets/2] (Hugging Face's random_rotations) */
+  const void *rotations;
   int32_t n_hashes;
   int32_t n_buckets;        /* even */
   int32_t chunk;            /* chunk length m */
-  int32_t same_bucket_only; /* 1: also require bucket(q) == bucket(k) */
+  int32_t same_bucket_only; /* 1: also require bucket(q) == bucket(k) (NNCC_LSH_NNCC only) */
+  int32_t lsh_convention;   /* NNCC_LSH_NNCC (0) or NNCC_LSH_HF (Codes.h, docs/kernels.md) */
   /* dropout on the attention probabilities (training; 0 = off): weight
      (query i, key j) of head h, batch b is kept, scaled by 1/(1-dropout),
      iff attention_dropout_keep(dropout_seed, dropout_offset, counter) with
      counter = ((b*H + h)*T + i)*T + j, and for LSH
-     ((((b*H + h)*n_hashes + r)*T + i)*T + j) in hash round r (AttentionMath.h).
+     ((((b*H + h)*n_hashes + r)*T + i)*T + j) in hash round r (AttentionMath.h;
+     NNCC_LSH_HF: r = 0 when T <= chunk, and a key j seen twice by one query,
+     from two rounds, has one draw).
      The backward given the same three values reuses the mask. */
   double dropout;
   uint64_t dropout_seed;

@@ -2425,6 +2425,206 @@ inline LshBackwardLayout lsh_attention_backward_layout(char *base, int64_t B, in
   return l;
 }
 
+
+/// HF convention (LshAttention.cuh, the CPU's hfBackward): whether query
+/// t's combined log-sum-exp says it saw only its own position.
+template <typename T> __device__ __forceinline__ bool lsh_hf_self_only(T L) {
+  return L < lsh_hf_self_score<T>() / 2;
+}
+
+/// nself[b, h, t]: the self copies in all of t's windows when t saw only
+/// itself (0 otherwise), each such copy weighing 1/nself exactly.
+template <typename T>
+__global__ void lsh_hf_nself_kernel(int B, int Tn, int H, int rounds, int chunk,
+                                    const int32_t *__restrict__ order,
+                                    const int32_t *__restrict__ rank, const T *__restrict__ lse,
+                                    uint8_t *nself) {
+  const LshHfGeom g = lsh_hf_geom(Tn, chunk, rounds);
+  const int64_t n = (int64_t)B * H * Tn;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t task = i / Tn;
+    const int t = (int)(i % Tn);
+    int cnt = 0;
+    if (lsh_hf_self_only(lse[i])) {
+      const int32_t *ordT = order + task * rounds * Tn, *rankT = rank + task * rounds * Tn;
+      for (int r = 0; r < g.Rq; ++r) {
+        int64_t lo, hi, plo, phi;
+        lsh_hf_window(g, lsh_hf_entry(g, rankT, r, t) / g.C, lo, hi, plo, phi);
+        for (int pass = 0; pass < 2; ++pass)
+          for (int64_t Q = pass ? lo : plo; Q < (pass ? hi : phi); ++Q)
+            cnt += lsh_hf_pos(g, ordT, Q) == t;
+      }
+    }
+    nself[i] = (uint8_t)cnt;
+  }
+}
+
+/// Key path of position u (one thread per (b, h, u)): every query entry
+/// whose window holds one of u's entries (the entry's chunk and the next,
+/// wrapping; all queries on the standard path). Overwrites u's dv row and
+/// gkey[b, h, u] = the gradient through k = qk / sqrt(|qk|^2 + dh eps)
+/// (unit_norm_grad), which lsh_hf_bwd_query_kernel adds to dqk.
+template <typename T>
+__global__ void lsh_hf_bwd_key_kernel(int B, int Tn, int H, int dh, int rounds, int chunk,
+                                      int causal, T scale, const T *__restrict__ qk,
+                                      const T *__restrict__ v, int64_t ld_in,
+                                      const T *__restrict__ dout, int64_t ld_dout,
+                                      const T *__restrict__ kn, const T *__restrict__ inv_norm,
+                                      const int32_t *__restrict__ order,
+                                      const int32_t *__restrict__ rank,
+                                      const uint8_t *__restrict__ nself,
+                                      const T *__restrict__ lse, const T *__restrict__ Dq,
+                                      const uint8_t *kpm, T *dv, int64_t ld_grad, T *gkey,
+                                      AttentionDropout<T> drop) {
+  const LshHfGeom g = lsh_hf_geom(Tn, chunk, rounds);
+  const T selfScore = lsh_hf_self_score<T>();
+  const int64_t n = (int64_t)B * H * Tn;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t task = i / Tn, b = task / H, h = task % H;
+    const int u = (int)(i % Tn);
+    const int32_t *ordT = order + task * rounds * Tn, *rankT = rank + task * rounds * Tn;
+    const uint8_t *kpmRow = kpm ? kpm + b * Tn : nullptr;
+    const T *knb = kn + task * Tn * dh, *vu = v + (b * Tn + u) * ld_in + h * dh;
+    T *dvu = dv + (b * Tn + u) * ld_grad + h * dh, *gk = gkey + i * dh;
+    for (int d = 0; d < dh; ++d)
+      dvu[d] = gk[d] = T(0);
+    for (int r = 0; r < g.Rq; ++r) {
+      const int64_t cq = lsh_hf_entry(g, rankT, r, u) / g.C;
+      // The queries of chunk cq and of the chunk that looks back at it.
+      const int nq = g.chunked ? 2 : 1;
+      for (int k = 0; k < nq; ++k) {
+        const int64_t c = (cq + k) % g.nc;
+        const int64_t lo = c * g.C, hi = lo + g.C < g.N ? lo + g.C : g.N;
+        for (int64_t P = lo; P < hi; ++P) {
+          const int t = lsh_hf_pos(g, ordT, P);
+          const int rq = g.chunked ? (int)(P / Tn) : 0;
+          const T Lt = lse[task * Tn + t];
+          const T cm = drop.mult((uint64_t)(((task * rounds + rq) * Tn + t) * (int64_t)Tn + u));
+          const T *dot = dout + (b * Tn + t) * ld_dout + h * dh;
+          if (u == t) {
+            const T w = cm * (lsh_hf_self_only(Lt) ? T(1) / T(nself[task * Tn + t])
+                                                   : nexp(selfScore - Lt));
+            for (int d = 0; d < dh; ++d)
+              dvu[d] += w * dot[d];
+            continue;
+          }
+          if (!key_admissible(t, u, causal != 0, kpmRow))
+            continue;
+          const T *qt = qk + (b * Tn + t) * ld_in + h * dh;
+          T sc = T(0), dp = T(0);
+          for (int d = 0; d < dh; ++d) {
+            sc += qt[d] * knb[(int64_t)u * dh + d];
+            dp += dot[d] * vu[d];
+          }
+          const T pe = nexp(sc * scale - Lt);
+          const T ds = softmax_score_grad(pe, cm * dp, Dq[task * Tn + t]) * scale, pr = cm * pe;
+          for (int d = 0; d < dh; ++d) {
+            dvu[d] += pr * dot[d];
+            gk[d] += ds * qt[d];
+          }
+        }
+      }
+    }
+    T kd = T(0);
+    for (int d = 0; d < dh; ++d)
+      kd += knb[(int64_t)u * dh + d] * gk[d];
+    for (int d = 0; d < dh; ++d)
+      gk[d] = unit_norm_grad(knb[(int64_t)u * dh + d], gk[d], kd, inv_norm[i]);
+  }
+}
+
+/// Query path of position t (one thread per (b, h, t)): its entries'
+/// windows; dqk row = sum of dS k over them + gkey (the key path).
+template <typename T>
+__global__ void lsh_hf_bwd_query_kernel(int B, int Tn, int H, int dh, int rounds, int chunk,
+                                        int causal, T scale, const T *__restrict__ qk,
+                                        const T *__restrict__ v, int64_t ld_in,
+                                        const T *__restrict__ dout, int64_t ld_dout,
+                                        const T *__restrict__ kn,
+                                        const int32_t *__restrict__ order,
+                                        const int32_t *__restrict__ rank,
+                                        const T *__restrict__ lse, const T *__restrict__ Dq,
+                                        const uint8_t *kpm, const T *__restrict__ gkey, T *dqk,
+                                        int64_t ld_grad, AttentionDropout<T> drop) {
+  const LshHfGeom g = lsh_hf_geom(Tn, chunk, rounds);
+  const int64_t n = (int64_t)B * H * Tn;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t task = i / Tn, b = task / H, h = task % H;
+    const int t = (int)(i % Tn);
+    const int32_t *ordT = order + task * rounds * Tn, *rankT = rank + task * rounds * Tn;
+    const uint8_t *kpmRow = kpm ? kpm + b * Tn : nullptr;
+    const T *knb = kn + task * Tn * dh, *qt = qk + (b * Tn + t) * ld_in + h * dh;
+    const T *dot = dout + (b * Tn + t) * ld_dout + h * dh;
+    const T Lt = lse[i], Dt = Dq[i];
+    T *dq = dqk + (b * Tn + t) * ld_grad + h * dh;
+    for (int d = 0; d < dh; ++d)
+      dq[d] = gkey[i * dh + d];
+    for (int r = 0; r < g.Rq; ++r) {
+      const int64_t P = lsh_hf_entry(g, rankT, r, t);
+      const int rq = g.chunked ? (int)(P / Tn) : 0;
+      const uint64_t rc = (uint64_t)(((task * rounds + rq) * Tn + t) * (int64_t)Tn);
+      int64_t lo, hi, plo, phi;
+      lsh_hf_window(g, P / g.C, lo, hi, plo, phi);
+      for (int pass = 0; pass < 2; ++pass)
+        for (int64_t Q = pass ? lo : plo; Q < (pass ? hi : phi); ++Q) {
+          const int u = lsh_hf_pos(g, ordT, Q);
+          if (u == t || !key_admissible(t, u, causal != 0, kpmRow))
+            continue;
+          const T *vu = v + (b * Tn + u) * ld_in + h * dh;
+          T sc = T(0), dp = T(0);
+          for (int d = 0; d < dh; ++d) {
+            sc += qt[d] * knb[(int64_t)u * dh + d];
+            dp += dot[d] * vu[d];
+          }
+          const T ds =
+              softmax_score_grad(nexp(sc * scale - Lt), drop.mult(rc + (uint64_t)u) * dp, Dt) *
+              scale;
+          for (int d = 0; d < dh; ++d)
+            dq[d] += ds * knb[(int64_t)u * dh + d];
+        }
+    }
+  }
+}
+
+/// The HF backward (flags kLshHfConvention) of launch_lsh_attention_backward
+/// on its layout: keys with inv_norm, buckets, sort, ranks, nself, then the
+/// key and query kernels. lse / D: the combined log-sum-exp and dO . O.
+template <typename T>
+inline cudaError_t lsh_hf_backward(int dh, int B, int Tn, int H, int rounds, int nbuckets,
+                                   int chunk, int causal, T scale, const T *qk, const T *v,
+                                   int64_t ld_in, const T *rot, const T *dout, int64_t ld_dout,
+                                   T *dqk, T *dv, int64_t ld_grad, const uint8_t *kpm,
+                                   const T *lse, const T *D, const LshBackwardLayout &l,
+                                   const AttentionDropout<T> &drop, cudaStream_t stream) {
+  T *kn = reinterpret_cast<T *>(l.kn), *invn = reinterpret_cast<T *>(l.inv_norm);
+  int32_t *bk = reinterpret_cast<int32_t *>(l.buckets);
+  int32_t *ord = reinterpret_cast<int32_t *>(l.order);
+  int32_t *rank = reinterpret_cast<int32_t *>(l.rank);
+  uint8_t *nself = reinterpret_cast<uint8_t *>(l.self_only);
+  T *gkey = reinterpret_cast<T *>(l.gkey);
+  const int64_t bht = (int64_t)B * H * Tn;
+  cudaError_t e = lsh_hf_prepare<T>(dh, B, Tn, H, rounds, nbuckets, chunk, qk, ld_in, rot, kpm,
+                                    kn, invn, bk, ord, rank, stream);
+  if (e != cudaSuccess)
+    return e;
+  lsh_hf_nself_kernel<T><<<grid_for(bht, 128), 128, 0, stream>>>(B, Tn, H, rounds, chunk, ord,
+                                                                 rank, lse, nself);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  lsh_hf_bwd_key_kernel<T><<<grid_for(bht, 128), 128, 0, stream>>>(
+      B, Tn, H, dh, rounds, chunk, causal, scale, qk, v, ld_in, dout, ld_dout, kn, invn, ord,
+      rank, nself, lse, D, kpm, dv, ld_grad, gkey, drop);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  lsh_hf_bwd_query_kernel<T><<<grid_for(bht, 128), 128, 0, stream>>>(
+      B, Tn, H, dh, rounds, chunk, causal, scale, qk, v, ld_in, dout, ld_dout, kn, ord, rank,
+      lse, D, kpm, gkey, dqk, ld_grad, drop);
+  return cudaGetLastError();
+}
+
 /// Device scratch (bytes) of launch_lsh_attention_backward. elem =
 /// sizeof(bf16_t): the bf16 launcher's (attention_bf16_backward_layout: qk,
 /// v, dout, dqk, dv; it always recomputes).
@@ -2460,7 +2660,7 @@ inline cudaError_t launch_lsh_attention_backward(
     char *scratch, cudaStream_t stream = 0) {
   if (!attention_dropout_valid(dropout) || dh <= 0 || dh > kMaxHeadDim ||
       (DHS != 0 && dh != DHS) || rounds < 1 || rounds > kLshMaxRounds || nbuckets < 2 ||
-      nbuckets % 2 || chunk < 1)
+      nbuckets % 2 || chunk < 1 || same_bucket < 0 || same_bucket > kLshHfConvention)
     return cudaErrorInvalidValue;
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
@@ -2480,6 +2680,15 @@ inline cudaError_t launch_lsh_attention_backward(
                                                    rot, fwdOut, fwdLd, kpm, fwdLse, drop,
                                                    l.fwd, stream)) != cudaSuccess)
     return e;
+  if (same_bucket & kLshHfConvention) {
+    T *D = reinterpret_cast<T *>(l.D);
+    if ((e = attention_bwd_rowdot<T>(B, Tn, H, dh, dout, ld_dout, r.out, r.ld_out, D,
+                                     stream)) != cudaSuccess)
+      return e;
+    return lsh_hf_backward<T>(dh, B, Tn, H, rounds, nbuckets, chunk, causal, scale, qk, v,
+                              ld_in, rot, dout, ld_dout, dqk, dv, ld_grad, kpm, r.lse, D, l,
+                              drop, stream);
+  }
   T *kn = reinterpret_cast<T *>(l.kn), *invn = reinterpret_cast<T *>(l.inv_norm);
   int32_t *bk = reinterpret_cast<int32_t *>(l.buckets);
   int32_t *ord = reinterpret_cast<int32_t *>(l.order);

@@ -691,6 +691,319 @@ __global__ void lsh_combine_kernel(int B, int Tn, int H, int dh, int rounds,
   }
 }
 
+
+//===----------------------------------------------------------------------===//
+// Hugging Face's conventions (NNCC_LSH_HF; docs/kernels.md "LSH")
+//===----------------------------------------------------------------------===//
+//
+// The twin of the CPU's hfForward / hfBackward (LshAttention.cpp): keys
+// k = qk / sqrt(|qk|^2 + dh 1e-6), per-head rotations [H, dh, R, nb/2],
+// padded positions in bucket nb, the rounds' sorted entries as one sequence
+// of N = R T with one chunk of look-back wrapping across rounds (T >
+// chunk), or one plain attention over all T (T <= chunk); the self score
+// lsh_hf_self_score(). Launched when the launchers' `flags` carry
+// kLshHfConvention: the entry kernel (one thread per (b, h, sorted
+// entry)), then the combination over the rounds. Plain per-thread loops
+// over global memory, no tiles: correct first, not yet tuned.
+
+/// Bits of the launchers' `same_bucket` argument (0 or 1 before the HF
+/// convention existed, so those calls keep their meaning).
+constexpr int kLshSameBucket = 1;
+constexpr int kLshHfConvention = 2;
+
+/// The sorted sequence of one head under the HF convention (hfPlan's).
+struct LshHfGeom {
+  int Tn, C, Rq;
+  int64_t N, nc;
+  bool chunked;
+};
+NNCC_HD LshHfGeom lsh_hf_geom(int Tn, int chunk, int rounds) {
+  LshHfGeom g;
+  g.Tn = Tn;
+  g.chunked = Tn > chunk;
+  g.Rq = g.chunked ? rounds : 1;
+  g.N = (int64_t)g.Rq * Tn;
+  g.C = g.chunked ? chunk : (Tn > 0 ? Tn : 1);
+  g.nc = (g.N + g.C - 1) / g.C;
+  return g;
+}
+/// Position of sorted entry P (ordTask: the head's [R, T] sorted orders).
+__device__ __forceinline__ int lsh_hf_pos(const LshHfGeom &g, const int32_t *ordTask, int64_t P) {
+  return g.chunked ? ordTask[P] : (int)P;
+}
+/// Sorted entry of position t's round-r entry (rankTask: [R, T] ranks).
+__device__ __forceinline__ int64_t lsh_hf_entry(const LshHfGeom &g, const int32_t *rankTask,
+                                                int r, int t) {
+  return g.chunked ? (int64_t)r * g.Tn + rankTask[(int64_t)r * g.Tn + t] : (int64_t)t;
+}
+/// Chunk c's entries [lo, hi) and its look-back chunk's [plo, phi).
+__device__ __forceinline__ void lsh_hf_window(const LshHfGeom &g, int64_t c, int64_t &lo,
+                                              int64_t &hi, int64_t &plo, int64_t &phi) {
+  lo = c * g.C;
+  hi = lo + g.C < g.N ? lo + g.C : g.N;
+  plo = phi = 0;
+  if (g.chunked) {
+    plo = ((c + g.nc - 1) % g.nc) * g.C;
+    phi = plo + g.C < g.N ? plo + g.C : g.N;
+  }
+}
+
+/// HF keys: kn = qk / sqrt(|qk|^2 + dh eps) (lsh_hf_inv_norm), inv_norm
+/// that factor when given. One warp per row, as lsh_normalize_keys_kernel.
+template <typename T>
+__global__ void lsh_hf_normalize_keys_kernel(int B, int Tn, int H, int dh,
+                                             const T *__restrict__ qk, int64_t ld_in,
+                                             acc_t<T> *__restrict__ kn, acc_t<T> *inv_norm) {
+  using A = acc_t<T>;
+  const int64_t rows = (int64_t)B * H * Tn;
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; i < rows;
+       i += warps) {
+    const int64_t t = i % Tn, h = (i / Tn) % H, b = i / ((int64_t)Tn * H);
+    const T *x = qk + (b * Tn + t) * ld_in + h * dh;
+    A ss = A(0);
+    for (int d = lane; d < dh; d += 32)
+      ss += load_acc(x[d]) * load_acc(x[d]);
+    ss = warp_sum(ss);
+    const A inv = lsh_hf_inv_norm(ss, dh);
+    for (int d = lane; d < dh; d += 32)
+      kn[i * dh + d] = load_acc(x[d]) * inv;
+    if (inv_norm && lane == 0)
+      inv_norm[i] = inv;
+  }
+}
+
+/// buckets[b, h, r, t]: lsh_bucket_strided of the widened row against head
+/// h's rotations of round r (rot [H, dh, R, nb2] in acc_t<T>), nbuckets for
+/// a padded position.
+template <typename T>
+__global__ void lsh_hf_bucket_kernel(int B, int Tn, int H, int dh, int rounds, int nbuckets,
+                                     const T *__restrict__ qk, int64_t ld_in,
+                                     const acc_t<T> *__restrict__ rot, const uint8_t *kpm,
+                                     int32_t *buckets) {
+  using A = acc_t<T>;
+  const int nb2 = nbuckets / 2;
+  const int64_t ldr = (int64_t)rounds * nb2;
+  const int64_t n = (int64_t)B * H * rounds * Tn;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t t = i % Tn, r = (i / Tn) % rounds, h = (i / ((int64_t)Tn * rounds)) % H,
+                  b = i / ((int64_t)Tn * rounds * H);
+    if (kpm && kpm[b * Tn + t]) {
+      buckets[i] = nbuckets;
+      continue;
+    }
+    const T *x = qk + (b * Tn + t) * ld_in + h * dh;
+    const A *R = rot + h * dh * ldr + r * nb2;
+    // lsh_bucket_strided on the widened row (same sums, same ties).
+    int imax = 0, imin = 0;
+    A vmax = neg_big<A>(), vmin = -neg_big<A>();
+    for (int c = 0; c < nb2; ++c) {
+      A sc = A(0);
+      for (int d = 0; d < dh; ++d)
+        sc += load_acc(x[d]) * R[d * ldr + c];
+      if (sc > vmax) {
+        vmax = sc;
+        imax = c;
+      }
+      if (sc < vmin) {
+        vmin = sc;
+        imin = c;
+      }
+    }
+    buckets[i] = (-vmin > vmax) ? nb2 + imin : imax;
+  }
+}
+
+/// rank[task, ord[task, p]] = p for every (b, h, round) task of n = B H R T.
+static __global__ void lsh_hf_rank_kernel(int64_t n, int Tn, const int32_t *__restrict__ order,
+                                          int32_t *__restrict__ rank) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    rank[(i / Tn) * Tn + order[i]] = (int32_t)(i % Tn);
+}
+
+/// Score of query row q (widened on the fly) with key u of head knb.
+template <typename T>
+__device__ __forceinline__ acc_t<T> lsh_hf_dot(const T *q, const acc_t<T> *knb, int u, int dh) {
+  acc_t<T> s = acc_t<T>(0);
+  for (int d = 0; d < dh; ++d)
+    s += load_acc(q[d]) * knb[(int64_t)u * dh + d];
+  return s;
+}
+
+/// One thread per (b, h, sorted entry P): the entry's softmax over its
+/// window (look-back chunk, then its own), o_e [B, H, N, dh] normalised,
+/// lse_e [B, H, N]. Dropout counter of key u: (((b H + h) R + r) T + t) T + u.
+template <typename T>
+__global__ void lsh_hf_entry_kernel(int B, int Tn, int H, int dh, int rounds, int chunk,
+                                    int causal, acc_t<T> scale, const T *__restrict__ qk,
+                                    const T *__restrict__ v, int64_t ld_in,
+                                    const acc_t<T> *__restrict__ kn,
+                                    const int32_t *__restrict__ order, const uint8_t *kpm,
+                                    acc_t<T> *o_e, acc_t<T> *lse_e,
+                                    AttentionDropout<acc_t<T>> drop) {
+  using A = acc_t<T>;
+  const LshHfGeom g = lsh_hf_geom(Tn, chunk, rounds);
+  const A selfScore = lsh_hf_self_score<A>();
+  const int64_t n = (int64_t)B * H * g.N;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t task = i / g.N, P = i % g.N, b = task / H, h = task % H;
+    const int32_t *ordT = order + task * rounds * Tn;
+    const uint8_t *kpmRow = kpm ? kpm + b * Tn : nullptr;
+    const A *knb = kn + task * Tn * dh;
+    const int t = lsh_hf_pos(g, ordT, P);
+    const int r = g.chunked ? (int)(P / Tn) : 0;
+    const T *q = qk + (b * Tn + t) * ld_in + h * dh;
+    int64_t lo, hi, plo, phi;
+    lsh_hf_window(g, P / g.C, lo, hi, plo, phi);
+    auto score = [&](int u, A &sc) -> bool {
+      if (u == t) {
+        sc = selfScore;
+        return true;
+      }
+      if (!key_admissible(t, u, causal != 0, kpmRow))
+        return false;
+      sc = lsh_hf_dot(q, knb, u, dh) * scale;
+      return true;
+    };
+    A m = neg_big<A>();
+    for (int pass = 0; pass < 2; ++pass)
+      for (int64_t Q = pass ? lo : plo; Q < (pass ? hi : phi); ++Q) {
+        A sc;
+        if (score(lsh_hf_pos(g, ordT, Q), sc))
+          m = sc > m ? sc : m;
+      }
+    A *orow = o_e + (task * g.N + P) * dh;
+    for (int d = 0; d < dh; ++d)
+      orow[d] = A(0);
+    const uint64_t rc = (uint64_t)(((task * rounds + r) * Tn + t) * (int64_t)Tn);
+    A l = A(0);
+    for (int pass = 0; pass < 2; ++pass)
+      for (int64_t Q = pass ? lo : plo; Q < (pass ? hi : phi); ++Q) {
+        const int u = lsh_hf_pos(g, ordT, Q);
+        A sc;
+        if (!score(u, sc))
+          continue;
+        const A e = nexp(sc - m);
+        l += e;
+        const A w = e * drop.mult(rc + (uint64_t)u);
+        const T *vr = v + (b * Tn + u) * ld_in + h * dh;
+        for (int d = 0; d < dh; ++d)
+          orow[d] += w * load_acc(vr[d]);
+      }
+    const A inv = A(1) / l;
+    for (int d = 0; d < dh; ++d)
+      orow[d] *= inv;
+    lse_e[task * g.N + P] = m + nlog(l);
+  }
+}
+
+/// out[b, t, h dh + d] = sum_r softmax_r(lse_r) o_r over position t's round
+/// entries; lse (optional) [B, H, T] their logsumexp_rounds.
+template <typename T, typename L = acc_t<T>>
+__global__ void lsh_hf_combine_kernel(int B, int Tn, int H, int dh, int rounds, int chunk,
+                                      const acc_t<T> *__restrict__ o_e,
+                                      const acc_t<T> *__restrict__ lse_e,
+                                      const int32_t *__restrict__ rank, T *out, int64_t ld_out,
+                                      L *lse) {
+  using A = acc_t<T>;
+  const LshHfGeom g = lsh_hf_geom(Tn, chunk, rounds);
+  const int64_t n = (int64_t)B * Tn * H;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t h = i % H, t = (i / H) % Tn, b = i / ((int64_t)H * Tn);
+    const int64_t task = b * H + h;
+    const int32_t *rankT = rank + task * rounds * Tn;
+    A l[kLshMaxRounds], w[kLshMaxRounds];
+    int64_t e[kLshMaxRounds];
+    for (int r = 0; r < g.Rq; ++r) {
+      e[r] = task * g.N + lsh_hf_entry(g, rankT, r, (int)t);
+      l[r] = lse_e[e[r]];
+    }
+    lse_round_weights(l, g.Rq, w);
+    if (lse)
+      lse[task * Tn + t] = store_acc<L>(logsumexp_rounds(l, g.Rq));
+    T *orow = out + (b * Tn + t) * ld_out + h * dh;
+    for (int d = 0; d < dh; ++d) {
+      A s = A(0);
+      for (int r = 0; r < g.Rq; ++r)
+        s += w[r] * o_e[e[r] * dh + d];
+      orow[d] = store_acc<T>(s);
+    }
+  }
+}
+
+/// Keys (kn, and inv_norm when given), buckets, the stable sort (padded
+/// positions last, in bucket nbuckets) and the ranks of the HF convention.
+/// Without chunking (T <= chunk) only the keys.
+template <typename T>
+inline cudaError_t lsh_hf_prepare(int dh, int B, int Tn, int H, int rounds, int nbuckets,
+                                  int chunk, const T *qk, int64_t ld_in, const acc_t<T> *rot,
+                                  const uint8_t *kpm, acc_t<T> *kn, acc_t<T> *inv_norm,
+                                  int32_t *bk, int32_t *ord, int32_t *rank,
+                                  cudaStream_t stream) {
+  const int64_t bhrt = (int64_t)B * H * rounds * Tn;
+  lsh_hf_normalize_keys_kernel<T><<<grid_for((int64_t)B * H * Tn * 32, 256), 256, 0, stream>>>(
+      B, Tn, H, dh, qk, ld_in, kn, inv_norm);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess || Tn <= chunk)
+    return e;
+  lsh_hf_bucket_kernel<T><<<grid_for(bhrt, 256), 256, 0, stream>>>(
+      B, Tn, H, dh, rounds, nbuckets, qk, ld_in, rot, kpm, bk);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  const size_t sortSmem = sizeof(int32_t) * (size_t)(nbuckets + 1);
+  if (sortSmem > 48 * 1024 &&
+      (e = cudaFuncSetAttribute(lsh_sort_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)sortSmem)) != cudaSuccess)
+    return e;
+  lsh_sort_kernel<<<(unsigned)((int64_t)B * H * rounds), 32, sortSmem, stream>>>(
+      Tn, nbuckets + 1, bk, ord);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  lsh_hf_rank_kernel<<<grid_for(bhrt, 256), 256, 0, stream>>>(bhrt, Tn, ord, rank);
+  return cudaGetLastError();
+}
+
+/// The HF forward into the launchers' scratch (lsh_attention_scratch_bytes:
+/// keys, buckets then ranks, order, per-entry outputs and lse).
+template <typename T, typename L>
+inline cudaError_t lsh_hf_forward(int dh, int B, int Tn, int H, int rounds, int nbuckets,
+                                  int chunk, int causal, acc_t<T> scale, const T *qk,
+                                  const T *v, int64_t ld_in, const acc_t<T> *rot, T *out,
+                                  int64_t ld_out, const uint8_t *kpm, L *lse,
+                                  const AttentionDropout<acc_t<T>> &drop, void *scratch,
+                                  cudaStream_t stream) {
+  using A = acc_t<T>;
+  const int64_t bhrt = (int64_t)B * H * rounds * Tn;
+  char *base = static_cast<char *>(scratch);
+  A *kn = reinterpret_cast<A *>(base);
+  base += lsh_align((int64_t)B * H * Tn * dh * sizeof(A));
+  int32_t *bk = reinterpret_cast<int32_t *>(base); // buckets, then the ranks
+  base += lsh_align(bhrt * 4);
+  int32_t *ord = reinterpret_cast<int32_t *>(base);
+  base += lsh_align(bhrt * 4);
+  A *o_e = reinterpret_cast<A *>(base);
+  base += lsh_align(bhrt * dh * sizeof(A));
+  A *lse_e = reinterpret_cast<A *>(base);
+  // The ranks overwrite the buckets: nothing reads those after the sort.
+  cudaError_t e = lsh_hf_prepare<T>(dh, B, Tn, H, rounds, nbuckets, chunk, qk, ld_in, rot, kpm,
+                                    kn, (A *)nullptr, bk, ord, bk, stream);
+  if (e != cudaSuccess)
+    return e;
+  const LshHfGeom g = lsh_hf_geom(Tn, chunk, rounds);
+  lsh_hf_entry_kernel<T><<<grid_for((int64_t)B * H * g.N, 128), 128, 0, stream>>>(
+      B, Tn, H, dh, rounds, chunk, causal, scale, qk, v, ld_in, kn, ord, kpm, o_e, lse_e, drop);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return e;
+  lsh_hf_combine_kernel<T, L><<<grid_for((int64_t)B * Tn * H, 128), 128, 0, stream>>>(
+      B, Tn, H, dh, rounds, chunk, o_e, lse_e, bk, out, ld_out, lse);
+  return cudaGetLastError();
+}
+
 template <typename T, int DH, bool Exact>
 inline void lsh_launch_chunks(dim3 grid, cudaStream_t stream, int Tn, int H, int rounds,
                               int chunk, int causal, int same_bucket, acc_t<T> scale,
@@ -719,10 +1032,14 @@ inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int round
   using A = acc_t<T>;
   static_assert(std::is_same_v<L, A> || std::is_same_v<L, T>, "lse in acc_t<T> or T");
   if (dh <= 0 || dh > kMaxHeadDim || (DHS != 0 && dh != DHS) || rounds < 1 ||
-      rounds > kLshMaxRounds || nbuckets < 2 || nbuckets % 2 || chunk < 1)
+      rounds > kLshMaxRounds || nbuckets < 2 || nbuckets % 2 || chunk < 1 ||
+      same_bucket < 0 || same_bucket > kLshHfConvention) // HF: no same-bucket mask
     return cudaErrorInvalidValue;
   if (B <= 0 || Tn <= 0)
     return cudaSuccess;
+  if (same_bucket & kLshHfConvention)
+    return lsh_hf_forward<T, L>(dh, B, Tn, H, rounds, nbuckets, chunk, causal, scale, qk, v,
+                                ld_in, rot, out, ld_out, kpm, lse, drop, scratch, stream);
   const int64_t bhrt = (int64_t)B * H * rounds * Tn;
   char *base = static_cast<char *>(scratch);
   A *kn = reinterpret_cast<A *>(base);
@@ -809,7 +1126,10 @@ inline cudaError_t lsh_attention_forward(int dh, int B, int Tn, int H, int round
 
 /// nnk.lsh_attention on the GPU. qk/v: rows of stride ld_in (shared QK at
 /// head columns of qk, values of v); rot [rounds, dh, nbuckets/2] on the
-/// device, in acc_t<T> (lsh_rotations_kernel, lsh_rotations_acc); scratch:
+/// device, in acc_t<T> (lsh_rotations_kernel, lsh_rotations_acc); with
+/// same_bucket = kLshHfConvention Hugging Face's convention (rot [H, dh,
+/// rounds, nbuckets/2]; otherwise 0, or kLshSameBucket for nncc's
+/// same-bucket mask); scratch:
 /// lsh_attention_scratch_bytes(..., sizeof(acc_t<T>)). Returns the first
 /// CUDA error, or cudaErrorInvalidValue for arguments the kernels do not
 /// serve (dh > kMaxHeadDim, rounds > kLshMaxRounds, odd nbuckets, chunk < 1).
