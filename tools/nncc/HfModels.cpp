@@ -198,7 +198,19 @@ std::string modelSource(const HfConfig &c, llvm::StringRef name) {
   }
   if (!loss.empty())
     os << "    loss " << loss << "\n";
-  os << "  }\n}\n";
+  os << "  }\n";
+  if (!loss.empty())
+    os << "\n"
+       << "  // transformers.Trainer's defaults: AdamW without weight decay, linear\n"
+       << "  // decay to 0 over the run, gradients clipped at norm 1.\n"
+       << "  train {\n"
+       << "    optimizer adamw(lr: 5e-5, betas: [0.9, 0.999], eps: 1e-8, weight_decay: 0.0)\n"
+       << "    schedule linear(warmup: 0)\n"
+       << "    clip 1.0\n"
+       << "    epochs 3\n"
+       << "    batch 8\n"
+       << "  }\n";
+  os << "}\n";
   return s;
 }
 
