@@ -105,9 +105,14 @@ mlir::Attribute attentionKind(Gen &g, const CValue *kind) {
         return kv.second.i;
     return dflt;
   };
-  if (kind->name == "lsh")
-    return nn::LshAttentionAttr::get(&g.ctx, get("hashes", 4),
-                                     get("chunk", 64));
+  if (kind->name == "lsh") {
+    llvm::StringRef convention = "hf";
+    for (auto &kv : kind->kwargs)
+      if (kv.first == "convention" && kv.second.kind == CValue::Enum)
+        convention = kv.second.name;
+    return nn::LshAttentionAttr::get(&g.ctx, get("hashes", 4), get("chunk", 64),
+                                     convention);
+  }
   llvm::SmallVector<int64_t> global;
   for (auto &kv : kind->kwargs)
     if (kv.first == "global")
