@@ -33,6 +33,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <array>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -221,6 +222,68 @@ std::optional<HfConfig> readConfig(const std::string &dir, std::string &error) {
 // Weights
 //===----------------------------------------------------------------------===//
 
+/// F32, F64, F16 or BF16: the weight types elementAsF32 reads.
+bool isFloatWeight(nncc_dtype dtype) {
+  return dtype == NNCC_DTYPE_F32 || dtype == NNCC_DTYPE_F64 || dtype == NNCC_DTYPE_F16 ||
+         dtype == NNCC_DTYPE_BF16;
+}
+
+/// Element `i` of a float tensor as F32: F16 and BF16 widened exactly, F64
+/// rounded to nearest (even). The data may be unaligned (nncc_tensor_view):
+/// it is read bytewise.
+float elementAsF32(const nncc_tensor_view &v, size_t i) {
+  const auto *bytes = static_cast<const unsigned char *>(v.data);
+  switch (v.dtype) {
+  case NNCC_DTYPE_F64: {
+    double d;
+    std::memcpy(&d, bytes + 8 * i, 8);
+    return float(d);
+  }
+  case NNCC_DTYPE_F16:
+  case NNCC_DTYPE_BF16: {
+    uint16_t h;
+    std::memcpy(&h, bytes + 2 * i, 2);
+    return v.dtype == NNCC_DTYPE_F16 ? nncc_f16_to_f32(h) : nncc_bf16_to_f32(h);
+  }
+  default: {
+    float f;
+    std::memcpy(&f, bytes + 4 * i, 4);
+    return f;
+  }
+  }
+}
+
+/// A tensor to write: borrowed bytes of `dtype`.
+struct OutTensor {
+  const std::string &name;
+  const std::vector<int64_t> &shape;
+  nncc_dtype dtype;
+  const void *data;
+  uint64_t nbytes;
+};
+
+/// Writes `tensors` and `metadata` (beside "format": "pt") to `path`;
+/// returns the exit status.
+int writeSafetensors(const std::string &path, llvm::ArrayRef<OutTensor> tensors,
+                     llvm::ArrayRef<std::pair<const char *, std::string>> metadata) {
+  nncc_safetensors_writer *writer = nullptr;
+  nncc_error err{};
+  if (nncc_safetensors_writer_create(&writer, &err) != NNCC_OK)
+    return fail(err.message);
+  std::unique_ptr<nncc_safetensors_writer, void (*)(nncc_safetensors_writer *)> owner(
+      writer, nncc_safetensors_writer_destroy);
+  for (const OutTensor &t : tensors)
+    if (nncc_safetensors_writer_add(writer, t.name.c_str(), t.dtype, int32_t(t.shape.size()),
+                                    t.shape.data(), t.data, t.nbytes, &err) != NNCC_OK)
+      return fail(err.message);
+  nncc_safetensors_writer_set_metadata(writer, "format", "pt", nullptr);
+  for (const auto &[key, value] : metadata)
+    nncc_safetensors_writer_set_metadata(writer, key, value.c_str(), nullptr);
+  if (nncc_safetensors_writer_write(writer, path.c_str(), &err) != NNCC_OK)
+    return fail(err.message);
+  return 0;
+}
+
 /// The checkpoint's safetensors files, each open; a tensor is found in any.
 class Checkpoint {
 public:
@@ -291,36 +354,15 @@ public:
               "; config.json implies " + shapeString(shape);
       return false;
     }
-    unused.erase(name);
-    const auto *bytes = static_cast<const unsigned char *>(v->data);
-    size_t n = v->numel, base = out.size();
-    out.resize(base + n);
-    float *dst = out.data() + base;
-    // The data may be unaligned (docs of nncc_tensor_view): read bytewise.
-    switch (v->dtype) {
-    case NNCC_DTYPE_F32:
-      std::memcpy(dst, bytes, n * sizeof(float));
-      return true;
-    case NNCC_DTYPE_F64: // rounded to nearest (even), the only inexact case
-      for (size_t i = 0; i < n; ++i) {
-        double d;
-        std::memcpy(&d, bytes + 8 * i, 8);
-        dst[i] = float(d);
-      }
-      return true;
-    case NNCC_DTYPE_F16:
-    case NNCC_DTYPE_BF16: // widened exactly
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, bytes + 2 * i, 2);
-        dst[i] = v->dtype == NNCC_DTYPE_F16 ? nncc_f16_to_f32(h) : nncc_bf16_to_f32(h);
-      }
-      return true;
-    default:
+    if (!isFloatWeight(v->dtype)) {
       error = "tensor '" + name + "' is " + nncc_dtype_name(v->dtype) +
               "; weights must be F32, F64, F16 or BF16";
       return false;
     }
+    unused.erase(name);
+    for (size_t i = 0; i < v->numel; ++i)
+      out.push_back(elementAsF32(*v, i));
+    return true;
   }
 
   /// Tensors no parameter read (buffers such as position_ids excepted).
@@ -440,23 +482,13 @@ int runImportHf() {
   if (int rc = replaceFile(out + "/model.nn", source, "-o"))
     return rc;
 
-  nncc_safetensors_writer *writer = nullptr;
-  nncc_error err{};
-  if (nncc_safetensors_writer_create(&writer, &err) != NNCC_OK)
-    return fail(err.message);
-  std::unique_ptr<nncc_safetensors_writer, void (*)(nncc_safetensors_writer *)> owner(
-      writer, nncc_safetensors_writer_destroy);
+  std::vector<OutTensor> written;
   for (const Tensor &t : weights)
-    if (nncc_safetensors_writer_add(writer, t.name.c_str(), NNCC_DTYPE_F32, int32_t(t.shape.size()),
-                                    t.shape.data(), t.data.data(),
-                                    uint64_t(t.data.size()) * sizeof(float), &err) != NNCC_OK)
-      return fail(err.message);
-  nncc_safetensors_writer_set_metadata(writer, "format", "pt", nullptr);
-  nncc_safetensors_writer_set_metadata(writer, "nncc.imported_from",
-                                       config->spec->architecture.c_str(), nullptr);
-  if (nncc_safetensors_writer_write(writer, (out + "/model.safetensors").c_str(), &err) !=
-      NNCC_OK)
-    return fail(err.message);
+    written.push_back({t.name, t.shape, NNCC_DTYPE_F32, t.data.data(),
+                       uint64_t(t.data.size()) * sizeof(float)});
+  if (int rc = writeSafetensors(out + "/model.safetensors", written,
+                                {{"nncc.imported_from", config->spec->architecture}}))
+    return rc;
   if (int rc = copyTokenizerFiles(dir, out))
     return rc;
 
@@ -760,24 +792,16 @@ int runExportHf() {
       return fail("--weights: tensor '" + link.name + "' is " +
                   shapeString({v.shape, size_t(v.rank)}) + "; the model declares " +
                   shapeString(link.shape));
-    if (v.dtype != NNCC_DTYPE_F32 && v.dtype != NNCC_DTYPE_F64)
+    if (!isFloatWeight(v.dtype))
       return fail("--weights: tensor '" + link.name + "' is " + nncc_dtype_name(v.dtype) +
-                  "; expected F32 or F64");
+                  "; expected F32, F64, F16 or BF16");
     used.insert(link.name);
-    const auto *bytes = static_cast<const unsigned char *>(v.data);
     const size_t per = size_t(v.numel / link.sources.size());
     for (size_t s = 0; s < link.sources.size(); ++s) {
       Tensor t{link.sources[s], link.shape, {}, {}};
       t.shape[0] /= int64_t(link.sources.size());
       for (size_t i = s * per; i < (s + 1) * per; ++i) {
-        float f;
-        if (v.dtype == NNCC_DTYPE_F32) {
-          std::memcpy(&f, bytes + 4 * i, 4);
-        } else {
-          double d;
-          std::memcpy(&d, bytes + 8 * i, 8);
-          f = float(d);
-        }
+        float f = elementAsF32(v, i);
         if (!half)
           t.f32.push_back(f);
         else
@@ -798,24 +822,15 @@ int runExportHf() {
      << "\n";
   if (int rc = replaceFile(out + "/config.json", json, "-o"))
     return rc;
-  nncc_safetensors_writer *writer = nullptr;
-  if (nncc_safetensors_writer_create(&writer, &err) != NNCC_OK)
-    return fail(err.message);
-  std::unique_ptr<nncc_safetensors_writer, void (*)(nncc_safetensors_writer *)> owner(
-      writer, nncc_safetensors_writer_destroy);
-  const nncc_dtype dtypes[] = {NNCC_DTYPE_F32, NNCC_DTYPE_F16, NNCC_DTYPE_BF16};
-  for (const Tensor &t : tensors) {
-    const void *data = half ? static_cast<const void *>(t.f16.data()) : t.f32.data();
-    uint64_t nbytes = half ? t.f16.size() * 2 : t.f32.size() * 4;
-    if (nncc_safetensors_writer_add(writer, t.name.c_str(), dtypes[int(exportDtype.getValue())],
-                                    int32_t(t.shape.size()), t.shape.data(), data, nbytes,
-                                    &err) != NNCC_OK)
-      return fail(err.message);
-  }
-  nncc_safetensors_writer_set_metadata(writer, "format", "pt", nullptr);
-  if (nncc_safetensors_writer_write(writer, (out + "/model.safetensors").c_str(), &err) !=
-      NNCC_OK)
-    return fail(err.message);
+  const nncc_dtype dtype = std::array<nncc_dtype, 3>{
+      NNCC_DTYPE_F32, NNCC_DTYPE_F16, NNCC_DTYPE_BF16}[int(exportDtype.getValue())];
+  std::vector<OutTensor> written;
+  for (const Tensor &t : tensors)
+    written.push_back({t.name, t.shape, dtype,
+                       half ? static_cast<const void *>(t.f16.data()) : t.f32.data(),
+                       half ? t.f16.size() * 2 : t.f32.size() * 4});
+  if (int rc = writeSafetensors(out + "/model.safetensors", written, {}))
+    return rc;
   // The tokenizer beside the model (an imported folder keeps one).
   if (int rc = copyTokenizerFiles(llvm::sys::path::parent_path(exportModel).str().empty()
                                       ? std::string(".")
