@@ -510,7 +510,8 @@ int runImportHf() {
   }
   llvm::outs() << "imported " << config->spec->architecture << " (" << config->layers
                << " layers, hidden " << config->hidden << ", " << weights.size()
-               << " tensors) to " << out << "/model.nn and " << out << "/model.safetensors\n";
+               << " tensors) to " << printable(out + "/model.nn") << " and "
+               << printable(out + "/model.safetensors") << "\n";
   return 0;
 }
 
@@ -850,7 +851,8 @@ int runExportHf() {
                  << printable(left[0]) << "'" << (left.size() > 1 ? ", ..." : "") << "\n";
   llvm::outs() << "exported " << config->spec->architecture << " (" << config->layers
                << " layers, hidden " << config->hidden << ", " << tensors.size()
-               << " tensors) to " << out << "/config.json and " << out << "/model.safetensors\n";
+               << " tensors) to " << printable(out + "/config.json") << " and "
+               << printable(out + "/model.safetensors") << "\n";
   return 0;
 }
 
