@@ -60,47 +60,6 @@ inline bool stackArgsValid(int cell, int64_t B, int64_t Tn, int64_t I,
   return true;
 }
 
-/// The f32 time loop of one layer and direction on AVX-512 CPUs
-/// (RecurrentFast.cpp): W_hh packed once into `packed`, a register-blocked
-/// recurrent product per step with the gate math in its epilogue, one
-/// OpenMP region over the time loop. Rows in sorted order (perm / lens, as
-/// scanDirection); h holds the initial state and receives the final one,
-/// hAlt is the second h buffer; c (LSTM) is updated in place. `bias` is
-/// never null (zeros without b_hh).
-struct FastScan {
-  int cell;
-  int64_t B, Tn, H, D, col, sd;
-  bool reverse;
-  const float *xg, *packed, *bias;
-  const int32_t *perm, *lens;
-  float *h, *hAlt, *c, *out, *saved, *ckc;
-  int64_t every;
-};
-/// The fast loops use one thread when a step has fewer multiply-adds
-/// (B * G * H * H): about 10 us of one core, against a barrier per step
-/// that costs a microsecond on an idle machine and a time slice when
-/// another process holds the other core (docs/runtime.md, "Threads").
-constexpr double kRecurrentThreadMacs = 1 << 20;
-
-/// Whether fastScanRun runs `cell` here: Elman, LSTM or PyTorch's GRU, on a
-/// CPU with AVX-512F/DQ, unless NNCC_KERNELS_PORTABLE is set (not "0").
-bool fastScanAvailable(int cell);
-/// Floats of the packed W_hh (0 for cells fastScanRun does not run).
-int64_t fastScanPackedFloats(int cell, int64_t H);
-void fastScanPack(int cell, int64_t H, const float *whh, float *packed);
-void fastScanRun(const FastScan &a);
-
-/// The backward's step product on AVX-512 (same availability as the scan):
-/// dh[k, j] = direct[k, j] + sum_q A_k[q] W_hh[q, j] for the rows k < n and
-/// the units of panels [p0, p1) (64 units each), A_k = a + rowOff[k] (K =
-/// G*H gate adjoints of row k). W_hh [G*H, H] is packed by panels once.
-int64_t fastBackwardPanels(int64_t H);
-int64_t fastBackwardPackedFloats(int cell, int64_t H);
-void fastBackwardPack(int cell, int64_t H, const float *whh, float *packed);
-void fastBackwardStep(int64_t n, int64_t K, int64_t H, const float *a,
-                      const int64_t *rowOff, const float *packed, int64_t p0,
-                      int64_t p1, const float *direct, float *dh);
-
 /// nncc_rnn_layer_zoneout_S (Recurrent.cpp) for the stack kernels of
 /// RecurrentBackward.cpp. With `ckc` (LSTM, BPTT checkpointing) it also
 /// stores the cell state entering every segment of `every` scan steps after
