@@ -166,12 +166,30 @@ Result lowerLinear(Gen &g, const LayerInstance &inst, llvm::ArrayRef<FVal> a,
                       l);
 }
 
+/// nn.embedding of `indices` in `table`; row `padding` (>= 0) gets no
+/// gradient (PyTorch's padding_idx), checked against the table's rows.
+mlir::Value embeddingOp(Gen &g, const LayerInstance &inst, mlir::Value indices,
+                        mlir::Value table, int64_t rows, int64_t padding, SrcLoc l) {
+  if (padding >= rows) {
+    g.diag.error(inst.loc, "padding_idx " + std::to_string(padding) + " of '" +
+                               inst.callee + "' is not a row of its " + std::to_string(rows) +
+                               "-row table");
+    return {};
+  }
+  llvm::SmallVector<mlir::NamedAttribute, 1> attrs;
+  if (padding >= 0)
+    attrs.push_back(g.attrI64("padding_idx", padding));
+  return g.op1("nn.embedding", l, {indices, table}, attrs);
+}
+
 Result lowerEmbedding(Gen &g, const LayerInstance &inst,
                       llvm::ArrayRef<FVal> a, SrcLoc l) {
   mlir::Value t = g.param(inst, "weight",
                           {inst.intArg("num"), inst.intArg("dim")},
                           normal(g, 1.0), l, Gen::ParamRole::Embedding);
-  return tensorResult(g.op1("nn.embedding", l, {a[0].value, t}), l);
+  return tensorResult(embeddingOp(g, inst, a[0].value, t, inst.intArg("num"),
+                                  inst.intArg("padding_idx", -1), l),
+                      l);
 }
 
 Result lowerLearnedPosition(Gen &g, const LayerInstance &inst,
@@ -251,7 +269,8 @@ Result lowerBertEmbeddings(Gen &g, const LayerInstance &inst,
                               {inst.intArg("type_vocab"), d}, normal(g, 0.02),
                               l, Gen::ParamRole::Embedding);
   std::string position = inst.enumArg("position", "learned");
-  mlir::Value e = g.op1("nn.embedding", l, {a[0].value, words});
+  mlir::Value e =
+      embeddingOp(g, inst, a[0].value, words, v, inst.intArg("padding_idx", -1), l);
   if (!e)
     return std::nullopt;
   mlir::Value t = g.op1("nn.embedding", l, {a[1].value, types});

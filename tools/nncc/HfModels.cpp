@@ -154,7 +154,10 @@ std::string modelSource(const HfConfig &c, llvm::StringRef name) {
 
   os << "\n  embeddings = bert_embeddings(" << (electra ? "V, E" : "V, D")
      << ", max_len: P, type_vocab: TV, eps: " << number(c.eps)
-     << ", dropout: " << number(c.hiddenDropout) << ")\n";
+     << ", dropout: " << number(c.hiddenDropout);
+  if (c.padTokenId >= 0)
+    os << ", padding_idx: " << c.padTokenId;
+  os << ")\n";
   if (project)
     os << "  embeddings_project = linear(E, D)\n";
   os << "  encoder = repeat N encoder_layer(D, heads: A, ff: F, activation: " << c.activation

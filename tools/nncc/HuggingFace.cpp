@@ -85,6 +85,17 @@ public:
   int64_t positiveInt(llvm::StringRef key, int64_t dflt) {
     return object.get(key) && !isNull(key) ? positiveInt(key) : dflt;
   }
+  /// A token id: >= 0, or null for none (-1); `dflt` when absent.
+  int64_t tokenId(llvm::StringRef key, int64_t dflt) {
+    if (!object.get(key))
+      return dflt;
+    if (isNull(key))
+      return -1;
+    std::optional<int64_t> v = object.getInteger(key);
+    if (!v || *v < 0 || *v > (int64_t(1) << 40))
+      return fail(key, "a token id (an integer >= 0) or null"), dflt;
+    return *v;
+  }
   double number(llvm::StringRef key, double dflt, double lo, double hi) {
     if (!object.get(key) || isNull(key))
       return dflt;
@@ -177,6 +188,9 @@ std::optional<HfConfig> readConfig(const std::string &dir, std::string &error) {
   c.ff = r.positiveInt("intermediate_size");
   c.maxPositions = r.positiveInt("max_position_embeddings");
   c.typeVocab = r.positiveInt("type_vocab_size", 2);
+  // BertConfig's and ElectraConfig's default; the word embeddings'
+  // padding_idx (that row gets no gradient).
+  c.padTokenId = r.tokenId("pad_token_id", 0);
   c.embedding = c.spec->family == HfFamily::Electra ? r.positiveInt("embedding_size", c.hidden)
                                                     : c.hidden;
   c.eps = r.number("layer_norm_eps", 1e-12, 1e-30, 1.0);
@@ -209,6 +223,10 @@ std::optional<HfConfig> readConfig(const std::string &dir, std::string &error) {
       c.problemType != "multi_label_classification" && c.problemType != "regression")
     r.unsupported("problem_type", "'" + c.problemType + "'",
                   "single_label_classification, multi_label_classification and regression");
+  if (c.padTokenId >= c.vocab)
+    r.unsupported("pad_token_id", std::to_string(c.padTokenId),
+                  "a row of the word embeddings (< vocab_size " + std::to_string(c.vocab) +
+                      ") or null");
   if (c.problemType.empty())
     c.problemType = c.numLabels == 1 ? "regression" : "single_label_classification";
   if (r.failed()) {
@@ -612,6 +630,7 @@ std::optional<HfConfig> configFromModel(const frontend::ModelInfo &m, std::strin
   c.embedding = emb->intArg("dim");
   c.maxPositions = emb->intArg("max_len", 512);
   c.typeVocab = emb->intArg("type_vocab", 2);
+  c.padTokenId = emb->intArg("padding_idx", -1);
   c.hidden = layer.intArg("dim");
   c.heads = layer.intArg("heads", 4);
   c.ff = layer.intArg("ff", 1024);
@@ -726,7 +745,8 @@ llvm::json::Value configJSON(const HfConfig &c, llvm::StringRef dtype) {
       {"type_vocab_size", c.typeVocab},
       {"layer_norm_eps", c.eps},
       {"initializer_range", 0.02},
-      {"pad_token_id", 0},
+      // null: no padding row (transformers then builds nn.Embedding without padding_idx)
+      {"pad_token_id", c.padTokenId >= 0 ? llvm::json::Value(c.padTokenId) : llvm::json::Value(nullptr)},
       {"position_embedding_type", "absolute"},
       {"torch_dtype", dtype},
   };

@@ -49,6 +49,8 @@ struct HfConfig {
   HfHead head = HfHead::None;
   int64_t vocab = 0, hidden = 0, layers = 0, heads = 0, ff = 0, maxPositions = 0,
           typeVocab = 2, embedding = 0, numLabels = 2;
+  /// pad_token_id: the word embeddings' padding_idx; -1 for none.
+  int64_t padTokenId = -1;
   double eps = 1e-12, hiddenDropout = 0.1, attentionDropout = 0.1, classifierDropout = 0.1;
   std::string activation = "gelu", problemType;
   /// The nncc layers holding the embeddings and the encoder.

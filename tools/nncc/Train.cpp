@@ -873,9 +873,11 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
   const std::vector<std::string> &classMetrics = em.spec ? em.spec->names : none;
   std::string pendingRow,
       emptyValidation(validating ? metrics.size() + 1 + classMetrics.size() : 0, ',');
-  auto g9 = [](double v) {
+  // The CSV's numbers read back as the run's values: 9 digits for f32 and
+  // bf16, 17 for f64.
+  auto g9 = [digits = trainPrecision == Precision::F64 ? 17 : 9](double v) {
     char buf[32];
-    snprintf(buf, sizeof buf, "%.9g", v);
+    snprintf(buf, sizeof buf, "%.*g", digits, v);
     return std::string(buf);
   };
   const int64_t firstEpoch = startStep / stepsPerEpoch + 1;

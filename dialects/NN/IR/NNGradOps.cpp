@@ -245,6 +245,13 @@ LogicalResult EmbeddingGradOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult EmbeddingGradOp::verify() {
+  if (getPaddingIdx() < -1 || getPaddingIdx() >= getNumEmbeddings())
+    return emitOpError("padding_idx ") << getPaddingIdx() << " is not a row of the "
+                                       << getNumEmbeddings() << "-row table";
+  return success();
+}
+
 LogicalResult AxialPositionGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {

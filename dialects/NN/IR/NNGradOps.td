@@ -190,16 +190,19 @@ def NN_EmbeddingGradOp : NN_Op<"embedding_grad", [Pure]> {
   let summary = "table adjoint of nn.embedding (scatter-add of rows)";
   let description = [{
     A zero table [`num_embeddings`, E] to which row `dy[p]` is added at
-    `indices[p]` for every position p (indices [...], dy [..., E]).
+    `indices[p]` for every position p (indices [...], dy [..., E]), except
+    at row `padding_idx` when it is >= 0 (that row stays zero).
 
     ```mlir
     %dt = nn.embedding_grad %ids, %dy {num_embeddings = 1000 : i64} : (!nn.tensor<[B, T], i64>, !nn.tensor<[B, T, 64], f32>) -> !nn.tensor<[1000, 64], f32>
     ```
   }];
   let arguments = (ins NN_IndexTensor:$indices, NN_FloatTensor:$dy,
-                       NN_I64Attr:$num_embeddings);
+                       NN_I64Attr:$num_embeddings,
+                       DefaultValuedAttr<NN_I64Attr, "-1">:$padding_idx);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = NN_FunctionalFormat;
+  let hasVerifier = 1;
 }
 
 def NN_AxialPositionGradOp : NN_Op<"axial_position_grad", [Pure]> {

@@ -429,6 +429,15 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult EmbeddingOp::verify() {
+  int64_t p = getPaddingIdx();
+  Dim rows = cast<nncc::nn::TensorType>(getTable().getType()).getDim(0);
+  if (p < -1 || (rows.isStatic() && p >= rows.getSize()))
+    return emitOpError("padding_idx ") << p << " is not a row of the table (-1 or 0.."
+                                       << (rows.isStatic() ? rows.getSize() - 1 : 0) << ")";
+  return success();
+}
+
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,

@@ -333,15 +333,19 @@ def NN_EmbeddingOp : NN_Op<"embedding", [Pure]> {
   let summary = "table lookup";
   let description = [{
     Gathers rows of `table` [V, E] at the integer `indices` [...], giving
-    [..., E].
+    [..., E]. With `padding_idx` p >= 0 (PyTorch's `nn.Embedding(padding_idx=)`,
+    Hugging Face's `pad_token_id`), row p gets no gradient: it is looked up
+    as any row but stays as it is in training. -1 (the default): none.
 
     ```mlir
-    %e = nn.embedding %ids, %table : (!nn.tensor<[B, T], i64>, !nn.tensor<[1000, 64], f32>) -> !nn.tensor<[B, T, 64], f32>
+    %e = nn.embedding %ids, %table {padding_idx = 0 : i64} : (!nn.tensor<[B, T], i64>, !nn.tensor<[1000, 64], f32>) -> !nn.tensor<[B, T, 64], f32>
     ```
   }];
-  let arguments = (ins NN_IndexTensor:$indices, NN_FloatTensor:$table);
+  let arguments = (ins NN_IndexTensor:$indices, NN_FloatTensor:$table,
+                       DefaultValuedAttr<NN_I64Attr, "-1">:$padding_idx);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = NN_FunctionalFormat;
+  let hasVerifier = 1;
 }
 
 def NN_LayerNormOp : NN_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {

@@ -559,7 +559,8 @@ NN_RULE(EmbeddingOp) {
       return op.emitOpError("gradient needs a static number of embeddings");
     out.push_back(EmbeddingGradOp::create(gb.getBuilder(), op.getLoc(),
                                           gb.get(op.getIndices()), r[0],
-                                          table.getDim(0).getSize()));
+                                          table.getDim(0).getSize(),
+                                          op.getPaddingIdx()));
     return success();
   }
 };

@@ -109,11 +109,18 @@ def NNK_LinearWeightGradOp : NNK_GradOp<"linear_weight_grad"> {
 
 def NNK_EmbeddingGradOp : NNK_GradOp<"embedding_grad"> {
   let summary = "scatter-add of dy rows into a zeroed table";
+  let description = [{
+    out [V, E] = 0, then dy's row p added at row indices[p], except at row
+    `padding_idx` when it is >= 0 (PyTorch's padding_idx: that row gets no
+    gradient).
+  }];
   let arguments = (ins NNK_In<NNK_IndexBuffer>:$indices, NNK_In<NNK_FloatBuffer>:$dy,
-                       NNK_Out<NNK_FloatBuffer>:$out);
+                       NNK_Out<NNK_FloatBuffer>:$out,
+                       DefaultValuedAttr<I64Attr, "-1">:$padding_idx);
   let assemblyFormat = [{
     `ins` `(` $indices `,` $dy `)` `outs` `(` $out `)` attr-dict `:` qualified(type(operands))
   }];
+  let hasVerifier = 1;
 }
 
 def NNK_LayerNormGradOp : NNK_GradOp<"layer_norm_grad", [AttrSizedOperandSegments]> {

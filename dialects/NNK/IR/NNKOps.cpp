@@ -319,6 +319,14 @@ LogicalResult MaxOp::verify() {
   return verifyAxisMax(*this, getX(), getOut(), getAxis(), "out");
 }
 
+LogicalResult EmbeddingGradOp::verify() {
+  Dim rows = bufferOf(getOut()).getDims()[0];
+  const int64_t padding = int64_t(getPaddingIdx()); // I64Attr reads as uint64_t
+  if (padding < -1 || (rows.isStatic() && padding >= rows.getSize()))
+    return emitOpError("padding_idx ") << padding << " is not a row of the table";
+  return success();
+}
+
 LogicalResult MaxGradOp::verify() {
   if (failed(expectSameElementType(*this, {getDy(), getX(), getDx()})) ||
       failed(expectDims(*this, getDx(), bufferOf(getX()).getDims(), "dx")))

@@ -608,7 +608,7 @@ void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
       [](RW &r, nn::EmbeddingGradOp op, nn::EmbeddingGradOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {
         nnk::EmbeddingGradOp::create(r, op.getLoc(), a.getIndices(), a.getDy(),
-                                     o[0]);
+                                     o[0], op.getPaddingIdx());
         return success();
       });
   addGrad<nn::LayerNormGradOp>(

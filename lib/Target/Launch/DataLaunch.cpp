@@ -295,19 +295,20 @@ LogicalResult emitEmbeddingGrad(LaunchEmitter &e, nnk::EmbeddingGradOp o) {
   auto V = e.dim(o.getOut(), 0), E = e.dim(o.getOut(), 1);
   if (failed(n) || failed(V) || failed(E))
     return failure();
+  const std::string padding = std::to_string(int64_t(o.getPaddingIdx()));
   if (e.isCuda()) {
     auto index = e.cType(e.bufferType(o.getIndices()).getElementType());
     if (failed(index))
       return failure();
     std::string ws = e.workspace("embedding_backward_scratch_bytes(" + *n + ", " + *V + ")");
     e.call({"launch_embedding_backward<real_t, " + *index + ">",
-            {*n, *V, *E, e.name(o.getIndices()), e.name(o.getDy()), "-1", e.name(o.getOut()), ws,
-             "stream"}});
+            {*n, *V, *E, e.name(o.getIndices()), e.name(o.getDy()), padding, e.name(o.getOut()),
+             ws, "stream"}});
     return success();
   }
   bool i32 = e.bufferType(o.getIndices()).getElementType().isInteger(32);
   e.call({i32 ? "NNCC_KFN(nncc_embedding_backward_i32)" : "NNCC_KFN(nncc_embedding_backward)",
-          {*n, *V, *E, e.name(o.getIndices()), e.name(o.getDy()), "-1", e.name(o.getOut())}});
+          {*n, *V, *E, e.name(o.getIndices()), e.name(o.getDy()), padding, e.name(o.getOut())}});
   return success();
 }
 

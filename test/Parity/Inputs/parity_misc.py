@@ -88,5 +88,35 @@ def shape_ops():
         nt.check("shape_ops %s" % k, out[k], v)
 
 
+def embedding_padding():
+    """padding_idx: the row's gradient is zero (nn.Embedding(padding_idx=)),
+    its lookup is any row's."""
+    V, E, S = 20, 8, 16
+    emb = torch.nn.Embedding(V, E, padding_idx=3)
+    torch.nn.init.normal_(emb.weight)  # a non-zero padding row, as HF's checkpoints may hold
+    word = torch.nn.Embedding(V, E, padding_idx=0)
+    torch.nn.init.normal_(word.weight)
+    pos, typ = torch.nn.Embedding(S, E), torch.nn.Embedding(2, E)
+    ln = nt.randomize_(torch.nn.LayerNorm(E, eps=1e-12))
+    head = nt.randomize_(torch.nn.Linear(E, V), scale=1.0)
+    tokens = torch.randint(0, V, (B, T), dtype=torch.int32)
+    tokens[:, -3:] = 0
+    tokens[0, :2] = 3
+    segments = torch.randint(0, 2, (B, T), dtype=torch.int32)
+    target = torch.randint(0, V, (B, T), dtype=torch.int32)
+    w = dict(sd(emb, "embed"), **sd(word, "bert.word_embeddings"), **sd(pos, "bert.position_embeddings"),
+             **sd(typ, "bert.token_type_embeddings"), **sd(ln, "bert.LayerNorm"), **sd(head, "head"))
+    h = ln(word(tokens.long()) + pos(torch.arange(T))[None] + typ(segments.long()))
+    logits = head(torch.tanh(emb(tokens.long())) + h)
+    loss = F.cross_entropy(logits.reshape(-1, V), target.reshape(-1).long())
+    params = {"embed.weight": emb.weight, "bert.word_embeddings.weight": word.weight,
+              "bert.position_embeddings.weight": pos.weight, "head.weight": head.weight}
+    nt.check_grads("embedding padding_idx", model("embedding_padding").nn, w,
+                   {"tokens": tokens, "segments": segments, "target": target}, loss, params)
+    # torch's own rule, which the checks above compared against
+    assert emb.weight.grad[3].abs().max() == 0 and word.weight.grad[0].abs().max() == 0
+
+
 if __name__ == "__main__":
-    nt.run_cases({"bert_emb": bert_emb, "ce_loss": ce_loss, "bce": bce, "shape_ops": shape_ops})
+    nt.run_cases({"bert_emb": bert_emb, "ce_loss": ce_loss, "bce": bce, "shape_ops": shape_ops,
+                  "embedding_padding": embedding_padding})
