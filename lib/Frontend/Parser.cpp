@@ -47,6 +47,11 @@ bool Parser::expect(Tok k, const char *context) {
   return errorExpected(llvm::Twine(tokSpelling(k)) + " " + context);
 }
 
+bool Parser::isLayerNameKeyword(const Token &t) {
+  // 'return' starts a statement and true/false are values: never names.
+  return t.isKeyword() && !t.is(Tok::KwReturn) && !t.is(Tok::KwTrue) && !t.is(Tok::KwFalse);
+}
+
 bool Parser::parseIdent(NameLoc &out, const char *what) {
   if (!cur().is(Tok::Ident))
     return errorExpected(what);
@@ -144,6 +149,20 @@ bool Parser::parseBody(bool isModel, std::vector<DeclItem> &decls,
   const char *where = isModel ? "in a model" : "in a block";
   while (!cur().is(Tok::RBrace)) {
     const Token &t = cur();
+    // `output = linear(...)`: a keyword before '=' names a layer (Hugging
+    // Face's `attention.output`, `layer.output`), as no declaration that
+    // keyword starts has a '=' next.
+    if (isLayerNameKeyword(t) && peekTok().is(Tok::Assign)) {
+      DeclItem item;
+      if (!parseLayerDecl(item))
+        return false;
+      decls.push_back(std::move(item));
+      continue;
+    }
+    if (t.isKeyword() && peekTok().is(Tok::Assign)) {
+      diag.error(t.loc, "'" + t.text.str() + "' cannot name a layer (every other keyword can)");
+      return failed = true, false;
+    }
     switch (t.kind) {
     case Tok::Semi:
       consume();
@@ -258,7 +277,13 @@ bool Parser::parseInput(DeclItem &item) {
 bool Parser::parseLayerDecl(DeclItem &item) {
   item.kind = DeclItem::Layer;
   item.layer.loc = cur().loc;
-  if (!parseIdent(item.layer.name, "layer name") ||
+  if (isLayerNameKeyword(cur())) {
+    item.layer.name = {cur().text.str(), cur().loc};
+    consume();
+  } else if (!parseIdent(item.layer.name, "layer name")) {
+    return false;
+  }
+  if (
       !expect(Tok::Assign, "after the layer name"))
     return false;
   bool isParallel = cur().is(Tok::Ident) && cur().text == "parallel" &&
@@ -646,6 +671,25 @@ ExprPtr Parser::parsePrimary() {
     consume();
     return std::make_unique<BoolExpr>(l, v);
   }
+  case Tok::KwModel:
+  case Tok::KwBlock:
+  case Tok::KwDims:
+  case Tok::KwConst:
+  case Tok::KwInput:
+  case Tok::KwForward:
+  case Tok::KwOutput:
+  case Tok::KwLoss:
+  case Tok::KwTrain:
+  case Tok::KwRepeat:
+    // A layer named by a keyword, called: `output(h, x)`.
+    if (!peekTok().is(Tok::LParen) || peekTok().newlineBefore) {
+      if (!failed)
+        diag.error(t.loc, "expected an expression, found the keyword '" + t.text.str() +
+                              "' (a layer of that name is called: " + t.text.str() + "(...))");
+      failed = true;
+      return nullptr;
+    }
+    [[fallthrough]];
   case Tok::Ident: {
     std::string name = t.text.str();
     consume();

@@ -41,6 +41,9 @@ private:
   bool expect(Tok k, const char *context);
   bool errorExpected(const llvm::Twine &what);
   bool parseIdent(NameLoc &out, const char *what);
+  /// A keyword that may name a layer (`output = linear(...)`, called as
+  /// `output(h)`): all but 'return', 'true' and 'false'.
+  static bool isLayerNameKeyword(const Token &t);
 
   std::unique_ptr<BlockDef> parseBlock();
   std::unique_ptr<ModelDef> parseModel();
