@@ -60,11 +60,16 @@ torch_pins=(
 # backend), with what torch's list already holds (numpy, filelock, fsspec,
 # typing_extensions). An environment with the right torch but not these
 # gets them added (a 19 MB download, 160 MB on disk, 16 s on this 2-core
-# VM, 2026-12-02; torch is not installed again).
+# VM, 2026-12-02; torch is not installed again). With them matplotlib and
+# what it imports (current PyPI, 2026-12-02), for python -m nncc.pipeline's
+# PNG (docs/pipeline.md; without it the PNG is drawn by Debian's
+# python3-matplotlib under /usr/bin/python3).
 hf_pins=(
   tokenizers==0.23.3 safetensors==0.8.0 transformers==5.24.0 huggingface-hub==2.4.0
   packaging==26.4 pyyaml==6.0.4 regex==2026.11.19 tqdm==4.70.1
   httpx2==2.16.2 httpcore2==2.16.2 h11==0.16.0 idna==3.20 truststore==0.10.5
+  matplotlib==3.11.2 contourpy==1.3.3 cycler==0.12.1 fonttools==4.68.0 kiwisolver==1.5.1
+  pillow==13.0.0 pyparsing==3.3.3 python-dateutil==4.0.0 tzdata==2026.6
 )
 # ONNX Runtime with the ONNX exporter of torch 2.x (torch.onnx.export needs
 # onnx and onnxscript, which needs onnx-ir) for bench/run.py's ONNX Runtime
