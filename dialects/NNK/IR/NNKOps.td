@@ -524,7 +524,7 @@ def NNK_RecurrentScanOp : NNK_Op<"recurrent_scan", [AttrSizedOperandSegments]> {
     `[L·D, B, H]` state buffers; this op reads/writes entry `state_index`
     (h0/c0 absent: zeros). `lengths [B]` (i32/i64): no work past a
     length; `reverse` processes `t = len_b − 1 − s` at step s. `zoneout`
-    (lstm, training only: prepareNNForKernels zeroes it in inference) keeps
+    (lstm, training only: nn-inference-semantics zeroes it in inference) keeps
     h and c of a unit with probability `zoneout` per step, mask from
     Philox(`seed`, step offset + counter of (state_index, t, b, j));
     `nncc_rnn_layer_zoneout_*`. CUDA (zoneout = 0 only):

@@ -10,10 +10,7 @@
 #ifndef NNCC_TARGET_PRECISION_H
 #define NNCC_TARGET_PRECISION_H
 
-#include "llvm/ADT/StringRef.h"
-
 #include <cstdint>
-#include <optional>
 
 namespace nncc {
 
@@ -27,16 +24,6 @@ inline int64_t realBytes(Precision p) {
 /// "f32", "f64", "bf16": the flags' and the ABI's spelling.
 inline const char *precisionName(Precision p) {
   return p == Precision::F64 ? "f64" : p == Precision::BF16 ? "bf16" : "f32";
-}
-
-inline std::optional<Precision> parsePrecision(llvm::StringRef s) {
-  if (s == "f32")
-    return Precision::F32;
-  if (s == "f64")
-    return Precision::F64;
-  if (s == "bf16")
-    return Precision::BF16;
-  return std::nullopt;
 }
 
 } // namespace nncc

@@ -49,7 +49,6 @@ public:
   LaunchEmitter(mlir::ModuleOp module, Target target, Precision precision = Precision::F32);
 
   Target getTarget() const { return target; }
-  Precision getPrecision() const { return precision; }
   bool isBf16() const { return precision == Precision::BF16; }
   bool isCuda() const { return target == Target::CUDA; }
   llvm::StringRef targetName() const { return isCuda() ? "CUDA" : "CPU"; }

@@ -160,7 +160,7 @@ FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
   std::string ws = e.workspace("nncc_attention_core_workspace_bytes(" + kindCode(c.kind) + ", " +
                                T + ", " + std::to_string(c.global.size()) + ")");
   e.out() << p << rotGiven << "\n";
-  // Training only (prepareNNForKernels zeroes the rate elsewhere): the step
+  // Training only (nn-inference-semantics zeroes the rate in inference): the step
   // offset makes every step draw a new mask, the backward the same one.
   if (c.dropout > 0)
     e.out() << "p.dropout = " << fmtDouble(c.dropout) << "; p.dropout_seed = nncc_ms_rng_key(m, "

@@ -15,7 +15,7 @@ namespace {
 
 std::string cellCode(nnk::Cell cell) { return std::to_string(static_cast<int>(cell)); }
 
-/// LSTM zoneout arguments (training only; prepareNNForKernels zeroes the
+/// LSTM zoneout arguments (training only; nn-inference-semantics zeroes the
 /// rate in inference): rate, key (the op's seed and the run seed) and the
 /// counter offset of B*T*H batch-major draws per layer and direction (Philox.h
 /// lstm_zoneout_counter; docs/training.md, "Random streams").

@@ -114,19 +114,6 @@ inline int globalTokens(const nncc_attention_params *p, int64_t T, void *ws,
   return NNCC_K_OK;
 }
 
-/// The admissible keys of query i of dilated attention, in the order the
-/// forward and the backward (and the CUDA kernel) visit them
-/// (for_each_dilated_key). Writes them to `keys` (room for T + 1) and
-/// returns their count.
-inline int dilatedKeys(int i, int64_t T, int window, int dilation,
-                       const GlobalTokens &g, bool causal,
-                       const uint8_t *kpmRow, int32_t *keys) {
-  int nk = 0;
-  for_each_dilated_key(i, (int)T, window, dilation, g.isGlobal, g.list, g.n,
-                       causal, kpmRow, [&](int j) { keys[nk++] = j; });
-  return nk;
-}
-
 /// The attention dropout `p` asks for (off when p->dropout == 0).
 template <typename T>
 AttentionDropout<T> attentionDropoutOf(const nncc_attention_params *p) {
