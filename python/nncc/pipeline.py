@@ -768,10 +768,13 @@ def run(a):
         logp = os.path.join(out, "finetune_%s.csv" % tag)
         mj = os.path.join(out, "finetune_%s.metrics.json" % tag)
         w = os.path.join(out, "classifier_%s.safetensors" % tag)
-        nncc_run(exe, ["train", cpath, "--data", os.path.join(out, "finetune_train.safetensors"),
+        _, err = nncc_run(exe, ["train", cpath, "--data", os.path.join(out, "finetune_train.safetensors"),
                        "--validation", os.path.join(out, "finetune_validation.safetensors")] + extra +
                  ["--metrics", "classification", "--metrics-json", mj, "--best-by", "val_macro_f1",
                   "--keep-best", "--seed", seed, "--log", logp, "-o", w], "fine-tuning (%s)" % tag)
+        for l in err.splitlines():  # what --partial-weights loaded
+            if l.startswith("nncc: note: --partial-weights") or l.startswith("nncc: note: missing"):
+                _log("    " + l)
         ep = epoch_table(read_log(logp))
         with open(mj) as f:
             mjs = json.load(f)
@@ -788,8 +791,9 @@ def run(a):
                 tm = json.load(f)["metrics"]
             res["test"] = {k: tm.get(k) for k in ("loss", "accuracy", "macro_f1", "micro_f1",
                                                   "macro_precision", "macro_recall")}
-            res["test"]["classes"] = tm.get("classes")
-            res["test"]["f1"] = tm.get("f1")
+            res["test"]["classes"] = labels
+            for k in ("precision", "recall", "f1", "support"):
+                res["test"][k] = tm.get(k)
             res["test"]["confusion"] = tm.get("confusion")
         finetune[tag] = res
         rows_ = read_log(logp)
@@ -843,6 +847,9 @@ def run(a):
             line += "; test accuracy %s, macro-F1 %s" % (_fmt(res["test"]["accuracy"]),
                                                           _fmt(res["test"]["macro_f1"]))
         _log(line)
+        if "test" in res and res["test"].get("f1"):
+            _log("  test F1 per class: " + ", ".join(
+                "%s %.3f" % (l, f) for l, f in zip(labels, res["test"]["f1"])))
     _log("")
     _log("wrote %s, %s%s, in %.0f s" % (os.path.join(out, "summary.json"), cp,
                                        "" if a.no_plot else ", " + summary["png"], summary["seconds"]))
