@@ -5,9 +5,13 @@ validation set, accumulated over all of it, equal a reference computed here
 saved weights: the confusion matrix exactly, the metrics to 1e-12 (the
 CSV's to its 9 digits). `nncc eval` on the same weights and file gives the
 last epoch's figures. --best-by val_accuracy keeps the epoch with the
-highest accuracy (the first of equal ones).
+highest accuracy (the first of equal ones). Multi-label (binary targets):
+label c is predicted when its logit is > 0; accuracy is the share of
+samples with every label right, the per-label 2 x 2 confusion
+[[tn, fp], [fn, tp]], macro means over every label, micro F1 over all
+(sklearn's multilabel definitions).
 
-    check_metrics.py NNCC MODEL.nn WORKDIR classifier|tagger
+    check_metrics.py NNCC MODEL.nn WORKDIR classifier|tagger|multilabel
 """
 import csv
 import json
@@ -26,6 +30,13 @@ if kind == "classifier":
     random_data(nncc, model, tr, ["N=40"], seed=1)
     random_data(nncc, model, va, ["N=23"], seed=2)
     target, C, batch = "y", 3, "8"
+elif kind == "multilabel":
+    rng = np.random.default_rng(4)
+    for path, B in ((tr, 40), (va, 23)):
+        x = rng.standard_normal((B, 4)).astype(np.float32)
+        y = np.stack([x[:, 0] > 0, x[:, 1] + x[:, 2] > 0.3, rng.random(B) < 0.2], 1)
+        save_safetensors(path, {"x": x, "y": y.astype(np.float32)})
+    target, C, batch = "y", 3, "8"
 else:  # tokens [B, T], tags with -100 on padding (after each sequence's length)
     rng = np.random.default_rng(3)
     for path, B in ((tr, 12), (va, 9)):
@@ -42,6 +53,9 @@ def reference(weights):
     out = os.path.join(work, "run_out.safetensors")
     nncc_checked(nncc, ["run", model, "--inputs", va, "--weights", weights, "--quiet", "-o", out])
     logits = np.asarray(load_safetensors(out)["logits"], dtype=np.float64).reshape(-1, C)
+    if kind == "multilabel":
+        return multilabel_reference(logits, np.asarray(load_safetensors(va)[target]) >= 0.5), \
+            float(load_safetensors(out)["loss"])
     t = np.asarray(load_safetensors(va)[target]).reshape(-1).astype(np.int64)
     keep = t != -100
     pred = logits.argmax(axis=1)[keep]  # the first of equal maxima
@@ -57,6 +71,19 @@ def reference(weights):
             "macro_f1": f1[present].mean(), "macro_precision": prec[present].mean(),
             "macro_recall": rec[present].mean(), "precision": prec, "recall": rec, "f1": f1,
             "support": sup.tolist()}, float(load_safetensors(out)["loss"])
+
+
+def multilabel_reference(logits, y):
+    said = logits > 0
+    tp, fp = (said & y).sum(0), (said & ~y).sum(0)
+    fn, tn = (~said & y).sum(0), (~said & ~y).sum(0)
+    div = lambda a, b: np.where(b > 0, a / np.maximum(b, 1), 0.0)
+    prec, rec, f1 = div(tp, tp + fp), div(tp, tp + fn), div(2.0 * tp, 2 * tp + fp + fn)
+    return {"confusion": [[[int(tn[c]), int(fp[c])], [int(fn[c]), int(tp[c])]] for c in range(C)],
+            "samples": len(y), "ignored": 0, "accuracy": (said == y).all(1).mean(),
+            "micro_f1": 2.0 * tp.sum() / (2.0 * tp.sum() + fp.sum() + fn.sum()),
+            "macro_f1": f1.mean(), "macro_precision": prec.mean(), "macro_recall": rec.mean(),
+            "precision": prec, "recall": rec, "f1": f1, "support": (tp + fn).tolist()}
 
 
 NAMES = ["accuracy", "macro_f1", "micro_f1", "macro_precision", "macro_recall"]
@@ -82,13 +109,13 @@ out = nncc_checked(nncc, ["train", model, "--data", tr, "--validation", va, "--e
 if len([l for l in out.splitlines() if l.startswith("epoch ") and "val_macro_f1 " in l]) != 2:
     sys.exit("FAIL: the epoch lines have no val_macro_f1:\n" + out)
 doc = json.load(open(js))
-if [e["epoch"] for e in doc["epochs"]] != [1, 2] or doc["classes"] != C:
+if [e["epoch"] for e in doc["epochs"]] != [1, 2] or doc["labels" if kind == "multilabel" else "classes"] != C:
     sys.exit("FAIL: the JSON's epochs: %s" % doc)
 ref, loss = reference(w)
 last = doc["epochs"][-1]
 compare("train --metrics-json", last, ref)
 # (The tagger's val_loss is a mean of batch means over unequal token counts.)
-if kind == "classifier" and abs(last["loss"] - loss) > 1e-6 * abs(loss):
+if kind != "tagger" and abs(last["loss"] - loss) > 1e-6 * abs(loss):
     sys.exit("FAIL: val loss %r, nncc run %r" % (last["loss"], loss))
 rows = [r for r in csv.DictReader(open(log)) if r["val_loss"]]
 for k in NAMES:

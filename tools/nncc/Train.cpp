@@ -448,28 +448,42 @@ struct MetricsSpec {
   size_t targetIndex = 0;      // in sig.inputs (and TrainData::tensors)
   std::string limit;           // the number of classes: a size or a dim name
   std::vector<int64_t> exempt; // targets that count as none (ignore_index)
+  /// Binary targets (a bce_with_logits'): one yes/no per label, predicted
+  /// by logit > 0; `limit` is the number of labels.
+  bool multiLabel = false;
   bool active() const { return !names.empty(); }
 };
 
-/// A confusion matrix accumulated over a whole data set.
+/// A confusion matrix accumulated over a whole data set. Single-label:
+/// classes x classes counts. Multi-label: per label the 2 x 2 counts
+/// [[tn, fp], [fn, tp]] (sklearn's multilabel_confusion_matrix), and the
+/// samples whose labels all match.
 struct ClassMetrics {
   int64_t classes = 0;
-  std::vector<int64_t> confusion; // [target * classes + predicted]
-  int64_t counted = 0, ignored = 0;
-  void reset(int64_t c) {
+  bool multiLabel = false;
+  std::vector<int64_t> confusion; // [target * classes + predicted], or [label * 4 + 2 t + p]
+  int64_t counted = 0, ignored = 0, exact = 0;
+  void reset(int64_t c, bool multi = false) {
     classes = c;
-    confusion.assign(size_t(c * c), 0);
-    counted = ignored = 0;
+    multiLabel = multi;
+    confusion.assign(size_t(multi ? 4 * c : c * c), 0);
+    counted = ignored = exact = 0;
   }
   int64_t at(int64_t t, int64_t p) const { return confusion[size_t(t * classes + p)]; }
-  int64_t tp(int64_t c) const { return at(c, c); }
+  /// Multi-label: label c's count of (target t, prediction p), t, p in {0, 1}.
+  int64_t label(int64_t c, int t, int p) const { return confusion[size_t(4 * c + 2 * t + p)]; }
+  int64_t tp(int64_t c) const { return multiLabel ? label(c, 1, 1) : at(c, c); }
   int64_t support(int64_t c) const {
+    if (multiLabel)
+      return label(c, 1, 0) + label(c, 1, 1);
     int64_t s = 0;
     for (int64_t p = 0; p < classes; ++p)
       s += at(c, p);
     return s;
   }
   int64_t predicted(int64_t c) const {
+    if (multiLabel)
+      return label(c, 0, 1) + label(c, 1, 1);
     int64_t s = 0;
     for (int64_t t = 0; t < classes; ++t)
       s += at(t, c);
@@ -481,12 +495,14 @@ struct ClassMetrics {
   double f1(int64_t c) const {
     return ratio(2.0 * tp(c), double(predicted(c)) + double(support(c)));
   }
-  /// The mean of `f` over the classes that occur as a target or a prediction.
+  /// The mean of `f` over the classes that occur as a target or a
+  /// prediction (sklearn's labels of y_true and y_pred); multi-label: over
+  /// every label (sklearn's columns).
   template <typename F> double macro(F f) const {
     double sum = 0;
     int64_t n = 0;
     for (int64_t c = 0; c < classes; ++c)
-      if (support(c) > 0 || predicted(c) > 0) {
+      if (multiLabel || support(c) > 0 || predicted(c) > 0) {
         sum += f(c);
         ++n;
       }
@@ -496,9 +512,15 @@ struct ClassMetrics {
     int64_t hits = 0;
     for (int64_t c = 0; c < classes; ++c)
       hits += tp(c);
-    if (name == "accuracy")
-      return ratio(double(hits), double(counted));
-    if (name == "micro_f1") // 2 tp / (2 tp + fp + fn): every sample is one fp and one fn
+    if (name == "accuracy") // multi-label: all labels right (subset accuracy)
+      return ratio(double(multiLabel ? exact : hits), double(counted));
+    if (name == "micro_f1" && multiLabel) { // 2 tp / (2 tp + fp + fn) over every label
+      int64_t errors = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        errors += label(c, 0, 1) + label(c, 1, 0);
+      return ratio(2.0 * double(hits), 2.0 * double(hits) + double(errors));
+    }
+    if (name == "micro_f1") // single-label: every miss is one fp and one fn
       return ratio(2.0 * double(hits), 2.0 * double(counted));
     if (name == "macro_f1")
       return macro([&](int64_t c) { return f1(c); });
@@ -566,42 +588,58 @@ int parseMetrics(MetricsSpec &spec, bool training) {
 int resolveMetrics(const ModelSignature &sig, MetricsSpec &spec) {
   if (!spec.active())
     return 0;
-  std::vector<size_t> targets;
-  for (size_t i = 0; i < sig.inputs.size(); ++i)
-    if (targetsOpt.empty() ? sig.inputs[i].role == InputRole::ClassTargets
-                           : sig.inputs[i].name == targetsOpt)
-      targets.push_back(i);
+  // Class targets (a cross-entropy's) first, else binary ones (multi-label).
+  auto targetsOf = [&](InputRole role) {
+    std::vector<size_t> found;
+    for (size_t i = 0; i < sig.inputs.size(); ++i)
+      if (targetsOpt.empty() ? sig.inputs[i].role == role : sig.inputs[i].name == targetsOpt)
+        found.push_back(i);
+    return found;
+  };
+  std::vector<size_t> targets = targetsOf(InputRole::ClassTargets);
+  if (targetsOpt.empty() && targets.empty())
+    targets = targetsOf(InputRole::BinaryTargets);
   if (!targetsOpt.empty()) {
     if (targets.empty())
       return fail("--targets: model '" + sig.model + "' has no input '" + targetsOpt + "'");
-    if (sig.inputs[targets[0]].role != InputRole::ClassTargets)
+    InputRole role = sig.inputs[targets[0]].role;
+    if (role != InputRole::ClassTargets && role != InputRole::BinaryTargets)
       return fail("--targets: input '" + targetsOpt + "' of model '" + sig.model + "' is " +
                   signatureString(sig.inputs[targets[0]]) +
-                  ", not class targets (a cross-entropy's)");
+                  ", not class targets (a cross-entropy's) or binary targets (a "
+                  "binary_cross_entropy_with_logits')");
   } else if (targets.empty()) {
     return fail("--metrics: model '" + sig.model +
-                "' has no class-target input (a cross-entropy's targets) to measure against");
+                "' has no class-target input (a cross-entropy's targets) or binary targets (a "
+                "binary_cross_entropy_with_logits') to measure against");
   } else if (targets.size() > 1) {
     return fail("--metrics: model '" + sig.model +
-                "' has several class-target inputs: name one with --targets");
+                "' has several target inputs of one kind: name one with --targets");
   }
   const TensorSignature &t = sig.inputs[targets[0]];
   spec.targetIndex = targets[0];
   spec.targets = t.name;
-  spec.limit = t.limit;
+  spec.multiLabel = t.role == InputRole::BinaryTargets;
+  if (spec.multiLabel && t.dims.empty())
+    return fail("--metrics: binary targets '" + t.name + "' are a scalar; multi-label metrics "
+                "need a label axis (e.g. [B, L])");
+  spec.limit = spec.multiLabel ? t.dims.back() : t.limit;
   spec.exempt = t.exempt;
+  // Logits: the targets' dims and the classes (single-label), or the same
+  // dims as the targets (multi-label: one logit per label).
+  const size_t lead = spec.multiLabel ? t.dims.size() - 1 : t.dims.size();
   auto fits = [&](const TensorSignature &o) {
-    if (o.dims.size() != t.dims.size() + 1 || o.dims.back() != t.limit)
+    if (o.dims.size() != lead + 1 || o.dims.back() != spec.limit)
       return false;
-    for (size_t k = 0; k < t.dims.size(); ++k)
+    for (size_t k = 0; k < lead; ++k)
       if (o.dims[k] != t.dims[k])
         return false;
     return true;
   };
   std::string expected = "[";
-  for (const std::string &d : t.dims)
-    expected += d + ", ";
-  expected += t.limit + "]";
+  for (size_t k = 0; k < lead; ++k)
+    expected += t.dims[k] + ", ";
+  expected += spec.limit + "]";
   if (!logitsOpt.empty()) {
     const TensorSignature *o = nullptr;
     for (const TensorSignature &x : sig.outputs)
@@ -612,7 +650,8 @@ int resolveMetrics(const ModelSignature &sig, MetricsSpec &spec) {
     if (!(o->dtype == "F32" || o->dtype == "F64" || o->dtype == "BF16") || !fits(*o))
       return fail("--logits: output '" + logitsOpt + "' is " + signatureString(*o) +
                   ", expected float " + expected + " for targets '" + t.name + "' (" +
-                  signatureString(t) + ", " + t.limit + " classes)");
+                  signatureString(t) + ", " + spec.limit +
+                  (spec.multiLabel ? " labels)" : " classes)"));
     spec.logits = o->name;
     return 0;
   }
@@ -643,6 +682,34 @@ int metricsClasses(const ModelSignature &sig, const MetricsSpec &spec,
   return 0;
 }
 
+/// accumulateMetrics for binary targets: label c of a row is predicted yes
+/// when its logit is > 0 (sigmoid > 0.5; NaN: no), and is yes when its
+/// target is >= 0.5.
+int accumulateMultiLabel(const MetricsSpec &spec, const DataTensor &t, const char *targets,
+                         int64_t lo, int64_t n, nncc_dtype dt, const void *logits, int32_t rank,
+                         const int64_t *shape, uint64_t numel, ClassMetrics &cm) {
+  const int64_t L = cm.classes;
+  const uint64_t perSample = t.rowBytes / nncc_dtype_size(t.dtype);
+  if (rank < 1 || shape[rank - 1] != L || numel != uint64_t(n) * perSample)
+    return fail("--metrics: output '" + spec.logits + "' has shape " +
+                shapeString(std::vector<int64_t>(shape, shape + rank)) + ", expected " +
+                std::to_string(uint64_t(n) * perSample / uint64_t(L)) + " rows of " +
+                std::to_string(L) + " labels");
+  for (uint64_t row = 0; row < numel / uint64_t(L); ++row) {
+    bool allRight = true;
+    for (int64_t c = 0; c < L; ++c) {
+      const uint64_t i = row * uint64_t(L) + uint64_t(c);
+      const int yes = elementAsDouble(t.dtype, targets, uint64_t(lo) * perSample + i) >= 0.5;
+      const int said = elementAsDouble(dt, logits, i) > 0.0;
+      ++cm.confusion[size_t(4 * c + 2 * yes + said)];
+      allRight &= yes == said;
+    }
+    cm.exact += allRight;
+    ++cm.counted;
+  }
+  return 0;
+}
+
 /// Adds the batch of `n` rows from row `lo` of `val` (after forward) to `cm`:
 /// the argmax of the logits' last axis (the first of equal maxima, NaN the
 /// largest, as torch.argmax) against the targets, exempt targets skipped.
@@ -663,6 +730,9 @@ int accumulateMetrics(const ModelHandle &h, const MetricsSpec &spec, TrainData &
   for (int32_t k = 0; k < rank; ++k)
     numel *= (uint64_t)shape[k];
   const int64_t C = cm.classes;
+  if (cm.multiLabel)
+    return accumulateMultiLabel(spec, t, val.tensors[spec.targetIndex].data(), lo, n, dt,
+                                data, rank, shape, numel, cm);
   if (rank < 1 || shape[rank - 1] != C || numel != uint64_t(n) * perRow * uint64_t(C))
     return fail("--metrics: output '" + spec.logits + "' has shape " +
                 shapeString(std::vector<int64_t>(shape, shape + rank)) + ", expected " +
@@ -724,8 +794,14 @@ std::string metricsEntryJson(const ClassMetrics &cm, double loss, llvm::StringRe
   s += std::string(indent) + "\"support\": " +
        list([&](int64_t c) { return std::to_string(cm.support(c)); }) + ",\n";
   s += std::string(indent) + "\"confusion\": [";
-  for (int64_t t = 0; t < cm.classes; ++t)
-    s += (t ? ", " : "") + list([&](int64_t p) { return std::to_string(cm.at(t, p)); });
+  for (int64_t t = 0; t < cm.classes; ++t) {
+    if (cm.multiLabel) // label t: [[tn, fp], [fn, tp]]
+      s += std::string(t ? ", " : "") + "[[" + std::to_string(cm.label(t, 0, 0)) + ", " +
+           std::to_string(cm.label(t, 0, 1)) + "], [" + std::to_string(cm.label(t, 1, 0)) +
+           ", " + std::to_string(cm.label(t, 1, 1)) + "]]";
+    else
+      s += (t ? ", " : "") + list([&](int64_t p) { return std::to_string(cm.at(t, p)); });
+  }
   s += "]";
   return s;
 }
@@ -734,8 +810,9 @@ std::string metricsEntryJson(const ClassMetrics &cm, double loss, llvm::StringRe
 std::string metricsJsonHead(const ModelSignature &sig, const MetricsSpec &spec,
                             int64_t classes) {
   std::string s = "{\n  \"model\": \"" + sig.model + "\",\n  \"logits\": \"" + spec.logits +
-                  "\",\n  \"targets\": \"" + spec.targets + "\",\n  \"classes\": " +
-                  std::to_string(classes) + ",\n";
+                  "\",\n  \"targets\": \"" + spec.targets + "\",\n  \"" +
+                  (spec.multiLabel ? "labels" : "classes") + "\": " + std::to_string(classes) +
+                  ",\n";
   return s;
 }
 
@@ -942,7 +1019,7 @@ int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
     std::vector<double> val, classVals;
     if (validating && lossCount > 0) {
       ClassMetrics cm;
-      cm.reset(em.classes);
+      cm.reset(em.classes, em.spec && em.spec->multiLabel);
       if (int rc = evaluate(h, validation, microBatch > 0 ? std::min<int64_t>(microBatch, B) : B,
                             metrics, val, em.spec, em.spec ? &cm : nullptr))
         return rc;
@@ -1781,7 +1858,7 @@ int runEval() {
   const std::vector<std::string> metrics = scalarMetrics(*sig);
   std::vector<double> means;
   ClassMetrics cm;
-  cm.reset(classes);
+  cm.reset(classes, spec.multiLabel);
   if (int rc = evaluate(h, data, B, metrics, means, &spec, spec.active() ? &cm : nullptr))
     return rc;
   if (!trainQuiet) {
