@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Common.h"
+#include "PatternHelpers.h"
 
 using namespace mlir;
 using namespace nncc;

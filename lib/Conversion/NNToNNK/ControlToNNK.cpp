@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Common.h"
+#include "PatternHelpers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Common.h"
+#include "PatternHelpers.h"
 #include "nncc/Conversion/Passes.h"
 
 namespace nncc {

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Common.h"
+#include "PatternHelpers.h"
 #include "nncc/Kernels/RecurrentMath.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

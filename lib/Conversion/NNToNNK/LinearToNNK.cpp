@@ -1,6 +1,6 @@
 //===- LinearToNNK.cpp - GEMMs with epilogues, layer norm -------*- C++ -*-===//
 
-#include "Common.h"
+#include "PatternHelpers.h"
 
 using namespace mlir;
 using namespace nncc;

@@ -1,6 +1,6 @@
 //===- NNToNNKPass.cpp - The convert-nn-to-nnk pass -------------*- C++ -*-===//
 
-#include "Common.h"
+#include "PatternHelpers.h"
 #include "nncc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Common.h"
+#include "PatternHelpers.h"
 #include "nncc/Kernels/RecurrentMath.h"
 
 using namespace mlir;

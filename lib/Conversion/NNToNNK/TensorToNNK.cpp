@@ -1,6 +1,6 @@
 //===- TensorToNNK.cpp - Softmax, reductions, embeddings, copies, losses ===//
 
-#include "Common.h"
+#include "PatternHelpers.h"
 
 using namespace mlir;
 using namespace nncc;

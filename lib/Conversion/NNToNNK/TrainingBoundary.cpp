@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Common.h"
+#include "PatternHelpers.h"
 #include "nncc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1,6 +1,6 @@
 //===- Arena.cpp - one allocation per context, offsets planned by nncc ----===//
 
-#include "Internal.h"
+#include "RuntimeInternal.h"
 
 #include <cstdlib>
 #include <cstring>

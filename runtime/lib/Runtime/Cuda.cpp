@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "RuntimeInternal.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -1,6 +1,6 @@
 //===- Error.cpp - status codes, messages, half-precision conversions ----===//
 
-#include "Internal.h"
+#include "RuntimeInternal.h"
 
 #include <cstdio>
 #include <cstdlib>

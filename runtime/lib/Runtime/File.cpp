@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "RuntimeInternal.h"
 
 #include <atomic>
 #include <cerrno>

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "RuntimeInternal.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 //===- Stream.cpp - in-order work queues: CPU (synchronous) and CUDA ------===//
 
-#include "Internal.h"
+#include "RuntimeInternal.h"
 
 using namespace nncc::rt;
 

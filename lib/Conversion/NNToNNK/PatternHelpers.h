@@ -1,4 +1,4 @@
-//===- Common.h - Shared helpers of the nn -> nnk patterns ------*- C++ -*-===//
+//===- PatternHelpers.h - Shared helpers of the nn -> nnk patterns -*- C++ -*-===//
 //
 // Internal to lib/Conversion/NNToNNK. The fusion predicates are pure
 // functions of the original nn IR (the conversion driver keeps original ops
@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NNCC_LIB_CONVERSION_NNTONNK_COMMON_H
-#define NNCC_LIB_CONVERSION_NNTONNK_COMMON_H
+#ifndef NNCC_LIB_CONVERSION_NNTONNK_PATTERNHELPERS_H
+#define NNCC_LIB_CONVERSION_NNTONNK_PATTERNHELPERS_H
 
 #include "dialects/NNK/IR/NNKOps.h"
 #include "dialects/NN/IR/NNOps.h"
@@ -153,4 +153,4 @@ lowerAttention(mlir::ConversionPatternRewriter &rewriter, nn::AttentionOp op,
 
 } // namespace nncc::conv
 
-#endif // NNCC_LIB_CONVERSION_NNTONNK_COMMON_H
+#endif // NNCC_LIB_CONVERSION_NNTONNK_PATTERNHELPERS_H

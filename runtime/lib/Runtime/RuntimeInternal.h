@@ -1,11 +1,11 @@
-//===- Internal.h - helpers shared by the runtime's sources ----*- C++ -*-===//
+//===- RuntimeInternal.h - helpers shared by the runtime's sources -*- C++ -*-===//
 //
 // Not installed. Everything here is hidden (the library exports only the C
 // API of nncc_runtime.h).
 //
 //===----------------------------------------------------------------------===//
-#ifndef NNCC_LIB_RUNTIME_INTERNAL_H
-#define NNCC_LIB_RUNTIME_INTERNAL_H
+#ifndef NNCC_LIB_RUNTIME_RUNTIMEINTERNAL_H
+#define NNCC_LIB_RUNTIME_RUNTIMEINTERNAL_H
 
 #include "nncc/Runtime/nncc_runtime.h"
 
