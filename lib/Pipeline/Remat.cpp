@@ -140,7 +140,8 @@ FailureOr<RematPlan> evaluateRemat(ModuleOp module, ArrayRef<int64_t> ids,
   buildNNCCPipeline(pm, lower);
   if (failed(pm.run(*clone)))
     return failure();
-  FailureOr<uint64_t> peak = target::trainingPeak(*clone, options.dims, options.realSize);
+  FailureOr<uint64_t> peak = target::trainingPeak(*clone, options.dims, options.realSize,
+                                                    options.cpuTarget);
   if (failed(peak))
     return failure();
   RematPlan out;

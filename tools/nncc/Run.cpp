@@ -507,8 +507,8 @@ int lowerWithBudget(mlir::OwningOpRef<mlir::ModuleOp> &module, mlir::MLIRContext
   if (!gradMode)
     return fail("--memory-budget applies to the training step: add --grad");
   return lowerWithMemoryBudget(memoryBudget, module, context, sourceMgr, path, sig.dims, dims,
-                               GradKind::Loss,
-                               trainMode, precision, remat);
+                               GradKind::Loss, trainMode, precision, remat,
+                               /*cpuTarget=*/runTarget != RunTarget::CUDA);
 }
 
 /// inspect --memory: the plan of the --dim binding as JSON.
@@ -612,7 +612,8 @@ int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::Module
                           mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
                           llvm::StringRef path, const std::vector<std::string> &modelDims,
                           const std::map<std::string, int64_t> &dims, GradKind grad,
-                          bool trainMode, Precision precision, RematRequest &remat) {
+                          bool trainMode, Precision precision, RematRequest &remat,
+                          bool cpuTarget) {
   if (!budget.empty()) {
     std::string error;
     mlir::FailureOr<nncc::MemoryBudget> b = nncc::MemoryBudget::parse(budget, error);
@@ -621,6 +622,8 @@ int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::Module
     remat.budget = *b;
   }
   remat.search.realSize = realBytes(precision);
+  // A CUDA build's plan leaves out the workspace only the CPU kernels use.
+  remat.search.cpuTarget = cpuTarget;
   for (const std::string &d : modelDims) {
     auto it = dims.find(d);
     if (it == dims.end())

@@ -1143,7 +1143,8 @@ int autoMicroBatch(llvm::ArrayRef<mlir::ModuleOp> forms, const ModelSignature &s
     uint64_t least = UINT64_MAX;
     for (mlir::ModuleOp form : forms) {
       mlir::FailureOr<nncc::target::MemoryPlan> plan = nncc::target::planMemory(
-          form, binding, nncc::target::PlanMode::Training, realBytes(precision));
+          form, binding, nncc::target::PlanMode::Training, realBytes(precision),
+          /*cpuTarget=*/trainTarget != TTarget::CUDA);
       if (mlir::failed(plan))
         return mlir::failure();
       least = std::min(least, plan->peakBytes);
@@ -1641,7 +1642,8 @@ int runTrain() {
     std::map<std::string, int64_t> dims = dataBinding(*sig, data, batch);
     if (int rc = lowerWithMemoryBudget(trainBudget, module, context, sourceMgr, trainInput,
                                        sig->dims, dims, GradKind::Loss, /*trainMode=*/true,
-                                       precision, remat))
+                                       precision, remat,
+                                       /*cpuTarget=*/trainTarget != TTarget::CUDA))
       return rc;
   }
   const bool cuda = trainTarget == TTarget::CUDA;

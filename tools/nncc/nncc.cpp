@@ -258,7 +258,9 @@ int runCompile() {
     nncc::driver::RematRequest remat;
     if (int rc = nncc::tool::lowerWithMemoryBudget(compileBudget, module, context, sourceMgr,
                                                    inputFile, modelDims, dims, gradKind,
-                                                   /*trainMode=*/true, compilePrecisionChoice(), remat))
+                                                   /*trainMode=*/true, compilePrecisionChoice(), remat,
+                                                   /*cpuTarget=*/emitLevel != EmitLevel::CUDA &&
+                                                       compileTarget != nncc::CompileTarget::CUDA))
       return rc;
     mlir::FailureOr<nncc::ModelSignature> sig = nncc::getSignature(*module);
     if (mlir::failed(sig))

@@ -93,6 +93,10 @@ struct RematMemo {
 struct RematSearchOptions {
   llvm::StringMap<int64_t> dims;
   int64_t realSize = 4;
+  /// Planned for the CPU target (trainingPeak's cpuTarget): false when the
+  /// module is compiled for CUDA, whose plan leaves out the workspace only
+  /// the CPU kernels use.
+  bool cpuTarget = true;
   /// Up to this many candidates, every subset is planned (2^n lowerings).
   size_t exhaustiveLimit = 12;
   /// Up to this many candidates, each prefix is also pruned (candidates

@@ -52,9 +52,13 @@ struct MemoryPlan {
 /// The plan of `module` (at the nnk stage) for the dims in `dims` (every
 /// symbolic dim of the model must be bound) and `sizeof(real_t)` =
 /// `realSize`. Errors are emitted at the module or the op concerned.
+/// `cpuTarget`: the plan of the CPU target, counting the workspace only the
+/// CPU kernels use (the recurrent time loops' packed W_hh, ...); false for
+/// the CUDA target's plan, which is derived from the same buffers.
 mlir::FailureOr<MemoryPlan> planMemory(mlir::ModuleOp module,
                                        const llvm::StringMap<int64_t> &dims,
-                                       PlanMode mode, int64_t realSize = 4);
+                                       PlanMode mode, int64_t realSize = 4,
+                                       bool cpuTarget = true);
 
 /// The training step's high-water mark: planMemory(module, dims,
 /// PlanMode::Training, realSize)->peakBytes, planned without the launches
@@ -63,7 +67,7 @@ mlir::FailureOr<MemoryPlan> planMemory(mlir::ModuleOp module,
 /// @forward at all. Faster; what the rematerialisation search compares.
 mlir::FailureOr<uint64_t> trainingPeak(mlir::ModuleOp module,
                                        const llvm::StringMap<int64_t> &dims,
-                                       int64_t realSize = 4);
+                                       int64_t realSize = 4, bool cpuTarget = true);
 
 } // namespace nncc::target
 

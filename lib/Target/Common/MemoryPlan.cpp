@@ -62,7 +62,8 @@ FailureOr<uint64_t> slotBytes(const PlannedBuffer &b, const SizeEnv &env) {
 /// planMemory; `stepPeakOnly` (Training): @forward's workspaces left out of
 /// the plan and no slots or per-launch figures, only `peakBytes`.
 static FailureOr<MemoryPlan> plan(ModuleOp module, const llvm::StringMap<int64_t> &dims,
-                                  PlanMode mode, int64_t realSize, bool stepPeakOnly) {
+                                  PlanMode mode, int64_t realSize, bool stepPeakOnly,
+                                  bool cpuTarget) {
   MemoryPlan plan;
   auto planBuffers = [&](const ModelEmitter &e) -> LogicalResult {
     for (const std::string &d : e.dims)
@@ -75,6 +76,7 @@ static FailureOr<MemoryPlan> plan(ModuleOp module, const llvm::StringMap<int64_t
                               "gradients (--grad)");
     SizeEnv env;
     env.realSize = realSize;
+    env.cpuKernels = cpuTarget;
     for (const auto &d : dims)
       env.dims[d.getKey()] = d.getValue();
 
@@ -143,13 +145,13 @@ static FailureOr<MemoryPlan> plan(ModuleOp module, const llvm::StringMap<int64_t
 }
 
 FailureOr<MemoryPlan> planMemory(ModuleOp module, const llvm::StringMap<int64_t> &dims,
-                                 PlanMode mode, int64_t realSize) {
-  return plan(module, dims, mode, realSize, /*stepPeakOnly=*/false);
+                                 PlanMode mode, int64_t realSize, bool cpuTarget) {
+  return plan(module, dims, mode, realSize, /*stepPeakOnly=*/false, cpuTarget);
 }
 
 FailureOr<uint64_t> trainingPeak(ModuleOp module, const llvm::StringMap<int64_t> &dims,
-                                 int64_t realSize) {
-  FailureOr<MemoryPlan> p = plan(module, dims, PlanMode::Training, realSize, true);
+                                 int64_t realSize, bool cpuTarget) {
+  FailureOr<MemoryPlan> p = plan(module, dims, PlanMode::Training, realSize, true, cpuTarget);
   if (failed(p))
     return failure();
   return p->peakBytes;

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 using namespace nncc::kernels;
@@ -42,6 +43,8 @@ struct Zoneout {
 template <typename T> struct RnnWork {
   int32_t *perm, *lens;
   T *xg, *layerA, *layerB, *h, *c, *hg, *r, *z, *rh, *hrh;
+  // f32 only (RecurrentFast.cpp): the second h buffer and the packed W_hh.
+  T *hAlt, *packed;
 };
 
 /// Workspace of the whole stack (`stack`: input projection and the
@@ -65,6 +68,12 @@ RnnWork<T> carve(Arena &a, const RnnShape &s, bool stack = true) {
   w.z = a.take<T>(cho ? s.B * s.H : 0);
   w.rh = a.take<T>(cho ? s.B * s.H : 0);
   w.hrh = a.take<T>(cho ? s.B * s.H : 0);
+  // Declared whatever the CPU, so that the plan does not depend on it; f32
+  // only, and left out of the plans of other targets (cpuOnlyCounted).
+  const bool fast = sizeof(T) == 4 && takeCpuOnly(a) &&
+                    fastScanPackedFloats(s.cell, s.H) > 0;
+  w.hAlt = a.take<T>(fast ? s.B * s.H : 0);
+  w.packed = a.take<T>(fast ? fastScanPackedFloats(s.cell, s.H) : 0);
   return w;
 }
 
@@ -173,6 +182,24 @@ void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
 
   // Time loop.
   const int64_t maxLen = B > 0 ? w.lens[0] : 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (zo.p == 0 && fastScanAvailable(Kind) && maxLen > 0) {
+      fastScanPack(Kind, H, whh, w.packed);
+      FastScan f{Kind,   B,        Tn,      H,   D,      col,   sd,
+                 reverse, xgAll,   w.packed, bias, w.perm, w.lens, w.h,
+                 w.hAlt, w.c,      out,      saved, ckc,   every};
+      fastScanRun(f);
+      // Final states back in batch order.
+      for (int64_t k = 0; k < B; ++k) {
+        int64_t b = w.perm[k];
+        if (hn)
+          std::memcpy(hn + (sd * B + b) * H, w.h + k * H, sizeof(T) * H);
+        if (Kind == CellLstm && cn)
+          std::memcpy(cn + (sd * B + b) * H, w.c + k * H, sizeof(T) * H);
+      }
+      return;
+    }
+  }
   int64_t n = B;
   for (int64_t st = 0; st < maxLen; ++st) {
     while (n > 0 && w.lens[n - 1] <= st)
@@ -505,6 +532,7 @@ template int nncc::kernels::rnnLayerTrain<double>(
 extern "C" int64_t nncc_rnn_workspace_size(int cell, int64_t B, int64_t Tn,
                                            int64_t I, int64_t H, int64_t L,
                                            int64_t D, int64_t elem) {
+  const CpuOnlySizes scope(cpuOnlyFor(elem));
   elem = workspaceElem(elem);
   (void)I;
   if (!validCell(cell) || (elem != 4 && elem != 8))
@@ -520,6 +548,7 @@ extern "C" int64_t nncc_rnn_workspace_size(int cell, int64_t B, int64_t Tn,
 
 extern "C" int64_t nncc_rnn_layer_workspace_size(int cell, int64_t B,
                                                  int64_t H, int64_t elem) {
+  const CpuOnlySizes scope(cpuOnlyFor(elem));
   elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || H <= 0)
     return -1;

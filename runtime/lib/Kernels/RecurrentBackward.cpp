@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 using namespace nncc::kernels;
 
@@ -35,6 +36,10 @@ template <typename T> struct BwdWork {
   T *dh, *dc, *direct, *dstep, *dhTmp, *dah, *drh;
   T *dxg, *dhg, *hprev, *rh;
   T *zero; // [H] zeros: the row of an absent h0, c0 or dy
+  // f32 only (RecurrentFast.cpp): W_hh packed for the step product, and
+  // two [B] buffers of the step's gate-adjoint row offsets.
+  T *packed;
+  int64_t *rowOff;
 };
 
 template <typename T>
@@ -58,6 +63,12 @@ BwdWork<T> carveBwd(Arena &a, int cell, int64_t B, int64_t Tn, int64_t H,
   w.hprev = a.take<T>(B * Tn * H);
   w.rh = a.take<T>(cho ? B * Tn * H : 0);
   w.zero = a.take<T>(H);
+  // Declared whatever the CPU, so that the plan does not depend on it; f32
+  // only, and left out of the plans of other targets (cpuOnlyCounted).
+  const int64_t pk =
+      sizeof(T) == 4 && takeCpuOnly(a) ? fastBackwardPackedFloats(cell, H) : 0;
+  w.packed = a.take<T>(pk);
+  w.rowOff = a.take<int64_t>(pk > 0 ? 2 * B : 0);
   return w;
 }
 
@@ -146,14 +157,15 @@ bool makeZoneout(int cell, double p, uint64_t seed, uint64_t offset,
 /// __restrict (see gateRow in Recurrent.cpp).
 template <int Kind, typename T>
 __attribute__((noinline)) void
-unitRowBackward(int64_t H, const T *__restrict sv, const T *__restrict hp,
+unitRowBackward(int64_t j0, int64_t j1, int64_t H, const T *__restrict sv,
+                const T *__restrict hp,
                 const T *__restrict cp, const T *__restrict dy,
                 const T *__restrict dh, T *__restrict dc, T *__restrict a0,
                 T *__restrict a1, T *__restrict a2, T *__restrict a3,
                 T *__restrict b0, T *__restrict b1, T *__restrict b2,
                 T *__restrict direct, T *__restrict dah, T *__restrict rh) {
-  const int h = (int)H;
-  for (int j = 0; j < h; ++j) {
+  const int h = (int)H, je = (int)j1;
+  for (int j = (int)j0; j < je; ++j) {
     const T dht = dh[j] + dy[j];
     if (Kind == CellLstm) {
       T dcj = dc[j], di, df, dg, dout;
@@ -269,6 +281,86 @@ void scanBackwardEnd(const LayerArgs &s, T *dh0, T *dc0, const BwdWork<T> &w) {
 /// [stBegin, stEnd), last first, carrying w.dh / w.dc. Fills the gate
 /// adjoints dxg / dhg of every valid step (the caller zeroes the others),
 /// w.hprev (and w.rh) at the rows `ix` gives; `saved` holds the gates there.
+/// scanBackwardSteps on AVX-512 (f32; Elman, LSTM, PyTorch's GRU; no
+/// zoneout): one OpenMP region over the reverse time loop, the threads
+/// splitting the units in panels of 64. Per step each thread runs the unit
+/// backward of its units for every active row (gate adjoints, dc, the
+/// direct path of dh_prev), a barrier, then the step product of its units,
+/// dh_prev = direct + dg W_hh (fastBackwardStep, the gate adjoints of the
+/// step read in place in dxg / dhg), which the same thread's units read at
+/// the next step: one barrier per step. Thread 0 also writes the rows'
+/// offsets, double-buffered by step parity.
+template <int Kind, typename Index>
+void fastBackwardSteps(const LayerArgs &s, const Index &ix, int64_t stBegin,
+                       int64_t stEnd, const float *whh, const float *saved,
+                       const float *y, const float *h0, const float *c0,
+                       const float *dy, const BwdWork<float> &w, float *dxg,
+                       float *dhg) {
+  const int64_t B = s.B, Tn = s.T, H = s.H, DH = s.D * s.H, sd = s.sd;
+  const int64_t GH = cell_gates(Kind) * H;
+  const int slots = cell_saved_slots(Kind);
+  const int64_t cofs = s.col * H;
+  const bool reverse = s.reverse;
+  constexpr bool twoG = Kind == CellGru;
+  float *gA = twoG ? dhg : dxg;
+  fastBackwardPack(Kind, H, whh, w.packed);
+  const int64_t P = fastBackwardPanels(H);
+  int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if ((int64_t)nt > P)
+    nt = (int)P;
+  if ((double)B * GH * H < kRecurrentThreadMacs || nt < 1)
+    nt = 1;
+  StepBarrier barrier;
+#pragma omp parallel num_threads(nt)
+  {
+    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+    const int64_t p0 = P * tid / nth, p1 = P * (tid + 1) / nth;
+    const int64_t j0 = std::min(H, p0 * 64), j1 = std::min(H, p1 * 64);
+    float *nul = nullptr;
+    int64_t n = 0;
+    for (int64_t st = stEnd - 1; st >= stBegin; --st) {
+      while (n < B && w.lens[n] > st)
+        ++n;
+      int64_t *off = w.rowOff + (st & 1) * B;
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t b = w.perm[k];
+        const int len = w.lens[k];
+        const int64_t t = rnn_time_index((int)st, len, reverse);
+        const int64_t tp = reverse ? t + 1 : t - 1;
+        const bool hasPrev = st > 0;
+        const int64_t r = ix.row(b, k, t, st);
+        if (tid == 0)
+          off[k] = r * GH;
+        if (j1 <= j0)
+          continue;
+        const float *hp = hasPrev ? y + (b * Tn + tp) * DH + cofs
+                                  : (h0 ? h0 + (sd * B + b) * H : w.zero);
+        const float *cp =
+            Kind != CellLstm ? w.zero
+            : hasPrev ? saved + ix.savedPrev(b, k, tp, st) * slots * H + 4 * H
+                      : (c0 ? c0 + (sd * B + b) * H : w.zero);
+        const float *dyr = dy ? dy + (b * Tn + t) * DH + cofs : w.zero;
+        const float *sv = saved + ix.saved(b, k, t, st) * slots * H;
+        float *dxr = dxg + r * GH;
+        float *dhr = twoG ? dhg + r * GH : dxr;
+        std::memcpy(w.hprev + r * H + j0, hp + j0, sizeof(float) * (j1 - j0));
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wrestrict"
+        unitRowBackward<Kind, float>(
+            j0, j1, H, sv, hp, cp, dyr, w.dh + k * H,
+            Kind == CellLstm ? w.dc + k * H : nul, dxr, dxr + H, dxr + 2 * H,
+            Kind == CellLstm ? dxr + 3 * H : nul, twoG ? dhr : nul,
+            twoG ? dhr + H : nul, twoG ? dhr + 2 * H : nul, w.direct + k * H,
+            nul, nul);
+#pragma GCC diagnostic pop
+      }
+      barrier.wait(nth);
+      if (j1 > j0)
+        fastBackwardStep(n, GH, H, gA, off, w.packed, p0, p1, w.direct, w.dh);
+    }
+  }
+}
+
 template <int Kind, typename T, typename Index>
 void scanBackwardSteps(const LayerArgs &s, const Index &ix, int64_t stBegin,
                        int64_t stEnd, const T *whh, const T *saved, const T *y,
@@ -282,6 +374,13 @@ void scanBackwardSteps(const LayerArgs &s, const Index &ix, int64_t stBegin,
   const int64_t cofs = s.col * H;
   const bool reverse = s.reverse;
   const bool zoneout = Kind == CellLstm && zo.p > 0;
+  if constexpr (std::is_same_v<T, float> && Kind != CellGruCho) {
+    if (!zoneout && stEnd > stBegin && fastScanAvailable(Kind)) {
+      fastBackwardSteps<Kind>(s, ix, stBegin, stEnd, whh, saved, y, h0, c0,
+                              dy, w, dxg, dhg);
+      return;
+    }
+  }
   int64_t n = 0;
   for (int64_t st = stEnd - 1; st >= stBegin; --st) {
     while (n < B && w.lens[n] > st)
@@ -337,7 +436,7 @@ void scanBackwardSteps(const LayerArgs &s, const Index &ix, int64_t stBegin,
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wrestrict"
         unitRowBackward<Kind, T>(
-            H, sv, hp, cp, dyr, w.dh + k * H,
+            0, H, H, sv, hp, cp, dyr, w.dh + k * H,
             Kind == CellLstm ? w.dc + k * H : nul, dxr, dxr + H, dxr + 2 * H,
             Kind == CellLstm ? dxr + 3 * H : nul, twoG ? dhr : nul,
             twoG ? dhr + H : nul, twoG ? dhr + 2 * H : nul, w.direct + k * H,
@@ -1233,6 +1332,7 @@ extern "C" int64_t nncc_rnn_layer_backward_workspace_size(int cell, int64_t B,
                                                           int64_t Tn,
                                                           int64_t H,
                                                           int64_t elem) {
+  const CpuOnlySizes scope(cpuOnlyFor(elem));
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       H <= 0)
     return -1;
@@ -1243,6 +1343,7 @@ extern "C" int64_t nncc_rnn_backward_workspace_size(int cell, int64_t B,
                                                     int64_t Tn, int64_t I,
                                                     int64_t H, int64_t L,
                                                     int64_t D, int64_t elem) {
+  const CpuOnlySizes scope(cpuOnlyFor(elem));
   (void)I;
   elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
@@ -1263,6 +1364,7 @@ extern "C" int64_t nncc_rnn_reserve_size(int cell, int64_t B, int64_t Tn,
 extern "C" int64_t nncc_rnn_forward_train_workspace_size(int cell, int64_t B,
                                                          int64_t Tn, int64_t H,
                                                          int64_t elem) {
+  const CpuOnlySizes scope(cpuOnlyFor(elem));
   elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       H <= 0)
@@ -1276,6 +1378,7 @@ extern "C" int64_t nncc_rnn_forward_train_workspace_size(int cell, int64_t B,
 extern "C" int64_t nncc_rnn_backward_reserved_workspace_size(
     int cell, int64_t B, int64_t Tn, int64_t H, int64_t L, int64_t D,
     int64_t elem) {
+  const CpuOnlySizes scope(cpuOnlyFor(elem));
   elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       H <= 0 || L <= 0 || (D != 1 && D != 2))
@@ -1297,6 +1400,7 @@ extern "C" int64_t nncc_rnn_reserve_ckpt_size(int cell, int64_t B,
 extern "C" int64_t nncc_rnn_backward_ckpt_workspace_size(
     int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
     int64_t D, int64_t every, int64_t elem) {
+  const CpuOnlySizes scope(cpuOnlyFor(elem));
   elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       I <= 0 || H <= 0 || L <= 0 || (D != 1 && D != 2) || every < 1)
@@ -1307,6 +1411,7 @@ extern "C" int64_t nncc_rnn_backward_ckpt_workspace_size(
 extern "C" int64_t nncc_rnn_backward_revolve_workspace_size(
     int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,
     int64_t D, int64_t snapshots, int64_t elem) {
+  const CpuOnlySizes scope(cpuOnlyFor(elem));
   elem = workspaceElem(elem);
   if (!validCell(cell) || (elem != 4 && elem != 8) || B < 0 || Tn < 0 ||
       I <= 0 || H <= 0 || L <= 0 || (D != 1 && D != 2) || snapshots < 1)

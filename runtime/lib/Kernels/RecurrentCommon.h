@@ -6,6 +6,8 @@
 #include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/RecurrentMath.h"
 
+#include <atomic>
+
 namespace nncc {
 namespace kernels {
 
@@ -35,6 +37,51 @@ void cellRecurrentInputs(int cell, int64_t B, int64_t H, const T *xproj,
 /// slot, sized as f32's.
 inline int64_t workspaceElem(int64_t elem) { return acc_elem_bytes(elem); }
 
+/// The CPU-only workspace of the f32 AVX-512 time loops (RecurrentFast.cpp:
+/// the packed W_hh, the second h buffer, the backward's row offsets):
+/// whether the sizes computed on this thread count it. On by default (a CPU
+/// library's plan, on every CPU, so that it does not depend on the
+/// machine); off inside a size function asked for bf16 (elem 2: its
+/// libraries never run the CPU kernels, and the f32 kernels are the only
+/// ones with that workspace) and while the compiler plans for another
+/// target (nncc_rnn_sizes_count_cpu_workspace(0): the CUDA plan and its
+/// rematerialisation decisions). Carving a real workspace ignores it.
+bool cpuOnlyCounted();
+struct CpuOnlySizes {
+  bool prev;
+  explicit CpuOnlySizes(bool on);
+  ~CpuOnlySizes();
+  CpuOnlySizes(const CpuOnlySizes &) = delete;
+  CpuOnlySizes &operator=(const CpuOnlySizes &) = delete;
+};
+/// Whether a carve into `a` takes the CPU-only slots (always when carving
+/// a workspace, as the sizes of f32 count them).
+inline bool takeCpuOnly(const Arena &a) {
+  return a.base != nullptr || cpuOnlyCounted();
+}
+/// The scope of a public size function given `elem` (before workspaceElem):
+/// bf16 sizes leave the CPU-only workspace out.
+inline bool cpuOnlyFor(int64_t elem) { return elem != 2 && cpuOnlyCounted(); }
+
+/// The per-step barrier of the fast time loops' OpenMP region (instead of
+/// `omp barrier`): a short spin, then a futex sleep until the last arrives.
+/// libgomp's barrier spins for a long while by default (GOMP_SPINCOUNT),
+/// and when another process holds the core of the thread waited for, the
+/// spinning thread burns its time slice, so a step costs slices instead of
+/// a microsecond (LSTM B32 T128 H256 on 2 loaded cores: 2 s instead of
+/// 66 ms). Acquire/release: what a thread wrote before it arrived is
+/// visible to every thread after it returns. `n`: the team's size
+/// (omp_get_num_threads(), which may be below the num_threads asked for).
+class StepBarrier {
+public:
+  void wait(int n);
+
+private:
+  alignas(64) std::atomic<int> count{0};
+  alignas(64) std::atomic<unsigned> generation{0};
+  std::atomic<int> sleepers{0};
+};
+
 /// Whether `cell` is one of the kernel cell codes (RecurrentMath.h).
 inline bool validCell(int cell) {
   return cell >= CellRnnTanh && cell <= CellGruCho;
@@ -59,6 +106,47 @@ inline bool stackArgsValid(int cell, int64_t B, int64_t Tn, int64_t I,
         return false;
   return true;
 }
+
+/// The f32 time loop of one layer and direction on AVX-512 CPUs
+/// (RecurrentFast.cpp): W_hh packed once into `packed`, a register-blocked
+/// recurrent product per step with the gate math in its epilogue, one
+/// OpenMP region over the time loop. Rows in sorted order (perm / lens, as
+/// scanDirection); h holds the initial state and receives the final one,
+/// hAlt is the second h buffer; c (LSTM) is updated in place. `bias` is
+/// never null (zeros without b_hh).
+struct FastScan {
+  int cell;
+  int64_t B, Tn, H, D, col, sd;
+  bool reverse;
+  const float *xg, *packed, *bias;
+  const int32_t *perm, *lens;
+  float *h, *hAlt, *c, *out, *saved, *ckc;
+  int64_t every;
+};
+/// The fast loops use one thread when a step has fewer multiply-adds
+/// (B * G * H * H): about 10 us of one core, against a barrier per step
+/// that costs a microsecond on an idle machine and a time slice when
+/// another process holds the other core (docs/runtime.md, "Threads").
+constexpr double kRecurrentThreadMacs = 1 << 20;
+
+/// Whether fastScanRun runs `cell` here: Elman, LSTM or PyTorch's GRU, on a
+/// CPU with AVX-512F/DQ, unless NNCC_KERNELS_PORTABLE is set (not "0").
+bool fastScanAvailable(int cell);
+/// Floats of the packed W_hh (0 for cells fastScanRun does not run).
+int64_t fastScanPackedFloats(int cell, int64_t H);
+void fastScanPack(int cell, int64_t H, const float *whh, float *packed);
+void fastScanRun(const FastScan &a);
+
+/// The backward's step product on AVX-512 (same availability as the scan):
+/// dh[k, j] = direct[k, j] + sum_q A_k[q] W_hh[q, j] for the rows k < n and
+/// the units of panels [p0, p1) (64 units each), A_k = a + rowOff[k] (K =
+/// G*H gate adjoints of row k). W_hh [G*H, H] is packed by panels once.
+int64_t fastBackwardPanels(int64_t H);
+int64_t fastBackwardPackedFloats(int cell, int64_t H);
+void fastBackwardPack(int cell, int64_t H, const float *whh, float *packed);
+void fastBackwardStep(int64_t n, int64_t K, int64_t H, const float *a,
+                      const int64_t *rowOff, const float *packed, int64_t p0,
+                      int64_t p1, const float *direct, float *dh);
 
 /// nncc_rnn_layer_zoneout_S (Recurrent.cpp) for the stack kernels of
 /// RecurrentBackward.cpp. With `ckc` (LSTM, BPTT checkpointing) it also

@@ -198,6 +198,14 @@ int64_t nncc_rnn_layer_workspace_size(int cell, int64_t B, int64_t H,
                                       int64_t elem_size);
 int64_t nncc_rnn_cell_workspace_size(int cell, int64_t B, int64_t H,
                                      int64_t elem_size);
+/* Whether the recurrent workspace sizes computed on the calling thread
+   count the CPU-only workspace of the f32 time loops on AVX-512 (the packed
+   W_hh, the second h buffer, the backward's row offsets); sets it to `on`
+   and returns the previous setting. On by default, and it must stay on for
+   any size a CPU kernel's workspace is allocated by; the compiler turns it
+   off while it plans the memory of another target (CUDA). bf16 sizes
+   (elem_size 2) never count it. */
+int nncc_rnn_sizes_count_cpu_workspace(int on);
 /* Number of elements of `saved` (gate activations for backward):
    [L, D, B, T, slots*H], slots = 1 rnn, 5 lstm (i f g o c), 4 gru
    (r z n hn), 3 cho (r z h~). */
