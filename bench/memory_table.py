@@ -10,6 +10,7 @@ ELECTRA BERT-small (utils/nncc_testing/electra.py), plain and checkpointed.
     /usr/bin/python3 bench/memory_table.py [-o DIR] [--threads N] [--reps R]
         [--seqs 128,512,2048,4096] [--tokens 8192] [--only a,b,...] [--quick]
         [--fit-gib 8] [--fit-from 128] [--fit-max-seq 262144] [--mem-limit-gib 16]
+        [--fit-sides nncc,torch,torch2,torch2-sdpa] [--torch2-python PY | none]
 
 Writes DIR/memory_table.csv and DIR/memory_table.png (DIR defaults to
 build/memory_table). docs/benchmarks.md explains every column.
@@ -55,6 +56,15 @@ OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = torch.set_num_threads = N and an
 address-space limit (RLIMIT_AS, --mem-limit-gib over the worker's size after
 its imports) so that a configuration that does not fit fails with "out of
 memory" in the note column instead of exhausting the machine.
+
+torch 2.x rows (side torch2, run by --torch2-python, default the venv
+utils/setup.sh makes; none: skipped), the same module under PyTorch 2.x:
+plain and checkpoint as above, and for BERT-small `sdpa`: attention dropout 0
+(the other dropouts 0.1), so that scaled_dot_product_attention takes its CPU
+flash kernel and never forms T x T (with dropout > 0 PyTorch 2.x on the CPU
+falls back to the math kernel, which does). Their ratio columns
+*_vs_torch2 are against torch 2.x's plain row. The fit search also runs
+torch 2.x's plain and sdpa BERT-small.
 """
 import argparse
 import csv
@@ -83,12 +93,16 @@ NNCC_MODELS = ["bert_small", "reformer_lsh", "reversible_dilated_bert",
                "electra_bert", "electra_reformer", "electra_reversible_dilated_bert"]
 TORCH_MODELS = ["bert_small", "electra_bert"]
 TORCH_VARIANTS = ["plain", "checkpoint"]
+# torch 2.x (side torch2): also `sdpa`, BERT-small with attention dropout 0
+TORCH2_VARIANTS = {"bert_small": ["plain", "checkpoint", "sdpa"],
+                   "electra_bert": ["plain", "checkpoint"]}
 SEED_S = 128            # the models' position-table rows (const S = 128)
 V, D, A, FF, N = 30522, 256, 4, 1024, 12  # BERT-small (models/bert_small.nn)
 COLUMNS = ["table", "model", "side", "variant", "B", "T", "reps", "step_ms", "step_ms_min",
            "step_ms_max", "arena_MiB", "arena_peak_MiB", "rss_growth_MiB", "train_MiB",
            "peak_rss_MiB", "time_vs_torch", "rss_vs_torch", "arena_vs_torch",
-           "time_vs_bert_small", "loss", "fits", "note"]
+           "time_vs_bert_small", "time_vs_torch2", "rss_vs_torch2", "arena_vs_torch2",
+           "loss", "fits", "note"]
 # --run-gpu's CSV (memory_table_gpu.csv): device memory instead of RSS.
 GPU_COLUMNS = ["table", "model", "side", "variant", "device", "B", "T", "reps", "step_ms",
                "step_ms_min", "step_ms_max", "arena_MiB", "arena_peak_MiB", "dev_used_MiB",
@@ -145,7 +159,7 @@ def worker(cfg):
     B, T, reps, threads = cfg["B"], cfg["T"], cfg["reps"], cfg["threads"]
     import numpy as np
     inputs = make_inputs(cfg["model"], B, T)
-    if cfg["side"] == "torch":
+    if cfg["side"] in ("torch", "torch2"):
         import torch
         torch.set_num_threads(threads)
     else:
@@ -180,7 +194,8 @@ def worker(cfg):
 def torch_train_step(cfg, T, x, device=None):
     """The torch side's training step on the inputs x (seed 1): BERT-small as
     build_torch, or torch's ELECTRA for the electra_* rows, plain or with
-    per-layer checkpointing (cfg["variant"]), train mode, AdamW(5e-4, 0.01).
+    per-layer checkpointing (cfg["variant"]; `sdpa`: BERT-small's attention
+    dropout 0), train mode, AdamW(5e-4, 0.01).
     Returns step() and a one-item list that holds the last step's loss."""
     import torch
     torch.manual_seed(1)
@@ -189,7 +204,8 @@ def torch_train_step(cfg, T, x, device=None):
         m = Electra(cfg["model"], S=max(SEED_S, T))
         m.checkpoint = cfg["variant"] == "checkpoint"
     else:
-        m = build_torch(max(SEED_S, T), cfg["variant"] == "checkpoint")
+        m = build_torch(max(SEED_S, T), cfg["variant"] == "checkpoint",
+                        attn_dropout=0.0 if cfg["variant"] == "sdpa" else 0.1)
     if device is not None:
         m = m.to(device)
     m.train()
@@ -205,10 +221,12 @@ def torch_train_step(cfg, T, x, device=None):
     return step, last
 
 
-def build_torch(S, checkpoint):
+def build_torch(S, checkpoint, attn_dropout=0.1):
     """BERT-small as models/bert_small.nn: the parity test's BertEmbeddings
     (test/Parity/Inputs/parity_seed_models.py) plus its dropout, 12 post-LN
-    encoder layers, a linear discriminator, BCE-with-logits."""
+    encoder layers, a linear discriminator, BCE-with-logits. attn_dropout:
+    the attention probabilities' dropout (0: torch 2.x's CPU SDPA can take
+    its flash kernel)."""
     import torch
     import torch.nn.functional as F
     from torch.utils.checkpoint import checkpoint as ckpt
@@ -225,6 +243,8 @@ def build_torch(S, checkpoint):
                 torch.nn.TransformerEncoderLayer(D, A, FF, dropout=0.1, activation="gelu",
                                                  batch_first=True, norm_first=False)
                 for _ in range(N))
+            for layer in self.encoder:
+                layer.self_attn.dropout = attn_dropout
             self.disc = torch.nn.Linear(D, 1)
 
         def forward(self, tok, seg, replaced):
@@ -304,13 +324,14 @@ def gpu_worker(cfg):
 # ---------------------------------------------------------------------------
 # driver
 # ---------------------------------------------------------------------------
-def run_worker(cfg, threads, flag="--worker", timeout=None):
-    """`memory_table.py FLAG CFG` in a fresh process: (its result, "") or
-    (None, "failed: why")."""
+def run_worker(cfg, threads, flag="--worker", timeout=None, python=None):
+    """`memory_table.py FLAG CFG` in a fresh process (of `python`, default
+    this one): (its result, "") or (None, "failed: why")."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
                MKL_NUM_THREADS=str(threads), PYTHONPATH=os.path.join(ROOT, "utils"))
     try:
-        p = subprocess.run([sys.executable, os.path.abspath(__file__), flag, json.dumps(cfg)],
+        p = subprocess.run([python or sys.executable, os.path.abspath(__file__), flag,
+                            json.dumps(cfg)],
                            capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, "failed: timed out after %.0f s" % timeout
@@ -390,11 +411,14 @@ def row(table, model, side, variant, B, T, reps, res, note, fits="", device=""):
 def add_ratios(rows, mem="rss_growth", mem_col="rss_vs_torch", arena_ref="rss_growth"):
     """Against torch's plain row of the same family (ELECTRA or not), B and
     T: step time, memory `mem` (column mem_col) and nncc's arena peak over
-    torch's `arena_ref`. time_vs_bert_small: an nncc row's step time over
+    torch's `arena_ref`; the *_vs_torch2 columns likewise against torch 2.x's
+    plain row. time_vs_bert_small: an nncc row's step time over
     nncc's bert_small (electra_bert for ELECTRA rows) of the same variant,
     B and T (issue 9: reformer_lsh within 1.5x)."""
     ref = {(is_electra(r["model"]), r["B"], r["T"]): r.get("_res") for r in rows
            if r["table"] == "table1" and r["side"] == "torch" and r["variant"] == "plain"}
+    ref2 = {(is_electra(r["model"]), r["B"], r["T"]): r.get("_res") for r in rows
+            if r["table"] == "table1" and r["side"] == "torch2" and r["variant"] == "plain"}
     bert = {(r["model"], r["variant"], r["B"], r["T"]): r.get("_res") for r in rows
             if r["table"] == "table1" and r["side"] == "nncc"
             and r["model"] in ("bert_small", "electra_bert")}
@@ -407,6 +431,14 @@ def add_ratios(rows, mem="rss_growth", mem_col="rss_vs_torch", arena_ref="rss_gr
         if r["side"] == "nncc" and b:
             r["time_vs_bert_small"] = "%.3f" % (statistics.median(res["times"]) /
                                                 statistics.median(b["times"]))
+        t2 = ref2.get((is_electra(r["model"]), r["B"], r["T"]))
+        if t2:
+            r["time_vs_torch2"] = "%.3f" % (statistics.median(res["times"]) /
+                                            statistics.median(t2["times"]))
+            if res.get(mem) is not None and t2.get(mem) is not None:
+                r["rss_vs_torch2"] = "%.3f" % (res[mem] / max(1, t2[mem]))
+            if res.get("arena_peak") is not None and t2.get(arena_ref) is not None:
+                r["arena_vs_torch2"] = "%.3f" % (res["arena_peak"] / max(1, t2[arena_ref]))
         t = ref.get((is_electra(r["model"]), r["B"], r["T"]))
         if not t:
             continue
@@ -451,7 +483,8 @@ def plot(rows, path, title, mem="rss_growth", mem_label="RSS growth"):
         T = [r["T"] for r in rs]
         mb = [r["_res"][mem] / 2**20 for r in rs]
         sec = [statistics.median(r["_res"]["times"]) for r in rs]
-        style = ":" if rs[0]["table"] == "fit" else "--" if rs[0]["side"] == "torch" else "-"
+        style = ":" if rs[0]["table"] == "fit" else \
+            "--" if rs[0]["side"] in ("torch", "torch2") else "-"
         a.plot(T, mb, style, marker="o", label=label)
         b.plot(mb, sec, style, marker="o", label=label)
         for m, s, t in zip(mb, sec, T):
@@ -709,8 +742,15 @@ def main():
     ap.add_argument("--fit-gib", type=float, default=8.0)
     ap.add_argument("--fit-from", type=int, default=SEED_S, help="the fit search's first T")
     ap.add_argument("--fit-max-seq", type=int, default=262144)
+    ap.add_argument("--fit-sides", default="nncc,torch,torch2,torch2-sdpa",
+                    help="the fit searches run (subset of nncc, torch, torch2, torch2-sdpa: "
+                         "reversible_dilated_bert, torch 1.13's, torch 2.x's plain and sdpa "
+                         "BERT-small)")
     ap.add_argument("--mem-limit-gib", type=float, default=16.0,
                     help="address-space limit of a table worker beyond its imports")
+    ap.add_argument("--torch2-python", default=benchrun.default_torch2(),
+                    help="the interpreter of the torch 2.x rows (default: utils/setup.sh's "
+                         "venv; none: no torch 2.x rows)")
     g = ap.add_argument_group("the GPU table (docs/benchmarks.md)")
     g.add_argument("--prepare-gpu", metavar="DIR",
                    help="here: compile every configuration for the GPU run into DIR")
@@ -756,6 +796,19 @@ def main():
         return run_gpu(args)
 
     import torch
+    torch2 = args.torch2_python
+    if torch2 == "none" or not os.path.exists(torch2):
+        if torch2 != "none":
+            print("# no %s: no torch 2.x rows (utils/setup.sh makes it)" % torch2)
+        torch2 = None
+    torch2_version = None
+    if torch2:
+        p = subprocess.run([torch2, "-c", "import torch; print(torch.__version__)"],
+                           capture_output=True, text=True)
+        torch2_version = p.stdout.strip() if p.returncode == 0 else None
+        if not torch2_version:
+            print("# %s cannot import torch: no torch 2.x rows" % torch2)
+            torch2 = None
     os.makedirs(args.out, exist_ok=True)
     cache = os.path.join(args.out, "models")
     have_budget = budget_supported()
@@ -766,6 +819,8 @@ def main():
         torch.__version__, args.reps, " ".join("%.1f" % v for v in os.getloadavg()),
         ", QUICK" if args.quick else "")
     print("# nncc memory table: " + head, flush=True)
+    print("# torch 2.x rows: %s" % ("torch %s (%s)" % (torch2_version, torch2) if torch2
+                                     else "none"), flush=True)
     limit = int(args.mem_limit_gib * 2**30)
 
     rows = []
@@ -807,14 +862,33 @@ def main():
                     note = "position table S=%d" % T if T > SEED_S else ""
                     report(row("table1", model, "torch", variant, B, T, args.reps, res,
                                "; ".join(x for x in (note, err) if x)))
+                for variant in TORCH2_VARIANTS[model] if torch2 else []:
+                    cfg = dict(side="torch2", model=model, variant=variant, B=B, T=T,
+                               reps=args.reps, threads=args.threads, mem_limit=limit)
+                    res, err = run_worker(cfg, args.threads, python=torch2)
+                    note = "position table S=%d" % T if T > SEED_S else ""
+                    report(row("table1", model, "torch2", variant, B, T, args.reps, res,
+                               "; ".join(x for x in (note, err) if x)))
 
     longest, capped = {}, {}
     if "fit" in only:
         fit_limit = int((args.fit_gib + 1) * 2**30)  # room to measure a step just over
         budget = "min" if have_budget else None
-        for side, model, variant in [("nncc", "reversible_dilated_bert",
-                                      "min" if have_budget else "default"),
-                                     ("torch", "bert_small", "plain")]:
+        searches = [("nncc", "reversible_dilated_bert", "min" if have_budget else "default"),
+                    ("torch", "bert_small", "plain")]
+        if torch2:
+            searches += [("torch2", "bert_small", "plain"), ("torch2", "bert_small", "sdpa")]
+        names = {"nncc": "nncc", "torch": "torch", "torch2 plain": "torch2",
+                 "torch2 sdpa": "torch2-sdpa"}
+        keep = args.fit_sides.split(",")
+        unknown = set(keep) - set(names.values())
+        if unknown:
+            sys.exit("bench/memory_table.py: unknown --fit-sides %s (known: %s)" % (
+                ",".join(sorted(unknown)), ",".join(names.values())))
+        searches = [s for s in searches
+                    if names[s[0] if s[0] != "torch2" else "torch2 " + s[2]] in keep]
+        for side, model, variant in searches:
+            key = side if side != "torch2" else "torch2 " + variant
             T = args.fit_from
             while T <= args.fit_max_seq:
                 cfg = dict(side=side, model=model, variant=variant, B=1, T=T, reps=1,
@@ -823,7 +897,8 @@ def main():
                 try:
                     if side == "nncc":
                         cfg["lib"], note = compile_lib(model, T, 1, budget, cache)
-                    res, err = run_worker(cfg, args.threads)
+                    res, err = run_worker(cfg, args.threads,
+                                          python=torch2 if side == "torch2" else None)
                 except Exception as e:
                     res, err = None, "failed: %s" % str(e).strip().splitlines()[-1][:160]
                 ok = res is not None and res["train"] <= args.fit_gib * 2**30
@@ -833,21 +908,30 @@ def main():
                            fits="yes" if ok else "no"))
                 if not ok:
                     break
-                longest[side] = T
+                longest[key] = T
                 T *= 2
             else:
-                capped[side] = True
+                capped[key] = True
 
         def said(side):  # a search that ran into --fit-max-seq found a lower bound
             t = longest.get(side)
             return "none" if t is None else (">= %d (capped)" % t if capped.get(side) else str(t))
         msg = "longest sequence at batch 1 within %g GiB (doubling from %d, up to %d): " \
-              "nncc reversible_dilated_bert %s, torch bert_small %s" % (
-                  args.fit_gib, args.fit_from, args.fit_max_seq,
-                  said("nncc"), said("torch"))
-        if longest.get("nncc") and longest.get("torch"):
-            msg += " (%s%.0fx)" % (">= " if capped.get("nncc") else "",
-                                   longest["nncc"] / longest["torch"])
+              % (args.fit_gib, args.fit_from, args.fit_max_seq)
+        searched = [s[0] if s[0] != "torch2" else "torch2 " + s[2] for s in searches]
+        parts = []
+        for key, what in [("nncc", "nncc reversible_dilated_bert"),
+                          ("torch", "torch %s bert_small" % torch.__version__),
+                          ("torch2 plain", "torch %s bert_small" % torch2_version),
+                          ("torch2 sdpa", "torch %s bert_small sdpa" % torch2_version)]:
+            if key not in searched:
+                continue
+            part = "%s %s" % (what, said(key))
+            if key != "nncc" and longest.get("nncc") and longest.get(key):
+                part += " (nncc %s%.0fx)" % (">= " if capped.get("nncc") else "",
+                                             longest["nncc"] / longest[key])
+            parts.append(part)
+        msg += ", ".join(parts)
         print("# " + msg)
 
     write_csv(rows, csv_path)
