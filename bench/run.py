@@ -206,18 +206,27 @@ def maxrss():
     return 0
 
 
+def torch_twin(cfg):
+    """bench/peers.py's torch module of cfg's case with nncc's weights, on
+    cfg's thread count."""
+    import torch
+    import nncc_testing as nt
+    import peers
+    torch.set_num_threads(cfg["threads"])
+    m = peers.build(cfg["kind"], cfg["shape"])
+    m.load_state_dict({k: torch.from_numpy(v) for k, v in
+                       nt.load_safetensors(os.path.join(cfg["dir"], "weights.safetensors")).items()},
+                      strict=True)
+    return m
+
+
 def torch_side(side, cfg, ins):
     """(call, output getter, info) of a torch side (1.13, 2.x eager, compile)."""
     import numpy as np
     import torch
-    import nncc_testing as nt
     import peers
-    kind, s = cfg["kind"], cfg["shape"]
-    torch.set_num_threads(cfg["threads"])
-    m = peers.build(kind, s)
-    m.load_state_dict({k: torch.from_numpy(v) for k, v in
-                       nt.load_safetensors(os.path.join(cfg["dir"], "weights.safetensors")).items()},
-                      strict=True)
+    kind = cfg["kind"]
+    m = torch_twin(cfg)
     a = peers.args(kind, ins)
     f = torch.compile(m) if side == "compile" else m
     info = {"version": torch.__version__}
@@ -261,18 +270,13 @@ def onnx_export(cfg, ins):
     """The eval torch module exported to DIR/model.onnx (torch 2.x's dynamo
     exporter, then the TorchScript one if it fails); returns the exporter."""
     import torch
-    import nncc_testing as nt
     import peers
     path = os.path.join(cfg["dir"], "model.onnx")
     stamp = path + ".exporter"
     if os.path.exists(stamp):
         return open(stamp).read()
-    kind, s = cfg["kind"], cfg["shape"]
-    torch.set_num_threads(cfg["threads"])
-    m = peers.build(kind, s)
-    m.load_state_dict({k: torch.from_numpy(v) for k, v in
-                       nt.load_safetensors(os.path.join(cfg["dir"], "weights.safetensors")).items()},
-                      strict=True)
+    kind = cfg["kind"]
+    m = torch_twin(cfg)
     m.eval()
     a = peers.args(kind, ins)
     names = ["in%d" % i for i in range(len(a))]
