@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/NN/Transforms/Remat.h"
-#include "nncc/Driver/FrontEnd.h"
+#include "nncc/Driver/ModuleLoader.h"
 #include "nncc/Pipeline/Pipeline.h"
 #include "nncc/Pipeline/Remat.h"
 #include "nncc/Target/MemoryPlan.h"

@@ -16,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "HuggingFace.h"
 
-#include "nncc/Driver/FrontEnd.h"
+#include "nncc/Driver/ModuleLoader.h"
 #include "nncc/Driver/Support.h"
 #include "nncc/Frontend/Sema.h"
 #include "nncc/Runtime/nncc_runtime.h"

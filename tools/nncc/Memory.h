@@ -3,7 +3,7 @@
 #define NNCC_TOOLS_NNCC_MEMORY_H
 
 #include "dialects/NN/IR/NNAttrs.h"
-#include "nncc/Driver/FrontEnd.h"
+#include "nncc/Driver/ModuleLoader.h"
 #include "nncc/Target/Compile.h"
 #include "nncc/Target/MemoryPlan.h"
 #include "nncc/Target/Precision.h"

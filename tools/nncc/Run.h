@@ -2,7 +2,7 @@
 #ifndef NNCC_TOOLS_NNCC_RUN_H
 #define NNCC_TOOLS_NNCC_RUN_H
 
-#include "nncc/Driver/FrontEnd.h"
+#include "nncc/Driver/ModuleLoader.h"
 #include "nncc/Target/Compile.h"
 #include "nncc/Target/Precision.h"
 

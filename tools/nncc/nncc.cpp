@@ -21,7 +21,7 @@
 #include "Run.h"
 
 #include "nncc/Driver/CompileCache.h"
-#include "nncc/Driver/FrontEnd.h"
+#include "nncc/Driver/ModuleLoader.h"
 #include "nncc/Driver/Support.h"
 #include "nncc/Frontend/AST.h"
 #include "nncc/Pipeline/Pipeline.h"

@@ -1,12 +1,12 @@
-//===- FrontEnd.h - Source file -> verified nn module -----------*- C++ -*-===//
+//===- ModuleLoader.h - Source file -> verified nn module -------*- C++ -*-===//
 //
 // The one front end every nncc subcommand uses: read a file, then parse,
 // check (Sema) and generate the nn module, or parse a .mlir module.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NNCC_DRIVER_FRONTEND_H
-#define NNCC_DRIVER_FRONTEND_H
+#ifndef NNCC_DRIVER_MODULELOADER_H
+#define NNCC_DRIVER_MODULELOADER_H
 
 #include "nncc/Frontend/AST.h"
 #include "nncc/Frontend/Sema.h"
@@ -89,4 +89,4 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module, GradKind grad, bool train
 
 } // namespace nncc::driver
 
-#endif // NNCC_DRIVER_FRONTEND_H
+#endif // NNCC_DRIVER_MODULELOADER_H

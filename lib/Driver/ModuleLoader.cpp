@@ -1,6 +1,6 @@
-//===- FrontEnd.cpp - Source file -> verified nn module -------------------===//
+//===- ModuleLoader.cpp - Source file -> verified nn module ---------------===//
 
-#include "nncc/Driver/FrontEnd.h"
+#include "nncc/Driver/ModuleLoader.h"
 #include "nncc/Driver/RematPlanCache.h"
 #include "nncc/Driver/Support.h"
 
