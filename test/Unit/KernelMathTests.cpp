@@ -12,7 +12,7 @@
 #include "nncc/Kernels/Common.h"
 #include "nncc/Kernels/IndexMath.h"
 #include "nncc/Kernels/ODESolver.h"
-#include "nncc/Kernels/Philox.h"
+#include "nncc/Kernels/RandomMasks.h"
 
 #include <cmath>
 #include <limits>

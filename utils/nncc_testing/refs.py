@@ -55,7 +55,7 @@ def lsh_dropout(seed, offset, p, B, H, R, T):
 def mask_stream_bits(seed, offset, count):
     """Elements [0, count) of the kernels' mask stream (seed, offset): draw
     g = offset + i, word g % 4 of Philox block g / 4, stream 0, key = seed
-    (runtime/include/nncc/Kernels/Philox.h: `offset` counts draws)."""
+    (runtime/include/nncc/Kernels/RandomMasks.h: `offset` counts draws)."""
     g = np.uint64(offset) + np.arange(count, dtype=np.uint64)
     words = _philox_words(g >> np.uint64(2), seed)
     return np.take_along_axis(words, (g & np.uint64(3)).astype(np.int64)[None], 0)[0]

@@ -17,7 +17,7 @@ std::string cellCode(nnk::Cell cell) { return std::to_string(static_cast<int>(ce
 
 /// LSTM zoneout arguments (training only; nn-inference-semantics zeroes the
 /// rate in inference): rate, key (the op's seed and the run seed) and the
-/// counter offset of B*T*H batch-major draws per layer and direction (Philox.h
+/// counter offset of B*T*H batch-major draws per layer and direction (RandomMasks.h
 /// lstm_zoneout_counter; docs/training.md, "Random streams").
 std::string zoneoutArgs(double rate, int64_t seed, const std::string &B, const std::string &T,
                         const std::string &H) {

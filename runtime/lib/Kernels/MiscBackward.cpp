@@ -12,7 +12,7 @@
 #include "nncc/Kernels/BackwardMath.h"
 #include "nncc/Kernels/GradKernels.h"
 #include "nncc/Kernels/NormMath.h"
-#include "nncc/Kernels/Philox.h"
+#include "nncc/Kernels/RandomMasks.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,7 +1,7 @@
 //===- Norm.cpp - Layer norm, softmax, embedding, positions, dropout, losses ===//
 #include "Internal.h"
 #include "nncc/Kernels/NormMath.h"
-#include "nncc/Kernels/Philox.h"
+#include "nncc/Kernels/RandomMasks.h"
 
 #include <algorithm>
 #include <cstring>

@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
 #include "RecurrentCommon.h"
-#include "nncc/Kernels/Philox.h"
+#include "nncc/Kernels/RandomMasks.h"
 #include "nncc/Kernels/RecurrentMath.h"
 
 #include <algorithm>

@@ -19,7 +19,7 @@
 #include "Internal.h"
 #include "RecurrentCommon.h"
 #include "nncc/Kernels/BackwardMath.h"
-#include "nncc/Kernels/Philox.h"
+#include "nncc/Kernels/RandomMasks.h"
 #include "nncc/Kernels/RecurrentMath.h"
 #include "nncc/Kernels/Revolve.h"
 

@@ -1111,7 +1111,7 @@ nncc_status nncc_ms_forward_backward(nncc_model *m, nncc_error *err) {
 }
 
 /// Random streams (docs/training.md, "Random streams"): a step's draws
-/// start at draw step << 42 of each op's stream (Philox.h counts draws), so
+/// start at draw step << 42 of each op's stream (RandomMasks.h counts draws), so
 /// an op draws up to 2^42 values per step.
 uint64_t nncc_ms_dropout_offset(const nncc_model *m) {
   return m ? static_cast<uint64_t>(m->optStep) << 42 : 0;

@@ -18,7 +18,7 @@
 // usage: zoneout [OPTIN_BYTES]  (small: W_hh read from global memory)
 #include "nncc/Kernels/CUDA/RecurrentBackward.cuh"
 #include "nncc/Kernels/Kernels.h"
-#include "nncc/Kernels/Philox.h"
+#include "nncc/Kernels/RandomMasks.h"
 
 #include "emu_test.h"
 #include "rnn_stack.h"

@@ -16,7 +16,7 @@
 #define NNCC_KERNELS_ATTENTIONMATH_H
 
 #include "nncc/Kernels/Common.h"
-#include "nncc/Kernels/Philox.h"
+#include "nncc/Kernels/RandomMasks.h"
 
 namespace nncc {
 namespace kernels {
@@ -251,7 +251,7 @@ NNCC_HD void attention_dropout_row(uint64_t seed, uint64_t offset,
   const uint64_t key = seed ^ kAttentionDropoutSalt;
   int i = 0;
   while (i < n) {
-    const uint64_t c = offset + first + (uint64_t)i; // draw c (Philox.h)
+    const uint64_t c = offset + first + (uint64_t)i; // draw c (RandomMasks.h)
     const nncc_philox_u32x4 r = philox_stream_block(key, c >> 2);
     for (int w = (int)(c & 3); w < 4 && i < n; ++w, ++i) {
       // A select, not r.x[w]: a run-time index would put r in local memory

@@ -97,7 +97,7 @@ typedef struct nncc_attention_params {
                          void *workspace, T *saved);                           \
   /* nncc_rnn_layer with LSTM zoneout (training; cell must be lstm when     \
      zoneout > 0): per unit j of row b at time t, with probability zoneout  \
-     h_t = h_{t-1} and c_t = c_{t-1} (one mask): Philox.h's                 \
+     h_t = h_{t-1} and c_t = c_{t-1} (one mask): RandomMasks.h's            \
      lstm_zoneout_keep_prev(seed, offset, state_index, t, b, j, T, H, p).    \
      zoneout = 0 is nncc_rnn_layer exactly. */                               \
   int nncc_rnn_layer_zoneout_##S(                                              \

@@ -19,7 +19,7 @@
 #ifndef NNCC_KERNELS_TOKENMATH_H
 #define NNCC_KERNELS_TOKENMATH_H
 
-#include "nncc/Kernels/Philox.h"
+#include "nncc/Kernels/RandomMasks.h"
 
 #include <math.h>
 

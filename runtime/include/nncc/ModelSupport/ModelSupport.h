@@ -202,7 +202,7 @@ const int64_t *nncc_ms_dims(const nncc_model *model);
 void *nncc_ms_input(nncc_model *model, int32_t index);
 void *nncc_ms_param(nncc_model *model, int32_t index);
 void *nncc_ms_output(nncc_model *model, int32_t index);
-/* Random streams (docs/training.md, "Random streams"; Philox.h counts
+/* Random streams (docs/training.md, "Random streams"; RandomMasks.h counts
  * draws). The step's first draw: (optimizer steps taken) << 42, so each
  * train_step draws fresh masks while forward_train and backward of one step
  * (and repeated forward_backward calls without a step) use the same ones. */

@@ -7,7 +7,7 @@
  * thread and its CPU twin compute element i independently and get the same
  * bits. Users: the runtime's fills (lib/Runtime/Rng.cpp: weight init, LSH
  * rotations), the CUDA LSH rotation kernel, and the kernels' dropout and
- * zoneout masks (nncc/Kernels/Philox.h: stream 0, see there).
+ * zoneout masks (nncc/Kernels/RandomMasks.h: stream 0, see there).
  *
  *   key     = (seed low 32 bits, seed high 32 bits)
  *   counter = (block low, block high, stream low, stream high)

@@ -730,7 +730,7 @@ __device__ __forceinline__ void attn_tile_dropout(T *Ps, const int *kadm,
   T *pr = Ps + t * LDP + jj0;
   const uint64_t rowCounter = (uint64_t)((((int64_t)b * H + h) * Tn + i) * (int64_t)Tn);
   if (Mode == kAttnTileDense) {
-    // Draw `first` of the stream (drop.offset counts draws, Philox.h).
+    // Draw `first` of the stream (drop.offset counts draws, RandomMasks.h).
     const uint64_t first = drop.offset + rowCounter + (uint64_t)(S.kBegin + tile * BK + jj0);
     const uint64_t key = drop.seed ^ kAttentionDropoutSalt;
     nncc_philox_u32x4 blk = philox_stream_block(key, first >> 2);

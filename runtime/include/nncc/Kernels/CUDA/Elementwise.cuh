@@ -2,7 +2,7 @@
 //
 // The GEMM itself is cuBLAS (caller); these kernels are the fused epilogue
 // y = act(acc + bias) + residual, and the other elementwise ops, all through
-// the NNCC_HD functions of Common.h / Philox.h / NormMath.h that the CPU
+// the NNCC_HD functions of Common.h / RandomMasks.h / NormMath.h that the CPU
 // twins call. The epilogue and dropout also take T = bf16_t: elements are
 // widened by load_acc, computed in acc_t<T> (float) with acc_t<T> scalars
 // and rounded once by store_acc (Bf16.h); f32 / f64 are unaffected.
@@ -14,7 +14,7 @@
 #include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/CUDA/Common.cuh"
 #include "nncc/Kernels/NormMath.h"
-#include "nncc/Kernels/Philox.h"
+#include "nncc/Kernels/RandomMasks.h"
 
 namespace nncc {
 namespace kernels {
@@ -74,7 +74,7 @@ template <typename F>
 __device__ __forceinline__ void for_each_mask_uniform(int64_t n, uint64_t seed,
                                                       uint64_t offset, F &&f) {
   const int64_t blocks = (n + 3) / 4;
-  const bool aligned = (offset & 3) == 0; // whole Philox blocks (Philox.h)
+  const bool aligned = (offset & 3) == 0; // whole Philox blocks (RandomMasks.h)
   for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < blocks;
        b += (int64_t)gridDim.x * blockDim.x) {
     if (!aligned) {

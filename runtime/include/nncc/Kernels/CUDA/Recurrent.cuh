@@ -33,7 +33,7 @@
 #define NNCC_KERNELS_CUDA_RECURRENT_CUH
 
 #include "nncc/Kernels/CUDA/Common.cuh"
-#include "nncc/Kernels/Philox.h"
+#include "nncc/Kernels/RandomMasks.h"
 #include "nncc/Kernels/RecurrentMath.h"
 
 #include <cooperative_groups.h>
@@ -110,7 +110,7 @@ __device__ __forceinline__ int rnn_len(const L *lengths, int b, int Tn) {
 /// (the CPU's rnnLayerTrain). Both null in inference.
 /// LSTM zoneout (training; zo_p = 0: off): unit j of row b at time t keeps
 /// the previous h and c iff zoneout_keep_prev(zo_seed, zo_offset,
-/// lstm_zoneout_counter(sd, t, b, j, B, T, H), zo_p) (Philox.h, the CPU's
+/// lstm_zoneout_counter(sd, t, b, j, B, T, H), zo_p) (RandomMasks.h, the CPU's
 /// mask bit for bit); the saved c slot and the checkpoints hold the kept c.
 /// bf16: the state (h, c, hg, r*h) in fp32 shared memory, W_hh^T in bf16,
 /// each unit's xg, hg and b_hh gathered widened into registers for the gate

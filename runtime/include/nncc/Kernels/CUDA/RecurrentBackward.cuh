@@ -16,7 +16,7 @@
 // LSTM zoneout (training) is an optional trailing argument of the stack
 // launchers (rate, seed, offset; the CPU's nncc_rnn_*_zoneout / the zoneout
 // arguments of the reserve and checkpoint kernels): the same Philox masks
-// (Philox.h zoneout_keep_prev with lstm_zoneout_counter), the same reserve
+// (RandomMasks.h zoneout_keep_prev with lstm_zoneout_counter), the same reserve
 // (the saved c slot holds the kept c). The binomial (Revolve) schedule
 // drives the same RevolveCursor (Revolve.h) from the host, its state
 // operations enqueued on the stream.

@@ -1,4 +1,4 @@
-//===- Philox.h - Dropout and zoneout masks from the runtime's Philox -*- C++ -*-===//
+//===- RandomMasks.h - Dropout and zoneout masks from the runtime's Philox -*- C++ -*-===//
 //
 // The kernels' random masks draw from the one Philox-4x32-10 of
 // nncc/Runtime/Philox.h (its bijection and its (block, stream) counter), on
@@ -17,8 +17,8 @@
 //   exact in float)
 //
 //===----------------------------------------------------------------------===//
-#ifndef NNCC_KERNELS_PHILOX_H
-#define NNCC_KERNELS_PHILOX_H
+#ifndef NNCC_KERNELS_RANDOMMASKS_H
+#define NNCC_KERNELS_RANDOMMASKS_H
 
 #include "nncc/Kernels/Common.h"
 #include "nncc/Runtime/Philox.h"
@@ -187,4 +187,4 @@ NNCC_HD bool lstm_zoneout_keep_prev(uint64_t seed, uint64_t offset, int64_t sd,
 } // namespace kernels
 } // namespace nncc
 
-#endif // NNCC_KERNELS_PHILOX_H
+#endif // NNCC_KERNELS_RANDOMMASKS_H
