@@ -149,6 +149,19 @@ gateRow(int64_t H, const T *__restrict xr, const T *__restrict hr,
 /// [B, T, D*H] at the valid steps and slot `sd` of h_n/c_n. Rows are in
 /// w.perm order (decreasing length), so the active rows are a prefix that
 /// shrinks as sequences end.
+/// h_n (and c_n) of direction `sd` from the sorted rows of `w`, back in
+/// batch order.
+template <int Kind, typename T>
+void storeFinalStates(int64_t B, int64_t H, int64_t sd, const RnnWork<T> &w, T *hn, T *cn) {
+  for (int64_t k = 0; k < B; ++k) {
+    int64_t b = w.perm[k];
+    if (hn)
+      std::memcpy(hn + (sd * B + b) * H, w.h + k * H, sizeof(T) * H);
+    if (Kind == CellLstm && cn)
+      std::memcpy(cn + (sd * B + b) * H, w.c + k * H, sizeof(T) * H);
+  }
+}
+
 template <int Kind, typename T>
 void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
                    const T *xgAll, const T *whh, const T *bhh, const T *h0,
@@ -189,14 +202,7 @@ void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
                  reverse, xgAll,   w.packed, bias, w.perm, w.lens, w.h,
                  w.hAlt, w.c,      out,      saved, ckc,   every};
       fastScanRun(f);
-      // Final states back in batch order.
-      for (int64_t k = 0; k < B; ++k) {
-        int64_t b = w.perm[k];
-        if (hn)
-          std::memcpy(hn + (sd * B + b) * H, w.h + k * H, sizeof(T) * H);
-        if (Kind == CellLstm && cn)
-          std::memcpy(cn + (sd * B + b) * H, w.c + k * H, sizeof(T) * H);
-      }
+      storeFinalStates<Kind>(B, H, sd, w, hn, cn);
       return;
     }
   }
@@ -282,14 +288,7 @@ void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
     }
   }
 
-  // Final states back in batch order.
-  for (int64_t k = 0; k < B; ++k) {
-    int64_t b = w.perm[k];
-    if (hn)
-      std::memcpy(hn + (sd * B + b) * H, w.h + k * H, sizeof(T) * H);
-    if (Kind == CellLstm && cn)
-      std::memcpy(cn + (sd * B + b) * H, w.c + k * H, sizeof(T) * H);
-  }
+  storeFinalStates<Kind>(B, H, sd, w, hn, cn);
 }
 
 /// One layer, one direction of the stack. `in` is [B, T, inSize]; writes
