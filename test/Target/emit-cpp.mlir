@@ -14,9 +14,14 @@
 // MLP: NNCC_KFN(nncc_linear)((d_N), 16LL, 8LL, in0, w0, w1, NULL, 3, 0.01, t0)
 // MLP: NNCC_KFN(nncc_layer_norm)((d_N), 16LL, t0, NULL, w2, w3, {{.*}}, t1, NULL, NULL, NULL)
 // MLP: NNCC_KFN(nncc_linear)((d_N), 4LL, 16LL, t1, w4, NULL, NULL, 0, 0.01, t2)
-// MLP: #pragma omp parallel for
-// MLP: const acc_t<real_t> a1 = load_acc(w5[(i % (int64_t)4)]);
-// MLP: nncc_maximum(
+// The fused elementwise loop reads its buffers through local pointers (a
+// pointer read through the step lambda's closure keeps it from vectorising).
+// MLP: const real_t *const [[BIAS:ewIn1]] = w5;
+// MLP-NEXT: real_t *const ewOut = t3;
+// MLP-NEXT: #pragma omp parallel for simd
+// MLP: const acc_t<real_t> a1 = load_acc([[BIAS]][(i % (int64_t)4)]);
+// MLP: [[RELU:v[0-9]+]] = nncc_maximum(
+// MLP-NEXT: ewOut[i] = store_acc<real_t>([[RELU]]);
 // MLP: NNCC_KFN(nncc_softmax)((d_N), 4LL, (int64_t)1, t3, out0)
 // MLP: NNCC_KFN(nncc_mse_loss)((4LL * d_N), out0, in1, out1)
 // MLP: return NNCC_OK;
