@@ -29,8 +29,15 @@ are bench/peers.py's twins of the nncc models with the same parameter names:
 one weights file and one inputs file feed every side. Every side runs in its
 own worker process, all started before timing (set-up, export, compilation
 and one warm-up call each, one worker at a time), then R interleaved rounds:
-each round calls every side once, one after the other (the order rotates
+each round gives every side one turn, one after the other (the order rotates
 from round to round), so drift and the other tenants' load hit all sides.
+In its turn a side makes --warm untimed calls (default 1) and then the timed
+one, while every other worker's process group is stopped (SIGSTOP): an idle
+side's spinning thread pool (OpenMP's and torch's spin for up to 200 ms after
+a call) cannot take the cores from the timed one, and the timed call does not
+pay for caches, clocks and memory bandwidth that went cold while the others
+ran (on the 2-core VM a 16 MB streaming loop takes twice as long after
+200 ms asleep).
 Medians; the ratio best peer / nncc (> 1: nncc faster) over torch 2.x eager,
 torch.compile, ORT and ORT fused. The output of the warm-up call (the first
 training step's loss) of every peer is compared with nncc's; a row whose
@@ -50,6 +57,7 @@ import os
 import platform
 import select
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -357,6 +365,23 @@ def nncc_side(cfg, ins):
     return call, out, info
 
 
+def threads_seen(side):
+    """The threads this worker's parallel regions get: torch's intra-op
+    threads, or OpenMP's (nncc: libgomp, shared with an imported torch, whose
+    own default may differ from the cores). None where unknown (ORT is given
+    its count in the session options)."""
+    if side in ("torch1", "torch2", "compile"):
+        import torch
+        return torch.get_num_threads()
+    if side == "nncc":
+        import ctypes
+        try:
+            return int(ctypes.CDLL(None).omp_get_max_threads())
+        except (AttributeError, OSError):
+            return None
+    return None
+
+
 def worker(side, cfg):
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # what the libraries print goes to the log, not the protocol
@@ -377,6 +402,7 @@ def worker(side, cfg):
         t2 = time.perf_counter()
         np.save(os.path.join(cfg["dir"], "out-%s.npy" % side), out())
         info["setup_s"], info["warmup_s"] = t1 - t0, t2 - t1
+        info["threads_seen"] = threads_seen(side)
         if side == "compile":
             n = compile_note()
             if n:
@@ -386,12 +412,14 @@ def worker(side, cfg):
         return
     proto.write("READY %s\n" % json.dumps(info))
     for line in sys.stdin:
-        if line.strip() == "run":
-            t0 = time.perf_counter()
-            call()
-            proto.write("T %r\n" % (time.perf_counter() - t0))
-        else:
+        words = line.split()
+        if not words or words[0] != "run":
             break
+        for _ in range(int(words[1]) if len(words) > 1 else 0):
+            call()  # untimed: caches, clocks and thread pools are hot for the timed call
+        t0 = time.perf_counter()
+        call()
+        proto.write("T %r\n" % (time.perf_counter() - t0))
     info["maxrss"] = maxrss()
     proto.write("DONE %s\n" % json.dumps(info))
 
@@ -408,7 +436,17 @@ class Worker:
         self.side, self.buf, self.log = side, b"", log
         self.p = subprocess.Popen(pre + [python, os.path.abspath(__file__), "--worker", side,
                                          json.dumps(cfg)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=open(log, "w"), bufsize=0)
+                                  stdout=subprocess.PIPE, stderr=open(log, "w"), bufsize=0,
+                                  env=env, start_new_session=True)
+
+    def pause(self, on):
+        """Stops (on) or continues the worker's whole process group, so that
+        its idle thread pools cannot spin while another side is timed."""
+        if self.p.poll() is None:
+            try:
+                os.killpg(self.p.pid, signal.SIGSTOP if on else signal.SIGCONT)
+            except ProcessLookupError:
+                pass
 
     def line(self, timeout):
         end = time.time() + timeout
@@ -482,10 +520,12 @@ def run_case(c, args, cache, peak, nt, peers, versions):
     d, lib, ins = prepare(c, cache, torch, nt, peers)
     fl, formula = peers.flops(kind, s, ins)
     cfg = dict(kind=kind, shape=s, threads=args.threads, dir=d, lib=lib)
-    row = dict(name=c["label"], group=c["group"], kind=kind, shape=s, flops=fl,
+    row = dict(name=c["label"], group=c["group"], kind=kind, shape=s, flops=fl, threads=args.threads,
                flop_formula=formula, tolerance=tolerance(kind), sides={})
     live = []
     for side in sides_of(kind, args.torch2_python):
+        if args.sides and side not in args.sides and side != "nncc":
+            continue
         r = row["sides"][side] = {}
         py = args.python1 if side in ("nncc", "torch1") else args.torch2_python
         w = Worker(side, cfg, py, args.threads, os.path.join(d, "log-%s.txt" % side))
@@ -512,13 +552,19 @@ def run_case(c, args, cache, peak, nt, peers, versions):
         for w in live[k:] + live[:k]:
             if w.p.poll() is not None or "failed" in row["sides"][w.side]:
                 continue
+            others = [o for o in live if o is not w]
+            for o in others:
+                o.pause(True)
             try:
-                w.send("run")
+                w.send("run %d" % args.warm)
                 msg = w.line(args.call_timeout)
                 times[w.side].append(float(msg.split()[1]))
             except (RuntimeError, OSError, ValueError, IndexError) as e:
                 row["sides"][w.side]["failed"] = "during the rounds: %s" % e
                 w.kill()
+            finally:
+                for o in others:
+                    o.pause(False)
             time.sleep(args.gap)
     for w in live:
         if "failed" not in row["sides"][w.side]:
@@ -588,6 +634,9 @@ def print_row(row):
     if row["mismatch"]:
         line += "  MISMATCH: " + ", ".join(TITLE[p] for p in row["mismatch"])
     for p, r in row["sides"].items():
+        seen = r.get("threads_seen")
+        if seen is not None and seen != row["threads"]:
+            line += "\n    %s ran on %d threads, not %d" % (TITLE[p], seen, row["threads"])
         if "failed" in r:
             line += "\n    %s failed: %s" % (TITLE[p], r["failed"])
         elif r.get("note"):
@@ -636,6 +685,8 @@ def main():
     ap.add_argument("--reps", type=int, default=None, help="timed rounds (default 5, --quick 2)")
     ap.add_argument("--only", default=",".join(dict.fromkeys(g for g, _, _, _ in FULL)))
     ap.add_argument("--quick", action="store_true", help="tiny shapes (a smoke test)")
+    ap.add_argument("--sides", type=lambda v: v.split(","), default=None,
+                    help="only these peers beside nncc (default: all of %s)" % ",".join(SIDES[1:]))
     ap.add_argument("--bert-batches", default="8,32",
                     type=lambda v: [int(x) for x in v.split(",")])
     ap.add_argument("--python1", default="/usr/bin/python3",
@@ -645,8 +696,10 @@ def main():
     ap.add_argument("--setup-timeout", type=float, default=1800,
                     help="seconds a side may take to set up, export, compile and warm up")
     ap.add_argument("--call-timeout", type=float, default=600)
-    ap.add_argument("--gap", type=float, default=0.05,
-                    help="seconds between two sides' calls (spinning thread pools settle)")
+    ap.add_argument("--warm", type=int, default=1,
+                    help="untimed calls of a side right before each of its timed calls")
+    ap.add_argument("--gap", type=float, default=0.0,
+                    help="seconds between two sides' turns")
     ap.add_argument("--workdir", help="the cases' weights, inputs, outputs, ONNX files and "
                     "worker logs (default: a temporary folder, removed at the end)")
     ap.add_argument("--markdown", action="store_true", help="also print a markdown table")

@@ -2,7 +2,8 @@
 case of --only with every side it should have (timed, or failed with a
 reason), the outputs of every timed peer agreeing with nncc's within the
 row's tolerance, the FLOP counts, GFLOP/s, shares of the peak and the ratio
-to the best peer consistent with the medians, and the markdown table's rows.
+to the best peer consistent with the medians, every side on the threads
+asked for, and the markdown table's rows.
 
     check_run.py RESULT.json STDOUT.log GROUPS [--no-torch2]
 """
@@ -58,6 +59,13 @@ for row in rows:
         if not ok:
             continue
         timed += 1
+        # every side runs on the threads asked for (the workers' environment
+        # sets them; torch 1.13's own default here is 1, torch 2.x's the cores)
+        if r.get("threads_seen") is not None:
+            expect(r["threads_seen"] == res["threads"], "%s, %s: ran on %s threads, asked %s" % (
+                name, side, r["threads_seen"], res["threads"]))
+        expect(side == "ort" or side == "ort_fused" or r.get("threads_seen") is not None,
+               "%s, %s: its thread count reported" % (name, side))
         expect(close(r["gflops"], row["flops"] / (r["median_ms"] * 1e-3) / 1e9),
                "%s, %s: GFLOP/s = FLOPs / median" % (name, side))
         expect(close(r["share"], r["gflops"] / peak), "%s, %s: share = GFLOP/s / peak" % (name, side))
