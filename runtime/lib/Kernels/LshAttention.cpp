@@ -190,25 +190,17 @@ void forwardTile(const LshAttentionArgs<T> &a, const LshHead<T> &hd, int r, int6
   for (int64_t i = 0; i < nq; ++i) {
     const int t = ord[p0 + i];
     T *row = s.S.data() + i * ldS;
-    T m = neg_big<T>();
-    for (int64_t jj = 0; jj < nk; ++jj) {
+    for (int64_t jj = 0; jj < nk; ++jj)
       if (!admits(a, hd, bk, selfOnly, t, ord[lo + jj]))
         row[jj] = neg_big<T>();
-      else
-        m = row[jj] > m ? row[jj] : m;
-    }
+    const T m = tile_max(row, (int)nk);
     if (!(m > neg_big<T>())) { // no key in this round
       std::fill(row, row + nk, T(0));
       s.inv[i] = T(0);
       s.lse[r * a.T + t] = neg_big<T>();
       continue;
     }
-    T l = T(0);
-    for (int64_t jj = 0; jj < nk; ++jj) {
-      const T p = row[jj] <= neg_big<T>() ? T(0) : nexp(row[jj] - m);
-      row[jj] = p;
-      l += p;
-    }
+    const T l = exp_tile_sum(row, (int)nk, m);
     s.inv[i] = T(1) / l;
     s.lse[r * a.T + t] = m + nlog(l);
     if (a.drop.on()) {
@@ -487,12 +479,7 @@ void hfForwardEntries(const LshAttentionArgs<T> &a, const HfPlan &p, const LshHe
         }
         m = row[jj] > m ? row[jj] : m;
       }
-      T l = T(0);
-      for (int64_t jj = 0; jj < nk; ++jj) {
-        const T e = row[jj] <= neg_big<T>() ? T(0) : nexp(row[jj] - m);
-        row[jj] = e;
-        l += e;
-      }
+      const T l = exp_tile_sum(row, (int)nk, m);
       s.inv[i] = T(1) / l;
       s.lse[P] = m + nlog(l);
       if (a.drop.on()) {
