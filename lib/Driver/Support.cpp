@@ -2,7 +2,7 @@
 
 #include "nncc/Driver/Support.h"
 
-#include "nncc/Pipeline/Remat.h"
+#include "nncc/Pipeline/RematSearch.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"

@@ -13,7 +13,7 @@
 #include "dialects/NN/Transforms/Remat.h"
 #include "nncc/Driver/ModuleLoader.h"
 #include "nncc/Pipeline/Pipeline.h"
-#include "nncc/Pipeline/Remat.h"
+#include "nncc/Pipeline/RematSearch.h"
 #include "nncc/Target/MemoryPlan.h"
 
 #include "mlir/IR/Diagnostics.h"

@@ -26,7 +26,7 @@
 #include "nncc/Driver/ModelHandle.h"
 #include "nncc/Driver/Support.h"
 #include "dialects/NN/IR/NNAttrs.h"
-#include "nncc/Pipeline/Remat.h"
+#include "nncc/Pipeline/RematSearch.h"
 #include "nncc/Runtime/nncc_model.h"
 #include "nncc/Runtime/nncc_runtime.h"
 #include "nncc/Target/Compile.h"

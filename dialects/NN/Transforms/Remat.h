@@ -31,7 +31,7 @@
 // The cost model gives each candidate its bytes and the FLOPs of its
 // recomputation for a binding of the dims. Choosing the set under a budget
 // needs the exact memory plan of the lowered module; that search lives with
-// the back end (nncc/Pipeline/Remat.h, the `nncc-remat` pass).
+// the back end (nncc/Pipeline/RematSearch.h, the `nncc-remat` pass).
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_DIALECT_NN_TRANSFORMS_REMAT_H

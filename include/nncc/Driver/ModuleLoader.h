@@ -11,7 +11,7 @@
 #include "nncc/Frontend/AST.h"
 #include "nncc/Frontend/Sema.h"
 #include "nncc/Pipeline/Pipeline.h"
-#include "nncc/Pipeline/Remat.h"
+#include "nncc/Pipeline/RematSearch.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

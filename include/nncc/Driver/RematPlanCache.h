@@ -12,7 +12,7 @@
 #ifndef NNCC_DRIVER_REMATPLANCACHE_H
 #define NNCC_DRIVER_REMATPLANCACHE_H
 
-#include "nncc/Pipeline/Remat.h"
+#include "nncc/Pipeline/RematSearch.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

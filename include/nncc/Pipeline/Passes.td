@@ -16,7 +16,7 @@ def NNCCRemat : Pass<"nncc-remat", "::mlir::ModuleOp"> {
     exact memory plan of the lowered training step (the arena high-water
     mark `nncc inspect --memory --grad` reports for the `dims` binding)
     does not exceed `budget`, with the least recomputation among the plans
-    it considers (nncc/Pipeline/Remat.h: every subset for at most 12
+    it considers (nncc/Pipeline/RematSearch.h: every subset for at most 12
     candidates, else the prefixes of a cost-model order, and for at most 20
     the greedy path, pruned prefixes and a walk in order of FLOPs), each
     with its recomputation chains cloned per save or shared between saves

@@ -1,5 +1,5 @@
-//===- Remat.cpp - choosing what to recompute under a memory budget -------===//
-#include "nncc/Pipeline/Remat.h"
+//===- RematSearch.cpp - choosing what to recompute under a memory budget -===//
+#include "nncc/Pipeline/RematSearch.h"
 
 #include "dialects/NN/IR/NNDialect.h"
 #include "dialects/NN/IR/NNOps.h"

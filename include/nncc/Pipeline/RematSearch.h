@@ -1,4 +1,4 @@
-//===- Remat.h - choosing what to recompute under a memory budget -*- C++ -*-===//
+//===- RematSearch.h - choosing what to recompute under a memory budget -*- C++ -*-===//
 //
 // The search of the `nncc-remat` pass (include/nncc/Pipeline/Passes.td):
 // candidate plans are sets of residuals to recompute (nncc::nn::applyRemat),
@@ -14,8 +14,8 @@
 // never recomputes more.
 //
 //===----------------------------------------------------------------------===//
-#ifndef NNCC_PIPELINE_REMAT_H
-#define NNCC_PIPELINE_REMAT_H
+#ifndef NNCC_PIPELINE_REMATSEARCH_H
+#define NNCC_PIPELINE_REMATSEARCH_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -142,4 +142,4 @@ mlir::FailureOr<RematPlan> applyRematPlan(mlir::ModuleOp module, RematPlan plan,
 
 } // namespace nncc
 
-#endif // NNCC_PIPELINE_REMAT_H
+#endif // NNCC_PIPELINE_REMATSEARCH_H
