@@ -91,7 +91,8 @@ def main():
         t0 = time.perf_counter()
         subprocess.run([args.nncc, "train", path, "--weights", os.path.join(work, "nncc", "model.safetensors"),
                         "--data", os.path.join(work, "train.safetensors"), "--no-shuffle",
-                        "--max-steps", str(k), "--quiet"], check=True, env=env)
+                        "--max-steps", str(k), "--quiet",
+                        "-o", os.path.join(work, "tuned.safetensors")], check=True, env=env)
         return time.perf_counter() - t0
 
     nncc_run(1)  # compiles into the cache
