@@ -26,6 +26,36 @@ using namespace nncc::kernels;
 
 namespace {
 
+/// dx of one row of layerNormBackward, with the residual and gamma known at
+/// compile time so that every loop is branch-free: the two reductions in
+/// partial sums (lane_sum), then dx = rstd (g - mean(g) - xhat mean(g xhat))
+/// (+ dsum), g = dy gamma.
+template <bool HasRes, bool HasGamma, typename T>
+void layerNormRowGrad(int64_t N, const T *xr, const T *rr, const T *gamma, const T *dyr,
+                      const T *dsumr, double mean, double rstd, T *dxr) {
+  auto g = [&](int64_t j) {
+    double v = double(dyr[j]);
+    if constexpr (HasGamma)
+      v *= double(gamma[j]);
+    return v;
+  };
+  auto xhat = [&](int64_t j) {
+    double v = double(xr[j]);
+    if constexpr (HasRes)
+      v += double(rr[j]);
+    return (v - mean) * rstd;
+  };
+  const double sg = lane_sum<double>(N, g) / double(N);
+  const double sgx = lane_sum<double>(N, [&](int64_t j) { return g(j) * xhat(j); }) / double(N);
+  if (dsumr) {
+    for (int64_t j = 0; j < N; ++j)
+      dxr[j] = T(rstd * (g(j) - sg - xhat(j) * sgx) + double(dsumr[j]));
+  } else {
+    for (int64_t j = 0; j < N; ++j)
+      dxr[j] = T(rstd * (g(j) - sg - xhat(j) * sgx));
+  }
+}
+
 /// y = LN(s)*gamma + beta, s = x + residual. Writes ds (= dx = dresidual);
 /// dsum (optional) is an extra adjoint arriving at s (sum_out).
 template <typename T>
@@ -37,6 +67,8 @@ int layerNormBackward(int64_t rows, int64_t N, const T *x, const T *res,
       (!meanIn) != (!rstdIn))
     return NNCC_K_EINVAL;
   // Row pass: dx. Row statistics recomputed unless given.
+  auto rowGrad = res ? (gamma ? &layerNormRowGrad<true, true, T> : &layerNormRowGrad<true, false, T>)
+                     : (gamma ? &layerNormRowGrad<false, true, T> : &layerNormRowGrad<false, false, T>);
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const T *xr = x + r * N, *rr = res ? res + r * N : nullptr;
@@ -48,25 +80,7 @@ int layerNormBackward(int64_t rows, int64_t N, const T *x, const T *res,
     } else {
       layer_norm_stats<T, double>(xr, rr, N, eps, mean, rstd);
     }
-    double sg = 0, sgx = 0;
-    for (int64_t j = 0; j < N; ++j) {
-      const double s = double(xr[j]) + (rr ? double(rr[j]) : 0.0);
-      const double xh = (s - mean) * rstd;
-      const double gj = double(dyr[j]) * (gamma ? double(gamma[j]) : 1.0);
-      sg += gj;
-      sgx += gj * xh;
-    }
-    sg /= double(N);
-    sgx /= double(N);
-    for (int64_t j = 0; j < N; ++j) {
-      const double s = double(xr[j]) + (rr ? double(rr[j]) : 0.0);
-      const double xh = (s - mean) * rstd;
-      const double gj = double(dyr[j]) * (gamma ? double(gamma[j]) : 1.0);
-      double v = rstd * (gj - sg - xh * sgx);
-      if (dsum)
-        v += double(dsum[r * N + j]);
-      dx[r * N + j] = T(v);
-    }
+    rowGrad(N, xr, rr, gamma, dyr, dsum ? dsum + r * N : nullptr, mean, rstd, dx + r * N);
   }
   if (!dgamma && !dbeta)
     return NNCC_K_OK;
