@@ -1,4 +1,4 @@
-//===- ArenaPlanning.cpp - the buffer plan and the arena --------------------===//
+//===- ArenaPlanning.cpp - the buffer plan and the arena ------------------===//
 //
 // The compiler's buffer table (sizes from the dims, live ranges in launch
 // indices) placed into one arena by nncc::plan (ArenaPlan.h, the compiler's

@@ -1,4 +1,4 @@
-//===- CudaDevice.cpp - device copies, streams and the CUDA context ---------===//
+//===- CudaDevice.cpp - device copies, streams and the CUDA context -------===//
 //
 // The CUDA half of a model context: device memory through libnncc_runtime's
 // dlopen'ed driver, the copies before and after a launch sequence, the

@@ -1,4 +1,4 @@
-//===- LaunchHelpers.cpp - what generated launches call ---------------------===//
+//===- LaunchHelpers.cpp - what generated launches call -------------------===//
 //
 // Kernel status codes as messages, strided n-d copies and the reductions of
 // broadcast gradients (nncc_ms_reduce_*: every output element sums its

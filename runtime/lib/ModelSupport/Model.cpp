@@ -1,4 +1,4 @@
-//===- Model.cpp - create, destroy, forward and backward --------------------===//
+//===- Model.cpp - create, destroy, forward and backward ------------------===//
 //
 // Implements nncc_model.h from the tables of an nncc_ms_model_def (see
 // ModelSupport.h; ModelState.h lists the files of the other concepts). No

@@ -1,4 +1,4 @@
-//===- ModelState.h - the model context of libnncc_model_support ------------===//
+//===- ModelState.h - the model context of libnncc_model_support ----------===//
 //
 // What every file of libnncc_model_support shares: struct nncc_model (the
 // opaque context of nncc_model.h), its tensors, and the helpers more than

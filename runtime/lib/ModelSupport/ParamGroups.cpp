@@ -1,4 +1,4 @@
-//===- ParamGroups.cpp - parameter groups, schedules, frozen parameters -----===//
+//===- ParamGroups.cpp - parameter groups, schedules, frozen parameters ---===//
 //
 // The compiler's parameter groups (#nn.param_group: weight decay, layer-wise
 // lr decay), the learning-rate schedules, the step counter and frozen

@@ -1,4 +1,4 @@
-//===- Profiling.cpp - NNCC_PROFILE: per-launch wall time -------------------===//
+//===- Profiling.cpp - NNCC_PROFILE: per-launch wall time -----------------===//
 //
 // NNCC_PROFILE=1 (stderr) or =FILE: the generated code times every launch
 // (nncc_ms_prof_begin / end) and the totals are written at exit, slowest

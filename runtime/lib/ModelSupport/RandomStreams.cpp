@@ -1,4 +1,4 @@
-//===- RandomStreams.cpp - seeds and draw offsets of the random ops ---------===//
+//===- RandomStreams.cpp - seeds and draw offsets of the random ops -------===//
 //
 // docs/training.md, "Random streams": each op's Philox key mixed with the
 // run seed, and the offset of a step's (and a micro-batch's) draws.

@@ -1,4 +1,4 @@
-//===- TensorTables.cpp - lookups and messages over the ABI tables ----------===//
+//===- TensorTables.cpp - lookups and messages over the ABI tables --------===//
 //
 // Shapes and names of the ABI's tensor tables as messages show them, and
 // the lookups and byte sizes the entry points share (ModelState.h).

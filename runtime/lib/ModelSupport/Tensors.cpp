@@ -1,4 +1,4 @@
-//===- Tensors.cpp - inputs, bindings, cotangents and outputs ---------------===//
+//===- Tensors.cpp - inputs, bindings, cotangents and outputs -------------===//
 //
 // set_input (every dim checked against the table and the other inputs),
 // bind (the caller's memory in place of the context's), set_cotangent,

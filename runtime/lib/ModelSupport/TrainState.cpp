@@ -1,4 +1,4 @@
-//===- TrainState.cpp - save and load the training state --------------------===//
+//===- TrainState.cpp - save and load the training state ------------------===//
 //
 // ABI 7: parameters, optimizer state (torch.optim's state_dict names) and
 // the step in one safetensors file.

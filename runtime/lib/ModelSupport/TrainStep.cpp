@@ -1,4 +1,4 @@
-//===- TrainStep.cpp - the optimizer step and gradient accumulation ---------===//
+//===- TrainStep.cpp - the optimizer step and gradient accumulation -------===//
 //
 // train_step (forward, backward, gradient clipping, the update on the CPU or
 // the device), accumulate_gradients / apply_gradients (a weighted running

@@ -1,4 +1,4 @@
-//===- Weights.cpp - load, initialise and save the parameters ---------------===//
+//===- Weights.cpp - load, initialise and save the parameters -------------===//
 //
 // load_weights (safetensors; f64 and bf16 builds also read f32 files),
 // init_weights (the compiler's initialisers, one Philox stream per
