@@ -21,53 +21,39 @@
 namespace nncc {
 namespace kernels {
 
-/// Independent partial results per row reduction on the host (16 floats =
-/// one AVX-512 register, two AVX2 ones).
-constexpr int kTileLanes = 16;
-
-/// The largest of s[0, n) (neg_big when n is 0), in kTileLanes running
-/// maxima on the host so that the loop vectorises.
+/// The largest of s[0, n) (neg_big when n is 0); on the host in partial
+/// maxima (lane_reduce, Common.h) so that the loop vectorises.
 template <typename T> NNCC_HD T tile_max(const T *s, int n) {
+#if defined(__CUDA_ARCH__)
   T best = neg_big<T>();
-  int j = 0;
-#if !defined(__CUDA_ARCH__)
-  T lane[kTileLanes];
-  for (int k = 0; k < kTileLanes; ++k)
-    lane[k] = neg_big<T>();
-  for (; j + kTileLanes <= n; j += kTileLanes)
-    for (int k = 0; k < kTileLanes; ++k)
-      lane[k] = s[j + k] > lane[k] ? s[j + k] : lane[k];
-  for (int k = 0; k < kTileLanes; ++k)
-    best = lane[k] > best ? lane[k] : best;
-#endif
-  for (; j < n; ++j)
+  for (int j = 0; j < n; ++j)
     best = s[j] > best ? s[j] : best;
   return best;
+#else
+  return lane_reduce<T>(
+      n, neg_big<T>(), [&](int64_t j) { return s[j]; },
+      [](T a, T b) { return b > a ? b : a; });
+#endif
 }
 
 /// s[j] = exp(s[j] - m) (0 where s[j] is masked to neg_big) over [0, n), and
-/// the sum of the new s[], in kTileLanes partial sums on the host so that
-/// the loop vectorises without reassociating one running sum.
+/// the sum of the new s[]; on the host in partial sums (lane_sum).
 template <typename T> NNCC_HD T exp_tile_sum(T *s, int n, T m) {
+#if defined(__CUDA_ARCH__)
   T sum = T(0);
-  int j = 0;
-#if !defined(__CUDA_ARCH__)
-  T lane[kTileLanes] = {};
-  for (; j + kTileLanes <= n; j += kTileLanes)
-    for (int k = 0; k < kTileLanes; ++k) {
-      const T p = s[j + k] <= neg_big<T>() ? T(0) : nexp(s[j + k] - m);
-      s[j + k] = p;
-      lane[k] += p;
-    }
-  for (int k = 0; k < kTileLanes; ++k)
-    sum += lane[k];
-#endif
-  for (; j < n; ++j) {
+  for (int j = 0; j < n; ++j) {
     const T p = s[j] <= neg_big<T>() ? T(0) : nexp(s[j] - m);
     s[j] = p;
     sum += p;
   }
   return sum;
+#else
+  return lane_sum<T>(n, [&](int64_t j) {
+    const T p = s[j] <= neg_big<T>() ? T(0) : nexp(s[j] - m);
+    s[j] = p;
+    return p;
+  });
+#endif
 }
 
 /// Running state of an online (streaming) softmax for one query row:
@@ -90,10 +76,11 @@ template <typename T> struct OnlineSoftmax {
     m = mn;
     return alpha;
   }
-  /// Admit a tile of n scores already reduced to its max `tile_max`; converts
-  /// s[] to weights in place and returns the accumulator rescale factor.
-  NNCC_HD T push_tile(T *s, int n, T tile_max) {
-    T mn = tile_max > m ? tile_max : m;
+  /// Admit a tile of n scores already reduced to its max `tmax` (tile_max);
+  /// converts s[] to weights in place and returns the accumulator rescale
+  /// factor.
+  NNCC_HD T push_tile(T *s, int n, T tmax) {
+    T mn = tmax > m ? tmax : m;
     T alpha = nexp(m - mn);
     const T sum = exp_tile_sum(s, n, mn);
     l = l * alpha + sum;

@@ -100,6 +100,40 @@ inline float nerf_poly(float x) {
 }
 #endif
 
+#if !defined(__CUDA_ARCH__)
+/// Lanes of a host row reduction: one AVX-512 register of A (16 floats,
+/// 8 doubles; two AVX2 registers).
+template <typename A> constexpr int kReductionLanes = int(64 / sizeof(A));
+
+/// Row reductions in kReductionLanes<A> independent partial results, so
+/// that the loop vectorises: one running sum or max is a chain of dependent
+/// operations the compiler may not reorder without -ffast-math. The order
+/// is fixed, so a result does not depend on the thread count.
+/// lane_reduce combines term(j), j < n, with combine(acc, value) from init.
+template <typename A, typename Term, typename Combine>
+inline A lane_reduce(int64_t n, A init, Term term, Combine combine) {
+  constexpr int L = kReductionLanes<A>;
+  A lane[L];
+  for (int k = 0; k < L; ++k)
+    lane[k] = init;
+  int64_t j = 0;
+  for (; j + L <= n; j += L)
+    for (int k = 0; k < L; ++k)
+      lane[k] = combine(lane[k], term(j + k));
+  A acc = init;
+  for (int k = 0; k < L; ++k)
+    acc = combine(acc, lane[k]);
+  for (; j < n; ++j)
+    acc = combine(acc, term(j));
+  return acc;
+}
+
+/// sum_{j < n} term(j) in partial sums (lane_reduce).
+template <typename A, typename Term> inline A lane_sum(int64_t n, Term term) {
+  return lane_reduce<A>(n, A(0), term, [](A a, A b) { return a + b; });
+}
+#endif
+
 // Overloads so templates pick the right precision on host and device. Host
 // float exp/tanh/erf are the vectorisable polynomials above; double and
 // device code use the math library.

@@ -30,30 +30,6 @@ NNCC_HD A layer_norm_apply(A x, A mean, A rstd, const T *gamma,
   return v;
 }
 
-#if !defined(__CUDA_ARCH__)
-/// Independent partial sums of a host row reduction (8 doubles: one
-/// AVX-512 register, two AVX2 ones).
-constexpr int kRowLanes = 8;
-
-/// sum_{j < n} term(j) in A, in kRowLanes partial sums so that the loop
-/// vectorises (one running sum is a chain of dependent adds the compiler
-/// may not reorder). The order is fixed, so the result does not depend on
-/// the thread count.
-template <typename A, typename Term> inline A lane_sum(int64_t n, Term term) {
-  A lane[kRowLanes] = {};
-  int64_t j = 0;
-  for (; j + kRowLanes <= n; j += kRowLanes)
-    for (int k = 0; k < kRowLanes; ++k)
-      lane[k] += term(j + k);
-  A s = A(0);
-  for (int k = 0; k < kRowLanes; ++k)
-    s += lane[k];
-  for (; j < n; ++j)
-    s += term(j);
-  return s;
-}
-#endif
-
 /// Two-pass statistics of one row of n values (x + residual if given).
 template <typename T, typename A>
 NNCC_HD void layer_norm_stats(const T *x, const T *res, int64_t n, A eps,
