@@ -238,7 +238,7 @@ bool driver::compileCached(mlir::ModuleOp module, llvm::StringRef source,
     return false;
   }
   CompileOptions opts;
-  opts.target = options.cuda ? CompileTarget::CUDA : CompileTarget::CPU;
+  opts.cuda = options.target == TargetKind::CUDA ? CudaCode::Required : CudaCode::None;
   opts.precision = options.precision;
   opts.optLevel = *optLevel;
   // The key covers the generated sources themselves: whatever reaches the
@@ -254,7 +254,7 @@ bool driver::compileCached(mlir::ModuleOp module, llvm::StringRef source,
   };
   field(source);
   field(compilerFingerprint());
-  field(options.cuda ? "target=cuda" : "target=cpu");
+  field(std::string("target=") + targetName(options.target));
   field("opts=O" + std::to_string(*optLevel));
   field(std::string("precision=") + precisionName(options.precision));
   field("remat=" + options.remat);

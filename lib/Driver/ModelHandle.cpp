@@ -13,7 +13,7 @@ driver::ModelHandle::~ModelHandle() {
     abi->destroy(model);
 }
 
-int driver::ModelHandle::load(llvm::StringRef libPath, nncc_target target) {
+int driver::ModelHandle::load(llvm::StringRef libPath, TargetKind target) {
   std::string path = libPath.str();
   lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib)
@@ -27,7 +27,7 @@ int driver::ModelHandle::load(llvm::StringRef libPath, nncc_target target) {
   if (!abi || abi->abi_version != NNCC_MODEL_ABI_VERSION)
     return fail("'" + libPath + "' has an incompatible ABI version");
   nncc_error err;
-  if (abi->create(target, &model, &err) != NNCC_OK)
+  if (abi->create(target == TargetKind::CUDA ? NNCC_TARGET_CUDA : NNCC_TARGET_CPU, &model, &err) != NNCC_OK)
     return fail(llvm::Twine("creating the model: ") + err.message);
   return 0;
 }

@@ -65,7 +65,7 @@ std::string driver::rematChoiceKey(mlir::ModuleOp asWritten, mlir::ModuleOp fuse
   for (const auto &[name, size] : dims)
     h.update("|dim " + name + "=" + std::to_string(size));
   h.update("|real=" + std::to_string(options.realSize) +
-           (options.cpuTarget ? "|cpu" : "|cuda") +
+           "|" + targetName(options.target) +
            "|exhaustive=" + std::to_string(options.exhaustiveLimit) +
            "|prune=" + std::to_string(options.pruneLimit) +
            "|cost-order=" + std::to_string(options.costOrderLimit) +

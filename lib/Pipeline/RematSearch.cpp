@@ -141,7 +141,7 @@ FailureOr<RematPlan> evaluateRemat(ModuleOp module, ArrayRef<int64_t> ids,
   if (failed(pm.run(*clone)))
     return failure();
   FailureOr<uint64_t> peak = target::trainingPeak(*clone, options.dims, options.realSize,
-                                                    options.cpuTarget);
+                                                    options.target);
   if (failed(peak))
     return failure();
   RematPlan out;

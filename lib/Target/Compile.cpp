@@ -306,16 +306,16 @@ std::string resolvedNvcc(const CompileOptions &opts) {
 LogicalResult emitModelSources(ModuleOp module, const CompileOptions &opts,
                                ModelSources &out) {
   out.modelName = target::modelIdentifier(module);
-  bool wantCuda = opts.target != CompileTarget::CPU;
+  bool wantCuda = opts.cuda != CudaCode::None;
   bool haveNvcc = !resolvedNvcc(opts).empty();
-  if (opts.target == CompileTarget::CUDA && !haveNvcc && opts.build)
+  if (opts.cuda == CudaCode::Required && !haveNvcc && opts.build)
     return buildError(module)
            << "--target cuda needs nvcc, which was not found (CUDA toolkit "
               "at /usr/local/cuda); use --target cpu";
   out.withCuda = wantCuda && (haveNvcc || !opts.build);
   if (opts.precision == Precision::BF16 && !out.withCuda)
     return mlir::emitError(module.getLoc(),
-                           opts.target == CompileTarget::CPU
+                           opts.cuda == CudaCode::None
                                 ? "--precision bf16 runs on CUDA only (there are no CPU bf16 "
                                   "kernels): use --target cuda"
                                 : "--precision bf16 runs on CUDA only, and nvcc was not found");

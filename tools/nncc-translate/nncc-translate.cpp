@@ -27,7 +27,7 @@ static void registerNNKDialects(DialectRegistry &registry) {
 /// A translation printing the launches of `target`.
 /// (The registry keeps the name and description as given: literals.)
 static void registerLaunches(const char *name, const char *description,
-                             nncc::target::LaunchTarget target) {
+                             nncc::TargetKind target) {
   TranslateFromMLIRRegistration(
       name, description,
       [target](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
@@ -41,8 +41,8 @@ static void registerLaunches(const char *name, const char *description,
 
 int main(int argc, char **argv) {
   registerLaunches("nnk-to-cpp", "print the CPU launches of every nnk op",
-                   nncc::target::LaunchTarget::CPU);
+                   nncc::TargetKind::CPU);
   registerLaunches("nnk-to-cuda", "print the CUDA launches of every nnk op",
-                   nncc::target::LaunchTarget::CUDA);
+                   nncc::TargetKind::CUDA);
   return failed(mlirTranslateMain(argc, argv, "nncc translation driver\n"));
 }

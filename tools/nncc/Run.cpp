@@ -67,10 +67,9 @@ cl::opt<std::string> inputsFile("inputs", cl::desc("Every model input, by name")
 cl::opt<std::string> runOutput("o", cl::desc("Write the outputs (and loss) here"),
                                cl::value_desc("O.safetensors"), cl::sub(runCmd),
                                cl::cat(runCategory));
-enum class RunTarget { CPU, CUDA };
-cl::opt<RunTarget> runTarget("target", cl::desc("Where to run"), cl::init(RunTarget::CPU),
-                             cl::values(clEnumValN(RunTarget::CPU, "cpu", "the CPU"),
-                                        clEnumValN(RunTarget::CUDA, "cuda", "a CUDA GPU")),
+cl::opt<TargetKind> runTarget("target", cl::desc("Where to run"), cl::init(TargetKind::CPU),
+                             cl::values(clEnumValN(TargetKind::CPU, "cpu", "the CPU"),
+                                        clEnumValN(TargetKind::CUDA, "cuda", "a CUDA GPU")),
                              cl::sub(runCmd), cl::cat(runCategory));
 cl::opt<uint64_t> seed("seed",
                        cl::desc("Seed of init_weights and of --random-inputs (default 0)"),
@@ -508,7 +507,7 @@ int lowerWithBudget(mlir::OwningOpRef<mlir::ModuleOp> &module, mlir::MLIRContext
     return fail("--memory-budget applies to the training step: add --grad");
   return lowerWithMemoryBudget(memoryBudget, module, context, sourceMgr, path, sig.dims, dims,
                                GradKind::Loss, trainMode, precision, remat,
-                               /*cpuTarget=*/runTarget != RunTarget::CUDA);
+                               runTarget);
 }
 
 /// inspect --memory: the plan of the --dim binding as JSON.
@@ -576,9 +575,9 @@ int writeMemoryStats(const ModelHandle &h) {
 
 /// Loads the library, sets the weights and inputs, runs forward (or
 /// forward_backward) and writes the outputs.
-int execute(const std::string &libPath, bool cuda, RunInputs &in) {
+int execute(const std::string &libPath, TargetKind target, RunInputs &in) {
   ModelHandle h;
-  if (int rc = h.load(libPath, cuda ? NNCC_TARGET_CUDA : NNCC_TARGET_CPU))
+  if (int rc = h.load(libPath, target))
     return rc;
   if (int rc = h.initWeights(weightsFile, seed))
     return rc;
@@ -613,7 +612,7 @@ int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::Module
                           llvm::StringRef path, const std::vector<std::string> &modelDims,
                           const std::map<std::string, int64_t> &dims, GradKind grad,
                           bool trainMode, Precision precision, RematRequest &remat,
-                          bool cpuTarget) {
+                          TargetKind target) {
   if (!budget.empty()) {
     std::string error;
     mlir::FailureOr<nncc::MemoryBudget> b = nncc::MemoryBudget::parse(budget, error);
@@ -623,7 +622,7 @@ int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::Module
   }
   remat.search.realSize = realBytes(precision);
   // A CUDA build's plan leaves out the workspace only the CPU kernels use.
-  remat.search.cpuTarget = cpuTarget;
+  remat.search.target = target;
   for (const std::string &d : modelDims) {
     auto it = dims.find(d);
     if (it == dims.end())
@@ -739,7 +738,7 @@ int runRun() {
     return fail("--inputs and --random-inputs exclude each other");
   if (int rc = checkRunOutputs())
     return rc;
-  bool cuda = runTarget == RunTarget::CUDA;
+  const bool cuda = runTarget == TargetKind::CUDA;
   if (precision == Precision::BF16 && !cuda)
     return fail("--precision bf16 runs on the CUDA target only: add --target cuda");
   if (cuda) {
@@ -797,13 +796,13 @@ int runRun() {
   std::string libPath;
   CacheKeyOptions key;
   key.remat = remat.key();
-  key.cuda = cuda;
+  key.target = runTarget;
   key.grad = gradMode;
   key.evalMode = !trainMode;
   key.precision = precision;
   if (!compileCached(*module, source, key, libPath))
     return 1;
-  return execute(libPath, cuda, in);
+  return execute(libPath, runTarget, in);
 }
 
 } // namespace nncc::tool

@@ -47,7 +47,8 @@ int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::Module
                           llvm::StringRef path, const std::vector<std::string> &modelDims,
                           const std::map<std::string, int64_t> &dims,
                           driver::GradKind grad, bool trainMode, Precision precision,
-                          driver::RematRequest &remat, bool cpuTarget = true);
+                          driver::RematRequest &remat,
+                          TargetKind target = TargetKind::CPU);
 /// 0 when the model's dim `dim` may be `size` (ModelSignature::dimRanges:
 /// e.g. T no larger than a position table); else reports why (--dim ...)
 /// and returns 1.

@@ -190,11 +190,10 @@ MemoryBudgetOpt trainBudget(
     cl::value_desc("SIZE|min"), cl::sub(trainCmd), cl::cat(runCategory));
 cl::opt<bool> trainQuiet("quiet", cl::desc("No per-epoch lines on stdout"), cl::sub(trainCmd),
                          cl::sub(evalCmd), cl::cat(runCategory));
-enum class TTarget { CPU, CUDA };
-cl::opt<TTarget> trainTarget(
-    "target", cl::desc("Where to train"), cl::init(TTarget::CPU),
-    cl::values(clEnumValN(TTarget::CPU, "cpu", "the CPU"),
-               clEnumValN(TTarget::CUDA, "cuda",
+cl::opt<TargetKind> trainTarget(
+    "target", cl::desc("Where to train"), cl::init(TargetKind::CPU),
+    cl::values(clEnumValN(TargetKind::CPU, "cpu", "the CPU"),
+               clEnumValN(TargetKind::CUDA, "cuda",
                           "a CUDA GPU (models whose every training launch has a CUDA "
                           "kernel; docs/cuda.md)")),
     cl::sub(trainCmd), cl::sub(evalCmd), cl::cat(runCategory));
@@ -1144,7 +1143,7 @@ int autoMicroBatch(llvm::ArrayRef<mlir::ModuleOp> forms, const ModelSignature &s
     for (mlir::ModuleOp form : forms) {
       mlir::FailureOr<nncc::target::MemoryPlan> plan = nncc::target::planMemory(
           form, binding, nncc::target::PlanMode::Training, realBytes(precision),
-          /*cpuTarget=*/trainTarget != TTarget::CUDA);
+          trainTarget);
       if (mlir::failed(plan))
         return mlir::failure();
       least = std::min(least, plan->peakBytes);
@@ -1581,7 +1580,7 @@ int runTrain() {
                 "--memory-budget");
   const Precision precision = trainPrecision;
   const bool f64 = precision == Precision::F64;
-  if (precision == Precision::BF16 && trainTarget != TTarget::CUDA)
+  if (precision == Precision::BF16 && trainTarget != TargetKind::CUDA)
     return fail("--precision bf16 trains on the CUDA target only: add --target cuda");
   TrainingModel model;
   if (int rc = model.load(trainInput))
@@ -1642,11 +1641,10 @@ int runTrain() {
     std::map<std::string, int64_t> dims = dataBinding(*sig, data, batch);
     if (int rc = lowerWithMemoryBudget(trainBudget, module, context, sourceMgr, trainInput,
                                        sig->dims, dims, GradKind::Loss, /*trainMode=*/true,
-                                       precision, remat,
-                                       /*cpuTarget=*/trainTarget != TTarget::CUDA))
+                                       precision, remat, trainTarget))
       return rc;
   }
-  const bool cuda = trainTarget == TTarget::CUDA;
+  const bool cuda = trainTarget == TargetKind::CUDA;
   if (cuda && f64)
     return fail("--precision f64 trains on the CPU target only");
 
@@ -1661,11 +1659,11 @@ int runTrain() {
   key.remat = remat.key();
   key.grad = true;
   key.precision = precision;
-  key.cuda = cuda;
+  key.target = trainTarget;
   if (!compileCached(*module, model.source, key, libPath))
     return 1;
   ModelHandle h;
-  if (int rc = h.load(libPath, cuda ? NNCC_TARGET_CUDA : NNCC_TARGET_CPU))
+  if (int rc = h.load(libPath, trainTarget))
     return rc;
   if (!h.abi->train_step)
     return fail("model '" + sig->model + "' was compiled without train_step");
@@ -1807,7 +1805,7 @@ int runEval() {
   if (int rc = parseMetrics(spec, /*training=*/false))
     return rc;
   const Precision precision = trainPrecision;
-  const bool cuda = trainTarget == TTarget::CUDA;
+  const bool cuda = trainTarget == TargetKind::CUDA;
   if (precision == Precision::BF16 && !cuda)
     return fail("--precision bf16 runs on the CUDA target only: add --target cuda");
   if (cuda && precision == Precision::F64)
@@ -1846,11 +1844,11 @@ int runEval() {
   CacheKeyOptions key;
   key.grad = true;
   key.precision = precision;
-  key.cuda = cuda;
+  key.target = trainTarget;
   if (!compileCached(*module, model.source, key, libPath))
     return 1;
   ModelHandle h;
-  if (int rc = h.load(libPath, cuda ? NNCC_TARGET_CUDA : NNCC_TARGET_CPU))
+  if (int rc = h.load(libPath, trainTarget))
     return rc;
   if (int rc = h.initWeights(initWeights, 0))
     return rc;

@@ -81,13 +81,13 @@ cl::opt<std::string> outputFile(
              "directory that receives <model>.{cpp,cu,h} and lib<model>.so"),
     cl::value_desc("FILE|DIR"), cl::init("-"), cl::sub(compileCmd),
     cl::cat(nnccCategory));
-cl::opt<nncc::CompileTarget> compileTarget(
+cl::opt<nncc::CudaCode> compileCuda(
     "target", cl::desc("What lib<model>.so runs on"),
-    cl::init(nncc::CompileTarget::CPU),
-    cl::values(clEnumValN(nncc::CompileTarget::CPU, "cpu", "the CPU only"),
-               clEnumValN(nncc::CompileTarget::CUDA, "cuda",
+    cl::init(nncc::CudaCode::None),
+    cl::values(clEnumValN(nncc::CudaCode::None, "cpu", "the CPU only"),
+               clEnumValN(nncc::CudaCode::Required, "cuda",
                           "the CPU and CUDA (needs nvcc)"),
-               clEnumValN(nncc::CompileTarget::All, "all",
+               clEnumValN(nncc::CudaCode::WhenNvccFound, "all",
                           "the CPU, and CUDA when nvcc is present")),
     cl::sub(compileCmd), cl::cat(nnccCategory));
 cl::opt<std::string> cudaArch("cuda-arch", cl::desc("nvcc -arch (default sm_90)"),
@@ -185,7 +185,7 @@ int buildLibrary(mlir::ModuleOp module) {
   opts.precision = compilePrecisionChoice();
   opts.bundle = compileBundle;
   opts.outputDir = outputFile;
-  opts.target = compileTarget;
+  opts.cuda = compileCuda;
   opts.cudaArch = cudaArch;
   opts.pchDir = nncc::driver::pchRoot();
   if (compileOptLevel.getNumOccurrences()) {
@@ -203,7 +203,7 @@ int buildLibrary(mlir::ModuleOp module) {
   nncc::CompileArtifacts artifacts;
   if (mlir::failed(nncc::compileModel(module, opts, artifacts)))
     return 1;
-  if (compileTarget == nncc::CompileTarget::All && !artifacts.builtCuda)
+  if (compileCuda == nncc::CudaCode::WhenNvccFound && !artifacts.builtCuda)
     llvm::errs() << "nncc: note: nvcc not found: lib" << artifacts.modelName
                  << ".so runs on the CPU only\n";
   return 0;
@@ -259,8 +259,10 @@ int runCompile() {
     if (int rc = nncc::tool::lowerWithMemoryBudget(compileBudget, module, context, sourceMgr,
                                                    inputFile, modelDims, dims, gradKind,
                                                    /*trainMode=*/true, compilePrecisionChoice(), remat,
-                                                   /*cpuTarget=*/emitLevel != EmitLevel::CUDA &&
-                                                       compileTarget != nncc::CompileTarget::CUDA))
+                                                   emitLevel == EmitLevel::CUDA ||
+                                                           compileCuda == nncc::CudaCode::Required
+                                                       ? nncc::TargetKind::CUDA
+                                                       : nncc::TargetKind::CPU))
       return rc;
     mlir::FailureOr<nncc::ModelSignature> sig = nncc::getSignature(*module);
     if (mlir::failed(sig))
@@ -282,7 +284,7 @@ int runCompile() {
   mlir::LogicalResult r = mlir::success();
   if (emitLevel == EmitLevel::CPP)
     r = nncc::target::emitCpp(*module, output->os(),
-                              compileTarget != nncc::CompileTarget::CPU, compilePrecisionChoice());
+                              compileCuda != nncc::CudaCode::None, compilePrecisionChoice());
   else if (emitLevel == EmitLevel::CUDA)
     r = nncc::target::emitCuda(*module, output->os(), compilePrecisionChoice());
   else

@@ -4,6 +4,7 @@
 #define NNCC_DRIVER_COMPILECACHE_H
 
 #include "nncc/Target/Precision.h"
+#include "nncc/Target/TargetKind.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
@@ -15,7 +16,7 @@ namespace nncc::driver {
 
 /// What the library was built for; part of the cache key.
 struct CacheKeyOptions {
-  bool cuda = false;     // --target cuda
+  TargetKind target = TargetKind::CPU; // --target
   bool grad = false;     // with @forward_backward (and train_step)
   bool evalMode = false; // with grad: the inference-mode loss
   Precision precision = Precision::F32; // real_t of the library

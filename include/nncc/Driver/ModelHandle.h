@@ -4,6 +4,7 @@
 #define NNCC_DRIVER_MODELHANDLE_H
 
 #include "nncc/Runtime/nncc_model.h"
+#include "nncc/Target/TargetKind.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -26,7 +27,7 @@ struct ModelHandle {
 
   /// dlopens `libPath`, checks the ABI version and creates the model for
   /// `target`. Returns the exit status (1 after printing the error).
-  int load(llvm::StringRef libPath, nncc_target target);
+  int load(llvm::StringRef libPath, TargetKind target);
 
   /// Loads `weightsFile` (safetensors), or, when empty, init_weights(seed).
   /// Returns the exit status.

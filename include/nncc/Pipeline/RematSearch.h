@@ -17,6 +17,8 @@
 #ifndef NNCC_PIPELINE_REMATSEARCH_H
 #define NNCC_PIPELINE_REMATSEARCH_H
 
+#include "nncc/Target/TargetKind.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
@@ -93,10 +95,9 @@ struct RematMemo {
 struct RematSearchOptions {
   llvm::StringMap<int64_t> dims;
   int64_t realSize = 4;
-  /// Planned for the CPU target (trainingPeak's cpuTarget): false when the
-  /// module is compiled for CUDA, whose plan leaves out the workspace only
-  /// the CPU kernels use.
-  bool cpuTarget = true;
+  /// The target planned for (trainingPeak's): CUDA's plan leaves out the
+  /// workspace only the CPU kernels use.
+  TargetKind target = TargetKind::CPU;
   /// Up to this many candidates, every subset is planned (2^n lowerings).
   size_t exhaustiveLimit = 12;
   /// Up to this many candidates, each prefix is also pruned (candidates

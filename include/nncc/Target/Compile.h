@@ -13,11 +13,17 @@
 
 namespace nncc {
 
-enum class CompileTarget { CPU, CUDA, All };
+/// Whether lib<model>.so also holds CUDA code; the CPU code it always holds
+/// (docs/cuda.md). The command line's `--target cpu | cuda | all`.
+enum class CudaCode {
+  None,          // cpu
+  Required,      // cuda: an error when nvcc is missing
+  WhenNvccFound, // all: CUDA code when nvcc is there, else the CPU only
+};
 
 struct CompileOptions {
   std::string outputDir;              // DIR: <model>.{cpp,cu,h}, lib<model>.so
-  CompileTarget target = CompileTarget::CPU;
+  CudaCode cuda = CudaCode::None;
   std::string cudaArch = "sm_90";     // nvcc -arch
   std::string hostCompiler;           // empty: $CXX or "c++"
   std::string nvcc;                   // empty: the one found at configure time

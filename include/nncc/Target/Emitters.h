@@ -10,6 +10,7 @@
 #define NNCC_TARGET_EMITTERS_H
 
 #include "nncc/Target/Precision.h"
+#include "nncc/Target/TargetKind.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -36,14 +37,12 @@ mlir::LogicalResult emitCuda(mlir::ModuleOp module, llvm::raw_ostream &os,
 /// <model>.h: the C API of the generated library.
 mlir::LogicalResult emitHeader(mlir::ModuleOp module, llvm::raw_ostream &os);
 
-enum class LaunchTarget { CPU, CUDA };
-
 /// The launch of every op of the module's functions as `target`'s emitter
 /// prints it into a generated library, one block per function headed
 /// `// launches of @name`, without tables and prologues (nncc-translate's
 /// --nnk-to-cpp / --nnk-to-cuda; for the CUDA target, the generated
 /// __global__ kernels follow). For tests of the emitters, op by op.
-mlir::LogicalResult emitLaunches(mlir::ModuleOp module, LaunchTarget target,
+mlir::LogicalResult emitLaunches(mlir::ModuleOp module, TargetKind target,
                                  llvm::raw_ostream &os);
 
 /// The model's name as a C identifier (the module's `nn.model`).

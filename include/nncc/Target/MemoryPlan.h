@@ -11,6 +11,8 @@
 #ifndef NNCC_TARGET_MEMORYPLAN_H
 #define NNCC_TARGET_MEMORYPLAN_H
 
+#include "nncc/Target/TargetKind.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringMap.h"
@@ -52,13 +54,13 @@ struct MemoryPlan {
 /// The plan of `module` (at the nnk stage) for the dims in `dims` (every
 /// symbolic dim of the model must be bound) and `sizeof(real_t)` =
 /// `realSize`. Errors are emitted at the module or the op concerned.
-/// `cpuTarget`: the plan of the CPU target, counting the workspace only the
-/// CPU kernels use (the recurrent time loops' packed W_hh, ...); false for
-/// the CUDA target's plan, which is derived from the same buffers.
+/// `target`: the CPU's plan counts the workspace only the CPU kernels use
+/// (the recurrent time loops' packed W_hh, ...); the CUDA target's plan is
+/// derived from the same buffers without it.
 mlir::FailureOr<MemoryPlan> planMemory(mlir::ModuleOp module,
                                        const llvm::StringMap<int64_t> &dims,
                                        PlanMode mode, int64_t realSize = 4,
-                                       bool cpuTarget = true);
+                                       TargetKind target = TargetKind::CPU);
 
 /// The training step's high-water mark: planMemory(module, dims,
 /// PlanMode::Training, realSize)->peakBytes, planned without the launches
@@ -67,7 +69,8 @@ mlir::FailureOr<MemoryPlan> planMemory(mlir::ModuleOp module,
 /// @forward at all. Faster; what the rematerialisation search compares.
 mlir::FailureOr<uint64_t> trainingPeak(mlir::ModuleOp module,
                                        const llvm::StringMap<int64_t> &dims,
-                                       int64_t realSize = 4, bool cpuTarget = true);
+                                       int64_t realSize = 4,
+                                       TargetKind target = TargetKind::CPU);
 
 } // namespace nncc::target
 

@@ -8,7 +8,7 @@ using namespace mlir;
 
 namespace nncc::target {
 
-LaunchEmitter::LaunchEmitter(ModuleOp module, Target target, Precision precision)
+LaunchEmitter::LaunchEmitter(ModuleOp module, TargetKind target, Precision precision)
     : ModelEmitter(module), target(target), precision(precision) {
   DialectRegistry registry;
   registerKernelLaunchInterfaces(registry);
@@ -134,8 +134,8 @@ LogicalResult printIfEmitted(llvm::raw_ostream &os,
   return success();
 }
 
-LogicalResult emitLaunches(ModuleOp module, LaunchTarget target, llvm::raw_ostream &os) {
-  std::unique_ptr<LaunchEmitter> emitter = target == LaunchTarget::CPU
+LogicalResult emitLaunches(ModuleOp module, TargetKind target, llvm::raw_ostream &os) {
+  std::unique_ptr<LaunchEmitter> emitter = target == TargetKind::CPU
                                                ? createCppLaunchEmitter(module)
                                                : createCudaLaunchEmitter(module);
   return emitter->emitLaunchListing(os);

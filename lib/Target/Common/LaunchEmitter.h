@@ -16,6 +16,7 @@
 
 #include "nncc/Interfaces/KernelLaunchOpInterface.h"
 #include "nncc/Target/Precision.h"
+#include "nncc/Target/TargetKind.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
@@ -23,8 +24,6 @@
 #include <memory>
 
 namespace nncc::target {
-
-enum class Target { CPU, CUDA };
 
 /// A kernel call as an op describes it: the callee (a C ABI function of
 /// libnncc_kernels, or a launcher of the .cuh kernels) and its arguments in
@@ -46,11 +45,11 @@ class LaunchEmitter : public ModelEmitter {
 public:
   /// Registers the launch descriptions of the nnk ops in the module's
   /// context (a no-op when a tool registered them already).
-  LaunchEmitter(mlir::ModuleOp module, Target target, Precision precision = Precision::F32);
+  LaunchEmitter(mlir::ModuleOp module, TargetKind target, Precision precision = Precision::F32);
 
-  Target getTarget() const { return target; }
+  TargetKind getTarget() const { return target; }
   bool isBf16() const { return precision == Precision::BF16; }
-  bool isCuda() const { return target == Target::CUDA; }
+  bool isCuda() const { return target == TargetKind::CUDA; }
   llvm::StringRef targetName() const { return isCuda() ? "CUDA" : "CPU"; }
 
   /// Analyses the module, then prints every launch of its functions with
@@ -167,7 +166,7 @@ public:
   std::string odeGradFailure(int64_t maxSteps, const std::string &deviceBranch = "");
 
 protected:
-  Target target;
+  TargetKind target;
   Precision precision;
   /// Wrap each top-level launch in the NNCC_PROFILE timer (CPU libraries).
   bool profileLaunches = false;

@@ -63,7 +63,7 @@ FailureOr<uint64_t> slotBytes(const PlannedBuffer &b, const SizeEnv &env) {
 /// the plan and no slots or per-launch figures, only `peakBytes`.
 static FailureOr<MemoryPlan> plan(ModuleOp module, const llvm::StringMap<int64_t> &dims,
                                   PlanMode mode, int64_t realSize, bool stepPeakOnly,
-                                  bool cpuTarget) {
+                                  TargetKind target) {
   MemoryPlan plan;
   auto planBuffers = [&](const ModelEmitter &e) -> LogicalResult {
     for (const std::string &d : e.dims)
@@ -76,7 +76,7 @@ static FailureOr<MemoryPlan> plan(ModuleOp module, const llvm::StringMap<int64_t
                               "gradients (--grad)");
     SizeEnv env;
     env.realSize = realSize;
-    env.cpuKernels = cpuTarget;
+    env.target = target;
     for (const auto &d : dims)
       env.dims[d.getKey()] = d.getValue();
 
@@ -145,13 +145,13 @@ static FailureOr<MemoryPlan> plan(ModuleOp module, const llvm::StringMap<int64_t
 }
 
 FailureOr<MemoryPlan> planMemory(ModuleOp module, const llvm::StringMap<int64_t> &dims,
-                                 PlanMode mode, int64_t realSize, bool cpuTarget) {
-  return plan(module, dims, mode, realSize, /*stepPeakOnly=*/false, cpuTarget);
+                                 PlanMode mode, int64_t realSize, TargetKind target) {
+  return plan(module, dims, mode, realSize, /*stepPeakOnly=*/false, target);
 }
 
 FailureOr<uint64_t> trainingPeak(ModuleOp module, const llvm::StringMap<int64_t> &dims,
-                                 int64_t realSize, bool cpuTarget) {
-  FailureOr<MemoryPlan> p = plan(module, dims, PlanMode::Training, realSize, true, cpuTarget);
+                                 int64_t realSize, TargetKind target) {
+  FailureOr<MemoryPlan> p = plan(module, dims, PlanMode::Training, realSize, true, target);
   if (failed(p))
     return failure();
   return p->peakBytes;

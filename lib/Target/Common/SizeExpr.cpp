@@ -267,7 +267,7 @@ private:
 Expected<int64_t> evaluateSizeExpr(StringRef expr, const SizeEnv &env) {
   // The recurrent sizes count the CPU kernels' own workspace only in the
   // CPU target's plan (nncc_rnn_sizes_count_cpu_workspace; this thread).
-  const int prev = nncc_rnn_sizes_count_cpu_workspace(env.cpuKernels ? 1 : 0);
+  const int prev = nncc_rnn_sizes_count_cpu_workspace(env.target == TargetKind::CPU ? 1 : 0);
   Expected<int64_t> v = Parser(expr, env).parse();
   nncc_rnn_sizes_count_cpu_workspace(prev);
   return v;

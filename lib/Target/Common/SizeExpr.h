@@ -14,6 +14,8 @@
 #ifndef NNCC_LIB_TARGET_COMMON_SIZEEXPR_H
 #define NNCC_LIB_TARGET_COMMON_SIZEEXPR_H
 
+#include "nncc/Target/TargetKind.h"
+
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -25,10 +27,10 @@ namespace nncc::target {
 struct SizeEnv {
   llvm::StringMap<int64_t> dims; // by model dim name (without the d_ prefix)
   int64_t realSize = 4;          // sizeof(real_t): 4 (f32) or 8 (f64)
-  /// The plan is the CPU target's: the recurrent sizes count the workspace
-  /// only the CPU kernels use (the AVX-512 time loops' packed W_hh, ...).
-  /// False for another target's plan (CUDA's, and its rematerialisation).
-  bool cpuKernels = true;
+  /// The target planned for: on the CPU the recurrent sizes count the
+  /// workspace only the CPU kernels use (the AVX-512 time loops' packed
+  /// W_hh, ...); CUDA's plan (and its rematerialisation) leaves it out.
+  TargetKind target = TargetKind::CPU;
 };
 
 /// The value of `expr` in `env`, or an error saying what could not be

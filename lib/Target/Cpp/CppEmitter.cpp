@@ -42,7 +42,7 @@ constexpr HostInclude kHostIncludes[] = {
 class CppEmitter : public LaunchEmitter {
 public:
   explicit CppEmitter(ModuleOp module, Precision precision = Precision::F32)
-      : LaunchEmitter(module, Target::CPU, precision) {}
+      : LaunchEmitter(module, TargetKind::CPU, precision) {}
 
   /// Only the buffer plan: the launch sequences run (they add the
   /// workspaces) without their comments, and nothing else is printed;

@@ -29,7 +29,7 @@ namespace {
 class CudaEmitter : public LaunchEmitter {
 public:
   explicit CudaEmitter(ModuleOp module, Precision precision = Precision::F32)
-      : LaunchEmitter(module, Target::CUDA, precision) {}
+      : LaunchEmitter(module, TargetKind::CUDA, precision) {}
   LogicalResult emit(raw_indented_ostream &os);
 
   //===--- target hooks -----------------------------------------------------===//
