@@ -114,23 +114,30 @@ mlir::Attribute attentionKind(Gen &g, const CValue *kind) {
                                      convention);
   }
   llvm::SmallVector<int64_t> global;
-  for (auto &kv : kind->kwargs)
+  llvm::StringRef convention = "nncc";
+  for (auto &kv : kind->kwargs) {
     if (kv.first == "global")
       for (auto &e : kv.second.elems)
         global.push_back(e.i);
+    if (kv.first == "convention" && kv.second.kind == CValue::Enum)
+      convention = kv.second.name;
+  }
   return nn::DilatedAttentionAttr::get(&g.ctx, get("window", 64),
-                                       get("dilation", 1), global);
+                                       get("dilation", 1), global, convention);
 }
 
 /// nn.attention with parameters under `inst` (PyTorch MultiheadAttention
-/// names: in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias).
+/// names: in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias;
+/// Longformer's global projections are rows [3 dim, 6 dim) of in_proj_*).
 mlir::Value attentionOp(Gen &g, const LayerInstance &inst, mlir::Value x,
-                        mlir::Value mask, mlir::Value rotations, int64_t dim,
-                        int64_t heads, const CValue *kind, bool causal,
+                        mlir::Value mask, mlir::Value rotations, mlir::Value globalMask,
+                        int64_t dim, int64_t heads, const CValue *kind, bool causal,
                         double dropout, bool bias, SrcLoc l) {
   mlir::Attribute kindAttr = attentionKind(g, kind);
-  int64_t proj = llvm::isa<nn::LshAttentionAttr>(kindAttr) ? 2 : 3;
-  double xavier = std::sqrt(6.0 / double(dim + proj * dim));
+  int64_t proj = llvm::cast<nn::AttentionKindAttrInterface>(kindAttr).getNumInputProjections();
+  // PyTorch's Xavier bound of its [3E, E] (or LSH's [2E, E]) block; each
+  // block of 3 (q, k, v and the global q, k, v) draws from it.
+  double xavier = std::sqrt(6.0 / double(dim + std::min<int64_t>(proj, 3) * dim));
   llvm::SmallVector<mlir::Value> ops = {x};
   ops.push_back(
       g.param(inst, "in_proj_weight", {proj * dim, dim}, uniform(g, xavier), l));
@@ -146,12 +153,14 @@ mlir::Value attentionOp(Gen &g, const LayerInstance &inst, mlir::Value x,
     ops.push_back(mask);
   if (rotations)
     ops.push_back(rotations);
+  if (globalMask)
+    ops.push_back(globalMask);
   int32_t b = bias ? 1 : 0;
   return g.op1("nn.attention", l, ops,
                {g.attrI64("num_heads", heads), g.attr("kind", kindAttr),
                 g.attrBool("causal", causal), g.attrF64("dropout", dropout),
                 g.attrI64("seed", dropout > 0 ? g.nextSeed() : 0)},
-               {1, 1, b, 1, b, mask ? 1 : 0, rotations ? 1 : 0});
+               {1, 1, b, 1, b, mask ? 1 : 0, rotations ? 1 : 0, globalMask ? 1 : 0});
 }
 
 //===----------------------------------------------------------------------===//
@@ -409,7 +418,7 @@ Result lowerCell(Gen &g, const LayerInstance &inst, llvm::ArrayRef<FVal> a,
 Result lowerAttention(Gen &g, const LayerInstance &inst,
                       llvm::ArrayRef<FVal> a, SrcLoc l) {
   return tensorResult(
-      attentionOp(g, inst, a[0].value, a[1].value, a[2].value,
+      attentionOp(g, inst, a[0].value, a[1].value, a[2].value, a[3].value,
                   inst.intArg("dim"), inst.intArg("heads", 4),
                   inst.arg("kind"), inst.boolArg("causal"),
                   inst.floatArg("dropout"), inst.boolArg("bias", true), l),
@@ -425,7 +434,7 @@ Result lowerEncoderLayer(Gen &g, const LayerInstance &inst,
   double p = inst.floatArg("dropout", 0.1), eps = inst.floatArg("eps", 1e-5);
   mlir::Value x = a[0].value;
   mlir::Value att =
-      attentionOp(g, sub(inst, "self_attn"), x, a[1].value, mlir::Value(), d,
+      attentionOp(g, sub(inst, "self_attn"), x, a[1].value, mlir::Value(), a[2].value, d,
                   inst.intArg("heads", 4), inst.arg("kind"), false, p, true, l);
   if (!att || !(att = dropoutOp(g, att, p, l)))
     return std::nullopt;
@@ -817,6 +826,30 @@ Result lowerAxisMax(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
 }
 constexpr char kArgmax[] = "nn.argmax", kMax[] = "nn.max";
 
+/// cumsum(x, axis:, reverse: false): one axis, as torch.cumsum(x, dim)
+/// (`dim:` its spelling; one of them is needed, not both).
+Result lowerCumsum(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>, SrcLoc l) {
+  mlir::Value x = tensorArg(g, a[0], {}, l, "cumsum");
+  if (!x)
+    return std::nullopt;
+  if (!a[1].isNone() && !a[3].isNone()) {
+    g.diag.error(a[3].loc, "give cumsum either 'axis' or 'dim' (the same argument), not both");
+    return std::nullopt;
+  }
+  if (a[1].isNone() && a[3].isNone()) {
+    g.diag.error(l, "cumsum needs the axis to sum along ('axis:' or 'dim:')");
+    return std::nullopt;
+  }
+  if (llvm::cast<nn::TensorType>(x.getType()).getElementType().isInteger(1)) {
+    g.diag.error(a[0].loc, "cumsum sums numbers, not i1: cast(x, i32) first");
+    return std::nullopt;
+  }
+  int64_t axis = !a[1].isNone() ? a[1].c.i : a[3].c.i;
+  return tensorResult(
+      g.op1("nn.cumsum", l, {x}, {g.attrI64("axis", axis), g.attrBool("reverse", a[2].c.b)}),
+      l);
+}
+
 /// topk(x, k, axis: -1) -> (values, indices): `dim:` as for argmax; k's
 /// range against the axis size is nn.topk's type inference's error.
 Result lowerTopk(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
@@ -1066,6 +1099,7 @@ FuncLowerFn nncc::frontend::lookupFuncLowering(llvm::StringRef name) {
       {"argmax", lowerAxisMax<kArgmax>},
       {"max", lowerAxisMax<kMax>},
       {"topk", lowerTopk},
+      {"cumsum", lowerCumsum},
       {"matmul", lowerMatmul},
       {"odesolve", lowerODESolve},
       {"ode_rnn", lowerODERNN},

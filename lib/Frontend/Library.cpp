@@ -101,7 +101,7 @@ const std::vector<LayerSpec> &layerTable() {
         optEnumVal("kind", PK::AttnKind, "dense"),
         optF("dropout", PK::Prob, 0.0), optB("causal", false),
         optB("bias", true)},
-       {tensor("x"), optTensor("mask"), optTensor("rotations")},
+       {tensor("x"), optTensor("mask"), optTensor("rotations"), optTensor("global_mask")},
        ResultKind::Tensor},
       {"encoder_layer",
        {req("dim", PK::PosInt), optI("heads", PK::PosInt, 4),
@@ -109,7 +109,7 @@ const std::vector<LayerSpec> &layerTable() {
         optE("activation", {"relu", "gelu", "gelu_new", "gelu_pytorch_tanh"}, "relu"),
         optEnumVal("kind", PK::AttnKind, "dense"),
         optF("eps", PK::Float, 1e-5)},
-       {tensor("x"), optTensor("mask")},
+       {tensor("x"), optTensor("mask"), optTensor("global_mask")},
        ResultKind::Tensor},
       {"mlp",
        {req("in", PK::PosInt), req("hidden", PK::PosInt),
@@ -175,6 +175,10 @@ const std::vector<FuncSpec> &funcTable() {
       {"max",
        {tensor("x"), opt("axis", PK::Int), optB("keepdim", false),
         opt("dim", PK::Int)},
+       ResultKind::Tensor},
+      // cumsum(x, axis:, reverse: false); `dim` as for argmax; one is needed.
+      {"cumsum",
+       {tensor("x"), opt("axis", PK::Int), optB("reverse", false), opt("dim", PK::Int)},
        ResultKind::Tensor},
       // topk(x, k, axis: -1) -> (values, indices); `dim` as for argmax.
       {"topk",
@@ -421,24 +425,37 @@ bool nncc::frontend::checkValue(llvm::StringRef what, const ParamSpec &p,
       v = c;
     }
     if (v.kind != CValue::Ctor || (v.name != "dilated" && v.name != "lsh"))
-      return fail("dense, dilated(window:, dilation:, global:) or "
+      return fail("dense, dilated(window:, dilation:, global:, convention:) or "
                   "lsh(hashes:, chunk:, convention:)");
     static const std::vector<ParamSpec> dilated = {
         optI("window", PK::PosInt, 64), optI("dilation", PK::PosInt, 1),
-        {"global", PK::IntList, false, std::nullopt, {}}};
+        {"global", PK::IntList, false, std::nullopt, {}},
+        optE("convention", {"nncc", "hf"}, "nncc")};
     static const std::vector<ParamSpec> lsh = {optI("hashes", PK::PosInt, 4),
                                                optI("chunk", PK::PosInt, 64),
                                                optE("convention", {"hf", "nncc"}, "hf")};
     std::vector<std::pair<std::string, CValue>> out;
     if (!bindCtor(v.name, v.name == "lsh" ? lsh : dilated, v, diag, out))
       return false;
-    for (auto &kv : out)
-      if (kv.first == "global")
+    bool hf = false;
+    const CValue *global = nullptr;
+    for (auto &kv : out) {
+      if (kv.first == "convention")
+        hf = kv.second.name == "hf";
+      if (kv.first == "global") {
+        global = &kv.second;
         for (auto &g : kv.second.elems)
           if (g.i < 0) {
             diag.error(g.loc, "global attention positions must be >= 0");
             return false;
           }
+      }
+    }
+    if (hf && global && !global->elems.empty()) {
+      diag.error(global->loc, "dilated(convention: hf) takes its global tokens from the "
+                              "call's global_mask:, not a global list");
+      return false;
+    }
     v.elems.clear();
     v.kwargs = std::move(out);
     return true;

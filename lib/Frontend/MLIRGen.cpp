@@ -151,8 +151,10 @@ void Gen::recordInputRoles(mlir::Operation *op) {
     mark(r.getLengths(), nn::InputRoleKind::lengths, dimOf(r.getX(), 1));
   else if (auto o = llvm::dyn_cast<nn::ODERNNOp>(op))
     mark(o.getTimes(), nn::InputRoleKind::times);
-  else if (auto a = llvm::dyn_cast<nn::AttentionOp>(op))
+  else if (auto a = llvm::dyn_cast<nn::AttentionOp>(op)) {
     mark(a.getKeyPaddingMask(), nn::InputRoleKind::mask);
+    mark(a.getGlobalMask(), nn::InputRoleKind::mask);
+  }
 }
 
 bool Gen::infer(mlir::Operation *op) {

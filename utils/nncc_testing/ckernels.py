@@ -31,7 +31,9 @@ class AttnParams(C.Structure):
                 ("chunk", C.c_int32), ("same_bucket_only", C.c_int32),
                 ("lsh_convention", C.c_int32),
                 ("dropout", C.c_double), ("dropout_seed", C.c_uint64),
-                ("dropout_offset", C.c_uint64)]
+                ("dropout_offset", C.c_uint64),
+                ("global_mask", C.POINTER(C.c_uint8)),
+                ("dilated_convention", C.c_int32)]
 
 
 _lib = None

@@ -39,18 +39,16 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
       return failure();
     return success();
   };
-  Dim projected = embed.scaled(kind.getNumInputProjections());
+  const int64_t projections = kind.getNumInputProjections();
+  Dim projected = embed.scaled(projections);
+  std::string packs = projections == 1 ? "" : std::to_string(projections);
   if (failed(check(adaptor.getInProjWeight(), {projected, embed},
-                   isa<LshAttentionAttr>(kind)
-                       ? "in_proj_weight [2E, E]"
-                       : "in_proj_weight [3E, E]")) ||
+                   "in_proj_weight [" + packs + "E, E]")) ||
       failed(check(adaptor.getOutProjWeight(), {embed, embed},
                    "out_proj_weight [E, E]")))
     return failure();
   if (Value bias = adaptor.getInProjBias();
-      bias && failed(check(bias, {projected}, isa<LshAttentionAttr>(kind)
-                                                  ? "in_proj_bias [2E]"
-                                                  : "in_proj_bias [3E]")))
+      bias && failed(check(bias, {projected}, "in_proj_bias [" + packs + "E]")))
     return failure();
   if (Value bias = adaptor.getOutProjBias();
       bias && failed(check(bias, {embed}, "out_proj_bias [E]")))
@@ -62,6 +60,19 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
             *type, IntegerType::get(elementType.getContext(), 1),
             "key_padding_mask")) ||
         failed(diag.expectShape(*type, {batch, time}, "key_padding_mask [B, T]")))
+      return failure();
+  }
+  if (Value globalMask = adaptor.getGlobalMask()) {
+    auto dilated = dyn_cast<DilatedAttentionAttr>(kind);
+    if (!dilated)
+      return diag.error("global_mask is only allowed with #nn.dilated attention");
+    if (!dilated.getGlobal().empty())
+      return diag.error("global_mask and a global list exclude each other");
+    FailureOr<nncc::nn::TensorType> type = diag.tensor(globalMask, "global_mask");
+    if (failed(type) ||
+        failed(diag.expectElementType(
+            *type, IntegerType::get(elementType.getContext(), 1), "global_mask")) ||
+        failed(diag.expectShape(*type, {batch, time}, "global_mask [B, T]")))
       return failure();
   }
   if (Value rotations = adaptor.getRotations()) {

@@ -108,13 +108,19 @@ void InitAttr::print(AsmPrinter &printer) const {
 //===----------------------------------------------------------------------===//
 
 int64_t DenseAttentionAttr::getNumInputProjections() const { return 3; }
-int64_t DilatedAttentionAttr::getNumInputProjections() const { return 3; }
+int64_t DilatedAttentionAttr::getNumInputProjections() const { return isHf() ? 6 : 3; }
 int64_t LshAttentionAttr::getNumInputProjections() const { return 2; }
 
 LogicalResult
 DilatedAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                              int64_t window, int64_t dilation,
-                             ArrayRef<int64_t> global) {
+                             ArrayRef<int64_t> global, StringRef convention) {
+  if (convention != "hf" && convention != "nncc")
+    return emitError() << "dilated attention convention must be \"hf\" or \"nncc\", got \""
+                       << convention << "\"";
+  if (convention == "hf" && !global.empty())
+    return emitError() << "dilated attention in convention \"hf\" takes its global tokens "
+                          "from the attention's global_mask, not a global list";
   if (window < 1)
     return emitError() << "dilated attention window must be >= 1, got "
                        << window;

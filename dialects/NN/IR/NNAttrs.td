@@ -226,20 +226,34 @@ def NN_DilatedAttentionAttr : NN_Attr<"DilatedAttention", "dilated",
   let summary = "sliding-window attention with dilation and global tokens";
   let description = [{
     Longformer-style attention: each query attends to `window` keys spaced
-    `dilation` apart around it; positions listed in `global` attend to and
-    are attended by all positions. window >= 1, dilation >= 1, every global
+    `dilation` apart around it; positions listed in `global` (or, per
+    example, those `nn.attention`'s `global_mask` marks) attend to and are
+    attended by all positions. window >= 1, dilation >= 1, every global
     position >= 0. Input projection `[3E, E]`.
+
+    `convention` (default `"nncc"`, left out when printed): `"hf"` is Hugging
+    Face's `LongformerSelfAttention`: global queries attend with their own
+    projections (`query_global`, `key_global`, `value_global`, stacked after
+    q, k, v: input projection `[6E, E]`), and a padded query's row is zero.
+    Its global tokens come from `global_mask` (`global` stays empty).
+    docs/kernels.md, "Dilated sliding window".
 
     ```mlir
     #nn.dilated<window = 64, dilation = 2, global = [0]>
     #nn.dilated<window = 128, dilation = 1>
+    #nn.dilated<window = 512, dilation = 1, convention = "hf">
     ```
   }];
   let parameters = (ins
     "int64_t":$window,
     "int64_t":$dilation,
-    NN_I64ListParameter:$global
+    NN_I64ListParameter:$global,
+    StringRefParameter<"dilated convention: nncc or hf", "\"nncc\"">:$convention
   );
+  let extraClassDeclaration = [{
+    /// Whether this is Hugging Face's (Longformer's) convention.
+    bool isHf() const { return getConvention() == "hf"; }
+  }];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

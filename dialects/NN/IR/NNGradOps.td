@@ -478,6 +478,7 @@ def NN_AttentionGradOp : NN_Op<"attention_grad", [
     Optional<NN_FloatTensor>:$out_proj_bias,
     Optional<NN_BoolTensor>:$key_padding_mask,
     Optional<NN_FloatTensor>:$rotations,
+    Optional<NN_BoolTensor>:$global_mask,
     NN_FloatTensor:$dy,
     Optional<NN_ReserveType>:$reserve,
     NN_I64Attr:$num_heads,
@@ -490,7 +491,8 @@ def NN_AttentionGradOp : NN_Op<"attention_grad", [
   let assemblyFormat = [{
     $x `,` $in_proj_weight (`in_bias` $in_proj_bias^)?
     `out` $out_proj_weight (`out_bias` $out_proj_bias^)?
-    (`mask` $key_padding_mask^)? (`rotations` $rotations^)? `grad` $dy
+    (`mask` $key_padding_mask^)? (`rotations` $rotations^)?
+    (`global_mask` $global_mask^)? `grad` $dy
     (`reserve` $reserve^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

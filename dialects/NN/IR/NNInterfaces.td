@@ -17,7 +17,8 @@ def NN_AttentionKindAttrInterface
     InterfaceMethod<
       /*desc=*/[{Number of E-row blocks stacked in `in_proj_weight`: 3 for
                  separate query, key and value projections, 2 when queries
-                 and keys share one projection (LSH).}],
+                 and keys share one projection (LSH), 6 when global queries
+                 have their own (Longformer's convention).}],
       /*retTy=*/"int64_t",
       /*methodName=*/"getNumInputProjections">,
   ];

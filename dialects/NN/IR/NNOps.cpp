@@ -903,6 +903,18 @@ LogicalResult MaxOp::inferReturnTypes(MLIRContext *,
                       Type(), inferred);
 }
 
+LogicalResult CumsumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<nncc::nn::TensorType> x = diag.tensor(adaptor.getX(), "x");
+  if (failed(x))
+    return failure();
+  if (!normalizeAxis(adaptor.getAxis(), x->getRank()))
+    return diag.error("axis ", adaptor.getAxis(), " is out of range for ", *x);
+  inferred.push_back(*x);
+  return success();
+}
+
 LogicalResult TopkOp::inferReturnTypes(MLIRContext *ctx,
                                        std::optional<Location> loc,
                                        Adaptor adaptor,

@@ -682,6 +682,27 @@ def NN_TopkOp : NN_Op<"topk", [Pure]> {
   let assemblyFormat = NN_FunctionalFormat;
 }
 
+def NN_CumsumOp : NN_Op<"cumsum", [Pure]> {
+  let summary = "running sum along an axis";
+  let description = [{
+    `y[..., i, ...] = sum over j <= i of x[..., j, ...]` along `axis`
+    (negative counts from the end), as `torch.cumsum(x, dim)`; with
+    `reverse`, the sum over j >= i. Integer (i32, i64) or float; the result
+    has x's type. The gradient of a float cumsum is the reverse running sum
+    of dy (no gradient for integers). RoBERTa's and Longformer's position
+    ids are `cumsum(input_ids != pad, axis: 1)` (times that mask, plus pad).
+
+    ```mlir
+    %y = nn.cumsum %x {axis = 1 : i64} : (!nn.tensor<[B, T], i32>) -> !nn.tensor<[B, T], i32>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[NN_FloatTensor, NN_IndexTensor]>:$x,
+                       DefaultValuedAttr<NN_I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs AnyTypeOf<[NN_FloatTensor, NN_IndexTensor]>:$result);
+  let assemblyFormat = NN_FunctionalFormat;
+}
+
 //===----------------------------------------------------------------------===//
 // Recurrent ops
 //===----------------------------------------------------------------------===//
@@ -911,6 +932,9 @@ def NN_AttentionOp : NN_ReserveOp<"attention", [Pure, AttrSizedOperandSegments]>
     - `key_padding_mask` (i1 [B, T]) marks padded keys.
     - `rotations` (float [hashes, E / num_heads, buckets / 2]) fixes the
       random LSH rotations; only with `#nn.lsh`.
+    - `global_mask` (i1 [B, T]; only with `#nn.dilated` and no `global`
+      list) marks each example's global tokens (Hugging Face's
+      `global_attention_mask`); a padded position is never global.
 
     `causal` masks future keys; `dropout` (in [0, 1)) applies to attention
     weights with `seed`. The result is [B, T, E].
@@ -928,6 +952,7 @@ def NN_AttentionOp : NN_ReserveOp<"attention", [Pure, AttrSizedOperandSegments]>
     Optional<NN_FloatTensor>:$out_proj_bias,
     Optional<NN_BoolTensor>:$key_padding_mask,
     Optional<NN_FloatTensor>:$rotations,
+    Optional<NN_BoolTensor>:$global_mask,
     NN_I64Attr:$num_heads,
     NN_AttentionKindAttrInterface:$kind,
     DefaultValuedAttr<BoolAttr, "false">:$causal,
@@ -940,6 +965,7 @@ def NN_AttentionOp : NN_ReserveOp<"attention", [Pure, AttrSizedOperandSegments]>
     $x `,` $in_proj_weight (`in_bias` $in_proj_bias^)?
     `out` $out_proj_weight (`out_bias` $out_proj_bias^)?
     (`mask` $key_padding_mask^)? (`rotations` $rotations^)?
+    (`global_mask` $global_mask^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -661,6 +661,19 @@ template <typename OpTy, bool Mean> struct ReduceRule : RuleBase {
 template <> struct Rule<ReduceSumOp> : ReduceRule<ReduceSumOp, false> {};
 template <> struct Rule<ReduceMeanOp> : ReduceRule<ReduceMeanOp, true> {};
 
+/// cumsum: the adjoint of a running sum is the running sum of dy the other
+/// way; integer sums carry none.
+NN_RULE(CumsumOp) {
+  NN_SAVES_NOTHING
+  NN_BUILD(CumsumOp) {
+    if (!isa<FloatType>(cast<nncc::nn::TensorType>(op.getX().getType()).getElementType()))
+      return out.push_back(Value()), success();
+    out.push_back(CumsumOp::create(gb.getBuilder(), op.getLoc(), r[0], op.getAxis(),
+                                   !op.getReverse()));
+    return success();
+  }
+};
+
 /// argmax's integer result has no adjoint, and passes none to x.
 NN_RULE(ArgmaxOp) {
   NN_SAVES_NOTHING
@@ -979,17 +992,19 @@ NN_RULE(AttentionOp) {
         gb.getBuilder(), op.getLoc(), gb.get(op.getX()),
         gb.get(op.getInProjWeight()), getOpt(gb, op.getInProjBias()),
         gb.get(op.getOutProjWeight()), getOpt(gb, op.getOutProjBias()),
-        getOpt(gb, op.getKeyPaddingMask()), getOpt(gb, op.getRotations()), r[0],
-        keepReserve(gb, op), op.getNumHeads(), op.getKind(), op.getCausal(),
-        op.getDropout(), op.getSeed());
+        getOpt(gb, op.getKeyPaddingMask()), getOpt(gb, op.getRotations()),
+        getOpt(gb, op.getGlobalMask()), r[0], keepReserve(gb, op), op.getNumHeads(),
+        op.getKind(), op.getCausal(), op.getDropout(), op.getSeed());
     out.push_back(grad.getDx());
-    // Operand order: x, in_w, in_b?, out_w, out_b?, mask?, rotations?;
-    // dparams: in_w, in_b?, out_w, out_b?.
+    // Operand order: x, in_w, in_b?, out_w, out_b?, mask?, rotations?,
+    // global_mask?; dparams: in_w, in_b?, out_w, out_b?.
     llvm::append_range(out, grad.getDparams());
     if (op.getKeyPaddingMask())
       out.push_back(Value());
     if (op.getRotations())
       out.push_back(Value()); // the hash assignment is a constant
+    if (op.getGlobalMask())
+      out.push_back(Value());
     return success();
   }
 };
@@ -1233,7 +1248,7 @@ void nncc::nn::registerNNGradientInterfaces(DialectRegistry &registry) {
            SinusoidalPositionOp, LearnedPositionOp, AxialPositionOp,
            MaskTokensOp, SampleOp, LinearSampleOp, StopGradientOp, MatmulOp, LinearOp,
            EmbeddingOp, LayerNormOp, ConcatOp, SplitOp, SliceOp, TransposeOp,
-           ReduceSumOp, ReduceMeanOp, ArgmaxOp, MaxOp, TopkOp, MSEOp, CrossEntropyOp, BCEWithLogitsOp,
+           ReduceSumOp, ReduceMeanOp, ArgmaxOp, MaxOp, CumsumOp, TopkOp, MSEOp, CrossEntropyOp, BCEWithLogitsOp,
            LinearCrossEntropyOp,
            RNNOp, LSTMOp, GRUOp, RNNCellOp, LSTMCellOp, GRUCellOp,
            AttentionOp, ReversibleOp, ODESolveOp, ODERNNOp>(ctx);

@@ -268,12 +268,16 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     optional `core` output `[B, T, E]` receives the forward core's output,
     recomputed on the way (what the out-projection's weight gradient needs).
     `convention` (kind lsh only) is the forward's: `"hf"` or `"nncc"`, and
-    sets the rotations' layout as nnk.lsh_attention's.
+    sets the rotations' layout as nnk.lsh_attention's. `global_mask` and
+    `dilated_convention` (kind dilated only) are nnk.banded_attention's
+    `global_mask` and `convention` (`"hf"`: `dqkv` also receives the
+    gradients of the global projections, columns `[3E, 6E)`).
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
     NNK_In<Optional<NNK_BoolBuffer>>:$mask,
     NNK_In<Optional<NNK_FloatBuffer>>:$rotations,
+    NNK_In<Optional<NNK_BoolBuffer>>:$global_mask,
     NNK_In<NNK_FloatBuffer>:$dout,
     NNK_In<Optional<NNK_FloatBuffer>>:$saved_out,
     NNK_In<Optional<NNK_FloatBuffer>>:$saved_lse,
@@ -290,11 +294,12 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     DefaultValuedAttr<NNK_I64Attr, "0">:$chunk,
     DefaultValuedAttr<NNK_I64Attr, "0">:$seed,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout,
-    DefaultValuedAttr<StrAttr, "\"hf\"">:$convention);
+    DefaultValuedAttr<StrAttr, "\"hf\"">:$convention,
+    DefaultValuedAttr<StrAttr, "\"nncc\"">:$dilated_convention);
   let hasVerifier = 1;
   let assemblyFormat = [{
     `ins` `(` $qkv `,` $dout `)` (`mask` `(` $mask^ `)`)?
-    (`rotations` `(` $rotations^ `)`)?
+    (`rotations` `(` $rotations^ `)`)? (`global_mask` `(` $global_mask^ `)`)?
     (`saved` `(` $saved_out^ `,` $saved_lse `)`)? `outs` `(` $dqkv `)`
     (`core` `(` $core^ `)`)? attr-dict `:`
     qualified(type(operands))

@@ -347,6 +347,15 @@ static LogicalResult verifyAxisTopk(Operation *op, Value big, Value small,
   return expectDims(op, small, dims, what);
 }
 
+LogicalResult CumsumOp::verify() {
+  BufferType x = bufferOf(getX()), out = bufferOf(getOut());
+  if (x.getElementType() != out.getElementType())
+    return emitOpError("out must hold x's element type ") << x.getElementType();
+  if (getAxis() < 0 || getAxis() >= x.getRank())
+    return emitOpError("axis ") << getAxis() << " out of range for rank " << x.getRank();
+  return expectDims(*this, getOut(), x.getDims(), "out");
+}
+
 LogicalResult TopkOp::verify() {
   if (failed(expectSameElementType(*this, {getX(), getValues()})))
     return failure();
@@ -735,14 +744,37 @@ LogicalResult FlashAttentionOp::verify() {
                          getNumHeads(), 3, getDropout());
 }
 
+/// The global tokens and the convention of a dilated core (forward or
+/// backward): a static list or a per-example mask [B, T] (b, t), not both;
+/// convention "nncc" or "hf" (whose global tokens come from the mask).
+static LogicalResult verifyDilatedGlobals(Operation *op, ArrayRef<int64_t> global,
+                                          Value globalMask, StringRef convention, Dim b,
+                                          Dim t) {
+  if (convention != "hf" && convention != "nncc")
+    return op->emitOpError("dilated convention must be \"hf\" or \"nncc\", got \"")
+           << convention << "\"";
+  for (int64_t g : global)
+    if (g < 0)
+      return op->emitOpError("global positions must be >= 0, got ") << g;
+  if (globalMask && !global.empty())
+    return op->emitOpError("global_mask and a global list exclude each other");
+  if (convention == "hf" && !global.empty())
+    return op->emitOpError("convention \"hf\" takes its global tokens from global_mask");
+  if (globalMask && failed(expectDims(op, globalMask, {b, t}, "global_mask")))
+    return failure();
+  return success();
+}
+
 LogicalResult BandedAttentionOp::verify() {
   if (getWindow() < 1 || getDilation() < 1)
     return emitOpError("window and dilation must be >= 1");
-  for (int64_t g : getGlobal())
-    if (g < 0)
-      return emitOpError("global positions must be >= 0, got ") << g;
-  return verifyAttention(*this, getQkv(), getMask(), getOut(), getLse(),
-                         getNumHeads(), 3, getDropout());
+  BufferType o = bufferOf(getOut());
+  if (o.getRank() == 3 &&
+      failed(verifyDilatedGlobals(*this, getGlobal(), getGlobalMask(), getConvention(),
+                                  o.getDim(0), o.getDim(1))))
+    return failure();
+  return verifyAttention(*this, getQkv(), getMask(), getOut(), getLse(), getNumHeads(),
+                         getConvention() == "hf" ? 6 : 3, getDropout());
 }
 
 /// The LSH convention and the rotations' shape of an LSH core (forward or
@@ -783,6 +815,16 @@ LogicalResult LSHAttentionOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
+  if (getKind() != AttentionKind::dilated &&
+      (getGlobalMask() || getDilatedConvention() != "nncc" || !getGlobal().empty()))
+    return emitOpError("global_mask, global and dilated_convention apply only to kind dilated");
+  if (getKind() == AttentionKind::dilated) {
+    BufferType d = bufferOf(getDout());
+    if (d.getRank() == 3 &&
+        failed(verifyDilatedGlobals(*this, getGlobal(), getGlobalMask(),
+                                    getDilatedConvention(), d.getDim(0), d.getDim(1))))
+      return failure();
+  }
   if (getKind() != AttentionKind::lsh) {
     if (getConvention() != "hf")
       return emitOpError("convention applies only to kind lsh");

@@ -315,6 +315,23 @@ def NNK_TopkOp : NNK_Op<"topk"> {
   }];
 }
 
+def NNK_CumsumOp : NNK_Op<"cumsum"> {
+  let summary = "running sum along one axis";
+  let description = [{
+    x viewed as `[outer, N, inner]` around `axis` (in [0, rank)); out (x's
+    type) holds, at index i of each row, the sum of the row's elements
+    0..i, or i..N-1 with `reverse`. Floats (f32, f64) or integers (i32,
+    i64). `nncc_cumsum_axis_*`; CPU only.
+  }];
+  let arguments = (ins NNK_In<AnyTypeOf<[NNK_FloatBuffer, NNK_IndexBuffer]>>:$x,
+                       NNK_Out<AnyTypeOf<[NNK_FloatBuffer, NNK_IndexBuffer]>>:$out,
+                       NNK_I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let assemblyFormat = [{
+    `ins` `(` $x `)` `outs` `(` $out `)` attr-dict `:` qualified(type(operands))
+  }];
+}
+
 def NNK_EmbeddingOp : NNK_Op<"embedding"> {
   let summary = "row gather from a table";
   let description = [{
@@ -622,13 +639,19 @@ def NNK_BandedAttentionOp : NNK_Op<"banded_attention", [AttrSizedOperandSegments
   let description = [{
     Same packing as `nnk.flash_attention`. Query i attends key j iff
     `|i−j| ≤ (window/2)·dilation` and `(i−j) mod dilation = 0`, or i or j
-    is in `global` (positions ≥ T ignored), intersected with causal/padding.
+    is global: in `global` (positions ≥ T ignored) or, per example, marked
+    by `global_mask` `[B, T]` (not padded), intersected with causal/padding.
     `dropout`, `seed` and `lse` as for `nnk.flash_attention`.
+    `convention` `"hf"` (nn.dilated's; Hugging Face's
+    LongformerSelfAttention): `qkv` is `[B, T, 6E]`, the global queries'
+    rows attend with the projections in columns `[3E, 6E)`, and a padded
+    query's row is zero.
     `nncc_attention_*` with `NNCC_ATTN_DILATED` / `launch_dilated_attention_dyn`.
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
     NNK_In<Optional<NNK_BoolBuffer>>:$mask,
+    NNK_In<Optional<NNK_BoolBuffer>>:$global_mask,
     NNK_Out<NNK_FloatBuffer>:$out,
     NNK_Out<Optional<NNK_FloatBuffer>>:$lse,
     NNK_I64Attr:$num_heads,
@@ -638,12 +661,14 @@ def NNK_BandedAttentionOp : NNK_Op<"banded_attention", [AttrSizedOperandSegments
     DefaultValuedAttr<BoolAttr, "false">:$causal,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout,
-    DefaultValuedAttr<NNK_I64Attr, "0">:$seed
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed,
+    DefaultValuedAttr<StrAttr, "\"nncc\"">:$convention
   );
   let assemblyFormat = [{
-    `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? `outs` `(` $out `)`
-    (`lse` `(` $lse^ `)`)? attr-dict `:` qualified(type(operands))
+    `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? (`global_mask` `(` $global_mask^ `)`)?
+    `outs` `(` $out `)` (`lse` `(` $lse^ `)`)? attr-dict `:` qualified(type(operands))
   }];
+  let hasVerifier = 1;
 }
 
 def NNK_LSHAttentionOp : NNK_Op<"lsh_attention", [AttrSizedOperandSegments]> {

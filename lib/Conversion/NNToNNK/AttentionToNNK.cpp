@@ -1,7 +1,8 @@
 //===- AttentionToNNK.cpp - Attention: projections + fused core -*- C++ -*-===//
 //
-// nn.attention -> nnk.gemm (packed in-projection [B, T, 3E] or, for LSH,
-// [B, T, 2E]) -> nnk.flash_attention / nnk.banded_attention /
+// nn.attention -> nnk.gemm (packed in-projection [B, T, 3E]; for LSH
+// [B, T, 2E], for Longformer's convention [B, T, 6E]) ->
+// nnk.flash_attention / nnk.banded_attention /
 // nnk.lsh_attention -> nnk.gemm (out-projection with bias, plus the
 // residual when the attention's single user adds one). A training forward
 // whose `reserve` its gradient reads also writes the log-sum-exp; the
@@ -22,8 +23,8 @@ FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
   Location loc = op.getLoc();
   auto xType = cast<nn::TensorType>(op.getX().getType());
   nncc::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
-  bool lsh = isa<nn::LshAttentionAttr>(op.getKind());
-  int64_t packs = lsh ? 2 : 3;
+  int64_t packs =
+      cast<nn::AttentionKindAttrInterface>(op.getKind()).getNumInputProjections();
   auto buf = [&](ArrayRef<nncc::Dim> dims) {
     return nnk::BufferType::get(op.getContext(), dims, xType.getElementType());
   };
@@ -57,10 +58,11 @@ FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
     nnk::FlashAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, lse, heads,
                                   causal, 0.0, dropout, op.getSeed());
   } else if (auto dilated = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
-    nnk::BandedAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, lse, heads,
+    nnk::BandedAttentionOp::create(rewriter, loc, *qkv, mask,
+                                   remap(rewriter, op.getGlobalMask()), *ctx, lse, heads,
                                    dilated.getWindow(), dilated.getDilation(),
                                    dilated.getGlobal(), causal, 0.0, dropout,
-                                   op.getSeed());
+                                   op.getSeed(), dilated.getConvention());
   } else if (auto l = dyn_cast<nn::LshAttentionAttr>(kind)) {
     nnk::LSHAttentionOp::create(rewriter, loc, *qkv, mask,
                                 remap(rewriter, op.getRotations()), *ctx, lse,

@@ -245,8 +245,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     auto xType = cast<nn::TensorType>(op.getX().getType());
     nncc::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
     Attribute kind = op.getKind();
-    bool lsh = isa<nn::LshAttentionAttr>(kind);
-    int64_t packs = lsh ? 2 : 3;
+    int64_t packs = cast<nn::AttentionKindAttrInterface>(kind).getNumInputProjections();
     MLIRContext *ctx = op.getContext();
     Type elt = xType.getElementType();
     auto buf = [&](ArrayRef<nncc::Dim> dims) {
@@ -257,7 +256,8 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
           wOut = single(adaptor.getOutProjWeight()),
           bOut = single(adaptor.getOutProjBias()),
           mask = single(adaptor.getKeyPaddingMask()),
-          rot = single(adaptor.getRotations()), dy = single(adaptor.getDy());
+          rot = single(adaptor.getRotations()),
+          globalMask = single(adaptor.getGlobalMask()), dy = single(adaptor.getDy());
     // The forward's packed projection, output and log-sum-exp, or the
     // projection recomputed (the core's backward recomputes the rest).
     Value savedOut, savedLse;
@@ -281,13 +281,14 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     double dropout = op.getDropout();
     nnk::AttentionKind coreKind = nnk::AttentionKind::dense;
     int64_t window = 0, dilation = 1, hashes = 0, chunk = 0;
-    StringRef convention = "hf";
+    StringRef convention = "hf", dilatedConvention = "nncc";
     ArrayRef<int64_t> global;
     if (auto d = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
       coreKind = nnk::AttentionKind::dilated;
       window = d.getWindow();
       dilation = d.getDilation();
       global = d.getGlobal();
+      dilatedConvention = d.getConvention();
     } else if (auto l = dyn_cast<nn::LshAttentionAttr>(kind)) {
       coreKind = nnk::AttentionKind::lsh;
       hashes = l.getHashes();
@@ -304,11 +305,12 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     if (failed(dCore) || failed(dqkv))
       return failure();
     nnk::MatmulOp::create(rewriter, loc, dy, wOut, *dCore);
-    nnk::AttentionGradOp::create(rewriter, loc, *qkv, mask, rot, *dCore,
+    nnk::AttentionGradOp::create(rewriter, loc, *qkv, mask, rot, globalMask, *dCore,
                                  savedOut, savedLse, *dqkv,
                                  savedOut ? Value() : *core, coreKind, heads,
                                  causal, 0.0, window, dilation, global, hashes,
-                                 chunk, op.getSeed(), dropout, convention);
+                                 chunk, op.getSeed(), dropout, convention,
+                                 dilatedConvention);
     SmallVector<Value> dparams;
     auto wOutT = cast<nnk::BufferType>(wOut.getType());
     FailureOr<Value> dWout = allocBuffer(rewriter, op, wOutT);

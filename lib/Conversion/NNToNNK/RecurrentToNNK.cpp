@@ -64,7 +64,8 @@ LogicalResult conv::getReserveBufferTypes(Value reserve,
   if (auto op = dyn_cast_or_null<nn::AttentionOp>(def)) {
     auto xType = cast<nn::TensorType>(op.getX().getType());
     nncc::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
-    int64_t packs = isa<nn::LshAttentionAttr>(op.getKind()) ? 2 : 3;
+    int64_t packs =
+        cast<nn::AttentionKindAttrInterface>(op.getKind()).getNumInputProjections();
     auto buf = [&](ArrayRef<nncc::Dim> dims) -> Type {
       return nnk::BufferType::get(op.getContext(), dims,
                                   xType.getElementType());

@@ -144,6 +144,15 @@ void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
         nnk::MaxOp::create(rewriter, op.getLoc(), adaptor.getX(), out, axis);
         return success();
       });
+  addSimple<nn::CumsumOp>(
+      converter, patterns,
+      [](ConversionPatternRewriter &rewriter, nn::CumsumOp op,
+         nn::CumsumOp::Adaptor adaptor, Value out) -> LogicalResult {
+        int64_t axis = *nn::normalizeAxis(op.getAxis(), rankOf(op.getX()));
+        nnk::CumsumOp::create(rewriter, op.getLoc(), adaptor.getX(), out, axis,
+                              op.getReverse());
+        return success();
+      });
   addSimple<nn::EmbeddingOp>(
       converter, patterns,
       [](ConversionPatternRewriter &rewriter, nn::EmbeddingOp op,

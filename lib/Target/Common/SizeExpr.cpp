@@ -25,7 +25,9 @@ const StringMap<std::pair<unsigned, SizeFn>> &sizeFunctions() {
     StringMap<std::pair<unsigned, SizeFn>> t;
     auto i = [](int64_t v) { return static_cast<int>(v); };
     t["nncc_attention_core_workspace_bytes"] = {
-        3, [=](ArrayRef<int64_t> a) { return nncc_attention_core_workspace_bytes(i(a[0]), a[1], a[2]); }};
+        5, [=](ArrayRef<int64_t> a) {
+          return nncc_attention_core_workspace_bytes(i(a[0]), a[1], a[2], a[3], i(a[4]));
+        }};
     t["nncc_linear_sample_workspace_size"] = {
         4, [=](ArrayRef<int64_t> a) { return nncc_linear_sample_workspace_size(a[0], a[1], a[2], a[3]); }};
     t["nncc_linear_ce_workspace_size"] = {

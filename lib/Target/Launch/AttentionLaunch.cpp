@@ -30,6 +30,8 @@ struct AttentionConfig {
   double dropout = 0;
   Value rotations; // LSH: given rotations (else a seeded draw)
   bool lshHf = false; // LSH: Hugging Face's convention (NNCC_LSH_HF)
+  Value globalMask;       // dilated: per-example global tokens
+  bool dilatedHf = false; // dilated: Longformer's convention (NNCC_DILATED_HF)
 };
 
 AttentionConfig configOf(Operation *op) {
@@ -51,12 +53,16 @@ AttentionConfig configOf(Operation *op) {
     c.chunk = g.getChunk();
     c.rotations = g.getRotations();
     c.lshHf = c.kind == AttentionKind::lsh && g.getConvention() == "hf";
+    c.globalMask = g.getGlobalMask();
+    c.dilatedHf = g.getDilatedConvention() == "hf";
   } else if (auto b = dyn_cast<nnk::BandedAttentionOp>(op)) {
     common(b);
     c.kind = AttentionKind::dilated;
     c.window = b.getWindow();
     c.dilation = b.getDilation();
     c.global = b.getGlobal();
+    c.globalMask = b.getGlobalMask();
+    c.dilatedHf = b.getConvention() == "hf";
   } else if (auto l = dyn_cast<nnk::LSHAttentionOp>(op)) {
     common(l);
     c.kind = AttentionKind::lsh;
@@ -137,6 +143,10 @@ FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
     if (!c.global.empty())
       p += "static const int32_t kGlobal[] = {" + globalList(c.global) +
            "}; p.global_pos = kGlobal; p.n_global = " + std::to_string(c.global.size()) + "; ";
+    if (c.globalMask)
+      p += "p.global_mask = " + e.name(c.globalMask) + "; ";
+    if (c.dilatedHf)
+      p += "p.dilated_convention = NNCC_DILATED_HF; ";
     break;
   case AttentionKind::lsh:
     p += "p.kind = NNCC_ATTN_LSH; p.n_hashes = " + std::to_string(c.hashes) +
@@ -158,7 +168,8 @@ FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
   }
   // nncc_attention[_backward]_workspace_size of this parameter block.
   std::string ws = e.workspace("nncc_attention_core_workspace_bytes(" + kindCode(c.kind) + ", " +
-                               T + ", " + std::to_string(c.global.size()) + ")");
+                               B + ", " + T + ", " + std::to_string(c.global.size()) + ", " +
+                               (c.globalMask ? "1" : "0") + ")");
   e.out() << p << rotGiven << "\n";
   // Training only (nn-inference-semantics zeroes the rate in inference): the step
   // offset makes every step draw a new mask, the backward the same one.
@@ -240,6 +251,10 @@ SmallVector<std::string> cudaDropoutArgs(const AttentionConfig &c, const std::st
 /// Checks of the dilated kind's global positions; prints the static table.
 LogicalResult cudaGlobals(LaunchEmitter &e, Operation *op, const AttentionConfig &c,
                           std::string &table) {
+  if (c.globalMask || c.dilatedHf)
+    return op->emitError("per-example global tokens (global_mask) and dilated attention in "
+                         "convention hf (Longformer's global projections) are not supported "
+                         "on CUDA yet; compile with --target cpu");
   for (int64_t g : c.global)
     if (g < 0)
       return op->emitError("negative global position ") << g;

@@ -141,6 +141,24 @@ LogicalResult emitTopkGrad(LaunchEmitter &e, nnk::TopkGradOp o) {
   return success();
 }
 
+/// Running sums along one axis: nncc_cumsum_axis_{f32,f64} for floats,
+/// _i32 / _i64 for integers; CPU only.
+LogicalResult emitCumsum(LaunchEmitter &e, nnk::CumsumOp o) {
+  if (e.isCuda())
+    return o.emitOpError("is not supported on CUDA yet (cumsum runs on the CPU target only)");
+  int64_t axis = o.getAxis();
+  Value x = o.getX();
+  auto outer = e.numel(x, 0, axis), n = e.dim(x, axis), inner = e.numel(x, axis + 1);
+  if (failed(outer) || failed(n) || failed(inner))
+    return failure();
+  Type element = e.bufferType(x).getElementType();
+  std::string fn = element.isInteger(32)   ? "nncc_cumsum_axis_i32"
+                   : element.isInteger(64) ? "nncc_cumsum_axis_i64"
+                                           : "NNCC_KFN(nncc_cumsum_axis)";
+  e.call({fn, {*outer, *n, *inner, o.getReverse() ? "1" : "0", e.name(x), e.name(o.getOut())}});
+  return success();
+}
+
 } // namespace
 
 void attachNormLaunches(MLIRContext &ctx) {
@@ -150,6 +168,7 @@ void attachNormLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::ArgmaxOp, emitArgmax>(ctx);
   attachLaunch<nnk::MaxOp, emitMax>(ctx);
   attachLaunch<nnk::MaxGradOp, emitMaxGrad>(ctx);
+  attachLaunch<nnk::CumsumOp, emitCumsum>(ctx);
   attachLaunch<nnk::TopkOp, emitTopk>(ctx);
   attachLaunch<nnk::TopkGradOp, emitTopkGrad>(ctx);
 }

@@ -44,13 +44,10 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
         B, Tn, H, dh, ldi, ldo, q, k, v, out, lse, kpm, causal, scale, drop});
   } else if (p->kind == NNCC_ATTN_DILATED) {
     GlobalTokens globals;
-    if (int rc = globalTokens(p, Tn, ws, globals))
-      return rc;
     DenseAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, k, v, out, lse, kpm, causal, scale,
                             drop};
-    a.dilated = &globals;
-    a.window = p->window;
-    a.dilation = p->dilation;
+    if (int rc = setDilatedArgs(p, ws, globals, a))
+      return rc;
     dilatedAttentionForward<T>(a);
   } else {
     LshAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, v,
@@ -66,11 +63,11 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
 
 int64_t mhaWorkspace(const nncc_attention_params *p, int64_t B, int64_t Tn,
                      int64_t E, int64_t elem) {
-  int64_t P = p->kind == NNCC_ATTN_LSH ? 2 : 3;
+  const int64_t P = packedProjections(p);
   Arena a(nullptr);
   a.take<char>(B * Tn * P * E * elem);
   a.take<char>(B * Tn * E * elem);
-  a.take<char>(attentionCoreWorkspace(p, Tn));
+  a.take<char>(attentionCoreWorkspace(p, B, Tn));
   return (int64_t)a.size();
 }
 
@@ -81,11 +78,11 @@ int mhaForward(const nncc_attention_params *p, int64_t B, int64_t Tn,
                T *y) {
   if (!p || H <= 0 || E % H != 0 || !x || !inW || !outW || !y || !ws)
     return NNCC_K_EINVAL;
-  const int64_t P = p->kind == NNCC_ATTN_LSH ? 2 : 3;
+  const int64_t P = packedProjections(p);
   Arena a(ws);
   T *proj = a.take<T>(B * Tn * P * E);
   T *ctx = a.take<T>(B * Tn * E);
-  void *core = a.take<char>(attentionCoreWorkspace(p, Tn));
+  void *core = a.take<char>(attentionCoreWorkspace(p, B, Tn));
   // In-projection: proj = x in_w^T + in_b, [B*T, P*E].
   if (inB) {
 #pragma omp parallel for schedule(static)
@@ -121,19 +118,16 @@ extern "C" int64_t nncc_attention_workspace_size(const nncc_attention_params *p,
                                                  int64_t B, int64_t Tn,
                                                  int64_t H, int64_t dh,
                                                  int64_t elem) {
-  (void)B, (void)H, (void)dh, (void)elem;
+  (void)H, (void)dh, (void)elem;
   if (!p)
     return -1;
-  return attentionCoreWorkspace(p, Tn) + 64;
+  return attentionCoreWorkspace(p, B, Tn) + 64;
 }
 
-extern "C" int64_t nncc_attention_core_workspace_bytes(int kind, int64_t Tn,
-                                                       int64_t n_global) {
-  nncc_attention_params p;
-  std::memset(&p, 0, sizeof(p));
-  p.kind = kind;
-  p.n_global = static_cast<int32_t>(n_global);
-  return nncc_attention_workspace_size(&p, 1, Tn, 1, 1, 4);
+extern "C" int64_t nncc_attention_core_workspace_bytes(int kind, int64_t B, int64_t Tn,
+                                                       int64_t n_global,
+                                                       int per_example_globals) {
+  return attentionCoreWorkspace(kind, B, Tn, n_global, per_example_globals != 0) + 64;
 }
 
 extern "C" int64_t nncc_mha_workspace_size(const nncc_attention_params *p,

@@ -57,26 +57,25 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
     return NNCC_K_OK;
   }
   GlobalTokens globals;
-  if (int rc = globalTokens(p, Tn, ws, globals))
-    return rc;
   DenseAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, k, v, out, nullptr,
                           kpm, p->causal != 0, scale, drop, savedLse};
-  a.dilated = &globals;
-  a.window = p->window;
-  a.dilation = p->dilation;
+  if (int rc = setDilatedArgs(p, ws, globals, a))
+    return rc;
+  if (dilatedHf(p) && ldg < 6 * H * dh)
+    return NNCC_K_EINVAL;
   dilatedAttentionBackward<T>(a, dout, dq, dk, dv, ldg);
   return NNCC_K_OK;
 }
 
 int64_t mhaBwdWs(const nncc_attention_params *p, int64_t B, int64_t Tn,
                  int64_t E, int64_t elem) {
-  const int64_t P = p->kind == NNCC_ATTN_LSH ? 2 : 3;
+  const int64_t P = packedProjections(p);
   Arena a(nullptr);
   a.take<char>(B * Tn * P * E * elem); // proj
   a.take<char>(B * Tn * E * elem);     // ctx
   a.take<char>(B * Tn * E * elem);     // dctx
   a.take<char>(B * Tn * P * E * elem); // dproj
-  a.take<char>(attentionCoreWorkspace(p, Tn));
+  a.take<char>(attentionCoreWorkspace(p, B, Tn));
   return (int64_t)a.size();
 }
 
@@ -100,13 +99,13 @@ int mhaBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
   if (!p || H <= 0 || E % H != 0 || !x || !inW || !outW || !dy || !ws)
     return NNCC_K_EINVAL;
   const bool lsh = p->kind == NNCC_ATTN_LSH;
-  const int64_t P = lsh ? 2 : 3, BT = B * Tn, dh = E / H;
+  const int64_t P = packedProjections(p), BT = B * Tn, dh = E / H;
   Arena a(ws);
   T *proj = a.take<T>(BT * P * E);
   T *ctx = a.take<T>(BT * E);
   T *dctx = a.take<T>(BT * E);
   T *dproj = a.take<T>(BT * P * E);
-  void *core = a.take<char>(attentionCoreWorkspace(p, Tn));
+  void *core = a.take<char>(attentionCoreWorkspace(p, B, Tn));
   // Recompute the in-projection; the core's backward recomputes the context.
   if (inB)
     for (int64_t r = 0; r < BT; ++r)
@@ -115,9 +114,10 @@ int mhaBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
        P * E);
   // Out-projection y = ctx W_o^T + b_o: dctx first, dW_o once ctx exists.
   gemm(false, false, BT, E, E, T(1), dy, E, outW, E, T(0), dctx, E);
+  const int64_t vCol = lsh ? E : 2 * E;
   int rc = attentionBackward<T>(p, B, Tn, H, dh, proj, lsh ? nullptr : proj + E,
-                                proj + (P - 1) * E, P * E, dctx, E, dproj,
-                                lsh ? nullptr : dproj + E, dproj + (P - 1) * E,
+                                proj + vCol, P * E, dctx, E, dproj,
+                                lsh ? nullptr : dproj + E, dproj + vCol,
                                 P * E, kpm, core, ctx, nullptr);
   if (rc)
     return rc;
@@ -141,10 +141,10 @@ extern "C" int64_t
 nncc_attention_backward_workspace_size(const nncc_attention_params *p,
                                        int64_t B, int64_t Tn, int64_t H,
                                        int64_t dh, int64_t elem) {
-  (void)B, (void)H, (void)dh, (void)elem;
+  (void)H, (void)dh, (void)elem;
   if (!p)
     return -1;
-  return attentionCoreWorkspace(p, Tn) + 64;
+  return attentionCoreWorkspace(p, B, Tn) + 64;
 }
 
 extern "C" int64_t

@@ -61,7 +61,9 @@ inline bool attentionParamsValid(const nncc_attention_params *p, int64_t dh) {
     return false;
   if (p->kind == NNCC_ATTN_DILATED)
     return p->window >= 1 && p->dilation >= 1 && p->n_global >= 0 &&
-           (p->n_global == 0 || p->global_pos);
+           (p->n_global == 0 || p->global_pos) && !(p->n_global > 0 && p->global_mask) &&
+           (p->dilated_convention == NNCC_DILATED_NNCC ||
+            p->dilated_convention == NNCC_DILATED_HF);
   if (p->kind == NNCC_ATTN_LSH)
     return p->rotations && p->n_hashes >= 1 && p->n_buckets >= 2 &&
            p->n_buckets % 2 == 0 && p->chunk >= 1 &&
@@ -70,37 +72,84 @@ inline bool attentionParamsValid(const nncc_attention_params *p, int64_t dh) {
   return p->kind == NNCC_ATTN_DENSE;
 }
 
-/// Workspace bytes of the attention core of `p`'s kind over T positions
-/// (the dilated kind marks global positions).
-inline int64_t attentionCoreWorkspace(const nncc_attention_params *p, int64_t T) {
+/// Whether `p` is dilated attention in Hugging Face's (Longformer's)
+/// convention: separate global projections, zero rows for padded queries.
+inline bool dilatedHf(const nncc_attention_params *p) {
+  return p->kind == NNCC_ATTN_DILATED && p->dilated_convention == NNCC_DILATED_HF;
+}
+
+/// Projections packed per row of the MHA in-projection: [QK | V] (LSH),
+/// [Q | K | V | Qg | Kg | Vg] (Longformer's convention) or [Q | K | V].
+inline int64_t packedProjections(const nncc_attention_params *p) {
+  return p->kind == NNCC_ATTN_LSH ? 2 : dilatedHf(p) ? 6 : 3;
+}
+
+/// Workspace bytes of the attention core of `p`'s kind over B rows of T
+/// positions (the dilated kind's global-token tables).
+inline int64_t attentionCoreWorkspace(int kind, int64_t B, int64_t T, int64_t nGlobal,
+                                      bool perExample) {
   Arena a(nullptr);
-  if (p->kind == NNCC_ATTN_DILATED) {
-    a.take<uint8_t>(T);
-    a.take<int32_t>(p->n_global);
+  if (kind == NNCC_ATTN_DILATED) {
+    const int64_t rows = perExample ? B : 1;
+    a.take<uint8_t>(rows * T);
+    a.take<int32_t>(perExample ? rows * T : nGlobal);
+    a.take<int32_t>(rows);
   }
   return (int64_t)a.size();
 }
+inline int64_t attentionCoreWorkspace(const nncc_attention_params *p, int64_t B, int64_t T) {
+  return attentionCoreWorkspace(p->kind, B, T, p->n_global, p->global_mask != nullptr);
+}
 
-/// Global tokens of dilated attention (the `attentionCoreWorkspace` tables):
-/// isGlobal [T] flags, list [n] their sorted distinct positions < T.
+/// Global tokens of dilated attention (the `attentionCoreWorkspace`
+/// tables), shared by the batch (static positions: one row) or per example
+/// (global_mask: B rows): for batch row b, `flags(b)` [T] marks them and
+/// `positions(b)` lists the `count(b)` distinct ones < T, ascending.
 struct GlobalTokens {
   uint8_t *isGlobal = nullptr;
-  int32_t *list = nullptr;
-  int n = 0;
+  int32_t *list = nullptr, *n = nullptr;
+  int64_t T = 0, listStride = 0;
+  bool perExample = false;
+  int maxCount = 0;
+  const uint8_t *flags(int64_t b) const { return isGlobal + (perExample ? b * T : 0); }
+  const int32_t *positions(int64_t b) const { return list + (perExample ? b * listStride : 0); }
+  int count(int64_t b) const { return n[perExample ? b : 0]; }
 };
 
-/// Builds `p`'s global-token tables in the workspace `ws`; positions >= T
-/// are ignored, duplicates merged, a negative one is NNCC_K_ERANGE.
-inline int globalTokens(const nncc_attention_params *p, int64_t T, void *ws,
-                        GlobalTokens &g) {
+/// Builds `p`'s global-token tables for B rows of T positions in the
+/// workspace `ws`. Static positions: >= T ignored, duplicates merged, a
+/// negative one is NNCC_K_ERANGE. Per example: position j of row b is
+/// global iff global_mask[b T + j] != 0 and it is not padded (kpm).
+inline int globalTokens(const nncc_attention_params *p, int64_t B, int64_t T,
+                        const uint8_t *kpm, void *ws, GlobalTokens &g) {
   if (!ws && T > 0)
     return NNCC_K_EINVAL;
   Arena a(ws);
-  g.isGlobal = a.take<uint8_t>(T);
-  g.list = a.take<int32_t>(p->n_global);
-  g.n = 0;
-  if (T > 0)
-    std::memset(g.isGlobal, 0, T);
+  g.T = T;
+  g.perExample = p->global_mask != nullptr;
+  const int64_t rows = g.perExample ? B : 1;
+  g.isGlobal = a.take<uint8_t>(rows * T);
+  g.listStride = g.perExample ? T : 0;
+  g.list = a.take<int32_t>(g.perExample ? rows * T : p->n_global);
+  g.n = a.take<int32_t>(rows);
+  g.maxCount = 0;
+  if (rows * T > 0)
+    std::memset(g.isGlobal, 0, rows * T);
+  if (g.perExample) {
+    for (int64_t b = 0; b < B; ++b) {
+      uint8_t *flag = g.isGlobal + b * T;
+      int32_t *list = g.list + b * T, count = 0;
+      for (int64_t j = 0; j < T; ++j)
+        if (p->global_mask[b * T + j] && !(kpm && kpm[b * T + j])) {
+          flag[j] = 1;
+          list[count++] = (int32_t)j;
+        }
+      g.n[b] = count;
+      g.maxCount = std::max<int>(g.maxCount, count);
+    }
+    return NNCC_K_OK;
+  }
+  int count = 0;
   for (int i = 0; i < p->n_global; ++i) {
     int32_t j = p->global_pos[i];
     if (j < 0)
@@ -108,9 +157,11 @@ inline int globalTokens(const nncc_attention_params *p, int64_t T, void *ws,
     if (j >= T || g.isGlobal[j])
       continue; // beyond this sequence, or a duplicate
     g.isGlobal[j] = 1;
-    g.list[g.n++] = j;
+    g.list[count++] = j;
   }
-  std::sort(g.list, g.list + g.n);
+  std::sort(g.list, g.list + count);
+  g.n[0] = count;
+  g.maxCount = count;
   return NNCC_K_OK;
 }
 
@@ -140,10 +191,33 @@ template <typename Real> struct DenseAttentionArgs {
   AttentionDropout<Real> drop;
   const Real *savedLse = nullptr; // backward only: the forward's lse
   // Dilated attention (dilatedAttentionForward / Backward): its global
-  // tokens, window and dilation.
+  // tokens, window and dilation; Longformer's convention: the global
+  // queries' q, k, v (and their gradients) `globalOffset` elements after
+  // q, k, v (0: the shared ones), padded query rows zero.
   const GlobalTokens *dilated = nullptr;
   int window = 0, dilation = 1;
+  int64_t globalOffset = 0;
+  bool zeroPaddedQueries = false;
 };
+
+/// Completes `a` (its sizes, q, k, v and the padding mask set) for `p`'s
+/// dilated attention: the global tokens built into `ws` and held by `g`,
+/// window, dilation and the convention. NNCC_K_EINVAL when Longformer's
+/// convention finds no room for the global projections in the row stride.
+template <typename T>
+int setDilatedArgs(const nncc_attention_params *p, void *ws, GlobalTokens &g,
+                   DenseAttentionArgs<T> &a) {
+  if (dilatedHf(p) && a.ldi < 6 * a.H * a.dh)
+    return NNCC_K_EINVAL;
+  if (int rc = globalTokens(p, a.B, a.T, a.kpm, ws, g))
+    return rc;
+  a.dilated = &g;
+  a.window = p->window;
+  a.dilation = p->dilation;
+  a.globalOffset = dilatedHf(p) ? 3 * a.H * a.dh : 0;
+  a.zeroPaddedQueries = dilatedHf(p);
+  return NNCC_K_OK;
+}
 
 /// Dilated attention (a.dilated, a.window, a.dilation) in residue-class
 /// tiles (DilatedAttention.cpp); operands as the dense kernels'.

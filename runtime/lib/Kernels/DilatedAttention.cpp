@@ -23,6 +23,12 @@
 // backward's task owns one head, so the result does not depend on the
 // thread count.
 //
+// Global tokens are shared by the batch (static positions) or per example
+// (a global mask). In Longformer's convention (Hugging Face's
+// LongformerSelfAttention) a global query's dense row reads its own
+// projections (q, k, v + a.globalOffset) and writes its gradients there,
+// and a padded query's row is zero.
+//
 //===----------------------------------------------------------------------===//
 #include "AttentionCommon.h"
 #include "nncc/Kernels/AttentionMath.h"
@@ -65,7 +71,9 @@ template <typename T> std::vector<ClassTile> classTiles(const DenseAttentionArgs
 template <typename T> struct DilatedHead {
   int64_t b, h;
   const T *q, *k, *v, *dout; // dout: backward only (row stride a.ldo)
+  const T *qg, *kg, *vg;     // what the global queries' rows read
   const uint8_t *kpmRow;
+  const uint8_t *isGlobal;   // [T]: this row's global tokens
   /// Dropout counter of (query i, key 0) (Kernels.h numbering).
   uint64_t counter(const DenseAttentionArgs<T> &a, int64_t i) const {
     return (uint64_t)(((b * a.H + h) * a.T + i) * a.T);
@@ -74,15 +82,24 @@ template <typename T> struct DilatedHead {
 
 template <typename T>
 DilatedHead<T> headOf(const DenseAttentionArgs<T> &a, int64_t b, int64_t h, const T *dout) {
-  const int64_t io = b * a.T * a.ldi + h * a.dh;
-  return {b, h, a.q + io, a.k + io, a.v + io,
+  const int64_t io = b * a.T * a.ldi + h * a.dh, go = io + a.globalOffset;
+  return {b,
+          h,
+          a.q + io,
+          a.k + io,
+          a.v + io,
           dout ? dout + b * a.T * a.ldo + h * a.dh : nullptr,
-          a.kpm ? a.kpm + b * a.T : nullptr};
+          a.q + go,
+          a.k + go,
+          a.v + go,
+          a.kpm ? a.kpm + b * a.T : nullptr,
+          a.dilated->flags(b)};
 }
 
-/// Per-thread tiles.
+/// Per-thread tiles; `ng` and `glist` are the current head's global tokens.
 template <typename T> struct DilatedScratch {
-  int64_t ldS, ng;
+  int64_t ldS, ng = 0;
+  const int32_t *glist = nullptr;
   std::vector<T> S, dP, Sg, dPg, O, lse, D, inv;
   std::vector<T> Kg, Vg, dKg, dVg; // the global keys' rows [ng, dh]
   std::vector<T> row, drow;        // a global query's dense row [T]
@@ -90,20 +107,22 @@ template <typename T> struct DilatedScratch {
       : ldS(std::max<int64_t>(
             1, std::min<int64_t>((a.T + a.dilation - 1) / a.dilation,
                                  kBQ + 2 * (int64_t)(a.window / 2)))),
-        ng(a.dilated->n), S(kBQ * ldS), Sg(kBQ * ng), O(kBQ * a.dh), lse(kBQ), D(kBQ),
-        inv(kBQ), Kg(ng * a.dh), Vg(ng * a.dh), row(a.T) {
+        S(kBQ * ldS), Sg(kBQ * a.dilated->maxCount), O(kBQ * a.dh), lse(kBQ), D(kBQ),
+        inv(kBQ), Kg(a.dilated->maxCount * a.dh), Vg(a.dilated->maxCount * a.dh), row(a.T) {
     if (!backward)
       return;
     dP.resize(S.size());
     dPg.resize(Sg.size());
-    dKg.assign(ng * a.dh, T(0));
-    dVg.assign(ng * a.dh, T(0));
+    dKg.resize(Kg.size());
+    dVg.resize(Vg.size());
     drow.resize(a.T);
   }
-  /// The global keys' k and v rows of head hd.
+  /// Head hd's global tokens, and their keys' k and v rows.
   void gatherGlobals(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd) {
+    ng = a.dilated->count(hd.b);
+    glist = a.dilated->positions(hd.b);
     for (int64_t g = 0; g < ng; ++g) {
-      const int64_t j = a.dilated->list[g];
+      const int64_t j = glist[g];
       std::memcpy(&Kg[g * a.dh], hd.k + j * a.ldi, sizeof(T) * a.dh);
       std::memcpy(&Vg[g * a.dh], hd.v + j * a.ldi, sizeof(T) * a.dh);
     }
@@ -124,14 +143,21 @@ inline bool bandPair(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd,
 }
 
 template <typename T>
-inline bool globalPair(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd, int64_t i,
-                       int64_t g) {
-  const int j = a.dilated->list[g];
+inline bool globalPair(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd,
+                       const DilatedScratch<T> &s, int64_t i, int64_t g) {
+  const int j = s.glist[g];
   return !dilated_band((int)i, j, a.window, a.dilation) &&
          key_admissible((int)i, j, a.causal, hd.kpmRow);
 }
 
-/// Forward of class tile ct (non-global queries; a global query's row is
+/// Whether query i's row is one of the band tiles': not a global query,
+/// and not a padded one in Longformer's convention (whose rows are zero).
+template <typename T>
+inline bool bandQuery(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd, int64_t i) {
+  return !hd.isGlobal[i] && !(a.zeroPaddedQueries && hd.kpmRow && hd.kpmRow[i]);
+}
+
+/// Forward of class tile ct (band queries; the row of another query is
 /// left empty: out zeros, lse neg_big): per query its log-sum-exp into
 /// s.lse and its normalised output into O (row stride ldO).
 template <typename T>
@@ -147,7 +173,7 @@ void forwardTile(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd, const
   for (int64_t x = 0; x < ct.nq; ++x) {
     const int64_t m = ct.m0 + x, i = ct.r + m * d;
     T *srow = &s.S[x * s.ldS], *grow = ng ? &s.Sg[x * ng] : nullptr;
-    const bool active = !a.dilated->isGlobal[i];
+    const bool active = bandQuery(a, hd, i);
     T mx = neg_big<T>();
     for (int64_t jj = 0; jj < ct.nk; ++jj) {
       if (active && bandPair(a, hd, ct, m, jj))
@@ -156,7 +182,7 @@ void forwardTile(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd, const
         srow[jj] = neg_big<T>();
     }
     for (int64_t g = 0; g < ng; ++g) {
-      if (active && globalPair(a, hd, i, g))
+      if (active && globalPair(a, hd, s, i, g))
         mx = grow[g] > mx ? grow[g] : mx;
       else
         grow[g] = neg_big<T>();
@@ -188,7 +214,7 @@ void forwardTile(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd, const
           srow[jj] *= a.drop.mult(c0 + (uint64_t)(ct.r + (ct.k0 + jj) * d));
       for (int64_t g = 0; g < ng; ++g)
         if (grow[g] != T(0))
-          grow[g] *= a.drop.mult(c0 + (uint64_t)a.dilated->list[g]);
+          grow[g] *= a.drop.mult(c0 + (uint64_t)s.glist[g]);
     }
   }
   gemm(false, false, ct.nq, dh, ct.nk, T(1), s.S.data(), s.ldS, hd.v + kOff, ld, T(0), O, ldO);
@@ -207,7 +233,7 @@ T globalRowForward(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd, int
                    DilatedScratch<T> &s, T *orow) {
   const int64_t Tn = a.T, dh = a.dh;
   T *row = s.row.data();
-  gemm(false, true, 1, Tn, dh, a.scale, hd.q + i * a.ldi, a.ldi, hd.k, a.ldi, T(0), row, Tn);
+  gemm(false, true, 1, Tn, dh, a.scale, hd.qg + i * a.ldi, a.ldi, hd.kg, a.ldi, T(0), row, Tn);
   T mx = neg_big<T>();
   for (int64_t j = 0; j < Tn; ++j) {
     if (key_admissible((int)i, (int)j, a.causal, hd.kpmRow))
@@ -231,7 +257,7 @@ T globalRowForward(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd, int
       if (row[j] != T(0))
         row[j] *= a.drop.mult(c0 + (uint64_t)j);
   }
-  gemm(false, false, 1, dh, Tn, T(1), row, Tn, hd.v, a.ldi, T(0), orow, dh);
+  gemm(false, false, 1, dh, Tn, T(1), row, Tn, hd.vg, a.ldi, T(0), orow, dh);
   const T inv = T(1) / l;
   for (int64_t c = 0; c < dh; ++c)
     orow[c] *= inv;
@@ -262,7 +288,7 @@ void backwardTile(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd, cons
     T *srow = &s.S[x * s.ldS], *dsrow = &s.dP[x * s.ldS];
     T *grow = ng ? &s.Sg[x * ng] : nullptr, *dgrow = ng ? &s.dPg[x * ng] : nullptr;
     const T lse = s.lse[x], D = s.D[x];
-    if (a.dilated->isGlobal[i] || !(lse > neg_big<T>())) {
+    if (!bandQuery(a, hd, i) || !(lse > neg_big<T>())) {
       std::fill(srow, srow + ct.nk, T(0));
       std::fill(dsrow, dsrow + ct.nk, T(0));
       std::fill(grow, grow + ng, T(0));
@@ -278,8 +304,8 @@ void backwardTile(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd, cons
         srow[jj] = dsrow[jj] = T(0);
     }
     for (int64_t g = 0; g < ng; ++g) {
-      if (globalPair(a, hd, i, g))
-        backwardPair(grow[g], dgrow[g], lse, D, a.drop.mult(c0 + (uint64_t)a.dilated->list[g]),
+      if (globalPair(a, hd, s, i, g))
+        backwardPair(grow[g], dgrow[g], lse, D, a.drop.mult(c0 + (uint64_t)s.glist[g]),
                      a.scale);
       else
         grow[g] = dgrow[g] = T(0);
@@ -303,7 +329,7 @@ void backwardTile(const DenseAttentionArgs<T> &a, const DilatedHead<T> &hd, cons
 
 template <typename T> void dilatedAttentionForward(const DenseAttentionArgs<T> &a) {
   const std::vector<ClassTile> tiles = classTiles(a);
-  const int64_t nt = (int64_t)tiles.size(), heads = a.B * a.H, ng = a.dilated->n;
+  const int64_t nt = (int64_t)tiles.size(), heads = a.B * a.H, ng = a.dilated->maxCount;
   const int64_t d = a.dilation;
   SerialBlasScope serialBlas;
 #pragma omp parallel
@@ -325,11 +351,15 @@ template <typename T> void dilatedAttentionForward(const DenseAttentionArgs<T> &
         for (int64_t x = 0; x < ct.nq; ++x)
           a.lse[head * a.T + ct.r + (ct.m0 + x) * d] = s.lse[x];
     }
-    // Global queries: one dense row each (their band tiles left them empty).
+    // Global queries: one dense row each (their band tiles left them empty);
+    // up to the largest count of a batch row.
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < heads * ng; ++task) {
-      const int64_t head = task / ng, i = a.dilated->list[task % ng];
-      const DilatedHead<T> hd = headOf(a, head / a.H, head % a.H, static_cast<const T *>(nullptr));
+      const int64_t head = task / ng, b = head / a.H;
+      if (task % ng >= a.dilated->count(b))
+        continue;
+      const int64_t i = a.dilated->positions(b)[task % ng];
+      const DilatedHead<T> hd = headOf(a, b, head % a.H, static_cast<const T *>(nullptr));
       const T lse =
           globalRowForward(a, hd, i, s, a.out + (hd.b * a.T + i) * a.ldo + hd.h * a.dh);
       if (a.lse)
@@ -352,11 +382,11 @@ void dilatedAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout, T *
       const DilatedHead<T> hd = headOf(a, head / a.H, head % a.H, dout);
       const int64_t go = hd.b * a.T * ldg + hd.h * dh;
       T *dqh = dq + go, *dkh = dk + go, *dvh = dv + go;
-      for (int64_t t = 0; t < a.T; ++t) {
-        std::memset(dqh + t * ldg, 0, sizeof(T) * dh);
-        std::memset(dkh + t * ldg, 0, sizeof(T) * dh);
-        std::memset(dvh + t * ldg, 0, sizeof(T) * dh);
-      }
+      // Where the global queries' rows put their gradients.
+      T *dqgh = dqh + a.globalOffset, *dkgh = dkh + a.globalOffset, *dvgh = dvh + a.globalOffset;
+      for (int64_t t = 0; t < a.T; ++t)
+        for (T *rowStart : {dqh, dkh, dvh, dqgh, dkgh, dvgh})
+          std::memset(rowStart + t * ldg, 0, sizeof(T) * dh);
       s.gatherGlobals(a, hd);
       std::fill(s.dKg.begin(), s.dKg.end(), T(0));
       std::fill(s.dVg.begin(), s.dVg.end(), T(0));
@@ -386,7 +416,7 @@ void dilatedAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout, T *
       }
       // Global queries: dense rows over every admissible key.
       for (int64_t g = 0; g < s.ng; ++g) {
-        const int64_t i = a.dilated->list[g];
+        const int64_t i = s.glist[g];
         const T *dor = hd.dout + i * a.ldo;
         T lse;
         const T *orow;
@@ -402,8 +432,8 @@ void dilatedAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout, T *
           continue;
         T *row = s.row.data(), *drow = s.drow.data();
         const T D = laneDot(dor, orow, dh);
-        gemm(false, true, 1, a.T, dh, T(1), dor, a.ldo, hd.v, a.ldi, T(0), drow, a.T);
-        gemm(false, true, 1, a.T, dh, a.scale, hd.q + i * a.ldi, a.ldi, hd.k, a.ldi, T(0), row,
+        gemm(false, true, 1, a.T, dh, T(1), dor, a.ldo, hd.vg, a.ldi, T(0), drow, a.T);
+        gemm(false, true, 1, a.T, dh, a.scale, hd.qg + i * a.ldi, a.ldi, hd.kg, a.ldi, T(0), row,
              a.T);
         const uint64_t c0 = hd.counter(a, i);
         for (int64_t j = 0; j < a.T; ++j) {
@@ -413,12 +443,13 @@ void dilatedAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout, T *
           }
           backwardPair(row[j], drow[j], lse, D, a.drop.mult(c0 + (uint64_t)j), a.scale);
         }
-        gemm(false, false, 1, dh, a.T, T(1), drow, a.T, hd.k, a.ldi, T(0), dqh + i * ldg, ldg);
-        gemm(true, false, a.T, dh, 1, T(1), drow, a.T, hd.q + i * a.ldi, a.ldi, T(1), dkh, ldg);
-        gemm(true, false, a.T, dh, 1, T(1), row, a.T, dor, a.ldo, T(1), dvh, ldg);
+        gemm(false, false, 1, dh, a.T, T(1), drow, a.T, hd.kg, a.ldi, T(0), dqgh + i * ldg, ldg);
+        gemm(true, false, a.T, dh, 1, T(1), drow, a.T, hd.qg + i * a.ldi, a.ldi, T(1), dkgh,
+             ldg);
+        gemm(true, false, a.T, dh, 1, T(1), row, a.T, dor, a.ldo, T(1), dvgh, ldg);
       }
       for (int64_t g = 0; g < s.ng; ++g) {
-        const int64_t j = a.dilated->list[g];
+        const int64_t j = s.glist[g];
         for (int64_t c = 0; c < dh; ++c) {
           dkh[j * ldg + c] += s.dKg[g * dh + c];
           dvh[j * ldg + c] += s.dVg[g * dh + c];

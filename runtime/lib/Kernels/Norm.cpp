@@ -222,6 +222,27 @@ int maxAxis(int64_t outer, int64_t N, int64_t inner, const T *x, T *values,
   return NNCC_K_OK;
 }
 
+/// Running sums along the middle axis of [outer, N, inner] (reverse: from
+/// the row's end); y may be x. Sums in T's own arithmetic, in index order.
+template <typename T>
+int cumsumAxis(int64_t outer, int64_t N, int64_t inner, int reverse, const T *x, T *y) {
+  if (outer < 0 || N < 0 || inner < 0 || (outer * N * inner > 0 && (!x || !y)))
+    return NNCC_K_EINVAL;
+#pragma omp parallel for schedule(static) if (outer * N * inner > 65536)
+  for (int64_t oi = 0; oi < outer * inner; ++oi) {
+    const int64_t o = oi / inner, in = oi % inner;
+    const T *xr = x + o * N * inner + in;
+    T *yr = y + o * N * inner + in;
+    T sum = T(0);
+    for (int64_t s = 0; s < N; ++s) {
+      const int64_t j = reverse ? N - 1 - s : s;
+      sum += xr[j * inner];
+      yr[j * inner] = sum;
+    }
+  }
+  return NNCC_K_OK;
+}
+
 /// dx = dy at each row's first maximum, 0 elsewhere (overwrites dx).
 template <typename T>
 int maxAxisBackward(int64_t outer, int64_t N, int64_t inner, const T *x,
@@ -323,6 +344,10 @@ int topkAxisBackward(int64_t outer, int64_t N, int64_t inner, int64_t k,
                                             const T *x, const T *dy, T *dx) {  \
     return maxAxisBackward<T>(o, N, in, x, dy, dx);                            \
   }                                                                            \
+  extern "C" int nncc_cumsum_axis_##S(int64_t o, int64_t N, int64_t in,        \
+                                      int reverse, const T *x, T *y) {         \
+    return cumsumAxis<T>(o, N, in, reverse, x, y);                             \
+  }                                                                            \
   extern "C" int nncc_topk_axis_##S(int64_t o, int64_t N, int64_t in,          \
                                     int64_t k, const T *x, T *v, int32_t *i) { \
     return topkAxis<T>(o, N, in, k, x, v, i);                                  \
@@ -369,6 +394,15 @@ int topkAxisBackward(int64_t outer, int64_t N, int64_t inner, int64_t k,
 
 NNCC_DEFINE_NORM(f32, float)
 NNCC_DEFINE_NORM(f64, double)
+
+extern "C" int nncc_cumsum_axis_i32(int64_t o, int64_t N, int64_t in, int reverse,
+                                    const int32_t *x, int32_t *y) {
+  return cumsumAxis<int32_t>(o, N, in, reverse, x, y);
+}
+extern "C" int nncc_cumsum_axis_i64(int64_t o, int64_t N, int64_t in, int reverse,
+                                    const int64_t *x, int64_t *y) {
+  return cumsumAxis<int64_t>(o, N, in, reverse, x, y);
+}
 
 extern "C" void nncc_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
                                    uint32_t out[4]) {

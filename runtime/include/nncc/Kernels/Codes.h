@@ -41,6 +41,14 @@ enum { NNCC_ATTN_DENSE = 0, NNCC_ATTN_DILATED = 1, NNCC_ATTN_LSH = 2 };
    (ReformerModel's LSHSelfAttention). docs/kernels.md, "LSH". */
 enum { NNCC_LSH_NNCC = 0, NNCC_LSH_HF = 1 };
 
+/* Dilated-attention conventions (nncc_attention_params.dilated_convention,
+   nn.dilated's `convention`): nncc's own (global queries use the shared
+   q/k/v projection, padded queries attend as any other) or Hugging Face's
+   LongformerSelfAttention (global queries use their own query_global /
+   key_global / value_global projection; padded queries give zero).
+   docs/kernels.md, "Dilated sliding window". */
+enum { NNCC_DILATED_NNCC = 0, NNCC_DILATED_HF = 1 };
+
 /* ODE integration schemes (nn ODEMethod, OdeMethod). */
 enum { NNCC_ODE_EULER = 0, NNCC_ODE_RK4 = 1, NNCC_ODE_DOPRI5 = 2 };
 

@@ -59,6 +59,17 @@ typedef struct nncc_attention_params {
   double dropout;
   uint64_t dropout_seed;
   uint64_t dropout_offset;
+  /* dilated, per example (NULL: none; exclusive with global_pos):
+     global_mask[b*T + j] != 0 makes position j of batch row b a global
+     token (Hugging Face's global_attention_mask, 1 = global); a padded
+     position (key_padding_mask) is never global. */
+  const uint8_t *global_mask;
+  /* dilated: NNCC_DILATED_NNCC (0) or NNCC_DILATED_HF (Codes.h). With HF's,
+     the projections are packed [Q | K | V | Qg | Kg | Vg] (ld_in >= 6 H dh):
+     a global query attends with Qg, Kg, Vg, which sit 3 H dh elements after
+     q, k, v (their gradients as far after dq, dk, dv), and a padded query
+     row is zero. */
+  int32_t dilated_convention;
 } nncc_attention_params;
 
 #define NNCC_DECLARE_KERNELS(S, T)                                              \
@@ -157,6 +168,11 @@ typedef struct nncc_attention_params {
                         T *values, int32_t *indices);                          \
   int nncc_max_axis_backward_##S(int64_t outer, int64_t N, int64_t inner,      \
                                  const T *x, const T *dy, T *dx);              \
+  /* running sums along the middle axis of [outer, N, inner]: y[.., i, ..]  \
+     = sum of x[.., j, ..] for j <= i (reverse: j >= i); y may be x.        \
+     Also as _i32 and _i64 for integer tensors. */                          \
+  int nncc_cumsum_axis_##S(int64_t outer, int64_t N, int64_t inner,            \
+                           int reverse, const T *x, T *y);                     \
   /* topk along the middle axis of [outer, N, inner]: values and indices   \
      [outer, k, inner] (1 <= k <= N), descending, a NaN counting as the      \
      largest, equal elements by ascending index (torch.sort(descending,      \
@@ -213,9 +229,11 @@ int64_t nncc_rnn_saved_size(int cell, int64_t B, int64_t T_, int64_t H,
                             int64_t L, int64_t D);
 /* The same as nncc_attention_workspace_size and
    nncc_attention_backward_workspace_size, from the only fields that size it
-   (kind NNCC_ATTN_*, the sequence length, the number of global positions):
-   the form generated code and the compiler's memory plan evaluate. */
-int64_t nncc_attention_core_workspace_bytes(int kind, int64_t T_, int64_t n_global);
+   (kind NNCC_ATTN_*, the batch and sequence length, the number of static
+   global positions, whether a per-example global_mask is given): the form
+   generated code and the compiler's memory plan evaluate. */
+int64_t nncc_attention_core_workspace_bytes(int kind, int64_t B, int64_t T_, int64_t n_global,
+                                            int per_example_globals);
 int64_t nncc_attention_workspace_size(const nncc_attention_params *p,
                                       int64_t B, int64_t T_, int64_t H,
                                       int64_t dh, int64_t elem_size);
@@ -503,6 +521,10 @@ NNCC_DECLARE_OPTIM_KERNELS(f64, double)
  * nncc_linear_sample_workspace_size(N, K, V, elem_size) bytes. */
 int64_t nncc_linear_sample_workspace_size(int64_t N, int64_t K, int64_t V,
                                           int64_t elem_size);
+int nncc_cumsum_axis_i32(int64_t outer, int64_t N, int64_t inner, int reverse,
+                         const int32_t *x, int32_t *y);
+int nncc_cumsum_axis_i64(int64_t outer, int64_t N, int64_t inner, int reverse,
+                         const int64_t *x, int64_t *y);
 int nncc_mask_tokens_i32(int64_t rows, int64_t n, double p, int64_t mask_id,
                          uint64_t seed, uint64_t offset, const int32_t *tokens,
                          int32_t *masked, uint8_t *mask);
