@@ -234,9 +234,12 @@ axialPair(Gen &g, const LayerInstance &inst, llvm::StringRef name) {
 /// seed thesis), or axial embeddings (Reformer, §5.3.2) with Hugging Face's
 /// names and shapes: position_embeddings.weights.0 [n1, 1, d1] and
 /// .weights.1 [1, n2, d2] for axial_shape [n1, n2], axial_dims [d1, d2].
+/// With `ids` (the call's positions:, [B, T] integers) the learned table
+/// is looked up at them (RoBERTa / Longformer position ids; its padding_idx
+/// row, when the layer has one, gets no gradient, as in Hugging Face).
 mlir::Value addPosition(Gen &g, const LayerInstance &inst,
                         llvm::StringRef position, mlir::Value s, int64_t d,
-                        SrcLoc l) {
+                        mlir::Value ids, SrcLoc l) {
   bool axialArgs = inst.arg("axial_shape") || inst.arg("axial_dims");
   if (position != "axial" && axialArgs) {
     g.diag.error(inst.loc, "axial_shape and axial_dims apply only to "
@@ -244,6 +247,19 @@ mlir::Value addPosition(Gen &g, const LayerInstance &inst,
     return {};
   }
   LayerInstance table = sub(inst, "position_embeddings");
+  if (ids && position != "learned") {
+    g.diag.error(l, "positions: looks up the learned position table; '" + inst.path +
+                        "' has position: " + position);
+    return {};
+  }
+  if (ids) {
+    int64_t rows = inst.intArg("max_len");
+    mlir::Value p = embeddingOp(
+        g, inst, ids,
+        g.param(table, "weight", {rows, d}, normal(g, 0.02), l, Gen::ParamRole::Embedding), rows,
+        inst.intArg("padding_idx", -1), l);
+    return p ? g.op1("nn.add", l, {s, p}) : p;
+  }
   if (position == "sinusoidal")
     return g.op1("nn.sinusoidal_position", l, {s});
   if (position == "learned")
@@ -288,7 +304,7 @@ Result lowerBertEmbeddings(Gen &g, const LayerInstance &inst,
   mlir::Value s = g.op1("nn.add", l, {e, t});
   if (!s)
     return std::nullopt;
-  s = addPosition(g, inst, position, s, d, l);
+  s = addPosition(g, inst, position, s, d, a[2].value, l);
   if (!s)
     return std::nullopt;
   s = layerNormOp(g, sub(inst, "LayerNorm"), s, d, inst.floatArg("eps", 1e-12),

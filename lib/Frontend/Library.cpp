@@ -60,7 +60,7 @@ const std::vector<LayerSpec> &layerTable() {
         optE("position", {"learned", "sinusoidal", "axial"}, "learned"),
         opt("axial_shape", PK::IntList), opt("axial_dims", PK::IntList),
         opt("padding_idx", PK::NonNegInt)},
-       {tensor("tokens"), tensor("segments")},
+       {tensor("tokens"), tensor("segments"), optTensor("positions")},
        ResultKind::Tensor},
       {"learned_position",
        {req("max_len", PK::PosInt), req("dim", PK::PosInt)},

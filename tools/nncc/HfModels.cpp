@@ -14,6 +14,11 @@
 //   encoder.layer.i.output.dense                      -> encoder.i.linear2
 //   encoder.layer.i.output.LayerNorm                  -> encoder.i.norm2
 //
+// Longformer's global projections attention.self.{query,key,value}_global
+// are rows [3D, 6D) of the same in_proj_weight / in_proj_bias (nn.dilated's
+// convention hf), and its RoBERTa position ids come from input_ids
+// (cumsum of the non-padding tokens, plus pad_token_id).
+//
 //===----------------------------------------------------------------------===//
 #include "HuggingFace.h"
 
@@ -34,6 +39,7 @@ const HfArchitecture kArchitectures[] = {
     {"ElectraForPreTraining", "electra", HfFamily::Electra, HfHead::PreTraining, "electra"},
     {"ElectraForSequenceClassification", "electra", HfFamily::Electra,
      HfHead::SequenceClassification, "electra"},
+    {"LongformerModel", "longformer", HfFamily::Longformer, HfHead::Pooler, "longformer"},
 };
 
 /// The shortest decimal that reads back as `v` exactly ("1e-12", "0.1").
@@ -72,12 +78,13 @@ const HfArchitecture *findArchitecture(llvm::StringRef modelType, llvm::StringRe
     }
   if (supported.empty()) {
     error = "model_type '" + modelType.str() +
-            "' is not one nncc import-hf reads (model types: bert, electra)";
+            "' is not one nncc import-hf reads (model types: bert, electra, longformer)";
     return nullptr;
   }
+  const HfArchitecture *base = llvm::find_if(
+      kArchitectures, [&](const HfArchitecture &a) { return a.modelType == modelType; });
   error = "architecture '" + architecture.str() + "' of model_type '" + modelType.str() +
-          "' is not one nncc import-hf reads (" + supported +
-          "; --as " + kArchitectures[modelType == "bert" ? 0 : 2].architecture +
+          "' is not one nncc import-hf reads (" + supported + "; --as " + base->architecture +
           " imports the encoder alone)";
   return nullptr;
 }
@@ -85,13 +92,18 @@ const HfArchitecture *findArchitecture(llvm::StringRef modelType, llvm::StringRe
 std::string modelSource(const HfConfig &c, llvm::StringRef name) {
   const HfArchitecture &a = *c.spec;
   const bool electra = a.family == HfFamily::Electra;
+  const bool longformer = a.family == HfFamily::Longformer;
   const bool project = electra && c.embedding != c.hidden;
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "// " << a.architecture << " (model_type " << a.modelType
      << "), imported by nncc import-hf.\n"
      << "// Inputs and outputs carry Hugging Face's names: attention_mask is 1 = keep\n"
-     << "// (a token), 0 = padding. Weights: model.safetensors beside this file.\n\n";
+     << "// (a token), 0 = padding. Weights: model.safetensors beside this file.\n";
+  if (longformer)
+    os << "// global_attention_mask: 1 = global attention (the token attends to and is\n"
+       << "// attended by every token), 0 = the sliding window of W / 2 each side.\n";
+  os << "\n";
   if (c.head == HfHead::Pooler || (c.head == HfHead::SequenceClassification && !electra))
     os << "// BertPooler: tanh(dense(h[:, 0])).\n"
        << "block bert_pooler(d: int) {\n"
@@ -126,10 +138,14 @@ std::string modelSource(const HfConfig &c, llvm::StringRef name) {
     os << ", E = " << c.embedding;
   if (c.head == HfHead::SequenceClassification)
     os << ", C = " << c.numLabels;
+  if (longformer)
+    os << ", W = " << c.attentionWindow << ", PAD = " << c.padTokenId;
   os << "\n\n"
      << "  input input_ids: i32[B, T]\n"
      << "  input token_type_ids: i32[B, T]\n"
      << "  input attention_mask: i32[B, T]\n";
+  if (longformer)
+    os << "  input global_attention_mask: i32[B, T]\n";
   std::string loss;
   if (c.head == HfHead::SequenceClassification) {
     if (c.problemType == "regression" && c.numLabels == 1) {
@@ -155,13 +171,18 @@ std::string modelSource(const HfConfig &c, llvm::StringRef name) {
   os << "\n  embeddings = bert_embeddings(" << (electra ? "V, E" : "V, D")
      << ", max_len: P, type_vocab: TV, eps: " << number(c.eps)
      << ", dropout: " << number(c.hiddenDropout);
-  if (c.padTokenId >= 0)
+  if (longformer)
+    os << ", padding_idx: PAD";
+  else if (c.padTokenId >= 0)
     os << ", padding_idx: " << c.padTokenId;
   os << ")\n";
   if (project)
     os << "  embeddings_project = linear(E, D)\n";
   os << "  encoder = repeat N encoder_layer(D, heads: A, ff: F, activation: " << c.activation
-     << ", dropout: " << number(c.hiddenDropout) << ", eps: " << number(c.eps) << ")\n";
+     << ", dropout: " << number(c.hiddenDropout) << ", eps: " << number(c.eps)
+     << (longformer ? ",\n                                   kind: dilated(window: W, convention: hf)"
+                    : "")
+     << ")\n";
   if (c.head == HfHead::Pooler)
     os << "  pooler = bert_pooler(D)\n";
   if (c.head == HfHead::SequenceClassification && !electra)
@@ -176,7 +197,17 @@ std::string modelSource(const HfConfig &c, llvm::StringRef name) {
   std::string embedded = "embeddings(input_ids, token_type_ids)";
   if (project)
     embedded = "embeddings_project(" + embedded + ")";
-  os << "    last_hidden_state = encoder(" << embedded << ", mask: attention_mask == 0)\n";
+  if (longformer) {
+    // transformers' create_position_ids_from_input_ids.
+    os << "    keep = cast(input_ids != PAD, i32)\n"
+       << "    position_ids = cumsum(keep, axis: 1) * keep + PAD\n";
+    os << "    embedded = embeddings(input_ids, token_type_ids, positions: position_ids)\n";
+    embedded = "embedded";
+  }
+  os << "    last_hidden_state = encoder(" << embedded << ", mask: attention_mask == 0"
+     << (longformer ? ",\n                                global_mask: global_attention_mask != 0"
+                    : "")
+     << ")\n";
   switch (c.head) {
   case HfHead::None:
     os << "    output last_hidden_state\n";
@@ -246,10 +277,17 @@ std::vector<HfWeightLink> weightLinks(const HfConfig &c, const std::string &base
     std::string to = c.encoderPath + "." + std::to_string(i) + ".";
     std::string from = base + "encoder.layer." + std::to_string(i) + ".";
     std::string self = from + "attention.self.";
-    add(to + "self_attn.in_proj_weight", {3 * d, d},
-        {self + "query.weight", self + "key.weight", self + "value.weight"});
-    add(to + "self_attn.in_proj_bias", {3 * d},
-        {self + "query.bias", self + "key.bias", self + "value.bias"});
+    std::vector<std::string> projections = {"query", "key", "value"};
+    if (c.spec->family == HfFamily::Longformer)
+      projections.insert(projections.end(), {"query_global", "key_global", "value_global"});
+    std::vector<std::string> weights, biases;
+    for (const std::string &p : projections) {
+      weights.push_back(self + p + ".weight");
+      biases.push_back(self + p + ".bias");
+    }
+    const int64_t rows = int64_t(projections.size()) * d;
+    add(to + "self_attn.in_proj_weight", {rows, d}, std::move(weights));
+    add(to + "self_attn.in_proj_bias", {rows}, std::move(biases));
     linear(to + "self_attn.out_proj", from + "attention.output.dense", d, d);
     norm(to + "norm1", from + "attention.output.LayerNorm", d);
     linear(to + "linear1", from + "intermediate.dense", c.ff, d);

@@ -144,6 +144,39 @@ private:
 
 const char *const kActivations[] = {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu"};
 
+/// Longformer's attention_window: one even size, or one per layer, all the
+/// same (nncc's encoder repeats one layer); 0 after a reported error.
+int64_t attentionWindow(const llvm::json::Object &object, int64_t layers, ConfigReader &r) {
+  const llvm::json::Value *v = object.get("attention_window");
+  std::vector<int64_t> windows;
+  if (!v) {
+    windows.push_back(512); // LongformerConfig's default
+  } else if (std::optional<int64_t> w = v->getAsInteger()) {
+    windows.push_back(*w);
+  } else if (const llvm::json::Array *list = v->getAsArray()) {
+    for (const llvm::json::Value &e : *list)
+      windows.push_back(e.getAsInteger().value_or(-1));
+    if (int64_t(windows.size()) != layers) {
+      r.unsupported("attention_window",
+                    "a list of " + std::to_string(windows.size()) + " sizes",
+                    "one size, or one per layer (num_hidden_layers " + std::to_string(layers) +
+                        ")");
+      return 0;
+    }
+  }
+  if (windows.empty() || llvm::any_of(windows, [](int64_t w) { return w < 2 || w % 2 != 0; })) {
+    r.unsupported("attention_window", "not a positive even size (or a list of them)",
+                  "positive even sizes, as transformers requires");
+    return 0;
+  }
+  if (llvm::any_of(windows, [&](int64_t w) { return w != windows[0]; })) {
+    r.unsupported("attention_window", "different per layer",
+                  "one window for every layer (nncc's encoder repeats one layer)");
+    return 0;
+  }
+  return windows[0];
+}
+
 std::optional<HfConfig> readConfig(const std::string &dir, std::string &error) {
   std::string path = (llvm::Twine(dir) + "/config.json").str();
   if (int rc = checkInputPath("import-hf", path); rc != 0) {
@@ -188,9 +221,10 @@ std::optional<HfConfig> readConfig(const std::string &dir, std::string &error) {
   c.ff = r.positiveInt("intermediate_size");
   c.maxPositions = r.positiveInt("max_position_embeddings");
   c.typeVocab = r.positiveInt("type_vocab_size", 2);
-  // BertConfig's and ElectraConfig's default; the word embeddings'
-  // padding_idx (that row gets no gradient).
-  c.padTokenId = r.tokenId("pad_token_id", 0);
+  // BertConfig's and ElectraConfig's default (LongformerConfig's: 1); the
+  // word embeddings' padding_idx (that row gets no gradient).
+  const bool longformer = c.spec->family == HfFamily::Longformer;
+  c.padTokenId = r.tokenId("pad_token_id", longformer ? 1 : 0);
   c.embedding = c.spec->family == HfFamily::Electra ? r.positiveInt("embedding_size", c.hidden)
                                                     : c.hidden;
   c.eps = r.number("layer_norm_eps", 1e-12, 1e-30, 1.0);
@@ -227,6 +261,16 @@ std::optional<HfConfig> readConfig(const std::string &dir, std::string &error) {
     r.unsupported("pad_token_id", std::to_string(c.padTokenId),
                   "a row of the word embeddings (< vocab_size " + std::to_string(c.vocab) +
                       ") or null");
+  if (longformer) {
+    if (c.padTokenId < 0)
+      r.unsupported("pad_token_id", "null", "a token id for Longformer (its position ids count "
+                                            "the tokens that are not padding)");
+    else if (c.padTokenId >= c.maxPositions)
+      r.unsupported("pad_token_id", std::to_string(c.padTokenId),
+                    "a row of the position table for Longformer (< max_position_embeddings " +
+                        std::to_string(c.maxPositions) + ")");
+    c.attentionWindow = attentionWindow(*object, c.layers, r);
+  }
   if (c.problemType.empty())
     c.problemType = c.numLabels == 1 ? "regression" : "single_label_classification";
   if (r.failed()) {
@@ -572,6 +616,7 @@ cl::opt<ExportDtype> exportDtype(
                clEnumValN(ExportDtype::BF16, "bf16", "bfloat16, rounded to nearest even")),
     cl::sub(exportHfCmd), cl::cat(hfCategory));
 
+using frontend::CValue;
 using frontend::LayerInstance;
 
 /// The one top-level layer that `matches` (or the one named `chosen`).
@@ -643,10 +688,34 @@ std::optional<HfConfig> configFromModel(const frontend::ModelInfo &m, std::strin
             "; Hugging Face's BERT and ELECTRA learn absolute positions (position: learned)";
     return std::nullopt;
   }
+  // Dense attention: BERT or ELECTRA; dilated(convention: hf): Longformer.
+  bool longformer = false;
   if (std::string kind = layer.enumArg("kind", "dense"); kind != "dense") {
-    error = "layer '" + enc->path + "' has kind: " + kind +
-            " attention; BERT and ELECTRA attend densely (kind: dense)";
-    return std::nullopt;
+    const CValue *k = layer.arg("kind");
+    auto kwarg = [&](llvm::StringRef name) -> const CValue * {
+      for (auto &kv : k->kwargs)
+        if (kv.first == name)
+          return &kv.second;
+      return nullptr;
+    };
+    const CValue *convention = kind == "dilated" ? kwarg("convention") : nullptr;
+    const CValue *window = kind == "dilated" ? kwarg("window") : nullptr;
+    const CValue *dilation = kind == "dilated" ? kwarg("dilation") : nullptr;
+    if (!convention || convention->name != "hf") {
+      error = "layer '" + enc->path + "' has kind: " + kind +
+              " attention; BERT and ELECTRA attend densely (kind: dense), Longformer with "
+              "dilated(window: w, convention: hf)";
+      return std::nullopt;
+    }
+    const int64_t w = window ? window->i : 64;
+    if ((dilation && dilation->i != 1) || w < 2 || w % 2 != 0) {
+      error = "layer '" + enc->path + "' is Longformer attention with window " +
+              std::to_string(w) + (dilation ? " and dilation " + std::to_string(dilation->i) : "") +
+              "; Hugging Face's Longformer needs an even window and dilation 1";
+      return std::nullopt;
+    }
+    longformer = true;
+    c.attentionWindow = w;
   }
   if (double e = emb->floatArg("eps", 1e-12); e != c.eps) {
     error = "the layer norms of '" + emb->path + "' (eps " + llvm::formatv("{0}", e).str() + ") and '" +
@@ -659,6 +728,8 @@ std::optional<HfConfig> configFromModel(const frontend::ModelInfo &m, std::strin
   const LayerInstance *classifier = m.layer("classifier");
   const LayerInstance *pooler = m.layer("pooler");
   std::string arch = exportArchitecture;
+  if (arch.empty() && longformer)
+    arch = "LongformerModel";
   if (arch.empty()) {
     if (classifier)
       arch = classifier->kind == LayerInstance::Block ? "ElectraForSequenceClassification"
@@ -671,7 +742,7 @@ std::optional<HfConfig> configFromModel(const frontend::ModelInfo &m, std::strin
       arch = "ElectraModel";
   }
   c.architecture = arch;
-  for (llvm::StringRef type : {"bert", "electra"}) {
+  for (llvm::StringRef type : {"bert", "electra", "longformer"}) {
     std::string ignored;
     if (const HfArchitecture *a = findArchitecture(type, arch, ignored))
       c.spec = a;
@@ -679,11 +750,34 @@ std::optional<HfConfig> configFromModel(const frontend::ModelInfo &m, std::strin
   if (!c.spec) {
     error = "--architecture '" + arch +
             "' is not one nncc export-hf writes (BertModel, BertForSequenceClassification, "
-            "ElectraModel, ElectraForPreTraining, ElectraForSequenceClassification)";
+            "ElectraModel, ElectraForPreTraining, ElectraForSequenceClassification, "
+            "LongformerModel)";
     return std::nullopt;
   }
   c.modelType = c.spec->modelType;
   c.head = c.spec->head;
+  if ((c.spec->family == HfFamily::Longformer) != longformer) {
+    error = longformer ? "the encoder '" + enc->path + "' is Longformer's (dilated, convention hf); "
+                         "--architecture " + arch + " attends densely (LongformerModel)"
+                       : "--architecture " + arch + " needs Longformer attention in '" +
+                             enc->path + "' (kind: dilated(window: w, convention: hf))";
+    return std::nullopt;
+  }
+  if (longformer) {
+    if (c.padTokenId < 0) {
+      error = "layer '" + emb->path + "' has no padding_idx; Longformer's position ids count "
+              "the tokens that are not pad_token_id (as import-hf writes: padding_idx: PAD)";
+      return std::nullopt;
+    }
+    // LongformerModel(add_pooling_layer=False): no pooler.
+    if (!pooler)
+      c.head = HfHead::None;
+  }
+  if (c.spec->family == HfFamily::Longformer && c.embedding != c.hidden) {
+    error = "the embeddings of '" + emb->path + "' are " + std::to_string(c.embedding) +
+            " wide and the encoder " + std::to_string(c.hidden) + "; Longformer has one width";
+    return std::nullopt;
+  }
   if (c.spec->family == HfFamily::Bert && c.embedding != c.hidden) {
     error = "the embeddings of '" + emb->path + "' are " + std::to_string(c.embedding) +
             " wide and the encoder " + std::to_string(c.hidden) +
@@ -752,6 +846,8 @@ llvm::json::Value configJSON(const HfConfig &c, llvm::StringRef dtype) {
   };
   if (c.spec->family == HfFamily::Electra)
     o["embedding_size"] = c.embedding;
+  if (c.spec->family == HfFamily::Longformer)
+    o["attention_window"] = llvm::json::Array(std::vector<int64_t>(c.layers, c.attentionWindow));
   if (c.head == HfHead::SequenceClassification) {
     llvm::json::Object id2label, label2id;
     for (int64_t i = 0; i < c.numLabels; ++i) {

@@ -23,7 +23,7 @@ extern llvm::cl::SubCommand exportHfCmd;
 int runImportHf();
 int runExportHf();
 
-enum class HfFamily { Bert, Electra };
+enum class HfFamily { Bert, Electra, Longformer };
 /// What sits on top of the encoder.
 enum class HfHead { None, Pooler, SequenceClassification, PreTraining };
 
@@ -51,6 +51,8 @@ struct HfConfig {
           typeVocab = 2, embedding = 0, numLabels = 2;
   /// pad_token_id: the word embeddings' padding_idx; -1 for none.
   int64_t padTokenId = -1;
+  /// Longformer: attention_window (the same for every layer, even).
+  int64_t attentionWindow = 0;
   double eps = 1e-12, hiddenDropout = 0.1, attentionDropout = 0.1, classifierDropout = 0.1;
   std::string activation = "gelu", problemType;
   /// The nncc layers holding the embeddings and the encoder.
