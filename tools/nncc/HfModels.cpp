@@ -89,13 +89,12 @@ const HfArchitecture *findArchitecture(llvm::StringRef modelType, llvm::StringRe
   return nullptr;
 }
 
-std::string modelSource(const HfConfig &c, llvm::StringRef name) {
+namespace {
+/// The header comment and the blocks of the heads on top of the encoder.
+void writeHeader(llvm::raw_ostream &os, const HfConfig &c) {
   const HfArchitecture &a = *c.spec;
   const bool electra = a.family == HfFamily::Electra;
   const bool longformer = a.family == HfFamily::Longformer;
-  const bool project = electra && c.embedding != c.hidden;
-  std::string s;
-  llvm::raw_string_ostream os(s);
   os << "// " << a.architecture << " (model_type " << a.modelType
      << "), imported by nncc import-hf.\n"
      << "// Inputs and outputs carry Hugging Face's names: attention_mask is 1 = keep\n"
@@ -129,8 +128,14 @@ std::string modelSource(const HfConfig &c, llvm::StringRef name) {
        << "    return dense_prediction(" << activation(c.activation, "dense(h)") << ")\n"
        << "  }\n}\n\n";
 
-  os << "model " << name << " {\n"
-     << "  dims B, T\n"
+}
+
+/// The model's constants and inputs; returns the loss expression of a
+/// model with labels ("" without).
+std::string writeInputs(llvm::raw_ostream &os, const HfConfig &c) {
+  const bool electra = c.spec->family == HfFamily::Electra;
+  const bool longformer = c.spec->family == HfFamily::Longformer;
+  os << "  dims B, T\n"
      << "  const V = " << c.vocab << ", D = " << c.hidden << ", A = " << c.heads
      << ", F = " << c.ff << ", N = " << c.layers << ", P = " << c.maxPositions
      << ", TV = " << c.typeVocab;
@@ -168,6 +173,14 @@ std::string modelSource(const HfConfig &c, llvm::StringRef name) {
            "where(attention_mask == 0, -100, labels))";
   }
 
+  return loss;
+}
+
+/// The layers: the embeddings, the encoder and the head.
+void writeLayers(llvm::raw_ostream &os, const HfConfig &c) {
+  const bool electra = c.spec->family == HfFamily::Electra;
+  const bool longformer = c.spec->family == HfFamily::Longformer;
+  const bool project = electra && c.embedding != c.hidden;
   os << "\n  embeddings = bert_embeddings(" << (electra ? "V, E" : "V, D")
      << ", max_len: P, type_vocab: TV, eps: " << number(c.eps)
      << ", dropout: " << number(c.hiddenDropout);
@@ -193,6 +206,13 @@ std::string modelSource(const HfConfig &c, llvm::StringRef name) {
   if (c.head == HfHead::PreTraining)
     os << "  discriminator_predictions = electra_discriminator_predictions(D)\n";
 
+}
+
+/// The forward clause, and the train clause of a model with a loss.
+void writeForward(llvm::raw_ostream &os, const HfConfig &c, const std::string &loss) {
+  const bool electra = c.spec->family == HfFamily::Electra;
+  const bool longformer = c.spec->family == HfFamily::Longformer;
+  const bool project = electra && c.embedding != c.hidden;
   os << "\n  forward {\n";
   std::string embedded = "embeddings(input_ids, token_type_ids)";
   if (project)
@@ -245,6 +265,17 @@ std::string modelSource(const HfConfig &c, llvm::StringRef name) {
        << "    batch 8\n"
        << "  }\n";
   os << "}\n";
+}
+} // namespace
+
+std::string modelSource(const HfConfig &c, llvm::StringRef name) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  writeHeader(os, c);
+  os << "model " << name << " {\n";
+  std::string loss = writeInputs(os, c);
+  writeLayers(os, c);
+  writeForward(os, c, loss);
   return s;
 }
 

@@ -648,6 +648,105 @@ bool isLinear(const LayerInstance *l, int64_t in, int64_t out) {
          l->intArg("in") == in && l->intArg("out") == out && l->boolArg("bias", true);
 }
 
+/// Whether the encoder layer `layer` (at `path`) attends as Longformer
+/// (kind dilated, convention hf; its window into c.attentionWindow) rather
+/// than densely (BERT, ELECTRA); nullopt with `error` for anything else.
+std::optional<bool> longformerAttention(const LayerInstance &layer, const std::string &path,
+                                        HfConfig &c, std::string &error) {
+  std::string kind = layer.enumArg("kind", "dense");
+  if (kind == "dense")
+    return false;
+  const CValue *k = layer.arg("kind");
+  auto kwarg = [&](llvm::StringRef name) -> const CValue * {
+    for (auto &kv : k->kwargs)
+      if (kv.first == name)
+        return &kv.second;
+    return nullptr;
+  };
+  const CValue *convention = kind == "dilated" ? kwarg("convention") : nullptr;
+  const CValue *window = kind == "dilated" ? kwarg("window") : nullptr;
+  const CValue *dilation = kind == "dilated" ? kwarg("dilation") : nullptr;
+  if (!convention || convention->name != "hf") {
+    error = "layer '" + path + "' has kind: " + kind +
+            " attention; BERT and ELECTRA attend densely (kind: dense), Longformer with "
+            "dilated(window: w, convention: hf)";
+    return std::nullopt;
+  }
+  const int64_t w = window ? window->i : 64;
+  if ((dilation && dilation->i != 1) || w < 2 || w % 2 != 0) {
+    error = "layer '" + path + "' is Longformer attention with window " + std::to_string(w) +
+            (dilation ? " and dilation " + std::to_string(dilation->i) : "") +
+            "; Hugging Face's Longformer needs an even window and dilation 1";
+    return std::nullopt;
+  }
+  c.attentionWindow = w;
+  return true;
+}
+
+/// The architecture to write: --architecture, or from the head layers
+/// import-hf names (and Longformer's attention); null with `error`.
+const HfArchitecture *chooseArchitecture(const frontend::ModelInfo &m, bool longformer,
+                                         std::string &error) {
+  const LayerInstance *classifier = m.layer("classifier");
+  std::string arch = exportArchitecture;
+  if (arch.empty() && longformer)
+    arch = "LongformerModel";
+  if (arch.empty()) {
+    if (classifier)
+      arch = classifier->kind == LayerInstance::Block ? "ElectraForSequenceClassification"
+                                                      : "BertForSequenceClassification";
+    else if (m.layer("discriminator_predictions"))
+      arch = "ElectraForPreTraining";
+    else if (m.layer("pooler"))
+      arch = "BertModel";
+    else
+      arch = "ElectraModel";
+  }
+  for (llvm::StringRef type : {"bert", "electra", "longformer"}) {
+    std::string ignored;
+    if (const HfArchitecture *a = findArchitecture(type, arch, ignored))
+      return a;
+  }
+  error = "--architecture '" + arch +
+          "' is not one nncc export-hf writes (BertModel, BertForSequenceClassification, "
+          "ElectraModel, ElectraForPreTraining, ElectraForSequenceClassification, "
+          "LongformerModel)";
+  return nullptr;
+}
+
+/// The head's layers of `c`'s architecture (their weights' shapes are
+/// checked when they are read), and the classifier's labels.
+bool checkHead(const frontend::ModelInfo &m, HfConfig &c, std::string &error) {
+  auto need = [&](llvm::StringRef name) {
+    if (m.layer(name))
+      return true;
+    error = c.spec->architecture + " needs a layer '" + name.str() + "' (as nncc import-hf writes it)";
+    return false;
+  };
+  if (c.head == HfHead::SequenceClassification) {
+    const LayerInstance *classifier = m.layer("classifier");
+    if (!need("classifier") || (c.spec->family == HfFamily::Bert && !need("pooler")))
+      return false;
+    const LayerInstance *out = c.spec->family == HfFamily::Electra
+                                   ? classifier->child("out_proj")
+                                   : classifier;
+    if (!out || out->callee != "linear") {
+      error = "layer 'classifier' is not " +
+              std::string(c.spec->family == HfFamily::Electra
+                              ? "a block with linear layers dense and out_proj"
+                              : "a linear layer");
+      return false;
+    }
+    c.numLabels = out->intArg("out");
+    c.problemType = "single_label_classification";
+    for (const frontend::InputInfo &in : m.inputs)
+      if (in.name == "labels" && in.dtype.front() == 'f')
+        c.problemType = c.numLabels == 1 ? "regression" : "multi_label_classification";
+  }
+  return !(c.head == HfHead::Pooler && !need("pooler")) &&
+         !(c.head == HfHead::PreTraining && !need("discriminator_predictions"));
+}
+
 /// The Hugging Face config of a model in import-hf's layout (or a seed
 /// model's embeddings and encoder).
 std::optional<HfConfig> configFromModel(const frontend::ModelInfo &m, std::string &error) {
@@ -689,34 +788,9 @@ std::optional<HfConfig> configFromModel(const frontend::ModelInfo &m, std::strin
     return std::nullopt;
   }
   // Dense attention: BERT or ELECTRA; dilated(convention: hf): Longformer.
-  bool longformer = false;
-  if (std::string kind = layer.enumArg("kind", "dense"); kind != "dense") {
-    const CValue *k = layer.arg("kind");
-    auto kwarg = [&](llvm::StringRef name) -> const CValue * {
-      for (auto &kv : k->kwargs)
-        if (kv.first == name)
-          return &kv.second;
-      return nullptr;
-    };
-    const CValue *convention = kind == "dilated" ? kwarg("convention") : nullptr;
-    const CValue *window = kind == "dilated" ? kwarg("window") : nullptr;
-    const CValue *dilation = kind == "dilated" ? kwarg("dilation") : nullptr;
-    if (!convention || convention->name != "hf") {
-      error = "layer '" + enc->path + "' has kind: " + kind +
-              " attention; BERT and ELECTRA attend densely (kind: dense), Longformer with "
-              "dilated(window: w, convention: hf)";
-      return std::nullopt;
-    }
-    const int64_t w = window ? window->i : 64;
-    if ((dilation && dilation->i != 1) || w < 2 || w % 2 != 0) {
-      error = "layer '" + enc->path + "' is Longformer attention with window " +
-              std::to_string(w) + (dilation ? " and dilation " + std::to_string(dilation->i) : "") +
-              "; Hugging Face's Longformer needs an even window and dilation 1";
-      return std::nullopt;
-    }
-    longformer = true;
-    c.attentionWindow = w;
-  }
+  std::optional<bool> longformer = longformerAttention(layer, enc->path, c, error);
+  if (!longformer)
+    return std::nullopt;
   if (double e = emb->floatArg("eps", 1e-12); e != c.eps) {
     error = "the layer norms of '" + emb->path + "' (eps " + llvm::formatv("{0}", e).str() + ") and '" +
             enc->path + "' (eps " + llvm::formatv("{0}", c.eps).str() +
@@ -724,64 +798,33 @@ std::optional<HfConfig> configFromModel(const frontend::ModelInfo &m, std::strin
     return std::nullopt;
   }
 
-  // The architecture: given, or from the heads import-hf names.
-  const LayerInstance *classifier = m.layer("classifier");
-  const LayerInstance *pooler = m.layer("pooler");
-  std::string arch = exportArchitecture;
-  if (arch.empty() && longformer)
-    arch = "LongformerModel";
-  if (arch.empty()) {
-    if (classifier)
-      arch = classifier->kind == LayerInstance::Block ? "ElectraForSequenceClassification"
-                                                      : "BertForSequenceClassification";
-    else if (m.layer("discriminator_predictions"))
-      arch = "ElectraForPreTraining";
-    else if (pooler)
-      arch = "BertModel";
-    else
-      arch = "ElectraModel";
-  }
-  c.architecture = arch;
-  for (llvm::StringRef type : {"bert", "electra", "longformer"}) {
-    std::string ignored;
-    if (const HfArchitecture *a = findArchitecture(type, arch, ignored))
-      c.spec = a;
-  }
-  if (!c.spec) {
-    error = "--architecture '" + arch +
-            "' is not one nncc export-hf writes (BertModel, BertForSequenceClassification, "
-            "ElectraModel, ElectraForPreTraining, ElectraForSequenceClassification, "
-            "LongformerModel)";
+  c.spec = chooseArchitecture(m, *longformer, error);
+  if (!c.spec)
     return std::nullopt;
-  }
+  c.architecture = c.spec->architecture;
   c.modelType = c.spec->modelType;
   c.head = c.spec->head;
-  if ((c.spec->family == HfFamily::Longformer) != longformer) {
-    error = longformer ? "the encoder '" + enc->path + "' is Longformer's (dilated, convention hf); "
-                         "--architecture " + arch + " attends densely (LongformerModel)"
-                       : "--architecture " + arch + " needs Longformer attention in '" +
-                             enc->path + "' (kind: dilated(window: w, convention: hf))";
+  if ((c.spec->family == HfFamily::Longformer) != *longformer) {
+    error = *longformer ? "the encoder '" + enc->path +
+                              "' is Longformer's (dilated, convention hf); --architecture " +
+                              c.architecture + " attends densely (LongformerModel)"
+                        : "--architecture " + c.architecture + " needs Longformer attention in '" +
+                              enc->path + "' (kind: dilated(window: w, convention: hf))";
     return std::nullopt;
   }
-  if (longformer) {
-    if (c.padTokenId < 0) {
-      error = "layer '" + emb->path + "' has no padding_idx; Longformer's position ids count "
-              "the tokens that are not pad_token_id (as import-hf writes: padding_idx: PAD)";
-      return std::nullopt;
-    }
-    // LongformerModel(add_pooling_layer=False): no pooler.
-    if (!pooler)
-      c.head = HfHead::None;
-  }
-  if (c.spec->family == HfFamily::Longformer && c.embedding != c.hidden) {
-    error = "the embeddings of '" + emb->path + "' are " + std::to_string(c.embedding) +
-            " wide and the encoder " + std::to_string(c.hidden) + "; Longformer has one width";
+  if (*longformer && c.padTokenId < 0) {
+    error = "layer '" + emb->path + "' has no padding_idx; Longformer's position ids count "
+            "the tokens that are not pad_token_id (as import-hf writes: padding_idx: PAD)";
     return std::nullopt;
   }
-  if (c.spec->family == HfFamily::Bert && c.embedding != c.hidden) {
+  // LongformerModel(add_pooling_layer=False): no pooler.
+  if (*longformer && !m.layer("pooler"))
+    c.head = HfHead::None;
+  if (c.spec->family != HfFamily::Electra && c.embedding != c.hidden) {
     error = "the embeddings of '" + emb->path + "' are " + std::to_string(c.embedding) +
-            " wide and the encoder " + std::to_string(c.hidden) +
-            "; BERT has one width (ELECTRA projects: --architecture ElectraModel)";
+            " wide and the encoder " + std::to_string(c.hidden) + "; " +
+            (*longformer ? "Longformer" : "BERT") +
+            " has one width (ELECTRA projects: --architecture ElectraModel)";
     return std::nullopt;
   }
   if (c.spec->family == HfFamily::Electra && c.embedding != c.hidden &&
@@ -791,34 +834,7 @@ std::optional<HfConfig> configFromModel(const frontend::ModelInfo &m, std::strin
             std::to_string(c.embedding) + ", " + std::to_string(c.hidden) + ")";
     return std::nullopt;
   }
-  // The head's layers; their weights' shapes are checked when they are read.
-  auto need = [&](llvm::StringRef name) {
-    if (m.layer(name))
-      return true;
-    error = c.spec->architecture + " needs a layer '" + name.str() + "' (as nncc import-hf writes it)";
-    return false;
-  };
-  if (c.head == HfHead::SequenceClassification) {
-    if (!need("classifier") || (c.spec->family == HfFamily::Bert && !need("pooler")))
-      return std::nullopt;
-    const LayerInstance *out = c.spec->family == HfFamily::Electra
-                                   ? classifier->child("out_proj")
-                                   : classifier;
-    if (!out || out->callee != "linear") {
-      error = "layer 'classifier' is not " +
-              std::string(c.spec->family == HfFamily::Electra
-                              ? "a block with linear layers dense and out_proj"
-                              : "a linear layer");
-      return std::nullopt;
-    }
-    c.numLabels = out->intArg("out");
-    c.problemType = "single_label_classification";
-    for (const frontend::InputInfo &in : m.inputs)
-      if (in.name == "labels" && in.dtype.front() == 'f')
-        c.problemType = c.numLabels == 1 ? "regression" : "multi_label_classification";
-  }
-  if ((c.head == HfHead::Pooler && !need("pooler")) ||
-      (c.head == HfHead::PreTraining && !need("discriminator_predictions")))
+  if (!checkHead(m, c, error))
     return std::nullopt;
   return c;
 }
