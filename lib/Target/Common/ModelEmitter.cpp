@@ -540,6 +540,18 @@ static std::string dimsInitializer(const std::vector<std::string> &dims,
 }
 
 LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) {
+  if (failed(emitSignatureTables(os)) || failed(emitParamTables(os)))
+    return failure();
+  FailureOr<bool> anyWorkspace = emitBufferPlan(os);
+  if (failed(anyWorkspace))
+    return failure();
+  emitTrainConfig(os);
+  emitAbi(os, withCuda);
+  emitModelDef(os, withCuda, *anyWorkspace);
+  return success();
+}
+
+LogicalResult ModelEmitter::emitSignatureTables(raw_indented_ostream &os) {
   os << "// ---- signature tables ----\n";
   if (!dims.empty()) {
     os << "static const char *const kDimNames[] = {";
@@ -586,7 +598,10 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
          << (i >= inferenceInputs.size() || inferenceInputs[i] ? "1" : "0");
     os << "};\n";
   }
+  return success();
+}
 
+LogicalResult ModelEmitter::emitParamTables(raw_indented_ostream &os) {
   for (size_t i = 0; i < params.size(); ++i)
     if (params[i].type.getRank())
       os << "static const int64_t kParamsDims" << i << "[] = "
@@ -644,7 +659,10 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
       os << "  {" << (p.decay ? 1 : 0) << ", " << p.lrDepth << "}, // " << p.name << "\n";
     os << "};\n";
   }
+  return success();
+}
 
+FailureOr<bool> ModelEmitter::emitBufferPlan(raw_indented_ostream &os) {
   os << "\n// ---- buffer plan: arena slots, live ranges in launch order ----\n";
   for (size_t i = 0; i < buffers.size(); ++i)
     if (buffers[i].type && buffers[i].type.getRank())
@@ -687,40 +705,41 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
     os.unindent();
     os << "}\n";
   }
+  return anyWs;
+}
 
-  // The model's train clause (#nn.train, defaults filled by the attribute;
-  // docs/training.md).
-  {
-    auto tr = module->getAttrOfType<nn::TrainAttr>("nn.train");
-    if (!tr)
-      tr = nn::TrainAttr::getDefault(module.getContext());
-    nn::OptimizerAttr opt = tr.getOptimizer();
-    nn::ScheduleAttr sch = tr.getSchedule();
-    StringRef on = nn::stringifyOptimizerKind(opt.getKind());
-    StringRef sn = nn::stringifyScheduleKind(sch.getKind());
-    std::string optEnum = ("NNCC_OPTIM_" + on.upper());
-    std::string schEnum = ("NNCC_SCHEDULE_" + sn.upper());
-    os << "\n// ---- the train clause (nn.train), defaults filled ----\n";
-    os << "static const nncc_train_config kTrainConfig = {\n";
-    os.indent();
-    os << optEnum << ", " << fmtDouble(opt.getLrValue()) << ", // optimizer " << on
-       << ", lr\n";
-    os << fmtDouble(opt.getBeta1Value()) << ", " << fmtDouble(opt.getBeta2Value()) << ", "
-       << fmtDouble(opt.getEpsValue()) << ", // betas, eps\n";
-    os << fmtDouble(opt.getWeightDecayValue()) << ", " << fmtDouble(opt.getMomentumValue())
-       << ", " << (int)opt.getNesterov() << ", // weight_decay, momentum, nesterov\n";
-    os << fmtDouble(tr.getClipValue()) << ", " << fmtDouble(tr.getLayerDecayValue())
-       << ", // clip, layer_decay\n";
-    os << schEnum << ", " << sch.getWarmup() << ", " << fmtDouble(sch.getWarmupFractionValue())
-       << ", " << sch.getTotal() << ", " << fmtDouble(sch.getCyclesValue()) << ", "
-       << sch.getStepSize() << ", " << fmtDouble(sch.getGammaValue())
-       << ", // schedule " << sn << ": warmup, warmup_fraction, total, cycles, step_size, gamma\n";
-    os << tr.getEpochs() << ", " << tr.getBatch() << ", " << tr.getSeed()
-       << ", // epochs, batch, seed\n";
-    os.unindent();
-    os << "};\n";
-  }
+void ModelEmitter::emitTrainConfig(raw_indented_ostream &os) {
+  auto tr = module->getAttrOfType<nn::TrainAttr>("nn.train");
+  if (!tr)
+    tr = nn::TrainAttr::getDefault(module.getContext());
+  nn::OptimizerAttr opt = tr.getOptimizer();
+  nn::ScheduleAttr sch = tr.getSchedule();
+  StringRef on = nn::stringifyOptimizerKind(opt.getKind());
+  StringRef sn = nn::stringifyScheduleKind(sch.getKind());
+  std::string optEnum = ("NNCC_OPTIM_" + on.upper());
+  std::string schEnum = ("NNCC_SCHEDULE_" + sn.upper());
+  os << "\n// ---- the train clause (nn.train), defaults filled ----\n";
+  os << "static const nncc_train_config kTrainConfig = {\n";
+  os.indent();
+  os << optEnum << ", " << fmtDouble(opt.getLrValue()) << ", // optimizer " << on
+     << ", lr\n";
+  os << fmtDouble(opt.getBeta1Value()) << ", " << fmtDouble(opt.getBeta2Value()) << ", "
+     << fmtDouble(opt.getEpsValue()) << ", // betas, eps\n";
+  os << fmtDouble(opt.getWeightDecayValue()) << ", " << fmtDouble(opt.getMomentumValue())
+     << ", " << (int)opt.getNesterov() << ", // weight_decay, momentum, nesterov\n";
+  os << fmtDouble(tr.getClipValue()) << ", " << fmtDouble(tr.getLayerDecayValue())
+     << ", // clip, layer_decay\n";
+  os << schEnum << ", " << sch.getWarmup() << ", " << fmtDouble(sch.getWarmupFractionValue())
+     << ", " << sch.getTotal() << ", " << fmtDouble(sch.getCyclesValue()) << ", "
+     << sch.getStepSize() << ", " << fmtDouble(sch.getGammaValue())
+     << ", // schedule " << sn << ": warmup, warmup_fraction, total, cycles, step_size, gamma\n";
+  os << tr.getEpochs() << ", " << tr.getBatch() << ", " << tr.getSeed()
+     << ", // epochs, batch, seed\n";
+  os.unindent();
+  os << "};\n";
+}
 
+void ModelEmitter::emitAbi(raw_indented_ostream &os, bool withCuda) {
   os << "\n// ---- the ABI ----\n";
   os << "static nncc_status forward_cpu(nncc_model *m, nncc_error *err);\n";
   if (train)
@@ -780,11 +799,14 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
      << "nncc_ms_set_frozen, nncc_ms_get_frozen, // ABI 10: frozen parameters\n";
   os.unindent();
   os << "};\n";
+}
+
+void ModelEmitter::emitModelDef(raw_indented_ostream &os, bool withCuda, bool anyWorkspace) {
   os << "static const nncc_ms_model_def kDef = {\n";
   os.indent();
   os << "&kAbi, " << (params.empty() ? "NULL" : "kInits") << ", " << buffers.size() << ", "
      << (buffers.empty() ? "NULL" : "kBuffers") << ", "
-     << (anyWs ? "workspace_bytes" : "NULL") << ",\n";
+     << (anyWorkspace ? "workspace_bytes" : "NULL") << ",\n";
   if (withCuda)
     os << "forward_cpu, nncc_" << modelName << "_forward_cuda, nncc_" << modelName
        << "_cuda_setup, nncc_" << modelName << "_cuda_teardown,\n";
@@ -812,7 +834,6 @@ LogicalResult ModelEmitter::emitTables(raw_indented_ostream &os, bool withCuda) 
      << "  return &kAbi;\n}\n";
   os << "extern \"C\" NNCC_MODEL_EXPORT const nncc_model_abi *nncc_" << modelName
      << "_get_abi(void) {\n  return &kAbi;\n}\n\n";
-  return success();
 }
 
 std::pair<std::vector<Operation *>, std::vector<Operation *>>
@@ -923,6 +944,46 @@ void ModelEmitter::emitMathPrelude(raw_indented_ostream &os, llvm::StringRef q,
   }
 }
 
+/// The C operator of a signed integer comparison; null for an unsigned one.
+static const char *signedComparison(arith::CmpIPredicate p) {
+  using P = arith::CmpIPredicate;
+  switch (p) {
+  case P::eq: return "==";
+  case P::ne: return "!=";
+  case P::slt: return "<";
+  case P::sle: return "<=";
+  case P::sgt: return ">";
+  case P::sge: return ">=";
+  default: return nullptr;
+  }
+}
+
+/// C for a float comparison `a <p> b`: ordered predicates are false on NaN,
+/// unordered ones true (the negation of the opposite ordered test).
+static std::string floatComparison(arith::CmpFPredicate p, const std::string &a,
+                                   const std::string &b) {
+  using P = arith::CmpFPredicate;
+  switch (p) {
+  case P::OGT: return a + " > " + b;
+  case P::OGE: return a + " >= " + b;
+  case P::OLT: return a + " < " + b;
+  case P::OLE: return a + " <= " + b;
+  case P::OEQ: return a + " == " + b;
+  case P::ONE: return "(" + a + " < " + b + " || " + a + " > " + b + ")";
+  case P::UGT: return "!(" + a + " <= " + b + ")";
+  case P::UGE: return "!(" + a + " < " + b + ")";
+  case P::ULT: return "!(" + a + " >= " + b + ")";
+  case P::ULE: return "!(" + a + " > " + b + ")";
+  case P::UEQ: return "!(" + a + " < " + b + " || " + a + " > " + b + ")";
+  case P::UNE: return a + " != " + b;
+  case P::ORD: return "(" + a + " == " + a + " && " + b + " == " + b + ")";
+  case P::UNO: return "(" + a + " != " + a + " || " + b + " != " + b + ")";
+  case P::AlwaysTrue: return "true";
+  case P::AlwaysFalse: return "false";
+  }
+  llvm_unreachable("unknown arith.cmpf predicate");
+}
+
 LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
                                                 nnk::ElementwiseOp op,
                                                 const std::string &out,
@@ -1014,43 +1075,14 @@ LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
                  arith::ExtUIOp, arith::TruncIOp>(inner))
       def(result(), "(" + result() + ")" + operand(0));
     else if (auto cmp = dyn_cast<arith::CmpIOp>(inner)) {
-      using P = arith::CmpIPredicate;
-      const char *o = nullptr;
-      switch (cmp.getPredicate()) {
-      case P::eq: o = "=="; break;
-      case P::ne: o = "!="; break;
-      case P::slt: o = "<"; break;
-      case P::sle: o = "<="; break;
-      case P::sgt: o = ">"; break;
-      case P::sge: o = ">="; break;
-      default:
+      const char *o = signedComparison(cmp.getPredicate());
+      if (!o)
         return cmp.emitError("unsigned integer comparisons are not supported by "
                              "the emitters");
-      }
       def("bool", "(" + operand(0) + " " + o + " " + operand(1) + ")");
     }
     else if (auto cmp = dyn_cast<arith::CmpFOp>(inner)) {
-      std::string a = operand(0), b = operand(1), e;
-      using P = arith::CmpFPredicate;
-      switch (cmp.getPredicate()) {
-      case P::OGT: e = a + " > " + b; break;
-      case P::OGE: e = a + " >= " + b; break;
-      case P::OLT: e = a + " < " + b; break;
-      case P::OLE: e = a + " <= " + b; break;
-      case P::OEQ: e = a + " == " + b; break;
-      case P::ONE: e = "(" + a + " < " + b + " || " + a + " > " + b + ")"; break;
-      case P::UGT: e = "!(" + a + " <= " + b + ")"; break;
-      case P::UGE: e = "!(" + a + " < " + b + ")"; break;
-      case P::ULT: e = "!(" + a + " >= " + b + ")"; break;
-      case P::ULE: e = "!(" + a + " > " + b + ")"; break;
-      case P::UEQ: e = "!(" + a + " < " + b + " || " + a + " > " + b + ")"; break;
-      case P::UNE: e = a + " != " + b; break;
-      case P::ORD: e = "(" + a + " == " + a + " && " + b + " == " + b + ")"; break;
-      case P::UNO: e = "(" + a + " != " + a + " || " + b + " != " + b + ")"; break;
-      case P::AlwaysTrue: e = "true"; break;
-      case P::AlwaysFalse: e = "false"; break;
-      }
-      def("bool", "(" + e + ")");
+      def("bool", "(" + floatComparison(cmp.getPredicate(), operand(0), operand(1)) + ")");
     } else if (isa<math::TanhOp>(inner))
       call("nncc_tanh", 1);
     else if (isa<math::ExpOp>(inner))

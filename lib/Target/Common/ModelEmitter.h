@@ -118,6 +118,19 @@ protected:
 
   /// The signature tables, init table, buffer plan and the ABI object.
   mlir::LogicalResult emitTables(mlir::raw_indented_ostream &os, bool withCuda);
+  /// kDimNames, kDimRanges and the tensor tables of inputs, outputs,
+  /// gradients, cotangents and input gradients; kInferenceInputs.
+  mlir::LogicalResult emitSignatureTables(mlir::raw_indented_ostream &os);
+  /// kParams, their inits (kInits) and optimizer groups (kParamGroups).
+  mlir::LogicalResult emitParamTables(mlir::raw_indented_ostream &os);
+  /// kBuffers and workspace_bytes; returns whether any buffer is a workspace.
+  mlir::FailureOr<bool> emitBufferPlan(mlir::raw_indented_ostream &os);
+  /// kTrainConfig: the model's #nn.train (defaults filled; docs/training.md).
+  void emitTrainConfig(mlir::raw_indented_ostream &os);
+  /// The launch functions' declarations and the nncc_model_abi object.
+  void emitAbi(mlir::raw_indented_ostream &os, bool withCuda);
+  /// kDef (nncc_ms_model_def), create and the exported get_abi functions.
+  void emitModelDef(mlir::raw_indented_ostream &os, bool withCuda, bool anyWorkspace);
   /// Declarations at the top of a forward function: dims, inputs, outputs,
   /// parameters and planned buffers as typed pointers.
   mlir::LogicalResult emitForwardPrologue(mlir::raw_indented_ostream &os,
