@@ -478,23 +478,12 @@ struct ODERNNGradLowering : OpConversionPattern<nn::ODERNNGradOp> {
   }
 };
 
-} // namespace
+using RW = ConversionPatternRewriter;
 
-void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
-                                     RewritePatternSet &patterns) {
-  MLIRContext *ctx = patterns.getContext();
-  patterns.add<SaveLowering, ActivationGradLowering, DropoutLowering,
-               ZoneoutLowering,
-               AttentionGradLowering, RecurrentGradLowering<nn::RNNGradOp>,
-               RecurrentGradLowering<nn::LSTMGradOp>,
-               RecurrentGradLowering<nn::GRUGradOp>,
-               CellGradLowering<nn::RNNCellGradOp>,
-               CellGradLowering<nn::LSTMCellGradOp>,
-               CellGradLowering<nn::GRUCellGradOp>, ODESolveGradLowering,
-               ODERNNGradLowering>(converter, ctx);
-  using RW = ConversionPatternRewriter;
-  // Pretraining's token ops (active in inference too) and axial positions.
-  patterns.add<StopGradientLowering>(converter, ctx);
+/// Pretraining's token ops (active in inference too) and axial positions.
+void populateTokenPatterns(const TypeConverter &converter,
+                           RewritePatternSet &patterns) {
+  patterns.add<StopGradientLowering>(converter, patterns.getContext());
   addGrad<nn::MaskTokensOp>(
       converter, patterns,
       [](RW &r, nn::MaskTokensOp op, nn::MaskTokensOp::Adaptor a,
@@ -533,6 +522,11 @@ void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
         nnk::AxialPositionGradOp::create(r, op.getLoc(), a.getDy(), o[0], o[1]);
         return success();
       });
+}
+
+/// The adjoints of reductions, slices and zeros; topk's two outs.
+void populateReductionGradPatterns(const TypeConverter &converter,
+                                   RewritePatternSet &patterns) {
   addGrad<nn::ZerosOp>(converter, patterns,
                        [](RW &r, nn::ZerosOp op, nn::ZerosOp::Adaptor,
                           ArrayRef<Value> o) -> LogicalResult {
@@ -598,6 +592,11 @@ void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
                                  op.getSteps(), op.getSqueeze());
         return success();
       });
+}
+
+/// The weight and input gradients of linear, embedding, layer_norm and the losses.
+void populateLayerGradPatterns(const TypeConverter &converter,
+                               RewritePatternSet &patterns) {
   addGrad<nn::LinearWeightGradOp>(
       converter, patterns,
       [](RW &r, nn::LinearWeightGradOp op, nn::LinearWeightGradOp::Adaptor a,
@@ -648,4 +647,23 @@ void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
                                 nnk::LossKind::bce_with_logits, -100);
         return success();
       });
+}
+
+} // namespace
+
+void nncc::populateGradToNNKPatterns(const TypeConverter &converter,
+                                     RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<SaveLowering, ActivationGradLowering, DropoutLowering,
+               ZoneoutLowering,
+               AttentionGradLowering, RecurrentGradLowering<nn::RNNGradOp>,
+               RecurrentGradLowering<nn::LSTMGradOp>,
+               RecurrentGradLowering<nn::GRUGradOp>,
+               CellGradLowering<nn::RNNCellGradOp>,
+               CellGradLowering<nn::LSTMCellGradOp>,
+               CellGradLowering<nn::GRUCellGradOp>, ODESolveGradLowering,
+               ODERNNGradLowering>(converter, ctx);
+  populateTokenPatterns(converter, patterns);
+  populateReductionGradPatterns(converter, patterns);
+  populateLayerGradPatterns(converter, patterns);
 }
