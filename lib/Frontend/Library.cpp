@@ -339,6 +339,86 @@ static bool isInt(const CValue &v) { return v.kind == CValue::Int; }
 /// Sizes are capped so that products such as 4 * hidden cannot overflow.
 static constexpr int64_t kMaxSize = int64_t(1) << 40;
 
+/// `name` written without arguments, as the constructor `name()`.
+static CValue enumAsCtor(const CValue &v) {
+  CValue c;
+  c.kind = CValue::Ctor;
+  c.name = v.name;
+  c.loc = v.loc;
+  return c;
+}
+
+using FailWith = llvm::function_ref<bool(const llvm::Twine &expected)>;
+
+/// An attention kind: dense, or dilated(...) / lsh(...) with their arguments
+/// bound (bare `dilated` / `lsh` take the defaults).
+static bool checkAttentionKind(CValue &v, DiagEngine &diag, FailWith fail) {
+  if (v.kind == CValue::Enum && v.name == "dense")
+    return true;
+  if (v.kind == CValue::Enum && (v.name == "dilated" || v.name == "lsh"))
+    v = enumAsCtor(v);
+  if (v.kind != CValue::Ctor || (v.name != "dilated" && v.name != "lsh"))
+    return fail("dense, dilated(window:, dilation:, global:, convention:) or "
+                "lsh(hashes:, chunk:, convention:)");
+  static const std::vector<ParamSpec> dilated = {
+      optI("window", PK::PosInt, 64), optI("dilation", PK::PosInt, 1),
+      {"global", PK::IntList, false, std::nullopt, {}},
+      optE("convention", {"nncc", "hf"}, "nncc")};
+  static const std::vector<ParamSpec> lsh = {optI("hashes", PK::PosInt, 4),
+                                             optI("chunk", PK::PosInt, 64),
+                                             optE("convention", {"hf", "nncc"}, "hf")};
+  std::vector<std::pair<std::string, CValue>> out;
+  if (!bindCtor(v.name, v.name == "lsh" ? lsh : dilated, v, diag, out))
+    return false;
+  bool hf = false;
+  const CValue *global = nullptr;
+  for (auto &kv : out) {
+    if (kv.first == "convention")
+      hf = kv.second.name == "hf";
+    if (kv.first == "global") {
+      global = &kv.second;
+      for (auto &g : kv.second.elems)
+        if (g.i < 0) {
+          diag.error(g.loc, "global attention positions must be >= 0");
+          return false;
+        }
+    }
+  }
+  if (hf && global && !global->elems.empty()) {
+    diag.error(global->loc, "dilated(convention: hf) takes its global tokens from the "
+                            "call's global_mask:, not a global list");
+    return false;
+  }
+  v.elems.clear();
+  v.kwargs = std::move(out);
+  return true;
+}
+
+/// An activation name; leaky_relu (bare or with alpha:) becomes a constructor.
+static bool checkActivation(CValue &v, DiagEngine &diag, FailWith fail) {
+  if (v.kind == CValue::Enum &&
+      llvm::is_contained({"relu", "gelu", "gelu_new", "gelu_pytorch_tanh", "tanh",
+                          "sigmoid", "leaky_relu"},
+                         llvm::StringRef(v.name))) {
+    if (v.name == "leaky_relu") {
+      v = enumAsCtor(v);
+      v.kwargs.emplace_back("alpha", CValue::makeFloat(0.01));
+    }
+    return true;
+  }
+  if (v.kind == CValue::Ctor && v.name == "leaky_relu") {
+    static const std::vector<ParamSpec> lr = {
+        optF("alpha", PK::Float, 0.01)};
+    std::vector<std::pair<std::string, CValue>> out;
+    if (!bindCtor("leaky_relu", lr, v, diag, out))
+      return false;
+    v.elems.clear();
+    v.kwargs = std::move(out);
+    return true;
+  }
+  return fail("relu, gelu, gelu_new, gelu_pytorch_tanh, tanh, sigmoid or leaky_relu(alpha)");
+}
+
 bool nncc::frontend::checkValue(llvm::StringRef what, const ParamSpec &p,
                                 CValue &v, DiagEngine &diag) {
   auto fail = [&](const llvm::Twine &expected) {
@@ -414,87 +494,13 @@ bool nncc::frontend::checkValue(llvm::StringRef what, const ParamSpec &p,
       e = CValue::makeFloat(e.asDouble(), e.loc);
     }
     return true;
-  case PK::AttnKind: {
-    if (v.kind == CValue::Enum && v.name == "dense")
-      return true;
-    if (v.kind == CValue::Enum && (v.name == "dilated" || v.name == "lsh")) {
-      CValue c;
-      c.kind = CValue::Ctor;
-      c.name = v.name;
-      c.loc = v.loc;
-      v = c;
-    }
-    if (v.kind != CValue::Ctor || (v.name != "dilated" && v.name != "lsh"))
-      return fail("dense, dilated(window:, dilation:, global:, convention:) or "
-                  "lsh(hashes:, chunk:, convention:)");
-    static const std::vector<ParamSpec> dilated = {
-        optI("window", PK::PosInt, 64), optI("dilation", PK::PosInt, 1),
-        {"global", PK::IntList, false, std::nullopt, {}},
-        optE("convention", {"nncc", "hf"}, "nncc")};
-    static const std::vector<ParamSpec> lsh = {optI("hashes", PK::PosInt, 4),
-                                               optI("chunk", PK::PosInt, 64),
-                                               optE("convention", {"hf", "nncc"}, "hf")};
-    std::vector<std::pair<std::string, CValue>> out;
-    if (!bindCtor(v.name, v.name == "lsh" ? lsh : dilated, v, diag, out))
-      return false;
-    bool hf = false;
-    const CValue *global = nullptr;
-    for (auto &kv : out) {
-      if (kv.first == "convention")
-        hf = kv.second.name == "hf";
-      if (kv.first == "global") {
-        global = &kv.second;
-        for (auto &g : kv.second.elems)
-          if (g.i < 0) {
-            diag.error(g.loc, "global attention positions must be >= 0");
-            return false;
-          }
-      }
-    }
-    if (hf && global && !global->elems.empty()) {
-      diag.error(global->loc, "dilated(convention: hf) takes its global tokens from the "
-                              "call's global_mask:, not a global list");
-      return false;
-    }
-    v.elems.clear();
-    v.kwargs = std::move(out);
-    return true;
-  }
-  case PK::Activation: {
-    if (v.kind == CValue::Enum &&
-        llvm::is_contained({"relu", "gelu", "gelu_new", "gelu_pytorch_tanh", "tanh",
-                            "sigmoid", "leaky_relu"},
-                           llvm::StringRef(v.name))) {
-      if (v.name == "leaky_relu") {
-        CValue c;
-        c.kind = CValue::Ctor;
-        c.name = "leaky_relu";
-        c.loc = v.loc;
-        c.kwargs.emplace_back("alpha", CValue::makeFloat(0.01));
-        v = c;
-      }
-      return true;
-    }
-    if (v.kind == CValue::Ctor && v.name == "leaky_relu") {
-      static const std::vector<ParamSpec> lr = {
-          optF("alpha", PK::Float, 0.01)};
-      std::vector<std::pair<std::string, CValue>> out;
-      if (!bindCtor("leaky_relu", lr, v, diag, out))
-        return false;
-      v.elems.clear();
-      v.kwargs = std::move(out);
-      return true;
-    }
-    return fail("relu, gelu, gelu_new, gelu_pytorch_tanh, tanh, sigmoid or leaky_relu(alpha)");
-  }
+  case PK::AttnKind:
+    return checkAttentionKind(v, diag, fail);
+  case PK::Activation:
+    return checkActivation(v, diag, fail);
   case PK::Layer:
-    if (v.kind == CValue::Enum) {
-      CValue c;
-      c.kind = CValue::Ctor;
-      c.name = v.name;
-      c.loc = v.loc;
-      v = c;
-    }
+    if (v.kind == CValue::Enum)
+      v = enumAsCtor(v);
     return v.kind == CValue::Ctor ? true
                                   : fail("a layer constructor such as "
                                          "'linear(4, 4)'");

@@ -68,6 +68,13 @@ private:
                         &layers,
                     llvm::StringMap<SrcLoc> &declared,
                     const std::string &pathPrefix, unsigned depth);
+  /// A model input's element type and shape (symbolic dims by name).
+  std::optional<InputInfo> analyzeInput(const InputDecl &in, NameLookup lookup);
+  /// `repeat N ctor` / `parallel N ctor`: N instances of `ctor` at
+  /// path.0 ... path.N-1.
+  std::unique_ptr<LayerInstance> instantiateRepeat(const LayerDecl &l, const CValue &ctor,
+                                                   const std::string &path, unsigned depth,
+                                                   NameLookup lookup);
   std::unique_ptr<LayerInstance> instantiate(const CValue &ctor,
                                              const std::string &path,
                                              unsigned depth);
@@ -227,51 +234,13 @@ bool Sema::analyzeDecls(
     }
     case DeclItem::Input: {
       const InputDecl &in = d.input;
-      static const char *dtypes[] = {"f32", "f64", "bf16", "f16",
-                                     "i32", "i64", "i1"};
-      if (!llvm::is_contained(dtypes, llvm::StringRef(in.dtype.name))) {
-        diag.error(in.dtype.loc,
-                   "unknown element type '" + in.dtype.name +
-                       "' (expected f32, f64, bf16, f16, i32, i64 or i1)");
+      std::optional<InputInfo> ii = analyzeInput(in, lookup);
+      if (!ii)
         return false;
-      }
-      InputInfo ii;
-      ii.name = in.name.name;
-      ii.loc = in.name.loc;
-      ii.dtype = in.dtype.name;
-      for (auto &e : in.shape) {
-        DimValue dv;
-        auto *ne = llvm::dyn_cast<NameExpr>(e.get());
-        if (ne && info->isDim(ne->name)) {
-          dv.symbolic = true;
-          dv.symbol = ne->name;
-        } else {
-          auto v = evalConst(*e, lookup, diag);
-          if (!v)
-            return false;
-          if (v->kind == CValue::Enum) {
-            diag.error(v->loc, "use of undeclared dimension or constant '" +
-                                   v->name + "'");
-            return false;
-          }
-          if (v->kind != CValue::Int) {
-            diag.error(e->getLoc(), "dimension must be an integer, got " +
-                                        v->describe());
-            return false;
-          }
-          if (v->i <= 0 || v->i > (int64_t(1) << 40)) {
-            diag.error(e->getLoc(),
-                       "dimension must be in [1, 2^40], got " + v->str());
-            return false;
-          }
-          dv.size = v->i;
-        }
-        ii.shape.push_back(dv);
-      }
       if (!declare(declared, in.name, "input"))
         return false;
       runtimeNames.insert(in.name.name);
-      info->inputs.push_back(std::move(ii));
+      info->inputs.push_back(std::move(*ii));
       break;
     }
     case DeclItem::Layer: {
@@ -282,40 +251,9 @@ bool Sema::analyzeDecls(
       std::string path = joinPath(pathPrefix, l.name.name);
       std::unique_ptr<LayerInstance> inst;
       if (l.repeat) {
-        auto n = evalConst(*l.repeat, lookup, diag);
-        if (!n)
+        inst = instantiateRepeat(l, *ctor, path, depth, lookup);
+        if (!inst)
           return false;
-        const char *kw = l.parallel ? "parallel" : "repeat";
-        // An integral float (`N * G_size` = 3.0) counts as an integer.
-        if (n->kind == CValue::Float && n->f == std::trunc(n->f) &&
-            std::fabs(n->f) <= kMaxRepeat)
-          *n = CValue::makeInt(int64_t(n->f), n->loc);
-        if (n->kind == CValue::Enum) {
-          diag.error(n->loc, "use of undeclared constant '" + n->name + "'");
-          return false;
-        }
-        if (n->kind != CValue::Int || n->i < 1 || n->i > kMaxRepeat) {
-          diag.error(l.repeat->getLoc(),
-                     llvm::Twine("'") + kw +
-                         "' count must be an integer in [1, " +
-                         llvm::Twine(kMaxRepeat) + "], got " + n->describe());
-          return false;
-        }
-        inst = std::make_unique<LayerInstance>();
-        inst->kind = l.parallel ? LayerInstance::Parallel
-                                : LayerInstance::Repeat;
-        inst->callee = ctor->name;
-        inst->path = path;
-        inst->loc = l.ctor->getLoc();
-        if (!countInstance(inst->loc))
-          return false;
-        for (int64_t k = 0; k < n->i; ++k) {
-          auto member = instantiate(*ctor, path + "." + std::to_string(k),
-                                    depth);
-          if (!member)
-            return false;
-          inst->children.emplace_back(std::to_string(k), std::move(member));
-        }
       } else {
         inst = instantiate(*ctor, path, depth);
         if (!inst)
@@ -330,6 +268,92 @@ bool Sema::analyzeDecls(
     }
   }
   return true;
+}
+
+std::optional<InputInfo> Sema::analyzeInput(const InputDecl &in, NameLookup lookup) {
+  static const char *dtypes[] = {"f32", "f64", "bf16", "f16",
+                                 "i32", "i64", "i1"};
+  if (!llvm::is_contained(dtypes, llvm::StringRef(in.dtype.name))) {
+    diag.error(in.dtype.loc,
+               "unknown element type '" + in.dtype.name +
+                   "' (expected f32, f64, bf16, f16, i32, i64 or i1)");
+    return std::nullopt;
+  }
+  InputInfo ii;
+  ii.name = in.name.name;
+  ii.loc = in.name.loc;
+  ii.dtype = in.dtype.name;
+  for (auto &e : in.shape) {
+    DimValue dv;
+    auto *ne = llvm::dyn_cast<NameExpr>(e.get());
+    if (ne && info->isDim(ne->name)) {
+      dv.symbolic = true;
+      dv.symbol = ne->name;
+    } else {
+      auto v = evalConst(*e, lookup, diag);
+      if (!v)
+        return std::nullopt;
+      if (v->kind == CValue::Enum) {
+        diag.error(v->loc, "use of undeclared dimension or constant '" +
+                               v->name + "'");
+        return std::nullopt;
+      }
+      if (v->kind != CValue::Int) {
+        diag.error(e->getLoc(), "dimension must be an integer, got " +
+                                    v->describe());
+        return std::nullopt;
+      }
+      if (v->i <= 0 || v->i > (int64_t(1) << 40)) {
+        diag.error(e->getLoc(),
+                   "dimension must be in [1, 2^40], got " + v->str());
+        return std::nullopt;
+      }
+      dv.size = v->i;
+    }
+    ii.shape.push_back(dv);
+  }
+  return ii;
+}
+
+std::unique_ptr<LayerInstance> Sema::instantiateRepeat(const LayerDecl &l,
+                                                       const CValue &ctor,
+                                                       const std::string &path,
+                                                       unsigned depth, NameLookup lookup) {
+  auto n = evalConst(*l.repeat, lookup, diag);
+  if (!n)
+    return nullptr;
+  const char *kw = l.parallel ? "parallel" : "repeat";
+  // An integral float (`N * G_size` = 3.0) counts as an integer.
+  if (n->kind == CValue::Float && n->f == std::trunc(n->f) &&
+      std::fabs(n->f) <= kMaxRepeat)
+    *n = CValue::makeInt(int64_t(n->f), n->loc);
+  if (n->kind == CValue::Enum) {
+    diag.error(n->loc, "use of undeclared constant '" + n->name + "'");
+    return nullptr;
+  }
+  if (n->kind != CValue::Int || n->i < 1 || n->i > kMaxRepeat) {
+    diag.error(l.repeat->getLoc(),
+               llvm::Twine("'") + kw +
+                   "' count must be an integer in [1, " +
+                   llvm::Twine(kMaxRepeat) + "], got " + n->describe());
+    return nullptr;
+  }
+  auto inst = std::make_unique<LayerInstance>();
+  inst->kind = l.parallel ? LayerInstance::Parallel
+                          : LayerInstance::Repeat;
+  inst->callee = ctor.name;
+  inst->path = path;
+  inst->loc = l.ctor->getLoc();
+  if (!countInstance(inst->loc))
+    return nullptr;
+  for (int64_t k = 0; k < n->i; ++k) {
+    auto member = instantiate(ctor, path + "." + std::to_string(k),
+                              depth);
+    if (!member)
+      return nullptr;
+    inst->children.emplace_back(std::to_string(k), std::move(member));
+  }
+  return inst;
 }
 
 std::unique_ptr<LayerInstance> Sema::instantiate(const CValue &ctor,
