@@ -133,6 +133,25 @@ private:
   void analyseActivity(ArrayRef<Value> seeded, ArrayRef<BlockArgument> wrtArgs);
   void planResiduals();
   void eraseDeadBackward(Operation *last);
+  std::string resultName(unsigned i);
+  /// The index of the result named 'loss' (required without vjp; a float
+  /// scalar).
+  FailureOr<std::optional<unsigned>> findLoss(bool vjp);
+  /// The inputs named by `names` (float tensors).
+  FailureOr<SmallVector<BlockArgument>> findWrtArgs(ArrayRef<std::string> names);
+  /// Places the backward's start marker (`boundary`) before `ret` and
+  /// returns the seeds: (loss, 1), or with vjp (result, cotangent.<result>)
+  /// for every float result, the cotangents new arguments.
+  FailureOr<SmallVector<std::pair<Value, Value>>>
+  seedBackward(func::ReturnOp ret, std::optional<unsigned> lossIndex, bool vjp);
+  /// Replaces `ret` by one returning the forward's results, grad.<param>
+  /// for every parameter, then grad.<input> for `wrtNames`.
+  void returnGradients(func::ReturnOp ret, ArrayRef<std::string> wrtNames,
+                       ArrayRef<BlockArgument> wrtArgs,
+                       const DenseMap<Value, Value> &adjoints,
+                       const ParameterGradients &parameterGrads);
+  /// Erases saves that nothing reads and numbers the others in order.
+  void numberResiduals();
   LogicalResult sweep(ArrayRef<Operation *> ops,
                       DenseMap<Value, Value> &adjoints, bool topLevel);
 
@@ -461,17 +480,13 @@ void Engine::eraseDeadBackward(Operation *last) {
   }
 }
 
-LogicalResult Engine::run(ArrayRef<std::string> wrtInputs, bool vjp) {
-  Block &body = func.getBody().front();
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  SmallVector<Value> forwardResults(ret.getOperands());
-  auto resultName = [&](unsigned i) -> std::string {
-    if (auto name = func.getResultAttrOfType<StringAttr>(i, "nn.name"))
-      return name.getValue().str();
-    return "result" + std::to_string(i);
-  };
+std::string Engine::resultName(unsigned i) {
+  if (auto name = func.getResultAttrOfType<StringAttr>(i, "nn.name"))
+    return name.getValue().str();
+  return "result" + std::to_string(i);
+}
 
-  // The loss result (required without vjp) and the differentiated inputs.
+FailureOr<std::optional<unsigned>> Engine::findLoss(bool vjp) {
   std::optional<unsigned> lossIndex;
   for (unsigned i = 0; i < func.getNumResults(); ++i)
     if (resultName(i) == "loss")
@@ -482,20 +497,20 @@ LogicalResult Engine::run(ArrayRef<std::string> wrtInputs, bool vjp) {
            << " has no result named 'loss' (nn.name): nncc-autodiff "
               "differentiates a declared loss (or, with vjp, the outputs)";
   if (lossIndex) {
-    Value loss = forwardResults[*lossIndex];
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    Value loss = ret.getOperand(*lossIndex);
     if (!isFloatTensor(loss) ||
         cast<nncc::nn::TensorType>(loss.getType()).getRank() != 0)
       return original.emitError("the loss must be a float scalar, got ")
              << loss.getType();
   }
-  SmallVector<std::string> wrtNames(wrtInputs.begin(), wrtInputs.end());
-  if (vjp && wrtNames.empty())
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (auto attr = func.getArgAttrOfType<StringAttr>(i, "nn.name"))
-        if (isFloatTensor(func.getArgument(i)))
-          wrtNames.push_back(attr.getValue().str());
+  return lossIndex;
+}
+
+FailureOr<SmallVector<BlockArgument>>
+Engine::findWrtArgs(ArrayRef<std::string> names) {
   SmallVector<BlockArgument> wrtArgs;
-  for (const std::string &name : wrtNames) {
+  for (const std::string &name : names) {
     BlockArgument found;
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       if (auto attr = func.getArgAttrOfType<StringAttr>(i, "nn.name"))
@@ -509,8 +524,12 @@ LogicalResult Engine::run(ArrayRef<std::string> wrtInputs, bool vjp) {
              << name << "' is not a float tensor";
     wrtArgs.push_back(found);
   }
+  return wrtArgs;
+}
 
-  // The seeds: 1 for the loss, or one cotangent argument per float result.
+FailureOr<SmallVector<std::pair<Value, Value>>>
+Engine::seedBackward(func::ReturnOp ret, std::optional<unsigned> lossIndex, bool vjp) {
+  SmallVector<Value> forwardResults(ret.getOperands());
   SmallVector<std::pair<Value, Value>> seeds;
   builder.setInsertionPoint(ret);
   // Where the backward starts: the loss seed, or (vjp) a marker constant
@@ -523,56 +542,32 @@ LogicalResult Engine::run(ArrayRef<std::string> wrtInputs, bool vjp) {
   Value marker = ConstantOp::create(builder, ret.getLoc(),
                                     builder.getFloatAttr(markerType, 1.0));
   boundary = marker.getDefiningOp();
-  if (vjp) {
-    for (unsigned i = 0; i < func.getNumResults(); ++i) {
-      Value result = forwardResults[i];
-      if (!isFloatTensor(result))
-        continue;
-      unsigned index = func.getNumArguments();
-      if (failed(func.insertArgument(
-              index, result.getType(),
-              builder.getDictionaryAttr(builder.getNamedAttr(
-                  "nn.name",
-                  builder.getStringAttr("cotangent." + resultName(i)))),
-              result.getLoc())))
-        return failure();
-      seeds.push_back({result, func.getArgument(index)});
-    }
-  } else {
+  if (!vjp) {
     seeds.push_back({forwardResults[*lossIndex], marker});
+    return seeds;
   }
-
-  for (Operation &op : body.without_terminator()) {
-    if (&op == boundary)
-      break;
-    forwardOrder.push_back(&op);
-    forwardOps.insert(&op);
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    Value result = forwardResults[i];
+    if (!isFloatTensor(result))
+      continue;
+    unsigned index = func.getNumArguments();
+    if (failed(func.insertArgument(
+            index, result.getType(),
+            builder.getDictionaryAttr(builder.getNamedAttr(
+                "nn.name",
+                builder.getStringAttr("cotangent." + resultName(i)))),
+            result.getLoc())))
+      return failure();
+    seeds.push_back({result, func.getArgument(index)});
   }
-  SmallVector<Value> seeded;
-  for (auto &[result, seed] : seeds)
-    seeded.push_back(result);
-  analyseActivity(seeded, wrtArgs);
-  builder.setInsertionPoint(ret);
-  planResiduals();
+  return seeds;
+}
 
-  DenseMap<Value, Value> adjoints;
-  ParameterGradients parameterGrads;
-  for (auto &[result, seed] : seeds)
-    accumulate(adjoints, result, seed);
-  adjointStack.push_back(&adjoints);
-  parameterStack.push_back(&parameterGrads);
-  if (failed(sweep(forwardOrder, adjoints, /*topLevel=*/true)))
-    return failure();
-
-  // Forward ops rebuilt with a reserve: uses made after the rebuild (by
-  // rules that held the old results) move too.
-  for (auto [before, after] : replacedForwards) {
-    before->replaceAllUsesWith(after->getResults().drop_back());
-    before->erase();
-  }
-
-  // Results: the forward's (as the return reads them now), then
-  // grad.<param> per parameter, then grad.<input>.
+void Engine::returnGradients(func::ReturnOp ret, ArrayRef<std::string> wrtNames,
+                             ArrayRef<BlockArgument> wrtArgs,
+                             const DenseMap<Value, Value> &adjoints,
+                             const ParameterGradients &parameterGrads) {
+  // The forward's results as the return reads them now.
   SmallVector<Value> results(ret.getOperands());
   SmallVector<Attribute> resultAttrs;
   for (unsigned i = 0; i < func.getNumResults(); ++i)
@@ -604,18 +599,74 @@ LogicalResult Engine::run(ArrayRef<std::string> wrtInputs, bool vjp) {
   func.setFunctionType(builder.getFunctionType(
       func.getArgumentTypes(), ValueRange(results).getTypes()));
   func.setAllResultAttrs(resultAttrs);
+}
 
-  eraseDeadBackward(boundary->getPrevNode());
+void Engine::numberResiduals() {
+  Block &body = func.getBody().front();
   SmallVector<SaveOp> unusedSaves;
   for (auto save : body.getOps<SaveOp>())
     if (save->use_empty())
       unusedSaves.push_back(save);
   for (SaveOp save : unusedSaves)
     save.erase();
-  // Number the residuals that remain in order.
   int64_t index = 0;
   for (auto save : body.getOps<SaveOp>())
     save.setIndex(index++);
+}
+
+LogicalResult Engine::run(ArrayRef<std::string> wrtInputs, bool vjp) {
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+  // The loss result (required without vjp) and the differentiated inputs.
+  FailureOr<std::optional<unsigned>> lossIndex = findLoss(vjp);
+  if (failed(lossIndex))
+    return failure();
+  SmallVector<std::string> wrtNames(wrtInputs.begin(), wrtInputs.end());
+  if (vjp && wrtNames.empty())
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto attr = func.getArgAttrOfType<StringAttr>(i, "nn.name"))
+        if (isFloatTensor(func.getArgument(i)))
+          wrtNames.push_back(attr.getValue().str());
+  FailureOr<SmallVector<BlockArgument>> wrtArgs = findWrtArgs(wrtNames);
+  if (failed(wrtArgs))
+    return failure();
+
+  FailureOr<SmallVector<std::pair<Value, Value>>> seeds =
+      seedBackward(ret, *lossIndex, vjp);
+  if (failed(seeds))
+    return failure();
+  for (Operation &op : body.without_terminator()) {
+    if (&op == boundary)
+      break;
+    forwardOrder.push_back(&op);
+    forwardOps.insert(&op);
+  }
+  SmallVector<Value> seeded;
+  for (auto &[result, seed] : *seeds)
+    seeded.push_back(result);
+  analyseActivity(seeded, *wrtArgs);
+  builder.setInsertionPoint(ret);
+  planResiduals();
+
+  DenseMap<Value, Value> adjoints;
+  ParameterGradients parameterGrads;
+  for (auto &[result, seed] : *seeds)
+    accumulate(adjoints, result, seed);
+  adjointStack.push_back(&adjoints);
+  parameterStack.push_back(&parameterGrads);
+  if (failed(sweep(forwardOrder, adjoints, /*topLevel=*/true)))
+    return failure();
+
+  // Forward ops rebuilt with a reserve: uses made after the rebuild (by
+  // rules that held the old results) move too.
+  for (auto [before, after] : replacedForwards) {
+    before->replaceAllUsesWith(after->getResults().drop_back());
+    before->erase();
+  }
+  returnGradients(ret, wrtNames, *wrtArgs, adjoints, parameterGrads);
+  eraseDeadBackward(boundary->getPrevNode());
+  numberResiduals();
   return success();
 }
 
