@@ -348,6 +348,44 @@ LogicalResult compileModel(ModuleOp module, const CompileOptions &opts,
   return buildModel(module, sources, opts, out);
 }
 
+/// Compiles `cuPath` to the object `obj` with nvcc; returns the CUDA
+/// toolkit's lib64 beside nvcc.
+static FailureOr<std::string> compileCudaSource(ModuleOp module, const CompileOptions &opts,
+                                                const std::string &nvcc,
+                                                const std::string &optFlag,
+                                                const std::string &precisionDefine,
+                                                const RuntimeLocation &runtime,
+                                                const std::string &cuPath,
+                                                const std::string &obj) {
+  std::vector<std::string> argv = {nvcc, "-std=c++17", optFlag, "-arch=" + opts.cudaArch,
+                                   "-Xcompiler", "-fPIC,-fvisibility=hidden"};
+  if (!precisionDefine.empty())
+    argv.push_back(precisionDefine);
+  argv.insert(argv.end(), {"-I", runtime.includeDir, "-c", cuPath, "-o", obj});
+  if (failed(run(module, argv, "compile the CUDA source with nvcc")))
+    return failure();
+  llvm::SmallString<256> cudaRoot(llvm::sys::path::parent_path(
+      llvm::sys::path::parent_path(nvcc)));
+  llvm::sys::path::append(cudaRoot, "lib64");
+  return std::string(cudaRoot);
+}
+
+/// The host source's compile flags. -fno-trapping-math: generated loops
+/// call the kernels' branch-free exp and tanh; it lets them vectorise and
+/// changes no result (docs/kernels.md).
+static std::vector<std::string> hostCompileFlags(const std::string &optFlag,
+                                                 const std::string &precisionDefine,
+                                                 const RuntimeLocation &runtime) {
+  std::vector<std::string> flags = {"-std=c++17", optFlag, "-fno-trapping-math", "-fPIC",
+                                    "-fopenmp", "-fvisibility=hidden"};
+  if (llvm::StringRef(NNCC_HOST_MARCH).size())
+    flags.push_back(std::string("-march=") + NNCC_HOST_MARCH);
+  if (!precisionDefine.empty())
+    flags.push_back(precisionDefine);
+  flags.insert(flags.end(), {"-I", runtime.includeDir});
+  return flags;
+}
+
 LogicalResult buildModel(ModuleOp module, const ModelSources &sources,
                          const CompileOptions &opts, CompileArtifacts &out) {
   const std::string &model = sources.modelName;
@@ -397,32 +435,16 @@ LogicalResult buildModel(ModuleOp module, const ModelSources &sources,
           : std::string("-DNNCC_PRECISION_") + (opts.precision == Precision::F64 ? "F64" : "BF16");
   if (withCuda) {
     std::string obj = path(model + ".cu.o");
-    std::vector<std::string> argv = {nvcc,         "-std=c++17",
-                                     optFlag,      "-arch=" + opts.cudaArch,
-                                     "-Xcompiler", "-fPIC,-fvisibility=hidden"};
-    if (!precisionDefine.empty())
-      argv.push_back(precisionDefine);
-    argv.insert(argv.end(), {"-I", runtime.includeDir, "-c", out.cuPath, "-o", obj});
-    if (failed(run(module, argv, "compile the CUDA source with nvcc")))
+    FailureOr<std::string> lib64 = compileCudaSource(module, opts, nvcc, optFlag,
+                                                     precisionDefine, runtime, out.cuPath, obj);
+    if (failed(lib64))
       return failure();
     objects.push_back(obj);
-    llvm::SmallString<256> cudaRoot(llvm::sys::path::parent_path(
-        llvm::sys::path::parent_path(nvcc)));
-    llvm::sys::path::append(cudaRoot, "lib64");
-    cudaLib = std::string(cudaRoot);
+    cudaLib = *lib64;
     out.builtCuda = true;
   }
   out.libraryPath = path("lib" + model + ".so");
-  // The host source's compile flags. -fno-trapping-math: generated loops
-  // call the kernels' branch-free exp and tanh; it lets them vectorise and
-  // changes no result (docs/kernels.md).
-  std::vector<std::string> hostFlags = {"-std=c++17", optFlag, "-fno-trapping-math", "-fPIC",
-                                        "-fopenmp", "-fvisibility=hidden"};
-  if (llvm::StringRef(NNCC_HOST_MARCH).size())
-    hostFlags.push_back(std::string("-march=") + NNCC_HOST_MARCH);
-  if (!precisionDefine.empty())
-    hostFlags.push_back(precisionDefine);
-  hostFlags.insert(hostFlags.end(), {"-I", runtime.includeDir});
+  std::vector<std::string> hostFlags = hostCompileFlags(optFlag, precisionDefine, runtime);
   std::string prelude = precompiledPrelude(cxx, hostFlags, opts.pchDir);
   // The link. `rpaths`: where the runtime libraries are found when the
   // library loads (the build's or install's lib/, or $ORIGIN in a bundle);
