@@ -89,6 +89,13 @@ private:
   LogicalResult emitODERNN(raw_indented_ostream &os, nnk::ODERNNOp op);
   LogicalResult emitODESolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp op);
   LogicalResult emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGradOp op);
+  /// The ODE-RNN backward's region lambdas: dynamics, dynvjp and cellvjp.
+  LogicalResult emitODERNNGradLambdas(raw_indented_ostream &os, nnk::ODERNNGradOp o,
+                                      const std::string &p, const std::string &dDests,
+                                      const std::string &cDests);
+  /// The ODE-RNN backward's loop over the observations, last to first.
+  void emitODERNNGradLoop(raw_indented_ostream &os, nnk::ODERNNGradOp o, int method, int S,
+                          bool adaptive);
   /// The status check after a solver call that returns rc_ (negative: the
   /// solver's own error, described by `describe`).
   std::string solverFailure(Operation *op, const char *describe) {
@@ -533,6 +540,29 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
   os << "real_t *k[" << S << "];\n";
   os << "for (int s = 0; s < " << S << "; ++s) k[s] = kb_ + (int64_t)s * n;\n";
   os << "const real_t *times = " << name(o.getTimes()) << ";\n";
+  if (failed(emitODERNNGradLambdas(os, o, p, *dDests, *cDests)))
+    return failure();
+  emitODERNNGradLoop(os, o, method, S, adaptive);
+  os << "memcpy(" << name(o.getDh0()) << ", carry, n * sizeof(real_t));\n";
+  FailureOr<SmallVector<OdeParamSlice>> dynSlices =
+      odeParamSlices(o.getDparams().take_front(nDyn));
+  FailureOr<SmallVector<OdeParamSlice>> cellSlices =
+      odeParamSlices(o.getDparams().drop_front(nDyn));
+  if (failed(dynSlices) || failed(cellSlices))
+    return failure();
+  for (auto [acc, slices] : {std::pair{"thacc_", &*dynSlices}, {"phacc_", &*cellSlices}})
+    for (const OdeParamSlice &sl : *slices)
+      os << "memcpy(" << sl.dest << ", " << acc << " + (" << sl.offset << "), " << sl.size
+         << " * sizeof(real_t));\n";
+  os.unindent();
+  os << "}\n";
+  return success();
+}
+
+LogicalResult CppEmitter::emitODERNNGradLambdas(raw_indented_ostream &os, nnk::ODERNNGradOp o,
+                                                const std::string &p,
+                                                const std::string &dDests,
+                                                const std::string &cDests) {
   std::string tmap = "for (int64_t b = 0; b < B; ++b) tcur[b] = (real_t)((double)tprev[b] + "
                      "s_ * (double)delta[b]);\n";
   if (failed(emitRegionLambda(os, o.getDynamics(), "dynamics",
@@ -547,7 +577,7 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
           tmap + "real_t *" + p + "vt = tcur; (void)" + p + "vt;\nreal_t *" + p +
               "vh = (real_t *)hin_; (void)" + p + "vh;\nreal_t *" + p +
               "va = (real_t *)ain_; (void)" + p + "va;\nreal_t *" + p + "th = th_; (void)" +
-              p + "th;\n" + *dDests)))
+              p + "th;\n" + dDests)))
     return failure();
   if (failed(emitRegionLambda(
           os, o.getCellVjp(), "cellvjp",
@@ -556,8 +586,14 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
           "real_t *" + p + "cx = (real_t *)xin_; (void)" + p + "cx;\nreal_t *" + p +
               "ch = (real_t *)hin_; (void)" + p + "ch;\nreal_t *" + p +
               "ca = (real_t *)ain_; (void)" + p + "ca;\nreal_t *" + p + "ph = ph_; (void)" + p +
-              "ph;\n" + *cDests)))
+              "ph;\n" + cDests)))
     return failure();
+  return success();
+}
+
+void CppEmitter::emitODERNNGradLoop(raw_indented_ostream &os, nnk::ODERNNGradOp o, int method,
+                                    int S, bool adaptive) {
+  Operation *op = o.getOperation();
   os << "for (int64_t i = Tn - 1; i >= 0; --i) {\n";
   os.indent();
   os << "for (int64_t b = 0; b < B; ++b)\n";
@@ -607,20 +643,6 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
   os << "memcpy(carry, dhtil, n * sizeof(real_t));\n";
   os.unindent();
   os << "}\n";
-  os << "memcpy(" << name(o.getDh0()) << ", carry, n * sizeof(real_t));\n";
-  FailureOr<SmallVector<OdeParamSlice>> dynSlices =
-      odeParamSlices(o.getDparams().take_front(nDyn));
-  FailureOr<SmallVector<OdeParamSlice>> cellSlices =
-      odeParamSlices(o.getDparams().drop_front(nDyn));
-  if (failed(dynSlices) || failed(cellSlices))
-    return failure();
-  for (auto [acc, slices] : {std::pair{"thacc_", &*dynSlices}, {"phacc_", &*cellSlices}})
-    for (const OdeParamSlice &sl : *slices)
-      os << "memcpy(" << sl.dest << ", " << acc << " + (" << sl.offset << "), " << sl.size
-         << " * sizeof(real_t));\n";
-  os.unindent();
-  os << "}\n";
-  return success();
 }
 
 } // namespace

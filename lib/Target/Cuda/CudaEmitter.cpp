@@ -67,6 +67,9 @@ private:
   LogicalResult emitRegion(raw_indented_ostream &os, Region &region, Operation *parent);
   LogicalResult emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp op);
   LogicalResult emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp op);
+  /// The ODE-RNN's loop over the observations: the rows' solves, the cell, hs[:, obs, :].
+  void emitOdeRnnLoop(raw_indented_ostream &os, nnk::ODERNNOp o, int method, int S,
+                      bool adaptive);
   /// The status check after ode_integrate_device returned rc_.
   std::string odeSolveFailure();
   LogicalResult emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp op);
@@ -100,13 +103,37 @@ private:
                              ArrayRef<Operation *> ops);
   /// forward_train / backward on CUDA and the optimizer functions.
   LogicalResult emitTraining(raw_indented_ostream &f);
+  /// kParamNumel and the optimizer functions over the parameter tables.
+  void emitOptimizer(raw_indented_ostream &f);
+  /// nncc_<model>_grad_sum_squares_cuda: the squared norm of the unfrozen gradients.
+  void emitGradSumSquares(raw_indented_ostream &f, size_t numParams, size_t arrayLen);
+  /// nncc_<model>_update_cuda: one SGD or Adam(W) step of the unfrozen parameters.
+  void emitOptimizerUpdate(raw_indented_ostream &f, size_t numParams, size_t arrayLen);
+  /// nncc_<model>_grad_mean_cuda: launch_grad_mean over every gradient.
+  void emitGradMean(raw_indented_ostream &f, size_t numParams, size_t arrayLen);
   /// The cuBLASLt pieces, printed when some nnk.gemm fuses its epilogue:
   /// the plan type (before the state) and nncc_gen_lt_gemm (after it).
   static void emitLtPlanType(raw_indented_ostream &os);
   static void emitLtGemm(raw_indented_ostream &os);
+  /// nncc_gen_lt_build: a plan's descriptors, layouts and heuristic algorithm.
+  static void emitLtBuild(raw_indented_ostream &os);
+  /// nncc_gen_lt_gemm (one fused GEMM, its plan rebuilt) and the #undefs.
+  static void emitLtMatmul(raw_indented_ostream &os);
   /// real_t, its arithmetic type and the cuBLAS entries for it, switched
   /// by -DNNCC_PRECISION_F64 / _BF16.
   static void emitPrecision(raw_indented_ostream &os);
+  /// The banner and the #includes of <model>.cu.
+  void emitIncludes(raw_indented_ostream &os);
+  /// NNCC_CUDA_CHECK, NNCC_CUBLAS_CHECK and NNCC_CUBLASLT_CHECK.
+  static void emitCheckMacros(raw_indented_ostream &os);
+  /// The generic kernels every model has: nncc_gen_fill and nncc_gen_softmax.
+  static void emitDeviceHelpers(raw_indented_ostream &os);
+  /// NNCCCudaState and its helpers: the profiling events and the kernel scratch.
+  void emitState(raw_indented_ostream &os);
+  /// nncc_<model>_cuda_teardown: frees what the state holds.
+  void emitTeardown(raw_indented_ostream &os);
+  /// nncc_<model>_cuda_setup: the state, its cuBLAS(Lt) handles and index-check flag.
+  void emitSetup(raw_indented_ostream &os);
 };
 
 void CudaEmitter::emitPrecision(raw_indented_ostream &os) {
@@ -296,7 +323,13 @@ static uint32_t nncc_gen_lt_align(std::initializer_list<const void *> ptrs) {
   } while (0)
 #define NNCC_LT_SET(setter, object, attribute, value)                        \
   NNCC_LT_TRY(setter(object, attribute, &(value), sizeof(value)))
-// Column-major, y^T [cols x rows] = epilogue(W^T x^T (+ C)): W [cols, K] as
+)";
+  emitLtBuild(os);
+  emitLtMatmul(os);
+}
+
+void CudaEmitter::emitLtBuild(raw_indented_ostream &os) {
+  os << R"(// Column-major, y^T [cols x rows] = epilogue(W^T x^T (+ C)): W [cols, K] as
 // stored is K x cols (transposed), x [rows, K] is K x rows.
 static cublasStatus_t nncc_gen_lt_build(NNCCCudaState *st, NNCCLtPlan *p,
                                         cublasLtEpilogue_t epilogue, int64_t rows, int64_t cols,
@@ -346,7 +379,11 @@ static cublasStatus_t nncc_gen_lt_build(NNCCCudaState *st, NNCCLtPlan *p,
   p->align = align;
   return CUBLAS_STATUS_SUCCESS;
 }
-// nnk.gemm y[rows, cols] = act(x[rows, K] W[cols, K]^T + bias) + residual as one
+)";
+}
+
+void CudaEmitter::emitLtMatmul(raw_indented_ostream &os) {
+  os << R"(// nnk.gemm y[rows, cols] = act(x[rows, K] W[cols, K]^T + bias) + residual as one
 // cublasLtMatmul with `epilogue` (ltEpilogue of LinearLaunch.cpp): the
 // residual, when given, is C with beta = 1.
 static cublasStatus_t nncc_gen_lt_gemm(NNCCCudaState *st, int plan, cublasLtEpilogue_t epilogue,
@@ -429,6 +466,11 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
       << "_cuda_train_unsupported(void) {\n  return NULL;\n}\n";
     f << text;
   }
+  emitOptimizer(f);
+  return success();
+}
+
+void CudaEmitter::emitOptimizer(raw_indented_ostream &f) {
   // The optimizer: parameters have static shapes.
   f << "static const int64_t kParamNumel[] = {";
   for (size_t i = 0; i < params.size(); ++i) {
@@ -443,6 +485,13 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
   // Frozen parameters (set_frozen, ABI 10; nncc_ms_frozen) are left out of
   // the tables: not in the norm, not updated, their state untouched.
   const size_t numParams = params.size(), arrayLen = std::max<size_t>(numParams, 1);
+  emitGradSumSquares(f, numParams, arrayLen);
+  emitOptimizerUpdate(f, numParams, arrayLen);
+  emitGradMean(f, numParams, arrayLen);
+}
+
+void CudaEmitter::emitGradSumSquares(raw_indented_ostream &f, size_t numParams,
+                                     size_t arrayLen) {
   f << "extern \"C\" nncc_status nncc_" << modelName
     << "_grad_sum_squares_cuda(nncc_model *m, double *out, nncc_error *err) {\n";
   f.indent();
@@ -473,6 +522,10 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
        "return NNCC_OK;\n";
   f.unindent();
   f << "}\n";
+}
+
+void CudaEmitter::emitOptimizerUpdate(raw_indented_ostream &f, size_t numParams,
+                                      size_t arrayLen) {
   f << "extern \"C\" nncc_status nncc_" << modelName
     << "_update_cuda(nncc_model *m, const nncc_ms_cuda_update *u, nncc_error *err) {\n";
   f.indent();
@@ -511,6 +564,9 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
        "return NNCC_OK;\n";
   f.unindent();
   f << "}\n";
+}
+
+void CudaEmitter::emitGradMean(raw_indented_ostream &f, size_t numParams, size_t arrayLen) {
   f << "extern \"C\" nncc_status nncc_" << modelName
     << "_grad_mean_cuda(nncc_model *m, void *const *means, int32_t mode, double alpha, "
        "nncc_error *err) {\n";
@@ -527,25 +583,9 @@ LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
        "return NNCC_OK;\n";
   f.unindent();
   f << "}\n";
-  return success();
 }
 
-LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
-  if (failed(analyze()))
-    return failure();
-  profileLaunches = true;
-  std::string fwd;
-  {
-    llvm::raw_string_ostream fs(fwd);
-    raw_indented_ostream f(fs);
-    SmallVector<Operation *> ops;
-    for (Operation &op : forward.getBody().front().without_terminator())
-      ops.push_back(&op);
-    if (failed(emitSequence(f, "forward_cuda", forward, ops)))
-      return failure();
-    if (train && failed(emitTraining(f)))
-      return failure();
-  }
+void CudaEmitter::emitIncludes(raw_indented_ostream &os) {
   os << "// Generated by nncc from model '" << modelName
      << "': the CUDA launch sequence. Do not edit.\n"
      << "#include \"nncc/ModelSupport/ModelSupport.h\"\n"
@@ -565,7 +605,9 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
      << "#include <cublas_v2.h>\n#include <cublasLt.h>\n#include <cuda_runtime.h>\n"
      << "#include <math.h>\n"
      << "#include <stdlib.h>\n#include <string.h>\n#include <algorithm>\n#include <initializer_list>\n\n";
-  emitPrecision(os);
+}
+
+void CudaEmitter::emitCheckMacros(raw_indented_ostream &os) {
   os << "// Every CUDA / cuBLAS call is checked; the first failure returns a status\n"
         "// naming the launch (never an abort).\n"
         "#define NNCC_CUDA_CHECK(call, what)                                        \\\n"
@@ -596,16 +638,9 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "                            \"%s: %s: %s (cuBLAS status %d)\", what,        \\\n"
         "                            st->lt_failed, cublasGetStatusString(s_), (int)s_); \\\n"
         "  } while (0)\n\n";
-  // The scalar math of elementwise bodies: external linkage (a named
-  // namespace), so that the helpers a model does not use raise no warning.
-  os << "namespace nncc_gen_math {\n";
-  emitMathPrelude(os, "__device__ __forceinline__", /*hostPolynomials=*/false);
-  os << "inline uint64_t nncc_gen_align(uint64_t n) { return (n + 255) & ~(uint64_t)255; }\n";
-  emitSharedHelpers(os, "inline");
-  os << "} // namespace nncc_gen_math\n\n";
-  os << "namespace {\n";
-  os << "using namespace nncc::kernels::cuda;\n";
-  os << "using namespace nncc_gen_math;\n";
+}
+
+void CudaEmitter::emitDeviceHelpers(raw_indented_ostream &os) {
   os << "template <typename T> __global__ void nncc_gen_fill(int64_t n, T v, T *y) {\n"
         "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
         "       i += (int64_t)gridDim.x * blockDim.x)\n"
@@ -627,8 +662,9 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "      y[base + k * inner] =\n"
         "          store_acc<T>((acc_t<T>)(exp((double)(load_acc(x[base + k * inner]) - mx)) / s));\n"
         "  }\n}\n";
-  if (numLtPlans)
-    emitLtPlanType(os);
+}
+
+void CudaEmitter::emitState(raw_indented_ostream &os) {
   os << "struct NNCCCudaState {\n"
         "  cublasHandle_t blas = nullptr;\n"
         "  void *scratch = nullptr;   // kernel scratch (grown on demand)\n"
@@ -671,10 +707,9 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "  st->scratch = nullptr;\n  st->scratch_bytes = 0;\n"
         "  if ((e = cudaMalloc(&st->scratch, bytes)) != cudaSuccess)\n    return e;\n"
         "  st->scratch_bytes = bytes;\n  return cudaSuccess;\n}\n";
-  if (numLtPlans)
-    emitLtGemm(os);
-  os << generatedKernels;
-  os << "} // namespace\n\n";
+}
+
+void CudaEmitter::emitTeardown(raw_indented_ostream &os) {
   os << "extern \"C\" void nncc_" << modelName << "_cuda_teardown(void *state) {\n"
      << "  NNCCCudaState *s = (NNCCCudaState *)state;\n"
      << "  if (!s)\n    return;\n"
@@ -689,6 +724,9 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
        << "  if (s->lt_workspace)\n    (void)cudaFree(s->lt_workspace);\n"
        << "  if (s->lt)\n    (void)cublasLtDestroy(s->lt);\n";
   os << "  delete s;\n}\n\n";
+}
+
+void CudaEmitter::emitSetup(raw_indented_ostream &os) {
   os << "// Runs only after libnncc_model_support found a driver and a device\n"
         "// (NNCC_ERROR_CUDA_UNAVAILABLE with the reason otherwise), so cudart is\n"
         "// never the first to touch a missing driver. A failure frees what it made.\n";
@@ -731,6 +769,47 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
         "  }\n"
         "  *state = s;\n"
         "  return NNCC_OK;\n}\n";
+}
+
+LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
+  if (failed(analyze()))
+    return failure();
+  profileLaunches = true;
+  std::string fwd;
+  {
+    llvm::raw_string_ostream fs(fwd);
+    raw_indented_ostream f(fs);
+    SmallVector<Operation *> ops;
+    for (Operation &op : forward.getBody().front().without_terminator())
+      ops.push_back(&op);
+    if (failed(emitSequence(f, "forward_cuda", forward, ops)))
+      return failure();
+    if (train && failed(emitTraining(f)))
+      return failure();
+  }
+  emitIncludes(os);
+  emitPrecision(os);
+  emitCheckMacros(os);
+  // The scalar math of elementwise bodies: external linkage (a named
+  // namespace), so that the helpers a model does not use raise no warning.
+  os << "namespace nncc_gen_math {\n";
+  emitMathPrelude(os, "__device__ __forceinline__", /*hostPolynomials=*/false);
+  os << "inline uint64_t nncc_gen_align(uint64_t n) { return (n + 255) & ~(uint64_t)255; }\n";
+  emitSharedHelpers(os, "inline");
+  os << "} // namespace nncc_gen_math\n\n";
+  os << "namespace {\n";
+  os << "using namespace nncc::kernels::cuda;\n";
+  os << "using namespace nncc_gen_math;\n";
+  emitDeviceHelpers(os);
+  if (numLtPlans)
+    emitLtPlanType(os);
+  emitState(os);
+  if (numLtPlans)
+    emitLtGemm(os);
+  os << generatedKernels;
+  os << "} // namespace\n\n";
+  emitTeardown(os);
+  emitSetup(os);
   os << fwd;
   return success();
 }
@@ -947,6 +1026,14 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
                                   bindArg(cell.getArgument(1), p + "ch", "h") +
                                   bindArg(cell.getArgument(2), p + "chout", "h_next"))))
     return failure();
+  emitOdeRnnLoop(os, o, method, S, adaptive);
+  os.unindent();
+  os << "}\n";
+  return success();
+}
+
+void CudaEmitter::emitOdeRnnLoop(raw_indented_ostream &os, nnk::ODERNNOp o, int method,
+                                 int S, bool adaptive) {
   os << "for (int64_t obs = 0; obs < Tn; ++obs) {\n";
   os.indent();
   os << "if (obs > 0) {\n";
@@ -982,9 +1069,6 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
   os << "}\n";
   os.unindent();
   os << "}\n";
-  os.unindent();
-  os << "}\n";
-  return success();
 }
 
 FailureOr<int> CudaEmitter::plannedWorkspace(Operation *op) {
