@@ -912,9 +912,6 @@ int saveTrainState(const ModelHandle &h, FILE *log, int64_t step) {
   return writeAside(h, path, "--save-state", h.abi->save_train_state);
 }
 
-/// The epochs: shuffled batches through train_step, logged. A resumed run
-/// starts after `startStep` steps, with the permutations of the epochs
-/// before drawn again.
 /// The best validation loss so far and what --keep-best saved.
 struct BestEpoch {
   double value = INFINITY; // of --best-by, negated when the highest is best
@@ -931,165 +928,246 @@ struct EpochMetrics {
   std::vector<std::string> entries;
 };
 
+/// `v` for the CSV log, reading back as the run's value: 9 digits for f32
+/// and bf16, 17 for f64.
+std::string csvNumber(double v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.*g", trainPrecision == Precision::F64 ? 17 : 9, v);
+  return std::string(buf);
+}
+
+/// What the epochs of trainLoop share: the run's inputs, its sizes, and
+/// the step, the stop and the pending log row carried from step to step.
+struct TrainRun {
+  const ModelHandle &h;
+  nncc_train_config &cfg;
+  TrainData &data, &validation;
+  const std::vector<std::string> &metrics;
+  FILE *log;
+  const std::string &outPath;
+  BestEpoch &best;
+  EpochMetrics &em;
+  int64_t B = 0, stepsPerEpoch = 0;
+  bool bar = false, validating = false;
+  std::vector<std::string> classMetrics; // --metrics (of the validation)
+  std::string pendingRow;      // the last step's log row, waiting for its validation
+  std::string emptyValidation; // the commas of a row without the validation columns
+  int64_t step = 0;
+  bool stop = false;
+};
+
+/// One epoch's training figures: the last batch's metrics and the sums of
+/// the batches' losses and metrics.
+struct EpochTotals {
+  std::vector<double> values, sums;
+  double lossSum = 0.0;
+  int64_t lossCount = 0;
+};
+
+/// The log row of step `r.step`: the row before it goes out with empty
+/// validation columns, this one waits for the epoch's validation (written
+/// at once without validation).
+void logStep(TrainRun &r, int64_t epoch, double loss, const nncc_train_stats &st,
+             const std::vector<double> &values) {
+  if (!r.log)
+    return;
+  // With validation the row's last columns wait for the epoch's end.
+  if (!r.pendingRow.empty())
+    fprintf(r.log, "%s%s\n", r.pendingRow.c_str(), r.emptyValidation.c_str());
+  r.pendingRow = std::to_string(epoch) + "," + std::to_string(r.step) + "," +
+                 csvNumber(st.lr) + "," + csvNumber(loss) + "," + csvNumber(st.grad_norm);
+  for (double v : values)
+    r.pendingRow += "," + csvNumber(v);
+  if (!r.validating) {
+    fprintf(r.log, "%s\n", r.pendingRow.c_str());
+    r.pendingRow.clear();
+  }
+}
+
+/// The batches of `epoch` from `firstBatch` (rows of `perm`), one optimizer
+/// step each: summed into `t`, logged, saved every --save-every steps and
+/// drawn on the progress bar; --max-steps stops the run.
+int trainEpochBatches(TrainRun &r, int64_t epoch, int64_t firstBatch,
+                      const std::vector<int64_t> &perm, EpochTotals &t) {
+  const int64_t N = r.data.numSamples;
+  for (int64_t b = firstBatch; b < r.stepsPerEpoch; ++b) {
+    int64_t lo = b * r.B, n = std::min(N, lo + r.B) - lo;
+    double loss = 0;
+    if (int rc = trainBatch(r.h, r.cfg, r.data, perm, lo, n, r.step + 1, r.metrics, loss,
+                            t.values))
+      return rc;
+    ++r.step;
+    for (size_t k = 0; k < r.metrics.size(); ++k)
+      t.sums[k] += t.values[k];
+    nncc_train_stats st;
+    r.h.abi->train_stats(r.h.model, &st, nullptr);
+    t.lossSum += loss;
+    ++t.lossCount;
+    logStep(r, epoch, loss, st, t.values);
+    // --save-every: mid-epoch states (the epoch's end and a --max-steps
+    // stop are saved below); the log is written up to this step first,
+    // so that a run resumed from this state continues it.
+    if (saveEvery > 0 && r.step % saveEvery == 0 && b + 1 < r.stepsPerEpoch &&
+        !(maxSteps > 0 && r.step >= maxSteps)) {
+      if (r.log && !r.pendingRow.empty()) {
+        fprintf(r.log, "%s%s\n", r.pendingRow.c_str(), r.emptyValidation.c_str());
+        r.pendingRow.clear();
+      }
+      if (int rc = saveTrainState(r.h, r.log, r.step))
+        return rc;
+    }
+    if (r.bar)
+      progressBar(epoch, r.cfg.epochs, b, r.stepsPerEpoch, loss, r.metrics, t.values);
+    if (maxSteps > 0 && r.step >= maxSteps) {
+      r.stop = true;
+      break;
+    }
+  }
+  return 0;
+}
+
+/// The validation after `epoch`: the loss and metrics (`val`), the
+/// classification metrics (`classVals`), their --metrics-json entry and the
+/// last log row's validation columns.
+int validateEpoch(TrainRun &r, int64_t epoch, std::vector<double> &val,
+                  std::vector<double> &classVals) {
+  EpochMetrics &em = r.em;
+  ClassMetrics cm;
+  cm.reset(em.classes, em.spec && em.spec->multiLabel);
+  if (int rc = evaluate(r.h, r.validation,
+                        microBatch > 0 ? std::min<int64_t>(microBatch, r.B) : r.B, r.metrics,
+                        val, em.spec, em.spec ? &cm : nullptr))
+    return rc;
+  for (const std::string &m : r.classMetrics)
+    classVals.push_back(cm.value(m));
+  if (em.spec && !metricsJson.empty()) {
+    em.entries.push_back("    {\n      \"epoch\": " + std::to_string(epoch) +
+                         ",\n      \"step\": " + std::to_string(r.step) + ",\n" +
+                         metricsEntryJson(cm, val[0], "      ") + "\n    }");
+    if (int rc = replaceFile(metricsJson,
+                             em.jsonHead + "  \"epochs\": [\n" + llvm::join(em.entries, ",\n") +
+                                 "\n  ]\n}\n",
+                             "--metrics-json"))
+      return rc;
+  }
+  if (r.log && !r.pendingRow.empty()) {
+    fprintf(r.log, "%s", r.pendingRow.c_str());
+    for (double v : val)
+      fprintf(r.log, ",%s", csvNumber(v).c_str());
+    for (double v : classVals)
+      fprintf(r.log, ",%s", csvNumber(v).c_str());
+    fprintf(r.log, "\n");
+    r.pendingRow.clear();
+  }
+  return 0;
+}
+
+/// The epoch's line on stdout, without its end: the training means, the
+/// validation's figures, the steps and the seconds.
+void printEpoch(const TrainRun &r, int64_t epoch, const EpochTotals &t,
+                const std::vector<double> &val, const std::vector<double> &classVals,
+                double secs) {
+  const std::vector<std::string> &metrics = r.metrics;
+  const double count = double(std::max<int64_t>(1, t.lossCount));
+  llvm::outs() << llvm::format("epoch %lld/%lld  loss %.6g", (long long)epoch,
+                               (long long)r.cfg.epochs, t.lossSum / count);
+  for (size_t k = 0; k < metrics.size(); ++k)
+    llvm::outs() << "  " << metrics[k] << llvm::format(" %.6g", t.sums[k] / count);
+  for (size_t k = 0; k < val.size(); ++k)
+    llvm::outs() << "  val_" << (k == 0 ? std::string("loss") : metrics[k - 1])
+                 << llvm::format(" %.6g", val[k]);
+  for (size_t k = 0; k < classVals.size(); ++k)
+    llvm::outs() << "  val_" << r.classMetrics[k] << llvm::format(" %.6g", classVals[k]);
+  llvm::outs() << llvm::format("  (%lld steps, %.2f s)", (long long)t.lossCount, secs);
+}
+
+/// After a validated epoch: the best epoch by --best-by (its weights saved
+/// with --keep-best), and the --patience stop.
+int trackBest(TrainRun &r, int64_t epoch, const std::vector<double> &val,
+              const std::vector<double> &classVals) {
+  BestEpoch &best = r.best;
+  // --best-by: val_loss (the lowest) or a classification metric (the
+  // highest, negated here); ties keep the earlier epoch.
+  double score = val[0];
+  for (size_t k = 0; k < r.classMetrics.size(); ++k)
+    if ("val_" + r.classMetrics[k] == bestBy)
+      score = -classVals[k];
+  bool improved = score < best.value;
+  if (improved) {
+    best = {score, epoch, 0};
+    if (keepBest)
+      if (int rc = writeAside(r.h, r.outPath, "saving weights", r.h.abi->save_weights))
+        return rc;
+  } else {
+    ++best.sinceBest;
+  }
+  if (!trainQuiet && improved && keepBest)
+    llvm::outs() << "  best, saved";
+  if (patience > 0 && best.sinceBest >= patience) {
+    r.stop = true;
+    if (!trainQuiet)
+      llvm::outs() << "\nearly stop: " << bestBy
+                   << llvm::format(" has not improved for %lld "
+                                   "epoch(s); best %.6g at epoch %lld",
+                                   (long long)best.sinceBest,
+                                   bestBy == "val_loss" ? best.value : -best.value,
+                                   (long long)best.epoch);
+  }
+  return 0;
+}
+
+/// The epochs: shuffled batches through train_step, logged. A resumed run
+/// starts after `startStep` steps, with the permutations of the epochs
+/// before drawn again.
 int trainLoop(const ModelHandle &h, nncc_train_config &cfg, TrainData &data,
               TrainData &validation, const std::vector<std::string> &metrics, FILE *log,
               int64_t startStep, const std::string &outPath, BestEpoch &best,
               EpochMetrics &em) {
   const int64_t N = data.numSamples;
   const int64_t B = std::min<int64_t>(cfg.batch, N);
-  const int64_t stepsPerEpoch = (N + B - 1) / B;
-  const bool bar = progressOpt || isatty(2);
+  TrainRun r{h, cfg, data, validation, metrics, log, outPath, best, em};
+  r.B = B;
+  r.stepsPerEpoch = (N + B - 1) / B;
+  r.bar = progressOpt || isatty(2);
   std::vector<int64_t> perm(N);
   std::iota(perm.begin(), perm.end(), 0);
   std::mt19937_64 rng((uint64_t)cfg.seed * 0x9E3779B97F4A7C15ull + 12345);
-  int64_t step = startStep;
-  bool stop = maxSteps > 0 && step >= maxSteps;
-  const bool validating = validation.numSamples > 0;
-  const std::vector<std::string> none;
-  const std::vector<std::string> &classMetrics = em.spec ? em.spec->names : none;
-  std::string pendingRow,
-      emptyValidation(validating ? metrics.size() + 1 + classMetrics.size() : 0, ',');
-  // The CSV's numbers read back as the run's values: 9 digits for f32 and
-  // bf16, 17 for f64.
-  auto g9 = [digits = trainPrecision == Precision::F64 ? 17 : 9](double v) {
-    char buf[32];
-    snprintf(buf, sizeof buf, "%.*g", digits, v);
-    return std::string(buf);
-  };
-  const int64_t firstEpoch = startStep / stepsPerEpoch + 1;
+  r.step = startStep;
+  r.stop = maxSteps > 0 && r.step >= maxSteps;
+  r.validating = validation.numSamples > 0;
+  if (em.spec)
+    r.classMetrics = em.spec->names;
+  r.emptyValidation.assign(r.validating ? metrics.size() + 1 + r.classMetrics.size() : 0, ',');
+  const int64_t firstEpoch = startStep / r.stepsPerEpoch + 1;
   for (int64_t epoch = 1; epoch < firstEpoch && !noShuffle; ++epoch)
     std::shuffle(perm.begin(), perm.end(), rng);
-  for (int64_t epoch = firstEpoch; epoch <= cfg.epochs && !stop; ++epoch) {
+  for (int64_t epoch = firstEpoch; epoch <= cfg.epochs && !r.stop; ++epoch) {
     if (!noShuffle)
       std::shuffle(perm.begin(), perm.end(), rng);
-    double lossSum = 0.0;
-    int64_t lossCount = 0;
-    std::vector<double> values(metrics.size()), sums(metrics.size(), 0.0);
+    EpochTotals t;
+    t.values.assign(metrics.size(), 0.0);
+    t.sums.assign(metrics.size(), 0.0);
     auto t0 = std::chrono::steady_clock::now();
-    const int64_t firstBatch = epoch == firstEpoch ? startStep % stepsPerEpoch : 0;
-    for (int64_t b = firstBatch; b < stepsPerEpoch; ++b) {
-      int64_t lo = b * B, n = std::min(N, lo + B) - lo;
-      double loss = 0;
-      if (int rc = trainBatch(h, cfg, data, perm, lo, n, step + 1, metrics, loss, values))
-        return rc;
-      ++step;
-      for (size_t k = 0; k < metrics.size(); ++k)
-        sums[k] += values[k];
-      nncc_train_stats st;
-      h.abi->train_stats(h.model, &st, nullptr);
-      lossSum += loss;
-      ++lossCount;
-      if (log) {
-        // With validation the row's last columns wait for the epoch's end.
-        if (!pendingRow.empty())
-          fprintf(log, "%s%s\n", pendingRow.c_str(), emptyValidation.c_str());
-        pendingRow = std::to_string(epoch) + "," + std::to_string(step) + "," + g9(st.lr) +
-                     "," + g9(loss) + "," + g9(st.grad_norm);
-        for (double v : values)
-          pendingRow += "," + g9(v);
-        if (!validating) {
-          fprintf(log, "%s\n", pendingRow.c_str());
-          pendingRow.clear();
-        }
-      }
-      // --save-every: mid-epoch states (the epoch's end and a --max-steps
-      // stop are saved below); the log is written up to this step first,
-      // so that a run resumed from this state continues it.
-      if (saveEvery > 0 && step % saveEvery == 0 && b + 1 < stepsPerEpoch &&
-          !(maxSteps > 0 && step >= maxSteps)) {
-        if (log && !pendingRow.empty()) {
-          fprintf(log, "%s%s\n", pendingRow.c_str(), emptyValidation.c_str());
-          pendingRow.clear();
-        }
-        if (int rc = saveTrainState(h, log, step))
-          return rc;
-      }
-      if (bar)
-        progressBar(epoch, cfg.epochs, b, stepsPerEpoch, loss, metrics, values);
-      if (maxSteps > 0 && step >= maxSteps) {
-        stop = true;
-        break;
-      }
-    }
-    if (bar)
+    const int64_t firstBatch = epoch == firstEpoch ? startStep % r.stepsPerEpoch : 0;
+    if (int rc = trainEpochBatches(r, epoch, firstBatch, perm, t))
+      return rc;
+    if (r.bar)
       fprintf(stderr, "\n");
     double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::vector<double> val, classVals;
-    if (validating && lossCount > 0) {
-      ClassMetrics cm;
-      cm.reset(em.classes, em.spec && em.spec->multiLabel);
-      if (int rc = evaluate(h, validation, microBatch > 0 ? std::min<int64_t>(microBatch, B) : B,
-                            metrics, val, em.spec, em.spec ? &cm : nullptr))
+    if (r.validating && t.lossCount > 0)
+      if (int rc = validateEpoch(r, epoch, val, classVals))
         return rc;
-      for (const std::string &m : classMetrics)
-        classVals.push_back(cm.value(m));
-      if (em.spec && !metricsJson.empty()) {
-        em.entries.push_back("    {\n      \"epoch\": " + std::to_string(epoch) + ",\n      \"step\": " +
-                             std::to_string(step) + ",\n" + metricsEntryJson(cm, val[0], "      ") +
-                             "\n    }");
-        if (int rc = replaceFile(metricsJson,
-                                 em.jsonHead + "  \"epochs\": [\n" + llvm::join(em.entries, ",\n") +
-                                     "\n  ]\n}\n",
-                                 "--metrics-json"))
-          return rc;
-      }
-      if (log && !pendingRow.empty()) {
-        fprintf(log, "%s", pendingRow.c_str());
-        for (double v : val)
-          fprintf(log, ",%s", g9(v).c_str());
-        for (double v : classVals)
-          fprintf(log, ",%s", g9(v).c_str());
-        fprintf(log, "\n");
-        pendingRow.clear();
-      }
-    }
-    if (!trainQuiet) {
-      const double count = double(std::max<int64_t>(1, lossCount));
-      llvm::outs() << llvm::format("epoch %lld/%lld  loss %.6g", (long long)epoch,
-                                   (long long)cfg.epochs, lossSum / count);
-      for (size_t k = 0; k < metrics.size(); ++k)
-        llvm::outs() << "  " << metrics[k] << llvm::format(" %.6g", sums[k] / count);
-      for (size_t k = 0; k < val.size(); ++k)
-        llvm::outs() << "  val_" << (k == 0 ? std::string("loss") : metrics[k - 1])
-                     << llvm::format(" %.6g", val[k]);
-      for (size_t k = 0; k < classVals.size(); ++k)
-        llvm::outs() << "  val_" << classMetrics[k] << llvm::format(" %.6g", classVals[k]);
-      llvm::outs() << llvm::format("  (%lld steps, %.2f s)", (long long)lossCount, secs);
-    }
-    if (!val.empty()) {
-      // --best-by: val_loss (the lowest) or a classification metric (the
-      // highest, negated here); ties keep the earlier epoch.
-      double score = val[0];
-      for (size_t k = 0; k < classMetrics.size(); ++k)
-        if ("val_" + classMetrics[k] == bestBy)
-          score = -classVals[k];
-      bool improved = score < best.value;
-      if (improved) {
-        best = {score, epoch, 0};
-        if (keepBest)
-          if (int rc = writeAside(h, outPath, "saving weights", h.abi->save_weights))
-            return rc;
-      } else {
-        ++best.sinceBest;
-      }
-      if (!trainQuiet && improved && keepBest)
-        llvm::outs() << "  best, saved";
-      if (patience > 0 && best.sinceBest >= patience) {
-        stop = true;
-        if (!trainQuiet)
-          llvm::outs() << "\nearly stop: " << bestBy
-                       << llvm::format(" has not improved for %lld "
-                                       "epoch(s); best %.6g at epoch %lld",
-                                       (long long)best.sinceBest,
-                                       bestBy == "val_loss" ? best.value : -best.value,
-                                       (long long)best.epoch);
-      }
-    }
+    if (!trainQuiet)
+      printEpoch(r, epoch, t, val, classVals, secs);
+    if (!val.empty())
+      if (int rc = trackBest(r, epoch, val, classVals))
+        return rc;
     if (!trainQuiet)
       llvm::outs() << "\n";
-    if (!saveState.empty() && lossCount > 0)
-      if (int rc = saveTrainState(h, log, step))
+    if (!saveState.empty() && t.lossCount > 0)
+      if (int rc = saveTrainState(h, log, r.step))
         return rc;
   }
   return 0;
@@ -1232,45 +1310,38 @@ std::string shapeString(int32_t rank, const int64_t *dims) {
   return out + "]";
 }
 
-/// The starting weights of nncc train: PyTorch's default init from `seed`
-/// without --weights; with it, every parameter by name (strict: a missing
-/// or an unexpected name is an error), or with --partial-weights the
-/// parameters the file has on top of that init, reporting the missing and
-/// unexpected names as torch's load_state_dict(strict=False). A matching
-/// name of another shape or dtype is an error either way.
-int loadTrainWeights(ModelHandle &h, uint64_t seed) {
-  if (initWeights.empty())
-    return h.initWeights("", seed);
-  const nncc_model_abi *abi = h.abi;
-  const std::string path = initWeights;
-  const std::string prefix = weightsPrefix;
-  nncc_error err;
-  nncc_safetensors *file = nullptr;
-  if (nncc_safetensors_open(path.c_str(), &file, &err) != NNCC_OK)
-    return fail(llvm::Twine("--weights: ") + err.message);
-  llvm::scope_exit closeFile([&] { nncc_safetensors_close(file); });
+/// The tensors of a --weights file matched by name (after --weights-prefix)
+/// against the parameters.
+struct WeightsMatch {
+  std::vector<nncc_tensor_view> views; // per parameter, where found
+  std::vector<char> found;             // per parameter
+  std::vector<std::string> unexpected, missing;
+  size_t outside = 0, inside = 0; // tensors without and with the prefix
+};
 
-  // Map the file's names onto the parameters.
+/// Matches the tensors of `file` (--weights `path`) with the parameters by
+/// name; a matching name of another shape or dtype is an error.
+int matchWeights(const nncc_model_abi *abi, nncc_safetensors *file, const std::string &path,
+                 const std::string &prefix, WeightsMatch &m) {
+  nncc_error err;
   llvm::StringMap<int32_t> paramIndex;
   for (int32_t i = 0; i < abi->num_params; ++i)
     paramIndex[abi->params[i].name] = i;
-  std::vector<nncc_tensor_view> views(static_cast<size_t>(abi->num_params));
-  std::vector<char> found(static_cast<size_t>(abi->num_params), 0);
-  std::vector<std::string> unexpected, missing;
-  size_t outside = 0, inside = 0;
+  m.views.resize(static_cast<size_t>(abi->num_params));
+  m.found.assign(static_cast<size_t>(abi->num_params), 0);
   for (size_t k = 0, n = nncc_safetensors_count(file); k < n; ++k) {
     nncc_tensor_view v;
     if (nncc_safetensors_tensor_at(file, k, &v, &err) != NNCC_OK)
       return fail(llvm::Twine("--weights: ") + err.message);
     llvm::StringRef name(v.name);
     if (!name.consume_front(prefix)) {
-      ++outside;
+      ++m.outside;
       continue;
     }
-    ++inside;
+    ++m.inside;
     auto it = paramIndex.find(name);
     if (it == paramIndex.end()) {
-      unexpected.push_back(name.str());
+      m.unexpected.push_back(name.str());
       continue;
     }
     int32_t i = it->second;
@@ -1288,13 +1359,22 @@ int loadTrainWeights(ModelHandle &h, uint64_t seed) {
                   ": expected " + nncc_dtype_name(info.dtype) + " " +
                   shapeString(info.rank, info.dims) + ", got " + nncc_dtype_name(v.dtype) +
                   " " + shapeString(v.rank, v.shape));
-    views[i] = v;
-    found[i] = 1;
+    m.views[i] = v;
+    m.found[i] = 1;
   }
   for (int32_t i = 0; i < abi->num_params; ++i)
-    if (!found[i])
-      missing.push_back(abi->params[i].name);
-  if (!prefix.empty() && inside == 0)
+    if (!m.found[i])
+      m.missing.push_back(abi->params[i].name);
+  return 0;
+}
+
+/// Refuses a --weights-prefix that matches nothing and, without
+/// --partial-weights, a missing or unexpected name; notes the skipped
+/// tensors and, with --partial-weights, what was loaded and what was not.
+int reportWeightsMatch(const nncc_model_abi *abi, const WeightsMatch &m,
+                       const std::string &path, const std::string &prefix) {
+  const std::vector<std::string> &missing = m.missing, &unexpected = m.unexpected;
+  if (!prefix.empty() && m.inside == 0)
     return fail("--weights-prefix '" + prefix + "': no tensor of '" + path +
                 "' starts with it");
   const std::string prefixNote =
@@ -1312,25 +1392,28 @@ int loadTrainWeights(ModelHandle &h, uint64_t seed) {
                         "initialisation");
     }
   }
-  if (outside)
-    llvm::errs() << "nncc: note: --weights-prefix '" << prefix << "': " << outside
+  if (m.outside)
+    llvm::errs() << "nncc: note: --weights-prefix '" << prefix << "': " << m.outside
                  << " tensor(s) without the prefix skipped\n";
   if (partialWeights) {
     llvm::errs() << "nncc: note: --partial-weights: loaded "
                  << (abi->num_params - missing.size()) << " of " << abi->num_params
                  << " parameters from '" << path << "'" << prefixNote << "\n";
-    llvm::errs() << "nncc: note: missing (left at their initialisation): " << (missing.empty() ? "none" : nameList(missing, missing.size()))
-                 << "\n";
+    llvm::errs() << "nncc: note: missing (left at their initialisation): "
+                 << (missing.empty() ? "none" : nameList(missing, missing.size())) << "\n";
     llvm::errs() << "nncc: note: unexpected (ignored): "
                  << (unexpected.empty() ? "none" : nameList(unexpected, unexpected.size()))
                  << "\n";
   }
+  return 0;
+}
 
-  if (missing.empty() && prefix.empty())
-    return h.initWeights(path, seed); // every parameter: load_weights as it is
-
-  // The init of every parameter, the file's tensors over it, one file that
-  // load_weights reads (through the ABI: every target and precision).
+/// Loads the init of every parameter from `seed` with the matched tensors
+/// of `m` over it: one merged file that load_weights reads (through the
+/// ABI: every target and precision).
+int loadMergedWeights(ModelHandle &h, uint64_t seed, const WeightsMatch &m) {
+  const nncc_model_abi *abi = h.abi;
+  nncc_error err;
   if (nncc_status s = abi->init_weights(h.model, seed, &err); s != NNCC_OK)
     return fail(llvm::Twine("init_weights: ") + err.message);
   llvm::SmallString<128> initPath, mergedPath;
@@ -1359,8 +1442,8 @@ int loadTrainWeights(ModelHandle &h, uint64_t seed) {
   llvm::scope_exit destroyWriter([&] { nncc_safetensors_writer_destroy(w); });
   for (int32_t i = 0; i < abi->num_params; ++i) {
     const char *name = abi->params[i].name;
-    nncc_tensor_view v = views[i];
-    if (!found[i] && nncc_safetensors_find(initFile, name, &v, &err) != NNCC_OK)
+    nncc_tensor_view v = m.views[i];
+    if (!m.found[i] && nncc_safetensors_find(initFile, name, &v, &err) != NNCC_OK)
       return fail(llvm::Twine("--weights: the initial weights: ") + err.message);
     if (nncc_safetensors_writer_add(w, name, v.dtype, v.rank, v.shape, v.data, v.nbytes,
                                     &err) != NNCC_OK)
@@ -1371,6 +1454,34 @@ int loadTrainWeights(ModelHandle &h, uint64_t seed) {
   if (abi->load_weights(h.model, mergedPath.c_str(), &err) != NNCC_OK)
     return fail(llvm::Twine("--weights: ") + err.message);
   return 0;
+}
+
+/// The starting weights of nncc train: PyTorch's default init from `seed`
+/// without --weights; with it, every parameter by name (strict: a missing
+/// or an unexpected name is an error), or with --partial-weights the
+/// parameters the file has on top of that init, reporting the missing and
+/// unexpected names as torch's load_state_dict(strict=False). A matching
+/// name of another shape or dtype is an error either way.
+int loadTrainWeights(ModelHandle &h, uint64_t seed) {
+  if (initWeights.empty())
+    return h.initWeights("", seed);
+  const std::string path = initWeights;
+  const std::string prefix = weightsPrefix;
+  nncc_error err;
+  nncc_safetensors *file = nullptr;
+  if (nncc_safetensors_open(path.c_str(), &file, &err) != NNCC_OK)
+    return fail(llvm::Twine("--weights: ") + err.message);
+  llvm::scope_exit closeFile([&] { nncc_safetensors_close(file); });
+  // Map the file's names onto the parameters.
+  WeightsMatch m;
+  if (int rc = matchWeights(h.abi, file, path, prefix, m))
+    return rc;
+  if (int rc = reportWeightsMatch(h.abi, m, path, prefix))
+    return rc;
+  if (m.missing.empty() && prefix.empty())
+    return h.initWeights(path, seed); // every parameter: load_weights as it is
+  // The file's tensors (views into it: still open) over the init.
+  return loadMergedWeights(h, seed, m);
 }
 
 /// Every file the run writes, checked before any work: folders that exist
@@ -1545,7 +1656,10 @@ int applyFreeze(ModelHandle &h, const std::vector<char> &frozen, bool resumed) {
   return 0;
 }
 
-int runTrain() {
+namespace {
+/// The command line of nncc train, checked before any work: the flags that
+/// go together and the numbers in range; sets microBatch from --micro-batch.
+int checkTrainCommandLine(MetricsSpec &metricsSpec) {
   if (dataFile.empty())
     return fail("nncc train needs --data D.safetensors (one tensor per model input, "
                 "leading dim = samples)");
@@ -1559,7 +1673,6 @@ int runTrain() {
                 " compares validation losses: add --validation V.safetensors");
   if (int rc = checkTrainOptions())
     return rc;
-  MetricsSpec metricsSpec;
   if (int rc = parseMetrics(metricsSpec, /*training=*/true))
     return rc;
   if (patience < 0)
@@ -1578,74 +1691,72 @@ int runTrain() {
   if (microAuto && trainBudget.empty())
     return fail("--micro-batch auto chooses the micro-batch for a memory budget: add "
                 "--memory-budget");
-  const Precision precision = trainPrecision;
-  const bool f64 = precision == Precision::F64;
-  if (precision == Precision::BF16 && trainTarget != TargetKind::CUDA)
+  if (trainPrecision == Precision::BF16 && trainTarget != TargetKind::CUDA)
     return fail("--precision bf16 trains on the CUDA target only: add --target cuda");
-  TrainingModel model;
-  if (int rc = model.load(trainInput))
-    return rc;
-  mlir::MLIRContext &context = model.context;
-  llvm::SourceMgr &sourceMgr = model.sourceMgr;
-  mlir::OwningOpRef<mlir::ModuleOp> &module = model.module;
-  const ModelSignature *sig = &model.sig;
-  const std::string out =
-      outWeights.empty() ? sig->model + ".safetensors" : std::string(outWeights);
-  if (int rc = resolveMetrics(*sig, metricsSpec))
-    return rc;
-  std::vector<char> frozen;
-  if (int rc = resolveFreeze(*sig, frozen))
-    return rc;
-  if (int rc = checkTrainOutputs(out))
-    return rc;
+  return 0;
+}
 
-  // The data (checked before compiling), then compile, load, configure.
-  TrainData data;
-  if (int rc = loadData(*sig, precision, dataFile, "data", data))
+/// --data and --validation, loaded and checked, and the number of classes
+/// and --metrics-json header of the validation's --metrics.
+int loadTrainingData(const ModelSignature &sig, Precision precision,
+                     const MetricsSpec &metricsSpec, TrainData &data, TrainData &validation,
+                     EpochMetrics &epochMetrics) {
+  if (int rc = loadData(sig, precision, dataFile, "data", data))
     return rc;
-  if (int rc = checkDataValues(*sig, data))
+  if (int rc = checkDataValues(sig, data))
     return rc;
-  TrainData validation;
   if (!validationFile.empty())
-    if (int rc = loadData(*sig, precision, validationFile, "validation data", validation);
-        rc || (rc = checkDataValues(*sig, validation)))
+    if (int rc = loadData(sig, precision, validationFile, "validation data", validation);
+        rc || (rc = checkDataValues(sig, validation)))
       return rc;
-  EpochMetrics epochMetrics;
   if (metricsSpec.active()) {
     epochMetrics.spec = &metricsSpec;
-    if (int rc = metricsClasses(*sig, metricsSpec, dataBinding(*sig, validation, 0),
+    if (int rc = metricsClasses(sig, metricsSpec, dataBinding(sig, validation, 0),
                                 epochMetrics.classes))
       return rc;
-    epochMetrics.jsonHead = metricsJsonHead(*sig, metricsSpec, epochMetrics.classes);
+    epochMetrics.jsonHead = metricsJsonHead(sig, metricsSpec, epochMetrics.classes);
   }
-  RematRequest remat;
-  if (!trainBudget.empty()) {
-    // The binding of a full batch: its dim and the data's other sizes.
-    int64_t batch = batchOpt > 0 ? int64_t(batchOpt) : 0;
-    if (!batch)
-      if (auto tr = (*module)->getAttrOfType<nncc::nn::TrainAttr>("nn.train"))
-        batch = tr.getBatch();
-    if (microAuto) {
-      // The fused loss heads (on under any budget) may fit where the heads
-      // as written do not.
-      mlir::OwningOpRef<mlir::ModuleOp> fused = loadModule(context, sourceMgr, trainInput);
-      if (!fused || mlir::failed(runPipeline(*fused, GradKind::Loss, /*trainMode=*/true,
-                                             nncc::PipelineStage::NNK, trainInput,
-                                             /*fuseLossHeads=*/true)))
-        return 1;
-      if (int rc = autoMicroBatch({*module, *fused}, *sig, data, batch, precision))
-        return rc;
-    }
-    if (microBatch > 0) // the largest run is a micro-batch
-      batch = batch > 0 ? std::min<int64_t>(batch, microBatch) : microBatch;
-    std::map<std::string, int64_t> dims = dataBinding(*sig, data, batch);
-    if (int rc = lowerWithMemoryBudget(trainBudget, module, context, sourceMgr, trainInput,
-                                       sig->dims, dims, GradKind::Loss, /*trainMode=*/true,
-                                       precision, remat, trainTarget))
+  return 0;
+}
+
+/// --memory-budget: chooses the micro-batch of --micro-batch auto, then
+/// lowers the model for the largest run (a batch or a micro-batch) within
+/// the budget, `remat` getting the plan.
+int lowerTrainingForBudget(TrainingModel &model, const TrainData &data, Precision precision,
+                           RematRequest &remat) {
+  mlir::OwningOpRef<mlir::ModuleOp> &module = model.module;
+  const ModelSignature &sig = model.sig;
+  // The binding of a full batch: its dim and the data's other sizes.
+  int64_t batch = batchOpt > 0 ? int64_t(batchOpt) : 0;
+  if (!batch)
+    if (auto tr = (*module)->getAttrOfType<nncc::nn::TrainAttr>("nn.train"))
+      batch = tr.getBatch();
+  if (microBatchArg == "auto") {
+    // The fused loss heads (on under any budget) may fit where the heads
+    // as written do not.
+    mlir::OwningOpRef<mlir::ModuleOp> fused =
+        loadModule(model.context, model.sourceMgr, trainInput);
+    if (!fused || mlir::failed(runPipeline(*fused, GradKind::Loss, /*trainMode=*/true,
+                                           nncc::PipelineStage::NNK, trainInput,
+                                           /*fuseLossHeads=*/true)))
+      return 1;
+    if (int rc = autoMicroBatch({*module, *fused}, sig, data, batch, precision))
       return rc;
   }
+  if (microBatch > 0) // the largest run is a micro-batch
+    batch = batch > 0 ? std::min<int64_t>(batch, microBatch) : microBatch;
+  std::map<std::string, int64_t> dims = dataBinding(sig, data, batch);
+  return lowerWithMemoryBudget(trainBudget, module, model.context, model.sourceMgr, trainInput,
+                               sig.dims, dims, GradKind::Loss, /*trainMode=*/true, precision,
+                               remat, trainTarget);
+}
+
+/// Compiles the training library (cached) for --target and loads it into
+/// `h`; a library without train_step is an error.
+int compileTraining(TrainingModel &model, const RematRequest &remat, Precision precision,
+                    ModelHandle &h) {
   const bool cuda = trainTarget == TargetKind::CUDA;
-  if (cuda && f64)
+  if (cuda && precision == Precision::F64)
     return fail("--precision f64 trains on the CPU target only");
 
   if (cuda) {
@@ -1660,17 +1771,20 @@ int runTrain() {
   key.grad = true;
   key.precision = precision;
   key.target = trainTarget;
-  if (!compileCached(*module, model.source, key, libPath))
+  if (!compileCached(*model.module, model.source, key, libPath))
     return 1;
-  ModelHandle h;
   if (int rc = h.load(libPath, trainTarget))
     return rc;
   if (!h.abi->train_step)
-    return fail("model '" + sig->model + "' was compiled without train_step");
-  nncc_train_config cfg;
-  if (int rc = configure(h.abi, data.numSamples, cfg))
-    return rc;
-  int64_t startStep = 0;
+    return fail("model '" + model.sig.model + "' was compiled without train_step");
+  return 0;
+}
+
+/// Where the run starts: the --resume state (its step in `startStep`) or
+/// the starting weights, then --freeze and the run seed.
+int startTraining(ModelHandle &h, const nncc_train_config &cfg, const std::vector<char> &frozen,
+                  int64_t &startStep) {
+  startStep = 0;
   if (!resumeState.empty()) {
     // The state replaces the initial weights, the optimizer and the step.
     nncc_error err;
@@ -1691,58 +1805,69 @@ int runTrain() {
     return rc;
   // The run seed reaches every random stream (dropout, zoneout, masks,
   // samples; docs/training.md, "Random streams").
-  {
-    nncc_error err;
-    if (h.abi->set_seed(h.model, (uint64_t)cfg.seed, &err) != NNCC_OK)
-      return fail(llvm::Twine("--seed: ") + err.message);
-  }
+  nncc_error err;
+  if (h.abi->set_seed(h.model, (uint64_t)cfg.seed, &err) != NNCC_OK)
+    return fail(llvm::Twine("--seed: ") + err.message);
+  return 0;
+}
 
-  const std::vector<std::string> metrics = scalarMetrics(*sig);
-  FILE *log = nullptr;
-  if (!logFile.empty()) {
-    std::string header = "epoch,step,lr,loss,grad_norm";
+/// The header row of the --log CSV.
+std::string trainLogHeader(const std::vector<std::string> &metrics,
+                           const MetricsSpec &metricsSpec) {
+  std::string header = "epoch,step,lr,loss,grad_norm";
+  for (const std::string &m : metrics)
+    header += "," + m;
+  if (!validationFile.empty()) {
+    header += ",val_loss";
     for (const std::string &m : metrics)
-      header += "," + m;
-    if (!validationFile.empty()) {
-      header += ",val_loss";
-      for (const std::string &m : metrics)
-        header += ",val_" + m;
-      for (const std::string &m : metricsSpec.names)
-        header += ",val_" + m;
-    }
-    // A resumed run continues its log: the rows up to the saved step stay,
-    // the later ones (steps taken after the state was written) go.
-    std::vector<std::string> kept{header};
-    if (startStep > 0) {
-      if (auto old = llvm::MemoryBuffer::getFile(logFile)) {
-        llvm::SmallVector<llvm::StringRef> lines;
-        (*old)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
-        if (lines.empty() || lines.front() != header)
-          return fail("--log: '" + logFile + "' is not this run's log (its columns differ); "
-                      "give the resumed run another --log");
-        for (llvm::StringRef row : llvm::ArrayRef(lines).drop_front()) {
-          int64_t step = 0;
-          if (!row.split(',').second.split(',').first.getAsInteger(10, step) &&
-              step <= startStep)
-            kept.push_back(row.str());
-        }
+      header += ",val_" + m;
+    for (const std::string &m : metricsSpec.names)
+      header += ",val_" + m;
+  }
+  return header;
+}
+
+/// --log, opened for appending after its header (a resumed run: and its
+/// rows up to `startStep`) was written; `log` stays null without --log.
+int openTrainLog(const std::vector<std::string> &metrics, const MetricsSpec &metricsSpec,
+                 int64_t startStep, FILE *&log) {
+  if (logFile.empty())
+    return 0;
+  std::string header = trainLogHeader(metrics, metricsSpec);
+  // A resumed run continues its log: the rows up to the saved step stay,
+  // the later ones (steps taken after the state was written) go.
+  std::vector<std::string> kept{header};
+  if (startStep > 0) {
+    if (auto old = llvm::MemoryBuffer::getFile(logFile)) {
+      llvm::SmallVector<llvm::StringRef> lines;
+      (*old)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
+      if (lines.empty() || lines.front() != header)
+        return fail("--log: '" + logFile + "' is not this run's log (its columns differ); "
+                    "give the resumed run another --log");
+      for (llvm::StringRef row : llvm::ArrayRef(lines).drop_front()) {
+        int64_t step = 0;
+        if (!row.split(',').second.split(',').first.getAsInteger(10, step) &&
+            step <= startStep)
+          kept.push_back(row.str());
       }
     }
-    // The kept rows go to a temporary beside the log, renamed over it: a
-    // kill during the rewrite leaves the old log whole.
-    if (int rc = replaceFile(logFile, llvm::join(kept, "\n") + "\n", "--log"))
-      return rc;
-    log = fopen(logFile.c_str(), "a");
-    if (!log)
-      return fail("cannot write '" + logFile + "': " + strerror(errno));
   }
-  llvm::scope_exit closeLog([&] {
-    if (log)
-      fclose(log);
-  });
+  // The kept rows go to a temporary beside the log, renamed over it: a
+  // kill during the rewrite leaves the old log whole.
+  if (int rc = replaceFile(logFile, llvm::join(kept, "\n") + "\n", "--log"))
+    return rc;
+  log = fopen(logFile.c_str(), "a");
+  if (!log)
+    return fail("cannot write '" + logFile + "': " + strerror(errno));
+  return 0;
+}
+
+/// The run's first line on stdout (and where a resumed run resumes).
+void printTrainBanner(const ModelSignature &sig, const TrainData &data,
+                      const nncc_train_config &cfg, int64_t startStep) {
   const int64_t B = std::min<int64_t>(cfg.batch, data.numSamples);
   if (!trainQuiet)
-    llvm::outs() << "nncc train: " << sig->model << ", " << data.numSamples
+    llvm::outs() << "nncc train: " << sig.model << ", " << data.numSamples
                  << " samples, batch " << B
                  << (microBatch > 0 && microBatch < B
                          ? " in micro-batches of " + std::to_string(microBatch)
@@ -1755,10 +1880,11 @@ int runTrain() {
                  << " lr " << llvm::format("%g", cfg.lr) << "\n";
   if (startStep > 0 && !trainQuiet)
     llvm::outs() << "resuming at step " << startStep + 1 << " (" << resumeState << ")\n";
-  BestEpoch best;
-  if (int rc = trainLoop(h, cfg, data, validation, metrics, log, startStep, out, best,
-                         epochMetrics))
-    return rc;
+}
+
+/// -o after the epochs: the last weights, or with --keep-best the note of
+/// the best epoch's (saved when it was validated).
+int saveTrainedWeights(const ModelHandle &h, const std::string &out, const BestEpoch &best) {
   if (keepBest && best.epoch > 0) {
     if (!trainQuiet)
       llvm::outs() << llvm::format("saved the weights of epoch %lld (", (long long)best.epoch)
@@ -1772,6 +1898,61 @@ int runTrain() {
   if (!trainQuiet)
     llvm::outs() << "saved weights to " << out << "\n";
   return 0;
+}
+} // namespace
+
+int runTrain() {
+  MetricsSpec metricsSpec;
+  if (int rc = checkTrainCommandLine(metricsSpec))
+    return rc;
+  const Precision precision = trainPrecision;
+  TrainingModel model;
+  if (int rc = model.load(trainInput))
+    return rc;
+  const ModelSignature *sig = &model.sig;
+  const std::string out =
+      outWeights.empty() ? sig->model + ".safetensors" : std::string(outWeights);
+  if (int rc = resolveMetrics(*sig, metricsSpec))
+    return rc;
+  std::vector<char> frozen;
+  if (int rc = resolveFreeze(*sig, frozen))
+    return rc;
+  if (int rc = checkTrainOutputs(out))
+    return rc;
+
+  // The data (checked before compiling), then compile, load, configure.
+  TrainData data, validation;
+  EpochMetrics epochMetrics;
+  if (int rc = loadTrainingData(*sig, precision, metricsSpec, data, validation, epochMetrics))
+    return rc;
+  RematRequest remat;
+  if (!trainBudget.empty())
+    if (int rc = lowerTrainingForBudget(model, data, precision, remat))
+      return rc;
+  ModelHandle h;
+  if (int rc = compileTraining(model, remat, precision, h))
+    return rc;
+  nncc_train_config cfg;
+  if (int rc = configure(h.abi, data.numSamples, cfg))
+    return rc;
+  int64_t startStep = 0;
+  if (int rc = startTraining(h, cfg, frozen, startStep))
+    return rc;
+
+  const std::vector<std::string> metrics = scalarMetrics(*sig);
+  FILE *log = nullptr;
+  llvm::scope_exit closeLog([&] {
+    if (log)
+      fclose(log);
+  });
+  if (int rc = openTrainLog(metrics, metricsSpec, startStep, log))
+    return rc;
+  printTrainBanner(*sig, data, cfg, startStep);
+  BestEpoch best;
+  if (int rc = trainLoop(h, cfg, data, validation, metrics, log, startStep, out, best,
+                         epochMetrics))
+    return rc;
+  return saveTrainedWeights(h, out, best);
 }
 
 } // namespace nncc::tool
