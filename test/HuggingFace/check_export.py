@@ -22,7 +22,7 @@ import torch
 import transformers
 from safetensors.numpy import load_file, save_file
 
-from hf_common import config, make  # the same small models as check_import.py
+from hf_common import config, make, rel  # the same small models as check_import.py
 
 NNCC, INPUTS, OUT = sys.argv[1:4]
 B, T = 4, 10
@@ -46,11 +46,6 @@ def feeds(seed, labels=None):
 def save_feeds(f, path, n=1):
     save_file({k: np.concatenate([v.numpy()] * n).astype(np.float32 if v.dtype.is_floating_point else np.int32)
                for k, v in f.items()}, path)
-
-
-def rel(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
 
 
 ok = True

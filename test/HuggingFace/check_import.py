@@ -18,9 +18,9 @@ import sys
 import numpy as np
 import torch
 import transformers
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import load_file
 
-from hf_common import config, make
+from hf_common import config, make, rel, run_imported
 
 NNCC, OUT = sys.argv[1], sys.argv[2]
 B, T = 3, 12
@@ -35,22 +35,6 @@ def inputs(seed, pad):
         mask[1, 7:] = 0
         mask[2, 3:] = 0
     return ids, types, mask
-
-
-def run(folder, feeds, precision):
-    feed_path = os.path.join(folder, "inputs.safetensors")
-    save_file({k: v.numpy().astype(np.float32 if v.dtype.is_floating_point else np.int32)
-               for k, v in feeds.items()}, feed_path)
-    out_path = os.path.join(folder, "out-%s.safetensors" % precision)
-    subprocess.run([NNCC, "run", os.path.join(folder, "model.nn"), "--weights",
-                    os.path.join(folder, "model.safetensors"), "--inputs", feed_path,
-                    "--precision", precision, "--quiet", "-o", out_path], check=True)
-    return load_file(out_path)
-
-
-def rel(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
 
 
 def check(name, cls, cfg, labels=None, seed=0, loss_of=None):
@@ -71,7 +55,7 @@ def check(name, cls, cfg, labels=None, seed=0, loss_of=None):
             typed = {k: v.to(dtype) if v.dtype.is_floating_point else v for k, v in hf_kwargs.items()}
             with torch.no_grad():
                 ref = ref_model(**typed)
-            got = run(folder, feeds, precision)
+            got = run_imported(NNCC, folder, feeds, precision)
             fields = [k for k in ("last_hidden_state", "pooler_output", "logits") if k in got]
             assert fields, sorted(got)
             for k in fields:

@@ -9,7 +9,7 @@ another, one on a padded position) and without any. last_hidden_state and
 pooler_output against transformers' in float32 (1e-5 relative) and float64
 (1e-10). transformers computes Longformer's softmax in float32 even for
 float64 inputs, so the float64 reference runs its module with that softmax
-in float64 (parity_longformer_hf.py's softmax_f64); the distance of its own
+in float64 (nncc_testing.hf_softmax); the distance of its own
 float64 output is printed as INFO. Then export-hf of the imported model:
 transformers.AutoModel.from_pretrained loads a LongformerModel that gives
 nncc's outputs, and the exported tensors equal the original checkpoint's.
@@ -24,24 +24,13 @@ import sys
 import numpy as np
 import torch
 import transformers
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import load_file
 
-from hf_common import make
+from hf_common import make, rel, run_imported
+from nncc_testing.hf_softmax import softmax_f64, torch_softmax
 
 NNCC, OUT = sys.argv[1], sys.argv[2]
 B, T, PAD = 3, 11, 1
-_softmax = torch.nn.functional.softmax
-
-
-def softmax_f64(x, dim=None, dtype=None, **kwargs):
-    """transformers' softmax kept in float64 for float64 inputs; a row of
-    -inf scores gives zeros (what HF's forward makes of it)."""
-    if x.dtype != torch.float64:
-        return _softmax(x, dim=dim, dtype=dtype, **kwargs)
-    m = x.amax(dim=dim, keepdim=True)
-    e = torch.exp(x - torch.where(torch.isfinite(m), m, torch.zeros_like(m)))
-    s = e.sum(dim=dim, keepdim=True)
-    return e / torch.where(s > 0, s, torch.ones_like(s))
 
 
 def inputs(seed, pad, globals_):
@@ -64,28 +53,13 @@ def inputs(seed, pad, globals_):
                 global_attention_mask=glob)
 
 
-def run(folder, feeds, precision):
-    feed_path = os.path.join(folder, "inputs.safetensors")
-    save_file({k: v.numpy().astype(np.int32) for k, v in feeds.items()}, feed_path)
-    out_path = os.path.join(folder, "out-%s.safetensors" % precision)
-    subprocess.run([NNCC, "run", os.path.join(folder, "model.nn"), "--weights",
-                    os.path.join(folder, "model.safetensors"), "--inputs", feed_path,
-                    "--precision", precision, "--quiet", "-o", out_path], check=True)
-    return load_file(out_path)
-
-
-def rel(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
-
-
 def reference(model, feeds, dtype, patched):
-    torch.nn.functional.softmax = softmax_f64 if patched else _softmax
+    torch.nn.functional.softmax = softmax_f64 if patched else torch_softmax
     try:
         with torch.no_grad():
             return model.to(dtype)(**feeds)
     finally:
-        torch.nn.functional.softmax = _softmax
+        torch.nn.functional.softmax = torch_softmax
 
 
 def main():
@@ -106,7 +80,7 @@ def main():
         feeds = inputs(seed, pad, globals_)
         for precision, dtype in (("f32", torch.float32), ("f64", torch.float64)):
             ref = reference(model, feeds, dtype, patched=precision == "f64")
-            got = run(folder, feeds, precision)
+            got = run_imported(NNCC, folder, feeds, precision)
             for k in ("last_hidden_state", "pooler_output"):
                 worst[precision] = max(worst[precision], rel(got[k], ref[k].numpy()))
             if precision == "f64":
@@ -131,7 +105,7 @@ def main():
     print("reloaded:", type(back).__name__, json.load(open(os.path.join(exported, "config.json")))
           ["attention_window"])
     feeds = inputs(7, True, True)
-    got = run(folder, feeds, "f32")
+    got = run_imported(NNCC, folder, feeds, "f32")
     with torch.no_grad():
         again = back(**feeds)
     e = max(rel(got[k], again[k].numpy()) for k in ("last_hidden_state", "pooler_output"))

@@ -1,6 +1,12 @@
-"""Small random-weight transformers models for the import-hf / export-hf tests."""
+"""Small random-weight transformers models for the import-hf / export-hf tests,
+and running an imported model with `nncc run`."""
+import os
+import subprocess
+
+import numpy as np
 import torch
 import transformers
+from safetensors.numpy import load_file, save_file
 
 
 def config(kind, **extra):
@@ -24,3 +30,22 @@ def make(cls, cfg, seed):
         for name, p in model.named_parameters():
             p.copy_(torch.randn_like(p) * 0.2 + (1.0 if name.endswith("LayerNorm.weight") else 0.0))
     return model
+
+
+def run_imported(nncc, folder, feeds, precision):
+    """Outputs of `folder`/model.nn with its weights on `feeds` (torch tensors:
+    floats as f32, integers as i32) at `precision`."""
+    feed_path = os.path.join(folder, "inputs.safetensors")
+    save_file({k: v.numpy().astype(np.float32 if v.dtype.is_floating_point else np.int32)
+               for k, v in feeds.items()}, feed_path)
+    out_path = os.path.join(folder, "out-%s.safetensors" % precision)
+    subprocess.run([nncc, "run", os.path.join(folder, "model.nn"), "--weights",
+                    os.path.join(folder, "model.safetensors"), "--inputs", feed_path,
+                    "--precision", precision, "--quiet", "-o", out_path], check=True)
+    return load_file(out_path)
+
+
+def rel(a, b):
+    """max |a - b| / max |b|."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))

@@ -34,6 +34,7 @@ from transformers import LongformerConfig
 from transformers.models.longformer.modeling_longformer import LongformerSelfAttention
 
 import nncc_testing as nt
+from nncc_testing.hf_softmax import softmax_f64, torch_softmax
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "models", "longformer_hf.nn")
@@ -75,20 +76,6 @@ def hf_layer(window, w):
     return m
 
 
-_softmax = torch.nn.functional.softmax
-
-
-def softmax_f64(x, dim=None, dtype=None, **kwargs):
-    """HF's softmax in float64 (the dtype argument dropped for float64
-    inputs); a row of -inf scores gives zeros, not NaN."""
-    if x.dtype != torch.float64:
-        return _softmax(x, dim=dim, dtype=dtype, **kwargs)
-    m = x.amax(dim=dim, keepdim=True)
-    e = torch.exp(x - torch.where(torch.isfinite(m), m, torch.zeros_like(m)))
-    s = e.sum(dim=dim, keepdim=True)
-    return e / torch.where(s > 0, s, torch.ones_like(s))
-
-
 def grad_of(param):
     """A parameter's gradient; zero for one HF never used (the global
     projections without global tokens)."""
@@ -98,11 +85,11 @@ def grad_of(param):
 def hf_run(T, pad, glob, padded, w, patched=True):
     """HF's layers on x + pos, the loss and the gradients (float64), with
     softmax_f64 in HF's module (or, patched=False, HF's own softmax)."""
-    torch.nn.functional.softmax = softmax_f64 if patched else _softmax
+    torch.nn.functional.softmax = softmax_f64 if patched else torch_softmax
     try:
         return hf_layers(T, pad, glob, padded, w)
     finally:
-        torch.nn.functional.softmax = _softmax
+        torch.nn.functional.softmax = torch_softmax
 
 
 def hf_layers(T, pad, glob, padded, w):
