@@ -499,19 +499,18 @@ std::map<std::string, int64_t> boundDims(const ModelSignature &sig, const RunInp
   return dims;
 }
 
-int lowerWithBudget(mlir::OwningOpRef<mlir::ModuleOp> &module, mlir::MLIRContext &context,
-                    llvm::SourceMgr &sourceMgr, llvm::StringRef path,
-                    const ModelSignature &sig, const std::map<std::string, int64_t> &dims,
-                    RematRequest &remat) {
+int lowerWithBudget(mlir::ModuleOp source, mlir::OwningOpRef<mlir::ModuleOp> &module,
+                    llvm::StringRef path, const ModelSignature &sig,
+                    const std::map<std::string, int64_t> &dims, RematRequest &remat) {
   if (!gradMode)
     return fail("--memory-budget applies to the training step: add --grad");
-  return lowerWithMemoryBudget(memoryBudget, module, context, sourceMgr, path, sig.dims, dims,
+  return lowerWithMemoryBudget(memoryBudget, source, module, path, sig.dims, dims,
                                GradKind::Loss, trainMode, precision, remat,
                                runTarget);
 }
 
 /// inspect --memory: the plan of the --dim binding as JSON.
-int inspectMemoryPlan(mlir::ModuleOp module, llvm::SourceMgr &sourceMgr,
+int inspectMemoryPlan(mlir::ModuleOp source, mlir::ModuleOp module,
                       const ModelSignature &sig) {
   std::map<std::string, int64_t> dims;
   if (int rc = parseDims(sig, dims))
@@ -527,8 +526,7 @@ int inspectMemoryPlan(mlir::ModuleOp module, llvm::SourceMgr &sourceMgr,
   mlir::OwningOpRef<mlir::ModuleOp> rematerialised;
   RematRequest remat;
   if (gradMode) {
-    if (int rc = lowerWithBudget(rematerialised, *module.getContext(), sourceMgr,
-                                 inspectInput, sig, dims, remat))
+    if (int rc = lowerWithBudget(source, rematerialised, inspectInput, sig, dims, remat))
       return rc;
     module = *rematerialised;
   }
@@ -607,8 +605,8 @@ int execute(const std::string &libPath, TargetKind target, RunInputs &in) {
 }
 } // namespace
 
-int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::ModuleOp> &module,
-                          mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
+int lowerWithMemoryBudget(llvm::StringRef budget, mlir::ModuleOp source,
+                          mlir::OwningOpRef<mlir::ModuleOp> &module,
                           llvm::StringRef path, const std::vector<std::string> &modelDims,
                           const std::map<std::string, int64_t> &dims, GradKind grad,
                           bool trainMode, Precision precision, RematRequest &remat,
@@ -629,9 +627,8 @@ int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::Module
       return fail("--memory-budget is for one binding of the dims: add --dim " + d + "=SIZE");
     remat.search.dims[d] = it->second;
   }
-  module = loadModule(context, sourceMgr, path);
-  if (!module || mlir::failed(runPipeline(*module, grad, trainMode, nncc::PipelineStage::NNK,
-                                          remat, path)))
+  module = source.clone();
+  if (mlir::failed(runPipeline(*module, grad, trainMode, nncc::PipelineStage::NNK, remat, path)))
     return 1;
   return 0;
 }
@@ -641,12 +638,16 @@ int runInspect() {
   prepareContext(context);
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  auto module = loadModule(context, sourceMgr, inspectInput);
+  // The model is built once; each lowering works on a copy.
+  mlir::OwningOpRef<mlir::ModuleOp> source = loadModule(context, sourceMgr, inspectInput);
   if (!inspectMemory && (gradMode || trainMode || precision.getNumOccurrences() ||
                          !dimValues.empty()))
     return fail("--grad, --train-mode, --precision and --dim of inspect apply to --memory");
-  if (!module || mlir::failed(runPipeline(*module, gradMode ? GradKind::Loss : GradKind::None,
-                                          trainMode, nncc::PipelineStage::NNK, inspectInput)))
+  if (!source)
+    return 1;
+  mlir::OwningOpRef<mlir::ModuleOp> module = source->clone();
+  if (mlir::failed(runPipeline(*module, gradMode ? GradKind::Loss : GradKind::None, trainMode,
+                               nncc::PipelineStage::NNK, inspectInput)))
     return 1;
   mlir::FailureOr<ModelSignature> sig = getSignature(*module);
   if (mlir::failed(sig))
@@ -654,7 +655,7 @@ int runInspect() {
   if (!memoryBudget.empty() && !inspectMemory)
     return fail("--memory-budget of inspect applies to --memory --grad");
   if (inspectMemory)
-    return inspectMemoryPlan(*module, sourceMgr, *sig);
+    return inspectMemoryPlan(*source, *module, *sig);
   llvm::json::Array dims;
   for (const std::string &d : sig->dims)
     dims.push_back(d);
@@ -753,9 +754,13 @@ int runRun() {
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   std::string source;
-  auto module = loadModule(context, sourceMgr, runInput, &source);
-  if (!module || mlir::failed(runPipeline(*module, gradMode ? GradKind::Loss : GradKind::None,
-                                          trainMode, nncc::PipelineStage::NNK, runInput)))
+  // The model is built once; each lowering works on a copy.
+  mlir::OwningOpRef<mlir::ModuleOp> nnModule = loadModule(context, sourceMgr, runInput, &source);
+  if (!nnModule)
+    return 1;
+  mlir::OwningOpRef<mlir::ModuleOp> module = nnModule->clone();
+  if (mlir::failed(runPipeline(*module, gradMode ? GradKind::Loss : GradKind::None, trainMode,
+                               nncc::PipelineStage::NNK, runInput)))
     return 1;
   mlir::FailureOr<ModelSignature> sig = getSignature(*module);
   if (mlir::failed(sig))
@@ -790,8 +795,7 @@ int runRun() {
       t.narrowToBf16();
   RematRequest remat;
   if (!memoryBudget.empty())
-    if (int rc = lowerWithBudget(module, context, sourceMgr, runInput, *sig,
-                                 boundDims(*sig, in), remat))
+    if (int rc = lowerWithBudget(*nnModule, module, runInput, *sig, boundDims(*sig, in), remat))
       return rc;
   std::string libPath;
   CacheKeyOptions key;

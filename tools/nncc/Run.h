@@ -39,11 +39,13 @@ struct MemoryBudgetParser : llvm::cl::parser<std::string> {
 using MemoryBudgetOpt = llvm::cl::opt<std::string, false, MemoryBudgetParser>;
 
 /// --memory-budget X for the dims `dims` (precision f64: sizeof(real_t) 8):
-/// `module` again from `path`, differentiated (training-mode loss when
+/// `module` becomes a copy of `source` (the model as loadModule built it from
+/// `path`, not yet lowered) differentiated (training-mode loss when
 /// `trainMode`), rematerialised and lowered to nnk; `remat` records the
-/// choice. Without a budget, nothing is done. Returns the exit status.
-int lowerWithMemoryBudget(llvm::StringRef budget, mlir::OwningOpRef<mlir::ModuleOp> &module,
-                          mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
+/// choice (without a budget, everything is kept and `remat` has the report).
+/// Returns the exit status.
+int lowerWithMemoryBudget(llvm::StringRef budget, mlir::ModuleOp source,
+                          mlir::OwningOpRef<mlir::ModuleOp> &module,
                           llvm::StringRef path, const std::vector<std::string> &modelDims,
                           const std::map<std::string, int64_t> &dims,
                           driver::GradKind grad, bool trainMode, Precision precision,

@@ -1520,21 +1520,27 @@ int checkTrainOutputs(const std::string &out) {
 }
 
 /// The model as nncc train compiles it (the training pipeline down to nnk)
-/// and its signature, with the context and sources they live in.
+/// and its signature, with the context and sources they live in. The model
+/// is built once (`nnModule`, the nn module of the source); every lowering
+/// works on a copy.
 struct TrainingModel {
   mlir::MLIRContext context;
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler handler{sourceMgr, &context};
   std::string source;
+  mlir::OwningOpRef<mlir::ModuleOp> nnModule;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   ModelSignature sig;
 
   /// 0, or 1 after the diagnostics were printed.
   int load(llvm::StringRef path) {
     prepareContext(context);
-    module = loadModule(context, sourceMgr, path, &source);
-    if (!module || mlir::failed(runPipeline(*module, GradKind::Loss, /*trainMode=*/true,
-                                            nncc::PipelineStage::NNK, path)))
+    nnModule = loadModule(context, sourceMgr, path, &source);
+    if (!nnModule)
+      return 1;
+    module = nnModule->clone();
+    if (mlir::failed(runPipeline(*module, GradKind::Loss, /*trainMode=*/true,
+                                 nncc::PipelineStage::NNK, path)))
       return 1;
     mlir::FailureOr<ModelSignature> s = getSignature(*module);
     if (mlir::failed(s))
@@ -1734,11 +1740,9 @@ int lowerTrainingForBudget(TrainingModel &model, const TrainData &data, Precisio
   if (microBatchArg == "auto") {
     // The fused loss heads (on under any budget) may fit where the heads
     // as written do not.
-    mlir::OwningOpRef<mlir::ModuleOp> fused =
-        loadModule(model.context, model.sourceMgr, trainInput);
-    if (!fused || mlir::failed(runPipeline(*fused, GradKind::Loss, /*trainMode=*/true,
-                                           nncc::PipelineStage::NNK, trainInput,
-                                           /*fuseLossHeads=*/true)))
+    mlir::OwningOpRef<mlir::ModuleOp> fused = model.nnModule->clone();
+    if (mlir::failed(runPipeline(*fused, GradKind::Loss, /*trainMode=*/true,
+                                 nncc::PipelineStage::NNK, trainInput, /*fuseLossHeads=*/true)))
       return 1;
     if (int rc = autoMicroBatch({*module, *fused}, sig, data, batch, precision))
       return rc;
@@ -1746,9 +1750,8 @@ int lowerTrainingForBudget(TrainingModel &model, const TrainData &data, Precisio
   if (microBatch > 0) // the largest run is a micro-batch
     batch = batch > 0 ? std::min<int64_t>(batch, microBatch) : microBatch;
   std::map<std::string, int64_t> dims = dataBinding(sig, data, batch);
-  return lowerWithMemoryBudget(trainBudget, module, model.context, model.sourceMgr, trainInput,
-                               sig.dims, dims, GradKind::Loss, /*trainMode=*/true, precision,
-                               remat, trainTarget);
+  return lowerWithMemoryBudget(trainBudget, *model.nnModule, module, trainInput, sig.dims, dims,
+                               GradKind::Loss, /*trainMode=*/true, precision, remat, trainTarget);
 }
 
 /// Compiles the training library (cached) for --target and loads it into

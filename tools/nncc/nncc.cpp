@@ -256,8 +256,9 @@ int runCompile() {
       dims[k.str()] = x;
     }
     nncc::driver::RematRequest remat;
-    if (int rc = nncc::tool::lowerWithMemoryBudget(compileBudget, module, context, sourceMgr,
-                                                   inputFile, modelDims, dims, gradKind,
+    mlir::OwningOpRef<mlir::ModuleOp> source = std::move(module);
+    if (int rc = nncc::tool::lowerWithMemoryBudget(compileBudget, *source, module, inputFile,
+                                                   modelDims, dims, gradKind,
                                                    /*trainMode=*/true, compilePrecisionChoice(), remat,
                                                    emitLevel == EmitLevel::CUDA ||
                                                            compileCuda == nncc::CudaCode::Required
