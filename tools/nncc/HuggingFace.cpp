@@ -877,6 +877,54 @@ llvm::json::Value configJSON(const HfConfig &c, llvm::StringRef dtype) {
   }
   return llvm::json::Value(std::move(o));
 }
+/// An exported tensor: f32 values, or f16/bf16 bits for --dtype f16|bf16.
+struct ExportTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> f32;
+  std::vector<uint16_t> f16;
+};
+
+/// The tensors of `file` that `config`'s weight links name, each split into
+/// its Hugging Face tensors (rows of dim 0) in --dtype; `used` receives the
+/// nncc names read. Returns the exit status.
+int splitWeights(nncc_safetensors *file, const HfConfig &config,
+                 std::vector<ExportTensor> &tensors, std::set<std::string> &used) {
+  const std::string prefix = config.head == HfHead::None || config.head == HfHead::Pooler
+                                 ? ""
+                                 : config.spec->prefix + ".";
+  const bool half = exportDtype != ExportDtype::F32;
+  nncc_error err{};
+  for (const HfWeightLink &link : weightLinks(config, prefix)) {
+    nncc_tensor_view v{};
+    if (nncc_safetensors_find(file, link.name.c_str(), &v, &err) != NNCC_OK)
+      return fail("--weights: " + llvm::Twine(err.message) + " (the parameter '" + link.name +
+                  "' of " + config.spec->architecture + ")");
+    if (llvm::ArrayRef<int64_t>(v.shape, v.rank) != llvm::ArrayRef<int64_t>(link.shape))
+      return fail("--weights: tensor '" + link.name + "' is " +
+                  shapeString({v.shape, size_t(v.rank)}) + "; the model declares " +
+                  shapeString(link.shape));
+    if (!isFloatWeight(v.dtype))
+      return fail("--weights: tensor '" + link.name + "' is " + nncc_dtype_name(v.dtype) +
+                  "; expected F32, F64, F16 or BF16");
+    used.insert(link.name);
+    const size_t per = size_t(v.numel / link.sources.size());
+    for (size_t s = 0; s < link.sources.size(); ++s) {
+      ExportTensor t{link.sources[s], link.shape, {}, {}};
+      t.shape[0] /= int64_t(link.sources.size());
+      for (size_t i = s * per; i < (s + 1) * per; ++i) {
+        float f = elementAsF32(v, i);
+        if (!half)
+          t.f32.push_back(f);
+        else
+          t.f16.push_back(exportDtype == ExportDtype::F16 ? nncc_f32_to_f16(f)
+                                                           : nncc_f32_to_bf16(f));
+      }
+      tensors.push_back(std::move(t));
+    }
+  }
+  return 0;
+}
 } // namespace
 
 int runExportHf() {
@@ -904,46 +952,11 @@ int runExportHf() {
       file, nncc_safetensors_close);
 
   // Each nncc parameter split into its Hugging Face tensors (rows of dim 0).
-  const std::string prefix = config->head == HfHead::None || config->head == HfHead::Pooler
-                                 ? ""
-                                 : config->spec->prefix + ".";
   const bool half = exportDtype != ExportDtype::F32;
-  struct Tensor {
-    std::string name;
-    std::vector<int64_t> shape;
-    std::vector<float> f32;
-    std::vector<uint16_t> f16;
-  };
-  std::vector<Tensor> tensors;
+  std::vector<ExportTensor> tensors;
   std::set<std::string> used;
-  for (const HfWeightLink &link : weightLinks(*config, prefix)) {
-    nncc_tensor_view v{};
-    if (nncc_safetensors_find(file, link.name.c_str(), &v, &err) != NNCC_OK)
-      return fail("--weights: " + llvm::Twine(err.message) + " (the parameter '" + link.name +
-                  "' of " + config->spec->architecture + ")");
-    if (llvm::ArrayRef<int64_t>(v.shape, v.rank) != llvm::ArrayRef<int64_t>(link.shape))
-      return fail("--weights: tensor '" + link.name + "' is " +
-                  shapeString({v.shape, size_t(v.rank)}) + "; the model declares " +
-                  shapeString(link.shape));
-    if (!isFloatWeight(v.dtype))
-      return fail("--weights: tensor '" + link.name + "' is " + nncc_dtype_name(v.dtype) +
-                  "; expected F32, F64, F16 or BF16");
-    used.insert(link.name);
-    const size_t per = size_t(v.numel / link.sources.size());
-    for (size_t s = 0; s < link.sources.size(); ++s) {
-      Tensor t{link.sources[s], link.shape, {}, {}};
-      t.shape[0] /= int64_t(link.sources.size());
-      for (size_t i = s * per; i < (s + 1) * per; ++i) {
-        float f = elementAsF32(v, i);
-        if (!half)
-          t.f32.push_back(f);
-        else
-          t.f16.push_back(exportDtype == ExportDtype::F16 ? nncc_f32_to_f16(f)
-                                                           : nncc_f32_to_bf16(f));
-      }
-      tensors.push_back(std::move(t));
-    }
-  }
+  if (int rc = splitWeights(file, *config, tensors, used))
+    return rc;
 
   std::string out = exportOut;
   if (std::error_code ec = llvm::sys::fs::create_directories(out))
@@ -958,7 +971,7 @@ int runExportHf() {
   const nncc_dtype dtype = std::array<nncc_dtype, 3>{
       NNCC_DTYPE_F32, NNCC_DTYPE_F16, NNCC_DTYPE_BF16}[int(exportDtype.getValue())];
   std::vector<OutTensor> written;
-  for (const Tensor &t : tensors)
+  for (const ExportTensor &t : tensors)
     written.push_back({t.name, t.shape, dtype,
                        half ? static_cast<const void *>(t.f16.data()) : t.f32.data(),
                        half ? t.f16.size() * 2 : t.f32.size() * 4});

@@ -112,12 +112,8 @@ void addReduce(const TypeConverter &converter, RewritePatternSet &patterns) {
       });
 }
 
-} // namespace
-
-void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
-                                       RewritePatternSet &patterns) {
-  patterns.add<SplitLowering>(converter, patterns.getContext());
-  patterns.add<LinearCrossEntropyLowering>(converter, patterns.getContext());
+/// Softmax, the reductions, argmax, max and cumsum: their axes normalised.
+void populateAxisPatterns(const TypeConverter &converter, RewritePatternSet &patterns) {
   addSimple<nn::SoftmaxOp>(
       converter, patterns,
       [](ConversionPatternRewriter &rewriter, nn::SoftmaxOp op,
@@ -153,6 +149,11 @@ void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
                               op.getReverse());
         return success();
       });
+}
+
+/// Embedding lookups, positions, concat, slice and transpose.
+void populateDataMovementPatterns(const TypeConverter &converter,
+                                  RewritePatternSet &patterns) {
   addSimple<nn::EmbeddingOp>(
       converter, patterns,
       [](ConversionPatternRewriter &rewriter, nn::EmbeddingOp op,
@@ -194,6 +195,10 @@ void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
                                  op.getPerm());
         return success();
       });
+}
+
+/// mse, cross_entropy and bce_with_logits as nnk.loss.
+void populateLossPatterns(const TypeConverter &converter, RewritePatternSet &patterns) {
   addSimple<nn::MSEOp>(
       converter, patterns,
       [](ConversionPatternRewriter &rewriter, nn::MSEOp op,
@@ -221,4 +226,15 @@ void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
                             nnk::LossKind::bce_with_logits, -100);
         return success();
       });
+}
+
+} // namespace
+
+void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
+                                       RewritePatternSet &patterns) {
+  patterns.add<SplitLowering>(converter, patterns.getContext());
+  patterns.add<LinearCrossEntropyLowering>(converter, patterns.getContext());
+  populateAxisPatterns(converter, patterns);
+  populateDataMovementPatterns(converter, patterns);
+  populateLossPatterns(converter, patterns);
 }

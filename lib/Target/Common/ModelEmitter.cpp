@@ -984,6 +984,32 @@ static std::string floatComparison(arith::CmpFPredicate p, const std::string &a,
   llvm_unreachable("unknown arith.cmpf predicate");
 }
 
+std::string ModelEmitter::elementwiseScalarType(Type t) {
+  if (t.isInteger(1))
+    return "bool";
+  if (t.isInteger(32))
+    return "int32_t";
+  if (t.isInteger(64))
+    return "int64_t";
+  return kRealScalar;
+}
+
+FailureOr<std::pair<std::string, std::string>>
+ModelEmitter::elementwiseConstant(arith::ConstantOp c) {
+  if (auto fa = dyn_cast<FloatAttr>(c.getValue()))
+    return std::make_pair(kRealScalar,
+                          "(" + kRealScalar + ")" + fmtDouble(fa.getValueAsDouble()));
+  if (auto ia = dyn_cast<IntegerAttr>(c.getValue())) {
+    std::string type = elementwiseScalarType(ia.getType());
+    return std::make_pair(type, ia.getType().isInteger(1)
+                                    ? std::string(ia.getValue().isZero() ? "false" : "true")
+                                    : "(" + type + ")" +
+                                          std::to_string(ia.getValue().getSExtValue()) +
+                                          (ia.getType().isInteger(64) ? "LL" : ""));
+  }
+  return c.emitError("unsupported constant in an elementwise body");
+}
+
 LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
                                                 nnk::ElementwiseOp op,
                                                 const std::string &out,
@@ -1003,18 +1029,7 @@ LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
       os << "const " << type << " " << n << " = " << expr << ";\n";
       v[inner.getResult(0)] = n;
     };
-    // Scalars are acc_t<real_t> (real_t's arithmetic type: float for a
-    // bf16 library), bool (i1), int32_t or int64_t.
-    auto scalarType = [&](Type t) -> std::string {
-      if (t.isInteger(1))
-        return "bool";
-      if (t.isInteger(32))
-        return "int32_t";
-      if (t.isInteger(64))
-        return "int64_t";
-      return kRealScalar;
-    };
-    auto result = [&] { return scalarType(inner.getResult(0).getType()); };
+    auto result = [&] { return elementwiseScalarType(inner.getResult(0).getType()); };
     auto bin = [&](const char *o) {
       def(result(), "(" + operand(0) + " " + o + " " + operand(1) + ")");
     };
@@ -1034,20 +1049,11 @@ LogicalResult ModelEmitter::emitElementwiseBody(raw_indented_ostream &os,
       continue;
     }
     if (auto c = dyn_cast<arith::ConstantOp>(inner)) {
-      if (auto fa = dyn_cast<FloatAttr>(c.getValue())) {
-        def(kRealScalar, "(" + kRealScalar + ")" + fmtDouble(fa.getValueAsDouble()));
-        continue;
-      }
-      if (auto ia = dyn_cast<IntegerAttr>(c.getValue())) {
-        def(scalarType(ia.getType()),
-            ia.getType().isInteger(1)
-                ? std::string(ia.getValue().isZero() ? "false" : "true")
-                : "(" + scalarType(ia.getType()) + ")" +
-                      std::to_string(ia.getValue().getSExtValue()) +
-                      (ia.getType().isInteger(64) ? "LL" : ""));
-        continue;
-      }
-      return c.emitError("unsupported constant in an elementwise body");
+      FailureOr<std::pair<std::string, std::string>> typed = elementwiseConstant(c);
+      if (failed(typed))
+        return failure();
+      def(typed->first, typed->second);
+      continue;
     }
     if (isa<arith::AddFOp, arith::AddIOp>(inner))
       bin("+");

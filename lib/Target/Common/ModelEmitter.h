@@ -14,6 +14,7 @@
 #include "Escape.h"
 #include "nncc/Target/Compile.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/IndentedOstream.h"
@@ -146,6 +147,12 @@ protected:
   /// The C type of float scalars in generated code: real_t's arithmetic
   /// type (Bf16.h's acc_t: float for a bf16 library, real_t otherwise).
   static inline const std::string kRealScalar = "acc_t<real_t>";
+  /// The C type of an elementwise scalar of type `t`: kRealScalar for a
+  /// float, bool (i1), int32_t or int64_t.
+  static std::string elementwiseScalarType(mlir::Type t);
+  /// An arith.constant of an elementwise body as (C type, C expression).
+  static mlir::FailureOr<std::pair<std::string, std::string>>
+  elementwiseConstant(mlir::arith::ConstantOp c);
   /// The body of nnk.elementwise at flat index `idx` (float inputs already
   /// loaded into a0, a1, ... as kRealScalar); writes `<out>[idx] = ...`,
   /// a float result rounded to real_t by store_acc.
