@@ -339,8 +339,7 @@ static bool isInt(const CValue &v) { return v.kind == CValue::Int; }
 /// Sizes are capped so that products such as 4 * hidden cannot overflow.
 static constexpr int64_t kMaxSize = int64_t(1) << 40;
 
-/// `name` written without arguments, as the constructor `name()`.
-static CValue enumAsCtor(const CValue &v) {
+CValue nncc::frontend::enumAsCtor(const CValue &v) {
   CValue c;
   c.kind = CValue::Ctor;
   c.name = v.name;

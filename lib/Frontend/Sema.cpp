@@ -83,6 +83,10 @@ private:
                                                   const std::string &path,
                                                   unsigned depth);
   bool checkTrain(const TrainClause &t);
+  /// `optimizer: f(...)` / `schedule: f(...)` of the train clause: `v` (the
+  /// value of `value`) bound to f's parameters and checked against the
+  /// ranges #nn.optimizer / #nn.schedule verify.
+  bool checkTrainCall(const std::string &w, const Expr &value, CValue &v);
   bool countInstance(SrcLoc l) {
     if (++instanceCount > kMaxLayerInstances) {
       diag.error(l, "too many layer instances (limit " +
@@ -490,6 +494,62 @@ Sema::instantiateBlock(const BlockDef &b, const CValue &ctor,
   return inst;
 }
 
+bool Sema::checkTrainCall(const std::string &w, const Expr &value, CValue &v) {
+  if (v.kind == CValue::Enum)
+    v = enumAsCtor(v);
+  if (v.kind != CValue::Ctor) {
+    diag.error(value.getLoc(),
+               "'" + w + "' expects a call such as " +
+                   (w == "optimizer" ? "'adamw(lr: 1e-3)'"
+                                     : "'warmup_cosine(warmup: 100)'") +
+                   ", got " + v.describe());
+    return false;
+  }
+  const FuncSpec *spec = w == "optimizer" ? lookupOptimizer(v.name)
+                                          : lookupSchedule(v.name);
+  if (!spec) {
+    diag.error(v.loc, "unknown " + w + " '" + v.name + "'" +
+                           (w == "optimizer"
+                                ? " (expected adam, adamw or sgd)"
+                                : " (expected constant, warmup_cosine, "
+                                  "cosine, linear or step)"));
+    return false;
+  }
+  std::vector<std::pair<std::string, CValue>> out;
+  if (!bindCtor(v.name, spec->params, v, diag, out))
+    return false;
+  // The ranges #nn.optimizer / #nn.schedule verify (NNAttrs.cpp).
+  for (auto &kv : out) {
+    const std::string &k = kv.first;
+    const CValue &a = kv.second;
+    auto bad = [&](const CValue &at, const char *range) {
+      diag.error(at.loc, "'" + k + "' of '" + v.name + "' must be " +
+                             range + ", got " + at.str());
+      return false;
+    };
+    if ((k == "lr" || k == "eps" || k == "gamma") && !(a.f > 0.0))
+      return bad(a, "> 0");
+    if ((k == "weight_decay" || k == "momentum") && !(a.f >= 0.0))
+      return bad(a, ">= 0");
+    if (k == "cycles" && !(a.f >= 0.0 && a.f <= 1.0))
+      return bad(a, "in [0, 1]");
+    if (k == "betas") {
+      if (a.elems.size() != 2) {
+        diag.error(a.loc, "'betas' of '" + v.name +
+                              "' expects two numbers, got " +
+                              std::to_string(a.elems.size()));
+        return false;
+      }
+      for (const CValue &b : a.elems)
+        if (!(b.f >= 0.0 && b.f < 1.0))
+          return bad(b, "in [0, 1)");
+    }
+  }
+  v.elems.clear();
+  v.kwargs = std::move(out);
+  return true;
+}
+
 bool Sema::checkTrain(const TrainClause &t) {
   llvm::StringMap<SrcLoc> seen;
   auto lookup = [&](llvm::StringRef n) -> NameInfo {
@@ -523,63 +583,8 @@ bool Sema::checkTrain(const TrainClause &t) {
     if (!v)
       return false;
     if (w == "optimizer" || w == "schedule") {
-      if (v->kind == CValue::Enum) {
-        CValue c;
-        c.kind = CValue::Ctor;
-        c.name = v->name;
-        c.loc = v->loc;
-        v = c;
-      }
-      if (v->kind != CValue::Ctor) {
-        diag.error(item.value->getLoc(),
-                   "'" + w + "' expects a call such as " +
-                       (w == "optimizer" ? "'adamw(lr: 1e-3)'"
-                                         : "'warmup_cosine(warmup: 100)'") +
-                       ", got " + v->describe());
+      if (!checkTrainCall(w, *item.value, *v))
         return false;
-      }
-      const FuncSpec *spec = w == "optimizer" ? lookupOptimizer(v->name)
-                                              : lookupSchedule(v->name);
-      if (!spec) {
-        diag.error(v->loc, "unknown " + w + " '" + v->name + "'" +
-                               (w == "optimizer"
-                                    ? " (expected adam, adamw or sgd)"
-                                    : " (expected constant, warmup_cosine, "
-                                      "cosine, linear or step)"));
-        return false;
-      }
-      std::vector<std::pair<std::string, CValue>> out;
-      if (!bindCtor(v->name, spec->params, *v, diag, out))
-        return false;
-      // The ranges #nn.optimizer / #nn.schedule verify (NNAttrs.cpp).
-      for (auto &kv : out) {
-        const std::string &k = kv.first;
-        const CValue &a = kv.second;
-        auto bad = [&](const CValue &at, const char *range) {
-          diag.error(at.loc, "'" + k + "' of '" + v->name + "' must be " +
-                                 range + ", got " + at.str());
-          return false;
-        };
-        if ((k == "lr" || k == "eps" || k == "gamma") && !(a.f > 0.0))
-          return bad(a, "> 0");
-        if ((k == "weight_decay" || k == "momentum") && !(a.f >= 0.0))
-          return bad(a, ">= 0");
-        if (k == "cycles" && !(a.f >= 0.0 && a.f <= 1.0))
-          return bad(a, "in [0, 1]");
-        if (k == "betas") {
-          if (a.elems.size() != 2) {
-            diag.error(a.loc, "'betas' of '" + v->name +
-                                  "' expects two numbers, got " +
-                                  std::to_string(a.elems.size()));
-            return false;
-          }
-          for (const CValue &b : a.elems)
-            if (!(b.f >= 0.0 && b.f < 1.0))
-              return bad(b, "in [0, 1)");
-        }
-      }
-      v->elems.clear();
-      v->kwargs = std::move(out);
     } else {
       ParamSpec ps{w.c_str(),
                    w == "epochs" || w == "batch" ? PK::PosInt

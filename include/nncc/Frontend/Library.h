@@ -95,6 +95,10 @@ bool bindArgs(llvm::StringRef what, llvm::ArrayRef<ParamSpec> params,
               llvm::ArrayRef<ArgRef> args, SrcLoc callLoc, DiagEngine &diag,
               std::vector<int> &slots, std::vector<int> *variadicArgs = nullptr);
 
+/// `name` written without arguments (an Enum value), as the constructor
+/// `name()`.
+CValue enumAsCtor(const CValue &v);
+
 /// Checks `v` against a compile-time parameter kind and normalizes it (ints
 /// become floats for PK::Float, a single int becomes a list for
 /// PK::IntOrList stays as is). Reports located errors.
