@@ -152,14 +152,26 @@ Token Lexer::lexNumber(size_t start, SrcLoc l) {
   return t;
 }
 
-Token Lexer::next() {
-  if (failed) {
-    Token t;
-    t.kind = Tok::Error;
-    t.loc = {line, col};
-    return t;
-  }
-  // Skip whitespace and comments.
+/// The keyword `text` spells, or Tok::Ident.
+static Tok keywordOrIdent(llvm::StringRef text) {
+  return llvm::StringSwitch<Tok>(text)
+      .Case("model", Tok::KwModel)
+      .Case("block", Tok::KwBlock)
+      .Case("dims", Tok::KwDims)
+      .Case("const", Tok::KwConst)
+      .Case("input", Tok::KwInput)
+      .Case("forward", Tok::KwForward)
+      .Case("return", Tok::KwReturn)
+      .Case("output", Tok::KwOutput)
+      .Case("loss", Tok::KwLoss)
+      .Case("train", Tok::KwTrain)
+      .Case("repeat", Tok::KwRepeat)
+      .Case("true", Tok::KwTrue)
+      .Case("false", Tok::KwFalse)
+      .Default(Tok::Ident);
+}
+
+std::optional<Token> Lexer::skipTrivia() {
   while (!atEnd()) {
     char c = peek();
     if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' ||
@@ -193,6 +205,18 @@ Token Lexer::next() {
     }
     break;
   }
+  return std::nullopt;
+}
+
+Token Lexer::next() {
+  if (failed) {
+    Token t;
+    t.kind = Tok::Error;
+    t.loc = {line, col};
+    return t;
+  }
+  if (std::optional<Token> bad = skipTrivia())
+    return *bad;
   SrcLoc l{line, col};
   size_t start = pos;
   if (atEnd()) {
@@ -203,23 +227,7 @@ Token Lexer::next() {
   if (isIdentStart(c)) {
     while (isIdentStart(peek()) || isDigit(peek()))
       advance();
-    llvm::StringRef text = buf.slice(start, pos);
-    Tok k = llvm::StringSwitch<Tok>(text)
-                .Case("model", Tok::KwModel)
-                .Case("block", Tok::KwBlock)
-                .Case("dims", Tok::KwDims)
-                .Case("const", Tok::KwConst)
-                .Case("input", Tok::KwInput)
-                .Case("forward", Tok::KwForward)
-                .Case("return", Tok::KwReturn)
-                .Case("output", Tok::KwOutput)
-                .Case("loss", Tok::KwLoss)
-                .Case("train", Tok::KwTrain)
-                .Case("repeat", Tok::KwRepeat)
-                .Case("true", Tok::KwTrue)
-                .Case("false", Tok::KwFalse)
-                .Default(Tok::Ident);
-    return make(k, start, l);
+    return make(keywordOrIdent(buf.slice(start, pos)), start, l);
   }
   if (isDigit(c))
     return lexNumber(start, l);

@@ -6,6 +6,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,9 @@ private:
   Token make(Tok k, size_t start, SrcLoc l);
   Token error(SrcLoc l, const llvm::Twine &msg);
   Token lexNumber(size_t start, SrcLoc l);
+  /// Skips whitespace and comments; the error token of an unterminated
+  /// block comment.
+  std::optional<Token> skipTrivia();
 
   llvm::StringRef buf;
   DiagEngine &diag;
