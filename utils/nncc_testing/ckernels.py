@@ -18,7 +18,7 @@ CTYPE = {np.float32: C.c_float, np.float64: C.c_double}
 CELL = {"rnn_tanh": 0, "rnn_relu": 1, "lstm": 2, "gru": 3, "gru_cho": 4}
 ACT = {"none": 0, "relu": 1, "leaky_relu": 2, "gelu": 3, "gelu_tanh": 4,
        "tanh": 5, "sigmoid": 6}
-ATTN = {"dense": 0, "dilated": 1, "lsh": 2}
+ATTN = {"dense": 0, "dilated": 1, "lsh": 2, "local": 3}
 
 
 class AttnParams(C.Structure):
@@ -33,7 +33,9 @@ class AttnParams(C.Structure):
                 ("dropout", C.c_double), ("dropout_seed", C.c_uint64),
                 ("dropout_offset", C.c_uint64),
                 ("global_mask", C.POINTER(C.c_uint8)),
-                ("dilated_convention", C.c_int32)]
+                ("dilated_convention", C.c_int32),
+                ("local_chunks_before", C.c_int32),
+                ("local_chunks_after", C.c_int32)]
 
 
 _lib = None
@@ -77,7 +79,8 @@ def i64(*xs):
 # --- attention entry points -------------------------------------------------
 def params(kind, causal=0, window=0, dilation=1, globals_=None, rot=None,
            n_hashes=0, n_buckets=0, chunk=0, same_bucket=0, dropout=0.0,
-           dropout_seed=0, dropout_offset=0, scale=0.0, lsh_convention=0):
+           dropout_seed=0, dropout_offset=0, scale=0.0, lsh_convention=0,
+           chunks_before=1, chunks_after=0):
     p = AttnParams()
     p.kind, p.causal, p.scale = ATTN[kind], causal, scale
     p.window, p.dilation = window, dilation
@@ -92,6 +95,7 @@ def params(kind, causal=0, window=0, dilation=1, globals_=None, rot=None,
     p.same_bucket_only = same_bucket
     p.lsh_convention = lsh_convention  # 0 NNCC_LSH_NNCC, 1 NNCC_LSH_HF
     p.dropout, p.dropout_seed, p.dropout_offset = dropout, dropout_seed, dropout_offset
+    p.local_chunks_before, p.local_chunks_after = chunks_before, chunks_after
     return p
 
 

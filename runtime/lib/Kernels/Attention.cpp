@@ -6,7 +6,8 @@
 // (DilatedAttention.cpp); LSH
 // attention sorts each hash round by (bucket, position) and multiplies each
 // chunk's queries with the own and previous chunk's keys
-// (LshAttention.cpp). Attention dropout (training) scales each kept weight
+// (LshAttention.cpp); local attention does the same in position order
+// (LocalAttention.cpp). Attention dropout (training) scales each kept weight
 // by 1/(1-p) after the softmax statistics, with the Philox counters of
 // Kernels.h.
 //
@@ -49,6 +50,11 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
     if (int rc = setDilatedArgs(p, ws, globals, a))
       return rc;
     dilatedAttentionForward<T>(a);
+  } else if (p->kind == NNCC_ATTN_LOCAL) {
+    localAttentionForward<T>(LocalAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, k, v, kpm, causal,
+                                                   scale, drop, p->chunk, p->local_chunks_before,
+                                                   p->local_chunks_after},
+                             out, lse);
   } else {
     LshAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, v,
                           static_cast<const T *>(p->rotations),

@@ -49,6 +49,14 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
     lshAttentionBackward<T>(a, dout, dq, dv, ldg, out, savedLse);
     return NNCC_K_OK;
   }
+  if (p->kind == NNCC_ATTN_LOCAL) {
+    localAttentionBackward<T>(LocalAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, k, v, kpm,
+                                                    p->causal != 0, scale, drop, p->chunk,
+                                                    p->local_chunks_before,
+                                                    p->local_chunks_after},
+                              dout, dq, dk, dv, ldg, out, savedLse);
+    return NNCC_K_OK;
+  }
   if (p->kind == NNCC_ATTN_DENSE) {
     denseAttentionBackward<T>(
         DenseAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, k, v, out, nullptr,

@@ -64,6 +64,8 @@ inline bool attentionParamsValid(const nncc_attention_params *p, int64_t dh) {
            (p->n_global == 0 || p->global_pos) && !(p->n_global > 0 && p->global_mask) &&
            (p->dilated_convention == NNCC_DILATED_NNCC ||
             p->dilated_convention == NNCC_DILATED_HF);
+  if (p->kind == NNCC_ATTN_LOCAL)
+    return p->chunk >= 1 && p->local_chunks_before >= 0 && p->local_chunks_after >= 0;
   if (p->kind == NNCC_ATTN_LSH)
     return p->rotations && p->n_hashes >= 1 && p->n_buckets >= 2 &&
            p->n_buckets % 2 == 0 && p->chunk >= 1 &&
@@ -251,6 +253,29 @@ template <typename Real> struct LshAttentionArgs {
   AttentionDropout<Real> drop;
   bool hf = false;
 };
+
+/// Operands of the local attention core (LocalAttention.cpp): q, k, v rows
+/// of stride ldi (head h at columns [h dh, (h + 1) dh)), chunks of `chunk`
+/// positions, the window `before` chunks back and `after` ahead.
+template <typename Real> struct LocalAttentionArgs {
+  int64_t B, T, H, dh, ldi, ldo;
+  const Real *q, *k, *v;
+  const uint8_t *kpm;
+  bool causal;
+  Real scale;
+  AttentionDropout<Real> drop;
+  int64_t chunk, before, after;
+};
+
+/// out (row stride a.ldo) = local attention of every head; each query's
+/// log-sum-exp [B, H, T] into lse when given.
+template <typename T> void localAttentionForward(const LocalAttentionArgs<T> &a, T *out, T *lse);
+/// Overwrites dq, dk, dv (row stride ldg) given dout (row stride a.ldo),
+/// as lshAttentionBackward: with savedLse `out` is the forward's output;
+/// without, the forward runs again and `out` (optional) receives it.
+template <typename T>
+void localAttentionBackward(const LocalAttentionArgs<T> &a, const T *dout, T *dq, T *dk, T *dv,
+                            int64_t ldg, T *out, const T *savedLse);
 
 /// The score scale of `p` for head size dh: p->scale, or its default,
 /// 1/sqrt(dh) (1 for Hugging Face's LSH, whose keys carry the 1/sqrt(dh)).

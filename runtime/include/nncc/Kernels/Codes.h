@@ -33,7 +33,7 @@ enum {
 };
 
 /* Attention kinds (nncc_attention_params.kind). */
-enum { NNCC_ATTN_DENSE = 0, NNCC_ATTN_DILATED = 1, NNCC_ATTN_LSH = 2 };
+enum { NNCC_ATTN_DENSE = 0, NNCC_ATTN_DILATED = 1, NNCC_ATTN_LSH = 2, NNCC_ATTN_LOCAL = 3 };
 
 /* LSH conventions (nncc_attention_params.lsh_convention, nn.lsh's
    `convention`): nncc's own (scores scaled by 1/sqrt(dh), no look-back

@@ -70,6 +70,13 @@ typedef struct nncc_attention_params {
      q, k, v (their gradients as far after dq, dk, dv), and a padded query
      row is zero. */
   int32_t dilated_convention;
+  /* local (Hugging Face's LocalSelfAttention; `chunk` is its chunk length):
+     with T > chunk, the queries of chunk c attend to the keys of chunks
+     c - local_chunks_before ... c + local_chunks_after, indices wrapping
+     around the sequence; with T <= chunk, to all T keys. Masked keys
+     (padding, causal) score -1e9 rather than dropping out. */
+  int32_t local_chunks_before;
+  int32_t local_chunks_after;
 } nncc_attention_params;
 
 #define NNCC_DECLARE_KERNELS(S, T)                                              \
