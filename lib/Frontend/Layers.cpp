@@ -113,6 +113,9 @@ mlir::Attribute attentionKind(Gen &g, const CValue *kind) {
     return nn::LshAttentionAttr::get(&g.ctx, get("hashes", 4), get("chunk", 64),
                                      convention);
   }
+  if (kind->name == "local")
+    return nn::LocalAttentionAttr::get(&g.ctx, get("chunk", 64), get("before", 1),
+                                       get("after", 0));
   llvm::SmallVector<int64_t> global;
   llvm::StringRef convention = "nncc";
   for (auto &kv : kind->kwargs) {

@@ -349,16 +349,17 @@ CValue nncc::frontend::enumAsCtor(const CValue &v) {
 
 using FailWith = llvm::function_ref<bool(const llvm::Twine &expected)>;
 
-/// An attention kind: dense, or dilated(...) / lsh(...) with their arguments
-/// bound (bare `dilated` / `lsh` take the defaults).
+/// An attention kind: dense, or dilated(...) / lsh(...) / local(...) with
+/// their arguments bound (bare `dilated` / `lsh` / `local` take the defaults).
 static bool checkAttentionKind(CValue &v, DiagEngine &diag, FailWith fail) {
   if (v.kind == CValue::Enum && v.name == "dense")
     return true;
-  if (v.kind == CValue::Enum && (v.name == "dilated" || v.name == "lsh"))
+  const bool known = v.name == "dilated" || v.name == "lsh" || v.name == "local";
+  if (v.kind == CValue::Enum && known)
     v = enumAsCtor(v);
-  if (v.kind != CValue::Ctor || (v.name != "dilated" && v.name != "lsh"))
-    return fail("dense, dilated(window:, dilation:, global:, convention:) or "
-                "lsh(hashes:, chunk:, convention:)");
+  if (v.kind != CValue::Ctor || !known)
+    return fail("dense, dilated(window:, dilation:, global:, convention:), "
+                "lsh(hashes:, chunk:, convention:) or local(chunk:, before:, after:)");
   static const std::vector<ParamSpec> dilated = {
       optI("window", PK::PosInt, 64), optI("dilation", PK::PosInt, 1),
       {"global", PK::IntList, false, std::nullopt, {}},
@@ -366,8 +367,12 @@ static bool checkAttentionKind(CValue &v, DiagEngine &diag, FailWith fail) {
   static const std::vector<ParamSpec> lsh = {optI("hashes", PK::PosInt, 4),
                                              optI("chunk", PK::PosInt, 64),
                                              optE("convention", {"hf", "nncc"}, "hf")};
+  static const std::vector<ParamSpec> local = {optI("chunk", PK::PosInt, 64),
+                                               optI("before", PK::NonNegInt, 1),
+                                               optI("after", PK::NonNegInt, 0)};
   std::vector<std::pair<std::string, CValue>> out;
-  if (!bindCtor(v.name, v.name == "lsh" ? lsh : dilated, v, diag, out))
+  if (!bindCtor(v.name, v.name == "lsh" ? lsh : v.name == "local" ? local : dilated, v, diag,
+                out))
     return false;
   bool hf = false;
   const CValue *global = nullptr;

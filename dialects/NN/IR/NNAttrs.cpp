@@ -110,6 +110,17 @@ void InitAttr::print(AsmPrinter &printer) const {
 int64_t DenseAttentionAttr::getNumInputProjections() const { return 3; }
 int64_t DilatedAttentionAttr::getNumInputProjections() const { return isHf() ? 6 : 3; }
 int64_t LshAttentionAttr::getNumInputProjections() const { return 2; }
+int64_t LocalAttentionAttr::getNumInputProjections() const { return 3; }
+
+LogicalResult LocalAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                         int64_t chunk, int64_t before, int64_t after) {
+  if (chunk < 1)
+    return emitError() << "local attention chunk must be >= 1, got " << chunk;
+  if (before < 0 || after < 0)
+    return emitError() << "local attention before and after must be >= 0, got " << before
+                       << " and " << after;
+  return success();
+}
 
 LogicalResult
 DilatedAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,

@@ -294,6 +294,30 @@ def NN_LshAttentionAttr : NN_Attr<"LshAttention", "lsh",
 }
 
 
+def NN_LocalAttentionAttr : NN_Attr<"LocalAttention", "local",
+    [DeclareAttrInterfaceMethods<NN_AttentionKindAttrInterface>]> {
+  let summary = "chunked local attention (Reformer's LocalSelfAttention)";
+  let description = [{
+    Hugging Face transformers' `LocalSelfAttention`, the "local" layers of
+    `ReformerModel`: with T > chunk the sequence is cut into chunks of
+    `chunk` positions and the queries of chunk c attend to the keys of
+    chunks c - `before` ... c + `after`, the chunk indices wrapping around
+    the sequence (chunk 0 looks back at the last chunk); with T <= chunk
+    every query attends to every key. Masked keys (padding, and under
+    `causal` a later position, by absolute index) score -1e9 rather than
+    being left out, so a query whose window is all masked averages it, as
+    Hugging Face's does. chunk >= 1, before >= 0, after >= 0. Input
+    projection `[3E, E]` (query, key, value). docs/kernels.md, "Local".
+
+    ```mlir
+    #nn.local<chunk = 64, before = 1, after = 0>
+    ```
+  }];
+  let parameters = (ins "int64_t":$chunk, "int64_t":$before, "int64_t":$after);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Training configuration (the DSL's `train { }` clause)
 //===----------------------------------------------------------------------===//

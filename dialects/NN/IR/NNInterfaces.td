@@ -10,7 +10,8 @@ def NN_AttentionKindAttrInterface
   let cppNamespace = "::nncc::nn";
   let description = [{
     Implemented by the attributes that select the attention pattern of
-    `nn.attention` (`#nn.dense`, `#nn.dilated<...>`, `#nn.lsh<...>`). It tells
+    `nn.attention` (`#nn.dense`, `#nn.dilated<...>`, `#nn.lsh<...>`,
+    `#nn.local<...>`). It tells
     the op how its input projection is laid out.
   }];
   let methods = [

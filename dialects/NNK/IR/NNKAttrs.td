@@ -72,15 +72,16 @@ def NNK_LossKindAttr : EnumAttr<NNK_Dialect, NNK_LossKind, "loss"> {
 def NNK_AttentionKind : I32EnumAttr<"AttentionKind", "attention core", [
     I32EnumAttrCase<"dense", 0>,
     I32EnumAttrCase<"dilated", 1>,
-    I32EnumAttrCase<"lsh", 2>]> {
+    I32EnumAttrCase<"lsh", 2>,
+    I32EnumAttrCase<"local", 3>]> {
   let cppNamespace = "::nncc::nnk";
   let genSpecializedAttr = 0;
 }
 def NNK_AttentionKindAttr : EnumAttr<NNK_Dialect, NNK_AttentionKind, "attention"> {
   let summary = "attention core of a backward op (NNCC_ATTN_*)";
   let description = [{
-    Written `#nnk<attention dilated>`: which forward core (flash, banded or
-    LSH attention) an `nnk.attention_grad` differentiates.
+    Written `#nnk<attention dilated>`: which forward core (flash, banded,
+    LSH or local attention) an `nnk.attention_grad` differentiates.
   }];
   let assemblyFormat = "$value";
 }

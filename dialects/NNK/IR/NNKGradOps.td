@@ -271,7 +271,9 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     sets the rotations' layout as nnk.lsh_attention's. `global_mask` and
     `dilated_convention` (kind dilated only) are nnk.banded_attention's
     `global_mask` and `convention` (`"hf"`: `dqkv` also receives the
-    gradients of the global projections, columns `[3E, 6E)`).
+    gradients of the global projections, columns `[3E, 6E)`). `chunk`,
+    `chunks_before` and `chunks_after` (kind local) are
+    nnk.local_attention's; `chunk` is also kind lsh's.
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
@@ -295,7 +297,9 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     DefaultValuedAttr<NNK_I64Attr, "0">:$seed,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout,
     DefaultValuedAttr<StrAttr, "\"hf\"">:$convention,
-    DefaultValuedAttr<StrAttr, "\"nncc\"">:$dilated_convention);
+    DefaultValuedAttr<StrAttr, "\"nncc\"">:$dilated_convention,
+    DefaultValuedAttr<NNK_I64Attr, "1">:$chunks_before,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$chunks_after);
   let hasVerifier = 1;
   let assemblyFormat = [{
     `ins` `(` $qkv `,` $dout `)` (`mask` `(` $mask^ `)`)?

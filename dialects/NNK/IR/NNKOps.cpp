@@ -38,6 +38,7 @@ NNCC_SAME_CODE(Cell::gru_cho2014, NNCC_CELL_GRU_CHO2014);
 NNCC_SAME_CODE(AttentionKind::dense, NNCC_ATTN_DENSE);
 NNCC_SAME_CODE(AttentionKind::dilated, NNCC_ATTN_DILATED);
 NNCC_SAME_CODE(AttentionKind::lsh, NNCC_ATTN_LSH);
+NNCC_SAME_CODE(AttentionKind::local, NNCC_ATTN_LOCAL);
 NNCC_SAME_CODE(ODEMethod::euler, NNCC_ODE_EULER);
 NNCC_SAME_CODE(ODEMethod::rk4, NNCC_ODE_RK4);
 NNCC_SAME_CODE(ODEMethod::dopri5, NNCC_ODE_DOPRI5);
@@ -814,7 +815,27 @@ LogicalResult LSHAttentionOp::verify() {
                             getOut());
 }
 
+/// The window of a local attention core (forward or backward).
+static LogicalResult verifyLocalWindow(Operation *op, int64_t chunk, int64_t before,
+                                       int64_t after) {
+  if (chunk < 1)
+    return op->emitOpError("chunk must be >= 1, got ") << chunk;
+  if (before < 0 || after < 0)
+    return op->emitOpError("chunks_before and chunks_after must be >= 0, got ")
+           << before << " and " << after;
+  return success();
+}
+
+LogicalResult LocalAttentionOp::verify() {
+  return verifyLocalWindow(*this, getChunk(), getChunksBefore(), getChunksAfter());
+}
+
 LogicalResult AttentionGradOp::verify() {
+  if (getKind() == AttentionKind::local &&
+      failed(verifyLocalWindow(*this, getChunk(), getChunksBefore(), getChunksAfter())))
+    return failure();
+  if (getKind() != AttentionKind::local && (getChunksBefore() != 1 || getChunksAfter() != 0))
+    return emitOpError("chunks_before and chunks_after apply only to kind local");
   if (getKind() != AttentionKind::dilated &&
       (getGlobalMask() || getDilatedConvention() != "nncc" || !getGlobal().empty()))
     return emitOpError("global_mask, global and dilated_convention apply only to kind dilated");

@@ -717,6 +717,38 @@ def NNK_LSHAttentionOp : NNK_Op<"lsh_attention", [AttrSizedOperandSegments]> {
   }];
 }
 
+def NNK_LocalAttentionOp : NNK_Op<"local_attention", [AttrSizedOperandSegments]> {
+  let summary = "chunked local attention (Reformer's LocalSelfAttention)";
+  let description = [{
+    Same packing as `nnk.flash_attention` (`qkv [B, T, 3E]`). With T >
+    `chunk`, the queries of chunk c attend to the keys of chunks
+    c − `chunks_before` … c + `chunks_after`, chunk indices wrapping around
+    the sequence; with T ≤ `chunk`, to all T keys. Masked keys (`mask`,
+    `causal` by absolute index) score −1e9. `scale` 0 means 1/√dh;
+    `dropout`, `seed` and `lse` as for `nnk.flash_attention`.
+    `nncc_attention_*` with `NNCC_ATTN_LOCAL`; CPU only.
+  }];
+  let arguments = (ins
+    NNK_In<NNK_FloatBuffer>:$qkv,
+    NNK_In<Optional<NNK_BoolBuffer>>:$mask,
+    NNK_Out<NNK_FloatBuffer>:$out,
+    NNK_Out<Optional<NNK_FloatBuffer>>:$lse,
+    NNK_I64Attr:$num_heads,
+    NNK_I64Attr:$chunk,
+    DefaultValuedAttr<NNK_I64Attr, "1">:$chunks_before,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$chunks_after,
+    DefaultValuedAttr<BoolAttr, "false">:$causal,
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale,
+    DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$seed
+  );
+  let assemblyFormat = [{
+    `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? `outs` `(` $out `)`
+    (`lse` `(` $lse^ `)`)? attr-dict `:` qualified(type(operands))
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

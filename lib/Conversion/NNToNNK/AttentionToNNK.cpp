@@ -68,6 +68,10 @@ FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
                                 remap(rewriter, op.getRotations()), *ctx, lse,
                                 heads, l.getHashes(), l.getChunk(), causal, 0.0,
                                 op.getSeed(), dropout, l.getConvention());
+  } else if (auto local = dyn_cast<nn::LocalAttentionAttr>(kind)) {
+    nnk::LocalAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, lse, heads, local.getChunk(),
+                                  local.getBefore(), local.getAfter(), causal, 0.0, dropout,
+                                  op.getSeed());
   } else {
     return op.emitError("unsupported attention kind ") << kind;
   }

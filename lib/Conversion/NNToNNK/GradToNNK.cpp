@@ -280,7 +280,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     bool causal = op.getCausal();
     double dropout = op.getDropout();
     nnk::AttentionKind coreKind = nnk::AttentionKind::dense;
-    int64_t window = 0, dilation = 1, hashes = 0, chunk = 0;
+    int64_t window = 0, dilation = 1, hashes = 0, chunk = 0, before = 1, after = 0;
     StringRef convention = "hf", dilatedConvention = "nncc";
     ArrayRef<int64_t> global;
     if (auto d = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
@@ -294,6 +294,11 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
       hashes = l.getHashes();
       chunk = l.getChunk();
       convention = l.getConvention();
+    } else if (auto local = dyn_cast<nn::LocalAttentionAttr>(kind)) {
+      coreKind = nnk::AttentionKind::local;
+      chunk = local.getChunk();
+      before = local.getBefore();
+      after = local.getAfter();
     } else if (!isa<nn::DenseAttentionAttr>(kind)) {
       return op.emitError("unsupported attention kind ") << kind;
     }
@@ -310,7 +315,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
                                  savedOut ? Value() : *core, coreKind, heads,
                                  causal, 0.0, window, dilation, global, hashes,
                                  chunk, op.getSeed(), dropout, convention,
-                                 dilatedConvention);
+                                 dilatedConvention, before, after);
     SmallVector<Value> dparams;
     auto wOutT = cast<nnk::BufferType>(wOut.getType());
     FailureOr<Value> dWout = allocBuffer(rewriter, op, wOutT);

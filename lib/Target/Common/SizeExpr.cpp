@@ -94,6 +94,7 @@ std::optional<int64_t> codeValue(StringRef name) {
       .Case("NNCC_ATTN_DENSE", NNCC_ATTN_DENSE)
       .Case("NNCC_ATTN_DILATED", NNCC_ATTN_DILATED)
       .Case("NNCC_ATTN_LSH", NNCC_ATTN_LSH)
+      .Case("NNCC_ATTN_LOCAL", NNCC_ATTN_LOCAL)
       .Case("NNCC_ODE_EULER", NNCC_ODE_EULER)
       .Case("NNCC_ODE_RK4", NNCC_ODE_RK4)
       .Case("NNCC_ODE_DOPRI5", NNCC_ODE_DOPRI5)

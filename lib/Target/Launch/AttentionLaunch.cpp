@@ -27,6 +27,7 @@ struct AttentionConfig {
   int64_t window = 0, dilation = 1;
   ArrayRef<int64_t> global;
   int64_t hashes = 0, chunk = 0, seed = 0;
+  int64_t chunksBefore = 1, chunksAfter = 0; // local
   double dropout = 0;
   Value rotations; // LSH: given rotations (else a seeded draw)
   bool lshHf = false; // LSH: Hugging Face's convention (NNCC_LSH_HF)
@@ -55,6 +56,14 @@ AttentionConfig configOf(Operation *op) {
     c.lshHf = c.kind == AttentionKind::lsh && g.getConvention() == "hf";
     c.globalMask = g.getGlobalMask();
     c.dilatedHf = g.getDilatedConvention() == "hf";
+    c.chunksBefore = g.getChunksBefore();
+    c.chunksAfter = g.getChunksAfter();
+  } else if (auto l = dyn_cast<nnk::LocalAttentionOp>(op)) {
+    common(l);
+    c.kind = AttentionKind::local;
+    c.chunk = l.getChunk();
+    c.chunksBefore = l.getChunksBefore();
+    c.chunksAfter = l.getChunksAfter();
   } else if (auto b = dyn_cast<nnk::BandedAttentionOp>(op)) {
     common(b);
     c.kind = AttentionKind::dilated;
@@ -110,6 +119,8 @@ std::string kindCode(AttentionKind kind) {
     return "NNCC_ATTN_DILATED";
   case AttentionKind::lsh:
     return "NNCC_ATTN_LSH";
+  case AttentionKind::local:
+    return "NNCC_ATTN_LOCAL";
   }
   llvm_unreachable("attention kind");
 }
@@ -164,6 +175,11 @@ FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
            "); ";
       rotBytes = drawnRotationCount(c, T, dh) + " * sizeof(real_t)";
     }
+    break;
+  case AttentionKind::local:
+    p += "p.kind = NNCC_ATTN_LOCAL; p.chunk = " + std::to_string(c.chunk) +
+         "; p.local_chunks_before = " + std::to_string(c.chunksBefore) +
+         "; p.local_chunks_after = " + std::to_string(c.chunksAfter) + "; ";
     break;
   }
   // nncc_attention[_backward]_workspace_size of this parameter block.
@@ -304,6 +320,12 @@ FailureOr<std::string> cudaLshRotations(LaunchEmitter &e, Operation *op,
   return std::string("rot");
 }
 
+/// The local kind has no CUDA kernel yet.
+LogicalResult localOnCuda(Operation *op) {
+  return op->emitError("local attention (Reformer's LocalSelfAttention) is not supported on "
+                       "CUDA yet; compile with --target cpu");
+}
+
 /// Forward cores. Inference (no dropout, no kept log-sum-exp) calls the
 /// inference launchers; a training forward the *_train ones, which add the
 /// dropout and write `lse` [B, H, T] for nnk.attention_grad.
@@ -327,6 +349,8 @@ LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const Attention
   e.out().indent();
   e.out() << "const acc_t<real_t> scale = " << head->scale << ";\n";
   switch (c.kind) {
+  case AttentionKind::local:
+    return localOnCuda(op);
   case AttentionKind::dense: {
     if (train) {
       SmallVector<std::string> args = {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads, p.q,
@@ -434,6 +458,8 @@ LogicalResult emitCudaAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o,
   e.out() << "const acc_t<real_t> scale = " << head->scale << ";\n";
   SmallVector<std::string> args = {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads};
   switch (c.kind) {
+  case AttentionKind::local:
+    return localOnCuda(op);
   case AttentionKind::dense: {
     std::string ws = e.workspace("flash_attention_backward_workspace_bytes(" + *B + ", " + *T +
                                  ", " + heads + ", " + dh + ", sizeof(real_t), " + recompute +
@@ -558,6 +584,7 @@ void attachAttentionLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::BandedAttentionOp, emitAttention<nnk::BandedAttentionOp>, Bf16Kernel::Yes>(
       ctx);
   attachLaunch<nnk::LSHAttentionOp, emitAttention<nnk::LSHAttentionOp>, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::LocalAttentionOp, emitAttention<nnk::LocalAttentionOp>, Bf16Kernel::No>(ctx);
   attachLaunch<nnk::AttentionGradOp, emitAttentionGrad, Bf16Kernel::Yes>(ctx);
 }
 

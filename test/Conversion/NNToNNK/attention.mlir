@@ -42,3 +42,16 @@ func.func @lsh_hf(%x: !nn.tensor<[B, T, 8], f32>, %wi: !nn.tensor<[16, 8], f32>,
   %a = nn.attention %x, %wi out %wo rotations %rot {kind = #nn.lsh<hashes = 2, chunk = 4>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[16, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[2, 4, 2, 2], f32>) -> !nn.tensor<[B, T, 8], f32>
   return %a : !nn.tensor<[B, T, 8], f32>
 }
+
+// Local (Reformer's LocalSelfAttention): the packed [B, T, 3E] projection,
+// chunk and window on nnk.local_attention (one chunk back, none ahead: the
+// defaults, not printed).
+// CHECK-LABEL: func.func @local
+// CHECK: %[[QKV:.*]] = nnk.alloc : !nnk.buffer<[B, T, 24], f32>
+// CHECK: nnk.gemm ins(%{{.*}}, %{{.*}}) outs(%[[QKV]])
+// CHECK: nnk.local_attention ins(%[[QKV]]) mask(%{{.*}}) outs(%{{.*}}) {causal = true, chunk = 4 : i64, num_heads = 2 : i64}
+// CHECK: nnk.gemm
+func.func @local(%x: !nn.tensor<[B, T, 8], f32>, %wi: !nn.tensor<[24, 8], f32>, %wo: !nn.tensor<[8, 8], f32>, %m: !nn.tensor<[B, T], i1>) -> !nn.tensor<[B, T, 8], f32> {
+  %a = nn.attention %x, %wi out %wo mask %m {causal = true, kind = #nn.local<chunk = 4, before = 1, after = 0>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[B, T], i1>) -> !nn.tensor<[B, T, 8], f32>
+  return %a : !nn.tensor<[B, T, 8], f32>
+}

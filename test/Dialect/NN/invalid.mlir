@@ -1282,6 +1282,16 @@ func.func private @f() attributes {kind = #nn.lsh<hashes = 2>}
 
 // -----
 
+// expected-error @+1 {{local attention chunk must be >= 1, got 0}}
+func.func private @f() attributes {kind = #nn.local<chunk = 0, before = 1, after = 0>}
+
+// -----
+
+// expected-error @+1 {{local attention before and after must be >= 0, got 1 and -1}}
+func.func private @f() attributes {kind = #nn.local<chunk = 4, before = 1, after = -1>}
+
+// -----
+
 // expected-error @+2 {{expected ::nncc::nn::GRUVariant to be one of: pytorch, cho2014}}
 // expected-error @+1 {{failed to parse NN_GRUVariantAttr parameter 'value'}}
 func.func private @f() attributes {variant = #nn<gru_variant keras>}

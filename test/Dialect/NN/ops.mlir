@@ -176,6 +176,8 @@ func.func @attention(%x: !nn.tensor<[B, T, 8], f32>, %win: !nn.tensor<[24, 8], f
   // Hugging Face's convention (the default, not printed): per-head rotations.
   // CHECK: nn.attention %[[X]], %{{.*}} out %{{.*}} rotations %{{.*}} {kind = #nn.lsh<hashes = 4, chunk = 64>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[16, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[2, 4, 4, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
   %4 = nn.attention %x, %wqk out %wout rotations %rothf {kind = #nn.lsh<hashes = 4, chunk = 64, convention = "hf">, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[16, 8], f32>, !nn.tensor<[8, 8], f32>, !nn.tensor<[2, 4, 4, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
+  // CHECK: nn.attention %[[X]], %{{.*}} out %{{.*}} {causal = true, kind = #nn.local<chunk = 4, before = 1, after = 0>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
+  %local = nn.attention %x, %win out %wout {causal = true, kind = #nn.local<chunk = 4, before = 1, after = 0>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
   return
 }
 

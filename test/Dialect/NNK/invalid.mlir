@@ -477,3 +477,39 @@ func.func @recurrent_forward_snapshots_and_every(%x: !nnk.buffer<[2, 5, 3], f32>
   nnk.recurrent_forward ins(%x) weights(%wih, %whh) outs(%y) reserve(%r) {cell = #nnk<cell gru>, hidden_size = 4 : i64, has_bias = false, checkpoint_every = 2 : i64, checkpoint_snapshots = 2 : i64} : !nnk.buffer<[2, 5, 3], f32>, !nnk.buffer<[12, 3], f32>, !nnk.buffer<[12, 4], f32>, !nnk.buffer<[2, 5, 4], f32>, !nnk.buffer<[2, 5, 4], f32>
   return
 }
+
+// -----
+
+nn.parameter @p : !nn.tensor<[4], f32>
+func.func @local_chunk(%q: !nnk.buffer<[B, T, 24], f32>, %o: !nnk.buffer<[B, T, 8], f32>) {
+  // expected-error @+1 {{chunk must be >= 1, got 0}}
+  nnk.local_attention ins(%q) outs(%o) {chunk = 0 : i64, num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>
+  return
+}
+
+// -----
+
+nn.parameter @p : !nn.tensor<[4], f32>
+func.func @local_window(%q: !nnk.buffer<[B, T, 24], f32>, %o: !nnk.buffer<[B, T, 8], f32>) {
+  // expected-error @+1 {{chunks_before and chunks_after must be >= 0, got -1 and 0}}
+  nnk.local_attention ins(%q) outs(%o) {chunk = 4 : i64, chunks_before = -1 : i64, num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>
+  return
+}
+
+// -----
+
+nn.parameter @p : !nn.tensor<[4], f32>
+func.func @local_grad_window(%qkv: !nnk.buffer<[B, T, 24], f32>, %o: !nnk.buffer<[B, T, 8], f32>, %d: !nnk.buffer<[B, T, 24], f32>) {
+  // expected-error @+1 {{chunk must be >= 1, got 0}}
+  nnk.attention_grad ins(%qkv, %o) outs(%d) {kind = #nnk<attention local>, num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, T, 24], f32>
+  return
+}
+
+// -----
+
+nn.parameter @p : !nn.tensor<[4], f32>
+func.func @local_grad_other_kind(%qkv: !nnk.buffer<[B, T, 24], f32>, %o: !nnk.buffer<[B, T, 8], f32>, %d: !nnk.buffer<[B, T, 24], f32>) {
+  // expected-error @+1 {{chunks_before and chunks_after apply only to kind local}}
+  nnk.attention_grad ins(%qkv, %o) outs(%d) {chunks_after = 1 : i64, kind = #nnk<attention dense>, num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, T, 24], f32>
+  return
+}

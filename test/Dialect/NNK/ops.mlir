@@ -59,6 +59,10 @@ func.func @attention(%qkv: !nnk.buffer<[B, T, 24], f32>, %qk: !nnk.buffer<[B, T,
   nnk.banded_attention ins(%qkv) outs(%o) {dilation = 2 : i64, dropout = 0.2 : f64, global = array<i64: 0>, num_heads = 2 : i64, seed = 8 : i64, window = 4 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>
   // CHECK: nnk.lsh_attention ins(%{{.*}}) outs(%{{.*}}) {chunk = 4 : i64, dropout = 3.000000e-01 : f64, hashes = 2 : i64, num_heads = 2 : i64, seed = 9 : i64}
   nnk.lsh_attention ins(%qk) outs(%o) {chunk = 4 : i64, dropout = 0.3 : f64, hashes = 2 : i64, num_heads = 2 : i64, seed = 9 : i64} : !nnk.buffer<[B, T, 16], f32>, !nnk.buffer<[B, T, 8], f32>
+  // CHECK: nnk.local_attention ins(%{{.*}}) outs(%{{.*}}) lse(%{{.*}}) {causal = true, chunk = 4 : i64, chunks_after = 1 : i64, num_heads = 2 : i64}
+  nnk.local_attention ins(%qkv) outs(%o) lse(%lse) {causal = true, chunk = 4 : i64, chunks_after = 1 : i64, chunks_before = 1 : i64, num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, 2, T], f32>
+  // CHECK: nnk.attention_grad ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) {chunk = 4 : i64, chunks_before = 2 : i64, kind = #nnk<attention local>, num_heads = 2 : i64}
+  nnk.attention_grad ins(%qkv, %o) outs(%dqkv) {chunk = 4 : i64, chunks_before = 2 : i64, kind = #nnk<attention local>, num_heads = 2 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, T, 24], f32>
   // CHECK: nnk.attention_grad ins(%{{.*}}, %{{.*}}) outs(%{{.*}}) core(%{{.*}}) {dropout = 1.000000e-01 : f64, kind = #nnk<attention dense>, num_heads = 2 : i64, seed = 7 : i64}
   nnk.attention_grad ins(%qkv, %o) outs(%dqkv) core(%o) {dropout = 0.1 : f64, kind = #nnk<attention dense>, num_heads = 2 : i64, seed = 7 : i64} : !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>, !nnk.buffer<[B, T, 24], f32>, !nnk.buffer<[B, T, 8], f32>
   // CHECK: nnk.flash_attention ins(%{{.*}}) outs(%{{.*}}) lse(%{{.*}}) {num_heads = 2 : i64}
