@@ -219,17 +219,50 @@ Result lowerLayerNorm(Gen &g, const LayerInstance &inst,
                       l);
 }
 
-/// Two positive sizes from the list argument `name` of bert_embeddings.
+/// Two positive sizes from the list argument `name` of bert_embeddings
+/// (`what` says who needs them).
 std::optional<std::pair<int64_t, int64_t>>
-axialPair(Gen &g, const LayerInstance &inst, llvm::StringRef name) {
+axialPair(Gen &g, const LayerInstance &inst, llvm::StringRef name,
+          llvm::StringRef what = "position: axial") {
   const CValue *v = inst.arg(name);
   if (!v || v->kind != CValue::List || v->elems.size() != 2 ||
       v->elems[0].i < 1 || v->elems[1].i < 1) {
-    g.diag.error(inst.loc, "position: axial needs " + name +
-                               ": [a, b], two positive sizes");
+    g.diag.error(inst.loc, what + " needs " + name + ": [a, b], two positive sizes");
     return std::nullopt;
   }
   return std::make_pair(v->elems[0].i, v->elems[1].i);
+}
+
+/// x + the axial position embeddings of shape [n1, n2] and dims [d1, d2]
+/// (Reformer, §5.3.2; Hugging Face's AxialPositionEmbeddings): parameters
+/// `<path>.weights.0` [n1, 1, d1] and `.weights.1` [1, n2, d2] under
+/// `table`; position t gets [weights.0[t / n2], weights.1[t % n2]].
+mlir::Value axialPositionOp(Gen &g, const LayerInstance &inst, const LayerInstance &table,
+                            mlir::Value x, int64_t d, llvm::StringRef shapeArg,
+                            llvm::StringRef dimsArg, llvm::StringRef what, SrcLoc l) {
+  auto shape = axialPair(g, inst, shapeArg, what);
+  auto dims = shape ? axialPair(g, inst, dimsArg, what) : std::nullopt;
+  if (!dims)
+    return {};
+  if (dims->first + dims->second != d) {
+    g.diag.error(inst.loc, dimsArg + " [" + llvm::Twine(dims->first) + ", " +
+                               llvm::Twine(dims->second) + "] must add up to dim " +
+                               llvm::Twine(d));
+    return {};
+  }
+  mlir::Value rows = g.param(table, "weights.0", {shape->first, 1, dims->first},
+                             normal(g, 1.0), l, Gen::ParamRole::Embedding);
+  mlir::Value cols = g.param(table, "weights.1", {1, shape->second, dims->second},
+                             normal(g, 1.0), l, Gen::ParamRole::Embedding);
+  return g.op1("nn.axial_position", l, {x, rows, cols});
+}
+
+/// The standalone axial_position layer: x + its table (T <= n1 n2).
+Result lowerAxialPosition(Gen &g, const LayerInstance &inst, llvm::ArrayRef<FVal> a,
+                          SrcLoc l) {
+  return tensorResult(axialPositionOp(g, inst, inst, a[0].value, inst.intArg("dim"), "shape",
+                                      "dims", "axial_position", l),
+                      l);
 }
 
 /// bert_embeddings' position term: a learned table `position_embeddings`
@@ -269,21 +302,8 @@ mlir::Value addPosition(Gen &g, const LayerInstance &inst,
     return g.op1("nn.learned_position", l,
                  {s, g.param(table, "weight", {inst.intArg("max_len"), d},
                              normal(g, 0.02), l, Gen::ParamRole::Embedding)});
-  auto shape = axialPair(g, inst, "axial_shape");
-  auto dims = shape ? axialPair(g, inst, "axial_dims") : std::nullopt;
-  if (!dims)
-    return {};
-  if (dims->first + dims->second != d) {
-    g.diag.error(inst.loc, "axial_dims [" + llvm::Twine(dims->first) + ", " +
-                               llvm::Twine(dims->second) + "] must add up to dim " +
-                               llvm::Twine(d));
-    return {};
-  }
-  mlir::Value rows = g.param(table, "weights.0", {shape->first, 1, dims->first},
-                             normal(g, 1.0), l, Gen::ParamRole::Embedding);
-  mlir::Value cols = g.param(table, "weights.1", {1, shape->second, dims->second},
-                             normal(g, 1.0), l, Gen::ParamRole::Embedding);
-  return g.op1("nn.axial_position", l, {s, rows, cols});
+  return axialPositionOp(g, inst, table, s, d, "axial_shape", "axial_dims", "position: axial",
+                         l);
 }
 
 /// BERT embeddings with Hugging Face names and initializers (N(0, 0.02)).
@@ -568,7 +588,14 @@ Result lowerReversible(Gen &g, const LayerInstance &inst,
         !fillRegion(
             g, op->getRegion(r), {halfType}, l,
             [&](llvm::ArrayRef<mlir::BlockArgument> args) {
-              return g.apply(*fn, {FVal::tensor(args[0], l)}, {}, l);
+              // The call's mask: and rotations: (those given, in that
+              // order) follow x into F (Reformer's attention), read from
+              // outside the region.
+              std::vector<FVal> in = {FVal::tensor(args[0], l)};
+              for (size_t k = 1; r == 0 && k < a.size(); ++k)
+                if (a[k].value)
+                  in.push_back(a[k]);
+              return g.apply(*fn, std::move(in), {}, l);
             },
             r == 0 ? "the F layer of 'reversible'"
                    : "the G layer of 'reversible'"))
@@ -1075,6 +1102,7 @@ LayerLowerFn nncc::frontend::lookupLayerLowering(llvm::StringRef name) {
       {"embedding", lowerEmbedding},
       {"bert_embeddings", lowerBertEmbeddings},
       {"learned_position", lowerLearnedPosition},
+      {"axial_position", lowerAxialPosition},
       {"layer_norm", lowerLayerNorm},
       {"rnn", lowerRecurrent},
       {"lstm", lowerRecurrent},

@@ -62,6 +62,10 @@ const std::vector<LayerSpec> &layerTable() {
         opt("padding_idx", PK::NonNegInt)},
        {tensor("tokens"), tensor("segments"), optTensor("positions")},
        ResultKind::Tensor},
+      {"axial_position",
+       {req("dim", PK::PosInt), req("shape", PK::IntList), req("dims", PK::IntList)},
+       {tensor("x")},
+       ResultKind::Tensor},
       {"learned_position",
        {req("max_len", PK::PosInt), req("dim", PK::PosInt)},
        {tensor("x")},
@@ -121,7 +125,7 @@ const std::vector<LayerSpec> &layerTable() {
       {"residual", {req("inner", PK::Layer)}, {tensor("x")}, ResultKind::Tensor},
       {"reversible",
        {req("f", PK::Layer), req("g", PK::Layer)},
-       {tensor("x")},
+       {tensor("x"), optTensor("mask"), optTensor("rotations")},
        ResultKind::Tensor},
   };
   return table;

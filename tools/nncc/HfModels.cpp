@@ -40,6 +40,7 @@ const HfArchitecture kArchitectures[] = {
     {"ElectraForSequenceClassification", "electra", HfFamily::Electra,
      HfHead::SequenceClassification, "electra"},
     {"LongformerModel", "longformer", HfFamily::Longformer, HfHead::Pooler, "longformer"},
+    {"ReformerModel", "reformer", HfFamily::Reformer, HfHead::None, "reformer"},
 };
 
 /// The shortest decimal that reads back as `v` exactly ("1e-12", "0.1").
@@ -78,7 +79,7 @@ const HfArchitecture *findArchitecture(llvm::StringRef modelType, llvm::StringRe
     }
   if (supported.empty()) {
     error = "model_type '" + modelType.str() +
-            "' is not one nncc import-hf reads (model types: bert, electra, longformer)";
+            "' is not one nncc import-hf reads (model types: bert, electra, longformer, reformer)";
     return nullptr;
   }
   const HfArchitecture *base = llvm::find_if(
@@ -268,7 +269,155 @@ void writeForward(llvm::raw_ostream &os, const HfConfig &c, const std::string &l
 }
 } // namespace
 
+namespace {
+/// ReformerModel's blocks: the embeddings (words, then axial or learned
+/// positions; no LayerNorm), ReformerAttention with its local or LSH self
+/// attention as the reversible layers' F (the out-projection without bias is
+/// attention.output.dense), and ChunkReformerFeedForward as G.
+void writeReformerBlocks(llvm::raw_ostream &os, const HfConfig &c) {
+  const std::string eps = number(c.eps), p = number(c.hiddenDropout);
+  const std::string causal = c.causal ? ", causal: true" : "";
+  os << "// ReformerEmbeddings: word embeddings (dropout), plus positions.\n"
+     << "block reformer_embeddings(v: int, d: int) {\n"
+     << "  word_embeddings = embedding(v, d)\n";
+  if (c.axialPositions)
+    os << "  position_embeddings = axial_position(d, shape: [" << c.axialShape[0] << ", "
+       << c.axialShape[1] << "], dims: [" << c.axialDims[0] << ", " << c.axialDims[1] << "])\n";
+  else
+    os << "  position_embeddings = learned_position(" << c.maxPositions << ", d)\n";
+  os << "  forward(ids) {\n"
+     << "    return position_embeddings(dropout(word_embeddings(ids), p: " << p << "))\n"
+     << "  }\n}\n\n";
+  const bool local = llvm::is_contained(c.attnLayers, "local");
+  const bool lsh = llvm::is_contained(c.attnLayers, "lsh");
+  if (local)
+    os << "// ReformerAttention with LocalSelfAttention (q, k, v without bias).\n"
+       << "block local_attention(d: int) {\n"
+       << "  norm = layer_norm(d, eps: " << eps << ")\n"
+       << "  self_attention = attention(d, heads: " << c.heads << ", kind: local(chunk: " << c.localChunk
+       << ", before: " << c.localBefore << ", after: " << c.localAfter
+       << "), bias: false, dropout: " << number(c.localDropout) << causal << ")\n"
+       << "  forward(h, pad) {\n"
+       << "    return dropout(self_attention(norm(h), mask: pad), p: " << p << ")\n"
+       << "  }\n}\n\n";
+  if (lsh)
+    os << "// ReformerAttention with LSHSelfAttention (shared query_key, value).\n"
+       << "block lsh_attention(d: int) {\n"
+       << "  norm = layer_norm(d, eps: " << eps << ")\n"
+       << "  self_attention = attention(d, heads: " << c.heads << ", kind: lsh(hashes: " << c.hashes
+       << ", chunk: " << c.lshChunk << "), bias: false, dropout: " << number(c.lshDropout)
+       << causal << ")\n"
+       << "  forward(h, pad, rotations) {\n"
+       << "    return dropout(self_attention(norm(h), mask: pad, rotations: rotations), p: " << p
+       << ")\n"
+       << "  }\n}\n\n";
+  os << "// ChunkReformerFeedForward (chunking changes nothing numerically).\n"
+     << "block reformer_feed_forward(d: int, f: int) {\n"
+     << "  norm = layer_norm(d, eps: " << eps << ")\n"
+     << "  dense = linear(d, f)\n"
+     << "  output_dense = linear(f, d)\n"
+     << "  forward(h) {\n"
+     << "    x = dropout(" << activation(c.activation, "dense(norm(h))") << ", p: " << p << ")\n"
+     << "    return dropout(output_dense(x), p: " << p << ")\n"
+     << "  }\n}\n\n";
+}
+
+/// ReformerModel: embeddings, the reversible layers on [e, e], LayerNorm
+/// over 2 hidden_size; last_hidden_state [B, T, 2 hidden_size], as HF's.
+std::string reformerSource(const HfConfig &c, llvm::StringRef name) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  const bool lsh = llvm::is_contained(c.attnLayers, "lsh");
+  os << "// ReformerModel (model_type reformer), imported by nncc import-hf.\n"
+     << "// Inputs and outputs carry Hugging Face's names: attention_mask is 1 = keep\n"
+     << "// (a token), 0 = padding. Weights: model.safetensors beside this file.\n";
+  if (lsh)
+    os << "// lsh_rotations [heads, head size, num_hashes, buckets / 2]: the LSH layers'\n"
+       << "// random rotations, which Hugging Face draws in every forward (with\n"
+       << "// hash_seed set: torch.manual_seed(hash_seed), then torch.randn of that\n"
+       << "// shape in the model's dtype; the same for every LSH layer).\n";
+  os << "// HF pads T to a multiple of the chunk lengths' least common multiple\n"
+     << "// (when T exceeds the shortest chunk); feed such a T (masked padding) for\n"
+     << "// its LSH results, local layers need no padding.\n\n";
+  writeReformerBlocks(os, c);
+  os << "model " << name << " {\n"
+     << "  dims B, T" << (lsh && c.buckets == 0 ? ", NB2" : "") << "\n"
+     << "  const V = " << c.vocab << ", D = " << c.hidden << ", A = " << c.heads
+     << ", F = " << c.ff;
+  if (lsh)
+    os << ", DH = " << c.hidden / c.heads << ", HASHES = " << c.hashes;
+  if (lsh && c.buckets > 0)
+    os << ", NB2 = " << c.buckets / 2;
+  os << "\n\n"
+     << "  input input_ids: i32[B, T]\n"
+     << "  input attention_mask: i32[B, T]\n";
+  if (lsh)
+    os << "  input lsh_rotations: f32[A, DH, HASHES, NB2]\n";
+  os << "\n  embeddings = reformer_embeddings(V, D)\n";
+  for (size_t i = 0; i < c.attnLayers.size(); ++i)
+    os << "  layer_" << i << " = reversible(" << c.attnLayers[i]
+       << "_attention(D), reformer_feed_forward(D, F))\n";
+  os << "  final_norm = layer_norm(2 * D, eps: " << number(c.eps) << ")\n"
+     << "\n  forward {\n"
+     << "    pad = attention_mask == 0\n"
+     << "    e = embeddings(input_ids)\n"
+     << "    h = concat(e, e, axis: -1)\n";
+  for (size_t i = 0; i < c.attnLayers.size(); ++i)
+    os << "    h = layer_" << i << "(h, mask: pad"
+       << (c.attnLayers[i] == "lsh" ? ", rotations: lsh_rotations" : "") << ")\n";
+  os << "    last_hidden_state = dropout(final_norm(h), p: " << number(c.hiddenDropout) << ")\n"
+     << "    output last_hidden_state\n"
+     << "  }\n}\n";
+  return s;
+}
+
+/// The parameters of reformerSource(c) and their ReformerModel tensors.
+std::vector<HfWeightLink> reformerWeightLinks(const HfConfig &c, const std::string &base) {
+  std::vector<HfWeightLink> links;
+  const int64_t d = c.hidden;
+  auto add = [&](std::string name, std::vector<int64_t> shape, std::vector<std::string> from) {
+    links.push_back({std::move(name), std::move(shape), std::move(from)});
+  };
+  auto affine = [&](const std::string &to, const std::string &from, int64_t out, int64_t in) {
+    add(to + ".weight", in ? std::vector<int64_t>{out, in} : std::vector<int64_t>{out},
+        {from + ".weight"});
+    add(to + ".bias", {out}, {from + ".bias"});
+  };
+  const std::string emb = base + "embeddings.";
+  add("embeddings.word_embeddings.weight", {c.vocab, d}, {emb + "word_embeddings.weight"});
+  if (c.axialPositions) {
+    add("embeddings.position_embeddings.weights.0", {c.axialShape[0], 1, c.axialDims[0]},
+        {emb + "position_embeddings.weights.0"});
+    add("embeddings.position_embeddings.weights.1", {1, c.axialShape[1], c.axialDims[1]},
+        {emb + "position_embeddings.weights.1"});
+  } else {
+    add("embeddings.position_embeddings.weight", {c.maxPositions, d},
+        {emb + "position_embeddings.embedding.weight"});
+  }
+  for (size_t i = 0; i < c.attnLayers.size(); ++i) {
+    const std::string to = "layer_" + std::to_string(i) + ".";
+    const std::string from = base + "encoder.layers." + std::to_string(i) + ".";
+    const std::string self = from + "attention.self_attention.";
+    affine(to + "f.norm", from + "attention.layer_norm", d, 0);
+    if (c.attnLayers[i] == "lsh")
+      add(to + "f.self_attention.in_proj_weight", {2 * d, d},
+          {self + "query_key.weight", self + "value.weight"});
+    else
+      add(to + "f.self_attention.in_proj_weight", {3 * d, d},
+          {self + "query.weight", self + "key.weight", self + "value.weight"});
+    add(to + "f.self_attention.out_proj.weight", {d, d}, {from + "attention.output.dense.weight"});
+    affine(to + "g.norm", from + "feed_forward.layer_norm", d, 0);
+    affine(to + "g.dense", from + "feed_forward.dense.dense", c.ff, d);
+    affine(to + "g.output_dense", from + "feed_forward.output.dense", d, c.ff);
+  }
+  affine("final_norm", base + "encoder.layer_norm", 2 * d, 0);
+  return links;
+}
+} // namespace
+
 std::string modelSource(const HfConfig &c, llvm::StringRef name) {
+  if (c.spec->family == HfFamily::Reformer)
+    return reformerSource(c, name);
   std::string s;
   llvm::raw_string_ostream os(s);
   writeHeader(os, c);
@@ -280,6 +429,8 @@ std::string modelSource(const HfConfig &c, llvm::StringRef name) {
 }
 
 std::vector<HfWeightLink> weightLinks(const HfConfig &c, const std::string &basePrefix) {
+  if (c.spec->family == HfFamily::Reformer)
+    return reformerWeightLinks(c, basePrefix);
   std::vector<HfWeightLink> links;
   auto add = [&](const std::string &name, std::vector<int64_t> shape,
                  std::vector<std::string> sources) {

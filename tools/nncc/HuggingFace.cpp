@@ -177,6 +177,98 @@ int64_t attentionWindow(const llvm::json::Object &object, int64_t layers, Config
   return windows[0];
 }
 
+/// A list of two positive integers (Reformer's axial_pos_shape / _dims).
+bool positivePair(const llvm::json::Object &object, llvm::StringRef key, int64_t out[2],
+                  ConfigReader &r) {
+  const llvm::json::Value *v = object.get(key);
+  if (!v)
+    return true;
+  const llvm::json::Array *list = v->getAsArray();
+  if (!list || list->size() != 2 || !(*list)[0].getAsInteger() || !(*list)[1].getAsInteger() ||
+      *(*list)[0].getAsInteger() < 1 || *(*list)[1].getAsInteger() < 1) {
+    r.unsupported(key, "not two positive sizes", "two axes (axial_pos_shape [n1, n2])");
+    return false;
+  }
+  out[0] = *(*list)[0].getAsInteger();
+  out[1] = *(*list)[1].getAsInteger();
+  return true;
+}
+
+/// ReformerConfig's fields (its defaults where absent).
+void readReformerConfig(const llvm::json::Object &object, ConfigReader &r, HfConfig &c) {
+  c.vocab = r.positiveInt("vocab_size", 320);
+  c.hidden = r.positiveInt("hidden_size", 256);
+  c.heads = r.positiveInt("num_attention_heads", 12);
+  const int64_t headSize = r.positiveInt("attention_head_size", 64);
+  c.ff = r.positiveInt("feed_forward_size", 512);
+  c.maxPositions = r.positiveInt("max_position_embeddings", 4096);
+  c.eps = r.number("layer_norm_eps", 1e-12, 1e-30, 1.0);
+  c.hiddenDropout = r.number("hidden_dropout_prob", 0.05, 0.0, 1.0);
+  c.localDropout = r.number("local_attention_probs_dropout_prob", 0.05, 0.0, 1.0);
+  c.lshDropout = r.number("lsh_attention_probs_dropout_prob", 0.0, 0.0, 1.0);
+  c.activation = r.string("hidden_act", "relu");
+  c.causal = r.boolean("is_decoder", false);
+  c.axialPositions = r.boolean("axial_pos_embds", true);
+  c.localChunk = r.positiveInt("local_attn_chunk_length", 64);
+  c.lshChunk = r.positiveInt("lsh_attn_chunk_length", 64);
+  c.hashes = r.positiveInt("num_hashes", 1);
+  c.padTokenId = -1; // ReformerEmbeddings' word table has no padding_idx
+  c.attnLayers = {"local", "lsh", "local", "lsh", "local", "lsh"};
+  if (const llvm::json::Value *v = object.get("attn_layers")) {
+    c.attnLayers.clear();
+    const llvm::json::Array *list = v->getAsArray();
+    for (size_t i = 0; list && i < list->size(); ++i)
+      c.attnLayers.push_back((*list)[i].getAsString().value_or("?").str());
+    if (!list || c.attnLayers.empty() ||
+        llvm::any_of(c.attnLayers, [](const std::string &k) { return k != "local" && k != "lsh"; }))
+      r.unsupported("attn_layers", "not a list of \"local\" and \"lsh\"",
+                    "layers of local and lsh attention");
+  }
+  c.layers = int64_t(c.attnLayers.size());
+  if (r.failed())
+    return;
+  auto chunks = [&](llvm::StringRef before, llvm::StringRef after, int64_t &b, int64_t &a,
+                    bool lsh) {
+    std::optional<int64_t> vb = object.getInteger(before), va = object.getInteger(after);
+    b = object.get(before) ? vb.value_or(-1) : 1;
+    a = object.get(after) ? va.value_or(-1) : 0;
+    if (lsh && (b != 1 || a != 0))
+      r.unsupported(before, std::to_string(b) + " (" + after.str() + " " + std::to_string(a) + ")",
+                    "one chunk back and none ahead for LSH layers (1 and 0, the defaults)");
+    else if (b < 0 || a < 0)
+      r.unsupported(before, "negative", "chunk counts >= 0");
+  };
+  int64_t lb, la;
+  chunks("local_num_chunks_before", "local_num_chunks_after", c.localBefore, c.localAfter, false);
+  chunks("lsh_num_chunks_before", "lsh_num_chunks_after", lb, la, true);
+  if (const llvm::json::Value *v = object.get("num_buckets");
+      v && v->kind() != llvm::json::Value::Null) {
+    std::optional<int64_t> nb = v->getAsInteger();
+    if (!nb || *nb < 2 || *nb % 2 != 0)
+      r.unsupported("num_buckets", "not one even number >= 2",
+                    "one even bucket count, or null (factorised buckets, a list, are not)");
+    else
+      c.buckets = *nb;
+  }
+  if (c.axialPositions) {
+    positivePair(object, "axial_pos_shape", c.axialShape, r);
+    positivePair(object, "axial_pos_embds_dim", c.axialDims, r);
+    if (c.axialDims[0] + c.axialDims[1] != c.hidden)
+      r.unsupported("axial_pos_embds_dim", "[" + std::to_string(c.axialDims[0]) + ", " +
+                    std::to_string(c.axialDims[1]) + "]",
+                    "dims adding up to hidden_size " + std::to_string(c.hidden));
+  }
+  if (c.heads * headSize != c.hidden)
+    r.unsupported("attention_head_size", std::to_string(headSize),
+                  "num_attention_heads x attention_head_size = hidden_size (" +
+                      std::to_string(c.heads) + " x " + std::to_string(headSize) +
+                      " != " + std::to_string(c.hidden) + "; nncc's attention projects to "
+                      "hidden_size)");
+  if (!llvm::is_contained(kActivations, c.activation))
+    r.unsupported("hidden_act", "'" + c.activation + "'",
+                  "gelu, gelu_new, gelu_pytorch_tanh and relu");
+}
+
 std::optional<HfConfig> readConfig(const std::string &dir, std::string &error) {
   std::string path = (llvm::Twine(dir) + "/config.json").str();
   if (int rc = checkInputPath("import-hf", path); rc != 0) {
@@ -214,6 +306,14 @@ std::optional<HfConfig> readConfig(const std::string &dir, std::string &error) {
     return std::nullopt;
   }
   c.head = c.spec->head;
+  if (c.spec->family == HfFamily::Reformer) {
+    readReformerConfig(*object, r, c);
+    if (r.failed()) {
+      error = r.message();
+      return std::nullopt;
+    }
+    return c;
+  }
   c.vocab = r.positiveInt("vocab_size");
   c.hidden = r.positiveInt("hidden_size");
   c.layers = r.positiveInt("num_hidden_layers");

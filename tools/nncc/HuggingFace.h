@@ -23,7 +23,7 @@ extern llvm::cl::SubCommand exportHfCmd;
 int runImportHf();
 int runExportHf();
 
-enum class HfFamily { Bert, Electra, Longformer };
+enum class HfFamily { Bert, Electra, Longformer, Reformer };
 /// What sits on top of the encoder.
 enum class HfHead { None, Pooler, SequenceClassification, PreTraining };
 
@@ -55,6 +55,16 @@ struct HfConfig {
   int64_t attentionWindow = 0;
   double eps = 1e-12, hiddenDropout = 0.1, attentionDropout = 0.1, classifierDropout = 0.1;
   std::string activation = "gelu", problemType;
+  /// Reformer: the kind of each layer (attn_layers: "local" or "lsh"), the
+  /// head size (attention_head_size; num_attention_heads of them make
+  /// hidden_size), positions, chunking and hashing, is_decoder.
+  std::vector<std::string> attnLayers;
+  bool axialPositions = true, causal = false;
+  int64_t axialShape[2] = {64, 64}, axialDims[2] = {64, 192};
+  int64_t localChunk = 64, localBefore = 1, localAfter = 0, lshChunk = 64, hashes = 1;
+  /// num_buckets: 0 when null (Hugging Face's rule from T at run time).
+  int64_t buckets = 0;
+  double localDropout = 0.05, lshDropout = 0.0;
   /// The nncc layers holding the embeddings and the encoder.
   std::string embeddingsPath = "embeddings", encoderPath = "encoder";
 };
