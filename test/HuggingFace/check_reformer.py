@@ -9,7 +9,11 @@ local chunk (transformers pads it; nncc needs not). The LSH layers' rotations
 are HF's own: with hash_seed set it draws torch.manual_seed(hash_seed), then
 torch.randn([heads, head size, hashes, buckets / 2]), fed to nncc as
 lsh_rotations. last_hidden_state against transformers' in float32 (1e-5
-relative) and float64 (1e-10).
+relative) and float64 (1e-10). Then training: the imported model with an
+MSE loss on last_hidden_state, its gradients (`nncc run --grad`, f64)
+against torch.autograd through transformers' ReformerModel (its reversible
+backward, in training mode: T 20), padded, for the local/LSH and decoder
+cases.
 
 usage: check_reformer.py NNCC OUT_DIR
 """
@@ -17,9 +21,12 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import torch
 import transformers
+from safetensors.numpy import load_file
 
+import nncc_testing as nt
 from hf_common import make, rel, run_imported
 
 NNCC, OUT = sys.argv[1], sys.argv[2]
@@ -65,6 +72,58 @@ def rotations(cfg, dtype):
                         nb // 2), dtype=dtype)
 
 
+# nncc parameter <- transformers parameter(s), for the gradient check.
+GRAD_LINKS = [("embeddings.word_embeddings.weight", ["embeddings.word_embeddings.weight"]),
+              ("embeddings.position_embeddings.weights.0",
+               ["embeddings.position_embeddings.weights.0"]),
+              ("layer_0.f.self_attention.in_proj_weight",
+               ["encoder.layers.0.attention.self_attention.%s.weight" % n
+                for n in ("query", "key", "value")]),
+              ("layer_1.f.self_attention.in_proj_weight",
+               ["encoder.layers.1.attention.self_attention.%s.weight" % n
+                for n in ("query_key", "value")]),
+              ("layer_1.f.self_attention.out_proj.weight",
+               ["encoder.layers.1.attention.output.dense.weight"]),
+              ("layer_0.f.norm.weight", ["encoder.layers.0.attention.layer_norm.weight"]),
+              ("layer_1.g.dense.weight", ["encoder.layers.1.feed_forward.dense.dense.weight"]),
+              ("final_norm.bias", ["encoder.layer_norm.bias"])]
+
+
+def check_grads(name, model, cfg, folder):
+    """f64 gradients of mse(last_hidden_state, target) vs transformers' (in
+    training mode, which asks T = the axial shape's product: 20)."""
+    T = 20
+    with open(os.path.join(folder, "model.nn")) as f:
+        src = f.read()
+    src = src.replace("  input attention_mask: i32[B, T]\n",
+                      "  input attention_mask: i32[B, T]\n  input target: f32[B, T, 2 * D]\n")
+    src = src.replace("    output last_hidden_state\n",
+                      "    output last_hidden_state\n    loss mse(last_hidden_state, target)\n")
+    train_nn = os.path.join(folder, "train.nn")
+    with open(train_nn, "w") as f:
+        f.write(src)
+    feed = feeds(cfg, T, True, 11)
+    target = torch.randn(B, T, 2 * cfg.hidden_size, generator=torch.Generator().manual_seed(5),
+                         dtype=torch.float64)
+    model = model.to(torch.float64).train()  # dropout 0; HF's backward wants train()
+    model.zero_grad()
+    out = model(**feed).last_hidden_state
+    torch.nn.functional.mse_loss(out, target).backward()
+    hf = dict(model.named_parameters())
+    inputs = dict(feed, target=target)
+    inputs["lsh_rotations"] = rotations(cfg, torch.float64)
+    got = nt.grad_run(train_nn, load_file(os.path.join(folder, "model.safetensors")),
+                      inputs, precision="f64")
+    worst = 0.0
+    for ours, theirs in GRAD_LINKS:
+        ref = torch.cat([hf[t].grad for t in theirs])
+        worst = max(worst, rel(got["grad." + ours], ref))
+    ok = worst <= 1e-10
+    print("%s gradients f64: %s (%.1e over %d tensors)" % (name, "ok" if ok else "FAIL", worst,
+                                                         len(GRAD_LINKS)))
+    return ok
+
+
 def main():
     ok = True
     for i, (name, T, extra) in enumerate(CASES):
@@ -93,6 +152,8 @@ def main():
                 results.append("%s %s (%.1e)" % (prec, "ok" if e <= tol else "FAIL", e))
                 ok = ok and e <= tol
             print("%s %s: %s" % (name, "padded" if pad else "unpadded", ", ".join(results)))
+        if name in ("local-lsh", "decoder"):
+            ok = check_grads(name, model, cfg, folder) and ok
     print("OK" if ok else "FAILED")
     return 0 if ok else 1
 
