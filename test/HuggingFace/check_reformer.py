@@ -13,7 +13,9 @@ relative) and float64 (1e-10). Then training: the imported model with an
 MSE loss on last_hidden_state, its gradients (`nncc run --grad`, f64)
 against torch.autograd through transformers' ReformerModel (its reversible
 backward, in training mode: T 20), padded, for the local/LSH and decoder
-cases.
+cases. Last, export-hf of every imported model: from_pretrained (with the
+original hash_seed, which the written config leaves null) gives the
+original's outputs, and the written tensors are the checkpoint's.
 
 usage: check_reformer.py NNCC OUT_DIR
 """
@@ -85,7 +87,8 @@ GRAD_LINKS = [("embeddings.word_embeddings.weight", ["embeddings.word_embeddings
               ("layer_1.f.self_attention.out_proj.weight",
                ["encoder.layers.1.attention.output.dense.weight"]),
               ("layer_0.f.norm.weight", ["encoder.layers.0.attention.layer_norm.weight"]),
-              ("layer_1.g.dense.weight", ["encoder.layers.1.feed_forward.dense.dense.weight"]),
+              ("layer_1.g.ff.0.weight", ["encoder.layers.1.feed_forward.dense.dense.weight"]),
+              ("layer_0.g.ff.1.bias", ["encoder.layers.0.feed_forward.output.dense.bias"]),
               ("final_norm.bias", ["encoder.layer_norm.bias"])]
 
 
@@ -124,6 +127,28 @@ def check_grads(name, model, cfg, folder):
     return ok
 
 
+def check_export(name, model, cfg, folder, T):
+    """export-hf -> AutoModel.from_pretrained -> the original's outputs."""
+    out = os.path.join(folder, "exported")
+    subprocess.run([NNCC, "export-hf", os.path.join(folder, "model.nn"), "--weights",
+                    os.path.join(folder, "model.safetensors"), "-o", out], check=True,
+                   capture_output=True)
+    back = transformers.AutoModel.from_pretrained(out, hash_seed=cfg.hash_seed).eval()
+    same = type(back).__name__ == "ReformerModel"
+    original = load_file(os.path.join(folder, "hf", "model.safetensors"))
+    written = load_file(os.path.join(out, "model.safetensors"))
+    same = same and set(written) == set(original) and all(
+        np.array_equal(written[k], original[k]) for k in original)
+    f = feeds(cfg, T, True, 21)
+    with torch.no_grad():
+        e = rel(back.double()(**f).last_hidden_state, model.double().eval()(**f).last_hidden_state)
+    ok = same and e <= 1e-12
+    print("%s export: %s (%s, tensors %s, %.1e)" % (name, "ok" if ok else "FAIL",
+                                                   type(back).__name__,
+                                                   "equal" if same else "DIFFER", e))
+    return ok
+
+
 def main():
     ok = True
     for i, (name, T, extra) in enumerate(CASES):
@@ -154,6 +179,7 @@ def main():
             print("%s %s: %s" % (name, "padded" if pad else "unpadded", ", ".join(results)))
         if name in ("local-lsh", "decoder"):
             ok = check_grads(name, model, cfg, folder) and ok
+        ok = check_export(name, model, cfg, folder, T) and ok
     print("OK" if ok else "FAILED")
     return 0 if ok else 1
 

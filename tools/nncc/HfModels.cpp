@@ -311,14 +311,15 @@ void writeReformerBlocks(llvm::raw_ostream &os, const HfConfig &c) {
        << "    return dropout(self_attention(norm(h), mask: pad, rotations: rotations), p: " << p
        << ")\n"
        << "  }\n}\n\n";
+  // mlp's dropout sits between its layers, after the activation, as
+  // ReformerFeedForwardDense's.
   os << "// ChunkReformerFeedForward (chunking changes nothing numerically).\n"
      << "block reformer_feed_forward(d: int, f: int) {\n"
      << "  norm = layer_norm(d, eps: " << eps << ")\n"
-     << "  dense = linear(d, f)\n"
-     << "  output_dense = linear(f, d)\n"
+     << "  ff = mlp(d, f, d, layers: 2, activation: " << c.activation << ", dropout: " << p
+     << ")\n"
      << "  forward(h) {\n"
-     << "    x = dropout(" << activation(c.activation, "dense(norm(h))") << ", p: " << p << ")\n"
-     << "    return dropout(output_dense(x), p: " << p << ")\n"
+     << "    return dropout(ff(norm(h)), p: " << p << ")\n"
      << "  }\n}\n\n";
 }
 
@@ -407,8 +408,8 @@ std::vector<HfWeightLink> reformerWeightLinks(const HfConfig &c, const std::stri
           {self + "query.weight", self + "key.weight", self + "value.weight"});
     add(to + "f.self_attention.out_proj.weight", {d, d}, {from + "attention.output.dense.weight"});
     affine(to + "g.norm", from + "feed_forward.layer_norm", d, 0);
-    affine(to + "g.dense", from + "feed_forward.dense.dense", c.ff, d);
-    affine(to + "g.output_dense", from + "feed_forward.output.dense", d, c.ff);
+    affine(to + "g.ff.0", from + "feed_forward.dense.dense", c.ff, d);
+    affine(to + "g.ff.1", from + "feed_forward.output.dense", d, c.ff);
   }
   affine("final_norm", base + "encoder.layer_norm", 2 * d, 0);
   return links;

@@ -810,7 +810,7 @@ const HfArchitecture *chooseArchitecture(const frontend::ModelInfo &m, bool long
   error = "--architecture '" + arch +
           "' is not one nncc export-hf writes (BertModel, BertForSequenceClassification, "
           "ElectraModel, ElectraForPreTraining, ElectraForSequenceClassification, "
-          "LongformerModel)";
+          "LongformerModel, ReformerModel)";
   return nullptr;
 }
 
@@ -847,9 +847,219 @@ bool checkHead(const frontend::ModelInfo &m, HfConfig &c, std::string &error) {
          !(c.head == HfHead::PreTraining && !need("discriminator_predictions"));
 }
 
+/// The keyword `name` of the constructor value `kind` (null when absent).
+const CValue *kwargOf(const CValue *kind, llvm::StringRef name) {
+  if (!kind)
+    return nullptr;
+  for (auto &kv : kind->kwargs)
+    if (kv.first == name)
+      return &kv.second;
+  return nullptr;
+}
+
+/// Whether `m` is laid out as import-hf writes a ReformerModel.
+bool isReformer(const frontend::ModelInfo &m) {
+  const LayerInstance *first = m.layer("layer_0");
+  return first && first->callee == "reversible" && m.layer("final_norm") &&
+         m.layer("embeddings") && m.layer("embeddings")->kind == LayerInstance::Block;
+}
+
+/// One reversible layer of a Reformer: its attention (F's self_attention)
+/// and feed-forward (G's ff mlp) into `c`, checked against the layers before.
+bool readReformerLayer(const LayerInstance &rev, HfConfig &c, std::string &error) {
+  const LayerInstance *f = rev.child("f"), *g = rev.child("g");
+  const LayerInstance *att = f ? f->child("self_attention") : nullptr;
+  const LayerInstance *ff = g ? g->child("ff") : nullptr;
+  if (!att || att->callee != "attention" || !ff || ff->callee != "mlp" ||
+      ff->intArg("layers", 2) != 2) {
+    error = "layer '" + rev.path + "' is not ReformerModel's (reversible(F, G) with F's "
+            "self_attention = attention(...) and G's ff = mlp(d, f, d, layers: 2), as nncc "
+            "import-hf writes it)";
+    return false;
+  }
+  const std::string kind = att->enumArg("kind", "dense");
+  if (kind != "local" && kind != "lsh") {
+    error = "layer '" + att->path + "' has kind: " + kind +
+            " attention; ReformerModel's layers attend with kind: local or lsh";
+    return false;
+  }
+  const CValue *k = att->arg("kind");
+  auto intOf = [&](llvm::StringRef name, int64_t dflt) {
+    const CValue *v = kwargOf(k, name);
+    return v ? v->i : dflt;
+  };
+  const bool first = c.attnLayers.empty();
+  auto same = [&](llvm::StringRef what, auto &field, auto value) {
+    if (!first && field != value) {
+      error = "layer '" + rev.path + "' differs from layer_0 in " + what.str() +
+              "; a Hugging Face ReformerConfig has one for every layer";
+      return false;
+    }
+    field = value;
+    return true;
+  };
+  if (!same("num_attention_heads", c.heads, att->intArg("heads", 4)) ||
+      !same("is_decoder (causal)", c.causal, att->boolArg("causal", false)) ||
+      !same("feed_forward_size", c.ff, ff->intArg("hidden")) ||
+      !same("hidden_act", c.activation, ff->enumArg("activation", "relu")) ||
+      !same("hidden_dropout_prob", c.hiddenDropout, ff->floatArg("dropout", 0.0)))
+    return false;
+  if (kind == "local") {
+    if (c.localSeen && (c.localChunk != intOf("chunk", 64) || c.localBefore != intOf("before", 1) ||
+                        c.localAfter != intOf("after", 0))) {
+      error = "layer '" + att->path + "' chunks differently from the first local layer; a "
+              "ReformerConfig has one local_attn_chunk_length and look-back";
+      return false;
+    }
+    c.localSeen = true;
+    c.localChunk = intOf("chunk", 64);
+    c.localBefore = intOf("before", 1);
+    c.localAfter = intOf("after", 0);
+    c.localDropout = att->floatArg("dropout", 0.0);
+  } else {
+    const CValue *conv = kwargOf(k, "convention");
+    if (conv && conv->name != "hf") {
+      error = "layer '" + att->path + "' is LSH attention in convention " + conv->name +
+              "; Hugging Face's LSHSelfAttention is convention hf";
+      return false;
+    }
+    if (c.lshSeen && (c.lshChunk != intOf("chunk", 64) || c.hashes != intOf("hashes", 4))) {
+      error = "layer '" + att->path + "' hashes or chunks differently from the first LSH "
+              "layer; a ReformerConfig has one num_hashes and lsh_attn_chunk_length";
+      return false;
+    }
+    c.lshSeen = true;
+    c.lshChunk = intOf("chunk", 64);
+    c.hashes = intOf("hashes", 4);
+    c.lshDropout = att->floatArg("dropout", 0.0);
+  }
+  c.attnLayers.push_back(kind);
+  return true;
+}
+
+/// The ReformerConfig of a model in import-hf's Reformer layout.
+std::optional<HfConfig> reformerConfigFromModel(const frontend::ModelInfo &m, std::string &error) {
+  HfConfig c;
+  std::string ignored;
+  c.spec = findArchitecture("reformer", "ReformerModel", ignored);
+  c.architecture = c.spec->architecture;
+  c.modelType = c.spec->modelType;
+  c.head = HfHead::None;
+  const LayerInstance *emb = m.layer("embeddings");
+  const LayerInstance *words = emb->child("word_embeddings");
+  const LayerInstance *pos = emb->child("position_embeddings");
+  if (!words || words->callee != "embedding" || !pos ||
+      (pos->callee != "axial_position" && pos->callee != "learned_position")) {
+    error = "layer 'embeddings' is not ReformerModel's (word_embeddings = embedding(V, D) and "
+            "position_embeddings = axial_position(...) or learned_position(...))";
+    return std::nullopt;
+  }
+  c.vocab = words->intArg("num");
+  c.hidden = words->intArg("dim");
+  c.axialPositions = pos->callee == "axial_position";
+  if (c.axialPositions) {
+    for (int i = 0; i < 2; ++i) {
+      c.axialShape[i] = pos->arg("shape")->elems[i].i;
+      c.axialDims[i] = pos->arg("dims")->elems[i].i;
+    }
+    c.maxPositions = c.axialShape[0] * c.axialShape[1];
+  } else {
+    c.maxPositions = pos->intArg("max_len");
+  }
+  for (int64_t i = 0;; ++i) {
+    const LayerInstance *rev = m.layer("layer_" + std::to_string(i));
+    if (!rev)
+      break;
+    if (!readReformerLayer(*rev, c, error))
+      return std::nullopt;
+  }
+  c.layers = int64_t(c.attnLayers.size());
+  const LayerInstance *norm = m.layer("final_norm");
+  if (norm->callee != "layer_norm" || norm->intArg("dim") != 2 * c.hidden) {
+    error = "layer 'final_norm' is not layer_norm(2 * " + std::to_string(c.hidden) +
+            ") (ReformerModel's encoder.layer_norm over both halves)";
+    return std::nullopt;
+  }
+  c.eps = norm->floatArg("eps", 1e-5);
+  // num_buckets: the rotations' last dimension when it is a constant.
+  for (const frontend::InputInfo &in : m.inputs)
+    if (in.name == "lsh_rotations" && in.shape.size() == 4 && !in.shape[3].symbolic)
+      c.buckets = 2 * in.shape[3].size;
+  return c;
+}
+
+/// A JSON number that reads back as a float: ReformerConfig checks its
+/// float fields' types, and llvm::json writes 0.0 as 0.
+std::string jsonFloat(double v) {
+  std::string s = llvm::formatv("{0}", llvm::json::Value(v)).str();
+  if (s.find_first_of(".eE") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+/// ReformerModel's config.json (hash_seed null: transformers then draws new
+/// rotations in every forward; give from_pretrained hash_seed= to fix them).
+std::string reformerConfigJSON(const HfConfig &c, llvm::StringRef dtype) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  auto integer = [&](const char *k, int64_t v) { fields.push_back({k, std::to_string(v)}); };
+  auto real = [&](const char *k, double v) { fields.push_back({k, jsonFloat(v)}); };
+  auto text = [&](const char *k, llvm::StringRef v) {
+    fields.push_back({k, llvm::formatv("{0}", llvm::json::Value(v.str())).str()});
+  };
+  auto pair = [&](const char *k, const int64_t v[2]) {
+    fields.push_back({k, "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]"});
+  };
+  std::string layers;
+  for (const std::string &k : c.attnLayers)
+    layers += (layers.empty() ? "\"" : ", \"") + k + "\"";
+  fields.push_back({"architectures", "[\"" + c.spec->architecture + "\"]"});
+  text("model_type", c.modelType);
+  integer("vocab_size", c.vocab);
+  integer("hidden_size", c.hidden);
+  integer("num_attention_heads", c.heads);
+  integer("attention_head_size", c.hidden / c.heads);
+  integer("num_hidden_layers", c.layers);
+  fields.push_back({"attn_layers", "[" + layers + "]"});
+  integer("feed_forward_size", c.ff);
+  text("hidden_act", c.activation);
+  real("hidden_dropout_prob", c.hiddenDropout);
+  real("local_attention_probs_dropout_prob", c.localDropout);
+  real("lsh_attention_probs_dropout_prob", c.lshDropout);
+  integer("local_attn_chunk_length", c.localChunk);
+  integer("local_num_chunks_before", c.localBefore);
+  integer("local_num_chunks_after", c.localAfter);
+  integer("lsh_attn_chunk_length", c.lshChunk);
+  integer("lsh_num_chunks_before", 1);
+  integer("lsh_num_chunks_after", 0);
+  integer("num_hashes", c.hashes);
+  fields.push_back({"num_buckets", c.buckets ? std::to_string(c.buckets) : "null"});
+  fields.push_back({"hash_seed", "null"});
+  fields.push_back({"is_decoder", c.causal ? "true" : "false"});
+  fields.push_back({"axial_pos_embds", c.axialPositions ? "true" : "false"});
+  pair("axial_pos_shape", c.axialShape);
+  pair("axial_pos_embds_dim", c.axialDims);
+  integer("max_position_embeddings", c.maxPositions);
+  real("layer_norm_eps", c.eps);
+  integer("pad_token_id", 0);
+  text("torch_dtype", dtype);
+  std::string json = "{\n";
+  for (size_t i = 0; i < fields.size(); ++i)
+    json += "  \"" + fields[i].first + "\": " + fields[i].second +
+            (i + 1 < fields.size() ? ",\n" : "\n");
+  return json + "}\n";
+}
+
 /// The Hugging Face config of a model in import-hf's layout (or a seed
 /// model's embeddings and encoder).
 std::optional<HfConfig> configFromModel(const frontend::ModelInfo &m, std::string &error) {
+  if (exportArchitecture == "ReformerModel" || (exportArchitecture.empty() && isReformer(m))) {
+    if (!isReformer(m)) {
+      error = "--architecture ReformerModel needs import-hf's Reformer layout (embeddings, "
+              "layer_0 ... = reversible(...), final_norm)";
+      return std::nullopt;
+    }
+    return reformerConfigFromModel(m, error);
+  }
   const LayerInstance *emb = findLayer(
       m, "bert_embeddings", "--embeddings", exportEmbeddings,
       [](const LayerInstance &l) { return l.kind == LayerInstance::Library &&
@@ -1064,8 +1274,11 @@ int runExportHf() {
   const char *dtypeName[] = {"float32", "float16", "bfloat16"};
   std::string json;
   llvm::raw_string_ostream os(json);
-  os << llvm::formatv("{0:2}", configJSON(*config, dtypeName[int(exportDtype.getValue())]))
-     << "\n";
+  if (config->spec->family == HfFamily::Reformer)
+    os << reformerConfigJSON(*config, dtypeName[int(exportDtype.getValue())]);
+  else
+    os << llvm::formatv("{0:2}", configJSON(*config, dtypeName[int(exportDtype.getValue())]))
+       << "\n";
   if (int rc = replaceFile(out + "/config.json", json, "-o"))
     return rc;
   const nncc_dtype dtype = std::array<nncc_dtype, 3>{

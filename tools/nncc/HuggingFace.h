@@ -65,6 +65,7 @@ struct HfConfig {
   /// num_buckets: 0 when null (Hugging Face's rule from T at run time).
   int64_t buckets = 0;
   double localDropout = 0.05, lshDropout = 0.0;
+  bool localSeen = false, lshSeen = false; // export-hf: a layer of the kind was read
   /// The nncc layers holding the embeddings and the encoder.
   std::string embeddingsPath = "embeddings", encoderPath = "encoder";
 };
