@@ -111,11 +111,12 @@ mlir::Attribute attentionKind(Gen &g, const CValue *kind) {
       if (kv.first == "convention" && kv.second.kind == CValue::Enum)
         convention = kv.second.name;
     return nn::LshAttentionAttr::get(&g.ctx, get("hashes", 4), get("chunk", 64),
-                                     convention);
+                                     convention, get("pad_to_multiple", 0), get("pad_above", 0));
   }
   if (kind->name == "local")
     return nn::LocalAttentionAttr::get(&g.ctx, get("chunk", 64), get("before", 1),
-                                       get("after", 0));
+                                       get("after", 0), get("pad_to_multiple", 0),
+                                       get("pad_above", 0));
   llvm::SmallVector<int64_t> global;
   llvm::StringRef convention = "nncc";
   for (auto &kv : kind->kwargs) {

@@ -363,17 +363,22 @@ static bool checkAttentionKind(CValue &v, DiagEngine &diag, FailWith fail) {
     v = enumAsCtor(v);
   if (v.kind != CValue::Ctor || !known)
     return fail("dense, dilated(window:, dilation:, global:, convention:), "
-                "lsh(hashes:, chunk:, convention:) or local(chunk:, before:, after:)");
+                "lsh(hashes:, chunk:, convention:, pad_to_multiple:, pad_above:) or "
+                "local(chunk:, before:, after:, pad_to_multiple:, pad_above:)");
   static const std::vector<ParamSpec> dilated = {
       optI("window", PK::PosInt, 64), optI("dilation", PK::PosInt, 1),
       {"global", PK::IntList, false, std::nullopt, {}},
       optE("convention", {"nncc", "hf"}, "nncc")};
   static const std::vector<ParamSpec> lsh = {optI("hashes", PK::PosInt, 4),
                                              optI("chunk", PK::PosInt, 64),
-                                             optE("convention", {"hf", "nncc"}, "hf")};
+                                             optE("convention", {"hf", "nncc"}, "hf"),
+                                             optI("pad_to_multiple", PK::NonNegInt, 0),
+                                             optI("pad_above", PK::NonNegInt, 0)};
   static const std::vector<ParamSpec> local = {optI("chunk", PK::PosInt, 64),
                                                optI("before", PK::NonNegInt, 1),
-                                               optI("after", PK::NonNegInt, 0)};
+                                               optI("after", PK::NonNegInt, 0),
+                                               optI("pad_to_multiple", PK::NonNegInt, 0),
+                                               optI("pad_above", PK::NonNegInt, 0)};
   std::vector<std::pair<std::string, CValue>> out;
   if (!bindCtor(v.name, v.name == "lsh" ? lsh : v.name == "local" ? local : dilated, v, diag,
                 out))

@@ -4,8 +4,10 @@ Small random-weight ReformerModels saved with save_pretrained, imported and
 run by `nncc run` in f32 and f64 on the same inputs, with and without
 padding: local and LSH layers mixed (reversible blocks on [e, e], the final
 LayerNorm over 2 hidden_size), axial and learned positions, a decoder
-(causal), local look-back/ahead, and a T that is not a multiple of the
-local chunk (transformers pads it; nncc needs not). The LSH layers' rotations
+(causal), local look-back/ahead, and T that are not multiples of the chunks
+(transformers pads them with masked positions: nncc's local layers need not,
+its LSH layers pad as transformers does, to the chunks' least common
+multiple). The LSH layers' rotations
 are HF's own: with hash_seed set it draws torch.manual_seed(hash_seed), then
 torch.randn([heads, head size, hashes, buckets / 2]), fed to nncc as
 lsh_rotations. last_hidden_state against transformers' in float32 (1e-5
@@ -43,6 +45,13 @@ CASES = [
                               hidden_act="gelu")),
     ("learned-positions", 10, dict(attn_layers=["local"], axial_pos_embds=False,
                                    max_position_embeddings=20)),
+    # T 14 is padded by transformers to 16 (lsh chunk 4) and 15 to 24
+    # (lcm of local 6 and lsh 4): the LSH layers pad as it does.
+    ("lsh-padded-T", 14, dict(attn_layers=["lsh", "local"], num_buckets=4,
+                              num_hashes=2)),
+    ("lcm-padded-T", 15, dict(attn_layers=["local", "lsh"], num_buckets=4,
+                              local_attn_chunk_length=6, axial_pos_shape=[5, 6],
+                              max_position_embeddings=30)),
 ]
 
 

@@ -26,7 +26,9 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <numeric>
 
 namespace nncc::tool {
 
@@ -290,13 +292,23 @@ void writeReformerBlocks(llvm::raw_ostream &os, const HfConfig &c) {
      << "  }\n}\n\n";
   const bool local = llvm::is_contained(c.attnLayers, "local");
   const bool lsh = llvm::is_contained(c.attnLayers, "lsh");
+  // ReformerModel pads a T above the shortest chunk length to a multiple of
+  // their least common multiple (_get_least_common_mult_chunk_len): the
+  // LSH layers' sorted slots and the local layers' chunks are cut from it.
+  const int64_t lcm = local && lsh ? std::lcm(c.localChunk, c.lshChunk)
+                      : lsh        ? c.lshChunk
+                                   : c.localChunk;
+  const int64_t shortest = local && lsh ? std::min(c.localChunk, c.lshChunk) : lcm;
+  const std::string padding = lcm > 1 ? ", pad_to_multiple: " + std::to_string(lcm) +
+                                            ", pad_above: " + std::to_string(shortest)
+                                      : std::string();
   if (local)
     os << "// ReformerAttention with LocalSelfAttention (q, k, v without bias).\n"
        << "block local_attention(d: int) {\n"
        << "  norm = layer_norm(d, eps: " << eps << ")\n"
        << "  self_attention = attention(d, heads: " << c.heads << ", kind: local(chunk: " << c.localChunk
        << ", before: " << c.localBefore << ", after: " << c.localAfter
-       << "), bias: false, dropout: " << number(c.localDropout) << causal << ")\n"
+       << padding << "), bias: false, dropout: " << number(c.localDropout) << causal << ")\n"
        << "  forward(h, pad) {\n"
        << "    return dropout(self_attention(norm(h), mask: pad), p: " << p << ")\n"
        << "  }\n}\n\n";
@@ -305,7 +317,8 @@ void writeReformerBlocks(llvm::raw_ostream &os, const HfConfig &c) {
        << "block lsh_attention(d: int) {\n"
        << "  norm = layer_norm(d, eps: " << eps << ")\n"
        << "  self_attention = attention(d, heads: " << c.heads << ", kind: lsh(hashes: " << c.hashes
-       << ", chunk: " << c.lshChunk << "), bias: false, dropout: " << number(c.lshDropout)
+       << ", chunk: " << c.lshChunk << padding << "), bias: false, dropout: "
+       << number(c.lshDropout)
        << causal << ")\n"
        << "  forward(h, pad, rotations) {\n"
        << "    return dropout(self_attention(norm(h), mask: pad, rotations: rotations), p: " << p
@@ -338,8 +351,8 @@ std::string reformerSource(const HfConfig &c, llvm::StringRef name) {
        << "// hash_seed set: torch.manual_seed(hash_seed), then torch.randn of that\n"
        << "// shape in the model's dtype; the same for every LSH layer).\n";
   os << "// HF pads T to a multiple of the chunk lengths' least common multiple\n"
-     << "// (when T exceeds the shortest chunk); feed such a T (masked padding) for\n"
-     << "// its LSH results, local layers need no padding.\n\n";
+     << "// (when T exceeds the shortest chunk): the LSH layers do the same\n"
+     << "// (pad_to_multiple:, pad_above:); local layers need no padding.\n\n";
   writeReformerBlocks(os, c);
   os << "model " << name << " {\n"
      << "  dims B, T" << (lsh && c.buckets == 0 ? ", NB2" : "") << "\n"

@@ -35,7 +35,8 @@ class AttnParams(C.Structure):
                 ("global_mask", C.POINTER(C.c_uint8)),
                 ("dilated_convention", C.c_int32),
                 ("local_chunks_before", C.c_int32),
-                ("local_chunks_after", C.c_int32)]
+                ("local_chunks_after", C.c_int32),
+                ("pad_to_multiple", C.c_int32), ("pad_above", C.c_int32)]
 
 
 _lib = None
@@ -80,7 +81,7 @@ def i64(*xs):
 def params(kind, causal=0, window=0, dilation=1, globals_=None, rot=None,
            n_hashes=0, n_buckets=0, chunk=0, same_bucket=0, dropout=0.0,
            dropout_seed=0, dropout_offset=0, scale=0.0, lsh_convention=0,
-           chunks_before=1, chunks_after=0):
+           chunks_before=1, chunks_after=0, pad_to_multiple=0, pad_above=0):
     p = AttnParams()
     p.kind, p.causal, p.scale = ATTN[kind], causal, scale
     p.window, p.dilation = window, dilation
@@ -96,6 +97,7 @@ def params(kind, causal=0, window=0, dilation=1, globals_=None, rot=None,
     p.lsh_convention = lsh_convention  # 0 NNCC_LSH_NNCC, 1 NNCC_LSH_HF
     p.dropout, p.dropout_seed, p.dropout_offset = dropout, dropout_seed, dropout_offset
     p.local_chunks_before, p.local_chunks_after = chunks_before, chunks_after
+    p.pad_to_multiple, p.pad_above = pad_to_multiple, pad_above
     return p
 
 

@@ -113,7 +113,11 @@ int64_t LshAttentionAttr::getNumInputProjections() const { return 2; }
 int64_t LocalAttentionAttr::getNumInputProjections() const { return 3; }
 
 LogicalResult LocalAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                         int64_t chunk, int64_t before, int64_t after) {
+                                         int64_t chunk, int64_t before, int64_t after,
+                                         int64_t padToMultiple, int64_t padAbove) {
+  if (padToMultiple < 0 || padAbove < 0)
+    return emitError() << "local attention pad_to_multiple and pad_above must be >= 0, got "
+                       << padToMultiple << " and " << padAbove;
   if (chunk < 1)
     return emitError() << "local attention chunk must be >= 1, got " << chunk;
   if (before < 0 || after < 0)
@@ -148,7 +152,14 @@ DilatedAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult
 LshAttentionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                         int64_t hashes, int64_t chunk, StringRef convention) {
+                         int64_t hashes, int64_t chunk, StringRef convention,
+                         int64_t padToMultiple, int64_t padAbove) {
+  if (padToMultiple < 0 || padAbove < 0)
+    return emitError() << "lsh attention pad_to_multiple and pad_above must be >= 0, got "
+                       << padToMultiple << " and " << padAbove;
+  if (padToMultiple > 0 && convention != "hf")
+    return emitError() << "lsh attention pad_to_multiple is ReformerModel's padding: "
+                          "convention \"hf\" only";
   if (convention != "hf" && convention != "nncc")
     return emitError() << "lsh attention convention must be \"hf\" or \"nncc\", got \""
                        << convention << "\"";

@@ -278,13 +278,23 @@ def NN_LshAttentionAttr : NN_Attr<"LshAttention", "lsh",
     look-back across rounds, rotations `[hashes, E / num_heads, buckets / 2]`
     shared by the heads). docs/kernels.md, "LSH".
 
+    `pad_to_multiple` and `pad_above` (convention hf; 0, left out when
+    printed: none) are `ReformerModel`'s padding of its input: a T above
+    `pad_above` that is not a multiple of `pad_to_multiple` is attended as
+    the next multiple, the added positions padded (they take slots in the
+    sorted sequence). import-hf sets them to the least common multiple and
+    the shortest of the model's chunk lengths.
+
     ```mlir
     #nn.lsh<hashes = 4, chunk = 64>
+    #nn.lsh<hashes = 1, chunk = 4, pad_to_multiple = 12, pad_above = 3>
     #nn.lsh<hashes = 4, chunk = 64, convention = "nncc">
     ```
   }];
   let parameters = (ins "int64_t":$hashes, "int64_t":$chunk,
-                    StringRefParameter<"LSH convention: hf or nncc", "\"hf\"">:$convention);
+                    StringRefParameter<"LSH convention: hf or nncc", "\"hf\"">:$convention,
+                    DefaultValuedParameter<"int64_t", "0">:$pad_to_multiple,
+                    DefaultValuedParameter<"int64_t", "0">:$pad_above);
   let extraClassDeclaration = [{
     /// Whether this is Hugging Face's convention (the default).
     bool isHf() const { return getConvention() == "hf"; }
@@ -307,13 +317,17 @@ def NN_LocalAttentionAttr : NN_Attr<"LocalAttention", "local",
     `causal` a later position, by absolute index) score -1e9 rather than
     being left out, so a query whose window is all masked averages it, as
     Hugging Face's does. chunk >= 1, before >= 0, after >= 0. Input
-    projection `[3E, E]` (query, key, value). docs/kernels.md, "Local".
+    projection `[3E, E]` (query, key, value). `pad_to_multiple` and
+    `pad_above` are `#nn.lsh`'s: the chunks are cut from T padded as
+    `ReformerModel` pads it. docs/kernels.md, "Local".
 
     ```mlir
     #nn.local<chunk = 64, before = 1, after = 0>
     ```
   }];
-  let parameters = (ins "int64_t":$chunk, "int64_t":$before, "int64_t":$after);
+  let parameters = (ins "int64_t":$chunk, "int64_t":$before, "int64_t":$after,
+                    DefaultValuedParameter<"int64_t", "0">:$pad_to_multiple,
+                    DefaultValuedParameter<"int64_t", "0">:$pad_above);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -273,7 +273,8 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     `global_mask` and `convention` (`"hf"`: `dqkv` also receives the
     gradients of the global projections, columns `[3E, 6E)`). `chunk`,
     `chunks_before` and `chunks_after` (kind local) are
-    nnk.local_attention's; `chunk` is also kind lsh's.
+    nnk.local_attention's; `chunk` is also kind lsh's, and so are
+    `pad_to_multiple` and `pad_above` (nnk.lsh_attention's).
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
@@ -299,7 +300,9 @@ def NNK_AttentionGradOp : NNK_GradOp<"attention_grad", [AttrSizedOperandSegments
     DefaultValuedAttr<StrAttr, "\"hf\"">:$convention,
     DefaultValuedAttr<StrAttr, "\"nncc\"">:$dilated_convention,
     DefaultValuedAttr<NNK_I64Attr, "1">:$chunks_before,
-    DefaultValuedAttr<NNK_I64Attr, "0">:$chunks_after);
+    DefaultValuedAttr<NNK_I64Attr, "0">:$chunks_after,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$pad_to_multiple,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$pad_above);
   let hasVerifier = 1;
   let assemblyFormat = [{
     `ins` `(` $qkv `,` $dout `)` (`mask` `(` $mask^ `)`)?

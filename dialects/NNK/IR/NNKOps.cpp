@@ -807,6 +807,10 @@ static LogicalResult verifyLshRotations(Operation *op, StringRef convention, Val
 LogicalResult LSHAttentionOp::verify() {
   if (getHashes() < 1 || getChunk() < 1)
     return emitOpError("hashes and chunk must be >= 1");
+  if (getPadToMultiple() < 0 || getPadAbove() < 0 ||
+      (getPadToMultiple() > 0 && getConvention() != "hf"))
+    return emitOpError("pad_to_multiple and pad_above must be >= 0, and set only in "
+                       "convention \"hf\"");
   if (failed(verifyAttention(*this, getQkv(), getMask(), getOut(), getLse(),
                              getNumHeads(), 2, getDropout())))
     return failure();
@@ -827,6 +831,8 @@ static LogicalResult verifyLocalWindow(Operation *op, int64_t chunk, int64_t bef
 }
 
 LogicalResult LocalAttentionOp::verify() {
+  if (getPadToMultiple() < 0 || getPadAbove() < 0)
+    return emitOpError("pad_to_multiple and pad_above must be >= 0");
   return verifyLocalWindow(*this, getChunk(), getChunksBefore(), getChunksAfter());
 }
 
@@ -836,6 +842,9 @@ LogicalResult AttentionGradOp::verify() {
     return failure();
   if (getKind() != AttentionKind::local && (getChunksBefore() != 1 || getChunksAfter() != 0))
     return emitOpError("chunks_before and chunks_after apply only to kind local");
+  if (getKind() != AttentionKind::lsh && getKind() != AttentionKind::local &&
+      (getPadToMultiple() != 0 || getPadAbove() != 0))
+    return emitOpError("pad_to_multiple and pad_above apply only to kinds lsh and local");
   if (getKind() != AttentionKind::dilated &&
       (getGlobalMask() || getDilatedConvention() != "nncc" || !getGlobal().empty()))
     return emitOpError("global_mask, global and dilated_convention apply only to kind dilated");

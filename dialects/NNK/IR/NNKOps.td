@@ -694,6 +694,8 @@ def NNK_LSHAttentionOp : NNK_Op<"lsh_attention", [AttrSizedOperandSegments]> {
     not given; one sorted sequence over the rounds with look-back across
     them, `scale` 0 meaning 1) or `"nncc"` (`NNCC_LSH_NNCC`: the semantics
     above, rotations shared by the heads). docs/kernels.md, "LSH".
+    `pad_to_multiple` / `pad_above` (hf only) are nn.lsh's: ReformerModel's
+    padding of T.
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$qkv,
@@ -708,7 +710,9 @@ def NNK_LSHAttentionOp : NNK_Op<"lsh_attention", [AttrSizedOperandSegments]> {
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale,
     DefaultValuedAttr<NNK_I64Attr, "0">:$seed,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout,
-    DefaultValuedAttr<StrAttr, "\"hf\"">:$convention
+    DefaultValuedAttr<StrAttr, "\"hf\"">:$convention,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$pad_to_multiple,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$pad_above
   );
   let assemblyFormat = [{
     `ins` `(` $qkv `)` (`mask` `(` $mask^ `)`)? (`rotations` `(` $rotations^ `)`)?
@@ -725,7 +729,8 @@ def NNK_LocalAttentionOp : NNK_Op<"local_attention", [AttrSizedOperandSegments]>
     c − `chunks_before` … c + `chunks_after`, chunk indices wrapping around
     the sequence; with T ≤ `chunk`, to all T keys. Masked keys (`mask`,
     `causal` by absolute index) score −1e9. `scale` 0 means 1/√dh;
-    `dropout`, `seed` and `lse` as for `nnk.flash_attention`.
+    `dropout`, `seed` and `lse` as for `nnk.flash_attention`;
+    `pad_to_multiple` / `pad_above` as nnk.lsh_attention's.
     `nncc_attention_*` with `NNCC_ATTN_LOCAL`; CPU only.
   }];
   let arguments = (ins
@@ -737,6 +742,8 @@ def NNK_LocalAttentionOp : NNK_Op<"local_attention", [AttrSizedOperandSegments]>
     NNK_I64Attr:$chunk,
     DefaultValuedAttr<NNK_I64Attr, "1">:$chunks_before,
     DefaultValuedAttr<NNK_I64Attr, "0">:$chunks_after,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$pad_to_multiple,
+    DefaultValuedAttr<NNK_I64Attr, "0">:$pad_above,
     DefaultValuedAttr<BoolAttr, "false">:$causal,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$scale,
     DefaultValuedAttr<NNK_F64Attr, "0.0">:$dropout,

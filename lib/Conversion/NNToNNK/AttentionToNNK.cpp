@@ -67,11 +67,12 @@ FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
     nnk::LSHAttentionOp::create(rewriter, loc, *qkv, mask,
                                 remap(rewriter, op.getRotations()), *ctx, lse,
                                 heads, l.getHashes(), l.getChunk(), causal, 0.0,
-                                op.getSeed(), dropout, l.getConvention());
+                                op.getSeed(), dropout, l.getConvention(), l.getPadToMultiple(),
+                                l.getPadAbove());
   } else if (auto local = dyn_cast<nn::LocalAttentionAttr>(kind)) {
     nnk::LocalAttentionOp::create(rewriter, loc, *qkv, mask, *ctx, lse, heads, local.getChunk(),
-                                  local.getBefore(), local.getAfter(), causal, 0.0, dropout,
-                                  op.getSeed());
+                                  local.getBefore(), local.getAfter(), local.getPadToMultiple(),
+                                  local.getPadAbove(), causal, 0.0, dropout, op.getSeed());
   } else {
     return op.emitError("unsupported attention kind ") << kind;
   }

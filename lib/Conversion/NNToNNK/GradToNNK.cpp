@@ -281,6 +281,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     double dropout = op.getDropout();
     nnk::AttentionKind coreKind = nnk::AttentionKind::dense;
     int64_t window = 0, dilation = 1, hashes = 0, chunk = 0, before = 1, after = 0;
+    int64_t padToMultiple = 0, padAbove = 0;
     StringRef convention = "hf", dilatedConvention = "nncc";
     ArrayRef<int64_t> global;
     if (auto d = dyn_cast<nn::DilatedAttentionAttr>(kind)) {
@@ -294,11 +295,15 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
       hashes = l.getHashes();
       chunk = l.getChunk();
       convention = l.getConvention();
+      padToMultiple = l.getPadToMultiple();
+      padAbove = l.getPadAbove();
     } else if (auto local = dyn_cast<nn::LocalAttentionAttr>(kind)) {
       coreKind = nnk::AttentionKind::local;
       chunk = local.getChunk();
       before = local.getBefore();
       after = local.getAfter();
+      padToMultiple = local.getPadToMultiple();
+      padAbove = local.getPadAbove();
     } else if (!isa<nn::DenseAttentionAttr>(kind)) {
       return op.emitError("unsupported attention kind ") << kind;
     }
@@ -315,7 +320,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
                                  savedOut ? Value() : *core, coreKind, heads,
                                  causal, 0.0, window, dilation, global, hashes,
                                  chunk, op.getSeed(), dropout, convention,
-                                 dilatedConvention, before, after);
+                                 dilatedConvention, before, after, padToMultiple, padAbove);
     SmallVector<Value> dparams;
     auto wOutT = cast<nnk::BufferType>(wOut.getType());
     FailureOr<Value> dWout = allocBuffer(rewriter, op, wOutT);

@@ -28,6 +28,7 @@ struct AttentionConfig {
   ArrayRef<int64_t> global;
   int64_t hashes = 0, chunk = 0, seed = 0;
   int64_t chunksBefore = 1, chunksAfter = 0; // local
+  int64_t padToMultiple = 0, padAbove = 0;   // LSH, Hugging Face's convention
   double dropout = 0;
   Value rotations; // LSH: given rotations (else a seeded draw)
   bool lshHf = false; // LSH: Hugging Face's convention (NNCC_LSH_HF)
@@ -58,12 +59,16 @@ AttentionConfig configOf(Operation *op) {
     c.dilatedHf = g.getDilatedConvention() == "hf";
     c.chunksBefore = g.getChunksBefore();
     c.chunksAfter = g.getChunksAfter();
+    c.padToMultiple = g.getPadToMultiple();
+    c.padAbove = g.getPadAbove();
   } else if (auto l = dyn_cast<nnk::LocalAttentionOp>(op)) {
     common(l);
     c.kind = AttentionKind::local;
     c.chunk = l.getChunk();
     c.chunksBefore = l.getChunksBefore();
     c.chunksAfter = l.getChunksAfter();
+    c.padToMultiple = l.getPadToMultiple();
+    c.padAbove = l.getPadAbove();
   } else if (auto b = dyn_cast<nnk::BandedAttentionOp>(op)) {
     common(b);
     c.kind = AttentionKind::dilated;
@@ -79,6 +84,8 @@ AttentionConfig configOf(Operation *op) {
     c.chunk = l.getChunk();
     c.rotations = l.getRotations();
     c.lshHf = l.getConvention() == "hf";
+    c.padToMultiple = l.getPadToMultiple();
+    c.padAbove = l.getPadAbove();
   } else {
     common(cast<nnk::FlashAttentionOp>(op));
   }
@@ -163,6 +170,9 @@ FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
     p += "p.kind = NNCC_ATTN_LSH; p.n_hashes = " + std::to_string(c.hashes) +
          "; p.chunk = " + std::to_string(c.chunk) +
          "; p.lsh_convention = " + (c.lshHf ? "NNCC_LSH_HF" : "NNCC_LSH_NNCC") + "; ";
+    if (c.padToMultiple > 0)
+      p += "p.pad_to_multiple = " + std::to_string(c.padToMultiple) +
+           "; p.pad_above = " + std::to_string(c.padAbove) + "; ";
     if (c.rotations) {
       auto half = e.dim(c.rotations, rotationHalfDim(c));
       if (failed(half))
@@ -180,6 +190,9 @@ FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
     p += "p.kind = NNCC_ATTN_LOCAL; p.chunk = " + std::to_string(c.chunk) +
          "; p.local_chunks_before = " + std::to_string(c.chunksBefore) +
          "; p.local_chunks_after = " + std::to_string(c.chunksAfter) + "; ";
+    if (c.padToMultiple > 0)
+      p += "p.pad_to_multiple = " + std::to_string(c.padToMultiple) +
+           "; p.pad_above = " + std::to_string(c.padAbove) + "; ";
     break;
   }
   // nncc_attention[_backward]_workspace_size of this parameter block.
@@ -293,6 +306,9 @@ std::string lshFlags(const AttentionConfig &c) { return c.lshHf ? "2" : "0"; }
 FailureOr<std::string> cudaLshRotations(LaunchEmitter &e, Operation *op,
                                         const AttentionConfig &c, const std::string &T,
                                         const std::string &dh) {
+  if (c.padToMultiple > 0)
+    return op->emitError("LSH attention with ReformerModel's padding (pad_to_multiple) is not "
+                         "supported on CUDA yet; compile with --target cpu");
   if (c.hashes > 32)
     return op->emitError("the CUDA LSH attention serves up to 32 hash rounds");
   if (c.rotations) {

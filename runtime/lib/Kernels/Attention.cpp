@@ -53,7 +53,7 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
   } else if (p->kind == NNCC_ATTN_LOCAL) {
     localAttentionForward<T>(LocalAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, k, v, kpm, causal,
                                                    scale, drop, p->chunk, p->local_chunks_before,
-                                                   p->local_chunks_after},
+                                                   p->local_chunks_after, p->pad_to_multiple, p->pad_above},
                              out, lse);
   } else {
     LshAttentionArgs<T> a{B, Tn, H, dh, ldi, ldo, q, v,
@@ -62,6 +62,8 @@ int attentionCore(const nncc_attention_params *p, int64_t B, int64_t Tn,
                           p->same_bucket_only != 0, causal, kpm,
                           scale, drop};
     a.hf = p->lsh_convention == NNCC_LSH_HF;
+    a.padMultiple = p->pad_to_multiple;
+    a.padAbove = p->pad_above;
     lshAttentionForward<T>(a, out, bucketsOut, lse);
   }
   return NNCC_K_OK;

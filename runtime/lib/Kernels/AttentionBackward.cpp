@@ -46,6 +46,8 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
                           p->same_bucket_only != 0, p->causal != 0,
                           kpm, scale, drop};
     a.hf = p->lsh_convention == NNCC_LSH_HF;
+    a.padMultiple = p->pad_to_multiple;
+    a.padAbove = p->pad_above;
     lshAttentionBackward<T>(a, dout, dq, dv, ldg, out, savedLse);
     return NNCC_K_OK;
   }
@@ -53,7 +55,7 @@ int attentionBackward(const nncc_attention_params *p, int64_t B, int64_t Tn,
     localAttentionBackward<T>(LocalAttentionArgs<T>{B, Tn, H, dh, ldi, ldo, q, k, v, kpm,
                                                     p->causal != 0, scale, drop, p->chunk,
                                                     p->local_chunks_before,
-                                                    p->local_chunks_after},
+                                                    p->local_chunks_after, p->pad_to_multiple, p->pad_above},
                               dout, dq, dk, dv, ldg, out, savedLse);
     return NNCC_K_OK;
   }

@@ -65,12 +65,15 @@ inline bool attentionParamsValid(const nncc_attention_params *p, int64_t dh) {
            (p->dilated_convention == NNCC_DILATED_NNCC ||
             p->dilated_convention == NNCC_DILATED_HF);
   if (p->kind == NNCC_ATTN_LOCAL)
-    return p->chunk >= 1 && p->local_chunks_before >= 0 && p->local_chunks_after >= 0;
+    return p->chunk >= 1 && p->local_chunks_before >= 0 && p->local_chunks_after >= 0 &&
+           p->pad_to_multiple >= 0 && p->pad_above >= 0;
   if (p->kind == NNCC_ATTN_LSH)
     return p->rotations && p->n_hashes >= 1 && p->n_buckets >= 2 &&
            p->n_buckets % 2 == 0 && p->chunk >= 1 &&
            (p->lsh_convention == NNCC_LSH_NNCC ||
-            (p->lsh_convention == NNCC_LSH_HF && !p->same_bucket_only));
+            (p->lsh_convention == NNCC_LSH_HF && !p->same_bucket_only)) &&
+           p->pad_to_multiple >= 0 && p->pad_above >= 0 &&
+           (p->pad_to_multiple == 0 || p->lsh_convention == NNCC_LSH_HF);
   return p->kind == NNCC_ATTN_DENSE;
 }
 
@@ -252,6 +255,9 @@ template <typename Real> struct LshAttentionArgs {
   Real scale;
   AttentionDropout<Real> drop;
   bool hf = false;
+  /// hf: ReformerModel's padding of T > padAbove to a multiple of
+  /// padMultiple (0: none); LshAttention.cpp, "ReformerModel's padding".
+  int64_t padMultiple = 0, padAbove = 0;
 };
 
 /// Operands of the local attention core (LocalAttention.cpp): q, k, v rows
@@ -265,6 +271,8 @@ template <typename Real> struct LocalAttentionArgs {
   Real scale;
   AttentionDropout<Real> drop;
   int64_t chunk, before, after;
+  /// ReformerModel's padding, as LshAttentionArgs' (0: none).
+  int64_t padMultiple = 0, padAbove = 0;
 };
 
 /// out (row stride a.ldo) = local attention of every head; each query's

@@ -10,9 +10,11 @@
 // look-back is masked too), scores -1e9 instead of its product: it gets
 // weight 0 beside any real key, and a query with nothing but masked keys
 // weighs its window as HF does (exp(S - lse): the mean in f64; in f32,
-// where -1e9 + log n rounds to -1e9, the sum). The last chunk of a T that is not a
-// multiple of the chunk is short (HF's module asks for a multiple;
-// ReformerModel pads to one with masked positions, which this equals).
+// where -1e9 + log n rounds to -1e9, the sum). The last chunk of a T that
+// is not a multiple of the chunk is short (HF's module asks for a multiple).
+// ReformerModel pads its input to a multiple of its chunk lengths' least
+// common multiple; with that padding (padMultiple, padAbove) the chunks are
+// cut from the padded length, the padded keys absent.
 //
 // One OpenMP task per (batch, head); per tile of at most kRows queries of
 // one chunk, S = scale Q Kᵀ over the window's chunks (one single-threaded
@@ -51,11 +53,18 @@ struct LocalPlan {
   bool chunked;    // T > chunk
 };
 
+/// With ReformerModel's padding the chunks are cut from T' (a.T up to the
+/// next multiple of padMultiple when a.T > padAbove); keys past a.T are
+/// absent, which equals HF's masked padding but for a window of nothing
+/// but masked keys.
 template <typename T> LocalPlan localPlan(const LocalAttentionArgs<T> &a) {
+  int64_t Tp = a.T;
+  if (a.padMultiple > 1 && a.T > a.padAbove && a.T % a.padMultiple != 0)
+    Tp = (a.T / a.padMultiple + 1) * a.padMultiple;
   LocalPlan p;
-  p.chunked = a.T > a.chunk;
-  p.C = p.chunked ? a.chunk : std::max<int64_t>(1, a.T);
-  p.nc = (a.T + p.C - 1) / p.C;
+  p.chunked = Tp > a.chunk;
+  p.C = p.chunked ? a.chunk : std::max<int64_t>(1, Tp);
+  p.nc = (Tp + p.C - 1) / p.C;
   p.spans = p.chunked ? a.before + a.after + 1 : 1;
   return p;
 }
@@ -66,8 +75,8 @@ inline void keySpan(const LocalPlan &p, int64_t Tn, int64_t c, int64_t s, int64_
   int64_t kc = c;
   if (p.chunked)
     kc = ((c + s - before) % p.nc + p.nc) % p.nc;
-  lo = kc * p.C;
-  hi = std::min(Tn, lo + p.C);
+  lo = std::min(Tn, kc * p.C);
+  hi = std::min(Tn, kc * p.C + p.C);
 }
 
 /// Per-thread tiles of one task.
@@ -133,8 +142,9 @@ void windowProduct(const LocalPlan &p, const LocalScratch<T> &s, int64_t nq, int
                    const T *A, int64_t lda, const T *B0, int64_t ldb, T *M, int64_t ldM) {
   int64_t col = 0;
   for (int64_t sp = 0; sp < p.spans; ++sp) {
-    gemm(false, true, nq, s.n[sp], dh, alpha, A, lda, B0 + s.lo[sp] * ldb, ldb, T(0), M + col,
-         ldM);
+    if (s.n[sp] > 0)
+      gemm(false, true, nq, s.n[sp], dh, alpha, A, lda, B0 + s.lo[sp] * ldb, ldb, T(0), M + col,
+           ldM);
     col += s.n[sp];
   }
 }
@@ -182,10 +192,13 @@ void forwardTile(const LocalAttentionArgs<T> &a, const LocalPlan &p, const Local
     for (int64_t jj = 0; jj < nk; ++jj)
       row[jj] *= inv * a.drop.mult(rc + (uint64_t)keyAt(s, p.spans, jj));
   }
+  for (int64_t i = 0; i < nq; ++i)
+    std::fill(O + i * ldO, O + i * ldO + a.dh, T(0));
   int64_t col = 0;
   for (int64_t sp = 0; sp < p.spans; ++sp) {
-    gemm(false, false, nq, a.dh, s.n[sp], T(1), s.S.data() + col, ldS,
-         hd.v + s.lo[sp] * a.ldi, a.ldi, sp ? T(1) : T(0), O, ldO);
+    if (s.n[sp] > 0)
+      gemm(false, false, nq, a.dh, s.n[sp], T(1), s.S.data() + col, ldS,
+           hd.v + s.lo[sp] * a.ldi, a.ldi, T(1), O, ldO);
     col += s.n[sp];
   }
 }
@@ -219,6 +232,8 @@ void backwardTile(const LocalAttentionArgs<T> &a, const LocalPlan &p, const Loca
   int64_t col = 0;
   for (int64_t sp = 0; sp < p.spans; ++sp) {
     const int64_t lo = s.lo[sp], n = s.n[sp];
+    if (n == 0)
+      continue;
     gemm(false, false, nq, a.dh, n, T(1), s.dP.data() + col, ldS, hd.k + lo * a.ldi, a.ldi, T(1),
          dq + t0 * ldg, ldg);
     gemm(true, false, n, a.dh, nq, T(1), s.dP.data() + col, ldS, hd.q + t0 * a.ldi, a.ldi, T(1),

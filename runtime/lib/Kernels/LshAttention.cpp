@@ -681,10 +681,87 @@ void hfBackward(const LshAttentionArgs<T> &a, const T *dout, T *dqk, T *dv, int6
   }
 }
 
+//===----------------------------------------------------------------------===//
+// ReformerModel's padding (padMultiple): a T above padAbove that is not a
+// multiple of padMultiple runs as T' (the next multiple) with positions
+// [T, T') padded — what ReformerModel does to its input. A padded position
+// hashes to the padding bucket and is nobody's key, so its values do not
+// matter (zeros here); it still takes its slots in the sorted sequence,
+// which moves the chunk boundaries. Outputs and gradients of [0, T) only.
+//===----------------------------------------------------------------------===//
+
+/// T' of `a` (a.T when no padding applies).
+template <typename T> int64_t hfPaddedLength(const LshAttentionArgs<T> &a) {
+  if (!a.hf || a.padMultiple <= 1 || a.T <= a.padAbove || a.T % a.padMultiple == 0)
+    return a.T;
+  return (a.T / a.padMultiple + 1) * a.padMultiple;
+}
+
+/// The padded copy of a call's operands: rows [B, T', H dh] (zeros past T).
+template <typename T> struct HfPadded {
+  int64_t Tp, E;
+  std::vector<T> qk, v;
+  std::vector<uint8_t> kpm;
+  LshAttentionArgs<T> a;
+  HfPadded(const LshAttentionArgs<T> &in, int64_t Tp)
+      : Tp(Tp), E(in.H * in.dh), qk(in.B * Tp * E), v(in.B * Tp * E), kpm(in.B * Tp, 1), a(in) {
+    for (int64_t b = 0; b < in.B; ++b)
+      for (int64_t t = 0; t < in.T; ++t) {
+        std::memcpy(&qk[(b * Tp + t) * E], in.qk + (b * in.T + t) * in.ldi, sizeof(T) * E);
+        std::memcpy(&v[(b * Tp + t) * E], in.v + (b * in.T + t) * in.ldi, sizeof(T) * E);
+        kpm[b * Tp + t] = in.kpm ? in.kpm[b * in.T + t] : 0;
+      }
+    a.T = Tp;
+    a.qk = qk.data();
+    a.v = v.data();
+    a.ldi = a.ldo = E;
+    a.kpm = kpm.data();
+  }
+  /// Rows [0, T) of `src` [B, T', E] into `dst` [B, T, ld].
+  void unpad(const T *src, int64_t T0, T *dst, int64_t ld) const {
+    for (int64_t b = 0; b < a.B; ++b)
+      for (int64_t t = 0; t < T0; ++t)
+        std::memcpy(dst + (b * T0 + t) * ld, src + (b * Tp + t) * E, sizeof(T) * E);
+  }
+};
+
+template <typename T>
+void hfPaddedForward(const LshAttentionArgs<T> &in, int64_t Tp, T *out, int32_t *bucketsOut,
+                     T *lseOut) {
+  HfPadded<T> p(in, Tp);
+  std::vector<T> o(in.B * Tp * p.E), lse(lseOut ? in.B * in.H * Tp : 0);
+  std::vector<int32_t> bk(bucketsOut ? in.B * in.H * in.rounds * Tp : 0);
+  hfForward(p.a, o.data(), bucketsOut ? bk.data() : nullptr, lseOut ? lse.data() : nullptr);
+  p.unpad(o.data(), in.T, out, in.ldo);
+  for (int64_t r = 0; lseOut && r < in.B * in.H; ++r)
+    std::memcpy(lseOut + r * in.T, &lse[r * Tp], sizeof(T) * in.T);
+  for (int64_t r = 0; bucketsOut && r < in.B * in.H * in.rounds; ++r)
+    std::memcpy(bucketsOut + r * in.T, &bk[r * Tp], sizeof(int32_t) * in.T);
+}
+
+/// The backward on the padded sequence; the forward is recomputed there
+/// (a padded query has no saved log-sum-exp), `out` receiving rows [0, T).
+template <typename T>
+void hfPaddedBackward(const LshAttentionArgs<T> &in, int64_t Tp, const T *dout, T *dqk, T *dv,
+                      int64_t ldg, T *out) {
+  HfPadded<T> p(in, Tp);
+  std::vector<T> dO(in.B * Tp * p.E, T(0)), g1(dO.size()), g2(dO.size()), o(dO.size());
+  for (int64_t b = 0; b < in.B; ++b)
+    for (int64_t t = 0; t < in.T; ++t)
+      std::memcpy(&dO[(b * Tp + t) * p.E], dout + (b * in.T + t) * in.ldo, sizeof(T) * p.E);
+  hfBackward(p.a, dO.data(), g1.data(), g2.data(), p.E, o.data(), static_cast<const T *>(nullptr));
+  p.unpad(g1.data(), in.T, dqk, ldg);
+  p.unpad(g2.data(), in.T, dv, ldg);
+  if (out)
+    p.unpad(o.data(), in.T, out, in.ldo);
+}
+
 } // namespace
 
 template <typename T>
 void lshAttentionForward(const LshAttentionArgs<T> &a, T *out, int32_t *bucketsOut, T *lseOut) {
+  if (a.hf && hfPaddedLength(a) != a.T)
+    return hfPaddedForward(a, hfPaddedLength(a), out, bucketsOut, lseOut);
   if (a.hf)
     return hfForward(a, out, bucketsOut, lseOut);
   const int64_t tasks = a.B * a.H, Tn = a.T, dh = a.dh;
@@ -739,6 +816,9 @@ void lshAttentionForward(const LshAttentionArgs<T> &a, T *out, int32_t *bucketsO
 template <typename T>
 void lshAttentionBackward(const LshAttentionArgs<T> &a, const T *dout, T *dqk, T *dv,
                           int64_t ldg, T *out, const T *savedLse) {
+  if (a.hf && hfPaddedLength(a) != a.T) // the saved lse is of T, not T'
+    return hfPaddedBackward(a, hfPaddedLength(a), dout, dqk, dv, ldg,
+                            savedLse ? static_cast<T *>(nullptr) : out);
   if (a.hf)
     return hfBackward(a, dout, dqk, dv, ldg, out, savedLse);
   const int64_t tasks = a.B * a.H, Tn = a.T, dh = a.dh;

@@ -109,6 +109,39 @@ def finite_difference():
     ck.expect("finite-difference local dropout f64 err=%.1e" % e, e < 1e-7)
 
 
+def padded_finite_differences():
+    """f64: ReformerModel's padding (pad_to_multiple, pad_above) of the local
+    core and of the LSH core in Hugging Face's convention: the backward
+    against central differences of sum(out g), at a T the padding changes
+    (local: 10 -> 12 with chunk 4, so chunk 0 looks back at a padded chunk;
+    LSH: 10 -> 16, chunk 4, two rounds), with a padded key."""
+    T, dtype = 10, np.float64
+    g = rng.standard_normal((B, T, E))
+    kpm = np.zeros((B, T), np.uint8)
+    kpm[1, 3] = 1
+    rot = np.ascontiguousarray(rng.standard_normal((A, DH, 2, 2)))
+    for what, p, width in (
+            ("local", ck.params("local", chunk=4, pad_to_multiple=12, pad_above=4), 3),
+            ("lsh", ck.params("lsh", rot=rot, n_hashes=2, n_buckets=4, chunk=4, lsh_convention=1,
+                              pad_to_multiple=8, pad_above=4), 2)):
+        qkv = rng.standard_normal((B, T, width * E))
+        f = lambda a: float(np.sum(ck.core_forward(p, dtype, a, E, A, kpm)[0] * g))
+        d = ck.core_backward(p, dtype, qkv, g, E, A, kpm)
+        num = np.zeros_like(qkv)
+        h = 1e-6
+        for idx in np.ndindex(qkv.shape):
+            a = qkv.copy()
+            a[idx] += h
+            fp = f(a)
+            a[idx] -= 2 * h
+            num[idx] = (fp - f(a)) / (2 * h)
+        e = ck.err(d, num)
+        ck.expect("finite-difference %s padded as ReformerModel f64 err=%.1e" % (what, e), e < 1e-7)
+        out, lse = ck.core_forward(p, dtype, qkv, E, A, kpm)
+        saved = ck.core_backward(p, dtype, qkv, g, E, A, kpm, saved=(out, lse))
+        ck.check("saved-lse backward %s padded as ReformerModel" % what, saved, d, dtype)
+
+
 def bad_arguments():
     qkv = np.zeros((1, 8, 3 * E))
     import ctypes as C
@@ -138,6 +171,7 @@ def main():
         case(14, 4, 1, 0, False, True, dtype, pad_to=16)
         case(10, 4, 1, 0, True, False, dtype, pad_to=12)
     finite_difference()
+    padded_finite_differences()
     bad_arguments()
     ck.finish()
 

@@ -77,6 +77,12 @@ typedef struct nncc_attention_params {
      (padding, causal) score -1e9 rather than dropping out. */
   int32_t local_chunks_before;
   int32_t local_chunks_after;
+  /* local, and lsh in NNCC_LSH_HF: ReformerModel's padding — a T above
+     pad_above that is not a multiple of pad_to_multiple (0: never) runs as the next
+     multiple, the added positions padded (the least common multiple and the
+     shortest of the model's chunk lengths). */
+  int32_t pad_to_multiple;
+  int32_t pad_above;
 } nncc_attention_params;
 
 #define NNCC_DECLARE_KERNELS(S, T)                                              \
