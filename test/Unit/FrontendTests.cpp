@@ -418,11 +418,13 @@ TEST_F(Fixture, CheckValueKinds) {
   lsh.name = "lsh";
   lsh.kwargs.emplace_back("chunk", CValue::makeInt(32));
   EXPECT_TRUE(checkValue("attention", kind, lsh, diag));
-  ASSERT_EQ(lsh.kwargs.size(), 3u) << "defaults are filled";
+  ASSERT_EQ(lsh.kwargs.size(), 5u) << "defaults are filled";
   EXPECT_EQ(lsh.kwargs[0].first, "hashes");
   EXPECT_EQ(lsh.kwargs[0].second.i, 4);
   EXPECT_EQ(lsh.kwargs[2].first, "convention");
   EXPECT_EQ(lsh.kwargs[2].second.name, "hf") << "Hugging Face's LSH by default";
+  EXPECT_EQ(lsh.kwargs[3].first, "pad_to_multiple");
+  EXPECT_EQ(lsh.kwargs[3].second.i, 0) << "no ReformerModel padding by default";
 
   ParamSpec act{"activation", PK::Activation, false, std::nullopt, {}};
   CValue lr = CValue::makeEnum("leaky_relu");
