@@ -84,6 +84,18 @@ def case(T, chunk, before, after, causal, padded, dtype, pad_to=None):
     ck.check("saved-lse backward " + name, saved, dqkv, dtype)
 
 
+def central_differences(f, x, h=1e-6):
+    """df/dx of a scalar function f by central differences, element by element."""
+    num = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        a = x.copy()
+        a[idx] += h
+        fp = f(a)
+        a[idx] -= 2 * h
+        num[idx] = (fp - f(a)) / (2 * h)
+    return num
+
+
 def finite_difference():
     """f64: the gradient with attention dropout (the same mask in the
     forward and the backward) against central differences of sum(out g)."""
@@ -97,14 +109,7 @@ def finite_difference():
                   dropout_offset=11)
     f = lambda a: float(np.sum(ck.core_forward(p, dtype, a, E, A, kpm)[0] * g))
     d = ck.core_backward(p, dtype, qkv, g, E, A, kpm)
-    num = np.zeros_like(qkv)
-    h = 1e-6
-    for idx in np.ndindex(qkv.shape):
-        a = qkv.copy()
-        a[idx] += h
-        fp = f(a)
-        a[idx] -= 2 * h
-        num[idx] = (fp - f(a)) / (2 * h)
+    num = central_differences(f, qkv)
     e = ck.err(d, num)
     ck.expect("finite-difference local dropout f64 err=%.1e" % e, e < 1e-7)
 
@@ -127,14 +132,7 @@ def padded_finite_differences():
         qkv = rng.standard_normal((B, T, width * E))
         f = lambda a: float(np.sum(ck.core_forward(p, dtype, a, E, A, kpm)[0] * g))
         d = ck.core_backward(p, dtype, qkv, g, E, A, kpm)
-        num = np.zeros_like(qkv)
-        h = 1e-6
-        for idx in np.ndindex(qkv.shape):
-            a = qkv.copy()
-            a[idx] += h
-            fp = f(a)
-            a[idx] -= 2 * h
-            num[idx] = (fp - f(a)) / (2 * h)
+        num = central_differences(f, qkv)
         e = ck.err(d, num)
         ck.expect("finite-difference %s padded as ReformerModel f64 err=%.1e" % (what, e), e < 1e-7)
         out, lse = ck.core_forward(p, dtype, qkv, E, A, kpm)
