@@ -14,10 +14,28 @@
 namespace nncc {
 namespace kernels {
 
-/// One OpenBLAS call: C = alpha op(A) op(B) + beta C (row-major).
+/// Whether ownSgemm runs here: a CPU with AVX-512F/DQ, unless
+/// NNCC_KERNELS_PORTABLE is set (not "0"); read once per process.
+bool ownSgemmAvailable();
+/// C = alpha op(A) op(B) + beta C (row-major) on the calling thread with
+/// nncc's AVX-512 micro-kernel (Gemm.cpp); K > 0. False (C untouched) when
+/// its packing buffers cannot be allocated.
+bool ownSgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+              const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+              float *C, int64_t ldc);
+
+/// Products with fewer multiply-adds than this stay with OpenBLAS: packing
+/// both operands would cost more than it saves.
+constexpr double kOwnSgemmMinMacs = 1 << 12;
+
+/// One single-threaded f32 product C = alpha op(A) op(B) + beta C
+/// (row-major): ownSgemm where the CPU has AVX-512, else one OpenBLAS call.
 inline void blasGemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                      const float *A, int64_t lda, const float *B, int64_t ldb,
                      float beta, float *C, int64_t ldc) {
+  if (K > 0 && (double)M * (double)N * (double)K >= kOwnSgemmMinMacs &&
+      ownSgemmAvailable() && ownSgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+    return;
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
               tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A,
               (int)lda, B, (int)ldb, beta, C, (int)ldc);

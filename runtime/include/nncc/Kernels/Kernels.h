@@ -85,6 +85,13 @@ typedef struct nncc_attention_params {
   int32_t pad_above;
 } nncc_attention_params;
 
+/* Which code runs the f32 products (nncc_gemm_f32, nncc_linear_f32 and the
+   GEMMs inside the other f32 kernels): "nncc-avx512" (nncc's own AVX-512
+   micro-kernel, runtime/lib/Kernels/Gemm.cpp, on a CPU with AVX-512F/DQ)
+   or "openblas" (elsewhere, with NNCC_KERNELS_PORTABLE set, and for
+   products under 4096 multiply-adds). f64 is always OpenBLAS. */
+const char *nncc_gemm_f32_backend(void);
+
 #define NNCC_DECLARE_KERNELS(S, T)                                              \
   /* C[M,N] = alpha op(A) op(B) + beta C  (row-major, cblas) */                \
   int nncc_gemm_##S(int trans_a, int trans_b, int64_t M, int64_t N,           \
