@@ -308,7 +308,7 @@ void fastBackwardSteps(const LayerArgs &s, const Index &ix, int64_t stBegin,
   int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
   if ((int64_t)nt > P)
     nt = (int)P;
-  if ((double)B * GH * H < kRecurrentThreadMacs || nt < 1)
+  if (!recurrentStepThreads(B, GH, H) || nt < 1)
     nt = 1;
   StepBarrier barrier;
 #pragma omp parallel num_threads(nt)

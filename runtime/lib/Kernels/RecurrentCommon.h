@@ -126,8 +126,20 @@ struct FastScan {
 /// The fast loops use one thread when a step has fewer multiply-adds
 /// (B * G * H * H): about 10 us of one core, against a barrier per step
 /// that costs a microsecond on an idle machine and a time slice when
-/// another process holds the other core (docs/runtime.md, "Threads").
+/// another process holds the other core (docs/runtime.md, "Threads") —
+/// unless W_hh (G * H * H floats) is larger than kRecurrentThreadWeightBytes:
+/// every step streams all of it, and from one core's L2 only when the
+/// threads split it (LSTM H256, 1 MiB, batch 1, T128 on a 2-core AMD EPYC
+/// with 1 MiB of L2 per core: 1.13 ms on one thread, 0.45 ms on two).
 constexpr double kRecurrentThreadMacs = 1 << 20;
+constexpr double kRecurrentThreadWeightBytes = 1 << 19;
+
+/// Whether a step of B rows over the G * H x H matrix W_hh is worth more
+/// than one thread (see kRecurrentThreadMacs).
+inline bool recurrentStepThreads(int64_t B, int64_t GH, int64_t H) {
+  return (double)B * GH * H >= kRecurrentThreadMacs ||
+         (double)GH * H * sizeof(float) > kRecurrentThreadWeightBytes;
+}
 
 /// Whether fastScanRun runs `cell` here: Elman, LSTM or PyTorch's GRU, on a
 /// CPU with AVX-512F/DQ, unless NNCC_KERNELS_PORTABLE is set (not "0").

@@ -391,7 +391,7 @@ template <int Kind, int MR, int NV> void runScan(const FastScan &a) {
   int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
   if ((int64_t)nt > P)
     nt = (int)P;
-  if ((double)B * H * H * cell_gates(Kind) < kRecurrentThreadMacs)
+  if (!recurrentStepThreads(B, cell_gates(Kind) * H, H))
     nt = 1;
   if (nt < 1)
     nt = 1;

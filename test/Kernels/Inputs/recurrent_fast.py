@@ -24,17 +24,20 @@ CELLS = {"rnn_tanh": (0, 1), "rnn_relu": (1, 1), "lstm": (2, 4), "gru": (3, 3)}
 CASES = [
     # cell, B, T, H, D (2: the reverse direction), lengths, threads. With 2
     # threads the fast loops split the units only from 2^20 multiply-adds
-    # per step (B G H^2, kRecurrentThreadMacs); the cases marked "split" are
-    # above it, the others run one thread.
+    # per step (B G H^2, kRecurrentThreadMacs) or when W_hh is over 512 KiB
+    # (kRecurrentThreadWeightBytes); the cases marked "split" are above one of
+    # them, the others run one thread.
     ("lstm", 32, 12, 256, 1, None, 2),                                   # split
     ("lstm", 13, 9, 168, 2, [9, 0, 3, 9, 1, 7, 9, 2, 5, 9, 8, 4, 6], 2),  # split
     ("lstm", 13, 9, 40, 2, [9, 0, 3, 9, 1, 7, 9, 2, 5, 9, 8, 4, 6], 2),
     ("lstm", 7, 5, 100, 1, [5, 3, 5, 1, 2, 4, 5], 1),
     ("lstm", 3, 4, 8, 1, None, 2),
+    ("lstm", 1, 6, 256, 2, None, 2),                                     # split (W_hh)
     ("gru", 32, 10, 256, 1, None, 2),                                    # split
     ("gru", 11, 9, 200, 2, [9, 2, 0, 9, 5, 6, 1, 9, 3, 8, 7], 2),         # split
     ("gru", 11, 9, 72, 2, [9, 2, 0, 9, 5, 6, 1, 9, 3, 8, 7], 2),
     ("gru", 9, 6, 130, 1, None, 1),
+    ("gru", 2, 5, 224, 1, [5, 3], 2),                                    # split (W_hh)
     ("rnn_tanh", 20, 8, 260, 1,
      [8, 8, 3, 1, 8, 0, 5, 6, 7, 2, 8, 8, 4, 4, 6, 1, 8, 2, 3, 5], 2),   # split
     ("rnn_relu", 6, 7, 420, 2, None, 2),                                 # split
