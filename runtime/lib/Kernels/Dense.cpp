@@ -86,16 +86,13 @@ int linearImpl(int64_t M, int64_t N, int64_t K, const T *x, const T *w,
       epilogue<T>(act, y, N, 0, M, 0, N, bias, residual, a);
     return NNCC_K_OK;
   }
-  // The epilogue runs on each panel of y as soon as its GEMM is done, while
-  // the panel is still in cache (one pass over y, no second parallel loop).
+  // The epilogue runs on each block of y as soon as its GEMM is done, while
+  // the block is still in cache (ownSgemm's micro-tiles: in L1; OpenBLAS's
+  // panels: one pass over y, no second parallel loop).
   gemmPanels(false, true, M, N, K, T(1), x, K, w, K, T(0), y, N,
-             [&](int64_t lo, int64_t hi, bool byRows) {
-               if (!hasEpilogue)
-                 return;
-               if (byRows)
-                 epilogue<T>(act, y, N, lo, hi, 0, N, bias, residual, a);
-               else
-                 epilogue<T>(act, y, N, 0, M, lo, hi, bias, residual, a);
+             [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+               if (hasEpilogue)
+                 epilogue<T>(act, y, N, r0, r1, c0, c1, bias, residual, a);
              });
   return NNCC_K_OK;
 }

@@ -191,7 +191,8 @@ bool nncc::kernels::ownSgemmAvailable() { return avx512Present(); }
 
 bool nncc::kernels::ownSgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                              float alpha, const float *A, int64_t lda, const float *B,
-                             int64_t ldb, float beta, float *C, int64_t ldc) {
+                             int64_t ldb, float beta, float *C, int64_t ldc,
+                             const BlockDone *done) {
   const int64_t ncMax = std::min(N, NC), kcMax = std::min(K, KC);
   float *bp = PackBuffers::grow(packBuffers.b, packBuffers.bCap,
                                 size_t((ncMax + NR - 1) / NR * NR * kcMax));
@@ -207,11 +208,16 @@ bool nncc::kernels::ownSgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
       for (int64_t i0 = 0; i0 < M; i0 += MC) {
         const int64_t mc = std::min(MC, M - i0);
         packA(ta, A, lda, i0, mc, p0, kc, ap);
+        const bool last = p0 + kc == K;
         for (int64_t js = 0; js < nc; js += NR)
-          for (int64_t is = 0; is < mc; is += MR)
+          for (int64_t is = 0; is < mc; is += MR) {
+            const int64_t rows = std::min<int64_t>(MR, mc - is),
+                          cols = std::min<int64_t>(NR, nc - js);
             microKernel(kc, ap + is * kc, bp + js * kc, C + (i0 + is) * ldc + j0 + js, ldc,
-                        std::min<int64_t>(MR, mc - is), std::min<int64_t>(NR, nc - js),
-                        alpha, sliceBeta);
+                        rows, cols, alpha, sliceBeta);
+            if (last && done)
+              (*done)(i0 + is, i0 + is + rows, j0 + js, j0 + js + cols);
+          }
       }
     }
   }
@@ -222,7 +228,8 @@ bool nncc::kernels::ownSgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
 
 bool nncc::kernels::ownSgemmAvailable() { return false; }
 bool nncc::kernels::ownSgemm(bool, bool, int64_t, int64_t, int64_t, float, const float *,
-                             int64_t, const float *, int64_t, float, float *, int64_t) {
+                             int64_t, const float *, int64_t, float, float *, int64_t,
+                             const BlockDone *) {
   return false;
 }
 
