@@ -76,62 +76,47 @@ struct PackBuffers {
 };
 thread_local PackBuffers packBuffers;
 
-/// op(A)[i0 + i, p0 + k] for i < mr, k < kc into MR-row strips:
-/// dst[strip][k][MR], rows past mr zero.
-void packA(bool ta, const float *A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
-           int64_t kc, float *dst) {
-  for (int64_t s = 0; s < mc; s += MR) {
-    const int64_t rows = std::min<int64_t>(MR, mc - s);
+/// Element (s0 + s, k0 + k) of a strip operand for s < ext, k < kc into
+/// W-wide strips: dst[strip][k][W], strip lanes past ext zero. The operand
+/// is X[k][s] (row stride ld) when `alongRows`, else X[s][k].
+template <int W>
+void packStrips(bool alongRows, const float *X, int64_t ld, int64_t s0, int64_t ext,
+                int64_t k0, int64_t kc, float *dst) {
+  for (int64_t s = 0; s < ext; s += W) {
+    const int64_t lanes = std::min<int64_t>(W, ext - s);
     float *d = dst + s * kc;
-    if (ta) {
+    if (alongRows) {
       for (int64_t k = 0; k < kc; ++k) {
-        const float *src = A + (p0 + k) * lda + i0 + s;
-        int64_t i = 0;
-        for (; i < rows; ++i)
-          d[k * MR + i] = src[i];
-        for (; i < MR; ++i)
-          d[k * MR + i] = 0.0f;
+        const float *src = X + (k0 + k) * ld + s0 + s;
+        int64_t l = 0;
+        for (; l < lanes; ++l)
+          d[k * W + l] = src[l];
+        for (; l < W; ++l)
+          d[k * W + l] = 0.0f;
       }
     } else {
-      for (int64_t i = 0; i < rows; ++i) {
-        const float *src = A + (i0 + s + i) * lda + p0;
+      for (int64_t l = 0; l < lanes; ++l) {
+        const float *src = X + (s0 + s + l) * ld + k0;
         for (int64_t k = 0; k < kc; ++k)
-          d[k * MR + i] = src[k];
+          d[k * W + l] = src[k];
       }
-      for (int64_t i = rows; i < MR; ++i)
+      for (int64_t l = lanes; l < W; ++l)
         for (int64_t k = 0; k < kc; ++k)
-          d[k * MR + i] = 0.0f;
+          d[k * W + l] = 0.0f;
     }
   }
 }
 
-/// op(B)[p0 + k, j0 + j] for k < kc, j < nc into NR-column strips:
-/// dst[strip][k][NR], columns past nc zero.
+/// op(A)[i0 + i, p0 + k] for i < mc, k < kc into MR-row strips.
+void packA(bool ta, const float *A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+           int64_t kc, float *dst) {
+  packStrips<MR>(ta, A, lda, i0, mc, p0, kc, dst);
+}
+
+/// op(B)[p0 + k, j0 + j] for k < kc, j < nc into NR-column strips.
 void packB(bool tb, const float *B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
            int64_t nc, float *dst) {
-  for (int64_t s = 0; s < nc; s += NR) {
-    const int64_t cols = std::min<int64_t>(NR, nc - s);
-    float *d = dst + s * kc;
-    if (tb) {
-      for (int64_t j = 0; j < cols; ++j) {
-        const float *src = B + (j0 + s + j) * ldb + p0;
-        for (int64_t k = 0; k < kc; ++k)
-          d[k * NR + j] = src[k];
-      }
-      for (int64_t j = cols; j < NR; ++j)
-        for (int64_t k = 0; k < kc; ++k)
-          d[k * NR + j] = 0.0f;
-    } else {
-      for (int64_t k = 0; k < kc; ++k) {
-        const float *src = B + (p0 + k) * ldb + j0 + s;
-        int64_t j = 0;
-        for (; j < cols; ++j)
-          d[k * NR + j] = src[j];
-        for (; j < NR; ++j)
-          d[k * NR + j] = 0.0f;
-      }
-    }
-  }
+  packStrips<NR>(!tb, B, ldb, j0, nc, p0, kc, dst);
 }
 
 /// The MR x NR tile C[rows, cols] = alpha * (a strip x b strip) + beta * C;
@@ -174,7 +159,9 @@ NNCC_GEMM_AVX512 void microKernel(int64_t kc, const float *a, const float *b, fl
   }
 }
 
-bool avx512Present() {
+} // namespace
+
+bool nncc::kernels::cpuHasAvx512() {
   static const bool ok = [] {
     __builtin_cpu_init();
     const char *env = std::getenv("NNCC_KERNELS_PORTABLE");
@@ -185,9 +172,7 @@ bool avx512Present() {
   return ok;
 }
 
-} // namespace
-
-bool nncc::kernels::ownSgemmAvailable() { return avx512Present(); }
+bool nncc::kernels::ownSgemmAvailable() { return cpuHasAvx512(); }
 
 bool nncc::kernels::ownSgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                              float alpha, const float *A, int64_t lda, const float *B,
@@ -226,6 +211,7 @@ bool nncc::kernels::ownSgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
 
 #else // !NNCC_GEMM_X86
 
+bool nncc::kernels::cpuHasAvx512() { return false; }
 bool nncc::kernels::ownSgemmAvailable() { return false; }
 bool nncc::kernels::ownSgemm(bool, bool, int64_t, int64_t, int64_t, float, const float *,
                              int64_t, const float *, int64_t, float, float *, int64_t,

@@ -27,8 +27,11 @@ struct BlockDone {
   }
 };
 
-/// Whether ownSgemm runs here: a CPU with AVX-512F/DQ, unless
+/// Whether the kernels' AVX-512 code runs here (the SGEMM of Gemm.cpp and
+/// the recurrent loops of RecurrentFast.cpp): a CPU with AVX-512F/DQ, unless
 /// NNCC_KERNELS_PORTABLE is set (not "0"); read once per process.
+bool cpuHasAvx512();
+/// Whether ownSgemm runs here (cpuHasAvx512).
 bool ownSgemmAvailable();
 /// C = alpha op(A) op(B) + beta C (row-major) on the calling thread with
 /// nncc's AVX-512 micro-kernel (Gemm.cpp); K > 0. Each micro-tile of C is

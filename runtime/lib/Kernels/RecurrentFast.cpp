@@ -493,18 +493,6 @@ NNCC_AVX512 void bwdStep(int64_t n, int64_t K, int64_t H, const float *a,
     });
 }
 
-bool cpuHasAvx512() {
-  static const bool ok = [] {
-    __builtin_cpu_init();
-    const char *env = std::getenv("NNCC_KERNELS_PORTABLE");
-    if (env && *env && std::strcmp(env, "0") != 0)
-      return false;
-    return __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512dq");
-  }();
-  return ok;
-}
-
 } // namespace
 
 bool nncc::kernels::fastScanAvailable(int cell) {
