@@ -32,5 +32,8 @@ if [ "${NNCC_SANITIZE:-1}" != 0 ]; then
     status=1
   fi
 fi
+# The failing tests again, last, where a truncated log still shows them.
+grep -E '^(FAIL|XPASS|UNRESOLVED|TIMEOUT): ' "$log" || true
+[ -n "${slog:-}" ] && { grep -E '^sanitize: FAIL' "$slog" || true; }
 echo "${passed} passed, ${failed} failed"
 exit $status

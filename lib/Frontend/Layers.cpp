@@ -132,25 +132,26 @@ mlir::Attribute attentionKind(Gen &g, const CValue *kind) {
 
 /// nn.attention with parameters under `inst` (PyTorch MultiheadAttention
 /// names: in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias;
-/// Longformer's global projections are rows [3 dim, 6 dim) of in_proj_*).
+/// Longformer's global projections are rows [3 width, 6 width) of
+/// in_proj_*). The heads are `width` wide in all (dim in PyTorch).
 mlir::Value attentionOp(Gen &g, const LayerInstance &inst, mlir::Value x,
                         mlir::Value mask, mlir::Value rotations, mlir::Value globalMask,
-                        int64_t dim, int64_t heads, const CValue *kind, bool causal,
-                        double dropout, bool bias, SrcLoc l) {
+                        int64_t dim, int64_t heads, int64_t width, const CValue *kind,
+                        bool causal, double dropout, bool bias, SrcLoc l) {
   mlir::Attribute kindAttr = attentionKind(g, kind);
   int64_t proj = llvm::cast<nn::AttentionKindAttrInterface>(kindAttr).getNumInputProjections();
   // PyTorch's Xavier bound of its [3E, E] (or LSH's [2E, E]) block; each
   // block of 3 (q, k, v and the global q, k, v) draws from it.
-  double xavier = std::sqrt(6.0 / double(dim + std::min<int64_t>(proj, 3) * dim));
+  double xavier = std::sqrt(6.0 / double(dim + std::min<int64_t>(proj, 3) * width));
   llvm::SmallVector<mlir::Value> ops = {x};
   ops.push_back(
-      g.param(inst, "in_proj_weight", {proj * dim, dim}, uniform(g, xavier), l));
+      g.param(inst, "in_proj_weight", {proj * width, dim}, uniform(g, xavier), l));
   if (bias)
-    ops.push_back(g.param(inst, "in_proj_bias", {proj * dim}, zeros(g), l,
+    ops.push_back(g.param(inst, "in_proj_bias", {proj * width}, zeros(g), l,
                           Gen::ParamRole::Bias));
   LayerInstance out = sub(inst, "out_proj");
-  ops.push_back(g.param(out, "weight", {dim, dim},
-                        uniform(g, 1.0 / std::sqrt(double(dim))), l));
+  ops.push_back(g.param(out, "weight", {dim, width},
+                        uniform(g, 1.0 / std::sqrt(double(width))), l));
   if (bias)
     ops.push_back(g.param(out, "bias", {dim}, zeros(g), l, Gen::ParamRole::Bias));
   if (mask)
@@ -457,9 +458,11 @@ Result lowerCell(Gen &g, const LayerInstance &inst, llvm::ArrayRef<FVal> a,
 
 Result lowerAttention(Gen &g, const LayerInstance &inst,
                       llvm::ArrayRef<FVal> a, SrcLoc l) {
+  int64_t heads = inst.intArg("heads", 4);
   return tensorResult(
       attentionOp(g, inst, a[0].value, a[1].value, a[2].value, a[3].value,
-                  inst.intArg("dim"), inst.intArg("heads", 4),
+                  inst.intArg("dim"), heads,
+                  inst.arg("head_dim") ? heads * inst.intArg("head_dim") : inst.intArg("dim"),
                   inst.arg("kind"), inst.boolArg("causal"),
                   inst.floatArg("dropout"), inst.boolArg("bias", true), l),
       l);
@@ -475,7 +478,7 @@ Result lowerEncoderLayer(Gen &g, const LayerInstance &inst,
   mlir::Value x = a[0].value;
   mlir::Value att =
       attentionOp(g, sub(inst, "self_attn"), x, a[1].value, mlir::Value(), a[2].value, d,
-                  inst.intArg("heads", 4), inst.arg("kind"), false, p, true, l);
+                  inst.intArg("heads", 4), d, inst.arg("kind"), false, p, true, l);
   if (!att || !(att = dropoutOp(g, att, p, l)))
     return std::nullopt;
   mlir::Value s = g.op1("nn.add", l, {x, att});

@@ -104,7 +104,7 @@ const std::vector<LayerSpec> &layerTable() {
        {req("dim", PK::PosInt), optI("heads", PK::PosInt, 4),
         optEnumVal("kind", PK::AttnKind, "dense"),
         optF("dropout", PK::Prob, 0.0), optB("causal", false),
-        optB("bias", true)},
+        optB("bias", true), opt("head_dim", PK::PosInt)},
        {tensor("x"), optTensor("mask"), optTensor("rotations"), optTensor("global_mask")},
        ResultKind::Tensor},
       {"encoder_layer",

@@ -52,6 +52,10 @@ CASES = [
     ("lcm-padded-T", 15, dict(attn_layers=["local", "lsh"], num_buckets=4,
                               local_attn_chunk_length=6, axial_pos_shape=[5, 6],
                               max_position_embeddings=30)),
+    # Heads 3 x 4 = 12 wide on a hidden size of 16 (the heads' width is not
+    # hidden_size, as in google/reformer-crime-and-punishment's 2 x 64 on 256).
+    ("head-size", 16, dict(attn_layers=["local", "lsh"], num_buckets=4, num_attention_heads=3,
+                           attention_head_size=4)),
 ]
 
 
@@ -186,7 +190,7 @@ def main():
                 results.append("%s %s (%.1e)" % (prec, "ok" if e <= tol else "FAIL", e))
                 ok = ok and e <= tol
             print("%s %s: %s" % (name, "padded" if pad else "unpadded", ", ".join(results)))
-        if name in ("local-lsh", "decoder"):
+        if name in ("local-lsh", "decoder", "head-size"):
             ok = check_grads(name, model, cfg, folder) and ok
         ok = check_export(name, model, cfg, folder, T) and ok
     print("OK" if ok else "FAILED")

@@ -306,7 +306,8 @@ void writeReformerBlocks(llvm::raw_ostream &os, const HfConfig &c) {
     os << "// ReformerAttention with LocalSelfAttention (q, k, v without bias).\n"
        << "block local_attention(d: int) {\n"
        << "  norm = layer_norm(d, eps: " << eps << ")\n"
-       << "  self_attention = attention(d, heads: " << c.heads << ", kind: local(chunk: " << c.localChunk
+       << "  self_attention = attention(d, heads: " << c.heads << ", head_dim: " << c.headSize
+       << ", kind: local(chunk: " << c.localChunk
        << ", before: " << c.localBefore << ", after: " << c.localAfter
        << padding << "), bias: false, dropout: " << number(c.localDropout) << causal << ")\n"
        << "  forward(h, pad) {\n"
@@ -316,7 +317,8 @@ void writeReformerBlocks(llvm::raw_ostream &os, const HfConfig &c) {
     os << "// ReformerAttention with LSHSelfAttention (shared query_key, value).\n"
        << "block lsh_attention(d: int) {\n"
        << "  norm = layer_norm(d, eps: " << eps << ")\n"
-       << "  self_attention = attention(d, heads: " << c.heads << ", kind: lsh(hashes: " << c.hashes
+       << "  self_attention = attention(d, heads: " << c.heads << ", head_dim: " << c.headSize
+       << ", kind: lsh(hashes: " << c.hashes
        << ", chunk: " << c.lshChunk << padding << "), bias: false, dropout: "
        << number(c.lshDropout)
        << causal << ")\n"
@@ -359,7 +361,7 @@ std::string reformerSource(const HfConfig &c, llvm::StringRef name) {
      << "  const V = " << c.vocab << ", D = " << c.hidden << ", A = " << c.heads
      << ", F = " << c.ff;
   if (lsh)
-    os << ", DH = " << c.hidden / c.heads << ", HASHES = " << c.hashes;
+    os << ", DH = " << c.headSize << ", HASHES = " << c.hashes;
   if (lsh && c.buckets > 0)
     os << ", NB2 = " << c.buckets / 2;
   os << "\n\n"
@@ -413,13 +415,15 @@ std::vector<HfWeightLink> reformerWeightLinks(const HfConfig &c, const std::stri
     const std::string from = base + "encoder.layers." + std::to_string(i) + ".";
     const std::string self = from + "attention.self_attention.";
     affine(to + "f.norm", from + "attention.layer_norm", d, 0);
+    const int64_t width = c.heads * c.headSize; // the heads' width, hidden_size or not
     if (c.attnLayers[i] == "lsh")
-      add(to + "f.self_attention.in_proj_weight", {2 * d, d},
+      add(to + "f.self_attention.in_proj_weight", {2 * width, d},
           {self + "query_key.weight", self + "value.weight"});
     else
-      add(to + "f.self_attention.in_proj_weight", {3 * d, d},
+      add(to + "f.self_attention.in_proj_weight", {3 * width, d},
           {self + "query.weight", self + "key.weight", self + "value.weight"});
-    add(to + "f.self_attention.out_proj.weight", {d, d}, {from + "attention.output.dense.weight"});
+    add(to + "f.self_attention.out_proj.weight", {d, width},
+        {from + "attention.output.dense.weight"});
     affine(to + "g.norm", from + "feed_forward.layer_norm", d, 0);
     affine(to + "g.ff.0", from + "feed_forward.dense.dense", c.ff, d);
     affine(to + "g.ff.1", from + "feed_forward.output.dense", d, c.ff);

@@ -199,7 +199,7 @@ void readReformerConfig(const llvm::json::Object &object, ConfigReader &r, HfCon
   c.vocab = r.positiveInt("vocab_size", 320);
   c.hidden = r.positiveInt("hidden_size", 256);
   c.heads = r.positiveInt("num_attention_heads", 12);
-  const int64_t headSize = r.positiveInt("attention_head_size", 64);
+  c.headSize = r.positiveInt("attention_head_size", 64);
   c.ff = r.positiveInt("feed_forward_size", 512);
   c.maxPositions = r.positiveInt("max_position_embeddings", 4096);
   c.eps = r.number("layer_norm_eps", 1e-12, 1e-30, 1.0);
@@ -258,12 +258,6 @@ void readReformerConfig(const llvm::json::Object &object, ConfigReader &r, HfCon
                     std::to_string(c.axialDims[1]) + "]",
                     "dims adding up to hidden_size " + std::to_string(c.hidden));
   }
-  if (c.heads * headSize != c.hidden)
-    r.unsupported("attention_head_size", std::to_string(headSize),
-                  "num_attention_heads x attention_head_size = hidden_size (" +
-                      std::to_string(c.heads) + " x " + std::to_string(headSize) +
-                      " != " + std::to_string(c.hidden) + "; nncc's attention projects to "
-                      "hidden_size)");
   if (!llvm::is_contained(kActivations, c.activation))
     r.unsupported("hidden_act", "'" + c.activation + "'",
                   "gelu, gelu_new, gelu_pytorch_tanh and relu");
@@ -898,7 +892,10 @@ bool readReformerLayer(const LayerInstance &rev, HfConfig &c, std::string &error
     field = value;
     return true;
   };
-  if (!same("num_attention_heads", c.heads, att->intArg("heads", 4)) ||
+  const int64_t heads = att->intArg("heads", 4);
+  const int64_t width = att->arg("head_dim") ? att->intArg("head_dim") : c.hidden / heads;
+  if (!same("num_attention_heads", c.heads, heads) ||
+      !same("attention_head_size", c.headSize, width) ||
       !same("is_decoder (causal)", c.causal, att->boolArg("causal", false)) ||
       !same("feed_forward_size", c.ff, ff->intArg("hidden")) ||
       !same("hidden_act", c.activation, ff->enumArg("activation", "relu")) ||
@@ -1017,7 +1014,7 @@ std::string reformerConfigJSON(const HfConfig &c, llvm::StringRef dtype) {
   integer("vocab_size", c.vocab);
   integer("hidden_size", c.hidden);
   integer("num_attention_heads", c.heads);
-  integer("attention_head_size", c.hidden / c.heads);
+  integer("attention_head_size", c.headSize);
   integer("num_hidden_layers", c.layers);
   fields.push_back({"attn_layers", "[" + layers + "]"});
   integer("feed_forward_size", c.ff);

@@ -62,6 +62,9 @@ struct HfConfig {
   bool axialPositions = true, causal = false;
   int64_t axialShape[2] = {64, 64}, axialDims[2] = {64, 192};
   int64_t localChunk = 64, localBefore = 1, localAfter = 0, lshChunk = 64, hashes = 1;
+  /// attention_head_size (num_attention_heads of them need not make
+  /// hidden_size: the attention's head_dim).
+  int64_t headSize = 64;
   /// num_buckets: 0 when null (Hugging Face's rule from T at run time).
   int64_t buckets = 0;
   double localDropout = 0.05, lshDropout = 0.0;

@@ -25,9 +25,6 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
     return failure();
   Type elementType = x->getElementType();
   Dim batch = x->getDim(0), time = x->getDim(1), embed = x->getDim(2);
-  if (embed.isStatic() && embed.getSize() % numHeads != 0)
-    return diag.error("num_heads ", numHeads,
-                      " does not divide the embedding size ", embed.getSize());
 
   // Checks a float operand of the given shape and x's element type.
   auto check = [&](Value value, ArrayRef<Dim> shape,
@@ -39,16 +36,26 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
       return failure();
     return success();
   };
+  // The heads' width A: out_proj_weight's columns (E unless the model
+  // says otherwise).
+  FailureOr<nncc::nn::TensorType> outWeight =
+      diag.tensorOfRank(adaptor.getOutProjWeight(), "out_proj_weight [E, A]", 2);
+  if (failed(outWeight) || failed(check(adaptor.getOutProjWeight(),
+                                        {embed, outWeight->getDim(1)},
+                                        "out_proj_weight [E, A]")))
+    return failure();
+  Dim width = outWeight->getDim(1);
+  if (width.isStatic() && width.getSize() % numHeads != 0)
+    return diag.error("num_heads ", numHeads, " does not divide the heads' width ",
+                      width.getSize(), width == embed ? " (the embedding size)" : "");
   const int64_t projections = kind.getNumInputProjections();
-  Dim projected = embed.scaled(projections);
+  Dim projected = width.scaled(projections);
   std::string packs = projections == 1 ? "" : std::to_string(projections);
   if (failed(check(adaptor.getInProjWeight(), {projected, embed},
-                   "in_proj_weight [" + packs + "E, E]")) ||
-      failed(check(adaptor.getOutProjWeight(), {embed, embed},
-                   "out_proj_weight [E, E]")))
+                   "in_proj_weight [" + packs + "A, E]")))
     return failure();
   if (Value bias = adaptor.getInProjBias();
-      bias && failed(check(bias, {projected}, "in_proj_bias [" + packs + "E]")))
+      bias && failed(check(bias, {projected}, "in_proj_bias [" + packs + "A]")))
     return failure();
   if (Value bias = adaptor.getOutProjBias();
       bias && failed(check(bias, {embed}, "out_proj_bias [E]")))
@@ -79,8 +86,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
     auto lsh = dyn_cast<LshAttentionAttr>(kind);
     if (!lsh)
       return diag.error("rotations are only allowed with #nn.lsh attention");
-    Dim headSize = embed.isStatic()
-                       ? Dim::getStatic(embed.getSize() / numHeads)
+    Dim headSize = width.isStatic()
+                       ? Dim::getStatic(width.getSize() / numHeads)
                        : Dim::getDynamic();
     FailureOr<nncc::nn::TensorType> type = diag.tensor(rotations, "rotations");
     if (failed(type))
@@ -89,12 +96,12 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
             ? failed(check(rotations,
                            {Dim::getStatic(numHeads), headSize,
                             Dim::getStatic(lsh.getHashes()), Dim::getDynamic()},
-                           "rotations [num_heads, E / num_heads, hashes, "
+                           "rotations [num_heads, A / num_heads, hashes, "
                            "buckets / 2] (convention hf)"))
             : failed(check(rotations,
                            {Dim::getStatic(lsh.getHashes()), headSize,
                             Dim::getDynamic()},
-                           "rotations [hashes, E / num_heads, buckets / 2] "
+                           "rotations [hashes, A / num_heads, buckets / 2] "
                            "(convention nncc)")))
       return failure();
   }

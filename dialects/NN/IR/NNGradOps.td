@@ -495,6 +495,12 @@ def NN_AttentionGradOp : NN_Op<"attention_grad", [
     (`global_mask` $global_mask^)? `grad` $dy
     (`reserve` $reserve^)? attr-dict `:` functional-type(operands, results)
   }];
+  let extraClassDeclaration = [{
+    /// A, the heads' total width (out_proj_weight's columns).
+    ::nncc::Dim getHeadsWidth() {
+      return ::llvm::cast<::nncc::nn::TensorType>(getOutProjWeight().getType()).getDim(1);
+    }
+  }];
   let hasVerifier = 1;
 }
 

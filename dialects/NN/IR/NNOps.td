@@ -922,16 +922,22 @@ def NN_GRUCellOp : NN_Op<"gru_cell", [Pure, AttrSizedOperandSegments]> {
 def NN_AttentionOp : NN_ReserveOp<"attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "multi-head self-attention (dense, dilated or LSH)";
   let description = [{
-    Self-attention over `x` [B, T, E] with `num_heads` heads (dividing E),
-    as `torch.nn.MultiheadAttention` with `batch_first`. `kind` selects the
-    pattern (`#nn.dense`, `#nn.dilated<...>`, `#nn.lsh<...>`).
+    Self-attention over `x` [B, T, E] with `num_heads` heads, as
+    `torch.nn.MultiheadAttention` with `batch_first`. `kind` selects the
+    pattern (`#nn.dense`, `#nn.dilated<...>`, `#nn.lsh<...>`,
+    `#nn.local<...>`). The heads together are A wide (A = num_heads x head
+    size, divisible by num_heads), the out-projection's input width: A = E
+    as in PyTorch, or another width (Hugging Face's Reformer,
+    `num_attention_heads x attention_head_size` != `hidden_size`).
 
-    - `in_proj_weight` is [3E, E] (query, key, value) or, for LSH, [2E, E]
-      (shared query/key, value); `in_proj_bias` is [3E] or [2E].
-    - `out_proj_weight` [E, E], `out_proj_bias` [E].
+    - `in_proj_weight` is [3A, E] (query, key, value) or, for LSH, [2A, E]
+      (shared query/key, value), [6A, E] for Longformer's convention;
+      `in_proj_bias` is [3A], [2A] or [6A].
+    - `out_proj_weight` [E, A], `out_proj_bias` [E].
     - `key_padding_mask` (i1 [B, T]) marks padded keys.
-    - `rotations` (float [hashes, E / num_heads, buckets / 2]) fixes the
-      random LSH rotations; only with `#nn.lsh`.
+    - `rotations` (float [num_heads, A / num_heads, hashes, buckets / 2] in
+      convention hf, [hashes, A / num_heads, buckets / 2] in convention
+      nncc) fixes the random LSH rotations; only with `#nn.lsh`.
     - `global_mask` (i1 [B, T]; only with `#nn.dilated` and no `global`
       list) marks each example's global tokens (Hugging Face's
       `global_attention_mask`); a padded position is never global.
@@ -967,6 +973,12 @@ def NN_AttentionOp : NN_ReserveOp<"attention", [Pure, AttrSizedOperandSegments]>
     (`mask` $key_padding_mask^)? (`rotations` $rotations^)?
     (`global_mask` $global_mask^)?
     attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// A, the heads' total width (out_proj_weight's columns).
+    ::nncc::Dim getHeadsWidth() {
+      return ::llvm::cast<::nncc::nn::TensorType>(getOutProjWeight().getType()).getDim(1);
+    }
   }];
   let hasVerifier = 1;
 }

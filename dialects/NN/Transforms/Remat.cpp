@@ -106,9 +106,10 @@ double estimateFlops(Operation *op, const RematCostEnv &env) {
           .Case<AttentionOp>([&](AttentionOp o) {
             Value x = o->getOperand(0);
             double B = dimOf(x, 0, env), T = dimOf(x, 1, env), E = dimOf(x, 2, env);
+            double A = dimOf(o.getOutProjWeight(), 1, env);
             // Projections (3 in, 1 out) and a dense core (an upper bound
             // for the sparse kinds).
-            return 8 * B * T * E * E + 4 * B * T * T * E;
+            return 8 * B * T * E * A + 4 * B * T * T * A;
           })
           .Case<RNNOp>([&](Operation *o) { return recurrentFlops(o, 1, env); })
           .Case<LSTMOp>([&](Operation *o) { return recurrentFlops(o, 4, env); })

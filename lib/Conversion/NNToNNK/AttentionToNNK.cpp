@@ -1,7 +1,7 @@
 //===- AttentionToNNK.cpp - Attention: projections + fused core -*- C++ -*-===//
 //
-// nn.attention -> nnk.gemm (packed in-projection [B, T, 3E]; for LSH
-// [B, T, 2E], for Longformer's convention [B, T, 6E]) ->
+// nn.attention -> nnk.gemm (packed in-projection [B, T, 3A] for heads A
+// wide in all; for LSH [B, T, 2A], for Longformer's convention [B, T, 6A]) ->
 // nnk.flash_attention / nnk.banded_attention /
 // nnk.lsh_attention -> nnk.gemm (out-projection with bias, plus the
 // residual when the attention's single user adds one). A training forward
@@ -22,19 +22,19 @@ FailureOr<Value> conv::lowerAttention(ConversionPatternRewriter &rewriter,
                                       SmallVectorImpl<Value> &kept) {
   Location loc = op.getLoc();
   auto xType = cast<nn::TensorType>(op.getX().getType());
-  nncc::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
+  nncc::Dim B = xType.getDim(0), T = xType.getDim(1), A = op.getHeadsWidth();
   int64_t packs =
       cast<nn::AttentionKindAttrInterface>(op.getKind()).getNumInputProjections();
   auto buf = [&](ArrayRef<nncc::Dim> dims) {
     return nnk::BufferType::get(op.getContext(), dims, xType.getElementType());
   };
   FailureOr<Value> qkv = emitGemm(
-      rewriter, op, buf({B, T, E.scaled(packs)}), remap(rewriter, op.getX()),
+      rewriter, op, buf({B, T, A.scaled(packs)}), remap(rewriter, op.getX()),
       remap(rewriter, op.getInProjWeight()),
       remap(rewriter, op.getInProjBias()), Value(), nnk::Activation::none, 0.01);
   if (failed(qkv))
     return failure();
-  FailureOr<Value> ctx = allocBuffer(rewriter, op, buf({B, T, E}));
+  FailureOr<Value> ctx = allocBuffer(rewriter, op, buf({B, T, A}));
   if (failed(ctx))
     return failure();
   Value mask = remap(rewriter, op.getKeyPaddingMask());

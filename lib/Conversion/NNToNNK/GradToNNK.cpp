@@ -244,6 +244,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     Location loc = op.getLoc();
     auto xType = cast<nn::TensorType>(op.getX().getType());
     nncc::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
+    nncc::Dim A = op.getHeadsWidth();
     Attribute kind = op.getKind();
     int64_t packs = cast<nn::AttentionKindAttrInterface>(kind).getNumInputProjections();
     MLIRContext *ctx = op.getContext();
@@ -270,9 +271,9 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
       core = savedOut = kept[1];
       savedLse = kept[2];
     } else {
-      qkv = emitGemm(rewriter, op, buf({B, T, E.scaled(packs)}), x, wIn, bIn,
+      qkv = emitGemm(rewriter, op, buf({B, T, A.scaled(packs)}), x, wIn, bIn,
                      Value(), nnk::Activation::none, 0.01);
-      core = allocBuffer(rewriter, op, buf({B, T, E}));
+      core = allocBuffer(rewriter, op, buf({B, T, A}));
     }
     if (failed(qkv) || failed(core))
       return failure();
@@ -310,7 +311,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     // Out-projection y = core · W_outᵀ + b_out: dcore = dy · W_out feeds the
     // core's backward; core (kept, or recomputed by that backward) gives
     // dW_out = dyᵀ · core.
-    FailureOr<Value> dCore = allocBuffer(rewriter, op, buf({B, T, E}));
+    FailureOr<Value> dCore = allocBuffer(rewriter, op, buf({B, T, A}));
     FailureOr<Value> dqkv = allocBuffer(rewriter, op, (*qkv).getType());
     if (failed(dCore) || failed(dqkv))
       return failure();

@@ -63,15 +63,15 @@ LogicalResult conv::getReserveBufferTypes(Value reserve,
     return recurrentReserveTypes(op, types);
   if (auto op = dyn_cast_or_null<nn::AttentionOp>(def)) {
     auto xType = cast<nn::TensorType>(op.getX().getType());
-    nncc::Dim B = xType.getDim(0), T = xType.getDim(1), E = xType.getDim(2);
+    nncc::Dim B = xType.getDim(0), T = xType.getDim(1), A = op.getHeadsWidth();
     int64_t packs =
         cast<nn::AttentionKindAttrInterface>(op.getKind()).getNumInputProjections();
     auto buf = [&](ArrayRef<nncc::Dim> dims) -> Type {
       return nnk::BufferType::get(op.getContext(), dims,
                                   xType.getElementType());
     };
-    types.push_back(buf({B, T, E.scaled(packs)}));
-    types.push_back(buf({B, T, E}));
+    types.push_back(buf({B, T, A.scaled(packs)}));
+    types.push_back(buf({B, T, A}));
     types.push_back(buf({B, nncc::Dim::getStatic(op.getNumHeads()), T}));
     return success();
   }

@@ -13,7 +13,7 @@ func.func private @f() attributes {kind = #nn.dilated<window = 4, dilation = 1, 
 // -----
 
 func.func @hf_projections(%x: !nn.tensor<[B, T, 8], f32>, %win: !nn.tensor<[24, 8], f32>, %wout: !nn.tensor<[8, 8], f32>) {
-  // expected-error @+2 {{'nn.attention' op expected in_proj_weight [6E, E] of shape [48, 8], got [24, 8]}}
+  // expected-error @+2 {{'nn.attention' op expected in_proj_weight [6A, E] of shape [48, 8], got [24, 8]}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = nn.attention %x, %win out %wout {kind = #nn.dilated<window = 4, dilation = 1, convention = "hf">, num_heads = 2 : i64} : (!nn.tensor<[B, T, 8], f32>, !nn.tensor<[24, 8], f32>, !nn.tensor<[8, 8], f32>) -> !nn.tensor<[B, T, 8], f32>
   return

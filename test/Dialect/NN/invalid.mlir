@@ -648,7 +648,7 @@ func.func @gru_cell_weight(%x: !nn.tensor<[B, 3], f32>, %h: !nn.tensor<[B, 4], f
 // -----
 
 func.func @attention_heads(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[18, 6], f32>, %wo: !nn.tensor<[6, 6], f32>) {
-  // expected-error @+2 {{'nn.attention' op num_heads 4 does not divide the embedding size 6}}
+  // expected-error @+2 {{'nn.attention' op num_heads 4 does not divide the heads' width 6 (the embedding size)}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = nn.attention %x, %wi out %wo {kind = #nn.dense, num_heads = 4 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[18, 6], f32>, !nn.tensor<[6, 6], f32>) -> !nn.tensor<[B, T, 6], f32>
   return
@@ -666,7 +666,7 @@ func.func @attention_heads_positive(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.ten
 // -----
 
 func.func @attention_lsh_projection(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[18, 6], f32>, %wo: !nn.tensor<[6, 6], f32>) {
-  // expected-error @+2 {{'nn.attention' op expected in_proj_weight [2E, E] of shape [12, 6], got [18, 6]}}
+  // expected-error @+2 {{'nn.attention' op expected in_proj_weight [2A, E] of shape [12, 6], got [18, 6]}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = nn.attention %x, %wi out %wo {kind = #nn.lsh<hashes = 2, chunk = 4>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[18, 6], f32>, !nn.tensor<[6, 6], f32>) -> !nn.tensor<[B, T, 6], f32>
   return
@@ -675,7 +675,7 @@ func.func @attention_lsh_projection(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.ten
 // -----
 
 func.func @attention_in_bias(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[18, 6], f32>, %bi: !nn.tensor<[6], f32>, %wo: !nn.tensor<[6, 6], f32>) {
-  // expected-error @+2 {{'nn.attention' op expected in_proj_bias [3E] of shape [18], got [6]}}
+  // expected-error @+2 {{'nn.attention' op expected in_proj_bias [3A] of shape [18], got [6]}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = nn.attention %x, %wi in_bias %bi out %wo {kind = #nn.dense, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[18, 6], f32>, !nn.tensor<[6], f32>, !nn.tensor<[6, 6], f32>) -> !nn.tensor<[B, T, 6], f32>
   return
@@ -683,10 +683,30 @@ func.func @attention_in_bias(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[18
 
 // -----
 
-func.func @attention_out(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[18, 6], f32>, %wo: !nn.tensor<[6, 3], f32>) {
-  // expected-error @+2 {{'nn.attention' op expected out_proj_weight [E, E] of shape [6, 6], got [6, 3]}}
+func.func @attention_out(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[18, 6], f32>, %wo: !nn.tensor<[5, 6], f32>) {
+  // expected-error @+2 {{'nn.attention' op expected out_proj_weight [E, A] of shape [6, 6], got [5, 6]}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = nn.attention %x, %wi out %wo {kind = #nn.dense, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[18, 6], f32>, !nn.tensor<[6, 3], f32>) -> !nn.tensor<[B, T, 6], f32>
+  %0 = nn.attention %x, %wi out %wo {kind = #nn.dense, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[18, 6], f32>, !nn.tensor<[5, 6], f32>) -> !nn.tensor<[B, T, 6], f32>
+  return
+}
+
+// -----
+
+// The heads' width A comes from out_proj_weight [E, A]: A = 8 here, so the
+// in-projection must be [3A, E] = [24, 6].
+func.func @attention_heads_width(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[18, 6], f32>, %wo: !nn.tensor<[6, 8], f32>) {
+  // expected-error @+2 {{'nn.attention' op expected in_proj_weight [3A, E] of shape [24, 6], got [18, 6]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.attention %x, %wi out %wo {kind = #nn.dense, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[18, 6], f32>, !nn.tensor<[6, 8], f32>) -> !nn.tensor<[B, T, 6], f32>
+  return
+}
+
+// -----
+
+func.func @attention_heads_width_heads(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[21, 6], f32>, %wo: !nn.tensor<[6, 7], f32>) {
+  // expected-error @+2 {{'nn.attention' op num_heads 2 does not divide the heads' width 7}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = nn.attention %x, %wi out %wo {kind = #nn.dense, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[21, 6], f32>, !nn.tensor<[6, 7], f32>) -> !nn.tensor<[B, T, 6], f32>
   return
 }
 
@@ -720,7 +740,7 @@ func.func @attention_rotations_kind(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.ten
 // -----
 
 func.func @attention_rotations_shape(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[12, 6], f32>, %wo: !nn.tensor<[6, 6], f32>, %r: !nn.tensor<[2, 6, 4], f32>) {
-  // expected-error @+2 {{'nn.attention' op expected rotations [hashes, E / num_heads, buckets / 2] (convention nncc) of shape [2, 3, ?], got [2, 6, 4]}}
+  // expected-error @+2 {{'nn.attention' op expected rotations [hashes, A / num_heads, buckets / 2] (convention nncc) of shape [2, 3, ?], got [2, 6, 4]}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = nn.attention %x, %wi out %wo rotations %r {kind = #nn.lsh<hashes = 2, chunk = 4, convention = "nncc">, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[12, 6], f32>, !nn.tensor<[6, 6], f32>, !nn.tensor<[2, 6, 4], f32>) -> !nn.tensor<[B, T, 6], f32>
   return
@@ -729,7 +749,7 @@ func.func @attention_rotations_shape(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.te
 // -----
 
 func.func @attention_rotations_shape_hf(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[12, 6], f32>, %wo: !nn.tensor<[6, 6], f32>, %r: !nn.tensor<[2, 3, 4], f32>) {
-  // expected-error @+2 {{'nn.attention' op expected rotations [num_heads, E / num_heads, hashes, buckets / 2] (convention hf) of shape [2, 3, 2, ?], got [2, 3, 4]}}
+  // expected-error @+2 {{'nn.attention' op expected rotations [num_heads, A / num_heads, hashes, buckets / 2] (convention hf) of shape [2, 3, 2, ?], got [2, 3, 4]}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = nn.attention %x, %wi out %wo rotations %r {kind = #nn.lsh<hashes = 2, chunk = 4>, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[12, 6], f32>, !nn.tensor<[6, 6], f32>, !nn.tensor<[2, 3, 4], f32>) -> !nn.tensor<[B, T, 6], f32>
   return
@@ -738,7 +758,7 @@ func.func @attention_rotations_shape_hf(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn
 // -----
 
 func.func @attention_rotations_heads_hf(%x: !nn.tensor<[B, T, 6], f32>, %wi: !nn.tensor<[12, 6], f32>, %wo: !nn.tensor<[6, 6], f32>, %r: !nn.tensor<[3, 3, 2, 4], f32>) {
-  // expected-error @+2 {{'nn.attention' op expected rotations [num_heads, E / num_heads, hashes, buckets / 2] (convention hf) of shape [2, 3, 2, ?], got [3, 3, 2, 4]}}
+  // expected-error @+2 {{'nn.attention' op expected rotations [num_heads, A / num_heads, hashes, buckets / 2] (convention hf) of shape [2, 3, 2, ?], got [3, 3, 2, 4]}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = nn.attention %x, %wi out %wo rotations %r {kind = #nn.lsh<hashes = 2, chunk = 4, convention = "hf">, num_heads = 2 : i64} : (!nn.tensor<[B, T, 6], f32>, !nn.tensor<[12, 6], f32>, !nn.tensor<[6, 6], f32>, !nn.tensor<[3, 3, 2, 4], f32>) -> !nn.tensor<[B, T, 6], f32>
   return
