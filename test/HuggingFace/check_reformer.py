@@ -162,8 +162,34 @@ def check_export(name, model, cfg, folder, T):
     return ok
 
 
+def check_lm_head_encoder():
+    """ReformerModelWithLMHead imported --as ReformerModel: its encoder
+    (`reformer.` before the names), the head's tensors named in a note."""
+    cfg = config(attn_layers=["local", "lsh"], num_buckets=4, is_decoder=True)
+    model = make(transformers.ReformerModelWithLMHead, cfg, 60)
+    folder = os.path.join(OUT, "lm-head-as-encoder")
+    model.save_pretrained(os.path.join(folder, "hf"))
+    r = subprocess.run([NNCC, "import-hf", os.path.join(folder, "hf"), "--as", "ReformerModel",
+                        "-o", folder], capture_output=True, text=True)
+    said = " ".join((r.stdout + r.stderr).split())
+    print("lm-head --as ReformerModel: rc %d; %s" % (r.returncode, said))
+    # Reformer's attention dropouts are its own: no note about BERT's.
+    dropout_note = "attention_probs_dropout_prob" in said
+    print("lm-head dropout note: %s" % ("FAIL (printed)" if dropout_note else "none"))
+    if r.returncode != 0 or dropout_note:
+        return False
+    f = feeds(cfg, 16, True, 8)
+    with torch.no_grad():
+        ref = model.double().reformer(**f).last_hidden_state
+    got = run_imported(NNCC, folder, dict(f, lsh_rotations=rotations(cfg, torch.float64).float()),
+                       "f64")["last_hidden_state"]
+    e = rel(got, ref)
+    print("lm-head encoder f64: %s (%.1e)" % ("ok" if e <= 1e-10 else "FAIL", e))
+    return e <= 1e-10
+
+
 def main():
-    ok = True
+    ok = check_lm_head_encoder()
     for i, (name, T, extra) in enumerate(CASES):
         cfg = config(**extra)
         model = make(transformers.ReformerModel, cfg, 40 + i)

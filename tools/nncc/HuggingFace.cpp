@@ -648,7 +648,9 @@ int runImportHf() {
   if (int rc = copyTokenizerFiles(dir, out))
     return rc;
 
-  if (config->attentionDropout != config->hiddenDropout)
+  // Reformer's layers take their own (local_/lsh_) attention dropouts.
+  if (config->spec->family != HfFamily::Reformer &&
+      config->attentionDropout != config->hiddenDropout)
     llvm::errs() << "nncc: note: attention_probs_dropout_prob " << config->attentionDropout
                  << " differs from hidden_dropout_prob " << config->hiddenDropout
                  << "; nncc's encoder_layer has one dropout probability: "
