@@ -12,6 +12,21 @@
 namespace nncc {
 namespace kernels {
 
+/// A score row's largest value and its weights s[j] = exp(s[j] - m) with
+/// their sum (0 for masked scores), 16 lanes wide where the CPU has AVX-512
+/// (SoftmaxTile.cpp); double rows are AttentionMath.h's tile_max /
+/// exp_tile_sum.
+float tileMaxF32(const float *s, int64_t n);
+float expTileSumF32(float *s, int64_t n, float m);
+inline float rowMax(const float *s, int64_t n) { return tileMaxF32(s, n); }
+inline double rowMax(const double *s, int64_t n) { return tile_max(s, (int)n); }
+inline float rowExpSum(float *s, int64_t n, float m) { return expTileSumF32(s, n, m); }
+inline double rowExpSum(double *s, int64_t n, double m) { return exp_tile_sum(s, (int)n, m); }
+/// OnlineSoftmax::push_tile with rowExpSum.
+template <typename T> inline T pushRowTile(OnlineSoftmax<T> &sm, T *s, int64_t n, T tmax) {
+  return sm.push_tile_with(s, (int)n, tmax, [](T *t, int k, T m) { return rowExpSum(t, k, m); });
+}
+
 /// 32-byte vectors of T (GCC/Clang vector extensions: one AVX register,
 /// or two SSE ones on a baseline build).
 template <typename T> struct Lanes {

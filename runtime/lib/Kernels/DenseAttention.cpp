@@ -87,12 +87,12 @@ void forwardBlock(const DenseAttentionArgs<T> &a, int64_t b, int64_t h,
     for (int64_t i = 0; i < nq; ++i) {
       T *srow = s.S.data() + i * kBK;
       maskRow(a, kpmRow, q0 + i, k0, nk, srow);
-      const T tmax = tile_max(srow, (int)nk);
+      const T tmax = rowMax(srow, nk);
       if (!(tmax > neg_big<T>())) {
         std::fill(srow, srow + nk, T(0)); // nothing admissible in this tile
         continue;
       }
-      const T alpha = s.sm[i].push_tile(srow, (int)nk, tmax);
+      const T alpha = pushRowTile(s.sm[i], srow, nk, tmax);
       if (alpha != T(1))
         for (T *o = O + i * ldO, *e = o + a.dh; o < e; ++o)
           *o *= alpha;
@@ -190,8 +190,7 @@ void denseAttentionBackward(const DenseAttentionArgs<T> &a, const T *dout,
               continue;
             }
             maskRow(a, kpmRow, q0 + i, k0, nk, prow);
-            for (int64_t jj = 0; jj < nk; ++jj)
-              prow[jj] = prow[jj] <= neg_big<T>() ? T(0) : nexp(prow[jj] - lse);
+            rowExpSum(prow, nk, lse); // P = exp(S - lse), 0 where masked
             if (a.drop.on()) {
               dropoutRow(a, b, h, q0 + i, k0, nk, s);
               for (int64_t jj = 0; jj < nk; ++jj) {

@@ -76,33 +76,75 @@ struct PackBuffers {
 };
 thread_local PackBuffers packBuffers;
 
+/// Lanes [0, n) of a 16-lane mask (n may exceed 16).
+inline __mmask16 firstLanes(int64_t n) {
+  return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n > 0 ? n : 0)) - 1);
+}
+
+/// Transposes the 16 x 16 block r[row][col] in registers: afterwards r[c]
+/// holds column c (element `row` in lane row).
+NNCC_GEMM_AVX512 inline void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4g + c], lane quarter q: rows 4g..4g+3 of column 4q + c.
+  for (int g = 0; g < 4; ++g) {
+    const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]),
+                  c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
+    u[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  // Column 4q + c gathers quarter q of u[c], u[4 + c], u[8 + c], u[12 + c].
+  for (int c = 0; c < 4; ++c) {
+    const __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44),
+                 v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE),
+                 w0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44),
+                 w1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xEE);
+    r[c] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+    r[4 + c] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+    r[8 + c] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+  }
+}
+
 /// Element (s0 + s, k0 + k) of a strip operand for s < ext, k < kc into
 /// W-wide strips: dst[strip][k][W], strip lanes past ext zero. The operand
-/// is X[k][s] (row stride ld) when `alongRows`, else X[s][k].
+/// is X[k][s] (row stride ld) when `alongRows` (each k a contiguous run of
+/// lanes: masked copies), else X[s][k] (a transpose: 16 x 16 blocks through
+/// registers). Pure data movement, so the product does not depend on it.
 template <int W>
-void packStrips(bool alongRows, const float *X, int64_t ld, int64_t s0, int64_t ext,
-                int64_t k0, int64_t kc, float *dst) {
+NNCC_GEMM_AVX512 void packStrips(bool alongRows, const float *X, int64_t ld, int64_t s0,
+                                 int64_t ext, int64_t k0, int64_t kc, float *dst) {
   for (int64_t s = 0; s < ext; s += W) {
     const int64_t lanes = std::min<int64_t>(W, ext - s);
     float *d = dst + s * kc;
     if (alongRows) {
       for (int64_t k = 0; k < kc; ++k) {
         const float *src = X + (k0 + k) * ld + s0 + s;
-        int64_t l = 0;
-        for (; l < lanes; ++l)
-          d[k * W + l] = src[l];
-        for (; l < W; ++l)
-          d[k * W + l] = 0.0f;
+        for (int l = 0; l < W; l += 16)
+          _mm512_mask_storeu_ps(d + k * W + l, firstLanes(W - l),
+                                _mm512_maskz_loadu_ps(firstLanes(lanes - l), src + l));
       }
-    } else {
-      for (int64_t l = 0; l < lanes; ++l) {
-        const float *src = X + (s0 + s + l) * ld + k0;
-        for (int64_t k = 0; k < kc; ++k)
-          d[k * W + l] = src[k];
+      continue;
+    }
+    for (int l0 = 0; l0 < W; l0 += 16) {
+      const __mmask16 store = firstLanes(W - l0);
+      for (int64_t k = 0; k < kc; k += 16) {
+        const __mmask16 load = firstLanes(kc - k);
+        __m512 r[16];
+        for (int l = 0; l < 16; ++l)
+          r[l] = l0 + l < lanes
+                     ? _mm512_maskz_loadu_ps(load, X + (s0 + s + l0 + l) * ld + k0 + k)
+                     : _mm512_setzero_ps();
+        transpose16(r);
+        const int64_t kn = std::min<int64_t>(16, kc - k);
+        for (int64_t kk = 0; kk < kn; ++kk)
+          _mm512_mask_storeu_ps(d + (k + kk) * W + l0, store, r[kk]);
       }
-      for (int64_t l = lanes; l < W; ++l)
-        for (int64_t k = 0; k < kc; ++k)
-          d[k * W + l] = 0.0f;
     }
   }
 }

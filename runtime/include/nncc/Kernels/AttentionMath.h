@@ -80,9 +80,17 @@ template <typename T> struct OnlineSoftmax {
   /// converts s[] to weights in place and returns the accumulator rescale
   /// factor.
   NNCC_HD T push_tile(T *s, int n, T tmax) {
+    return push_tile_with(s, n, tmax, ExpTileSum());
+  }
+  struct ExpTileSum {
+    NNCC_HD T operator()(T *s, int n, T mx) const { return exp_tile_sum(s, n, mx); }
+  };
+  /// push_tile with the weights and their sum from expSum(s, n, max) (the
+  /// CPU kernels' AVX-512 rows, SoftmaxTile.cpp).
+  template <typename ExpSum> NNCC_HD T push_tile_with(T *s, int n, T tmax, ExpSum expSum) {
     T mn = tmax > m ? tmax : m;
     T alpha = nexp(m - mn);
-    const T sum = exp_tile_sum(s, n, mn);
+    const T sum = expSum(s, n, mn);
     l = l * alpha + sum;
     m = mn;
     return alpha;
