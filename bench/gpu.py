@@ -82,6 +82,26 @@ CASES = {
     "core_dense_bf16_dh128": (None, "core", dict(B=1, T=4096, A=2, DH=128, dtype="bfloat16")),
     "core_dilated_bf16": (None, "core", dict(B=1, T=4096, A=4, DH=64, dtype="bfloat16",
                                             W=64, DIL=2)),
+    # The dense core's backward (BWD: dq, dk, dv from dout; nncc recomputes
+    # the forward inside, as its training does without a saved one), and
+    # FlashAttention-3's benchmark shape (16k tokens, 32 heads of 64,
+    # non-causal) forward and backward.
+    "core_dense_bf16_bwd": (None, "core", dict(B=1, T=4096, A=4, DH=64, dtype="bfloat16",
+                                              BWD=1)),
+    "core_fa3_t4k": (None, "core", dict(B=4, T=4096, A=32, DH=64, dtype="bfloat16")),
+    "core_fa3_t16k": (None, "core", dict(B=1, T=16384, A=32, DH=64, dtype="bfloat16")),
+    "core_fa3_t4k_bwd": (None, "core", dict(B=4, T=4096, A=32, DH=64, dtype="bfloat16",
+                                           BWD=1)),
+    "core_fa3_t16k_bwd": (None, "core", dict(B=1, T=16384, A=32, DH=64, dtype="bfloat16",
+                                            BWD=1)),
+    # The LSTM in bf16 against cuDNN in fp16 (PEER_DTYPE), the only precision
+    # for which PyTorch lets cuDNN pick its persistent algorithm (one layer,
+    # one direction, sizes multiples of 128: these shapes qualify); the
+    # kernels torch ran are printed beside its time.
+    "lstm_b8_h512_bf16": ("lstm_h512.nn", "lstm", dict(B=8, T=256, E=512, H=512,
+                                                       dtype="bfloat16", PEER_DTYPE="float16")),
+    "lstm_b1_h512_bf16": ("lstm_h512.nn", "lstm", dict(B=1, T=256, E=512, H=512,
+                                                       dtype="bfloat16", PEER_DTYPE="float16")),
 }
 CORE_LIB = "libnncc_bench_attention.so"
 PREFIX = {"lstm": "r.", "gru": "r.", "encoder": "enc."}
@@ -90,7 +110,6 @@ LSTM_H512 = open(os.path.join(HERE, "models", "lstm.nn")).read().replace("256", 
 
 
 def prepare(d, only):
-    import run as cpu_bench  # bench/run.py: torch twins and FLOP counts
     os.makedirs(d, exist_ok=True)
     nncc = os.path.join(ROOT, "build", "bin", "nncc")
     for name in only:
@@ -112,14 +131,22 @@ def prepare(d, only):
                        + (["--grad"] if train else []), check=True, stdout=subprocess.DEVNULL)
         # Weights and inputs are drawn on the GPU machine (run_case): the
         # folder stays small enough to carry.
-        if kind == "bert_train":
-            flops = bert_train_flops(s)
-        else:
-            flops = cpu_bench.flops(kind.replace("attn_masked", "attn_dilated")
-                                    if kind == "attn_masked" else kind, s)
         with open(os.path.join(cd, "case.json"), "w") as f:
-            json.dump(dict(name=name, kind=kind, shape=s, flops=flops), f)
+            json.dump(dict(name=name, kind=kind, shape=s, flops=case_flops(kind, s)), f)
         print("prepared", name, file=sys.stderr)
+
+
+def case_flops(kind, s):
+    """Nominal FLOPs of one call of a case: bench/peers.py's counts (the CPU
+    benchmark's), the BERT-small training step's, or the attention core's
+    (4·B·heads·dh per computed (query, key) pair; a backward 2.5 forwards)."""
+    if kind == "bert_train":
+        return bert_train_flops(s)
+    if kind == "core":
+        flops = 4 * s["B"] * s["A"] * s["DH"] * core_pairs(s)
+        return flops * 5 // 2 if s.get("BWD") else flops
+    import peers
+    return peers.flops(kind.replace("attn_masked", "attn_dilated"), s)[0]
 
 
 def core_pairs(s):
@@ -145,22 +172,25 @@ def prepare_core(d, cd, name, s):
                         "-fPIC", "-I" + os.path.join(ROOT, "runtime", "include"),
                         os.path.join(HERE, "kernels", "attention_core.cu"), "-o", lib],
                        check=True)
-    flops = 4 * s["B"] * s["A"] * s["DH"] * core_pairs(s)
     with open(os.path.join(cd, "case.json"), "w") as f:
-        json.dump(dict(name=name, kind="core", shape=s, flops=flops), f)
+        json.dump(dict(name=name, kind="core", shape=s, flops=case_flops("core", s)), f)
     print("prepared", name, file=sys.stderr)
 
 
 def run_core_case(cd, case, reps, nncc_only):
     """The attention core: nncc's tile kernels (fp32 or bf16) on torch's
     tensors and stream against SDPA (dense; dilated with the band as a
-    boolean mask) and FlexAttention (dilated), same precision."""
+    boolean mask) and FlexAttention (dilated), same precision. bf16: SDPA as
+    dispatched and with each backend forced, FlexAttention's FA4 backend
+    where this PyTorch has it. BWD: the backward (dq, dk, dv) alone on both
+    sides (torch's forward is taken outside the timing; nncc's launcher
+    recomputes it inside)."""
     import ctypes
     import torch
     s = case["shape"]
     B, T, A, DH = s["B"], s["T"], s["A"], s["DH"]
     dtype = getattr(torch, s["dtype"])
-    dilated = "W" in s
+    dilated, bwd = "W" in s, bool(s.get("BWD"))
     lib = ctypes.CDLL(os.path.join(os.path.dirname(cd), CORE_LIB))
     lib.nncc_bench_attention.restype = ctypes.c_int
     lib.nncc_bench_attention.argtypes = (
@@ -170,29 +200,48 @@ def run_core_case(cd, case, reps, nncc_only):
                                                       ctypes.c_void_p, ctypes.c_int,
                                                       ctypes.c_void_p, ctypes.c_void_p])
     lib.nncc_bench_attention_scratch.restype = ctypes.c_int64
+    lib.nncc_bench_attention_backward.restype = ctypes.c_int
+    lib.nncc_bench_attention_backward.argtypes = (
+        [ctypes.c_int] * 5 + [ctypes.c_void_p] * 7 + [ctypes.c_int64, ctypes.c_float,
+                                                      ctypes.c_void_p, ctypes.c_void_p])
+    lib.nncc_bench_attention_backward_scratch.restype = ctypes.c_int64
     dev = torch.device("cuda")
     torch.manual_seed(0)
     q, k, v = (torch.randn(B, T, A, DH, device=dev).to(dtype) for _ in range(3))
     out = torch.empty(B, T, A, DH, device=dev, dtype=dtype)
     scale = DH ** -0.5
     globals_ = (ctypes.c_int32 * 1)(0)
-    scratch = torch.empty(lib.nncc_bench_attention_scratch(T, 1), dtype=torch.uint8, device=dev)
     stream = torch.cuda.current_stream().cuda_stream
+    code = 1 if dtype == torch.bfloat16 else 0
+    if bwd:
+        dout = torch.randn(B, T, A, DH, device=dev).to(dtype)
+        grads = [torch.empty_like(q) for _ in range(3)]
+        scratch = torch.empty(lib.nncc_bench_attention_backward_scratch(code, B, T, A, DH),
+                              dtype=torch.uint8, device=dev)
 
-    def nncc_fwd():
-        rc = lib.nncc_bench_attention(
-            1 if dtype == torch.bfloat16 else 0, 1 if dilated else 0, B, T, A, DH,
-            q.data_ptr(), k.data_ptr(), v.data_ptr(), A * DH, out.data_ptr(), A * DH, 0, scale,
-            s.get("W", 0), s.get("DIL", 1), ctypes.cast(globals_, ctypes.c_void_p),
-            1 if dilated else 0, scratch.data_ptr(),
-            stream)
-        if rc != 0:
-            raise RuntimeError("nncc_bench_attention: cudaError %d" % rc)
-    timed = [("nncc", cuda_time(nncc_fwd, reps), {"y": out.clone()})]
+        def nncc_call():
+            rc = lib.nncc_bench_attention_backward(
+                code, B, T, A, DH, q.data_ptr(), k.data_ptr(), v.data_ptr(), dout.data_ptr(),
+                *(g.data_ptr() for g in grads), A * DH, scale, scratch.data_ptr(), stream)
+            if rc != 0:
+                raise RuntimeError("nncc_bench_attention_backward: cudaError %d" % rc)
+        timed = [("nncc", cuda_time(nncc_call, reps), {"y": grads[0].clone()})]
+    else:
+        scratch = torch.empty(lib.nncc_bench_attention_scratch(T, 1), dtype=torch.uint8,
+                              device=dev)
+
+        def nncc_call():
+            rc = lib.nncc_bench_attention(
+                code, 1 if dilated else 0, B, T, A, DH,
+                q.data_ptr(), k.data_ptr(), v.data_ptr(), A * DH, out.data_ptr(), A * DH, 0,
+                scale, s.get("W", 0), s.get("DIL", 1), ctypes.cast(globals_, ctypes.c_void_p),
+                1 if dilated else 0, scratch.data_ptr(), stream)
+            if rc != 0:
+                raise RuntimeError("nncc_bench_attention: cudaError %d" % rc)
+        timed = [("nncc", cuda_time(nncc_call, reps), {"y": out.clone()})]
     if nncc_only:
         return []
     torch.backends.cuda.matmul.allow_tf32 = False
-    qh, kh, vh = (t.transpose(1, 2) for t in (q, k, v))  # [B, A, T, DH] views
     results = []
     mask = None
     if dilated:
@@ -201,30 +250,89 @@ def run_core_case(cd, case, reps, nncc_only):
         half, dil = (s["W"] // 2) * s["DIL"], s["DIL"]
         mask = (((i - j).abs() <= half) & ((i - j) % dil == 0)) | (i == 0) | (j == 0)
 
-    def sdpa():
-        return torch.nn.functional.scaled_dot_product_attention(
-            qh, kh, vh, attn_mask=mask).transpose(1, 2)
-    with torch.no_grad():
-        results.append(("torch SDPA" + (" + mask" if dilated else ""), cuda_time(sdpa, reps),
-                        sdpa()))
-    if dilated:
-        try:
-            from torch.nn.attention.flex_attention import create_block_mask, flex_attention
-            half, dil = (s["W"] // 2) * s["DIL"], s["DIL"]
-
-            def allowed(b, h, qi, ki):
-                dd = qi - ki
-                return ((dd <= half) & (dd >= -half) & (dd % dil == 0)) | (qi == 0) | (ki == 0)
-            bm = create_block_mask(allowed, None, None, T, T, device=dev)
-            flex = torch.compile(flex_attention)
-
-            def fx():
-                return flex(qh, kh, vh, block_mask=bm).transpose(1, 2)
+    def timed_side(label, attend):
+        """attend(qh, kh, vh) -> [B, heads, T, dh]: its forward (or, for
+        BWD, its backward after a forward outside the timing) as a row."""
+        if not bwd:
             with torch.no_grad():
-                results.append(("torch FlexAttention", cuda_time(fx, reps), fx()))
+                def fwd():
+                    return attend(*(t.transpose(1, 2) for t in (q, k, v))).transpose(1, 2)
+                y = fwd()
+                results.append((label, cuda_time(fwd, reps), y, main_kernels(fwd)))
+            return
+        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+        o = attend(*(t.transpose(1, 2) for t in leaves)).transpose(1, 2)
+
+        def back():
+            return torch.autograd.grad(o, leaves, dout, retain_graph=True)
+        dq = back()[0]
+        results.append((label, cuda_time(back, reps), dq, main_kernels(back)))
+
+    def sdpa(qh, kh, vh):
+        return torch.nn.functional.scaled_dot_product_attention(qh, kh, vh, attn_mask=mask)
+    timed_side("torch SDPA" + (" + mask" if dilated else ""), sdpa)
+    if dtype == torch.bfloat16 and not dilated:
+        try:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            for name in ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION"):
+                backend = getattr(SDPBackend, name, None)
+                if backend is None:
+                    continue
+
+                def forced(qh, kh, vh, backend=backend):
+                    with sdpa_kernel([backend]):
+                        return sdpa(qh, kh, vh)
+                try:
+                    timed_side("torch SDPA [%s]" % name.split("_")[0].lower(), forced)
+                except RuntimeError as e:  # the backend refuses the shape
+                    print("%s, SDPA %s: %s" % (case["name"], name, str(e).splitlines()[0]),
+                          file=sys.stderr)
         except ImportError:
             pass
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    except ImportError:
+        return result_rows(case, timed, results)
+    bm = None
+    if dilated:
+        half, dil = (s["W"] // 2) * s["DIL"], s["DIL"]
+
+        def allowed(b, h, qi, ki):
+            dd = qi - ki
+            return ((dd <= half) & (dd >= -half) & (dd % dil == 0)) | (qi == 0) | (ki == 0)
+        bm = create_block_mask(allowed, None, None, T, T, device=dev)
+    flex = torch.compile(flex_attention)
+    # Triton's FlexAttention for the band; FA4's (PyTorch >= 2.10 with the
+    # flash-attention CuTe DSL) for the band and, in bf16, the dense core.
+    options = [("torch FlexAttention", None)] if dilated else []
+    if dtype == torch.bfloat16:
+        options.append(("torch FlexAttention [FA4]", {"BACKEND": "FLASH"}))
+    for label, opts in options:
+        try:
+            timed_side(label, lambda qh, kh, vh, opts=opts: flex(qh, kh, vh, block_mask=bm,
+                                                                 kernel_options=opts))
+        except Exception as e:  # no such backend in this PyTorch, or it refuses the case
+            print("%s, %s: %s" % (case["name"], label, str(e).splitlines()[0][:200]),
+                  file=sys.stderr)
     return result_rows(case, timed, results)
+
+
+def main_kernels(fn, n=2):
+    """Names of the n device kernels that took the most time in one call of
+    fn (torch.profiler), shortened: which backend a torch call dispatched."""
+    import torch
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as p:
+            fn()
+            torch.cuda.synchronize()
+        events = [e for e in p.key_averages()
+                  if getattr(e, "device_time_total", getattr(e, "cuda_time_total", 0)) > 0]
+        events.sort(key=lambda e: -getattr(e, "device_time_total",
+                                           getattr(e, "cuda_time_total", 0)))
+        return [e.key[:70] for e in events[:n]]
+    except Exception as e:  # profiling is a label here, never a failure
+        return ["(no profile: %s)" % type(e).__name__]
 
 
 def bert_train_flops(s):
@@ -313,14 +421,15 @@ def result_rows(case, timed, results):
     peak = device_peak(torch.cuda.get_device_name(), case["shape"].get("dtype", "float32"))
     rows = []
     for label, tn, o in timed:
-        for side, tt, yt in results:
+        for side, tt, yt, *kernels in results:
             mn, mt = statistics.median(tn), statistics.median(tt)
             nt, tt_ = case["flops"] / mn / 1e9, case["flops"] / mt / 1e9
             rows.append(dict(case=case["name"], nncc=label, vs=side, nncc_ms=mn, torch_ms=mt,
                              ratio=mt / mn, nncc_tflops=nt, torch_tflops=tt_, peak=peak,
                              nncc_peak_share=nt / peak if peak else None,
                              torch_peak_share=tt_ / peak if peak else None,
-                             err=None if yt is None or o is None else rel_err(yt, o["y"])))
+                             err=None if yt is None or o is None else rel_err(yt, o["y"]),
+                             torch_kernels=kernels[0] if kernels else None))
     return rows
 
 
@@ -370,7 +479,6 @@ def run_bert_train(cd, case, reps, nncc_only):
 
 def run_case(cd, reps, nncc_only=False):
     import torch
-    import run as cpu_bench
     import nncc_testing as nt
     from nncc import _abi
     case = json.load(open(os.path.join(cd, "case.json")))
@@ -384,7 +492,7 @@ def run_case(cd, reps, nncc_only=False):
     # The same weights on both sides (torch's default init, seed 0; the
     # attention modules randomized as bench/run.py does) and inputs.
     torch.manual_seed(0)
-    m = cpu_bench.build_torch(kind.replace("attn_masked", "attn_dense"), s)
+    m = torch_module(kind.replace("attn_masked", "attn_dense"), s)
     if kind.startswith("attn"):
         nt.randomize_(m)
     prefix = PREFIX.get(kind.replace("_train", ""), "a.")
@@ -432,8 +540,10 @@ def run_case(cd, reps, nncc_only=False):
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    m = m.to(dev, dtype)
-    x = ins["x"]
+    peer_dtype = getattr(torch, s.get("PEER_DTYPE", s.get("dtype", "float32")))
+    m = m.to(dev, peer_dtype)
+    x = ins["x"].to(peer_dtype)
+    peer = "torch" + (" " + s["PEER_DTYPE"] if "PEER_DTYPE" in s else "")
     results = []
     if train:
         m.train()
@@ -460,14 +570,32 @@ def run_case(cd, reps, nncc_only=False):
                     return m(x, x, x, need_weights=False, attn_mask=mask)[0]
                 return m(x) if kind == "encoder" else m(x)[0]
         y = fwd()
-        results.append(("torch (SDPA + mask)" if mask is not None else "torch",
-                        cuda_time(fwd, reps), y))
+        results.append(("torch (SDPA + mask)" if mask is not None else peer,
+                        cuda_time(fwd, reps), y, main_kernels(fwd)))
         if kind == "attn_masked":
             flex = flex_dilated(m, x, s)
             if flex is not None:
                 yf = flex()
                 results.append(("torch FlexAttention", cuda_time(flex, reps), yf))
     return result_rows(case, timed, results)
+
+
+def torch_module(kind, s):
+    """The torch module of a case, its state_dict named as the nncc model's
+    parameters after PREFIX: nn.LSTM / nn.GRU, a post-LN
+    nn.TransformerEncoderLayer (dropout 0 for the training step), or
+    nn.MultiheadAttention."""
+    import torch
+    b = kind.replace("_train", "")
+    if b == "lstm":
+        return torch.nn.LSTM(s["E"], s["H"], batch_first=True)
+    if b == "gru":
+        return torch.nn.GRU(s["E"], s["H"], batch_first=True)
+    if b == "encoder":
+        return torch.nn.TransformerEncoderLayer(
+            s["D"], s["A"], s["FF"], dropout=0.0 if kind == "encoder_train" else 0.1,
+            activation="gelu", batch_first=True, norm_first=False)
+    return torch.nn.MultiheadAttention(s["D"], s["A"], batch_first=True)
 
 
 def flex_dilated(mha, x, s):
@@ -530,6 +658,8 @@ def main():
                       r["case"], r["nncc"], r["vs"], r["nncc_ms"], r["torch_ms"], r["ratio"],
                       r["nncc_tflops"], r["torch_tflops"], peak_shares(r),
                       "-" if r["err"] is None else "%.2g" % r["err"]), flush=True)
+            if r.get("torch_kernels"):
+                print("    torch ran: %s" % "; ".join(r["torch_kernels"]), flush=True)
     if a.markdown:
         print("| case | nncc | vs | nncc ms | torch ms | torch/nncc | TFLOP/s nncc / torch "
               "| share of peak nncc / torch | err |")

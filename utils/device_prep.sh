@@ -3,7 +3,8 @@
 # model compiled with gradients for both targets, the runtime and kernel
 # libraries they link, OpenBLAS (xz), the parity harness, and run.sh, which
 # on the GPU checks CPU against CUDA for each model's forward and training
-# step, bf16 libraries (--precision bf16) against f32 outputs, and runs compute-sanitizer (memcheck, racecheck, synccheck) over a
+# step and over a training loop with a resume (utils/device_train_check.py),
+# bf16 libraries (--precision bf16) against f32 outputs, and runs compute-sanitizer (memcheck, racecheck, synccheck) over a
 # training step of the models named in SANITIZE (default: bert_small,
 # reformer_lsh, reversible_dilated_bert), nncc.torch on CUDA
 # (utils/device_torch_check.py: CPU vs CUDA module, AdamW, one-rank NCCL DDP;
@@ -62,6 +63,22 @@ for m in "${MODELS[@]}"; do
   xz -T2 "$OUT/models/$m/lib$m.so"
 done
 
+# Training loops (utils/device_train_check.py: STEPS train_step calls on
+# CUDA against the CPU from the same weights, then a resume from a saved
+# training state): one batch of inputs per model that trains on CUDA, at
+# the parity shape.
+mkdir -p "$OUT/train"
+while read -r m reason; do
+  [ "$reason" = NULL ] || continue
+  case $m in
+  deep_mlp | residual_mlp) dims="--dim N=16" ;;
+  neural_ode) dims="--dim B=4" ;;
+  *) dims="--dim B=3 --dim T=16" ;;
+  esac
+  "$NNCC" run "$ROOT/models/$m.nn" --random-inputs $dims --seed 0 --inputs-only \
+    --save-inputs "$OUT/train/$m.in.st" >/dev/null
+done < "$OUT/models/train-support.txt"
+
 # The LSTM LM under the smallest memory budget at run.sh's parity shape
 # (B 3, T 16): the binomial BPTT schedule (launch_rnn_backward_revolve),
 # checked by the same parity loop as lstm_lm_min (REVOLVE=0 leaves it out).
@@ -106,11 +123,16 @@ rm -rf "$OUT/torch/build"
 # A deploy bundle (nncc compile --bundle) of the GRU forecaster for both
 # targets, with inputs and the CPU's outputs: run.sh runs its nncc-runner on
 # CUDA with nothing from here but the bundle (xz, without the sources).
-"$NNCC" compile "$ROOT/models/gru_forecaster.nn" --target all --bundle -o "$OUT/bundle" >/dev/null
-"$NNCC" run "$ROOT/models/gru_forecaster.nn" --random-inputs --dim B=3 --dim T=5 --seed 0 \
-  --save-inputs "$OUT/bundle/in.st" -o "$OUT/bundle/expected.st" --quiet
-tar cJf "$OUT/bundle.tar.xz" -C "$OUT" --exclude='*.cu.o' --exclude='*.cpp' --exclude='*.cu' bundle
-rm -rf "$OUT/bundle"
+# BUNDLE=0 leaves it out (6 MB: it ran on an H200 on 2026-11-27, and with
+# every other stage the folder plus the working tree outgrow the runner's
+# 64 MiB).
+if [ "${BUNDLE:-1}" != 0 ]; then
+  "$NNCC" compile "$ROOT/models/gru_forecaster.nn" --target all --bundle -o "$OUT/bundle" >/dev/null
+  "$NNCC" run "$ROOT/models/gru_forecaster.nn" --random-inputs --dim B=3 --dim T=5 --seed 0 \
+    --save-inputs "$OUT/bundle/in.st" -o "$OUT/bundle/expected.st" --quiet
+  tar cJf "$OUT/bundle.tar.xz" -C "$OUT" --exclude='*.cu.o' --exclude='*.cpp' --exclude='*.cu' bundle
+  rm -rf "$OUT/bundle"
+fi
 
 # --precision bf16 on the GPU: each of BF16_MODELS as a bf16 CUDA library,
 # with inputs and the f32 CPU library's outputs for the same seeded weights
@@ -236,7 +258,9 @@ cat > "$OUT/run.sh" <<'EOS'
 #!/usr/bin/env bash
 # On the GPU machine, in order of value per second (one device call must
 # hold it all): CPU against CUDA for every prepared model (forward, and the
-# training step where the model trains on CUDA), bench/gpu.py (nncc against
+# training step where the model trains on CUDA), TRAIN_STEPS (default 50)
+# training steps on each target and a resume on CUDA for every model that
+# trains there (utils/device_train_check.py), bench/gpu.py (nncc against
 # PyTorch on the same GPU) and nncc's per-launch device times there
 # (NNCC_PROFILE) and Nsight Compute's DRAM / SM throughput per kernel
 # (bench/ncu_summary.py), nncc.torch on CUDA, then compute-sanitizer over
@@ -245,7 +269,7 @@ cat > "$OUT/run.sh" <<'EOS'
 # do). Each stage is skipped, saying so, once less than its share of
 # RUN_BUDGET_S (default 480 s) is left. Logs and bench.json go to $OUT
 # (the device runner's folder that comes back) when set. SKIP (words of
-# "parity bf16 bench profile ncu torch bundle sanitize") leaves those
+# "parity train bf16 bench profile ncu torch bundle sanitize") leaves those
 # stages out. Exit status
 # 1 if anything failed.
 set -uo pipefail
@@ -286,6 +310,19 @@ while read -r m reason; do
   fi
 done < <(skipped parity || cat "$HERE/models/train-support.txt")
 echo "=== parity done at $((SECONDS - T0)) s"
+for inp in "$HERE"/train/*.in.st; do
+  [ -e "$inp" ] && ! skipped train || continue
+  m=$(basename "$inp" .in.st)
+  lib="$WORK/$m/lib$m.so"
+  [ -f "$lib" ] || { mkdir -p "$WORK/$m" && xz -dc "$HERE/models/$m/lib$m.so.xz" > "$lib"; }
+  echo "=== $m: ${TRAIN_STEPS:-50} training steps on CUDA against the CPU, then resumed"
+  mkdir -p "$WORK/train/$m"
+  run_logged "$m.loop.txt" 90 env PYTHONPATH="$HERE/../python" python3 \
+    "$HERE/../utils/device_train_check.py" "$lib" "$inp" "$WORK/train/$m" \
+    "${TRAIN_STEPS:-50}" || fails=$((fails + 1))
+  grep -E "^cuda vs|: loss|resume|TRAIN|Error|error" "$LOGS/$m.loop.txt"
+done
+echo "=== training loops done at $((SECONDS - T0)) s"
 for lib in "$HERE"/bf16/*/lib*.so.xz; do
   [ -e "$lib" ] && ! skipped bf16 || continue
   m=$(basename "$(dirname "$lib")")
@@ -352,7 +389,7 @@ if [ "$(left)" -gt 60 ] && ! skipped torch && python3 -c 'import torch' 2>/dev/n
     --backend nccl --world 1 --lib "$WORK/libgru_forecaster.so" || fails=$((fails + 1))
   tail -n 1 "$LOGS/ddp_nccl.txt"
 fi
-if [ "$(left)" -gt 30 ] && ! skipped bundle; then
+if [ "$(left)" -gt 30 ] && ! skipped bundle && [ -f "$HERE/bundle.tar.xz" ]; then
   # The bundle sees the driver and cuBLAS only (no LD_LIBRARY_PATH of ours).
   echo "=== a deploy bundle on CUDA (nncc-runner --target cuda, against the CPU's outputs)"
   mkdir -p "$WORK/b" && tar xJf "$HERE/bundle.tar.xz" -C "$WORK/b"
@@ -397,3 +434,9 @@ echo "=== $fails failure(s) in $((SECONDS - T0)) s"
 EOS
 chmod +x "$OUT/run.sh"
 du -sh "$OUT" >&2
+# The runner carries this folder with the working tree: 64 MiB in all.
+tree=$(git -C "$ROOT" ls-files -z | (cd "$ROOT" && xargs -0 du -cb 2>/dev/null) | tail -1 | cut -f1)
+total=$(( $(du -sb "$OUT" | cut -f1) + tree ))
+[ "$total" -le $((64 * 1024 * 1024)) ] ||
+  echo "device_prep: $OUT and the working tree come to $((total / 1048576)) MiB, over the" \
+       "runner's 64 MiB: prepare less (BUNDLE=0, BF16_TRAIN_MODELS, fewer models)" >&2

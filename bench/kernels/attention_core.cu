@@ -1,12 +1,14 @@
 //===- attention_core.cu - the attention kernels alone, for bench/gpu.py -===//
 //
-// A C entry over Attention.cuh's forward launchers, so bench/gpu.py can time
-// the attention core (no projections) in fp32 and bf16 on torch's tensors
-// and stream against SDPA and FlexAttention in the same precision. Built by
-// `bench/gpu.py --prepare` with nvcc into libnncc_bench_attention.so.
+// C entries over Attention.cuh's forward launchers and AttentionBackward.cuh's
+// dense backward, so bench/gpu.py can time the attention core (no
+// projections) in fp32 and bf16 on torch's tensors and stream against SDPA
+// and FlexAttention in the same precision. Built by `bench/gpu.py --prepare`
+// with nvcc into libnncc_bench_attention.so.
 //
 //===----------------------------------------------------------------------===//
 #include "nncc/Kernels/CUDA/Attention.cuh"
+#include "nncc/Kernels/CUDA/AttentionBackward.cuh"
 
 using namespace nncc::kernels;
 using namespace nncc::kernels::cuda;
@@ -53,6 +55,37 @@ int nncc_bench_attention(int dtype, int kind, int B, int Tn, int H, int dh, cons
                                  window, dilation, host_globals, n_global, scratch, s);
   return attentionCore<float>(kind, B, Tn, H, dh, q, k, v, ld_in, out, ld_out, causal, scale,
                               window, dilation, host_globals, n_global, scratch, s);
+}
+
+/// Bytes of device scratch nncc_bench_attention_backward needs.
+int64_t nncc_bench_attention_backward_scratch(int dtype, int B, int Tn, int H, int dh) {
+  return flash_attention_backward_workspace_bytes(
+      B, Tn, H, dh, dtype == 1 ? (int64_t)sizeof(bf16_t) : (int64_t)sizeof(float), 1);
+}
+
+/// The dense (non-causal, no dropout) attention backward as training runs
+/// it without a saved forward: q, k, v, dout, dq, dk, dv rows of stride ld
+/// (heads at columns h * dh); the forward is recomputed inside (bf16 always
+/// does). dtype 0: fp32, 1: bf16. Returns the launcher's cudaError_t.
+int nncc_bench_attention_backward(int dtype, int B, int Tn, int H, int dh, const void *q,
+                                  const void *k, const void *v, const void *dout, void *dq,
+                                  void *dk, void *dv, int64_t ld, float scale, void *scratch,
+                                  void *stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  char *ws = static_cast<char *>(scratch);
+  if (dtype == 1) {
+    using T = bf16_t;
+    return (int)launch_flash_attention_backward<T>(
+        dh, B, Tn, H, static_cast<const T *>(q), static_cast<const T *>(k),
+        static_cast<const T *>(v), ld, static_cast<const T *>(dout), ld, static_cast<T *>(dq),
+        static_cast<T *>(dk), static_cast<T *>(dv), ld, nullptr, 0, scale, 0.0, 0, 0, nullptr,
+        nullptr, nullptr, ws, s);
+  }
+  return (int)launch_flash_attention_backward<float>(
+      dh, B, Tn, H, static_cast<const float *>(q), static_cast<const float *>(k),
+      static_cast<const float *>(v), ld, static_cast<const float *>(dout), ld,
+      static_cast<float *>(dq), static_cast<float *>(dk), static_cast<float *>(dv), ld, nullptr,
+      0, scale, 0.0, 0, 0, nullptr, nullptr, nullptr, ws, s);
 }
 
 } // extern "C"
