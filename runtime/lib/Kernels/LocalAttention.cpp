@@ -178,12 +178,8 @@ void forwardTile(const LocalAttentionArgs<T> &a, const LocalPlan &p, const Local
   for (int64_t i = 0; i < nq; ++i) {
     T *row = s.S.data() + i * ldS;
     maskScores(a, hd, s, p.spans, t0 + i, row);
-    const T m = tile_max(row, (int)nk);
-    T l = T(0);
-    for (int64_t jj = 0; jj < nk; ++jj) {
-      row[jj] = nexp(row[jj] - m);
-      l += row[jj];
-    }
+    const T m = rowMax(row, nk);
+    const T l = rowExpSum(row, nk, m); // masked keys score -1e9 > neg_big: exp taken
     // P = exp(S - lse) as HF computes it: where lse rounds to m (a window of
     // masked keys in f32, -1e9 + log n), every weight is 1, not 1/n.
     s.lse[i] = m + nlog(l);

@@ -193,14 +193,14 @@ void forwardTile(const LshAttentionArgs<T> &a, const LshHead<T> &hd, int r, int6
     for (int64_t jj = 0; jj < nk; ++jj)
       if (!admits(a, hd, bk, selfOnly, t, ord[lo + jj]))
         row[jj] = neg_big<T>();
-    const T m = tile_max(row, (int)nk);
+    const T m = rowMax(row, nk);
     if (!(m > neg_big<T>())) { // no key in this round
       std::fill(row, row + nk, T(0));
       s.inv[i] = T(0);
       s.lse[r * a.T + t] = neg_big<T>();
       continue;
     }
-    const T l = exp_tile_sum(row, (int)nk, m);
+    const T l = rowExpSum(row, nk, m);
     s.inv[i] = T(1) / l;
     s.lse[r * a.T + t] = m + nlog(l);
     if (a.drop.on()) {
@@ -479,7 +479,7 @@ void hfForwardEntries(const LshAttentionArgs<T> &a, const HfPlan &p, const LshHe
         }
         m = row[jj] > m ? row[jj] : m;
       }
-      const T l = exp_tile_sum(row, (int)nk, m);
+      const T l = rowExpSum(row, nk, m);
       s.inv[i] = T(1) / l;
       s.lse[P] = m + nlog(l);
       if (a.drop.on()) {
