@@ -1,5 +1,8 @@
 //===- Dense.cpp - GEMM wrapper, linear with fused epilogue ---------------===//
+#include "ActivationTile.h"
 #include "Internal.h"
+
+#include <type_traits>
 
 using namespace nncc::kernels;
 
@@ -59,6 +62,9 @@ void epilogue(int act, T *y, int64_t N, int64_t r0, int64_t r1, int64_t c0, int6
   case ActLeakyRelu:
     return epilogueAct<T, ActLeakyRelu>(y, N, r0, r1, c0, c1, bias, residual, alpha);
   case ActGeluErf:
+    if constexpr (std::is_same_v<T, float>)
+      if (geluErfBlockF32(y, N, r0, r1, c0, c1, bias, residual))
+        return;
     return epilogueAct<T, ActGeluErf>(y, N, r0, r1, c0, c1, bias, residual, alpha);
   case ActGeluTanh:
     return epilogueAct<T, ActGeluTanh>(y, N, r0, r1, c0, c1, bias, residual, alpha);

@@ -7,50 +7,21 @@
 // portable tile_max / exp_tile_sum of AttentionMath.h, which the library's
 // x86-64-v3 build runs 8 lanes wide (and its lane max stays scalar).
 //
-// The AVX-512 exponential: n = round(x log2 e), r = x - n ln2 (ln2 in two
-// parts), e^r by nexp_poly's degree-6 polynomial (Common.h; relative error
-// below 2e-7), 2^n applied by vscalefps, which saturates to 0 and +inf by
-// itself. Arguments are clamped to [-104, 88.73] first so that r stays
-// small; below -104 the result is 0 either way (e^-104 is under the least
-// float). Masked scores (<= neg_big) give exactly 0, as in exp_tile_sum.
+// The AVX-512 exponential is Avx512Math.h's exp16 (nexp_poly's polynomial,
+// 2^n by vscalefps). Masked scores (<= neg_big) give exactly 0, as in
+// exp_tile_sum.
 //
 //===----------------------------------------------------------------------===//
 #include "AttentionCommon.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define NNCC_SOFTMAX_X86 1
-#else
-#define NNCC_SOFTMAX_X86 0
-#endif
+#include "Avx512Math.h"
 
 namespace nncc {
 namespace kernels {
 
-#if NNCC_SOFTMAX_X86
+#if NNCC_KERNELS_X86
 namespace {
 
-#define NNCC_SOFTMAX_AVX512 __attribute__((target("avx512f,avx512dq,fma,avx2")))
-
-NNCC_SOFTMAX_AVX512 inline __m512 exp16(__m512 x) {
-  // Constant first: a NaN x is returned by max and min, so NaN stays NaN.
-  x = _mm512_min_ps(_mm512_set1_ps(88.7228391f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r);
-  p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
-
-NNCC_SOFTMAX_AVX512 float tileMax16(const float *s, int64_t n) {
+NNCC_AVX512_FN float tileMax16(const float *s, int64_t n) {
   __m512 m0 = _mm512_set1_ps(neg_big<float>()), m1 = m0;
   int64_t j = 0;
   for (; j + 32 <= n; j += 32) {
@@ -65,7 +36,7 @@ NNCC_SOFTMAX_AVX512 float tileMax16(const float *s, int64_t n) {
   return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
 }
 
-NNCC_SOFTMAX_AVX512 float expTileSum16(float *s, int64_t n, float m) {
+NNCC_AVX512_FN float expTileSum16(float *s, int64_t n, float m) {
   const __m512 vm = _mm512_set1_ps(m), masked = _mm512_set1_ps(neg_big<float>());
   __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
   int64_t j = 0;
@@ -95,7 +66,7 @@ NNCC_SOFTMAX_AVX512 float expTileSum16(float *s, int64_t n, float m) {
 #endif
 
 float tileMaxF32(const float *s, int64_t n) {
-#if NNCC_SOFTMAX_X86
+#if NNCC_KERNELS_X86
   if (cpuHasAvx512())
     return tileMax16(s, n);
 #endif
@@ -103,7 +74,7 @@ float tileMaxF32(const float *s, int64_t n) {
 }
 
 float expTileSumF32(float *s, int64_t n, float m) {
-#if NNCC_SOFTMAX_X86
+#if NNCC_KERNELS_X86
   if (cpuHasAvx512())
     return expTileSum16(s, n, m);
 #endif
