@@ -30,6 +30,7 @@
 // slice in k order, so results differ from OpenBLAS by rounding only.
 //
 //===----------------------------------------------------------------------===//
+#include "Avx512Math.h"
 #include "Internal.h"
 
 #include <cstdlib>
@@ -75,41 +76,6 @@ struct PackBuffers {
   }
 };
 thread_local PackBuffers packBuffers;
-
-/// Lanes [0, n) of a 16-lane mask (n may exceed 16).
-inline __mmask16 firstLanes(int64_t n) {
-  return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n > 0 ? n : 0)) - 1);
-}
-
-/// Transposes the 16 x 16 block r[row][col] in registers: afterwards r[c]
-/// holds column c (element `row` in lane row).
-NNCC_GEMM_AVX512 inline void transpose16(__m512 r[16]) {
-  __m512 t[16], u[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  // u[4g + c], lane quarter q: rows 4g..4g+3 of column 4q + c.
-  for (int g = 0; g < 4; ++g) {
-    const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]),
-                  c = _mm512_castps_pd(t[4 * g + 2]), d = _mm512_castps_pd(t[4 * g + 3]);
-    u[4 * g + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-  // Column 4q + c gathers quarter q of u[c], u[4 + c], u[8 + c], u[12 + c].
-  for (int c = 0; c < 4; ++c) {
-    const __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44),
-                 v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE),
-                 w0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44),
-                 w1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xEE);
-    r[c] = _mm512_shuffle_f32x4(v0, w0, 0x88);
-    r[4 + c] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
-    r[8 + c] = _mm512_shuffle_f32x4(v1, w1, 0x88);
-    r[12 + c] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
-  }
-}
 
 /// Element (s0 + s, k0 + k) of a strip operand for s < ext, k < kc into
 /// W-wide strips: dst[strip][k][W], strip lanes past ext zero. The operand

@@ -29,9 +29,11 @@
 // results differ from the portable loop only by the GEMM's summation order.
 //
 //===----------------------------------------------------------------------===//
+#include "Avx512Math.h"
 #include "Internal.h"
 #include "RecurrentCommon.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <climits>
@@ -128,11 +130,46 @@ int64_t nncc::kernels::fastScanPackedFloats(int cell, int64_t H) {
   return numPanels(cell, H) * U * cell_gates(cell) * 16 * H;
 }
 
+#if NNCC_FAST_X86
+namespace {
+/// Panel p of fastScanPack in 16 x 16 blocks: 16 rows of W_hh (one gate's
+/// unit group, contiguous in k) loaded, transposed in registers, stored as
+/// 16 k-rows of the panel. The same floats as the scalar loop below.
+NNCC_AVX512_FN void packPanel16(int cell, int64_t H, const float *whh, int64_t p,
+                                float *packed) {
+  const int G = cell_gates(cell), U = groupsPerPanel(cell);
+  const int64_t NV = G * U;
+  for (int u = 0; u < U; ++u)
+    for (int g = 0; g < G; ++g) {
+      const int64_t j0 = (p * U + u) * 16, rows = std::min<int64_t>(16, H - j0);
+      for (int64_t k0 = 0; k0 < H; k0 += 16) {
+        const __mmask16 cols = firstLanes(H - k0);
+        __m512 r[16];
+        for (int l = 0; l < 16; ++l)
+          r[l] = l < rows ? _mm512_maskz_loadu_ps(cols, whh + (g * H + j0 + l) * H + k0)
+                          : _mm512_setzero_ps();
+        transpose16(r);
+        for (int64_t c = 0; c < 16 && k0 + c < H; ++c)
+          _mm512_storeu_ps(packed + ((p * H + k0 + c) * NV + u * G + g) * 16, r[c]);
+      }
+    }
+}
+} // namespace
+#endif
+
 void nncc::kernels::fastScanPack(int cell, int64_t H, const float *whh,
                                  float *packed) {
   const int G = cell_gates(cell), U = groupsPerPanel(cell);
   const int NV = G * U;
   const int64_t P = numPanels(cell, H);
+#if NNCC_FAST_X86
+  if (cpuHasAvx512()) {
+#pragma omp parallel for schedule(static) if (P * H * NV * 16 > 65536)
+    for (int64_t p = 0; p < P; ++p)
+      packPanel16(cell, H, whh, p, packed);
+    return;
+  }
+#endif
 #pragma omp parallel for schedule(static) if (P * H * NV * 16 > 65536)
   for (int64_t p = 0; p < P; ++p)
     for (int64_t k = 0; k < H; ++k) {
