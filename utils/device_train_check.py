@@ -16,29 +16,11 @@ after train_step on one batch, from the same seeded weights.
 Exit status 1 if a check fails. utils/device_prep.sh ships it to the GPU
 machine with each trainable model's library and inputs.
 """
-import json
 import os
-import struct
 import sys
 
-import numpy as np
-
 import nncc
-
-_NP = {"F32": np.float32, "I32": np.int32, "I64": np.int64, "U8": np.uint8, "BOOL": np.uint8}
-
-
-def read_safetensors(path):
-    """{name: array with its shape}."""
-    data = open(path, "rb").read()
-    (n,) = struct.unpack("<Q", data[:8])
-    out = {}
-    for name, e in json.loads(data[8:8 + n]).items():
-        if name != "__metadata__":
-            lo, hi = e["data_offsets"]
-            a = np.frombuffer(data[8 + n + lo:8 + n + hi], dtype=_NP[e["dtype"]])
-            out[name] = a.reshape(e["shape"])
-    return out
+from nncc_testing.safetensors import load_safetensors
 
 
 def losses(ctx, steps):
@@ -55,7 +37,7 @@ def rel(a, b):
 
 def main(lib_path, inputs, tmp, steps=50, track=10, tol=1e-3):
     lib = nncc.Library(lib_path)
-    batch = read_safetensors(inputs)
+    batch = load_safetensors(inputs)
     ctxs = {}
     for target in ("cpu", "cuda"):
         ctx = lib.context(target)
