@@ -1,7 +1,7 @@
 //===- NNGradOps.cpp - nn ops of the backward pass --------------*- C++ -*-===//
 //
-// Type inference and verifiers of the ops in NNGradOps.td (built by
-// nncc-autodiff, docs/autodiff.md). Results mirror the forward operands whose
+// Type inference and verifiers of the backward ops (the "Backward" sections
+// of the NN<Family>Ops.td files, built by nncc-autodiff, docs/autodiff.md). Results mirror the forward operands whose
 // adjoints they are.
 //
 //===----------------------------------------------------------------------===//
