@@ -2,7 +2,7 @@
 //
 // `nncc-autodiff`: builds @forward_backward = forward + explicit residuals
 // (`nn.save`) + backward, driven by the per-op GradientOpInterface rules
-// (GradientRules.cpp). See docs/autodiff.md.
+// (<Family>Gradients.cpp). See docs/autodiff.md.
 //
 //===----------------------------------------------------------------------===//
 
