@@ -7,6 +7,11 @@
 using namespace mlir;
 using namespace nncc::nn;
 using nncc::nn::detail::InferDiagnostics;
+using namespace nncc::nn::detail;
+
+namespace {
+using NNTensor = nncc::nn::TensorType;
+} // namespace
 
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
@@ -115,4 +120,37 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("dropout must be in [0, 1), got ") << dropout;
   return nncc::nn::detail::verifyReserveUsers<AttentionGradOp>(*this,
                                                                getReserve());
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<NNTensor> x = diag.tensorOfRank(adaptor.getX(), "x [B, T, E]", 3);
+  if (failed(x) || failed(expectAdjoint(diag, adaptor.getDy(), *x, "dy")))
+    return failure();
+  if (adaptor.getNumHeads() < 1)
+    return diag.error("num_heads must be >= 1");
+  inferred.push_back(*x);
+  SmallVector<Value> params = {adaptor.getInProjWeight()};
+  if (adaptor.getInProjBias())
+    params.push_back(adaptor.getInProjBias());
+  params.push_back(adaptor.getOutProjWeight());
+  if (adaptor.getOutProjBias())
+    params.push_back(adaptor.getOutProjBias());
+  return appendTypes(diag, params, "projection", inferred);
+}
+
+LogicalResult AttentionGradOp::verify() {
+  return nncc::nn::detail::verifyReserveProducer<AttentionOp>(
+      *this, [&](AttentionOp fwd) {
+        return fwd.getKind() == getKind() &&
+               fwd.getNumHeads() == getNumHeads() &&
+               fwd.getCausal() == getCausal() &&
+               fwd.getDropout() == getDropout() && fwd.getSeed() == getSeed();
+      });
 }

@@ -122,6 +122,34 @@ inferAxisReduced(const InferDiagnostics &diag, TensorType x, int64_t axis,
 llvm::SmallVector<Dim> refineShape(llvm::ArrayRef<Dim> lhs,
                                    llvm::ArrayRef<Dim> rhs);
 
+/// Result = the type of a float `x` (unary elementwise ops and the like).
+mlir::LogicalResult inferSameAsOperand(const InferDiagnostics &diag, mlir::Value x,
+                                       llvm::SmallVectorImpl<mlir::Type> &inferred);
+/// The scalar `[]` of `elementType`.
+TensorType getScalarType(mlir::Type elementType);
+/// Probabilities of dropout-like ops lie in [0, 1).
+mlir::LogicalResult verifyProbability(mlir::Operation *op, double p, llvm::StringRef name);
+/// The operands of a linear map: x (at least `minRank` dims, [..., K]),
+/// weight [V, K] and, when present, bias [V], of one element type; returns
+/// x's type and V. The `what`s name them in the errors.
+mlir::FailureOr<std::pair<TensorType, Dim>>
+inferLinearOperands(InferDiagnostics &diag, mlir::Value xValue, mlir::Value weightValue,
+                    mlir::Value biasValue, int64_t minRank, llvm::StringRef xWhat,
+                    llvm::StringRef weightWhat, llvm::StringRef biasWhat);
+/// Appends the type of each value (all must be nn tensors).
+mlir::LogicalResult appendTypes(const InferDiagnostics &diag, mlir::ValueRange values,
+                                llvm::StringRef what, llvm::SmallVectorImpl<mlir::Type> &inferred);
+/// `adjoint` must be compatible with `expected` when present.
+mlir::LogicalResult expectAdjoint(const InferDiagnostics &diag, mlir::Value adjoint,
+                                  mlir::Type expected, llvm::StringRef what);
+/// Checks every region of `op` against its RegionSignatureOpInterface: one
+/// block whose arguments are compatible with the expected argument types and
+/// that ends in an nn.yield of values compatible with the expected yield
+/// types. `names` names the regions in diagnostics. Robust to any malformed
+/// region.
+mlir::LogicalResult verifyRegionSignatures(RegionSignatureOpInterface op,
+                                           llvm::ArrayRef<llvm::StringRef> names);
+
 } // namespace nncc::nn::detail
 
 #endif // NNCC_DIALECT_NN_IR_NNOPSCOMMON_H

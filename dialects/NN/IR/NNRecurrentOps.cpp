@@ -16,6 +16,11 @@
 using namespace mlir;
 using namespace nncc::nn;
 using nncc::nn::detail::InferDiagnostics;
+using namespace nncc::nn::detail;
+
+namespace {
+using NNTensor = nncc::nn::TensorType;
+} // namespace
 
 namespace {
 /// Configuration shared by the multi-layer recurrent ops.
@@ -331,4 +336,214 @@ LogicalResult GRUCellOp::inferReturnTypes(MLIRContext *,
                    adaptor.getX(), adaptor.getH(), /*c=*/nullptr,
                    adaptor.getWIh(), adaptor.getWHh(), adaptor.getBIh(),
                    adaptor.getBHh(), inferred);
+}
+
+LogicalResult ZoneoutOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  InferDiagnostics diag(loc, getOperationName());
+  FailureOr<nncc::nn::TensorType> next =
+      diag.tensor(adaptor.getNewState(), "new_state");
+  FailureOr<nncc::nn::TensorType> prev =
+      diag.tensor(adaptor.getPrevState(), "prev_state");
+  if (failed(next) || failed(prev))
+    return failure();
+  if (!next->isCompatibleWith(*prev))
+    return diag.error("states have incompatible types ", *next, " and ",
+                      *prev);
+  inferred.push_back(
+      next->withDims(detail::refineShape(next->getDims(), prev->getDims())));
+  return success();
+}
+
+LogicalResult ZoneoutOp::verify() {
+  return verifyProbability(*this, getP(), "p");
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+/// dx (type of x), the state adjoints [L*D, B, H] (`numStates` of them),
+/// then the type of each weight.
+static LogicalResult inferRecurrentGrad(const InferDiagnostics &diag, Value x,
+                                        int64_t hidden, int64_t layers,
+                                        bool bidirectional, unsigned numStates,
+                                        ValueRange weights, Value dy,
+                                        SmallVectorImpl<Type> &inferred) {
+  FailureOr<NNTensor> xType = diag.tensorOfRank(x, "x [B, T, I]", 3);
+  if (failed(xType))
+    return failure();
+  if (hidden < 1 || layers < 1)
+    return diag.error("hidden_size and num_layers must be >= 1");
+  int64_t directions = bidirectional ? 2 : 1;
+  if (failed(expectAdjoint(
+          diag, dy,
+          xType->withDims({xType->getDim(0), xType->getDim(1),
+                           Dim::getStatic(directions * hidden)}),
+          "dy [B, T, D*H]")))
+    return failure();
+  inferred.push_back(*xType);
+  auto state = xType->withDims({Dim::getStatic(layers * directions),
+                                xType->getDim(0), Dim::getStatic(hidden)});
+  for (unsigned i = 0; i < numStates; ++i)
+    inferred.push_back(state);
+  return appendTypes(diag, weights, "weight", inferred);
+}
+
+/// The number of weights the forward op takes.
+template <typename OpTy>
+static LogicalResult verifyRecurrentWeights(OpTy op) {
+  int64_t perCell = nncc::kernels::rnn_weights_per_cell(op.getHasBias());
+  int64_t expected =
+      op.getNumLayers() * (op.getBidirectional() ? 2 : 1) * perCell;
+  if (static_cast<int64_t>(op.getWeights().size()) != expected)
+    return op.emitOpError("expected ")
+           << expected << " weights, got " << op.getWeights().size();
+  return success();
+}
+
+/// A recurrent gradient's reserve comes from a stack of the same shape.
+/// Its checkpoint_every / checkpoint_snapshots are the forward's (what the
+/// reserve holds).
+template <typename FwdOp, typename GradOp, typename Pred>
+static LogicalResult verifyRecurrentReserve(GradOp op, Pred sameCell) {
+  if (failed(nncc::nn::detail::verifyCheckpointEvery(op)))
+    return failure();
+  if (auto fwd = op.getReserve() ? op.getReserve().template getDefiningOp<FwdOp>()
+                                 : FwdOp()) {
+    auto show = [](std::optional<int64_t> v) {
+      return v ? std::to_string(*v) : std::string("absent");
+    };
+    auto same = [&](const char *name, std::optional<int64_t> mine,
+                    std::optional<int64_t> theirs) -> LogicalResult {
+      if (mine == theirs)
+        return success();
+      return op.emitOpError("'")
+             << name << "' (" << show(mine) << ") differs from its reserve's '"
+             << FwdOp::getOperationName() << "' (" << show(theirs) << ")";
+    };
+    if (failed(same("checkpoint_every", op.getCheckpointEvery(),
+                    fwd.getCheckpointEvery())) ||
+        failed(same("checkpoint_snapshots", op.getCheckpointSnapshots(),
+                    fwd.getCheckpointSnapshots())))
+      return failure();
+  }
+  return nncc::nn::detail::verifyReserveProducer<FwdOp>(op, [&](FwdOp fwd) {
+    return fwd.getHiddenSize() == op.getHiddenSize() &&
+           fwd.getNumLayers() == op.getNumLayers() &&
+           fwd.getBidirectional() == op.getBidirectional() &&
+           fwd.getHasBias() == op.getHasBias() && sameCell(fwd);
+  });
+}
+
+/// dx, dh (, dc), then the weights' types.
+static LogicalResult inferCellGrad(const InferDiagnostics &diag, Value x,
+                                   Value h, Value c, ValueRange weights,
+                                   Value dhNext,
+                                   SmallVectorImpl<Type> &inferred) {
+  FailureOr<NNTensor> xType = diag.tensorOfRank(x, "x [B, I]", 2);
+  FailureOr<NNTensor> hType = diag.tensorOfRank(h, "h [B, H]", 2);
+  if (failed(xType) || failed(hType) ||
+      failed(expectAdjoint(diag, dhNext, *hType, "dh_next")))
+    return failure();
+  inferred.push_back(*xType);
+  inferred.push_back(*hType);
+  if (c && failed(appendTypes(diag, c, "c", inferred)))
+    return failure();
+  SmallVector<Value> present;
+  for (Value w : weights)
+    if (w)
+      present.push_back(w);
+  return appendTypes(diag, present, "weight", inferred);
+}
+
+LogicalResult RNNGradOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferRecurrentGrad(InferDiagnostics(loc, getOperationName()),
+                            adaptor.getX(), adaptor.getHiddenSize(),
+                            adaptor.getNumLayers(), adaptor.getBidirectional(),
+                            1, adaptor.getWeights(), adaptor.getDy(),
+                            inferred);
+}
+
+LogicalResult RNNGradOp::verify() {
+  if (failed(verifyRecurrentReserve<RNNOp>(*this, [&](RNNOp fwd) {
+        return fwd.getNonlinearity() == getNonlinearity();
+      })))
+    return failure();
+  return verifyRecurrentWeights(*this);
+}
+
+LogicalResult LSTMGradOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  return inferRecurrentGrad(InferDiagnostics(loc, getOperationName()),
+                            adaptor.getX(), adaptor.getHiddenSize(),
+                            adaptor.getNumLayers(), adaptor.getBidirectional(),
+                            2, adaptor.getWeights(), adaptor.getDy(),
+                            inferred);
+}
+
+LogicalResult LSTMGradOp::verify() {
+  double zoneout = getZoneout();
+  if (!(zoneout >= 0.0 && zoneout < 1.0))
+    return emitOpError("zoneout must be in [0, 1), got ") << zoneout;
+  if (failed(verifyRecurrentReserve<LSTMOp>(*this, [&](LSTMOp fwd) {
+        return fwd.getZoneout() == getZoneout() && fwd.getSeed() == getSeed();
+      })))
+    return failure();
+  return verifyRecurrentWeights(*this);
+}
+
+LogicalResult GRUGradOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferRecurrentGrad(InferDiagnostics(loc, getOperationName()),
+                            adaptor.getX(), adaptor.getHiddenSize(),
+                            adaptor.getNumLayers(), adaptor.getBidirectional(),
+                            1, adaptor.getWeights(), adaptor.getDy(),
+                            inferred);
+}
+
+LogicalResult GRUGradOp::verify() {
+  if (failed(verifyRecurrentReserve<GRUOp>(
+          *this, [&](GRUOp fwd) { return fwd.getVariant() == getVariant(); })))
+    return failure();
+  return verifyRecurrentWeights(*this);
+}
+
+LogicalResult RNNCellGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  return inferCellGrad(InferDiagnostics(loc, getOperationName()),
+                       adaptor.getX(), adaptor.getH(), nullptr,
+                       {adaptor.getWIh(), adaptor.getWHh(), adaptor.getBIh(),
+                        adaptor.getBHh()},
+                       adaptor.getDhNext(), inferred);
+}
+
+LogicalResult LSTMCellGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  return inferCellGrad(InferDiagnostics(loc, getOperationName()),
+                       adaptor.getX(), adaptor.getH(), adaptor.getC(),
+                       {adaptor.getWIh(), adaptor.getWHh(), adaptor.getBIh(),
+                        adaptor.getBHh()},
+                       adaptor.getDhNext(), inferred);
+}
+
+LogicalResult GRUCellGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  return inferCellGrad(InferDiagnostics(loc, getOperationName()),
+                       adaptor.getX(), adaptor.getH(), nullptr,
+                       {adaptor.getWIh(), adaptor.getWHh(), adaptor.getBIh(),
+                        adaptor.getBHh()},
+                       adaptor.getDhNext(), inferred);
 }
