@@ -1,12 +1,14 @@
-//===- ControlToNNK.cpp - Functions, parameters, ODE loops ---------------===//
+//===- ControlToNNK.cpp - Functions, parameters, yields, saves --*- C++ -*-===//
 //
 // - func.func: tensors -> buffers; results become trailing `nnk.output`
 //   arguments; func.return copies into them (nnk-forward-destinations then
 //   writes producers straight into the outputs).
 // - nn.get_parameter -> nnk.weight.
-// - nn.odesolve / nn.ode_rnn -> nnk.ode_solve / nnk.ode_rnn whose regions
-//   take their destination as a trailing block argument; nn.yield copies
-//   into it and becomes nnk.yield.
+// - nn.yield in a converted ODE region (ODEToNNK.cpp) copies into the
+//   region's destination argument(s) and becomes nnk.yield.
+// - nn.save (the residual marker of the backward) is the identity on
+//   buffers; a nnk.boundary after the last one splits forward_train from
+//   backward (TrainingBoundary.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,80 +121,12 @@ struct YieldLowering : OpConversionPattern<nn::YieldOp> {
   }
 };
 
-/// Moves `from` into `to` and retypes its block to `types` (the original
-/// arguments converted, then the destination argument).
-LogicalResult moveRegion(ConversionPatternRewriter &rewriter, Region &from,
-                         Region &to, ArrayRef<Type> types,
-                         const TypeConverter *converter) {
-  rewriter.inlineRegionBefore(from, to, to.end());
-  Block &block = to.front();
-  if (block.getNumArguments() + 1 != types.size())
-    return failure();
-  TypeConverter::SignatureConversion sig(block.getNumArguments());
-  for (unsigned i = 0; i < block.getNumArguments(); ++i)
-    sig.addInputs(i, types[i]);
-  sig.addInputs(types.back());
-  rewriter.applySignatureConversion(&block, sig, converter);
-  return success();
-}
-
-struct ODESolveLowering : OpConversionPattern<nn::ODESolveOp> {
+struct SaveLowering : OpConversionPattern<nn::SaveOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(nn::ODESolveOp op, OpAdaptor adaptor,
+  matchAndRewrite(nn::SaveOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    nnk::BufferType state = toBuffer(op.getType());
-    SmallVector<nncc::Dim> workDims{
-        nncc::Dim::getStatic(nnk::getODEWorkSlots(solverOf(op.getMethod())))};
-    llvm::append_range(workDims, state.getDims());
-    FailureOr<Value> out = allocBuffer(rewriter, op, state);
-    FailureOr<Value> work = allocBuffer(rewriter, op, state.withDims(workDims));
-    if (failed(out) || failed(work))
-      return failure();
-    auto solve = nnk::ODESolveOp::create(
-        rewriter, op.getLoc(), adaptor.getH0(), adaptor.getT0(),
-        adaptor.getT1(), *out, *work, solverOf(op.getMethod()), op.getSteps(),
-        op.getRtol(), op.getAtol(), op.getAdjoint());
-    if (failed(moveRegion(rewriter, op.getDynamics(), solve.getDynamics(),
-                          {adaptor.getT0().getType(), state, state},
-                          getTypeConverter())))
-      return op.emitError("dynamics must take (t, h)");
-    rewriter.replaceOp(op, *out);
-    return success();
-  }
-};
-
-struct ODERNNLowering : OpConversionPattern<nn::ODERNNOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(nn::ODERNNOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    auto xType = toBuffer(op.getX().getType());
-    nncc::Dim B = xType.getDim(0), I = xType.getDim(2);
-    nncc::Dim H = nncc::Dim::getStatic(op.getHiddenSize());
-    auto state = xType.withDims({B, H});
-    FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
-    FailureOr<Value> work = allocBuffer(
-        rewriter, op,
-        xType.withDims({nncc::Dim::getStatic(nnk::getODEWorkSlots(solverOf(op.getMethod())) + 2),
-                        B, H}));
-    FailureOr<Value> xt = allocBuffer(rewriter, op, xType.withDims({B, I}));
-    if (failed(out) || failed(work) || failed(xt))
-      return failure();
-    auto rnn = nnk::ODERNNOp::create(
-        rewriter, op.getLoc(), adaptor.getX(), adaptor.getTimes(),
-        adaptor.getH0(), *out, *work, *xt, op.getHiddenSize(), solverOf(op.getMethod()),
-        op.getSteps(), op.getRtol(), op.getAtol(), op.getAdjoint());
-    // Dynamics (t, h, dh): t is each row's own time, [B, 1], as in nn.
-    auto tType = toBuffer(op.getTimes().getType())
-                     .withDims({B, nncc::Dim::getStatic(1)});
-    if (failed(moveRegion(rewriter, op.getDynamics(), rnn.getDynamics(),
-                          {tType, state, state}, getTypeConverter())) ||
-        failed(moveRegion(rewriter, op.getCell(), rnn.getCell(),
-                          {xType.withDims({B, I}), state, state},
-                          getTypeConverter())))
-      return op.emitError("unexpected region signature");
-    rewriter.replaceOp(op, *out);
+    rewriter.replaceOp(op, adaptor.getValue());
     return success();
   }
 };
@@ -202,6 +136,7 @@ struct ODERNNLowering : OpConversionPattern<nn::ODERNNOp> {
 void nncc::populateControlToNNKPatterns(const TypeConverter &converter,
                                         RewritePatternSet &patterns) {
   patterns.add<FuncSignatureLowering, ReturnLowering, GetParameterLowering,
-               YieldLowering, ODESolveLowering, ODERNNLowering>(
+               YieldLowering>(
       converter, patterns.getContext());
+  patterns.add<SaveLowering>(converter, patterns.getContext());
 }

@@ -4,6 +4,9 @@
 // nnk.elementwise rooted at the tree's last op: its leaves are the inputs
 // (NumPy broadcast from the buffers' shapes), scalar constants are inlined
 // as arith.constant, and each nn op becomes its scalar arith/math form.
+// The backward's activation_grad is one nnk.elementwise of (x, dy) with the
+// derivative; training dropout a counter-based mask (nnk.dropout), and
+// stop_gradient the identity on buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -322,10 +325,105 @@ struct ConstantLowering : OpConversionPattern<nn::ConstantOp> {
   }
 };
 
+/// nn.activation_grad -> nnk.elementwise(x, dy) with the derivative.
+struct ActivationGradLowering : OpConversionPattern<nn::ActivationGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::ActivationGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
+    if (failed(out))
+      return failure();
+    Location loc = op.getLoc();
+    auto ew = nnk::ElementwiseOp::create(
+        rewriter, loc, ValueRange{adaptor.getX(), adaptor.getDy()}, *out);
+    Type elt = cast<nnk::BufferType>(adaptor.getX().getType()).getElementType();
+    OpBuilder::InsertionGuard guard(rewriter);
+    Block *body = rewriter.createBlock(&ew.getBody(), ew.getBody().end(),
+                                       {elt, elt}, {loc, loc});
+    Value x = body->getArgument(0), dy = body->getArgument(1);
+    auto c = [&](double v) -> Value {
+      return createScalarConstant(rewriter, loc, elt, v);
+    };
+    auto mul = [&](Value a, Value b) -> Value {
+      return arith::MulFOp::create(rewriter, loc, a, b);
+    };
+    auto add = [&](Value a, Value b) -> Value {
+      return arith::AddFOp::create(rewriter, loc, a, b);
+    };
+    Value result;
+    StringRef kind = op.getKind();
+    if (kind == "relu" || kind == "leaky_relu") {
+      Value pos = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OGT,
+                                        x, c(0.0));
+      Value neg = kind == "relu" ? c(0.0) : mul(dy, c(op.getAlpha()));
+      result = arith::SelectOp::create(rewriter, loc, pos, dy, neg);
+    } else if (kind == "gelu" &&
+               op.getApproximate() == nn::GeluApproximation::none) {
+      // Φ(x) + x φ(x)
+      Value cdf = mul(c(0.5), add(c(1.0), math::ErfOp::create(
+                                               rewriter, loc, mul(x, c(M_SQRT1_2)))));
+      Value pdf = mul(c(0.3989422804014327),
+                      math::ExpOp::create(rewriter, loc,
+                                          mul(c(-0.5), mul(x, x))));
+      result = mul(dy, add(cdf, mul(x, pdf)));
+    } else if (kind == "gelu") {
+      // 0.5(1 + t) + 0.5 x (1 − t²) k (1 + 3·0.044715 x²), t = tanh(k(x + 0.044715 x³))
+      const double k = 0.7978845608028654;
+      Value x2 = mul(x, x);
+      Value inner = mul(c(k), add(x, mul(c(0.044715), mul(x2, x))));
+      Value t = math::TanhOp::create(rewriter, loc, inner);
+      Value one_t2 = arith::SubFOp::create(rewriter, loc, c(1.0), mul(t, t));
+      Value dinner = mul(c(k), add(c(1.0), mul(c(3 * 0.044715), x2)));
+      Value d = add(mul(c(0.5), add(c(1.0), t)),
+                    mul(mul(c(0.5), x), mul(one_t2, dinner)));
+      result = mul(dy, d);
+    } else {
+      return op.emitError("nn.activation_grad: unknown kind '") << kind << "'";
+    }
+    nnk::YieldOp::create(rewriter, loc, ValueRange{result});
+    rewriter.replaceOp(op, *out);
+    return success();
+  }
+};
+
+/// Training dropout: the counter-based mask (same seed in the backward's
+/// nn.dropout of the adjoint, so the same mask).
+struct DropoutLowering : OpConversionPattern<nn::DropoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::DropoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getP() == 0.0) {
+      rewriter.replaceOp(op, adaptor.getX());
+      return success();
+    }
+    FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
+    if (failed(out))
+      return failure();
+    nnk::DropoutOp::create(rewriter, op.getLoc(), adaptor.getX(), *out, Value(),
+                           op.getP(), op.getSeed());
+    rewriter.replaceOp(op, *out);
+    return success();
+  }
+};
+
+/// nn.stop_gradient only matters to autodiff: its buffer is its operand's.
+struct StopGradientLowering : OpConversionPattern<nn::StopGradientOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::StopGradientOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getX());
+    return success();
+  }
+};
+
 } // namespace
 
 void nncc::populateElementwiseToNNKPatterns(const TypeConverter &converter,
                                             RewritePatternSet &patterns) {
   patterns.add<ElementwiseGroupLowering, ConstantLowering>(
       converter, patterns.getContext());
+  patterns.add<ActivationGradLowering, DropoutLowering, StopGradientLowering>(converter, patterns.getContext());
 }

@@ -1,4 +1,10 @@
-//===- LinearToNNK.cpp - GEMMs with epilogues, layer norm -------*- C++ -*-===//
+//===- LinearToNNK.cpp - GEMMs with epilogues -------------------*- C++ -*-===//
+//
+// nn.linear chains (+ bias, activation, residual) as one nnk.gemm, batched
+// nn.matmul, and the weight (and bias) gradient of a linear layer as one
+// GEMM with a transposed operand.
+//
+//===----------------------------------------------------------------------===//
 
 #include "PatternHelpers.h"
 
@@ -61,37 +67,17 @@ struct MatmulLowering : OpConversionPattern<nn::MatmulOp> {
   }
 };
 
-/// layer_norm(x), or layer_norm(a + b) as one op with a residual.
-struct LayerNormLowering : OpConversionPattern<nn::LayerNormOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(nn::LayerNormOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Value x = adaptor.getX(), residual;
-    Operation *add = op.getX().getDefiningOp();
-    if (add && isLayerNormResidualAdd(add)) {
-      x = remap(rewriter, add->getOperand(0));
-      residual = remap(rewriter, add->getOperand(1));
-    } else {
-      add = nullptr;
-    }
-    FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
-    if (failed(out))
-      return failure();
-    nnk::LayerNormOp::create(rewriter, op.getLoc(), x, residual,
-                             adaptor.getWeight(), adaptor.getBias(), *out,
-                             /*sum=*/Value(), op.getEps());
-    rewriter.replaceOp(op, *out);
-    if (add)
-      rewriter.eraseOp(add);
-    return success();
-  }
-};
-
 } // namespace
 
 void nncc::populateLinearToNNKPatterns(const TypeConverter &converter,
                                        RewritePatternSet &patterns) {
-  patterns.add<LinearChainLowering, MatmulLowering, LayerNormLowering>(
+  patterns.add<LinearChainLowering, MatmulLowering>(
       converter, patterns.getContext());
+  addGrad<nn::LinearWeightGradOp>(
+      converter, patterns,
+      [](RW &r, nn::LinearWeightGradOp op, nn::LinearWeightGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::LinearWeightGradOp::create(r, op.getLoc(), a.getDy(), a.getX(), o[0]);
+        return success();
+      });
 }

@@ -31,13 +31,16 @@ void nncc::populateNNToNNKTypeConversion(TypeConverter &converter) {
 
 void nncc::populateNNToNNKPatterns(const TypeConverter &converter,
                                    RewritePatternSet &patterns) {
+  populateControlToNNKPatterns(converter, patterns);
   populateElementwiseToNNKPatterns(converter, patterns);
   populateLinearToNNKPatterns(converter, patterns);
+  populateNormToNNKPatterns(converter, patterns);
+  populateTokenToNNKPatterns(converter, patterns);
   populateTensorToNNKPatterns(converter, patterns);
+  populateLossToNNKPatterns(converter, patterns);
   populateRecurrentToNNKPatterns(converter, patterns);
   populateAttentionToNNKPatterns(converter, patterns);
-  populateControlToNNKPatterns(converter, patterns);
-  populateGradToNNKPatterns(converter, patterns);
+  populateODEToNNKPatterns(converter, patterns);
 }
 
 namespace {

@@ -151,6 +151,101 @@ lowerAttention(mlir::ConversionPatternRewriter &rewriter, nn::AttentionOp op,
                mlir::Value residual, mlir::Type resultType,
                llvm::SmallVectorImpl<mlir::Value> &kept);
 
+//===--- one nn op -> fresh buffers + nnk ops ----------------------------===//
+
+using namespace mlir;
+
+/// One nn op -> alloc + one nnk op built by `build(rewriter, op, adaptor,
+/// out)`.
+template <typename NNOp>
+struct SimpleLowering : OpConversionPattern<NNOp> {
+  using OpConversionPattern<NNOp>::OpConversionPattern;
+  using OpAdaptor = typename NNOp::Adaptor;
+  using BuildFn = LogicalResult (*)(ConversionPatternRewriter &, NNOp,
+                                    OpAdaptor, Value);
+
+  SimpleLowering(const TypeConverter &converter, MLIRContext *ctx, BuildFn fn)
+      : OpConversionPattern<NNOp>(converter, ctx), build(fn) {}
+
+  LogicalResult
+  matchAndRewrite(NNOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<Value> out =
+        allocBuffer(rewriter, op, op->getResult(0).getType());
+    if (failed(out) || failed(build(rewriter, op, adaptor, *out)))
+      return failure();
+    rewriter.replaceOp(op, *out);
+    return success();
+  }
+
+  BuildFn build;
+};
+
+template <typename NNOp>
+void addSimple(const TypeConverter &converter, RewritePatternSet &patterns,
+               typename SimpleLowering<NNOp>::BuildFn fn) {
+  patterns.add<SimpleLowering<NNOp>>(converter, patterns.getContext(), fn);
+}
+
+/// Allocates one buffer per result of `op` (all results).
+inline FailureOr<SmallVector<Value>> allocResults(ConversionPatternRewriter &rewriter,
+                                           Operation *op) {
+  SmallVector<Value> outs;
+  for (Value r : op->getResults()) {
+    FailureOr<Value> b = allocBuffer(rewriter, op, r.getType());
+    if (failed(b))
+      return failure();
+    outs.push_back(*b);
+  }
+  return outs;
+}
+
+/// One nn op -> one fresh buffer per result + the nnk op(s) `fn` builds.
+template <typename NNOp>
+struct SimpleGrad : OpConversionPattern<NNOp> {
+  using Fn = std::function<LogicalResult(ConversionPatternRewriter &, NNOp,
+                                         typename NNOp::Adaptor, ArrayRef<Value>)>;
+  SimpleGrad(const TypeConverter &c, MLIRContext *ctx, Fn fn)
+      : OpConversionPattern<NNOp>(c, ctx), fn(std::move(fn)) {}
+  LogicalResult
+  matchAndRewrite(NNOp op, typename NNOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<SmallVector<Value>> outs = allocResults(rewriter, op);
+    if (failed(outs) || failed(fn(rewriter, op, adaptor, *outs)))
+      return failure();
+    rewriter.replaceOp(op, *outs);
+    return success();
+  }
+  Fn fn;
+};
+
+template <typename NNOp, typename F>
+void addGrad(const TypeConverter &c, RewritePatternSet &patterns, F f) {
+  patterns.add<SimpleGrad<NNOp>>(c, patterns.getContext(),
+                                 typename SimpleGrad<NNOp>::Fn(f));
+}
+
+/// One fresh buffer per result of `op`, in order.
+inline LogicalResult allocResultBuffers(ConversionPatternRewriter &rewriter, Operation *op,
+                                        SmallVectorImpl<Value> &outs) {
+  for (Value result : op->getResults()) {
+    FailureOr<Value> out = allocBuffer(rewriter, op, result.getType());
+    if (failed(out))
+      return failure();
+    outs.push_back(*out);
+  }
+  return success();
+}
+
+inline int64_t rankOf(Value v) { return cast<nn::TensorType>(v.getType()).getRank(); }
+
+/// The single value an operand converted to, or null for an absent one.
+inline Value single(ValueRange values) {
+  return values.empty() ? Value() : values.front();
+}
+
+using RW = ConversionPatternRewriter;
+
 } // namespace nncc::conv
 
 #endif // NNCC_LIB_CONVERSION_NNTONNK_PATTERNHELPERS_H

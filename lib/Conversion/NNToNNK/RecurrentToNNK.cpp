@@ -6,7 +6,9 @@
 // direction's columns of the layer output and its entry of h_n / c_n.
 // A stack whose `reserve` result its gradient reads becomes one
 // nnk.recurrent_forward that also keeps the layer outputs and gates in the
-// buffer the reserve maps to.
+// buffer the reserve maps to. The BPTT backward of a stack is one
+// nnk.recurrent_grad, of a cell its GEMMs around one
+// nnk.recurrent_cell_grad; training zoneout is nnk.zoneout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -227,6 +229,114 @@ struct RecurrentCellLowering : OpConversionPattern<NNOp> {
   }
 };
 
+/// Training zoneout: out = mask ? prev : new with the counter-based mask
+/// (the backward's nn.zoneout ops of the adjoint carry the same seed, so the
+/// same mask routes it).
+struct ZoneoutLowering : OpConversionPattern<nn::ZoneoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::ZoneoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getP() == 0.0) {
+      rewriter.replaceOp(op, adaptor.getNewState());
+      return success();
+    }
+    FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
+    if (failed(out))
+      return failure();
+    nnk::ZoneoutOp::create(rewriter, op.getLoc(), adaptor.getNewState(),
+                           adaptor.getPrevState(), *out, op.getP(),
+                           op.getSeed());
+    rewriter.replaceOp(op, *out);
+    return success();
+  }
+};
+
+double zoneoutOf(nn::LSTMGradOp op) { return op.getZoneout(); }
+int64_t seedOf(nn::LSTMGradOp op) { return op.getSeed(); }
+Value c0Of(nn::LSTMGradOp::Adaptor a) { return a.getC0(); }
+Value dcnOf(nn::LSTMGradOp::Adaptor a) { return a.getDcN(); }
+template <typename A> Value dcnOf(A) { return {}; }
+
+template <typename NNOp>
+struct RecurrentGradLowering : OpConversionPattern<NNOp> {
+  using OpConversionPattern<NNOp>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NNOp op, typename NNOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<SmallVector<Value>> outs = allocResults(rewriter, op);
+    if (failed(outs))
+      return failure();
+    bool lstm = cellOf(op) == nnk::Cell::lstm;
+    unsigned nState = lstm ? 3 : 2;
+    ArrayRef<Value> o = *outs;
+    // LSTM zoneout: the kernel regenerates the forward's masks from the
+    // seed (nn-inference-semantics zeroes it outside training).
+    nnk::RecurrentGradOp::create(
+        rewriter, op.getLoc(), adaptor.getX(), adaptor.getH0(), c0Of(adaptor),
+        adaptor.getLengths(), adaptor.getWeights(),
+        /*the forward's nnk.recurrent_forward reserve, or none: recompute*/
+        adaptor.getReserve(), adaptor.getDy(), adaptor.getDhN(), dcnOf(adaptor),
+        o[0], o[1], lstm ? o[2] : Value(), o.drop_front(nState), cellOf(op),
+        op.getHiddenSize(), op.getNumLayers(), op.getBidirectional(),
+        op.getHasBias(), zoneoutOf(op), seedOf(op),
+        /*BPTT checkpointing reads the checkpointed reserve*/
+        !adaptor.getReserve() ? IntegerAttr() : op.getCheckpointEveryAttr(),
+        !adaptor.getReserve() ? IntegerAttr()
+                              : op.getCheckpointSnapshotsAttr());
+    rewriter.replaceOp(op, *outs);
+    return success();
+  }
+};
+
+Value cOf(nn::LSTMCellGradOp::Adaptor a) { return a.getC(); }
+Value dcNextOf(nn::LSTMCellGradOp::Adaptor a) { return a.getDcNext(); }
+template <typename A> Value dcNextOf(A) { return {}; }
+
+/// nn.*_cell_grad: xproj = x·W_ihᵀ + b_ih (GEMM), the cell's backward
+/// (nnk.recurrent_cell_grad -> nncc_rnn_cell_backward), then
+/// dx = dxproj·W_ih, dW_ih = dxprojᵀ·x, db_ih = Σ dxproj.
+template <typename NNOp>
+struct CellGradLowering : OpConversionPattern<NNOp> {
+  using OpConversionPattern<NNOp>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(NNOp op, typename NNOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<SmallVector<Value>> outs = allocResults(rewriter, op);
+    if (failed(outs))
+      return failure();
+    Location loc = op.getLoc();
+    nnk::Cell cell = cellOf(op);
+    bool lstm = cell == nnk::Cell::lstm;
+    unsigned nState = lstm ? 3 : 2;
+    ArrayRef<Value> o = *outs;
+    Value x = adaptor.getX(), wih = adaptor.getWIh(), bih = adaptor.getBIh(),
+          bhh = adaptor.getBHh();
+    auto xT = cast<nnk::BufferType>(x.getType());
+    auto wT = cast<nnk::BufferType>(wih.getType());
+    auto projT = xT.withDims({xT.getDim(0), wT.getDim(0)});
+    FailureOr<Value> xproj = emitGemm(rewriter, op, projT, x, wih, bih, Value(),
+                                      nnk::Activation::none, 0.01);
+    FailureOr<Value> dxproj = allocBuffer(rewriter, op, projT);
+    if (failed(xproj) || failed(dxproj))
+      return failure();
+    bool bias = static_cast<bool>(bih);
+    if (o.size() != nState + nncc::kernels::rnn_weights_per_cell(bias))
+      return op.emitError("unexpected number of results");
+    nnk::RecurrentCellGradOp::create(
+        rewriter, loc, *xproj, adaptor.getH(), cOf(adaptor), adaptor.getWHh(),
+        bhh, adaptor.getDhNext(), dcNextOf(adaptor), *dxproj, o[1],
+        lstm ? o[2] : Value(), o[nState + 1], bias ? o[nState + 3] : Value(),
+        cell);
+    nnk::MatmulOp::create(rewriter, loc, *dxproj, wih, o[0]);
+    nnk::LinearWeightGradOp::create(rewriter, loc, *dxproj, x, o[nState]);
+    if (bias)
+      nnk::ReduceToShapeOp::create(rewriter, loc, *dxproj, o[nState + 2]);
+    rewriter.replaceOp(op, *outs);
+    return success();
+  }
+};
+
 } // namespace
 
 void nncc::populateRecurrentToNNKPatterns(const TypeConverter &converter,
@@ -238,4 +348,8 @@ void nncc::populateRecurrentToNNKPatterns(const TypeConverter &converter,
                RecurrentCellLowering<nn::LSTMCellOp>,
                RecurrentCellLowering<nn::GRUCellOp>>(converter,
                                                      patterns.getContext());
+  patterns.add<ZoneoutLowering, RecurrentGradLowering<nn::RNNGradOp>,
+               RecurrentGradLowering<nn::LSTMGradOp>, RecurrentGradLowering<nn::GRUGradOp>,
+               CellGradLowering<nn::RNNCellGradOp>, CellGradLowering<nn::LSTMCellGradOp>,
+               CellGradLowering<nn::GRUCellGradOp>>(converter, patterns.getContext());
 }

@@ -1,4 +1,11 @@
-//===- TensorToNNK.cpp - Softmax, reductions, embeddings, copies, losses ===//
+//===- TensorToNNK.cpp - Reductions, selections, data movement --*- C++ -*-===//
+//
+// Reductions, argmax / max / topk and cumsum over normalised axes, the
+// strided copies (concat, split, slice, transpose), and the backward helpers
+// that scatter or broadcast adjoints back (zeros, reduce_to_shape,
+// reduce_grad, max_grad, topk_grad, slice_grad).
+//
+//===----------------------------------------------------------------------===//
 
 #include "PatternHelpers.h"
 
@@ -7,52 +14,6 @@ using namespace nncc;
 using namespace nncc::conv;
 
 namespace {
-
-/// One nn op -> alloc + one nnk op built by `build(rewriter, op, adaptor,
-/// out)`.
-template <typename NNOp>
-struct SimpleLowering : OpConversionPattern<NNOp> {
-  using OpConversionPattern<NNOp>::OpConversionPattern;
-  using OpAdaptor = typename NNOp::Adaptor;
-  using BuildFn = LogicalResult (*)(ConversionPatternRewriter &, NNOp,
-                                    OpAdaptor, Value);
-
-  SimpleLowering(const TypeConverter &converter, MLIRContext *ctx, BuildFn fn)
-      : OpConversionPattern<NNOp>(converter, ctx), build(fn) {}
-
-  LogicalResult
-  matchAndRewrite(NNOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    FailureOr<Value> out =
-        allocBuffer(rewriter, op, op->getResult(0).getType());
-    if (failed(out) || failed(build(rewriter, op, adaptor, *out)))
-      return failure();
-    rewriter.replaceOp(op, *out);
-    return success();
-  }
-
-  BuildFn build;
-};
-
-template <typename NNOp>
-void addSimple(const TypeConverter &converter, RewritePatternSet &patterns,
-               typename SimpleLowering<NNOp>::BuildFn fn) {
-  patterns.add<SimpleLowering<NNOp>>(converter, patterns.getContext(), fn);
-}
-
-int64_t rankOf(Value v) { return cast<nn::TensorType>(v.getType()).getRank(); }
-
-/// One fresh buffer per result of `op`, in order.
-static LogicalResult allocResultBuffers(ConversionPatternRewriter &rewriter, Operation *op,
-                                        SmallVectorImpl<Value> &outs) {
-  for (Value result : op->getResults()) {
-    FailureOr<Value> out = allocBuffer(rewriter, op, result.getType());
-    if (failed(out))
-      return failure();
-    outs.push_back(*out);
-  }
-  return success();
-}
 
 /// nn.split: one nnk.split writing one fresh buffer per result.
 struct SplitLowering : OpConversionPattern<nn::SplitOp> {
@@ -65,26 +26,6 @@ struct SplitLowering : OpConversionPattern<nn::SplitOp> {
       return failure();
     int64_t axis = *nn::normalizeAxis(op.getAxis(), rankOf(op.getX()));
     nnk::SplitOp::create(rewriter, op.getLoc(), adaptor.getX(), outs, axis);
-    rewriter.replaceOp(op, outs);
-    return success();
-  }
-};
-
-/// nn.linear_cross_entropy: one nnk.linear_cross_entropy writing one fresh
-/// buffer per result.
-struct LinearCrossEntropyLowering
-    : OpConversionPattern<nn::LinearCrossEntropyOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(nn::LinearCrossEntropyOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    SmallVector<Value> outs;
-    if (failed(allocResultBuffers(rewriter, op, outs)))
-      return failure();
-    nnk::LinearCrossEntropyOp::create(
-        rewriter, op.getLoc(), adaptor.getX(), adaptor.getWeight(),
-        adaptor.getTarget(), adaptor.getBias(), outs[0], outs[1], outs[2],
-        outs[3], outs.size() > 4 ? outs[4] : Value(), op.getIgnoreIndex());
     rewriter.replaceOp(op, outs);
     return success();
   }
@@ -112,16 +53,8 @@ void addReduce(const TypeConverter &converter, RewritePatternSet &patterns) {
       });
 }
 
-/// Softmax, the reductions, argmax, max and cumsum: their axes normalised.
+/// The reductions, argmax, max and cumsum: their axes normalised.
 void populateAxisPatterns(const TypeConverter &converter, RewritePatternSet &patterns) {
-  addSimple<nn::SoftmaxOp>(
-      converter, patterns,
-      [](ConversionPatternRewriter &rewriter, nn::SoftmaxOp op,
-         nn::SoftmaxOp::Adaptor adaptor, Value out) -> LogicalResult {
-        int64_t axis = *nn::normalizeAxis(op.getAxis(), rankOf(op.getX()));
-        nnk::SoftmaxOp::create(rewriter, op.getLoc(), adaptor.getX(), out, axis);
-        return success();
-      });
   addReduce<nn::ReduceSumOp, nnk::ReduceKind::sum>(converter, patterns);
   addReduce<nn::ReduceMeanOp, nnk::ReduceKind::mean>(converter, patterns);
   addSimple<nn::ArgmaxOp>(
@@ -151,25 +84,9 @@ void populateAxisPatterns(const TypeConverter &converter, RewritePatternSet &pat
       });
 }
 
-/// Embedding lookups, positions, concat, slice and transpose.
+/// Concat, slice and transpose.
 void populateDataMovementPatterns(const TypeConverter &converter,
                                   RewritePatternSet &patterns) {
-  addSimple<nn::EmbeddingOp>(
-      converter, patterns,
-      [](ConversionPatternRewriter &rewriter, nn::EmbeddingOp op,
-         nn::EmbeddingOp::Adaptor adaptor, Value out) -> LogicalResult {
-        nnk::EmbeddingOp::create(rewriter, op.getLoc(), adaptor.getIndices(),
-                                 adaptor.getTable(), out);
-        return success();
-      });
-  addSimple<nn::SinusoidalPositionOp>(
-      converter, patterns,
-      [](ConversionPatternRewriter &rewriter, nn::SinusoidalPositionOp op,
-         nn::SinusoidalPositionOp::Adaptor adaptor, Value out) -> LogicalResult {
-        nnk::SinusoidalPositionOp::create(rewriter, op.getLoc(), adaptor.getX(),
-                                          out);
-        return success();
-      });
   addSimple<nn::ConcatOp>(
       converter, patterns,
       [](ConversionPatternRewriter &rewriter, nn::ConcatOp op,
@@ -197,44 +114,76 @@ void populateDataMovementPatterns(const TypeConverter &converter,
       });
 }
 
-/// mse, cross_entropy and bce_with_logits as nnk.loss.
-void populateLossPatterns(const TypeConverter &converter, RewritePatternSet &patterns) {
-  addSimple<nn::MSEOp>(
-      converter, patterns,
-      [](ConversionPatternRewriter &rewriter, nn::MSEOp op,
-         nn::MSEOp::Adaptor adaptor, Value out) -> LogicalResult {
-        nnk::LossOp::create(rewriter, op.getLoc(), adaptor.getPred(),
-                            adaptor.getTarget(), Value(), out,
-                            nnk::LossKind::mse, -100);
-        return success();
-      });
-  addSimple<nn::CrossEntropyOp>(
-      converter, patterns,
-      [](ConversionPatternRewriter &rewriter, nn::CrossEntropyOp op,
-         nn::CrossEntropyOp::Adaptor adaptor, Value out) -> LogicalResult {
-        nnk::LossOp::create(rewriter, op.getLoc(), adaptor.getLogits(),
-                            adaptor.getTarget(), Value(), out,
-                            nnk::LossKind::cross_entropy, op.getIgnoreIndex());
-        return success();
-      });
-  addSimple<nn::BCEWithLogitsOp>(
-      converter, patterns,
-      [](ConversionPatternRewriter &rewriter, nn::BCEWithLogitsOp op,
-         nn::BCEWithLogitsOp::Adaptor adaptor, Value out) -> LogicalResult {
-        nnk::LossOp::create(rewriter, op.getLoc(), adaptor.getLogits(),
-                            adaptor.getTarget(), adaptor.getPosWeight(), out,
-                            nnk::LossKind::bce_with_logits, -100);
-        return success();
-      });
-}
-
 } // namespace
 
 void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
                                        RewritePatternSet &patterns) {
   patterns.add<SplitLowering>(converter, patterns.getContext());
-  patterns.add<LinearCrossEntropyLowering>(converter, patterns.getContext());
   populateAxisPatterns(converter, patterns);
   populateDataMovementPatterns(converter, patterns);
-  populateLossPatterns(converter, patterns);
+  addGrad<nn::ZerosOp>(converter, patterns,
+                       [](RW &r, nn::ZerosOp op, nn::ZerosOp::Adaptor,
+                          ArrayRef<Value> o) -> LogicalResult {
+                         nnk::FillOp::create(r, op.getLoc(), o[0], 0.0);
+                         return success();
+                       });
+  addGrad<nn::ReduceToShapeOp>(
+      converter, patterns,
+      [](RW &r, nn::ReduceToShapeOp op, nn::ReduceToShapeOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::ReduceToShapeOp::create(r, op.getLoc(), a.getX(), o[0]);
+        return success();
+      });
+  addGrad<nn::MaxGradOp>(
+      converter, patterns,
+      [](RW &r, nn::MaxGradOp op, nn::MaxGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        int64_t rank = cast<nn::TensorType>(op.getX().getType()).getRank();
+        nnk::MaxGradOp::create(r, op.getLoc(), a.getDy(), a.getX(), o[0],
+                               *nn::normalizeAxis(op.getAxis(), rank));
+        return success();
+      });
+  // topk's two outs (values, i32 indices) and its adjoint, axes normalised.
+  addGrad<nn::TopkOp>(
+      converter, patterns,
+      [](RW &r, nn::TopkOp op, nn::TopkOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        int64_t rank = cast<nn::TensorType>(op.getX().getType()).getRank();
+        nnk::TopkOp::create(r, op.getLoc(), a.getX(), o[0], o[1],
+                            *nn::normalizeAxis(op.getAxis(), rank), op.getK());
+        return success();
+      });
+  addGrad<nn::TopkGradOp>(
+      converter, patterns,
+      [](RW &r, nn::TopkGradOp op, nn::TopkGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        int64_t rank = cast<nn::TensorType>(op.getDy().getType()).getRank();
+        nnk::TopkGradOp::create(r, op.getLoc(), a.getDy(), a.getIndices(), o[0],
+                                *nn::normalizeAxis(op.getAxis(), rank));
+        return success();
+      });
+  addGrad<nn::ReduceGradOp>(
+      converter, patterns,
+      [](RW &r, nn::ReduceGradOp op, nn::ReduceGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        int64_t rank = op.getType().getRank();
+        SmallVector<int64_t> axes;
+        for (int64_t ax : op.getAxes())
+          axes.push_back(ax < 0 ? ax + rank : ax);
+        if (axes.empty())
+          for (int64_t i = 0; i < rank; ++i)
+            axes.push_back(i);
+        llvm::sort(axes);
+        nnk::BroadcastAxesOp::create(r, op.getLoc(), a.getDy(), o[0], axes,
+                                     op.getMean());
+        return success();
+      });
+  addGrad<nn::SliceGradOp>(
+      converter, patterns,
+      [](RW &r, nn::SliceGradOp op, nn::SliceGradOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::SliceGradOp::create(r, op.getLoc(), a.getDy(), o[0], op.getStarts(),
+                                 op.getSteps(), op.getSqueeze());
+        return success();
+      });
 }

@@ -18,29 +18,44 @@ namespace nncc {
 /// !nn.tensor<[dims], elt> -> !nnk.buffer<[dims], elt>; other types as is.
 void populateNNToNNKTypeConversion(mlir::TypeConverter &converter);
 
-/// Fused elementwise chains (nnk.elementwise) and unabsorbed constants.
-void populateElementwiseToNNKPatterns(const mlir::TypeConverter &converter,
-                                      mlir::RewritePatternSet &patterns);
-/// linear / matmul with epilogues (nnk.gemm, nnk.matmul), layer norm with
-/// residual.
-void populateLinearToNNKPatterns(const mlir::TypeConverter &converter,
-                                 mlir::RewritePatternSet &patterns);
-/// softmax, reductions, embeddings, positions, data movement (concat,
-/// split, slice, transpose), losses.
-void populateTensorToNNKPatterns(const mlir::TypeConverter &converter,
-                                 mlir::RewritePatternSet &patterns);
-/// rnn / lstm / gru layers and cells.
-void populateRecurrentToNNKPatterns(const mlir::TypeConverter &converter,
-                                    mlir::RewritePatternSet &patterns);
-/// nn.attention (dense, dilated, lsh) with its projections.
-void populateAttentionToNNKPatterns(const mlir::TypeConverter &converter,
-                                    mlir::RewritePatternSet &patterns);
-/// func signatures/returns, parameters, ODE solvers, region terminators.
+// One populate function per op family (lib/Conversion/NNToNNK/<Family>ToNNK.cpp),
+// each with the family's forward ops and the backward ops nncc-autodiff
+// builds for them.
+
+/// func signatures / returns, parameters, region terminators, nn.save.
 void populateControlToNNKPatterns(const mlir::TypeConverter &converter,
                                   mlir::RewritePatternSet &patterns);
-/// Backward ops of @forward_backward (nn.save, *_grad, training dropout).
-void populateGradToNNKPatterns(const mlir::TypeConverter &converter,
+/// Fused elementwise chains (nnk.elementwise), unabsorbed constants,
+/// activation derivatives, dropout, stop_gradient.
+void populateElementwiseToNNKPatterns(const mlir::TypeConverter &converter,
+                                      mlir::RewritePatternSet &patterns);
+/// linear / matmul with epilogues (nnk.gemm, nnk.matmul), the linear
+/// weight gradient.
+void populateLinearToNNKPatterns(const mlir::TypeConverter &converter,
+                                 mlir::RewritePatternSet &patterns);
+/// layer norm (with a fused residual) and its backward, softmax.
+void populateNormToNNKPatterns(const mlir::TypeConverter &converter,
                                mlir::RewritePatternSet &patterns);
+/// embeddings, positions, token masking and sampling, and their backward.
+void populateTokenToNNKPatterns(const mlir::TypeConverter &converter,
+                                mlir::RewritePatternSet &patterns);
+/// reductions, argmax / max / topk, cumsum, data movement (concat, split,
+/// slice, transpose) and their backward helpers.
+void populateTensorToNNKPatterns(const mlir::TypeConverter &converter,
+                                 mlir::RewritePatternSet &patterns);
+/// losses and the fused output heads, with their backward.
+void populateLossToNNKPatterns(const mlir::TypeConverter &converter,
+                               mlir::RewritePatternSet &patterns);
+/// rnn / lstm / gru layers and cells, zoneout, and their BPTT backward.
+void populateRecurrentToNNKPatterns(const mlir::TypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns);
+/// nn.attention (dense, dilated, lsh, local) with its projections, and its
+/// backward.
+void populateAttentionToNNKPatterns(const mlir::TypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns);
+/// ODE solves and ODE-RNNs with their regions, and their backward.
+void populateODEToNNKPatterns(const mlir::TypeConverter &converter,
+                              mlir::RewritePatternSet &patterns);
 /// All of the above.
 void populateNNToNNKPatterns(const mlir::TypeConverter &converter,
                              mlir::RewritePatternSet &patterns);
