@@ -279,7 +279,8 @@ void LaunchEmitter::emitSharedHelpers(raw_indented_ostream &os, StringRef qual) 
 
 void registerKernelLaunchInterfaces(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, nnk::NNKDialect *) {
-    attachDataLaunches(*ctx);
+    attachTensorLaunches(*ctx);
+    attachTokenLaunches(*ctx);
     attachLinearLaunches(*ctx);
     attachNormLaunches(*ctx);
     attachLossLaunches(*ctx);
@@ -288,6 +289,17 @@ void registerKernelLaunchInterfaces(DialectRegistry &registry) {
     attachElementwiseLaunches(*ctx);
     attachODELaunches(*ctx);
   });
+}
+
+SmallVector<std::string> seedAndOffset(LaunchEmitter &, int64_t seed, const std::string &draws) {
+  return {"nncc_ms_rng_key(m, " + std::to_string(seed) + "ULL)",
+          "nncc_ms_rng_offset(m, (uint64_t)(" + draws + "))"};
+}
+SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t seed,
+                                    const std::string &draws) {
+  SmallVector<std::string> args = {fmtDouble(p)};
+  args.append(seedAndOffset(e, seed, draws));
+  return args;
 }
 
 } // namespace nncc::target

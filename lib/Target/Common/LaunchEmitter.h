@@ -201,7 +201,8 @@ std::unique_ptr<LaunchEmitter> createCudaLaunchEmitter(mlir::ModuleOp module);
 void registerKernelLaunchInterfaces(mlir::DialectRegistry &registry);
 
 // Per op family (lib/Target/Launch/*.cpp).
-void attachDataLaunches(mlir::MLIRContext &ctx);
+void attachTensorLaunches(mlir::MLIRContext &ctx);
+void attachTokenLaunches(mlir::MLIRContext &ctx);
 void attachLinearLaunches(mlir::MLIRContext &ctx);
 void attachNormLaunches(mlir::MLIRContext &ctx);
 void attachLossLaunches(mlir::MLIRContext &ctx);
@@ -209,6 +210,18 @@ void attachAttentionLaunches(mlir::MLIRContext &ctx);
 void attachRecurrentLaunches(mlir::MLIRContext &ctx);
 void attachElementwiseLaunches(mlir::MLIRContext &ctx);
 void attachODELaunches(mlir::MLIRContext &ctx);
+
+/// The key and counter offset of a random op drawing `draws` values from
+/// batch-major rows (docs/training.md, "Random streams"): the op's seed
+/// mixed with the run seed (nncc_ms_rng_key), and the step's offset plus the
+/// micro-batch's first sample times the draws per sample
+/// (nncc_ms_rng_offset). Every training step draws anew, the backward the
+/// same, on both targets alike (the same masks on the CPU and on CUDA).
+llvm::SmallVector<std::string> seedAndOffset(LaunchEmitter &e, int64_t seed,
+                                             const std::string &draws);
+/// A mask's drop probability `p` followed by seedAndOffset.
+llvm::SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t seed,
+                                          const std::string &draws);
 
 /// Whether an op's launch has a bf16 kernel (bf16 storage, fp32 math) on
 /// CUDA; without one, a bf16 library cannot contain the op.

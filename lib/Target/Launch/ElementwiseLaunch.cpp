@@ -1,9 +1,10 @@
-//===- ElementwiseLaunch.cpp - launches of fused elementwise groups -------===//
+//===- ElementwiseLaunch.cpp - fused elementwise groups, dropout -*- C++ -*-===//
 //
 // nnk.elementwise: the body (arith/math ops) is printed once per element by
 // ModelEmitter::emitElementwiseBody. The CPU runs it in an OpenMP loop in
 // place; on CUDA it becomes a generated grid-stride __global__ kernel that
-// takes the bound dims it needs as parameters.
+// takes the bound dims it needs as parameters. nnk.dropout draws its mask
+// from the op's random stream (seedAndOffset, LaunchEmitter.h).
 //
 //===----------------------------------------------------------------------===//
 #include "../Common/LaunchEmitter.h"
@@ -133,10 +134,28 @@ LogicalResult emitElementwise(LaunchEmitter &e, nnk::ElementwiseOp o) {
   return success();
 }
 
+LogicalResult emitDropout(LaunchEmitter &e, nnk::DropoutOp o) {
+  auto n = e.numel(o.getX());
+  if (failed(n))
+    return failure();
+  SmallVector<std::string> args = {*n};
+  args.append(maskStream(e, o.getP(), o.getSeed(), *n));
+  args.append({e.name(o.getX()), e.name(o.getOut()), e.nameOr(o.getMask(), "uint8_t *")});
+  if (!e.isCuda()) {
+    e.call({"NNCC_KFN(nncc_dropout)", args});
+    return success();
+  }
+  args.push_back("stream");
+  e.out() << "if (" << *n << " > 0)\n  ";
+  e.call({"launch_dropout<real_t>", args});
+  return success();
+}
+
 } // namespace
 
 void attachElementwiseLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::ElementwiseOp, emitElementwise, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::DropoutOp, emitDropout, Bf16Kernel::Yes>(ctx);
 }
 
 } // namespace nncc::target

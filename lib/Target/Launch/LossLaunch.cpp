@@ -1,4 +1,10 @@
-//===- LossLaunch.cpp - losses, dropout, zoneout, token masking, sampling -===//
+//===- LossLaunch.cpp - losses and fused output heads -----------*- C++ -*-===//
+//
+// nnk.loss / loss_grad (mse, cross-entropy over class indices, BCE with
+// logits), the fused linear + cross-entropy head and the fused linear +
+// sample head (its Gumbel noise from the op's random stream).
+//
+//===----------------------------------------------------------------------===//
 #include "../Common/LaunchEmitter.h"
 
 using namespace mlir;
@@ -179,96 +185,6 @@ LogicalResult emitLinearCrossEntropy(LaunchEmitter &e, nnk::LinearCrossEntropyOp
   return success();
 }
 
-/// The key and counter offset of a random op drawing `draws` values from
-/// batch-major rows (docs/training.md, "Random streams"): the op's seed
-/// mixed with the run seed (nncc_ms_rng_key), and the step's offset plus the
-/// micro-batch's first sample times the draws per sample
-/// (nncc_ms_rng_offset). Every training step draws anew, the backward the
-/// same, on both targets alike (the same masks on the CPU and on CUDA).
-SmallVector<std::string> seedAndOffset(LaunchEmitter &, int64_t seed, const std::string &draws) {
-  return {"nncc_ms_rng_key(m, " + std::to_string(seed) + "ULL)",
-          "nncc_ms_rng_offset(m, (uint64_t)(" + draws + "))"};
-}
-SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t seed,
-                                    const std::string &draws) {
-  SmallVector<std::string> args = {fmtDouble(p)};
-  args.append(seedAndOffset(e, seed, draws));
-  return args;
-}
-
-LogicalResult emitDropout(LaunchEmitter &e, nnk::DropoutOp o) {
-  auto n = e.numel(o.getX());
-  if (failed(n))
-    return failure();
-  SmallVector<std::string> args = {*n};
-  args.append(maskStream(e, o.getP(), o.getSeed(), *n));
-  args.append({e.name(o.getX()), e.name(o.getOut()), e.nameOr(o.getMask(), "uint8_t *")});
-  if (!e.isCuda()) {
-    e.call({"NNCC_KFN(nncc_dropout)", args});
-    return success();
-  }
-  args.push_back("stream");
-  e.out() << "if (" << *n << " > 0)\n  ";
-  e.call({"launch_dropout<real_t>", args});
-  return success();
-}
-
-LogicalResult emitZoneout(LaunchEmitter &e, nnk::ZoneoutOp o) {
-  auto n = e.numel(o.getNewState());
-  if (failed(n))
-    return failure();
-  SmallVector<std::string> args = {*n};
-  args.append(maskStream(e, o.getP(), o.getSeed(), *n));
-  args.append({e.name(o.getNewState()), e.name(o.getPrev()), e.name(o.getOut())});
-  if (!e.isCuda()) {
-    e.call({"NNCC_KFN(nncc_zoneout)", args});
-    return success();
-  }
-  args.push_back("stream");
-  e.out() << "if (" << *n << " > 0)\n  ";
-  e.call({"launch_zoneout<real_t>", args});
-  return success();
-}
-
-/// Token masking: rows of the last dim; i32 or i64 tokens.
-LogicalResult emitMaskTokens(LaunchEmitter &e, nnk::MaskTokensOp o) {
-  auto rows = e.numel(o.getTokens(), 0, LaunchEmitter::bufferType(o.getTokens()).getRank() - 1);
-  auto n = e.dim(o.getTokens(), -1);
-  if (failed(rows) || failed(n))
-    return failure();
-  bool i32 = LaunchEmitter::bufferType(o.getTokens()).getElementType().isInteger(32);
-  SmallVector<std::string> args = {*rows, *n, fmtDouble(o.getP()),
-                                   std::to_string(o.getMaskId()) + "LL"};
-  args.append(seedAndOffset(e, o.getSeed(), "(" + *rows + ") * (" + *n + ")"));
-  args.append({e.name(o.getTokens()), e.name(o.getMasked()), e.name(o.getMask())});
-  if (!e.isCuda()) {
-    e.call({i32 ? "nncc_mask_tokens_i32" : "nncc_mask_tokens_i64", args});
-    return success();
-  }
-  args.push_back("stream");
-  e.call({i32 ? "launch_mask_tokens<int32_t>" : "launch_mask_tokens<int64_t>", args});
-  return success();
-}
-
-/// Gumbel-max sampling: one draw per row of the last dim.
-LogicalResult emitSample(LaunchEmitter &e, nnk::SampleOp o) {
-  auto rows = e.numel(o.getOut());
-  auto V = e.dim(o.getLogits(), -1);
-  if (failed(rows) || failed(V))
-    return failure();
-  SmallVector<std::string> args = {*rows, *V};
-  args.append(seedAndOffset(e, o.getSeed(), "(" + *rows + ") * (" + *V + ")"));
-  args.append({e.name(o.getLogits()), e.nameOr(o.getRows(), "const uint8_t *"),
-               e.name(o.getOut())});
-  if (!e.isCuda()) {
-    e.call({"NNCC_KFN(nncc_sample)", args});
-    return success();
-  }
-  args.push_back("stream");
-  e.call({"launch_sample<real_t>", args});
-  return success();
-}
-
 /// The fused sampling head (training functions).
 LogicalResult emitLinearSample(LaunchEmitter &e, nnk::LinearSampleOp o) {
   auto N = e.numel(o.getOut());
@@ -302,10 +218,6 @@ void attachLossLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::LossOp, emitLoss, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::LossGradOp, emitLossGrad, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::LinearCrossEntropyOp, emitLinearCrossEntropy, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::DropoutOp, emitDropout, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::ZoneoutOp, emitZoneout, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::MaskTokensOp, emitMaskTokens, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::SampleOp, emitSample, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::LinearSampleOp, emitLinearSample, Bf16Kernel::Yes>(ctx);
 }
 

@@ -1,4 +1,4 @@
-//===- NormLaunch.cpp - launches of norms, softmax, argmax/max, topk ------===//
+//===- NormLaunch.cpp - layer norm and softmax ------------------*- C++ -*-===//
 #include "../Common/LaunchEmitter.h"
 
 using namespace mlir;
@@ -64,113 +64,12 @@ LogicalResult emitSoftmax(LaunchEmitter &e, nnk::SoftmaxOp o) {
   return success();
 }
 
-/// argmax / max / max_grad along one axis of [outer, N, inner]: CPU
-/// kernels only (nncc_max_axis{,_backward}_*); CUDA reports the op.
-template <typename OpT> LogicalResult axisMaxDims(LaunchEmitter &e, OpT o, Value x,
-                                                   SmallVectorImpl<std::string> &dims) {
-  if (e.isCuda())
-    return o.emitOpError("is not supported on CUDA yet (argmax and max with an axis "
-                         "run on the CPU target only)");
-  int64_t axis = o.getAxis();
-  auto outer = e.numel(x, 0, axis), n = e.dim(x, axis), inner = e.numel(x, axis + 1);
-  if (failed(outer) || failed(n) || failed(inner))
-    return failure();
-  dims.append({*outer, *n, *inner});
-  return success();
-}
-
-LogicalResult emitArgmax(LaunchEmitter &e, nnk::ArgmaxOp o) {
-  SmallVector<std::string> args;
-  if (failed(axisMaxDims(e, o, o.getX(), args)))
-    return failure();
-  args.append({e.name(o.getX()), "NULL", e.name(o.getOut())});
-  e.call({"NNCC_KFN(nncc_max_axis)", args});
-  return success();
-}
-
-LogicalResult emitMax(LaunchEmitter &e, nnk::MaxOp o) {
-  SmallVector<std::string> args;
-  if (failed(axisMaxDims(e, o, o.getX(), args)))
-    return failure();
-  args.append({e.name(o.getX()), e.name(o.getOut()), "NULL"});
-  e.call({"NNCC_KFN(nncc_max_axis)", args});
-  return success();
-}
-
-LogicalResult emitMaxGrad(LaunchEmitter &e, nnk::MaxGradOp o) {
-  SmallVector<std::string> args;
-  if (failed(axisMaxDims(e, o, o.getX(), args)))
-    return failure();
-  args.append({e.name(o.getX()), e.name(o.getDy()), e.name(o.getDx())});
-  e.call({"NNCC_KFN(nncc_max_axis_backward)", args});
-  return success();
-}
-
-/// topk / topk_grad along one axis: [outer, N, inner] around it with k
-/// (CPU kernels nncc_topk_axis{,_backward}_*); CUDA reports the op.
-template <typename OpT>
-LogicalResult topkDims(LaunchEmitter &e, OpT o, Value full, Value part,
-                       SmallVectorImpl<std::string> &dims) {
-  if (e.isCuda())
-    return o.emitOpError("is not supported on CUDA yet (topk runs on the CPU "
-                         "target only)");
-  int64_t axis = o.getAxis();
-  auto outer = e.numel(full, 0, axis), n = e.dim(full, axis),
-       inner = e.numel(full, axis + 1), k = e.dim(part, axis);
-  if (failed(outer) || failed(n) || failed(inner) || failed(k))
-    return failure();
-  dims.append({*outer, *n, *inner, *k});
-  return success();
-}
-
-LogicalResult emitTopk(LaunchEmitter &e, nnk::TopkOp o) {
-  SmallVector<std::string> args;
-  if (failed(topkDims(e, o, o.getX(), o.getValues(), args)))
-    return failure();
-  args.append({e.name(o.getX()), e.name(o.getValues()), e.name(o.getIndices())});
-  e.call({"NNCC_KFN(nncc_topk_axis)", args});
-  return success();
-}
-
-LogicalResult emitTopkGrad(LaunchEmitter &e, nnk::TopkGradOp o) {
-  SmallVector<std::string> args;
-  if (failed(topkDims(e, o, o.getDx(), o.getDy(), args)))
-    return failure();
-  args.append({e.name(o.getIndices()), e.name(o.getDy()), e.name(o.getDx())});
-  e.call({"NNCC_KFN(nncc_topk_axis_backward)", args});
-  return success();
-}
-
-/// Running sums along one axis: nncc_cumsum_axis_{f32,f64} for floats,
-/// _i32 / _i64 for integers; CPU only.
-LogicalResult emitCumsum(LaunchEmitter &e, nnk::CumsumOp o) {
-  if (e.isCuda())
-    return o.emitOpError("is not supported on CUDA yet (cumsum runs on the CPU target only)");
-  int64_t axis = o.getAxis();
-  Value x = o.getX();
-  auto outer = e.numel(x, 0, axis), n = e.dim(x, axis), inner = e.numel(x, axis + 1);
-  if (failed(outer) || failed(n) || failed(inner))
-    return failure();
-  Type element = e.bufferType(x).getElementType();
-  std::string fn = element.isInteger(32)   ? "nncc_cumsum_axis_i32"
-                   : element.isInteger(64) ? "nncc_cumsum_axis_i64"
-                                           : "NNCC_KFN(nncc_cumsum_axis)";
-  e.call({fn, {*outer, *n, *inner, o.getReverse() ? "1" : "0", e.name(x), e.name(o.getOut())}});
-  return success();
-}
-
 } // namespace
 
 void attachNormLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::LayerNormOp, emitLayerNorm, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::LayerNormGradOp, emitLayerNormGrad, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::SoftmaxOp, emitSoftmax, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::ArgmaxOp, emitArgmax>(ctx);
-  attachLaunch<nnk::MaxOp, emitMax>(ctx);
-  attachLaunch<nnk::MaxGradOp, emitMaxGrad>(ctx);
-  attachLaunch<nnk::CumsumOp, emitCumsum>(ctx);
-  attachLaunch<nnk::TopkOp, emitTopk>(ctx);
-  attachLaunch<nnk::TopkGradOp, emitTopkGrad>(ctx);
 }
 
 } // namespace nncc::target

@@ -4,6 +4,7 @@
 // (one step), and the training ops: recurrent_forward (a whole stack,
 // keeping its reserve), recurrent_grad (stack BPTT) and recurrent_cell_grad.
 // The cell kind travels as its enum code (nnk::Cell = the kernels' CellKind).
+// nnk.zoneout draws its mask from the op's random stream.
 //
 //===----------------------------------------------------------------------===//
 #include "../Common/LaunchEmitter.h"
@@ -430,6 +431,23 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
   return success();
 }
 
+LogicalResult emitZoneout(LaunchEmitter &e, nnk::ZoneoutOp o) {
+  auto n = e.numel(o.getNewState());
+  if (failed(n))
+    return failure();
+  SmallVector<std::string> args = {*n};
+  args.append(maskStream(e, o.getP(), o.getSeed(), *n));
+  args.append({e.name(o.getNewState()), e.name(o.getPrev()), e.name(o.getOut())});
+  if (!e.isCuda()) {
+    e.call({"NNCC_KFN(nncc_zoneout)", args});
+    return success();
+  }
+  args.push_back("stream");
+  e.out() << "if (" << *n << " > 0)\n  ";
+  e.call({"launch_zoneout<real_t>", args});
+  return success();
+}
+
 } // namespace
 
 void attachRecurrentLaunches(MLIRContext &ctx) {
@@ -438,6 +456,7 @@ void attachRecurrentLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::RecurrentCellGradOp, emitCellGrad, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::RecurrentForwardOp, emitStackForward, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::RecurrentGradOp, emitStackGrad, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::ZoneoutOp, emitZoneout, Bf16Kernel::Yes>(ctx);
 }
 
 } // namespace nncc::target

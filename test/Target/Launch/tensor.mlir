@@ -1,8 +1,9 @@
 // RUN: nncc-translate --nnk-to-cpp --split-input-file %s | FileCheck %s --check-prefix=CPU
 // RUN: nncc-translate --nnk-to-cuda --split-input-file %s | FileCheck %s --check-prefix=CUDA
 
-// Data movement: the index math is computed once (DataLaunch.cpp); strided
-// copies run as nncc_ms_copy_nd on the CPU and launch_copy_nd on CUDA.
+// Data movement and reductions: the index math is computed once
+// (TensorLaunch.cpp); strided copies run as nncc_ms_copy_nd on the CPU and
+// launch_copy_nd on CUDA.
 
 module attributes {nn.dims = ["B"]} {
   // CPU-LABEL: // launches of @fill_copy
@@ -61,23 +62,6 @@ module {
     // CUDA: r.mask = 6u;
     // CUDA: launch_reduce<real_t>(r, 1, in0, out0, (nncc_scratch + (0)), stream)
     nnk.reduce ins(%x) outs(%s) {kind = #nnk<reduce mean>, axes = array<i64: 1, 2>, keepdim = false} : !nnk.buffer<[2, 3, 4], f32>, !nnk.buffer<[2], f32>
-    return
-  }
-}
-
-// -----
-
-module attributes {nn.dims = ["B", "T"]} {
-  nn.parameter @table : !nn.tensor<[10, 8], f32>
-  // CPU-LABEL: // launches of @embedding
-  // CUDA-LABEL: // launches of @embedding
-  func.func @embedding(%ids: !nnk.buffer<[B, T], i32>, %y: !nnk.buffer<[B, T, 8], f32> {nnk.output}) {
-    %w = nnk.weight @table : !nnk.buffer<[10, 8], f32>
-    // i32 ids on the CPU take the _i32 entry; CUDA checks the range on the
-    // device (index-check code 1).
-    // CPU: NNCC_KFN(nncc_embedding_i32)((d_B * d_T), 10LL, 8LL, in0, w0, out0)
-    // CUDA: launch_embedding<real_t, int32_t>((d_B * d_T), 10LL, 8LL, in0, w0, out0, st->flag, 1, stream)
-    nnk.embedding ins(%ids, %w) outs(%y) : !nnk.buffer<[B, T], i32>, !nnk.buffer<[10, 8], f32>, !nnk.buffer<[B, T, 8], f32>
     return
   }
 }

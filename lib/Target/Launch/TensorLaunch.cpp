@@ -1,8 +1,8 @@
-//===- DataLaunch.cpp - launches of the data-movement nnk ops -------------===//
+//===- TensorLaunch.cpp - data movement, reductions, selections -*- C++ -*-===//
 //
 // fill, copy, transpose, slice / slice_grad, concat, split, reduce,
-// reduce_to_shape, broadcast_axes, embedding / embedding_grad and
-// sinusoidal_position. Strided copies go through the target's `copyNd`
+// reduce_to_shape, broadcast_axes, and along one axis argmax / max /
+// max_grad, topk / topk_grad and cumsum. Strided copies go through the target's `copyNd`
 // (libnncc_model_support's nncc_ms_copy_nd on the CPU, launch_copy_nd of
 // Data.cuh on CUDA); the index math is computed here once.
 //
@@ -272,103 +272,104 @@ LogicalResult emitBroadcastAxes(LaunchEmitter &e, nnk::BroadcastAxesOp o) {
   return success();
 }
 
-LogicalResult emitEmbedding(LaunchEmitter &e, nnk::EmbeddingOp o) {
-  auto n = e.numel(o.getIndices());
-  auto V = e.dim(o.getTable(), 0), E = e.dim(o.getTable(), 1);
-  auto indexType = e.cType(e.bufferType(o.getIndices()).getElementType());
-  if (failed(n) || failed(V) || failed(E) || failed(indexType))
+/// argmax / max / max_grad along one axis of [outer, N, inner]: CPU
+/// kernels only (nncc_max_axis{,_backward}_*); CUDA reports the op.
+template <typename OpT> LogicalResult axisMaxDims(LaunchEmitter &e, OpT o, Value x,
+                                                   SmallVectorImpl<std::string> &dims) {
+  if (e.isCuda())
+    return o.emitOpError("is not supported on CUDA yet (argmax and max with an axis "
+                         "run on the CPU target only)");
+  int64_t axis = o.getAxis();
+  auto outer = e.numel(x, 0, axis), n = e.dim(x, axis), inner = e.numel(x, axis + 1);
+  if (failed(outer) || failed(n) || failed(inner))
     return failure();
-  SmallVector<std::string> args = {*n, *V, *E, e.name(o.getIndices()), e.name(o.getTable()),
-                                   e.name(o.getOut())};
-  if (e.isCuda()) {
-    args.append({"st->flag", std::to_string(e.indexCheckCode()), "stream"});
-    e.call({"launch_embedding<real_t, " + *indexType + ">", args});
-    return success();
-  }
-  bool i32 = *indexType == "int32_t";
-  e.call({i32 ? "NNCC_KFN(nncc_embedding_i32)" : "NNCC_KFN(nncc_embedding)", args});
+  dims.append({*outer, *n, *inner});
   return success();
 }
 
-LogicalResult emitEmbeddingGrad(LaunchEmitter &e, nnk::EmbeddingGradOp o) {
-  auto n = e.numel(o.getIndices());
-  auto V = e.dim(o.getOut(), 0), E = e.dim(o.getOut(), 1);
-  if (failed(n) || failed(V) || failed(E))
+LogicalResult emitArgmax(LaunchEmitter &e, nnk::ArgmaxOp o) {
+  SmallVector<std::string> args;
+  if (failed(axisMaxDims(e, o, o.getX(), args)))
     return failure();
-  const std::string padding = std::to_string(int64_t(o.getPaddingIdx()));
-  if (e.isCuda()) {
-    auto index = e.cType(e.bufferType(o.getIndices()).getElementType());
-    if (failed(index))
-      return failure();
-    std::string ws = e.workspace("embedding_backward_scratch_bytes(" + *n + ", " + *V + ")");
-    e.call({"launch_embedding_backward<real_t, " + *index + ">",
-            {*n, *V, *E, e.name(o.getIndices()), e.name(o.getDy()), padding, e.name(o.getOut()),
-             ws, "stream"}});
-    return success();
-  }
-  bool i32 = e.bufferType(o.getIndices()).getElementType().isInteger(32);
-  e.call({i32 ? "NNCC_KFN(nncc_embedding_backward_i32)" : "NNCC_KFN(nncc_embedding_backward)",
-          {*n, *V, *E, e.name(o.getIndices()), e.name(o.getDy()), padding, e.name(o.getOut())}});
+  args.append({e.name(o.getX()), "NULL", e.name(o.getOut())});
+  e.call({"NNCC_KFN(nncc_max_axis)", args});
   return success();
 }
 
-LogicalResult emitSinusoidalPosition(LaunchEmitter &e, nnk::SinusoidalPositionOp o) {
-  auto B = e.dim(o.getX(), 0), T = e.dim(o.getX(), 1), E = e.dim(o.getX(), 2);
-  if (failed(B) || failed(T) || failed(E))
+LogicalResult emitMax(LaunchEmitter &e, nnk::MaxOp o) {
+  SmallVector<std::string> args;
+  if (failed(axisMaxDims(e, o, o.getX(), args)))
     return failure();
-  SmallVector<std::string> args = {*B, *T, *E, e.name(o.getX()), e.name(o.getOut())};
-  if (!e.isCuda()) {
-    e.call({"NNCC_KFN(nncc_sinusoidal_position)", args});
-    return success();
-  }
-  args.push_back("stream");
-  e.call({"launch_sinusoidal_position<real_t>", args});
+  args.append({e.name(o.getX()), e.name(o.getOut()), "NULL"});
+  e.call({"NNCC_KFN(nncc_max_axis)", args});
   return success();
 }
 
-/// The grid of an axial table pair: n1, n2, d1, d2 (static).
-SmallVector<std::string> axialGrid(Value rows, Value cols) {
-  auto r = LaunchEmitter::bufferType(rows), c = LaunchEmitter::bufferType(cols);
-  return {std::to_string(r.getDim(0).getSize()), std::to_string(c.getDim(1).getSize()),
-          std::to_string(r.getDim(2).getSize()), std::to_string(c.getDim(2).getSize())};
-}
-
-LogicalResult emitAxialPosition(LaunchEmitter &e, nnk::AxialPositionOp o) {
-  auto B = e.dim(o.getX(), 0), T = e.dim(o.getX(), 1);
-  if (failed(B) || failed(T))
+LogicalResult emitMaxGrad(LaunchEmitter &e, nnk::MaxGradOp o) {
+  SmallVector<std::string> args;
+  if (failed(axisMaxDims(e, o, o.getX(), args)))
     return failure();
-  SmallVector<std::string> g = axialGrid(o.getRows(), o.getCols());
-  if (!e.isCuda()) {
-    e.call({"NNCC_KFN(nncc_axial_position)",
-            {*B, *T, g[0], g[1], g[2], g[3], e.name(o.getX()), e.name(o.getRows()),
-             e.name(o.getCols()), e.name(o.getOut())}});
-    return success();
-  }
-  e.call({"launch_axial_position<real_t>",
-          {*B, *T, g[1], g[2], g[3], e.name(o.getX()), e.name(o.getRows()),
-           e.name(o.getCols()), e.name(o.getOut()), "stream"}});
+  args.append({e.name(o.getX()), e.name(o.getDy()), e.name(o.getDx())});
+  e.call({"NNCC_KFN(nncc_max_axis_backward)", args});
   return success();
 }
 
-LogicalResult emitAxialPositionGrad(LaunchEmitter &e, nnk::AxialPositionGradOp o) {
-  auto B = e.dim(o.getDy(), 0), T = e.dim(o.getDy(), 1);
-  if (failed(B) || failed(T))
+/// topk / topk_grad along one axis: [outer, N, inner] around it with k
+/// (CPU kernels nncc_topk_axis{,_backward}_*); CUDA reports the op.
+template <typename OpT>
+LogicalResult topkDims(LaunchEmitter &e, OpT o, Value full, Value part,
+                       SmallVectorImpl<std::string> &dims) {
+  if (e.isCuda())
+    return o.emitOpError("is not supported on CUDA yet (topk runs on the CPU "
+                         "target only)");
+  int64_t axis = o.getAxis();
+  auto outer = e.numel(full, 0, axis), n = e.dim(full, axis),
+       inner = e.numel(full, axis + 1), k = e.dim(part, axis);
+  if (failed(outer) || failed(n) || failed(inner) || failed(k))
     return failure();
-  SmallVector<std::string> g = axialGrid(o.getDrows(), o.getDcols());
-  SmallVector<std::string> args = {*B, *T, g[0], g[1], g[2], g[3], e.name(o.getDy()),
-                                   e.name(o.getDrows()), e.name(o.getDcols())};
-  if (!e.isCuda()) {
-    e.call({"NNCC_KFN(nncc_axial_position_backward)", args});
-    return success();
-  }
-  args.push_back("stream");
-  e.call({"launch_axial_position_backward<real_t>", args});
+  dims.append({*outer, *n, *inner, *k});
+  return success();
+}
+
+LogicalResult emitTopk(LaunchEmitter &e, nnk::TopkOp o) {
+  SmallVector<std::string> args;
+  if (failed(topkDims(e, o, o.getX(), o.getValues(), args)))
+    return failure();
+  args.append({e.name(o.getX()), e.name(o.getValues()), e.name(o.getIndices())});
+  e.call({"NNCC_KFN(nncc_topk_axis)", args});
+  return success();
+}
+
+LogicalResult emitTopkGrad(LaunchEmitter &e, nnk::TopkGradOp o) {
+  SmallVector<std::string> args;
+  if (failed(topkDims(e, o, o.getDx(), o.getDy(), args)))
+    return failure();
+  args.append({e.name(o.getIndices()), e.name(o.getDy()), e.name(o.getDx())});
+  e.call({"NNCC_KFN(nncc_topk_axis_backward)", args});
+  return success();
+}
+
+/// Running sums along one axis: nncc_cumsum_axis_{f32,f64} for floats,
+/// _i32 / _i64 for integers; CPU only.
+LogicalResult emitCumsum(LaunchEmitter &e, nnk::CumsumOp o) {
+  if (e.isCuda())
+    return o.emitOpError("is not supported on CUDA yet (cumsum runs on the CPU target only)");
+  int64_t axis = o.getAxis();
+  Value x = o.getX();
+  auto outer = e.numel(x, 0, axis), n = e.dim(x, axis), inner = e.numel(x, axis + 1);
+  if (failed(outer) || failed(n) || failed(inner))
+    return failure();
+  Type element = e.bufferType(x).getElementType();
+  std::string fn = element.isInteger(32)   ? "nncc_cumsum_axis_i32"
+                   : element.isInteger(64) ? "nncc_cumsum_axis_i64"
+                                           : "NNCC_KFN(nncc_cumsum_axis)";
+  e.call({fn, {*outer, *n, *inner, o.getReverse() ? "1" : "0", e.name(x), e.name(o.getOut())}});
   return success();
 }
 
 } // namespace
 
-void attachDataLaunches(MLIRContext &ctx) {
+void attachTensorLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::FillOp, emitFill, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::CopyOp, emitCopy, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::TransposeOp, emitTranspose, Bf16Kernel::Yes>(ctx);
@@ -379,11 +380,12 @@ void attachDataLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::ReduceOp, emitReduce, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::ReduceToShapeOp, emitReduceToShape, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::BroadcastAxesOp, emitBroadcastAxes, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::EmbeddingOp, emitEmbedding, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::EmbeddingGradOp, emitEmbeddingGrad, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::SinusoidalPositionOp, emitSinusoidalPosition, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::AxialPositionOp, emitAxialPosition, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::AxialPositionGradOp, emitAxialPositionGrad, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::ArgmaxOp, emitArgmax>(ctx);
+  attachLaunch<nnk::MaxOp, emitMax>(ctx);
+  attachLaunch<nnk::MaxGradOp, emitMaxGrad>(ctx);
+  attachLaunch<nnk::CumsumOp, emitCumsum>(ctx);
+  attachLaunch<nnk::TopkOp, emitTopk>(ctx);
+  attachLaunch<nnk::TopkGradOp, emitTopkGrad>(ctx);
 }
 
 } // namespace nncc::target
