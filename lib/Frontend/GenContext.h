@@ -106,23 +106,31 @@ public:
                     llvm::ArrayRef<int64_t> shape, mlir::Attribute init,
                     SrcLoc l, ParamRole role = ParamRole::Weight);
 
-  /// Creates `opName` generically. With `infer`, the result types are then
-  /// inferred by the dialect (null is returned after its located error).
-  mlir::Operation *create(llvm::StringRef opName, SrcLoc l,
-                          mlir::ValueRange operands,
-                          llvm::ArrayRef<mlir::NamedAttribute> attrs,
-                          unsigned numResults,
-                          llvm::ArrayRef<int32_t> segments = {},
-                          unsigned numRegions = 0, bool infer = true);
+  /// Creates an `OpTy` from operands and attributes (generically, so that a
+  /// malformed one is a located error, not an assertion). With `infer`, the
+  /// result types are then inferred by the dialect (null is returned after
+  /// its located error).
+  template <typename OpTy>
+  mlir::Operation *create(SrcLoc l, mlir::ValueRange operands,
+                          llvm::ArrayRef<mlir::NamedAttribute> attrs, unsigned numResults,
+                          llvm::ArrayRef<int32_t> segments = {}, unsigned numRegions = 0,
+                          bool infer = true) {
+    return createNamed(OpTy::getOperationName(), l, operands, attrs, numResults, segments,
+                       numRegions, infer);
+  }
   bool infer(mlir::Operation *op);
   /// Marks the model inputs that reach a role operand of `op` (embedding
   /// indices, loss targets, recurrent lengths, ode_rnn times, attention
   /// key-padding mask) with `nn.role` (#nn.role<...>); the first role wins.
   void recordInputRoles(mlir::Operation *op);
   /// Single-result convenience; null after an error.
-  mlir::Value op1(llvm::StringRef opName, SrcLoc l, mlir::ValueRange operands,
+  template <typename OpTy>
+  mlir::Value op1(SrcLoc l, mlir::ValueRange operands,
                   llvm::ArrayRef<mlir::NamedAttribute> attrs = {},
-                  llvm::ArrayRef<int32_t> segments = {});
+                  llvm::ArrayRef<int32_t> segments = {}) {
+    mlir::Operation *op = create<OpTy>(l, operands, attrs, 1, segments);
+    return op ? op->getResult(0) : mlir::Value();
+  }
 
   /// Applies a layer instance to run-time arguments (used for nested layers:
   /// repeat members, residual/reversible bodies, ODE dynamics, blocks).
@@ -178,6 +186,12 @@ private:
   int64_t opCount = 0;
   bool reportedTooLarge = false;
   int64_t seedCounter = 1;
+
+  /// create<OpTy>'s body: ops are built by type, never by a name string.
+  mlir::Operation *createNamed(llvm::StringRef opName, SrcLoc l, mlir::ValueRange operands,
+                               llvm::ArrayRef<mlir::NamedAttribute> attrs, unsigned numResults,
+                               llvm::ArrayRef<int32_t> segments, unsigned numRegions,
+                               bool infer);
 };
 
 } // namespace frontend

@@ -58,21 +58,21 @@ mlir::Value linearOp(Gen &g, const LayerInstance &inst, mlir::Value x,
   if (bias)
     ops.push_back(g.param(inst, "bias", {out}, uniform(g, bound), l,
                           Gen::ParamRole::Bias));
-  return g.op1("nn.linear", l, ops);
+  return g.op1<nn::LinearOp>(l, ops);
 }
 
 mlir::Value layerNormOp(Gen &g, const LayerInstance &inst, mlir::Value x,
                         int64_t dim, double eps, SrcLoc l) {
   mlir::Value w = g.param(inst, "weight", {dim}, ones(g), l, Gen::ParamRole::Norm);
   mlir::Value b = g.param(inst, "bias", {dim}, zeros(g), l, Gen::ParamRole::Norm);
-  return g.op1("nn.layer_norm", l, {x, w, b}, {g.attrF64("eps", eps)},
+  return g.op1<nn::LayerNormOp>(l, {x, w, b}, {g.attrF64("eps", eps)},
                {1, 1, 1});
 }
 
 mlir::Value dropoutOp(Gen &g, mlir::Value x, double p, SrcLoc l) {
   if (p == 0.0)
     return x;
-  return g.op1("nn.dropout", l, {x},
+  return g.op1<nn::DropoutOp>(l, {x},
                {g.attrF64("p", p), g.attrI64("seed", g.nextSeed())});
 }
 
@@ -83,17 +83,24 @@ mlir::Value activationOp(Gen &g, const CValue &act, mlir::Value x, SrcLoc l) {
     for (auto &kv : act.kwargs)
       if (kv.first == "alpha")
         alpha = kv.second.asDouble();
-    return g.op1("nn.leaky_relu", l, {x}, {g.attrF64("alpha", alpha)});
+    return g.op1<nn::LeakyReluOp>(l, {x}, {g.attrF64("alpha", alpha)});
   }
   // Hugging Face's names: gelu_new and gelu_pytorch_tanh are both the tanh
   // approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).
   if (n == "gelu" || n == "gelu_new" || n == "gelu_pytorch_tanh")
-    return g.op1("nn.gelu", l, {x},
+    return g.op1<nn::GeluOp>(l, {x},
                  {g.attr("approximate",
                          nn::GeluApproximationAttr::get(
                              &g.ctx, n == "gelu" ? nn::GeluApproximation::none
                                                  : nn::GeluApproximation::tanh))});
-  return g.op1("nn." + n, l, {x});
+  if (n == "relu")
+    return g.op1<nn::ReluOp>(l, {x});
+  if (n == "tanh")
+    return g.op1<nn::TanhOp>(l, {x});
+  if (n == "sigmoid")
+    return g.op1<nn::SigmoidOp>(l, {x});
+  g.diag.error(l, "unknown activation '" + n + "'");
+  return {};
 }
 
 mlir::Attribute attentionKind(Gen &g, const CValue *kind) {
@@ -161,7 +168,7 @@ mlir::Value attentionOp(Gen &g, const LayerInstance &inst, mlir::Value x,
   if (globalMask)
     ops.push_back(globalMask);
   int32_t b = bias ? 1 : 0;
-  return g.op1("nn.attention", l, ops,
+  return g.op1<nn::AttentionOp>(l, ops,
                {g.attrI64("num_heads", heads), g.attr("kind", kindAttr),
                 g.attrBool("causal", causal), g.attrF64("dropout", dropout),
                 g.attrI64("seed", dropout > 0 ? g.nextSeed() : 0)},
@@ -193,7 +200,7 @@ mlir::Value embeddingOp(Gen &g, const LayerInstance &inst, mlir::Value indices,
   llvm::SmallVector<mlir::NamedAttribute, 1> attrs;
   if (padding >= 0)
     attrs.push_back(g.attrI64("padding_idx", padding));
-  return g.op1("nn.embedding", l, {indices, table}, attrs);
+  return g.op1<nn::EmbeddingOp>(l, {indices, table}, attrs);
 }
 
 Result lowerEmbedding(Gen &g, const LayerInstance &inst,
@@ -211,7 +218,7 @@ Result lowerLearnedPosition(Gen &g, const LayerInstance &inst,
   mlir::Value t = g.param(inst, "weight",
                           {inst.intArg("max_len"), inst.intArg("dim")},
                           normal(g, 1.0), l, Gen::ParamRole::Embedding);
-  return tensorResult(g.op1("nn.learned_position", l, {a[0].value, t}), l);
+  return tensorResult(g.op1<nn::LearnedPositionOp>(l, {a[0].value, t}), l);
 }
 
 Result lowerLayerNorm(Gen &g, const LayerInstance &inst,
@@ -256,7 +263,7 @@ mlir::Value axialPositionOp(Gen &g, const LayerInstance &inst, const LayerInstan
                              normal(g, 1.0), l, Gen::ParamRole::Embedding);
   mlir::Value cols = g.param(table, "weights.1", {1, shape->second, dims->second},
                              normal(g, 1.0), l, Gen::ParamRole::Embedding);
-  return g.op1("nn.axial_position", l, {x, rows, cols});
+  return g.op1<nn::AxialPositionOp>(l, {x, rows, cols});
 }
 
 /// The standalone axial_position layer: x + its table (T <= n1 n2).
@@ -296,12 +303,12 @@ mlir::Value addPosition(Gen &g, const LayerInstance &inst,
         g, inst, ids,
         g.param(table, "weight", {rows, d}, normal(g, 0.02), l, Gen::ParamRole::Embedding), rows,
         inst.intArg("padding_idx", -1), l);
-    return p ? g.op1("nn.add", l, {s, p}) : p;
+    return p ? g.op1<nn::AddOp>(l, {s, p}) : p;
   }
   if (position == "sinusoidal")
-    return g.op1("nn.sinusoidal_position", l, {s});
+    return g.op1<nn::SinusoidalPositionOp>(l, {s});
   if (position == "learned")
-    return g.op1("nn.learned_position", l,
+    return g.op1<nn::LearnedPositionOp>(l,
                  {s, g.param(table, "weight", {inst.intArg("max_len"), d},
                              normal(g, 0.02), l, Gen::ParamRole::Embedding)});
   return axialPositionOp(g, inst, table, s, d, "axial_shape", "axial_dims", "position: axial",
@@ -323,10 +330,10 @@ Result lowerBertEmbeddings(Gen &g, const LayerInstance &inst,
       embeddingOp(g, inst, a[0].value, words, v, inst.intArg("padding_idx", -1), l);
   if (!e)
     return std::nullopt;
-  mlir::Value t = g.op1("nn.embedding", l, {a[1].value, types});
+  mlir::Value t = g.op1<nn::EmbeddingOp>(l, {a[1].value, types});
   if (!t)
     return std::nullopt;
-  mlir::Value s = g.op1("nn.add", l, {e, t});
+  mlir::Value s = g.op1<nn::AddOp>(l, {e, t});
   if (!s)
     return std::nullopt;
   s = addPosition(g, inst, position, s, d, a[2].value, l);
@@ -398,8 +405,10 @@ Result lowerRecurrent(Gen &g, const LayerInstance &inst,
                                            inst.enumArg("variant") == "cho2014"
                                                ? nn::GRUVariant::cho2014
                                                : nn::GRUVariant::pytorch)));
-  mlir::Operation *op = g.create(("nn." + kind).str(), l, ops, attrs,
-                                 kind == "lstm" ? 3 : 2, seg);
+  mlir::Operation *op =
+      kind == "rnn"    ? g.create<nn::RNNOp>(l, ops, attrs, 2, seg)
+      : kind == "lstm" ? g.create<nn::LSTMOp>(l, ops, attrs, 3, seg)
+                       : g.create<nn::GRUOp>(l, ops, attrs, 2, seg);
   if (!op)
     return std::nullopt;
   FVal y = FVal::tensor(op->getResult(0), l);
@@ -447,8 +456,10 @@ Result lowerCell(Gen &g, const LayerInstance &inst, llvm::ArrayRef<FVal> a,
                                            inst.enumArg("variant") == "cho2014"
                                                ? nn::GRUVariant::cho2014
                                                : nn::GRUVariant::pytorch)));
-  mlir::Operation *op = g.create(("nn." + kind).str(), l, ops, attrs,
-                                 kind == "lstm_cell" ? 2 : 1, seg);
+  mlir::Operation *op =
+      kind == "rnn_cell"    ? g.create<nn::RNNCellOp>(l, ops, attrs, 1, seg)
+      : kind == "lstm_cell" ? g.create<nn::LSTMCellOp>(l, ops, attrs, 2, seg)
+                            : g.create<nn::GRUCellOp>(l, ops, attrs, 1, seg);
   if (!op)
     return std::nullopt;
   if (kind == "lstm_cell")
@@ -481,7 +492,7 @@ Result lowerEncoderLayer(Gen &g, const LayerInstance &inst,
                   inst.intArg("heads", 4), d, inst.arg("kind"), false, p, true, l);
   if (!att || !(att = dropoutOp(g, att, p, l)))
     return std::nullopt;
-  mlir::Value s = g.op1("nn.add", l, {x, att});
+  mlir::Value s = g.op1<nn::AddOp>(l, {x, att});
   if (!s || !(x = layerNormOp(g, sub(inst, "norm1"), s, d, eps, l)))
     return std::nullopt;
   mlir::Value h = linearOp(g, sub(inst, "linear1"), x, d, ff, true, l);
@@ -493,7 +504,7 @@ Result lowerEncoderLayer(Gen &g, const LayerInstance &inst,
   h = linearOp(g, sub(inst, "linear2"), h, ff, d, true, l);
   if (!h || !(h = dropoutOp(g, h, p, l)))
     return std::nullopt;
-  s = g.op1("nn.add", l, {x, h});
+  s = g.op1<nn::AddOp>(l, {x, h});
   if (!s)
     return std::nullopt;
   return tensorResult(layerNormOp(g, sub(inst, "norm2"), s, d, eps, l), l);
@@ -536,7 +547,7 @@ Result lowerResidual(Gen &g, const LayerInstance &inst, llvm::ArrayRef<FVal> a,
                     "got " + y->describe());
     return std::nullopt;
   }
-  return tensorResult(g.op1("nn.add", l, {a[0].value, y->value}), l);
+  return tensorResult(g.op1<nn::AddOp>(l, {a[0].value, y->value}), l);
 }
 
 /// Fills a single-block region whose block takes `argTypes`, running `body`
@@ -561,7 +572,7 @@ bool fillRegion(Gen &g, mlir::Region &region, llvm::ArrayRef<mlir::Type> types,
     g.diag.error(l, what + " must return one tensor, got " + r->describe());
     return false;
   }
-  return g.create("nn.yield", l, {r->value}, {}, 0, {}, 0,
+  return g.create<nn::YieldOp>(l, {r->value}, {}, 0, {}, 0,
                   /*infer=*/false) != nullptr;
 }
 
@@ -583,7 +594,7 @@ Result lowerReversible(Gen &g, const LayerInstance &inst,
   half.back() = nn::Dim::getStatic(last.getSize() / 2);
   mlir::Type halfType = t.withDims(half);
   mlir::Operation *op =
-      g.create("nn.reversible", l, {x}, {}, 1, {}, 2, /*infer=*/false);
+      g.create<nn::ReversibleOp>(l, {x}, {}, 1, {}, 2, /*infer=*/false);
   if (!op)
     return std::nullopt;
   for (unsigned r = 0; r < 2; ++r) {
@@ -619,18 +630,14 @@ mlir::Value tensorArg(Gen &g, const FVal &v, mlir::Type like, SrcLoc l,
   return g.asTensor(v, like, l, what);
 }
 
-template <const char *OpName>
+template <typename OpTy>
 Result lowerUnary(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                   SrcLoc l) {
-  mlir::Value x = tensorArg(g, a[0], {}, l, OpName);
+  mlir::Value x = tensorArg(g, a[0], {}, l, OpTy::getOperationName());
   if (!x)
     return std::nullopt;
-  return tensorResult(g.op1(OpName, l, {x}), l);
+  return tensorResult(g.op1<OpTy>(l, {x}), l);
 }
-constexpr char kRelu[] = "nn.relu", kTanh[] = "nn.tanh",
-               kSigmoid[] = "nn.sigmoid", kExp[] = "nn.exp", kLog[] = "nn.log",
-               kSinPos[] = "nn.sinusoidal_position",
-               kStopGradient[] = "nn.stop_gradient";
 
 Result lowerLeakyRelu(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                       SrcLoc l) {
@@ -638,7 +645,7 @@ Result lowerLeakyRelu(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
   if (!x)
     return std::nullopt;
   return tensorResult(
-      g.op1("nn.leaky_relu", l, {x}, {g.attrF64("alpha", a[1].c.asDouble())}),
+      g.op1<nn::LeakyReluOp>(l, {x}, {g.attrF64("alpha", a[1].c.asDouble())}),
       l);
 }
 
@@ -650,7 +657,7 @@ Result lowerGelu(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
   auto approx = a[1].c.name == "tanh" ? nn::GeluApproximation::tanh
                                       : nn::GeluApproximation::none;
   return tensorResult(
-      g.op1("nn.gelu", l, {x},
+      g.op1<nn::GeluOp>(l, {x},
             {g.attr("approximate",
                     nn::GeluApproximationAttr::get(&g.ctx, approx))}),
       l);
@@ -662,7 +669,7 @@ Result lowerSoftmax(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
   if (!x)
     return std::nullopt;
   return tensorResult(
-      g.op1("nn.softmax", l, {x}, {g.attrI64("axis", a[1].c.i)}), l);
+      g.op1<nn::SoftmaxOp>(l, {x}, {g.attrI64("axis", a[1].c.i)}), l);
 }
 
 Result lowerDropout(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
@@ -670,7 +677,7 @@ Result lowerDropout(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
   mlir::Value x = tensorArg(g, a[0], {}, l, "dropout");
   if (!x)
     return std::nullopt;
-  return tensorResult(g.op1("nn.dropout", l, {x},
+  return tensorResult(g.op1<nn::DropoutOp>(l, {x},
                             {g.attrF64("p", a[1].c.asDouble()),
                              g.attrI64("seed", g.nextSeed())}),
                       l);
@@ -683,7 +690,7 @@ Result lowerZoneout(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                     : mlir::Value();
   if (!p)
     return std::nullopt;
-  return tensorResult(g.op1("nn.zoneout", l, {n, p},
+  return tensorResult(g.op1<nn::ZoneoutOp>(l, {n, p},
                             {g.attrF64("p", a[2].c.asDouble()),
                              g.attrI64("seed", g.nextSeed())}),
                       l);
@@ -706,7 +713,7 @@ Result lowerWhere(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
   mlir::Value y = x ? tensorArg(g, a[2], like, l, "where") : mlir::Value();
   if (!y)
     return std::nullopt;
-  return tensorResult(g.op1("nn.select", l, {cond, x, y}), l);
+  return tensorResult(g.op1<nn::SelectOp>(l, {cond, x, y}), l);
 }
 
 /// mask_tokens(tokens, p:, mask_id:) -> (masked, mask), Algorithm 2 steps
@@ -716,8 +723,8 @@ Result lowerMaskTokens(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
   mlir::Value tokens = tensorArg(g, a[0], {}, l, "mask_tokens");
   if (!tokens)
     return std::nullopt;
-  mlir::Operation *op = g.create(
-      "nn.mask_tokens", l, {tokens},
+  mlir::Operation *op = g.create<nn::MaskTokensOp>(
+      l, {tokens},
       {g.attrF64("p", a[1].c.asDouble()), g.attrI64("mask_id", a[2].c.i),
        g.attrI64("seed", g.nextSeed())},
       2);
@@ -738,7 +745,7 @@ Result lowerSample(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
     operands.push_back(rows);
   }
   return tensorResult(
-      g.op1("nn.sample", l, operands, {g.attrI64("seed", g.nextSeed())}), l);
+      g.op1<nn::SampleOp>(l, operands, {g.attrI64("seed", g.nextSeed())}), l);
 }
 
 Result lowerCast(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
@@ -754,7 +761,7 @@ Result lowerCast(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                   : name == "i1"  ? mlir::Type(b.getI1Type())
                                   : mlir::Type(b.getF32Type());
   return tensorResult(
-      g.op1("nn.cast", l, {x}, {g.attr("to", mlir::TypeAttr::get(to))}), l);
+      g.op1<nn::CastOp>(l, {x}, {g.attr("to", mlir::TypeAttr::get(to))}), l);
 }
 
 Result lowerConcat(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal> vars,
@@ -763,7 +770,7 @@ Result lowerConcat(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal> vars,
   for (auto &v : vars)
     ops.push_back(v.value);
   return tensorResult(
-      g.op1("nn.concat", l, ops, {g.attrI64("axis", a[0].c.i)}), l);
+      g.op1<nn::ConcatOp>(l, ops, {g.attrI64("axis", a[0].c.i)}), l);
 }
 
 Result lowerSplit(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
@@ -804,7 +811,7 @@ Result lowerSplit(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
     }
   }
   mlir::Operation *op =
-      g.create("nn.split", l, {x},
+      g.create<nn::SplitOp>(l, {x},
                {g.attrI64("axis", axis), g.attrI64s("sizes", sizes)},
                unsigned(sizes.size()));
   return tupleResult(op, l);
@@ -829,14 +836,14 @@ Result lowerTranspose(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
       perm.push_back(i);
     std::swap(perm[size_t(rank - 1)], perm[size_t(rank - 2)]);
   }
-  return tensorResult(g.op1("nn.transpose", l, {x}, {g.attrI64s("perm", perm)}),
+  return tensorResult(g.op1<nn::TransposeOp>(l, {x}, {g.attrI64s("perm", perm)}),
                       l);
 }
 
-template <const char *OpName>
+template <typename OpTy>
 Result lowerReduce(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                    SrcLoc l) {
-  mlir::Value x = tensorArg(g, a[0], {}, l, OpName);
+  mlir::Value x = tensorArg(g, a[0], {}, l, OpTy::getOperationName());
   if (!x)
     return std::nullopt;
   llvm::SmallVector<int64_t> axes;
@@ -847,19 +854,18 @@ Result lowerReduce(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
       for (auto &e : a[1].c.elems)
         axes.push_back(e.i);
   }
-  return tensorResult(g.op1(OpName, l, {x},
+  return tensorResult(g.op1<OpTy>(l, {x},
                             {g.attrI64s("axes", axes),
                              g.attrBool("keepdim", a[2].c.b)}),
                       l);
 }
-constexpr char kMean[] = "nn.reduce_mean", kSum[] = "nn.reduce_sum";
 
 /// argmax(x, axis: -1, keepdim: false) / max(...): one axis (`dim:` is
 /// torch's spelling of `axis:`; giving both is an error).
-template <const char *OpName>
+template <typename OpTy>
 Result lowerAxisMax(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                     SrcLoc l) {
-  llvm::StringRef fn = llvm::StringRef(OpName).drop_front(3);
+  llvm::StringRef fn = OpTy::getOperationName().drop_front(3);
   mlir::Value x = tensorArg(g, a[0], {}, l, fn);
   if (!x)
     return std::nullopt;
@@ -869,12 +875,11 @@ Result lowerAxisMax(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
     return std::nullopt;
   }
   int64_t axis = !a[1].isNone() ? a[1].c.i : !a[3].isNone() ? a[3].c.i : -1;
-  return tensorResult(g.op1(OpName, l, {x},
+  return tensorResult(g.op1<OpTy>(l, {x},
                             {g.attrI64("axis", axis),
                              g.attrBool("keepdim", a[2].c.b)}),
                       l);
 }
-constexpr char kArgmax[] = "nn.argmax", kMax[] = "nn.max";
 
 /// cumsum(x, axis:, reverse: false): one axis, as torch.cumsum(x, dim)
 /// (`dim:` its spelling; one of them is needed, not both).
@@ -896,7 +901,7 @@ Result lowerCumsum(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>, SrcLoc 
   }
   int64_t axis = !a[1].isNone() ? a[1].c.i : a[3].c.i;
   return tensorResult(
-      g.op1("nn.cumsum", l, {x}, {g.attrI64("axis", axis), g.attrBool("reverse", a[2].c.b)}),
+      g.op1<nn::CumsumOp>(l, {x}, {g.attrI64("axis", axis), g.attrBool("reverse", a[2].c.b)}),
       l);
 }
 
@@ -914,7 +919,7 @@ Result lowerTopk(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
   }
   int64_t axis = !a[2].isNone() ? a[2].c.i : !a[3].isNone() ? a[3].c.i : -1;
   mlir::Operation *op =
-      g.create("nn.topk", l, {x},
+      g.create<nn::TopkOp>(l, {x},
                {g.attrI64("k", a[1].c.i), g.attrI64("axis", axis)}, 2);
   if (!op)
     return std::nullopt;
@@ -928,7 +933,7 @@ Result lowerMatmul(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                     : mlir::Value();
   if (!y)
     return std::nullopt;
-  return tensorResult(g.op1("nn.matmul", l, {x, y}), l);
+  return tensorResult(g.op1<nn::MatmulOp>(l, {x, y}), l);
 }
 
 mlir::Attribute odeMethod(Gen &g, const CValue &v) {
@@ -963,8 +968,8 @@ Result lowerODESolve(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                       : mlir::Value();
   if (!t1)
     return std::nullopt;
-  mlir::Operation *op = g.create(
-      "nn.odesolve", l, {h0, t0, t1},
+  mlir::Operation *op = g.create<nn::ODESolveOp>(
+      l, {h0, t0, t1},
       {g.attr("method", odeMethod(g, a[4].c)), g.attrI64("steps", a[5].c.i),
        g.attrF64("rtol", a[6].c.asDouble()), g.attrF64("atol", a[7].c.asDouble()),
        g.attrBool("adjoint", a[8].c.b), g.attrI64("max_steps", a[9].c.i)},
@@ -1028,8 +1033,8 @@ Result lowerODERNN(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
   llvm::SmallVector<mlir::Value> ops = {x, times};
   if (h0)
     ops.push_back(h0);
-  mlir::Operation *op = g.create(
-      "nn.ode_rnn", l, ops,
+  mlir::Operation *op = g.create<nn::ODERNNOp>(
+      l, ops,
       {g.attrI64("hidden_size", hidden),
        g.attr("method", odeMethod(g, a[5].c)), g.attrI64("steps", a[6].c.i),
        g.attrF64("rtol", a[7].c.asDouble()), g.attrF64("atol", a[8].c.asDouble()),
@@ -1064,7 +1069,7 @@ Result lowerMSE(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
   mlir::Value t = p ? tensorArg(g, a[1], p.getType(), l, "mse") : mlir::Value();
   if (!t)
     return std::nullopt;
-  return tensorResult(g.op1("nn.mse", l, {p, t}), l);
+  return tensorResult(g.op1<nn::MSEOp>(l, {p, t}), l);
 }
 
 Result lowerCrossEntropy(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
@@ -1074,7 +1079,7 @@ Result lowerCrossEntropy(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
                     : mlir::Value();
   if (!t)
     return std::nullopt;
-  return tensorResult(g.op1("nn.cross_entropy", l, {p, t},
+  return tensorResult(g.op1<nn::CrossEntropyOp>(l, {p, t},
                             {g.attrI64("ignore_index", a[2].c.i)}),
                       l);
 }
@@ -1095,7 +1100,7 @@ Result lowerBCE(Gen &g, llvm::ArrayRef<FVal> a, llvm::ArrayRef<FVal>,
       return std::nullopt;
     ops.push_back(w);
   }
-  return tensorResult(g.op1("nn.bce_with_logits", l, ops), l);
+  return tensorResult(g.op1<nn::BCEWithLogitsOp>(l, ops), l);
 }
 
 } // namespace
@@ -1126,12 +1131,12 @@ LayerLowerFn nncc::frontend::lookupLayerLowering(llvm::StringRef name) {
 
 FuncLowerFn nncc::frontend::lookupFuncLowering(llvm::StringRef name) {
   static const llvm::StringMap<FuncLowerFn> table = {
-      {"relu", lowerUnary<kRelu>},
-      {"tanh", lowerUnary<kTanh>},
-      {"sigmoid", lowerUnary<kSigmoid>},
-      {"exp", lowerUnary<kExp>},
-      {"log", lowerUnary<kLog>},
-      {"sinusoidal_position", lowerUnary<kSinPos>},
+      {"relu", lowerUnary<nn::ReluOp>},
+      {"tanh", lowerUnary<nn::TanhOp>},
+      {"sigmoid", lowerUnary<nn::SigmoidOp>},
+      {"exp", lowerUnary<nn::ExpOp>},
+      {"log", lowerUnary<nn::LogOp>},
+      {"sinusoidal_position", lowerUnary<nn::SinusoidalPositionOp>},
       {"leaky_relu", lowerLeakyRelu},
       {"gelu", lowerGelu},
       {"softmax", lowerSoftmax},
@@ -1140,15 +1145,15 @@ FuncLowerFn nncc::frontend::lookupFuncLowering(llvm::StringRef name) {
       {"where", lowerWhere},
       {"mask_tokens", lowerMaskTokens},
       {"sample", lowerSample},
-      {"stop_gradient", lowerUnary<kStopGradient>},
+      {"stop_gradient", lowerUnary<nn::StopGradientOp>},
       {"cast", lowerCast},
       {"concat", lowerConcat},
       {"split", lowerSplit},
       {"transpose", lowerTranspose},
-      {"mean", lowerReduce<kMean>},
-      {"sum", lowerReduce<kSum>},
-      {"argmax", lowerAxisMax<kArgmax>},
-      {"max", lowerAxisMax<kMax>},
+      {"mean", lowerReduce<nn::ReduceMeanOp>},
+      {"sum", lowerReduce<nn::ReduceSumOp>},
+      {"argmax", lowerAxisMax<nn::ArgmaxOp>},
+      {"max", lowerAxisMax<nn::MaxOp>},
       {"topk", lowerTopk},
       {"cumsum", lowerCumsum},
       {"matmul", lowerMatmul},

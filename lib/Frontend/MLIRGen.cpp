@@ -42,7 +42,7 @@ mlir::Value Gen::param(const LayerInstance &inst, llvm::StringRef name,
   if (it == declaredParams.end()) {
     mlir::OpBuilder pb(&ctx);
     pb.setInsertionPoint(paramAnchor);
-    mlir::OperationState st(loc(l), "nn.parameter");
+    mlir::OperationState st(loc(l), nn::ParameterOp::getOperationName());
     st.addAttribute("sym_name", pb.getStringAttr(full));
     st.addAttribute("type", mlir::TypeAttr::get(type));
     if (init)
@@ -60,18 +60,18 @@ mlir::Value Gen::param(const LayerInstance &inst, llvm::StringRef name,
     type = it->second;
   }
   ++opCount; // counted against kMaxOps; the next create() reports it
-  mlir::OperationState st(loc(l), "nn.get_parameter");
+  mlir::OperationState st(loc(l), nn::GetParameterOp::getOperationName());
   st.addAttribute("name", mlir::FlatSymbolRefAttr::get(&ctx, full));
   st.addTypes(type);
   return builder.create(st)->getResult(0);
 }
 
-mlir::Operation *Gen::create(llvm::StringRef opName, SrcLoc l,
-                             mlir::ValueRange operands,
-                             llvm::ArrayRef<mlir::NamedAttribute> attrs,
-                             unsigned numResults,
-                             llvm::ArrayRef<int32_t> segments,
-                             unsigned numRegions, bool doInfer) {
+mlir::Operation *Gen::createNamed(llvm::StringRef opName, SrcLoc l,
+                                  mlir::ValueRange operands,
+                                  llvm::ArrayRef<mlir::NamedAttribute> attrs,
+                                  unsigned numResults,
+                                  llvm::ArrayRef<int32_t> segments,
+                                  unsigned numRegions, bool doInfer) {
   if (++opCount > kMaxOps) {
     if (!reportedTooLarge)
       diag.error(l, "the model expands to more than " + llvm::Twine(kMaxOps) +
@@ -161,14 +161,6 @@ bool Gen::infer(mlir::Operation *op) {
   return mlir::succeeded(nn::inferResultTypesInPlace(op));
 }
 
-mlir::Value Gen::op1(llvm::StringRef opName, SrcLoc l,
-                     mlir::ValueRange operands,
-                     llvm::ArrayRef<mlir::NamedAttribute> attrs,
-                     llvm::ArrayRef<int32_t> segments) {
-  mlir::Operation *op = create(opName, l, operands, attrs, 1, segments);
-  return op ? op->getResult(0) : mlir::Value();
-}
-
 mlir::Value Gen::asTensor(const FVal &v, mlir::Type like, SrcLoc l,
                           llvm::StringRef what) {
   if (v.kind == FVal::Tensor)
@@ -187,7 +179,7 @@ mlir::Value Gen::asTensor(const FVal &v, mlir::Type like, SrcLoc l,
                             " with an integer tensor");
       return {};
     }
-    return op1("nn.constant", v.loc, {}, {attr("value", value)});
+    return op1<nn::ConstantOp>(v.loc, {}, {attr("value", value)});
   }
   diag.error(v.loc.line ? v.loc : l,
              what + " expects a tensor, got " + v.describe());
@@ -256,7 +248,7 @@ Gen::apply(LayerInstance &inst, std::vector<FVal> positional,
       }
       outs.push_back(y->value);
     }
-    mlir::Value v = op1("nn.concat", l, outs, {attrI64("axis", -1)});
+    mlir::Value v = op1<nn::ConcatOp>(l, outs, {attrI64("axis", -1)});
     if (!v)
       return std::nullopt;
     return FVal::tensor(v, l);
@@ -431,7 +423,7 @@ std::optional<FVal> ForwardGen::eval(const Expr &e) {
     mlir::Value x = gen.asTensor(*v, {}, e.getLoc(), "'-'");
     if (!x)
       return std::nullopt;
-    mlir::Value r = gen.op1("nn.neg", e.getLoc(), {x});
+    mlir::Value r = gen.op1<nn::NegOp>(e.getLoc(), {x});
     if (!r)
       return std::nullopt;
     return FVal::tensor(r, e.getLoc());
@@ -489,24 +481,22 @@ std::optional<FVal> ForwardGen::evalBinary(const BinaryExpr &b) {
     case BinOp::Ge: predicate = nn::ComparePredicate::ge; break;
     default: break;
     }
-    mlir::Value res = gen.op1(
-        "nn.compare", b.getLoc(), {x, y},
+    mlir::Value res = gen.op1<nn::CompareOp>(
+        b.getLoc(), {x, y},
         {gen.attr("predicate",
                   nn::ComparePredicateAttr::get(&gen.ctx, predicate))});
     if (!res)
       return std::nullopt;
     return FVal::tensor(res, b.getLoc());
   }
-  const char *opName = "nn.add";
+  mlir::Value res;
   switch (b.op) {
-  case BinOp::Add: opName = "nn.add"; break;
-  case BinOp::Sub: opName = "nn.sub"; break;
-  case BinOp::Mul: opName = "nn.mul"; break;
-  case BinOp::Div: opName = "nn.div"; break;
-  case BinOp::MatMul: opName = "nn.matmul"; break;
-  default: break;
+  case BinOp::Sub: res = gen.op1<nn::SubOp>(b.getLoc(), {x, y}); break;
+  case BinOp::Mul: res = gen.op1<nn::MulOp>(b.getLoc(), {x, y}); break;
+  case BinOp::Div: res = gen.op1<nn::DivOp>(b.getLoc(), {x, y}); break;
+  case BinOp::MatMul: res = gen.op1<nn::MatmulOp>(b.getLoc(), {x, y}); break;
+  default: res = gen.op1<nn::AddOp>(b.getLoc(), {x, y}); break;
   }
-  mlir::Value res = gen.op1(opName, b.getLoc(), {x, y});
   if (!res)
     return std::nullopt;
   return FVal::tensor(res, b.getLoc());
@@ -569,7 +559,7 @@ std::optional<FVal> ForwardGen::evalIndex(const IndexExpr &ix) {
       }
     }
   }
-  mlir::Value r = gen.op1("nn.slice", ix.getLoc(), {base->value},
+  mlir::Value r = gen.op1<nn::SliceOp>(ix.getLoc(), {base->value},
                           {gen.attrI64s("starts", starts),
                            gen.attrI64s("stops", stops),
                            gen.attrI64s("steps", steps),
