@@ -150,6 +150,15 @@ FailureOr<std::string> LaunchEmitter::numel(Value v, int64_t from, int64_t to) {
   return ModelEmitter::numel(op(), bufferType(v), from, to);
 }
 
+FailureOr<Size> LaunchEmitter::dimSize(Value v, int64_t i) {
+  nnk::BufferType t = bufferType(v);
+  return ModelEmitter::dimSize(op(), t.getDim(i < 0 ? t.getRank() + i : i));
+}
+
+FailureOr<Size> LaunchEmitter::numelSize(Value v, int64_t from, int64_t to) {
+  return ModelEmitter::numelSize(op(), bufferType(v), from, to);
+}
+
 FailureOr<SmallVector<std::string>> LaunchEmitter::shape(Value v) {
   SmallVector<std::string> dims;
   for (int64_t d = 0, r = bufferType(v).getRank(); d < r; ++d) {
@@ -223,8 +232,10 @@ LogicalResult LaunchEmitter::nameOdeGradRegions(nnk::ODERNNGradOp o, const std::
 
 FailureOr<std::string> LaunchEmitter::odeVjpDests(Block &body, unsigned nIn,
                                                   ArrayRef<std::string> direct,
-                                                  const std::string &theta, std::string &total) {
-  std::string prologue, offset = "0";
+                                                  const std::string &theta,
+                                                  std::optional<Size> &total) {
+  std::string prologue;
+  Size offset = Size::constant(0);
   for (unsigned i = nIn; i < body.getNumArguments(); ++i) {
     BlockArgument arg = body.getArgument(i);
     unsigned k = i - nIn;
@@ -234,11 +245,11 @@ FailureOr<std::string> LaunchEmitter::odeVjpDests(Block &body, unsigned nIn,
       prologue += "real_t *" + nm + " = " + direct[k] + "; (void)" + nm + ";\n";
       continue;
     }
-    FailureOr<std::string> sz = numel(arg);
+    FailureOr<Size> sz = numelSize(arg);
     if (failed(sz))
       return failure();
-    prologue += "real_t *" + nm + " = " + theta + " + (" + offset + "); (void)" + nm + ";\n";
-    offset += " + " + *sz;
+    prologue += "real_t *" + nm + " = " + theta + " + (" + offset.str() + "); (void)" + nm + ";\n";
+    offset = offset + *sz;
   }
   total = offset;
   return prologue;

@@ -86,6 +86,11 @@ public:
   mlir::FailureOr<std::string> dim(mlir::Value v, int64_t i);
   /// Elements of dims [from, to) of `v` (to = -1: the rank).
   mlir::FailureOr<std::string> numel(mlir::Value v, int64_t from = 0, int64_t to = -1);
+  /// dim() and numel() as Sizes (workspace sizes are built from these).
+  mlir::FailureOr<Size> dimSize(mlir::Value v, int64_t i);
+  mlir::FailureOr<Size> numelSize(mlir::Value v, int64_t from = 0, int64_t to = -1);
+  using ModelEmitter::dimSize;
+  using ModelEmitter::numelSize;
   using ModelEmitter::numel;
   /// Every dim of `v` (empty for a scalar).
   mlir::FailureOr<llvm::SmallVector<std::string>> shape(mlir::Value v);
@@ -112,9 +117,9 @@ public:
   void call(const KernelCall &c);
   /// The checked statement of a call expression.
   virtual std::string checked(const std::string &callExpr) = 0;
-  /// Workspace of `bytes` (a C++ expression) for the current launch; returns
-  /// a pointer expression (an arena slot on the CPU, kernel scratch on CUDA).
-  virtual std::string workspace(const std::string &bytes) = 0;
+  /// Workspace of `bytes` for the current launch; returns a pointer
+  /// expression (an arena slot on the CPU, kernel scratch on CUDA).
+  virtual std::string workspace(const Size &bytes) = 0;
   /// A new top-level launch starts: workspace handed out so far is free.
   virtual void beginTopLevelLaunch() {}
   /// The per-launch timer's statements (NNCC_PROFILE, docs/runtime.md)
@@ -147,10 +152,10 @@ public:
   /// `nIn` on: the first `direct.size()` are the given lambda parameters,
   /// the parameter gradients point into one concatenated vector `theta` at
   /// running offsets). Returns the C++ statements declaring them and sets
-  /// `total` to the expression of the concatenated size.
+  /// `total` to the concatenated size.
   mlir::FailureOr<std::string> odeVjpDests(mlir::Block &body, unsigned nIn,
                                            llvm::ArrayRef<std::string> direct,
-                                           const std::string &theta, std::string &total);
+                                           const std::string &theta, std::optional<Size> &total);
   /// One parameter gradient of an ODE gradient op: its buffer and the
   /// offset and size of its slice of the concatenated vector.
   struct OdeParamSlice {

@@ -31,7 +31,7 @@ FailureOr<int64_t> elementBytes(Operation *op, Type elt, int64_t realSize) {
 
 FailureOr<uint64_t> slotBytes(const PlannedBuffer &b, const SizeEnv &env) {
   if (!b.type) {
-    llvm::Expected<int64_t> v = evaluateSizeExpr(b.workspaceBytes, env);
+    llvm::Expected<int64_t> v = b.workspaceBytes->evaluate(env);
     if (!v) {
       b.owner->emitError() << llvm::toString(v.takeError());
       return failure();

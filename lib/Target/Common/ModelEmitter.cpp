@@ -385,10 +385,10 @@ LogicalResult ModelEmitter::analyzeFunction(func::FuncOp fn, int &index, int &we
   return failure(r.wasInterrupted());
 }
 
-int ModelEmitter::addWorkspace(Operation *op, const std::string &bytesExpr) {
+int ModelEmitter::addWorkspace(Operation *op, const Size &bytes) {
   PlannedBuffer b;
   b.name = "ws" + std::to_string(buffers.size());
-  b.workspaceBytes = bytesExpr;
+  b.workspaceBytes = bytes;
   b.first = b.last = launchIndex.lookup(op);
   b.owner = op;
   buffers.push_back(b);
@@ -400,12 +400,27 @@ int ModelEmitter::addWorkspace(Operation *op, const std::string &bytesExpr) {
 //===----------------------------------------------------------------------===//
 
 FailureOr<std::string> ModelEmitter::dimExpr(Operation *op, nncc::Dim d) {
+  FailureOr<Size> s = dimSize(op, d);
+  if (failed(s))
+    return failure();
+  return s->str();
+}
+
+FailureOr<std::string> ModelEmitter::numel(Operation *op, nnk::BufferType t, int64_t from,
+                                           int64_t to) {
+  FailureOr<Size> s = numelSize(op, t, from, to);
+  if (failed(s))
+    return failure();
+  return s->str();
+}
+
+FailureOr<Size> ModelEmitter::dimSize(Operation *op, nncc::Dim d) {
   if (d.isStatic())
-    return std::to_string(d.getSize()) + "LL";
+    return Size::constant(d.getSize(), std::to_string(d.getSize()) + "LL");
   if (d.isSymbolic()) {
     for (size_t i = 0; i < dims.size(); ++i)
       if (dims[i] == d.getSymbol().getValue())
-        return "d_" + cIdentifier(dims[i]);
+        return Size::dim(dims[i], "d_" + cIdentifier(dims[i]));
     op->emitError() << "symbolic dim '" << d.getSymbol().getValue()
                     << "' is not one of the model's dims";
     return failure();
@@ -415,11 +430,11 @@ FailureOr<std::string> ModelEmitter::dimExpr(Operation *op, nncc::Dim d) {
   return failure();
 }
 
-FailureOr<std::string> ModelEmitter::numel(Operation *op, nnk::BufferType t,
-                                           int64_t from, int64_t to) {
+FailureOr<Size> ModelEmitter::numelSize(Operation *op, nnk::BufferType t, int64_t from,
+                                        int64_t to) {
   if (to < 0)
     to = t.getRank();
-  std::string s;
+  std::optional<Size> product;
   int64_t folded = 1;
   for (int64_t i = from; i < to; ++i) {
     nncc::Dim d = t.getDim(i);
@@ -427,16 +442,16 @@ FailureOr<std::string> ModelEmitter::numel(Operation *op, nnk::BufferType t,
       folded *= d.getSize();
       continue;
     }
-    FailureOr<std::string> e = dimExpr(op, d);
+    FailureOr<Size> e = dimSize(op, d);
     if (failed(e))
       return failure();
-    s += (s.empty() ? "" : " * ") + *e;
+    product = product ? *product * *e : *e;
   }
-  if (s.empty())
-    return "(int64_t)" + std::to_string(folded);
+  if (!product)
+    return Size::constant(folded, "(int64_t)" + std::to_string(folded));
   if (folded != 1)
-    s = std::to_string(folded) + "LL * " + s;
-  return "(" + s + ")";
+    product = Size::constant(folded, std::to_string(folded) + "LL") * *product;
+  return product->paren();
 }
 
 FailureOr<std::string> ModelEmitter::cType(Operation *op, Type elt) {
@@ -700,7 +715,8 @@ FailureOr<bool> ModelEmitter::emitBufferPlan(raw_indented_ostream &os) {
     os << "switch (index) {\n";
     for (size_t i = 0; i < buffers.size(); ++i)
       if (!buffers[i].type)
-        os << "case " << i << ": return (uint64_t)(" << buffers[i].workspaceBytes << ");\n";
+        os << "case " << i << ": return (uint64_t)(" << buffers[i].workspaceBytes->str()
+           << ");\n";
     os << "default: return 0;\n}\n";
     os.unindent();
     os << "}\n";

@@ -12,6 +12,7 @@
 #include "dialects/NNK/IR/NNKOps.h"
 #include "dialects/NN/IR/NNOps.h"
 #include "Escape.h"
+#include "SizeExpr.h"
 #include "nncc/Target/Compile.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -40,12 +41,13 @@ struct ParamSig {
   int64_t lrDepth = 0; // lr multiplier = layer_decay^lrDepth
 };
 
-/// One arena slot: an nnk.alloc, or a per-launch workspace (size given by
-/// a C++ expression of the bound dims).
+/// One arena slot: an nnk.alloc, or a per-launch workspace (sized by an
+/// expression of the bound dims, which the generated code and the memory
+/// plan both evaluate).
 struct PlannedBuffer {
   std::string name;
-  nnk::BufferType type;          // null for workspaces
-  std::string workspaceBytes;    // for workspaces: C++ expression over d_*
+  nnk::BufferType type;               // null for workspaces
+  std::optional<Size> workspaceBytes; // for workspaces
   int first = 0, last = 0;
   mlir::Operation *owner = nullptr; // the nnk.alloc, or the launch of a workspace
 };
@@ -103,7 +105,14 @@ protected:
   llvm::StringMap<int> paramIndex;
 
   //===--- helpers ---------------------------------------------------------===//
-  /// "d_B" / "256"; fails (located at `op`) on `?`.
+  /// The size of `d`, printed "d_B" / "256LL"; fails (located at `op`) on
+  /// `?`.
+  mlir::FailureOr<Size> dimSize(mlir::Operation *op, nncc::Dim d);
+  /// Elements of dims [from, to) of `t` (to = -1: the rank), printed
+  /// "(4LL * d_B * d_T)" (the static dims folded) or "(int64_t)N".
+  mlir::FailureOr<Size> numelSize(mlir::Operation *op, nnk::BufferType t, int64_t from = 0,
+                                  int64_t to = -1);
+  /// Their C++ text.
   mlir::FailureOr<std::string> dimExpr(mlir::Operation *op, nncc::Dim d);
   mlir::FailureOr<std::string> numel(mlir::Operation *op, nnk::BufferType t,
                                      int64_t from = 0, int64_t to = -1);
@@ -115,7 +124,7 @@ protected:
   /// Name of v, or "NULL" for an absent optional operand.
   std::string nameOrNull(mlir::Value v) const { return v ? name(v) : "NULL"; }
   /// Index of a new workspace buffer live only at `op`.
-  int addWorkspace(mlir::Operation *op, const std::string &bytesExpr);
+  int addWorkspace(mlir::Operation *op, const Size &bytes);
 
   /// The signature tables, init table, buffer plan and the ABI object.
   mlir::LogicalResult emitTables(mlir::raw_indented_ostream &os, bool withCuda);

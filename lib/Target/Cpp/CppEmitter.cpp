@@ -59,7 +59,7 @@ public:
     return "NNCC_GEN_CHECK(" + callExpr + ", " + cString(launchComment(op())) + ");\n";
   }
   /// An arena slot live only during the current launch.
-  std::string workspace(const std::string &bytes) override {
+  std::string workspace(const Size &bytes) override {
     return "nncc_ms_buffer_ptr(m, " + std::to_string(addWorkspace(op(), bytes)) + ")";
   }
   LogicalResult copyNd(const StridedCopy &c) override {
@@ -109,11 +109,11 @@ private:
   }
   /// The bytes of ode_grad's scratch (nncc_ode_grad_workspace_size) for
   /// `n` state and `P` parameter elements: an evaluable expression.
-  static std::string odeGradScratch(int method, int64_t steps, int64_t maxSteps, bool adjoint,
-                                    const std::string &n, const std::string &P) {
-    return "nncc_ode_grad_workspace_size(" + std::to_string(method) + ", " +
-           std::to_string(steps) + ", " + std::to_string(maxSteps) + ", " +
-           (adjoint ? "1" : "0") + ", " + n + ", " + P + ", sizeof(real_t))";
+  static Size odeGradScratch(int method, int64_t steps, int64_t maxSteps, bool adjoint,
+                             const Size &n, const Size &P) {
+    return Size::call(size_fn::odeGradWorkspace,
+                      {Size::constant(method), Size::constant(steps), Size::constant(maxSteps),
+                       Size::constant(adjoint ? 1 : 0), n, P, Size::realBytes()});
   }
   std::string odeFailure(Operation *op) {
     return solverFailure(op, "nncc::kernels::ode_error_string");
@@ -336,7 +336,8 @@ LogicalResult CppEmitter::emitODERNN(raw_indented_ostream &os, nnk::ODERNNOp o) 
                          << S + (adaptive ? 2 : 1) + 2 << " slots";
   auto B = dimExpr(op, xT.getDim(0)), Tn = dimExpr(op, xT.getDim(1)),
        I = dimExpr(op, xT.getDim(2));
-  if (failed(B) || failed(Tn) || failed(I))
+  auto Bsize = dimSize(op, xT.getDim(0));
+  if (failed(B) || failed(Tn) || failed(I) || failed(Bsize))
     return failure();
   int64_t H = o.getHiddenSize();
   Block &dyn = o.getDynamics().front();
@@ -351,7 +352,7 @@ LogicalResult CppEmitter::emitODERNN(raw_indented_ostream &os, nnk::ODERNNOp o) 
   names[cell.getArgument(0)] = p + "xt";
   names[cell.getArgument(1)] = p + "ch";
   names[cell.getArgument(2)] = p + "chout";
-  int ws = addWorkspace(op, "3 * " + *B + " * sizeof(real_t)");
+  int ws = addWorkspace(op, Size::constant(3) * *Bsize * Size::realBytes());
   os << "{\n";
   os.indent();
   os << "// ODE-RNN (Rubanova et al. 2019): the first observation is folded in at\n"
@@ -422,7 +423,7 @@ LogicalResult CppEmitter::emitODESolveGrad(raw_indented_ostream &os, nnk::ODESol
   Operation *op = o.getOperation();
   auto hT = cast<nnk::BufferType>(o.getH().getType());
   int method = odeMethodCode(o.getMethod());
-  FailureOr<std::string> n = numel(op, hT);
+  FailureOr<Size> n = numelSize(op, hT);
   if (failed(n))
     return failure();
   Block &vjp = o.getVjp().front();
@@ -430,7 +431,7 @@ LogicalResult CppEmitter::emitODESolveGrad(raw_indented_ostream &os, nnk::ODESol
   std::string p = "odeg" + id + "_";
   if (failed(nameOdeGradRegions(o, p)))
     return failure();
-  std::string total;
+  std::optional<Size> total;
   FailureOr<std::string> dests = odeVjpDests(vjp, 3, {"dh_"}, p + "th", total);
   if (failed(dests))
     return failure();
@@ -442,12 +443,12 @@ LogicalResult CppEmitter::emitODESolveGrad(raw_indented_ostream &os, nnk::ODESol
      << (o.getSteps() ? std::to_string(o.getSteps()) + " steps" : std::string("adaptive"))
      << "\n";
   // One arena workspace: ode_grad's scratch, then the accumulated dθ [P].
-  std::string scratch =
-      odeGradScratch(method, o.getSteps(), o.getMaxSteps(), o.getAdjoint(), *n, total);
-  int ws = addWorkspace(op, "(" + scratch + " + (" + total + ") * sizeof(real_t))");
-  os << "const int64_t n = " << *n << ", P = " << total << ";\n";
+  Size scratch =
+      odeGradScratch(method, o.getSteps(), o.getMaxSteps(), o.getAdjoint(), *n, *total);
+  int ws = addWorkspace(op, (scratch + total->paren() * Size::realBytes()).paren());
+  os << "const int64_t n = " << n->str() << ", P = " << total->str() << ";\n";
   os << "char *ws_ = (char *)nncc_ms_buffer_ptr(m, " << ws << ");\n";
-  os << "real_t *thacc_ = (real_t *)(ws_ + " << scratch << ");\n";
+  os << "real_t *thacc_ = (real_t *)(ws_ + " << scratch.str() << ");\n";
   os << "memset(thacc_, 0, (size_t)P * sizeof(real_t));\n";
   os << "real_t tbuf[1] = {0};\n";
   if (failed(emitRegionLambda(os, o.getDynamics(), "dynamics",
@@ -493,7 +494,8 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
   bool adaptive = method == 2 && o.getSteps() == 0;
   auto B = dimExpr(op, xT.getDim(0)), Tn = dimExpr(op, xT.getDim(1)),
        I = dimExpr(op, xT.getDim(2));
-  if (failed(B) || failed(Tn) || failed(I))
+  auto Bsize = dimSize(op, xT.getDim(0)), Isize = dimSize(op, xT.getDim(2));
+  if (failed(B) || failed(Tn) || failed(I) || failed(Bsize) || failed(Isize))
     return failure();
   int64_t H = o.getHiddenSize();
   int64_t nDyn = o.getNumDynamicsParams();
@@ -503,7 +505,7 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
   std::string p = "odernng" + id + "_";
   if (failed(nameOdeGradRegions(o, p)))
     return failure();
-  std::string dynTotal, cellTotal;
+  std::optional<Size> dynTotal, cellTotal;
   FailureOr<std::string> dDests = odeVjpDests(dvjp, 3, {"dh_"}, p + "th", dynTotal);
   FailureOr<std::string> cDests = odeVjpDests(cvjp, 3, {"dx_", "dh_"}, p + "ph", cellTotal);
   if (failed(dDests) || failed(cDests))
@@ -518,19 +520,20 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
      << (adaptive ? ", adaptive" : ", " + std::to_string(o.getSteps()) + " steps") << ").\n";
   os << "const int64_t B = " << *B << ", Tn = " << *Tn << ", I = " << *I << ", H = " << H
      << ", n = B * H;\n";
-  os << "const int64_t Pd = " << dynTotal << ", Pc = " << cellTotal << ";\n";
+  os << "const int64_t Pd = " << dynTotal->str() << ", Pc = " << cellTotal->str() << ";\n";
   // One arena workspace: the segments' ode_grad scratch (reused by each),
   // then the loop's own arrays (real_t): dθ, dφ, the cell VJP's dφ
   // (Pc + 1), the row times (3 B), the states and adjoints (5 n), x_t and
   // dx_t (2 B I), the forward re-solve's stage slots (S + 2) n.
-  std::string nExpr = "(" + *B + " * " + std::to_string(H) + "LL)";
-  std::string scratch = odeGradScratch(method, o.getSteps(), o.getMaxSteps(), o.getAdjoint(),
-                                       nExpr, dynTotal);
-  std::string own = "(" + dynTotal + ") + 2 * (" + cellTotal + ") + 1 + 3 * " + *B + " + " +
-                    std::to_string(5 + S + 2) + " * " + nExpr + " + 2 * " + *B + " * " + *I;
-  int ws = addWorkspace(op, "(" + scratch + " + (" + own + ") * sizeof(real_t))");
+  Size nSize = (*Bsize * Size::constant(H, std::to_string(H) + "LL")).paren();
+  Size scratch = odeGradScratch(method, o.getSteps(), o.getMaxSteps(), o.getAdjoint(), nSize,
+                                *dynTotal);
+  Size own = dynTotal->paren() + Size::constant(2) * cellTotal->paren() + Size::constant(1) +
+             Size::constant(3) * *Bsize + Size::constant(5 + S + 2) * nSize +
+             Size::constant(2) * *Bsize * *Isize;
+  int ws = addWorkspace(op, (scratch + own.paren() * Size::realBytes()).paren());
   os << "char *ws_ = (char *)nncc_ms_buffer_ptr(m, " << ws << ");\n";
-  os << "real_t *thacc_ = (real_t *)(ws_ + " << scratch << ");\n";
+  os << "real_t *thacc_ = (real_t *)(ws_ + " << scratch.str() << ");\n";
   os << "real_t *phacc_ = thacc_ + Pd, *phtmp_ = phacc_ + Pc, *delta = phtmp_ + Pc + 1;\n";
   os << "real_t *tcur = delta + B, *tprev = tcur + B, *hprev = tprev + B, *htil = hprev + n;\n";
   os << "real_t *a = htil + n, *carry = a + n, *dhtil = carry + n, *xt = dhtil + n;\n";

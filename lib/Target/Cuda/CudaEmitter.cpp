@@ -39,9 +39,9 @@ public:
   }
   /// Device scratch for the current top-level launch (the scratch buffer
   /// is sized for the largest launch); returns a `char *` expression.
-  std::string workspace(const std::string &bytes) override {
+  std::string workspace(const Size &bytes) override {
     std::string at = "(nncc_scratch + (" + scratchCur + "))";
-    scratchCur += " + nncc_gen_align((uint64_t)(" + bytes + "))";
+    scratchCur += " + nncc_gen_align((uint64_t)(" + bytes.str() + "))";
     return at;
   }
   void beginTopLevelLaunch() override { scratchCur = "0"; }
@@ -922,7 +922,7 @@ LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveO
   os << "real_t *k[" << S << "];\n";
   os << "for (int s = 0; s < " << S << "; ++s) k[s] = work + (int64_t)s * n;\n";
   if (readsTime)
-    os << "real_t *tbuf = (real_t *)" << workspace("sizeof(real_t)") << ";\n";
+    os << "real_t *tbuf = (real_t *)" << workspace(Size::realBytes()) << ";\n";
   emitOdeDevice(os);
   os << checked("cudaMemcpyAsync(" + name(o.getOut()) + ", " + name(o.getH0()) +
                 ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
@@ -965,7 +965,8 @@ std::string CudaEmitter::odeSolveFailure() {
 LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o) {
   Operation *op = o.getOperation();
   FailureOr<std::string> B = dim(o.getX(), 0), Tn = dim(o.getX(), 1), I = dim(o.getX(), 2);
-  if (failed(B) || failed(Tn) || failed(I))
+  FailureOr<Size> Bsize = dimSize(o.getX(), 0);
+  if (failed(B) || failed(Tn) || failed(I) || failed(Bsize))
     return failure();
   const int64_t H = o.getHiddenSize();
   const int method = static_cast<int>(o.getMethod()); // == kernels::OdeMethod
@@ -1001,10 +1002,10 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
   os << "real_t *k[" << S << "];\n";
   os << "for (int s = 0; s < " << S << "; ++s) k[s] = work + (int64_t)s * n;\n";
   os << "real_t *h = work + " << K << "LL * n, *h_next = work + " << K + 1 << "LL * n;\n";
-  os << "real_t *delta = (real_t *)" << workspace(*B + " * sizeof(real_t)")
-     << ", *tprev = (real_t *)" << workspace(*B + " * sizeof(real_t)") << ";\n";
+  os << "real_t *delta = (real_t *)" << workspace(*Bsize * Size::realBytes())
+     << ", *tprev = (real_t *)" << workspace(*Bsize * Size::realBytes()) << ";\n";
   if (readsTime)
-    os << "real_t *tcur = (real_t *)" << workspace(*B + " * sizeof(real_t)") << ";\n";
+    os << "real_t *tcur = (real_t *)" << workspace(*Bsize * Size::realBytes()) << ";\n";
   emitOdeDevice(os);
   if (o.getH0())
     os << checked("cudaMemcpyAsync(h, " + name(o.getH0()) +
@@ -1076,7 +1077,7 @@ FailureOr<int> CudaEmitter::plannedWorkspace(Operation *op) {
     cpuPlanned = true;
     if (failed(withCpuBufferPlan(module, [&](const ModelEmitter &cpu) {
           for (auto [i, b] : llvm::enumerate(cpu.buffers))
-            if (!b.workspaceBytes.empty() && b.owner)
+            if (b.workspaceBytes && b.owner)
               cpuWorkspaces.try_emplace(b.owner, (int)i);
           return success();
         })))
@@ -1106,8 +1107,8 @@ LogicalResult CudaEmitter::emitRegionLambda(raw_indented_ostream &os, Region &re
 void CudaEmitter::emitOdeDevice(raw_indented_ostream &os) {
   os << "OdeDevice ode_dev;\n"
      << "ode_dev.stream = stream;\n"
-     << "ode_dev.norm_scratch = " << workspace("loss_scratch_bytes()") << ";\n"
-     << "ode_dev.norm = (double *)" << workspace("sizeof(double)") << ";\n";
+     << "ode_dev.norm_scratch = " << workspace(Size::call(size_fn::cudaLossScratch, {})) << ";\n"
+     << "ode_dev.norm = (double *)" << workspace(Size::bytesOf("double", 8)) << ";\n";
 }
 
 std::string CudaEmitter::odeDeviceBranch() {
@@ -1134,7 +1135,7 @@ LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESo
   std::string p = local("odeg") + "_";
   if (failed(nameOdeGradRegions(o, p)))
     return failure();
-  std::string total;
+  std::optional<Size> total;
   FailureOr<std::string> dests = odeVjpDests(vjp, 3, {"dh_"}, p + "th", total);
   FailureOr<SmallVector<OdeParamSlice>> slices = odeParamSlices(o.getDparams());
   if (failed(dests) || failed(slices))
@@ -1146,7 +1147,7 @@ LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESo
      << ", " << stringifyEnum(o.getMethod()) << ", "
      << (o.getSteps() ? std::to_string(o.getSteps()) + " steps" : std::string("adaptive"))
      << ": ode_grad_device\n";
-  os << "const int64_t n = " << *n << ", P = " << total << ";\n";
+  os << "const int64_t n = " << *n << ", P = " << total->str() << ";\n";
   os << "// The CPU plan's workspace: ode_grad's scratch, then the accumulated dθ [P].\n";
   os << "char *ws_ = (char *)nncc_ms_buffer_ptr(m, " << *ws << ");\n";
   os << "real_t *thacc_ = (real_t *)(ws_ + nncc::grad::ode_grad_layout(" << method << ", "
@@ -1155,7 +1156,7 @@ LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESo
   os << checked("cudaMemsetAsync(thacc_, 0, (size_t)P * sizeof(real_t), stream)");
   // The regions' time argument: a device scalar, when a region reads it.
   if (!dyn.getArgument(0).use_empty() || !vjp.getArgument(0).use_empty())
-    os << "real_t *tbuf = (real_t *)" << workspace("sizeof(real_t)") << ";\n";
+    os << "real_t *tbuf = (real_t *)" << workspace(Size::realBytes()) << ";\n";
   emitOdeDevice(os);
   os << "real_t tv0{}, tv1{};\n";
   os << checked("cudaMemcpyAsync(&tv0, " + name(o.getT0()) +
@@ -1208,7 +1209,7 @@ LogicalResult CudaEmitter::emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNG
   std::string p = local("odernng") + "_";
   if (failed(nameOdeGradRegions(o, p)))
     return failure();
-  std::string dynTotal, cellTotal;
+  std::optional<Size> dynTotal, cellTotal;
   FailureOr<std::string> dDests = odeVjpDests(dvjp, 3, {"dh_"}, p + "th", dynTotal);
   FailureOr<std::string> cDests = odeVjpDests(cvjp, 3, {"dx_", "dh_"}, p + "ph", cellTotal);
   FailureOr<SmallVector<OdeParamSlice>> dynSlices =
@@ -1228,7 +1229,7 @@ LogicalResult CudaEmitter::emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNG
      << (adaptive ? ", adaptive" : ", " + std::to_string(o.getSteps()) + " steps") << ").\n";
   os << "const int64_t B = " << *B << ", Tn = " << *Tn << ", I = " << *I
      << ", H = " << o.getHiddenSize() << ";\n";
-  os << "const int64_t Pd = " << dynTotal << ", Pc = " << cellTotal << ";\n";
+  os << "const int64_t Pd = " << dynTotal->str() << ", Pc = " << cellTotal->str() << ";\n";
   os << "// The CPU plan's workspace: ode_grad's scratch, then the loop's arrays.\n";
   os << "char *ws_ = (char *)nncc_ms_buffer_ptr(m, " << *ws << ");\n";
   os << "const OdeRnnGradLayout lay_ = ode_rnn_grad_layout(" << method << ", " << o.getSteps()

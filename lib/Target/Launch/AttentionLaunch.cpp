@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "../Common/LaunchEmitter.h"
 
+#include "nncc/Kernels/Codes.h"
+
 using namespace mlir;
 
 namespace nncc::target {
@@ -102,11 +104,11 @@ std::string globalList(ArrayRef<int64_t> global) {
 /// The LSH rotations' element count without given rotations: hashes x dh x
 /// buckets / 2 (times the heads for Hugging Face's per-head rotations),
 /// buckets by HuggingFace's rule from T and the chunk.
-std::string drawnRotationCount(const AttentionConfig &c, const std::string &T,
-                               const std::string &dh) {
-  return (c.lshHf ? std::to_string(c.heads) + " * " : std::string()) +
-         std::to_string(c.hashes) + " * " + dh + " * (nncc_gen_lsh_buckets(" + T + ", " +
-         std::to_string(c.chunk) + ") / 2)";
+Size drawnRotationCount(const AttentionConfig &c, const Size &T, const Size &dh) {
+  Size halfBuckets =
+      (Size::call(size_fn::lshBuckets, {T, Size::constant(c.chunk)}) / Size::constant(2)).paren();
+  Size perHead = Size::constant(c.hashes) * dh * halfBuckets;
+  return c.lshHf ? Size::constant(c.heads) * perHead : perHead;
 }
 
 /// Index of the rotations' buckets / 2 dimension: [hashes, dh, nb/2] or
@@ -118,16 +120,16 @@ unsigned rotationHalfDim(const AttentionConfig &c) { return c.lshHf ? 3 : 2; }
 //===----------------------------------------------------------------------===//
 
 /// NNCC_ATTN_* of `kind`.
-std::string kindCode(AttentionKind kind) {
+Size kindCode(AttentionKind kind) {
   switch (kind) {
   case AttentionKind::dense:
-    return "NNCC_ATTN_DENSE";
+    return Size::constant(NNCC_ATTN_DENSE, "NNCC_ATTN_DENSE");
   case AttentionKind::dilated:
-    return "NNCC_ATTN_DILATED";
+    return Size::constant(NNCC_ATTN_DILATED, "NNCC_ATTN_DILATED");
   case AttentionKind::lsh:
-    return "NNCC_ATTN_LSH";
+    return Size::constant(NNCC_ATTN_LSH, "NNCC_ATTN_LSH");
   case AttentionKind::local:
-    return "NNCC_ATTN_LOCAL";
+    return Size::constant(NNCC_ATTN_LOCAL, "NNCC_ATTN_LOCAL");
   }
   llvm_unreachable("attention kind");
 }
@@ -147,10 +149,12 @@ std::string attentionDropoutOffset(const AttentionConfig &c, const std::string &
 /// seed (stream 0x15A), the same values in the forward and the backward.
 FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
                                      const std::string &B, const std::string &T,
-                                     const std::string &dh) {
+                                     const std::string &dh, const Size &Bsize,
+                                     const Size &Tsize, const Size &dhSize) {
   std::string p = "nncc_attention_params p; memset(&p, 0, sizeof(p)); ";
   p += "p.causal = " + LaunchEmitter::flag(c.causal) + "; p.scale = " + fmtDouble(c.scale) + "; ";
-  std::string rotGiven, rotBytes;
+  std::string rotGiven;
+  std::optional<Size> rotBytes;
   switch (c.kind) {
   case AttentionKind::dense:
     p += "p.kind = NNCC_ATTN_DENSE; ";
@@ -183,7 +187,7 @@ FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
     } else {
       p += "p.n_buckets = (int32_t)nncc_gen_lsh_buckets(" + T + ", " + std::to_string(c.chunk) +
            "); ";
-      rotBytes = drawnRotationCount(c, T, dh) + " * sizeof(real_t)";
+      rotBytes = drawnRotationCount(c, Tsize, dhSize) * Size::realBytes();
     }
     break;
   case AttentionKind::local:
@@ -196,19 +200,20 @@ FailureOr<std::string> emitCpuParams(LaunchEmitter &e, const AttentionConfig &c,
     break;
   }
   // nncc_attention[_backward]_workspace_size of this parameter block.
-  std::string ws = e.workspace("nncc_attention_core_workspace_bytes(" + kindCode(c.kind) + ", " +
-                               B + ", " + T + ", " + std::to_string(c.global.size()) + ", " +
-                               (c.globalMask ? "1" : "0") + ")");
+  std::string ws = e.workspace(Size::call(
+      size_fn::attentionCoreWorkspace,
+      {kindCode(c.kind), Bsize, Tsize, Size::constant(static_cast<int64_t>(c.global.size())),
+       Size::constant(c.globalMask ? 1 : 0)}));
   e.out() << p << rotGiven << "\n";
   // Training only (nn-inference-semantics zeroes the rate in inference): the step
   // offset makes every step draw a new mask, the backward the same one.
   if (c.dropout > 0)
     e.out() << "p.dropout = " << fmtDouble(c.dropout) << "; p.dropout_seed = nncc_ms_rng_key(m, "
             << c.seed << "ULL); p.dropout_offset = " << attentionDropoutOffset(c, B, T) << ";\n";
-  if (!rotBytes.empty()) {
-    e.out() << "real_t *rot = (real_t *)" << e.workspace(rotBytes) << ";\n";
-    e.out() << "NNCC_RNG_NORMAL(rot, (uint64_t)(" << rotBytes << " / sizeof(real_t)), " << c.seed
-            << "ULL, 0x15AULL, 0, 0, 1);\n";
+  if (rotBytes) {
+    e.out() << "real_t *rot = (real_t *)" << e.workspace(*rotBytes) << ";\n";
+    e.out() << "NNCC_RNG_NORMAL(rot, (uint64_t)(" << rotBytes->str() << " / sizeof(real_t)), "
+            << c.seed << "ULL, 0x15AULL, 0, 0, 1);\n";
     e.out() << "p.rotations = rot;\n";
   }
   return ws;
@@ -233,6 +238,7 @@ PackedQKV unpack(const std::string &base, const std::string &E, AttentionKind ki
 /// Head size, launcher template argument and score scale of a CUDA call.
 struct CudaHead {
   std::string dh;         // C++ expression
+  std::optional<Size> dhSize; // the same, as a Size
   std::string dhTemplate; // "32" / "64" / "128" (only that kernel built) or "0"
   std::string scale;      // initialiser of the local `scale`
 };
@@ -240,7 +246,7 @@ struct CudaHead {
 /// From the core width `E` (a [B, T, E] buffer `core`, expression E):
 /// static when the model width is, else a run-time value.
 FailureOr<CudaHead> cudaHead(LaunchEmitter &e, Operation *op, const AttentionConfig &c,
-                             Value core, const std::string &E) {
+                             Value core, const Size &E) {
   nncc::Dim width = e.bufferType(core).getDim(2);
   int64_t staticDh = width.isStatic() ? width.getSize() / c.heads : -1;
   if (staticDh > 256)
@@ -253,8 +259,9 @@ FailureOr<CudaHead> cudaHead(LaunchEmitter &e, Operation *op, const AttentionCon
     return op->emitError("the bf16 attention kernels serve head sizes up to 128, got ")
            << staticDh;
   CudaHead h;
-  h.dh = staticDh > 0 ? std::to_string(staticDh)
-                      : "(" + E + " / " + std::to_string(c.heads) + ")";
+  h.dhSize = staticDh > 0 ? Size::constant(staticDh)
+                          : (E / Size::constant(c.heads)).paren();
+  h.dh = h.dhSize->str();
   bool specialised = staticDh == 32 || staticDh == 64 || staticDh == 128;
   h.dhTemplate = specialised ? std::to_string(staticDh) : "0";
   // Hugging Face's LSH keys carry the 1/sqrt(dh): no further scale.
@@ -304,31 +311,33 @@ std::string lshFlags(const AttentionConfig &c) { return c.lshHf ? "2" : "0"; }
 /// the op's seed (the CPU's values); returns the rotations' pointer
 /// expression.
 FailureOr<std::string> cudaLshRotations(LaunchEmitter &e, Operation *op,
-                                        const AttentionConfig &c, const std::string &T,
-                                        const std::string &dh) {
+                                        const AttentionConfig &c, const Size &T,
+                                        const Size &dh) {
   if (c.padToMultiple > 0)
     return op->emitError("LSH attention with ReformerModel's padding (pad_to_multiple) is not "
                          "supported on CUDA yet; compile with --target cpu");
   if (c.hashes > 32)
     return op->emitError("the CUDA LSH attention serves up to 32 hash rounds");
   if (c.rotations) {
-    auto half = e.dim(c.rotations, rotationHalfDim(c));
+    auto half = e.dimSize(c.rotations, rotationHalfDim(c));
     if (failed(half))
       return failure();
-    e.out() << "const int64_t nbuckets = 2 * " << *half << ";\n";
-    std::string count = (c.lshHf ? std::to_string(c.heads) + " * " : std::string()) +
-                        std::to_string(c.hashes) + " * " + dh + " * " + *half;
+    e.out() << "const int64_t nbuckets = 2 * " << half->str() << ";\n";
+    Size perHead = Size::constant(c.hashes) * dh * *half;
+    Size count = c.lshHf ? Size::constant(c.heads) * perHead : perHead;
     e.out() << "const acc_t<real_t> *rot = lsh_rotations_acc<real_t>(" << e.name(c.rotations)
-            << ", " << count << ", "
-            << e.workspace("lsh_rotations_acc_bytes<real_t>(" + count + ")") << ", stream);\n";
+            << ", " << count.str() << ", "
+            << e.workspace(Size::call(size_fn::cudaLshRotationsAccBytes, {count}))
+            << ", stream);\n";
     e.out() << e.checked("cudaGetLastError()");
     return std::string("rot");
   }
-  e.out() << "const int64_t nbuckets = nncc_gen_lsh_buckets(" << T << ", " << c.chunk << ");\n";
-  std::string count = drawnRotationCount(c, T, dh);
-  e.out() << "acc_t<real_t> *rot = (acc_t<real_t> *)"
-          << e.workspace(count + " * sizeof(acc_t<real_t>)") << ";\n";
-  e.out() << "const int64_t nrot = " << count << ";\n";
+  e.out() << "const int64_t nbuckets = nncc_gen_lsh_buckets(" << T.str() << ", " << c.chunk
+          << ");\n";
+  Size count = drawnRotationCount(c, T, dh);
+  e.out() << "acc_t<real_t> *rot = (acc_t<real_t> *)" << e.workspace(count * Size::accBytes())
+          << ";\n";
+  e.out() << "const int64_t nrot = " << count.str() << ";\n";
   e.out() << "// N(0, 1) rotations from Philox(seed " << c.seed << "), the CPU's values.\n";
   e.out() << "lsh_rotations_kernel<real_t><<<grid_for(nrot, 256), 256, 0, stream>>>(nrot, "
           << c.seed << "ULL, rot);\n";
@@ -348,9 +357,13 @@ LogicalResult localOnCuda(Operation *op) {
 LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const AttentionConfig &c,
                                 Value qkv, Value mask, Value out, Value lse) {
   auto B = e.dim(qkv, 0), T = e.dim(qkv, 1), ld = e.dim(qkv, 2), E = e.dim(out, 2);
-  if (failed(B) || failed(T) || failed(ld) || failed(E))
+  auto Bsize = e.dimSize(qkv, 0), Tsize = e.dimSize(qkv, 1);
+  if (failed(B) || failed(T) || failed(ld) || failed(E) || failed(Bsize) || failed(Tsize))
     return failure();
-  FailureOr<CudaHead> head = cudaHead(e, op, c, out, *E);
+  FailureOr<Size> Esize = e.dimSize(out, 2);
+  if (failed(Esize))
+    return failure();
+  FailureOr<CudaHead> head = cudaHead(e, op, c, out, *Esize);
   if (failed(head))
     return failure();
   const std::string &dh = head->dh, &dhTemplate = head->dhTemplate;
@@ -392,8 +405,9 @@ LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const Attention
     std::string table;
     if (failed(cudaGlobals(e, op, c, table)))
       return failure();
-    std::string ws = e.workspace("dilated_attention_scratch_bytes(" + *T + ", " +
-                                 std::to_string(c.global.size()) + ")");
+    std::string ws = e.workspace(
+        Size::call(size_fn::cudaDilatedAttentionScratch,
+                   {*Tsize, Size::constant(static_cast<int64_t>(c.global.size()))}));
     SmallVector<std::string> args = {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads, p.q, p.k,
                                      p.v, *ld, e.name(out), *E, maskArg, causal, "scale",
                                      std::to_string(c.window), std::to_string(c.dilation), table,
@@ -410,13 +424,13 @@ LogicalResult emitCudaAttention(LaunchEmitter &e, Operation *op, const Attention
     break;
   }
   case AttentionKind::lsh: {
-    FailureOr<std::string> rot = cudaLshRotations(e, op, c, *T, dh);
+    FailureOr<std::string> rot = cudaLshRotations(e, op, c, *Tsize, *head->dhSize);
     if (failed(rot))
       return failure();
     // The normalised keys and per-round outputs in acc_t<real_t>.
-    std::string ws = e.workspace("lsh_attention_scratch_bytes(" + *B + ", " + *T + ", " + heads +
-                                 ", " + dh + ", " + std::to_string(c.hashes) +
-                                 ", sizeof(acc_t<real_t>))");
+    std::string ws = e.workspace(Size::call(
+        size_fn::cudaLshAttentionScratch, {*Bsize, *Tsize, Size::constant(c.heads), *head->dhSize,
+                                           Size::constant(c.hashes), Size::accBytes()}));
     SmallVector<std::string> args = {"(int)" + dh, "(int)" + *B, "(int)" + *T, heads,
                                      std::to_string(c.hashes), "(int)nbuckets",
                                      std::to_string(c.chunk), causal, "scale", lshFlags(c), p.q,
@@ -447,9 +461,13 @@ LogicalResult emitCudaAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o,
   Operation *op = o.getOperation();
   Value qkv = o.getQkv(), dout = o.getDout();
   auto B = e.dim(qkv, 0), T = e.dim(qkv, 1), ld = e.dim(qkv, 2), E = e.dim(dout, 2);
-  if (failed(B) || failed(T) || failed(ld) || failed(E))
+  auto Bsize = e.dimSize(qkv, 0), Tsize = e.dimSize(qkv, 1);
+  if (failed(B) || failed(T) || failed(ld) || failed(E) || failed(Bsize) || failed(Tsize))
     return failure();
-  FailureOr<CudaHead> head = cudaHead(e, op, c, dout, *E);
+  FailureOr<Size> Esize = e.dimSize(dout, 2);
+  if (failed(Esize))
+    return failure();
+  FailureOr<CudaHead> head = cudaHead(e, op, c, dout, *Esize);
   if (failed(head))
     return failure();
   const std::string &dh = head->dh;
@@ -458,7 +476,6 @@ LogicalResult emitCudaAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o,
               causal = LaunchEmitter::flag(c.causal);
   std::string heads = std::to_string(c.heads);
   bool saved = static_cast<bool>(o.getSavedOut());
-  std::string recompute = saved ? "0" : "1";
   // The forward's kept output and log-sum-exp, or where the recomputed
   // output goes (the out-projection's weight gradient reads it).
   SmallVector<std::string> fwd =
@@ -477,9 +494,10 @@ LogicalResult emitCudaAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o,
   case AttentionKind::local:
     return localOnCuda(op);
   case AttentionKind::dense: {
-    std::string ws = e.workspace("flash_attention_backward_workspace_bytes(" + *B + ", " + *T +
-                                 ", " + heads + ", " + dh + ", sizeof(real_t), " + recompute +
-                                 ")");
+    std::string ws = e.workspace(Size::call(
+        size_fn::cudaFlashAttentionBackwardWorkspace,
+        {*Bsize, *Tsize, Size::constant(c.heads), *head->dhSize, Size::realBytes(),
+         Size::constant(saved ? 0 : 1)}));
     args.append({x.q, x.k, x.v, *ld, e.name(dout), *E, dx.q, dx.k, dx.v, *ld, maskArg, causal,
                  "scale"});
     args.append(drop);
@@ -493,9 +511,11 @@ LogicalResult emitCudaAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o,
     if (failed(cudaGlobals(e, op, c, table)))
       return failure();
     std::string ng = std::to_string(c.global.size());
-    std::string ws = e.workspace("dilated_attention_backward_workspace_bytes(" + *B + ", " + *T +
-                                 ", " + heads + ", " + dh + ", " + ng + ", sizeof(real_t), " +
-                                 recompute + ")");
+    std::string ws = e.workspace(Size::call(
+        size_fn::cudaDilatedAttentionBackwardWorkspace,
+        {*Bsize, *Tsize, Size::constant(c.heads), *head->dhSize,
+         Size::constant(static_cast<int64_t>(c.global.size())), Size::realBytes(),
+         Size::constant(saved ? 0 : 1)}));
     args.append({x.q, x.k, x.v, *ld, e.name(dout), *E, dx.q, dx.k, dx.v, *ld, maskArg, causal,
                  "scale", std::to_string(c.window), std::to_string(c.dilation), table, ng});
     args.append(drop);
@@ -505,12 +525,13 @@ LogicalResult emitCudaAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o,
     break;
   }
   case AttentionKind::lsh: {
-    FailureOr<std::string> rot = cudaLshRotations(e, op, c, *T, dh);
+    FailureOr<std::string> rot = cudaLshRotations(e, op, c, *Tsize, *head->dhSize);
     if (failed(rot))
       return failure();
-    std::string ws = e.workspace("lsh_attention_backward_workspace_bytes(" + *B + ", " + *T +
-                                 ", " + heads + ", " + dh + ", " + std::to_string(c.hashes) +
-                                 ", sizeof(real_t), " + recompute + ")");
+    std::string ws = e.workspace(Size::call(
+        size_fn::cudaLshAttentionBackwardWorkspace,
+        {*Bsize, *Tsize, Size::constant(c.heads), *head->dhSize, Size::constant(c.hashes),
+         Size::realBytes(), Size::constant(saved ? 0 : 1)}));
     // The shared QK's gradient (query and key path) into dx.q, dv into dx.v.
     args.append({std::to_string(c.hashes), "(int)nbuckets", std::to_string(c.chunk), causal,
                  "scale", lshFlags(c), x.q, x.v, *ld, *rot, e.name(dout), *E, dx.q, dx.v, *ld,
@@ -538,13 +559,15 @@ struct CpuAttentionCall {
 LogicalResult emitCpuAttention(LaunchEmitter &e, const AttentionConfig &c, Value qkv,
                                Value core,
                                llvm::function_ref<KernelCall(const CpuAttentionCall &)> describe) {
-  auto B = e.dim(qkv, 0), T = e.dim(qkv, 1), ld = e.dim(qkv, 2), E = e.dim(core, 2);
+  FailureOr<Size> B = e.dimSize(qkv, 0), T = e.dimSize(qkv, 1), E = e.dimSize(core, 2);
+  FailureOr<std::string> ld = e.dim(qkv, 2);
   if (failed(B) || failed(T) || failed(ld) || failed(E))
     return failure();
-  CpuAttentionCall s{*B, *T, *ld, *E, "(" + *E + " / " + std::to_string(c.heads) + ")", ""};
+  Size dh = (*E / Size::constant(c.heads)).paren();
+  CpuAttentionCall s{B->str(), T->str(), *ld, E->str(), dh.str(), ""};
   e.out() << "{\n";
   e.out().indent();
-  FailureOr<std::string> ws = emitCpuParams(e, c, s.B, s.T, s.dh);
+  FailureOr<std::string> ws = emitCpuParams(e, c, s.B, s.T, s.dh, *B, *T, dh);
   if (failed(ws))
     return failure();
   s.workspace = *ws;

@@ -48,12 +48,16 @@ FailureOr<LossShape> lossShape(LaunchEmitter &e, nnk::LossKind kind, Value input
 /// The class indices of `target` as int64_t, the CPU loss kernels' index
 /// type: i32 targets are widened into a workspace slot (a uniquely named
 /// pointer, so several losses can share a scope).
-std::string int64Targets(LaunchEmitter &e, Value target, const std::string &count) {
+FailureOr<std::string> int64Targets(LaunchEmitter &e, Value target) {
   if (!e.bufferType(target).getElementType().isInteger(32))
     return e.name(target);
+  FailureOr<Size> count = e.numelSize(target);
+  if (failed(count))
+    return failure();
   std::string wide = e.local("wide");
-  e.out() << "int64_t *" << wide << " = (int64_t *)" << e.workspace(count + " * 8") << ";\n";
-  e.out() << "for (int64_t i = 0; i < " << count << "; ++i) " << wide << "[i] = "
+  e.out() << "int64_t *" << wide << " = (int64_t *)"
+          << e.workspace(*count * Size::constant(8)) << ";\n";
+  e.out() << "for (int64_t i = 0; i < " << count->str() << "; ++i) " << wide << "[i] = "
           << e.name(target) << "[i];\n";
   return wide;
 }
@@ -70,8 +74,12 @@ LogicalResult emitLoss(LaunchEmitter &e, nnk::LossOp o) {
       e.call({"NNCC_KFN(nncc_mse_loss)", {s->count, input, target, out}});
       break;
     case nnk::LossKind::cross_entropy:
-      target = int64Targets(e, o.getTarget(), s->count);
-      e.call({"NNCC_KFN(nncc_cross_entropy)", {s->count, s->classes, input, target, ignore, out}});
+    {
+      FailureOr<std::string> wide = int64Targets(e, o.getTarget());
+      if (failed(wide))
+        return failure();
+      e.call({"NNCC_KFN(nncc_cross_entropy)", {s->count, s->classes, input, *wide, ignore, out}});
+    }
       break;
     case nnk::LossKind::bce_with_logits:
       e.call({"NNCC_KFN(nncc_bce_with_logits)",
@@ -80,7 +88,7 @@ LogicalResult emitLoss(LaunchEmitter &e, nnk::LossOp o) {
     }
     return success();
   }
-  std::string partials = e.workspace("loss_scratch_bytes()");
+  std::string partials = e.workspace(Size::call(size_fn::cudaLossScratch, {}));
   switch (o.getKind()) {
   case nnk::LossKind::mse:
     e.call({"launch_mse_loss<real_t>", {s->count, input, target, out, partials, "stream"}});
@@ -119,7 +127,7 @@ LogicalResult emitLossGrad(LaunchEmitter &e, nnk::LossGradOp o) {
       auto index = e.cType(e.bufferType(o.getTarget()).getElementType());
       if (failed(index))
         return failure();
-      std::string ws = e.workspace("cross_entropy_backward_scratch_bytes()");
+      std::string ws = e.workspace(Size::call(size_fn::cudaCrossEntropyBackwardScratch, {}));
       e.call({"launch_cross_entropy_backward<real_t, " + *index + ">",
               {s->count, s->classes, input, target, std::to_string(o.getIgnoreIndex()), dloss,
                out, ws, "stream"}});
@@ -138,10 +146,14 @@ LogicalResult emitLossGrad(LaunchEmitter &e, nnk::LossGradOp o) {
     e.call({"NNCC_KFN(nncc_mse_loss_backward)", {s->count, input, target, dloss, out, "NULL"}});
     break;
   case nnk::LossKind::cross_entropy:
-    target = int64Targets(e, o.getTarget(), s->count);
+  {
+    FailureOr<std::string> wide = int64Targets(e, o.getTarget());
+    if (failed(wide))
+      return failure();
     e.call({"NNCC_KFN(nncc_cross_entropy_backward)",
-            {s->count, s->classes, input, target, std::to_string(o.getIgnoreIndex()), dloss,
+            {s->count, s->classes, input, *wide, std::to_string(o.getIgnoreIndex()), dloss,
              out}});
+  }
     break;
   case nnk::LossKind::bce_with_logits:
     e.call({"NNCC_KFN(nncc_bce_with_logits_backward)",
@@ -157,7 +169,9 @@ LogicalResult emitLinearCrossEntropy(LaunchEmitter &e, nnk::LinearCrossEntropyOp
   auto N = e.numel(o.getTarget());
   auto K = e.dim(o.getX(), -1);
   auto V = e.dim(o.getWeight(), 0);
-  if (failed(N) || failed(K) || failed(V))
+  auto Ns = e.numelSize(o.getTarget()), Ks = e.dimSize(o.getX(), -1),
+       Vs = e.dimSize(o.getWeight(), 0);
+  if (failed(N) || failed(K) || failed(V) || failed(Ns) || failed(Ks) || failed(Vs))
     return failure();
   if (e.isCuda()) {
     // LossHead.cuh: the targets as they are, an out-of-range one to the
@@ -165,8 +179,8 @@ LogicalResult emitLinearCrossEntropy(LaunchEmitter &e, nnk::LinearCrossEntropyOp
     auto index = e.cType(e.bufferType(o.getTarget()).getElementType());
     if (failed(index))
       return failure();
-    std::string ws = e.workspace("linear_cross_entropy_scratch_bytes(" + *N + ", " + *K +
-                                 ", " + *V + ", sizeof(real_t))");
+    std::string ws = e.workspace(Size::call(size_fn::cudaLinearCrossEntropyScratch,
+                                            {*Ns, *Ks, *Vs, Size::realBytes()}));
     e.call({"launch_linear_cross_entropy<real_t, " + *index + ">",
             {"blas", *N, *K, *V, e.name(o.getX()), e.name(o.getWeight()),
              e.nameOr(o.getBias(), "const real_t *"), e.name(o.getTarget()),
@@ -175,12 +189,14 @@ LogicalResult emitLinearCrossEntropy(LaunchEmitter &e, nnk::LinearCrossEntropyOp
              "st->flag", std::to_string(e.indexCheckCode()), ws, "stream"}});
     return success();
   }
-  std::string target = int64Targets(e, o.getTarget(), *N);
+  FailureOr<std::string> target = int64Targets(e, o.getTarget());
+  if (failed(target))
+    return failure();
   std::string ws =
-      e.workspace("nncc_linear_ce_workspace_size(" + *N + ", " + *V + ", sizeof(real_t))");
+      e.workspace(Size::call(size_fn::linearCeWorkspace, {*Ns, *Vs, Size::realBytes()}));
   e.call({"NNCC_KFN(nncc_linear_cross_entropy)",
           {*N, *K, *V, e.name(o.getX()), e.name(o.getWeight()), e.nameOrNull(o.getBias()),
-           target, std::to_string(o.getIgnoreIndex()), e.name(o.getLoss()), e.name(o.getDx()),
+           *target, std::to_string(o.getIgnoreIndex()), e.name(o.getLoss()), e.name(o.getDx()),
            e.name(o.getDweight()), e.name(o.getDbias()), e.nameOrNull(o.getLogits()), ws}});
   return success();
 }
@@ -190,11 +206,13 @@ LogicalResult emitLinearSample(LaunchEmitter &e, nnk::LinearSampleOp o) {
   auto N = e.numel(o.getOut());
   auto K = e.dim(o.getX(), -1);
   auto V = e.dim(o.getWeight(), 0);
-  if (failed(N) || failed(K) || failed(V))
+  auto Ns = e.numelSize(o.getOut()), Ks = e.dimSize(o.getX(), -1),
+       Vs = e.dimSize(o.getWeight(), 0);
+  if (failed(N) || failed(K) || failed(V) || failed(Ns) || failed(Ks) || failed(Vs))
     return failure();
   if (e.isCuda()) {
-    std::string ws = e.workspace("linear_sample_scratch_bytes(" + *N + ", " + *V +
-                                 ", sizeof(real_t))");
+    std::string ws = e.workspace(
+        Size::call(size_fn::cudaLinearSampleScratch, {*Ns, *Vs, Size::realBytes()}));
     SmallVector<std::string> args = {"blas", *N, *K, *V};
     args.append(seedAndOffset(e, o.getSeed(), "(" + *N + ") * (" + *V + ")"));
     args.append({e.name(o.getX()), e.name(o.getWeight()), e.nameOr(o.getBias(), "const real_t *"),
@@ -202,8 +220,8 @@ LogicalResult emitLinearSample(LaunchEmitter &e, nnk::LinearSampleOp o) {
     e.call({"launch_linear_sample<real_t>", args});
     return success();
   }
-  std::string ws = e.workspace("nncc_linear_sample_workspace_size(" + *N + ", " + *K +
-                               ", " + *V + ", sizeof(real_t))");
+  std::string ws = e.workspace(
+      Size::call(size_fn::linearSampleWorkspace, {*Ns, *Ks, *Vs, Size::realBytes()}));
   SmallVector<std::string> args = {*N, *K, *V};
   args.append(seedAndOffset(e, o.getSeed(), "(" + *N + ") * (" + *V + ")"));
   args.append({e.name(o.getX()), e.name(o.getWeight()), e.nameOrNull(o.getBias()),

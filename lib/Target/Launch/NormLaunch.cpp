@@ -32,7 +32,12 @@ LogicalResult emitLayerNormGrad(LaunchEmitter &e, nnk::LayerNormGradOp o) {
   if (failed(rows) || failed(n))
     return failure();
   if (e.isCuda()) {
-    std::string ws = e.workspace("layer_norm_backward_scratch_bytes(" + *rows + ", " + *n + ")");
+    auto rowsSize = e.numelSize(o.getX(), 0, e.bufferType(o.getX()).getRank() - 1);
+    auto nSize = e.dimSize(o.getX(), -1);
+    if (failed(rowsSize) || failed(nSize))
+      return failure();
+    std::string ws =
+        e.workspace(Size::call(size_fn::cudaLayerNormBackwardScratch, {*rowsSize, *nSize}));
     e.call({"launch_layer_norm_backward<real_t>",
             {*rows, *n, e.name(o.getX()), "(const real_t *)NULL",
              e.nameOr(o.getWeight(), "const real_t *"), fmtDouble(o.getEps()), e.name(o.getDy()),

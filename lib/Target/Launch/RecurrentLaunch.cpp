@@ -15,6 +15,7 @@ namespace nncc::target {
 namespace {
 
 std::string cellCode(nnk::Cell cell) { return std::to_string(static_cast<int>(cell)); }
+Size cellSize(nnk::Cell cell) { return Size::constant(static_cast<int>(cell)); }
 
 /// LSTM zoneout arguments (training only; nn-inference-semantics zeroes the
 /// rate in inference): rate, key (the op's seed and the run seed) and the
@@ -37,15 +38,17 @@ FailureOr<std::string> lengthTypeOf(LaunchEmitter &e, Value lengths) {
 
 LogicalResult emitScan(LaunchEmitter &e, nnk::RecurrentScanOp o) {
   auto B = e.dim(o.getXproj(), 0), T = e.dim(o.getXproj(), 1);
-  if (failed(B) || failed(T))
+  auto Bsize = e.dimSize(o.getXproj(), 0);
+  if (failed(B) || failed(T) || failed(Bsize))
     return failure();
   int64_t H = o.getHiddenSize();
   std::string cell = cellCode(o.getCell()), hs = std::to_string(H);
   if (!e.isCuda()) {
     // libnncc_kernels' time loop over the precomputed input projection
     // (active rows shrink as sequences end).
-    std::string ws = e.workspace("nncc_rnn_layer_workspace_size(" + cell + ", " + *B + ", " +
-                                 hs + ", sizeof(real_t))");
+    std::string ws = e.workspace(Size::call(
+        size_fn::rnnLayerWorkspace,
+        {cellSize(o.getCell()), *Bsize, Size::constant(H), Size::realBytes()}));
     std::string len32 = "(const int32_t *)NULL", len64 = "(const int64_t *)NULL";
     if (Value l = o.getLengths())
       (e.bufferType(l).getElementType().isInteger(64) ? len64 : len32) = e.name(l);
@@ -73,7 +76,7 @@ LogicalResult emitScan(LaunchEmitter &e, nnk::RecurrentScanOp o) {
     return v ? e.name(v) + slice : std::string("(") + type + ")NULL";
   };
   std::string transposed =
-      e.workspace(std::to_string(nnk::getGateCount(o.getCell()) * H * H) + " * sizeof(real_t)");
+      e.workspace(Size::constant(nnk::getGateCount(o.getCell()) * H * H) * Size::realBytes());
   e.out() << "// one persistent launch: layer/direction " << o.getStateIndex()
           << (o.getReverse() ? ", reverse" : "") << "\n";
   KernelCall c{"launch_rnn_scan<real_t, " + lengthType + ", " + cell + ">",
@@ -94,20 +97,21 @@ LogicalResult emitScan(LaunchEmitter &e, nnk::RecurrentScanOp o) {
 
 LogicalResult emitCell(LaunchEmitter &e, nnk::RecurrentCellOp o) {
   auto B = e.dim(o.getH(), 0), H = e.dim(o.getH(), 1);
-  if (failed(B) || failed(H))
+  auto Bsize = e.dimSize(o.getH(), 0), Hsize = e.dimSize(o.getH(), 1);
+  if (failed(B) || failed(H) || failed(Bsize) || failed(Hsize))
     return failure();
   std::string cell = cellCode(o.getCell());
   if (!e.isCuda()) {
-    std::string ws = e.workspace("nncc_rnn_cell_workspace_size(" + cell + ", " + *B + ", " + *H +
-                                 ", sizeof(real_t))");
+    std::string ws = e.workspace(Size::call(
+        size_fn::rnnCellWorkspace, {cellSize(o.getCell()), *Bsize, *Hsize, Size::realBytes()}));
     e.call({"NNCC_KFN(nncc_rnn_cell)",
             {cell, *B, *H, e.name(o.getXproj()), e.name(o.getH()), e.nameOrNull(o.getC()),
              e.name(o.getWHh()), e.nameOrNull(o.getBHh()), e.name(o.getHOut()),
              e.nameOrNull(o.getCOut()), ws}});
     return success();
   }
-  std::string transposed = e.workspace(std::to_string(nnk::getGateCount(o.getCell())) + " * " + *H +
-                                       " * " + *H + " * sizeof(real_t)");
+  std::string transposed = e.workspace(Size::constant(nnk::getGateCount(o.getCell())) * *Hsize *
+                                       *Hsize * Size::realBytes());
   e.out() << "// one step of the recurrent scan kernel (T = 1)\n";
   e.call({"launch_rnn_scan<real_t, int32_t, " + cell + ">",
           {"(int)" + *B, "1", "(int)" + *H, "0", *H, "0", "(const int32_t *)NULL",
@@ -120,10 +124,11 @@ LogicalResult emitCell(LaunchEmitter &e, nnk::RecurrentCellOp o) {
 
 LogicalResult emitCellGradCuda(LaunchEmitter &e, nnk::RecurrentCellGradOp o,
                                const std::string &B, const std::string &H,
-                               const std::string &nWhh) {
+                               const std::string &nWhh, const Size &Bsize, const Size &Hsize) {
   std::string cell = cellCode(o.getCell());
-  std::string ws = e.workspace("rnn_cell_backward_scratch_bytes(" + cell + ", " + B + ", " + H +
-                               ", sizeof(real_t))");
+  std::string ws = e.workspace(
+      Size::call(size_fn::cudaRnnCellBackwardScratch,
+                 {cellSize(o.getCell()), Bsize, Hsize, Size::realBytes()}));
   // The launcher accumulates dw_hh / db_hh (as the CPU kernel): zero them first.
   e.out() << e.checked("cudaMemsetAsync(" + e.name(o.getDwHh()) + ", 0, " + nWhh +
                        " * sizeof(real_t), stream)");
@@ -146,14 +151,16 @@ LogicalResult emitCellGradCuda(LaunchEmitter &e, nnk::RecurrentCellGradOp o,
 
 LogicalResult emitCellGrad(LaunchEmitter &e, nnk::RecurrentCellGradOp o) {
   auto B = e.dim(o.getH(), 0), H = e.dim(o.getH(), 1);
+  auto Bsize = e.dimSize(o.getH(), 0), Hsize = e.dimSize(o.getH(), 1);
   auto nWhh = e.numel(o.getWHh());
-  if (failed(B) || failed(H) || failed(nWhh))
+  if (failed(B) || failed(H) || failed(nWhh) || failed(Bsize) || failed(Hsize))
     return failure();
   if (e.isCuda())
-    return emitCellGradCuda(e, o, *B, *H, *nWhh);
+    return emitCellGradCuda(e, o, *B, *H, *nWhh, *Bsize, *Hsize);
   std::string cell = cellCode(o.getCell());
-  std::string ws = e.workspace("nncc_rnn_cell_backward_workspace_size(" + cell + ", " + *B +
-                               ", " + *H + ", sizeof(real_t))");
+  std::string ws = e.workspace(
+      Size::call(size_fn::rnnCellBackwardWorkspace,
+                 {cellSize(o.getCell()), *Bsize, *Hsize, Size::realBytes()}));
   // The kernel accumulates dw_hh / db_hh: zero them first.
   e.out() << "memset(" << e.name(o.getDwHh()) << ", 0, " << *nWhh << " * sizeof(real_t));\n";
   if (Value db = o.getDbHh()) {
@@ -174,6 +181,8 @@ LogicalResult emitCellGrad(LaunchEmitter &e, nnk::RecurrentCellGradOp o) {
 /// (cell, B, T, I, H, L, D, has_bias).
 struct Stack {
   std::string cell, B, T, I, H, L, D;
+  /// The same sizes for the workspace sizes: cell code, B, T, I, H, L, D.
+  SmallVector<Size, 7> sizeArgs;
   /// The CPU kernels' leading arguments: the cell code, then the sizes.
   SmallVector<std::string> leading() const {
     return {cell, B, T, I, H, L, D};
@@ -184,29 +193,33 @@ struct Stack {
 
 template <typename StackOp>
 FailureOr<Stack> stackOf(LaunchEmitter &e, StackOp o) {
-  auto B = e.dim(o.getX(), 0), T = e.dim(o.getX(), 1), I = e.dim(o.getX(), 2);
+  auto B = e.dimSize(o.getX(), 0), T = e.dimSize(o.getX(), 1), I = e.dimSize(o.getX(), 2);
   if (failed(B) || failed(T) || failed(I))
     return failure();
-  return Stack{cellCode(o.getCell()),
-               *B,
-               *T,
-               *I,
-               std::to_string(o.getHiddenSize()),
-               std::to_string(o.getNumLayers()),
-               o.getBidirectional() ? "2" : "1"};
+  Stack s{cellCode(o.getCell()),
+          B->str(),
+          T->str(),
+          I->str(),
+          std::to_string(o.getHiddenSize()),
+          std::to_string(o.getNumLayers()),
+          o.getBidirectional() ? "2" : "1",
+          {}};
+  s.sizeArgs = {cellSize(o.getCell()), *B, *T, *I, Size::constant(o.getHiddenSize()),
+                Size::constant(o.getNumLayers()), Size::constant(o.getBidirectional() ? 2 : 1)};
+  return s;
 }
 
 /// The int32 lengths the stack kernels take: the buffer, a widened copy of
 /// i64 lengths in a workspace slot, or NULL.
-std::string stackLengths(LaunchEmitter &e, Value lengths, const std::string &batch) {
+std::string stackLengths(LaunchEmitter &e, Value lengths, const Stack &s) {
   if (!lengths)
     return "NULL";
   if (!e.bufferType(lengths).getElementType().isInteger(64))
     return e.name(lengths);
   std::string len32 = e.local("len32_");
   e.out() << "int32_t *" << len32 << " = (int32_t *)"
-          << e.workspace(batch + " * sizeof(int32_t)") << ";\n";
-  e.out() << "for (int64_t b = 0; b < " << batch << "; ++b) " << len32 << "[b] = (int32_t)"
+          << e.workspace(s.sizeArgs[1] * Size::bytesOf("int32_t", 4)) << ";\n";
+  e.out() << "for (int64_t b = 0; b < " << s.B << "; ++b) " << len32 << "[b] = (int32_t)"
           << e.name(lengths) << "[b];\n";
   return len32;
 }
@@ -218,7 +231,7 @@ SmallVector<std::string> stackInputs(LaunchEmitter &e, StackOp o, const Stack &s
   SmallVector<std::string> args = s.leading();
   args.append({LaunchEmitter::flag(o.getHasBias()), e.name(o.getX()), "w_",
                e.nameOrNull(o.getH0()), e.nameOrNull(o.getC0()),
-               stackLengths(e, o.getLengths(), s.B)});
+               stackLengths(e, o.getLengths(), s)});
   return args;
 }
 
@@ -241,9 +254,9 @@ void appendStackTail(KernelCall &c, StackOp o, const Stack &s, std::optional<int
 
 /// The two schedules' integers of a scratch-size call: checkpoint_every,
 /// checkpoint_snapshots (0 when absent).
-template <typename StackOp> std::string scheduleArgs(StackOp o) {
-  return std::to_string(o.getCheckpointEvery().value_or(0)) + ", " +
-         std::to_string(o.getCheckpointSnapshots().value_or(0));
+template <typename StackOp> SmallVector<Size, 2> scheduleArgs(StackOp o) {
+  return {Size::constant(o.getCheckpointEvery().value_or(0)),
+          Size::constant(o.getCheckpointSnapshots().value_or(0))};
 }
 
 /// CUDA (RecurrentBackward.cuh): the stack's training forward with the
@@ -258,10 +271,11 @@ LogicalResult emitStackForwardCuda(LaunchEmitter &e, nnk::RecurrentForwardOp o) 
   const bool revolve = o.getCheckpointSnapshots().has_value();
   // bf16: the f32 launch on fp32 copies in the scratch (the function adds
   // them when sizeof(real_t) is 2).
-  std::string ws = e.workspace("rnn_stack_forward_scratch_bytes(" + s->cell + ", " + s->B +
-                               ", " + s->T + ", " + s->I + ", " + s->H + ", " + s->L + ", " +
-                               s->D + ", " + LaunchEmitter::flag(o.getHasBias()) + ", " +
-                               scheduleArgs(o) + ", sizeof(real_t))");
+  SmallVector<Size, 12> args(s->sizeArgs.begin(), s->sizeArgs.end());
+  args.push_back(Size::constant(o.getHasBias() ? 1 : 0));
+  args.append(scheduleArgs(o));
+  args.push_back(Size::realBytes());
+  std::string ws = e.workspace(Size::call(size_fn::cudaRnnStackForwardScratch, args));
   e.out() << "{\n";
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\n";
@@ -291,8 +305,9 @@ LogicalResult emitStackForward(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
   FailureOr<Stack> s = stackOf(e, o);
   if (failed(s))
     return failure();
-  std::string ws = e.workspace("nncc_rnn_forward_train_workspace_size(" + s->cell + ", " + s->B +
-                               ", " + s->T + ", " + s->H + ", sizeof(real_t))");
+  std::string ws = e.workspace(
+      Size::call(size_fn::rnnForwardTrainWorkspace, {s->sizeArgs[0], s->sizeArgs[1], s->sizeArgs[2],
+                                                     s->sizeArgs[4], Size::realBytes()}));
   e.out() << "{\n";
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\n";
@@ -343,10 +358,11 @@ LogicalResult emitStackGradCuda(LaunchEmitter &e, nnk::RecurrentGradOp o) {
   std::optional<int64_t> snapshots = o.getCheckpointSnapshots();
   // The checkpointed, binomial, reserved or recomputing launch's scratch
   // (bf16: with the fp32 copies).
-  std::string ws = e.workspace(
-      "rnn_stack_backward_scratch_bytes(" + s->cell + ", " + s->B + ", " + s->T + ", " + s->I +
-      ", " + s->H + ", " + s->L + ", " + s->D + ", " + LaunchEmitter::flag(o.getHasBias()) +
-      ", " + scheduleArgs(o) + ", " + LaunchEmitter::flag(reserved) + ", sizeof(real_t))");
+  SmallVector<Size, 12> args(s->sizeArgs.begin(), s->sizeArgs.end());
+  args.push_back(Size::constant(o.getHasBias() ? 1 : 0));
+  args.append(scheduleArgs(o));
+  args.append({Size::constant(reserved ? 1 : 0), Size::realBytes()});
+  std::string ws = e.workspace(Size::call(size_fn::cudaRnnStackBackwardScratch, args));
   e.out() << "{\n";
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\nreal_t *dw_[] = {"
@@ -390,18 +406,19 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
   // states.
   std::optional<int64_t> every = o.getCheckpointEvery();
   std::optional<int64_t> snapshots = o.getCheckpointSnapshots();
-  std::string ws = e.workspace(
-      every      ? "nncc_rnn_backward_ckpt_workspace_size(" + s->cell + ", " + s->B + ", " + s->T +
-                       ", " + s->I + ", " + s->H + ", " + s->L + ", " + s->D + ", " +
-                       std::to_string(*every) + ", sizeof(real_t))"
-      : snapshots ? "nncc_rnn_backward_revolve_workspace_size(" + s->cell + ", " + s->B + ", " +
-                        s->T + ", " + s->I + ", " + s->H + ", " + s->L + ", " + s->D + ", " +
-                        std::to_string(*snapshots) + ", sizeof(real_t))"
-      : reserved ? "nncc_rnn_backward_reserved_workspace_size(" + s->cell + ", " + s->B + ", " +
-                       s->T + ", " + s->H + ", " + s->L + ", " + s->D + ", sizeof(real_t))"
-                 : "nncc_rnn_backward_workspace_size(" + s->cell + ", " + s->B + ", " + s->T +
-                       ", " + s->I + ", " + s->H + ", " + s->L + ", " + s->D +
-                       ", sizeof(real_t))");
+  // (cell, B, T, I, H, L, D) and the schedule's integer, or the reserved
+  // backward's (cell, B, T, H, L, D).
+  SmallVector<Size, 9> args(s->sizeArgs.begin(), s->sizeArgs.end());
+  if (reserved && !every && !snapshots)
+    args.erase(args.begin() + 3);
+  if (every || snapshots)
+    args.push_back(Size::constant(every ? *every : *snapshots));
+  args.push_back(Size::realBytes());
+  const SizeFunction &fn = every       ? size_fn::rnnBackwardCkptWorkspace
+                           : snapshots ? size_fn::rnnBackwardRevolveWorkspace
+                           : reserved  ? size_fn::rnnBackwardReservedWorkspace
+                                       : size_fn::rnnBackwardWorkspace;
+  std::string ws = e.workspace(Size::call(fn, args));
   e.out() << "{\n";
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\nreal_t *dw_[] = {"

@@ -197,14 +197,19 @@ LogicalResult emitReduceMask(LaunchEmitter &e, Value x, Value out, uint32_t mask
     e.out() << "r.shape[0] = 1;\n";
   for (int64_t d = 0; d < rank; ++d)
     e.out() << "r.shape[" << d << "] = " << (*shape)[d] << ";\n";
-  SmallVector<std::string> kept, reduced;
-  for (int64_t d = 0; d < rank; ++d)
-    (mask >> d & 1u ? reduced : kept).push_back((*shape)[d]);
-  auto product = [](ArrayRef<std::string> dims) {
-    return dims.empty() ? std::string("1") : "(" + llvm::join(dims, " * ") + ")";
+  std::optional<Size> kept, reduced;
+  for (int64_t d = 0; d < rank; ++d) {
+    FailureOr<Size> size = e.dimSize(x, d);
+    if (failed(size))
+      return failure();
+    std::optional<Size> &side = mask >> d & 1u ? reduced : kept;
+    side = side ? *side * *size : *size;
+  }
+  auto product = [](const std::optional<Size> &dims) {
+    return dims ? dims->paren() : Size::constant(1);
   };
   std::string ws =
-      e.workspace("reduce_scratch_bytes(" + product(kept) + ", " + product(reduced) + ")");
+      e.workspace(Size::call(size_fn::cudaReduceScratch, {product(kept), product(reduced)}));
   e.out() << e.checked("launch_reduce<real_t>(r, " + std::to_string(mean ? 1 : 0) + ", " +
                        e.name(x) + ", " + e.name(out) + ", " + ws + ", stream)");
   e.out().unindent();

@@ -40,7 +40,11 @@ LogicalResult emitEmbeddingGrad(LaunchEmitter &e, nnk::EmbeddingGradOp o) {
     auto index = e.cType(e.bufferType(o.getIndices()).getElementType());
     if (failed(index))
       return failure();
-    std::string ws = e.workspace("embedding_backward_scratch_bytes(" + *n + ", " + *V + ")");
+    auto nSize = e.numelSize(o.getIndices()), VSize = e.dimSize(o.getOut(), 0);
+    if (failed(nSize) || failed(VSize))
+      return failure();
+    std::string ws =
+        e.workspace(Size::call(size_fn::cudaEmbeddingBackwardScratch, {*nSize, *VSize}));
     e.call({"launch_embedding_backward<real_t, " + *index + ">",
             {*n, *V, *E, e.name(o.getIndices()), e.name(o.getDy()), padding, e.name(o.getOut()),
              ws, "stream"}});
