@@ -303,6 +303,7 @@ LogicalResult ModelEmitter::analyzeFunction(func::FuncOp fn, int &index, int &we
         cotangents.push_back({n, type});
       } else if (nOut < outputs.size()) {
         names[arg] = "out" + std::to_string(nOut++);
+        trainOutputs.insert(arg);
       } else if (grads.size() < params.size()) {
         names[arg] = "g" + std::to_string(grads.size());
         grads.push_back({n, type});
@@ -860,8 +861,7 @@ ModelEmitter::trainHalves() const {
     auto copy = dyn_cast<nnk::CopyOp>(op);
     if (!copy)
       return false;
-    auto arg = dyn_cast<BlockArgument>(copy.getOut());
-    return arg && arg.getOwner() == &tb && llvm::StringRef(name(arg)).starts_with("out");
+    return trainOutputs.contains(copy.getOut());
   };
   std::vector<Operation *> fwd, bwd;
   bool after = false;

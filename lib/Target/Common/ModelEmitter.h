@@ -71,6 +71,9 @@ public:
   mlir::func::FuncOp train;
   /// Its nnk.boundary (null: everything is forward_train).
   mlir::Operation *boundary = nullptr;
+  /// Its arguments that are the model's outputs (not gradients): the copies
+  /// into them after the boundary still belong to forward_train.
+  llvm::DenseSet<mlir::Value> trainOutputs;
   std::vector<TensorSig> grads; // "grad.<param>" outputs of train
   // VJP builds (nncc-autodiff vjp): the "cotangent.<output>" arguments of
   // train after its inputs, and its "grad.<input>" outputs after grads.
