@@ -131,9 +131,12 @@ public:
   virtual mlir::LogicalResult copyNd(const StridedCopy &c) = 0;
   /// Copies one element (`*dst = *src`).
   virtual void copyOne(const std::string &dst, const std::string &src) = 0;
-  /// The target's host loop of an ODE op (nnk.ode_solve, ode_rnn and their
-  /// gradients): these drive the launches of their regions.
-  virtual mlir::LogicalResult emitODE(mlir::Operation *odeOp) = 0;
+  /// The target's host loops of the ODE ops (ODELaunch.cpp): these drive
+  /// the launches of their regions.
+  virtual mlir::LogicalResult odeSolveLoop(nnk::ODESolveOp op) = 0;
+  virtual mlir::LogicalResult odeRNNLoop(nnk::ODERNNOp op) = 0;
+  virtual mlir::LogicalResult odeSolveGradLoop(nnk::ODESolveGradOp op) = 0;
+  virtual mlir::LogicalResult odeRNNGradLoop(nnk::ODERNNGradOp op) = 0;
   /// CUDA: records a generated __global__ function; returns its name.
   std::string addGeneratedKernel(const std::string &base,
                                  const std::function<std::string(const std::string &)> &text);

@@ -12,7 +12,6 @@
 #include "../Common/LaunchEmitter.h"
 #include "nncc/Kernels/ODESolver.h"
 
-#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 
@@ -75,7 +74,12 @@ public:
   void copyOne(const std::string &dst, const std::string &src) override {
     out() << "*(" << dst << ") = *(" << src << ");\n";
   }
-  LogicalResult emitODE(Operation *odeOp) override;
+  LogicalResult odeSolveLoop(nnk::ODESolveOp o) override { return emitODESolve(out(), o); }
+  LogicalResult odeRNNLoop(nnk::ODERNNOp o) override { return emitODERNN(out(), o); }
+  LogicalResult odeSolveGradLoop(nnk::ODESolveGradOp o) override {
+    return emitODESolveGrad(out(), o);
+  }
+  LogicalResult odeRNNGradLoop(nnk::ODERNNGradOp o) override { return emitODERNNGrad(out(), o); }
 
 private:
   bool needsODE = false;
@@ -235,16 +239,6 @@ LogicalResult CppEmitter::emit(raw_indented_ostream &os, bool withCuda) {
   return success();
 }
 
-LogicalResult CppEmitter::emitODE(Operation *odeOp) {
-  return llvm::TypeSwitch<Operation *, LogicalResult>(odeOp)
-      .Case<nnk::ODESolveOp>([&](auto o) { return emitODESolve(out(), o); })
-      .Case<nnk::ODERNNOp>([&](auto o) { return emitODERNN(out(), o); })
-      .Case<nnk::ODESolveGradOp>([&](auto o) { return emitODESolveGrad(out(), o); })
-      .Case<nnk::ODERNNGradOp>([&](auto o) { return emitODERNNGrad(out(), o); })
-      .Default([&](Operation *other) {
-        return other->emitError("not an ODE op");
-      });
-}
 
 LogicalResult CppEmitter::emitRegionLambda(raw_indented_ostream &os, Region &region,
                                            const std::string &lambda,

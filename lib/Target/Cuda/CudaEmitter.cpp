@@ -19,7 +19,6 @@
 #include "../Common/LaunchEmitter.h"
 #include "nncc/Kernels/ODESolver.h"
 
-#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 
@@ -57,7 +56,12 @@ public:
     out() << checked("cudaMemcpyAsync(" + dst + ", " + src + ", sizeof(*" + dst +
                      "), cudaMemcpyDeviceToDevice, stream)");
   }
-  LogicalResult emitODE(Operation *odeOp) override;
+  LogicalResult odeSolveLoop(nnk::ODESolveOp o) override { return emitOdeSolve(out(), o); }
+  LogicalResult odeRNNLoop(nnk::ODERNNOp o) override { return emitOdeRnn(out(), o); }
+  LogicalResult odeSolveGradLoop(nnk::ODESolveGradOp o) override {
+    return emitOdeSolveGrad(out(), o);
+  }
+  LogicalResult odeRNNGradLoop(nnk::ODERNNGradOp o) override { return emitOdeRnnGrad(out(), o); }
 
 private:
   std::string scratchCur = "0";           // bytes taken by the current launch
@@ -814,14 +818,6 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
   return success();
 }
 
-LogicalResult CudaEmitter::emitODE(Operation *odeOp) {
-  return llvm::TypeSwitch<Operation *, LogicalResult>(odeOp)
-      .Case<nnk::ODESolveOp>([&](auto o) { return emitOdeSolve(out(), o); })
-      .Case<nnk::ODERNNOp>([&](auto o) { return emitOdeRnn(out(), o); })
-      .Case<nnk::ODESolveGradOp>([&](auto o) { return emitOdeSolveGrad(out(), o); })
-      .Case<nnk::ODERNNGradOp>([&](auto o) { return emitOdeRnnGrad(out(), o); })
-      .Default([&](Operation *other) { return other->emitError("not an ODE op"); });
-}
 
 LogicalResult CudaEmitter::copyNd(const StridedCopy &c) {
   auto ct = cType(c.elementType);

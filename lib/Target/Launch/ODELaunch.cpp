@@ -2,8 +2,9 @@
 //
 // nnk.ode_solve, ode_rnn and their gradients are host loops that drive the
 // launches of their regions (the dynamics, the cell) stage by stage; the
-// loops are target code (CppEmitter's / CudaEmitter's emitODE), the region
-// launches come back through the emitter core.
+// loops are target code (the emitters' odeSolveLoop, odeRNNLoop,
+// odeSolveGradLoop and odeRNNGradLoop), the region launches come back
+// through the emitter core.
 //
 //===----------------------------------------------------------------------===//
 #include "../Common/LaunchEmitter.h"
@@ -13,18 +14,20 @@ using namespace mlir;
 namespace nncc::target {
 namespace {
 
-template <typename ODEOp>
-LogicalResult emitODE(LaunchEmitter &e, ODEOp o) {
-  return e.emitODE(o.getOperation());
+LogicalResult emitODESolve(LaunchEmitter &e, nnk::ODESolveOp o) { return e.odeSolveLoop(o); }
+LogicalResult emitODERNN(LaunchEmitter &e, nnk::ODERNNOp o) { return e.odeRNNLoop(o); }
+LogicalResult emitODESolveGrad(LaunchEmitter &e, nnk::ODESolveGradOp o) {
+  return e.odeSolveGradLoop(o);
 }
+LogicalResult emitODERNNGrad(LaunchEmitter &e, nnk::ODERNNGradOp o) { return e.odeRNNGradLoop(o); }
 
 } // namespace
 
 void attachODELaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::ODESolveOp, emitODE<nnk::ODESolveOp>, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::ODERNNOp, emitODE<nnk::ODERNNOp>, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::ODESolveGradOp, emitODE<nnk::ODESolveGradOp>, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::ODERNNGradOp, emitODE<nnk::ODERNNGradOp>, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::ODESolveOp, emitODESolve, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::ODERNNOp, emitODERNN, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::ODESolveGradOp, emitODESolveGrad, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::ODERNNGradOp, emitODERNNGrad, Bf16Kernel::Yes>(ctx);
 }
 
 } // namespace nncc::target
