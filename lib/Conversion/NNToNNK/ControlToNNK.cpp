@@ -3,7 +3,8 @@
 // - func.func: tensors -> buffers; results become trailing `nnk.output`
 //   arguments; func.return copies into them (nnk-forward-destinations then
 //   writes producers straight into the outputs).
-// - nn.get_parameter -> nnk.weight.
+// - nn.get_parameter -> nnk.weight; an nn.constant that no elementwise
+//   group absorbed (ElementwiseToNNK.cpp) -> a filled buffer.
 // - nn.yield in a converted ODE region (ODEToNNK.cpp) copies into the
 //   region's destination argument(s) and becomes nnk.yield.
 // - nn.save (the residual marker of the backward) is the identity on
@@ -131,6 +132,28 @@ struct SaveLowering : OpConversionPattern<nn::SaveOp> {
   }
 };
 
+/// A constant that no elementwise group inlines: a filled scalar buffer.
+struct ConstantLowering : OpConversionPattern<nn::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::ConstantOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    double value;
+    if (auto f = dyn_cast<FloatAttr>(op.getValue()))
+      value = f.getValueAsDouble();
+    else if (auto i = dyn_cast<IntegerAttr>(op.getValue()))
+      value = (double)i.getValue().getSExtValue();
+    else
+      return rewriter.notifyMatchFailure(op, "unsupported constant");
+    FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
+    if (failed(out))
+      return failure();
+    nnk::FillOp::create(rewriter, op.getLoc(), *out, value);
+    rewriter.replaceOp(op, *out);
+    return success();
+  }
+};
+
 } // namespace
 
 void nncc::populateControlToNNKPatterns(const TypeConverter &converter,
@@ -138,5 +161,5 @@ void nncc::populateControlToNNKPatterns(const TypeConverter &converter,
   patterns.add<FuncSignatureLowering, ReturnLowering, GetParameterLowering,
                YieldLowering>(
       converter, patterns.getContext());
-  patterns.add<SaveLowering>(converter, patterns.getContext());
+  patterns.add<SaveLowering, ConstantLowering>(converter, patterns.getContext());
 }

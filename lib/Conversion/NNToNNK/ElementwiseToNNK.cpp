@@ -303,27 +303,6 @@ struct ElementwiseGroupLowering : ConversionPattern {
   }
 };
 
-/// A constant that no elementwise group inlines: a filled scalar buffer.
-struct ConstantLowering : OpConversionPattern<nn::ConstantOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(nn::ConstantOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    double value;
-    if (auto f = dyn_cast<FloatAttr>(op.getValue()))
-      value = f.getValueAsDouble();
-    else if (auto i = dyn_cast<IntegerAttr>(op.getValue()))
-      value = (double)i.getValue().getSExtValue();
-    else
-      return rewriter.notifyMatchFailure(op, "unsupported constant");
-    FailureOr<Value> out = allocBuffer(rewriter, op, op.getType());
-    if (failed(out))
-      return failure();
-    nnk::FillOp::create(rewriter, op.getLoc(), *out, value);
-    rewriter.replaceOp(op, *out);
-    return success();
-  }
-};
 
 /// nn.activation_grad -> nnk.elementwise(x, dy) with the derivative.
 struct ActivationGradLowering : OpConversionPattern<nn::ActivationGradOp> {
@@ -423,7 +402,7 @@ struct StopGradientLowering : OpConversionPattern<nn::StopGradientOp> {
 
 void nncc::populateElementwiseToNNKPatterns(const TypeConverter &converter,
                                             RewritePatternSet &patterns) {
-  patterns.add<ElementwiseGroupLowering, ConstantLowering>(
+  patterns.add<ElementwiseGroupLowering>(
       converter, patterns.getContext());
   patterns.add<ActivationGradLowering, DropoutLowering, StopGradientLowering>(converter, patterns.getContext());
 }
