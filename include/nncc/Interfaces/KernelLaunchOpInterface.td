@@ -42,6 +42,12 @@ def KernelLaunchOpInterface : OpInterface<"KernelLaunchOpInterface"> {
         contain only such ops.
       }],
       "bool", "hasBf16Kernel", (ins)>,
+    InterfaceMethod<[{
+        The CUDA kernel headers the launch's code needs beyond those every
+        generated `.cu` includes, as a mask of `nncc::target::CudaHeader`
+        bits: a model's `.cu` includes only what its ops use.
+      }],
+      "unsigned", "getCudaHeaders", (ins)>,
   ];
 }
 

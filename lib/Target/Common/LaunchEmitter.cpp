@@ -313,4 +313,18 @@ SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t seed,
   return args;
 }
 
+ArrayRef<std::pair<CudaHeader, const char *>> cudaHeaderPaths() {
+  static const std::pair<CudaHeader, const char *> paths[] = {
+      {CudaAttention, "nncc/Kernels/CUDA/Attention.cuh"},
+      {CudaAttentionBackward, "nncc/Kernels/CUDA/AttentionBackward.cuh"},
+      {CudaLshAttention, "nncc/Kernels/CUDA/LshAttention.cuh"},
+      {CudaRecurrent, "nncc/Kernels/CUDA/Recurrent.cuh"},
+      {CudaRecurrentBackward, "nncc/Kernels/CUDA/RecurrentBackward.cuh"},
+      {CudaTokens, "nncc/Kernels/CUDA/Tokens.cuh"},
+      {CudaOde, "nncc/Kernels/CUDA/Ode.cuh"},
+      {CudaLossHead, "nncc/Kernels/CUDA/LossHead.cuh"},
+  };
+  return paths;
+}
+
 } // namespace nncc::target

@@ -235,20 +235,41 @@ llvm::SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t se
 /// CUDA; without one, a bf16 library cannot contain the op.
 enum class Bf16Kernel { No, Yes };
 
+/// The CUDA kernel headers (nncc/Kernels/CUDA/) a launch's code needs
+/// beyond the ones every generated .cu includes (Elementwise, Data,
+/// Backward with LayerNorm, Blas; Optim with a training step): bits of the
+/// launch interface's getCudaHeaders, so that a model's .cu parses the
+/// kernels it uses only.
+enum CudaHeader : unsigned {
+  CudaHeaderNone = 0,
+  CudaAttention = 1u << 0,
+  CudaLshAttention = 1u << 1,
+  CudaAttentionBackward = 1u << 2,
+  CudaRecurrent = 1u << 3,
+  CudaRecurrentBackward = 1u << 4,
+  CudaTokens = 1u << 5,
+  CudaLossHead = 1u << 6,
+  CudaOde = 1u << 7,
+};
+/// The include path of each CudaHeader bit, in include order.
+llvm::ArrayRef<std::pair<CudaHeader, const char *>> cudaHeaderPaths();
+
 /// Shorthand for the per-family files: an external model whose launch is
 /// the static function `Fn(LaunchEmitter &, OpT)`.
-template <typename OpT, mlir::LogicalResult (*Fn)(LaunchEmitter &, OpT), Bf16Kernel Bf16>
+template <typename OpT, mlir::LogicalResult (*Fn)(LaunchEmitter &, OpT), Bf16Kernel Bf16,
+          unsigned Headers>
 struct LaunchModel
-    : public KernelLaunchOpInterface::ExternalModel<LaunchModel<OpT, Fn, Bf16>, OpT> {
+    : public KernelLaunchOpInterface::ExternalModel<LaunchModel<OpT, Fn, Bf16, Headers>, OpT> {
   mlir::LogicalResult emitLaunch(mlir::Operation *op, LaunchEmitter &e) const {
     return Fn(e, llvm::cast<OpT>(op));
   }
   bool hasBf16Kernel(mlir::Operation *) const { return Bf16 == Bf16Kernel::Yes; }
+  unsigned getCudaHeaders(mlir::Operation *) const { return Headers; }
 };
 template <typename OpT, mlir::LogicalResult (*Fn)(LaunchEmitter &, OpT),
-          Bf16Kernel Bf16 = Bf16Kernel::No>
+          Bf16Kernel Bf16 = Bf16Kernel::No, unsigned Headers = CudaHeaderNone>
 void attachLaunch(mlir::MLIRContext &ctx) {
-  OpT::template attachInterface<LaunchModel<OpT, Fn, Bf16>>(ctx);
+  OpT::template attachInterface<LaunchModel<OpT, Fn, Bf16, Headers>>(ctx);
 }
 
 } // namespace nncc::target

@@ -619,12 +619,12 @@ LogicalResult emitAttentionGrad(LaunchEmitter &e, nnk::AttentionGradOp o) {
 } // namespace
 
 void attachAttentionLaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::FlashAttentionOp, emitAttention<nnk::FlashAttentionOp>, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::BandedAttentionOp, emitAttention<nnk::BandedAttentionOp>, Bf16Kernel::Yes>(
+  attachLaunch<nnk::FlashAttentionOp, emitAttention<nnk::FlashAttentionOp>, Bf16Kernel::Yes, CudaAttention>(ctx);
+  attachLaunch<nnk::BandedAttentionOp, emitAttention<nnk::BandedAttentionOp>, Bf16Kernel::Yes, CudaAttention>(
       ctx);
-  attachLaunch<nnk::LSHAttentionOp, emitAttention<nnk::LSHAttentionOp>, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::LocalAttentionOp, emitAttention<nnk::LocalAttentionOp>, Bf16Kernel::No>(ctx);
-  attachLaunch<nnk::AttentionGradOp, emitAttentionGrad, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::LSHAttentionOp, emitAttention<nnk::LSHAttentionOp>, Bf16Kernel::Yes, CudaAttention | CudaLshAttention>(ctx);
+  attachLaunch<nnk::LocalAttentionOp, emitAttention<nnk::LocalAttentionOp>, Bf16Kernel::No, CudaAttention>(ctx);
+  attachLaunch<nnk::AttentionGradOp, emitAttentionGrad, Bf16Kernel::Yes, CudaAttentionBackward>(ctx);
 }
 
 } // namespace nncc::target

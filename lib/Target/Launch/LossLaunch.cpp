@@ -235,8 +235,8 @@ LogicalResult emitLinearSample(LaunchEmitter &e, nnk::LinearSampleOp o) {
 void attachLossLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::LossOp, emitLoss, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::LossGradOp, emitLossGrad, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::LinearCrossEntropyOp, emitLinearCrossEntropy, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::LinearSampleOp, emitLinearSample, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::LinearCrossEntropyOp, emitLinearCrossEntropy, Bf16Kernel::Yes, CudaLossHead>(ctx);
+  attachLaunch<nnk::LinearSampleOp, emitLinearSample, Bf16Kernel::Yes, CudaTokens>(ctx);
 }
 
 } // namespace nncc::target

@@ -468,11 +468,11 @@ LogicalResult emitZoneout(LaunchEmitter &e, nnk::ZoneoutOp o) {
 } // namespace
 
 void attachRecurrentLaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::RecurrentScanOp, emitScan, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::RecurrentCellOp, emitCell, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::RecurrentCellGradOp, emitCellGrad, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::RecurrentForwardOp, emitStackForward, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::RecurrentGradOp, emitStackGrad, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::RecurrentScanOp, emitScan, Bf16Kernel::Yes, CudaRecurrent>(ctx);
+  attachLaunch<nnk::RecurrentCellOp, emitCell, Bf16Kernel::Yes, CudaRecurrent>(ctx);
+  attachLaunch<nnk::RecurrentCellGradOp, emitCellGrad, Bf16Kernel::Yes, CudaRecurrentBackward>(ctx);
+  attachLaunch<nnk::RecurrentForwardOp, emitStackForward, Bf16Kernel::Yes, CudaRecurrentBackward>(ctx);
+  attachLaunch<nnk::RecurrentGradOp, emitStackGrad, Bf16Kernel::Yes, CudaRecurrentBackward>(ctx);
   attachLaunch<nnk::ZoneoutOp, emitZoneout, Bf16Kernel::Yes>(ctx);
 }
 

@@ -154,11 +154,11 @@ LogicalResult emitSample(LaunchEmitter &e, nnk::SampleOp o) {
 void attachTokenLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::EmbeddingOp, emitEmbedding, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::EmbeddingGradOp, emitEmbeddingGrad, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::SinusoidalPositionOp, emitSinusoidalPosition, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::AxialPositionOp, emitAxialPosition, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::AxialPositionGradOp, emitAxialPositionGrad, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::MaskTokensOp, emitMaskTokens, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::SampleOp, emitSample, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::SinusoidalPositionOp, emitSinusoidalPosition, Bf16Kernel::Yes, CudaTokens>(ctx);
+  attachLaunch<nnk::AxialPositionOp, emitAxialPosition, Bf16Kernel::Yes, CudaTokens>(ctx);
+  attachLaunch<nnk::AxialPositionGradOp, emitAxialPositionGrad, Bf16Kernel::Yes, CudaTokens>(ctx);
+  attachLaunch<nnk::MaskTokensOp, emitMaskTokens, Bf16Kernel::Yes, CudaTokens>(ctx);
+  attachLaunch<nnk::SampleOp, emitSample, Bf16Kernel::Yes, CudaTokens>(ctx);
 }
 
 } // namespace nncc::target
