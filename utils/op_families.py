@@ -104,7 +104,7 @@ def main(root):
     # Lowering patterns: the nn ops a <F>ToNNK.cpp names as nn::XOp.
     lowering_dir = os.path.join(root, "lib/Conversion/NNToNNK")
     lowered = where(lowering_dir, "ToNNK.cpp",
-                    r"(?:OpConversionPattern<nn::|addSimple<nn::|addGrad<nn::|Lowering<nn::)(\w+Op)\b")
+                    r"(?:OpConversionPattern<nn::|addSimple<nn::|addLowering<nn::|Lowering<nn::)(\w+Op)\b")
     for fam, names in nn_ops.items():
         for op in names:
             homes = lowered.get(op, set())

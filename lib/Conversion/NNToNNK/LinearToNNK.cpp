@@ -73,7 +73,7 @@ void nncc::populateLinearToNNKPatterns(const TypeConverter &converter,
                                        RewritePatternSet &patterns) {
   patterns.add<LinearChainLowering, MatmulLowering>(
       converter, patterns.getContext());
-  addGrad<nn::LinearWeightGradOp>(
+  addLowering<nn::LinearWeightGradOp>(
       converter, patterns,
       [](RW &r, nn::LinearWeightGradOp op, nn::LinearWeightGradOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {

@@ -12,33 +12,19 @@ using namespace mlir;
 using namespace nncc;
 using namespace nncc::conv;
 
-namespace {
-
-/// nn.linear_cross_entropy: one nnk.linear_cross_entropy writing one fresh
-/// buffer per result.
-struct LinearCrossEntropyLowering
-    : OpConversionPattern<nn::LinearCrossEntropyOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(nn::LinearCrossEntropyOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    SmallVector<Value> outs;
-    if (failed(allocResultBuffers(rewriter, op, outs)))
-      return failure();
-    nnk::LinearCrossEntropyOp::create(
-        rewriter, op.getLoc(), adaptor.getX(), adaptor.getWeight(),
-        adaptor.getTarget(), adaptor.getBias(), outs[0], outs[1], outs[2],
-        outs[3], outs.size() > 4 ? outs[4] : Value(), op.getIgnoreIndex());
-    rewriter.replaceOp(op, outs);
-    return success();
-  }
-};
-
-} // namespace
-
 void nncc::populateLossToNNKPatterns(const TypeConverter &converter,
                                      RewritePatternSet &patterns) {
-  patterns.add<LinearCrossEntropyLowering>(converter, patterns.getContext());
+  // nn.linear_cross_entropy: one nnk.linear_cross_entropy writing one fresh
+  // buffer per result.
+  addLowering<nn::LinearCrossEntropyOp>(
+      converter, patterns,
+      [](RW &r, nn::LinearCrossEntropyOp op, nn::LinearCrossEntropyOp::Adaptor a,
+         ArrayRef<Value> o) -> LogicalResult {
+        nnk::LinearCrossEntropyOp::create(r, op.getLoc(), a.getX(), a.getWeight(), a.getTarget(),
+                                          a.getBias(), o[0], o[1], o[2], o[3],
+                                          o.size() > 4 ? o[4] : Value(), op.getIgnoreIndex());
+        return success();
+      });
   addSimple<nn::MSEOp>(
       converter, patterns,
       [](ConversionPatternRewriter &rewriter, nn::MSEOp op,
@@ -66,7 +52,7 @@ void nncc::populateLossToNNKPatterns(const TypeConverter &converter,
                             nnk::LossKind::bce_with_logits, -100);
         return success();
       });
-  addGrad<nn::LinearSampleOp>(
+  addLowering<nn::LinearSampleOp>(
       converter, patterns,
       [](RW &r, nn::LinearSampleOp op, nn::LinearSampleOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {
@@ -74,7 +60,7 @@ void nncc::populateLossToNNKPatterns(const TypeConverter &converter,
                                     a.getBias(), a.getRows(), o[0], op.getSeed());
         return success();
       });
-  addGrad<nn::MSEGradOp>(converter, patterns,
+  addLowering<nn::MSEGradOp>(converter, patterns,
                          [](RW &r, nn::MSEGradOp op, nn::MSEGradOp::Adaptor a,
                             ArrayRef<Value> o) -> LogicalResult {
                            nnk::LossGradOp::create(
@@ -82,7 +68,7 @@ void nncc::populateLossToNNKPatterns(const TypeConverter &converter,
                                a.getDloss(), Value(), o[0], nnk::LossKind::mse, -100);
                            return success();
                          });
-  addGrad<nn::CrossEntropyGradOp>(
+  addLowering<nn::CrossEntropyGradOp>(
       converter, patterns,
       [](RW &r, nn::CrossEntropyGradOp op, nn::CrossEntropyGradOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {
@@ -91,7 +77,7 @@ void nncc::populateLossToNNKPatterns(const TypeConverter &converter,
                                 nnk::LossKind::cross_entropy, op.getIgnoreIndex());
         return success();
       });
-  addGrad<nn::BCEWithLogitsGradOp>(
+  addLowering<nn::BCEWithLogitsGradOp>(
       converter, patterns,
       [](RW &r, nn::BCEWithLogitsGradOp op, nn::BCEWithLogitsGradOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {

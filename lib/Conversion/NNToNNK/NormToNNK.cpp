@@ -53,7 +53,7 @@ void nncc::populateNormToNNKPatterns(const TypeConverter &converter,
         nnk::SoftmaxOp::create(rewriter, op.getLoc(), adaptor.getX(), out, axis);
         return success();
       });
-  addGrad<nn::LayerNormGradOp>(
+  addLowering<nn::LayerNormGradOp>(
       converter, patterns,
       [](RW &r, nn::LayerNormGradOp op, nn::LayerNormGradOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {

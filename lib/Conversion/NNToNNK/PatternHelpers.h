@@ -155,41 +155,9 @@ lowerAttention(mlir::ConversionPatternRewriter &rewriter, nn::AttentionOp op,
 
 using namespace mlir;
 
-/// One nn op -> alloc + one nnk op built by `build(rewriter, op, adaptor,
-/// out)`.
-template <typename NNOp>
-struct SimpleLowering : OpConversionPattern<NNOp> {
-  using OpConversionPattern<NNOp>::OpConversionPattern;
-  using OpAdaptor = typename NNOp::Adaptor;
-  using BuildFn = LogicalResult (*)(ConversionPatternRewriter &, NNOp,
-                                    OpAdaptor, Value);
-
-  SimpleLowering(const TypeConverter &converter, MLIRContext *ctx, BuildFn fn)
-      : OpConversionPattern<NNOp>(converter, ctx), build(fn) {}
-
-  LogicalResult
-  matchAndRewrite(NNOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    FailureOr<Value> out =
-        allocBuffer(rewriter, op, op->getResult(0).getType());
-    if (failed(out) || failed(build(rewriter, op, adaptor, *out)))
-      return failure();
-    rewriter.replaceOp(op, *out);
-    return success();
-  }
-
-  BuildFn build;
-};
-
-template <typename NNOp>
-void addSimple(const TypeConverter &converter, RewritePatternSet &patterns,
-               typename SimpleLowering<NNOp>::BuildFn fn) {
-  patterns.add<SimpleLowering<NNOp>>(converter, patterns.getContext(), fn);
-}
-
 /// Allocates one buffer per result of `op` (all results).
 inline FailureOr<SmallVector<Value>> allocResults(ConversionPatternRewriter &rewriter,
-                                           Operation *op) {
+                                                  Operation *op) {
   SmallVector<Value> outs;
   for (Value r : op->getResults()) {
     FailureOr<Value> b = allocBuffer(rewriter, op, r.getType());
@@ -200,16 +168,15 @@ inline FailureOr<SmallVector<Value>> allocResults(ConversionPatternRewriter &rew
   return outs;
 }
 
-/// One nn op -> one fresh buffer per result + the nnk op(s) `fn` builds.
-template <typename NNOp>
-struct SimpleGrad : OpConversionPattern<NNOp> {
+/// One nn op -> one fresh buffer per result, written by the nnk op(s) `fn`
+/// builds; the nn op's results become those buffers.
+template <typename NNOp> struct FreshBuffersLowering : OpConversionPattern<NNOp> {
   using Fn = std::function<LogicalResult(ConversionPatternRewriter &, NNOp,
                                          typename NNOp::Adaptor, ArrayRef<Value>)>;
-  SimpleGrad(const TypeConverter &c, MLIRContext *ctx, Fn fn)
+  FreshBuffersLowering(const TypeConverter &c, MLIRContext *ctx, Fn fn)
       : OpConversionPattern<NNOp>(c, ctx), fn(std::move(fn)) {}
-  LogicalResult
-  matchAndRewrite(NNOp op, typename NNOp::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(NNOp op, typename NNOp::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
     FailureOr<SmallVector<Value>> outs = allocResults(rewriter, op);
     if (failed(outs) || failed(fn(rewriter, op, adaptor, *outs)))
       return failure();
@@ -219,22 +186,21 @@ struct SimpleGrad : OpConversionPattern<NNOp> {
   Fn fn;
 };
 
+/// Adds FreshBuffersLowering<NNOp> with `fn(rewriter, op, adaptor, outs)`.
 template <typename NNOp, typename F>
-void addGrad(const TypeConverter &c, RewritePatternSet &patterns, F f) {
-  patterns.add<SimpleGrad<NNOp>>(c, patterns.getContext(),
-                                 typename SimpleGrad<NNOp>::Fn(f));
+void addLowering(const TypeConverter &c, RewritePatternSet &patterns, F fn) {
+  patterns.add<FreshBuffersLowering<NNOp>>(c, patterns.getContext(),
+                                           typename FreshBuffersLowering<NNOp>::Fn(fn));
 }
 
-/// One fresh buffer per result of `op`, in order.
-inline LogicalResult allocResultBuffers(ConversionPatternRewriter &rewriter, Operation *op,
-                                        SmallVectorImpl<Value> &outs) {
-  for (Value result : op->getResults()) {
-    FailureOr<Value> out = allocBuffer(rewriter, op, result.getType());
-    if (failed(out))
-      return failure();
-    outs.push_back(*out);
-  }
-  return success();
+/// The same for a single-result op, with `fn(rewriter, op, adaptor, out)`.
+template <typename NNOp>
+void addSimple(const TypeConverter &c, RewritePatternSet &patterns,
+               LogicalResult (*fn)(ConversionPatternRewriter &, NNOp, typename NNOp::Adaptor,
+                                   Value)) {
+  addLowering<NNOp>(c, patterns,
+                    [fn](ConversionPatternRewriter &r, NNOp op, typename NNOp::Adaptor a,
+                         ArrayRef<Value> outs) { return fn(r, op, a, outs[0]); });
 }
 
 inline int64_t rankOf(Value v) { return cast<nn::TensorType>(v.getType()).getRank(); }

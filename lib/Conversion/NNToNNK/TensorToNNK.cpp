@@ -15,21 +15,6 @@ using namespace nncc::conv;
 
 namespace {
 
-/// nn.split: one nnk.split writing one fresh buffer per result.
-struct SplitLowering : OpConversionPattern<nn::SplitOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(nn::SplitOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    SmallVector<Value> outs;
-    if (failed(allocResultBuffers(rewriter, op, outs)))
-      return failure();
-    int64_t axis = *nn::normalizeAxis(op.getAxis(), rankOf(op.getX()));
-    nnk::SplitOp::create(rewriter, op.getLoc(), adaptor.getX(), outs, axis);
-    rewriter.replaceOp(op, outs);
-    return success();
-  }
-};
 
 /// nn.reduce_{sum,mean} -> nnk.reduce over sorted, normalised axes (all
 /// axes when none are given).
@@ -118,23 +103,30 @@ void populateDataMovementPatterns(const TypeConverter &converter,
 
 void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
                                        RewritePatternSet &patterns) {
-  patterns.add<SplitLowering>(converter, patterns.getContext());
+  // nn.split: one nnk.split writing one fresh buffer per result.
+  addLowering<nn::SplitOp>(converter, patterns,
+                           [](RW &r, nn::SplitOp op, nn::SplitOp::Adaptor a,
+                              ArrayRef<Value> o) -> LogicalResult {
+                             int64_t axis = *nn::normalizeAxis(op.getAxis(), rankOf(op.getX()));
+                             nnk::SplitOp::create(r, op.getLoc(), a.getX(), o, axis);
+                             return success();
+                           });
   populateAxisPatterns(converter, patterns);
   populateDataMovementPatterns(converter, patterns);
-  addGrad<nn::ZerosOp>(converter, patterns,
+  addLowering<nn::ZerosOp>(converter, patterns,
                        [](RW &r, nn::ZerosOp op, nn::ZerosOp::Adaptor,
                           ArrayRef<Value> o) -> LogicalResult {
                          nnk::FillOp::create(r, op.getLoc(), o[0], 0.0);
                          return success();
                        });
-  addGrad<nn::ReduceToShapeOp>(
+  addLowering<nn::ReduceToShapeOp>(
       converter, patterns,
       [](RW &r, nn::ReduceToShapeOp op, nn::ReduceToShapeOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {
         nnk::ReduceToShapeOp::create(r, op.getLoc(), a.getX(), o[0]);
         return success();
       });
-  addGrad<nn::MaxGradOp>(
+  addLowering<nn::MaxGradOp>(
       converter, patterns,
       [](RW &r, nn::MaxGradOp op, nn::MaxGradOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {
@@ -144,7 +136,7 @@ void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
         return success();
       });
   // topk's two outs (values, i32 indices) and its adjoint, axes normalised.
-  addGrad<nn::TopkOp>(
+  addLowering<nn::TopkOp>(
       converter, patterns,
       [](RW &r, nn::TopkOp op, nn::TopkOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {
@@ -153,7 +145,7 @@ void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
                             *nn::normalizeAxis(op.getAxis(), rank), op.getK());
         return success();
       });
-  addGrad<nn::TopkGradOp>(
+  addLowering<nn::TopkGradOp>(
       converter, patterns,
       [](RW &r, nn::TopkGradOp op, nn::TopkGradOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {
@@ -162,7 +154,7 @@ void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
                                 *nn::normalizeAxis(op.getAxis(), rank));
         return success();
       });
-  addGrad<nn::ReduceGradOp>(
+  addLowering<nn::ReduceGradOp>(
       converter, patterns,
       [](RW &r, nn::ReduceGradOp op, nn::ReduceGradOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {
@@ -178,7 +170,7 @@ void nncc::populateTensorToNNKPatterns(const TypeConverter &converter,
                                      op.getMean());
         return success();
       });
-  addGrad<nn::SliceGradOp>(
+  addLowering<nn::SliceGradOp>(
       converter, patterns,
       [](RW &r, nn::SliceGradOp op, nn::SliceGradOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {

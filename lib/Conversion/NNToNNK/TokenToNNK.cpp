@@ -30,7 +30,7 @@ void nncc::populateTokenToNNKPatterns(const TypeConverter &converter,
                                           out);
         return success();
       });
-  addGrad<nn::MaskTokensOp>(
+  addLowering<nn::MaskTokensOp>(
       converter, patterns,
       [](RW &r, nn::MaskTokensOp op, nn::MaskTokensOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {
@@ -38,14 +38,14 @@ void nncc::populateTokenToNNKPatterns(const TypeConverter &converter,
                                   op.getP(), op.getMaskId(), op.getSeed());
         return success();
       });
-  addGrad<nn::SampleOp>(converter, patterns,
+  addLowering<nn::SampleOp>(converter, patterns,
                         [](RW &r, nn::SampleOp op, nn::SampleOp::Adaptor a,
                            ArrayRef<Value> o) -> LogicalResult {
                           nnk::SampleOp::create(r, op.getLoc(), a.getLogits(),
                                                 a.getRows(), o[0], op.getSeed());
                           return success();
                         });
-  addGrad<nn::AxialPositionOp>(
+  addLowering<nn::AxialPositionOp>(
       converter, patterns,
       [](RW &r, nn::AxialPositionOp op, nn::AxialPositionOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {
@@ -53,14 +53,14 @@ void nncc::populateTokenToNNKPatterns(const TypeConverter &converter,
                                      a.getCols(), o[0]);
         return success();
       });
-  addGrad<nn::AxialPositionGradOp>(
+  addLowering<nn::AxialPositionGradOp>(
       converter, patterns,
       [](RW &r, nn::AxialPositionGradOp op, nn::AxialPositionGradOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {
         nnk::AxialPositionGradOp::create(r, op.getLoc(), a.getDy(), o[0], o[1]);
         return success();
       });
-  addGrad<nn::EmbeddingGradOp>(
+  addLowering<nn::EmbeddingGradOp>(
       converter, patterns,
       [](RW &r, nn::EmbeddingGradOp op, nn::EmbeddingGradOp::Adaptor a,
          ArrayRef<Value> o) -> LogicalResult {
