@@ -98,8 +98,6 @@ private:
                                       const std::string &p, const std::string &dDests,
                                       const std::string &cDests);
   /// The ODE-RNN backward's loop over the observations, last to first.
-  void emitODERNNGradLoop(raw_indented_ostream &os, nnk::ODERNNGradOp o, int method, int S,
-                          bool adaptive);
   /// The status check after a solver call that returns rc_ (negative: the
   /// solver's own error, described by `describe`).
   std::string solverFailure(Operation *op, const char *describe) {
@@ -357,56 +355,29 @@ LogicalResult CppEmitter::emitODERNN(raw_indented_ostream &os, nnk::ODERNNOp o) 
   os << "const int64_t B = " << *B << ", Tn = " << *Tn << ", I = " << *I << ", H = " << H
      << ", n = B * H;\n";
   os << "real_t *work = " << name(o.getWork()) << ";\n";
-  os << "real_t *k[" << S << "];\n";
-  os << "for (int s = 0; s < " << S << "; ++s) k[s] = work + (int64_t)s * n;\n";
   os << "real_t *h = work + " << K << "LL * n, *hnext = work + " << K + 1 << "LL * n;\n";
   os << "real_t *delta = (real_t *)nncc_ms_buffer_ptr(m, " << ws
      << "), *tcur = delta + B, *tprev = delta + 2 * B;\n";
-  if (o.getH0())
-    os << "memcpy(h, " << name(o.getH0()) << ", n * sizeof(real_t));\n";
-  else
-    os << "memset(h, 0, n * sizeof(real_t));\n";
-  os << "const real_t *times = " << name(o.getTimes()) << ";\n";
-  if (failed(emitRegionLambda(
-          os, o.getDynamics(), "dynamics", "double s_, const real_t *hin_, real_t *dh_",
-          "for (int64_t b = 0; b < B; ++b) tcur[b] = (real_t)((double)tprev[b] + s_ * "
-          "(double)delta[b]);\nreal_t *" +
-              p + "t = tcur; (void)" + p + "t;\nreal_t *" + p + "h = (real_t *)hin_; (void)" +
-              p + "h;\nreal_t *" + p + "dh = dh_;\n")))
+  // The rows' times are in tcur when the dynamics run (set by the driver);
+  // the cell maps (x_t, h) to hnext.
+  if (failed(emitRegionLambda(os, o.getDynamics(), "dynamics",
+                              "double s_, const real_t *hin_, real_t *dh_",
+                              "(void)s_;\nreal_t *" + p + "t = tcur; (void)" + p +
+                                  "t;\nreal_t *" + p + "h = (real_t *)hin_; (void)" + p +
+                                  "h;\nreal_t *" + p + "dh = dh_;\n")))
     return failure();
   if (failed(emitRegionLambda(os, o.getCell(), "cell", "",
                               "real_t *" + p + "xt = " + name(o.getXt()) + "; (void)" + p +
                                   "xt;\nreal_t *" + p + "ch = h; (void)" + p +
                                   "ch;\nreal_t *" + p + "chout = hnext;\n")))
     return failure();
-  os << "for (int64_t i = 0; i < Tn; ++i) {\n";
-  os.indent();
-  os << "if (i > 0) {\n";
-  os.indent();
-  os << "for (int64_t b = 0; b < B; ++b) {\n"
-        "  tprev[b] = times[b * Tn + i - 1];\n"
-        "  delta[b] = times[b * Tn + i] - tprev[b];\n"
-        "}\n";
-  os << "const int rc_ = nncc::kernels::ode_integrate<real_t>(" << method << ", "
-     << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
-     << ", n, H, delta, 0.0, 1.0, h, k, work + " << S << " * n, "
-     << (adaptive ? "work + " + std::to_string(S + 1) + " * n" : std::string("(real_t *)NULL"))
-     << ", dynamics, (int64_t *)NULL);\n";
+  os << "const int rc_ = nncc::kernels::ode_rnn<real_t>(" << method << ", " << o.getSteps()
+     << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol()) << ", B, Tn, I, H, "
+     << name(o.getX()) << ", " << name(o.getTimes()) << ", "
+     << (o.getH0() ? name(o.getH0()) : std::string("(const real_t *)NULL")) << ", "
+     << name(o.getOut()) << ", work, " << K << ", " << name(o.getXt())
+     << ", delta, tprev, tcur, dynamics, cell);\n";
   os << odeFailure(op);
-  os.unindent();
-  os << "}\n";
-  os << "for (int64_t b = 0; b < B; ++b)\n"
-        "  memcpy("
-     << name(o.getXt()) << " + b * I, " << name(o.getX())
-     << " + (b * Tn + i) * I, I * sizeof(real_t));\n";
-  os << "{\n  const int rc_ = cell();\n";
-  os << "  if (rc_ != 0) return (nncc_status)rc_;\n}\n";
-  os << "memcpy(h, hnext, n * sizeof(real_t));\n";
-  os << "for (int64_t b = 0; b < B; ++b)\n"
-        "  memcpy("
-     << name(o.getOut()) << " + (b * Tn + i) * H, h + b * H, H * sizeof(real_t));\n";
-  os.unindent();
-  os << "}\n";
   os.unindent();
   os << "}\n";
   return success();
@@ -513,12 +484,13 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
      << " (" << stringifyEnum(o.getMethod())
      << (adaptive ? ", adaptive" : ", " + std::to_string(o.getSteps()) + " steps") << ").\n";
   os << "const int64_t B = " << *B << ", Tn = " << *Tn << ", I = " << *I << ", H = " << H
-     << ", n = B * H;\n";
+     << ";\n";
   os << "const int64_t Pd = " << dynTotal->str() << ", Pc = " << cellTotal->str() << ";\n";
   // One arena workspace: the segments' ode_grad scratch (reused by each),
-  // then the loop's own arrays (real_t): dθ, dφ, the cell VJP's dφ
-  // (Pc + 1), the row times (3 B), the states and adjoints (5 n), x_t and
-  // dx_t (2 B I), the forward re-solve's stage slots (S + 2) n.
+  // then the loop's own arrays (real_t, ode_rnn_grad_layout): dθ, dφ, the
+  // cell VJP's dφ (Pc + 1), the row times (3 B), the states and adjoints
+  // (5 n), x_t and dx_t (2 B I), the forward re-solve's stage slots
+  // (S + 2) n.
   Size nSize = (*Bsize * Size::constant(H, std::to_string(H) + "LL")).paren();
   Size scratch = odeGradScratch(method, o.getSteps(), o.getMaxSteps(), o.getAdjoint(), nSize,
                                 *dynTotal);
@@ -527,20 +499,22 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
              Size::constant(2) * *Bsize * *Isize;
   int ws = addWorkspace(op, (scratch + own.paren() * Size::realBytes()).paren());
   os << "char *ws_ = (char *)nncc_ms_buffer_ptr(m, " << ws << ");\n";
-  os << "real_t *thacc_ = (real_t *)(ws_ + " << scratch.str() << ");\n";
-  os << "real_t *phacc_ = thacc_ + Pd, *phtmp_ = phacc_ + Pc, *delta = phtmp_ + Pc + 1;\n";
-  os << "real_t *tcur = delta + B, *tprev = tcur + B, *hprev = tprev + B, *htil = hprev + n;\n";
-  os << "real_t *a = htil + n, *carry = a + n, *dhtil = carry + n, *xt = dhtil + n;\n";
-  os << "real_t *dxt = xt + B * I, *kb_ = dxt + B * I;\n";
-  os << "memset(thacc_, 0, (size_t)(Pd + 2 * Pc + 1) * sizeof(real_t));\n";
-  os << "memset(carry, 0, (size_t)n * sizeof(real_t));\n";
-  os << "real_t *k[" << S << "];\n";
-  os << "for (int s = 0; s < " << S << "; ++s) k[s] = kb_ + (int64_t)s * n;\n";
-  os << "const real_t *times = " << name(o.getTimes()) << ";\n";
+  os << "const nncc::grad::OdeRnnGradLayout lay_ = nncc::grad::ode_rnn_grad_layout(" << method
+     << ", " << o.getSteps() << ", " << o.getMaxSteps() << ", " << (o.getAdjoint() ? 1 : 0)
+     << ", B, I, H, Pd, Pc, (int64_t)sizeof(real_t));\n";
+  os << "real_t *arr_ = (real_t *)(ws_ + lay_.scratch);\n";
+  os << "real_t *thacc_ = arr_ + lay_.thacc, *phacc_ = arr_ + lay_.phacc;\n";
+  os << "real_t *tcur = arr_ + lay_.tcur; (void)tcur; // the rows' times (the driver's)\n";
   if (failed(emitODERNNGradLambdas(os, o, p, *dDests, *cDests)))
     return failure();
-  emitODERNNGradLoop(os, o, method, S, adaptive);
-  os << "memcpy(" << name(o.getDh0()) << ", carry, n * sizeof(real_t));\n";
+  os << "const int rc_ = nncc::grad::ode_rnn_grad<real_t>(" << method << ", " << o.getSteps()
+     << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
+     << fmtDouble(o.getAtol()) << ", " << (o.getAdjoint() ? 1 : 0) << ", B, Tn, I, H, "
+     << name(o.getX()) << ", " << name(o.getTimes()) << ", "
+     << (o.getH0() ? name(o.getH0()) : std::string("(const real_t *)NULL")) << ", "
+     << name(o.getHs()) << ", " << name(o.getDhs()) << ", " << name(o.getDx()) << ", "
+     << name(o.getDh0()) << ", Pd, thacc_, Pc, phacc_, ws_, dynamics, dynvjp, cellvjp);\n";
+  os << odeGradFailure(o.getMaxSteps());
   FailureOr<SmallVector<OdeParamSlice>> dynSlices =
       odeParamSlices(o.getDparams().take_front(nDyn));
   FailureOr<SmallVector<OdeParamSlice>> cellSlices =
@@ -560,18 +534,17 @@ LogicalResult CppEmitter::emitODERNNGradLambdas(raw_indented_ostream &os, nnk::O
                                                 const std::string &p,
                                                 const std::string &dDests,
                                                 const std::string &cDests) {
-  std::string tmap = "for (int64_t b = 0; b < B; ++b) tcur[b] = (real_t)((double)tprev[b] + "
-                     "s_ * (double)delta[b]);\n";
+  // The rows' times are in tcur when the regions run (set by the driver).
   if (failed(emitRegionLambda(os, o.getDynamics(), "dynamics",
                               "double s_, const real_t *hin_, real_t *dh_",
-                              tmap + "real_t *" + p + "t = tcur; (void)" + p +
+                              "(void)s_;\nreal_t *" + p + "t = tcur; (void)" + p +
                                   "t;\nreal_t *" + p + "h = (real_t *)hin_; (void)" + p +
                                   "h;\nreal_t *" + p + "dh = dh_;\n")))
     return failure();
   if (failed(emitRegionLambda(
           os, o.getDynamicsVjp(), "dynvjp",
           "double s_, const real_t *hin_, const real_t *ain_, real_t *dh_, real_t *th_",
-          tmap + "real_t *" + p + "vt = tcur; (void)" + p + "vt;\nreal_t *" + p +
+          "(void)s_;\nreal_t *" + p + "vt = tcur; (void)" + p + "vt;\nreal_t *" + p +
               "vh = (real_t *)hin_; (void)" + p + "vh;\nreal_t *" + p +
               "va = (real_t *)ain_; (void)" + p + "va;\nreal_t *" + p + "th = th_; (void)" +
               p + "th;\n" + dDests)))
@@ -586,60 +559,6 @@ LogicalResult CppEmitter::emitODERNNGradLambdas(raw_indented_ostream &os, nnk::O
               "ph;\n" + cDests)))
     return failure();
   return success();
-}
-
-void CppEmitter::emitODERNNGradLoop(raw_indented_ostream &os, nnk::ODERNNGradOp o, int method,
-                                    int S, bool adaptive) {
-  Operation *op = o.getOperation();
-  os << "for (int64_t i = Tn - 1; i >= 0; --i) {\n";
-  os.indent();
-  os << "for (int64_t b = 0; b < B; ++b)\n";
-  os << "  for (int64_t j = 0; j < H; ++j)\n";
-  os << "    hprev[b * H + j] = i > 0 ? " << name(o.getHs()) << "[(b * Tn + i - 1) * H + j] : "
-     << (o.getH0() ? name(o.getH0()) + "[b * H + j]" : std::string("(real_t)0")) << ";\n";
-  os << "memcpy(htil, hprev, n * sizeof(real_t));\n";
-  os << "if (i > 0) {\n";
-  os.indent();
-  os << "for (int64_t b = 0; b < B; ++b) {\n"
-        "  tprev[b] = times[b * Tn + i - 1];\n"
-        "  delta[b] = times[b * Tn + i] - tprev[b];\n"
-        "}\n";
-  os << "const int rc_ = nncc::kernels::ode_integrate<real_t>(" << method << ", "
-     << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
-     << ", n, H, delta, 0.0, 1.0, htil, k, kb_ + " << S << " * n, "
-     << (adaptive ? "kb_ + " + std::to_string(S + 1) + " * n"
-                  : std::string("(real_t *)NULL"))
-     << ", dynamics, (int64_t *)NULL);\n";
-  os << odeFailure(op);
-  os.unindent();
-  os << "}\n";
-  os << "for (int64_t b = 0; b < B; ++b) {\n"
-        "  memcpy(xt + b * I, "
-     << name(o.getX()) << " + (b * Tn + i) * I, I * sizeof(real_t));\n"
-     << "  for (int64_t j = 0; j < H; ++j)\n"
-     << "    a[b * H + j] = " << name(o.getDhs()) << "[(b * Tn + i) * H + j] + carry[b * H + j];\n"
-     << "}\n";
-  os << "{\n  const int rc_ = cellvjp(xt, htil, a, dxt, "
-        "dhtil, phtmp_);\n";
-  os << "  if (rc_ != 0) return (nncc_status)rc_;\n}\n";
-  os << "for (int64_t q = 0; q < Pc; ++q) phacc_[q] += phtmp_[q];\n";
-  os << "for (int64_t b = 0; b < B; ++b)\n"
-        "  memcpy("
-     << name(o.getDx()) << " + (b * Tn + i) * I, dxt + b * I, I * sizeof(real_t));\n";
-  os << "if (i > 0) {\n";
-  os.indent();
-  os << "const int rc_ = nncc::grad::ode_grad<real_t>(" << method << ", " << o.getSteps()
-     << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
-     << fmtDouble(o.getAtol()) << ", " << (o.getAdjoint() ? 1 : 0)
-     << ", n, H, delta, 0.0, 1.0, " << (o.getAdjoint() ? "htil" : "hprev")
-     << ", dhtil, Pd, thacc_, ws_, dynamics, [&](double s_, const real_t *h_, "
-        "const real_t *a_, real_t *dh_, real_t *th_) { return dynvjp(s_, h_, a_, dh_, th_); });\n";
-  os << odeGradFailure(o.getMaxSteps());
-  os.unindent();
-  os << "}\n";
-  os << "memcpy(carry, dhtil, n * sizeof(real_t));\n";
-  os.unindent();
-  os << "}\n";
 }
 
 } // namespace

@@ -71,10 +71,8 @@ private:
   LogicalResult emitRegion(raw_indented_ostream &os, Region &region, Operation *parent);
   LogicalResult emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp op);
   LogicalResult emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp op);
-  /// The ODE-RNN's loop over the observations: the rows' solves, the cell, hs[:, obs, :].
-  void emitOdeRnnLoop(raw_indented_ostream &os, nnk::ODERNNOp o, int method, int S,
-                      bool adaptive);
-  /// The status check after ode_integrate_device returned rc_.
+  /// The status check after an ODE driver (ode_integrate_device,
+  /// ode_rnn_device) returned rc_.
   std::string odeSolveFailure();
   LogicalResult emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp op);
   LogicalResult emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNGradOp op);
@@ -956,11 +954,11 @@ std::string CudaEmitter::odeSolveFailure() {
          "}\n";
 }
 
-/// nnk.ode_rnn: per observation i > 0 every row evolves over its own
-/// [t_{i-1}, t_i] by ode_integrate_device (Ode.cuh, the CPU solver's steps:
-/// s in [0, 1] with the row scale t_i - t_{i-1}, fixed or adaptive), then
-/// the cell; the CPU's nnk.ode_rnn loop, whose states the backward
-/// (ode_rnn_grad_device) recomputes the same way.
+/// nnk.ode_rnn: ode_rnn_device (Ode.cuh: the CPU's loop, ode_rnn_with,
+/// with the device's kernels): per observation i > 0 every row evolves over
+/// its own [t_{i-1}, t_i] (s in [0, 1] with the row scale t_i - t_{i-1},
+/// fixed or adaptive), then the cell; the backward (ode_rnn_grad_device)
+/// recomputes the states the same way.
 LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o) {
   Operation *op = o.getOperation();
   FailureOr<std::string> B = dim(o.getX(), 0), Tn = dim(o.getX(), 1), I = dim(o.getX(), 2);
@@ -991,84 +989,40 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
   os << "{\n";
   os.indent();
   os << "// ODE-RNN: per observation i > 0 each row evolves over its own [t_{i-1}, t_i]\n"
-        "// (ode_integrate_device, "
+        "// (ode_rnn_device, "
      << stringifyEnum(o.getMethod())
      << (adaptive ? ", adaptive" : ", " + std::to_string(o.getSteps()) + " steps")
      << "), then the cell.\n";
   os << "const int64_t B = " << *B << ", Tn = " << *Tn << ", I = " << *I << ", H = " << H
-     << ", n = B * H;\n";
+     << ";\n";
   os << "real_t *work = " << name(o.getWork()) << ";\n";
-  os << "real_t *k[" << S << "];\n";
-  os << "for (int s = 0; s < " << S << "; ++s) k[s] = work + (int64_t)s * n;\n";
-  os << "real_t *h = work + " << K << "LL * n, *h_next = work + " << K + 1 << "LL * n;\n";
   os << "real_t *delta = (real_t *)" << workspace(*Bsize * Size::realBytes())
      << ", *tprev = (real_t *)" << workspace(*Bsize * Size::realBytes()) << ";\n";
   if (readsTime)
     os << "real_t *tcur = (real_t *)" << workspace(*Bsize * Size::realBytes()) << ";\n";
   emitOdeDevice(os);
-  if (o.getH0())
-    os << checked("cudaMemcpyAsync(h, " + name(o.getH0()) +
-                  ", n * sizeof(real_t), cudaMemcpyDeviceToDevice, stream)");
-  else
-    os << checked("cudaMemsetAsync(h, 0, n * sizeof(real_t), stream)");
-  std::string timeFill = readsTime ? "" : "(void)s_;\n";
-  if (readsTime) {
-    llvm::raw_string_ostream ts(timeFill);
-    ts << "if (B > 0)\n  ode_rnn_row_time_kernel<real_t><<<grid_for(B, 256), 256, 0, stream>>>("
-          "B, s_, tprev, delta, tcur);\n"
-       << checked("cudaGetLastError()");
-  }
+  // The rows' times are in tcur when the dynamics run (set by the driver);
+  // the cell maps (x_t, work slot K) to slot K + 1.
   if (failed(emitDynamicsLambda(os, o.getDynamics(), op, p,
-                                timeFill + bindArg(dyn.getArgument(0), p + "t", "tcur"))))
+                                "(void)s_;\n" + bindArg(dyn.getArgument(0), p + "t", "tcur"))))
     return failure();
+  const std::string hSlot = "work + " + std::to_string(K) + "LL * (B * H)",
+                    hNextSlot = "work + " + std::to_string(K + 1) + "LL * (B * H)";
   if (failed(emitRegionLambda(os, o.getCell(), op, "cell", "",
                               bindArg(cell.getArgument(0), p + "xt", name(o.getXt())) +
-                                  bindArg(cell.getArgument(1), p + "ch", "h") +
-                                  bindArg(cell.getArgument(2), p + "chout", "h_next"))))
+                                  bindArg(cell.getArgument(1), p + "ch", hSlot) +
+                                  bindArg(cell.getArgument(2), p + "chout", hNextSlot))))
     return failure();
-  emitOdeRnnLoop(os, o, method, S, adaptive);
-  os.unindent();
-  os << "}\n";
-  return success();
-}
-
-void CudaEmitter::emitOdeRnnLoop(raw_indented_ostream &os, nnk::ODERNNOp o, int method,
-                                 int S, bool adaptive) {
-  os << "for (int64_t obs = 0; obs < Tn; ++obs) {\n";
-  os.indent();
-  os << "if (obs > 0) {\n";
-  os.indent();
-  os << "if (B > 0)\n  ode_rnn_interval_kernel<real_t><<<grid_for(B, 256), 256, 0, stream>>>(B, "
-        "Tn, obs, "
-     << name(o.getTimes()) << ", tprev, delta);\n";
-  os << checked("cudaGetLastError()");
-  os << "const int rc_ = ode_integrate_device<real_t>(ode_dev, " << method << ", "
-     << o.getSteps() << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol())
-     << ", n, H, delta, 0.0, 1.0, h, k, work + " << S << "LL * n, "
-     << (adaptive ? "work + " + std::to_string(S + 1) + "LL * n" : std::string("(real_t *)NULL"))
-     << ", dynamics, (int64_t *)NULL);\n";
+  os << "const int rc_ = ode_rnn_device<real_t>(ode_dev, " << method << ", " << o.getSteps()
+     << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol()) << ", B, Tn, I, H, "
+     << name(o.getX()) << ", " << name(o.getTimes()) << ", "
+     << nameOr(o.getH0(), "const real_t *") << ", " << name(o.getOut()) << ", work, " << K
+     << ", " << name(o.getXt()) << ", delta, tprev, " << (readsTime ? "tcur" : "(real_t *)NULL")
+     << ", dynamics, cell);\n";
   os << odeSolveFailure();
   os.unindent();
   os << "}\n";
-  os << "{ // x_t = x[:, obs, :]\n";
-  os << "  CopyNd c{};\n  c.rank = 2;\n"
-        "  c.shape[0] = B; c.dst_stride[0] = I; c.src_stride[0] = Tn * I;\n"
-        "  c.shape[1] = I; c.dst_stride[1] = 1; c.src_stride[1] = 1;\n";
-  os << "  " << checked("launch_copy_nd<real_t>(c, " + name(o.getXt()) + ", " +
-                        name(o.getX()) + " + obs * I, stream)");
-  os << "}\n";
-  os << "if (const int rc_ = cell())\n  return (nncc_status)rc_;\n";
-  os << checked("cudaMemcpyAsync(h, h_next, n * sizeof(real_t), cudaMemcpyDeviceToDevice, "
-                "stream)");
-  os << "{ // hs[:, obs, :] = h\n";
-  os << "  CopyNd c{};\n  c.rank = 2;\n"
-        "  c.shape[0] = B; c.dst_stride[0] = Tn * H; c.src_stride[0] = H;\n"
-        "  c.shape[1] = H; c.dst_stride[1] = 1; c.src_stride[1] = 1;\n";
-  os << "  " << checked("launch_copy_nd<real_t>(c, " + name(o.getOut()) +
-                        " + obs * H, h_next, stream)");
-  os << "}\n";
-  os.unindent();
-  os << "}\n";
+  return success();
 }
 
 FailureOr<int> CudaEmitter::plannedWorkspace(Operation *op) {

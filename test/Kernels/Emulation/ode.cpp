@@ -1,11 +1,12 @@
 // CUDA-emulation parity of runtime/include/nncc/Kernels/CUDA/Ode.cuh: the
-// host drivers against the CPU loops they mirror, with the same host
-// dynamics, VJPs and cell on both sides. ode_integrate_device (CUDA
-// nnk.ode_solve and nnk.ode_rnn) against ode_integrate (ODESolver.h, the
-// CPU's); ode_grad_device against nncc::grad::ode_grad (GradKernels.h, the
-// CPU nnk.ode_solve_grad); ode_rnn_grad_device against the CPU
-// nnk.ode_rnn_grad loop (CppEmitter::emitODERNNGrad, written out below over
-// ode_integrate and ode_grad): adjoint and through the steps, every method,
+// device drivers against the CPU's, with the same host dynamics, VJPs and
+// cell on both sides. Both run the same driver code (ode_integrate_with,
+// ode_grad_with, ode_rnn_grad_with), so this checks the device's element
+// kernels (cuda::OdeDeviceOps) against the host loops (OdeHostOps) inside
+// them: ode_integrate_device (CUDA nnk.ode_solve and nnk.ode_rnn) against
+// ode_integrate, ode_grad_device against nncc::grad::ode_grad (CPU
+// nnk.ode_solve_grad), ode_rnn_grad_device against nncc::grad::ode_rnn_grad
+// (CPU nnk.ode_rnn_grad): adjoint and through the steps, every method,
 // fixed and adaptive steps, with and without row scales.
 #include "nncc/Kernels/CUDA/Ode.cuh"
 
@@ -222,68 +223,7 @@ template <typename T> void odeGrad(Group &G, bool adaptiveOnly) {
 
 /// The CPU nnk.ode_rnn_grad loop (CppEmitter::emitODERNNGrad) on host
 /// arrays; `dynamics`' time is `tcur` (each row's time).
-template <typename T, typename Dyn, typename DynVjp, typename CellVjp>
-int cpuOdeRnnGrad(int method, int64_t steps, int64_t maxSteps, int adjoint, int64_t B,
-                  int64_t Tn, int64_t I, int64_t H, const T *x, const T *times, const T *h0,
-                  const T *hs, const T *dhs, T *dx, T *dh0, int64_t Pd, T *dth, int64_t Pc,
-                  T *dph, T *tcur, Dyn &&dyn, DynVjp &&dynvjp, CellVjp &&cellvjp) {
-  const int S = ode_stages(method);
-  const bool adaptive = method == OdeDopri5 && steps == 0;
-  const int64_t n = B * H;
-  std::vector<char> ws(nncc::grad::ode_grad_layout(method, steps, maxSteps, adjoint, n, Pd,
-                                                   sizeof(T)).bytes + 64);
-  std::vector<T> thacc(Pd, 0), phacc(Pc, 0), phtmp(Pc), delta(B), tprev(B), hprev(n), htil(n),
-      a(n), carry(n, 0), dhtil(n), xt(B * I), dxt(B * I), kb((S + 2) * n);
-  T *k[7];
-  for (int s = 0; s < S; ++s) k[s] = kb.data() + (int64_t)s * n;
-  auto tmap = [&](double s) {
-    for (int64_t b = 0; b < B; ++b) tcur[b] = (T)((double)tprev[b] + s * (double)delta[b]);
-  };
-  auto dynT = [&](double s, const T *in, T *out) { tmap(s); return dyn(s, in, out); };
-  auto vjpT = [&](double s, const T *hh, const T *aa, T *oh, T *ot) {
-    tmap(s);
-    return dynvjp(s, hh, aa, oh, ot);
-  };
-  for (int64_t i = Tn - 1; i >= 0; --i) {
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t j = 0; j < H; ++j)
-        hprev[b * H + j] = i > 0 ? hs[(b * Tn + i - 1) * H + j] : h0 ? h0[b * H + j] : (T)0;
-    htil = hprev;
-    if (i > 0) {
-      for (int64_t b = 0; b < B; ++b) {
-        tprev[b] = times[b * Tn + i - 1];
-        delta[b] = times[b * Tn + i] - tprev[b];
-      }
-      if (int rc = ode_integrate<T>(method, steps, 1e-6, 1e-8, n, H, delta.data(), 0.0, 1.0,
-                                    htil.data(), k, kb.data() + S * n,
-                                    adaptive ? kb.data() + (S + 1) * n : (T *)nullptr, dynT,
-                                    (int64_t *)nullptr))
-        return rc;
-    }
-    for (int64_t b = 0; b < B; ++b) {
-      std::copy(x + (b * Tn + i) * I, x + (b * Tn + i + 1) * I, xt.begin() + b * I);
-      for (int64_t j = 0; j < H; ++j)
-        a[b * H + j] = dhs[(b * Tn + i) * H + j] + carry[b * H + j];
-    }
-    cellvjp(xt.data(), htil.data(), a.data(), dxt.data(), dhtil.data(), phtmp.data());
-    for (int64_t q = 0; q < Pc; ++q) phacc[q] += phtmp[q];
-    for (int64_t b = 0; b < B; ++b)
-      std::copy(dxt.begin() + b * I, dxt.begin() + (b + 1) * I, dx + (b * Tn + i) * I);
-    if (i > 0)
-      if (int rc = nncc::grad::ode_grad<T>(method, steps, maxSteps, 1e-6, 1e-8, adjoint, n, H,
-                                           delta.data(), 0.0, 1.0,
-                                           adjoint ? htil.data() : hprev.data(), dhtil.data(),
-                                           Pd, thacc.data(), ws.data(), dynT, vjpT))
-        return rc;
-    carry = dhtil;
-  }
-  std::copy(carry.begin(), carry.end(), dh0);
-  std::copy(thacc.begin(), thacc.end(), dth);
-  std::copy(phacc.begin(), phacc.end(), dph);
-  return 0;
-}
-
-/// ode_rnn_grad_device against the CPU loop: a cell h' = tanh(w_j x[b, j % I]
+/// ode_rnn_grad_device against the CPU's: a cell h' = tanh(w_j x[b, j % I]
 /// + u_j h[b, j]) with φ = [w, u], the ParamDyn dynamics on each row's time.
 template <typename T> void odeRnnGrad(Group &G) {
   for (int method : {(int)OdeEuler, (int)OdeRk4, (int)OdeDopri5})
@@ -330,20 +270,11 @@ template <typename T> void odeRnnGrad(Group &G) {
             return 0;
           };
           const T *h0p = withH0 ? h0.data() : nullptr;
-          // CPU.
-          std::vector<T> tC(B), dxC(B * Tn * I, (T)NAN), dh0C(n), dthC(Pd), dphC(Pc);
-          tcur = tC.data();
-          G.ok("cpu ode_rnn_grad",
-               cpuOdeRnnGrad<T>(method, steps, maxSteps, adjoint, B, Tn, I, H, x.data(),
-                                times.data(), h0p, hs.data(), dhs.data(), dxC.data(),
-                                dh0C.data(), Pd, dthC.data(), Pc, dphC.data(), tC.data(), dyn,
-                                vjp, cell));
-          // CUDA: the arena slot the CPU plan sizes (scratch + arrays).
+          // The arena slot the CPU plan sizes (scratch + arrays) ...
           const OdeRnnGradLayout L = ode_rnn_grad_layout(method, steps, maxSteps, adjoint, B, I,
                                                          H, Pd, Pc, sizeof(T));
-          // It fits the slot the CPU plan sizes (CppEmitter::emitODERNNGrad:
-          // ode_grad's scratch + (Pd + 2 Pc + 1 + 3 B + (S + 7) n + 2 B I)
-          // elements), exactly.
+          // ... exactly (CppEmitter::emitODERNNGrad: ode_grad's scratch +
+          // (Pd + 2 Pc + 1 + 3 B + (S + 7) n + 2 B I) elements).
           const double planned =
               (double)(nncc::grad::ode_grad_layout(method, steps, maxSteps, adjoint, n, Pd,
                                                    sizeof(T)).bytes +
@@ -351,6 +282,17 @@ template <typename T> void odeRnnGrad(Group &G) {
                            (int64_t)sizeof(T)),
                        used = (double)(L.scratch + L.elems * (int64_t)sizeof(T));
           G.cmp("ode_rnn workspace bytes", &planned, &used, 1, 1.0, 0.0);
+          // CPU: the host loops (nncc::grad::ode_rnn_grad, the generated
+          // CPU code's call).
+          auto wsC = garbage(L.scratch + L.elems * sizeof(T) + 64);
+          tcur = (const T *)(wsC.data() + L.scratch) + L.tcur;
+          std::vector<T> dxC(B * Tn * I, (T)NAN), dh0C(n), dthC(Pd), dphC(Pc);
+          G.ok("cpu ode_rnn_grad",
+               nncc::grad::ode_rnn_grad<T>(method, steps, maxSteps, 1e-6, 1e-8, adjoint, B, Tn, I,
+                                           H, x.data(), times.data(), h0p, hs.data(),
+                                           dhs.data(), dxC.data(), dh0C.data(), Pd, dthC.data(),
+                                           Pc, dphC.data(), wsC.data(), dyn, vjp, cell));
+          // CUDA: the device kernels in the same driver.
           auto ws = garbage(L.scratch + L.elems * sizeof(T) + 64);
           tcur = (const T *)(ws.data() + L.scratch) + L.tcur;
           auto normScratch = garbage(loss_scratch_bytes());

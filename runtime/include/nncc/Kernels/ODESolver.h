@@ -1,4 +1,4 @@
-//===- ODESolver.h - Runge-Kutta tableaus and the host solver loop -*- C++ -*-===//
+//===- ODESolver.h - Runge-Kutta tableaus and the ODE solver loop -*- C++ -*-===//
 //
 // The explicit Runge-Kutta methods of nnk.ode_solve / nnk.ode_rnn:
 //   euler   1 stage
@@ -7,14 +7,14 @@
 //           embedded fourth-order one gives the error estimate.
 // The tableaus (ode_stages/ode_c/ode_a/ode_b/ode_e) and the adaptive step
 // controller (ode_error_ratio, ode_step_accepted, ode_step_factor,
-// ode_first_step) are NNCC_HD functions: the CPU solver below and the CUDA
-// launch sequence (whose generated host loop calls them, and Ode.cuh's
-// error-norm kernel) share them. `ode_integrate` is the host loop of the CPU
-// twin: per stage ONE
-// evaluation of the dynamics (a callback: the generated launches of the op's
-// region), then ONE fused loop forming the next stage input
-// h + dt*sum_j a_sj k_j; after the last stage one fused loop for the update
-// (dopri5 adaptive: the candidate, the error and its norm in the same loop).
+// ode_first_step) are NNCC_HD functions (Ode.cuh's error-norm kernel uses
+// them too). `ode_integrate_with` is the solver loop of both targets,
+// written once over an element-loop backend (OdeHostOps here, the CUDA
+// launches of Ode.cuh's OdeDeviceOps): per stage ONE evaluation of the
+// dynamics (a callback: the generated code of the op's region), then ONE
+// fused loop forming the next stage input h + dt*sum_j a_sj k_j; after the
+// last stage one fused loop for the update (dopri5 adaptive: the error and
+// its norm in one loop). `ode_integrate` is the CPU's solve.
 //
 // The integration variable s runs from s0 to s1. Each state row r (rows of
 // `rowLen` elements) may scale the step: the row integrates with dt_r =
@@ -37,6 +37,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 namespace nncc {
 namespace kernels {
@@ -166,18 +167,139 @@ struct OdeIgnoreSteps {
   void operator()(double, double) const {}
 };
 
-/// The host loop. h [n] evolves in place. k: `stages` slots of n elements,
-/// stageIn: n, err: n (dopri5 adaptive only, else may be null).
-/// dyn(s, in, out) -> int: evaluates the dynamics at integration variable
-/// s (the callback maps it to each row's time) from `in` into `out`;
-/// nonzero stops the solve and is returned. *nSteps receives the number of
-/// accepted steps (may be null); onAccept(s, ds) is called for each accepted
-/// step from s of size ds, in order.
-template <typename T, typename Dyn, typename OnAccept = OdeIgnoreSteps>
-int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n,
-                  int64_t rowLen, const T *rowScale, double s0, double s1, T *h,
-                  T *const *kIn, T *stageIn, T *err, Dyn &&dyn, int64_t *nSteps,
-                  OnAccept &&onAccept = OnAccept()) {
+/// The element loops of the ODE drivers. Each driver (ode_integrate_with
+/// below, nncc::grad::ode_grad_with in GradKernels.h) is written once, for
+/// both targets; a target gives it these loops: OdeHostOps (the CPU's,
+/// here) or cuda::OdeDeviceOps (Ode.cuh: one kernel per loop with the same
+/// arithmetic, so both targets take the same steps). sc_i is
+/// rowScale[i / rowLen], or 1 without row scales. Every member returns 0
+/// or a failure status that the driver returns.
+template <typename T> struct OdeHostOps {
+  /// y[i] = (T)(h[i] + ds sc_i sum_{j < count, c_j != 0} c_j k_j[i]),
+  /// double arithmetic, one rounding; y may be h (each element reads only
+  /// its own h[i]).
+  int lincomb(int64_t n, int64_t rowLen, const T *rowScale, double ds, const double *c,
+              T *const *k, int count, const T *h, T *y) const {
+#ifdef _OPENMP // the compiler includes this header too, for the tableaus
+#pragma omp parallel for schedule(static) if (n > 16384)
+#endif
+    for (int64_t i = 0; i < n; ++i) {
+      double acc = 0.0;
+      for (int j = 0; j < count; ++j)
+        if (c[j] != 0.0)
+          acc += c[j] * (double)k[j][i];
+      const double sc = rowScale ? (double)rowScale[i / rowLen] : 1.0;
+      y[i] = (T)((double)h[i] + ds * sc * acc);
+    }
+    return 0;
+  }
+  /// y[i] = [y[i] +] (T)(ds sc_i c x[i]) (double product, one rounding):
+  /// the row scaling, negation, slope adjoints and accumulations of
+  /// ode_grad; y may be x.
+  int axpy(int64_t n, int64_t rowLen, const T *rowScale, double ds, double c, const T *x, T *y,
+           bool accumulate) const {
+    for (int64_t i = 0; i < n; ++i) {
+      const double sc = rowScale ? (double)rowScale[i / rowLen] : 1.0;
+      const T v = (T)(ds * sc * c * (double)x[i]);
+      if (accumulate)
+        y[i] += v;
+      else
+        y[i] = v;
+    }
+    return 0;
+  }
+  /// dopri5's error norm of a step from h to hn: e_i = ds sc_i sum_j
+  /// ode_e(j) k_j[i] in double (rounded into err when given), norm =
+  /// sqrt(mean(ode_error_ratio(e_i, h[i], hn[i])^2)), 0 without elements.
+  int errorNorm(int64_t n, int64_t rowLen, const T *rowScale, double ds, T *const *k,
+                const T *h, const T *hn, T *err, double atol, double rtol, double &norm) const {
+    double e[7];
+    for (int j = 0; j < 7; ++j)
+      e[j] = ode_e(j);
+    double sq = 0.0;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) reduction(+ : sq) if (n > 16384)
+#endif
+    for (int64_t i = 0; i < n; ++i) {
+      double acc = 0.0;
+      for (int j = 0; j < 7; ++j)
+        if (e[j] != 0.0)
+          acc += e[j] * (double)k[j][i];
+      const double sc = rowScale ? (double)rowScale[i / rowLen] : 1.0;
+      const double ei = ds * sc * acc;
+      if (err)
+        err[i] = (T)ei;
+      const double q = ode_error_ratio(ei, (double)h[i], (double)hn[i], atol, rtol);
+      sq += q * q;
+    }
+    norm = n > 0 ? sqrt(sq / (double)n) : 0.0;
+    return 0;
+  }
+  int copy(T *dst, const T *src, int64_t n) const {
+    if (n > 0 && dst != src)
+      memcpy(dst, src, sizeof(T) * (size_t)n);
+    return 0;
+  }
+  int zero(T *dst, int64_t n) const {
+    if (n > 0)
+      memset(dst, 0, sizeof(T) * (size_t)n);
+    return 0;
+  }
+  // The ODE-RNN backward's loops (nncc::grad::ode_rnn_grad_with).
+  /// B rows of `cols` elements from src (row stride srcStride) to dst.
+  int rows(int64_t B, T *dst, int64_t dstStride, const T *src, int64_t srcStride,
+           int64_t cols) const {
+    for (int64_t b = 0; b < B; ++b)
+      if (cols > 0)
+        memcpy(dst + b * dstStride, src + b * srcStride, sizeof(T) * (size_t)cols);
+    return 0;
+  }
+  /// Segment i > 0: tprev[b] = times[b, i-1], delta[b] = times[b, i] -
+  /// tprev[b] (times [B, Tn]).
+  int interval(int64_t B, int64_t Tn, int64_t i, const T *times, T *tprev, T *delta) const {
+    for (int64_t b = 0; b < B; ++b) {
+      tprev[b] = times[b * Tn + i - 1];
+      delta[b] = times[b * Tn + i] - tprev[b];
+    }
+    return 0;
+  }
+  /// Each row's time at integration variable s in [0, 1]:
+  /// t[b] = (T)(tprev[b] + s delta[b]) in double.
+  int rowTimes(int64_t B, double s, const T *tprev, const T *delta, T *t) const {
+    for (int64_t b = 0; b < B; ++b)
+      t[b] = (T)((double)tprev[b] + s * (double)delta[b]);
+    return 0;
+  }
+  /// The cell's adjoint at observation i: a[b, j] = dhs[b, i, j] +
+  /// carry[b, j] (dhs [B, Tn, H]).
+  int adjointIn(int64_t B, int64_t Tn, int64_t H, int64_t i, const T *dhs, const T *carry,
+                T *a) const {
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < H; ++j)
+        a[b * H + j] = dhs[(b * Tn + i) * H + j] + carry[b * H + j];
+    return 0;
+  }
+  /// `count` doubles of host memory for the driver's own bookkeeping (the
+  /// accepted steps of an adaptive solve): `inWorkspace`, the place the
+  /// workspace layout gives them (the CPU's workspace is host memory).
+  double *hostDoubles(int /*slot*/, void *inWorkspace, int64_t /*count*/) const {
+    return static_cast<double *>(inWorkspace);
+  }
+};
+
+/// The solver loop of both targets. h [n] evolves in place. k: `stages`
+/// slots of n elements, stageIn: n, err: n (dopri5 adaptive only, else may
+/// be null), all where `ops` computes. dyn(s, in, out) -> int: evaluates
+/// the dynamics at integration variable s (the callback maps it to each
+/// row's time) from `in` into `out`; nonzero stops the solve and is
+/// returned. *nSteps receives the number of accepted steps (may be null);
+/// onAccept(s, ds) is called for each accepted step from s of size ds, in
+/// order.
+template <typename T, typename Ops, typename Dyn, typename OnAccept = OdeIgnoreSteps>
+int ode_integrate_with(Ops &ops, int method, int64_t steps, double rtol, double atol,
+                       int64_t n, int64_t rowLen, const T *rowScale, double s0, double s1, T *h,
+                       T *const *kIn, T *stageIn, T *err, Dyn &&dyn, int64_t *nSteps,
+                       OnAccept &&onAccept = OnAccept()) {
   if (method < OdeEuler || method > OdeDopri5)
     return OdeBadMethod;
   const int S = ode_stages(method);
@@ -189,21 +311,8 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
   if (rowLen <= 0)
     rowLen = 1;
 
-  // stageIn = h + ds * scale_r * sum_{j<=last} coef_j k_j, one fused loop.
-  auto combine = [&](T *dst, double ds, const double *coef, int count) {
-#ifdef _OPENMP // the compiler includes this header too, for the tableaus
-#pragma omp parallel for schedule(static) if (n > 16384)
-#endif
-    for (int64_t i = 0; i < n; ++i) {
-      double acc = 0.0;
-      for (int j = 0; j < count; ++j)
-        if (coef[j] != 0.0)
-          acc += coef[j] * (double)k[j][i];
-      const double sc = rowScale ? (double)rowScale[i / rowLen] : 1.0;
-      dst[i] = (T)((double)h[i] + ds * sc * acc);
-    }
-  };
-  // One step of size ds from s: stages 1..S (k1 given when haveK1).
+  // One step of size ds from s: stages 1..S (k1 given when haveK1), each
+  // stage input h + ds * scale_r * sum_{j<s} a_sj k_j in one fused loop.
   auto stages = [&](double s, double ds, bool haveK1) -> int {
     for (int st = 0; st < S; ++st) {
       const T *in = h;
@@ -211,13 +320,13 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
         double coef[7];
         for (int j = 0; j < st; ++j)
           coef[j] = ode_a(method, st, j);
-        combine(stageIn, ds, coef, st);
+        if (int rc = ops.lincomb(n, rowLen, rowScale, ds, coef, k, st, h, stageIn))
+          return rc;
         in = stageIn;
       } else if (haveK1) {
         continue;
       }
-      int rc = dyn(s + ode_c(method, st) * ds, in, k[st]);
-      if (rc)
+      if (int rc = dyn(s + ode_c(method, st) * ds, in, k[st]))
         return rc;
     }
     return 0;
@@ -234,7 +343,8 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
       const double s = s0 + (double)it * ds;
       if (int rc = stages(s, ds, false))
         return rc;
-      combine(h, ds, b, S); // in place: each element reads only its own h[i]
+      if (int rc = ops.lincomb(n, rowLen, rowScale, ds, b, k, S, h, h)) // in place
+        return rc;
       if (nSteps)
         ++*nSteps;
       onAccept(s, ds);
@@ -249,9 +359,6 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
   const double dir = span > 0 ? 1.0 : -1.0;
   double s = s0, ds = ode_first_step(span);
   bool haveK1 = false;
-  double e[7];
-  for (int j = 0; j < 7; ++j)
-    e[j] = ode_e(j);
   for (int64_t attempt = 0;; ++attempt) {
     if ((s1 - s) * dir <= 1e-12 * fabs(span))
       return 0;
@@ -265,26 +372,12 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
       return rc;
     haveK1 = true;
     // stageIn holds the 7th stage input = the fifth-order solution.
-    double sq = 0.0;
-#ifdef _OPENMP // the compiler includes this header too, for the tableaus
-#pragma omp parallel for schedule(static) reduction(+ : sq) if (n > 16384)
-#endif
-    for (int64_t i = 0; i < n; ++i) {
-      double acc = 0.0;
-      for (int j = 0; j < 7; ++j)
-        if (e[j] != 0.0)
-          acc += e[j] * (double)k[j][i];
-      const double sc = rowScale ? (double)rowScale[i / rowLen] : 1.0;
-      const double ei = ds * sc * acc;
-      if (err)
-        err[i] = (T)ei;
-      const double q = ode_error_ratio(ei, (double)h[i], (double)stageIn[i], atol, rtol);
-      sq += q * q;
-    }
-    const double norm = n > 0 ? sqrt(sq / (double)n) : 0.0;
+    double norm = 0.0;
+    if (int rc = ops.errorNorm(n, rowLen, rowScale, ds, k, h, stageIn, err, atol, rtol, norm))
+      return rc;
     if (ode_step_accepted(norm)) {
-      for (int64_t i = 0; i < n; ++i)
-        h[i] = stageIn[i];
+      if (int rc = ops.copy(h, stageIn, n))
+        return rc;
       onAccept(s, ds);
       s += ds;
       T *t = k[0]; // FSAL: k7 = f(s + ds, y5) is the next k1
@@ -295,6 +388,77 @@ int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n
     }
     ds *= ode_step_factor(norm);
   }
+}
+
+/// The CPU solve: ode_integrate_with on host memory.
+template <typename T, typename Dyn, typename OnAccept = OdeIgnoreSteps>
+int ode_integrate(int method, int64_t steps, double rtol, double atol, int64_t n,
+                  int64_t rowLen, const T *rowScale, double s0, double s1, T *h,
+                  T *const *kIn, T *stageIn, T *err, Dyn &&dyn, int64_t *nSteps,
+                  OnAccept &&onAccept = OnAccept()) {
+  OdeHostOps<T> ops;
+  return ode_integrate_with<T>(ops, method, steps, rtol, atol, n, rowLen, rowScale, s0, s1, h,
+                               kIn, stageIn, err, static_cast<Dyn &&>(dyn), nSteps,
+                               static_cast<OnAccept &&>(onAccept));
+}
+
+/// The ODE-RNN forward (nnk.ode_rnn, Rubanova et al. 2019) of both
+/// targets: the first observation is folded in at t_0 without evolution;
+/// then per observation i > 0 every row evolves over its own
+/// [t_{i-1}, t_i] (s in [0, 1], row scale delta = t_i - t_{i-1}), then the
+/// cell. x [B, Tn, I], times [B, Tn], h0 [n] or null (zeros), hs
+/// [B, Tn, H] the states after each cell. work: K + 2 slots of n = B H
+/// elements (the solver's S stage slots, its stage input and, adaptive,
+/// its error; h at slot K, the cell's output at K + 1); xt [B, I] the
+/// cell's input; delta, tprev [B]; tcur [B] the rows' times, set before
+/// each dyn call (null: the dynamics do not read the time). dyn(s, in,
+/// out) -> int; cell() -> int maps (xt, work slot K) to slot K + 1.
+template <typename T, typename Ops, typename Dyn, typename Cell>
+int ode_rnn_with(Ops &ops, int method, int64_t steps, double rtol, double atol, int64_t B,
+                 int64_t Tn, int64_t I, int64_t H, const T *x, const T *times, const T *h0,
+                 T *hs, T *work, int64_t K, T *xt, T *delta, T *tprev, T *tcur, Dyn &&dyn,
+                 Cell &&cell) {
+  if (method < OdeEuler || method > OdeDopri5)
+    return OdeBadMethod;
+  const int S = ode_stages(method);
+  const bool adaptive = steps <= 0 && method == OdeDopri5;
+  const int64_t n = B * H;
+  T *k[7];
+  for (int s = 0; s < S; ++s)
+    k[s] = work + (int64_t)s * n;
+  T *h = work + K * n, *hNext = work + (K + 1) * n;
+  auto dynT = [&](double s, const T *in, T *out) -> int {
+    if (tcur)
+      if (int rc = ops.rowTimes(B, s, tprev, delta, tcur))
+        return rc;
+    return dyn(s, in, out);
+  };
+  if (int rc = h0 ? ops.copy(h, h0, n) : ops.zero(h, n))
+    return rc;
+  for (int64_t i = 0; i < Tn; ++i) {
+    int rc = 0;
+    if (i > 0 && ((rc = ops.interval(B, Tn, i, times, tprev, delta)) ||
+                  (rc = ode_integrate_with<T>(ops, method, steps, rtol, atol, n, H, delta, 0.0,
+                                              1.0, h, k, work + S * n,
+                                              adaptive ? work + (S + 1) * n : (T *)nullptr,
+                                              dynT, (int64_t *)nullptr))))
+      return rc;
+    if ((rc = ops.rows(B, xt, I, x + i * I, Tn * I, I)) || (rc = cell()) ||
+        (rc = ops.copy(h, hNext, n)) || (rc = ops.rows(B, hs + i * H, Tn * H, h, H, H)))
+      return rc;
+  }
+  return 0;
+}
+
+/// The CPU's ODE-RNN forward: ode_rnn_with on host memory.
+template <typename T, typename Dyn, typename Cell>
+int ode_rnn(int method, int64_t steps, double rtol, double atol, int64_t B, int64_t Tn,
+            int64_t I, int64_t H, const T *x, const T *times, const T *h0, T *hs, T *work,
+            int64_t K, T *xt, T *delta, T *tprev, T *tcur, Dyn &&dyn, Cell &&cell) {
+  OdeHostOps<T> ops;
+  return ode_rnn_with<T>(ops, method, steps, rtol, atol, B, Tn, I, H, x, times, h0, hs, work, K,
+                         xt, delta, tprev, tcur, static_cast<Dyn &&>(dyn),
+                         static_cast<Cell &&>(cell));
 }
 
 } // namespace kernels

@@ -1,19 +1,19 @@
 //===- Ode.cuh - The ODE solves and their gradients on the GPU --*- CUDA -*-===//
 //
 // nnk.ode_solve, nnk.ode_rnn and the training ops nnk.ode_solve_grad /
-// nnk.ode_rnn_grad run as host loops of launches: ode_integrate_device,
-// ode_grad_device and ode_rnn_grad_device are host drivers that follow the
-// CPU's ode_integrate (ODESolver.h), nncc::grad::ode_grad (GradKernels.h)
-// and the CPU's ODE-RNN backward loop statement for statement: the same
-// steps, the same accepted / rejected dopri5 steps (double step sizes, FSAL,
-// the same end test; the error norm reduced on the device and one double
-// read back per attempt), the same workspace layout (ode_grad_layout) in
-// the op's arena slot. Each CPU loop over the elements is one kernel here
-// with the CPU's arithmetic (double accumulation, the same association, one
-// rounding to T), so f64 results agree to rounding and the dopri5 decisions
-// differ only if an error norm lands within rounding of 1. The callbacks
-// (the regions' launches) are the generated code's; the tableaus and the
-// step controller are ODESolver.h's NNCC_HD functions.
+// nnk.ode_rnn_grad run as host loops of launches. The solver loop and the
+// gradients are the CPU's own drivers, ode_integrate_with (ODESolver.h) and
+// nncc::grad::ode_grad_with (GradKernels.h), given OdeDeviceOps: each loop
+// over the elements is one kernel here with the CPU's arithmetic (double
+// accumulation, the same association, one rounding to T), dopri5's error
+// norm reduced on the device and one double read back per attempt. So both
+// targets take the same steps, f64 results agree to rounding and the dopri5
+// decisions differ only if an error norm lands within rounding of 1. The
+// ODE-RNN's forward and backward are ode_rnn_with (ODESolver.h) and
+// ode_rnn_grad_with (GradKernels.h) the same way. The
+// workspace layouts (ode_grad_layout, ode_rnn_grad_layout) are the CPU's,
+// in the op's arena slot. The callbacks (the regions' launches) are the
+// generated code's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_CUDA_ODE_CUH
@@ -201,376 +201,66 @@ inline cudaError_t ode_copy(const OdeDevice &dev, T *dst, const T *src, int64_t 
                          dev.stream);
 }
 
-/// ode_integrate (ODESolver.h) on the device: h [n] (device) evolves in
-/// place; kIn: the stage slots, stageIn, err (dopri5 adaptive) device
-/// buffers; dyn(s, in, out) -> int launches the dynamics. Adaptive dopri5
-/// reads its error norm back once per attempt.
-template <typename T, typename Dyn, typename OnAccept = OdeIgnoreSteps>
-int ode_integrate_device(OdeDevice &dev, int method, int64_t steps, double rtol, double atol,
-                         int64_t n, int64_t rowLen, const T *rowScale, double s0, double s1,
-                         T *h, T *const *kIn, T *stageIn, T *err, Dyn &&dyn, int64_t *nSteps,
-                         OnAccept &&onAccept = OnAccept()) {
-  if (method < OdeEuler || method > OdeDopri5)
-    return OdeBadMethod;
-  const int S = ode_stages(method);
-  T *k[7];
-  for (int s = 0; s < S; ++s)
-    k[s] = kIn[s];
-  if (nSteps)
-    *nSteps = 0;
-  if (rowLen <= 0)
-    rowLen = 1;
-  auto stages = [&](double s, double ds, bool haveK1) -> int {
-    for (int st = 0; st < S; ++st) {
-      const T *in = h;
-      if (st > 0) {
-        double coef[7];
-        for (int j = 0; j < st; ++j)
-          coef[j] = ode_a(method, st, j);
-        NNCC_ODE_DEVICE_CHECK(
-            dev, launch_ode_lincomb<T>(dev, n, rowLen, rowScale, ds, coef, k, st, h, stageIn));
-        in = stageIn;
-      } else if (haveK1) {
-        continue;
-      }
-      if (int rc = dyn(s + ode_c(method, st) * ds, in, k[st]))
-        return rc;
-    }
-    return 0;
-  };
+/// The element loops of the shared ODE drivers (OdeHostOps' members, see
+/// ODESolver.h) as launches on the driver's stream, the same arithmetic
+/// per element. dopri5's error norm is reduced on the device and read back
+/// (one double per attempt); the adaptive solve's accepted steps are kept
+/// in host vectors. A failing CUDA call sets dev.error and returns
+/// OdeDeviceError.
+template <typename T> struct OdeDeviceOps {
+  OdeDevice &dev;
+  std::vector<double> stepLog[2];
 
-  if (steps > 0 || method != OdeDopri5) {
-    if (steps <= 0)
-      steps = 1;
-    const double ds = (s1 - s0) / (double)steps;
-    double b[7];
-    for (int j = 0; j < S; ++j)
-      b[j] = ode_b(method, j);
-    for (int64_t it = 0; it < steps; ++it) {
-      const double s = s0 + (double)it * ds;
-      if (int rc = stages(s, ds, false))
-        return rc;
-      NNCC_ODE_DEVICE_CHECK(dev, launch_ode_lincomb<T>(dev, n, rowLen, rowScale, ds, b, k, S, h, h));
-      if (nSteps)
-        ++*nSteps;
-      onAccept(s, ds);
-    }
+  explicit OdeDeviceOps(OdeDevice &d) : dev(d) {}
+
+  int lincomb(int64_t n, int64_t rowLen, const T *rowScale, double ds, const double *c,
+              T *const *k, int count, const T *h, T *y) {
+    NNCC_ODE_DEVICE_CHECK(dev,
+                          launch_ode_lincomb<T>(dev, n, rowLen, rowScale, ds, c, k, count, h, y));
     return 0;
   }
-
-  // Adaptive Dormand-Prince 5(4): ode_integrate's loop.
-  const double span = s1 - s0;
-  if (span == 0.0)
+  int axpy(int64_t n, int64_t rowLen, const T *rowScale, double ds, double c, const T *x, T *y,
+           bool accumulate) {
+    NNCC_ODE_DEVICE_CHECK(dev,
+                          launch_ode_axpy<T>(dev, n, rowLen, rowScale, ds, c, x, y, accumulate));
     return 0;
-  const double dir = span > 0 ? 1.0 : -1.0;
-  double s = s0, ds = ode_first_step(span);
-  bool haveK1 = false;
-  double *part = static_cast<double *>(dev.norm_scratch);
-  for (int64_t attempt = 0;; ++attempt) {
-    if ((s1 - s) * dir <= 1e-12 * fabs(span))
+  }
+  int errorNorm(int64_t n, int64_t rowLen, const T *rowScale, double ds, T *const *k,
+                const T *h, const T *hn, T *err, double atol, double rtol, double &norm) {
+    norm = 0.0;
+    if (n <= 0)
       return 0;
-    if (attempt >= kOdeMaxSteps)
-      return OdeTooManySteps;
-    if ((s + ds - s1) * dir > 0)
-      ds = s1 - s;
-    if (fabs(ds) < 1e-12 * fabs(span))
-      return OdeStepUnderflow;
-    if (int rc = stages(s, ds, haveK1))
-      return rc;
-    haveK1 = true;
-    // stageIn holds the 7th stage input = the fifth-order solution.
-    double norm = 0.0; // sqrt(mean(ratio^2)), 0 without elements
-    if (n > 0) {
-      OdeTerms<T> t{};
-      t.nk = 7;
-      for (int j = 0; j < 7; ++j) {
-        t.c[j] = ode_e(j);
-        t.k[j] = k[j];
-      }
-      const unsigned g = loss_grid(n);
-      ode_step_error_kernel<T><<<g, kLossThreads, 0, dev.stream>>>(t, n, rowLen, rowScale, ds, h,
-                                                                   stageIn, err, atol, rtol, part);
-      NNCC_ODE_DEVICE_CHECK(dev, cudaGetLastError());
-      loss_finish_kernel<double><<<1, kLossThreads, 0, dev.stream>>>((int)g, part, dev.norm);
-      NNCC_ODE_DEVICE_CHECK(dev, cudaGetLastError());
-      double mean = 0;
-      NNCC_ODE_DEVICE_CHECK(dev, cudaMemcpyAsync(&mean, dev.norm, sizeof(double),
-                                                 cudaMemcpyDeviceToHost, dev.stream));
-      NNCC_ODE_DEVICE_CHECK(dev, cudaStreamSynchronize(dev.stream));
-      norm = sqrt(mean);
+    OdeTerms<T> t{};
+    t.nk = 7;
+    for (int j = 0; j < 7; ++j) {
+      t.c[j] = ode_e(j);
+      t.k[j] = k[j];
     }
-    if (ode_step_accepted(norm)) {
-      NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, h, stageIn, n));
-      onAccept(s, ds);
-      s += ds;
-      T *t = k[0]; // FSAL: k7 = f(s + ds, y5) is the next k1
-      k[0] = k[6];
-      k[6] = t;
-      if (nSteps)
-        ++*nSteps;
-    }
-    ds *= ode_step_factor(norm);
-  }
-}
-
-/// nncc::grad::ode_grad (GradKernels.h) on the device, the same algorithm
-/// and workspace layout (ode_grad_layout; ws is device memory, the adaptive
-/// solve's accepted steps are kept on the host). h, a, gtheta and ws are
-/// device pointers; dyn(s, in, out) and vjp(s, h, a, out_h, out_theta)
-/// launch the regions. a: in dL/dh(s1), out dL/dh(s0); gtheta [P] += dθ.
-template <typename T, typename Dyn, typename Vjp>
-int ode_grad_device(OdeDevice &dev, int method, int64_t steps, int64_t maxSteps, double rtol,
-                    double atol, int adjoint, int64_t n, int64_t rowLen, const T *rowScale,
-                    double s0, double s1, const T *h, T *a, int64_t P, T *gtheta, void *ws,
-                    Dyn &&dyn, Vjp &&vjp) {
-  using nncc::grad::OdeGradLayout;
-  if (method < OdeEuler || method > OdeDopri5)
-    return OdeBadMethod;
-  if (rowLen <= 0)
-    rowLen = 1;
-  const int S = ode_stages(method);
-  const OdeGradLayout L =
-      nncc::grad::ode_grad_layout(method, steps, maxSteps, adjoint, n, P, (int64_t)sizeof(T));
-  char *base = (char *)ws;
-  auto at = [&](int64_t off) { return (T *)(base + off); };
-  if (adjoint) {
-    // The augmented state [h, a, a_θ] from s1 back to s0 (Chen et al. 2018).
-    const int64_t m = 2 * n + P;
-    T *aug = at(L.aug), *sa = at(L.sa);
-    NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, aug, h, n));
-    NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, aug + n, a, n));
-    if (P > 0)
-      NNCC_ODE_DEVICE_CHECK(dev, cudaMemsetAsync(aug + 2 * n, 0, sizeof(T) * P, dev.stream));
-    T *k[7];
-    for (int st = 0; st < S; ++st)
-      k[st] = at(L.kb) + (size_t)st * m;
-    auto f = [&](double s, const T *in, T *out) -> int {
-      if (int rc = dyn(s, in, out))
-        return rc;
-      // out[:n] *= sc, sa = in[n:2n] * sc (the identity without row scales).
-      const T *aIn = in + n;
-      if (rowScale) {
-        NNCC_ODE_DEVICE_CHECK(dev, launch_ode_axpy<T>(dev, n, rowLen, rowScale, 1.0, 1.0, out, out, false));
-        NNCC_ODE_DEVICE_CHECK(dev, launch_ode_axpy<T>(dev, n, rowLen, rowScale, 1.0, 1.0, aIn, sa, false));
-        aIn = sa;
-      }
-      if (int rc = vjp(s, in, aIn, out + n, out + 2 * n))
-        return rc;
-      NNCC_ODE_DEVICE_CHECK(dev, launch_ode_axpy<T>(dev, m - n, 1, (const T *)nullptr, 1.0, -1.0,
-                                                    out + n, out + n, false));
-      return 0;
-    };
-    int rc = ode_integrate_device<T>(dev, method, steps, rtol, atol, m, m, (const T *)nullptr,
-                                     s1, s0, aug, k, at(L.stage), at(L.err), f,
-                                     (int64_t *)nullptr);
-    if (rc)
-      return rc;
-    NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, a, aug + n, n));
-    NNCC_ODE_DEVICE_CHECK(dev, launch_ode_axpy<T>(dev, P, 1, (const T *)nullptr, 1.0, 1.0,
-                                                  aug + 2 * n, gtheta, true));
-    return 0;
-  }
-  // Through the steps: the accepted steps, the states H_i, then per step
-  // (last first) the stage inputs again and the adjoint through the stages.
-  T *Hs = at(L.Hs), *Y = at(L.Y), *K = at(L.K), *kbar = at(L.kbar), *hbar = at(L.hbar),
-    *ybar = at(L.ybar), *th = at(L.th);
-  const bool adaptive = steps <= 0 && method == OdeDopri5;
-  std::vector<double> stepS, stepDs;
-  int64_t nSteps = 0;
-  double fixedDs = 0.0;
-  if (adaptive) {
-    // The re-solve's scratch lives in Y..ybar (not yet in use).
-    T *hh = Y, *kb = Y + n, *stage = kb + (size_t)S * n, *err = stage + n;
-    NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, hh, h, n));
-    T *k[7];
-    for (int st = 0; st < S; ++st)
-      k[st] = kb + (size_t)st * n;
-    auto bounded = [&](double s, const T *in, T *out) -> int {
-      if (nSteps > maxSteps)
-        return nncc::grad::OdeGradTooManySteps;
-      return dyn(s, in, out);
-    };
-    int rc = ode_integrate_device<T>(dev, method, 0, rtol, atol, n, rowLen, rowScale, s0, s1, hh,
-                                     k, stage, err, bounded, (int64_t *)nullptr,
-                                     [&](double s, double ds) {
-                                       if (nSteps < maxSteps) {
-                                         stepS.push_back(s);
-                                         stepDs.push_back(ds);
-                                       }
-                                       ++nSteps;
-                                     });
-    if (rc)
-      return rc;
-    if (nSteps > maxSteps)
-      return nncc::grad::OdeGradTooManySteps;
-  } else {
-    nSteps = steps > 0 ? steps : 1;
-    fixedDs = (s1 - s0) / (double)nSteps;
-  }
-  auto stepAt = [&](int64_t it, double &s, double &ds) {
-    if (adaptive) {
-      s = stepS[it];
-      ds = stepDs[it];
-    } else {
-      s = s0 + (double)it * fixedDs;
-      ds = fixedDs;
-    }
-  };
-  // dopri5's last stage (b = 0) only serves FSAL: the step map needs S - 1.
-  const int used = ode_b(method, S - 1) == 0.0 ? S - 1 : S;
-  T *Kj[7];
-  for (int j = 0; j < S; ++j)
-    Kj[j] = K + (size_t)j * n;
-  NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, Hs, h, n));
-  auto stagesOf = [&](double s, double ds, const T *hs) -> int {
-    for (int st = 0; st < used; ++st) {
-      T *y = Y + (size_t)st * n;
-      if (st == 0) {
-        NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, y, hs, n));
-      } else {
-        double coef[7];
-        for (int j = 0; j < st; ++j)
-          coef[j] = ode_a(method, st, j);
-        NNCC_ODE_DEVICE_CHECK(dev, launch_ode_lincomb<T>(dev, n, rowLen, rowScale, ds, coef, Kj,
-                                                         st, hs, y));
-      }
-      if (int rc = dyn(s + ode_c(method, st) * ds, y, Kj[st]))
-        return rc;
-    }
-    return 0;
-  };
-  double b[7];
-  for (int j = 0; j < used; ++j)
-    b[j] = ode_b(method, j);
-  for (int64_t it = 0; it < nSteps; ++it) {
-    double s, ds;
-    stepAt(it, s, ds);
-    const T *hs = Hs + (size_t)it * n;
-    if (int rc = stagesOf(s, ds, hs))
-      return rc;
-    NNCC_ODE_DEVICE_CHECK(dev, launch_ode_lincomb<T>(dev, n, rowLen, rowScale, ds, b, Kj, used, hs,
-                                                     Hs + (size_t)(it + 1) * n));
-  }
-  for (int64_t it = nSteps - 1; it >= 0; --it) {
-    double s, ds;
-    stepAt(it, s, ds);
-    if (int rc = stagesOf(s, ds, Hs + (size_t)it * n))
-      return rc;
-    for (int j = 0; j < used; ++j)
-      NNCC_ODE_DEVICE_CHECK(dev, launch_ode_axpy<T>(dev, n, rowLen, rowScale, ds, b[j], a,
-                                                    kbar + (size_t)j * n, false));
-    NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, hbar, a, n));
-    for (int st = used - 1; st >= 0; --st) {
-      if (int rc = vjp(s + ode_c(method, st) * ds, Y + (size_t)st * n, kbar + (size_t)st * n,
-                       ybar, th))
-        return rc;
-      NNCC_ODE_DEVICE_CHECK(dev, launch_ode_axpy<T>(dev, P, 1, (const T *)nullptr, 1.0, 1.0, th,
-                                                    gtheta, true));
-      NNCC_ODE_DEVICE_CHECK(dev, launch_ode_axpy<T>(dev, n, 1, (const T *)nullptr, 1.0, 1.0, ybar,
-                                                    hbar, true));
-      for (int j = 0; j < st; ++j) {
-        const double c = ode_a(method, st, j);
-        if (c != 0.0)
-          NNCC_ODE_DEVICE_CHECK(dev, launch_ode_axpy<T>(dev, n, rowLen, rowScale, ds, c, ybar,
-                                                        kbar + (size_t)j * n, true));
-      }
-    }
-    NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, a, hbar, n));
-  }
-  return 0;
-}
-
-/// The ODE-RNN backward's arrays after ode_grad's scratch in the op's arena
-/// slot, in elements of T (the CPU backward's layout): dθ [Pd], dφ [Pc], the
-/// cell VJP's dφ [Pc + 1], delta, tcur, tprev [B], hprev, htil, a, carry,
-/// dhtil [n], x_t, dx_t [B I], the re-solve's slots [(S + 2) n].
-struct OdeRnnGradLayout {
-  int64_t scratch = 0; // bytes of ode_grad's scratch (the arrays start here)
-  int64_t thacc = 0, phacc = 0, phtmp = 0, delta = 0, tcur = 0, tprev = 0, hprev = 0, htil = 0,
-          a = 0, carry = 0, dhtil = 0, xt = 0, dxt = 0, kb = 0, elems = 0;
-};
-
-inline OdeRnnGradLayout ode_rnn_grad_layout(int method, int64_t steps, int64_t maxSteps,
-                                            int adjoint, int64_t B, int64_t I, int64_t H,
-                                            int64_t Pd, int64_t Pc, int64_t elemSize) {
-  OdeRnnGradLayout L;
-  const int64_t n = B * H, S = ode_stages(method);
-  L.scratch = nncc::grad::ode_grad_layout(method, steps, maxSteps, adjoint, n, Pd, elemSize).bytes;
-  int64_t at = 0;
-  auto take = [&](int64_t count) {
-    const int64_t o = at;
-    at += count;
-    return o;
-  };
-  L.thacc = take(Pd);
-  L.phacc = take(Pc);
-  L.phtmp = take(Pc + 1);
-  L.delta = take(B);
-  L.tcur = take(B);
-  L.tprev = take(B);
-  L.hprev = take(n);
-  L.htil = take(n);
-  L.a = take(n);
-  L.carry = take(n);
-  L.dhtil = take(n);
-  L.xt = take(B * I);
-  L.dxt = take(B * I);
-  L.kb = take((S + 2) * n);
-  L.elems = at;
-  return L;
-}
-
-/// The ODE-RNN backward (nnk.ode_rnn_grad) on the device, the CPU loop's
-/// order: per observation i, last first, the state before the cell
-/// (hs[:, i-1], h0 or zeros at i = 0) evolved again over [t_{i-1}, t_i]
-/// (none at i = 0), the cell VJP (dx[:, i], dh̃, cell parameter gradients),
-/// then the segment's ode_grad_device. x [B, Tn, I], times [B, Tn], hs, dhs
-/// [B, Tn, H]; h0 may be null (zeros). ws: the arena slot, ode_grad's
-/// scratch then OdeRnnGradLayout's arrays. dtheta [Pd], dphi [Pc] are
-/// overwritten. The callbacks: dyn(s, in, out) and dynvjp(s, h, a, out_h,
-/// out_theta) with the rows' times already in ws + tcur, and cellvjp(x_t,
-/// h, a, dx_t, dh, dphi_t).
-template <typename T, typename Dyn, typename DynVjp, typename CellVjp>
-int ode_rnn_grad_device(OdeDevice &dev, int method, int64_t steps, int64_t maxSteps, double rtol,
-                        double atol, int adjoint, int64_t B, int64_t Tn, int64_t I, int64_t H,
-                        const T *x, const T *times, const T *h0, const T *hs, const T *dhs,
-                        T *dx, T *dh0, int64_t Pd, T *dtheta, int64_t Pc, T *dphi, void *ws,
-                        Dyn &&dyn, DynVjp &&dynvjp, CellVjp &&cellvjp) {
-  if (method < OdeEuler || method > OdeDopri5)
-    return OdeBadMethod;
-  const int S = ode_stages(method);
-  const bool adaptive = steps <= 0 && method == OdeDopri5;
-  const int64_t n = B * H;
-  const OdeRnnGradLayout L = ode_rnn_grad_layout(method, steps, maxSteps, adjoint, B, I, H, Pd,
-                                                 Pc, (int64_t)sizeof(T));
-  T *arr = (T *)((char *)ws + L.scratch);
-  T *thacc = arr + L.thacc, *phacc = arr + L.phacc, *phtmp = arr + L.phtmp,
-    *delta = arr + L.delta, *tcur = arr + L.tcur, *tprev = arr + L.tprev,
-    *hprev = arr + L.hprev, *htil = arr + L.htil, *a = arr + L.a, *carry = arr + L.carry,
-    *dhtil = arr + L.dhtil, *xt = arr + L.xt, *dxt = arr + L.dxt, *kb = arr + L.kb;
-  NNCC_ODE_DEVICE_CHECK(dev, cudaMemsetAsync(thacc, 0, sizeof(T) * (Pd + 2 * Pc + 1), dev.stream));
-  NNCC_ODE_DEVICE_CHECK(dev, cudaMemsetAsync(carry, 0, sizeof(T) * n, dev.stream));
-  T *k[7];
-  for (int s = 0; s < S; ++s)
-    k[s] = kb + (int64_t)s * n;
-  auto setTime = [&](double s) -> int {
-    if (B > 0)
-      ode_rnn_row_time_kernel<T><<<grid_for(B, 256), 256, 0, dev.stream>>>(B, s, tprev, delta,
-                                                                           tcur);
+    double *part = static_cast<double *>(dev.norm_scratch);
+    const unsigned g = loss_grid(n);
+    ode_step_error_kernel<T><<<g, kLossThreads, 0, dev.stream>>>(t, n, rowLen, rowScale, ds, h,
+                                                                 hn, err, atol, rtol, part);
     NNCC_ODE_DEVICE_CHECK(dev, cudaGetLastError());
+    loss_finish_kernel<double><<<1, kLossThreads, 0, dev.stream>>>((int)g, part, dev.norm);
+    NNCC_ODE_DEVICE_CHECK(dev, cudaGetLastError());
+    double mean = 0;
+    NNCC_ODE_DEVICE_CHECK(dev, cudaMemcpyAsync(&mean, dev.norm, sizeof(double),
+                                               cudaMemcpyDeviceToHost, dev.stream));
+    NNCC_ODE_DEVICE_CHECK(dev, cudaStreamSynchronize(dev.stream));
+    norm = sqrt(mean);
     return 0;
-  };
-  auto dynT = [&](double s, const T *in, T *out) -> int {
-    if (int rc = setTime(s))
-      return rc;
-    return dyn(s, in, out);
-  };
-  auto vjpT = [&](double s, const T *hin, const T *ain, T *dh, T *th) -> int {
-    if (int rc = setTime(s))
-      return rc;
-    return dynvjp(s, hin, ain, dh, th);
-  };
-  auto rows = [&](T *dst, int64_t dstStride, const T *src, int64_t srcStride, int64_t cols) {
+  }
+  int copy(T *dst, const T *src, int64_t n) {
+    NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, dst, src, n));
+    return 0;
+  }
+  int zero(T *dst, int64_t n) {
+    if (n > 0)
+      NNCC_ODE_DEVICE_CHECK(dev, cudaMemsetAsync(dst, 0, sizeof(T) * (size_t)n, dev.stream));
+    return 0;
+  }
+  int rows(int64_t B, T *dst, int64_t dstStride, const T *src, int64_t srcStride,
+           int64_t cols) {
     CopyNd c{};
     c.rank = 2;
     c.shape[0] = B;
@@ -579,48 +269,105 @@ int ode_rnn_grad_device(OdeDevice &dev, int method, int64_t steps, int64_t maxSt
     c.shape[1] = cols;
     c.dst_stride[1] = 1;
     c.src_stride[1] = 1;
-    return launch_copy_nd<T>(c, dst, src, dev.stream);
-  };
-  for (int64_t i = Tn - 1; i >= 0; --i) {
-    if (i > 0)
-      NNCC_ODE_DEVICE_CHECK(dev, rows(hprev, H, hs + (i - 1) * H, Tn * H, H));
-    else if (h0)
-      NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, hprev, h0, n));
-    else
-      NNCC_ODE_DEVICE_CHECK(dev, cudaMemsetAsync(hprev, 0, sizeof(T) * n, dev.stream));
-    NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, htil, hprev, n));
-    if (i > 0) {
-      if (B > 0)
-        ode_rnn_interval_kernel<T><<<grid_for(B, 256), 256, 0, dev.stream>>>(B, Tn, i, times,
-                                                                             tprev, delta);
-      NNCC_ODE_DEVICE_CHECK(dev, cudaGetLastError());
-      if (int rc = ode_integrate_device<T>(dev, method, steps, rtol, atol, n, H, delta, 0.0, 1.0,
-                                           htil, k, kb + (int64_t)S * n,
-                                           adaptive ? kb + (int64_t)(S + 1) * n : (T *)nullptr,
-                                           dynT, (int64_t *)nullptr))
-        return rc;
-    }
-    NNCC_ODE_DEVICE_CHECK(dev, rows(xt, I, x + i * I, Tn * I, I));
+    NNCC_ODE_DEVICE_CHECK(dev, launch_copy_nd<T>(c, dst, src, dev.stream));
+    return 0;
+  }
+  int interval(int64_t B, int64_t Tn, int64_t i, const T *times, T *tprev, T *delta) {
+    if (B > 0)
+      ode_rnn_interval_kernel<T><<<grid_for(B, 256), 256, 0, dev.stream>>>(B, Tn, i, times,
+                                                                           tprev, delta);
+    NNCC_ODE_DEVICE_CHECK(dev, cudaGetLastError());
+    return 0;
+  }
+  int rowTimes(int64_t B, double s, const T *tprev, const T *delta, T *t) {
+    if (B > 0)
+      ode_rnn_row_time_kernel<T><<<grid_for(B, 256), 256, 0, dev.stream>>>(B, s, tprev, delta, t);
+    NNCC_ODE_DEVICE_CHECK(dev, cudaGetLastError());
+    return 0;
+  }
+  int adjointIn(int64_t B, int64_t Tn, int64_t H, int64_t i, const T *dhs, const T *carry,
+                T *a) {
+    const int64_t n = B * H;
     if (n > 0)
       ode_rnn_adjoint_in_kernel<T><<<grid_for(n, 256), 256, 0, dev.stream>>>(B, Tn, H, i, dhs,
                                                                              carry, a);
     NNCC_ODE_DEVICE_CHECK(dev, cudaGetLastError());
-    if (int rc = cellvjp(xt, htil, a, dxt, dhtil, phtmp))
-      return rc;
-    NNCC_ODE_DEVICE_CHECK(dev, launch_ode_axpy<T>(dev, Pc, 1, (const T *)nullptr, 1.0, 1.0, phtmp,
-                                                  phacc, true));
-    NNCC_ODE_DEVICE_CHECK(dev, rows(dx + i * I, Tn * I, dxt, I, I));
-    if (i > 0)
-      if (int rc = ode_grad_device<T>(dev, method, steps, maxSteps, rtol, atol, adjoint, n, H,
-                                      delta, 0.0, 1.0, adjoint ? htil : hprev, dhtil, Pd, thacc,
-                                      ws, dynT, vjpT))
-        return rc;
-    NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, carry, dhtil, n));
+    return 0;
   }
-  NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, dh0, carry, n));
-  NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, dtheta, thacc, Pd));
-  NNCC_ODE_DEVICE_CHECK(dev, ode_copy<T>(dev, dphi, phacc, Pc));
-  return 0;
+  /// The step log lives on the host, not in the (device) workspace.
+  double *hostDoubles(int slot, void * /*inWorkspace*/, int64_t count) {
+    stepLog[slot].assign(count > 0 ? (size_t)count : 0, 0.0);
+    return stepLog[slot].data();
+  }
+};
+
+/// ode_integrate (ODESolver.h) on the device: ode_integrate_with, the CPU's
+/// loop, with the device's element loops. h [n] (device) evolves in place;
+/// kIn: the stage slots, stageIn, err (dopri5 adaptive) device buffers;
+/// dyn(s, in, out) -> int launches the dynamics.
+template <typename T, typename Dyn, typename OnAccept = OdeIgnoreSteps>
+int ode_integrate_device(OdeDevice &dev, int method, int64_t steps, double rtol, double atol,
+                         int64_t n, int64_t rowLen, const T *rowScale, double s0, double s1,
+                         T *h, T *const *kIn, T *stageIn, T *err, Dyn &&dyn, int64_t *nSteps,
+                         OnAccept &&onAccept = OnAccept()) {
+  OdeDeviceOps<T> ops(dev);
+  return ode_integrate_with<T>(ops, method, steps, rtol, atol, n, rowLen, rowScale, s0, s1, h,
+                               kIn, stageIn, err, static_cast<Dyn &&>(dyn), nSteps,
+                               static_cast<OnAccept &&>(onAccept));
+}
+
+/// The ODE-RNN forward (nnk.ode_rnn) on the device: ode_rnn_with
+/// (ODESolver.h), the CPU's loop over the observations, with the device's
+/// element loops; every pointer is device memory (tcur null when the
+/// dynamics do not read the rows' times).
+template <typename T, typename Dyn, typename Cell>
+int ode_rnn_device(OdeDevice &dev, int method, int64_t steps, double rtol, double atol,
+                   int64_t B, int64_t Tn, int64_t I, int64_t H, const T *x, const T *times,
+                   const T *h0, T *hs, T *work, int64_t K, T *xt, T *delta, T *tprev, T *tcur,
+                   Dyn &&dyn, Cell &&cell) {
+  OdeDeviceOps<T> ops(dev);
+  return ode_rnn_with<T>(ops, method, steps, rtol, atol, B, Tn, I, H, x, times, h0, hs, work, K,
+                         xt, delta, tprev, tcur, static_cast<Dyn &&>(dyn),
+                         static_cast<Cell &&>(cell));
+}
+
+/// nncc::grad::ode_grad (GradKernels.h) on the device: ode_grad_with, the
+/// CPU's algorithm and workspace layout (ode_grad_layout; ws is device
+/// memory), with the device's element loops. h, a, gtheta and ws are device
+/// pointers; dyn(s, in, out) and vjp(s, h, a, out_h, out_theta) launch the
+/// regions. a: in dL/dh(s1), out dL/dh(s0); gtheta [P] += dθ.
+template <typename T, typename Dyn, typename Vjp>
+int ode_grad_device(OdeDevice &dev, int method, int64_t steps, int64_t maxSteps, double rtol,
+                    double atol, int adjoint, int64_t n, int64_t rowLen, const T *rowScale,
+                    double s0, double s1, const T *h, T *a, int64_t P, T *gtheta, void *ws,
+                    Dyn &&dyn, Vjp &&vjp) {
+  OdeDeviceOps<T> ops(dev);
+  return nncc::grad::ode_grad_with<T>(ops, method, steps, maxSteps, rtol, atol, adjoint, n,
+                                      rowLen, rowScale, s0, s1, h, a, P, gtheta, ws,
+                                      static_cast<Dyn &&>(dyn), static_cast<Vjp &&>(vjp));
+}
+
+/// The ODE-RNN backward's workspace layout is the CPU's.
+using nncc::grad::ode_rnn_grad_layout;
+using nncc::grad::OdeRnnGradLayout;
+
+/// The ODE-RNN backward (nnk.ode_rnn_grad) on the device:
+/// nncc::grad::ode_rnn_grad_with (GradKernels.h), the CPU's loop over the
+/// observations, with the device's element loops; every pointer is device
+/// memory, ws the op's arena slot (ode_grad's scratch, then
+/// OdeRnnGradLayout's arrays). The callbacks find the rows' times in
+/// ws + tcur, set by the driver.
+template <typename T, typename Dyn, typename DynVjp, typename CellVjp>
+int ode_rnn_grad_device(OdeDevice &dev, int method, int64_t steps, int64_t maxSteps, double rtol,
+                        double atol, int adjoint, int64_t B, int64_t Tn, int64_t I, int64_t H,
+                        const T *x, const T *times, const T *h0, const T *hs, const T *dhs,
+                        T *dx, T *dh0, int64_t Pd, T *dtheta, int64_t Pc, T *dphi, void *ws,
+                        Dyn &&dyn, DynVjp &&dynvjp, CellVjp &&cellvjp) {
+  OdeDeviceOps<T> ops(dev);
+  return nncc::grad::ode_rnn_grad_with<T>(
+      ops, method, steps, maxSteps, rtol, atol, adjoint, B, Tn, I, H, x, times, h0, hs, dhs, dx,
+      dh0, Pd, dtheta, Pc, dphi, ws, static_cast<Dyn &&>(dyn), static_cast<DynVjp &&>(dynvjp),
+      static_cast<CellVjp &&>(cellvjp));
 }
 
 #undef NNCC_ODE_DEVICE_CHECK
