@@ -131,8 +131,9 @@ public:
   virtual mlir::LogicalResult copyNd(const StridedCopy &c) = 0;
   /// Copies one element (`*dst = *src`).
   virtual void copyOne(const std::string &dst, const std::string &src) = 0;
-  /// The target's host loops of the ODE ops (ODELaunch.cpp): these drive
-  /// the launches of their regions.
+  /// The target's ODE ops (ODELaunch.cpp; Cpp/CppOdeLoops.cpp,
+  /// Cuda/CudaOdeLoops.cpp): the regions' launches as lambdas and one call
+  /// of the shared driver that runs them.
   virtual mlir::LogicalResult odeSolveLoop(nnk::ODESolveOp op) = 0;
   virtual mlir::LogicalResult odeRNNLoop(nnk::ODERNNOp op) = 0;
   virtual mlir::LogicalResult odeSolveGradLoop(nnk::ODESolveGradOp op) = 0;

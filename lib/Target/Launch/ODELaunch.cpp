@@ -1,10 +1,12 @@
 //===- ODELaunch.cpp - launches of the ODE solves -------------------------===//
 //
 // nnk.ode_solve, ode_rnn and their gradients are host loops that drive the
-// launches of their regions (the dynamics, the cell) stage by stage; the
-// loops are target code (the emitters' odeSolveLoop, odeRNNLoop,
-// odeSolveGradLoop and odeRNNGradLoop), the region launches come back
-// through the emitter core.
+// launches of their regions (the dynamics, the cell) stage by stage. The
+// loops are the runtime's (ODESolver.h, GradKernels.h, both targets); what
+// each target prints, the regions as lambdas and the driver call, is in
+// Cpp/CppOdeLoops.cpp and Cuda/CudaOdeLoops.cpp (the emitters' odeSolveLoop,
+// odeRNNLoop, odeSolveGradLoop and odeRNNGradLoop), the region launches
+// coming back through the emitter core.
 //
 //===----------------------------------------------------------------------===//
 #include "../Common/LaunchEmitter.h"
