@@ -3,9 +3,10 @@
 // Prints <model>.cu: one generated __global__ kernel per nnk.elementwise,
 // cuBLAS for nnk.gemm / nnk.matmul (+ the epilogue kernel of
 // Elementwise.cuh, or the gemm as one cuBLASLt matmul with its epilogue
-// fused: emitLtGemm), the .cuh kernels of runtime/include/nncc/Kernels/CUDA for every
-// other op (layer norm, attention cores, the persistent recurrent scan, data
-// movement, losses, the ODE host drivers of Ode.cuh), and
+// fused: lt_gemm of LtGemm.cuh), the .cuh kernels of
+// runtime/include/nncc/Kernels/CUDA for every other op (layer norm,
+// attention cores, the persistent recurrent scan, data movement, losses, the
+// ODE host drivers of Ode.cuh; CudaOdeLoops.cpp), and
 // `nncc_<model>_forward_cuda`, the launch sequence on the context's stream.
 // Buffers are the same arena slots as the CPU plan (device memory); kernel
 // scratch (recurrent W_hh^T, LSH buffers, loss partials, ODE temporaries) is
@@ -30,12 +31,10 @@ void CudaEmitter::emitPrecision(raw_indented_ostream &os) {
 typedef double real_t;
 #define NNCC_CUBLAS_GEMM cublasDgemm
 #define NNCC_CUBLAS_GEMM_BATCHED cublasDgemmStridedBatched
-#define NNCC_CUDA_R_REAL CUDA_R_64F
 #elif defined(NNCC_PRECISION_BF16)
 typedef nncc::kernels::bf16_t real_t;
 #define NNCC_CUBLAS_GEMM nncc_gen_gemm_bf16
 #define NNCC_CUBLAS_GEMM_BATCHED nncc_gen_gemm_batched_bf16
-#define NNCC_CUDA_R_REAL CUDA_R_16BF
 static cublasStatus_t nncc_gen_gemm_bf16(cublasHandle_t h, cublasOperation_t ta,
                                          cublasOperation_t tb, int m, int n, int k,
                                          const float *alpha, const real_t *a, int lda,
@@ -56,7 +55,6 @@ static cublasStatus_t nncc_gen_gemm_batched_bf16(
 typedef float real_t;
 #define NNCC_CUBLAS_GEMM cublasSgemm
 #define NNCC_CUBLAS_GEMM_BATCHED cublasSgemmStridedBatched
-#define NNCC_CUDA_R_REAL CUDA_R_32F
 #endif
 using nncc::kernels::acc_t;
 using nncc::kernels::load_acc;
@@ -113,7 +111,7 @@ LogicalResult CudaEmitter::emitSequence(raw_indented_ostream &f, StringRef fnNam
          "                        \"auto, scan or grid\", getenv(\"NNCC_CUDA_RNN\"));\n";
   if (numLtPlans > ltPlansBefore)
     f << "// The fused GEMMs: cuBLASLt, or cuBLAS + the epilogue kernel (NNCC_CUDA_GEMM).\n"
-         "const int gemm_lt = nncc_gen_gemm_choice();\n"
+         "const int gemm_lt = lt_gemm_choice<real_t>();\n"
          "if (gemm_lt < 0)\n"
          "  return nncc_error_set(err, NNCC_ERROR_INVALID_ARGUMENT, \"NNCC_CUDA_GEMM=%s: expected \"\n"
          "                        \"lt or cublas\", getenv(\"NNCC_CUDA_GEMM\"));\n";
@@ -151,153 +149,6 @@ LogicalResult CudaEmitter::emitSequence(raw_indented_ostream &f, StringRef fnNam
   f.unindent();
   f << "}\n";
   return success();
-}
-
-void CudaEmitter::emitLtPlanType(raw_indented_ostream &os) {
-  os << R"(// cuBLASLt: an nnk.gemm with its epilogue fused into one cublasLtMatmul.
-// A plan per GEMM site, rebuilt when the bound dims or the pointers'
-// alignment change; its workspace is one buffer of the state.
-static const uint64_t kLtWorkspaceBytes = (uint64_t)4 << 20;
-struct NNCCLtPlan {
-  int64_t rows = -1, cols = -1, k = -1; // the nnk.gemm's M, N, K it was built for
-  uint32_t align = 0;                   // the alignment (bytes) its algorithm assumes
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t w = nullptr, x = nullptr, y = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  cublasLtMatmulAlgo_t algo;
-};
-)";
-}
-
-void CudaEmitter::emitLtGemm(raw_indented_ostream &os) {
-  os << R"(// 1: fused GEMMs on cuBLASLt, 0: cuBLAS + the epilogue kernel, -1: an invalid
-// NNCC_CUDA_GEMM. The fused epilogues serve fp32 and bf16 (docs/cuda.md).
-static int nncc_gen_gemm_choice() {
-  const char *v = getenv("NNCC_CUDA_GEMM");
-  const int lt = !v || !*v || strcmp(v, "lt") == 0 ? 1 : strcmp(v, "cublas") == 0 ? 0 : -1;
-#ifdef NNCC_PRECISION_F64
-  return lt < 0 ? -1 : 0;
-#else
-  return lt;
-#endif
-}
-static void nncc_gen_lt_release(NNCCLtPlan *p) {
-  if (p->desc)
-    (void)cublasLtMatmulDescDestroy(p->desc);
-  for (cublasLtMatrixLayout_t l : {p->w, p->x, p->y})
-    if (l)
-      (void)cublasLtMatrixLayoutDestroy(l);
-  if (p->pref)
-    (void)cublasLtMatmulPreferenceDestroy(p->pref);
-  *p = NNCCLtPlan();
-}
-// The largest power of two up to 256 that divides every non-null address.
-static uint32_t nncc_gen_lt_align(std::initializer_list<const void *> ptrs) {
-  uintptr_t bits = 256;
-  for (const void *q : ptrs)
-    bits |= (uintptr_t)q;
-  return (uint32_t)(bits & (~bits + 1));
-}
-// The first failing step returns its status and names itself in st->lt_failed.
-#define NNCC_LT_TRY(call)                                                     \
-  do {                                                                        \
-    cublasStatus_t s_ = (call);                                               \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                        \
-      st->lt_failed = #call;                                                  \
-      return s_;                                                              \
-    }                                                                         \
-  } while (0)
-#define NNCC_LT_SET(setter, object, attribute, value)                        \
-  NNCC_LT_TRY(setter(object, attribute, &(value), sizeof(value)))
-)";
-  emitLtBuild(os);
-  emitLtMatmul(os);
-}
-
-void CudaEmitter::emitLtBuild(raw_indented_ostream &os) {
-  os << R"(// Column-major, y^T [cols x rows] = epilogue(W^T x^T (+ C)): W [cols, K] as
-// stored is K x cols (transposed), x [rows, K] is K x rows.
-static cublasStatus_t nncc_gen_lt_build(NNCCCudaState *st, NNCCLtPlan *p,
-                                        cublasLtEpilogue_t epilogue, int64_t rows, int64_t cols,
-                                        int64_t k, const real_t *bias, uint32_t align) {
-  const cublasOperation_t transW = CUBLAS_OP_T, transX = CUBLAS_OP_N;
-#ifdef NNCC_PRECISION_BF16
-  const cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-#else
-  const cublasComputeType_t compute = st->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-#endif
-  NNCC_LT_TRY(cublasLtMatmulDescCreate(&p->desc, compute, CUDA_R_32F));
-  NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_TRANSA, transW);
-  NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_TRANSB, transX);
-  NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue);
-  // The heuristic reads the bias pointer's alignment.
-  if (bias)
-    NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
-  NNCC_LT_TRY(cublasLtMatrixLayoutCreate(&p->w, NNCC_CUDA_R_REAL, (uint64_t)k, (uint64_t)cols, k));
-  NNCC_LT_TRY(cublasLtMatrixLayoutCreate(&p->x, NNCC_CUDA_R_REAL, (uint64_t)k, (uint64_t)rows, k));
-  NNCC_LT_TRY(
-      cublasLtMatrixLayoutCreate(&p->y, NNCC_CUDA_R_REAL, (uint64_t)cols, (uint64_t)rows, cols));
-  if (!st->lt_workspace && cudaMalloc(&st->lt_workspace, kLtWorkspaceBytes) != cudaSuccess) {
-    st->lt_workspace = nullptr;
-    st->lt_failed = "cudaMalloc of the cuBLASLt workspace";
-    return CUBLAS_STATUS_ALLOC_FAILED;
-  }
-  const uint64_t workspace = kLtWorkspaceBytes;
-  NNCC_LT_TRY(cublasLtMatmulPreferenceCreate(&p->pref));
-  NNCC_LT_SET(cublasLtMatmulPreferenceSetAttribute, p->pref,
-              CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, workspace);
-  for (cublasLtMatmulPreferenceAttributes_t a :
-       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-    NNCC_LT_SET(cublasLtMatmulPreferenceSetAttribute, p->pref, a, align);
-  cublasLtMatmulHeuristicResult_t best = {};
-  int found = 0;
-  NNCC_LT_TRY(cublasLtMatmulAlgoGetHeuristic(st->lt, p->desc, p->w, p->x, p->y, p->y, p->pref, 1,
-                                             &best, &found));
-  if (found < 1) {
-    st->lt_failed = "cublasLtMatmulAlgoGetHeuristic found no algorithm";
-    return CUBLAS_STATUS_NOT_SUPPORTED;
-  }
-  p->algo = best.algo;
-  p->rows = rows;
-  p->cols = cols;
-  p->k = k;
-  p->align = align;
-  return CUBLAS_STATUS_SUCCESS;
-}
-)";
-}
-
-void CudaEmitter::emitLtMatmul(raw_indented_ostream &os) {
-  os << R"(// nnk.gemm y[rows, cols] = act(x[rows, K] W[cols, K]^T + bias) + residual as one
-// cublasLtMatmul with `epilogue` (ltEpilogue of LinearLaunch.cpp): the
-// residual, when given, is C with beta = 1.
-static cublasStatus_t nncc_gen_lt_gemm(NNCCCudaState *st, int plan, cublasLtEpilogue_t epilogue,
-                                       int64_t rows, int64_t cols, int64_t k, const real_t *w,
-                                       const real_t *x, const real_t *bias, const real_t *residual,
-                                       real_t *y, cudaStream_t stream) {
-  if (rows == 0 || cols == 0)
-    return CUBLAS_STATUS_SUCCESS;
-  NNCCLtPlan *p = &st->lt_plans[plan];
-  const uint32_t align = nncc_gen_lt_align({w, x, bias, residual, y});
-  if (p->rows != rows || p->cols != cols || p->k != k || p->align != align) {
-    nncc_gen_lt_release(p);
-    const cublasStatus_t s = nncc_gen_lt_build(st, p, epilogue, rows, cols, k, bias, align);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-      nncc_gen_lt_release(p);
-      return s;
-    }
-  } else if (bias) {
-    NNCC_LT_SET(cublasLtMatmulDescSetAttribute, p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
-  }
-  const acc_t<real_t> one = 1, beta = residual ? 1 : 0;
-  NNCC_LT_TRY(cublasLtMatmul(st->lt, p->desc, &one, w, p->w, x, p->x, &beta, residual ? residual : y,
-                             p->y, y, p->y, &p->algo, st->lt_workspace, kLtWorkspaceBytes, stream));
-  return CUBLAS_STATUS_SUCCESS;
-}
-#undef NNCC_LT_SET
-#undef NNCC_LT_TRY
-)";
 }
 
 LogicalResult CudaEmitter::emitTraining(raw_indented_ostream &f) {
@@ -488,6 +339,8 @@ void CudaEmitter::emitIncludes(raw_indented_ostream &os) {
      << "#include \"nncc/Kernels/AttentionMath.h\"\n"; // nncc_gen_lsh_buckets
   if (train)
     os << "#include \"nncc/Kernels/CUDA/Optim.cuh\"\n";
+  if (numLtPlans)
+    os << "#include \"nncc/Kernels/CUDA/LtGemm.cuh\"\n";
   for (auto [bit, path] : cudaHeaderPaths())
     if (headers & bit)
       os << "#include \"" << path << "\"\n";
@@ -516,7 +369,7 @@ void CudaEmitter::emitCheckMacros(raw_indented_ostream &os) {
         "      return nncc_error_set(err, NNCC_ERROR_CUDA, \"%s: %s (cuBLAS status %d)\", \\\n"
         "                            what, cublasGetStatusString(s_), (int)s_);     \\\n"
         "  } while (0)\n"
-        "// A fused GEMM (nncc_gen_lt_gemm): also names the cuBLASLt call that failed.\n"
+        "// A fused GEMM (lt_gemm, LtGemm.cuh): also names the cuBLASLt call that failed.\n"
         "#define NNCC_CUBLASLT_CHECK(call, what)                                    \\\n"
         "  do {                                                                     \\\n"
         "    cublasStatus_t s_ = (call);                                            \\\n"
@@ -525,7 +378,7 @@ void CudaEmitter::emitCheckMacros(raw_indented_ostream &os) {
         "                                     ? NNCC_ERROR_OUT_OF_MEMORY              \\\n"
         "                                     : NNCC_ERROR_CUDA,                      \\\n"
         "                            \"%s: %s: %s (cuBLAS status %d)\", what,        \\\n"
-        "                            st->lt_failed, cublasGetStatusString(s_), (int)s_); \\\n"
+        "                            st->lt.failed, cublasGetStatusString(s_), (int)s_); \\\n"
         "  } while (0)\n\n";
 }
 
@@ -561,13 +414,8 @@ void CudaEmitter::emitState(raw_indented_ostream &os) {
         "  int *flag = nullptr;       // first failing index check (0 = none)\n"
         "  cudaEvent_t prof_a = nullptr, prof_b = nullptr; // NNCC_PROFILE only\n";
   if (numLtPlans)
-    os << "  bool tf32 = false;          // NNCC_CUDA_ALLOW_TF32\n"
-          "  cublasLtHandle_t lt = nullptr;\n"
-          "  void *lt_workspace = nullptr; // kLtWorkspaceBytes, at the first fused GEMM\n"
-          "  NNCCLtPlan lt_plans["
-       << numLtPlans
-       << "];   // one per fused nnk.gemm site\n"
-          "  const char *lt_failed = \"\"; // the cuBLASLt step that failed last\n";
+    os << "  LtPlan lt_plans[" << numLtPlans << "]; // one per fused nnk.gemm site\n"
+       << "  LtState lt;                 // cuBLASLt (LtGemm.cuh), over lt_plans\n";
   os << "};\n";
   os << "// The opt-in per-launch timer (NNCC_PROFILE, docs/runtime.md) on the\n"
         "// device: CUDA events around each top-level launch, the host waiting for\n"
@@ -609,9 +457,7 @@ void CudaEmitter::emitTeardown(raw_indented_ostream &os) {
      << "  if (s->prof_a)\n    (void)cudaEventDestroy(s->prof_a);\n"
      << "  if (s->prof_b)\n    (void)cudaEventDestroy(s->prof_b);\n";
   if (numLtPlans)
-    os << "  for (NNCCLtPlan &p : s->lt_plans)\n    nncc_gen_lt_release(&p);\n"
-       << "  if (s->lt_workspace)\n    (void)cudaFree(s->lt_workspace);\n"
-       << "  if (s->lt)\n    (void)cublasLtDestroy(s->lt);\n";
+    os << "  lt_destroy(&s->lt);\n";
   os << "  delete s;\n}\n\n";
 }
 
@@ -641,9 +487,9 @@ void CudaEmitter::emitSetup(raw_indented_ostream &os) {
         "                          cublasGetStatusString(cs), (int)cs);\n"
         "  }\n";
   if (numLtPlans)
-    os << "  s->tf32 = allow_tf32; // the fused GEMMs' compute type, the same rule\n"
-          "  if ((cs = cublasLtCreate(&s->lt)) != CUBLAS_STATUS_SUCCESS) {\n"
-          "    s->lt = nullptr;\n"
+    os << "  // The fused GEMMs' compute type follows the same rule.\n"
+          "  if ((cs = lt_create(&s->lt, s->lt_plans, " << numLtPlans
+       << ", allow_tf32)) != CUBLAS_STATUS_SUCCESS) {\n"
           "    nncc_" << modelName << "_cuda_teardown(s);\n"
           "    return nncc_error_set(err, NNCC_ERROR_CUDA, \"cublasLtCreate failed: %s (status %d)\",\n"
           "                          cublasGetStatusString(cs), (int)cs);\n"
@@ -690,11 +536,7 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
   os << "using namespace nncc::kernels::cuda;\n";
   os << "using namespace nncc_gen_math;\n";
   emitDeviceHelpers(os);
-  if (numLtPlans)
-    emitLtPlanType(os);
   emitState(os);
-  if (numLtPlans)
-    emitLtGemm(os);
   os << generatedKernels;
   os << "} // namespace\n\n";
   emitTeardown(os);

@@ -103,14 +103,6 @@ private:
   void emitOptimizerUpdate(mlir::raw_indented_ostream &f, size_t numParams, size_t arrayLen);
   /// nncc_<model>_grad_mean_cuda: launch_grad_mean over every gradient.
   void emitGradMean(mlir::raw_indented_ostream &f, size_t numParams, size_t arrayLen);
-  /// The cuBLASLt pieces, printed when some nnk.gemm fuses its epilogue:
-  /// the plan type (before the state) and nncc_gen_lt_gemm (after it).
-  static void emitLtPlanType(mlir::raw_indented_ostream &os);
-  static void emitLtGemm(mlir::raw_indented_ostream &os);
-  /// nncc_gen_lt_build: a plan's descriptors, layouts and heuristic algorithm.
-  static void emitLtBuild(mlir::raw_indented_ostream &os);
-  /// nncc_gen_lt_gemm (one fused GEMM, its plan rebuilt) and the #undefs.
-  static void emitLtMatmul(mlir::raw_indented_ostream &os);
   /// real_t, its arithmetic type and the cuBLAS entries for it, switched
   /// by -DNNCC_PRECISION_F64 / _BF16.
   static void emitPrecision(mlir::raw_indented_ostream &os);

@@ -63,7 +63,7 @@ LogicalResult emitGemm(LaunchEmitter &e, nnk::GemmOp o) {
   std::optional<std::string> epilogue = ltEpilogue(o);
   if (epilogue) {
     e.out() << "if (gemm_lt) {\n";
-    e.out() << "  NNCC_CUBLASLT_CHECK(nncc_gen_lt_gemm(st, " << e.addLtPlan() << ", " << *epilogue
+    e.out() << "  NNCC_CUBLASLT_CHECK(lt_gemm<real_t>(&st->lt, " << e.addLtPlan() << ", " << *epilogue
             << ", " << *M << ", " << *N << ", " << *K << ", " << e.name(o.getWeight()) << ", "
             << e.name(o.getX()) << ", " << e.nameOr(o.getBias(), "const real_t *") << ", "
             << e.nameOr(o.getResidual(), "const real_t *") << ", " << e.name(o.getOut())

@@ -1,7 +1,7 @@
 //===- cublasLt.h - host emulation of the cuBLASLt subset -------*- C++ -*-===//
 //
 // Test-only: the cuBLASLt calls the generated CUDA makes for a fused
-// nnk.gemm (nncc_gen_lt_gemm), nothing more; any other attribute, data
+// nnk.gemm (lt_gemm of LtGemm.cuh), nothing more; any other attribute, data
 // type, compute type or epilogue is refused, so the emulation fails where
 // the generated code strays from the subset. cublasLtMatmul computes
 // D = epilogue(alpha op(A) op(B) + beta C) column-major as cuBLASLt

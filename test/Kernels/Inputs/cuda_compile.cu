@@ -9,6 +9,7 @@
 #include "nncc/Kernels/CUDA/LayerNorm.cuh"
 #include "nncc/Kernels/CUDA/LossHead.cuh"
 #include "nncc/Kernels/CUDA/LshAttention.cuh"
+#include "nncc/Kernels/CUDA/LtGemm.cuh"
 #include "nncc/Kernels/CUDA/Ode.cuh"
 #include "nncc/Kernels/CUDA/Optim.cuh"
 #include "nncc/Kernels/CUDA/Recurrent.cuh"
@@ -80,6 +81,14 @@ template <typename T> void instantiate(cudaStream_t s) {
                            1.0, p, p, 4, p, nullptr, dyn, vjp);
   (void)ode_rnn_grad_device<T>(od, nncc::kernels::OdeRk4, 2, 10, 1e-6, 1e-8, 0, 2, 3, 4, 8, p,
                                p, p, p, p, p, p, 4, p, 4, p, nullptr, dyn, vjp, cell);
+  auto rnnCell = []() { return 0; };
+  (void)ode_rnn_device<T>(od, nncc::kernels::OdeDopri5, 0, 1e-6, 1e-8, 2, 3, 4, 8, p, p, p, p,
+                          p, 9, p, p, p, p, dyn, rnnCell);
+  // The fused GEMM sites (cuBLASLt).
+  LtState lt;
+  (void)lt_gemm_choice<T>();
+  (void)lt_gemm<T>(&lt, 0, CUBLASLT_EPILOGUE_BIAS, 16, 32, 8, p, p, p, p, p, s);
+  lt_destroy(&lt);
 }
 
 template void instantiate<float>(cudaStream_t);
@@ -137,6 +146,8 @@ void instantiateBf16Heads(cudaStream_t s) {
                                                p, p, p, p, nullptr, 1, nullptr, s);
   launch_linear_cross_entropy<bf16_t, int64_t>(nullptr, 16, 8, 100, p, p, p, nullptr, -100, p,
                                                p, p, p, p, nullptr, 1, nullptr, s);
+  LtState lt;
+  (void)lt_gemm<bf16_t>(&lt, 0, CUBLASLT_EPILOGUE_GELU_BIAS, 16, 32, 8, p, p, p, p, p, s);
 }
 
 void instantiateMaskTokens(cudaStream_t s) {

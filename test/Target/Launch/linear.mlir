@@ -4,7 +4,7 @@
 // The GEMM family: libnncc_kernels' nncc_linear / nncc_gemm on the CPU,
 // cuBLAS (+ the epilogue kernel when there is one) on CUDA, the weight
 // gradient too (dW^T = x^T dy, column-major). A gemm whose epilogue
-// cuBLASLt has is one cublasLtMatmul (nncc_gen_lt_gemm) unless gemm_lt is
+// cuBLASLt has is one cublasLtMatmul (lt_gemm of LtGemm.cuh) unless gemm_lt is
 // off (NNCC_CUDA_GEMM=cublas, fp64): then the cuBLAS path beside it.
 
 module attributes {nn.dims = ["B"]} {
@@ -33,7 +33,7 @@ module attributes {nn.dims = ["B"]} {
     nnk.gemm ins(%x, %w) outs(%y) : !nnk.buffer<[B, 32], f32>, !nnk.buffer<[64, 32], f32>, !nnk.buffer<[B, 64], f32>
     // Fused: relu after the bias.
     // CUDA: if (gemm_lt) {
-    // CUDA-NEXT: NNCC_CUBLASLT_CHECK(nncc_gen_lt_gemm(st, [[#PLAN:]], CUBLASLT_EPILOGUE_RELU_BIAS, (d_B), 64LL, 32LL, w0, in0, w1, (const real_t *)NULL, out0, stream), "launch
+    // CUDA-NEXT: NNCC_CUBLASLT_CHECK(lt_gemm<real_t>(&st->lt, [[#PLAN:]], CUBLASLT_EPILOGUE_RELU_BIAS, (d_B), 64LL, 32LL, w0, in0, w1, (const real_t *)NULL, out0, stream), "launch
     // CUDA-NEXT: } else {
     // CUDA-NEXT: NNCC_CUBLAS_CHECK(NNCC_CUBLAS_GEMM(blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)64LL, (int)(d_B), (int)32LL, &one, w0, (int)32LL, in0, (int)32LL, &zero, out0, (int)64LL)
     // CUDA-NEXT: launch_linear_epilogue<real_t>((d_B), 64LL, out0, w1, 1, (acc_t<real_t>)0.01, NULL, stream)
@@ -41,10 +41,10 @@ module attributes {nn.dims = ["B"]} {
     nnk.gemm ins(%x, %w) bias(%b) outs(%y) {activation = #nnk<act relu>} : !nnk.buffer<[B, 32], f32>, !nnk.buffer<[64, 32], f32>, !nnk.buffer<[64], f32>, !nnk.buffer<[B, 64], f32>
     // Fused: the residual is C (beta = 1), the bias the epilogue's; the next site has the next plan.
     // CUDA: if (gemm_lt) {
-    // CUDA-NEXT: nncc_gen_lt_gemm(st, [[#PLAN+1]], CUBLASLT_EPILOGUE_BIAS, (d_B), 64LL, 32LL, w0, in0, w1, in1, out0, stream)
+    // CUDA-NEXT: lt_gemm<real_t>(&st->lt, [[#PLAN+1]], CUBLASLT_EPILOGUE_BIAS, (d_B), 64LL, 32LL, w0, in0, w1, in1, out0, stream)
     nnk.gemm ins(%x, %w) bias(%b) residual(%r) outs(%y) : !nnk.buffer<[B, 32], f32>, !nnk.buffer<[64, 32], f32>, !nnk.buffer<[64], f32>, !nnk.buffer<[B, 64], f32>, !nnk.buffer<[B, 64], f32>
     // Fused: the tanh GELU (cuBLASLt's) without a bias.
-    // CUDA: nncc_gen_lt_gemm(st, {{[0-9]+}}, CUBLASLT_EPILOGUE_GELU, (d_B), 64LL, 32LL, w0, in0, (const real_t *)NULL, (const real_t *)NULL, out0, stream)
+    // CUDA: lt_gemm<real_t>(&st->lt, {{[0-9]+}}, CUBLASLT_EPILOGUE_GELU, (d_B), 64LL, 32LL, w0, in0, (const real_t *)NULL, (const real_t *)NULL, out0, stream)
     nnk.gemm ins(%x, %w) outs(%y) {activation = #nnk<act gelu_tanh>} : !nnk.buffer<[B, 32], f32>, !nnk.buffer<[64, 32], f32>, !nnk.buffer<[B, 64], f32>
     // Not fused: the residual after an activation (cuBLASLt adds C before it).
     // CUDA: // launch {{[0-9]+}}: nnk.gemm
