@@ -382,30 +382,6 @@ void CudaEmitter::emitCheckMacros(raw_indented_ostream &os) {
         "  } while (0)\n\n";
 }
 
-void CudaEmitter::emitDeviceHelpers(raw_indented_ostream &os) {
-  os << "template <typename T> __global__ void nncc_gen_fill(int64_t n, T v, T *y) {\n"
-        "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
-        "       i += (int64_t)gridDim.x * blockDim.x)\n"
-        "    y[i] = v;\n}\n";
-  os << "// softmax along the middle axis of [outer, N, inner]: one thread per row.\n"
-        "template <typename T> __global__ void nncc_gen_softmax(int64_t outer, int64_t n,\n"
-        "                                                      int64_t inner, const T *x, T *y) {\n"
-        "  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < outer * inner;\n"
-        "       r += (int64_t)gridDim.x * blockDim.x) {\n"
-        "    const int64_t o = r / inner, in = r % inner, base = o * n * inner + in;\n"
-        "    acc_t<T> mx = load_acc(x[base]);\n"
-        "    for (int64_t k = 1; k < n; ++k) {\n"
-        "      const acc_t<T> xk = load_acc(x[base + k * inner]);\n"
-        "      mx = xk > mx ? xk : mx;\n"
-        "    }\n"
-        "    double s = 0;\n"
-        "    for (int64_t k = 0; k < n; ++k) s += exp((double)(load_acc(x[base + k * inner]) - mx));\n"
-        "    for (int64_t k = 0; k < n; ++k)\n"
-        "      y[base + k * inner] =\n"
-        "          store_acc<T>((acc_t<T>)(exp((double)(load_acc(x[base + k * inner]) - mx)) / s));\n"
-        "  }\n}\n";
-}
-
 void CudaEmitter::emitState(raw_indented_ostream &os) {
   os << "struct NNCCCudaState {\n"
         "  cublasHandle_t blas = nullptr;\n"
@@ -535,7 +511,6 @@ LogicalResult CudaEmitter::emit(raw_indented_ostream &os) {
   os << "namespace {\n";
   os << "using namespace nncc::kernels::cuda;\n";
   os << "using namespace nncc_gen_math;\n";
-  emitDeviceHelpers(os);
   emitState(os);
   os << generatedKernels;
   os << "} // namespace\n\n";

@@ -110,8 +110,6 @@ private:
   void emitIncludes(mlir::raw_indented_ostream &os);
   /// NNCC_CUDA_CHECK, NNCC_CUBLAS_CHECK and NNCC_CUBLASLT_CHECK.
   static void emitCheckMacros(mlir::raw_indented_ostream &os);
-  /// The generic kernels every model has: nncc_gen_fill and nncc_gen_softmax.
-  static void emitDeviceHelpers(mlir::raw_indented_ostream &os);
   /// NNCCCudaState and its helpers: the profiling events and the kernel scratch.
   void emitState(mlir::raw_indented_ostream &os);
   /// nncc_<model>_cuda_teardown: frees what the state holds.

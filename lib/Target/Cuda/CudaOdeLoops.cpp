@@ -51,7 +51,7 @@ std::string CudaEmitter::scalarTime(BlockArgument t, const std::string &name) {
     return "(void)s_;\n";
   std::string fill;
   llvm::raw_string_ostream fs(fill);
-  fs << "nncc_gen_fill<real_t><<<1, 32, 0, stream>>>(1, (real_t)s_, tbuf);\n"
+  fs << "fill_kernel<real_t><<<1, 32, 0, stream>>>(1, (real_t)s_, tbuf);\n"
      << checked("cudaGetLastError()") << bindArg(t, name, "tbuf");
   return fill;
 }

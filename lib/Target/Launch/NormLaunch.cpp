@@ -62,7 +62,7 @@ LogicalResult emitSoftmax(LaunchEmitter &e, nnk::SoftmaxOp o) {
     e.call({"NNCC_KFN(nncc_softmax)", {*outer, *n, *inner, e.name(o.getX()), e.name(o.getOut())}});
     return success();
   }
-  e.out() << "nncc_gen_softmax<real_t><<<grid_for(" << *outer << " * " << *inner
+  e.out() << "softmax_axis_kernel<real_t><<<grid_for(" << *outer << " * " << *inner
           << ", 256), 256, 0, stream>>>(" << *outer << ", " << *n << ", " << *inner << ", "
           << e.name(o.getX()) << ", " << e.name(o.getOut()) << ");\n";
   e.out() << e.checked("cudaGetLastError()");

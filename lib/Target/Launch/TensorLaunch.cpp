@@ -27,7 +27,7 @@ LogicalResult emitFill(LaunchEmitter &e, nnk::FillOp o) {
   }
   if (*ct == "real_t") // rounded to the storage type once, on the host
     value = "nncc_gen_real(" + fmtDouble(o.getValue()) + ")";
-  e.out() << "nncc_gen_fill<" << *ct << "><<<nncc::kernels::cuda::grid_for(" << *n
+  e.out() << "fill_kernel<" << *ct << "><<<grid_for(" << *n
           << ", 256), 256, 0, stream>>>(" << *n << ", " << value << ", "
           << e.name(o.getOut()) << ");\n";
   e.out() << e.checked("cudaGetLastError()");

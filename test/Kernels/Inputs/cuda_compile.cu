@@ -58,6 +58,8 @@ template <typename T> void instantiate(cudaStream_t s) {
                               nullptr, nullptr, s);
   lsh_rotations_kernel<T><<<1, 32, 0, s>>>(16, 7, p);
   launch_layer_norm<T>(16, 256, p, p, p, p, T(1e-5), p, p, p, p, s);
+  softmax_axis_kernel<T><<<1, 32, 0, s>>>(2, 16, 3, p, p);
+  fill_kernel<T><<<1, 32, 0, s>>>(16, T(0), p);
   launch_linear_epilogue<T>(16, 256, p, p, ActGeluErf, T(0), p, s);
   launch_dropout<T>(1024, 0.1f, 42, 0, p, p, nullptr, s);
   launch_zoneout<T>(1024, 0.1f, 42, 0, p, p, p, s);

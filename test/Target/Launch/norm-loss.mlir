@@ -17,7 +17,7 @@ module attributes {nn.dims = ["B"]} {
     // CUDA: nncc::kernels::cuda::launch_layer_norm<real_t>((d_B), 16LL, in0, in1, w0, w1, (acc_t<real_t>)1.0000000000000001e-05, out0, out1, NULL, NULL, stream)
     nnk.layer_norm ins(%x) residual(%r) weight(%g) bias(%b) outs(%y) sum(%s) : !nnk.buffer<[B, 16], f32>, !nnk.buffer<[B, 16], f32>, !nnk.buffer<[16], f32>, !nnk.buffer<[16], f32>, !nnk.buffer<[B, 16], f32>, !nnk.buffer<[B, 16], f32>
     // CPU: NNCC_KFN(nncc_softmax)((d_B), 16LL, (int64_t)1, in0, out0)
-    // CUDA: nncc_gen_softmax<real_t><<<grid_for((d_B) * (int64_t)1, 256), 256, 0, stream>>>((d_B), 16LL, (int64_t)1, in0, out0);
+    // CUDA: softmax_axis_kernel<real_t><<<grid_for((d_B) * (int64_t)1, 256), 256, 0, stream>>>((d_B), 16LL, (int64_t)1, in0, out0);
     nnk.softmax ins(%x) outs(%y) {axis = 1 : i64} : !nnk.buffer<[B, 16], f32>, !nnk.buffer<[B, 16], f32>
     return
   }

@@ -10,7 +10,7 @@ module attributes {nn.dims = ["B"]} {
   // CUDA-LABEL: // launches of @fill_copy
   func.func @fill_copy(%x: !nnk.buffer<[B, 4], f32>, %y: !nnk.buffer<[B, 4], f32> {nnk.output}) {
     // CPU: for (int64_t i = 0; i < (4LL * d_B); ++i) out0[i] = (real_t)0.5;
-    // CUDA: nncc_gen_fill<real_t><<<nncc::kernels::cuda::grid_for((4LL * d_B), 256), 256, 0, stream>>>((4LL * d_B), nncc_gen_real(0.5), out0);
+    // CUDA: fill_kernel<real_t><<<grid_for((4LL * d_B), 256), 256, 0, stream>>>((4LL * d_B), nncc_gen_real(0.5), out0);
     nnk.fill outs(%y) {value = 0.5 : f64} : !nnk.buffer<[B, 4], f32>
     // CPU: memcpy(out0, in0, (4LL * d_B) * sizeof(*out0));
     // CUDA: cudaMemcpyAsync(out0, in0, (4LL * d_B) * sizeof(*out0), cudaMemcpyDeviceToDevice, stream)

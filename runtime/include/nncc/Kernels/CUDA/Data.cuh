@@ -38,6 +38,14 @@ namespace cuda {
 
 constexpr int kMaxCopyRank = 16;
 
+/// y[i] = v for i < n (nnk.fill, the ODE regions' time scalar); any
+/// element type.
+template <typename T> __global__ void fill_kernel(int64_t n, T v, T *y) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    y[i] = v;
+}
+
 /// Shape and strides (in elements) of a strided copy, passed by value.
 struct CopyNd {
   int32_t rank;

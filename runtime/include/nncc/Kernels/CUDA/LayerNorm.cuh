@@ -1,5 +1,6 @@
 //===- LayerNorm.cuh - Layer norm fused with the residual add ---*- CUDA -*-===//
 //
+// Also the norm family's softmax along an axis (softmax_axis_kernel).
 // y = LN(x + residual) * gamma + beta with the two-pass mean / variance,
 // element math through layer_norm_apply (NormMath.h), shared with the CPU
 // twin. Rows of up to kLnWarpMaxCols columns (every encoder width in the
@@ -25,6 +26,28 @@
 namespace nncc {
 namespace kernels {
 namespace cuda {
+
+/// nnk.softmax along the middle axis of [outer, N, inner], one thread per
+/// row: the row's max in acc_t<T>, the sum of exp in double, each output
+/// rounded once.
+template <typename T>
+__global__ void softmax_axis_kernel(int64_t outer, int64_t n, int64_t inner, const T *x, T *y) {
+  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < outer * inner;
+       r += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t o = r / inner, in = r % inner, base = o * n * inner + in;
+    acc_t<T> mx = load_acc(x[base]);
+    for (int64_t k = 1; k < n; ++k) {
+      const acc_t<T> xk = load_acc(x[base + k * inner]);
+      mx = xk > mx ? xk : mx;
+    }
+    double s = 0;
+    for (int64_t k = 0; k < n; ++k)
+      s += exp((double)(load_acc(x[base + k * inner]) - mx));
+    for (int64_t k = 0; k < n; ++k)
+      y[base + k * inner] =
+          store_acc<T>((acc_t<T>)(exp((double)(load_acc(x[base + k * inner]) - mx)) / s));
+  }
+}
 
 /// Dynamic shared memory: (N + 32) * sizeof(acc_t<T>) (the row in acc_t<T>).
 template <typename T>
