@@ -33,10 +33,10 @@ public:
   void beginTopLevelLaunch() override { scratchCur = "0"; }
   /// Device time between two CUDA events around the launch.
   std::string profileBegin(const std::string &t0) override {
-    return "const double " + t0 + " = nncc_gen_prof_begin(st, stream);\n";
+    return "const double " + t0 + " = nncc::ms::cuda_prof_begin(st, stream);\n";
   }
   std::string profileEnd(const std::string &t0, const std::string &launch) override {
-    return "nncc_gen_prof_end(st, " + t0 + ", " + cString(launch) + ", stream);\n";
+    return "nncc::ms::cuda_prof_end(st, " + t0 + ", " + cString(launch) + ", stream);\n";
   }
   mlir::LogicalResult copyNd(const StridedCopy &c) override;
   void copyOne(const std::string &dst, const std::string &src) override {
@@ -110,7 +110,7 @@ private:
   void emitIncludes(mlir::raw_indented_ostream &os);
   /// NNCC_CUDA_CHECK, NNCC_CUBLAS_CHECK and NNCC_CUBLASLT_CHECK.
   static void emitCheckMacros(mlir::raw_indented_ostream &os);
-  /// NNCCCudaState and its helpers: the profiling events and the kernel scratch.
+  /// NNCCCudaState: CudaState.cuh's base and the fused GEMMs' plans.
   void emitState(mlir::raw_indented_ostream &os);
   /// nncc_<model>_cuda_teardown: frees what the state holds.
   void emitTeardown(mlir::raw_indented_ostream &os);

@@ -14,6 +14,7 @@
 #include "nncc/Kernels/CUDA/Optim.cuh"
 #include "nncc/Kernels/CUDA/Recurrent.cuh"
 #include "nncc/Kernels/CUDA/Tokens.cuh"
+#include "nncc/ModelSupport/CudaState.cuh"
 
 using namespace nncc::kernels;
 using namespace nncc::kernels::cuda;
@@ -111,6 +112,15 @@ void instantiateBf16Attention(cudaStream_t s) {
                                        2, globals, 1, p, s);
   launch_dilated_attention_train<bf16_t>(64, 2, 128, 4, p, p, p, 768, p, 256, nullptr, 0,
                                          0.125f, 8, 2, globals, 1, lse, 0.1, 1, 2, p, s);
+}
+
+/// The model-independent state of a generated library.
+void instantiateState(cudaStream_t s) {
+  nncc::ms::CudaStateBase st;
+  const double on = nncc::ms::cuda_prof_begin(&st, s);
+  nncc::ms::cuda_prof_end(&st, on, "launch", s);
+  (void)nncc::ms::cuda_ensure_scratch(&st, 256, s);
+  nncc::ms::cuda_state_release(&st);
 }
 
 /// Copies of index tensors and masks.
