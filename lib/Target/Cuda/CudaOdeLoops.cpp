@@ -247,8 +247,8 @@ std::string CudaEmitter::odeDeviceBranch() {
          ", cudaGetErrorName(ode_dev.error), cudaGetErrorString(ode_dev.error));\n";
 }
 
-/// nnk.ode_solve_grad: the device driver ode_grad_device (Ode.cuh, the CPU's
-/// ode_grad step for step) over the regions' launches; its scratch is the
+/// nnk.ode_solve_grad: the device driver ode_grad_device (Ode.cuh: the
+/// CPU's ode_grad_with, device kernels) over the regions' launches; its scratch is the
 /// op's arena slot of the CPU plan, the accumulated dθ after it.
 LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp o) {
   Operation *op = o.getOperation();

@@ -325,8 +325,8 @@ int main() {
   // the final states agree.
   { Group G("ode integrate device f64", 1e-13); integrateDevice<double>(G); }
   { Group G("ode integrate device f32", 1e-6); integrateDevice<float>(G); }
-  // Gradients: the device drivers repeat the CPU loops' arithmetic
-  // statement for statement (one rounding to T per element, as the CPU),
+  // Gradients: the drivers are the CPU's and the device kernels repeat the
+  // host loops' arithmetic (one rounding to T per element, as the CPU),
   // so fixed steps agree to the last bits in f64 and f32; adaptive dopri5
   // differs only by the error norm's summation order.
   { Group G("ode grad fixed f64", 1e-14); odeGrad<double>(G, false); }

@@ -44,14 +44,18 @@ enum Activation : int {
 /// x = n ln2 + r with |r| <= ln2/2 (ln2 split in two parts for an exact
 /// product), e^r by a degree-6 polynomial (relative error below 2e-7), and
 /// 2^n built from exponent bits as 2^(n-1) * 2 so n = 128 stays finite.
-/// Results below 2^-125 flush to zero, above FLT_MAX are +inf.
+/// Results below 2^-125 flush to zero, above FLT_MAX are +inf, NaN stays
+/// NaN.
 inline float nexp_poly(float x) {
   const float hi = 88.7228391f, lo = -86.6f;
   // Both comparisons run unconditionally (no nested ?:), so the compiler
-  // turns every choice below into a blend instead of a branch.
-  const bool over = x > hi, under = x < lo;
+  // turns every choice below into a blend instead of a branch. A NaN is
+  // computed as 0 (n must stay in range: converting NaN to int32_t and
+  // shifting the result is undefined) and returned at the end.
+  const bool over = x > hi, under = x < lo, nan = x != x;
   float xc = over ? hi : x;
   xc = under ? lo : xc;
+  xc = nan ? 0.0f : xc;
   // Round to nearest by adding and subtracting 1.5 * 2^23 (|x log2 e| < 2^22):
   // no libm call, so the loop still vectorises without -fno-trapping-math.
   const float shifter = 12582912.0f;
@@ -71,6 +75,7 @@ inline float nexp_poly(float x) {
   float y = p * scale * 2.0f;
   y = under ? 0.0f : y;
   y = over ? INFINITY : y;
+  y = nan ? x : y;
   return y;
 }
 
