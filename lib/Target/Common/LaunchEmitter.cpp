@@ -282,6 +282,23 @@ std::string LaunchEmitter::odeGradFailure(int64_t maxSteps, const std::string &d
          "}\n";
 }
 
+std::string LaunchEmitter::odeRnnArgs(nnk::ODERNNOp o, int64_t K, StringRef tcur) {
+  return std::to_string(static_cast<int>(o.getMethod())) + ", " + std::to_string(o.getSteps()) +
+         ", " + fmtDouble(o.getRtol()) + ", " + fmtDouble(o.getAtol()) + ", B, Tn, I, H, " +
+         name(o.getX()) + ", " + name(o.getTimes()) + ", " + nameOr(o.getH0(), "const real_t *") +
+         ", " + name(o.getOut()) + ", work, " + std::to_string(K) + ", " + name(o.getXt()) +
+         ", delta, tprev, " + tcur.str() + ", dynamics, cell";
+}
+
+std::string LaunchEmitter::odeRnnGradArgs(nnk::ODERNNGradOp o) {
+  return std::to_string(static_cast<int>(o.getMethod())) + ", " + std::to_string(o.getSteps()) +
+         ", " + std::to_string(o.getMaxSteps()) + ", " + fmtDouble(o.getRtol()) + ", " +
+         fmtDouble(o.getAtol()) + ", " + flag(o.getAdjoint()) + ", B, Tn, I, H, " +
+         name(o.getX()) + ", " + name(o.getTimes()) + ", " + nameOr(o.getH0(), "const real_t *") +
+         ", " + name(o.getHs()) + ", " + name(o.getDhs()) + ", " + name(o.getDx()) + ", " +
+         name(o.getDh0()) + ", Pd, thacc_, Pc, phacc_, ws_, dynamics, dynvjp, cellvjp";
+}
+
 void LaunchEmitter::emitSharedHelpers(raw_indented_ostream &os, StringRef qual) {
   os << "// HuggingFace's bucket rule for LSH without given rotations.\n"
      << qual << " int64_t nncc_gen_lsh_buckets(int64_t T, int64_t chunk) {\n"

@@ -173,6 +173,13 @@ public:
   /// > 0 a region's status. `deviceBranch`: statements run first (CUDA:
   /// the device driver's CUDA error).
   std::string odeGradFailure(int64_t maxSteps, const std::string &deviceBranch = "");
+  /// The arguments both targets pass to the shared ODE-RNN drivers after
+  /// their own leading ones (ode_rnn_with in ODESolver.h, ode_rnn_grad_with
+  /// in GradKernels.h): the op's settings and buffers, then the generated
+  /// names of the arrays and region lambdas. `K`: the work buffer's slot
+  /// of h; `tcur`: the rows' time buffer, or a null pointer.
+  std::string odeRnnArgs(nnk::ODERNNOp o, int64_t K, llvm::StringRef tcur);
+  std::string odeRnnGradArgs(nnk::ODERNNGradOp o);
 
 protected:
   TargetKind target;

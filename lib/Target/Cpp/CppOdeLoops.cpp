@@ -147,12 +147,7 @@ LogicalResult CppEmitter::emitODERNN(raw_indented_ostream &os, nnk::ODERNNOp o) 
                                   "xt;\nreal_t *" + p + "ch = h; (void)" + p +
                                   "ch;\nreal_t *" + p + "chout = hnext;\n")))
     return failure();
-  os << "const int rc_ = nncc::kernels::ode_rnn<real_t>(" << method << ", " << o.getSteps()
-     << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol()) << ", B, Tn, I, H, "
-     << name(o.getX()) << ", " << name(o.getTimes()) << ", "
-     << (o.getH0() ? name(o.getH0()) : std::string("(const real_t *)NULL")) << ", "
-     << name(o.getOut()) << ", work, " << K << ", " << name(o.getXt())
-     << ", delta, tprev, tcur, dynamics, cell);\n";
+  os << "const int rc_ = nncc::kernels::ode_rnn<real_t>(" << odeRnnArgs(o, K, "tcur") << ");\n";
   os << odeFailure(op);
   os.unindent();
   os << "}\n";
@@ -283,13 +278,7 @@ LogicalResult CppEmitter::emitODERNNGrad(raw_indented_ostream &os, nnk::ODERNNGr
   os << "real_t *tcur = arr_ + lay_.tcur; (void)tcur; // the rows' times (the driver's)\n";
   if (failed(emitODERNNGradLambdas(os, o, p, *dDests, *cDests)))
     return failure();
-  os << "const int rc_ = nncc::grad::ode_rnn_grad<real_t>(" << method << ", " << o.getSteps()
-     << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
-     << fmtDouble(o.getAtol()) << ", " << (o.getAdjoint() ? 1 : 0) << ", B, Tn, I, H, "
-     << name(o.getX()) << ", " << name(o.getTimes()) << ", "
-     << (o.getH0() ? name(o.getH0()) : std::string("(const real_t *)NULL")) << ", "
-     << name(o.getHs()) << ", " << name(o.getDhs()) << ", " << name(o.getDx()) << ", "
-     << name(o.getDh0()) << ", Pd, thacc_, Pc, phacc_, ws_, dynamics, dynvjp, cellvjp);\n";
+  os << "const int rc_ = nncc::grad::ode_rnn_grad<real_t>(" << odeRnnGradArgs(o) << ");\n";
   os << odeGradFailure(o.getMaxSteps());
   FailureOr<SmallVector<OdeParamSlice>> dynSlices =
       odeParamSlices(o.getDparams().take_front(nDyn));

@@ -187,12 +187,8 @@ LogicalResult CudaEmitter::emitOdeRnn(raw_indented_ostream &os, nnk::ODERNNOp o)
                                   bindArg(cell.getArgument(1), p + "ch", hSlot) +
                                   bindArg(cell.getArgument(2), p + "chout", hNextSlot))))
     return failure();
-  os << "const int rc_ = ode_rnn_device<real_t>(ode_dev, " << method << ", " << o.getSteps()
-     << ", " << fmtDouble(o.getRtol()) << ", " << fmtDouble(o.getAtol()) << ", B, Tn, I, H, "
-     << name(o.getX()) << ", " << name(o.getTimes()) << ", "
-     << nameOr(o.getH0(), "const real_t *") << ", " << name(o.getOut()) << ", work, " << K
-     << ", " << name(o.getXt()) << ", delta, tprev, " << (readsTime ? "tcur" : "(real_t *)NULL")
-     << ", dynamics, cell);\n";
+  os << "const int rc_ = ode_rnn_device<real_t>(ode_dev, "
+     << odeRnnArgs(o, K, readsTime ? "tcur" : "(real_t *)NULL") << ");\n";
   os << odeSolveFailure();
   os.unindent();
   os << "}\n";
@@ -389,13 +385,7 @@ LogicalResult CudaEmitter::emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNG
               bindArg(cvjp.getArgument(2), p + "ca", "(real_t *)ain_") +
               (nCell == 0 ? "" : "real_t *" + p + "ph = ph_;\n") + *cDests)))
     return failure();
-  os << "const int rc_ = ode_rnn_grad_device<real_t>(ode_dev, " << method << ", "
-     << o.getSteps() << ", " << o.getMaxSteps() << ", " << fmtDouble(o.getRtol()) << ", "
-     << fmtDouble(o.getAtol()) << ", " << (o.getAdjoint() ? 1 : 0) << ", B, Tn, I, H, "
-     << name(o.getX()) << ", " << name(o.getTimes()) << ", "
-     << nameOr(o.getH0(), "const real_t *") << ", " << name(o.getHs()) << ", "
-     << name(o.getDhs()) << ", " << name(o.getDx()) << ", " << name(o.getDh0())
-     << ", Pd, thacc_, Pc, phacc_, ws_, dynamics, dynvjp, cellvjp);\n";
+  os << "const int rc_ = ode_rnn_grad_device<real_t>(ode_dev, " << odeRnnGradArgs(o) << ");\n";
   os << odeGradFailure(o.getMaxSteps(), odeDeviceBranch());
   for (auto [acc, slices] : {std::pair{"thacc_", &*dynSlices}, {"phacc_", &*cellSlices}})
     for (const OdeParamSlice &sl : *slices)
