@@ -332,13 +332,19 @@ SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t seed,
 
 ArrayRef<std::pair<CudaHeader, const char *>> cudaHeaderPaths() {
   static const std::pair<CudaHeader, const char *> paths[] = {
+      {CudaNorm, "nncc/Kernels/CUDA/Norm.cuh"},
+      {CudaNormBackward, "nncc/Kernels/CUDA/NormBackward.cuh"},
+      {CudaLoss, "nncc/Kernels/CUDA/Loss.cuh"},
+      {CudaLossBackward, "nncc/Kernels/CUDA/LossBackward.cuh"},
+      {CudaTensorBackward, "nncc/Kernels/CUDA/TensorBackward.cuh"},
       {CudaAttention, "nncc/Kernels/CUDA/Attention.cuh"},
       {CudaAttentionBackward, "nncc/Kernels/CUDA/AttentionBackward.cuh"},
       {CudaLshAttention, "nncc/Kernels/CUDA/LshAttention.cuh"},
       {CudaRecurrent, "nncc/Kernels/CUDA/Recurrent.cuh"},
       {CudaRecurrentBackward, "nncc/Kernels/CUDA/RecurrentBackward.cuh"},
-      {CudaTokens, "nncc/Kernels/CUDA/Tokens.cuh"},
-      {CudaOde, "nncc/Kernels/CUDA/Ode.cuh"},
+      {CudaToken, "nncc/Kernels/CUDA/Token.cuh"},
+      {CudaTokenBackward, "nncc/Kernels/CUDA/TokenBackward.cuh"},
+      {CudaODE, "nncc/Kernels/CUDA/ODE.cuh"},
       {CudaLossHead, "nncc/Kernels/CUDA/LossHead.cuh"},
   };
   return paths;

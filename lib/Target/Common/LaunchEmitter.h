@@ -244,10 +244,10 @@ llvm::SmallVector<std::string> maskStream(LaunchEmitter &e, double p, int64_t se
 enum class Bf16Kernel { No, Yes };
 
 /// The CUDA kernel headers (nncc/Kernels/CUDA/) a launch's code needs
-/// beyond the ones every generated .cu includes (Elementwise, Data,
-/// Backward with LayerNorm, Blas; Optim with a training step): bits of the
-/// launch interface's getCudaHeaders, so that a model's .cu parses the
-/// kernels it uses only.
+/// beyond the ones every generated .cu includes (Elementwise, Tensor, Blas;
+/// Optim with a training step): bits of the launch interface's
+/// getCudaHeaders, so that a model's .cu parses the kernels it uses only.
+/// One bit per family header, forward and backward apart.
 enum CudaHeader : unsigned {
   CudaHeaderNone = 0,
   CudaAttention = 1u << 0,
@@ -255,9 +255,15 @@ enum CudaHeader : unsigned {
   CudaAttentionBackward = 1u << 2,
   CudaRecurrent = 1u << 3,
   CudaRecurrentBackward = 1u << 4,
-  CudaTokens = 1u << 5,
+  CudaToken = 1u << 5,
   CudaLossHead = 1u << 6,
-  CudaOde = 1u << 7,
+  CudaODE = 1u << 7,
+  CudaNorm = 1u << 8,
+  CudaNormBackward = 1u << 9,
+  CudaLoss = 1u << 10,
+  CudaLossBackward = 1u << 11,
+  CudaTokenBackward = 1u << 12,
+  CudaTensorBackward = 1u << 13,
 };
 /// The include path of each CudaHeader bit, in include order.
 llvm::ArrayRef<std::pair<CudaHeader, const char *>> cudaHeaderPaths();

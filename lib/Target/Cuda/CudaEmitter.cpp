@@ -6,7 +6,7 @@
 // fused: lt_gemm of LtGemm.cuh), the .cuh kernels of
 // runtime/include/nncc/Kernels/CUDA for every other op (layer norm,
 // attention cores, the persistent recurrent scan, data movement, losses, the
-// ODE host drivers of Ode.cuh; CudaOdeLoops.cpp), and
+// ODE host drivers of ODE.cuh; CudaOdeLoops.cpp), and
 // `nncc_<model>_forward_cuda`, the launch sequence on the context's stream.
 // Buffers are the same arena slots as the CPU plan (device memory); kernel
 // scratch (recurrent W_hh^T, LSH buffers, loss partials, ODE temporaries) is
@@ -323,8 +323,8 @@ void CudaEmitter::emitGradMean(raw_indented_ostream &f, size_t numParams, size_t
 }
 
 void CudaEmitter::emitIncludes(raw_indented_ostream &os) {
-  // The kernels every .cu uses (elementwise, copies, reductions, losses,
-  // layer norm, cuBLAS), the training step's optimizers, and the headers
+  // The kernels every .cu uses (elementwise, fills, copies, reductions,
+  // cuBLAS), the training step's optimizers, and the headers
   // the module's ops ask for (KernelLaunchOpInterface::getCudaHeaders).
   unsigned headers = 0;
   module.walk([&](KernelLaunchOpInterface op) { headers |= op.getCudaHeaders(); });
@@ -333,9 +333,7 @@ void CudaEmitter::emitIncludes(raw_indented_ostream &os) {
      << "#include \"nncc/ModelSupport/ModelSupport.h\"\n"
      << "#include \"nncc/ModelSupport/CudaState.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Elementwise.cuh\"\n"
-     << "#include \"nncc/Kernels/CUDA/LayerNorm.cuh\"\n"
-     << "#include \"nncc/Kernels/CUDA/Data.cuh\"\n"
-     << "#include \"nncc/Kernels/CUDA/Backward.cuh\"\n"
+     << "#include \"nncc/Kernels/CUDA/Tensor.cuh\"\n"
      << "#include \"nncc/Kernels/CUDA/Blas.cuh\"\n"
      << "#include \"nncc/Kernels/AttentionMath.h\"\n"; // nncc_gen_lsh_buckets
   if (train)

@@ -72,7 +72,7 @@ private:
                                        mlir::Operation *parent, const std::string &lambda,
                                        const std::string &params, const std::string &prologue);
   /// The dynamics region (t, h, dh) as the lambda `dynamics(s_, hin_, dh_)`
-  /// the Ode.cuh drivers call; `timeStmts` give its time argument the
+  /// the ODE.cuh drivers call; `timeStmts` give its time argument the
   /// value s_ (scalarTime, or the ODE-RNN rows' times).
   mlir::LogicalResult emitDynamicsLambda(mlir::raw_indented_ostream &os, mlir::Region &dynamics,
                                          mlir::Operation *parent, const std::string &prefix,

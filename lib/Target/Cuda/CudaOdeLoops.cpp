@@ -2,7 +2,7 @@
 //
 // nnk.ode_solve, nnk.ode_rnn and their gradients: each region becomes a
 // lambda of CUDA launches and the op one call of the device driver of
-// Ode.cuh (the CPU's loops with device kernels), the gradients in the
+// ODE.cuh (the CPU's loops with device kernels), the gradients in the
 // workspace slot the CPU plan gives the op.
 //
 //===----------------------------------------------------------------------===//
@@ -56,7 +56,7 @@ std::string CudaEmitter::scalarTime(BlockArgument t, const std::string &name) {
   return fill;
 }
 
-/// nnk.ode_solve: ode_integrate_device (Ode.cuh, the CPU solver's loop:
+/// nnk.ode_solve: ode_integrate_device (ODE.cuh, the CPU solver's loop:
 /// double step sizes, the same stages, FSAL and step-size control) over
 /// the dynamics region's launches; h evolves in the output.
 LogicalResult CudaEmitter::emitOdeSolve(raw_indented_ostream &os, nnk::ODESolveOp o) {
@@ -128,7 +128,7 @@ std::string CudaEmitter::odeSolveFailure() {
          "}\n";
 }
 
-/// nnk.ode_rnn: ode_rnn_device (Ode.cuh: the CPU's loop, ode_rnn_with,
+/// nnk.ode_rnn: ode_rnn_device (ODE.cuh: the CPU's loop, ode_rnn_with,
 /// with the device's kernels): per observation i > 0 every row evolves over
 /// its own [t_{i-1}, t_i] (s in [0, 1] with the row scale t_i - t_{i-1},
 /// fixed or adaptive), then the cell; the backward (ode_rnn_grad_device)
@@ -243,7 +243,7 @@ std::string CudaEmitter::odeDeviceBranch() {
          ", cudaGetErrorName(ode_dev.error), cudaGetErrorString(ode_dev.error));\n";
 }
 
-/// nnk.ode_solve_grad: the device driver ode_grad_device (Ode.cuh: the
+/// nnk.ode_solve_grad: the device driver ode_grad_device (ODE.cuh: the
 /// CPU's ode_grad_with, device kernels) over the regions' launches; its scratch is the
 /// op's arena slot of the CPU plan, the accumulated dθ after it.
 LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESolveGradOp o) {
@@ -314,7 +314,7 @@ LogicalResult CudaEmitter::emitOdeSolveGrad(raw_indented_ostream &os, nnk::ODESo
   return success();
 }
 
-/// nnk.ode_rnn_grad: the device driver ode_rnn_grad_device (Ode.cuh, the
+/// nnk.ode_rnn_grad: the device driver ode_rnn_grad_device (ODE.cuh, the
 /// CPU's BPTT over the observations with ode_grad per segment) over the
 /// three regions' launches, in the op's arena slot of the CPU plan.
 LogicalResult CudaEmitter::emitOdeRnnGrad(raw_indented_ostream &os, nnk::ODERNNGradOp o) {

@@ -233,10 +233,10 @@ LogicalResult emitLinearSample(LaunchEmitter &e, nnk::LinearSampleOp o) {
 } // namespace
 
 void attachLossLaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::LossOp, emitLoss, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::LossGradOp, emitLossGrad, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::LossOp, emitLoss, Bf16Kernel::Yes, CudaLoss>(ctx);
+  attachLaunch<nnk::LossGradOp, emitLossGrad, Bf16Kernel::Yes, CudaLossBackward>(ctx);
   attachLaunch<nnk::LinearCrossEntropyOp, emitLinearCrossEntropy, Bf16Kernel::Yes, CudaLossHead>(ctx);
-  attachLaunch<nnk::LinearSampleOp, emitLinearSample, Bf16Kernel::Yes, CudaTokens>(ctx);
+  attachLaunch<nnk::LinearSampleOp, emitLinearSample, Bf16Kernel::Yes, CudaToken>(ctx);
 }
 
 } // namespace nncc::target

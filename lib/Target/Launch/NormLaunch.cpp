@@ -72,9 +72,9 @@ LogicalResult emitSoftmax(LaunchEmitter &e, nnk::SoftmaxOp o) {
 } // namespace
 
 void attachNormLaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::LayerNormOp, emitLayerNorm, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::LayerNormGradOp, emitLayerNormGrad, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::SoftmaxOp, emitSoftmax, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::LayerNormOp, emitLayerNorm, Bf16Kernel::Yes, CudaNorm>(ctx);
+  attachLaunch<nnk::LayerNormGradOp, emitLayerNormGrad, Bf16Kernel::Yes, CudaNormBackward>(ctx);
+  attachLaunch<nnk::SoftmaxOp, emitSoftmax, Bf16Kernel::Yes, CudaNorm>(ctx);
 }
 
 } // namespace nncc::target

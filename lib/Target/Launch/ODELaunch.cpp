@@ -26,10 +26,10 @@ LogicalResult emitODERNNGrad(LaunchEmitter &e, nnk::ODERNNGradOp o) { return e.o
 } // namespace
 
 void attachODELaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::ODESolveOp, emitODESolve, Bf16Kernel::Yes, CudaOde>(ctx);
-  attachLaunch<nnk::ODERNNOp, emitODERNN, Bf16Kernel::Yes, CudaOde>(ctx);
-  attachLaunch<nnk::ODESolveGradOp, emitODESolveGrad, Bf16Kernel::Yes, CudaOde>(ctx);
-  attachLaunch<nnk::ODERNNGradOp, emitODERNNGrad, Bf16Kernel::Yes, CudaOde>(ctx);
+  attachLaunch<nnk::ODESolveOp, emitODESolve, Bf16Kernel::Yes, CudaODE>(ctx);
+  attachLaunch<nnk::ODERNNOp, emitODERNN, Bf16Kernel::Yes, CudaODE>(ctx);
+  attachLaunch<nnk::ODESolveGradOp, emitODESolveGrad, Bf16Kernel::Yes, CudaODE>(ctx);
+  attachLaunch<nnk::ODERNNGradOp, emitODERNNGrad, Bf16Kernel::Yes, CudaODE>(ctx);
 }
 
 } // namespace nncc::target

@@ -4,7 +4,7 @@
 // reduce_to_shape, broadcast_axes, and along one axis argmax / max /
 // max_grad, topk / topk_grad and cumsum. Strided copies go through the target's `copyNd`
 // (libnncc_model_support's nncc_ms_copy_nd on the CPU, launch_copy_nd of
-// Data.cuh on CUDA); the index math is computed here once.
+// Tensor.cuh on CUDA); the index math is computed here once.
 //
 //===----------------------------------------------------------------------===//
 #include "../Common/LaunchEmitter.h"
@@ -384,7 +384,8 @@ void attachTensorLaunches(MLIRContext &ctx) {
   attachLaunch<nnk::SplitOp, emitSplit, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::ReduceOp, emitReduce, Bf16Kernel::Yes>(ctx);
   attachLaunch<nnk::ReduceToShapeOp, emitReduceToShape, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::BroadcastAxesOp, emitBroadcastAxes, Bf16Kernel::Yes>(ctx);
+  attachLaunch<nnk::BroadcastAxesOp, emitBroadcastAxes, Bf16Kernel::Yes,
+               CudaTensorBackward>(ctx);
   attachLaunch<nnk::ArgmaxOp, emitArgmax>(ctx);
   attachLaunch<nnk::MaxOp, emitMax>(ctx);
   attachLaunch<nnk::MaxGradOp, emitMaxGrad>(ctx);

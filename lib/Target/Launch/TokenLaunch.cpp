@@ -152,13 +152,15 @@ LogicalResult emitSample(LaunchEmitter &e, nnk::SampleOp o) {
 } // namespace
 
 void attachTokenLaunches(MLIRContext &ctx) {
-  attachLaunch<nnk::EmbeddingOp, emitEmbedding, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::EmbeddingGradOp, emitEmbeddingGrad, Bf16Kernel::Yes>(ctx);
-  attachLaunch<nnk::SinusoidalPositionOp, emitSinusoidalPosition, Bf16Kernel::Yes, CudaTokens>(ctx);
-  attachLaunch<nnk::AxialPositionOp, emitAxialPosition, Bf16Kernel::Yes, CudaTokens>(ctx);
-  attachLaunch<nnk::AxialPositionGradOp, emitAxialPositionGrad, Bf16Kernel::Yes, CudaTokens>(ctx);
-  attachLaunch<nnk::MaskTokensOp, emitMaskTokens, Bf16Kernel::Yes, CudaTokens>(ctx);
-  attachLaunch<nnk::SampleOp, emitSample, Bf16Kernel::Yes, CudaTokens>(ctx);
+  attachLaunch<nnk::EmbeddingOp, emitEmbedding, Bf16Kernel::Yes, CudaToken>(ctx);
+  attachLaunch<nnk::EmbeddingGradOp, emitEmbeddingGrad, Bf16Kernel::Yes,
+               CudaTokenBackward>(ctx);
+  attachLaunch<nnk::SinusoidalPositionOp, emitSinusoidalPosition, Bf16Kernel::Yes, CudaToken>(ctx);
+  attachLaunch<nnk::AxialPositionOp, emitAxialPosition, Bf16Kernel::Yes, CudaToken>(ctx);
+  attachLaunch<nnk::AxialPositionGradOp, emitAxialPositionGrad, Bf16Kernel::Yes,
+               CudaTokenBackward>(ctx);
+  attachLaunch<nnk::MaskTokensOp, emitMaskTokens, Bf16Kernel::Yes, CudaToken>(ctx);
+  attachLaunch<nnk::SampleOp, emitSample, Bf16Kernel::Yes, CudaToken>(ctx);
 }
 
 } // namespace nncc::target

@@ -1,10 +1,10 @@
 //===- ActivationTile.cpp - The exact-GELU linear epilogue on AVX-512 -----===//
 //
-// nncc_linear's fused epilogue (Dense.cpp) for the exact GELU,
+// nncc_linear's fused epilogue (Linear.cpp) for the exact GELU,
 // gelu_erf(y + bias) + residual over a block of y, 16 lanes wide on CPUs
 // with AVX-512 (cpuHasAvx512): gelu_erf's formula (Common.h) with
 // Avx512Math.h's erf16, which is nerf_poly's. Elsewhere, and for the other
-// activations, Dense.cpp's portable epilogue runs (8 lanes wide in the
+// activations, Linear.cpp's portable epilogue runs (8 lanes wide in the
 // library's x86-64-v3 build).
 //
 //===----------------------------------------------------------------------===//

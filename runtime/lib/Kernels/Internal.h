@@ -189,6 +189,13 @@ struct Arena {
   size_t size() const { return (off + 63) & ~size_t(63); }
 };
 
+/// dx = dy * act'(xy) elementwise, xy the activation's input (isOutput = 0)
+/// or output (ElementwiseBackward.cpp; the linear backward's epilogue too).
+/// Instantiated for float and double.
+template <typename T>
+int activationBackward(int64_t n, const T *xy, int isOutput, int act, double alpha,
+                       const T *dy, T *dx);
+
 } // namespace kernels
 } // namespace nncc
 

@@ -1,7 +1,11 @@
-// CUDA-emulation parity: runtime/include/nncc/Kernels/CUDA/Backward.cuh
-// (loss, layer-norm, embedding backward, broadcast_axes) against the CPU
+// CUDA-emulation parity: runtime/include/nncc/Kernels/CUDA/{Loss,Norm,
+// Token,Tensor}Backward.cuh (loss, layer-norm, embedding backward,
+// broadcast_axes) against the CPU
 // kernels of libnncc_kernels.so and nncc::grad::broadcast_axes.
-#include "nncc/Kernels/CUDA/Backward.cuh"
+#include "nncc/Kernels/CUDA/LossBackward.cuh"
+#include "nncc/Kernels/CUDA/NormBackward.cuh"
+#include "nncc/Kernels/CUDA/TensorBackward.cuh"
+#include "nncc/Kernels/CUDA/TokenBackward.cuh"
 #include "nncc/Kernels/GradKernels.h"
 #include "nncc/Kernels/Kernels.h"
 

@@ -1,7 +1,7 @@
 // CUDA-emulation parity of the bf16_t instantiations of the backward
-// launchers: Backward.cuh (mse, BCE-with-logits and cross-entropy backward,
-// layer-norm backward, embedding backward, broadcast_axes) and Tokens.cuh
-// (axial position backward). Each runs on bf16 inputs and is compared with
+// launchers: LossBackward.cuh (mse, BCE-with-logits and cross-entropy
+// backward), NormBackward.cuh (layer norm), TokenBackward.cuh (embedding
+// and axial position backward) and TensorBackward.cuh (broadcast_axes). Each runs on bf16 inputs and is compared with
 // the float instantiation run on the same values widened to float (exact),
 // whose outputs are rounded to bf16 here.
 //
@@ -13,8 +13,11 @@
 // both. The float outputs start as NaN and the bf16 ones as a finite
 // garbage value, so an element either kernel leaves unwritten fails;
 // scratch starts as 0xff bytes.
-#include "nncc/Kernels/CUDA/Backward.cuh"
-#include "nncc/Kernels/CUDA/Tokens.cuh"
+#include "nncc/Kernels/CUDA/LossBackward.cuh"
+#include "nncc/Kernels/CUDA/NormBackward.cuh"
+#include "nncc/Kernels/CUDA/TensorBackward.cuh"
+#include "nncc/Kernels/CUDA/Token.cuh"
+#include "nncc/Kernels/CUDA/TokenBackward.cuh"
 
 #include "emu_bf16.h"
 

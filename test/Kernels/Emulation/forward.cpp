@@ -1,10 +1,12 @@
 // CUDA-emulation parity of forward kernels with a CPU twin: layer norm
-// (LayerNorm.cuh), dropout / zoneout masks (Elementwise.cuh), reduce and the
-// losses (Data.cuh), dense flash attention (Attention.cuh) at small shapes.
+// (Norm.cuh), dropout / zoneout masks (Elementwise.cuh), reduce
+// (Tensor.cuh), the losses (Loss.cuh), dense flash attention (Attention.cuh) at small shapes.
 #include "nncc/Kernels/CUDA/Attention.cuh"
-#include "nncc/Kernels/CUDA/Data.cuh"
 #include "nncc/Kernels/CUDA/Elementwise.cuh"
-#include "nncc/Kernels/CUDA/LayerNorm.cuh"
+#include "nncc/Kernels/CUDA/Loss.cuh"
+#include "nncc/Kernels/CUDA/Norm.cuh"
+#include "nncc/Kernels/CUDA/Tensor.cuh"
+#include "nncc/Kernels/CUDA/Token.cuh"
 #include "nncc/Kernels/Kernels.h"
 
 #include "emu_test.h"

@@ -13,9 +13,11 @@
 // with the float instantiation's within 4 fp32 ulps (fp32 sums in the same
 // order; the nearly constant rows make rstd sensitive to eps). Copies and
 // gathers must reproduce the source bits, NaN payloads included.
-#include "nncc/Kernels/CUDA/Data.cuh"
 #include "nncc/Kernels/CUDA/Elementwise.cuh"
-#include "nncc/Kernels/CUDA/LayerNorm.cuh"
+#include "nncc/Kernels/CUDA/Loss.cuh"
+#include "nncc/Kernels/CUDA/Norm.cuh"
+#include "nncc/Kernels/CUDA/Tensor.cuh"
+#include "nncc/Kernels/CUDA/Token.cuh"
 
 #include "emu_bf16.h"
 #include "emu_test.h"

@@ -1,4 +1,4 @@
-// CUDA-emulation parity of runtime/include/nncc/Kernels/CUDA/Ode.cuh: the
+// CUDA-emulation parity of runtime/include/nncc/Kernels/CUDA/ODE.cuh: the
 // device drivers against the CPU's, with the same host dynamics, VJPs and
 // cell on both sides. Both run the same driver code (ode_integrate_with,
 // ode_grad_with, ode_rnn_grad_with), so this checks the device's element
@@ -8,7 +8,7 @@
 // nnk.ode_solve_grad), ode_rnn_grad_device against nncc::grad::ode_rnn_grad
 // (CPU nnk.ode_rnn_grad): adjoint and through the steps, every method,
 // fixed and adaptive steps, with and without row scales.
-#include "nncc/Kernels/CUDA/Ode.cuh"
+#include "nncc/Kernels/CUDA/ODE.cuh"
 
 #include "emu_test.h"
 

@@ -1,13 +1,14 @@
-// CUDA-emulation parity: runtime/include/nncc/Kernels/CUDA/Tokens.cuh
-// (launch_mask_tokens i32 / i64, launch_sample with and without the rows
-// mask, launch_linear_sample over several chunks, launch_axial_position and
-// its backward) against nncc_mask_tokens_* / nncc_sample_* /
-// nncc_linear_sample_* / nncc_axial_position{,_backward}_* of
+// CUDA-emulation parity: runtime/include/nncc/Kernels/CUDA/Token.cuh and
+// TokenBackward.cuh (launch_mask_tokens i32 / i64, launch_sample with and
+// without the rows mask, launch_linear_sample over several chunks,
+// launch_axial_position and its backward) against nncc_mask_tokens_* /
+// nncc_sample_* / nncc_linear_sample_* / nncc_axial_position{,_backward}_* of
 // libnncc_kernels.so. Masks, masked tokens and samples must match exactly;
 // the axial sums too (the same double accumulation in the same order).
 // The bf16 instantiations against the float ones on the widened values:
 // the same samples, and the axial forward's outputs rounded once.
-#include "nncc/Kernels/CUDA/Tokens.cuh"
+#include "nncc/Kernels/CUDA/Token.cuh"
+#include "nncc/Kernels/CUDA/TokenBackward.cuh"
 #include "nncc/Kernels/Kernels.h"
 
 #include "emu_bf16.h"

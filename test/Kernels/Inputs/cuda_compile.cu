@@ -3,17 +3,21 @@
 // (lib/Target/Launch, lib/Target/Cuda), with the template arguments the
 // emitters print, so that nvcc has to compile all of them (cuda-compile.test).
 #include "nncc/Kernels/CUDA/Attention.cuh"
-#include "nncc/Kernels/CUDA/Backward.cuh"
-#include "nncc/Kernels/CUDA/Data.cuh"
 #include "nncc/Kernels/CUDA/Elementwise.cuh"
-#include "nncc/Kernels/CUDA/LayerNorm.cuh"
+#include "nncc/Kernels/CUDA/Loss.cuh"
+#include "nncc/Kernels/CUDA/LossBackward.cuh"
 #include "nncc/Kernels/CUDA/LossHead.cuh"
 #include "nncc/Kernels/CUDA/LshAttention.cuh"
 #include "nncc/Kernels/CUDA/LtGemm.cuh"
-#include "nncc/Kernels/CUDA/Ode.cuh"
+#include "nncc/Kernels/CUDA/Norm.cuh"
+#include "nncc/Kernels/CUDA/NormBackward.cuh"
+#include "nncc/Kernels/CUDA/ODE.cuh"
 #include "nncc/Kernels/CUDA/Optim.cuh"
 #include "nncc/Kernels/CUDA/Recurrent.cuh"
-#include "nncc/Kernels/CUDA/Tokens.cuh"
+#include "nncc/Kernels/CUDA/Tensor.cuh"
+#include "nncc/Kernels/CUDA/TensorBackward.cuh"
+#include "nncc/Kernels/CUDA/Token.cuh"
+#include "nncc/Kernels/CUDA/TokenBackward.cuh"
 #include "nncc/ModelSupport/CudaState.cuh"
 
 using namespace nncc::kernels;
@@ -132,7 +136,7 @@ void instantiateCopies(cudaStream_t s) {
 }
 
 /// Token masking (i32 and i64 tokens), Gumbel-max sampling and axial
-/// positions (Tokens.cuh), fp32, fp64 and bf16; the sinusoidal positions,
+/// positions (Token.cuh), fp32, fp64 and bf16; the sinusoidal positions,
 /// the fused loss head and the ODE solve's drivers in bf16.
 template <typename T> void instantiateTokens(cudaStream_t s) {
   T *p = nullptr;
@@ -167,8 +171,8 @@ void instantiateMaskTokens(cudaStream_t s) {
   launch_mask_tokens<int64_t>(2, 16, 0.15, 103, 1, 0, nullptr, nullptr, nullptr, s);
 }
 
-/// The training side of Backward.cuh and Optim.cuh (emitted by the
-/// backward launches and the CUDA train_step functions).
+/// The training side of the <Family>Backward.cuh headers and Optim.cuh
+/// (emitted by the backward launches and the CUDA train_step functions).
 template <typename T, typename I> void instantiateBackward(cudaStream_t s) {
   T *p = nullptr;
   const I *idx = nullptr;

@@ -1,4 +1,4 @@
-"""Token masking, Gumbel-max sampling and axial positions (Tokens.cpp)
+"""Token masking, Gumbel-max sampling and axial positions (Token.cpp)
 against independent references: the mask positions and the Gumbel noise
 recomputed from a numpy Philox-4x32-10 (nncc_testing.refs), the samples'
 distribution against softmax, the axial embedding and its adjoints against

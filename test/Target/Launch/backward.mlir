@@ -2,8 +2,9 @@
 // RUN: nncc-translate --nnk-to-cuda --split-input-file %s | FileCheck %s --check-prefix=CUDA
 
 // The backward launches of the losses, layer norm, embeddings, slices and
-// broadcasts: libnncc_kernels on the CPU, Backward.cuh on CUDA (targets
-// read as they are, i32 or i64; scratch from the device scratch).
+// broadcasts: libnncc_kernels on the CPU, each family's <Family>Backward.cuh
+// on CUDA (targets read as they are, i32 or i64; scratch from the device
+// scratch).
 
 module attributes {nn.dims = ["B"]} {
   // CPU-LABEL: // launches of @loss_grads

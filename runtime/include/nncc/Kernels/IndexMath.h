@@ -2,7 +2,7 @@
 //
 // The index math of strided copies (nnk.transpose / slice / concat / split)
 // and of nnk.reduce, shared by the CPU side (lib/ModelSupport:
-// nncc_ms_copy_nd, nncc_ms_reduce_*) and the CUDA kernels (CUDA/Data.cuh):
+// nncc_ms_copy_nd, nncc_ms_reduce_*) and the CUDA kernels (CUDA/Tensor.cuh):
 // row-major flat index -> multi-index -> offsets under strides, and the
 // merging of adjacent reduced / kept dims.
 //

@@ -524,7 +524,7 @@ int64_t nncc_ode_grad_workspace_size(int method, int64_t steps,
 NNCC_DECLARE_OPTIM_KERNELS(f32, float)
 NNCC_DECLARE_OPTIM_KERNELS(f64, double)
 
-/* ---- Token kernels (runtime/lib/Kernels/Tokens.cpp; math in TokenMath.h) ----
+/* ---- Token kernels (runtime/lib/Kernels/Token.cpp; math in TokenMath.h) ----
  * mask_tokens: rows of n tokens; the floor(p*n) positions of each row with
  * the smallest Philox keys (seed, offset) become mask_id in `masked` (the
  * rest copies `tokens`) and 1 in `mask` (else 0); requires 0 <= p < 1.

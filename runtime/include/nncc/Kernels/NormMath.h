@@ -1,7 +1,8 @@
 //===- NormMath.h - Layer norm, softmax, positions, losses ------*- C++ -*-===//
 //
-// Row-level math shared by CPU kernels (runtime/lib/Kernels/Norm.cpp) and CUDA
-// kernels (CUDA/LayerNorm.cuh, CUDA/Elementwise.cuh). Reductions accumulate
+// Row-level math shared by the CPU kernels (runtime/lib/Kernels/Norm.cpp,
+// Loss.cpp, Token.cpp and their backward files) and the CUDA kernels
+// (CUDA/Norm.cuh, Loss.cuh, Token.cuh and their backward headers). Reductions accumulate
 // in the accumulator type A (double for the CPU twins). Stored elements are
 // read through load_acc (Bf16.h: bf16_t widens to float, float and double
 // pass through unchanged).

@@ -7,10 +7,10 @@
 //           embedded fourth-order one gives the error estimate.
 // The tableaus (ode_stages/ode_c/ode_a/ode_b/ode_e) and the adaptive step
 // controller (ode_error_ratio, ode_step_accepted, ode_step_factor,
-// ode_first_step) are NNCC_HD functions (Ode.cuh's error-norm kernel uses
+// ode_first_step) are NNCC_HD functions (ODE.cuh's error-norm kernel uses
 // them too). `ode_integrate_with` is the solver loop of both targets,
 // written once over an element-loop backend (OdeHostOps here, the CUDA
-// launches of Ode.cuh's OdeDeviceOps): per stage ONE evaluation of the
+// launches of ODE.cuh's OdeDeviceOps): per stage ONE evaluation of the
 // dynamics (a callback: the generated code of the op's region), then ONE
 // fused loop forming the next stage input h + dt*sum_j a_sj k_j; after the
 // last stage one fused loop for the update (dopri5 adaptive: the error and
@@ -170,7 +170,7 @@ struct OdeIgnoreSteps {
 /// The element loops of the ODE drivers. Each driver (ode_integrate_with
 /// below, nncc::grad::ode_grad_with in GradKernels.h) is written once, for
 /// both targets; a target gives it these loops: OdeHostOps (the CPU's,
-/// here) or cuda::OdeDeviceOps (Ode.cuh: one kernel per loop with the same
+/// here) or cuda::OdeDeviceOps (ODE.cuh: one kernel per loop with the same
 /// arithmetic, so both targets take the same steps). sc_i is
 /// rowScale[i / rowLen], or 1 without row scales. Every member returns 0
 /// or a failure status that the driver returns.

@@ -1,7 +1,7 @@
 //===- TokenMath.h - Token masking, Gumbel-max sampling, axial positions -*- C++ -*-===//
 //
-// Element math shared by the CPU kernels (runtime/lib/Kernels/Tokens.cpp) and
-// the CUDA kernels (CUDA/Tokens.cuh), so both choose the same positions
+// Element math shared by the CPU kernels (runtime/lib/Kernels/Token.cpp) and
+// the CUDA kernels (CUDA/Token.cuh), so both choose the same positions
 // (integer keys: bit-identical) and the same samples (the noise is computed
 // in double by each side's libm, so two classes whose scores agree to the
 // last bits could resolve differently). Randomness is the kernels' mask

@@ -225,6 +225,16 @@ inline cudaError_t launch_col_sums(int64_t rows, int64_t cols, F f, G g, void *s
   return cudaGetLastError();
 }
 
+/// Threads per CTA of the one-thread-per-element backward kernels.
+constexpr int kBackwardThreads = 256;
+
+/// Records `code` in *flag (the index-check flag the generated forward
+/// reads back once at its end) unless an earlier launch already did.
+__device__ __forceinline__ void raise_flag(int *flag, int code) {
+  if (flag)
+    atomicCAS(flag, 0, code);
+}
+
 } // namespace cuda
 } // namespace kernels
 } // namespace nncc

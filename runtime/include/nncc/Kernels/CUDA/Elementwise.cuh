@@ -2,7 +2,7 @@
 //
 // The GEMM itself is cuBLAS (caller); these kernels are the fused epilogue
 // y = act(acc + bias) + residual, and the other elementwise ops, all through
-// the NNCC_HD functions of Common.h / RandomMasks.h / NormMath.h that the CPU
+// the NNCC_HD functions of Common.h / RandomMasks.h that the CPU
 // twins call. The epilogue and dropout also take T = bf16_t: elements are
 // widened by load_acc, computed in acc_t<T> (float) with acc_t<T> scalars
 // and rounded once by store_acc (Bf16.h); f32 / f64 are unaffected.
@@ -13,7 +13,6 @@
 
 #include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/CUDA/Common.cuh"
-#include "nncc/Kernels/NormMath.h"
 #include "nncc/Kernels/RandomMasks.h"
 
 namespace nncc {
@@ -141,29 +140,6 @@ __global__ void zoneout_kernel(int64_t n, float p, uint64_t seed,
   });
 }
 
-template <typename T>
-__global__ void sinusoidal_position_kernel(int64_t B, int64_t Tn, int64_t E,
-                                           const T *x, T *y) {
-  const int64_t n = B * Tn * E;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t e = i % E, t = (i / E) % Tn;
-    y[i] = store_acc<T>(load_acc(x[i]) + sinusoidal_pe<acc_t<T>>(t, e, E));
-  }
-}
-
-/// y = x + the sinusoidal encoding of each position (x, y: [B, Tn, E]).
-template <typename T>
-inline cudaError_t launch_sinusoidal_position(int64_t B, int64_t Tn, int64_t E, const T *x,
-                                              T *y, cudaStream_t stream = 0) {
-  const int64_t n = B * Tn * E;
-  if (n <= 0)
-    return cudaSuccess;
-  sinusoidal_position_kernel<T><<<grid_for(n, 256), 256, 0, stream>>>(B, Tn, E, x, y);
-  return cudaGetLastError();
-}
-
-/// Vector path: 16-byte accesses (4 floats, 2 doubles, 8 bf16).
 template <typename T>
 inline cudaError_t launch_linear_epilogue(int64_t M, int64_t N, T *y,
                                           const T *bias, int act, acc_t<T> alpha,

@@ -17,7 +17,7 @@
 #ifndef NNCC_KERNELS_CUDA_LOSSHEAD_CUH
 #define NNCC_KERNELS_CUDA_LOSSHEAD_CUH
 
-#include "nncc/Kernels/CUDA/Backward.cuh"
+#include "nncc/Kernels/CUDA/LossBackward.cuh"
 #include "nncc/Kernels/CUDA/Blas.cuh"
 #include "nncc/Kernels/CUDA/Common.cuh"
 #include "nncc/Kernels/Kernels.h"

@@ -1,4 +1,9 @@
-//===- Dense.cpp - GEMM wrapper, linear with fused epilogue ---------------===//
+//===- Linear.cpp - GEMM wrapper, linear with fused epilogue (CPU) --------===//
+//
+// Forward of the linear family; its backward is LinearBackward.cpp.
+//
+//===----------------------------------------------------------------------===//
+
 #include "ActivationTile.h"
 #include "Internal.h"
 
@@ -103,29 +108,9 @@ int linearImpl(int64_t M, int64_t N, int64_t K, const T *x, const T *w,
   return NNCC_K_OK;
 }
 
-template <typename T>
-int activationImpl(int64_t n, const T *x, int act, double alpha, T *y) {
-  if (n < 0 || (n > 0 && (!x || !y)) || act < 0 || act > ActSigmoid)
-    return NNCC_K_EINVAL;
-  T a = T(alpha);
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = activate(act, x[i], a);
-  return NNCC_K_OK;
-}
-
-template <typename T> int addImpl(int64_t n, const T *x, const T *r, T *y) {
-  if (n < 0 || (n > 0 && (!x || !r || !y)))
-    return NNCC_K_EINVAL;
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = x[i] + r[i];
-  return NNCC_K_OK;
-}
-
 } // namespace
 
-#define NNCC_DEFINE_DENSE(S, T)                                                \
+#define NNCC_DEFINE_LINEAR(S, T)                                               \
   extern "C" int nncc_gemm_##S(int ta, int tb, int64_t M, int64_t N,          \
                                int64_t K, T alpha, const T *A, int64_t lda,    \
                                const T *B, int64_t ldb, T beta, T *C,          \
@@ -136,14 +121,7 @@ template <typename T> int addImpl(int64_t n, const T *x, const T *r, T *y) {
                                  const T *w, const T *b, const T *r, int act,  \
                                  double alpha, T *y) {                         \
     return linearImpl<T>(M, N, K, x, w, b, r, act, alpha, y);                  \
-  }                                                                            \
-  extern "C" int nncc_activation_##S(int64_t n, const T *x, int act,           \
-                                     double alpha, T *y) {                     \
-    return activationImpl<T>(n, x, act, alpha, y);                             \
-  }                                                                            \
-  extern "C" int nncc_add_##S(int64_t n, const T *x, const T *r, T *y) {       \
-    return addImpl<T>(n, x, r, y);                                             \
   }
 
-NNCC_DEFINE_DENSE(f32, float)
-NNCC_DEFINE_DENSE(f64, double)
+NNCC_DEFINE_LINEAR(f32, float)
+NNCC_DEFINE_LINEAR(f64, double)

@@ -1,10 +1,11 @@
-//===- Tokens.cpp - Token masking, Gumbel-max sampling, axial positions ---===//
+//===- Token.cpp - Embeddings, positions, masking, sampling (CPU) ---------===//
 //
-// CPU twins of CUDA/Tokens.cuh; the element math (keys, noise, axial rows) is
+// CPU twins of CUDA/Token.cuh; the element math (keys, noise, axial rows) is
 // TokenMath.h, so both pick the same positions and samples.
 //
 //===----------------------------------------------------------------------===//
 #include "Internal.h"
+#include "nncc/Kernels/NormMath.h"
 #include "nncc/Kernels/TokenMath.h"
 
 #include <algorithm>
@@ -14,6 +15,33 @@
 using namespace nncc::kernels;
 
 namespace {
+
+template <typename T, typename I>
+int embedding(int64_t n, int64_t V, int64_t E, const I *idx, const T *table,
+              T *out) {
+  if (n < 0 || V <= 0 || E <= 0 || (n > 0 && (!idx || !table || !out)))
+    return NNCC_K_EINVAL;
+  for (int64_t i = 0; i < n; ++i)
+    if (idx[i] < 0 || (int64_t)idx[i] >= V)
+      return NNCC_K_ERANGE;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(out + i * E, table + (int64_t)idx[i] * E, sizeof(T) * E);
+  return NNCC_K_OK;
+}
+
+template <typename T>
+int sinusoidal(int64_t B, int64_t Tn, int64_t E, const T *x, T *y) {
+  if (B < 0 || Tn < 0 || E <= 0 || E % 2 || (B * Tn > 0 && (!x || !y)))
+    return NNCC_K_EINVAL;
+#pragma omp parallel for schedule(static)
+  for (int64_t bt = 0; bt < B * Tn; ++bt) {
+    const int64_t t = bt % Tn;
+    for (int64_t e = 0; e < E; ++e)
+      y[bt * E + e] = x[bt * E + e] + sinusoidal_pe<T>(t, e, E);
+  }
+  return NNCC_K_OK;
+}
 
 template <typename I>
 int maskTokens(int64_t rows, int64_t n, double p, int64_t maskId,
@@ -145,45 +173,6 @@ int axialPosition(int64_t B, int64_t Tn, int64_t n1, int64_t n2, int64_t d1,
   }
   return NNCC_K_OK;
 }
-
-/// dw0[i] = sum over b and the positions t < T with t / n2 == i of
-/// dy[b, t, :d1]; dw1[j] likewise over t % n2 == j and dy[b, t, d1:]. Each
-/// output row is owned by one thread and summed in a fixed order.
-template <typename T>
-int axialPositionBackward(int64_t B, int64_t Tn, int64_t n1, int64_t n2,
-                          int64_t d1, int64_t d2, const T *dy, T *dw0,
-                          T *dw1) {
-  if (B < 0 || Tn < 0 || n1 <= 0 || n2 <= 0 || d1 <= 0 || d2 <= 0 ||
-      Tn > n1 * n2 || !dw0 || !dw1 || (B * Tn > 0 && !dy))
-    return NNCC_K_EINVAL;
-  const int64_t E = d1 + d2;
-#pragma omp parallel
-  {
-    std::vector<double> acc(std::max(d1, d2));
-#pragma omp for schedule(static)
-    for (int64_t row = 0; row < n1 + n2; ++row) {
-      const bool first = row < n1;
-      const int64_t d = first ? d1 : d2, col0 = first ? 0 : d1;
-      std::fill(acc.begin(), acc.begin() + d, 0.0);
-      // Positions reading this row: t = row*n2 + j (first) or i*n2 + row-n1.
-      const int64_t count = first ? n2 : n1;
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t c = 0; c < count; ++c) {
-          const int64_t t = first ? row * n2 + c : c * n2 + (row - n1);
-          if (t >= Tn)
-            continue;
-          const T *g = dy + (b * Tn + t) * E + col0;
-          for (int64_t e = 0; e < d; ++e)
-            acc[e] += (double)g[e];
-        }
-      T *dst = first ? dw0 + row * d1 : dw1 + (row - n1) * d2;
-      for (int64_t e = 0; e < d; ++e)
-        dst[e] = (T)acc[e];
-    }
-  }
-  return NNCC_K_OK;
-}
-
 } // namespace
 
 extern "C" int64_t nncc_linear_sample_workspace_size(int64_t N, int64_t K,
@@ -210,6 +199,19 @@ extern "C" int nncc_mask_tokens_i64(int64_t rows, int64_t n, double p,
 }
 
 #define NNCC_DEFINE_TOKENS(S, T)                                               \
+  extern "C" int nncc_embedding_##S(int64_t n, int64_t V, int64_t E,           \
+                                    const int64_t *idx, const T *tab, T *o) {  \
+    return embedding<T, int64_t>(n, V, E, idx, tab, o);                        \
+  }                                                                            \
+  extern "C" int nncc_embedding_i32_##S(int64_t n, int64_t V, int64_t E,       \
+                                        const int32_t *idx, const T *tab,      \
+                                        T *o) {                                \
+    return embedding<T, int32_t>(n, V, E, idx, tab, o);                        \
+  }                                                                            \
+  extern "C" int nncc_sinusoidal_position_##S(int64_t B, int64_t Tn,           \
+                                              int64_t E, const T *x, T *y) {   \
+    return sinusoidal<T>(B, Tn, E, x, y);                                      \
+  }                                                                            \
   extern "C" int nncc_sample_##S(int64_t rows, int64_t V, uint64_t seed,       \
                                  uint64_t off, const T *logits,                \
                                  const uint8_t *rowsMask, int32_t *out) {      \
@@ -226,12 +228,8 @@ extern "C" int nncc_mask_tokens_i64(int64_t rows, int64_t n, double p,
                                          const T *x, const T *w0,              \
                                          const T *w1, T *y) {                  \
     return axialPosition<T>(B, Tn, n1, n2, d1, d2, x, w0, w1, y);              \
-  }                                                                            \
-  extern "C" int nncc_axial_position_backward_##S(                            \
-      int64_t B, int64_t Tn, int64_t n1, int64_t n2, int64_t d1, int64_t d2,   \
-      const T *dy, T *dw0, T *dw1) {                                           \
-    return axialPositionBackward<T>(B, Tn, n1, n2, d1, d2, dy, dw0, dw1);      \
   }
 
 NNCC_DEFINE_TOKENS(f32, float)
 NNCC_DEFINE_TOKENS(f64, double)
+

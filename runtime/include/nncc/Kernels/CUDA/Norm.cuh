@@ -1,6 +1,7 @@
-//===- LayerNorm.cuh - Layer norm fused with the residual add ---*- CUDA -*-===//
+//===- Norm.cuh - Layer norm (fused residual add), softmax -----*- CUDA -*-===//
 //
-// Also the norm family's softmax along an axis (softmax_axis_kernel).
+// The norm family's forward on CUDA (its backward is NormBackward.cuh):
+// the layer norm and the softmax along an axis (softmax_axis_kernel).
 // y = LN(x + residual) * gamma + beta with the two-pass mean / variance,
 // element math through layer_norm_apply (NormMath.h), shared with the CPU
 // twin. Rows of up to kLnWarpMaxCols columns (every encoder width in the
@@ -14,8 +15,8 @@
 // rounded once when y and sum_out are stored.
 //
 //===----------------------------------------------------------------------===//
-#ifndef NNCC_KERNELS_CUDA_LAYERNORM_CUH
-#define NNCC_KERNELS_CUDA_LAYERNORM_CUH
+#ifndef NNCC_KERNELS_CUDA_NORM_CUH
+#define NNCC_KERNELS_CUDA_NORM_CUH
 
 #include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/CUDA/Common.cuh"

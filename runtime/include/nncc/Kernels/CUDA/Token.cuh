@@ -1,7 +1,7 @@
-//===- Tokens.cuh - Token masking, Gumbel-max sampling, axial positions -*- CUDA -*-===//
+//===- Token.cuh - Embeddings, positions, masking, sampling ----*- CUDA -*-===//
 //
-// CUDA twins of runtime/lib/Kernels/Tokens.cpp, on the element math of
-// TokenMath.h (same keys, noise and rows, so the same positions, samples and
+// CUDA twins of runtime/lib/Kernels/Token.cpp (the backward is
+// TokenBackward.cuh), on the element math of TokenMath.h and NormMath.h (same keys, noise and rows, so the same positions, samples and
 // sums as the CPU):
 //
 //   mask_tokens_kernel      one CTA per row: each position's rank among the
@@ -11,26 +11,81 @@
 //                           (bf16 logits widened: f32's samples for them)
 //   axial_position_kernel   y = x + the axial row of t (one thread/element;
 //                           bf16: the fp32 sum rounded once)
-//   axial_position_backward_kernel
-//                           one thread per (row of w0 or w1, column): a fixed-
-//                           order sum over the batch and the grid positions
-//                           (double for every T; bf16_t dy is widened with
-//                           load_acc and dw0 / dw1 rounded once, so they are
-//                           the float kernel's outputs rounded to bf16)
+//   embedding_kernel        out[i, :] = table[idx[i], :] (an index out of
+//                           range raises the index-check flag)
+//   sinusoidal_position_kernel
+//                           y = x + the sinusoidal encoding of t
 //
 //===----------------------------------------------------------------------===//
-#ifndef NNCC_KERNELS_CUDA_TOKENS_CUH
-#define NNCC_KERNELS_CUDA_TOKENS_CUH
+#ifndef NNCC_KERNELS_CUDA_TOKEN_CUH
+#define NNCC_KERNELS_CUDA_TOKEN_CUH
 
 #include "nncc/Kernels/Bf16.h"
 #include "nncc/Kernels/CUDA/Blas.cuh"
 #include "nncc/Kernels/CUDA/Common.cuh"
 #include "nncc/Kernels/Kernels.h"
+#include "nncc/Kernels/NormMath.h"
 #include "nncc/Kernels/TokenMath.h"
 
 namespace nncc {
 namespace kernels {
 namespace cuda {
+
+/// out[i, :] = table[idx[i], :]; an index outside [0, V) raises the flag
+/// with `code` and writes zeros for that row (the forward then fails).
+template <typename T, typename I>
+__global__ void embedding_kernel(int64_t n, int64_t V, int64_t E, const I *__restrict__ idx,
+                                 const T *__restrict__ table, T *__restrict__ out,
+                                 int *flag, int code) {
+  const int64_t total = n * E;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = i / E, e = i % E;
+    const int64_t k = (int64_t)idx[r];
+    if (k < 0 || k >= V) {
+      if (e == 0)
+        raise_flag(flag, code);
+      out[i] = store_acc<T>(acc_t<T>(0));
+      continue;
+    }
+    out[i] = table[k * E + e];
+  }
+}
+
+template <typename T, typename I>
+inline cudaError_t launch_embedding(int64_t n, int64_t V, int64_t E, const I *idx,
+                                    const T *table, T *out, int *flag, int code,
+                                    cudaStream_t stream) {
+  if (n <= 0 || E <= 0)
+    return cudaSuccess;
+  embedding_kernel<T, I><<<grid_for(n * E, 256), 256, 0, stream>>>(n, V, E, idx, table,
+                                                                   out, flag, code);
+  return cudaGetLastError();
+}
+
+template <typename T>
+__global__ void sinusoidal_position_kernel(int64_t B, int64_t Tn, int64_t E,
+                                           const T *x, T *y) {
+  const int64_t n = B * Tn * E;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t e = i % E, t = (i / E) % Tn;
+    y[i] = store_acc<T>(load_acc(x[i]) + sinusoidal_pe<acc_t<T>>(t, e, E));
+  }
+}
+
+/// y = x + the sinusoidal encoding of each position (x, y: [B, Tn, E]).
+template <typename T>
+inline cudaError_t launch_sinusoidal_position(int64_t B, int64_t Tn, int64_t E, const T *x,
+                                              T *y, cudaStream_t stream = 0) {
+  const int64_t n = B * Tn * E;
+  if (n <= 0)
+    return cudaSuccess;
+  sinusoidal_position_kernel<T><<<grid_for(n, 256), 256, 0, stream>>>(B, Tn, E, x, y);
+  return cudaGetLastError();
+}
+
+/// Vector path: 16-byte accesses (4 floats, 2 doubles, 8 bf16).
 
 /// Rows up to this length keep their keys in shared memory (48 KiB); longer
 /// rows recompute them.
@@ -190,29 +245,6 @@ __global__ void axial_position_kernel(int64_t B, int64_t Tn, int64_t n2,
 }
 
 template <typename T>
-__global__ void axial_position_backward_kernel(int64_t B, int64_t Tn,
-                                               int64_t n1, int64_t n2,
-                                               int64_t d1, int64_t d2,
-                                               const T *dy, T *dw0, T *dw1) {
-  const int64_t E = d1 + d2, n = n1 * d1 + n2 * d2;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const bool first = i < n1 * d1;
-    const int64_t j = first ? i : i - n1 * d1, d = first ? d1 : d2;
-    const int64_t row = j / d, e = j % d, col = first ? e : d1 + e;
-    const int64_t count = first ? n2 : n1;
-    double acc = 0;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t c = 0; c < count; ++c) {
-        const int64_t t = first ? row * n2 + c : c * n2 + row;
-        if (t < Tn)
-          acc += (double)load_acc(dy[(b * Tn + t) * E + col]);
-      }
-    (first ? dw0 : dw1)[j] = store_acc<T>((acc_t<T>)acc);
-  }
-}
-
-template <typename T>
 inline cudaError_t launch_axial_position(int64_t B, int64_t Tn, int64_t n2,
                                          int64_t d1, int64_t d2, const T *x,
                                          const T *w0, const T *w1, T *y,
@@ -225,20 +257,8 @@ inline cudaError_t launch_axial_position(int64_t B, int64_t Tn, int64_t n2,
   return cudaGetLastError();
 }
 
-template <typename T>
-inline cudaError_t launch_axial_position_backward(int64_t B, int64_t Tn,
-                                                  int64_t n1, int64_t n2,
-                                                  int64_t d1, int64_t d2,
-                                                  const T *dy, T *dw0, T *dw1,
-                                                  cudaStream_t stream = 0) {
-  const int64_t n = n1 * d1 + n2 * d2;
-  axial_position_backward_kernel<T><<<grid_for(n, 256), 256, 0, stream>>>(
-      B, Tn, n1, n2, d1, d2, dy, dw0, dw1);
-  return cudaGetLastError();
-}
-
 } // namespace cuda
 } // namespace kernels
 } // namespace nncc
 
-#endif // NNCC_KERNELS_CUDA_TOKENS_CUH
+#endif // NNCC_KERNELS_CUDA_TOKEN_CUH

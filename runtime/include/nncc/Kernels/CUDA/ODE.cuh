@@ -1,4 +1,4 @@
-//===- Ode.cuh - The ODE solves and their gradients on the GPU --*- CUDA -*-===//
+//===- ODE.cuh - The ODE solves and their gradients on the GPU --*- CUDA -*-===//
 //
 // nnk.ode_solve, nnk.ode_rnn and the training ops nnk.ode_solve_grad /
 // nnk.ode_rnn_grad run as host loops of launches. The solver loop and the
@@ -19,7 +19,8 @@
 #ifndef NNCC_KERNELS_CUDA_ODE_CUH
 #define NNCC_KERNELS_CUDA_ODE_CUH
 
-#include "nncc/Kernels/CUDA/Data.cuh"
+#include "nncc/Kernels/CUDA/Loss.cuh" // the error norm: the losses' two-pass mean
+#include "nncc/Kernels/CUDA/Tensor.cuh"
 #include "nncc/Kernels/GradKernels.h"
 #include "nncc/Kernels/ODESolver.h"
 
