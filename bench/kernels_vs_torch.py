@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "utils"))
-from nncc_testing.ckernels import CELL, AttnParams, i64, load, ptr  # noqa: E402
+from nncc_testing.ckernels import CELL, AttnParams, i64, load, ptr, rnn_params  # noqa: E402
 
 torch.set_num_threads(args.threads)
 torch.manual_seed(0)
@@ -68,8 +68,8 @@ def bench_rnn(cell, B=32, T=128, I=256, H=256):
     xn = np.ascontiguousarray(x.numpy())
 
     def nn():
-        rc = lib.nncc_rnn_forward_f32(C.c_int(CELL[cell]), *i64(B, T, I, H, 1, 1), C.c_int(1),
-                                      ptr(xn), wp, None, None, None, ptr(y), ptr(hn), ptr(cn),
+        rc = lib.nncc_rnn_forward_f32(rnn_params(cell, B, T, I, H, 1, 1, 1), ptr(xn), wp, None,
+                                      None, ptr(y), ptr(hn), ptr(cn),
                                       ws.ctypes.data_as(C.c_void_p), None)
         assert rc == 0
 

@@ -1,6 +1,6 @@
 //===- RevolveTests.cpp - the binomial checkpointing schedule -------------===//
 //
-// nncc/Kernels/Revolve.h (the schedule nncc_rnn_backward_revolve runs):
+// nncc/Kernels/Revolve.h (the schedule nncc_rnn_backward runs with snapshots):
 // RevolveCursor serves every state of a reverse sweep correctly, never
 // holds more than its snapshots, and advances exactly the minimal number
 // of forward steps, which equals Griewank-Walther's closed form

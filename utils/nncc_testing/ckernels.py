@@ -1,5 +1,5 @@
 """ctypes bindings of libnncc_kernels for the kernel tests (test/Kernels):
-the enums and AttnParams of Kernels.h, load(), calls of the attention
+the enums, AttnParams and RnnParams of Kernels.h, load(), calls of the attention
 entry points (nncc_mha_* / nncc_attention_*), and the kernel tests' report.
 
 Error metric used everywhere: err(a, b) = max|a - b| / max(1, max|b|), with b
@@ -38,6 +38,28 @@ class AttnParams(C.Structure):
                 ("local_chunks_after", C.c_int32),
                 ("pad_to_multiple", C.c_int32), ("pad_above", C.c_int32)]
 
+
+
+class RnnParams(C.Structure):
+    """nncc_rnn_params (Kernels.h): the first argument of nncc_rnn_forward,
+    nncc_rnn_forward_train and nncc_rnn_backward."""
+    _fields_ = [("cell", C.c_int), ("has_bias", C.c_int),
+                ("batch", C.c_int64), ("steps", C.c_int64),
+                ("input_size", C.c_int64), ("hidden_size", C.c_int64),
+                ("num_layers", C.c_int64), ("num_directions", C.c_int64),
+                ("lengths", C.POINTER(C.c_int32)),
+                ("zoneout", C.c_double), ("seed", C.c_uint64), ("offset", C.c_uint64),
+                ("checkpoint_every", C.c_int64), ("checkpoint_snapshots", C.c_int64)]
+
+
+def rnn_params(cell, B, T, I, H, L, D, has_bias, lengths=None, zoneout=0.0, seed=0,
+               offset=0, every=0, snapshots=0):
+    """A pointer to an nncc_rnn_params; `cell` a CELL name or code, `lengths`
+    a contiguous int32 array (kept alive by the returned struct) or None."""
+    p = RnnParams(CELL.get(cell, cell), int(has_bias), B, T, I, H, L, D,
+                  ptr(lengths), zoneout, seed, offset, every, snapshots)
+    p._keep = lengths
+    return C.byref(p)
 
 _lib = None
 

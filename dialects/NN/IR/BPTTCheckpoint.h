@@ -4,12 +4,12 @@
 // (`!nn.reserve`). With `checkpoint_every = k` on both, the reserve keeps
 // each layer's output sequence and (LSTM) the cell state every k steps, and
 // the gradient recomputes the gates one k-step segment at a time (kernels:
-// nncc_rnn_forward_train_ckpt / nncc_rnn_backward_ckpt; bytes:
+// nncc_rnn_forward_train / nncc_rnn_backward with checkpoint_every; bytes:
 // nncc_rnn_reserve_ckpt_size, nncc_rnn_backward_ckpt_workspace_size).
 // With `checkpoint_snapshots = s` instead (the binomial / Revolve schedule)
 // the reserve keeps the layer outputs only and the gradient reverses each
-// scan step by step, keeping at most s cell states (nncc_rnn_backward_revolve,
-// nncc_rnn_backward_revolve_workspace_size).
+// scan step by step, keeping at most s cell states (nncc_rnn_backward with
+// checkpoint_snapshots, nncc_rnn_backward_revolve_workspace_size).
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_DIALECT_NN_IR_BPTTCHECKPOINT_H

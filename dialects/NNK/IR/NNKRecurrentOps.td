@@ -122,11 +122,11 @@ def NNK_RecurrentForwardOp : NNK_GradOp<"recurrent_forward", [AttrSizedOperandSe
     checkpointing, the same on the paired `nnk.recurrent_grad`) the reserve
     is `[B, T, L·D·H + (lstm ? ⌈L·D·H / k⌉ : 0)]`: every layer's output, then
     for the LSTM the cell state entering every k-th step of each layer and
-    direction (`nncc_rnn_forward_train_ckpt_*`, which uses
+    direction (`nncc_rnn_forward_train_*` with `checkpoint_every`, which uses
     `nncc_rnn_reserve_ckpt_size` bytes of it). With `checkpoint_snapshots`
     = s instead (>= 1; the binomial schedule) the reserve is
     `[B, T, L·D·H]`, every layer's output only
-    (`nncc_rnn_forward_train_revolve_*`).
+    (`nncc_rnn_forward_train_*` with `checkpoint_snapshots`).
   }];
   let arguments = (ins
     NNK_In<NNK_FloatBuffer>:$x,

@@ -21,11 +21,16 @@ Size cellSize(nnk::Cell cell) { return Size::constant(static_cast<int>(cell)); }
 /// rate in inference): rate, key (the op's seed and the run seed) and the
 /// counter offset of B*T*H batch-major draws per layer and direction (RandomMasks.h
 /// lstm_zoneout_counter; docs/training.md, "Random streams").
+std::string zoneoutKey(int64_t seed) {
+  return "nncc_ms_rng_key(m, " + std::to_string(seed) + "ULL)";
+}
+std::string zoneoutOffset(const std::string &B, const std::string &T, const std::string &H) {
+  return "nncc_ms_rng_offset(m, (uint64_t)(" + B + ") * (uint64_t)(" + T + ") * (uint64_t)(" +
+         H + "))";
+}
 std::string zoneoutArgs(double rate, int64_t seed, const std::string &B, const std::string &T,
                         const std::string &H) {
-  return fmtDouble(rate) + ", nncc_ms_rng_key(m, " + std::to_string(seed) +
-         "ULL), nncc_ms_rng_offset(m, (uint64_t)(" + B + ") * (uint64_t)(" + T +
-         ") * (uint64_t)(" + H + "))";
+  return fmtDouble(rate) + ", " + zoneoutKey(seed) + ", " + zoneoutOffset(B, T, H);
 }
 
 /// The C++ type of an optional lengths buffer (the CUDA launchers'
@@ -177,17 +182,13 @@ LogicalResult emitCellGrad(LaunchEmitter &e, nnk::RecurrentCellGradOp o) {
   return success();
 }
 
-/// The sizes of a whole-stack op and the stack kernels' leading arguments
-/// (cell, B, T, I, H, L, D, has_bias).
+/// The sizes of a whole-stack op: the cell code, B, T, I, H, L, D.
 struct Stack {
   std::string cell, B, T, I, H, L, D;
   /// The same sizes for the workspace sizes: cell code, B, T, I, H, L, D.
   SmallVector<Size, 7> sizeArgs;
-  /// The CPU kernels' leading arguments: the cell code, then the sizes.
-  SmallVector<std::string> leading() const {
-    return {cell, B, T, I, H, L, D};
-  }
-  /// The CUDA launchers' (the cell is their template argument).
+  /// The CUDA launchers' leading arguments (the cell is their template
+  /// argument).
   SmallVector<std::string> sizes() const { return {B, T, I, H, L, D}; }
 };
 
@@ -224,15 +225,31 @@ std::string stackLengths(LaunchEmitter &e, Value lengths, const Stack &s) {
   return len32;
 }
 
-/// The arguments every stack call starts with: the sizes, has_bias, x, the
-/// weight table `w_`, h0, c0 and the int32 lengths.
+/// Prints the CPU stack kernels' nncc_rnn_params `p_` (Kernels.h) of the op:
+/// its sizes, bias, int32 lengths, LSTM zoneout with its random stream, and
+/// the reserve's schedule.
 template <typename StackOp>
-SmallVector<std::string> stackInputs(LaunchEmitter &e, StackOp o, const Stack &s) {
-  SmallVector<std::string> args = s.leading();
-  args.append({LaunchEmitter::flag(o.getHasBias()), e.name(o.getX()), "w_",
-               e.nameOrNull(o.getH0()), e.nameOrNull(o.getC0()),
-               stackLengths(e, o.getLengths(), s)});
-  return args;
+void emitStackParams(LaunchEmitter &e, StackOp o, const Stack &s) {
+  std::string lengths = stackLengths(e, o.getLengths(), s);
+  e.out() << "nncc_rnn_params p_ = {};\n"
+          << "p_.cell = " << s.cell << ";\n"
+          << "p_.has_bias = " << LaunchEmitter::flag(o.getHasBias()) << ";\n"
+          << "p_.batch = " << s.B << ";\n"
+          << "p_.steps = " << s.T << ";\n"
+          << "p_.input_size = " << s.I << ";\n"
+          << "p_.hidden_size = " << s.H << ";\n"
+          << "p_.num_layers = " << s.L << ";\n"
+          << "p_.num_directions = " << s.D << ";\n";
+  if (o.getLengths())
+    e.out() << "p_.lengths = " << lengths << ";\n";
+  if (o.getZoneout() > 0)
+    e.out() << "p_.zoneout = " << fmtDouble(o.getZoneout()) << ";\n"
+            << "p_.seed = " << zoneoutKey(o.getSeed()) << ";\n"
+            << "p_.offset = " << zoneoutOffset(s.B, s.T, s.H) << ";\n";
+  if (std::optional<int64_t> every = o.getCheckpointEvery())
+    e.out() << "p_.checkpoint_every = " << *every << ";\n";
+  if (std::optional<int64_t> snapshots = o.getCheckpointSnapshots())
+    e.out() << "p_.checkpoint_snapshots = " << *snapshots << ";\n";
 }
 
 /// The CUDA stack launchers' trailing arguments: the checkpoint segment
@@ -311,20 +328,15 @@ LogicalResult emitStackForward(LaunchEmitter &e, nnk::RecurrentForwardOp o) {
   e.out() << "{\n";
   e.out().indent();
   e.out() << "const real_t *w_[] = {" << e.commaNames(o.getWeights()) << "};\n";
-  // With checkpoint_every: the checkpointed reserve (layer outputs and the
-  // LSTM's cell state every k steps; same workspace).
-  // With checkpoint_snapshots (the binomial schedule): the layer outputs
-  // only.
-  std::optional<int64_t> every = o.getCheckpointEvery();
-  KernelCall c{every                       ? "NNCC_KFN(nncc_rnn_forward_train_ckpt)"
-               : o.getCheckpointSnapshots() ? "NNCC_KFN(nncc_rnn_forward_train_revolve)"
-                                            : "NNCC_KFN(nncc_rnn_forward_train)",
-               stackInputs(e, o, *s)};
-  c.args.append({e.name(o.getY()), e.nameOrNull(o.getHN()), e.nameOrNull(o.getCN()),
-                 e.name(o.getReserve()), ws,
-                 zoneoutArgs(o.getZoneout(), o.getSeed(), s->B, s->T, s->H)});
-  if (every)
-    c.args.push_back(std::to_string(*every));
+  // The reserve of the op's schedule: every step's gates; with
+  // checkpoint_every the layer outputs and the LSTM's cell state every k
+  // steps; with checkpoint_snapshots (the binomial schedule) the layer
+  // outputs only (same workspace).
+  emitStackParams(e, o, *s);
+  KernelCall c{"NNCC_KFN(nncc_rnn_forward_train)",
+               {"&p_", e.name(o.getX()), "w_", e.nameOrNull(o.getH0()), e.nameOrNull(o.getC0()),
+                e.name(o.getY()), e.nameOrNull(o.getHN()), e.nameOrNull(o.getCN()),
+                e.name(o.getReserve()), ws}};
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";
@@ -425,23 +437,12 @@ LogicalResult emitStackGrad(LaunchEmitter &e, nnk::RecurrentGradOp o) {
           << e.commaNames(o.getDweights()) << "};\n";
   // Outputs no other op reads are passed as NULL (gradOutOrNull).
   auto outOrNull = [&](Value v) { return gradOutOrNull(e, o, v, "NULL"); };
-  const bool zoneout = o.getZoneout() > 0 || reserved;
-  KernelCall c{every       ? "NNCC_KFN(nncc_rnn_backward_ckpt)"
-               : snapshots ? "NNCC_KFN(nncc_rnn_backward_revolve)"
-               : reserved ? "NNCC_KFN(nncc_rnn_backward_reserved)"
-               : zoneout  ? "NNCC_KFN(nncc_rnn_backward_zoneout)"
-                          : "NNCC_KFN(nncc_rnn_backward)",
-               stackInputs(e, o, *s)};
-  if (reserved)
-    c.args.push_back(e.name(o.getReserve()));
-  c.args.append({e.nameOrNull(o.getDy()), e.nameOrNull(o.getDhN()), e.nameOrNull(o.getDcN()),
-                 outOrNull(o.getDx()), outOrNull(o.getDh0()), outOrNull(o.getDc0()), "dw_", ws});
-  if (zoneout)
-    c.args.push_back(zoneoutArgs(o.getZoneout(), o.getSeed(), s->B, s->T, s->H));
-  if (every)
-    c.args.push_back(std::to_string(*every));
-  if (snapshots)
-    c.args.append({std::to_string(*snapshots), "NULL"});
+  emitStackParams(e, o, *s);
+  KernelCall c{"NNCC_KFN(nncc_rnn_backward)",
+               {"&p_", e.name(o.getX()), "w_", e.nameOrNull(o.getH0()), e.nameOrNull(o.getC0()),
+                reserved ? e.name(o.getReserve()) : std::string("NULL"), e.nameOrNull(o.getDy()),
+                e.nameOrNull(o.getDhN()), e.nameOrNull(o.getDcN()), outOrNull(o.getDx()),
+                outOrNull(o.getDh0()), outOrNull(o.getDc0()), "dw_", ws, "NULL"}};
   e.call(c);
   e.out().unindent();
   e.out() << "}\n";

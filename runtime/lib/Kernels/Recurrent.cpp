@@ -578,12 +578,15 @@ extern "C" int64_t nncc_rnn_saved_size(int cell, int64_t B, int64_t Tn,
 
 #define NNCC_DEFINE_RNN(S, T)                                                  \
   extern "C" int nncc_rnn_forward_##S(                                         \
-      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
-      const T *c0, const int32_t *len, T *y, T *hn, T *cn, void *ws,           \
-      T *saved) {                                                              \
-    return rnnForward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len, y,    \
-                         hn, cn, ws, saved);                                   \
+      const nncc_rnn_params *p, const T *x, const T *const *w, const T *h0,    \
+      const T *c0, T *y, T *hn, T *cn, void *ws, T *saved) {                   \
+    if (!p || p->zoneout != 0 || p->checkpoint_every != 0 ||                   \
+        p->checkpoint_snapshots != 0)                                          \
+      return NNCC_K_EINVAL; /* training options: nncc_rnn_forward_train */    \
+    return rnnForward<T>(p->cell, p->batch, p->steps, p->input_size,          \
+                         p->hidden_size, p->num_layers, p->num_directions,    \
+                         p->has_bias, x, w, h0, c0, p->lengths, y, hn, cn, ws, \
+                         saved);                                               \
   }                                                                            \
   extern "C" int nncc_rnn_layer_##S(                                           \
       int cell, int64_t B, int64_t Tn, int64_t H, int64_t D, int64_t si,       \
@@ -611,28 +614,6 @@ extern "C" int64_t nncc_rnn_saved_size(int cell, int64_t B, int64_t Tn,
                                    const T *whh, const T *bhh, T *h_out,       \
                                    T *c_out, void *ws) {                       \
     return rnnCell<T>(cell, B, H, xproj, h, c, whh, bhh, h_out, c_out, ws);    \
-  }                                                                            \
-  extern "C" int nncc_lstm_forward_##S(                                        \
-      int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L, int64_t D,       \
-      int hb, const T *x, const T *const *w, const T *h0, const T *c0,         \
-      const int32_t *len, T *y, T *hn, T *cn, void *ws, T *saved) {            \
-    return rnnForward<T>(CellLstm, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,   \
-                         y, hn, cn, ws, saved);                                \
-  }                                                                            \
-  extern "C" int nncc_gru_forward_##S(                                         \
-      int cho, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,         \
-      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
-      const int32_t *len, T *y, T *hn, void *ws, T *saved) {                   \
-    return rnnForward<T>(cho ? CellGruCho : CellGru, B, Tn, I, H, L, D, hb, x, \
-                         w, h0, nullptr, len, y, hn, nullptr, ws, saved);      \
-  }                                                                            \
-  extern "C" int nncc_elman_forward_##S(                                       \
-      int relu, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
-      const int32_t *len, T *y, T *hn, void *ws, T *saved) {                   \
-    return rnnForward<T>(relu ? CellRnnRelu : CellRnnTanh, B, Tn, I, H, L, D,  \
-                         hb, x, w, h0, nullptr, len, y, hn, nullptr, ws,       \
-                         saved);                                               \
   }
 
 NNCC_DEFINE_RNN(f32, float)

@@ -615,7 +615,7 @@ int64_t segWorkspace(int cell, int64_t B, int64_t K, int64_t H,
   return (int64_t)a.size() + 64;
 }
 
-/// The binomial schedule's LSTM cell states (nncc_rnn_backward_revolve):
+/// The binomial schedule's LSTM cell states (nncc_rnn_backward, snapshots):
 /// `snapshots` slots [snapshots, B, H] and the working state `cur` [B, H],
 /// rows in the scan's sorted order, and the cursor's positions.
 template <typename T> struct RevolveWork {
@@ -637,7 +637,7 @@ RevolveWork<T> carveRevolve(Arena &a, int cell, int64_t B, int64_t H,
   return rv;
 }
 
-/// BPTT of one layer and direction with checkpointing (nncc_rnn_backward_ckpt):
+/// BPTT of one layer and direction with checkpointing (nncc_rnn_backward, every):
 /// the scan steps in segments of K, last segment first. Per segment the
 /// forward gates are recomputed from the kept layer input `in`, output `y`
 /// (h_{t-1}) and, for the LSTM, the cell state entering the segment (ckc
@@ -1132,7 +1132,7 @@ CkptWork ckptLayout(int cell, int64_t B, int64_t Tn, int64_t I, int64_t H,
   return c;
 }
 
-/// BPTT of the whole stack from nncc_rnn_forward_train_ckpt's reserve
+/// BPTT of the whole stack from the checkpointed nncc_rnn_forward_train's reserve
 /// (layer outputs, then the LSTM's checkpoints): layerBackwardCkpt per
 /// layer (last first) and direction. With `snapshots` > 0 instead of
 /// `every` (the binomial schedule; the reserve holds the layer outputs
@@ -1326,6 +1326,56 @@ int cellBackward(int cell, int64_t B, int64_t H, const T *xproj, const T *h,
   return NNCC_K_OK;
 }
 
+/// The zoneout and the schedule of an nncc_rnn_params, checked: false for
+/// a zoneout rate outside [0, 1) or on a cell other than LSTM, a negative
+/// schedule integer or both schedules at once.
+bool stackOptionsOf(const nncc_rnn_params *p, Zoneout &zo) {
+  return p && makeZoneout(p->cell, p->zoneout, p->seed, p->offset, zo) &&
+         p->checkpoint_every >= 0 && p->checkpoint_snapshots >= 0 &&
+         !(p->checkpoint_every > 0 && p->checkpoint_snapshots > 0);
+}
+
+/// nncc_rnn_forward_train: the reserve of p's schedule (stackForwardTrain's
+/// `every`: the segment length, -1 for the binomial schedule's layer
+/// outputs only, 0 for every step's gates).
+template <typename T>
+int stackForwardTrainOf(const nncc_rnn_params *p, const T *x, const T *const *w, const T *h0,
+                        const T *c0, T *y, T *hn, T *cn, T *reserve, void *ws) {
+  Zoneout zo;
+  if (!stackOptionsOf(p, zo))
+    return NNCC_K_EINVAL;
+  const int64_t every = p->checkpoint_every > 0 ? p->checkpoint_every
+                        : p->checkpoint_snapshots > 0 ? -1
+                                                      : 0;
+  return stackForwardTrain<T>(p->cell, p->batch, p->steps, p->input_size, p->hidden_size,
+                              p->num_layers, p->num_directions, p->has_bias, x, w, h0, c0,
+                              p->lengths, y, hn, cn, reserve, ws, zo, every);
+}
+
+/// nncc_rnn_backward: from the reserve of p's schedule, or (no reserve, no
+/// schedule) re-running the forward into the workspace.
+template <typename T>
+int stackBackwardOf(const nncc_rnn_params *p, const T *x, const T *const *w, const T *h0,
+                    const T *c0, const T *reserve, const T *dy, const T *dhn, const T *dcn,
+                    T *dx, T *dh0, T *dc0, T *const *dw, void *ws, int64_t *recomputedSteps) {
+  Zoneout zo;
+  if (!stackOptionsOf(p, zo))
+    return NNCC_K_EINVAL;
+  if (recomputedSteps)
+    *recomputedSteps = 0;
+  const int64_t every = p->checkpoint_every, snapshots = p->checkpoint_snapshots;
+  if (every == 0 && snapshots == 0)
+    return stackBackward<T>(p->cell, p->batch, p->steps, p->input_size, p->hidden_size,
+                            p->num_layers, p->num_directions, p->has_bias, x, w, h0, c0,
+                            p->lengths, reserve, dy, dhn, dcn, dx, dh0, dc0, dw, ws, zo);
+  if (!reserve && p->batch * p->steps > 0)
+    return NNCC_K_EINVAL; // a schedule's backward reads its reserve
+  return stackBackwardCkpt<T>(p->cell, p->batch, p->steps, p->input_size, p->hidden_size,
+                              p->num_layers, p->num_directions, p->has_bias, x, w, h0, c0,
+                              p->lengths, reserve, dy, dhn, dcn, dx, dh0, dc0, dw, ws, zo,
+                              every, snapshots, recomputedSteps);
+}
+
 } // namespace
 
 extern "C" int64_t nncc_rnn_layer_backward_workspace_size(int cell, int64_t B,
@@ -1451,102 +1501,18 @@ extern "C" int64_t nncc_rnn_cell_backward_workspace_size(int cell, int64_t B,
                             saved, y, h0, c0, len, len64, dy, dhn, dcn, dx,    \
                             dh0, dc0, dwih, dwhh, dbih, dbhh, dxproj, ws);     \
   }                                                                            \
-  extern "C" int nncc_rnn_backward_##S(                                        \
-      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
-      const T *c0, const int32_t *len, const T *dy, const T *dhn,              \
-      const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw, void *ws) {           \
-    return stackBackward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,    \
-                            nullptr, dy, dhn, dcn, dx, dh0, dc0, dw, ws);      \
-  }                                                                            \
-  extern "C" int nncc_rnn_backward_zoneout_##S(                                \
-      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
-      const T *c0, const int32_t *len, const T *dy, const T *dhn,              \
-      const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw, void *ws,             \
-      double zoneout, uint64_t seed, uint64_t offset) {                        \
-    Zoneout zo;                                                                \
-    if (!makeZoneout(cell, zoneout, seed, offset, zo))                         \
-      return NNCC_K_EINVAL;                                                    \
-    return stackBackward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,    \
-                            nullptr, dy, dhn, dcn, dx, dh0, dc0, dw, ws, zo);  \
-  }                                                                            \
   extern "C" int nncc_rnn_forward_train_##S(                                   \
-      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
-      const T *c0, const int32_t *len, T *y, T *hn, T *cn, T *reserve,         \
-      void *ws, double zoneout, uint64_t seed, uint64_t offset) {              \
-    Zoneout zo;                                                                \
-    if (!makeZoneout(cell, zoneout, seed, offset, zo))                         \
-      return NNCC_K_EINVAL;                                                    \
-    return stackForwardTrain<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0,     \
-                                len, y, hn, cn, reserve, ws, zo);              \
+      const nncc_rnn_params *p, const T *x, const T *const *w, const T *h0,    \
+      const T *c0, T *y, T *hn, T *cn, T *reserve, void *ws) {                 \
+    return stackForwardTrainOf<T>(p, x, w, h0, c0, y, hn, cn, reserve, ws);    \
   }                                                                            \
-  extern "C" int nncc_rnn_backward_reserved_##S(                               \
-      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
-      const T *c0, const int32_t *len, const T *reserve, const T *dy,          \
-      const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw,         \
-      void *ws, double zoneout, uint64_t seed, uint64_t offset) {              \
-    Zoneout zo;                                                                \
-    if (!makeZoneout(cell, zoneout, seed, offset, zo) ||                       \
-        (!reserve && B * Tn > 0))                                              \
-      return NNCC_K_EINVAL;                                                    \
-    return stackBackward<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0, len,    \
-                            reserve, dy, dhn, dcn, dx, dh0, dc0, dw, ws, zo);  \
-  }                                                                            \
-  extern "C" int nncc_rnn_forward_train_ckpt_##S(                              \
-      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
-      const T *c0, const int32_t *len, T *y, T *hn, T *cn, T *reserve,         \
-      void *ws, double zoneout, uint64_t seed, uint64_t offset,                \
-      int64_t every) {                                                         \
-    Zoneout zo;                                                                \
-    if (!makeZoneout(cell, zoneout, seed, offset, zo) || every < 1)            \
-      return NNCC_K_EINVAL;                                                    \
-    return stackForwardTrain<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0,     \
-                                len, y, hn, cn, reserve, ws, zo, every);       \
-  }                                                                            \
-  extern "C" int nncc_rnn_backward_ckpt_##S(                                   \
-      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
-      const T *c0, const int32_t *len, const T *reserve, const T *dy,          \
-      const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw,         \
-      void *ws, double zoneout, uint64_t seed, uint64_t offset,                \
-      int64_t every) {                                                         \
-    Zoneout zo;                                                                \
-    if (!makeZoneout(cell, zoneout, seed, offset, zo))                         \
-      return NNCC_K_EINVAL;                                                    \
-    return stackBackwardCkpt<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0,     \
-                                len, reserve, dy, dhn, dcn, dx, dh0, dc0, dw,  \
-                                ws, zo, every);                                \
-  }                                                                            \
-  extern "C" int nncc_rnn_forward_train_revolve_##S(                           \
-      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
-      const T *c0, const int32_t *len, T *y, T *hn, T *cn, T *reserve,         \
-      void *ws, double zoneout, uint64_t seed, uint64_t offset) {              \
-    Zoneout zo;                                                                \
-    if (!makeZoneout(cell, zoneout, seed, offset, zo))                         \
-      return NNCC_K_EINVAL;                                                    \
-    return stackForwardTrain<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0,     \
-                                len, y, hn, cn, reserve, ws, zo, -1);          \
-  }                                                                            \
-  extern "C" int nncc_rnn_backward_revolve_##S(                                \
-      int cell, int64_t B, int64_t Tn, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int hb, const T *x, const T *const *w, const T *h0,           \
-      const T *c0, const int32_t *len, const T *reserve, const T *dy,          \
-      const T *dhn, const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw,         \
-      void *ws, double zoneout, uint64_t seed, uint64_t offset,                \
-      int64_t snapshots, int64_t *recomputed_steps) {                          \
-    Zoneout zo;                                                                \
-    if (!makeZoneout(cell, zoneout, seed, offset, zo) || snapshots < 1)        \
-      return NNCC_K_EINVAL;                                                    \
-    if (recomputed_steps)                                                      \
-      *recomputed_steps = 0;                                                   \
-    return stackBackwardCkpt<T>(cell, B, Tn, I, H, L, D, hb, x, w, h0, c0,     \
-                                len, reserve, dy, dhn, dcn, dx, dh0, dc0, dw,  \
-                                ws, zo, 0, snapshots, recomputed_steps);       \
+  extern "C" int nncc_rnn_backward_##S(                                        \
+      const nncc_rnn_params *p, const T *x, const T *const *w, const T *h0,    \
+      const T *c0, const T *reserve, const T *dy, const T *dhn,                \
+      const T *dcn, T *dx, T *dh0, T *dc0, T *const *dw, void *ws,             \
+      int64_t *recomputed_steps) {                                             \
+    return stackBackwardOf<T>(p, x, w, h0, c0, reserve, dy, dhn, dcn, dx, dh0, \
+                              dc0, dw, ws, recomputed_steps);                  \
   }                                                                            \
   extern "C" int nncc_rnn_cell_backward_##S(                                   \
       int cell, int64_t B, int64_t H, const T *xproj, const T *h, const T *c,  \

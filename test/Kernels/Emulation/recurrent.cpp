@@ -57,15 +57,11 @@ void stackCase(int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, int64_t D,
   std::vector<R> yC = nanv(BT * DH), yG = nanv(BT * DH), hnC = nanv(L * D * B * H),
                  hnG = nanv(L * D * B * H), cnC = nanv(L * D * B * H), cnG = nanv(L * D * B * H);
   std::vector<char> ws(nncc_rnn_forward_train_workspace_size(cell, B, T, H, 8) + 64);
-  int rc = every ? nncc_rnn_forward_train_ckpt_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(),
-                       h0p, c0p, lc, yC.data(), hnC.data(), Kind == CellLstm ? cnC.data() : nullptr,
-                       resC.data(), ws.data(), 0, 0, 0, every)
-         : snaps ? nncc_rnn_forward_train_revolve_f64(cell, B, T, I, H, L, D, hb, x.data(),
-                       w.data(), h0p, c0p, lc, yC.data(), hnC.data(),
-                       Kind == CellLstm ? cnC.data() : nullptr, resC.data(), ws.data(), 0, 0, 0)
-                 : nncc_rnn_forward_train_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,
-                       c0p, lc, yC.data(), hnC.data(), Kind == CellLstm ? cnC.data() : nullptr,
-                       resC.data(), ws.data(), 0, 0, 0);
+  const nncc_rnn_params prm =
+      emutest::rnnParams(cell, B, T, I, H, L, D, hb, lc, 0, 0, 0, every, snaps);
+  int rc = nncc_rnn_forward_train_f64(&prm, x.data(), w.data(), h0p, c0p, yC.data(), hnC.data(),
+                                      Kind == CellLstm ? cnC.data() : nullptr, resC.data(),
+                                      ws.data());
   if (rc) { printf("CPU fwd rc %d %s\n", rc, tag.c_str()); cur->ok(tag, 1); return; }
   std::vector<char> gs(rnn_forward_train_scratch_bytes(cell, B, T, H, 8), (char)0xff);
   cudaError_t e = every
@@ -98,16 +94,9 @@ void stackCase(int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, int64_t D,
                         : snaps ? nncc_rnn_backward_revolve_workspace_size(cell, B, T, I, H, L, D, snaps, 8)
                               : nncc_rnn_backward_reserved_workspace_size(cell, B, T, H, L, D, 8));
   int64_t advancedC = -1, advancedG = -1;
-  rc = every ? nncc_rnn_backward_ckpt_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p, c0p,
-                   lc, resC.data(), dyp, dhnp, dcnp, dxC.data(), dh0C.data(),
-                   Kind == CellLstm ? dc0C.data() : nullptr, dwC.data(), bws.data(), 0, 0, 0, every)
-       : snaps ? nncc_rnn_backward_revolve_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,
-                   c0p, lc, resC.data(), dyp, dhnp, dcnp, dxC.data(), dh0C.data(),
-                   Kind == CellLstm ? dc0C.data() : nullptr, dwC.data(), bws.data(), 0, 0, 0,
-                   snaps, &advancedC)
-             : nncc_rnn_backward_reserved_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,
-                   c0p, lc, resC.data(), dyp, dhnp, dcnp, dxC.data(), dh0C.data(),
-                   Kind == CellLstm ? dc0C.data() : nullptr, dwC.data(), bws.data(), 0, 0, 0);
+  rc = nncc_rnn_backward_f64(&prm, x.data(), w.data(), h0p, c0p, resC.data(), dyp, dhnp, dcnp,
+                             dxC.data(), dh0C.data(), Kind == CellLstm ? dc0C.data() : nullptr,
+                             dwC.data(), bws.data(), snaps ? &advancedC : nullptr);
   if (rc) { printf("CPU bwd rc %d %s\n", rc, tag.c_str()); cur->ok(tag, 1); return; }
   uint64_t gb = every ? rnn_backward_ckpt_scratch_bytes(cell, B, T, I, H, L, D, every, 8)
                 : snaps ? rnn_backward_revolve_scratch_bytes(cell, B, T, I, H, L, D, snaps, 8)

@@ -6,6 +6,7 @@
 #define NNCC_TEST_EMULATION_RNN_STACK_H
 
 #include "emu_test.h"
+#include "nncc/Kernels/Kernels.h"
 
 #include <cstdint>
 #include <vector>
@@ -51,6 +52,29 @@ template <typename Len> struct RnnStack {
   const int32_t *lc() const { return withLen ? len32.data() : nullptr; }
   const Len *lg() const { return withLen ? lenE.data() : nullptr; }
 };
+
+/// The nncc_rnn_params of a case for the CPU stack kernels.
+inline nncc_rnn_params rnnParams(int cell, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L,
+                                 int64_t D, int hb, const int32_t *lengths, double zoneout,
+                                 uint64_t seed, uint64_t offset, int64_t every,
+                                 int64_t snapshots) {
+  nncc_rnn_params p = {};
+  p.cell = cell;
+  p.has_bias = hb;
+  p.batch = B;
+  p.steps = T;
+  p.input_size = I;
+  p.hidden_size = H;
+  p.num_layers = L;
+  p.num_directions = D;
+  p.lengths = lengths;
+  p.zoneout = zoneout;
+  p.seed = seed;
+  p.offset = offset;
+  p.checkpoint_every = every;
+  p.checkpoint_snapshots = snapshots;
+  return p;
+}
 
 } // namespace emutest
 

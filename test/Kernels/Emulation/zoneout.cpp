@@ -4,8 +4,8 @@
 // outputs-only reserve, backward from the reserve, with the forward
 // recomputed, checkpointed, by the binomial schedule) and of Recurrent.cuh's
 // launch_rnn_scan, against the CPU kernels of libnncc_kernels.so
-// (nncc_rnn_forward_train[_ckpt,_revolve], nncc_rnn_backward_
-// {reserved,zoneout,ckpt,revolve}, nncc_rnn_layer_zoneout) in f64: rates 0,
+// (nncc_rnn_forward_train and nncc_rnn_backward with each schedule and
+// without a reserve, nncc_rnn_layer_zoneout) in f64: rates 0,
 // 0.3, 0.7, one and two layers, both directions, lengths (i32 / i64),
 // states, checkpoint_every 1, 2, 4 and T + 3, 1 and 3 snapshots.
 //
@@ -106,15 +106,10 @@ void stackCase(double p, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, 
   std::vector<R> yC = nanv(BT * DH), yG = nanv(BT * DH), hnC = nanv(L * D * B * H),
                  hnG = nanv(L * D * B * H), cnC = nanv(L * D * B * H), cnG = nanv(L * D * B * H);
   std::vector<char> ws(nncc_rnn_forward_train_workspace_size(cell, B, T, H, 8) + 64);
-  int rc = every ? nncc_rnn_forward_train_ckpt_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(),
-                       h0p, c0p, lc, yC.data(), hnC.data(), cnC.data(), resC.data(), ws.data(),
-                       p, kSeed, kOffset, every)
-         : snaps ? nncc_rnn_forward_train_revolve_f64(cell, B, T, I, H, L, D, hb, x.data(),
-                       w.data(), h0p, c0p, lc, yC.data(), hnC.data(), cnC.data(), resC.data(),
-                       ws.data(), p, kSeed, kOffset)
-                 : nncc_rnn_forward_train_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,
-                       c0p, lc, yC.data(), hnC.data(), cnC.data(), resC.data(), ws.data(), p,
-                       kSeed, kOffset);
+  const nncc_rnn_params prm =
+      emutest::rnnParams(cell, B, T, I, H, L, D, hb, lc, p, kSeed, kOffset, every, snaps);
+  int rc = nncc_rnn_forward_train_f64(&prm, x.data(), w.data(), h0p, c0p, yC.data(), hnC.data(),
+                                      cnC.data(), resC.data(), ws.data());
   if (rc) { printf("CPU fwd rc %d %s\n", rc, tag.c_str()); cur->ok(tag, 1); return; }
   std::vector<char> gs(rnn_forward_train_scratch_bytes(cell, B, T, H, 8), (char)0xff);
   cudaError_t e = every
@@ -145,16 +140,9 @@ void stackCase(double p, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, 
   std::vector<char> bws(every ? nncc_rnn_backward_ckpt_workspace_size(cell, B, T, I, H, L, D, every, 8)
                         : snaps ? nncc_rnn_backward_revolve_workspace_size(cell, B, T, I, H, L, D, snaps, 8)
                               : nncc_rnn_backward_reserved_workspace_size(cell, B, T, H, L, D, 8));
-  rc = every ? nncc_rnn_backward_ckpt_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p, c0p,
-                   lc, resC.data(), dy.data(), dhn.data(), dcn.data(), dxC.data(), dh0C.data(),
-                   dc0C.data(), dwC.data(), bws.data(), p, kSeed, kOffset, every)
-       : snaps ? nncc_rnn_backward_revolve_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,
-                   c0p, lc, resC.data(), dy.data(), dhn.data(), dcn.data(), dxC.data(),
-                   dh0C.data(), dc0C.data(), dwC.data(), bws.data(), p, kSeed, kOffset, snaps,
-                   nullptr)
-             : nncc_rnn_backward_reserved_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,
-                   c0p, lc, resC.data(), dy.data(), dhn.data(), dcn.data(), dxC.data(),
-                   dh0C.data(), dc0C.data(), dwC.data(), bws.data(), p, kSeed, kOffset);
+  rc = nncc_rnn_backward_f64(&prm, x.data(), w.data(), h0p, c0p, resC.data(), dy.data(),
+                             dhn.data(), dcn.data(), dxC.data(), dh0C.data(), dc0C.data(),
+                             dwC.data(), bws.data(), nullptr);
   if (rc) { printf("CPU bwd rc %d %s\n", rc, tag.c_str()); cur->ok(tag, 1); return; }
   uint64_t gb = every ? rnn_backward_ckpt_scratch_bytes(cell, B, T, I, H, L, D, every, 8)
                 : snaps ? rnn_backward_revolve_scratch_bytes(cell, B, T, I, H, L, D, snaps, 8)
@@ -180,7 +168,7 @@ void stackCase(double p, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, 
     cmp(("dw" + std::to_string(i)).c_str(), tag, dWC[i].data(), dWG[i].data(), W[i].size());
   if (every || snaps)
     return;
-  // No reserve: the CPU's nncc_rnn_backward_zoneout against the CUDA
+  // No reserve: the CPU's nncc_rnn_backward (forward re-run) against the CUDA
   // launch_rnn_backward (the forward recomputed with the same masks).
   std::vector<R> dx3 = nanv(BT * I), dh03 = nanv(L * D * B * H), dc03 = nanv(L * D * B * H);
   std::vector<R> dx2 = nanv(BT * I), dh02 = nanv(L * D * B * H), dc02 = nanv(L * D * B * H);
@@ -189,9 +177,9 @@ void stackCase(double p, int64_t B, int64_t T, int64_t I, int64_t H, int64_t L, 
   for (auto &v : W) { dW2.push_back(nanv(v.size())); dW3.push_back(nanv(v.size())); }
   for (size_t i = 0; i < W.size(); ++i) { dw2.push_back(dW2[i].data()); dw3.push_back(dW3[i].data()); }
   std::vector<char> cws(nncc_rnn_backward_workspace_size(cell, B, T, I, H, L, D, 8));
-  rc = nncc_rnn_backward_zoneout_f64(cell, B, T, I, H, L, D, hb, x.data(), w.data(), h0p, c0p, lc,
-                                     dy.data(), dhn.data(), dcn.data(), dx3.data(), dh03.data(),
-                                     dc03.data(), dw3.data(), cws.data(), p, kSeed, kOffset);
+  rc = nncc_rnn_backward_f64(&prm, x.data(), w.data(), h0p, c0p, nullptr, dy.data(), dhn.data(),
+                             dcn.data(), dx3.data(), dh03.data(), dc03.data(), dw3.data(),
+                             cws.data(), nullptr);
   if (rc) { printf("CPU bwd2 rc %d %s\n", rc, tag.c_str()); cur->ok(tag, 1); return; }
   std::vector<char> g2(rnn_backward_scratch_bytes(cell, B, T, H, L, D, 8), (char)0xff);
   e = launch_rnn_backward<R, Len, Kind>(nullptr, B, T, I, H, L, D, hb, x.data(), w.data(), h0p,

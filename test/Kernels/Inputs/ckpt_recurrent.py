@@ -1,7 +1,7 @@
 """BPTT checkpointing of the recurrent stack kernels:
-nncc_rnn_forward_train_ckpt + nncc_rnn_backward_ckpt (gates recomputed per
-segment of `every` steps) against nncc_rnn_forward_train +
-nncc_rnn_backward_reserved (all steps' gates kept), fp64 to 1e-12 and fp32
+nncc_rnn_forward_train + nncc_rnn_backward with checkpoint_every (gates
+recomputed per segment of `every` steps) against the same without a
+schedule (all steps' gates kept), fp64 to 1e-12 and fp32
 to 1e-5, for every cell, 2 layers, bidirectional, unsorted lengths (with a
 zero-length row), LSTM zoneout, and every in {1, 2, 3, T, T + 5} (3 does not
 divide T); plus the reserve and workspace sizes shrinking with every."""
@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from nncc_testing.ckernels import CELL, CTYPE, SUFFIX, expect, finish, i64, load, ptr
+from nncc_testing.ckernels import CELL, CTYPE, SUFFIX, expect, finish, load, ptr, rnn_params
 
 lib = load(sys.argv[1])
 for name, n in (("nncc_rnn_reserve_size", 6), ("nncc_rnn_backward_reserved_workspace_size", 6),
@@ -36,7 +36,7 @@ def parr(arrs, dtype):
 
 def run(cell, dtype, L, D, lengths, p, every):
     """Forward-train and backward of the stack: every = 0 keeps all gates
-    (forward_train / backward_reserved), else the checkpointed kernels."""
+    (no schedule), else the checkpointed schedule."""
     rng = np.random.RandomState(7)
     G = {"lstm": 4, "gru": 3, "gru_cho": 3}.get(cell, 1)
     e = np.dtype(dtype).itemsize
@@ -55,33 +55,28 @@ def run(cell, dtype, L, D, lengths, p, every):
     dy, dhn = arr(B, T, D * H), arr(L * D, B, H)
     dcn = arr(L * D, B, H) if cell == "lstm" else None
     lens = None if lengths is None else np.ascontiguousarray(lengths, np.int32)
-    zo = (C.c_double(p), C.c_uint64(11), C.c_uint64(5 << 40))
-    args = (ptr(x), W, ptr(h0), ptr(c0), ptr(lens))
+    params = rnn_params(cell, B, T, I, H, L, D, 1, lens, zoneout=p, seed=11, offset=5 << 40,
+                        every=every)
+    args = (params, ptr(x), W, ptr(h0), ptr(c0))
     y, hn, cn = (np.zeros(s, dtype) for s in ((B, T, D * H), (L * D, B, H), (L * D, B, H)))
     if every:
         rbytes = lib.nncc_rnn_reserve_ckpt_size(cc, B, T, H, L, D, every, e)
         wbytes = lib.nncc_rnn_backward_ckpt_workspace_size(cc, B, T, I, H, L, D, every, e)
-        ext = (C.c_int64(every),)
-        fwd, bwd = "nncc_rnn_forward_train_ckpt_", "nncc_rnn_backward_ckpt_"
     else:
         rbytes = lib.nncc_rnn_reserve_size(cc, B, T, H, L, D, e)
         wbytes = lib.nncc_rnn_backward_reserved_workspace_size(cc, B, T, H, L, D, e)
-        ext = ()
-        fwd, bwd = "nncc_rnn_forward_train_", "nncc_rnn_backward_reserved_"
     # NaN-filled buffers: any read of a byte the kernels did not write shows.
     reserve = np.full(rbytes // e, np.nan, dtype)
     fws = np.full(lib.nncc_rnn_forward_train_workspace_size(cc, B, T, H, e), 0xFF, np.uint8)
-    rc = getattr(lib, fwd + SUFFIX[dtype])(
-        cc, *i64(B, T, I, H, L, D), C.c_int(1), *args, ptr(y), ptr(hn), ptr(cn), ptr(reserve),
-        fws.ctypes.data_as(C.c_void_p), *zo, *ext)
+    rc = getattr(lib, "nncc_rnn_forward_train_" + SUFFIX[dtype])(
+        *args, ptr(y), ptr(hn), ptr(cn), ptr(reserve), fws.ctypes.data_as(C.c_void_p))
     assert rc == 0, rc
     dx, dh0, dc0 = (np.full(s, 9.0, dtype) for s in ((B, T, I), (L * D, B, H), (L * D, B, H)))
     dws = [np.full(w.shape, 9.0, dtype) for w in flat]
     bws = np.full(wbytes, 0xFF, np.uint8)
-    rc = getattr(lib, bwd + SUFFIX[dtype])(
-        cc, *i64(B, T, I, H, L, D), C.c_int(1), *args, ptr(reserve), ptr(dy), ptr(dhn),
-        ptr(dcn), ptr(dx), ptr(dh0), ptr(dc0), parr(dws, dtype),
-        bws.ctypes.data_as(C.c_void_p), *zo, *ext)
+    rc = getattr(lib, "nncc_rnn_backward_" + SUFFIX[dtype])(
+        *args, ptr(reserve), ptr(dy), ptr(dhn), ptr(dcn), ptr(dx), ptr(dh0), ptr(dc0),
+        parr(dws, dtype), bws.ctypes.data_as(C.c_void_p), None)
     assert rc == 0, rc
     grads = [dx, dh0] + ([dc0] if cell == "lstm" else []) + dws
     return [y, hn] + ([cn] if cell == "lstm" else []), grads, rbytes, wbytes
@@ -121,4 +116,42 @@ w32 = lib.nncc_rnn_backward_ckpt_workspace_size(cl, Bs, Ts, Hs, Hs, Ls, 1, 32, 4
 wfull = lib.nncc_rnn_backward_reserved_workspace_size(cl, Bs, Ts, Hs, Ls, 1, 4)
 expect("lstm backward workspace: %d -> %d bytes at k = 32" % (wfull, w32), w32 < wfull)
 expect("invalid every", lib.nncc_rnn_reserve_ckpt_size(cl, Bs, Ts, Hs, Ls, 1, 0, 4) == -1)
+
+# Parameters the stack kernels refuse with NNCC_K_EINVAL (-1) before
+# touching a buffer: both schedules at once, a negative schedule, zoneout
+# on a GRU or outside [0, 1), a schedule's backward without its reserve,
+# and training options given to the inference forward.
+Bb, Tb, Ib, Hb = 2, 4, 3, 5
+wts = [np.ones(s, np.float64) for s in ((4 * Hb, Ib), (4 * Hb, Hb), (4 * Hb,), (4 * Hb,))]
+Wb = parr(wts, np.float64)
+xb, yb = np.ones((Bb, Tb, Ib)), np.full((Bb, Tb, Hb), 7.0)
+resb = np.zeros(lib.nncc_rnn_reserve_size(cl, Bb, Tb, Hb, 1, 1, 8) // 8)
+wsb = np.zeros(1 << 16, np.uint8).ctypes.data_as(C.c_void_p)
+dxb = np.full((Bb, Tb, Ib), 7.0)
+dwb = parr([np.zeros_like(w) for w in wts], np.float64)
+
+
+def fwd_train(**kw):
+    cell = kw.pop("cell", "lstm")
+    return lib.nncc_rnn_forward_train_f64(rnn_params(cell, Bb, Tb, Ib, Hb, 1, 1, 1, **kw),
+                                          ptr(xb), Wb, None, None, ptr(yb), None, None,
+                                          ptr(resb), wsb)
+
+
+def bwd(reserve, **kw):
+    return lib.nncc_rnn_backward_f64(rnn_params("lstm", Bb, Tb, Ib, Hb, 1, 1, 1, **kw),
+                                     ptr(xb), Wb, None, None, reserve, ptr(yb), None, None,
+                                     ptr(dxb), None, None, dwb, wsb, None)
+
+
+expect("rejected: both schedules", fwd_train(every=2, snapshots=2) == -1)
+expect("rejected: negative checkpoint_every", fwd_train(every=-1) == -1)
+expect("rejected: zoneout on a GRU", fwd_train(cell="gru", zoneout=0.2) == -1)
+expect("rejected: zoneout 1", fwd_train(zoneout=1.0) == -1)
+expect("rejected: a checkpointed backward without its reserve", bwd(None, every=2) == -1)
+expect("rejected: the inference forward with zoneout",
+       lib.nncc_rnn_forward_f64(rnn_params("lstm", Bb, Tb, Ib, Hb, 1, 1, 1, zoneout=0.1),
+                                ptr(xb), Wb, None, None, ptr(yb), None, None, wsb, None) == -1)
+expect("rejected calls wrote nothing", np.all(yb == 7.0) and np.all(dxb == 7.0))
+expect("accepted: the same forward without the bad options", fwd_train(every=2) == 0)
 finish()

@@ -10,7 +10,8 @@ import numpy as np
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from nncc_testing.ckernels import CELL, CTYPE, SUFFIX, check, expect, finish, i64, load, ptr
+from nncc_testing.ckernels import (CELL, CTYPE, SUFFIX, check, expect, finish, i64, load, ptr,
+                                   rnn_params)
 from nncc_testing.refs import cho_gru_flat
 
 torch.manual_seed(0)
@@ -43,8 +44,8 @@ def kernel_forward(cell, dtype, x, flat, h0, c0, lengths, H, L, D, hb):
     ws_arrays = [c(w, dtype) for w in flat]
     lens = None if lengths is None else np.ascontiguousarray(lengths, np.int32)
     rc = getattr(lib, "nncc_rnn_forward_" + SUFFIX[dtype])(
-        C.c_int(CELL[cell]), *i64(B, T, I, H, L, D), C.c_int(hb), ptr(c(x, dtype)),
-        parr(ws_arrays, dtype), ptr(c(h0, dtype)), ptr(c(c0, dtype)), ptr(lens),
+        rnn_params(cell, B, T, I, H, L, D, hb, lens), ptr(c(x, dtype)),
+        parr(ws_arrays, dtype), ptr(c(h0, dtype)), ptr(c(c0, dtype)),
         ptr(y), ptr(hn), ptr(cn), ws.ctypes.data_as(C.c_void_p), None)
     assert rc == 0, rc
     return y, hn, cn
@@ -61,10 +62,10 @@ def kernel_backward(cell, dtype, x, flat, h0, c0, lengths, H, L, D, hb, dy, dhn,
     dc0 = np.zeros((L * D, B, H), dtype)
     lens = None if lengths is None else np.ascontiguousarray(lengths, np.int32)
     rc = getattr(lib, "nncc_rnn_backward_" + SUFFIX[dtype])(
-        C.c_int(CELL[cell]), *i64(B, T, I, H, L, D), C.c_int(hb), ptr(c(x, dtype)),
-        parr(ws_arrays, dtype), ptr(c(h0, dtype)), ptr(c(c0, dtype)), ptr(lens),
+        rnn_params(cell, B, T, I, H, L, D, hb, lens), ptr(c(x, dtype)),
+        parr(ws_arrays, dtype), ptr(c(h0, dtype)), ptr(c(c0, dtype)), None,
         ptr(c(dy, dtype)), ptr(c(dhn, dtype)), ptr(c(dcn, dtype)), ptr(dx), ptr(dh0),
-        ptr(dc0), parr(dws, dtype), ws.ctypes.data_as(C.c_void_p))
+        ptr(dc0), parr(dws, dtype), ws.ctypes.data_as(C.c_void_p), None)
     assert rc == 0, rc
     return dx, dh0, dc0, dws
 
@@ -339,17 +340,18 @@ lib.nncc_rnn_forward_train_workspace_size.argtypes = [C.c_int] + [C.c_int64] * 4
 
 
 def zoneout_backward(cell, dtype, x, flat, h0, c0, lengths, H, L, D, hb, dy, dhn, dcn, p):
-    """nncc_rnn_backward_zoneout (forward recomputed) and nncc_rnn_forward_train
-    + nncc_rnn_backward_reserved, same seed and offset."""
+    """nncc_rnn_backward without a reserve (forward recomputed) and
+    nncc_rnn_forward_train + nncc_rnn_backward from its reserve, same zoneout
+    seed and offset."""
     B, T, I = x.shape
     e = np.dtype(dtype).itemsize
     cc = C.c_int(CELL[cell])
     keep = [c(w, dtype) for w in flat]  # the converted arrays outlive the calls
     W = parr(keep, dtype)
     lens = None if lengths is None else np.ascontiguousarray(lengths, np.int32)
-    zo = (C.c_double(p), C.c_uint64(11), C.c_uint64(5 << 40))
+    params = rnn_params(cell, B, T, I, H, L, D, hb, lens, zoneout=p, seed=11, offset=5 << 40)
     x, h0, c0, dy, dhn, dcn = [c(a, dtype) for a in (x, h0, c0, dy, dhn, dcn)]
-    args = (ptr(x), W, ptr(h0), ptr(c0), ptr(lens))
+    args = (params, ptr(x), W, ptr(h0), ptr(c0))
     grads = (ptr(dy), ptr(dhn), ptr(dcn))
 
     def outs():
@@ -357,9 +359,9 @@ def zoneout_backward(cell, dtype, x, flat, h0, c0, lengths, H, L, D, hb, dy, dhn
                  np.full((L * D, B, H), 9.0, dtype)], [np.full(w.shape, 9.0, dtype) for w in flat])
     (dx, dh0, dc0), dws = outs()
     ws = np.zeros(lib.nncc_rnn_backward_workspace_size(cc, B, T, I, H, L, D, e), np.uint8)
-    rc = getattr(lib, "nncc_rnn_backward_zoneout_" + SUFFIX[dtype])(
-        cc, *i64(B, T, I, H, L, D), C.c_int(hb), *args, *grads, ptr(dx), ptr(dh0), ptr(dc0),
-        parr(dws, dtype), ws.ctypes.data_as(C.c_void_p), *zo)
+    rc = getattr(lib, "nncc_rnn_backward_" + SUFFIX[dtype])(
+        *args, None, *grads, ptr(dx), ptr(dh0), ptr(dc0), parr(dws, dtype),
+        ws.ctypes.data_as(C.c_void_p), None)
     assert rc == 0, rc
     reserve = np.zeros(lib.nncc_rnn_reserve_size(cc, B, T, H, L, D, e) // e, dtype)
     y = np.zeros((B, T, D * H), dtype)
@@ -367,14 +369,13 @@ def zoneout_backward(cell, dtype, x, flat, h0, c0, lengths, H, L, D, hb, dy, dhn
     cn = np.zeros((L * D, B, H), dtype)
     fws = np.zeros(lib.nncc_rnn_forward_train_workspace_size(cc, B, T, H, e), np.uint8)
     rc = getattr(lib, "nncc_rnn_forward_train_" + SUFFIX[dtype])(
-        cc, *i64(B, T, I, H, L, D), C.c_int(hb), *args, ptr(y), ptr(hn), ptr(cn), ptr(reserve),
-        fws.ctypes.data_as(C.c_void_p), *zo)
+        *args, ptr(y), ptr(hn), ptr(cn), ptr(reserve), fws.ctypes.data_as(C.c_void_p))
     assert rc == 0, rc
     (rdx, rdh0, rdc0), rdws = outs()
     bws = np.zeros(lib.nncc_rnn_backward_reserved_workspace_size(cc, B, T, H, L, D, e), np.uint8)
-    rc = getattr(lib, "nncc_rnn_backward_reserved_" + SUFFIX[dtype])(
-        cc, *i64(B, T, I, H, L, D), C.c_int(hb), *args, ptr(reserve), *grads, ptr(rdx),
-        ptr(rdh0), ptr(rdc0), parr(rdws, dtype), bws.ctypes.data_as(C.c_void_p), *zo)
+    rc = getattr(lib, "nncc_rnn_backward_" + SUFFIX[dtype])(
+        *args, ptr(reserve), *grads, ptr(rdx), ptr(rdh0), ptr(rdc0), parr(rdws, dtype),
+        bws.ctypes.data_as(C.c_void_p), None)
     assert rc == 0, rc
     return (y, hn, cn), [dx, dh0, dc0] + dws, [rdx, rdh0, rdc0] + rdws
 

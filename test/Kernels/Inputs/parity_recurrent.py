@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from nncc_testing.ckernels import CELL, CTYPE, SUFFIX, check, expect, finish, i64, load, ptr
+from nncc_testing.ckernels import CELL, CTYPE, SUFFIX, check, expect, finish, load, ptr, rnn_params
 from nncc_testing.refs import cho_gru_flat
 
 torch.manual_seed(0)
@@ -32,9 +32,9 @@ def run_kernel(cell, dtype, x, flat, h0, c0, lengths, H, L, D, has_bias,
         sv = np.zeros(lib.nncc_rnn_saved_size(CELL[cell], B, T, H, L, D), dtype=dtype)
     lens = None if lengths is None else np.ascontiguousarray(lengths, dtype=np.int32)
     fn = getattr(lib, "nncc_rnn_forward_" + SUFFIX[dtype])
-    rc = fn(C.c_int(CELL[cell]), *i64(B, T, I, H, L, D), C.c_int(has_bias),
+    rc = fn(rnn_params(cell, B, T, I, H, L, D, has_bias, lens),
             ptr(np.ascontiguousarray(x, dtype=dtype)), wp,
-            ptr(h0), ptr(c0), ptr(lens), ptr(y), ptr(hn), ptr(cn),
+            ptr(h0), ptr(c0), ptr(y), ptr(hn), ptr(cn),
             ws.ctypes.data_as(C.c_void_p), ptr(sv))
     assert rc == 0, rc
     return y, hn, cn, sv

@@ -1,8 +1,8 @@
 """The binomial (Revolve) schedule of the recurrent stack kernels:
-nncc_rnn_forward_train_revolve + nncc_rnn_backward_revolve (the reserve
-keeps the layer outputs only; the backward reverses each scan step by step,
-rebuilding the LSTM's cell states from at most s snapshots) against
-nncc_rnn_forward_train + nncc_rnn_backward_reserved (all steps' gates kept):
+nncc_rnn_forward_train + nncc_rnn_backward with checkpoint_snapshots = s
+(the reserve keeps the layer outputs only; the backward reverses each scan
+step by step, rebuilding the LSTM's cell states from at most s snapshots)
+against the same without a schedule (all steps' gates kept):
 forward outputs bitwise, gradients fp64 to 1e-12 and fp32 to 1e-5, for
 every cell, 2 layers, bidirectional, unsorted lengths (with a zero-length
 row), LSTM zoneout, s in {1, 2, 3, T + 5}. The forward steps the backward
@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from nncc_testing.ckernels import CELL, CTYPE, SUFFIX, expect, finish, i64, load, ptr
+from nncc_testing.ckernels import CELL, CTYPE, SUFFIX, expect, finish, load, ptr, rnn_params
 
 lib = load(sys.argv[1])
 for name, n in (("nncc_rnn_reserve_size", 6), ("nncc_rnn_backward_reserved_workspace_size", 6),
@@ -55,7 +55,7 @@ def parr(arrs, dtype):
 
 def run(cell, dtype, L, D, lengths, p, snapshots):
     """Forward-train and backward of the stack: snapshots = 0 keeps all
-    gates (forward_train / backward_reserved), else the binomial schedule."""
+    gates (no schedule), else the binomial schedule."""
     rng = np.random.RandomState(7)
     G = {"lstm": 4, "gru": 3, "gru_cho": 3}.get(cell, 1)
     e = np.dtype(dtype).itemsize
@@ -74,34 +74,29 @@ def run(cell, dtype, L, D, lengths, p, snapshots):
     dy, dhn = arr(B, T, D * H), arr(L * D, B, H)
     dcn = arr(L * D, B, H) if cell == "lstm" else None
     lens = None if lengths is None else np.ascontiguousarray(lengths, np.int32)
-    zo = (C.c_double(p), C.c_uint64(11), C.c_uint64(5 << 40))
-    args = (ptr(x), W, ptr(h0), ptr(c0), ptr(lens))
+    params = rnn_params(cell, B, T, I, H, L, D, 1, lens, zoneout=p, seed=11, offset=5 << 40,
+                        snapshots=snapshots)
+    args = (params, ptr(x), W, ptr(h0), ptr(c0))
     y, hn, cn = (np.zeros(s, dtype) for s in ((B, T, D * H), (L * D, B, H), (L * D, B, H)))
     steps = C.c_int64(-1)
     if snapshots:
         rbytes = L * B * T * D * H * e  # the layer outputs
         wbytes = lib.nncc_rnn_backward_revolve_workspace_size(cc, B, T, I, H, L, D, snapshots, e)
-        ext = (C.c_int64(snapshots), C.byref(steps))
-        fwd, bwd = "nncc_rnn_forward_train_revolve_", "nncc_rnn_backward_revolve_"
     else:
         rbytes = lib.nncc_rnn_reserve_size(cc, B, T, H, L, D, e)
         wbytes = lib.nncc_rnn_backward_reserved_workspace_size(cc, B, T, H, L, D, e)
-        ext = ()
-        fwd, bwd = "nncc_rnn_forward_train_", "nncc_rnn_backward_reserved_"
     # NaN-filled buffers: any read of a byte the kernels did not write shows.
     reserve = np.full(rbytes // e, np.nan, dtype)
     fws = np.full(lib.nncc_rnn_forward_train_workspace_size(cc, B, T, H, e), 0xFF, np.uint8)
-    rc = getattr(lib, fwd + SUFFIX[dtype])(
-        cc, *i64(B, T, I, H, L, D), C.c_int(1), *args, ptr(y), ptr(hn), ptr(cn), ptr(reserve),
-        fws.ctypes.data_as(C.c_void_p), *zo)
+    rc = getattr(lib, "nncc_rnn_forward_train_" + SUFFIX[dtype])(
+        *args, ptr(y), ptr(hn), ptr(cn), ptr(reserve), fws.ctypes.data_as(C.c_void_p))
     assert rc == 0, rc
     dx, dh0, dc0 = (np.full(s, 9.0, dtype) for s in ((B, T, I), (L * D, B, H), (L * D, B, H)))
     dws = [np.full(w.shape, 9.0, dtype) for w in flat]
     bws = np.full(wbytes, 0xFF, np.uint8)
-    rc = getattr(lib, bwd + SUFFIX[dtype])(
-        cc, *i64(B, T, I, H, L, D), C.c_int(1), *args, ptr(reserve), ptr(dy), ptr(dhn),
-        ptr(dcn), ptr(dx), ptr(dh0), ptr(dc0), parr(dws, dtype),
-        bws.ctypes.data_as(C.c_void_p), *zo, *ext)
+    rc = getattr(lib, "nncc_rnn_backward_" + SUFFIX[dtype])(
+        *args, ptr(reserve), ptr(dy), ptr(dhn), ptr(dcn), ptr(dx), ptr(dh0), ptr(dc0),
+        parr(dws, dtype), bws.ctypes.data_as(C.c_void_p), C.byref(steps))
     assert rc == 0, rc
     grads = [dx, dh0] + ([dc0] if cell == "lstm" else []) + dws
     return [y, hn] + ([cn] if cell == "lstm" else []), grads, steps.value

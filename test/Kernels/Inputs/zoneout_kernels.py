@@ -1,5 +1,5 @@
 """Zoneout kernels (numpy only): nncc_zoneout_* and the LSTM zoneout of
-nncc_rnn_layer_zoneout_* / nncc_rnn_backward_zoneout_*.
+nncc_rnn_layer_zoneout_* / nncc_rnn_backward_* (nncc_rnn_params.zoneout).
 
 - p = 0 is bitwise the path without zoneout;
 - masks: identical for the same (seed, offset), different across seeds and
@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from nncc_testing.ckernels import CELL, SUFFIX, i64, load, ptr
+from nncc_testing.ckernels import CELL, SUFFIX, i64, load, ptr, rnn_params
 
 lib = load(sys.argv[1])
 lib.nncc_rnn_layer_workspace_size.restype = C.c_int64
@@ -100,10 +100,10 @@ def lstm_backward(dtype, x, flat, h0, c0, lens, H, p, seed, off, dy):
     dx = np.zeros_like(x)
     dh0 = np.zeros_like(h0)
     dc0 = np.zeros_like(c0)
-    rc = getattr(lib, "nncc_rnn_backward_zoneout_" + SUFFIX[dtype])(
-        C.c_int(CELL["lstm"]), *i64(B, T, I, H, 1, 2), C.c_int(1), ptr(x), warr, ptr(h0),
-        ptr(c0), ptr(lens), ptr(dy), None, None, ptr(dx), ptr(dh0), ptr(dc0), dwarr,
-        ws.ctypes.data_as(C.c_void_p), C.c_double(p), C.c_uint64(seed), C.c_uint64(off))
+    rc = getattr(lib, "nncc_rnn_backward_" + SUFFIX[dtype])(
+        rnn_params("lstm", B, T, I, H, 1, 2, 1, lens, zoneout=p, seed=seed, offset=off),
+        ptr(x), warr, ptr(h0), ptr(c0), None, ptr(dy), None, None, ptr(dx), ptr(dh0), ptr(dc0),
+        dwarr, ws.ctypes.data_as(C.c_void_p), None)
     assert rc == 0, rc
     return dx, dh0, dc0, dflat
 

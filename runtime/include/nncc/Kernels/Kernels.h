@@ -92,6 +92,32 @@ typedef struct nncc_attention_params {
    products under 4096 multiply-adds). f64 is always OpenBLAS. */
 const char *nncc_gemm_f32_backend(void);
 
+/* The shape and training options of a recurrent layer stack: the first
+   argument of nncc_rnn_forward, nncc_rnn_forward_train and
+   nncc_rnn_backward. Zero-initialise it and set what applies; weights are
+   PyTorch's _flat_weights order. */
+typedef struct nncc_rnn_params {
+  int cell;     /* NNCC_CELL_* (Codes.h) */
+  int has_bias; /* the weights hold b_ih and b_hh */
+  /* B, T, I, H, L and D of the shapes below. */
+  int64_t batch, steps, input_size, hidden_size;
+  int64_t num_layers, num_directions; /* directions: 1 or 2 */
+  /* [B] valid steps per row, each in [0, T]; NULL: every row has T. */
+  const int32_t *lengths;
+  /* Training: LSTM zoneout (0: none; the cell must be lstm otherwise) with
+     its Philox stream, RandomMasks.h's lstm_zoneout_keep_prev(seed,
+     offset, layer*D + direction, t, b, j, T, H, zoneout). */
+  double zoneout;
+  uint64_t seed, offset;
+  /* Training: the reserve's schedule. checkpoint_every > 0: BPTT
+     checkpointing, the cell states entering each segment of that many
+     steps; checkpoint_snapshots > 0: the binomial (Revolve) schedule with
+     that many cell-state snapshots in the backward's workspace; both 0:
+     every step's gates. At most one is set. */
+  int64_t checkpoint_every;
+  int64_t checkpoint_snapshots;
+} nncc_rnn_params;
+
 #define NNCC_DECLARE_KERNELS(S, T)                                              \
   /* C[M,N] = alpha op(A) op(B) + beta C  (row-major, cblas) */                \
   int nncc_gemm_##S(int trans_a, int trans_b, int64_t M, int64_t N,           \
@@ -105,12 +131,12 @@ const char *nncc_gemm_f32_backend(void);
                           T *y);                                               \
   /* y = x + residual elementwise (residual may alias y) */                    \
   int nncc_add_##S(int64_t n, const T *x, const T *residual, T *y);            \
-  /* Recurrent layer stack (PyTorch _flat_weights order in `weights`). */      \
-  int nncc_rnn_forward_##S(                                                    \
-      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int has_bias, const T *x, const T *const *weights,            \
-      const T *h0, const T *c0, const int32_t *lengths, T *y, T *h_n,          \
-      T *c_n, void *workspace, T *saved);                                      \
+  /* Inference forward of a recurrent layer stack (p: no zoneout, no      \
+     schedule). saved (optional): every layer and direction's gates        \
+     [L*D, B*T*slots*H] (nncc_rnn_saved_size elements). */                 \
+  int nncc_rnn_forward_##S(const nncc_rnn_params *p, const T *x,              \
+                           const T *const *weights, const T *h0, const T *c0, \
+                           T *y, T *h_n, T *c_n, void *workspace, T *saved);  \
   /* One layer and direction over a precomputed input projection          \
      xproj [B,T,G*H] (= x W_ih^T + b_ih): the time loop of                    \
      nncc_rnn_forward (same gate math, active rows shrink as sequences end,  \
@@ -142,21 +168,6 @@ const char *nncc_gemm_f32_backend(void);
   int nncc_rnn_cell_##S(int cell, int64_t B, int64_t H, const T *xproj,       \
                         const T *h, const T *c, const T *w_hh,                 \
                         const T *b_hh, T *h_out, T *c_out, void *workspace);   \
-  int nncc_lstm_forward_##S(int64_t B, int64_t T_, int64_t I, int64_t H,       \
-                            int64_t L, int64_t D, int has_bias, const T *x,    \
-                            const T *const *weights, const T *h0, const T *c0, \
-                            const int32_t *lengths, T *y, T *h_n, T *c_n,      \
-                            void *workspace, T *saved);                        \
-  int nncc_gru_forward_##S(int variant_cho, int64_t B, int64_t T_, int64_t I,  \
-                           int64_t H, int64_t L, int64_t D, int has_bias,      \
-                           const T *x, const T *const *weights, const T *h0,   \
-                           const int32_t *lengths, T *y, T *h_n,               \
-                           void *workspace, T *saved);                         \
-  int nncc_elman_forward_##S(int relu, int64_t B, int64_t T_, int64_t I,       \
-                             int64_t H, int64_t L, int64_t D, int has_bias,    \
-                             const T *x, const T *const *weights, const T *h0, \
-                             const int32_t *lengths, T *y, T *h_n,             \
-                             void *workspace, T *saved);                       \
   /* Attention core on projected q,k,v (rows of stride ld_in), out stride     \
      ld_out. LSH: q is the shared QK, k unused; lsh_buckets (optional)        \
      [B,H,hashes,T]. lse (optional) [B,H,T]: each query's log-sum-exp of its \
@@ -277,82 +288,36 @@ int64_t nncc_mha_workspace_size(const nncc_attention_params *p, int64_t B,
       const int32_t *lengths, const int64_t *lengths64, const T *dy,           \
       const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0, T *dw_ih,           \
       T *dw_hh, T *db_ih, T *db_hh, T *dxproj, void *workspace);               \
-  /* Whole stack (mirrors nncc_rnn_forward): re-runs the forward into the    \
-     workspace, then BPTT layer by layer. OVERWRITES dx, dh0, dc0 and        \
-     dweights (pointers in _flat_weights order; any may be NULL). */         \
+  /* Training forward of the stack: nncc_rnn_forward's y, h_n, c_n (h_n and \
+     c_n may be NULL) plus the reserve the backward reads, by p's schedule: \
+     every layer's output [L, B*T, D*H], then every layer and direction's   \
+     saved gates [L*D, B*T*slots*H] (nncc_rnn_reserve_size bytes); with     \
+     checkpoint_every, instead of the gates the LSTM cell states entering   \
+     each segment after the first [L*D, (T-1)/every, B, H]                  \
+     (nncc_rnn_reserve_ckpt_size); with checkpoint_snapshots, the layer     \
+     outputs only (L*B*T*D*H elements). Workspace:                          \
+     nncc_rnn_forward_train_workspace_size. */                              \
+  int nncc_rnn_forward_train_##S(const nncc_rnn_params *p, const T *x,        \
+                                 const T *const *weights, const T *h0,        \
+                                 const T *c0, T *y, T *h_n, T *c_n,           \
+                                 T *reserve, void *workspace);                \
+  /* BPTT of the whole stack, layer by layer. reserve: nncc_rnn_forward_     \
+     train's, same p (the checkpointed backward recomputes one segment's    \
+     gates at a time, the binomial one reverses each scan a step at a time  \
+     with the LSTM's cell states served from at most checkpoint_snapshots   \
+     snapshots, nncc/Kernels/Revolve.h); NULL (p without a schedule): the   \
+     forward re-runs into the workspace first. Zoneout regenerates the      \
+     forward's masks (same zoneout, seed, offset). dy, dh_n, dc_n may be    \
+     NULL (0). OVERWRITES dx, dh0, dc0 and dweights (pointers in            \
+     _flat_weights order; any may be NULL). recomputed_steps (binomial      \
+     schedule; may be NULL) receives the forward steps it advanced          \
+     (nncc_rnn_revolve_forward_steps for full-length rows). Workspace:      \
+     nncc_rnn_backward{,_reserved,_ckpt,_revolve}_workspace_size. */        \
   int nncc_rnn_backward_##S(                                                   \
-      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int has_bias, const T *x, const T *const *weights,            \
-      const T *h0, const T *c0, const int32_t *lengths, const T *dy,           \
+      const nncc_rnn_params *p, const T *x, const T *const *weights,           \
+      const T *h0, const T *c0, const T *reserve, const T *dy,                 \
       const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,                     \
-      T *const *dweights, void *workspace);                                    \
-  /* nncc_rnn_backward with the LSTM zoneout of nncc_rnn_layer_zoneout     \
-     (same zoneout, seed, offset: the forward's masks are regenerated). */   \
-  int nncc_rnn_backward_zoneout_##S(                                           \
-      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int has_bias, const T *x, const T *const *weights,            \
-      const T *h0, const T *c0, const int32_t *lengths, const T *dy,           \
-      const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,                     \
-      T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
-      uint64_t offset);                                                        \
-  /* Training forward of the whole stack (nncc_rnn_forward's results y,     \
-     h_n, c_n (h_n/c_n may be NULL) plus the reserve the backward needs:      \
-     every layer's output [L, B*T, D*H] then every layer and direction's      \
-     saved gates [L*D, B*T*slots*H], nncc_rnn_reserve_size bytes). Zoneout    \
-     as nncc_rnn_layer_zoneout (0: none). */                                  \
-  int nncc_rnn_forward_train_##S(                                              \
-      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int has_bias, const T *x, const T *const *weights,            \
-      const T *h0, const T *c0, const int32_t *lengths, T *y, T *h_n,          \
-      T *c_n, T *reserve, void *workspace, double zoneout, uint64_t seed,      \
-      uint64_t offset);                                                        \
-  /* nncc_rnn_backward_zoneout from nncc_rnn_forward_train's reserve: the     \
-     forward is not run again. */                                             \
-  int nncc_rnn_backward_reserved_##S(                                          \
-      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int has_bias, const T *x, const T *const *weights,            \
-      const T *h0, const T *c0, const int32_t *lengths, const T *reserve,      \
-      const T *dy, const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,        \
-      T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
-      uint64_t offset);                                                        \
-  /* BPTT checkpointing: nncc_rnn_forward_train keeping, instead of every   \
-     step's gates, every layer's output [L, B*T, D*H] and (lstm) the cell   \
-     states entering each segment of `every` (>= 1) scan steps after the    \
-     first [L*D, (T-1)/every, B, H] (nncc_rnn_reserve_ckpt_size bytes); the \
-     backward recomputes one segment's gates at a time. */                   \
-  int nncc_rnn_forward_train_ckpt_##S(                                         \
-      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int has_bias, const T *x, const T *const *weights,            \
-      const T *h0, const T *c0, const int32_t *lengths, T *y, T *h_n,          \
-      T *c_n, T *reserve, void *workspace, double zoneout, uint64_t seed,      \
-      uint64_t offset, int64_t every);                                         \
-  int nncc_rnn_backward_ckpt_##S(                                              \
-      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int has_bias, const T *x, const T *const *weights,            \
-      const T *h0, const T *c0, const int32_t *lengths, const T *reserve,      \
-      const T *dy, const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,        \
-      T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
-      uint64_t offset, int64_t every);                                         \
-  /* The binomial (Revolve) schedule: nncc_rnn_forward_train keeping only    \
-     every layer's output [L, B*T, D*H] (L*B*T*D*H elements); the backward   \
-     reverses each scan one step at a time, the LSTM's cell states served   \
-     by the schedule from at most `snapshots` (>= 1) snapshots in its       \
-     workspace (nncc/Kernels/Revolve.h). recomputed_steps (may be NULL)     \
-     receives the forward steps it advanced for them                         \
-     (nncc_rnn_revolve_forward_steps for full-length rows). */               \
-  int nncc_rnn_forward_train_revolve_##S(                                      \
-      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int has_bias, const T *x, const T *const *weights,            \
-      const T *h0, const T *c0, const int32_t *lengths, T *y, T *h_n,          \
-      T *c_n, T *reserve, void *workspace, double zoneout, uint64_t seed,      \
-      uint64_t offset);                                                        \
-  int nncc_rnn_backward_revolve_##S(                                           \
-      int cell, int64_t B, int64_t T_, int64_t I, int64_t H, int64_t L,        \
-      int64_t D, int has_bias, const T *x, const T *const *weights,            \
-      const T *h0, const T *c0, const int32_t *lengths, const T *reserve,      \
-      const T *dy, const T *dh_n, const T *dc_n, T *dx, T *dh0, T *dc0,        \
-      T *const *dweights, void *workspace, double zoneout, uint64_t seed,      \
-      uint64_t offset, int64_t snapshots, int64_t *recomputed_steps);          \
+      T *const *dweights, void *workspace, int64_t *recomputed_steps);         \
   /* One cell step: gates recomputed. Overwrites dxproj [B,G*H], dh, dc      \
      (lstm); accumulates dw_hh, db_hh (may be NULL). */                       \
   int nncc_rnn_cell_backward_##S(                                              \
@@ -445,8 +410,8 @@ NNCC_DECLARE_LOSS_HEAD_KERNELS(f64, double)
 
 int64_t nncc_rnn_layer_backward_workspace_size(int cell, int64_t B, int64_t T_,
                                                int64_t H, int64_t elem_size);
-/* Bytes of nncc_rnn_forward_train's reserve; its workspace; the workspace
-   of nncc_rnn_backward_reserved. */
+/* Bytes of nncc_rnn_forward_train's reserve (no schedule); its workspace
+   (every schedule); the workspace of nncc_rnn_backward from that reserve. */
 int64_t nncc_rnn_reserve_size(int cell, int64_t B, int64_t T_, int64_t H,
                               int64_t L, int64_t D, int64_t elem_size);
 int64_t nncc_rnn_forward_train_workspace_size(int cell, int64_t B, int64_t T_,
@@ -455,10 +420,8 @@ int64_t nncc_rnn_backward_reserved_workspace_size(int cell, int64_t B,
                                                   int64_t T_, int64_t H,
                                                   int64_t L, int64_t D,
                                                   int64_t elem_size);
-/* BPTT checkpointing every `every` steps: bytes of
-   nncc_rnn_forward_train_ckpt's reserve (its workspace is
-   nncc_rnn_forward_train_workspace_size) and of nncc_rnn_backward_ckpt's
-   workspace. */
+/* BPTT checkpointing every `every` steps (checkpoint_every): bytes of
+   nncc_rnn_forward_train's reserve and of nncc_rnn_backward's workspace. */
 int64_t nncc_rnn_reserve_ckpt_size(int cell, int64_t B, int64_t T_, int64_t H,
                                    int64_t L, int64_t D, int64_t every,
                                    int64_t elem_size);
@@ -466,9 +429,9 @@ int64_t nncc_rnn_backward_ckpt_workspace_size(int cell, int64_t B, int64_t T_,
                                               int64_t I, int64_t H, int64_t L,
                                               int64_t D, int64_t every,
                                               int64_t elem_size);
-/* The binomial schedule with `snapshots` cell-state snapshots: bytes of
-   nncc_rnn_backward_revolve's workspace (the forward's workspace is
-   nncc_rnn_forward_train_workspace_size), and the forward steps it
+/* The binomial schedule with `snapshots` cell-state snapshots
+   (checkpoint_snapshots): bytes of nncc_rnn_backward's workspace, and the
+   forward steps it
    recomputes to rebuild the cell states, over all layers and directions
    (0 for GRU / RNN, whose state h_t is a layer output). */
 int64_t nncc_rnn_backward_revolve_workspace_size(int cell, int64_t B,
@@ -478,6 +441,7 @@ int64_t nncc_rnn_backward_revolve_workspace_size(int cell, int64_t B,
                                                  int64_t elem_size);
 int64_t nncc_rnn_revolve_forward_steps(int cell, int64_t T_, int64_t L,
                                        int64_t D, int64_t snapshots);
+/* nncc_rnn_backward without a reserve (the forward re-run first). */
 int64_t nncc_rnn_backward_workspace_size(int cell, int64_t B, int64_t T_,
                                          int64_t I, int64_t H, int64_t L,
                                          int64_t D, int64_t elem_size);

@@ -15,8 +15,8 @@
 // RevolveCursor produces the states in the order a reverse sweep needs
 // them: seek(l - 1), seek(l - 2), ..., seek(0), each leaving the state
 // entering that step in the working state. It is header-only and
-// allocation-free so that kernels (nncc_rnn_backward_revolve) and tests
-// share it.
+// allocation-free so that kernels (nncc_rnn_backward's binomial schedule)
+// and tests share it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef NNCC_KERNELS_REVOLVE_H
