@@ -18,7 +18,6 @@
 #endif
 #include <math.h>
 
-#define ACC 16
 #define INNER 1024
 
 #if defined(__AVX512F__)
@@ -48,6 +47,19 @@ typedef float vec;
 static float hsum(vec v) { return v; }
 #endif
 
+// The chains: as many as the vector registers hold beside a and b (AVX2 has
+// 16 ymm registers: 16 chains spill three of them to the stack, and their
+// store-to-load latency then bounds the loop at about one FMA per cycle);
+// at least the FMA latency times two FMA ports either way.
+#define CHAINS14(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+#if defined(__AVX512F__)
+#define ACC 24
+#define CHAINS(X) CHAINS14(X) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
+#else
+#define ACC 14
+#define CHAINS(X) CHAINS14(X)
+#endif
+
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -63,21 +75,16 @@ static void *run(void *p) {
   struct job *j = p;
   // ACC chains in named variables (an array indexed in a loop is kept in
   // memory by some compilers: one FMA per load/store, not the peak).
-  vec c0 = SET1(0.f), c1 = SET1(1e-3f), c2 = SET1(2e-3f), c3 = SET1(3e-3f), c4 = SET1(4e-3f),
-      c5 = SET1(5e-3f), c6 = SET1(6e-3f), c7 = SET1(7e-3f), c8 = SET1(8e-3f), c9 = SET1(9e-3f),
-      c10 = SET1(1e-2f), c11 = SET1(1.1e-2f), c12 = SET1(1.2e-2f), c13 = SET1(1.3e-2f),
-      c14 = SET1(1.4e-2f), c15 = SET1(1.5e-2f);
+#define NNCC_DECL(i) vec c##i = SET1((i) * 1e-3f);
+#define NNCC_STEP(i) c##i = FMA(c##i, a, b);
+#define NNCC_SUM(i) +hsum(c##i)
+  CHAINS(NNCC_DECL)
   const vec a = SET1(0.999999f), b = SET1(1e-7f);
   for (long o = 0; o < j->outer; ++o)
     for (int i = 0; i < INNER; ++i) {
-      c0 = FMA(c0, a, b), c1 = FMA(c1, a, b), c2 = FMA(c2, a, b), c3 = FMA(c3, a, b);
-      c4 = FMA(c4, a, b), c5 = FMA(c5, a, b), c6 = FMA(c6, a, b), c7 = FMA(c7, a, b);
-      c8 = FMA(c8, a, b), c9 = FMA(c9, a, b), c10 = FMA(c10, a, b), c11 = FMA(c11, a, b);
-      c12 = FMA(c12, a, b), c13 = FMA(c13, a, b), c14 = FMA(c14, a, b), c15 = FMA(c15, a, b);
+      CHAINS(NNCC_STEP)
     }
-  float s = hsum(c0) + hsum(c1) + hsum(c2) + hsum(c3) + hsum(c4) + hsum(c5) + hsum(c6) +
-            hsum(c7) + hsum(c8) + hsum(c9) + hsum(c10) + hsum(c11) + hsum(c12) + hsum(c13) +
-            hsum(c14) + hsum(c15);
+  float s = 0.f CHAINS(NNCC_SUM);
   j->sum = s;
   return NULL;
 }
