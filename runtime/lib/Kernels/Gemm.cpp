@@ -169,13 +169,27 @@ NNCC_GEMM_AVX512 void microKernel(int64_t kc, const float *a, const float *b, fl
 
 } // namespace
 
+namespace {
+/// NNCC_KERNELS_PORTABLE set (not "0"): only the portable loops run.
+bool portableForced() {
+  const char *env = std::getenv("NNCC_KERNELS_PORTABLE");
+  return env && *env && std::strcmp(env, "0") != 0;
+}
+} // namespace
+
 bool nncc::kernels::cpuHasAvx512() {
   static const bool ok = [] {
     __builtin_cpu_init();
-    const char *env = std::getenv("NNCC_KERNELS_PORTABLE");
-    if (env && *env && std::strcmp(env, "0") != 0)
-      return false;
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    return !portableForced() && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512dq");
+  }();
+  return ok;
+}
+
+bool nncc::kernels::cpuHasAvx2Fma() {
+  static const bool ok = [] {
+    __builtin_cpu_init();
+    return !portableForced() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   }();
   return ok;
 }
@@ -220,6 +234,7 @@ bool nncc::kernels::ownSgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
 #else // !NNCC_GEMM_X86
 
 bool nncc::kernels::cpuHasAvx512() { return false; }
+bool nncc::kernels::cpuHasAvx2Fma() { return false; }
 bool nncc::kernels::ownSgemmAvailable() { return false; }
 bool nncc::kernels::ownSgemm(bool, bool, int64_t, int64_t, int64_t, float, const float *,
                              int64_t, const float *, int64_t, float, float *, int64_t,

@@ -31,6 +31,10 @@ struct BlockDone {
 /// the recurrent loops of RecurrentFast.cpp): a CPU with AVX-512F/DQ, unless
 /// NNCC_KERNELS_PORTABLE is set (not "0"); read once per process.
 bool cpuHasAvx512();
+/// Whether the kernels' AVX2 code runs here (the recurrent scan of
+/// RecurrentFastAvx2.cpp): a CPU with AVX2 and FMA, unless
+/// NNCC_KERNELS_PORTABLE is set (not "0"); read once per process.
+bool cpuHasAvx2Fma();
 /// Whether ownSgemm runs here (cpuHasAvx512).
 bool ownSgemmAvailable();
 /// C = alpha op(A) op(B) + beta C (row-major) on the calling thread with

@@ -77,72 +77,6 @@ RnnWork<T> carve(Arena &a, const RnnShape &s, bool stack = true) {
   return w;
 }
 
-/// Gate math of one row of units at one step: h, c (LSTM) and the output
-/// row, or the Cho GRU's r, z and r*h. `Saved` is a template parameter and
-/// `bias` is never null, so the unit loop has no branches; the rows are
-/// disjoint buffers (projection, recurrent GEMM output, bias, state, output,
-/// saved gates), declared __restrict so that it vectorises without runtime
-/// alias checks. Not inlined: inside the OpenMP body GCC drops the
-/// __restrict of the parameters and gives up on the LSTM's many alias checks
-/// (the loop stays scalar); one call per row and step costs nothing.
-template <int Kind, bool Saved, typename T>
-__attribute__((noinline)) void
-gateRow(int64_t H, const T *__restrict xr, const T *__restrict hr,
-        const T *__restrict bias, T *__restrict hrow, T *__restrict crow,
-        T *__restrict orow, T *__restrict sv, T *__restrict rh, T *__restrict r,
-        T *__restrict z) {
-  if (bias == nullptr)
-    __builtin_unreachable();
-  T *save = Saved ? sv : nullptr;
-  // An int index, as the unit functions take: a truncated int64 index is not
-  // an affine induction variable for the vectoriser.
-  const int h = (int)H;
-  // LSTM / GRU saved slots as separate rows: with the stores inside
-  // lstm_unit / gru_unit GCC cannot tell them from the state rows and keeps
-  // the loop scalar.
-  T *__restrict s0 = save, *__restrict s1 = Saved ? save + H : nullptr,
-                *__restrict s2 = Saved ? save + 2 * H : nullptr,
-                *__restrict s3 = Saved ? save + 3 * H : nullptr,
-                *__restrict s4 =
-                    Saved && Kind == CellLstm ? save + 4 * H : nullptr;
-  for (int j = 0; j < h; ++j) {
-    if (Kind == CellLstm) {
-      T gi, gf, gg, go, cnew, hnew;
-      lstm_gates(xr, hr, bias, h, j, crow[j], gi, gf, gg, go, cnew, hnew);
-      if (Saved) {
-        s0[j] = gi;
-        s1[j] = gf;
-        s2[j] = gg;
-        s3[j] = go;
-        s4[j] = cnew;
-      }
-      crow[j] = cnew;
-      hrow[j] = hnew;
-      orow[j] = hnew;
-    } else if (Kind == CellGru) {
-      T gr, gz, gn, ghn;
-      T hnew = gru_gates(xr, hr, bias, h, j, hrow[j], gr, gz, gn, ghn);
-      if (Saved) {
-        s0[j] = gr;
-        s1[j] = gz;
-        s2[j] = gn;
-        s3[j] = ghn;
-      }
-      hrow[j] = hnew;
-      orow[j] = hnew;
-    } else if (Kind == CellGruCho) {
-      T rj, zj;
-      rh[j] = gru_cho_gates(xr, hr, bias, h, j, hrow[j], rj, zj);
-      r[j] = rj;
-      z[j] = zj;
-    } else {
-      T hnew = rnn_unit(xr, hr, bias, j, Kind == CellRnnRelu, save, h);
-      hrow[j] = hnew;
-      orow[j] = hnew;
-    }
-  }
-}
-
 /// The time loop of one layer and direction over the input projection
 /// `xgAll` [B, T, G*H] (x W_ih^T + b_ih of every step): reads state slot
 /// `sd` of h0/c0 ([L*D, B, H]), writes columns [col*H, (col+1)*H) of `out`
@@ -200,7 +134,7 @@ void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
       fastScanPack(Kind, H, whh, w.packed);
       FastScan f{Kind,   B,        Tn,      H,   D,      col,   sd,
                  reverse, xgAll,   w.packed, bias, w.perm, w.lens, w.h,
-                 w.hAlt, w.c,      out,      saved, ckc,   every};
+                 w.hAlt, w.c,      out,      saved, ckc,   w.hg,  every};
       fastScanRun(f);
       storeFinalStates<Kind>(B, H, sd, w, hn, cn);
       return;
@@ -255,11 +189,11 @@ void scanDirection(const RnnShape &s, int64_t sd, int64_t col, bool reverse,
           orow[j] = hnew;
         }
       } else if (sv)
-        gateRow<Kind, true>(H, xr, w.hg + k * GH, bias, w.h + k * H, crow, orow,
-                            sv, rh, r, z);
+        gateRow<Kind, true>(H, 0, H, xr, w.hg + k * GH, bias, w.h + k * H, crow,
+                            orow, sv, rh, r, z);
       else
-        gateRow<Kind, false>(H, xr, w.hg + k * GH, bias, w.h + k * H, crow, orow,
-                             static_cast<T *>(nullptr), rh, r, z);
+        gateRow<Kind, false>(H, 0, H, xr, w.hg + k * GH, bias, w.h + k * H, crow,
+                             orow, static_cast<T *>(nullptr), rh, r, z);
     }
     if (Kind == CellGruCho) {
       gemm(false, true, n, H, H, T(1), w.rh, H, whh + 2 * H * H, H, T(0),

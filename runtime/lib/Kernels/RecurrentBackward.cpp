@@ -375,7 +375,7 @@ void scanBackwardSteps(const LayerArgs &s, const Index &ix, int64_t stBegin,
   const bool reverse = s.reverse;
   const bool zoneout = Kind == CellLstm && zo.p > 0;
   if constexpr (std::is_same_v<T, float> && Kind != CellGruCho) {
-    if (!zoneout && stEnd > stBegin && fastScanAvailable(Kind)) {
+    if (!zoneout && stEnd > stBegin && fastBackwardAvailable(Kind)) {
       fastBackwardSteps<Kind>(s, ix, stBegin, stEnd, whh, saved, y, h0, c0,
                               dy, w, dxg, dhg);
       return;

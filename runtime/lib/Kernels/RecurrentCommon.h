@@ -107,22 +107,112 @@ inline bool stackArgsValid(int cell, int64_t B, int64_t Tn, int64_t I,
   return true;
 }
 
-/// The f32 time loop of one layer and direction on AVX-512 CPUs
-/// (RecurrentFast.cpp): W_hh packed once into `packed`, a register-blocked
-/// recurrent product per step with the gate math in its epilogue, one
-/// OpenMP region over the time loop. Rows in sorted order (perm / lens, as
-/// scanDirection); h holds the initial state and receives the final one,
-/// hAlt is the second h buffer; c (LSTM) is updated in place. `bias` is
-/// never null (zeros without b_hh).
+/// Gate math of one row at one step, units [j0, j1) of H: h, c (LSTM) and
+/// the output row, or the Cho GRU's r, z and r*h. Every row pointer is the
+/// whole row's (unit j at j, gate g's at g * H + j). `Saved` is a template
+/// parameter and `bias` is never null, so the unit loop has no branches; the
+/// rows are
+/// disjoint buffers (projection, recurrent GEMM output, bias, state, output,
+/// saved gates), declared __restrict so that it vectorises without runtime
+/// alias checks. Not inlined: inside the OpenMP body GCC drops the
+/// __restrict of the parameters and gives up on the LSTM's many alias checks
+/// (the loop stays scalar); one call per row and step costs nothing.
+template <int Kind, bool Saved, typename T>
+__attribute__((noinline)) void
+gateRow(int64_t H, int64_t j0, int64_t j1, const T *__restrict xr,
+        const T *__restrict hr, const T *__restrict bias, T *__restrict hrow,
+        T *__restrict crow, T *__restrict orow, T *__restrict sv, T *__restrict rh, T *__restrict r,
+        T *__restrict z) {
+  if (bias == nullptr)
+    __builtin_unreachable();
+  T *save = Saved ? sv : nullptr;
+  // An int index, as the unit functions take: a truncated int64 index is not
+  // an affine induction variable for the vectoriser.
+  const int h = (int)H, jb = (int)j0, je = (int)j1;
+  // LSTM / GRU saved slots as separate rows: with the stores inside
+  // lstm_unit / gru_unit GCC cannot tell them from the state rows and keeps
+  // the loop scalar.
+  T *__restrict s0 = save, *__restrict s1 = Saved ? save + H : nullptr,
+                *__restrict s2 = Saved ? save + 2 * H : nullptr,
+                *__restrict s3 = Saved ? save + 3 * H : nullptr,
+                *__restrict s4 =
+                    Saved && Kind == CellLstm ? save + 4 * H : nullptr;
+  for (int j = jb; j < je; ++j) {
+    if (Kind == CellLstm) {
+      T gi, gf, gg, go, cnew, hnew;
+      lstm_gates(xr, hr, bias, h, j, crow[j], gi, gf, gg, go, cnew, hnew);
+      if (Saved) {
+        s0[j] = gi;
+        s1[j] = gf;
+        s2[j] = gg;
+        s3[j] = go;
+        s4[j] = cnew;
+      }
+      crow[j] = cnew;
+      hrow[j] = hnew;
+      orow[j] = hnew;
+    } else if (Kind == CellGru) {
+      T gr, gz, gn, ghn;
+      T hnew = gru_gates(xr, hr, bias, h, j, hrow[j], gr, gz, gn, ghn);
+      if (Saved) {
+        s0[j] = gr;
+        s1[j] = gz;
+        s2[j] = gn;
+        s3[j] = ghn;
+      }
+      hrow[j] = hnew;
+      orow[j] = hnew;
+    } else if (Kind == CellGruCho) {
+      T rj, zj;
+      rh[j] = gru_cho_gates(xr, hr, bias, h, j, hrow[j], rj, zj);
+      r[j] = rj;
+      z[j] = zj;
+    } else {
+      T hnew = rnn_unit(xr, hr, bias, j, Kind == CellRnnRelu, save, h);
+      hrow[j] = hnew;
+      orow[j] = hnew;
+    }
+  }
+}
+
+/// The f32 time loop of one layer and direction on AVX-512 or AVX2 CPUs
+/// (RecurrentFast.cpp, RecurrentFastAvx2.cpp): W_hh packed once into
+/// `packed`, a register-blocked recurrent product per step with the gate
+/// math after it while the tile is hot, one OpenMP region over the time
+/// loop. Rows in sorted order (perm / lens, as scanDirection); h holds the
+/// initial state and receives the final one, hAlt is the second h buffer;
+/// c (LSTM) is updated in place. `bias` is never null (zeros without b_hh).
+/// `hg` [B, G*H] receives the step product on AVX2 (the portable loop's
+/// buffer), where gateRow runs on it.
 struct FastScan {
   int cell;
   int64_t B, Tn, H, D, col, sd;
   bool reverse;
   const float *xg, *packed, *bias;
   const int32_t *perm, *lens;
-  float *h, *hAlt, *c, *out, *saved, *ckc;
+  float *h, *hAlt, *c, *out, *saved, *ckc, *hg;
   int64_t every;
 };
+/// Unit groups (of 16) per panel of the packed W_hh (fastScanPack): 4 for
+/// the Elman RNN (one gate), else 1.
+inline int fastScanGroupsPerPanel(int cell) { return cell_gates(cell) == 1 ? 4 : 1; }
+
+/// The rows [0, n) as ceil(n / MR) tiles of nearly equal height (a tile of
+/// one or two rows would stream a whole W panel for little work); calls
+/// f(first row, rows) per tile.
+template <int MR, typename F> inline void rowTiles(int64_t n, const F &f) {
+  const int64_t tiles = (n + MR - 1) / MR;
+  if (tiles == 0)
+    return;
+  const int64_t base = n / tiles, extra = n % tiles;
+  int64_t r0 = 0;
+  for (int64_t i = 0; i < tiles; ++i) {
+    const int64_t R = base + (i < extra ? 1 : 0);
+    f(r0, R);
+    r0 += R;
+  }
+}
+
 /// The fast loops use one thread when a step has fewer multiply-adds
 /// (B * G * H * H): about 10 us of one core, against a barrier per step
 /// that costs a microsecond on an idle machine and a time slice when
@@ -142,14 +232,21 @@ inline bool recurrentStepThreads(int64_t B, int64_t GH, int64_t H) {
 }
 
 /// Whether fastScanRun runs `cell` here: Elman, LSTM or PyTorch's GRU, on a
-/// CPU with AVX-512F/DQ, unless NNCC_KERNELS_PORTABLE is set (not "0").
+/// CPU with AVX-512F/DQ or with AVX2 and FMA, unless NNCC_KERNELS_PORTABLE
+/// is set (not "0").
 bool fastScanAvailable(int cell);
+/// One step of the AVX2 scan (RecurrentFastAvx2.cpp): rows [0, n) and the
+/// units of panels [p0, p1), reading h from `cur` and writing it to `nxt`.
+void fastScanStepAvx2(const FastScan &a, int64_t st, int64_t n, int64_t p0,
+                      int64_t p1, const float *cur, float *nxt);
 /// Floats of the packed W_hh (0 for cells fastScanRun does not run).
 int64_t fastScanPackedFloats(int cell, int64_t H);
 void fastScanPack(int cell, int64_t H, const float *whh, float *packed);
 void fastScanRun(const FastScan &a);
 
-/// The backward's step product on AVX-512 (same availability as the scan):
+/// Whether fastBackwardStep runs `cell` here (AVX-512 only).
+bool fastBackwardAvailable(int cell);
+/// The backward's step product on AVX-512:
 /// dh[k, j] = direct[k, j] + sum_q A_k[q] W_hh[q, j] for the rows k < n and
 /// the units of panels [p0, p1) (64 units each), A_k = a + rowOff[k] (K =
 /// G*H gate adjoints of row k). W_hh [G*H, H] is packed by panels once.

@@ -56,12 +56,9 @@ using namespace nncc::kernels;
 
 namespace {
 
-/// Unit groups (of 16) per panel: 4 for the Elman RNN (one gate), else 1.
-int groupsPerPanel(int cell) { return cell_gates(cell) == 1 ? 4 : 1; }
-
 int64_t numPanels(int cell, int64_t H) {
   const int64_t groups = (H + 15) / 16;
-  const int U = groupsPerPanel(cell);
+  const int U = fastScanGroupsPerPanel(cell);
   return (groups + U - 1) / U;
 }
 
@@ -126,7 +123,7 @@ extern "C" int nncc_rnn_sizes_count_cpu_workspace(int on) {
 int64_t nncc::kernels::fastScanPackedFloats(int cell, int64_t H) {
   if (!cellSupported(cell) || H <= 0)
     return 0;
-  const int U = groupsPerPanel(cell);
+  const int U = fastScanGroupsPerPanel(cell);
   return numPanels(cell, H) * U * cell_gates(cell) * 16 * H;
 }
 
@@ -137,7 +134,7 @@ namespace {
 /// 16 k-rows of the panel. The same floats as the scalar loop below.
 NNCC_AVX512_FN void packPanel16(int cell, int64_t H, const float *whh, int64_t p,
                                 float *packed) {
-  const int G = cell_gates(cell), U = groupsPerPanel(cell);
+  const int G = cell_gates(cell), U = fastScanGroupsPerPanel(cell);
   const int64_t NV = G * U;
   for (int u = 0; u < U; ++u)
     for (int g = 0; g < G; ++g) {
@@ -159,7 +156,7 @@ NNCC_AVX512_FN void packPanel16(int cell, int64_t H, const float *whh, int64_t p
 
 void nncc::kernels::fastScanPack(int cell, int64_t H, const float *whh,
                                  float *packed) {
-  const int G = cell_gates(cell), U = groupsPerPanel(cell);
+  const int G = cell_gates(cell), U = fastScanGroupsPerPanel(cell);
   const int NV = G * U;
   const int64_t P = numPanels(cell, H);
 #if NNCC_FAST_X86
@@ -379,21 +376,6 @@ NNCC_AVX512 void tile(const FastScan &a, int64_t st, int64_t p, int64_t r0,
   }
 }
 
-/// The rows [0, n) as ceil(n / MR) tiles of nearly equal height (a tile of
-/// one or two rows would stream a whole W panel for little work).
-template <int MR, typename F> NNCC_AVX512 inline void rowTiles(int64_t n, const F &f) {
-  const int64_t tiles = (n + MR - 1) / MR;
-  if (tiles == 0)
-    return;
-  const int64_t base = n / tiles, extra = n % tiles;
-  int64_t r0 = 0;
-  for (int64_t i = 0; i < tiles; ++i) {
-    const int64_t R = base + (i < extra ? 1 : 0);
-    f(r0, R);
-    r0 += R;
-  }
-}
-
 template <int Kind, int MR, int NV>
 NNCC_AVX512 void stepPanels(const FastScan &a, int64_t st, int64_t n,
                             int64_t p0, int64_t p1, const float *cur,
@@ -421,7 +403,10 @@ NNCC_AVX512 void stepPanels(const FastScan &a, int64_t st, int64_t n,
     });
 }
 
-template <int Kind, int MR, int NV> void runScan(const FastScan &a) {
+/// The time loop: the threads split the panels, one barrier per step; each
+/// step runs the AVX-512 tiles (MR rows x NV vectors) or, without AVX-512,
+/// the AVX2 step of RecurrentFastAvx2.cpp.
+template <int Kind, int MR, int NV, bool Avx512> void runScan(const FastScan &a) {
   const int64_t B = a.B, H = a.H;
   const int64_t P = numPanels(Kind, H);
   const int64_t maxLen = B > 0 ? a.lens[0] : 0;
@@ -437,7 +422,7 @@ template <int Kind, int MR, int NV> void runScan(const FastScan &a) {
   {
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
     const int64_t p0 = P * tid / nth, p1 = P * (tid + 1) / nth;
-    const int U = groupsPerPanel(Kind);
+    const int U = fastScanGroupsPerPanel(Kind);
     const int64_t j0 = std::min(H, p0 * U * 16), j1 = std::min(H, p1 * U * 16);
     int64_t n = B;
     for (int64_t st = 0; st < maxLen; ++st) {
@@ -447,7 +432,10 @@ template <int Kind, int MR, int NV> void runScan(const FastScan &a) {
         break;
       const float *cur = (st & 1) ? a.hAlt : a.h;
       float *nxt = (st & 1) ? a.h : a.hAlt;
-      stepPanels<Kind, MR, NV>(a, st, n, p0, p1, cur, nxt);
+      if constexpr (Avx512)
+        stepPanels<Kind, MR, NV>(a, st, n, p0, p1, cur, nxt);
+      else
+        fastScanStepAvx2(a, st, n, p0, p1, cur, nxt);
       // BPTT checkpoint (LSTM): this thread's units of the cell state
       // entering step st + 1 when that step starts a segment.
       if (Kind == CellLstm && a.ckc && (st + 1) % a.every == 0 &&
@@ -533,6 +521,10 @@ NNCC_AVX512 void bwdStep(int64_t n, int64_t K, int64_t H, const float *a,
 } // namespace
 
 bool nncc::kernels::fastScanAvailable(int cell) {
+  return cellSupported(cell) && (cpuHasAvx512() || cpuHasAvx2Fma());
+}
+
+bool nncc::kernels::fastBackwardAvailable(int cell) {
   return cellSupported(cell) && cpuHasAvx512();
 }
 
@@ -545,18 +537,30 @@ void nncc::kernels::fastBackwardStep(int64_t n, int64_t K, int64_t H,
 }
 
 void nncc::kernels::fastScanRun(const FastScan &a) {
+  if (!cpuHasAvx512()) {
+    switch (a.cell) {
+    case CellLstm:
+      return runScan<CellLstm, 0, 0, false>(a);
+    case CellGru:
+      return runScan<CellGru, 0, 0, false>(a);
+    case CellRnnTanh:
+      return runScan<CellRnnTanh, 0, 0, false>(a);
+    default:
+      return runScan<CellRnnRelu, 0, 0, false>(a);
+    }
+  }
   switch (a.cell) {
   case CellLstm:
-    runScan<CellLstm, 6, 4>(a);
+    runScan<CellLstm, 6, 4, true>(a);
     break;
   case CellGru:
-    runScan<CellGru, 8, 3>(a);
+    runScan<CellGru, 8, 3, true>(a);
     break;
   case CellRnnTanh:
-    runScan<CellRnnTanh, 6, 4>(a);
+    runScan<CellRnnTanh, 6, 4, true>(a);
     break;
   default:
-    runScan<CellRnnRelu, 6, 4>(a);
+    runScan<CellRnnRelu, 6, 4, true>(a);
     break;
   }
 }
@@ -564,6 +568,7 @@ void nncc::kernels::fastScanRun(const FastScan &a) {
 #else // !NNCC_FAST_X86
 
 bool nncc::kernels::fastScanAvailable(int) { return false; }
+bool nncc::kernels::fastBackwardAvailable(int) { return false; }
 void nncc::kernels::fastScanRun(const FastScan &) {}
 void nncc::kernels::fastBackwardStep(int64_t, int64_t, int64_t, const float *,
                                      const int64_t *, const float *, int64_t,

@@ -1,14 +1,15 @@
-"""The AVX-512 recurrent time loops (RecurrentFast.cpp) against the portable
-ones (NNCC_KERNELS_PORTABLE=1): nncc_rnn_layer_f32 (y, h_n, c_n, the saved
+"""The AVX-512 and AVX2 recurrent time loops (RecurrentFast.cpp,
+RecurrentFastAvx2.cpp) against the portable ones (NNCC_KERNELS_PORTABLE=1): nncc_rnn_layer_f32 (y, h_n, c_n, the saved
 gates) and nncc_rnn_layer_backward_f32 (dxproj, dh0, dc0, dw_hh, db_hh) for
 the Elman RNN (tanh, relu), the LSTM and PyTorch's GRU, at sizes that take
 every path: H not a multiple of 16 or 64 (masked unit tails), batch rows
 not a multiple of the row tile, variable lengths with a zero-length row,
 the reverse direction of a bidirectional layer, 1 and 2 threads, above and
 below the size from which two threads split a step. Each mode runs in its own process (the mode is
-read once per process); the driver compares them. When the CPU has no
-AVX-512 both sides run the portable loop and the comparison is trivially
-exact; `fast path:` says which.
+read once per process); the driver compares them. Without AVX-512 the
+forward runs the AVX2 step and the backward the portable loop on both
+sides (exact there); without AVX2 the whole comparison is trivially exact.
+`fast path:` says which.
 
     python recurrent_fast.py LIBDIR
 """
@@ -130,7 +131,8 @@ def main():
             subprocess.check_call([sys.executable, __file__, "--child", libdir, d], env=env)
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
     print("fast path:", "avx512" if " avx512f " in flags and " avx512dq " in flags
-          else "portable (no AVX-512 here)")
+          else "avx2 (forward; the backward is portable)"
+          if " avx2 " in flags and " fma " in flags else "portable (no AVX2 here)")
     bad = 0
     for i, case in enumerate(CASES):
         a = np.load(os.path.join(dirs["fast"], "case%d.npz" % i))
