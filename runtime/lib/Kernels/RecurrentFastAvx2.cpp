@@ -17,6 +17,7 @@
 //    of every row: the same activations and operation order as the
 //    portable loop, so results differ from it only by the GEMM's summation
 //    order (test/Kernels/recurrent-fast.test).
+//  * The next step's projection rows are prefetched, as in the AVX-512 loop.
 //  * h is double-buffered as in the AVX-512 loop: the product reads `cur`
 //    while other threads write their units of `nxt`. The GRU's gate math
 //    reads h_prev from its output row, so its units are copied from `cur`
@@ -127,6 +128,15 @@ NNCC_AVX2 void step(const FastScan &a, int64_t st, int64_t n, int64_t p0,
     float *crow = Kind == CellLstm ? a.c + k * H : nullptr;
     if (Kind == CellGru)
       std::memcpy(hrow + j0, cur + k * H + j0, sizeof(float) * (j1 - j0));
+    // The next step's projection row (another row of the [B, T, G*H]
+    // projection, never in cache by itself): this thread's lines of it,
+    // fetched now so that the next step's gate math does not wait for them.
+    if (st + 1 < a.lens[k]) {
+      const float *xnext = xr + (a.reverse ? -GH : GH);
+      for (int g = 0; g < G; ++g)
+        for (int64_t j = j0; j < j1; j += 16)
+          _mm_prefetch((const char *)(xnext + g * H + j), _MM_HINT_T0);
+    }
     if (sv)
       gateRow<Kind, true, float>(H, j0, j1, xr, a.hg + k * GH, a.bias, hrow, crow,
                           orow, sv, nullptr, nullptr, nullptr);
