@@ -1,9 +1,11 @@
-//===- RecurrentFast.cpp - AVX-512 time loop of the f32 recurrent scan ----===//
+//===- RecurrentFast.cpp - fused time loop of the f32 recurrent scan ------===//
 //
 // The f32 time loop of scanDirection (Recurrent.cpp) for the Elman RNN, the
-// LSTM and PyTorch's GRU, on CPUs with AVX-512F (checked at run time; the
-// portable loop of Recurrent.cpp runs elsewhere, and for Cho's GRU, LSTM
-// zoneout and f64).
+// LSTM and PyTorch's GRU, and its backward step, on CPUs with AVX-512F
+// (checked at run time). On CPUs with AVX2 and FMA only, the same time loop
+// runs the 8-lane step of RecurrentFastAvx2.cpp (the backward is portable
+// there); the portable loop of Recurrent.cpp runs elsewhere, and for Cho's
+// GRU, LSTM zoneout and f64.
 //
 // Per step the recurrent product h W_hh^T ([n, H] x [H, G*H]) is computed by
 // our own register-blocked micro-kernel instead of one OpenBLAS call, and
