@@ -130,10 +130,13 @@ def main():
                 env["NNCC_KERNELS_PORTABLE"] = "1"
             subprocess.check_call([sys.executable, __file__, "--child", libdir, d], env=env)
     flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    fast = (" avx512f " in flags and " avx512dq " in flags) or (" avx2 " in flags and
+                                                              " fma " in flags)
     print("fast path:", "avx512" if " avx512f " in flags and " avx512dq " in flags
-          else "avx2 (forward; the backward is portable)"
-          if " avx2 " in flags and " fma " in flags else "portable (no AVX2 here)")
+          else "avx2 (forward; the backward is portable)" if fast
+          else "portable (no AVX2 here)")
     bad = 0
+    moved = 0  # cases where the fast side summed in another order
     for i, case in enumerate(CASES):
         a = np.load(os.path.join(dirs["fast"], "case%d.npz" % i))
         b = np.load(os.path.join(dirs["portable"], "case%d.npz" % i))
@@ -149,11 +152,16 @@ def main():
             if not np.isfinite(x).all() or err > 2e-5:
                 print("FAIL %s %s: err %.3g" % (tag, name, err))
                 bad += 1
+        moved += worst > 0
         if lengths_ok(case, a):
             print("PASS %s (max rel err %.1e)" % (tag, worst))
         else:
             print("FAIL %s: outputs past a length not zero" % tag)
             bad += 1
+    if fast and moved == 0:
+        # Every case bit-identical: the fast loops did not run at all.
+        print("FAIL fast path: no case differs from the portable loop")
+        bad += 1
     bad += check_sizes(libdir)
     print("ALL PASSED" if bad == 0 else "%d FAILED" % bad)
     return 1 if bad else 0
