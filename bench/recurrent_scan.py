@@ -9,7 +9,7 @@ precomputed input projection), in achieved GFLOP/s of the recurrent product
         [--threads N] [--portable] [--train] [--backward] [--save DIR]
 
 --portable sets NNCC_KERNELS_PORTABLE=1 (the loop without the AVX-512
-kernel, RecurrentFast.cpp); --train also writes the saved gates (the
+or AVX2 steps, RecurrentFast.cpp / RecurrentFastAvx2.cpp); --train also writes the saved gates (the
 training forward); --backward times nncc_rnn_layer_backward_f32 (the
 reverse scan and the dW_hh / db_hh GEMMs, with dxproj) after a --train
 forward, GFLOP/s counted as 4 B T G H^2 (the step products and dW_hh); --save writes y of each cell as DIR/<cell>.npy so two
