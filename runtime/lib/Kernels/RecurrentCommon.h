@@ -7,6 +7,7 @@
 #include "nncc/Kernels/RecurrentMath.h"
 
 #include <atomic>
+#include <type_traits>
 
 namespace nncc {
 namespace kernels {
@@ -199,8 +200,10 @@ inline int fastScanGroupsPerPanel(int cell) { return cell_gates(cell) == 1 ? 4 :
 
 /// The rows [0, n) as ceil(n / MR) tiles of nearly equal height (a tile of
 /// one or two rows would stream a whole W panel for little work); calls
-/// f(first row, rows) per tile.
+/// f(first row, std::integral_constant<int, rows>) per tile, the height a
+/// compile-time constant for the register tiles' template argument.
 template <int MR, typename F> inline void rowTiles(int64_t n, const F &f) {
+  static_assert(MR >= 1 && MR <= 8, "row tiles of 1 to 8 rows");
   const int64_t tiles = (n + MR - 1) / MR;
   if (tiles == 0)
     return;
@@ -208,7 +211,24 @@ template <int MR, typename F> inline void rowTiles(int64_t n, const F &f) {
   int64_t r0 = 0;
   for (int64_t i = 0; i < tiles; ++i) {
     const int64_t R = base + (i < extra ? 1 : 0);
-    f(r0, R);
+    switch (R) {
+#define NNCC_ROWS(M)                                                           \
+  case M:                                                                      \
+    if constexpr (M <= MR)                                                     \
+      f(r0, std::integral_constant<int, M>{});                                 \
+    break;
+      NNCC_ROWS(1)
+      NNCC_ROWS(2)
+      NNCC_ROWS(3)
+      NNCC_ROWS(4)
+      NNCC_ROWS(5)
+      NNCC_ROWS(6)
+      NNCC_ROWS(7)
+      NNCC_ROWS(8)
+#undef NNCC_ROWS
+    default:
+      break;
+    }
     r0 += R;
   }
 }

@@ -383,25 +383,8 @@ NNCC_AVX512 void stepPanels(const FastScan &a, int64_t st, int64_t n,
                             int64_t p0, int64_t p1, const float *cur,
                             float *nxt) {
   for (int64_t p = p0; p < p1; ++p)
-    rowTiles<MR>(n, [&](int64_t r0, int64_t R) {
-      switch (R) {
-#define NNCC_TILE(K)                                                           \
-  case K:                                                                      \
-    if constexpr (K <= MR)                                                     \
-      tile<Kind, K, NV>(a, st, p, r0, cur, nxt);                               \
-    break;
-        NNCC_TILE(1)
-        NNCC_TILE(2)
-        NNCC_TILE(3)
-        NNCC_TILE(4)
-        NNCC_TILE(5)
-        NNCC_TILE(6)
-        NNCC_TILE(7)
-        NNCC_TILE(8)
-#undef NNCC_TILE
-      default:
-        break;
-      }
+    rowTiles<MR>(n, [&](int64_t r0, auto rows) {
+      tile<Kind, decltype(rows)::value, NV>(a, st, p, r0, cur, nxt);
     });
 }
 
@@ -501,22 +484,9 @@ NNCC_AVX512 void bwdStep(int64_t n, int64_t K, int64_t H, const float *a,
                          int64_t p0, int64_t p1, const float *direct,
                          float *dh) {
   for (int64_t p = p0; p < p1; ++p)
-    rowTiles<6>(n, [&](int64_t r0, int64_t R) {
-      switch (R) {
-#define NNCC_TILE(M)                                                           \
-  case M:                                                                      \
-    bwdTile<M>(K, H, a, rowOff, packed, p, r0, direct, dh);                    \
-    break;
-        NNCC_TILE(1)
-        NNCC_TILE(2)
-        NNCC_TILE(3)
-        NNCC_TILE(4)
-        NNCC_TILE(5)
-        NNCC_TILE(6)
-#undef NNCC_TILE
-      default:
-        break;
-      }
+    rowTiles<6>(n, [&](int64_t r0, auto rows) {
+      bwdTile<decltype(rows)::value>(K, H, a, rowOff, packed, p, r0, direct,
+                                     dh);
     });
 }
 

@@ -91,24 +91,10 @@ NNCC_AVX2 void step(const FastScan &a, int64_t st, int64_t n, int64_t p0,
       if (j0 >= H)
         continue;
       const int64_t cols = std::min<int64_t>(16, H - j0);
-      rowTiles<6>(n, [&](int64_t r0, int64_t R) {
-        const float *rows = cur + r0 * H, *w = panel + q * 16;
-        float *c = a.hg + r0 * GH + g * H + j0;
-        switch (R) {
-#define NNCC_TILE(M)                                                           \
-  case M:                                                                      \
-    productTile<M>(H, rows, H, w, NV * 16, c, GH, cols);                       \
-    break;
-          NNCC_TILE(1)
-          NNCC_TILE(2)
-          NNCC_TILE(3)
-          NNCC_TILE(4)
-          NNCC_TILE(5)
-          NNCC_TILE(6)
-#undef NNCC_TILE
-        default:
-          break;
-        }
+      rowTiles<6>(n, [&](int64_t r0, auto rows) {
+        productTile<decltype(rows)::value>(H, cur + r0 * H, H, panel + q * 16,
+                                           NV * 16, a.hg + r0 * GH + g * H + j0,
+                                           GH, cols);
       });
     }
   }
